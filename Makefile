@@ -1,0 +1,148 @@
+# faultline - top-level build.
+#
+#   make            build everything into $(OUT)/ (default build/)
+#   make run        the main job on this host: own redis-server, the probe,
+#                   a live summary until Ctrl-C
+#   make test       install what is missing, build, run every test
+#   make asan       build and test under AddressSanitizer + UBSan
+#   make fuzz       build the libFuzzer targets and run each for FUZZ_TIME s
+#   make bench      benchmarks, each printing ratios against a peer
+#   make install    install binaries, etc/ and runbooks under PREFIX
+#   make vmlinux    regenerate bpf/vmlinux.h from this kernel's BTF
+#
+# vmlinux.h is checked in (bpf/vmlinux.h), not generated at build time.
+# CO-RE relocates every field access at load time against the running
+# kernel's BTF, so the header only has to declare the types we use; building
+# from a checked-in copy keeps builds reproducible and lets them run on
+# build hosts without /sys/kernel/btf/vmlinux (containers, CI builders).
+# `make vmlinux` refreshes it when a probe needs a type from a newer kernel.
+
+OUT ?= build
+PREFIX ?= /usr/local
+VERSION := 0.1.0
+FUZZ_TIME ?= 30
+
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' \
+	  -Ilib -I$(OUT) -Ibpf
+LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lpthread -lm
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ibpf -Ilib
+
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(OUT)/%.o)
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/bpf/%.bpf.o)
+SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/%.skel.h)
+PROBE_SRCS := $(wildcard probes/*.c)
+PROBE_OBJS := $(PROBE_SRCS:%.c=$(OUT)/%.o)
+CLI_SRCS := $(wildcard cli/*.c)
+CLI_OBJS := $(CLI_SRCS:%.c=$(OUT)/%.o)
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
+TEST_HELPERS := $(OUT)/tests/helpers.o
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+
+BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
+
+.PHONY: all deps run test asan fuzz bench install clean vmlinux
+.DELETE_ON_ERROR:
+
+all: deps $(BINS) $(TEST_BINS)
+
+# Install missing Debian packages (no-op when everything is present).
+deps:
+	@scripts/deps.sh --check 2>/dev/null || scripts/deps.sh
+
+$(OUT)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The embedded default probe config is etc/probe.yaml itself.
+$(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh probe_default_config $< > $@
+
+$(OUT)/probe_default_config.o: $(OUT)/probe_default_config.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/hist_layout.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# Probe sources include skeletons.
+$(PROBE_OBJS): $(SKELS)
+
+$(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUT)/faultline: $(CLI_OBJS) $(LIB_OBJS)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Test binaries link the library and the probe's objects (minus main).
+PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS))
+$(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
+		$(LDLIBS) -lcriterion -o $@
+
+run: all
+	scripts/run.sh $(OUT)
+
+test: all
+	tests/run.sh $(OUT)
+
+asan:
+	$(MAKE) OUT=build-asan SAN=1 test
+
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Ilib -fsanitize=fuzzer,address,undefined
+fuzz: deps
+	@mkdir -p $(OUT)/fuzz
+	@set -e; for f in $(FUZZ_SRCS); do \
+		t=$$(basename $$f .c); \
+		echo "fuzz: building $$t"; \
+		$(CLANG) $(FUZZ_CFLAGS) $$f $(LIB_SRCS) $(LDLIBS) -o $(OUT)/fuzz/$$t; \
+		mkdir -p $(OUT)/fuzz/corpus-$$t; \
+		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \
+		echo "fuzz: running $$t for $(FUZZ_TIME) s"; \
+		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
+			-print_final_stats=1 $(OUT)/fuzz/corpus-$$t 2>&1 | tail -n 12; \
+	done
+
+bench: all
+	@scripts/deps.sh --bench --check 2>/dev/null || scripts/deps.sh --bench
+	bench/run.sh $(OUT)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/faultline/runbooks \
+		$(DESTDIR)/etc/faultline
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	cp -r etc/* $(DESTDIR)/etc/faultline/
+	cp -r runbooks/. $(DESTDIR)$(PREFIX)/share/faultline/runbooks/
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

@@ -1,0 +1,775 @@
+/*
+ * snapshot.c - snapshot model and msgpack codec; see snapshot.h.
+ *
+ * Decoding is two passes.  wire_check() walks the raw bytes first and
+ * rejects any container that claims more elements than bytes remain, and
+ * nesting deeper than the format uses; msgpack-c's unpacker allocates a
+ * container's element array up front from the claimed size, so without the
+ * check a 5-byte input could ask for gigabytes.  After it, msgpack-c builds
+ * the object tree (at most a small multiple of the input size) and
+ * decode_*() check every type and bound while copying into the model.
+ */
+#include "snapshot.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#define WIRE_MAX_DEPTH 8
+
+/* ---- model -------------------------------------------------------------- */
+
+int snapshot_init(struct snapshot *s, const char *host, uint64_t ts_ms,
+		  uint64_t interval_ms, uint64_t seq, uint32_t tier)
+{
+	memset(s, 0, sizeof(*s));
+	s->host = strdup(host ? host : "");
+	if (!s->host)
+		return -ENOMEM;
+	s->ts_ms = ts_ms;
+	s->interval_ms = interval_ms;
+	s->seq = seq;
+	s->tier = tier;
+	return 0;
+}
+
+static void labels_free(struct label *l, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(l[i].key);
+		free(l[i].value);
+	}
+	free(l);
+}
+
+static void series_free(struct series *ser)
+{
+	free(ser->name);
+	labels_free(ser->labels, ser->nlabels);
+	if (ser->kind == SERIES_HISTOGRAM)
+		free(ser->hist);
+}
+
+void snapshot_free(struct snapshot *s)
+{
+	for (uint32_t i = 0; i < s->nseries; i++)
+		series_free(&s->series[i]);
+	free(s->series);
+	labels_free(s->labels, s->nlabels);
+	free(s->host);
+	memset(s, 0, sizeof(*s));
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
+}
+
+static struct label *labels_dup(const struct label *src, uint32_t n)
+{
+	struct label *l;
+
+	if (!n)
+		return NULL;
+	l = calloc(n, sizeof(*l));
+	if (!l)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		l[i].key = strdup(src[i].key);
+		l[i].value = strdup(src[i].value);
+		if (!l[i].key || !l[i].value) {
+			labels_free(l, n);
+			return NULL;
+		}
+	}
+	return l;
+}
+
+int snapshot_copy(struct snapshot *dst, const struct snapshot *src)
+{
+	if (snapshot_init(dst, src->host, src->ts_ms, src->interval_ms, src->seq, src->tier))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < src->nlabels; i++)
+		if (snapshot_set_label(dst, src->labels[i].key, src->labels[i].value))
+			goto fail;
+	for (uint32_t i = 0; i < src->nseries; i++) {
+		const struct series *a = &src->series[i];
+		struct series *b = snapshot_add_labels(dst, a->name, a->kind, a->labels, a->nlabels);
+
+		if (!b)
+			goto fail;
+		if (a->kind == SERIES_HISTOGRAM)
+			memcpy(b->hist, a->hist, sizeof(*a->hist));
+		else if (a->kind == SERIES_COUNTER)
+			b->counter = a->counter;
+		else
+			b->gauge = a->gauge;
+	}
+	return 0;
+fail:
+	snapshot_free(dst);
+	return -ENOMEM;
+}
+
+int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
+{
+	struct label *l;
+	char *v;
+
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		if (strcmp(s->labels[i].key, key) == 0) {
+			v = strdup(value);
+			if (!v)
+				return -ENOMEM;
+			free(s->labels[i].value);
+			s->labels[i].value = v;
+			return 0;
+		}
+	}
+	l = realloc(s->labels, (s->nlabels + 1) * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	s->labels = l;
+	l[s->nlabels].key = strdup(key);
+	l[s->nlabels].value = strdup(value);
+	if (!l[s->nlabels].key || !l[s->nlabels].value) {
+		free(l[s->nlabels].key);
+		free(l[s->nlabels].value);
+		return -ENOMEM;
+	}
+	s->nlabels++;
+	qsort(s->labels, s->nlabels, sizeof(*s->labels), label_cmp);
+	return 0;
+}
+
+struct series *snapshot_add_labels(struct snapshot *s, const char *name,
+				   enum series_kind kind,
+				   const struct label *labels, uint32_t nlabels)
+{
+	struct series *ser;
+
+	if (nlabels > SNAPSHOT_MAX_LABELS || s->nseries >= SNAPSHOT_MAX_SERIES)
+		return NULL;
+	if (s->nseries == s->cap) {
+		uint32_t cap = s->cap ? s->cap * 2 : 16;
+		struct series *n = realloc(s->series, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		s->series = n;
+		s->cap = cap;
+	}
+	ser = &s->series[s->nseries];
+	memset(ser, 0, sizeof(*ser));
+	ser->kind = kind;
+	ser->name = strdup(name);
+	ser->labels = labels_dup(labels, nlabels);
+	if (!ser->name || (nlabels && !ser->labels))
+		goto fail;
+	ser->nlabels = nlabels;
+	qsort(ser->labels, nlabels, sizeof(*ser->labels), label_cmp);
+	if (kind == SERIES_HISTOGRAM) {
+		ser->hist = calloc(1, sizeof(*ser->hist));
+		if (!ser->hist)
+			goto fail;
+	}
+	s->nseries++;
+	return ser;
+fail:
+	free(ser->name);
+	labels_free(ser->labels, nlabels);
+	return NULL;
+}
+
+static struct series *add_va(struct snapshot *s, const char *name,
+			     enum series_kind kind, va_list ap)
+{
+	struct label l[SNAPSHOT_MAX_LABELS];
+	uint32_t n = 0;
+	const char *k;
+
+	while ((k = va_arg(ap, const char *)) != NULL) {
+		if (n == SNAPSHOT_MAX_LABELS)
+			return NULL;
+		l[n].key = (char *)k;
+		l[n].value = va_arg(ap, char *);
+		if (!l[n].value)
+			return NULL;
+		n++;
+	}
+	return snapshot_add_labels(s, name, kind, l, n);
+}
+
+struct series *snapshot_add(struct snapshot *s, const char *name, enum series_kind kind, ...)
+{
+	struct series *ser;
+	va_list ap;
+
+	va_start(ap, kind);
+	ser = add_va(s, name, kind, ap);
+	va_end(ap);
+	return ser;
+}
+
+struct series *snapshot_add_counter(struct snapshot *s, const char *name, uint64_t value, ...)
+{
+	struct series *ser;
+	va_list ap;
+
+	va_start(ap, value);
+	ser = add_va(s, name, SERIES_COUNTER, ap);
+	va_end(ap);
+	if (ser)
+		ser->counter.value = value;
+	return ser;
+}
+
+struct series *snapshot_add_gauge(struct snapshot *s, const char *name, double value, ...)
+{
+	struct series *ser;
+	va_list ap;
+
+	va_start(ap, value);
+	ser = add_va(s, name, SERIES_GAUGE, ap);
+	va_end(ap);
+	if (ser) {
+		ser->gauge.last = ser->gauge.min = ser->gauge.max = ser->gauge.sum = value;
+		ser->gauge.n = 1;
+	}
+	return ser;
+}
+
+const char *series_label(const struct series *ser, const char *key)
+{
+	for (uint32_t i = 0; i < ser->nlabels; i++)
+		if (strcmp(ser->labels[i].key, key) == 0)
+			return ser->labels[i].value;
+	return NULL;
+}
+
+int series_key(const struct series *ser, char *buf, size_t len)
+{
+	size_t off = 0;
+	int n;
+
+#define APPEND(...)                                                        \
+	do {                                                               \
+		n = snprintf(buf + (off < len ? off : len), off < len ? len - off : 0, \
+			     __VA_ARGS__);                                 \
+		off += (size_t)n;                                          \
+	} while (0)
+	APPEND("%s{", ser->name);
+	for (uint32_t i = 0; i < ser->nlabels; i++)
+		APPEND("%s%s=%s", i ? "," : "", ser->labels[i].key, ser->labels[i].value);
+	APPEND("}");
+#undef APPEND
+	return (int)off;
+}
+
+struct series *snapshot_find(const struct snapshot *s, const char *key)
+{
+	char buf[2048];
+
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		series_key(&s->series[i], buf, sizeof(buf));
+		if (strcmp(buf, key) == 0)
+			return &s->series[i];
+	}
+	return NULL;
+}
+
+/* ---- encode ------------------------------------------------------------- */
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_labels(msgpack_packer *pk, const struct label *l, uint32_t n)
+{
+	msgpack_pack_map(pk, n);
+	for (uint32_t i = 0; i < n; i++) {
+		pack_str(pk, l[i].key);
+		pack_str(pk, l[i].value);
+	}
+}
+
+static void pack_hist(msgpack_packer *pk, const struct histogram *h)
+{
+	uint32_t n = (uint32_t)hist_nonempty(h), prev = 0;
+	int first = 1;
+
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint64(pk, h->count);
+	msgpack_pack_uint64(pk, h->sum);
+	msgpack_pack_array(pk, n * 2);
+	for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
+		if (!h->buckets[i])
+			continue;
+		msgpack_pack_uint32(pk, first ? i : i - prev - 1);
+		msgpack_pack_uint64(pk, h->buckets[i]);
+		prev = i;
+		first = 0;
+	}
+}
+
+static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t tier)
+{
+	const struct gauge_value *g = &ser->gauge;
+
+	msgpack_pack_array(pk, 4);
+	pack_str(pk, ser->name);
+	pack_labels(pk, ser->labels, ser->nlabels);
+	msgpack_pack_uint8(pk, (uint8_t)ser->kind);
+	switch (ser->kind) {
+	case SERIES_COUNTER:
+		if (tier <= 1 && ser->counter.increase == 0) {
+			msgpack_pack_uint64(pk, ser->counter.value);
+		} else {
+			msgpack_pack_array(pk, 2);
+			msgpack_pack_uint64(pk, ser->counter.value);
+			msgpack_pack_uint64(pk, ser->counter.increase);
+		}
+		break;
+	case SERIES_GAUGE:
+		if (g->n <= 1 && g->min == g->last && g->max == g->last) {
+			msgpack_pack_double(pk, g->last);
+		} else {
+			msgpack_pack_array(pk, 5);
+			msgpack_pack_double(pk, g->last);
+			msgpack_pack_double(pk, g->min);
+			msgpack_pack_double(pk, g->max);
+			msgpack_pack_double(pk, g->sum);
+			msgpack_pack_uint64(pk, g->n);
+		}
+		break;
+	case SERIES_HISTOGRAM:
+		pack_hist(pk, ser->hist);
+		break;
+	}
+}
+
+int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 8);
+	pack_str(&pk, "v");
+	msgpack_pack_uint32(&pk, SNAPSHOT_VERSION);
+	pack_str(&pk, "host");
+	pack_str(&pk, s->host);
+	pack_str(&pk, "ts");
+	msgpack_pack_uint64(&pk, s->ts_ms);
+	pack_str(&pk, "iv");
+	msgpack_pack_uint64(&pk, s->interval_ms);
+	pack_str(&pk, "seq");
+	msgpack_pack_uint64(&pk, s->seq);
+	pack_str(&pk, "tier");
+	msgpack_pack_uint32(&pk, s->tier);
+	pack_str(&pk, "lbl");
+	pack_labels(&pk, s->labels, s->nlabels);
+	pack_str(&pk, "s");
+	msgpack_pack_array(&pk, s->nseries);
+	for (uint32_t i = 0; i < s->nseries; i++)
+		pack_series(&pk, &s->series[i], s->tier);
+	/* sbuffer grows by realloc; a failed realloc leaves data NULL */
+	if (!sb.data && s->nseries) {
+		msgpack_sbuffer_destroy(&sb);
+		return -ENOMEM;
+	}
+	*out = sb.data;
+	*outlen = sb.size;
+	return 0;
+}
+
+/* ---- decode ------------------------------------------------------------- */
+
+static int wire_need(size_t have, size_t need)
+{
+	return need <= have;
+}
+
+static uint64_t be(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * Skip one msgpack item at *off.  Returns 0, or -1 if it is truncated,
+ * malformed, nests deeper than WIRE_MAX_DEPTH, or a container claims more
+ * elements than there are bytes left.
+ */
+static int wire_skip(const unsigned char *b, size_t len, size_t *off, int depth)
+{
+	size_t o = *off, n = 0, items = 0;
+	unsigned char t;
+	int lenbytes = 0;
+
+	if (depth > WIRE_MAX_DEPTH || o >= len)
+		return -1;
+	t = b[o++];
+	if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
+		/* fixint, nil, bool */
+	} else if (t >= 0xa0 && t <= 0xbf) {
+		n = t & 0x1f;
+	} else if (t >= 0x80 && t <= 0x8f) {
+		items = (size_t)(t & 0x0f) * 2;
+	} else if (t >= 0x90 && t <= 0x9f) {
+		items = t & 0x0f;
+	} else {
+		switch (t) {
+		case 0xcc: case 0xd0: n = 1; break;
+		case 0xcd: case 0xd1: n = 2; break;
+		case 0xca: case 0xce: case 0xd2: n = 4; break;
+		case 0xcb: case 0xcf: case 0xd3: n = 8; break;
+		case 0xd4: n = 2; break;
+		case 0xd5: n = 3; break;
+		case 0xd6: n = 5; break;
+		case 0xd7: n = 9; break;
+		case 0xd8: n = 17; break;
+		case 0xc4: case 0xd9: lenbytes = 1; break;
+		case 0xc5: case 0xda: lenbytes = 2; break;
+		case 0xc6: case 0xdb: lenbytes = 4; break;
+		case 0xc7: lenbytes = 1; n = 1; break;
+		case 0xc8: lenbytes = 2; n = 1; break;
+		case 0xc9: lenbytes = 4; n = 1; break;
+		case 0xdc: case 0xde:
+			if (!wire_need(len - o, 2))
+				return -1;
+			items = be(b + o, 2) * (t == 0xde ? 2 : 1);
+			o += 2;
+			break;
+		case 0xdd: case 0xdf:
+			if (!wire_need(len - o, 4))
+				return -1;
+			items = be(b + o, 4) * (t == 0xdf ? 2 : 1);
+			o += 4;
+			break;
+		default:
+			return -1;	/* 0xc1, never used */
+		}
+	}
+	if (lenbytes) {
+		if (!wire_need(len - o, lenbytes))
+			return -1;
+		n += be(b + o, lenbytes);
+		o += lenbytes;
+	}
+	if (!wire_need(len - o, n))
+		return -1;
+	o += n;
+	if (items > len - o)
+		return -1;
+	for (size_t i = 0; i < items; i++)
+		if (wire_skip(b, len, &o, depth + 1))
+			return -1;
+	*off = o;
+	return 0;
+}
+
+#define FAIL(code, ...)                                   \
+	do {                                              \
+		snprintf(err, errlen, __VA_ARGS__);       \
+		return (code);                            \
+	} while (0)
+
+static int get_u64(const msgpack_object *o, uint64_t *v)
+{
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return -1;
+	*v = o->via.u64;
+	return 0;
+}
+
+static int get_f64(const msgpack_object *o, double *v)
+{
+	if (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32)
+		*v = o->via.f64;
+	else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		*v = (double)o->via.u64;
+	else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		*v = (double)o->via.i64;
+	else
+		return -1;
+	return 0;
+}
+
+/* Copy a msgpack string into a new C string, rejecting NULs and size. */
+static char *get_str(const msgpack_object *o)
+{
+	char *s;
+
+	if (o->type != MSGPACK_OBJECT_STR || o->via.str.size > SNAPSHOT_MAX_STR)
+		return NULL;
+	if (memchr(o->via.str.ptr, '\0', o->via.str.size))
+		return NULL;
+	s = malloc(o->via.str.size + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, o->via.str.ptr, o->via.str.size);
+	s[o->via.str.size] = '\0';
+	return s;
+}
+
+static int key_is(const msgpack_object *k, const char *name)
+{
+	size_t n = strlen(name);
+
+	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+	       memcmp(k->via.str.ptr, name, n) == 0;
+}
+
+static int decode_labels(const msgpack_object *o, struct label **out, uint32_t *nout,
+			 const char *what, char *err, size_t errlen)
+{
+	struct label *l;
+	uint32_t n;
+
+	if (o->type != MSGPACK_OBJECT_MAP)
+		FAIL(-EINVAL, "%s: labels must be a map", what);
+	n = o->via.map.size;
+	if (n > SNAPSHOT_MAX_LABELS)
+		FAIL(-E2BIG, "%s: %u labels, at most %d allowed", what, n, SNAPSHOT_MAX_LABELS);
+	*out = NULL;
+	*nout = 0;
+	if (!n)
+		return 0;
+	l = calloc(n, sizeof(*l));
+	if (!l)
+		FAIL(-ENOMEM, "%s: out of memory", what);
+	for (uint32_t i = 0; i < n; i++) {
+		l[i].key = get_str(&o->via.map.ptr[i].key);
+		l[i].value = get_str(&o->via.map.ptr[i].val);
+		if (!l[i].key || !l[i].value || !l[i].key[0]) {
+			labels_free(l, n);
+			FAIL(-EINVAL, "%s: label %u is not a non-empty string key with a string value",
+			     what, i);
+		}
+	}
+	qsort(l, n, sizeof(*l), label_cmp);
+	for (uint32_t i = 1; i < n; i++) {
+		if (strcmp(l[i - 1].key, l[i].key) == 0) {
+			snprintf(err, errlen, "%s: duplicate label '%s'", what, l[i].key);
+			labels_free(l, n);
+			return -EINVAL;
+		}
+	}
+	*out = l;
+	*nout = n;
+	return 0;
+}
+
+static int decode_hist(const msgpack_object *o, struct histogram *h, const char *what,
+		       char *err, size_t errlen)
+{
+	const msgpack_object *runs;
+	uint64_t total = 0, idx = 0, gap, cnt;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
+		FAIL(-EINVAL, "%s: histogram must be [count, sum, runs]", what);
+	if (get_u64(&o->via.array.ptr[0], &h->count) || get_u64(&o->via.array.ptr[1], &h->sum))
+		FAIL(-EINVAL, "%s: histogram count and sum must be unsigned integers", what);
+	runs = &o->via.array.ptr[2];
+	if (runs->type != MSGPACK_OBJECT_ARRAY || runs->via.array.size % 2)
+		FAIL(-EINVAL, "%s: histogram runs must be an array of (gap, count) pairs", what);
+	if (runs->via.array.size / 2 > HIST_BUCKETS)
+		FAIL(-E2BIG, "%s: more runs than buckets", what);
+	for (uint32_t i = 0; i < runs->via.array.size; i += 2) {
+		if (get_u64(&runs->via.array.ptr[i], &gap) ||
+		    get_u64(&runs->via.array.ptr[i + 1], &cnt))
+			FAIL(-EINVAL, "%s: histogram run %u is not two unsigned integers", what, i / 2);
+		if (gap >= HIST_BUCKETS || idx + gap >= HIST_BUCKETS)
+			FAIL(-EINVAL, "%s: histogram bucket index beyond %u", what, HIST_BUCKETS - 1);
+		idx += gap;
+		if (cnt == 0)
+			FAIL(-EINVAL, "%s: histogram run %u has count 0", what, i / 2);
+		h->buckets[idx] = cnt;
+		if (total + cnt < total)
+			FAIL(-EINVAL, "%s: histogram counts overflow", what);
+		total += cnt;
+		idx++;
+	}
+	if (total != h->count)
+		FAIL(-EINVAL, "%s: histogram count %llu does not match its buckets (%llu)", what,
+		     (unsigned long long)h->count, (unsigned long long)total);
+	return 0;
+}
+
+static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i,
+			 char *err, size_t errlen)
+{
+	const msgpack_object *a, *v;
+	struct label *labels = NULL;
+	struct series *ser;
+	uint32_t nlabels = 0;
+	char what[64];
+	uint64_t kind;
+	char *name;
+	int ret;
+
+	snprintf(what, sizeof(what), "series[%u]", i);
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
+		FAIL(-EINVAL, "%s: must be [name, labels, kind, value]", what);
+	a = o->via.array.ptr;
+	name = get_str(&a[0]);
+	if (!name || !name[0]) {
+		free(name);
+		FAIL(-EINVAL, "%s: name must be a non-empty string", what);
+	}
+	ret = decode_labels(&a[1], &labels, &nlabels, what, err, errlen);
+	if (ret) {
+		free(name);
+		return ret;
+	}
+	if (get_u64(&a[2], &kind) || kind > SERIES_HISTOGRAM) {
+		free(name);
+		labels_free(labels, nlabels);
+		FAIL(-EINVAL, "%s (%.64s): kind must be 0, 1 or 2", what, a[0].via.str.ptr);
+	}
+	ser = snapshot_add_labels(s, name, (enum series_kind)kind, labels, nlabels);
+	free(name);
+	labels_free(labels, nlabels);
+	if (!ser)
+		FAIL(-ENOMEM, "%s: out of memory", what);
+	v = &a[3];
+	switch (ser->kind) {
+	case SERIES_COUNTER:
+		if (get_u64(v, &ser->counter.value) == 0)
+			return 0;
+		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 2 &&
+		    !get_u64(&v->via.array.ptr[0], &ser->counter.value) &&
+		    !get_u64(&v->via.array.ptr[1], &ser->counter.increase))
+			return 0;
+		FAIL(-EINVAL, "%s (%s): counter value must be u64 or [value, increase]",
+		     what, ser->name);
+	case SERIES_GAUGE:
+		if (get_f64(v, &ser->gauge.last) == 0) {
+			ser->gauge.min = ser->gauge.max = ser->gauge.sum = ser->gauge.last;
+			ser->gauge.n = 1;
+			return 0;
+		}
+		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 5 &&
+		    !get_f64(&v->via.array.ptr[0], &ser->gauge.last) &&
+		    !get_f64(&v->via.array.ptr[1], &ser->gauge.min) &&
+		    !get_f64(&v->via.array.ptr[2], &ser->gauge.max) &&
+		    !get_f64(&v->via.array.ptr[3], &ser->gauge.sum) &&
+		    !get_u64(&v->via.array.ptr[4], &ser->gauge.n))
+			return 0;
+		FAIL(-EINVAL, "%s (%s): gauge value must be a number or [last, min, max, sum, n]",
+		     what, ser->name);
+	case SERIES_HISTOGRAM:
+		return decode_hist(v, ser->hist, what, err, errlen);
+	}
+	return 0;
+}
+
+static int decode_top(const msgpack_object *root, struct snapshot *s, char *err, size_t errlen)
+{
+	const msgpack_object *series = NULL, *labels = NULL;
+	uint64_t version = 0, tier = 1;
+	int have_host = 0, have_ts = 0, ret;
+
+	if (root->type != MSGPACK_OBJECT_MAP)
+		FAIL(-EINVAL, "snapshot: top level must be a map");
+	for (uint32_t i = 0; i < root->via.map.size; i++) {
+		const msgpack_object *k = &root->via.map.ptr[i].key;
+		const msgpack_object *v = &root->via.map.ptr[i].val;
+
+		if (key_is(k, "v")) {
+			if (get_u64(v, &version))
+				FAIL(-EINVAL, "snapshot: 'v' must be an unsigned integer");
+		} else if (key_is(k, "host")) {
+			free(s->host);
+			s->host = get_str(v);
+			if (!s->host || !s->host[0])
+				FAIL(-EINVAL, "snapshot: 'host' must be a non-empty string");
+			have_host = 1;
+		} else if (key_is(k, "ts")) {
+			if (get_u64(v, &s->ts_ms))
+				FAIL(-EINVAL, "snapshot: 'ts' must be an unsigned integer (ms)");
+			have_ts = 1;
+		} else if (key_is(k, "iv")) {
+			if (get_u64(v, &s->interval_ms))
+				FAIL(-EINVAL, "snapshot: 'iv' must be an unsigned integer (ms)");
+		} else if (key_is(k, "seq")) {
+			if (get_u64(v, &s->seq))
+				FAIL(-EINVAL, "snapshot: 'seq' must be an unsigned integer");
+		} else if (key_is(k, "tier")) {
+			if (get_u64(v, &tier) || tier == 0 || tier > UINT32_MAX)
+				FAIL(-EINVAL, "snapshot: 'tier' must be a positive integer (seconds)");
+		} else if (key_is(k, "lbl")) {
+			labels = v;
+		} else if (key_is(k, "s")) {
+			series = v;
+		}
+	}
+	if (version != SNAPSHOT_VERSION)
+		FAIL(-EINVAL, "snapshot: version %llu, this build reads version %d",
+		     (unsigned long long)version, SNAPSHOT_VERSION);
+	if (!have_host || !have_ts || !series)
+		FAIL(-EINVAL, "snapshot: missing field '%s'",
+		     !have_host ? "host" : !have_ts ? "ts" : "s");
+	s->tier = (uint32_t)tier;
+	if (labels) {
+		ret = decode_labels(labels, &s->labels, &s->nlabels, "snapshot", err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (series->type != MSGPACK_OBJECT_ARRAY)
+		FAIL(-EINVAL, "snapshot: 's' must be an array");
+	if (series->via.array.size > SNAPSHOT_MAX_SERIES)
+		FAIL(-E2BIG, "snapshot: %u series, at most %d allowed", series->via.array.size,
+		     SNAPSHOT_MAX_SERIES);
+	for (uint32_t i = 0; i < series->via.array.size; i++) {
+		ret = decode_series(&series->via.array.ptr[i], s, i, err, errlen);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, size_t errlen)
+{
+	msgpack_unpacked msg;
+	size_t off = 0;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	if (len == 0)
+		FAIL(-EINVAL, "snapshot: empty input");
+	if (len > SNAPSHOT_MAX_BYTES)
+		FAIL(-E2BIG, "snapshot: %zu bytes, at most %u allowed", len, SNAPSHOT_MAX_BYTES);
+	if (wire_skip(buf, len, &off, 0))
+		FAIL(-EINVAL, "snapshot: not well-formed msgpack (truncated, or a container larger than the input)");
+	if (off != len)
+		FAIL(-EINVAL, "snapshot: %zu trailing bytes after the snapshot", len - off);
+	off = 0;
+	msgpack_unpacked_init(&msg);
+	if (msgpack_unpack_next(&msg, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
+		msgpack_unpacked_destroy(&msg);
+		FAIL(-EINVAL, "snapshot: msgpack unpack failed");
+	}
+	if (snapshot_init(s, "", 0, 0, 0, 1)) {
+		msgpack_unpacked_destroy(&msg);
+		FAIL(-ENOMEM, "snapshot: out of memory");
+	}
+	ret = decode_top(&msg.data, s, err, errlen);
+	msgpack_unpacked_destroy(&msg);
+	if (ret)
+		snapshot_free(s);
+	return ret;
+}

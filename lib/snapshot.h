@@ -1,0 +1,149 @@
+/*
+ * snapshot.h - one host's series at one instant, and its msgpack codec.
+ *
+ * A series is a dotted metric name plus labels (sorted by key on insert, so
+ * a series has one canonical key "name{k=v,k2=v2}").  Three kinds:
+ *
+ *   counter    u64, cumulative; `increase` is the growth over the interval
+ *              (0 in 1 s snapshots, filled in by rollups)
+ *   gauge      double; rollups keep min, max, last, sum and n (for avg)
+ *   histogram  log-linear (histogram.h); cumulative in 1 s snapshots, the
+ *              increase over the window in rollups
+ *
+ * `tier` says which: 1 for a probe's 1 s snapshot, 60 and 3600 for the
+ * minute and hour rollups (rollup.h).
+ *
+ * Wire form (version 1), a msgpack map with short keys so that fields can be
+ * added without breaking readers:
+ *
+ *   { "v": 1, "host": str, "ts": u64 ms (wall, end of interval),
+ *     "iv": u64 ms (interval covered), "seq": u64, "tier": u32,
+ *     "lbl": { str: str }, "s": [ series... ] }
+ *   series     [ name, { str: str }, kind (0 counter, 1 gauge, 2 hist), v ]
+ *   counter v  u64 | [ value, increase ]
+ *   gauge v    float | [ last, min, max, sum, n ]
+ *   hist v     [ count, sum, [ gap, n, gap, n, ... ] ]   (sparse: gap is
+ *              the number of empty buckets skipped since the last one)
+ *
+ * Unknown top-level keys are ignored (forward compatibility); a newer major
+ * "v" is rejected.  snapshot_decode() treats its input as hostile: bounded
+ * sizes, every type checked, never crashes (see fuzz/fuzz_snapshot.c).
+ */
+#ifndef FL_SNAPSHOT_H
+#define FL_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "histogram.h"
+
+#define SNAPSHOT_VERSION 1
+#define SNAPSHOT_MAX_SERIES 200000
+#define SNAPSHOT_MAX_LABELS 32
+#define SNAPSHOT_MAX_STR 1024
+#define SNAPSHOT_MAX_BYTES (64u << 20)
+
+enum series_kind {
+	SERIES_COUNTER = 0,
+	SERIES_GAUGE = 1,
+	SERIES_HISTOGRAM = 2,
+};
+
+struct label {
+	char *key;
+	char *value;
+};
+
+struct gauge_value {
+	double last, min, max, sum;
+	uint64_t n;
+};
+
+struct series {
+	char *name;
+	struct label *labels;
+	uint32_t nlabels;
+	enum series_kind kind;
+	union {
+		struct {
+			uint64_t value;
+			uint64_t increase;
+		} counter;
+		struct gauge_value gauge;
+		struct histogram *hist;
+	};
+};
+
+struct snapshot {
+	char *host;
+	uint64_t ts_ms;
+	uint64_t interval_ms;
+	uint64_t seq;
+	uint32_t tier;
+	struct label *labels;
+	uint32_t nlabels;
+	struct series *series;
+	uint32_t nseries;
+	uint32_t cap;
+};
+
+/* Initialise an empty snapshot. host is copied. Returns 0 or -ENOMEM. */
+int snapshot_init(struct snapshot *s, const char *host, uint64_t ts_ms,
+		  uint64_t interval_ms, uint64_t seq, uint32_t tier);
+
+/* Free everything s owns; s may then be initialised again. */
+void snapshot_free(struct snapshot *s);
+
+/* Deep copy src into dst (uninitialised). Returns 0 or -ENOMEM. */
+int snapshot_copy(struct snapshot *dst, const struct snapshot *src);
+
+/* Set a host-level label (e.g. rack=r12). Returns 0 or -ENOMEM. */
+int snapshot_set_label(struct snapshot *s, const char *key, const char *value);
+
+/*
+ * Add a series.  Labels follow as key, value pairs of const char *,
+ * terminated by NULL: snapshot_add(s, "block.ios", SERIES_COUNTER,
+ * "device", "sda", "op", "read", NULL).  A histogram series gets a zeroed
+ * histogram.  Returns the new series, or NULL on -ENOMEM or too many labels.
+ */
+struct series *snapshot_add(struct snapshot *s, const char *name,
+			    enum series_kind kind, ...) __attribute__((sentinel));
+
+/* The same, labels given as an array (copied, then sorted). */
+struct series *snapshot_add_labels(struct snapshot *s, const char *name,
+				   enum series_kind kind,
+				   const struct label *labels, uint32_t nlabels);
+
+/* Convenience wrappers around snapshot_add for the scalar kinds. */
+struct series *snapshot_add_counter(struct snapshot *s, const char *name,
+				    uint64_t value, ...) __attribute__((sentinel));
+struct series *snapshot_add_gauge(struct snapshot *s, const char *name,
+				  double value, ...) __attribute__((sentinel));
+
+/* Value of a label of series, or NULL. */
+const char *series_label(const struct series *ser, const char *key);
+
+/*
+ * Write the canonical key "name{k=v,...}" of ser into buf.  Returns the
+ * length it needed (like snprintf).
+ */
+int series_key(const struct series *ser, char *buf, size_t len);
+
+/* Find a series by canonical key, or NULL (linear; for tests and tools). */
+struct series *snapshot_find(const struct snapshot *s, const char *key);
+
+/*
+ * Encode s.  On success *out is a malloc'd buffer of *outlen bytes owned by
+ * the caller.  Returns 0 or -ENOMEM.
+ */
+int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen);
+
+/*
+ * Decode len bytes of untrusted input into s (uninitialised).  Returns 0,
+ * or -EINVAL / -E2BIG / -ENOMEM with a reason naming the field in err (a
+ * caller buffer of errlen bytes); s holds nothing to free on failure.
+ */
+int snapshot_decode(const void *buf, size_t len, struct snapshot *s,
+		    char *err, size_t errlen);
+
+#endif

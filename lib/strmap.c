@@ -1,0 +1,99 @@
+/*
+ * strmap.c - string-keyed hash map; see strmap.h.
+ */
+#include "strmap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+void strmap_init(struct strmap *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void strmap_free(struct strmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->keys[i]);
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+static size_t slot_of(const struct strmap *m, const char *key)
+{
+	size_t i = fnv1a(key) & (m->cap - 1);
+
+	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+int strmap_get(const struct strmap *m, const char *key, uint32_t *val)
+{
+	size_t i;
+
+	if (!m->cap)
+		return 0;
+	i = slot_of(m, key);
+	if (!m->keys[i])
+		return 0;
+	*val = m->vals[i];
+	return 1;
+}
+
+static int grow(struct strmap *m)
+{
+	struct strmap n = { 0 };
+
+	n.cap = m->cap ? m->cap * 2 : 16;
+	n.keys = calloc(n.cap, sizeof(*n.keys));
+	n.vals = calloc(n.cap, sizeof(*n.vals));
+	if (!n.keys || !n.vals) {
+		free(n.keys);
+		free(n.vals);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->keys[i])
+			continue;
+		size_t j = slot_of(&n, m->keys[i]);
+
+		n.keys[j] = m->keys[i];
+		n.vals[j] = m->vals[i];
+	}
+	n.len = m->len;
+	free(m->keys);
+	free(m->vals);
+	*m = n;
+	return 0;
+}
+
+int strmap_put(struct strmap *m, const char *key, uint32_t val)
+{
+	size_t i;
+
+	if ((m->len + 1) * 2 > m->cap && grow(m))
+		return -ENOMEM;
+	i = slot_of(m, key);
+	if (!m->keys[i]) {
+		m->keys[i] = strdup(key);
+		if (!m->keys[i])
+			return -ENOMEM;
+		m->len++;
+	}
+	m->vals[i] = val;
+	return 0;
+}

@@ -1,0 +1,58 @@
+#!/bin/sh
+# deps.sh - install every build, run and test dependency of faultline on
+# Debian 12, idempotently.
+#
+# Usage: scripts/deps.sh [--check] [--bench]
+#   --check  only report whether something is missing (exit 1 if so)
+#   --bench  also install the peers that `make bench` measures against
+#
+# The Makefile calls this with --check first and runs the install only when
+# something is missing, so `make run` / `make test` on a prepared machine do
+# not touch apt at all.
+set -eu
+
+PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool \
+libelf-dev libdw-dev zlib1g-dev \
+libhiredis-dev redis-server libmsgpack-dev libyaml-dev \
+libcurl4-openssl-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler \
+libnl-3-dev libnl-route-3-dev libatasmart-dev smartmontools \
+libcriterion-dev libfuse3-dev fuse3 fio iproute2 util-linux kmod"
+BENCH_PKGS="prometheus-node-exporter libbpf-tools valgrind"
+
+check=0
+for arg in "$@"; do
+	case "$arg" in
+	--check) check=1 ;;
+	--bench) PKGS="$PKGS $BENCH_PKGS" ;;
+	-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+	*) echo "deps.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+	esac
+done
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+if [ "$check" = 1 ]; then
+	echo "deps.sh: missing packages:$missing" >&2
+	exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: need root to apt-get install:$missing" >&2
+	echo "deps.sh: run 'sudo scripts/deps.sh' or install them yourself" >&2
+	exit 1
+fi
+echo "deps.sh: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >/dev/null
+# The Debian redis-server package starts a system instance; faultline never
+# uses it (it runs its own on a unix socket), so leave it as the admin set it.
+echo "deps.sh: done"

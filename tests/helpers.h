@@ -1,0 +1,42 @@
+/*
+ * helpers.h - what integration tests share: their own redis-server on a
+ * temporary unix socket, and skipping (never passing) tests that need root
+ * or BPF on a machine that lacks them.
+ */
+#ifndef FL_TEST_HELPERS_H
+#define FL_TEST_HELPERS_H
+
+#include <sys/types.h>
+
+struct test_redis {
+	pid_t pid;
+	char dir[256];
+	char sock[300];
+	char url[320];
+};
+
+/*
+ * Start redis-server (no persistence, no TCP port) on a socket in a fresh
+ * temporary directory and wait until it answers PING.  Returns 0 or -1.
+ */
+int test_redis_start(struct test_redis *r);
+
+/* Stop it (SIGKILL when stop_hard, else SIGTERM) and wait; keeps the dir. */
+void test_redis_stop(struct test_redis *r, int hard);
+
+/* Start again on the same socket after test_redis_stop. */
+int test_redis_restart(struct test_redis *r);
+
+/* Stop and remove the directory. */
+void test_redis_destroy(struct test_redis *r);
+
+/* Run a shell command; returns its exit status, or -1. */
+int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Non-zero if running as root. */
+int test_is_root(void);
+
+/* Path of the build output folder the tests were built into. */
+const char *test_out_dir(void);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * test_rollup.c - rollup arithmetic: counters summed (with resets), gauges
+ * min/max/last, histograms merged; the 1 min rollup of 60 synthetic
+ * snapshots equals the merge of their per-interval deltas.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rollup.h"
+
+#define T0 1764500040000ULL	/* a minute boundary (ms) */
+
+Test(rollup, sixty_snapshots_equal_the_merge)
+{
+	struct histogram *cum = calloc(1, sizeof(*cum)), *want = calloc(1, sizeof(*want));
+	struct histogram *delta = calloc(1, sizeof(*delta));
+	struct rollup r;
+	struct snapshot out, base;
+	uint64_t counter = 5000, want_inc = 0;
+	double gmin = 1e9, gmax = -1e9, glast = 0;
+
+	cr_assert_eq(rollup_init(&r, "h1", 60), 0);
+	/* baseline: the last 1 s snapshot of the previous minute */
+	snapshot_init(&base, "h1", T0, 1000, 0, 1);
+	snapshot_add_counter(&base, "tcp.in_csum_errors", counter, NULL);
+	snapshot_add_gauge(&base, "cpu.busy", 0.5, NULL);
+	snapshot_add(&base, "block.latency", SERIES_HISTOGRAM, "op", "write", NULL);
+	cr_assert_eq(rollup_add(&r, &base), 0);
+	cr_assert_eq(rollup_finish(&r, &out), 0);
+	snapshot_free(&out);
+	snapshot_free(&base);
+
+	for (int i = 1; i <= 60; i++) {
+		struct snapshot s;
+		struct series *h;
+		double g = (double)((i * 37) % 101) / 10.0;
+
+		hist_reset(delta);
+		for (int k = 0; k < 100 + i; k++)
+			hist_record(delta, (uint64_t)(k * 1000 + i * 13) << (i % 20));
+		hist_merge(cum, delta);
+		hist_merge(want, delta);
+		counter += (uint64_t)i;
+		want_inc += (uint64_t)i;
+		if (g < gmin)
+			gmin = g;
+		if (g > gmax)
+			gmax = g;
+		glast = g;
+
+		snapshot_init(&s, "h1", T0 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
+		snapshot_add_counter(&s, "tcp.in_csum_errors", counter, NULL);
+		snapshot_add_gauge(&s, "cpu.busy", g, NULL);
+		h = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "op", "write", NULL);
+		memcpy(h->hist, cum, sizeof(*cum));
+		cr_assert_eq(rollup_window_of(&r, s.ts_ms), T0);
+		cr_assert_eq(rollup_add(&r, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(rollup_finish(&r, &out), 0);
+	cr_assert_eq(out.tier, 60);
+	cr_assert_eq(out.ts_ms, T0 + 60000);
+	cr_assert_eq(out.interval_ms, 60000);
+
+	struct series *c = snapshot_find(&out, "tcp.in_csum_errors{}");
+	struct series *g = snapshot_find(&out, "cpu.busy{}");
+	struct series *h = snapshot_find(&out, "block.latency{op=write}");
+
+	cr_assert(c && g && h);
+	cr_assert_eq(c->counter.increase, want_inc);
+	cr_assert_eq(c->counter.value, counter);
+	cr_assert_eq(g->gauge.min, gmin);
+	cr_assert_eq(g->gauge.max, gmax);
+	cr_assert_eq(g->gauge.last, glast);
+	cr_assert_eq(g->gauge.n, 60);
+	cr_assert(hist_equal(h->hist, want), "minute histogram != merge of 60 deltas");
+	snapshot_free(&out);
+	rollup_free(&r);
+	free(cum);
+	free(want);
+	free(delta);
+}
+
+Test(rollup, counter_reset_counts_new_value)
+{
+	struct rollup r;
+	struct snapshot s, out;
+	const uint64_t vals[] = { 100, 150, 20, 50 };	/* reset after 150 */
+
+	rollup_init(&r, "h", 60);
+	for (int i = 0; i < 4; i++) {
+		snapshot_init(&s, "h", T0 + 1000 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
+		snapshot_add_counter(&s, "c", vals[i], NULL);
+		rollup_add(&r, &s);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(rollup_finish(&r, &out), 0);
+	/* 50 (100->150) + 20 (reset) + 30 (20->50) */
+	cr_assert_eq(out.series[0].counter.increase, 100);
+	snapshot_free(&out);
+	rollup_free(&r);
+}
+
+Test(rollup, hour_of_minutes_merges_increases)
+{
+	struct rollup m, hr;
+	struct snapshot s, minute, hour;
+	struct histogram *want = calloc(1, sizeof(*want));
+	uint64_t counter = 0;
+
+	rollup_init(&m, "h", 60);
+	rollup_init(&hr, "h", 3600);
+	/* 3 minutes of 1 s snapshots, starting with a zero baseline */
+	for (int i = 0; i <= 180; i++) {
+		struct series *h;
+
+		snapshot_init(&s, "h", T0 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
+		counter += i ? 2 : 0;
+		snapshot_add_counter(&s, "c", counter, NULL);
+		h = snapshot_add(&s, "lat", SERIES_HISTOGRAM, NULL);
+		if (i)
+			hist_record(want, (uint64_t)i);
+		memcpy(h->hist, want, sizeof(*want));
+		if (i && rollup_window_of(&m, s.ts_ms) != m.window_start_ms && rollup_pending(&m)) {
+			cr_assert_eq(rollup_finish(&m, &minute), 0);
+			cr_assert_eq(rollup_add(&hr, &minute), 0);
+			snapshot_free(&minute);
+		}
+		cr_assert_eq(rollup_add(&m, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(rollup_finish(&m, &minute), 0);
+	cr_assert_eq(rollup_add(&hr, &minute), 0);
+	snapshot_free(&minute);
+	cr_assert_eq(rollup_finish(&hr, &hour), 0);
+	cr_assert_eq(hour.series[0].counter.increase, 360);
+	cr_assert(hist_equal(hour.series[1].hist, want));
+	cr_assert_eq(rollup_add(&hr, &hour), -EINVAL, "a tier cannot roll up itself");
+	snapshot_free(&hour);
+	rollup_free(&m);
+	rollup_free(&hr);
+	free(want);
+}

@@ -1,0 +1,359 @@
+/*
+ * test_snapshot.c - snapshot model and codec: round trip, versioning, and
+ * hostile input (truncated, oversized, wrong-typed, random).
+ */
+#include <criterion/criterion.h>
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snapshot.h"
+
+static void build(struct snapshot *s)
+{
+	struct series *h;
+
+	cr_assert_eq(snapshot_init(s, "db-17", 1764500000123ULL, 1000, 42, 1), 0);
+	cr_assert_eq(snapshot_set_label(s, "rack", "r12"), 0);
+	cr_assert_not_null(snapshot_add_counter(s, "tcp.in_csum_errors", 17, NULL));
+	cr_assert_not_null(snapshot_add_counter(s, "block.ios", 99, "op", "write",
+						"device", "nvme0n1", NULL));
+	cr_assert_not_null(snapshot_add_gauge(s, "drive.temperature_c", 41.5,
+					      "device", "nvme0n1", NULL));
+	h = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", "nvme0n1", "op",
+			 "write", NULL);
+	cr_assert_not_null(h);
+	for (uint64_t v = 1; v < 1ULL << 40; v *= 3)
+		hist_record_n(h->hist, v, v % 7 + 1);
+	hist_record(h->hist, UINT64_MAX);
+}
+
+static void assert_same(const struct snapshot *a, const struct snapshot *b)
+{
+	char ka[512], kb[512];
+
+	cr_assert_str_eq(a->host, b->host);
+	cr_assert_eq(a->ts_ms, b->ts_ms);
+	cr_assert_eq(a->interval_ms, b->interval_ms);
+	cr_assert_eq(a->seq, b->seq);
+	cr_assert_eq(a->tier, b->tier);
+	cr_assert_eq(a->nlabels, b->nlabels);
+	cr_assert_eq(a->nseries, b->nseries);
+	for (uint32_t i = 0; i < a->nseries; i++) {
+		const struct series *x = &a->series[i], *y = &b->series[i];
+
+		series_key(x, ka, sizeof(ka));
+		series_key(y, kb, sizeof(kb));
+		cr_assert_str_eq(ka, kb);
+		cr_assert_eq(x->kind, y->kind);
+		if (x->kind == SERIES_COUNTER) {
+			cr_assert_eq(x->counter.value, y->counter.value);
+			cr_assert_eq(x->counter.increase, y->counter.increase);
+		} else if (x->kind == SERIES_GAUGE) {
+			cr_assert_eq(x->gauge.last, y->gauge.last);
+			cr_assert_eq(x->gauge.min, y->gauge.min);
+			cr_assert_eq(x->gauge.max, y->gauge.max);
+			cr_assert_eq(x->gauge.n, y->gauge.n);
+		} else {
+			cr_assert(hist_equal(x->hist, y->hist));
+		}
+	}
+}
+
+Test(snapshot, labels_sorted_into_canonical_key)
+{
+	struct snapshot s;
+	char key[256];
+
+	build(&s);
+	series_key(&s.series[1], key, sizeof(key));
+	cr_assert_str_eq(key, "block.ios{device=nvme0n1,op=write}");
+	cr_assert_not_null(snapshot_find(&s, "tcp.in_csum_errors{}"));
+	cr_assert_str_eq(series_label(&s.series[1], "op"), "write");
+	snapshot_free(&s);
+}
+
+Test(snapshot, round_trip)
+{
+	struct snapshot s, d;
+	char err[256], *buf;
+	size_t len;
+
+	build(&s);
+	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	cr_assert_eq(snapshot_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	assert_same(&s, &d);
+	free(buf);
+	snapshot_free(&d);
+	snapshot_free(&s);
+}
+
+Test(snapshot, round_trip_rollup_forms)
+{
+	struct snapshot s, d;
+	char err[256], *buf;
+	size_t len;
+	struct series *c, *g;
+
+	cr_assert_eq(snapshot_init(&s, "h", 60000, 60000, 1, 60), 0);
+	c = snapshot_add_counter(&s, "c", 1000, NULL);
+	c->counter.increase = 60;
+	g = snapshot_add_gauge(&s, "g", 3.0, NULL);
+	g->gauge.min = -1;
+	g->gauge.max = 9;
+	g->gauge.sum = 120;
+	g->gauge.n = 60;
+	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	cr_assert_eq(snapshot_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	assert_same(&s, &d);
+	cr_assert_eq(d.series[0].counter.increase, 60);
+	cr_assert_eq(d.series[1].gauge.sum, 120);
+	free(buf);
+	snapshot_free(&d);
+	snapshot_free(&s);
+}
+
+Test(snapshot, sparse_encoding_is_compact)
+{
+	struct snapshot s;
+	struct series *h;
+	char *buf;
+	size_t len;
+
+	snapshot_init(&s, "h", 1, 1000, 0, 1);
+	h = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, NULL);
+	hist_record_n(h->hist, 250000, 1000);
+	hist_record_n(h->hist, 4000000, 10);
+	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	/* 976 dense buckets would be > 976 bytes; two runs are a few bytes */
+	cr_assert_lt(len, 120, "encoded %zu bytes", len);
+	free(buf);
+	snapshot_free(&s);
+}
+
+Test(snapshot, every_truncation_is_an_error)
+{
+	struct snapshot s, d;
+	char err[256], *buf;
+	size_t len;
+
+	build(&s);
+	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	for (size_t cut = 0; cut < len; cut++) {
+		err[0] = '\0';
+		cr_assert_neq(snapshot_decode(buf, cut, &d, err, sizeof(err)), 0,
+			      "decoded a snapshot cut at %zu of %zu", cut, len);
+		cr_assert_neq(err[0], '\0', "no reason given at cut %zu", cut);
+	}
+	free(buf);
+	snapshot_free(&s);
+}
+
+Test(snapshot, random_mutations_never_crash)
+{
+	struct snapshot s, d;
+	char err[256], *buf, *mut;
+	size_t len;
+	uint64_t x = 88172645463325252ULL;
+	int ok = 0;
+
+	build(&s);
+	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	mut = malloc(len);
+	for (int iter = 0; iter < 20000; iter++) {
+		memcpy(mut, buf, len);
+		for (int k = 0; k < 1 + iter % 4; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			mut[x % len] = (char)(x >> 32);
+		}
+		if (snapshot_decode(mut, len, &d, err, sizeof(err)) == 0) {
+			ok++;
+			snapshot_free(&d);
+		}
+	}
+	/* some mutations only change values and still decode; that is fine */
+	cr_log_info("%d of 20000 mutations still decoded", ok);
+	free(mut);
+	free(buf);
+	snapshot_free(&s);
+}
+
+static int decode_packed(void (*fill)(msgpack_packer *), char *err, size_t errlen)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct snapshot d;
+	int ret;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	fill(&pk);
+	ret = snapshot_decode(sb.data, sb.size, &d, err, errlen);
+	if (ret == 0)
+		snapshot_free(&d);
+	msgpack_sbuffer_destroy(&sb);
+	return ret;
+}
+
+static void str(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str(pk, strlen(s));
+	msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+static void header(msgpack_packer *pk, int nkeys)
+{
+	msgpack_pack_map(pk, nkeys);
+	str(pk, "v");
+	msgpack_pack_uint32(pk, 1);
+	str(pk, "host");
+	str(pk, "h1");
+	str(pk, "ts");
+	msgpack_pack_uint64(pk, 1000);
+}
+
+static void fill_wrong_version(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 4);
+	str(pk, "v");
+	msgpack_pack_uint32(pk, 2);
+	str(pk, "host");
+	str(pk, "h1");
+	str(pk, "ts");
+	msgpack_pack_uint64(pk, 1);
+	str(pk, "s");
+	msgpack_pack_array(pk, 0);
+}
+
+static void fill_host_not_string(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 4);
+	str(pk, "v");
+	msgpack_pack_uint32(pk, 1);
+	str(pk, "host");
+	msgpack_pack_uint32(pk, 7);
+	str(pk, "ts");
+	msgpack_pack_uint64(pk, 1);
+	str(pk, "s");
+	msgpack_pack_array(pk, 0);
+}
+
+static void fill_hist_count_mismatch(msgpack_packer *pk)
+{
+	header(pk, 4);
+	str(pk, "s");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, 4);
+	str(pk, "lat");
+	msgpack_pack_map(pk, 0);
+	msgpack_pack_uint8(pk, 2);
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint64(pk, 10);	/* claims 10 */
+	msgpack_pack_uint64(pk, 0);
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_uint32(pk, 3);
+	msgpack_pack_uint64(pk, 4);	/* has 4 */
+}
+
+static void fill_hist_index_beyond(msgpack_packer *pk)
+{
+	header(pk, 4);
+	str(pk, "s");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, 4);
+	str(pk, "lat");
+	msgpack_pack_map(pk, 0);
+	msgpack_pack_uint8(pk, 2);
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint64(pk, 1);
+	msgpack_pack_uint64(pk, 0);
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_uint32(pk, HIST_BUCKETS);
+	msgpack_pack_uint64(pk, 1);
+}
+
+static void fill_counter_negative(msgpack_packer *pk)
+{
+	header(pk, 4);
+	str(pk, "s");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, 4);
+	str(pk, "c");
+	msgpack_pack_map(pk, 0);
+	msgpack_pack_uint8(pk, 0);
+	msgpack_pack_int64(pk, -5);
+}
+
+static void fill_bad_kind(msgpack_packer *pk)
+{
+	header(pk, 4);
+	str(pk, "s");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, 4);
+	str(pk, "c");
+	msgpack_pack_map(pk, 0);
+	msgpack_pack_uint8(pk, 9);
+	msgpack_pack_uint64(pk, 5);
+}
+
+Test(snapshot, wrong_types_and_values_named_in_error)
+{
+	char err[256];
+
+	cr_assert_neq(decode_packed(fill_wrong_version, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "version 2"), "%s", err);
+	cr_assert_neq(decode_packed(fill_host_not_string, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "'host'"), "%s", err);
+	cr_assert_neq(decode_packed(fill_hist_count_mismatch, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "series[0]") && strstr(err, "count 10"), "%s", err);
+	cr_assert_neq(decode_packed(fill_hist_index_beyond, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "bucket index"), "%s", err);
+	cr_assert_neq(decode_packed(fill_counter_negative, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "counter value"), "%s", err);
+	cr_assert_neq(decode_packed(fill_bad_kind, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "kind"), "%s", err);
+}
+
+Test(snapshot, oversized_claims_rejected_without_allocating)
+{
+	/* array32 claiming 4 billion elements in 5 bytes */
+	static const unsigned char huge_array[] = { 0xdd, 0xff, 0xff, 0xff, 0xff };
+	/* map32 claiming 2^32-1 pairs */
+	static const unsigned char huge_map[] = { 0xdf, 0xff, 0xff, 0xff, 0xff, 0x01 };
+	/* str32 claiming 4 GB */
+	static const unsigned char huge_str[] = { 0xdb, 0xff, 0xff, 0xff, 0xff, 'a' };
+	/* nesting deeper than the format allows */
+	unsigned char deep[64];
+	struct snapshot d;
+	char err[256];
+
+	cr_assert_neq(snapshot_decode(huge_array, sizeof(huge_array), &d, err, sizeof(err)), 0);
+	cr_assert_neq(snapshot_decode(huge_map, sizeof(huge_map), &d, err, sizeof(err)), 0);
+	cr_assert_neq(snapshot_decode(huge_str, sizeof(huge_str), &d, err, sizeof(err)), 0);
+	memset(deep, 0x91, sizeof(deep));
+	deep[63] = 0x01;
+	cr_assert_neq(snapshot_decode(deep, sizeof(deep), &d, err, sizeof(err)), 0);
+	cr_assert_neq(snapshot_decode("", 0, &d, err, sizeof(err)), 0);
+	cr_assert_neq(snapshot_decode("\xc1", 1, &d, err, sizeof(err)), 0);
+}
+
+Test(snapshot, random_bytes_never_crash)
+{
+	unsigned char buf[512];
+	struct snapshot d;
+	char err[256];
+	uint64_t x = 1;
+
+	for (int iter = 0; iter < 20000; iter++) {
+		size_t len = 1 + iter % sizeof(buf);
+
+		for (size_t i = 0; i < len; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			buf[i] = (unsigned char)(x >> 56);
+		}
+		if (snapshot_decode(buf, len, &d, err, sizeof(err)) == 0)
+			snapshot_free(&d);
+	}
+}
