@@ -1,0 +1,92 @@
+/*
+ * config.h - YAML configuration files, with errors that point at the text.
+ *
+ * A file is parsed with libyaml into a small tree that remembers where each
+ * node came from.  Callers then pull typed values out of maps by key; every
+ * failure is reported as
+ *
+ *     FILE:LINE:COLUMN: KEY: what was expected, and what was found
+ *
+ * (lines and columns from 1), which editors and CI logs link to.  Keys a
+ * caller never asked for are errors too (cfg_check_unknown), because a
+ * misspelt key silently falling back to its default is how a 1 s interval
+ * becomes 60 s in production.
+ */
+#ifndef FL_CONFIG_H
+#define FL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cfg_type {
+	CFG_SCALAR,
+	CFG_MAP,
+	CFG_SEQ,
+};
+
+struct cfg_node {
+	enum cfg_type type;
+	char *key;		/* key in the parent map, or NULL */
+	char *value;		/* scalar text, or NULL */
+	int quoted;		/* scalar was quoted (so "null" is a string) */
+	int line, col;
+	int used;		/* looked up by a caller */
+	struct cfg_node *child;	/* map entries / sequence items */
+	size_t nchild;
+};
+
+struct cfg {
+	char *file;		/* name used in messages */
+	struct cfg_node *root;	/* a map, or NULL for an empty document */
+};
+
+/*
+ * Parse YAML text (len bytes; name is used in messages).  Returns 0, or
+ * -EINVAL with "name:line:col: reason" in err.  The document must be a map
+ * (or empty).  Anchors/aliases and multiple documents are rejected.
+ */
+int cfg_parse(struct cfg *c, const char *name, const char *text, size_t len,
+	      char *err, size_t errlen);
+
+/* Read and parse a file. Returns 0, -errno (cannot read) or -EINVAL. */
+int cfg_load_file(struct cfg *c, const char *path, char *err, size_t errlen);
+
+void cfg_free(struct cfg *c);
+
+/* Child of map named key (marked used), or NULL. */
+const struct cfg_node *cfg_get(const struct cfg_node *map, const char *key);
+
+/*
+ * Typed getters.  Each looks key up in map; when absent, *out is left as
+ * it is (the caller's default) and 0 is returned.  When present but not of
+ * the type, -EINVAL is returned with a positioned message in err.  A NULL
+ * map counts as empty.  Strings are malloc'd (the old *out is freed).
+ */
+int cfg_string(const struct cfg *c, const struct cfg_node *map, const char *key,
+	       char **out, char *err, size_t errlen);
+int cfg_duration(const struct cfg *c, const struct cfg_node *map, const char *key,
+		 uint64_t *out_ns, char *err, size_t errlen);
+int cfg_uint(const struct cfg *c, const struct cfg_node *map, const char *key,
+	     uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen);
+int cfg_bool(const struct cfg *c, const struct cfg_node *map, const char *key,
+	     int *out, char *err, size_t errlen);
+
+/*
+ * Fetch a map-valued key: *out = the map node or NULL when absent.
+ * -EINVAL when present but not a map.
+ */
+int cfg_map(const struct cfg *c, const struct cfg_node *map, const char *key,
+	    const struct cfg_node **out, char *err, size_t errlen);
+
+/*
+ * Fail with a positioned message on the first key of map that no getter
+ * asked for; `known` lists the valid keys for the message.
+ */
+int cfg_check_unknown(const struct cfg *c, const struct cfg_node *map, const char *known,
+		      char *err, size_t errlen);
+
+/* Format "file:line:col: " + message into err for node n. Returns -EINVAL. */
+int cfg_error(const struct cfg *c, const struct cfg_node *n, char *err, size_t errlen,
+	      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

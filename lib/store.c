@@ -1,0 +1,774 @@
+/*
+ * store.c - Redis layout, spooling writer and readers; see store.h.
+ *
+ * The spool is a ring of pointers to encoded commands, guarded by one
+ * mutex.  The producer (the probe's sampling loop) holds the mutex only to
+ * push; the writer thread holds it only to take a batch and to pop what
+ * Redis acknowledged, so encoding and network I/O happen outside it.  The
+ * first `inflight` entries belong to the writer while it talks to Redis;
+ * the producer never drops those, which is what lets it free entries
+ * without reference counts.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "strbuf.h"
+#include "timeutil.h"
+
+const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
+
+#define BATCH_MAX 128
+#define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
+#define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
+
+enum item_kind {
+	ITEM_XADD,
+	ITEM_HSET,
+};
+
+struct spool_item {
+	enum item_kind kind;
+	char key[320];
+	char field[256];	/* HSET field (host) */
+	uint64_t ts_ms;		/* XADD entry id ms part */
+	uint64_t minid;		/* XADD MINID trim point */
+	int star;		/* XADD with '*' (clock went back) */
+	int attempts;
+	int done;
+	char *blob;
+	size_t bloblen;
+};
+
+struct store {
+	struct store_opts opts;
+	char url[512];
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* producer -> writer */
+	pthread_cond_t drained;		/* writer -> store_flush */
+	struct spool_item **ring;
+	size_t cap, head, n, inflight, bytes;
+	int hset_pending;
+	int stop;
+	struct store_stats stats;
+};
+
+/* ---- URL, connect, keys ------------------------------------------------- */
+
+static int copy_part(char *dst, size_t dstlen, const char *src, size_t n)
+{
+	if (n >= dstlen)
+		return -1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen)
+{
+	const char *p, *at, *slash, *colon, *q;
+
+	memset(u, 0, sizeof(*u));
+	u->port = 6379;
+	if (strncmp(url, "unix://", 7) == 0) {
+		p = url + 7;
+		q = strchr(p, '?');
+		if (copy_part(u->path, sizeof(u->path), p, q ? (size_t)(q - p) : strlen(p)) ||
+		    u->path[0] != '/')
+			goto bad;
+		while (q && *q) {
+			const char *amp;
+
+			q++;
+			amp = strchr(q, '&');
+			if (strncmp(q, "db=", 3) == 0)
+				u->db = atoi(q + 3);
+			else if (strncmp(q, "password=", 9) == 0)
+				copy_part(u->password, sizeof(u->password), q + 9,
+					  amp ? (size_t)(amp - q - 9) : strlen(q + 9));
+			else if (strncmp(q, "user=", 5) == 0)
+				copy_part(u->user, sizeof(u->user), q + 5,
+					  amp ? (size_t)(amp - q - 5) : strlen(q + 5));
+			else
+				goto bad;
+			q = amp;
+		}
+		return 0;
+	}
+	if (strncmp(url, "rediss://", 9) == 0) {
+		snprintf(err, errlen, "redis URL '%s': TLS (rediss://) is not supported by this "
+			 "build; use a local stunnel or a unix socket", url);
+		return -EINVAL;
+	}
+	if (strncmp(url, "redis://", 8) != 0)
+		goto bad;
+	p = url + 8;
+	slash = strchr(p, '/');
+	at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+	if (at) {
+		colon = memchr(p, ':', (size_t)(at - p));
+		if (colon) {
+			if (copy_part(u->user, sizeof(u->user), p, (size_t)(colon - p)) ||
+			    copy_part(u->password, sizeof(u->password), colon + 1,
+				      (size_t)(at - colon - 1)))
+				goto bad;
+		} else if (copy_part(u->password, sizeof(u->password), p, (size_t)(at - p))) {
+			goto bad;
+		}
+		p = at + 1;
+	}
+	colon = memchr(p, ':', slash ? (size_t)(slash - p) : strlen(p));
+	if (copy_part(u->host, sizeof(u->host), p,
+		      colon ? (size_t)(colon - p) : slash ? (size_t)(slash - p) : strlen(p)) ||
+	    !u->host[0])
+		goto bad;
+	if (colon) {
+		char *end;
+		long port = strtol(colon + 1, &end, 10);
+
+		if (port <= 0 || port > 65535 || (end != slash && *end))
+			goto bad;
+		u->port = (int)port;
+	}
+	if (slash && slash[1]) {
+		char *end;
+
+		u->db = (int)strtol(slash + 1, &end, 10);
+		if (*end || u->db < 0)
+			goto bad;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "redis URL '%s': expected redis://[[user]:password@]host[:port][/db] "
+		 "or unix:///path/to/redis.sock[?db=N&password=P]", url);
+	return -EINVAL;
+}
+
+static struct timeval tv_of(uint64_t ns)
+{
+	struct timeval tv = { .tv_sec = (time_t)(ns / NSEC_PER_SEC),
+			      .tv_usec = (suseconds_t)(ns % NSEC_PER_SEC / 1000) };
+	return tv;
+}
+
+static int simple_command(redisContext *c, char *err, size_t errlen, const char *what,
+			  int argc, const char **argv)
+{
+	redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+	int ret = 0;
+
+	if (!r) {
+		snprintf(err, errlen, "%s: %s", what, c->errstr);
+		return -EIO;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s: %s", what, r->str);
+		ret = -EACCES;
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+redisContext *store_connect(const char *url, uint64_t timeout_ns, char *err, size_t errlen)
+{
+	struct timeval tv = tv_of(timeout_ns ? timeout_ns : 2 * NSEC_PER_SEC);
+	struct store_url u;
+	redisContext *c;
+
+	if (store_url_parse(url, &u, err, errlen))
+		return NULL;
+	/*
+	 * hiredis writes with write(2): a peer that went away would kill the
+	 * process with SIGPIPE instead of returning EPIPE.  Nothing in faultline
+	 * wants SIGPIPE's default action.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+	c = u.path[0] ? redisConnectUnixWithTimeout(u.path, tv)
+		      : redisConnectWithTimeout(u.host, u.port, tv);
+	if (!c) {
+		snprintf(err, errlen, "redis %s: out of memory", url);
+		return NULL;
+	}
+	if (c->err) {
+		snprintf(err, errlen, "redis %s: %s", u.path[0] ? u.path : u.host, c->errstr);
+		goto fail;
+	}
+	redisSetTimeout(c, tv);
+	if (!u.path[0])
+		redisEnableKeepAlive(c);
+	if (u.password[0]) {
+		const char *argv[3] = { "AUTH", u.user[0] ? u.user : u.password, u.password };
+
+		if (simple_command(c, err, errlen, "redis AUTH", u.user[0] ? 3 : 2, argv))
+			goto fail;
+	}
+	if (u.db) {
+		char db[16];
+		const char *argv[2] = { "SELECT", db };
+
+		snprintf(db, sizeof(db), "%d", u.db);
+		if (simple_command(c, err, errlen, "redis SELECT", 2, argv))
+			goto fail;
+	}
+	return c;
+fail:
+	redisFree(c);
+	return NULL;
+}
+
+int store_key(char *buf, size_t len, const char *host, uint32_t tier)
+{
+	return snprintf(buf, len, "fl:{%s}:s%u", host, tier);
+}
+
+int store_host_valid(const char *name)
+{
+	size_t n = 0;
+
+	for (const char *p = name; *p; p++, n++) {
+		char c = *p;
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-' || c == ':'))
+			return 0;
+	}
+	return n > 0 && n < 200;
+}
+
+/* ---- spool -------------------------------------------------------------- */
+
+static void item_free(struct spool_item *it)
+{
+	if (it) {
+		free(it->blob);
+		free(it);
+	}
+}
+
+static size_t item_bytes(const struct spool_item *it)
+{
+	return sizeof(*it) + it->bloblen;
+}
+
+/* Remove the entry at ring position pos (0 = head), shifting the tail. */
+static struct spool_item *ring_remove(struct store *st, size_t pos)
+{
+	size_t idx = (st->head + pos) % st->cap;
+	struct spool_item *it = st->ring[idx];
+
+	if (pos == 0) {
+		st->head = (st->head + 1) % st->cap;
+	} else {
+		for (size_t i = pos; i + 1 < st->n; i++)
+			st->ring[(st->head + i) % st->cap] =
+				st->ring[(st->head + i + 1) % st->cap];
+	}
+	st->n--;
+	st->bytes -= item_bytes(it);
+	if (it->kind == ITEM_HSET)
+		st->hset_pending = 0;
+	return it;
+}
+
+static int spool_full(const struct store *st, size_t extra_bytes)
+{
+	return st->n + 1 > st->opts.spool_max_entries ||
+	       st->bytes + extra_bytes > st->opts.spool_max_bytes;
+}
+
+/* Push it (taking ownership); drops the oldest idle entries to make room. */
+static void spool_push(struct store *st, struct spool_item *it)
+{
+	pthread_mutex_lock(&st->lock);
+	while (spool_full(st, item_bytes(it)) && st->n > st->inflight) {
+		struct spool_item *old = ring_remove(st, st->inflight);
+
+		if (old->kind == ITEM_XADD)
+			st->stats.dropped++;
+		item_free(old);
+	}
+	if (spool_full(st, item_bytes(it)) || st->n == st->cap) {
+		/* everything queued is in flight: drop the newcomer */
+		if (it->kind == ITEM_XADD)
+			st->stats.dropped++;
+		pthread_mutex_unlock(&st->lock);
+		item_free(it);
+		return;
+	}
+	st->ring[(st->head + st->n) % st->cap] = it;
+	st->n++;
+	st->bytes += item_bytes(it);
+	if (it->kind == ITEM_HSET)
+		st->hset_pending = 1;
+	pthread_cond_signal(&st->wake);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* ---- writer thread ------------------------------------------------------ */
+
+static int append_item(redisContext *c, struct spool_item *it)
+{
+	char id[48], minid[32];
+	const char *argv[8];
+	size_t lens[8];
+	int argc = 0;
+
+#define ARG(s, l) do { argv[argc] = (s); lens[argc] = (l); argc++; } while (0)
+	if (it->kind == ITEM_XADD) {
+		if (it->star)
+			snprintf(id, sizeof(id), "*");
+		else
+			snprintf(id, sizeof(id), "%" PRIu64 "-0", it->ts_ms);
+		snprintf(minid, sizeof(minid), "%" PRIu64, it->minid);
+		ARG("XADD", 4);
+		ARG(it->key, strlen(it->key));
+		ARG("MINID", 5);
+		ARG("~", 1);
+		ARG(minid, strlen(minid));
+		ARG(id, strlen(id));
+		ARG("d", 1);
+		ARG(it->blob, it->bloblen);
+	} else {
+		ARG("HSET", 4);
+		ARG(it->key, strlen(it->key));
+		ARG(it->field, strlen(it->field));
+		ARG(it->blob, it->bloblen);
+	}
+#undef ARG
+	return redisAppendCommandArgv(c, argc, argv, lens);
+}
+
+static int transient_error(const char *msg)
+{
+	static const char *const prefixes[] = { "LOADING", "OOM", "BUSY", "TRYAGAIN",
+						"MASTERDOWN", "READONLY", "CLUSTERDOWN" };
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* Interpret one reply for it. Returns 1 to back off (transient error). */
+static int handle_reply(struct store *st, struct spool_item *it, redisReply *r)
+{
+	if (r->type != REDIS_REPLY_ERROR) {
+		it->done = 1;
+		return 0;
+	}
+	if (it->kind == ITEM_XADD && strstr(r->str, "equal or smaller")) {
+		if (it->attempts > 1) {
+			it->done = 1;	/* a replay of a write that landed */
+		} else {
+			log_warn("redis: %s: entry %" PRIu64 " is older than the stream's newest "
+				 "(wall clock stepped back?); writing it with a new id", it->key,
+				 it->ts_ms);
+			it->star = 1;
+		}
+		return 0;
+	}
+	if (transient_error(r->str)) {
+		log_warn("redis: %s (will retry)", r->str);
+		return 1;
+	}
+	log_error("redis refused a write to %s: %s; dropping that entry", it->key, r->str);
+	pthread_mutex_lock(&st->lock);
+	st->stats.errors++;
+	pthread_mutex_unlock(&st->lock);
+	it->done = 2;
+	return 0;
+}
+
+static void wait_ns(struct store *st, uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / NSEC_PER_SEC);
+	ts.tv_nsec += (long)(ns % NSEC_PER_SEC);
+	if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
+		ts.tv_sec++;
+		ts.tv_nsec -= (long)NSEC_PER_SEC;
+	}
+	pthread_cond_timedwait(&st->wake, &st->lock, &ts);
+}
+
+static void *writer_main(void *arg)
+{
+	struct store *st = arg;
+	struct spool_item *batch[BATCH_MAX];
+	uint64_t backoff = BACKOFF_MIN_NS;
+	redisContext *c = NULL;
+	int was_down = 0;
+	char err[256];
+
+	pthread_mutex_lock(&st->lock);
+	while (!st->stop) {
+		size_t nb, sent = 0, got = 0;
+		int ioerr = 0, slow = 0;
+
+		if (st->n == 0) {
+			pthread_cond_broadcast(&st->drained);
+			pthread_cond_wait(&st->wake, &st->lock);
+			continue;
+		}
+		if (!c) {
+			pthread_mutex_unlock(&st->lock);
+			c = store_connect(st->url, st->opts.timeout_ns, err, sizeof(err));
+			pthread_mutex_lock(&st->lock);
+			if (!c) {
+				if (!was_down)
+					log_warn("%s; keeping up to %zu entries in memory until it "
+						 "returns (%zu queued)", err,
+						 st->opts.spool_max_entries, st->n);
+				was_down = 1;
+				st->stats.connected = 0;
+				wait_ns(st, backoff);
+				backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+				continue;
+			}
+			if (was_down)
+				log_info("redis is back; draining %zu spooled entries", st->n);
+			was_down = 0;
+			backoff = BACKOFF_MIN_NS;
+			st->stats.reconnects++;
+			st->stats.connected = 1;
+		}
+		nb = st->n < BATCH_MAX ? st->n : BATCH_MAX;
+		for (size_t i = 0; i < nb; i++)
+			batch[i] = st->ring[(st->head + i) % st->cap];
+		st->inflight = nb;
+		pthread_mutex_unlock(&st->lock);
+
+		for (size_t i = 0; i < nb; i++) {
+			if (batch[i]->done)
+				continue;
+			batch[i]->attempts++;
+			if (append_item(c, batch[i]) != REDIS_OK) {
+				ioerr = 1;
+				break;
+			}
+			sent++;
+		}
+		for (size_t i = 0; i < nb && !ioerr && got < sent; i++) {
+			redisReply *r;
+
+			if (batch[i]->done)
+				continue;
+			if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+				ioerr = 1;
+				break;
+			}
+			got++;
+			slow |= handle_reply(st, batch[i], r);
+			freeReplyObject(r);
+		}
+		if (ioerr) {
+			log_warn("lost the redis connection (%s); spooling until it returns",
+				 c->errstr[0] ? c->errstr : "unknown error");
+			redisFree(c);
+			c = NULL;
+			was_down = 1;
+		}
+
+		pthread_mutex_lock(&st->lock);
+		st->inflight = 0;
+		while (st->n && st->ring[st->head]->done) {
+			struct spool_item *it = ring_remove(st, 0);
+
+			if (it->kind == ITEM_XADD && it->done == 1)
+				st->stats.written++;
+			item_free(it);
+		}
+		if (ioerr)
+			st->stats.connected = 0;
+		if (slow || ioerr)
+			wait_ns(st, backoff);
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (c)
+		redisFree(c);
+	return NULL;
+}
+
+/* ---- public writer API -------------------------------------------------- */
+
+struct store *store_open(const struct store_opts *opts, char *err, size_t errlen)
+{
+	struct store_url u;
+	struct store *st;
+
+	if (store_url_parse(opts->url, &u, err, errlen))
+		return NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		goto nomem;
+	st->opts = *opts;
+	if (!st->opts.spool_max_entries)
+		st->opts.spool_max_entries = 3600;
+	if (!st->opts.spool_max_bytes)
+		st->opts.spool_max_bytes = 256u << 20;
+	snprintf(st->url, sizeof(st->url), "%s", opts->url);
+	st->opts.url = st->url;
+	st->cap = st->opts.spool_max_entries + 1;
+	st->ring = calloc(st->cap, sizeof(*st->ring));
+	if (!st->ring)
+		goto nomem;
+	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->wake, NULL);
+	pthread_cond_init(&st->drained, NULL);
+	if (pthread_create(&st->thread, NULL, writer_main, st)) {
+		snprintf(err, errlen, "store: cannot start the writer thread");
+		free(st->ring);
+		free(st);
+		return NULL;
+	}
+	return st;
+nomem:
+	if (st)
+		free(st->ring);
+	free(st);
+	snprintf(err, errlen, "store: out of memory");
+	return NULL;
+}
+
+static int tier_slot(uint32_t tier)
+{
+	for (int i = 0; i < STORE_TIERS; i++)
+		if (store_tiers[i] == tier)
+			return i;
+	return -1;
+}
+
+static struct spool_item *host_item(const struct snapshot *s)
+{
+	struct spool_item *it = calloc(1, sizeof(*it));
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!it)
+		return NULL;
+	it->kind = ITEM_HSET;
+	snprintf(it->key, sizeof(it->key), "fl:hosts");
+	snprintf(it->field, sizeof(it->field), "%s", s->host);
+	strbuf_addf(&sb, "{\"last_seen_ms\":%" PRIu64 ",\"interval_ms\":%" PRIu64 ",\"labels\":{",
+		    s->ts_ms, s->interval_ms);
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		if (i)
+			strbuf_adds(&sb, ",");
+		strbuf_add_json_str(&sb, s->labels[i].key);
+		strbuf_adds(&sb, ":");
+		strbuf_add_json_str(&sb, s->labels[i].value);
+	}
+	strbuf_adds(&sb, "}}");
+	if (strbuf_failed(&sb)) {
+		strbuf_release(&sb);
+		free(it);
+		return NULL;
+	}
+	it->blob = sb.buf;
+	it->bloblen = sb.len;
+	return it;
+}
+
+int store_put_snapshot(struct store *st, const struct snapshot *s)
+{
+	struct spool_item *it;
+	int slot = tier_slot(s->tier), pending;
+	uint64_t ret_ms;
+
+	if (slot < 0)
+		return -EINVAL;
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	it->kind = ITEM_XADD;
+	store_key(it->key, sizeof(it->key), s->host, s->tier);
+	it->ts_ms = s->ts_ms;
+	ret_ms = st->opts.retention_ms[slot];
+	it->minid = ret_ms && s->ts_ms > ret_ms ? s->ts_ms - ret_ms : 0;
+	if (snapshot_encode(s, &it->blob, &it->bloblen)) {
+		free(it);
+		return -ENOMEM;
+	}
+	spool_push(st, it);
+
+	if (s->tier == 1) {
+		pthread_mutex_lock(&st->lock);
+		pending = st->hset_pending;
+		pthread_mutex_unlock(&st->lock);
+		if (!pending) {
+			it = host_item(s);
+			if (!it)
+				return -ENOMEM;
+			spool_push(st, it);
+		}
+	}
+	return 0;
+}
+
+int store_flush(struct store *st, uint64_t timeout_ns)
+{
+	uint64_t deadline = time_mono_ns() + timeout_ns;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->lock);
+	while (st->n) {
+		uint64_t now = time_mono_ns();
+		struct timespec ts;
+
+		if (now >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * (long)NSEC_PER_MSEC;
+		if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
+			ts.tv_sec++;
+			ts.tv_nsec -= (long)NSEC_PER_SEC;
+		}
+		pthread_cond_signal(&st->wake);
+		pthread_cond_timedwait(&st->drained, &st->lock, &ts);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return ret;
+}
+
+void store_get_stats(struct store *st, struct store_stats *out)
+{
+	pthread_mutex_lock(&st->lock);
+	*out = st->stats;
+	out->spooled = st->n;
+	out->spooled_bytes = st->bytes;
+	pthread_mutex_unlock(&st->lock);
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->lock);
+	st->stop = 1;
+	pthread_cond_signal(&st->wake);
+	pthread_mutex_unlock(&st->lock);
+	pthread_join(st->thread, NULL);
+	while (st->n)
+		item_free(ring_remove(st, 0));
+	pthread_mutex_destroy(&st->lock);
+	pthread_cond_destroy(&st->wake);
+	pthread_cond_destroy(&st->drained);
+	free(st->ring);
+	free(st);
+}
+
+/* ---- readers ------------------------------------------------------------ */
+
+static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, void *arg,
+			   size_t *bad, char *err, size_t errlen)
+{
+	int delivered = 0;
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "redis: %s", r->str);
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: unexpected reply type %d to XRANGE", r->type);
+		return -EIO;
+	}
+	for (size_t k = 0; k < r->elements; k++) {
+		size_t i = reverse ? r->elements - 1 - k : k;
+		redisReply *e = r->element[i], *fields;
+		struct snapshot s;
+		char derr[256];
+		int found = 0;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    e->element[1]->type != REDIS_REPLY_ARRAY) {
+			if (bad)
+				(*bad)++;
+			continue;
+		}
+		fields = e->element[1];
+		for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+			redisReply *fk = fields->element[f], *fv = fields->element[f + 1];
+
+			if (fk->type != REDIS_REPLY_STRING || strcmp(fk->str, "d") ||
+			    fv->type != REDIS_REPLY_STRING)
+				continue;
+			found = 1;
+			if (snapshot_decode(fv->str, fv->len, &s, derr, sizeof(derr))) {
+				log_debug("skipping stream entry %s: %s",
+					  e->element[0]->type == REDIS_REPLY_STRING ?
+					  e->element[0]->str : "?", derr);
+				if (bad)
+					(*bad)++;
+				break;
+			}
+			delivered++;
+			if (cb(&s, arg)) {
+				snapshot_free(&s);
+				return delivered;
+			}
+			snapshot_free(&s);
+			break;
+		}
+		if (!found && bad)
+			(*bad)++;
+	}
+	return delivered;
+}
+
+int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
+		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
+		     size_t *bad, char *err, size_t errlen)
+{
+	char key[320], from[32], to[32], count[32];
+	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
+	redisReply *r;
+	int ret;
+
+	store_key(key, sizeof(key), host, tier);
+	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	else
+		snprintf(to, sizeof(to), "+");
+	snprintf(count, sizeof(count), "%zu", max);
+	r = redisCommandArgv(c, max ? 6 : 4, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", c->errstr);
+		return -EIO;
+	}
+	ret = deliver_entries(r, 0, cb, arg, bad, err, errlen);
+	freeReplyObject(r);
+	return ret;
+}
+
+int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
+		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen)
+{
+	char key[320], n[32];
+	const char *argv[6] = { "XREVRANGE", key, "+", "-", "COUNT", n };
+	redisReply *r;
+	int ret;
+
+	store_key(key, sizeof(key), host, tier);
+	snprintf(n, sizeof(n), "%zu", count ? count : 1);
+	r = redisCommandArgv(c, 6, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", c->errstr);
+		return -EIO;
+	}
+	ret = deliver_entries(r, 1, cb, arg, bad, err, errlen);
+	freeReplyObject(r);
+	return ret;
+}

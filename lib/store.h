@@ -1,0 +1,128 @@
+/*
+ * store.h - faultline's Redis layout, a non-blocking writer, and readers.
+ *
+ * Keys (DESIGN.md, Storage) carry the host in a hash tag so that a Redis
+ * Cluster keeps all of a host's keys on one shard:
+ *
+ *   fl:{H}:s1  fl:{H}:s60  fl:{H}:s3600   snapshot streams, one per tier;
+ *                                          entry id = snapshot ts (ms), field
+ *                                          "d" = msgpack snapshot
+ *   fl:hosts                               hash host -> JSON {last_seen_ms,
+ *                                          labels}
+ *
+ * Streams are trimmed by age with XADD MINID ~ (retention per tier), so the
+ * retention is in time whatever the interval.
+ *
+ * The writer (struct store) never blocks its caller on Redis: store_put_*()
+ * encode and append to an in-memory spool; a writer thread drains the spool
+ * in order, pipelined, reconnecting with backoff while Redis is away.  The
+ * spool is bounded (entries and bytes); past the bound the oldest entry not
+ * yet in flight is dropped and counted, so an outage shorter than the bound
+ * loses nothing and a longer one loses the oldest data first.  Writes are
+ * idempotent: a replayed XADD whose id already exists is counted as written.
+ *
+ * Readers use a plain synchronous hiredis connection (store_connect) from
+ * the caller's thread.
+ */
+#ifndef FL_STORE_H
+#define FL_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "snapshot.h"
+
+#define STORE_TIERS 3
+extern const uint32_t store_tiers[STORE_TIERS];	/* 1, 60, 3600 */
+
+struct store_url {
+	char host[256];		/* TCP host, or "" for unix */
+	int port;
+	char path[256];		/* unix socket path, or "" */
+	char user[128];
+	char password[256];
+	int db;
+};
+
+/*
+ * Parse "redis://[[user]:password@]host[:port][/db]" or
+ * "unix:///path/to.sock[?db=N&password=P]".  Returns 0 or -EINVAL with a
+ * reason in err.
+ */
+int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen);
+
+/*
+ * Connect, AUTH and SELECT as the URL says, with a connect timeout and a
+ * command timeout (ns).  Returns a context, or NULL with a reason in err.
+ */
+redisContext *store_connect(const char *url, uint64_t timeout_ns, char *err, size_t errlen);
+
+/* Key name of host's stream for tier seconds ("fl:{db-1}:s60"). */
+int store_key(char *buf, size_t len, const char *host, uint32_t tier);
+
+/* 1 if name is usable as a host (letters, digits, . _ - : only). */
+int store_host_valid(const char *name);
+
+struct store_opts {
+	const char *url;
+	uint64_t timeout_ns;		/* connect and command timeout */
+	uint64_t retention_ms[STORE_TIERS];
+	size_t spool_max_entries;
+	size_t spool_max_bytes;
+};
+
+struct store_stats {
+	uint64_t written;		/* entries acknowledged by Redis */
+	uint64_t dropped;		/* entries dropped from a full spool */
+	uint64_t errors;		/* entries Redis refused (not retried) */
+	uint64_t reconnects;		/* successful (re)connections */
+	uint64_t spooled;		/* entries waiting now */
+	uint64_t spooled_bytes;
+	int connected;
+};
+
+struct store;
+
+/*
+ * Start a writer for opts (copied).  Redis need not be up yet.  Returns
+ * NULL with a reason in err for a bad URL or -ENOMEM.
+ */
+struct store *store_open(const struct store_opts *opts, char *err, size_t errlen);
+
+/*
+ * Queue snapshot s for its tier's stream (s->tier picks s1/s60/s3600) and
+ * update the host registry.  Never waits for Redis.  Returns 0, or -ENOMEM
+ * / -EINVAL (tier not 1, 60 or 3600).
+ */
+int store_put_snapshot(struct store *st, const struct snapshot *s);
+
+/*
+ * Wait until the spool is empty or timeout_ns passes.  Returns 0 when
+ * empty, -ETIMEDOUT otherwise.
+ */
+int store_flush(struct store *st, uint64_t timeout_ns);
+
+void store_get_stats(struct store *st, struct store_stats *out);
+
+/* Stop the writer thread (without flushing) and free everything. */
+void store_close(struct store *st);
+
+/*
+ * Read snapshots of host/tier with from_ms <= ts <= to_ms (0 = open end),
+ * oldest first, at most max (0 = no limit), calling cb for each decoded
+ * one; cb returns non-zero to stop.  Entries that fail to decode are
+ * skipped and counted in *bad (may be NULL) rather than failing the read.
+ * Returns the number delivered, or -EIO with a reason in err.
+ */
+typedef int (*store_snapshot_cb)(const struct snapshot *s, void *arg);
+int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
+		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
+		     size_t *bad, char *err, size_t errlen);
+
+/* The newest `count` snapshots, oldest first. Same contract as above. */
+int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
+		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * strbuf.c - growable buffer; see strbuf.h.
+ */
+#include "strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void strbuf_init(struct strbuf *sb)
+{
+	memset(sb, 0, sizeof(*sb));
+}
+
+void strbuf_release(struct strbuf *sb)
+{
+	free(sb->buf);
+	memset(sb, 0, sizeof(*sb));
+}
+
+void strbuf_reset(struct strbuf *sb)
+{
+	sb->len = 0;
+	if (sb->buf)
+		sb->buf[0] = '\0';
+}
+
+static int grow(struct strbuf *sb, size_t extra)
+{
+	size_t need = sb->len + extra + 1, cap;
+	char *b;
+
+	if (sb->failed)
+		return -1;
+	if (need <= sb->cap)
+		return 0;
+	cap = sb->cap ? sb->cap : 64;
+	while (cap < need)
+		cap *= 2;
+	b = realloc(sb->buf, cap);
+	if (!b) {
+		sb->failed = 1;
+		return -1;
+	}
+	sb->buf = b;
+	sb->cap = cap;
+	return 0;
+}
+
+void strbuf_add(struct strbuf *sb, const void *data, size_t len)
+{
+	if (grow(sb, len))
+		return;
+	memcpy(sb->buf + sb->len, data, len);
+	sb->len += len;
+	sb->buf[sb->len] = '\0';
+}
+
+void strbuf_adds(struct strbuf *sb, const char *s)
+{
+	strbuf_add(sb, s, strlen(s));
+}
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || grow(sb, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	sb->len += (size_t)n;
+}
+
+void strbuf_add_json_str(struct strbuf *sb, const char *s)
+{
+	strbuf_add(sb, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			char esc[2] = { '\\', (char)c };
+
+			strbuf_add(sb, esc, 2);
+		} else if (c < 0x20) {
+			strbuf_addf(sb, "\\u%04x", c);
+		} else {
+			strbuf_add(sb, s, 1);
+		}
+	}
+	strbuf_add(sb, "\"", 1);
+}
+
+const char *strbuf_str(const struct strbuf *sb)
+{
+	return sb->buf ? sb->buf : "";
+}
+
+int strbuf_failed(const struct strbuf *sb)
+{
+	return sb->failed;
+}
