@@ -224,10 +224,10 @@ fail:
 	return ret;
 }
 
-int cfg_load_file(struct cfg *c, const char *path, char *err, size_t errlen)
+int cfg_read_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
 {
-	char *text = NULL;
-	size_t len = 0;
+	char buf[65536], *t = NULL;
+	size_t n, total = 0;
 	FILE *f;
 	int ret;
 
@@ -237,26 +237,44 @@ int cfg_load_file(struct cfg *c, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return ret;
 	}
-	{
-		char buf[65536];
-		size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		char *nt = total + n <= (16u << 20) ? realloc(t, total + n + 1) : NULL;
 
-		while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-			char *t = realloc(text, len + n + 1);
-
-			if (!t || len + n > (16u << 20)) {
-				free(t ? t : text);
-				fclose(f);
-				snprintf(err, errlen, "%s: too large or out of memory", path);
-				return -EFBIG;
-			}
-			text = t;
-			memcpy(text + len, buf, n);
-			len += n;
+		if (!nt) {
+			free(t);
+			fclose(f);
+			snprintf(err, errlen, "%s: larger than 16 MiB or out of memory", path);
+			return -EFBIG;
 		}
+		t = nt;
+		memcpy(t + total, buf, n);
+		total += n;
+	}
+	if (ferror(f)) {
+		free(t);
+		fclose(f);
+		snprintf(err, errlen, "%s: read error", path);
+		return -EIO;
 	}
 	fclose(f);
-	ret = cfg_parse(c, path, text ? text : "", len, err, errlen);
+	if (!t && !(t = calloc(1, 1)))
+		return -ENOMEM;
+	t[total] = '\0';
+	*text = t;
+	*len = total;
+	return 0;
+}
+
+int cfg_load_file(struct cfg *c, const char *path, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int ret;
+
+	ret = cfg_read_file(path, &text, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = cfg_parse(c, path, text, len, err, errlen);
 	free(text);
 	return ret;
 }

@@ -48,6 +48,12 @@ struct cfg {
 int cfg_parse(struct cfg *c, const char *name, const char *text, size_t len,
 	      char *err, size_t errlen);
 
+/*
+ * Read a whole file (at most 16 MiB) into a malloc'd, NUL-terminated
+ * buffer.  Returns 0, or -errno / -EFBIG with the reason in err.
+ */
+int cfg_read_file(const char *path, char **text, size_t *len, char *err, size_t errlen);
+
 /* Read and parse a file. Returns 0, -errno (cannot read) or -EINVAL. */
 int cfg_load_file(struct cfg *c, const char *path, char *err, size_t errlen);
 

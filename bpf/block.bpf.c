@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * block.bpf.c - block I/O latency, size and error histograms per device
+ * and op, from the block tracepoints (tp_btf: no tracefs, typed args).
+ *
+ * Timing without a per-request hash where the kernel already keeps time:
+ * when the queue has QUEUE_FLAG_STATS set, blk_mq_start_request() stamps
+ * rq->io_start_time_ns right after the block_rq_issue tracepoint, and
+ * rq->start_time_ns holds the allocation time whenever I/O accounting is
+ * on.  Completion then reads both from the request.  Only for queues
+ * without the flag does block_rq_issue record its own time in an LRU hash
+ * keyed by the request, which completion consumes.  User space finds the
+ * flag's bit number in the kernel's BTF (it is an anonymous enum, and its
+ * value moved between kernels); if it cannot, stats_bit stays -1 and the
+ * hash is used for every request.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "hist_layout.h"
+#include "block.h"
+
+#define REQ_OP_MASK 0xff
+#define REQ_OP_READ 0
+#define REQ_OP_WRITE 1
+#define REQ_OP_FLUSH 2
+#define REQ_OP_DISCARD 3
+#define DEV_PROBES 8
+
+const volatile __u32 max_devs = 32;
+const volatile __u32 nslots = 1;
+const volatile int stats_bit = -1;
+
+__u64 dev_overflow;	/* completions on devices beyond max_devs */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);		/* set by user space */
+	__type(key, __u32);
+	__type(value, struct block_stats);
+} stats SEC(".maps");
+
+/* Device table: slot -> dev_t (kernel encoding), 0 = free. u64 for cmpxchg. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 32);	/* set by user space */
+	__type(key, __u32);
+	__type(value, __u64);
+} devs SEC(".maps");
+
+/* Issue times for queues that do not stamp io_start_time_ns. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} issue_ts SEC(".maps");
+
+struct request___old {
+	struct gendisk *rq_disk;
+};
+
+static __always_inline struct gendisk *rq_disk(struct request *rq)
+{
+	struct request___old *old = (void *)rq;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return BPF_CORE_READ(old, rq_disk);
+	return BPF_CORE_READ(rq, q, disk);
+}
+
+/* Find or claim the device's slot (open addressing, bounded probes). */
+static __always_inline int dev_slot(__u32 dev)
+{
+	__u32 h = (dev * 2654435761u) % max_devs;
+
+	for (int i = 0; i < DEV_PROBES; i++) {
+		__u32 k = (h + i) % max_devs;
+		__u64 *v = bpf_map_lookup_elem(&devs, &k);
+
+		if (!v)
+			return -1;
+		if (*v == dev)
+			return k;
+		if (*v == 0) {
+			__u64 old = __sync_val_compare_and_swap(v, 0, (__u64)dev);
+
+			if (old == 0 || old == dev)
+				return k;
+		}
+	}
+	return -1;
+}
+
+static __always_inline __u32 op_of(__u32 cmd_flags)
+{
+	switch (cmd_flags & REQ_OP_MASK) {
+	case REQ_OP_READ: return BLOCK_OP_READ;
+	case REQ_OP_WRITE: return BLOCK_OP_WRITE;
+	case REQ_OP_FLUSH: return BLOCK_OP_FLUSH;
+	case REQ_OP_DISCARD: return BLOCK_OP_DISCARD;
+	default: return BLOCK_OP_OTHER;
+	}
+}
+
+static __always_inline __u32 clamp_bucket(__u64 v, __u32 nbuckets)
+{
+	__u32 b = hist_bucket_index(v);
+
+	return b < nbuckets ? b : nbuckets - 1;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue, struct request *rq)
+{
+	__u64 key = (__u64)rq, ts;
+
+	if (stats_bit >= 0) {
+		unsigned long flags = BPF_CORE_READ(rq, q, queue_flags);
+
+		if (flags & (1UL << stats_bit))
+			return 0;	/* the kernel stamps io_start_time_ns */
+	}
+	ts = bpf_ktime_get_ns();
+	bpf_map_update_elem(&issue_ts, &key, &ts, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
+	__u64 issue = BPF_CORE_READ(rq, io_start_time_ns);
+	__u64 alloc = BPF_CORE_READ(rq, start_time_ns);
+	struct gendisk *disk = rq_disk(rq);
+	struct block_stats *st;
+	__u32 dev, idx, b;
+	int slot;
+
+	if (!issue) {
+		__u64 *t = bpf_map_lookup_elem(&issue_ts, &key);
+
+		if (t) {
+			issue = *t;
+			bpf_map_delete_elem(&issue_ts, &key);
+		}
+	}
+	if (!disk)
+		return 0;
+	dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	slot = dev_slot(dev);
+	if (slot < 0) {
+		__sync_fetch_and_add(&dev_overflow, 1);
+		return 0;
+	}
+	idx = ((bpf_get_smp_processor_id() % nslots) * max_devs + (__u32)slot) * BLOCK_OPS +
+	      op_of(BPF_CORE_READ(rq, cmd_flags));
+	st = bpf_map_lookup_elem(&stats, &idx);
+	if (!st)
+		return 0;
+	__sync_fetch_and_add(&st->ios, 1);
+	__sync_fetch_and_add(&st->bytes, nr_bytes);
+	if (error)
+		__sync_fetch_and_add(&st->errors, 1);
+	b = clamp_bucket(nr_bytes, BLOCK_SIZE_BUCKETS);
+	__sync_fetch_and_add(&st->size[b], 1);
+	if (!issue || issue > now) {
+		__sync_fetch_and_add(&st->untimed, 1);
+		return 0;
+	}
+	b = clamp_bucket(now - issue, BLOCK_LAT_BUCKETS);
+	__sync_fetch_and_add(&st->lat[b], 1);
+	__sync_fetch_and_add(&st->lat_sum_ns, now - issue);
+	if (alloc && alloc <= issue) {
+		b = clamp_bucket(issue - alloc, BLOCK_LAT_BUCKETS);
+		__sync_fetch_and_add(&st->queue[b], 1);
+		__sync_fetch_and_add(&st->queue_sum_ns, issue - alloc);
+		__sync_fetch_and_add(&st->queued, 1);
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,43 @@
+/*
+ * block.h - layout shared by bpf/block.bpf.c and probes/block.c.
+ *
+ * The kernel side keeps, per (slot, device, op), counters and three
+ * histograms in one BPF array that user space mmaps and reads without a
+ * syscall.  Slots shard the array by CPU (slot = cpu % nslots) so that CPUs
+ * rarely touch the same cache line; every block_stats is a whole number of
+ * cache lines and starts on one.  Updates are atomic adds, which keep
+ * nested completions (hard IRQ over soft IRQ on one CPU) exact.
+ *
+ * Histogram buckets use the fleet-wide layout (lib/hist_layout.h), cut off
+ * where values stop making sense for block I/O: latencies at 2^40 ns
+ * (~18 min) and sizes at 2^32 bytes; larger values land in the last bucket.
+ */
+#ifndef FL_BPF_BLOCK_H
+#define FL_BPF_BLOCK_H
+
+#define BLOCK_OP_READ 0
+#define BLOCK_OP_WRITE 1
+#define BLOCK_OP_FLUSH 2
+#define BLOCK_OP_DISCARD 3
+#define BLOCK_OP_OTHER 4
+#define BLOCK_OPS 5
+
+/* hist_bucket_index(2^40 - 1) + 1 and hist_bucket_index(2^32 - 1) + 1 */
+#define BLOCK_LAT_BUCKETS ((40 - HIST_G + 1) * HIST_SUB)
+#define BLOCK_SIZE_BUCKETS ((32 - HIST_G + 1) * HIST_SUB)
+
+struct block_stats {
+	__u64 ios;		/* completions */
+	__u64 bytes;		/* bytes completed */
+	__u64 errors;		/* completions with a non-zero status */
+	__u64 untimed;		/* completions with no issue time known */
+	__u64 lat_sum_ns;	/* sum of issue -> complete */
+	__u64 queue_sum_ns;	/* sum of alloc -> issue */
+	__u64 queued;		/* samples in the queue histogram */
+	__u64 pad;
+	__u64 lat[BLOCK_LAT_BUCKETS];	/* device time: issue -> complete */
+	__u64 queue[BLOCK_LAT_BUCKETS];	/* queue time: request alloc -> issue */
+	__u64 size[BLOCK_SIZE_BUCKETS];	/* bytes per completion */
+} __attribute__((aligned(64)));
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * faultline.c - the faultline command.
+ *
+ *   faultline top      live per-device latency and TCP error summary of a
+ *                      host, read back from Redis (what `make run` shows)
+ *   faultline metrics  the metric reference (name, kind, unit, meaning)
+ *
+ * Later issues add wear reports, deploy markers, profiles, silences, rule
+ * checks and the fleet simulator as further subcommands.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "log.h"
+#include "snapshot.h"
+#include "store.h"
+#include "timeutil.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: faultline COMMAND [OPTIONS]\n"
+"\n"
+"Commands:\n"
+"  top       live summary of one host from Redis: block I/O rate and latency\n"
+"            p50/p99 per device and op, TCP/UDP checksum error rates\n"
+"  metrics   list every metric faultline produces, with kind, unit, meaning\n"
+"\n"
+"Run 'faultline COMMAND --help' for a command's options.\n"
+"  -h, --help      this text\n"
+"  -V, --version   print the version\n");
+}
+
+/* ---- top ---------------------------------------------------------------- */
+
+struct pair {
+	struct snapshot s[2];
+	int n;
+};
+
+static int keep_cb(const struct snapshot *s, void *arg)
+{
+	struct pair *p = arg;
+
+	if (p->n < 2 && snapshot_copy(&p->s[p->n], s) == 0)
+		p->n++;
+	return 0;
+}
+
+static const char *fmt_ns(double ns, char *buf, size_t len)
+{
+	if (ns <= 0)
+		snprintf(buf, len, "-");
+	else if (ns < 1e3)
+		snprintf(buf, len, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.2fms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2fs", ns / 1e9);
+	return buf;
+}
+
+static const struct series *find_like(const struct snapshot *s, const struct series *ser)
+{
+	char key[1024];
+
+	series_key(ser, key, sizeof(key));
+	return snapshot_find(s, key);
+}
+
+static uint64_t counter_delta(const struct snapshot *old, const struct snapshot *cur,
+			      const char *key)
+{
+	const struct series *a = snapshot_find(old, key), *b = snapshot_find(cur, key);
+
+	if (!b || b->kind != SERIES_COUNTER)
+		return 0;
+	if (!a || a->kind != SERIES_COUNTER || b->counter.value < a->counter.value)
+		return 0;
+	return b->counter.value - a->counter.value;
+}
+
+static void print_top(const struct snapshot *old, const struct snapshot *cur, int tty)
+{
+	struct histogram *d = malloc(sizeof(*d));
+	double secs = (double)(cur->ts_ms - old->ts_ms) / 1000.0;
+	char when[40], p50[16], p99[16], mx[16], key[512];
+	int rows = 0;
+
+	if (!d)
+		return;
+	if (secs <= 0)
+		secs = 1;
+	if (tty)
+		fputs("\033[H\033[2J", stdout);
+	time_format_rfc3339(cur->ts_ms * NSEC_PER_MSEC, when, sizeof(when));
+	printf("faultline top  host %s  %s  (snapshot %" PRIu64 ", %.0f s window)\n\n", cur->host,
+	       when, cur->seq, secs);
+	printf("%-14s %-8s %9s %9s %10s %10s %10s\n", "DEVICE", "OP", "IOPS", "MiB/s", "p50",
+	       "p99", "max");
+	for (uint32_t i = 0; i < cur->nseries; i++) {
+		const struct series *lat = &cur->series[i], *olat;
+		const char *dev, *op;
+		uint64_t bytes;
+
+		if (lat->kind != SERIES_HISTOGRAM || strcmp(lat->name, "block.latency"))
+			continue;
+		olat = find_like(old, lat);
+		if (!olat || olat->kind != SERIES_HISTOGRAM)
+			continue;
+		hist_subtract(d, lat->hist, olat->hist);
+		dev = series_label(lat, "device");
+		op = series_label(lat, "op");
+		snprintf(key, sizeof(key), "block.bytes{device=%s,op=%s}", dev ? dev : "",
+			 op ? op : "");
+		bytes = counter_delta(old, cur, key);
+		snprintf(key, sizeof(key), "block.ios{device=%s,op=%s}", dev ? dev : "",
+			 op ? op : "");
+		uint64_t ios = counter_delta(old, cur, key);
+
+		if (!ios)
+			continue;
+		printf("%-14s %-8s %9.0f %9.2f %10s %10s %10s\n", dev ? dev : "?", op ? op : "?",
+		       (double)ios / secs, (double)bytes / secs / 1048576.0,
+		       fmt_ns((double)hist_quantile(d, 0.5), p50, sizeof(p50)),
+		       fmt_ns((double)hist_quantile(d, 0.99), p99, sizeof(p99)),
+		       fmt_ns((double)hist_quantile(d, 1.0), mx, sizeof(mx)));
+		rows++;
+	}
+	if (!rows)
+		printf("%-14s (no block I/O completed in this window)\n", "-");
+	printf("\nTCP  checksum errors %.1f/s   in errors %.1f/s   retransmits %.1f/s\n",
+	       (double)counter_delta(old, cur, "tcp.in_csum_errors{}") / secs,
+	       (double)counter_delta(old, cur, "tcp.in_errs{}") / secs,
+	       (double)counter_delta(old, cur, "tcp.retrans_segs{}") / secs);
+	printf("UDP  checksum errors %.1f/s   receive buffer drops %.1f/s\n",
+	       (double)counter_delta(old, cur, "udp.in_csum_errors{}") / secs,
+	       (double)counter_delta(old, cur, "udp.rcvbuf_errors{}") / secs);
+	{
+		const struct series *sp = snapshot_find(cur, "probe.store_spooled{}");
+		const struct series *dr = snapshot_find(cur, "probe.store_dropped{}");
+		const struct series *cd = snapshot_find(cur, "probe.collect_duration{}");
+		char cds[16];
+
+		printf("probe  collect %s   spooled %.0f   dropped %" PRIu64 "\n",
+		       fmt_ns(cd ? cd->gauge.last : 0, cds, sizeof(cds)),
+		       sp ? sp->gauge.last : 0, dr ? dr->counter.value : 0);
+	}
+	if (!tty)
+		puts("");
+	fflush(stdout);
+	free(d);
+}
+
+static volatile sig_atomic_t top_stop;
+
+static void top_on_signal(int sig)
+{
+	(void)sig;
+	top_stop = 1;
+}
+
+static int cmd_top(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "redis", required_argument, NULL, 'r' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *url = "unix:///run/faultline/redis.sock";
+	char host[256] = "", err[256];
+	uint64_t interval = NSEC_PER_SEC, last_seq = UINT64_MAX;
+	long count = -1;
+	int c, tty = isatty(STDOUT_FILENO), waited = 0;
+	redisContext *rc = NULL;
+
+	while ((c = getopt_long(argc, argv, "r:H:i:n:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': url = optarg; break;
+		case 'H': snprintf(host, sizeof(host), "%s", optarg); break;
+		case 'i':
+			if (duration_parse(optarg, &interval) || interval < 100 * NSEC_PER_MSEC) {
+				fprintf(stderr, "faultline top: --interval '%s': expected a duration "
+					"of at least 100ms\n", optarg);
+				return 2;
+			}
+			break;
+		case 'n': count = atol(optarg); break;
+		case 'h':
+			printf("Usage: faultline top [--redis URL] [--host NAME] [--interval DUR] "
+			       "[--count N]\n\n"
+			       "Every interval, read the two newest 1 s snapshots of NAME (default:\n"
+			       "this host's name) and show block I/O rate and latency percentiles per\n"
+			       "device and op, and TCP/UDP error rates, until Ctrl-C or N screens.\n"
+			       "Default Redis: unix:///run/faultline/redis.sock.\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (!host[0])
+		gethostname(host, sizeof(host) - 1);
+	signal(SIGINT, top_on_signal);
+	signal(SIGTERM, top_on_signal);
+	while (!top_stop && count != 0) {
+		struct pair p = { 0 };
+		int n;
+
+		if (!rc) {
+			rc = store_connect(url, NSEC_PER_SEC, err, sizeof(err));
+			if (!rc) {
+				fprintf(stderr, "faultline top: %s (retrying)\n", err);
+				usleep((useconds_t)(interval / 1000));
+				continue;
+			}
+		}
+		n = store_read_latest(rc, host, 1, 2, keep_cb, &p, NULL, err, sizeof(err));
+		if (n < 0) {
+			fprintf(stderr, "faultline top: %s (retrying)\n", err);
+			redisFree(rc);
+			rc = NULL;
+		} else if (p.n < 2) {
+			if (!waited++)
+				fprintf(stderr, "faultline top: waiting for snapshots of host '%s'...\n",
+					host);
+		} else if (p.s[1].seq != last_seq) {
+			print_top(&p.s[0], &p.s[1], tty);
+			last_seq = p.s[1].seq;
+			if (count > 0)
+				count--;
+		}
+		for (int i = 0; i < p.n; i++)
+			snapshot_free(&p.s[i]);
+		if (count != 0 && !top_stop)
+			usleep((useconds_t)(interval / 1000));
+	}
+	if (rc)
+		redisFree(rc);
+	return 0;
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+static int cmd_metrics(int argc, char **argv)
+{
+	static const char *const kinds[] = { "counter", "gauge", "histogram" };
+	static const char *const units[] = { "", "ns", "bytes", "us", "ratio" };
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("Usage: faultline metrics [--markdown]\n\nList every metric faultline "
+		       "produces.\n");
+		return 0;
+	}
+	int md = argc > 1 && !strcmp(argv[1], "--markdown");
+
+	if (md)
+		printf("| metric | kind | unit | labels | meaning |\n|---|---|---|---|---|\n");
+	for (const struct metric_info *m = catalog; m->name; m++) {
+		if (md)
+			printf("| `%s` | %s | %s | %s | %s |\n", m->name, kinds[m->kind],
+			       units[m->unit], m->labels, m->help);
+		else
+			printf("%-26s %-10s %-6s %-14s %s\n", m->name, kinds[m->kind],
+			       units[m->unit], m->labels, m->help);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	log_init("faultline");
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("faultline %s\n", FL_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "top"))
+		return cmd_top(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "metrics"))
+		return cmd_metrics(argc - 1, argv + 1);
+	fprintf(stderr, "faultline: unknown command '%s' (try --help)\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,67 @@
+/*
+ * catalog.c - the metric table; see catalog.h.  Keep README.md's metric
+ * reference in step with this (`faultline metrics` prints it).
+ */
+#include "catalog.h"
+
+#include <string.h>
+
+const struct metric_info catalog[] = {
+	/* block: bpf/block.bpf.c via probes/block.c */
+	{ "block.ios", SERIES_COUNTER, UNIT_NONE, "device, op",
+	  "Block requests completed (op: read, write, flush, discard, other)." },
+	{ "block.bytes", SERIES_COUNTER, UNIT_BYTES, "device, op",
+	  "Bytes transferred by completed block requests." },
+	{ "block.errors", SERIES_COUNTER, UNIT_NONE, "device, op",
+	  "Block requests completed with an error status." },
+	{ "block.untimed", SERIES_COUNTER, UNIT_NONE, "device, op",
+	  "Completions whose issue time was unknown (issued before the probe started)." },
+	{ "block.latency", SERIES_HISTOGRAM, UNIT_NS, "device, op",
+	  "Device time of block requests, issue to completion." },
+	{ "block.queue_latency", SERIES_HISTOGRAM, UNIT_NS, "device, op",
+	  "Queue time of block requests, allocation to issue (when the kernel records it)." },
+	{ "block.size", SERIES_HISTOGRAM, UNIT_BYTES, "device, op",
+	  "Size of completed block requests." },
+	{ "block.device_overflow", SERIES_COUNTER, UNIT_NONE, "",
+	  "Completions not counted because more devices were seen than block.max_devices." },
+	/* tcp / udp: /proc/net/snmp via probes/tcp.c */
+	{ "tcp.in_segs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments received." },
+	{ "tcp.out_segs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments sent." },
+	{ "tcp.retrans_segs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments retransmitted." },
+	{ "tcp.in_errs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments received in error." },
+	{ "tcp.in_csum_errors", SERIES_COUNTER, UNIT_NONE, "",
+	  "TCP segments received with a bad checksum (corruption on the path)." },
+	{ "tcp.out_rsts", SERIES_COUNTER, UNIT_NONE, "", "TCP resets sent." },
+	{ "tcp.attempt_fails", SERIES_COUNTER, UNIT_NONE, "", "TCP connection attempts failed." },
+	{ "tcp.estab_resets", SERIES_COUNTER, UNIT_NONE, "", "TCP established connections reset." },
+	{ "tcp.curr_estab", SERIES_GAUGE, UNIT_NONE, "", "TCP connections currently established." },
+	{ "udp.in_datagrams", SERIES_COUNTER, UNIT_NONE, "", "UDP datagrams received." },
+	{ "udp.out_datagrams", SERIES_COUNTER, UNIT_NONE, "", "UDP datagrams sent." },
+	{ "udp.in_errors", SERIES_COUNTER, UNIT_NONE, "", "UDP datagrams received in error." },
+	{ "udp.in_csum_errors", SERIES_COUNTER, UNIT_NONE, "",
+	  "UDP datagrams received with a bad checksum." },
+	{ "udp.rcvbuf_errors", SERIES_COUNTER, UNIT_NONE, "",
+	  "UDP datagrams dropped for lack of receive buffer." },
+	/* the probe itself */
+	{ "probe.collect_duration", SERIES_GAUGE, UNIT_NS, "",
+	  "Time the probe spent collecting the last snapshot." },
+	{ "probe.store_written", SERIES_COUNTER, UNIT_NONE, "",
+	  "Snapshots acknowledged by Redis." },
+	{ "probe.store_dropped", SERIES_COUNTER, UNIT_NONE, "",
+	  "Snapshots dropped because the spool was full during a Redis outage." },
+	{ "probe.store_errors", SERIES_COUNTER, UNIT_NONE, "",
+	  "Snapshots Redis refused (logged with the reason)." },
+	{ "probe.store_spooled", SERIES_GAUGE, UNIT_NONE, "",
+	  "Snapshots waiting to be written to Redis." },
+	{ "probe.store_connected", SERIES_GAUGE, UNIT_NONE, "",
+	  "1 while the probe has a working Redis connection." },
+	{ NULL, 0, 0, NULL, NULL },
+};
+
+const struct metric_info *catalog_find(const char *name)
+{
+	for (const struct metric_info *m = catalog; m->name; m++)
+		if (strcmp(m->name, name) == 0)
+			return m;
+	return NULL;
+}

@@ -1,0 +1,145 @@
+/*
+ * prom.c - Prometheus text exposition; see prom.h.
+ */
+#include "prom.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+
+struct prom_name {
+	char base[256];
+	double scale;
+	const char *help;
+};
+
+static void name_of(const struct series *ser, struct prom_name *pn)
+{
+	const struct metric_info *m = catalog_find(ser->name);
+	const char *suffix = "";
+	size_t off;
+
+	pn->scale = 1.0;
+	pn->help = m ? m->help : "faultline metric.";
+	if (m && (m->unit == UNIT_NS || m->unit == UNIT_US)) {
+		suffix = "_seconds";
+		pn->scale = m->unit == UNIT_NS ? 1e-9 : 1e-6;
+	} else if (m && m->unit == UNIT_BYTES) {
+		suffix = "_bytes";
+	}
+	off = (size_t)snprintf(pn->base, sizeof(pn->base), "faultline_");
+	for (const char *p = ser->name; *p && off + 1 < sizeof(pn->base); p++) {
+		char c = *p;
+
+		pn->base[off++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+				  (c >= '0' && c <= '9') || c == '_' ? c : '_';
+	}
+	pn->base[off] = '\0';
+	if (strlen(suffix) && (off < strlen(suffix) ||
+			       strcmp(pn->base + off - strlen(suffix), suffix) != 0))
+		strncat(pn->base, suffix, sizeof(pn->base) - off - 1);
+	if (ser->kind == SERIES_COUNTER)
+		strncat(pn->base, "_total", sizeof(pn->base) - strlen(pn->base) - 1);
+}
+
+static void label_value(struct strbuf *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\')
+			strbuf_adds(out, "\\\\");
+		else if (*v == '"')
+			strbuf_adds(out, "\\\"");
+		else if (*v == '\n')
+			strbuf_adds(out, "\\n");
+		else
+			strbuf_add(out, v, 1);
+	}
+}
+
+/* {k="v",...,extra} ; extra is an already formatted pair or NULL */
+static void labels(struct strbuf *out, const struct series *ser, const char *extra)
+{
+	if (!ser->nlabels && !extra)
+		return;
+	strbuf_adds(out, "{");
+	for (uint32_t i = 0; i < ser->nlabels; i++) {
+		strbuf_addf(out, "%s%s=\"", i ? "," : "", ser->labels[i].key);
+		label_value(out, ser->labels[i].value);
+		strbuf_adds(out, "\"");
+	}
+	if (extra)
+		strbuf_addf(out, "%s%s", ser->nlabels ? "," : "", extra);
+	strbuf_adds(out, "}");
+}
+
+static void render_hist(struct strbuf *out, const struct prom_name *pn, const struct series *ser)
+{
+	const struct histogram *h = ser->hist;
+	uint64_t cum = 0;
+	char le[64];
+
+	for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
+		if (!h->buckets[i])
+			continue;
+		cum += h->buckets[i];
+		snprintf(le, sizeof(le), "le=\"%.9g\"", (double)hist_bucket_upper(i) * pn->scale);
+		strbuf_addf(out, "%s_bucket", pn->base);
+		labels(out, ser, le);
+		strbuf_addf(out, " %llu\n", (unsigned long long)cum);
+	}
+	strbuf_addf(out, "%s_bucket", pn->base);
+	labels(out, ser, "le=\"+Inf\"");
+	strbuf_addf(out, " %llu\n", (unsigned long long)h->count);
+	strbuf_addf(out, "%s_sum", pn->base);
+	labels(out, ser, NULL);
+	strbuf_addf(out, " %.9g\n", (double)h->sum * pn->scale);
+	strbuf_addf(out, "%s_count", pn->base);
+	labels(out, ser, NULL);
+	strbuf_addf(out, " %llu\n", (unsigned long long)h->count);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct series *x = *(const struct series *const *)a;
+	const struct series *y = *(const struct series *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+void prom_render(const struct snapshot *s, struct strbuf *out)
+{
+	const struct series **order;
+	struct prom_name pn;
+
+	order = malloc(s->nseries * sizeof(*order) + 1);
+	if (!order)
+		return;
+	for (uint32_t i = 0; i < s->nseries; i++)
+		order[i] = &s->series[i];
+	/* stable grouping by name: qsort is not stable, but equal names only
+	 * need to be adjacent, not ordered among themselves */
+	qsort(order, s->nseries, sizeof(*order), by_name);
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		const struct series *ser = order[i];
+
+		name_of(ser, &pn);
+		if (i == 0 || strcmp(order[i - 1]->name, ser->name) != 0) {
+			strbuf_addf(out, "# HELP %s %s\n# TYPE %s %s\n", pn.base, pn.help, pn.base,
+				    ser->kind == SERIES_COUNTER ? "counter" :
+				    ser->kind == SERIES_GAUGE ? "gauge" : "histogram");
+		}
+		if (ser->kind == SERIES_HISTOGRAM) {
+			render_hist(out, &pn, ser);
+			continue;
+		}
+		strbuf_adds(out, pn.base);
+		labels(out, ser, NULL);
+		if (ser->kind == SERIES_COUNTER)
+			strbuf_addf(out, " %llu\n", (unsigned long long)ser->counter.value);
+		else
+			strbuf_addf(out, " %.17g\n", ser->gauge.last * pn.scale);
+	}
+	free(order);
+}

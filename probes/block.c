@@ -1,0 +1,297 @@
+/*
+ * block.c - block I/O collector: loads bpf/block.bpf.c, reads its tables
+ * through mmap (no syscalls per sample) and turns them into per device and
+ * op counters and histograms.
+ *
+ * Series (see lib/catalog.c): block.ios, block.bytes, block.errors,
+ * block.untimed, block.latency, block.queue_latency, block.size, each with
+ * device=<disk name> and op=read|write|flush|discard|other; and
+ * block.device_overflow.
+ *
+ * The kernel tables are cumulative since the probe loaded them; snapshots
+ * carry them as they are and readers take deltas.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "hist_layout.h"
+#include "block.h"
+#include "block.skel.h"
+#include "log.h"
+#include "probe.h"
+
+static const char *const op_names[BLOCK_OPS] = { "read", "write", "flush", "discard", "other" };
+
+struct block_probe {
+	struct block_bpf *skel;
+	struct block_stats *stats;	/* mmap of the stats array */
+	size_t stats_len;
+	__u64 *devs;			/* mmap of the device table */
+	size_t devs_len;
+	__u32 max_devs, nslots;
+	char (*names)[64];		/* resolved name per device slot */
+	__u64 *named_dev;		/* dev each name was resolved for */
+	struct histogram *scratch;
+};
+
+/*
+ * Value of enumerator `name` in the running kernel's BTF.  Returns 0, or
+ * -ENOENT when no enum has it (older kernels #define QUEUE_FLAG_*).
+ */
+static int kernel_enum_value(const char *name, long long *val)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int ret = -ENOENT;
+	__u32 n;
+
+	if (!btf)
+		return -errno;
+	n = btf__type_cnt(btf);
+	for (__u32 id = 1; id < n && ret; id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id);
+
+		if (!btf_is_enum(t))
+			continue;
+		const struct btf_enum *e = btf_enum(t);
+
+		for (__u16 i = 0; i < btf_vlen(t); i++) {
+			if (strcmp(btf__name_by_offset(btf, e[i].name_off), name) == 0) {
+				*val = e[i].val;
+				ret = 0;
+				break;
+			}
+		}
+	}
+	btf__free(btf);
+	return ret;
+}
+
+static void *map_mmap(struct bpf_map *map, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t sz = (size_t)bpf_map__value_size(map) * bpf_map__max_entries(map);
+	void *p;
+
+	sz = (sz + (size_t)page - 1) / (size_t)page * (size_t)page;
+	p = mmap(NULL, sz, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*len = sz;
+	return p;
+}
+
+static void explain_load_failure(int err, char *buf, size_t len)
+{
+	const char *why;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		why = "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); "
+		      "faultline's BPF programs are CO-RE and need a kernel built with "
+		      "CONFIG_DEBUG_INFO_BTF=y";
+	else if (err == -EPERM || err == -EACCES)
+		why = "not permitted: faultline-probe needs CAP_BPF and CAP_PERFMON "
+		      "(run it as root, or grant them with setcap/systemd AmbientCapabilities)";
+	else
+		why = "the kernel rejected the program (run with --log-level debug for the "
+		      "verifier log)";
+	snprintf(buf, len, "cannot load the BPF block probe: %s: %s; pass --no-bpf to run the "
+		 "/proc-based collectors alone", strerror(-err), why);
+}
+
+static int block_open(void **priv, const struct probe_config *cfg, char *err, size_t errlen)
+{
+	struct block_probe *bp;
+	long long stats_bit = -1;
+	int ncpu, ret;
+
+	bp = calloc(1, sizeof(*bp));
+	if (!bp)
+		return -ENOMEM;
+	ncpu = libbpf_num_possible_cpus();
+	bp->max_devs = (__u32)cfg->block_max_devices;
+	bp->nslots = (__u32)(cfg->block_slots < (uint64_t)ncpu ? cfg->block_slots : (uint64_t)ncpu);
+	if (bp->nslots == 0)
+		bp->nslots = 1;
+	if (kernel_enum_value("QUEUE_FLAG_STATS", &stats_bit))
+		log_info("block: QUEUE_FLAG_STATS not found in kernel BTF; timing every request "
+			 "with a per-request map entry");
+
+	bp->skel = block_bpf__open();
+	if (!bp->skel) {
+		ret = -errno;
+		explain_load_failure(ret, err, errlen);
+		goto fail;
+	}
+	bp->skel->rodata->max_devs = bp->max_devs;
+	bp->skel->rodata->nslots = bp->nslots;
+	bp->skel->rodata->stats_bit = (int)stats_bit;
+	bpf_map__set_max_entries(bp->skel->maps.stats, bp->nslots * bp->max_devs * BLOCK_OPS);
+	bpf_map__set_max_entries(bp->skel->maps.devs, bp->max_devs);
+	ret = block_bpf__load(bp->skel);
+	if (ret) {
+		explain_load_failure(ret, err, errlen);
+		goto fail;
+	}
+	ret = block_bpf__attach(bp->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot attach the BPF block probe to block_rq_issue/"
+			 "block_rq_complete: %s; pass --no-bpf to run without it", strerror(-ret));
+		goto fail;
+	}
+	bp->stats = map_mmap(bp->skel->maps.stats, &bp->stats_len);
+	bp->devs = map_mmap(bp->skel->maps.devs, &bp->devs_len);
+	if (!bp->stats || !bp->devs) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot mmap the block probe's maps: %s (kernel < 5.5?)",
+			 strerror(errno));
+		goto fail;
+	}
+	bp->names = calloc(bp->max_devs, sizeof(*bp->names));
+	bp->named_dev = calloc(bp->max_devs, sizeof(*bp->named_dev));
+	bp->scratch = calloc(3, sizeof(*bp->scratch));
+	if (!bp->names || !bp->named_dev || !bp->scratch) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	log_info("block: BPF probe attached (%u devices x %u slots, kernel request timestamps %s)",
+		 bp->max_devs, bp->nslots, stats_bit >= 0 ? "used where enabled" : "unavailable");
+	*priv = bp;
+	return 0;
+fail:
+	block_collector.close(bp);
+	return ret;
+}
+
+/* Kernel dev_t (major << 20 | minor) to its disk name via sysfs. */
+static void resolve_name(__u64 dev, char *out, size_t len)
+{
+	unsigned maj = (unsigned)(dev >> 20), min = (unsigned)(dev & 0xfffff);
+	char path[96], line[256];
+	FILE *f;
+
+	snprintf(out, len, "%u:%u", maj, min);
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", maj, min);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "DEVNAME=", 8) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(out, len, "%.63s", line + 8);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void sum_hist(struct histogram *h, const volatile __u64 *src, uint32_t n, __u64 sum)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		h->buckets[i] += src[i];
+		h->count += src[i];
+	}
+	h->sum += sum;
+}
+
+static int block_collect(void *priv, struct snapshot *s)
+{
+	struct block_probe *bp = priv;
+	struct histogram *lat = &bp->scratch[0], *queue = &bp->scratch[1], *size = &bp->scratch[2];
+
+	for (__u32 d = 0; d < bp->max_devs; d++) {
+		__u64 dev = ((volatile __u64 *)bp->devs)[d];
+
+		if (!dev)
+			continue;
+		if (bp->named_dev[d] != dev) {
+			resolve_name(dev, bp->names[d], sizeof(bp->names[d]));
+			bp->named_dev[d] = dev;
+		}
+		for (int op = 0; op < BLOCK_OPS; op++) {
+			__u64 ios = 0, bytes = 0, errors = 0, untimed = 0;
+			struct series *ser;
+
+			for (__u32 sl = 0; sl < bp->nslots; sl++)
+				ios += bp->stats[(sl * bp->max_devs + d) * BLOCK_OPS + op].ios;
+			if (!ios)
+				continue;
+			hist_reset(lat);
+			hist_reset(queue);
+			hist_reset(size);
+			for (__u32 sl = 0; sl < bp->nslots; sl++) {
+				const volatile struct block_stats *st =
+					&bp->stats[(sl * bp->max_devs + d) * BLOCK_OPS + op];
+
+				bytes += st->bytes;
+				errors += st->errors;
+				untimed += st->untimed;
+				sum_hist(lat, st->lat, BLOCK_LAT_BUCKETS, st->lat_sum_ns);
+				sum_hist(queue, st->queue, BLOCK_LAT_BUCKETS, st->queue_sum_ns);
+				sum_hist(size, st->size, BLOCK_SIZE_BUCKETS, 0);
+			}
+			/* the size sum is exactly the bytes moved */
+			size->sum = bytes;
+			const char *dn = bp->names[d], *on = op_names[op];
+
+			if (!snapshot_add_counter(s, "block.ios", ios, "device", dn, "op", on, NULL) ||
+			    !snapshot_add_counter(s, "block.bytes", bytes, "device", dn, "op", on,
+						  NULL) ||
+			    !snapshot_add_counter(s, "block.errors", errors, "device", dn, "op", on,
+						  NULL) ||
+			    !snapshot_add_counter(s, "block.untimed", untimed, "device", dn, "op",
+						  on, NULL))
+				return -ENOMEM;
+			ser = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", dn, "op",
+					   on, NULL);
+			if (!ser)
+				return -ENOMEM;
+			*ser->hist = *lat;
+			ser = snapshot_add(s, "block.queue_latency", SERIES_HISTOGRAM, "device", dn,
+					   "op", on, NULL);
+			if (!ser)
+				return -ENOMEM;
+			*ser->hist = *queue;
+			ser = snapshot_add(s, "block.size", SERIES_HISTOGRAM, "device", dn, "op", on,
+					   NULL);
+			if (!ser)
+				return -ENOMEM;
+			*ser->hist = *size;
+		}
+	}
+	if (!snapshot_add_counter(s, "block.device_overflow", bp->skel->bss->dev_overflow, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+static void block_close(void *priv)
+{
+	struct block_probe *bp = priv;
+
+	if (!bp)
+		return;
+	if (bp->stats)
+		munmap(bp->stats, bp->stats_len);
+	if (bp->devs)
+		munmap(bp->devs, bp->devs_len);
+	block_bpf__destroy(bp->skel);
+	free(bp->names);
+	free(bp->named_dev);
+	free(bp->scratch);
+	free(bp);
+}
+
+const struct collector block_collector = {
+	.name = "block",
+	.needs_bpf = 1,
+	.open = block_open,
+	.collect = block_collect,
+	.close = block_close,
+};

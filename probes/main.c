@@ -1,0 +1,379 @@
+/*
+ * main.c - faultline-probe: sample every collector each interval, hand the
+ * snapshot to the store writer, keep the minute and hour rollups, serve
+ * /metrics.
+ *
+ * Flow per tick (probes/loop.c timerfd, aligned to the wall clock):
+ *
+ *   collectors -> snapshot (tier 1) -> store spool -> Redis fl:{H}:s1
+ *                                   -> minute rollup -> fl:{H}:s60
+ *                                                    -> hour rollup -> s3600
+ *                                   -> Prometheus text for /metrics
+ *
+ * Everything runs on one thread except the store's writer, so a slow or
+ * absent Redis never delays a sample.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "loop.h"
+#include "metrics_server.h"
+#include "probe.h"
+#include "prom.h"
+#include "rollup.h"
+#include "store.h"
+#include "strbuf.h"
+#include "timeutil.h"
+
+static const struct collector *const all_collectors[] = {
+	&tcp_collector,
+	&block_collector,
+};
+#define N_COLLECTORS (sizeof(all_collectors) / sizeof(all_collectors[0]))
+
+struct probe {
+	struct probe_config cfg;
+	struct loop *loop;
+	struct store *store;
+	struct metrics_server *metrics;
+	const struct collector *coll[N_COLLECTORS];
+	void *priv[N_COLLECTORS];
+	size_t ncoll;
+	struct rollup minute, hour;
+	uint64_t seq;
+	uint64_t last_collect_ns;
+	uint64_t missed_ticks;
+	struct strbuf prom;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: faultline-probe [OPTIONS]\n"
+"\n"
+"Measure this host every interval (block I/O latency from BPF, TCP/UDP\n"
+"errors from /proc) and write snapshots and their 1 min / 1 h rollups to\n"
+"Redis; serve the latest snapshot as Prometheus text on /metrics.\n"
+"\n"
+"Options (each overrides the config file):\n"
+"  -c, --config FILE        read FILE on top of the built-in defaults\n"
+"                           (the built-in defaults are etc/probe.yaml)\n"
+"  -r, --redis URL          redis://[[user]:pass@]host[:port][/db] or\n"
+"                           unix:///path/redis.sock\n"
+"  -H, --host NAME          host name in keys and alerts (default: hostname)\n"
+"  -i, --interval DUR       sampling interval (default 1s)\n"
+"  -m, --metrics-addr ADDR  /metrics listen address, HOST:PORT; \"\" disables\n"
+"      --no-bpf             run the /proc-based collectors only\n"
+"      --once               collect one snapshot, print it as Prometheus text\n"
+"                           to stdout and exit (no Redis)\n"
+"      --print-config       print the built-in default config and exit\n"
+"  -l, --log-level LEVEL    error, warn, info or debug\n"
+"  -h, --help               this text\n"
+"  -V, --version            print the version\n"
+"\n"
+"Exit status: 0 after SIGINT/SIGTERM, 1 on a start-up error (the message\n"
+"names what is missing), 2 on a usage error.\n");
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+
+	if (level == LIBBPF_DEBUG && log_get_level() < LOG_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	if (buf[0])
+		log_msg(level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG, "libbpf: %s", buf);
+	return 0;
+}
+
+static int collect(struct probe *p, struct snapshot *s)
+{
+	uint64_t t0 = time_mono_ns(), ts = time_wall_ns() / NSEC_PER_MSEC;
+	struct store_stats st = { 0 };
+	int ret;
+
+	ret = snapshot_init(s, p->cfg.host, ts, p->cfg.interval_ns / NSEC_PER_MSEC, p->seq++, 1);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < p->cfg.nlabels; i++)
+		snapshot_set_label(s, p->cfg.labels[i].key, p->cfg.labels[i].value);
+	for (size_t i = 0; i < p->ncoll; i++) {
+		ret = p->coll[i]->collect(p->priv[i], s);
+		if (ret)
+			log_warn("collector %s: %s", p->coll[i]->name, strerror(-ret));
+	}
+	if (p->store)
+		store_get_stats(p->store, &st);
+	snapshot_add_gauge(s, "probe.collect_duration", (double)p->last_collect_ns, NULL);
+	snapshot_add_counter(s, "probe.store_written", st.written, NULL);
+	snapshot_add_counter(s, "probe.store_dropped", st.dropped, NULL);
+	snapshot_add_counter(s, "probe.store_errors", st.errors, NULL);
+	snapshot_add_gauge(s, "probe.store_spooled", (double)st.spooled, NULL);
+	snapshot_add_gauge(s, "probe.store_connected", st.connected, NULL);
+	p->last_collect_ns = time_mono_ns() - t0;
+	return 0;
+}
+
+/* Feed s into the rollup of tier `r`; emit and cascade a finished window. */
+static void roll(struct probe *p, struct rollup *r, const struct snapshot *s)
+{
+	struct snapshot out;
+
+	if (rollup_pending(r) && rollup_window_of(r, s->ts_ms) != r->window_start_ms) {
+		if (rollup_finish(r, &out) == 0) {
+			store_put_snapshot(p->store, &out);
+			if (r == &p->minute)
+				roll(p, &p->hour, &out);
+			snapshot_free(&out);
+		}
+	}
+	if (rollup_add(r, s))
+		log_warn("rollup of tier %u: out of memory", r->tier);
+}
+
+static void on_tick(struct loop *l, uint64_t expirations, void *arg)
+{
+	struct probe *p = arg;
+	struct snapshot s;
+
+	(void)l;
+	if (expirations > 1) {
+		p->missed_ticks += expirations - 1;
+		log_warn("sampling fell behind by %llu interval(s) (system overloaded?)",
+			 (unsigned long long)(expirations - 1));
+	}
+	if (collect(p, &s)) {
+		log_error("out of memory building a snapshot; skipping this interval");
+		return;
+	}
+	if (store_put_snapshot(p->store, &s))
+		log_warn("could not queue the snapshot for Redis (out of memory)");
+	roll(p, &p->minute, &s);
+	if (p->metrics) {
+		strbuf_reset(&p->prom);
+		prom_render(&s, &p->prom);
+		metrics_server_set_body(p->metrics, strbuf_str(&p->prom), p->prom.len);
+		metrics_server_reap(p->metrics, 10 * NSEC_PER_SEC);
+	}
+	snapshot_free(&s);
+}
+
+static void on_signal(struct loop *l, int signo, void *arg)
+{
+	(void)arg;
+	log_info("received %s, stopping", strsignal(signo));
+	loop_stop(l);
+}
+
+enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG };
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "redis", required_argument, NULL, 'r' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "metrics-addr", required_argument, NULL, 'm' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	const char *config = NULL, *redis = NULL, *host = NULL, *interval = NULL;
+	const char *metrics = NULL, *level = NULL;
+	static const int sigs[] = { SIGINT, SIGTERM, 0 };
+	int no_bpf = 0, once = 0, c, rc = 1;
+	struct probe p = { 0 };
+	char err[512];
+
+	log_init("faultline-probe");
+	while ((c = getopt_long(argc, argv, "c:r:H:i:m:l:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': config = optarg; break;
+		case 'r': redis = optarg; break;
+		case 'H': host = optarg; break;
+		case 'i': interval = optarg; break;
+		case 'm': metrics = optarg; break;
+		case 'l': level = optarg; break;
+		case OPT_NO_BPF: no_bpf = 1; break;
+		case OPT_ONCE: once = 1; break;
+		case OPT_PRINT_CONFIG: fputs(probe_default_config, stdout); return 0;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("faultline-probe %s\n", FL_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "faultline-probe: unexpected argument '%s' (try --help)\n",
+			argv[optind]);
+		return 2;
+	}
+
+	if (probe_config_defaults(&p.cfg, err, sizeof(err))) {
+		log_error("built-in config: %s", err);
+		return 1;
+	}
+	if (config && probe_config_load(&p.cfg, config, err, sizeof(err))) {
+		log_error("%s", err);
+		goto out;
+	}
+	if (redis) {
+		free(p.cfg.redis_url);
+		p.cfg.redis_url = strdup(redis);
+	}
+	if (host) {
+		free(p.cfg.host);
+		p.cfg.host = strdup(host);
+	}
+	if (metrics) {
+		free(p.cfg.metrics_addr);
+		p.cfg.metrics_addr = strdup(metrics);
+	}
+	if (level) {
+		free(p.cfg.log_level);
+		p.cfg.log_level = strdup(level);
+	}
+	if (interval && (duration_parse(interval, &p.cfg.interval_ns) ||
+			 p.cfg.interval_ns < 10 * NSEC_PER_MSEC)) {
+		log_error("--interval '%s': expected a duration of at least 10ms, e.g. 1s", interval);
+		rc = 2;
+		goto out;
+	}
+	if (no_bpf)
+		p.cfg.bpf = 0;
+	{
+		enum log_level lv;
+
+		if (log_parse_level(p.cfg.log_level, &lv)) {
+			log_error("--log-level '%s': expected error, warn, info or debug",
+				  p.cfg.log_level);
+			rc = 2;
+			goto out;
+		}
+		log_set_level(lv);
+	}
+	if (!p.cfg.host[0]) {
+		char hn[256] = "";
+
+		gethostname(hn, sizeof(hn) - 1);
+		free(p.cfg.host);
+		p.cfg.host = strdup(hn);
+	}
+	if (!store_host_valid(p.cfg.host)) {
+		log_error("host name '%s' has characters other than letters, digits, . _ - :; "
+			  "set --host or host: in the config", p.cfg.host);
+		goto out;
+	}
+	libbpf_set_print(libbpf_log);
+
+	for (size_t i = 0; i < N_COLLECTORS; i++) {
+		const struct collector *col = all_collectors[i];
+
+		if (col->needs_bpf && !p.cfg.bpf) {
+			log_info("collector %s: disabled (--no-bpf / bpf: false)", col->name);
+			continue;
+		}
+		if (col->open(&p.priv[p.ncoll], &p.cfg, err, sizeof(err))) {
+			log_error("%s", err);
+			goto out;
+		}
+		p.coll[p.ncoll++] = col;
+	}
+
+	if (once) {
+		struct snapshot s;
+
+		/* counters need a moment to mean something for BPF collectors */
+		if (p.cfg.bpf)
+			usleep((useconds_t)(p.cfg.interval_ns / 1000));
+		if (collect(&p, &s) == 0) {
+			prom_render(&s, &p.prom);
+			fputs(strbuf_str(&p.prom), stdout);
+			snapshot_free(&s);
+			rc = 0;
+		}
+		goto out;
+	}
+
+	{
+		struct store_opts so = {
+			.url = p.cfg.redis_url,
+			.timeout_ns = p.cfg.redis_timeout_ns,
+			.spool_max_entries = p.cfg.spool_max_snapshots,
+			.spool_max_bytes = p.cfg.spool_max_bytes,
+		};
+
+		for (int i = 0; i < STORE_TIERS; i++)
+			so.retention_ms[i] = p.cfg.retention_ns[i] / NSEC_PER_MSEC;
+		p.store = store_open(&so, err, sizeof(err));
+		if (!p.store) {
+			log_error("%s", err);
+			goto out;
+		}
+	}
+	if (rollup_init(&p.minute, p.cfg.host, 60) || rollup_init(&p.hour, p.cfg.host, 3600)) {
+		log_error("out of memory");
+		goto out;
+	}
+	p.loop = loop_new();
+	if (!p.loop) {
+		log_error("cannot create the event loop: %s", strerror(errno));
+		goto out;
+	}
+	if (p.cfg.metrics_addr[0]) {
+		p.metrics = metrics_server_start(p.loop, p.cfg.metrics_addr, err, sizeof(err));
+		if (!p.metrics) {
+			log_error("%s", err);
+			goto out;
+		}
+	}
+	if (loop_watch_signals(p.loop, sigs, on_signal, &p) ||
+	    loop_set_timer(p.loop, p.cfg.interval_ns, on_tick, &p)) {
+		log_error("cannot set up timers/signals: %s", strerror(errno));
+		goto out;
+	}
+	{
+		char iv[32];
+
+		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s%s",
+			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
+			 p.cfg.redis_url, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)",
+			 " tcp", p.cfg.bpf ? " block" : "");
+	}
+	rc = loop_run(p.loop) ? 1 : 0;
+	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {
+		struct store_stats st;
+
+		store_get_stats(p.store, &st);
+		log_warn("exiting with %llu snapshot(s) not yet in Redis (it is unreachable)",
+			 (unsigned long long)st.spooled);
+	}
+out:
+	metrics_server_stop(p.metrics);
+	loop_free(p.loop);
+	if (p.store)
+		store_close(p.store);
+	if (p.minute.acc.host)
+		rollup_free(&p.minute);
+	if (p.hour.acc.host)
+		rollup_free(&p.hour);
+	for (size_t i = 0; i < p.ncoll; i++)
+		p.coll[i]->close(p.priv[i]);
+	strbuf_release(&p.prom);
+	probe_config_free(&p.cfg);
+	return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * probe.h - faultline-probe's configuration and collector interface.
+ *
+ * A collector is a (name, open, collect, close) table.  open() runs once at
+ * start-up and fails loudly (the probe exits, naming what is missing);
+ * collect() runs on the sampling loop every interval and adds series to
+ * the snapshot; it must not block (no network, no sleeping), since every
+ * other collector waits behind it.
+ */
+#ifndef FL_PROBE_H
+#define FL_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "snapshot.h"
+#include "store.h"
+
+struct probe_config {
+	char *host;
+	uint64_t interval_ns;
+	char *redis_url;
+	uint64_t redis_timeout_ns;
+	char *metrics_addr;
+	int bpf;
+	char *log_level;
+	struct label *labels;
+	uint32_t nlabels;
+	uint64_t retention_ns[STORE_TIERS];
+	uint64_t spool_max_snapshots;
+	uint64_t spool_max_bytes;
+	uint64_t block_max_devices;
+	uint64_t block_slots;
+};
+
+/* The embedded default config (etc/probe.yaml), NUL-terminated. */
+extern const char probe_default_config[];
+
+/* Fill cfg with the embedded defaults. Returns 0 or -EINVAL (a build bug). */
+int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen);
+
+/*
+ * Apply the YAML file at path on top of cfg.  Returns 0, or -errno /
+ * -EINVAL with "file:line:col: key: reason" in err.
+ */
+int probe_config_load(struct probe_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Apply len bytes of YAML text (name for messages) on top of cfg. */
+int probe_config_parse(struct probe_config *cfg, const char *name, const char *text,
+		       size_t len, char *err, size_t errlen);
+
+void probe_config_free(struct probe_config *cfg);
+
+struct collector {
+	const char *name;
+	int needs_bpf;
+	int (*open)(void **priv, const struct probe_config *cfg, char *err, size_t errlen);
+	int (*collect)(void *priv, struct snapshot *s);
+	void (*close)(void *priv);
+};
+
+extern const struct collector block_collector;
+extern const struct collector tcp_collector;
+
+#endif

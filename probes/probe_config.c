@@ -1,0 +1,160 @@
+/*
+ * probe_config.c - load etc/probe.yaml (and the same text embedded as the
+ * default) into struct probe_config; see probe.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+#include "log.h"
+#include "timeutil.h"
+
+#define TOP_KEYS "host, interval, redis, redis_timeout, metrics_addr, bpf, log_level, " \
+		 "labels, retention, spool, block"
+
+static int load_labels(struct probe_config *cfg, const struct cfg *c, const struct cfg_node *map,
+		       char *err, size_t errlen)
+{
+	const struct cfg_node *lm;
+	int ret = cfg_map(c, map, "labels", &lm, err, errlen);
+
+	if (ret || !lm)
+		return ret;
+	for (uint32_t i = 0; i < cfg->nlabels; i++) {
+		free(cfg->labels[i].key);
+		free(cfg->labels[i].value);
+	}
+	free(cfg->labels);
+	cfg->labels = NULL;
+	cfg->nlabels = 0;
+	if (lm->nchild > SNAPSHOT_MAX_LABELS)
+		return cfg_error(c, lm, err, errlen, "labels: at most %d labels",
+				 SNAPSHOT_MAX_LABELS);
+	cfg->labels = calloc(lm->nchild + 1, sizeof(*cfg->labels));
+	if (!cfg->labels)
+		return -ENOMEM;
+	for (size_t i = 0; i < lm->nchild; i++) {
+		const struct cfg_node *n = &lm->child[i];
+
+		((struct cfg_node *)n)->used = 1;
+		if (n->type != CFG_SCALAR)
+			return cfg_error(c, n, err, errlen, "labels.%s: expected a string value",
+					 n->key);
+		cfg->labels[i].key = strdup(n->key);
+		cfg->labels[i].value = strdup(n->value);
+		cfg->nlabels++;
+	}
+	return 0;
+}
+
+int probe_config_parse(struct probe_config *cfg, const char *name, const char *text,
+		       size_t len, char *err, size_t errlen)
+{
+	const struct cfg_node *root, *ret_map, *spool, *block;
+	static const char *const tier_keys[STORE_TIERS] = { "s1", "s60", "s3600" };
+	struct cfg c;
+	int ret;
+
+	ret = cfg_parse(&c, name, text, len, err, errlen);
+	if (ret)
+		return ret;
+	root = c.root;
+	if ((ret = cfg_string(&c, root, "host", &cfg->host, err, errlen)) ||
+	    (ret = cfg_duration(&c, root, "interval", &cfg->interval_ns, err, errlen)) ||
+	    (ret = cfg_string(&c, root, "redis", &cfg->redis_url, err, errlen)) ||
+	    (ret = cfg_duration(&c, root, "redis_timeout", &cfg->redis_timeout_ns, err, errlen)) ||
+	    (ret = cfg_string(&c, root, "metrics_addr", &cfg->metrics_addr, err, errlen)) ||
+	    (ret = cfg_bool(&c, root, "bpf", &cfg->bpf, err, errlen)) ||
+	    (ret = cfg_string(&c, root, "log_level", &cfg->log_level, err, errlen)) ||
+	    (ret = load_labels(cfg, &c, root, err, errlen)))
+		goto out;
+	if ((ret = cfg_map(&c, root, "retention", &ret_map, err, errlen)))
+		goto out;
+	for (int i = 0; i < STORE_TIERS; i++)
+		if ((ret = cfg_duration(&c, ret_map, tier_keys[i], &cfg->retention_ns[i], err,
+					errlen)))
+			goto out;
+	if ((ret = cfg_check_unknown(&c, ret_map, "s1, s60, s3600", err, errlen)))
+		goto out;
+	if ((ret = cfg_map(&c, root, "spool", &spool, err, errlen)) ||
+	    (ret = cfg_uint(&c, spool, "max_snapshots", 1, 10000000, &cfg->spool_max_snapshots,
+			    err, errlen)) ||
+	    (ret = cfg_uint(&c, spool, "max_bytes", 4096, 1ULL << 40, &cfg->spool_max_bytes, err,
+			    errlen)) ||
+	    (ret = cfg_check_unknown(&c, spool, "max_snapshots, max_bytes", err, errlen)))
+		goto out;
+	if ((ret = cfg_map(&c, root, "block", &block, err, errlen)) ||
+	    (ret = cfg_uint(&c, block, "max_devices", 1, 4096, &cfg->block_max_devices, err,
+			    errlen)) ||
+	    (ret = cfg_uint(&c, block, "slots", 1, 1024, &cfg->block_slots, err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, block, "max_devices, slots", err, errlen)))
+		goto out;
+	if ((ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
+		goto out;
+	if (cfg->interval_ns < 10 * NSEC_PER_MSEC) {
+		ret = cfg_error(&c, cfg_get(root, "interval"), err, errlen,
+				"interval: must be at least 10ms");
+		goto out;
+	}
+	if (cfg->host[0] && !store_host_valid(cfg->host)) {
+		ret = cfg_error(&c, cfg_get(root, "host"), err, errlen,
+				"host: '%s' has characters other than letters, digits, . _ - :",
+				cfg->host);
+		goto out;
+	}
+	{
+		enum log_level lv;
+
+		if (log_parse_level(cfg->log_level, &lv)) {
+			ret = cfg_error(&c, cfg_get(root, "log_level"), err, errlen,
+					"log_level: expected error, warn, info or debug, found '%s'",
+					cfg->log_level);
+			goto out;
+		}
+	}
+out:
+	cfg_free(&c);
+	return ret;
+}
+
+int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->host = strdup("");
+	cfg->redis_url = strdup("");
+	cfg->metrics_addr = strdup("");
+	cfg->log_level = strdup("info");
+	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->log_level)
+		return -ENOMEM;
+	return probe_config_parse(cfg, "<built-in etc/probe.yaml>", probe_default_config,
+				  strlen(probe_default_config), err, errlen);
+}
+
+int probe_config_load(struct probe_config *cfg, const char *path, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int ret;
+
+	ret = cfg_read_file(path, &text, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = probe_config_parse(cfg, path, text, len, err, errlen);
+	free(text);
+	return ret;
+}
+
+void probe_config_free(struct probe_config *cfg)
+{
+	free(cfg->host);
+	free(cfg->redis_url);
+	free(cfg->metrics_addr);
+	free(cfg->log_level);
+	for (uint32_t i = 0; i < cfg->nlabels; i++) {
+		free(cfg->labels[i].key);
+		free(cfg->labels[i].value);
+	}
+	free(cfg->labels);
+	memset(cfg, 0, sizeof(*cfg));
+}
