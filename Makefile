@@ -102,7 +102,7 @@ $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(LIB_OBJS)
 PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS)) $(OUT)/probe_default_config.o
 $(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Itests $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
 		$(LDLIBS) -lcriterion -o $@
 
 run: all

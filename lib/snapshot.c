@@ -171,7 +171,8 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 	if (!ser->name || (nlabels && !ser->labels))
 		goto fail;
 	ser->nlabels = nlabels;
-	qsort(ser->labels, nlabels, sizeof(*ser->labels), label_cmp);
+	if (nlabels > 1)
+		qsort(ser->labels, nlabels, sizeof(*ser->labels), label_cmp);
 	if (kind == SERIES_HISTOGRAM) {
 		ser->hist = calloc(1, sizeof(*ser->hist));
 		if (!ser->hist)

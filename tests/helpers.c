@@ -48,7 +48,8 @@ static int spawn(struct test_redis *r)
 		dup2(null, 1);
 		dup2(null, 2);
 		execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock,
-		       "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+		       "--unixsocketperm", "700", "--save", "",
+		       "--appendonly", r->persist ? "yes" : "no", "--appendfsync", "always",
 		       "--dir", r->dir, (char *)NULL);
 		_exit(127);
 	}
@@ -60,6 +61,17 @@ static int spawn(struct test_redis *r)
 	kill(r->pid, SIGKILL);
 	waitpid(r->pid, NULL, 0);
 	return -1;
+}
+
+int test_redis_start_persistent(struct test_redis *r)
+{
+	int ret = test_redis_start(r);
+
+	if (ret)
+		return ret;
+	test_redis_stop(r, 1);
+	r->persist = 1;
+	return spawn(r);
 }
 
 int test_redis_start(struct test_redis *r)

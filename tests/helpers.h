@@ -13,6 +13,7 @@ struct test_redis {
 	char dir[256];
 	char sock[300];
 	char url[320];
+	int persist;
 };
 
 /*
@@ -20,6 +21,9 @@ struct test_redis {
  * temporary directory and wait until it answers PING.  Returns 0 or -1.
  */
 int test_redis_start(struct test_redis *r);
+
+/* The same with an append-only file, so data survives a restart. */
+int test_redis_start_persistent(struct test_redis *r);
 
 /* Stop it (SIGKILL when stop_hard, else SIGTERM) and wait; keeps the dir. */
 void test_redis_stop(struct test_redis *r, int hard);

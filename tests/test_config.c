@@ -1,0 +1,123 @@
+/*
+ * test_config.c - YAML config loading: every error names file:line:column
+ * and the key; the shipped etc/probe.yaml is the embedded default.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "probe.h"
+#include "timeutil.h"
+
+static int parse(const char *text, struct probe_config *cfg, char *err, size_t errlen)
+{
+	char e[512];
+
+	cr_assert_eq(probe_config_defaults(cfg, e, sizeof(e)), 0, "%s", e);
+	return probe_config_parse(cfg, "probe.yaml", text, strlen(text), err, errlen);
+}
+
+Test(config, embedded_default_is_etc_probe_yaml)
+{
+	struct probe_config cfg;
+	char err[512], *text;
+	size_t len;
+
+	cr_assert_eq(cfg_read_file("etc/probe.yaml", &text, &len, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(text, probe_default_config);
+	free(text);
+	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.interval_ns, NSEC_PER_SEC);
+	cr_assert_eq(cfg.retention_ns[0], 15 * 60 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.retention_ns[1], 7 * 86400 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.retention_ns[2], 90 * 86400 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.spool_max_snapshots, 3600);
+	cr_assert_eq(cfg.bpf, 1);
+	cr_assert_str_eq(cfg.metrics_addr, "127.0.0.1:9464");
+	probe_config_free(&cfg);
+}
+
+Test(config, overrides_apply)
+{
+	struct probe_config cfg;
+	char err[512];
+
+	cr_assert_eq(parse("interval: 250ms\nlabels:\n  rack: r12\n  switch: sw3\n"
+			   "block:\n  max_devices: 8\nbpf: false\n", &cfg, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(cfg.interval_ns, 250 * NSEC_PER_MSEC);
+	cr_assert_eq(cfg.nlabels, 2);
+	cr_assert_str_eq(cfg.labels[0].key, "rack");
+	cr_assert_str_eq(cfg.labels[1].value, "sw3");
+	cr_assert_eq(cfg.block_max_devices, 8);
+	cr_assert_eq(cfg.block_slots, 16, "untouched keys keep their defaults");
+	cr_assert_eq(cfg.bpf, 0);
+	probe_config_free(&cfg);
+}
+
+struct bad_case {
+	const char *text;
+	const char *want;	/* substring of the error */
+};
+
+Test(config, errors_name_file_line_column_and_key)
+{
+	static const struct bad_case cases[] = {
+		{ "interval: fast\n", "probe.yaml:1:11: interval: expected a duration" },
+		{ "host: a\nintervall: 1s\n", "probe.yaml:2:12: intervall: unknown key" },
+		{ "retention:\n  s1: 15m\n  s5: 1h\n", "probe.yaml:3:7: s5: unknown key" },
+		{ "spool:\n  max_snapshots: -3\n", "probe.yaml:2:18: max_snapshots: expected a whole number" },
+		{ "spool:\n  max_snapshots: 0\n", "max_snapshots: 0 is out of range" },
+		{ "bpf: maybe\n", "probe.yaml:1:6: bpf: expected true or false" },
+		{ "block: 7\n", "probe.yaml:1:8: block: expected a map" },
+		{ "interval: [1s]\n", "interval: expected a duration, found a list" },
+		{ "host: a\nhost: b\n", "probe.yaml:2:1: host: duplicate key (first at line 1)" },
+		{ "interval: 1s\n  bad: [\n", "probe.yaml:2:" },
+		{ "- a\n- b\n", "top level must be a map" },
+		{ "log_level: loud\n", "log_level: expected error, warn, info or debug" },
+		{ "host: \"bad host\"\n", "host: 'bad host' has characters" },
+		{ "interval: 1ms\n", "interval: must be at least 10ms" },
+		{ "a: &x 1\nb: *x\n", "aliases are not supported" },
+		{ "labels:\n  rack: [1]\n", "labels.rack: expected a string value" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct probe_config cfg;
+		char err[512] = "";
+
+		cr_assert_neq(parse(cases[i].text, &cfg, err, sizeof(err)), 0,
+			      "accepted bad config %zu: %s", i, cases[i].text);
+		cr_assert(strstr(err, cases[i].want), "case %zu: got \"%s\", want \"%s\"", i, err,
+			  cases[i].want);
+		probe_config_free(&cfg);
+	}
+}
+
+Test(config, missing_file_is_named)
+{
+	struct probe_config cfg;
+	char err[512];
+
+	probe_config_defaults(&cfg, err, sizeof(err));
+	cr_assert_neq(probe_config_load(&cfg, "/nonexistent/probe.yaml", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "/nonexistent/probe.yaml: cannot open"), "%s", err);
+	probe_config_free(&cfg);
+}
+
+Test(config, durations)
+{
+	uint64_t v;
+	char buf[32];
+
+	cr_assert_eq(duration_parse("1m30s", &v), 0);
+	cr_assert_eq(v, 90 * NSEC_PER_SEC);
+	cr_assert_eq(duration_parse("250ms", &v), 0);
+	cr_assert_eq(v, 250 * NSEC_PER_MSEC);
+	cr_assert_eq(duration_parse("7d", &v), 0);
+	cr_assert_str_eq(duration_format(v, buf, sizeof(buf)), "7d");
+	cr_assert_str_eq(duration_format(90 * NSEC_PER_SEC, buf, sizeof(buf)), "1m30s");
+	cr_assert_neq(duration_parse("10", &v), 0, "a unit is required");
+	cr_assert_neq(duration_parse("1x", &v), 0);
+	cr_assert_neq(duration_parse("", &v), 0);
+	cr_assert_neq(duration_parse("99999999999999999999s", &v), 0);
+}
