@@ -3,6 +3,9 @@
  * block.bpf.c - block I/O latency, size and error histograms per device
  * and op, from the block tracepoints (tp_btf: no tracefs, typed args).
  *
+ * Typed tp_btf arguments are read with direct loads (CO-RE relocated),
+ * not bpf_probe_read_kernel() calls: most of the per-event cost is gone.
+ *
  * Timing without a per-request hash where the kernel already keeps time:
  * when the queue has QUEUE_FLAG_STATS set, blk_mq_start_request() stamps
  * rq->io_start_time_ns right after the block_rq_issue tracepoint, and
@@ -12,7 +15,7 @@
  * keyed by the request, which completion consumes.  User space finds the
  * flag's bit number in the kernel's BTF (it is an anonymous enum, and its
  * value moved between kernels); if it cannot, stats_bit stays -1 and the
- * hash is used for every request.
+ * slots are used for every request.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -52,14 +55,6 @@ struct {
 	__type(value, __u64);
 } devs SEC(".maps");
 
-/* Issue times for queues that do not stamp io_start_time_ns. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u64);
-} issue_ts SEC(".maps");
-
 struct request___old {
 	struct gendisk *rq_disk;
 };
@@ -70,7 +65,51 @@ static __always_inline struct gendisk *rq_disk(struct request *rq)
 
 	if (bpf_core_field_exists(old->rq_disk))
 		return BPF_CORE_READ(old, rq_disk);
-	return BPF_CORE_READ(rq, q, disk);
+	return rq->q->disk;
+}
+
+/*
+ * Issue times for queues that do not stamp io_start_time_ns: an array
+ * indexed by a hash of the request's identity (device, hardware queue,
+ * driver tag: unique while the request is in flight), two ways per hash.
+ * An array slot costs a fraction of a hash-map update.  A slot records
+ * which request owns it, so a collision (both ways busy) degrades to an
+ * untimed completion, counted, never a wrong latency.
+ */
+struct issue_slot {
+	__u64 id;
+	__u64 ts;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BLOCK_ISSUE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct issue_slot);
+} issue_ts SEC(".maps");
+
+static __always_inline __u32 issue_hash(__u64 id)
+{
+	return (__u32)((id * 0x9e3779b97f4a7c15ULL) >> 40) & (BLOCK_ISSUE_SLOTS - 1) & ~1U;
+}
+
+/* dev_t of the request's whole disk (kernel encoding), 0 if unknown. */
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct gendisk *disk = rq_disk(rq);
+
+	if (!disk)
+		return 0;
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+}
+
+/* Identity of an in-flight request; the verifier keeps addresses opaque. */
+static __always_inline __u64 rq_ident(struct request *rq, __u32 dev)
+{
+	__u32 hwq = rq->mq_hctx->queue_num;
+	__u32 tag = (__u32)rq->tag;
+
+	return (__u64)dev << 32 | (__u64)(hwq & 0xffff) << 16 | (tag & 0xffff);
 }
 
 /* Find or claim the device's slot (open addressing, bounded probes). */
@@ -117,48 +156,65 @@ static __always_inline __u32 clamp_bucket(__u64 v, __u32 nbuckets)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(block_rq_issue, struct request *rq)
 {
-	__u64 key = (__u64)rq, ts;
+	__u64 id, ts;
 
 	if (stats_bit >= 0) {
-		unsigned long flags = BPF_CORE_READ(rq, q, queue_flags);
+		unsigned long flags = rq->q->queue_flags;
 
 		if (flags & (1UL << stats_bit))
 			return 0;	/* the kernel stamps io_start_time_ns */
 	}
 	ts = bpf_ktime_get_ns();
-	bpf_map_update_elem(&issue_ts, &key, &ts, BPF_ANY);
+	id = rq_ident(rq, rq_dev(rq));
+	for (__u32 way = 0; way < 2; way++) {
+		__u32 k = issue_hash(id) + way;
+		struct issue_slot *sl = bpf_map_lookup_elem(&issue_ts, &k);
+
+		if (!sl)
+			return 0;
+		/* free, ours from before, or stale (older than 10 s): take it */
+		if (!sl->id || sl->id == id || ts - sl->ts > 10000000000ULL) {
+			sl->ts = ts;
+			sl->id = id;
+			return 0;
+		}
+	}
 	return 0;
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
-	__u64 issue = BPF_CORE_READ(rq, io_start_time_ns);
-	__u64 alloc = BPF_CORE_READ(rq, start_time_ns);
-	struct gendisk *disk = rq_disk(rq);
+	__u64 now = bpf_ktime_get_ns();
+	__u64 issue = rq->io_start_time_ns;
+	__u64 alloc = rq->start_time_ns;
+	__u32 dev = rq_dev(rq), idx, b;
 	struct block_stats *st;
-	__u32 dev, idx, b;
 	int slot;
 
+	if (!dev)
+		return 0;
 	if (!issue) {
-		__u64 *t = bpf_map_lookup_elem(&issue_ts, &key);
+		__u64 id = rq_ident(rq, dev);
 
-		if (t) {
-			issue = *t;
-			bpf_map_delete_elem(&issue_ts, &key);
+		for (__u32 way = 0; way < 2; way++) {
+			__u32 k = issue_hash(id) + way;
+			struct issue_slot *sl = bpf_map_lookup_elem(&issue_ts, &k);
+
+			if (sl && sl->id == id) {
+				issue = sl->ts;
+				sl->id = 0;
+				break;
+			}
 		}
 	}
-	if (!disk)
-		return 0;
-	dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
 	slot = dev_slot(dev);
 	if (slot < 0) {
 		__sync_fetch_and_add(&dev_overflow, 1);
 		return 0;
 	}
 	idx = ((bpf_get_smp_processor_id() % nslots) * max_devs + (__u32)slot) * BLOCK_OPS +
-	      op_of(BPF_CORE_READ(rq, cmd_flags));
+	      op_of(rq->cmd_flags);
 	st = bpf_map_lookup_elem(&stats, &idx);
 	if (!st)
 		return 0;

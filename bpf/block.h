@@ -22,6 +22,9 @@
 #define BLOCK_OP_OTHER 4
 #define BLOCK_OPS 5
 
+/* Issue-time slots for queues without kernel timestamps (power of two). */
+#define BLOCK_ISSUE_SLOTS 65536
+
 /* hist_bucket_index(2^40 - 1) + 1 and hist_bucket_index(2^32 - 1) + 1 */
 #define BLOCK_LAT_BUCKETS ((40 - HIST_G + 1) * HIST_SUB)
 #define BLOCK_SIZE_BUCKETS ((32 - HIST_G + 1) * HIST_SUB)

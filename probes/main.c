@@ -85,14 +85,15 @@ static void usage(FILE *out)
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char buf[8192], *line, *save;
+	/* verifier logs come as warnings but are only useful when debugging */
+	enum log_level lv = level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG;
 
-	if (level == LIBBPF_DEBUG && log_get_level() < LOG_DEBUG)
+	if (lv > log_get_level())
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	buf[strcspn(buf, "\n")] = '\0';
-	if (buf[0])
-		log_msg(level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG, "libbpf: %s", buf);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		log_msg(lv, "%s%s", strncmp(line, "libbpf: ", 8) ? "libbpf: " : "", line);
 	return 0;
 }
 

@@ -17,7 +17,7 @@ libhiredis-dev redis-server libmsgpack-dev libyaml-dev \
 libcurl4-openssl-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler \
 libnl-3-dev libnl-route-3-dev libatasmart-dev smartmontools \
 libcriterion-dev libfuse3-dev fuse3 fio iproute2 util-linux kmod"
-BENCH_PKGS="prometheus-node-exporter libbpf-tools valgrind"
+BENCH_PKGS="prometheus-node-exporter libbpf-tools valgrind python3"
 
 check=0
 for arg in "$@"; do

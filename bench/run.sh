@@ -1,0 +1,7 @@
+#!/bin/sh
+# bench/run.sh OUT - every benchmark; each prints ratios against a peer
+# measured in the same run on the same machine.
+set -eu
+out=${1:-build}
+dir=$(dirname "$0")
+python3 "$dir/probe_cost.py" "$out" --seconds "${BENCH_SECONDS:-20}" --runs "${BENCH_RUNS:-3}"
