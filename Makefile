@@ -64,7 +64,7 @@ all: deps $(BINS) $(TEST_BINS)
 deps:
 	@scripts/deps.sh --check 2>/dev/null || scripts/deps.sh
 
-$(OUT)/%.o: %.c
+$(OUT)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -76,7 +76,7 @@ $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh
 $(OUT)/probe_default_config.o: $(OUT)/probe_default_config.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/hist_layout.h
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/hist_layout.h | deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
