@@ -57,6 +57,7 @@ BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $
 
 .PHONY: all deps run test asan fuzz bench install clean vmlinux
 .DELETE_ON_ERROR:
+.SECONDARY:
 
 all: deps $(BINS) $(TEST_BINS)
 
