@@ -42,6 +42,19 @@ const struct metric_info catalog[] = {
 	  "UDP datagrams received with a bad checksum." },
 	{ "udp.rcvbuf_errors", SERIES_COUNTER, UNIT_NONE, "",
 	  "UDP datagrams dropped for lack of receive buffer." },
+	/* cpu: bpf/sched.bpf.c via probes/cpu.c */
+	{ "cpu.busy", SERIES_COUNTER, UNIT_NS, "cpu",
+	  "Time the CPU ran anything but its idle task, exact (from sched_switch)." },
+	{ "cpu.utilization", SERIES_GAUGE, UNIT_RATIO, "cpu",
+	  "Busy share of the last interval, 0..1; cpu=\"all\" is the host average." },
+	{ "cpu.utilization_max", SERIES_GAUGE, UNIT_RATIO, "cpu",
+	  "Highest busy share of any 100 ms sub-window of the interval; cpu=\"all\" is the "
+	  "highest of any CPU. Bursts survive averaging and rollups (max)." },
+	{ "sched.runq_latency", SERIES_HISTOGRAM, UNIT_NS, "",
+	  "Run-queue latency: from wakeup or preemption until the task runs." },
+	{ "sched.iowait", SERIES_HISTOGRAM, UNIT_NS, "",
+	  "I/O wait: from a task sleeping in iowait until it is woken (includes I/O held "
+	  "by blk-throttle, which the block tracepoints cannot see)." },
 	/* the probe itself */
 	{ "probe.collect_duration", SERIES_GAUGE, UNIT_NS, "",
 	  "Time the probe spent collecting the last snapshot." },

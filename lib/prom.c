@@ -136,8 +136,10 @@ void prom_render(const struct snapshot *s, struct strbuf *out)
 		}
 		strbuf_adds(out, pn.base);
 		labels(out, ser, NULL);
-		if (ser->kind == SERIES_COUNTER)
+		if (ser->kind == SERIES_COUNTER && pn.scale == 1.0)
 			strbuf_addf(out, " %llu\n", (unsigned long long)ser->counter.value);
+		else if (ser->kind == SERIES_COUNTER)
+			strbuf_addf(out, " %.9g\n", (double)ser->counter.value * pn.scale);
 		else
 			strbuf_addf(out, " %.17g\n", ser->gauge.last * pn.scale);
 	}

@@ -62,5 +62,6 @@ struct collector {
 
 extern const struct collector block_collector;
 extern const struct collector tcp_collector;
+extern const struct collector cpu_collector;
 
 #endif

@@ -1,0 +1,37 @@
+/*
+ * cpu.h - layout shared by bpf/cpu.bpf.c and probes/cpu.c.
+ *
+ * Per CPU (one cache-line-aligned entry of an mmapable array, written only
+ * by that CPU's sched_switch, under the run-queue lock): exact busy time
+ * and a ring of 100 ms sub-windows.  A sequence count (odd while writing)
+ * lets user space read an entry consistently without a syscall.
+ *
+ * Per CPU slot (sharded like the block tables): run-queue latency (wakeup
+ * or preemption -> running) and I/O wait (switched out in iowait ->
+ * woken) histograms in the fleet layout, cut off at 2^40 ns.
+ */
+#ifndef FL_BPF_CPU_H
+#define FL_BPF_CPU_H
+
+#define SCHED_WINDOW_NS 100000000ULL	/* 100 ms sub-windows */
+#define SCHED_WINDOWS 64		/* ring: 6.4 s of sub-windows */
+#define SCHED_LAT_BUCKETS ((40 - HIST_G + 1) * HIST_SUB)
+
+struct cpu_busy {
+	__u64 seq;		/* odd while sched_switch updates the entry */
+	__u64 busy_ns;		/* busy time up to last_ns */
+	__u64 last_ns;		/* time of the last switch on this CPU, 0 = none yet */
+	__u64 idle;		/* 1 while the idle task runs */
+	__u64 win_id[SCHED_WINDOWS];	/* which 100 ms window each ring slot holds */
+	__u64 win_busy[SCHED_WINDOWS];	/* busy ns in it, up to last_ns */
+} __attribute__((aligned(64)));
+
+struct sched_lat {
+	__u64 runq_sum_ns;
+	__u64 iowait_sum_ns;
+	__u64 pad[6];
+	__u64 runq[SCHED_LAT_BUCKETS];
+	__u64 iowait[SCHED_LAT_BUCKETS];
+} __attribute__((aligned(64)));
+
+#endif

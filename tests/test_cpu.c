@@ -1,0 +1,176 @@
+/*
+ * test_cpu.c - exact CPU use (the "lying average"): a process that
+ * saturates one CPU for 300 ms every 2 s shows 100 % in the 100 ms maxima
+ * and in the per-CPU series, while the interval and 1 min averages stay
+ * low.  Runs the real BPF collector in-process, as root.
+ */
+#include <criterion/criterion.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "probe.h"
+#include "rollup.h"
+#include "timeutil.h"
+
+static void *priv;
+
+static void open_cpu(void)
+{
+	struct probe_config cfg;
+	char err[512];
+
+	if (!test_is_root())
+		cr_skip_test("needs root (CAP_BPF, CAP_PERFMON)");
+	probe_config_defaults(&cfg, err, sizeof(err));
+	if (cpu_collector.open(&priv, &cfg, err, sizeof(err))) {
+		probe_config_free(&cfg);
+		cr_skip_test("the BPF scheduler probe does not load here: %s", err);
+	}
+	probe_config_free(&cfg);
+}
+
+static void close_cpu(void)
+{
+	if (priv)
+		cpu_collector.close(priv);
+	priv = NULL;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Child: spin for burst_ms every period_ms on cpu, until killed. */
+static pid_t bursty(int cpu, uint64_t burst_ms, uint64_t period_ms)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pin(cpu);
+		for (;;) {
+			uint64_t start = time_mono_ns();
+
+			while (time_mono_ns() - start < burst_ms * NSEC_PER_MSEC)
+				;
+			usleep((useconds_t)((period_ms - burst_ms) * 1000));
+		}
+	}
+	return pid;
+}
+
+static const struct series *find(const struct snapshot *s, const char *key)
+{
+	return snapshot_find(s, key);
+}
+
+Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini = close_cpu,
+     .timeout = 60)
+{
+	int target = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	char kbusy[64], kutil[64], kmax[64];
+	double best_max = 0, best_util = 0;
+	uint64_t busy0 = 0, busy1 = 0;
+	struct rollup r;
+	struct snapshot out;
+	pid_t child;
+
+	snprintf(kbusy, sizeof(kbusy), "cpu.busy{cpu=%d}", target);
+	snprintf(kutil, sizeof(kutil), "cpu.utilization{cpu=%d}", target);
+	snprintf(kmax, sizeof(kmax), "cpu.utilization_max{cpu=%d}", target);
+	cr_assert_eq(rollup_init(&r, "h", 60), 0);
+	child = bursty(target, 300, 2000);
+	for (int i = 0; i < 9; i++) {
+		struct snapshot s;
+		const struct series *b, *u, *m;
+
+		usleep(1000000);
+		snapshot_init(&s, "h", 1000 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
+		cr_assert_eq(cpu_collector.collect(priv, &s), 0);
+		b = find(&s, kbusy);
+		u = find(&s, kutil);
+		m = find(&s, kmax);
+		cr_assert_not_null(b, "no cpu.busy for CPU %d", target);
+		if (i == 1)
+			busy0 = b->counter.value;
+		if (i == 7)
+			busy1 = b->counter.value;
+		if (i >= 1) {
+			cr_assert_not_null(u);
+			cr_assert_not_null(m);
+			cr_assert(m->gauge.last >= u->gauge.last - 1e-9,
+				  "max %.3f below the average %.3f", m->gauge.last, u->gauge.last);
+			if (m->gauge.last > best_max)
+				best_max = m->gauge.last;
+			if (u->gauge.last > best_util)
+				best_util = u->gauge.last;
+			cr_assert_eq(rollup_add(&r, &s), 0);
+		}
+		snapshot_free(&s);
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+
+	/* 3 bursts of 300 ms in the 6 s between i=1 and i=7 */
+	double busy_s = (double)(busy1 - busy0) / 1e9;
+	cr_assert(busy_s >= 0.85 && busy_s <= 2.5, "CPU %d busy %.3f s in 6 s, expected ~0.9 s",
+		  target, busy_s);
+	cr_assert_geq(best_max, 0.95, "the 100 ms maxima never showed the 300 ms burst (%.3f)",
+		      best_max);
+	cr_assert_leq(best_util, 0.6, "a 1 s interval averaged %.3f", best_util);
+
+	cr_assert_eq(rollup_finish(&r, &out), 0);
+	const struct series *u = find(&out, kutil), *m = find(&out, kmax);
+
+	cr_assert(u && m);
+	double avg = u->gauge.sum / (double)u->gauge.n;
+
+	cr_assert_leq(avg, 0.35, "minute average %.3f is not low", avg);
+	cr_assert_geq(m->gauge.max, 0.95, "minute rollup lost the burst (max %.3f)", m->gauge.max);
+	cr_log_info("CPU %d: busy %.3f s, 1 s avg max %.2f, 100 ms max %.2f, minute avg %.2f",
+		    target, busy_s, best_util, best_max, avg);
+	snapshot_free(&out);
+	rollup_free(&r);
+}
+
+Test(cpu, runq_latency_rises_when_two_spinners_share_a_cpu, .init = open_cpu,
+     .fini = close_cpu, .timeout = 60)
+{
+	int target = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	struct snapshot s0, s1;
+	struct histogram d;
+	pid_t a, b;
+
+	a = bursty(target, 1000000, 1000001);	/* spins "forever" */
+	b = bursty(target, 1000000, 1000001);
+	usleep(200000);
+	snapshot_init(&s0, "h", 1, 1000, 0, 1);
+	cr_assert_eq(cpu_collector.collect(priv, &s0), 0);
+	usleep(2000000);
+	snapshot_init(&s1, "h", 2, 1000, 1, 1);
+	cr_assert_eq(cpu_collector.collect(priv, &s1), 0);
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+	hist_subtract(&d, find(&s1, "sched.runq_latency{}")->hist,
+		      find(&s0, "sched.runq_latency{}")->hist);
+	cr_assert_gt(d.count, 50);
+	/* two CPU-bound tasks on one CPU each wait roughly a slice (ms) per turn */
+	uint64_t p99 = hist_quantile(&d, 0.99);
+
+	cr_assert_geq(p99, 1000000, "runq p99 %llu ns with two spinners on one CPU",
+		      (unsigned long long)p99);
+	snapshot_free(&s0);
+	snapshot_free(&s1);
+}
