@@ -55,6 +55,29 @@ const struct metric_info catalog[] = {
 	{ "sched.iowait", SERIES_HISTOGRAM, UNIT_NS, "",
 	  "I/O wait: from a task sleeping in iowait until it is woken (includes I/O held "
 	  "by blk-throttle, which the block tracepoints cannot see)." },
+	/* throttle: cgroup files, /proc/pressure, sysfs via probes/throttle.c */
+	{ "cgroup.throttled_time", SERIES_COUNTER, UNIT_NS, "cgroup",
+	  "Time the cgroup's tasks were held back by their CPU quota (top 10 cgroups by "
+	  "throttled time in the interval)." },
+	{ "cgroup.nr_throttled", SERIES_COUNTER, UNIT_NONE, "cgroup",
+	  "Quota periods in which the cgroup was throttled." },
+	{ "cgroup.nr_periods", SERIES_COUNTER, UNIT_NONE, "cgroup",
+	  "Quota periods the cgroup had runnable tasks in." },
+	{ "cgroup.throttled_count", SERIES_GAUGE, UNIT_NONE, "",
+	  "Cgroups throttled during the interval (all of them, not only the top 10)." },
+	{ "psi.some", SERIES_COUNTER, UNIT_US, "resource[, cgroup]",
+	  "Pressure stall time: some tasks stalled on cpu, io or memory (host, or a v2 cgroup)." },
+	{ "psi.full", SERIES_COUNTER, UNIT_US, "resource[, cgroup]",
+	  "Pressure stall time: all non-idle tasks stalled on io or memory." },
+	{ "cpu.thermal_throttle", SERIES_COUNTER, UNIT_NONE, "cpu",
+	  "Thermal throttling events of the core (absent where the hardware does not expose it)." },
+	{ "cpu.frequency", SERIES_GAUGE, UNIT_NONE, "cpu",
+	  "Current CPU frequency in Hz (absent without cpufreq)." },
+	{ "cpu.frequency_ratio", SERIES_GAUGE, UNIT_RATIO, "cpu",
+	  "Current over maximum CPU frequency (absent without cpufreq)." },
+	{ "probe.feature_present", SERIES_GAUGE, UNIT_NONE, "feature",
+	  "1 if the machine exposes the feature (thermal_throttle, cpufreq), 0 if its series are "
+	  "absent because it does not." },
 	/* the probe itself */
 	{ "probe.collect_duration", SERIES_GAUGE, UNIT_NS, "",
 	  "Time the probe spent collecting the last snapshot." },

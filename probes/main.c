@@ -35,6 +35,7 @@
 
 static const struct collector *const all_collectors[] = {
 	&tcp_collector,
+	&throttle_collector,
 	&block_collector,
 	&cpu_collector,
 };
@@ -354,7 +355,7 @@ int main(int argc, char **argv)
 		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s%s",
 			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
 			 p.cfg.redis_url, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)",
-			 " tcp", p.cfg.bpf ? " block cpu" : "");
+			 " tcp throttle", p.cfg.bpf ? " block cpu" : "");
 	}
 	rc = loop_run(p.loop) ? 1 : 0;
 	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {

@@ -63,5 +63,6 @@ struct collector {
 extern const struct collector block_collector;
 extern const struct collector tcp_collector;
 extern const struct collector cpu_collector;
+extern const struct collector throttle_collector;
 
 #endif
