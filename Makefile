@@ -30,8 +30,8 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' \
-	  -Ilib -I$(OUT) -Ibpf
-LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lpthread -lm
+	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3
+LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -115,7 +115,7 @@ test: all
 asan:
 	$(MAKE) OUT=build-asan SAN=1 test
 
-FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Ilib -fsanitize=fuzzer,address,undefined
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Ilib -I/usr/include/libnl3 -fsanitize=fuzzer,address,undefined
 fuzz: deps
 	@mkdir -p $(OUT)/fuzz
 	@set -e; for f in $(FUZZ_SRCS); do \

@@ -1,63 +1,155 @@
 /*
- * tcp.c - TCP and UDP counters from /proc/net/snmp.
+ * tcp.c - TCP/UDP and link error counters, and who the bad packets came
+ * from.
  *
- * The file pairs a header line with a value line per protocol ("Tcp: Name
- * Name..." / "Tcp: 1 2...").  Each field becomes `proto.snake_case_name`
- * (InCsumErrors -> tcp.in_csum_errors) and is emitted when lib/catalog.c
- * knows that name, which is both the whitelist and the source of its kind.
- * The file stays open and is re-read with pread from offset 0, one syscall
- * per sample.
+ *   /proc/net/snmp, /proc/net/netstat  protocol counters.  Each file pairs
+ *        a header line with a value line per protocol ("Tcp: Name..." /
+ *        "Tcp: 1 2..."); a field becomes proto.snake_case (InCsumErrors ->
+ *        tcp.in_csum_errors, TcpExt TCPTimeouts -> tcpext.tcp_timeouts) and is
+ *        emitted when lib/catalog.c knows the name, which is both the
+ *        whitelist and the source of its kind.  Files stay open and are
+ *        re-read with pread.
+ *   rtnetlink (libnl)  per-interface rx_crc_errors, rx_frame_errors,
+ *        rx_errors, rx_dropped, rx_missed_errors from the stats64 the kernel
+ *        keeps for every link.
+ *   bpf/tcp.bpf.c  bad checksums per (interface, source address) and
+ *        retransmits per destination, in the probe's network namespace.
+ *        The tables are only walked when their totals moved.
+ *
+ * All of it reflects the network namespace the probe runs in.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <netlink/netlink.h>
+#include <netlink/route/link.h>
 
 #include "catalog.h"
 #include "log.h"
 #include "probe.h"
+#include "tcp.h"
+#include "tcp.skel.h"
 
-struct tcp_probe {
-	int fd;
+struct proc_file {
 	const char *path;
-	char buf[16384];
+	int fd;
 };
 
-/* "InCsumErrors" -> "in_csum_errors" */
+struct peer_count {
+	struct tcp_peer_key key;
+	uint64_t count;
+};
+
+struct tcp_probe {
+	struct proc_file files[2];
+	char buf[32768];
+	struct nl_sock *nl;
+	struct nl_cache *links;
+	struct tcp_bpf *skel;
+	uint64_t last_bad, last_retrans;
+	struct peer_count *bad, *retr;	/* cached table contents */
+	size_t nbad, nretr;
+	int walked;
+};
+
+static const struct {
+	rtnl_link_stat_id_t id;
+	const char *metric;
+} link_stats[] = {
+	{ RTNL_LINK_RX_CRC_ERR, "link.rx_crc_errors" },
+	{ RTNL_LINK_RX_FRAME_ERR, "link.rx_frame_errors" },
+	{ RTNL_LINK_RX_ERRORS, "link.rx_errors" },
+	{ RTNL_LINK_RX_DROPPED, "link.rx_dropped" },
+	{ RTNL_LINK_RX_MISSED_ERR, "link.rx_missed_errors" },
+};
+
+/* "InCsumErrors" -> "in_csum_errors", "TCPTimeouts" -> "tcp_timeouts" */
 static void snake_case(const char *in, char *out, size_t len)
 {
 	size_t o = 0;
 
 	for (size_t i = 0; in[i] && o + 2 < len; i++) {
-		if (isupper((unsigned char)in[i]) && i > 0 && !isupper((unsigned char)in[i - 1]))
+		int up = isupper((unsigned char)in[i]);
+
+		if (up && i > 0 &&
+		    (!isupper((unsigned char)in[i - 1]) ||
+		     (in[i + 1] && islower((unsigned char)in[i + 1]))))
 			out[o++] = '_';
 		out[o++] = (char)tolower((unsigned char)in[i]);
 	}
 	out[o] = '\0';
 }
 
+static int open_bpf(struct tcp_probe *tp, char *err, size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	tp->skel = tcp_bpf__open();
+	if (!tp->skel) {
+		snprintf(err, errlen, "cannot open the BPF TCP probe: %s", strerror(errno));
+		return -errno;
+	}
+	if (stat("/proc/self/ns/net", &st) == 0)
+		tp->skel->rodata->netns_ino = (__u32)st.st_ino;
+	ret = tcp_bpf__load(tp->skel);
+	if (!ret)
+		ret = tcp_bpf__attach(tp->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot load the BPF TCP probe (tcp_bad_csum, "
+			 "tcp_retransmit_skb): %s; needs CAP_BPF/CAP_PERFMON and BTF; pass "
+			 "--no-bpf to run without it", strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
 static int tcp_open(void **priv, const struct probe_config *cfg, char *err, size_t errlen)
 {
 	struct tcp_probe *tp = calloc(1, sizeof(*tp));
-	const char *path = getenv("FL_PROC_NET_SNMP");
+	const char *snmp = getenv("FL_PROC_NET_SNMP");
+	int ret;
 
-	(void)cfg;
 	if (!tp)
 		return -ENOMEM;
-	tp->path = path && *path ? path : "/proc/net/snmp";
-	tp->fd = open(tp->path, O_RDONLY | O_CLOEXEC);
-	if (tp->fd < 0) {
-		int ret = -errno;
-
-		snprintf(err, errlen, "tcp: cannot open %s: %s", tp->path, strerror(errno));
-		free(tp);
-		return ret;
+	tp->files[0].path = snmp && *snmp ? snmp : "/proc/net/snmp";
+	tp->files[1].path = "/proc/net/netstat";
+	for (int i = 0; i < 2; i++) {
+		tp->files[i].fd = open(tp->files[i].path, O_RDONLY | O_CLOEXEC);
+		if (tp->files[i].fd < 0 && i == 0) {
+			ret = -errno;
+			snprintf(err, errlen, "tcp: cannot open %s: %s", tp->files[i].path,
+				 strerror(errno));
+			goto fail;
+		}
 	}
+	tp->nl = nl_socket_alloc();
+	if (!tp->nl || nl_connect(tp->nl, NETLINK_ROUTE) ||
+	    rtnl_link_alloc_cache(tp->nl, AF_UNSPEC, &tp->links)) {
+		log_warn("tcp: cannot read link statistics over rtnetlink; link.* series will be "
+			 "missing");
+		if (tp->nl)
+			nl_socket_free(tp->nl);
+		tp->nl = NULL;
+		tp->links = NULL;
+	}
+	if (cfg->bpf && (ret = open_bpf(tp, err, errlen)))
+		goto fail;
 	*priv = tp;
 	return 0;
+fail:
+	tcp_collector.close(tp);
+	return ret;
 }
 
 /* Parse one header/value line pair into s. */
@@ -97,25 +189,127 @@ static int emit_pair(struct snapshot *s, char *head, char *vals)
 	return 0;
 }
 
-static int tcp_collect(void *priv, struct snapshot *s)
+static int collect_proc(struct tcp_probe *tp, struct proc_file *pf, struct snapshot *s)
 {
-	struct tcp_probe *tp = priv;
-	char *lines[64], *save, *line;
+	char *lines[128], *save, *line;
 	ssize_t n;
 	int nl = 0, ret;
 
-	n = pread(tp->fd, tp->buf, sizeof(tp->buf) - 1, 0);
+	if (pf->fd < 0)
+		return 0;
+	n = pread(pf->fd, tp->buf, sizeof(tp->buf) - 1, 0);
 	if (n < 0) {
-		log_warn("tcp: reading %s: %s", tp->path, strerror(errno));
+		log_warn("tcp: reading %s: %s", pf->path, strerror(errno));
 		return 0;
 	}
 	tp->buf[n] = '\0';
-	for (line = strtok_r(tp->buf, "\n", &save); line && nl < 64;
+	for (line = strtok_r(tp->buf, "\n", &save); line && nl < 128;
 	     line = strtok_r(NULL, "\n", &save))
 		lines[nl++] = line;
 	for (int i = 0; i + 1 < nl; i += 2)
 		if ((ret = emit_pair(s, lines[i], lines[i + 1])))
 			return ret;
+	return 0;
+}
+
+static int collect_links(struct tcp_probe *tp, struct snapshot *s)
+{
+	struct nl_object *obj;
+
+	if (!tp->links || nl_cache_refill(tp->nl, tp->links))
+		return 0;
+	for (obj = nl_cache_get_first(tp->links); obj; obj = nl_cache_get_next(obj)) {
+		struct rtnl_link *link = (struct rtnl_link *)obj;
+		const char *name = rtnl_link_get_name(link);
+
+		if (!name)
+			continue;
+		for (size_t i = 0; i < sizeof(link_stats) / sizeof(link_stats[0]); i++)
+			if (!snapshot_add_counter(s, link_stats[i].metric,
+						  rtnl_link_get_stat(link, link_stats[i].id),
+						  "interface", name, NULL))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Copy a BPF peer table into a malloc'd array. */
+static size_t read_table(int fd, struct peer_count **out)
+{
+	struct tcp_peer_key key, next, *prev = NULL;
+	struct peer_count *arr = calloc(TCP_PEERS_MAX, sizeof(*arr));
+	size_t n = 0;
+
+	free(*out);
+	*out = arr;
+	if (!arr)
+		return 0;
+	while (n < TCP_PEERS_MAX && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (bpf_map_lookup_elem(fd, &next, &arr[n].count) == 0) {
+			arr[n].key = next;
+			n++;
+		}
+		key = next;
+		prev = &key;
+	}
+	return n;
+}
+
+static void addr_str(const struct tcp_peer_key *k, char *buf, size_t len)
+{
+	if (k->family == 2)
+		inet_ntop(AF_INET, k->addr, buf, (socklen_t)len);
+	else if (k->family == 10)
+		inet_ntop(AF_INET6, k->addr, buf, (socklen_t)len);
+	else
+		snprintf(buf, len, "unknown");
+}
+
+static int collect_bpf(struct tcp_probe *tp, struct snapshot *s)
+{
+	uint64_t bad = tp->skel->bss->bad_csum_total, retr = tp->skel->bss->retrans_total;
+	char peer[INET6_ADDRSTRLEN], ifname[IF_NAMESIZE + 16];
+
+	if (!tp->walked || bad != tp->last_bad) {
+		tp->nbad = read_table(bpf_map__fd(tp->skel->maps.bad_csum), &tp->bad);
+		tp->last_bad = bad;
+	}
+	if (!tp->walked || retr != tp->last_retrans) {
+		tp->nretr = read_table(bpf_map__fd(tp->skel->maps.retrans), &tp->retr);
+		tp->last_retrans = retr;
+	}
+	tp->walked = 1;
+	for (size_t i = 0; i < tp->nbad; i++) {
+		addr_str(&tp->bad[i].key, peer, sizeof(peer));
+		if (!if_indextoname(tp->bad[i].key.ifindex, ifname))
+			snprintf(ifname, sizeof(ifname), "ifindex%u", tp->bad[i].key.ifindex);
+		if (!snapshot_add_counter(s, "tcp.bad_csum", tp->bad[i].count, "interface", ifname,
+					  "peer", peer, NULL))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < tp->nretr; i++) {
+		addr_str(&tp->retr[i].key, peer, sizeof(peer));
+		if (!snapshot_add_counter(s, "tcp.retransmits", tp->retr[i].count, "peer", peer,
+					  NULL))
+			return -ENOMEM;
+	}
+	if (!snapshot_add_counter(s, "tcp.peer_overflow", tp->skel->bss->peer_overflow, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+static int tcp_collect(void *priv, struct snapshot *s)
+{
+	struct tcp_probe *tp = priv;
+	int ret;
+
+	for (int i = 0; i < 2; i++)
+		if ((ret = collect_proc(tp, &tp->files[i], s)))
+			return ret;
+	if ((ret = collect_links(tp, s)))
+		return ret;
+	if (tp->skel && (ret = collect_bpf(tp, s)))
+		return ret;
 	return 0;
 }
 
@@ -125,7 +319,16 @@ static void tcp_close(void *priv)
 
 	if (!tp)
 		return;
-	close(tp->fd);
+	for (int i = 0; i < 2; i++)
+		if (tp->files[i].fd > 0)
+			close(tp->files[i].fd);
+	if (tp->links)
+		nl_cache_free(tp->links);
+	if (tp->nl)
+		nl_socket_free(tp->nl);
+	tcp_bpf__destroy(tp->skel);
+	free(tp->bad);
+	free(tp->retr);
 	free(tp);
 }
 
