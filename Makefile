@@ -106,6 +106,13 @@ $(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
 		$(LDLIBS) -lcriterion -o $@
 
+# Test tools: programs the tests run to build real faults.
+$(OUT)/tests/tools/slowfs: tests/tools/slowfs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@
+
+all: $(OUT)/tests/tools/slowfs
+
 run: all
 	scripts/run.sh $(OUT)
 

@@ -146,6 +146,17 @@ static __always_inline __u32 op_of(__u32 cmd_flags)
 	}
 }
 
+/* blk_status_t values (include/linux/blk_types.h), stable since 4.13 */
+static __always_inline __u32 err_class(blk_status_t st)
+{
+	switch ((__u8)st) {
+	case 10: return BLOCK_ERR_IO;
+	case 2: return BLOCK_ERR_TIMEOUT;
+	case 7: return BLOCK_ERR_MEDIUM;
+	default: return BLOCK_ERR_OTHER;
+	}
+}
+
 static __always_inline __u32 clamp_bucket(__u64 v, __u32 nbuckets)
 {
 	__u32 b = hist_bucket_index(v);
@@ -220,8 +231,12 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		return 0;
 	__sync_fetch_and_add(&st->ios, 1);
 	__sync_fetch_and_add(&st->bytes, nr_bytes);
-	if (error)
-		__sync_fetch_and_add(&st->errors, 1);
+	if (error) {
+		__u32 c = err_class(error);
+
+		if (c < BLOCK_ERR_CLASSES)
+			__sync_fetch_and_add(&st->errors[c], 1);
+	}
 	b = clamp_bucket(nr_bytes, BLOCK_SIZE_BUCKETS);
 	__sync_fetch_and_add(&st->size[b], 1);
 	if (!issue || issue > now) {

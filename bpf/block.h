@@ -29,15 +29,23 @@
 #define BLOCK_LAT_BUCKETS ((40 - HIST_G + 1) * HIST_SUB)
 #define BLOCK_SIZE_BUCKETS ((32 - HIST_G + 1) * HIST_SUB)
 
+/* Error classes of blk_status_t, as user space names them. */
+#define BLOCK_ERR_IO 0		/* BLK_STS_IOERR */
+#define BLOCK_ERR_TIMEOUT 1	/* BLK_STS_TIMEOUT */
+#define BLOCK_ERR_MEDIUM 2	/* BLK_STS_MEDIUM */
+#define BLOCK_ERR_OTHER 3	/* anything else non-zero */
+#define BLOCK_ERR_CLASSES 4
+
 struct block_stats {
 	__u64 ios;		/* completions */
 	__u64 bytes;		/* bytes completed */
-	__u64 errors;		/* completions with a non-zero status */
 	__u64 untimed;		/* completions with no issue time known */
 	__u64 lat_sum_ns;	/* sum of issue -> complete */
 	__u64 queue_sum_ns;	/* sum of alloc -> issue */
 	__u64 queued;		/* samples in the queue histogram */
-	__u64 pad;
+	__u64 pad[2];
+	__u64 errors[BLOCK_ERR_CLASSES];	/* completions with a non-zero status */
+	__u64 pad2[4];
 	__u64 lat[BLOCK_LAT_BUCKETS];	/* device time: issue -> complete */
 	__u64 queue[BLOCK_LAT_BUCKETS];	/* queue time: request alloc -> issue */
 	__u64 size[BLOCK_SIZE_BUCKETS];	/* bytes per completion */

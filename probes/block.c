@@ -3,10 +3,11 @@
  * through mmap (no syscalls per sample) and turns them into per device and
  * op counters and histograms.
  *
- * Series (see lib/catalog.c): block.ios, block.bytes, block.errors,
- * block.untimed, block.latency, block.queue_latency, block.size, each with
- * device=<disk name> and op=read|write|flush|discard|other; and
- * block.device_overflow.
+ * Series (see lib/catalog.c): block.ios, block.bytes, block.untimed,
+ * block.latency, block.queue_latency, block.size, each with
+ * device=<disk name> and op=read|write|flush|discard|other; block.errors
+ * with class=io|timeout|medium|other too; block.inflight (from the kernel's
+ * own per-disk counts in sysfs); and block.device_overflow.
  *
  * The kernel tables are cumulative since the probe loaded them; snapshots
  * carry them as they are and readers take deltas.
@@ -28,6 +29,7 @@
 #include "probe.h"
 
 static const char *const op_names[BLOCK_OPS] = { "read", "write", "flush", "discard", "other" };
+static const char *const err_names[BLOCK_ERR_CLASSES] = { "io", "timeout", "medium", "other" };
 
 struct block_probe {
 	struct block_bpf *skel;
@@ -216,7 +218,7 @@ static int block_collect(void *priv, struct snapshot *s)
 			bp->named_dev[d] = dev;
 		}
 		for (int op = 0; op < BLOCK_OPS; op++) {
-			__u64 ios = 0, bytes = 0, errors = 0, untimed = 0;
+			__u64 ios = 0, bytes = 0, errors[BLOCK_ERR_CLASSES] = { 0 }, untimed = 0;
 			struct series *ser;
 
 			for (__u32 sl = 0; sl < bp->nslots; sl++)
@@ -231,7 +233,8 @@ static int block_collect(void *priv, struct snapshot *s)
 					&bp->stats[(sl * bp->max_devs + d) * BLOCK_OPS + op];
 
 				bytes += st->bytes;
-				errors += st->errors;
+				for (int e = 0; e < BLOCK_ERR_CLASSES; e++)
+					errors[e] += st->errors[e];
 				untimed += st->untimed;
 				sum_hist(lat, st->lat, BLOCK_LAT_BUCKETS, st->lat_sum_ns);
 				sum_hist(queue, st->queue, BLOCK_LAT_BUCKETS, st->queue_sum_ns);
@@ -244,11 +247,13 @@ static int block_collect(void *priv, struct snapshot *s)
 			if (!snapshot_add_counter(s, "block.ios", ios, "device", dn, "op", on, NULL) ||
 			    !snapshot_add_counter(s, "block.bytes", bytes, "device", dn, "op", on,
 						  NULL) ||
-			    !snapshot_add_counter(s, "block.errors", errors, "device", dn, "op", on,
-						  NULL) ||
 			    !snapshot_add_counter(s, "block.untimed", untimed, "device", dn, "op",
 						  on, NULL))
 				return -ENOMEM;
+			for (int e = 0; e < BLOCK_ERR_CLASSES; e++)
+				if (!snapshot_add_counter(s, "block.errors", errors[e], "device", dn,
+							  "op", on, "class", err_names[e], NULL))
+					return -ENOMEM;
 			ser = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", dn, "op",
 					   on, NULL);
 			if (!ser)
@@ -265,6 +270,28 @@ static int block_collect(void *priv, struct snapshot *s)
 				return -ENOMEM;
 			*ser->hist = *size;
 		}
+	}
+	for (__u32 d = 0; d < bp->max_devs; d++) {
+		char path[128], buf[64];
+		unsigned long r, w;
+		FILE *f;
+
+		if (!bp->named_dev[d])
+			continue;
+		/* the kernel keeps in-flight counts per disk; no BPF needed */
+		snprintf(path, sizeof(path), "/sys/class/block/%s/inflight", bp->names[d]);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%lu %lu", &r, &w) == 2 &&
+		    (!snapshot_add_gauge(s, "block.inflight", (double)r, "device", bp->names[d],
+					 "op", "read", NULL) ||
+		     !snapshot_add_gauge(s, "block.inflight", (double)w, "device", bp->names[d],
+					 "op", "write", NULL))) {
+			fclose(f);
+			return -ENOMEM;
+		}
+		fclose(f);
 	}
 	if (!snapshot_add_counter(s, "block.device_overflow", bp->skel->bss->dev_overflow, NULL))
 		return -ENOMEM;
