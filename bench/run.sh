@@ -4,4 +4,4 @@
 set -eu
 out=${1:-build}
 dir=$(dirname "$0")
-python3 "$dir/probe_cost.py" "$out" --seconds "${BENCH_SECONDS:-20}" --runs "${BENCH_RUNS:-3}"
+python3 "$dir/probe_overhead.py" "$out" --seconds "${BENCH_SECONDS:-20}" --runs "${BENCH_RUNS:-3}"

@@ -90,6 +90,128 @@ static uint64_t counter_delta(const struct snapshot *old, const struct snapshot 
 	return b->counter.value - a->counter.value;
 }
 
+/* p-quantile of the increase of histogram `key` between old and cur. */
+static double hist_delta_q(const struct snapshot *old, const struct snapshot *cur,
+			   const char *key, double q, uint64_t *count)
+{
+	const struct series *a = snapshot_find(old, key), *b = snapshot_find(cur, key);
+	struct histogram *d;
+	double v;
+
+	*count = 0;
+	if (!b || b->kind != SERIES_HISTOGRAM)
+		return 0;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return 0;
+	if (a && a->kind == SERIES_HISTOGRAM)
+		hist_subtract(d, b->hist, a->hist);
+	else
+		*d = *b->hist;
+	v = (double)hist_quantile(d, q);
+	*count = d->count;
+	free(d);
+	return v;
+}
+
+static void print_cpu(const struct snapshot *old, const struct snapshot *cur, double secs)
+{
+	char a[16], b[16];
+	uint64_t n1, n2;
+	double rq = hist_delta_q(old, cur, "sched.runq_latency{}", 0.99, &n1);
+	double iw = hist_delta_q(old, cur, "sched.iowait{}", 0.99, &n2);
+	int any = 0;
+
+	(void)secs;
+	printf("\nCPU  ");
+	for (uint32_t i = 0; i < cur->nseries; i++) {
+		const struct series *u = &cur->series[i];
+		const char *c = series_label(u, "cpu");
+		char key[64];
+
+		if (strcmp(u->name, "cpu.utilization") || !c)
+			continue;
+		snprintf(key, sizeof(key), "cpu.utilization_max{cpu=%s}", c);
+		const struct series *m = snapshot_find(cur, key);
+
+		printf("%s%s %3.0f%% (100ms max %3.0f%%)", any ? "   " : "", c, 100 * u->gauge.last,
+		       m ? 100 * m->gauge.last : 0);
+		any = 1;
+	}
+	if (!any)
+		printf("(no cpu series: BPF off?)");
+	printf("\n     run-queue latency p99 %s (%" PRIu64 " waits)   I/O wait p99 %s (%" PRIu64
+	       ")\n", fmt_ns(rq, a, sizeof(a)), n1, fmt_ns(iw, b, sizeof(b)), n2);
+}
+
+/* The three series of `metric` that grew most, as "label=value rate/s". */
+static void print_top_counters(const struct snapshot *old, const struct snapshot *cur,
+			       double secs, const char *metric, const char *title,
+			       const char *label)
+{
+	struct {
+		const struct series *s;
+		uint64_t d;
+	} top[3] = { { 0 } };
+	char key[512];
+
+	for (uint32_t i = 0; i < cur->nseries; i++) {
+		const struct series *ser = &cur->series[i];
+		uint64_t d;
+
+		if (ser->kind != SERIES_COUNTER || strcmp(ser->name, metric))
+			continue;
+		series_key(ser, key, sizeof(key));
+		d = counter_delta(old, cur, key);
+		for (int k = 0; k < 3; k++) {
+			if (d > top[k].d) {
+				memmove(&top[k + 1], &top[k], (size_t)(2 - k) * sizeof(top[0]));
+				top[k].s = ser;
+				top[k].d = d;
+				break;
+			}
+		}
+	}
+	if (!top[0].s)
+		return;
+	printf("%s", title);
+	for (int k = 0; k < 3 && top[k].s; k++) {
+		const char *iface = series_label(top[k].s, "interface");
+
+		printf("  %s%s%s %.1f/s", series_label(top[k].s, label),
+		       iface && strcmp(label, "interface") ? " via " : "",
+		       iface && strcmp(label, "interface") ? iface : "", (double)top[k].d / secs);
+	}
+	printf("\n");
+}
+
+static void print_throttle(const struct snapshot *old, const struct snapshot *cur, double secs)
+{
+	const struct series *n = snapshot_find(cur, "cgroup.throttled_count{}");
+	char key[512];
+	int shown = 0;
+
+	printf("PSI  some cpu %.1f%%  io %.1f%%  memory %.1f%%   throttled cgroups %.0f\n",
+	       (double)counter_delta(old, cur, "psi.some{resource=cpu}") / secs / 1e4,
+	       (double)counter_delta(old, cur, "psi.some{resource=io}") / secs / 1e4,
+	       (double)counter_delta(old, cur, "psi.some{resource=memory}") / secs / 1e4,
+	       n ? n->gauge.last : 0);
+	for (uint32_t i = 0; i < cur->nseries && shown < 3; i++) {
+		const struct series *t = &cur->series[i];
+		uint64_t d;
+
+		if (strcmp(t->name, "cgroup.throttled_time"))
+			continue;
+		series_key(t, key, sizeof(key));
+		d = counter_delta(old, cur, key);
+		if (!d)
+			continue;
+		printf("     %s throttled %.0f%% of the time\n", series_label(t, "cgroup"),
+		       100.0 * (double)d / 1e9 / secs);
+		shown++;
+	}
+}
+
 static void print_top(const struct snapshot *old, const struct snapshot *cur, int tty)
 {
 	struct histogram *d = malloc(sizeof(*d));
@@ -139,13 +261,18 @@ static void print_top(const struct snapshot *old, const struct snapshot *cur, in
 	}
 	if (!rows)
 		printf("%-14s (no block I/O completed in this window)\n", "-");
+	print_cpu(old, cur, secs);
 	printf("\nTCP  checksum errors %.1f/s   in errors %.1f/s   retransmits %.1f/s\n",
 	       (double)counter_delta(old, cur, "tcp.in_csum_errors{}") / secs,
 	       (double)counter_delta(old, cur, "tcp.in_errs{}") / secs,
 	       (double)counter_delta(old, cur, "tcp.retrans_segs{}") / secs);
+	print_top_counters(old, cur, secs, "tcp.bad_csum", "     bad checksums from", "peer");
+	print_top_counters(old, cur, secs, "link.rx_crc_errors", "     link CRC errors on",
+			   "interface");
 	printf("UDP  checksum errors %.1f/s   receive buffer drops %.1f/s\n",
 	       (double)counter_delta(old, cur, "udp.in_csum_errors{}") / secs,
 	       (double)counter_delta(old, cur, "udp.rcvbuf_errors{}") / secs);
+	print_throttle(old, cur, secs);
 	{
 		const struct series *sp = snapshot_find(cur, "probe.store_spooled{}");
 		const struct series *dr = snapshot_find(cur, "probe.store_dropped{}");

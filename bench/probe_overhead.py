@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""probe_cost.py OUT [--seconds N] [--runs N] - what the probe costs, side by
+"""probe_overhead.py OUT [--seconds N] [--runs N] - what the probe costs, side by
 side with its peers, on the same block I/O load in the same run.
 
 Load: fio 4 KiB random O_DIRECT writes (libaio, iodepth 16) on a loop device
@@ -17,6 +17,7 @@ as the median of the runs:
   * BPF ns per completed I/O, faultline vs biolatency, and the ratio
   * process CPU per second, faultline-probe vs node_exporter, and the ratio
   * faultline's total (process + BPF) as a share of the host's CPU
+  * resident memory, faultline-probe vs node_exporter
 
 Ratios, not absolute times, are the result: the machine is shared and noisy.
 Everything the script starts or creates is removed at exit.
@@ -51,7 +52,8 @@ def progs():
     """{prog id: (run_time_ns, run_cnt)} of every loaded BPF program."""
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
                          text=True, check=True).stdout
-    return {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in json.loads(out)}
+    return {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0), p.get("name", ""))
+            for p in json.loads(out)}
 
 
 def start_and_claim(argv, ready, **kw):
@@ -64,6 +66,14 @@ def start_and_claim(argv, ready, **kw):
     ready()
     time.sleep(1)
     return p, set(progs()) - before
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 def wait_port(port, timeout=10):
@@ -94,7 +104,7 @@ def one_run(out, seconds, tmp, loopdev, redis_sock):
         procs.append(nodex)
         wait_port(19100)
         if not fl_ids or not bio_ids:
-            raise SystemExit("probe_cost: could not find the BPF programs of faultline-probe "
+            raise SystemExit("probe_overhead: could not find the BPF programs of faultline-probe "
                              f"({len(fl_ids)}) or biolatency ({len(bio_ids)})")
 
         s0 = progs()
@@ -113,13 +123,16 @@ def one_run(out, seconds, tmp, loopdev, redis_sock):
         ios = json.loads(fio.stdout.read())["jobs"][0]["write"]["total_ios"]
         s1 = progs()
         c1 = {p.pid: cpu_seconds(p.pid) for p in (probe, nodex)}
+        rss = {p.pid: rss_kib(p.pid) for p in (probe, nodex)}
 
         def bpf(ids):
             t = sum(s1.get(i, (0, 0))[0] - s0.get(i, (0, 0))[0] for i in ids)
             c = sum(s1.get(i, (0, 0))[1] - s0.get(i, (0, 0))[1] for i in ids)
             return t, c
 
-        fl_ns, fl_cnt = bpf(fl_ids)
+        fl_block = {i for i in fl_ids if s1.get(i, (0, 0, ""))[2].startswith("block_rq")}
+        fl_all_ns, _ = bpf(fl_ids)
+        fl_ns, fl_cnt = bpf(fl_block)
         bio_ns, bio_cnt = bpf(bio_ids)
         probe_cpu = (c1[probe.pid] - c0[probe.pid]) / elapsed
         nodex_cpu = (c1[nodex.pid] - c0[nodex.pid]) / elapsed
@@ -131,8 +144,11 @@ def one_run(out, seconds, tmp, loopdev, redis_sock):
             "bio_progs_per_io": bio_cnt / ios,
             "probe_cpu": probe_cpu,
             "nodex_cpu": nodex_cpu,
-            "host_share": (probe_cpu + fl_ns / 1e9 / elapsed) / NCPU,
+            "fl_all_ns_per_io": fl_all_ns / ios,
+            "host_share": (probe_cpu + fl_all_ns / 1e9 / elapsed) / NCPU,
             "scrapes": scrapes,
+            "probe_rss": rss[probe.pid] / 1024,
+            "nodex_rss": rss[nodex.pid] / 1024,
         }
     finally:
         for p in procs:
@@ -151,7 +167,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     if os.geteuid() != 0:
-        print("probe_cost: skipped: needs root (BPF, loop devices)")
+        print("probe_overhead: skipped: needs root (BPF, loop devices)")
         return 0
 
     tmp = tempfile.mkdtemp(prefix="fl-bench.")
@@ -171,7 +187,7 @@ def main():
         while not os.path.exists(sock):
             time.sleep(0.05)
 
-        print(f"probe_cost: fio 4k randwrite O_DIRECT on {loopdev}, {a.seconds} s x {a.runs} runs, "
+        print(f"probe_overhead: fio 4k randwrite O_DIRECT on {loopdev}, {a.seconds} s x {a.runs} runs, "
               f"{NCPU} CPUs")
         print(f"{'run':>4} {'ios':>8} {'fl ns/io':>9} {'bio ns/io':>9} {'ratio':>6} "
               f"{'probe cpu':>9} {'nodex cpu':>9} {'ratio':>6} {'fl host%':>8}")
@@ -186,16 +202,22 @@ def main():
 
         med = lambda k: statistics.median(r[k] for r in results)
         print()
-        print(f"median BPF cost per I/O: faultline {med('fl_ns_per_io'):.0f} ns "
+        print(f"median BPF cost per I/O, block path: faultline {med('fl_ns_per_io'):.0f} ns "
               f"({med('fl_progs_per_io'):.2f} programs/io), biolatency "
               f"{med('bio_ns_per_io'):.0f} ns ({med('bio_progs_per_io'):.2f} programs/io): "
               f"ratio {statistics.median(r['fl_ns_per_io'] / r['bio_ns_per_io'] for r in results):.2f}x "
               f"(target <= 0.5x)")
+        print(f"median BPF cost per I/O, all faultline programs (block, scheduler, TCP): "
+              f"{med('fl_all_ns_per_io'):.0f} ns")
         print(f"median process CPU: faultline-probe {100 * med('probe_cpu'):.2f}% of a CPU, "
               f"node_exporter scraped every 1 s {100 * med('nodex_cpu'):.2f}%: ratio "
               f"{statistics.median(r['probe_cpu'] / r['nodex_cpu'] for r in results):.2f}x")
         print(f"median faultline share of the host (process + BPF): "
-              f"{100 * med('host_share'):.3f}% (target <= 0.5%)")
+              f"{100 * med('host_share'):.3f}% at {med('ios') / a.seconds:.0f} IOPS; "
+              f"at 10k IOPS: {100 * (med('probe_cpu') + med('fl_all_ns_per_io') * 1e4 / 1e9) / NCPU:.3f}%"
+              f" (target <= 0.5%)")
+        print(f"resident memory: faultline-probe {med('probe_rss'):.1f} MiB, node_exporter "
+              f"{med('nodex_rss'):.1f} MiB: ratio {med('probe_rss') / med('nodex_rss'):.2f}x")
     finally:
         if redis:
             redis.terminate()
