@@ -72,6 +72,8 @@ const struct metric_info catalog[] = {
 	/* cpu: bpf/sched.bpf.c via probes/cpu.c */
 	{ "cpu.busy", SERIES_COUNTER, UNIT_NS, "cpu",
 	  "Time the CPU ran anything but its idle task, exact (from sched_switch)." },
+	{ "cpu.idle", SERIES_COUNTER, UNIT_NS, "cpu",
+	  "Time the CPU ran its idle task since the probe started (each interval minus busy)." },
 	{ "cpu.utilization", SERIES_GAUGE, UNIT_RATIO, "cpu",
 	  "Busy share of the last interval, 0..1; cpu=\"all\" is the host average." },
 	{ "cpu.utilization_max", SERIES_GAUGE, UNIT_RATIO, "cpu",

@@ -4,6 +4,7 @@
  *
  * Series (lib/catalog.c):
  *   cpu.busy{cpu}              busy ns, cumulative (exact, from sched_switch)
+ *   cpu.idle{cpu}              idle ns since the probe started (interval - busy)
  *   cpu.utilization{cpu}       busy share of the last interval, 0..1;
  *                              cpu="all" is the host average
  *   cpu.utilization_max{cpu}   the highest 100 ms sub-window of the interval,
@@ -43,6 +44,7 @@ struct cpu_probe {
 	__u32 nslots;
 	uint64_t prev_now;
 	uint64_t *prev_busy;	/* per CPU, at prev_now */
+	uint64_t *idle;		/* per CPU, idle ns accumulated since the probe started */
 	struct histogram *scratch;
 };
 
@@ -107,8 +109,9 @@ static int cpu_open(void **priv, const struct probe_config *cfg, char *err, size
 	cp->busy = map_mmap(cp->skel->maps.busy, &cp->busy_len);
 	cp->lat = map_mmap(cp->skel->maps.lat, &cp->lat_len);
 	cp->prev_busy = calloc((size_t)cp->ncpu, sizeof(*cp->prev_busy));
+	cp->idle = calloc((size_t)cp->ncpu, sizeof(*cp->idle));
 	cp->scratch = calloc(1, sizeof(*cp->scratch));
-	if (!cp->busy || !cp->lat || !cp->prev_busy || !cp->scratch) {
+	if (!cp->busy || !cp->lat || !cp->prev_busy || !cp->idle || !cp->scratch) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "cannot map the scheduler probe's tables: %s",
 			 strerror(errno));
@@ -221,6 +224,11 @@ static int cpu_collect(void *priv, struct snapshot *s)
 			double u = (double)(total - cp->prev_busy[c]) / (double)span;
 			double m = window_max(&b, cp->prev_now, now);
 
+			uint64_t d = total - cp->prev_busy[c];
+
+			cp->idle[c] += d < span ? span - d : 0;
+			if (!snapshot_add_counter(s, "cpu.idle", cp->idle[c], "cpu", cpu, NULL))
+				return -ENOMEM;
 			if (u > 1.0)
 				u = 1.0;
 			if (m < u)	/* intervals shorter than a window */
@@ -257,6 +265,7 @@ static void cpu_close(void *priv)
 		munmap(cp->lat, cp->lat_len);
 	cpu_bpf__destroy(cp->skel);
 	free(cp->prev_busy);
+	free(cp->idle);
 	free(cp->scratch);
 	free(cp);
 }

@@ -125,6 +125,19 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	double busy_s = (double)(busy1 - busy0) / 1e9;
 	cr_assert(busy_s >= 0.85 && busy_s <= 2.5, "CPU %d busy %.3f s in 6 s, expected ~0.9 s",
 		  target, busy_s);
+	{
+		char kidle[64];
+		struct snapshot t;
+
+		snprintf(kidle, sizeof(kidle), "cpu.idle{cpu=%d}", target);
+		snapshot_init(&t, "h", 1, 1000, 0, 1);
+		usleep(500000);
+		cr_assert_eq(cpu_collector.collect(priv, &t), 0);
+		cr_assert_not_null(snapshot_find(&t, kidle), "no %s", kidle);
+		cr_assert_gt(snapshot_find(&t, kidle)->counter.value, 4 * NSEC_PER_SEC,
+			     "a mostly idle CPU accumulated little idle time");
+		snapshot_free(&t);
+	}
 	cr_assert_geq(best_max, 0.95, "the 100 ms maxima never showed the 300 ms burst (%.3f)",
 		      best_max);
 	cr_assert_leq(best_util, 0.6, "a 1 s interval averaged %.3f", best_util);
