@@ -107,6 +107,29 @@ const struct metric_info catalog[] = {
 	{ "probe.feature_present", SERIES_GAUGE, UNIT_NONE, "feature",
 	  "1 if the machine exposes the feature (thermal_throttle, cpufreq), 0 if its series are "
 	  "absent because it does not." },
+	/* drive: SMART via probes/drive.c (every drive.interval) */
+	{ "drive.smart_available", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "1 if the drive's SMART data was read, 0 if not (virtual disk, no smartctl, error: "
+	  "the reason is in the drive record and the probe log)." },
+	{ "drive.wear_used_pct", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "Rated endurance used, percent (NVMe percentage used, ATA wear attributes, SCSI "
+	  "endurance indicator); absent for drives without one (HDDs)." },
+	{ "drive.spare_pct", SERIES_GAUGE, UNIT_NONE, "device, model", "Available spare, percent." },
+	{ "drive.media_errors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "Uncorrectable media errors (NVMe media errors, ATA reported uncorrectable, SCSI "
+	  "uncorrected)." },
+	{ "drive.reallocated_sectors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "Reallocated sectors (SCSI: grown defects)." },
+	{ "drive.pending_sectors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "Sectors waiting to be reallocated." },
+	{ "drive.crc_errors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "Interface CRC errors (cabling, backplane)." },
+	{ "drive.temperature_c", SERIES_GAUGE, UNIT_NONE, "device, model", "Drive temperature, C." },
+	{ "drive.power_on_hours", SERIES_GAUGE, UNIT_NONE, "device, model", "Power-on hours." },
+	{ "drive.smart_passed", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "1 if the drive's overall SMART assessment passed, 0 if it failed." },
+	{ "drive.critical_warning", SERIES_GAUGE, UNIT_NONE, "device, model",
+	  "NVMe critical warning bits (0 = none; the record names them)." },
 	/* the probe itself */
 	{ "probe.collect_duration", SERIES_GAUGE, UNIT_NS, "",
 	  "Time the probe spent collecting the last snapshot." },

@@ -553,9 +553,12 @@ static int from_skdisk(struct drive_record *r, SkDisk *d)
 				  strerror(errno));
 	}
 	ata_interpret(r, c->attrs, c->n, 512);
-	/* no wear indicator and spinning-disk attributes: a HDD */
+	/* attributes only spinning disks have: a HDD */
 	for (size_t i = 0; i < c->n; i++)
-		if (!strcmp(c->attrs[i].canon, "spinuptime") && c->attrs[i].raw)
+		if (!strcmp(c->attrs[i].canon, "seekerrorrate") ||
+		    !strcmp(c->attrs[i].canon, "spinretrycount") ||
+		    !strcmp(c->attrs[i].canon, "loadcyclecount") ||
+		    (!strcmp(c->attrs[i].canon, "spinuptime") && c->attrs[i].raw))
 			r->rotational = 1;
 	if (r->rotational < 0 && r->f[DF_WEAR_USED_PCT].present)
 		r->rotational = 0;

@@ -42,6 +42,7 @@ struct spool_item {
 	uint64_t ts_ms;		/* XADD entry id ms part */
 	uint64_t minid;		/* XADD MINID trim point */
 	int star;		/* XADD with '*' (clock went back) */
+	int host_registry;	/* the fl:hosts entry (at most one queued) */
 	int attempts;
 	int done;
 	char *blob;
@@ -274,7 +275,7 @@ static struct spool_item *ring_remove(struct store *st, size_t pos)
 	}
 	st->n--;
 	st->bytes -= item_bytes(it);
-	if (it->kind == ITEM_HSET)
+	if (it->host_registry)
 		st->hset_pending = 0;
 	return it;
 }
@@ -307,7 +308,7 @@ static void spool_push(struct store *st, struct spool_item *it)
 	st->ring[(st->head + st->n) % st->cap] = it;
 	st->n++;
 	st->bytes += item_bytes(it);
-	if (it->kind == ITEM_HSET)
+	if (it->host_registry)
 		st->hset_pending = 1;
 	pthread_cond_signal(&st->wake);
 	pthread_mutex_unlock(&st->lock);
@@ -557,6 +558,7 @@ static struct spool_item *host_item(const struct snapshot *s)
 	if (!it)
 		return NULL;
 	it->kind = ITEM_HSET;
+	it->host_registry = 1;
 	snprintf(it->key, sizeof(it->key), "fl:hosts");
 	snprintf(it->field, sizeof(it->field), "%s", s->host);
 	strbuf_addf(&sb, "{\"last_seen_ms\":%" PRIu64 ",\"interval_ms\":%" PRIu64 ",\"labels\":{",
@@ -612,6 +614,27 @@ int store_put_snapshot(struct store *st, const struct snapshot *s)
 			spool_push(st, it);
 		}
 	}
+	return 0;
+}
+
+int store_put_hash(struct store *st, const char *key, const char *field, const char *value,
+		   size_t len)
+{
+	struct spool_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->kind = ITEM_HSET;
+	snprintf(it->key, sizeof(it->key), "%s", key);
+	snprintf(it->field, sizeof(it->field), "%s", field);
+	it->blob = malloc(len + 1);
+	if (!it->blob) {
+		free(it);
+		return -ENOMEM;
+	}
+	memcpy(it->blob, value, len);
+	it->bloblen = len;
+	spool_push(st, it);
 	return 0;
 }
 

@@ -9,6 +9,8 @@
  *                                          "d" = msgpack snapshot
  *   fl:hosts                               hash host -> JSON {last_seen_ms,
  *                                          labels}
+ *   fl:{H}:drives                          hash device -> drive record JSON
+ *   fl:{H}:drives:wear:SERIAL              hash YYYY-MM-DD -> "wear,bytes,hours"
  *
  * Streams are trimmed by age with XADD MINID ~ (retention per tier), so the
  * retention is in time whatever the interval.
@@ -97,6 +99,14 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
  * / -EINVAL (tier not 1, 60 or 3600).
  */
 int store_put_snapshot(struct store *st, const struct snapshot *s);
+
+/*
+ * Queue HSET key field value (len bytes, copied) behind everything queued
+ * before it.  Used for drive records and their wear history.  Never waits
+ * for Redis.  Returns 0 or -ENOMEM.
+ */
+int store_put_hash(struct store *st, const char *key, const char *field, const char *value,
+		   size_t len);
 
 /*
  * Wait until the spool is empty or timeout_ns passes.  Returns 0 when

@@ -36,6 +36,7 @@
 static const struct collector *const all_collectors[] = {
 	&tcp_collector,
 	&throttle_collector,
+	&drive_collector,
 	&block_collector,
 	&cpu_collector,
 };
@@ -161,6 +162,9 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 	}
 	if (store_put_snapshot(p->store, &s))
 		log_warn("could not queue the snapshot for Redis (out of memory)");
+	for (size_t i = 0; i < p->ncoll; i++)
+		if (p->coll[i]->publish)
+			p->coll[i]->publish(p->priv[i], p->store, p->cfg.host);
 	roll(p, &p->minute, &s);
 	if (p->metrics) {
 		strbuf_reset(&p->prom);
@@ -355,7 +359,7 @@ int main(int argc, char **argv)
 		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s%s",
 			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
 			 p.cfg.redis_url, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)",
-			 " tcp throttle", p.cfg.bpf ? " block cpu" : "");
+			 " tcp throttle drive", p.cfg.bpf ? " block cpu" : "");
 	}
 	rc = loop_run(p.loop) ? 1 : 0;
 	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {

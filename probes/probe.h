@@ -32,6 +32,9 @@ struct probe_config {
 	uint64_t spool_max_bytes;
 	uint64_t block_max_devices;
 	uint64_t block_slots;
+	uint64_t drive_interval_ns;
+	uint64_t drive_timeout_ns;
+	char *smartctl;
 };
 
 /* The embedded default config (etc/probe.yaml), NUL-terminated. */
@@ -57,6 +60,8 @@ struct collector {
 	int needs_bpf;
 	int (*open)(void **priv, const struct probe_config *cfg, char *err, size_t errlen);
 	int (*collect)(void *priv, struct snapshot *s);
+	/* optional: write what is not a series (drive records) to Redis */
+	int (*publish)(void *priv, struct store *st, const char *host);
 	void (*close)(void *priv);
 };
 
@@ -64,5 +69,9 @@ extern const struct collector block_collector;
 extern const struct collector tcp_collector;
 extern const struct collector cpu_collector;
 extern const struct collector throttle_collector;
+extern const struct collector drive_collector;
+
+/* drive collector, for tests: wait for its first scan. */
+int drive_wait_scan(void *priv, uint64_t timeout_ns);
 
 #endif

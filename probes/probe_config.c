@@ -11,7 +11,7 @@
 #include "timeutil.h"
 
 #define TOP_KEYS "host, interval, redis, redis_timeout, metrics_addr, bpf, log_level, " \
-		 "labels, retention, spool, block"
+		 "labels, retention, spool, block, drive"
 
 static int load_labels(struct probe_config *cfg, const struct cfg *c, const struct cfg_node *map,
 		       char *err, size_t errlen)
@@ -51,7 +51,7 @@ static int load_labels(struct probe_config *cfg, const struct cfg *c, const stru
 int probe_config_parse(struct probe_config *cfg, const char *name, const char *text,
 		       size_t len, char *err, size_t errlen)
 {
-	const struct cfg_node *root, *ret_map, *spool, *block;
+	const struct cfg_node *root, *ret_map, *spool, *block, *drive;
 	static const char *const tier_keys[STORE_TIERS] = { "s1", "s60", "s3600" };
 	struct cfg c;
 	int ret;
@@ -90,6 +90,12 @@ int probe_config_parse(struct probe_config *cfg, const char *name, const char *t
 	    (ret = cfg_uint(&c, block, "slots", 1, 1024, &cfg->block_slots, err, errlen)) ||
 	    (ret = cfg_check_unknown(&c, block, "max_devices, slots", err, errlen)))
 		goto out;
+	if ((ret = cfg_map(&c, root, "drive", &drive, err, errlen)) ||
+	    (ret = cfg_duration(&c, drive, "interval", &cfg->drive_interval_ns, err, errlen)) ||
+	    (ret = cfg_duration(&c, drive, "timeout", &cfg->drive_timeout_ns, err, errlen)) ||
+	    (ret = cfg_string(&c, drive, "smartctl", &cfg->smartctl, err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, drive, "interval, timeout, smartctl", err, errlen)))
+		goto out;
 	if ((ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
 		goto out;
 	if (cfg->interval_ns < 10 * NSEC_PER_MSEC) {
@@ -125,7 +131,9 @@ int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
 	cfg->redis_url = strdup("");
 	cfg->metrics_addr = strdup("");
 	cfg->log_level = strdup("info");
-	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->log_level)
+	cfg->smartctl = strdup("/usr/sbin/smartctl");
+	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->log_level ||
+	    !cfg->smartctl)
 		return -ENOMEM;
 	return probe_config_parse(cfg, "<built-in etc/probe.yaml>", probe_default_config,
 				  strlen(probe_default_config), err, errlen);
@@ -151,6 +159,7 @@ void probe_config_free(struct probe_config *cfg)
 	free(cfg->redis_url);
 	free(cfg->metrics_addr);
 	free(cfg->log_level);
+	free(cfg->smartctl);
 	for (uint32_t i = 0; i < cfg->nlabels; i++) {
 		free(cfg->labels[i].key);
 		free(cfg->labels[i].value);
