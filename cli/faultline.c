@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
 #include "config.h"
 #include "drive.h"
+#include "wear_report.h"
 #include "log.h"
 #include "snapshot.h"
 #include "store.h"
@@ -37,6 +39,7 @@ static void usage(FILE *out)
 "  metrics   list every metric faultline produces, with kind, unit, meaning\n"
 "  drive inspect  decode recorded SMART data (smartctl JSON, libatasmart blob,\n"
 "            NVMe log page) into the normalized drive record, as JSON\n"
+"  report wear    the fleet SSD wear report from Redis (table, CSV, JSON, HTML)\n"
 "\n"
 "Run 'faultline COMMAND --help' for a command's options.\n"
 "  -h, --help      this text\n"
@@ -450,6 +453,112 @@ static int cmd_drive(int argc, char **argv)
 	return 0;
 }
 
+/* ---- report wear -------------------------------------------------------- */
+
+static int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "redis", required_argument, NULL, 'r' },
+		{ "csv", no_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "rack", required_argument, NULL, 'R' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "verdict", required_argument, NULL, 'v' },
+		{ "today", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *url = "unix:///run/faultline/redis.sock", *html = NULL;
+	const char *rack = NULL, *model = NULL, *verdict = NULL;
+	int64_t today = (int64_t)(time_wall_ns() / NSEC_PER_SEC / 86400);
+	struct wear_row *rows;
+	size_t n, kept = 0;
+	int c, format = 't';
+	redisContext *rc;
+	char err[512];
+
+	if (argc < 2 || strcmp(argv[1], "wear")) {
+		fprintf(stderr, "Usage: faultline report wear [OPTIONS] (try --help)\n");
+		return 2;
+	}
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "r:cjH:R:M:v:t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': url = optarg; break;
+		case 'c': case 'j': format = c; break;
+		case 'H': html = optarg; break;
+		case 'R': rack = optarg; break;
+		case 'M': model = optarg; break;
+		case 'v': verdict = optarg; break;
+		case 't':
+			today = wear_parse_day(optarg);
+			if (today < 0) {
+				fprintf(stderr, "faultline report wear: --today '%s': expected "
+					"YYYY-MM-DD\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			printf("Usage: faultline report wear [--redis URL] [--csv | --json] [--html FILE]\n"
+			       "                             [--rack R] [--model SUBSTR] [--verdict V]\n"
+			       "                             [--today YYYY-MM-DD]\n\n"
+			       "One row per drive of every host in Redis: wear, spare, errors, bytes\n"
+			       "written, power-on hours, wear rate (%% per 30 days from the daily history),\n"
+			       "projected date of 100%% used, and a verdict (failing, replace, watch, ok,\n"
+			       "unknown) with its reason, most urgent first.  --html writes a page with\n"
+			       "the table and a plot of wear against age per model.\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	if (!rc) {
+		fprintf(stderr, "faultline report wear: %s\n", err);
+		return 1;
+	}
+	if (wear_load(rc, &rows, &n, err, sizeof(err))) {
+		fprintf(stderr, "faultline report wear: %s\n", err);
+		redisFree(rc);
+		return 1;
+	}
+	redisFree(rc);
+	for (size_t i = 0; i < n; i++) {
+		wear_assess(&rows[i], today);
+		if ((rack && strcmp(rows[i].rack, rack)) ||
+		    (model && !strstr(rows[i].rec.model, model)) ||
+		    (verdict && strcmp(rows[i].verdict, verdict))) {
+			free(rows[i].points);
+			continue;
+		}
+		rows[kept++] = rows[i];
+	}
+	wear_sort(rows, kept);
+	if (format == 'c')
+		wear_print_csv(stdout, rows, kept);
+	else if (format == 'j')
+		wear_print_json(stdout, rows, kept);
+	else
+		wear_print_table(stdout, rows, kept, today);
+	if (html) {
+		FILE *f = fopen(html, "w");
+
+		if (!f) {
+			fprintf(stderr, "faultline report wear: cannot write %s: %s\n", html,
+				strerror(errno));
+			wear_free(rows, kept);
+			return 1;
+		}
+		wear_print_html(f, rows, kept, today);
+		fclose(f);
+		fprintf(stderr, "faultline report wear: wrote %s\n", html);
+	}
+	wear_free(rows, kept);
+	return 0;
+}
+
 /* ---- metrics ------------------------------------------------------------ */
 
 static int cmd_metrics(int argc, char **argv)
@@ -498,6 +607,8 @@ int main(int argc, char **argv)
 		return cmd_metrics(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "drive"))
 		return cmd_drive(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
 	fprintf(stderr, "faultline: unknown command '%s' (try --help)\n", argv[1]);
 	return 2;
 }
