@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <linux/nvme_ioctl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -101,9 +102,10 @@ enum ata_how {
 	NORM_REMAINING,		/* used = 100 - normalized */
 	RAW_USED,		/* raw is percent used */
 	RAW_COUNT,		/* leading integer of the raw string / pretty count */
-	RAW_LAST,		/* last integer of the raw string (packed counters) */
+	RAW_PACKED16,		/* three 16-bit counters: the raw string's last, or the
+				 * low word when smartctl printed the 48-bit number */
 	RAW_TEMP,		/* leading integer (smartctl) / mK (libatasmart) */
-	RAW_HOURS,		/* leading integer (smartctl) / ms (libatasmart) */
+	RAW_HOURS,		/* leading integer / scale (smartctl) / ms (libatasmart) */
 	RAW_BYTES,		/* raw times scale (smartctl) / MB (libatasmart) */
 	NORM_SPARE,		/* spare % = normalized, threshold = thresh */
 };
@@ -112,7 +114,8 @@ struct ata_rule {
 	const char *canon;
 	enum drive_field field;
 	enum ata_how how;
-	double scale;		/* for RAW_BYTES; 0 = logical block size */
+	double scale;		/* RAW_BYTES: bytes per unit, 0 = logical block size;
+				 * RAW_HOURS: units per hour, 0 = 1 */
 };
 
 /* In priority order: the first rule that matches a field wins. */
@@ -137,9 +140,11 @@ static const struct ata_rule ata_rules[] = {
 	{ "crcerrorcount", DF_CRC_ERRORS, RAW_COUNT, 0 },
 	{ "reporteduncorrect", DF_MEDIA_ERRORS, RAW_COUNT, 0 },
 	{ "uncorrectableerrorcnt", DF_MEDIA_ERRORS, RAW_COUNT, 0 },
-	{ "commandtimeout", DF_COMMAND_TIMEOUTS, RAW_LAST, 0 },
+	{ "commandtimeout", DF_COMMAND_TIMEOUTS, RAW_PACKED16, 0 },
 	{ "poweronhours", DF_POWER_ON_HOURS, RAW_HOURS, 0 },
 	{ "poweronhoursandmsec", DF_POWER_ON_HOURS, RAW_HOURS, 0 },
+	{ "poweronminutes", DF_POWER_ON_HOURS, RAW_HOURS, 60 },
+	{ "poweronseconds", DF_POWER_ON_HOURS, RAW_HOURS, 3600 },
 	{ "temperaturecelsius", DF_TEMPERATURE_C, RAW_TEMP, 0 },
 	{ "temperaturecelsius2", DF_TEMPERATURE_C, RAW_TEMP, 0 },
 	{ "temperatureinternal", DF_TEMPERATURE_C, RAW_TEMP, 0 },
@@ -208,10 +213,21 @@ static void ata_apply(struct drive_record *r, const struct ata_attr *a, const st
 		drive_set(r, DF_SPARE_THRESHOLD_PCT, a->thresh, "ata attribute %u %s threshold %d",
 			  a->id, a->name, a->thresh);
 		return;
-	case RAW_COUNT:
-	case RAW_LAST:
+	case RAW_PACKED16:
 		if (a->raw_str) {
-			if (raw_int(a->raw_str, rule->how == RAW_LAST, &v))
+			if (raw_int(a->raw_str, 1, &v))
+				return;
+			if (v > 0xffff)		/* printed as the 48-bit number */
+				v &= 0xffff;
+		} else {
+			v = a->raw & 0xffff;
+		}
+		drive_set(r, rule->field, (double)v, "ata attribute %u %s %s, low 16-bit counter %llu",
+			  a->id, a->name, via, (unsigned long long)v);
+		return;
+	case RAW_COUNT:
+		if (a->raw_str) {
+			if (raw_int(a->raw_str, 0, &v))
 				return;
 		} else if (a->has_pretty && (a->unit == SK_SMART_ATTRIBUTE_UNIT_SECTORS ||
 					     a->unit == SK_SMART_ATTRIBUTE_UNIT_NONE)) {
@@ -236,10 +252,13 @@ static void ata_apply(struct drive_record *r, const struct ata_attr *a, const st
 		return;
 	case RAW_HOURS:
 		if (a->raw_str) {
+			double per_hour = rule->scale ? rule->scale : 1;
+
 			if (raw_int(a->raw_str, 0, &v))
 				return;
-			drive_set(r, rule->field, (double)v, "ata attribute %u %s raw string \"%.40s\"",
-				  a->id, a->name, a->raw_str);
+			drive_set(r, rule->field, floor((double)v / per_hour),
+				  "ata attribute %u %s raw string \"%.40s\"", a->id, a->name,
+				  a->raw_str);
 		} else if (a->has_pretty && a->unit == SK_SMART_ATTRIBUTE_UNIT_MSECONDS) {
 			drive_set(r, rule->field, (double)(a->pretty / 3600000ULL),
 				  "ata attribute %u %s decoded %llu ms", a->id, a->name,
