@@ -21,6 +21,8 @@ OUT ?= build
 PREFIX ?= /usr/local
 VERSION := 0.1.0
 FUZZ_TIME ?= 30
+# Real drive outputs (../shared/testdata) seed the drive parsers' fuzzers.
+SHARED ?= ../shared
 
 CC ?= gcc
 CLANG ?= clang
@@ -131,6 +133,12 @@ fuzz: deps
 		$(CLANG) $(FUZZ_CFLAGS) $$f $(LIB_SRCS) $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \
+		case $$t in \
+		fuzz_smartctl_json) cp -n $(SHARED)/testdata/smartctl/*.json \
+			$(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true ;; \
+		fuzz_atasmart_blob) cp -n $(SHARED)/testdata/atasmart-blobs/*[!M] \
+			$(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true ;; \
+		esac; \
 		echo "fuzz: running $$t for $(FUZZ_TIME) s"; \
 		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
 			-print_final_stats=1 $(OUT)/fuzz/corpus-$$t 2>&1 | tail -n 12; \
