@@ -480,7 +480,7 @@ void wear_print_html(FILE *out, const struct wear_row *rows, size_t n, int64_t t
 		"model; hover a point for the drive.</p>\n",
 		wear_format_day(today, day, sizeof(day)), n, day);
 	fprintf(out, "<svg id=\"plot\" width=\"%d\" height=\"%d\" xmlns=\"http://www.w3.org/2000/"
-		"svg\" style=\"border:1px solid #ccc\">\n", W + L + 200, H + B + 20);
+		"svg\" style=\"border:1px solid #ccc\">\n", W + L + 280, H + B + 20);
 	/* axes and grid */
 	for (int p = 0; p <= 100; p += 20) {
 		int y = 10 + H - p * H / 100;
