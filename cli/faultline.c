@@ -192,6 +192,37 @@ static void print_top_counters(const struct snapshot *old, const struct snapshot
 	printf("\n");
 }
 
+static void print_drives(const struct snapshot *cur)
+{
+	char key[512];
+	int any = 0;
+
+	for (uint32_t i = 0; i < cur->nseries; i++) {
+		const struct series *a = &cur->series[i];
+		const char *dev = series_label(a, "device"), *model = series_label(a, "model");
+		const struct series *w, *t;
+
+		if (strcmp(a->name, "drive.smart_available") || !dev || !model)
+			continue;
+		printf("%s%s %s", any ? "   " : "DRIVE ", dev, model);
+		any = 1;
+		if (a->gauge.last == 0) {
+			printf(" (no SMART)");
+			continue;
+		}
+		snprintf(key, sizeof(key), "drive.wear_used_pct{device=%s,model=%s}", dev, model);
+		w = snapshot_find(cur, key);
+		snprintf(key, sizeof(key), "drive.temperature_c{device=%s,model=%s}", dev, model);
+		t = snapshot_find(cur, key);
+		if (w)
+			printf(" wear %.0f%%", w->gauge.last);
+		if (t)
+			printf(" %.0fC", t->gauge.last);
+	}
+	if (any)
+		printf("\n");
+}
+
 static void print_throttle(const struct snapshot *old, const struct snapshot *cur, double secs)
 {
 	const struct series *n = snapshot_find(cur, "cgroup.throttled_count{}");
@@ -280,6 +311,7 @@ static void print_top(const struct snapshot *old, const struct snapshot *cur, in
 	       (double)counter_delta(old, cur, "udp.in_csum_errors{}") / secs,
 	       (double)counter_delta(old, cur, "udp.rcvbuf_errors{}") / secs);
 	print_throttle(old, cur, secs);
+	print_drives(cur);
 	{
 		const struct series *sp = snapshot_find(cur, "probe.store_spooled{}");
 		const struct series *dr = snapshot_find(cur, "probe.store_dropped{}");
