@@ -1,11 +1,9 @@
 /*
  * snapshot.c - snapshot model and msgpack codec; see snapshot.h.
  *
- * Decoding is two passes.  wire_check() walks the raw bytes first and
- * rejects any container that claims more elements than bytes remain, and
- * nesting deeper than the format uses; msgpack-c's unpacker allocates a
- * container's element array up front from the claimed size, so without the
- * check a 5-byte input could ask for gigabytes.  After it, msgpack-c builds
+ * Decoding is two passes.  wire_check() (lib/wire.h) walks the raw bytes
+ * first and rejects any container that claims more elements than bytes
+ * remain, and nesting deeper than the format uses.  After it, msgpack-c builds
  * the object tree (at most a small multiple of the input size) and
  * decode_*() check every type and bound while copying into the model.
  */
@@ -19,7 +17,9 @@
 
 #include <msgpack.h>
 
-#define WIRE_MAX_DEPTH 8
+#include "wire.h"
+
+#define WIRE_MAX_DEPTH 8	/* the format nests 6 deep */
 
 /* ---- model -------------------------------------------------------------- */
 
@@ -395,93 +395,6 @@ int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
 
 /* ---- decode ------------------------------------------------------------- */
 
-static int wire_need(size_t have, size_t need)
-{
-	return need <= have;
-}
-
-static uint64_t be(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/*
- * Skip one msgpack item at *off.  Returns 0, or -1 if it is truncated,
- * malformed, nests deeper than WIRE_MAX_DEPTH, or a container claims more
- * elements than there are bytes left.
- */
-static int wire_skip(const unsigned char *b, size_t len, size_t *off, int depth)
-{
-	size_t o = *off, n = 0, items = 0;
-	unsigned char t;
-	int lenbytes = 0;
-
-	if (depth > WIRE_MAX_DEPTH || o >= len)
-		return -1;
-	t = b[o++];
-	if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
-		/* fixint, nil, bool */
-	} else if (t >= 0xa0 && t <= 0xbf) {
-		n = t & 0x1f;
-	} else if (t >= 0x80 && t <= 0x8f) {
-		items = (size_t)(t & 0x0f) * 2;
-	} else if (t >= 0x90 && t <= 0x9f) {
-		items = t & 0x0f;
-	} else {
-		switch (t) {
-		case 0xcc: case 0xd0: n = 1; break;
-		case 0xcd: case 0xd1: n = 2; break;
-		case 0xca: case 0xce: case 0xd2: n = 4; break;
-		case 0xcb: case 0xcf: case 0xd3: n = 8; break;
-		case 0xd4: n = 2; break;
-		case 0xd5: n = 3; break;
-		case 0xd6: n = 5; break;
-		case 0xd7: n = 9; break;
-		case 0xd8: n = 17; break;
-		case 0xc4: case 0xd9: lenbytes = 1; break;
-		case 0xc5: case 0xda: lenbytes = 2; break;
-		case 0xc6: case 0xdb: lenbytes = 4; break;
-		case 0xc7: lenbytes = 1; n = 1; break;
-		case 0xc8: lenbytes = 2; n = 1; break;
-		case 0xc9: lenbytes = 4; n = 1; break;
-		case 0xdc: case 0xde:
-			if (!wire_need(len - o, 2))
-				return -1;
-			items = be(b + o, 2) * (t == 0xde ? 2 : 1);
-			o += 2;
-			break;
-		case 0xdd: case 0xdf:
-			if (!wire_need(len - o, 4))
-				return -1;
-			items = be(b + o, 4) * (t == 0xdf ? 2 : 1);
-			o += 4;
-			break;
-		default:
-			return -1;	/* 0xc1, never used */
-		}
-	}
-	if (lenbytes) {
-		if (!wire_need(len - o, lenbytes))
-			return -1;
-		n += be(b + o, lenbytes);
-		o += lenbytes;
-	}
-	if (!wire_need(len - o, n))
-		return -1;
-	o += n;
-	if (items > len - o)
-		return -1;
-	for (size_t i = 0; i < items; i++)
-		if (wire_skip(b, len, &o, depth + 1))
-			return -1;
-	*off = o;
-	return 0;
-}
-
 #define FAIL(code, ...)                                   \
 	do {                                              \
 		snprintf(err, errlen, __VA_ARGS__);       \
@@ -754,7 +667,7 @@ int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, 
 		FAIL(-EINVAL, "snapshot: empty input");
 	if (len > SNAPSHOT_MAX_BYTES)
 		FAIL(-E2BIG, "snapshot: %zu bytes, at most %u allowed", len, SNAPSHOT_MAX_BYTES);
-	if (wire_skip(buf, len, &off, 0))
+	if (wire_check(buf, len, WIRE_MAX_DEPTH, &off))
 		FAIL(-EINVAL, "snapshot: not well-formed msgpack (truncated, or a container larger than the input)");
 	if (off != len)
 		FAIL(-EINVAL, "snapshot: %zu trailing bytes after the snapshot", len - off);

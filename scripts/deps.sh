@@ -16,7 +16,8 @@ libelf-dev libdw-dev zlib1g-dev \
 libhiredis-dev redis-server libmsgpack-dev libyaml-dev \
 libcurl4-openssl-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler \
 libnl-3-dev libnl-route-3-dev libatasmart-dev smartmontools libjson-c-dev \
-libcriterion-dev libfuse3-dev fuse3 fio iproute2 util-linux kmod"
+libcriterion-dev libfuse3-dev fuse3 fio iproute2 util-linux kmod \
+protobuf-compiler libxml2-utils chromium"
 BENCH_PKGS="prometheus-node-exporter libbpf-tools valgrind python3"
 
 check=0

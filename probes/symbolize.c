@@ -1,0 +1,607 @@
+/*
+ * symbolize.c - addresses to names; see symbolize.h.
+ *
+ * Everything is looked up by binary search over sorted arrays: kallsyms
+ * once, each ELF's function symbols once per build id, each process's
+ * executable mappings once per process.
+ */
+#include "symbolize.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "strmap.h"
+
+#define MAX_PROCS 4096
+
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+struct esym {
+	uint64_t addr, size;
+	const char *name;
+};
+
+struct phdr {
+	uint64_t offset, vaddr, filesz;
+};
+
+struct elf_syms {
+	char key[160];
+	char *strings;		/* one buffer for all names */
+	struct esym *syms;
+	size_t nsyms;
+	struct phdr *phdrs;
+	size_t nphdrs;
+};
+
+struct mapping {
+	uint64_t start, end, offset;
+	char module[64];	/* basename, for module+offset */
+	struct elf_syms *elf;	/* NULL if unreadable */
+};
+
+struct proc {
+	uint32_t pid;
+	uint64_t generation;
+	char comm[16];
+	char service[128];
+	struct mapping *maps;
+	size_t nmaps;
+};
+
+struct symbolizer {
+	struct ksym *ksyms;
+	size_t nksyms;
+	struct elf_syms **elfs;
+	size_t nelfs;
+	struct strmap elf_index;
+	struct proc *procs;
+	size_t nprocs;
+	uint64_t generation;
+};
+
+struct symbolizer *sym_new(void)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	elf_version(EV_CURRENT);
+	strmap_init(&s->elf_index);
+	s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
+	if (!s->procs) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void proc_clear(struct proc *p)
+{
+	free(p->maps);
+	memset(p, 0, sizeof(*p));
+}
+
+void sym_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nksyms; i++)
+		free(s->ksyms[i].name);
+	free(s->ksyms);
+	for (size_t i = 0; i < s->nelfs; i++) {
+		free(s->elfs[i]->strings);
+		free(s->elfs[i]->syms);
+		free(s->elfs[i]->phdrs);
+		free(s->elfs[i]);
+	}
+	free(s->elfs);
+	strmap_free(&s->elf_index);
+	for (size_t i = 0; i < s->nprocs; i++)
+		proc_clear(&s->procs[i]);
+	free(s->procs);
+	free(s);
+}
+
+/* ---- kernel ------------------------------------------------------------ */
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ksym *)a)->addr, y = ((const struct ksym *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+int sym_load_kernel(struct symbolizer *s)
+{
+	char line[512];
+	size_t cap = 0;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, name[256];
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (s->nksyms == cap) {
+			struct ksym *n = realloc(s->ksyms, (cap = cap ? cap * 2 : 65536) * sizeof(*n));
+
+			if (!n)
+				break;
+			s->ksyms = n;
+		}
+		s->ksyms[s->nksyms].addr = addr;
+		s->ksyms[s->nksyms].name = strdup(name);
+		s->nksyms++;
+	}
+	fclose(f);
+	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	return (int)s->nksyms;
+}
+
+int sym_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len)
+{
+	size_t lo = 0, hi = s->nksyms;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->ksyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0) {
+		snprintf(buf, len, "[kernel]+0x%llx_[k]", (unsigned long long)addr);
+		return 0;
+	}
+	snprintf(buf, len, "%s_[k]", s->ksyms[lo - 1].name);
+	return 1;
+}
+
+/* ---- ELF --------------------------------------------------------------- */
+
+static int esym_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct esym *)a)->addr, y = ((const struct esym *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static int build_id(Elf *e, char *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t off = 0, noff, name_off, desc_off;
+		GElf_Nhdr nh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)))
+			continue;
+		while ((noff = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_descsz > 0 &&
+			    nh.n_descsz * 2 < len) {
+				const unsigned char *b = (const unsigned char *)d->d_buf + desc_off;
+
+				for (size_t i = 0; i < nh.n_descsz; i++)
+					sprintf(out + 2 * i, "%02x", b[i]);
+				return 0;
+			}
+			off = noff;
+		}
+	}
+	return -1;
+}
+
+/* Function symbols (and PT_LOAD headers) of an open ELF into es. */
+static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
+{
+	size_t nph = 0, total = 0, cap = 0, strcap = 0, strlen_total = 0;
+	Elf_Scn *scn = NULL;
+	struct esym *tmp = NULL;
+
+	if (want_phdrs && elf_getphdrnum(e, &nph) == 0) {
+		es->phdrs = calloc(nph + 1, sizeof(*es->phdrs));
+		for (size_t i = 0; es->phdrs && i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				es->phdrs[es->nphdrs].offset = ph.p_offset;
+				es->phdrs[es->nphdrs].vaddr = ph.p_vaddr;
+				es->phdrs[es->nphdrs].filesz = ph.p_filesz;
+				es->nphdrs++;
+			}
+		}
+	}
+	/* names are copied into one buffer: offsets first, pointers after */
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *name;
+			size_t nl;
+
+			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    !sym.st_value || !(name = elf_strptr(e, sh.sh_link, sym.st_name)) ||
+			    !*name)
+				continue;
+			if (total == cap) {
+				struct esym *n = realloc(tmp, (cap = cap ? cap * 2 : 1024) * sizeof(*n));
+
+				if (!n)
+					break;
+				tmp = n;
+			}
+			nl = strlen(name) + 1;
+			if (strlen_total + nl > strcap) {
+				char *n = realloc(es->strings, strcap = (strcap + nl) * 2);
+
+				if (!n)
+					break;
+				es->strings = n;
+			}
+			memcpy(es->strings + strlen_total, name, nl);
+			tmp[total].addr = sym.st_value;
+			tmp[total].size = sym.st_size;
+			tmp[total].name = (const char *)(uintptr_t)strlen_total;
+			strlen_total += nl;
+			total++;
+		}
+	}
+	for (size_t i = 0; i < total; i++)
+		tmp[i].name = es->strings + (uintptr_t)tmp[i].name;
+	qsort(tmp, total, sizeof(*tmp), esym_cmp);
+	es->syms = tmp;
+	es->nsyms = total;
+}
+
+/* Symbols of the file at path (as seen from the process), cached. */
+static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
+{
+	char key[160], dbg[256];
+	struct elf_syms *es, **n;
+	struct stat st;
+	uint32_t idx;
+	Elf *e;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e) {
+		close(fd);
+		return NULL;
+	}
+	if (build_id(e, key, sizeof(key)))
+		snprintf(key, sizeof(key), "ino:%llu:%llu:%lld", (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino, (long long)st.st_mtime);
+	if (strmap_get(&s->elf_index, key, &idx)) {
+		elf_end(e);
+		close(fd);
+		return s->elfs[idx];
+	}
+	es = calloc(1, sizeof(*es));
+	n = realloc(s->elfs, (s->nelfs + 1) * sizeof(*n));
+	if (!es || !n) {
+		free(es);
+		elf_end(e);
+		close(fd);
+		return NULL;
+	}
+	s->elfs = n;
+	snprintf(es->key, sizeof(es->key), "%s", key);
+	read_symbols(e, es, 1);
+	elf_end(e);
+	close(fd);
+	/* separate debug info carries the full .symtab of a stripped binary */
+	if (strncmp(key, "ino:", 4) != 0) {
+		snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", key, key + 2);
+		fd = open(dbg, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			e = elf_begin(fd, ELF_C_READ, NULL);
+			if (e) {
+				struct elf_syms d = { 0 };
+
+				read_symbols(e, &d, 0);
+				if (d.nsyms > es->nsyms) {
+					free(es->syms);
+					free(es->strings);
+					es->syms = d.syms;
+					es->strings = d.strings;
+					es->nsyms = d.nsyms;
+				} else {
+					free(d.syms);
+					free(d.strings);
+				}
+				elf_end(e);
+			}
+			close(fd);
+		}
+	}
+	s->elfs[s->nelfs] = es;
+	strmap_put(&s->elf_index, key, (uint32_t)s->nelfs);
+	s->nelfs++;
+	return es;
+}
+
+/* ---- processes --------------------------------------------------------- */
+
+void sym_service_of(const char *cg, const char *comm, char *out, size_t len)
+{
+	const char *last = cg ? strrchr(cg, '/') : NULL, *p;
+
+	if (cg) {
+		/* the innermost systemd unit or container scope on the path */
+		char copy[512], *tok, *save, *best = NULL;
+
+		snprintf(copy, sizeof(copy), "%s", cg);
+		for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+			if ((p = strstr(tok, "docker-")) || (p = strstr(tok, "cri-containerd-")) ||
+			    (p = strstr(tok, "crio-"))) {
+				const char *id = strchr(p, '-') + 1;
+
+				if (!strncmp(p, "cri-containerd-", 15))
+					id = p + 15;
+				snprintf(out, len, "container:%.12s", id);
+				return;
+			}
+			if (strlen(tok) > 8 && !strcmp(tok + strlen(tok) - 8, ".service"))
+				best = tok;
+		}
+		if (best) {
+			snprintf(out, len, "%s", best);
+			return;
+		}
+	}
+	(void)last;
+	snprintf(out, len, "%s", comm && *comm ? comm : "unknown");
+}
+
+static struct proc *find_proc(struct symbolizer *s, uint32_t pid)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+static void read_cgroup(uint32_t pid, char *out, size_t len)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+
+		p = p ? strchr(p + 1, ':') : NULL;
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		/* prefer the v2 line ("0::/..."), else the cpu controller's */
+		if (!strncmp(line, "0::", 3) || strstr(line, ":cpu,") || strstr(line, ":cpu:") ||
+		    !out[0])
+			snprintf(out, len, "%s", p + 1);
+		if (!strncmp(line, "0::", 3) && strcmp(p + 1, "/"))
+			break;
+	}
+	fclose(f);
+}
+
+int sym_process(struct symbolizer *s, uint32_t pid, const char *comm)
+{
+	char path[128], line[1024], cg[512];
+	struct proc *p = find_proc(s, pid);
+	size_t cap = 0;
+	FILE *f;
+
+	if (p) {
+		p->generation = s->generation;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	if (s->nprocs == MAX_PROCS) {
+		/* full: evict the least recently sampled */
+		size_t old = 0;
+
+		for (size_t i = 1; i < s->nprocs; i++)
+			if (s->procs[i].generation < s->procs[old].generation)
+				old = i;
+		proc_clear(&s->procs[old]);
+		s->procs[old] = s->procs[--s->nprocs];
+	}
+	p = &s->procs[s->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->generation = s->generation;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char perms[8], file[768] = "";
+		struct mapping *m;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %767[^\n]", &start, &end, perms, &off,
+			   file) < 4 || perms[2] != 'x')
+			continue;
+		if (p->nmaps == cap) {
+			struct mapping *n = realloc(p->maps, (cap = cap ? cap * 2 : 32) * sizeof(*n));
+
+			if (!n)
+				break;
+			p->maps = n;
+		}
+		m = &p->maps[p->nmaps++];
+		memset(m, 0, sizeof(*m));
+		m->start = start;
+		m->end = end;
+		m->offset = off;
+		{
+			char *f2 = file;
+
+			while (*f2 == ' ')
+				f2++;
+			snprintf(m->module, sizeof(m->module), "%s",
+				 strrchr(f2, '/') ? strrchr(f2, '/') + 1 : (*f2 ? f2 : "[anon]"));
+			if (f2[0] == '/') {
+				char rooted[1024];
+
+				snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, f2);
+				m->elf = load_elf(s, rooted);
+				if (!m->elf)
+					m->elf = load_elf(s, f2);
+			}
+		}
+	}
+	fclose(f);
+	if (comm)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	else {
+		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+		f = fopen(path, "r");
+		if (f) {
+			if (fgets(p->comm, sizeof(p->comm), f))
+				p->comm[strcspn(p->comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	read_cgroup(pid, cg, sizeof(cg));
+	sym_service_of(cg, p->comm, p->service, sizeof(p->service));
+	return 0;
+}
+
+static const struct esym *elf_lookup(const struct elf_syms *es, uint64_t vaddr)
+{
+	size_t lo = 0, hi = es->nsyms;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (es->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct esym *e = &es->syms[lo - 1];
+
+	if (e->size && vaddr >= e->addr + e->size)
+		return NULL;
+	return e;
+}
+
+int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len)
+{
+	struct proc *p = find_proc(s, pid);
+
+	if (!p) {
+		snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
+		return 0;
+	}
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct mapping *m = &p->maps[i];
+		uint64_t file_off;
+
+		if (addr < m->start || addr >= m->end)
+			continue;
+		file_off = addr - m->start + m->offset;
+		if (m->elf) {
+			for (size_t k = 0; k < m->elf->nphdrs; k++) {
+				const struct phdr *ph = &m->elf->phdrs[k];
+				const struct esym *e;
+
+				if (file_off < ph->offset || file_off >= ph->offset + ph->filesz)
+					continue;
+				e = elf_lookup(m->elf, file_off - ph->offset + ph->vaddr);
+				if (e) {
+					snprintf(buf, len, "%s", e->name);
+					return 1;
+				}
+				break;
+			}
+		}
+		snprintf(buf, len, "%s+0x%llx", m->module, (unsigned long long)file_off);
+		return 0;
+	}
+	snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
+	return 0;
+}
+
+const char *sym_comm(struct symbolizer *s, uint32_t pid)
+{
+	struct proc *p = find_proc(s, pid);
+
+	return p ? p->comm : "";
+}
+
+const char *sym_service(struct symbolizer *s, uint32_t pid)
+{
+	struct proc *p = find_proc(s, pid);
+
+	return p ? p->service : "";
+}
+
+int sym_stack_complete(struct symbolizer *s, uint32_t pid, const uint64_t *ips, int n)
+{
+	static const char *const roots[] = { "_start", "__libc_start_main", "__libc_start_call_main",
+					     "start_thread", "clone", "clone3", "thread_start" };
+	char name[256];
+
+	if (n <= 0)
+		return 0;
+	sym_user(s, pid, ips[n - 1], name, sizeof(name));
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (!strcmp(name, roots[i]))
+			return 1;
+	return 0;
+}
+
+void sym_set_generation(struct symbolizer *s, uint64_t generation)
+{
+	s->generation = generation;
+}
+
+void sym_expire(struct symbolizer *s, uint64_t keep_since)
+{
+	for (size_t i = 0; i < s->nprocs;) {
+		if (s->procs[i].generation < keep_since) {
+			proc_clear(&s->procs[i]);
+			s->procs[i] = s->procs[--s->nprocs];
+			memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
+		} else {
+			i++;
+		}
+	}
+}

@@ -1,0 +1,67 @@
+/*
+ * symbolize.h - turn sampled addresses into function names.
+ *
+ * Kernel addresses resolve against /proc/kallsyms.  User addresses resolve
+ * through the process's mappings (/proc/PID/maps, snapshotted the first
+ * time the process is sampled, so short-lived processes still resolve) and
+ * the ELF symbol tables of the mapped files, read through /proc/PID/root so
+ * containers work; separate debug info (/usr/lib/debug/.build-id/..) is
+ * used when installed.  Symbol tables are cached by build id (or path and
+ * inode without one).  A frame that cannot be named keeps module+offset;
+ * nothing is dropped.
+ */
+#ifndef FL_SYMBOLIZE_H
+#define FL_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+struct symbolizer *sym_new(void);
+void sym_free(struct symbolizer *s);
+
+/* Load /proc/kallsyms. Returns the number of symbols, or -errno. */
+int sym_load_kernel(struct symbolizer *s);
+
+/*
+ * Name of kernel address addr ("do_syscall_64_[k]") into buf.  Returns 1
+ * if resolved, 0 if only an address could be given.
+ */
+int sym_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len);
+
+/*
+ * Snapshot pid's mappings, executable, comm and cgroup now (idempotent
+ * for a pid already known).  comm may be NULL.  Returns 0 or -errno (the
+ * process is gone).
+ */
+int sym_process(struct symbolizer *s, uint32_t pid, const char *comm);
+
+/*
+ * Name of user address addr in pid into buf ("main", "libc.so.6+0x2a1b0").
+ * Returns 1 if resolved to a symbol, 0 otherwise.
+ */
+int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len);
+
+/* comm and service of pid ("" if unknown). */
+const char *sym_comm(struct symbolizer *s, uint32_t pid);
+const char *sym_service(struct symbolizer *s, uint32_t pid);
+
+/*
+ * 1 if a user stack (root last, as the kernel gives it) looks complete:
+ * its outermost frame is a known thread or program entry point.
+ */
+int sym_stack_complete(struct symbolizer *s, uint32_t pid, const uint64_t *ips, int n);
+
+/* Forget processes not sampled since `generation` (bounded memory). */
+void sym_expire(struct symbolizer *s, uint64_t keep_since_generation);
+void sym_set_generation(struct symbolizer *s, uint64_t generation);
+
+/*
+ * The service a process belongs to, from its cgroup path: a systemd unit
+ * ("nginx.service"), a container ("docker:0123456789ab"), or, if neither,
+ * its comm.
+ */
+void sym_service_of(const char *cgroup_path, const char *comm, char *out, size_t len);
+
+#endif
