@@ -20,6 +20,7 @@
 OUT ?= build
 PREFIX ?= /usr/local
 VERSION := 0.1.0
+, := ,
 FUZZ_TIME ?= 30
 # Real drive outputs (../shared/testdata) seed the drive parsers' fuzzers.
 SHARED ?= ../shared
@@ -42,7 +43,7 @@ endif
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ibpf -Ilib
 
 LIB_SRCS := $(wildcard lib/*.c)
-LIB_OBJS := $(LIB_SRCS:%.c=$(OUT)/%.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(OUT)/%.o) $(OUT)/profile.pb-c.o
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/bpf/%.bpf.o)
 SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/%.skel.h)
@@ -70,6 +71,17 @@ deps:
 $(OUT)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# pprof's profile.proto, compiled with protoc-c (generated code gets its own
+# warning flags: it is not ours to fix).
+$(OUT)/profile.pb-c.c $(OUT)/profile.pb-c.h: proto/profile.proto | deps
+	@mkdir -p $(OUT)
+	protoc-c --proto_path=proto --c_out=$(OUT) $<
+
+$(OUT)/profile.pb-c.o: $(OUT)/profile.pb-c.c
+	$(CC) -O2 -g -std=gnu11 $(if $(filter 1,$(SAN)),-fsanitize=address$(,)undefined) -I$(OUT) -c $< -o $@
+
+$(LIB_SRCS:%.c=$(OUT)/%.o): $(OUT)/profile.pb-c.h
 
 # The embedded default probe config is etc/probe.yaml itself.
 $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh
