@@ -130,6 +130,17 @@ const struct metric_info catalog[] = {
 	  "1 if the drive's overall SMART assessment passed, 0 if it failed." },
 	{ "drive.critical_warning", SERIES_GAUGE, UNIT_NONE, "device, model",
 	  "NVMe critical warning bits (0 = none; the record names them)." },
+	/* profile: bpf/profile.bpf.c via probes/profile.c */
+	{ "profile.samples", SERIES_COUNTER, UNIT_NONE, "", "CPU profile samples taken." },
+	{ "profile.dropped", SERIES_COUNTER, UNIT_NONE, "",
+	  "Profile samples lost because the kernel-side tables were full." },
+	{ "profile.rate_hz", SERIES_GAUGE, UNIT_NONE, "",
+	  "Current sampling rate per CPU (higher during a requested burst)." },
+	{ "profile.unresolved_frames_ratio", SERIES_GAUGE, UNIT_RATIO, "",
+	  "Share of frames in the last window that kept module+offset (no symbol)." },
+	{ "profile.truncated_user_stacks_ratio", SERIES_GAUGE, UNIT_RATIO, "",
+	  "Share of user stacks in the last window that did not reach a program or thread "
+	  "entry point (missing frame pointers)." },
 	/* the probe itself */
 	{ "probe.collect_duration", SERIES_GAUGE, UNIT_NS, "",
 	  "Time the probe spent collecting the last snapshot." },

@@ -617,6 +617,28 @@ int store_put_snapshot(struct store *st, const struct snapshot *s)
 	return 0;
 }
 
+int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const void *blob, size_t len)
+{
+	struct spool_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->kind = ITEM_XADD;
+	snprintf(it->key, sizeof(it->key), "%s", key);
+	it->ts_ms = ts_ms;
+	it->minid = retention_ms && ts_ms > retention_ms ? ts_ms - retention_ms : 0;
+	it->blob = malloc(len + 1);
+	if (!it->blob) {
+		free(it);
+		return -ENOMEM;
+	}
+	memcpy(it->blob, blob, len);
+	it->bloblen = len;
+	spool_push(st, it);
+	return 0;
+}
+
 int store_put_hash(struct store *st, const char *key, const char *field, const char *value,
 		   size_t len)
 {
@@ -794,4 +816,47 @@ int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t c
 	ret = deliver_entries(r, 1, cb, arg, bad, err, errlen);
 	freeReplyObject(r);
 	return ret;
+}
+
+int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_t to_ms,
+		     store_blob_cb cb, void *arg, char *err, size_t errlen)
+{
+	char from[32], to[32];
+	const char *argv[4] = { "XRANGE", key, from, to };
+	redisReply *r;
+	int n = 0;
+
+	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	else
+		snprintf(to, sizeof(to), "+");
+	r = redisCommandArgv(c, 4, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", c->errstr);
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: %s", r->type == REDIS_REPLY_ERROR ? r->str :
+			 "unexpected reply to XRANGE");
+		freeReplyObject(r);
+		return -EIO;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *e = r->element[i], *f;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
+			continue;
+		f = e->element[1];
+		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2) {
+			if (strcmp(f->element[k]->str, "d"))
+				continue;
+			n++;
+			if (cb(f->element[k + 1]->str, f->element[k + 1]->len, arg))
+				goto out;
+		}
+	}
+out:
+	freeReplyObject(r);
+	return n;
 }

@@ -9,6 +9,7 @@
  *                                          "d" = msgpack snapshot
  *   fl:hosts                               hash host -> JSON {last_seen_ms,
  *                                          labels}
+ *   fl:{H}:p10  fl:{H}:p3600               profile windows (10 s, hourly top)
  *   fl:{H}:drives                          hash device -> drive record JSON
  *   fl:{H}:drives:wear:SERIAL              hash YYYY-MM-DD -> "wear,bytes,hours"
  *
@@ -101,6 +102,14 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
 int store_put_snapshot(struct store *st, const struct snapshot *s);
 
 /*
+ * Queue XADD key (id ts_ms, field "d" = blob) trimmed to retention_ms (0:
+ * no trimming), like snapshots.  Used for profile windows (fl:{H}:p10,
+ * fl:{H}:p3600).  Returns 0 or -ENOMEM.
+ */
+int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const void *blob, size_t len);
+
+/*
  * Queue HSET key field value (len bytes, copied) behind everything queued
  * before it.  Used for drive records and their wear history.  Never waits
  * for Redis.  Returns 0 or -ENOMEM.
@@ -130,6 +139,15 @@ typedef int (*store_snapshot_cb)(const struct snapshot *s, void *arg);
 int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
 		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
 		     size_t *bad, char *err, size_t errlen);
+
+/*
+ * Raw entries of any stream: call cb with each entry's "d" field, oldest
+ * first, for from_ms <= id <= to_ms (0 = open).  Returns the number
+ * delivered or -EIO.
+ */
+typedef int (*store_blob_cb)(const char *blob, size_t len, void *arg);
+int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_t to_ms,
+		     store_blob_cb cb, void *arg, char *err, size_t errlen);
 
 /* The newest `count` snapshots, oldest first. Same contract as above. */
 int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,

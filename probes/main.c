@@ -26,7 +26,9 @@
 #include "log.h"
 #include "loop.h"
 #include "metrics_server.h"
+#include "profile_export.h"
 #include "probe.h"
+#include "profile.h"
 #include "prom.h"
 #include "rollup.h"
 #include "store.h"
@@ -39,6 +41,7 @@ static const struct collector *const all_collectors[] = {
 	&drive_collector,
 	&block_collector,
 	&cpu_collector,
+	&profile_collector,
 };
 #define N_COLLECTORS (sizeof(all_collectors) / sizeof(all_collectors[0]))
 
@@ -61,6 +64,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: faultline-probe [OPTIONS]\n"
+"       faultline-probe profile [--duration 30s] [-o cpu.pb.gz] [--rate 99]\n"
 "\n"
 "Measure this host every interval (block I/O latency from BPF, TCP/UDP\n"
 "errors from /proc) and write snapshots and their 1 min / 1 h rollups to\n"
@@ -182,6 +186,75 @@ static void on_signal(struct loop *l, int signo, void *arg)
 	loop_stop(l);
 }
 
+/* faultline-probe profile --duration DUR -o FILE [--rate HZ] */
+static int cmd_profile(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "rate", required_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t duration = 30 * NSEC_PER_SEC;
+	const char *outpath = "cpu.pb.gz";
+	unsigned long hz = 99;
+	struct probe_config cfg;
+	struct profile p;
+	char err[512], host[256] = "";
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "d:o:F:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (duration_parse(optarg, &duration) || duration < 100 * NSEC_PER_MSEC) {
+				fprintf(stderr, "faultline-probe profile: --duration '%s': expected a "
+					"duration such as 30s\n", optarg);
+				return 2;
+			}
+			break;
+		case 'o': outpath = optarg; break;
+		case 'F':
+			hz = strtoul(optarg, NULL, 10);
+			if (hz < 1 || hz > 999) {
+				fprintf(stderr, "faultline-probe profile: --rate: 1..999 Hz\n");
+				return 2;
+			}
+			break;
+		case 'h':
+			printf("Usage: faultline-probe profile [--duration 30s] [-o FILE] [--rate 99]\n\n"
+			       "Profile every CPU of this host once, without Redis, like a one-shot\n"
+			       "profiler, and write FILE: .svg a flame graph, .folded folded stacks,\n"
+			       "anything else gzip'd pprof (default cpu.pb.gz; `go tool pprof` reads it).\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (probe_config_defaults(&cfg, err, sizeof(err)))
+		return 1;
+	gethostname(host, sizeof(host) - 1);
+	free(cfg.host);
+	cfg.host = strdup(host);
+	libbpf_set_print(libbpf_log);
+	fprintf(stderr, "faultline-probe: profiling all CPUs at %lu Hz for %.1f s...\n", hz,
+		(double)duration / 1e9);
+	ret = profile_oneshot(&cfg, duration, (uint32_t)hz, &p, err, sizeof(err));
+	probe_config_free(&cfg);
+	if (ret) {
+		log_error("%s", err);
+		return 1;
+	}
+	ret = profile_export(&p, NULL, outpath, "faultline-probe profile");
+	if (ret)
+		log_error("cannot write %s: %s", outpath, strerror(-ret));
+	else
+		fprintf(stderr, "faultline-probe: %llu samples, %u stacks -> %s\n",
+			(unsigned long long)p.total, p.nstacks, outpath);
+	profile_free(&p);
+	return ret ? 1 : 0;
+}
+
 enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG };
 
 int main(int argc, char **argv)
@@ -208,6 +281,8 @@ int main(int argc, char **argv)
 	char err[512];
 
 	log_init("faultline-probe");
+	if (argc > 1 && !strcmp(argv[1], "profile"))
+		return cmd_profile(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "c:r:H:i:m:l:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;
@@ -290,6 +365,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < N_COLLECTORS; i++) {
 		const struct collector *col = all_collectors[i];
 
+		if (col == &profile_collector && (!p.cfg.profile_enabled || once))
+			continue;
 		if (col->needs_bpf && !p.cfg.bpf) {
 			log_info("collector %s: disabled (--no-bpf / bpf: false)", col->name);
 			continue;
@@ -359,7 +436,8 @@ int main(int argc, char **argv)
 		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s%s",
 			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
 			 p.cfg.redis_url, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)",
-			 " tcp throttle drive", p.cfg.bpf ? " block cpu" : "");
+			 " tcp throttle drive", p.cfg.bpf ? (p.cfg.profile_enabled ?
+							      " block cpu profile" : " block cpu") : "");
 	}
 	rc = loop_run(p.loop) ? 1 : 0;
 	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {

@@ -32,6 +32,10 @@ struct probe_config {
 	uint64_t spool_max_bytes;
 	uint64_t block_max_devices;
 	uint64_t block_slots;
+	uint64_t profile_rate_hz;
+	uint64_t profile_window_ns;
+	uint64_t profile_hourly_top;
+	int profile_enabled;
 	uint64_t drive_interval_ns;
 	uint64_t drive_timeout_ns;
 	char *smartctl;
@@ -70,6 +74,15 @@ extern const struct collector tcp_collector;
 extern const struct collector cpu_collector;
 extern const struct collector throttle_collector;
 extern const struct collector drive_collector;
+extern const struct collector profile_collector;
+
+struct profile;
+/*
+ * Profile this host for duration_ns at hz without Redis (the one-shot
+ * `faultline-probe profile`).  *out is initialised.  Returns 0 or -errno.
+ */
+int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32_t hz,
+		    struct profile *out, char *err, size_t errlen);
 
 /* drive collector, for tests: wait for its first scan. */
 int drive_wait_scan(void *priv, uint64_t timeout_ns);

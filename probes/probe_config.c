@@ -11,7 +11,7 @@
 #include "timeutil.h"
 
 #define TOP_KEYS "host, interval, redis, redis_timeout, metrics_addr, bpf, log_level, " \
-		 "labels, retention, spool, block, drive"
+		 "labels, retention, spool, block, drive, profile"
 
 static int load_labels(struct probe_config *cfg, const struct cfg *c, const struct cfg_node *map,
 		       char *err, size_t errlen)
@@ -51,7 +51,7 @@ static int load_labels(struct probe_config *cfg, const struct cfg *c, const stru
 int probe_config_parse(struct probe_config *cfg, const char *name, const char *text,
 		       size_t len, char *err, size_t errlen)
 {
-	const struct cfg_node *root, *ret_map, *spool, *block, *drive;
+	const struct cfg_node *root, *ret_map, *spool, *block, *drive, *prof;
 	static const char *const tier_keys[STORE_TIERS] = { "s1", "s60", "s3600" };
 	struct cfg c;
 	int ret;
@@ -95,6 +95,14 @@ int probe_config_parse(struct probe_config *cfg, const char *name, const char *t
 	    (ret = cfg_duration(&c, drive, "timeout", &cfg->drive_timeout_ns, err, errlen)) ||
 	    (ret = cfg_string(&c, drive, "smartctl", &cfg->smartctl, err, errlen)) ||
 	    (ret = cfg_check_unknown(&c, drive, "interval, timeout, smartctl", err, errlen)))
+		goto out;
+	if ((ret = cfg_map(&c, root, "profile", &prof, err, errlen)) ||
+	    (ret = cfg_bool(&c, prof, "enabled", &cfg->profile_enabled, err, errlen)) ||
+	    (ret = cfg_uint(&c, prof, "rate", 1, 999, &cfg->profile_rate_hz, err, errlen)) ||
+	    (ret = cfg_duration(&c, prof, "window", &cfg->profile_window_ns, err, errlen)) ||
+	    (ret = cfg_uint(&c, prof, "hourly_top", 10, 100000, &cfg->profile_hourly_top, err,
+			    errlen)) ||
+	    (ret = cfg_check_unknown(&c, prof, "enabled, rate, window, hourly_top", err, errlen)))
 		goto out;
 	if ((ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
 		goto out;

@@ -1,0 +1,509 @@
+/*
+ * profile.c - continuous CPU profiler: loads bpf/profile.bpf.c on a
+ * cpu-clock perf event per CPU, drains the kernel's counts every window
+ * (10 s), symbolizes them (probes/symbolize.c) and keeps the windows for
+ * Redis (fl:{H}:p10) and an hourly merge of the top stacks (fl:{H}:p3600).
+ *
+ * A thread of its own does all of it, so symbolization never delays a 1 s
+ * snapshot.  At each flush it flips the BPF program's map generation and
+ * drains the previous one: no increment is lost while it reads.  New
+ * processes arrive through a ring buffer at their first sample, and their
+ * mappings are read right then, so processes that live for milliseconds
+ * still resolve.  CPUs that come online later get their perf event at the
+ * next flush; there is no fixed CPU limit.
+ *
+ * Burst: `faultline profile burst` sets fl:{H}:profile:burst to a rate
+ * with an expiry; the probe samples at that rate until the key expires.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "probe.h"
+#include "profile.h"
+#include "profile.skel.h"
+#include "../bpf/profile.h"
+#include "store.h"
+#include "symbolize.h"
+#include "timeutil.h"
+
+#define PENDING_MAX 16
+
+struct blob {
+	char *data;
+	size_t len;
+	uint64_t ts_ms;
+	int hourly;
+};
+
+struct profiler {
+	struct profile_bpf *skel;
+	int ncpu;
+	int *pfds;
+	struct bpf_link **links;
+	uint32_t base_hz, hz;
+	struct ring_buffer *rb;
+	struct symbolizer *sym;
+	char host[200];
+	char redis_url[512];
+	uint64_t window_ns;
+	uint32_t hourly_top;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	int stop, started;
+	uint64_t generation;
+	struct profile window;		/* being filled by the current flush */
+	struct profile hour;
+	uint64_t hour_start_ms;
+	struct blob pending[PENDING_MAX];
+	int npending;
+	/* stats, under lock */
+	uint64_t samples, dropped;
+	double unresolved_ratio, truncated_ratio;
+	int have_stats;
+};
+
+static int open_events(struct profiler *pr, uint32_t hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = hz,
+	};
+	int opened = 0;
+
+	for (int c = 0; c < pr->ncpu; c++) {
+		if (pr->links[c])
+			continue;
+		int fd = (int)syscall(__NR_perf_event_open, &attr, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0)
+			continue;	/* offline CPU: retried at the next flush */
+		pr->links[c] = bpf_program__attach_perf_event(pr->skel->progs.profile_sample, fd);
+		if (!pr->links[c]) {
+			close(fd);
+			continue;
+		}
+		pr->pfds[c] = fd;
+		opened++;
+	}
+	pr->hz = hz;
+	return opened;
+}
+
+static void close_events(struct profiler *pr)
+{
+	for (int c = 0; c < pr->ncpu; c++) {
+		if (pr->links[c])
+			bpf_link__destroy(pr->links[c]);
+		if (pr->pfds[c] >= 0)
+			close(pr->pfds[c]);
+		pr->links[c] = NULL;
+		pr->pfds[c] = -1;
+	}
+}
+
+static int on_proc(void *ctx, void *data, size_t len)
+{
+	struct profiler *pr = ctx;
+	const struct profile_proc_event *e = data;
+	char comm[17];
+
+	if (len < sizeof(*e))
+		return 0;
+	memcpy(comm, e->comm, 16);
+	comm[16] = '\0';
+	sym_process(pr->sym, e->tgid, comm);
+	return 0;
+}
+
+/* Drain generation `g` of the kernel maps into pr->window. */
+static void drain(struct profiler *pr, int g)
+{
+	int counts = bpf_map__fd(g ? pr->skel->maps.counts1 : pr->skel->maps.counts0);
+	int stacks = bpf_map__fd(g ? pr->skel->maps.stacks1 : pr->skel->maps.stacks0);
+	struct profile_key key, next, *prev = NULL;
+	static uint64_t ips[PROFILE_STACK_DEPTH];
+	char names[2 * PROFILE_STACK_DEPTH][160];
+	const char *frames[2 * PROFILE_STACK_DEPTH];
+	struct profile_key *keys = NULL;
+	size_t nkeys = 0, cap = 0;
+	uint64_t samples = 0, unresolved = 0, nframes = 0, truncated = 0, ustacks = 0;
+
+	while (bpf_map_get_next_key(counts, prev, &next) == 0) {
+		__u64 count = 0;
+		int n = 0, un = 0;
+
+		if (nkeys == cap) {
+			struct profile_key *k = realloc(keys, (cap = cap ? cap * 2 : 1024) * sizeof(*k));
+
+			if (!k)
+				break;
+			keys = k;
+		}
+		keys[nkeys++] = next;
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(counts, &next, &count) || !count)
+			continue;
+		samples += count;
+		sym_process(pr->sym, next.tgid, NULL);
+		/* user part, root first */
+		if (next.user_stack >= 0 &&
+		    bpf_map_lookup_elem(stacks, &next.user_stack, ips) == 0) {
+			int depth = 0;
+
+			while (depth < PROFILE_STACK_DEPTH && ips[depth])
+				depth++;
+			ustacks += count;
+			if (!sym_stack_complete(pr->sym, next.tgid, ips, depth))
+				truncated += count;
+			for (int i = depth - 1; i >= 0; i--, n++) {
+				un += !sym_user(pr->sym, next.tgid, ips[i], names[n], sizeof(names[n]));
+				frames[n] = names[n];
+			}
+		}
+		if (next.kern_stack >= 0 &&
+		    bpf_map_lookup_elem(stacks, &next.kern_stack, ips) == 0) {
+			int depth = 0;
+
+			while (depth < PROFILE_STACK_DEPTH && ips[depth])
+				depth++;
+			for (int i = depth - 1; i >= 0; i--, n++) {
+				un += !sym_kernel(pr->sym, ips[i], names[n], sizeof(names[n]));
+				frames[n] = names[n];
+			}
+		}
+		if (n == 0) {
+			snprintf(names[0], sizeof(names[0]), "[no stack]");
+			frames[n++] = names[0];
+			un++;
+		}
+		unresolved += (uint64_t)un * count;
+		nframes += (uint64_t)n * count;
+		profile_add(&pr->window, sym_service(pr->sym, next.tgid), sym_comm(pr->sym, next.tgid),
+			    next.tgid, frames, (uint32_t)n, count);
+	}
+	/* empty the generation for its next turn */
+	for (size_t i = 0; i < nkeys; i++) {
+		if (keys[i].user_stack >= 0)
+			bpf_map_delete_elem(stacks, &keys[i].user_stack);
+		if (keys[i].kern_stack >= 0)
+			bpf_map_delete_elem(stacks, &keys[i].kern_stack);
+		bpf_map_delete_elem(counts, &keys[i]);
+	}
+	free(keys);
+	pthread_mutex_lock(&pr->lock);
+	pr->samples += samples;
+	pr->dropped = pr->skel->bss->dropped;
+	if (samples) {
+		pr->unresolved_ratio = nframes ? (double)unresolved / (double)nframes : 0;
+		pr->truncated_ratio = ustacks ? (double)truncated / (double)ustacks : 0;
+		pr->have_stats = 1;
+	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
+static void queue_blob(struct profiler *pr, const struct profile *p, int hourly)
+{
+	struct blob b = { .ts_ms = p->ts_ms, .hourly = hourly };
+
+	if (profile_encode(p, &b.data, &b.len))
+		return;
+	pthread_mutex_lock(&pr->lock);
+	if (pr->npending == PENDING_MAX) {
+		free(pr->pending[0].data);
+		memmove(&pr->pending[0], &pr->pending[1], (PENDING_MAX - 1) * sizeof(b));
+		pr->npending--;
+	}
+	pr->pending[pr->npending++] = b;
+	pthread_mutex_unlock(&pr->lock);
+}
+
+/* End a window: flip generations, drain, hand the window on. */
+static void flush(struct profiler *pr, uint64_t duration_ns)
+{
+	int g = (int)(pr->skel->bss->gen & 1);
+	uint64_t now_ms = time_wall_ns() / NSEC_PER_MSEC;
+
+	__atomic_store_n(&pr->skel->bss->gen, pr->skel->bss->gen + 1, __ATOMIC_SEQ_CST);
+	usleep(2000);	/* samples that read the old generation finish within µs */
+	ring_buffer__consume(pr->rb);
+	sym_set_generation(pr->sym, ++pr->generation);
+	profile_free(&pr->window);
+	profile_init(&pr->window, pr->host);
+	drain(pr, g);
+	pr->window.ts_ms = now_ms;
+	pr->window.duration_ms = duration_ns / NSEC_PER_MSEC;
+	pr->window.rate_hz = pr->hz;
+	if (pr->window.total)
+		queue_blob(pr, &pr->window, 0);
+	if (!pr->hour_start_ms)
+		pr->hour_start_ms = now_ms / 3600000 * 3600000;
+	if (now_ms >= pr->hour_start_ms + 3600000) {
+		pr->hour.ts_ms = pr->hour_start_ms + 3600000;
+		if (pr->hour.total && profile_truncate(&pr->hour, pr->hourly_top) == 0)
+			queue_blob(pr, &pr->hour, 1);
+		profile_free(&pr->hour);
+		profile_init(&pr->hour, pr->host);
+		pr->hour_start_ms = now_ms / 3600000 * 3600000;
+	}
+	profile_merge(&pr->hour, &pr->window, NULL);
+	/* processes not sampled for 60 windows are forgotten */
+	if (pr->generation > 60)
+		sym_expire(pr->sym, pr->generation - 60);
+	open_events(pr, pr->hz);	/* CPUs that came online */
+}
+
+/* The burst rate requested for this host, or 0. */
+static uint32_t burst_requested(struct profiler *pr, redisContext **rc)
+{
+	char err[256], key[300];
+	redisReply *r;
+	uint32_t hz = 0;
+
+	if (!pr->redis_url[0])
+		return 0;
+	if (!*rc) {
+		*rc = store_connect(pr->redis_url, NSEC_PER_SEC, err, sizeof(err));
+		if (!*rc)
+			return 0;
+	}
+	snprintf(key, sizeof(key), "fl:{%s}:profile:burst", pr->host);
+	r = redisCommand(*rc, "GET %s", key);
+	if (!r) {
+		redisFree(*rc);
+		*rc = NULL;
+		return 0;
+	}
+	if (r->type == REDIS_REPLY_STRING)
+		hz = (uint32_t)strtoul(r->str, NULL, 10);
+	freeReplyObject(r);
+	return hz > 999 ? 999 : hz;
+}
+
+static void *profiler_thread(void *arg)
+{
+	struct profiler *pr = arg;
+	uint64_t window_start = time_mono_ns(), last_burst_check = 0;
+	redisContext *rc = NULL;
+
+	for (;;) {
+		uint64_t now;
+
+		pthread_mutex_lock(&pr->lock);
+		if (pr->stop) {
+			pthread_mutex_unlock(&pr->lock);
+			break;
+		}
+		pthread_mutex_unlock(&pr->lock);
+		ring_buffer__poll(pr->rb, 100);
+		now = time_mono_ns();
+		if (now - last_burst_check >= NSEC_PER_SEC) {
+			uint32_t want = burst_requested(pr, &rc);
+			uint32_t hz = want ? want : pr->base_hz;
+
+			last_burst_check = now;
+			if (hz != pr->hz) {
+				log_info("profile: sampling at %u Hz (%s)", hz,
+					 want ? "burst requested" : "burst over");
+				close_events(pr);
+				open_events(pr, hz);
+			}
+		}
+		if (now - window_start >= pr->window_ns) {
+			flush(pr, now - window_start);
+			window_start = now;
+		}
+	}
+	if (rc)
+		redisFree(rc);
+	return NULL;
+}
+
+/* Load the sampler and open its events; no thread. */
+static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t errlen)
+{
+	int ret, n;
+
+	pr->ncpu = libbpf_num_possible_cpus();
+	pr->pfds = calloc((size_t)pr->ncpu, sizeof(*pr->pfds));
+	pr->links = calloc((size_t)pr->ncpu, sizeof(*pr->links));
+	pr->sym = sym_new();
+	if (!pr->pfds || !pr->links || !pr->sym) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int c = 0; c < pr->ncpu; c++)
+		pr->pfds[c] = -1;
+	if (sym_load_kernel(pr->sym) <= 0)
+		log_warn("profile: /proc/kallsyms gave no addresses (kptr_restrict?); kernel frames "
+			 "stay unresolved");
+	profile_init(&pr->window, pr->host);
+	profile_init(&pr->hour, pr->host);
+	pthread_mutex_init(&pr->lock, NULL);
+	pr->skel = profile_bpf__open_and_load();
+	if (!pr->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot load the BPF profiler: %s; needs CAP_BPF and "
+			 "CAP_PERFMON and BTF; pass --no-bpf to run without it", strerror(errno));
+		return ret;
+	}
+	pr->rb = ring_buffer__new(bpf_map__fd(pr->skel->maps.procs), on_proc, pr, NULL);
+	if (!pr->rb) {
+		snprintf(err, errlen, "profile: cannot open the ring buffer: %s", strerror(errno));
+		return -errno;
+	}
+	pr->base_hz = hz;
+	n = open_events(pr, hz);
+	if (n == 0) {
+		snprintf(err, errlen, "profile: cannot open a cpu-clock perf event on any CPU (%s); "
+			 "needs CAP_PERFMON (perf_event_paranoid?)", strerror(errno));
+		return -EPERM;
+	}
+	log_info("profile: sampling %d CPUs at %u Hz, %llu s windows", n, hz,
+		 (unsigned long long)(pr->window_ns / NSEC_PER_SEC));
+	return 0;
+}
+
+static void profiler_stop(struct profiler *pr)
+{
+	if (pr->started) {
+		pthread_mutex_lock(&pr->lock);
+		pr->stop = 1;
+		pthread_mutex_unlock(&pr->lock);
+		pthread_join(pr->thread, NULL);
+	}
+	if (pr->pfds)
+		close_events(pr);
+	ring_buffer__free(pr->rb);
+	profile_bpf__destroy(pr->skel);
+	sym_free(pr->sym);
+	profile_free(&pr->window);
+	profile_free(&pr->hour);
+	for (int i = 0; i < pr->npending; i++)
+		free(pr->pending[i].data);
+	free(pr->pfds);
+	free(pr->links);
+}
+
+static int profile_open(void **priv, const struct probe_config *cfg, char *err, size_t errlen)
+{
+	struct profiler *pr = calloc(1, sizeof(*pr));
+	int ret;
+
+	if (!pr)
+		return -ENOMEM;
+	snprintf(pr->host, sizeof(pr->host), "%s", cfg->host);
+	snprintf(pr->redis_url, sizeof(pr->redis_url), "%s", cfg->redis_url);
+	pr->window_ns = cfg->profile_window_ns;
+	pr->hourly_top = (uint32_t)cfg->profile_hourly_top;
+	ret = profiler_start(pr, (uint32_t)cfg->profile_rate_hz, err, errlen);
+	if (ret) {
+		profiler_stop(pr);
+		free(pr);
+		return ret;
+	}
+	if (pthread_create(&pr->thread, NULL, profiler_thread, pr)) {
+		snprintf(err, errlen, "profile: cannot start its thread");
+		profiler_stop(pr);
+		free(pr);
+		return -EAGAIN;
+	}
+	pr->started = 1;
+	*priv = pr;
+	return 0;
+}
+
+static int profile_collect(void *priv, struct snapshot *s)
+{
+	struct profiler *pr = priv;
+	int ok = 1;
+
+	pthread_mutex_lock(&pr->lock);
+	ok &= !!snapshot_add_counter(s, "profile.samples", pr->samples, NULL);
+	ok &= !!snapshot_add_counter(s, "profile.dropped", pr->dropped, NULL);
+	ok &= !!snapshot_add_gauge(s, "profile.rate_hz", pr->hz, NULL);
+	if (pr->have_stats) {
+		ok &= !!snapshot_add_gauge(s, "profile.unresolved_frames_ratio",
+					   pr->unresolved_ratio, NULL);
+		ok &= !!snapshot_add_gauge(s, "profile.truncated_user_stacks_ratio",
+					   pr->truncated_ratio, NULL);
+	}
+	pthread_mutex_unlock(&pr->lock);
+	return ok ? 0 : -ENOMEM;
+}
+
+static int profile_publish(void *priv, struct store *st, const char *host)
+{
+	struct profiler *pr = priv;
+	char key[300];
+
+	pthread_mutex_lock(&pr->lock);
+	for (int i = 0; i < pr->npending; i++) {
+		struct blob *b = &pr->pending[i];
+
+		snprintf(key, sizeof(key), "fl:{%s}:%s", host, b->hourly ? "p3600" : "p10");
+		store_put_stream(st, key, b->ts_ms, b->hourly ? 30ULL * 86400 * 1000 : 3600 * 1000,
+				 b->data, b->len);
+		free(b->data);
+	}
+	pr->npending = 0;
+	pthread_mutex_unlock(&pr->lock);
+	return 0;
+}
+
+static void profile_close(void *priv)
+{
+	struct profiler *pr = priv;
+
+	if (!pr)
+		return;
+	profiler_stop(pr);
+	free(pr);
+}
+
+int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32_t hz,
+		    struct profile *out, char *err, size_t errlen)
+{
+	struct profiler pr = { 0 };
+	uint64_t start, now;
+	int ret;
+
+	snprintf(pr.host, sizeof(pr.host), "%s", cfg->host);
+	pr.window_ns = duration_ns;
+	ret = profiler_start(&pr, hz, err, errlen);
+	if (ret) {
+		profiler_stop(&pr);
+		return ret;
+	}
+	start = time_mono_ns();
+	while ((now = time_mono_ns()) - start < duration_ns)
+		ring_buffer__poll(pr.rb, 100);
+	flush(&pr, now - start);
+	*out = pr.window;
+	profile_init(&pr.window, pr.host);	/* ownership moved to *out */
+	profiler_stop(&pr);
+	return 0;
+}
+
+const struct collector profile_collector = {
+	.name = "profile",
+	.needs_bpf = 1,
+	.open = profile_open,
+	.collect = profile_collect,
+	.publish = profile_publish,
+	.close = profile_close,
+};
