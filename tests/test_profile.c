@@ -1,0 +1,328 @@
+/*
+ * test_profile.c - the continuous profiler against real programs this test
+ * builds: a known hot function (with and without frame pointers) named in
+ * >= 80 % of its samples, kernel frames of a syscall loop resolved, a
+ * process that lives 40 ms still named; pprof that decodes strictly (and
+ * with protoc), SVG that is well-formed and renders; the diff table; the
+ * window codec against bad input.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "pprof.h"
+#include "probe.h"
+#include "profile.h"
+#include "profile.pb-c.h"
+#include "profile_export.h"
+#include "timeutil.h"
+
+static char dir[64];
+
+static const char hot_src[] =
+	"#include <stdlib.h>\n#include <time.h>\n#include <unistd.h>\n"
+	"static volatile unsigned long sink;\n"
+	"__attribute__((noinline)) void hot_function(void)\n"
+	"{ for (int i = 0; i < 100000; i++) sink += (unsigned long)i * 2654435761u; }\n"
+	"__attribute__((noinline)) void caller_function(void) { hot_function(); }\n"
+	"int main(int argc, char **argv)\n"
+	"{ struct timespec a, b; double lim = atof(argv[1]);\n"
+	"  clock_gettime(CLOCK_MONOTONIC, &a);\n"
+	"  do { if (argc > 2) getppid(); else caller_function();\n"
+	"       clock_gettime(CLOCK_MONOTONIC, &b);\n"
+	"  } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < lim);\n"
+	"  return 0; }\n";
+
+static void build(const char *name, const char *flags)
+{
+	cr_assert_eq(test_sh("cd %s && gcc -O1 %s -o %s hot.c", dir, flags, name), 0,
+		     "cannot build the test program %s", name);
+}
+
+static void setup(void)
+{
+	FILE *f;
+	char path[128];
+
+	if (!test_is_root())
+		cr_skip_test("needs root (CAP_BPF, CAP_PERFMON)");
+	snprintf(dir, sizeof(dir), "/tmp/fl-prof.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/hot.c", dir);
+	f = fopen(path, "w");
+	fputs(hot_src, f);
+	fclose(f);
+	build("flhotfp", "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer");
+	build("flhotnofp", "-fomit-frame-pointer");
+}
+
+static void teardown(void)
+{
+	if (dir[0])
+		test_sh("rm -rf %s", dir);
+	dir[0] = '\0';
+}
+
+static pid_t run(const char *name, const char *secs, int syscalls)
+{
+	char path[128];
+	pid_t pid = fork();
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (pid == 0) {
+		execl(path, name, secs, syscalls ? "sys" : (char *)NULL, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void profile_now(struct profile *p, uint64_t ns, uint32_t hz)
+{
+	struct probe_config cfg;
+	char err[512];
+	int ret;
+
+	probe_config_defaults(&cfg, err, sizeof(err));
+	free(cfg.host);
+	cfg.host = strdup("test");
+	ret = profile_oneshot(&cfg, ns, hz, p, err, sizeof(err));
+	probe_config_free(&cfg);
+	if (ret)
+		cr_skip_test("the BPF profiler does not load here: %s", err);
+}
+
+/* Samples of comm, and of those the ones with a frame equal to fn (or ending "_[k]" named). */
+static void share_of(const struct profile *p, const char *comm, const char *fn, uint64_t *all,
+		     uint64_t *hit)
+{
+	*all = *hit = 0;
+	for (uint32_t r = 0; r < p->nrows; r++) {
+		const uint32_t *st = p->stacks[p->rows[r].stack];
+		int found = 0;
+
+		if (strcmp(p->strings[p->rows[r].comm], comm))
+			continue;
+		*all += p->rows[r].count;
+		for (uint32_t i = 0; i < st[0]; i++) {
+			const char *name = p->strings[st[1 + i]];
+
+			if (fn ? !strcmp(name, fn)
+			       : (strstr(name, "_[k]") && strncmp(name, "[kernel]", 8)))
+				found = 1;
+		}
+		*hit += found ? p->rows[r].count : 0;
+	}
+}
+
+Test(profile, hot_function_and_kernel_frames_are_named, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct profile p;
+	uint64_t all, hit;
+	pid_t a = run("flhotfp", "3", 0), b = run("flhotnofp", "3", 0), c;
+
+	usleep(200000);
+	c = run("flhotfp", "3", 1);	/* the same binary looping on getppid() */
+	profile_now(&p, 2 * NSEC_PER_SEC, 199);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+	waitpid(c, NULL, 0);
+	share_of(&p, "flhotnofp", "hot_function", &all, &hit);
+	cr_log_info("no frame pointers: %llu/%llu samples name hot_function",
+		    (unsigned long long)hit, (unsigned long long)all);
+	cr_assert_gt(all, 50, "too few samples of the program (%llu)", (unsigned long long)all);
+	cr_assert_geq(hit * 100, all * 80, "only %llu of %llu samples name hot_function",
+		      (unsigned long long)hit, (unsigned long long)all);
+	/* with frame pointers the whole stack unwinds, up to main */
+	uint64_t fall, fhit, mhit;
+
+	share_of(&p, "flhotfp", "hot_function", &fall, &fhit);
+	share_of(&p, "flhotfp", "main", &fall, &mhit);
+	cr_assert_gt(fall, 50);
+	cr_assert_geq(mhit * 100, fall * 80, "main in only %llu of %llu samples",
+		      (unsigned long long)mhit, (unsigned long long)fall);
+	/* the syscall loop: named kernel frames */
+	for (uint32_t r = 0; r < p.nrows; r++)
+		(void)r;
+	share_of(&p, "flhotfp", NULL, &all, &hit);
+	cr_assert_gt(hit, 10, "no named kernel frames in a getppid() loop");
+	profile_free(&p);
+}
+
+Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .timeout = 60)
+{
+	struct profile p;
+	uint64_t all = 0, hit = 0;
+	pid_t kids[6];
+
+	/* start after the profiler is up: it needs about 100 ms to load */
+	pid_t prof = fork();
+
+	if (prof == 0) {
+		usleep(600000);
+		for (int i = 0; i < 6; i++) {
+			kids[i] = run("flhotfp", "0.04", 0);
+			waitpid(kids[i], NULL, 0);
+			usleep(50000);
+		}
+		_exit(0);
+	}
+	profile_now(&p, 2 * NSEC_PER_SEC, 999);
+	waitpid(prof, NULL, 0);
+	share_of(&p, "flhotfp", "hot_function", &all, &hit);
+	cr_log_info("40 ms processes: %llu/%llu samples name hot_function",
+		    (unsigned long long)hit, (unsigned long long)all);
+	cr_assert_gt(all, 0, "no samples of the short-lived processes");
+	cr_assert_geq(hit * 100, all * 60, "short-lived processes' frames were not named");
+	profile_free(&p);
+}
+
+static struct profile synthetic(double f_share)
+{
+	struct profile p;
+	const char *a[] = { "main", "work", "f" };
+	const char *b[] = { "main", "work", "g" };
+	const char *c[] = { "main", "idle_loop" };
+
+	profile_init(&p, "h");
+	p.rate_hz = 99;
+	p.duration_ms = 10000;
+	p.ts_ms = 1764500000000ULL;
+	profile_add(&p, "api.service", "api", 42, a, 3, (uint64_t)(1000 * f_share));
+	profile_add(&p, "api.service", "api", 42, b, 3, (uint64_t)(1000 * (0.5 - f_share / 2)));
+	profile_add(&p, "db.service", "db", 43, c, 2, (uint64_t)(1000 * (0.5 - f_share / 2)));
+	return p;
+}
+
+Test(profile, diff_puts_the_grown_function_first)
+{
+	struct profile base = synthetic(0.10), target = synthetic(0.30);
+	struct profile_delta *d;
+	size_t n = profile_diff(&base, &target, &d);
+
+	cr_assert_gt(n, 3);
+	cr_assert_str_eq(d[0].name, "f");
+	cr_assert(d[0].target - d[0].base > 0.15 && d[0].target - d[0].base < 0.25,
+		  "f grew by %.3f", d[0].target - d[0].base);
+	free(d);
+	profile_free(&base);
+	profile_free(&target);
+}
+
+Test(profile, pprof_is_strictly_valid_and_totals_match)
+{
+	struct profile p = synthetic(0.2);
+	uint8_t *gz, *raw;
+	size_t gzlen, rawlen;
+	Perftools__Profiles__Profile *pb;
+	uint64_t total = 0;
+
+	cr_assert_eq(pprof_encode(&p, &gz, &gzlen), 0);
+	cr_assert_eq(pprof_gunzip(gz, gzlen, &raw, &rawlen), 0);
+	pb = perftools__profiles__profile__unpack(NULL, rawlen, raw);
+	cr_assert_not_null(pb, "pprof does not decode");
+	cr_assert_str_eq(pb->string_table[0], "", "string table must start with \"\"");
+	cr_assert_eq(pb->n_sample_type, 2);
+	cr_assert_str_eq(pb->string_table[pb->sample_type[1]->type], "cpu");
+	cr_assert_str_eq(pb->string_table[pb->sample_type[1]->unit], "nanoseconds");
+	cr_assert_eq(pb->period, 1000000000 / 99);
+	for (size_t i = 0; i < pb->n_sample; i++) {
+		total += (uint64_t)pb->sample[i]->value[0];
+		cr_assert_eq(pb->sample[i]->value[1], pb->sample[i]->value[0] * pb->period);
+		for (size_t k = 0; k < pb->sample[i]->n_location_id; k++)
+			cr_assert(pb->sample[i]->location_id[k] >= 1 &&
+				  pb->sample[i]->location_id[k] <= pb->n_location);
+	}
+	cr_assert_eq(total, p.total, "pprof total %llu != profile total %llu",
+		     (unsigned long long)total, (unsigned long long)p.total);
+	for (size_t i = 0; i < pb->n_location; i++)
+		cr_assert_eq(pb->location[i]->id, i + 1, "location ids must be unique, non-zero");
+	for (size_t i = 0; i < pb->n_function; i++) {
+		cr_assert_eq(pb->function[i]->id, i + 1);
+		cr_assert_lt((size_t)pb->function[i]->name, pb->n_string_table);
+	}
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+
+	/* and protoc agrees (it knows nothing of faultline) */
+	char path[64] = "/tmp/fl-pprof.XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_eq(write(fd, raw, rawlen), (ssize_t)rawlen);
+	close(fd);
+	if (test_sh("command -v protoc >/dev/null") == 0)
+		cr_assert_eq(test_sh("protoc --proto_path=proto --decode=perftools.profiles.Profile "
+				     "proto/profile.proto < %s > %s.txt", path, path), 0,
+			     "protoc cannot decode the profile");
+	/* folded totals match */
+	char folded[80];
+
+	snprintf(folded, sizeof(folded), "%s.folded", path);
+	cr_assert_eq(profile_export(&p, NULL, folded, "t"), 0);
+	cr_assert_eq(test_sh("test \"$(awk '{s+=$NF} END {print s}' %s)\" = %llu", folded,
+			     (unsigned long long)p.total), 0, "folded total differs");
+	test_sh("rm -f %s %s.txt %s", path, path, folded);
+	free(gz);
+	free(raw);
+	profile_free(&p);
+}
+
+Test(profile, svg_is_well_formed_and_renders, .timeout = 60)
+{
+	struct profile base = synthetic(0.1), p = synthetic(0.3);
+	const char *svg = "/tmp/fl-flame.svg", *png = "/tmp/fl-flame.png";
+
+	cr_assert_eq(profile_export(&p, NULL, svg, "test <flame> & graph"), 0);
+	cr_assert_eq(test_sh("xmllint --noout %s", svg), 0, "flame graph SVG is not well-formed");
+	cr_assert_eq(test_sh("grep -q '<title>f (300 samples' %s", svg), 0, "no hover title");
+	cr_assert_eq(test_sh("grep -q 'function search' %s", svg), 0, "no search");
+	cr_assert_eq(profile_export(&p, &base, "/tmp/fl-flame-diff.svg", "diff"), 0);
+	cr_assert_eq(test_sh("xmllint --noout /tmp/fl-flame-diff.svg"), 0);
+	cr_assert_eq(test_sh("grep -q 'was 10.00%%' /tmp/fl-flame-diff.svg"), 0,
+		     "the differential graph does not carry the base share");
+	if (test_sh("command -v chromium >/dev/null") != 0)
+		cr_skip_test("chromium is not installed: SVG rendering not checked");
+	test_sh("rm -f %s", png);
+	cr_assert_eq(test_sh("timeout 60 chromium --headless --no-sandbox --disable-gpu "
+			     "--disable-quic --no-first-run --disable-background-networking "
+			     "--disable-component-update --disable-sync --user-data-dir=/tmp/fl-chr-%d "
+			     "--window-size=1200,300 --screenshot=%s file://%s >/dev/null 2>&1",
+			     getpid(), png, svg), 0, "chromium failed");
+	/* a blank 1200x300 PNG is ~2 KB; frames and text make it much larger */
+	cr_assert_eq(test_sh("test $(stat -c %%s %s) -gt 8000", png), 0,
+		     "the rendered flame graph looks blank");
+	test_sh("rm -rf %s %s /tmp/fl-flame-diff.svg /tmp/fl-chr-%d", svg, png, getpid());
+	profile_free(&base);
+	profile_free(&p);
+}
+
+Test(profile, window_codec_round_trip_and_bad_input)
+{
+	struct profile p = synthetic(0.2), d;
+	char *buf, err[256];
+	size_t len;
+
+	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	cr_assert_eq(profile_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(d.total, p.total);
+	cr_assert_eq(d.nstacks, p.nstacks);
+	cr_assert_eq(d.rate_hz, 99);
+	profile_free(&d);
+	for (size_t cut = 0; cut < len; cut++)
+		cr_assert_neq(profile_decode(buf, cut, &d, err, sizeof(err)), 0, "cut %zu", cut);
+	for (int i = 0; i < 5000; i++) {
+		char *m = malloc(len);
+
+		memcpy(m, buf, len);
+		m[(size_t)(i * 7919) % len] ^= (char)(i | 1);
+		if (profile_decode(m, len, &d, err, sizeof(err)) == 0)
+			profile_free(&d);
+		free(m);
+	}
+	free(buf);
+	profile_free(&p);
+}
