@@ -142,7 +142,7 @@ fuzz: deps
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
-		$(CLANG) $(FUZZ_CFLAGS) $$f $(LIB_SRCS) $(LDLIBS) -o $(OUT)/fuzz/$$t; \
+		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \
 		case $$t in \

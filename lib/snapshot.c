@@ -552,7 +552,8 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 	if (get_u64(&a[2], &kind) || kind > SERIES_HISTOGRAM) {
 		free(name);
 		labels_free(labels, nlabels);
-		FAIL(-EINVAL, "%s (%.64s): kind must be 0, 1 or 2", what, a[0].via.str.ptr);
+		FAIL(-EINVAL, "%s (%.*s): kind must be 0, 1 or 2", what,
+		     (int)(a[0].via.str.size < 64 ? a[0].via.str.size : 64), a[0].via.str.ptr);
 	}
 	ser = snapshot_add_labels(s, name, (enum series_kind)kind, labels, nlabels);
 	free(name);

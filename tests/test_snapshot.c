@@ -313,7 +313,7 @@ Test(snapshot, wrong_types_and_values_named_in_error)
 	cr_assert_neq(decode_packed(fill_counter_negative, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "counter value"), "%s", err);
 	cr_assert_neq(decode_packed(fill_bad_kind, err, sizeof(err)), 0);
-	cr_assert(strstr(err, "kind"), "%s", err);
+	cr_assert(strstr(err, "kind") && strstr(err, "(c)"), "%s", err);
 }
 
 Test(snapshot, oversized_claims_rejected_without_allocating)
