@@ -5,3 +5,4 @@ set -eu
 out=${1:-build}
 dir=$(dirname "$0")
 python3 "$dir/probe_overhead.py" "$out" --seconds "${BENCH_SECONDS:-20}" --runs "${BENCH_RUNS:-3}"
+python3 "$dir/profile_overhead.py" "$out" --seconds "${BENCH_SECONDS:-20}" --runs "${BENCH_RUNS:-2}"
