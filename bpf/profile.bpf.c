@@ -3,9 +3,9 @@
  * profile.bpf.c - continuous CPU profiler: a perf_event (cpu-clock)
  * program on every CPU counts samples per (process, user stack, kernel
  * stack) in the current generation's maps.  The idle task is not counted.
- * The first sample of a process it has not seen sends its pid to user
- * space through a ring buffer, so the mappings of short-lived processes
- * are read while they still exist.
+ * The first sample of a process it has not seen (or not seen since its
+ * last exec) sends its pid to user space through a ring buffer, so the
+ * mappings of short-lived processes are read while they still exist.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -86,6 +86,19 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 			bpf_ringbuf_submit(e, 0);
 		}
 	}
+	return 0;
+}
+
+/*
+ * After exec a process is a different program: forget that it was seen,
+ * so its next sample asks user space to read its (new) mappings again.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(profile_exec, struct task_struct *p)
+{
+	__u32 tgid = (__u32)p->tgid;
+
+	bpf_map_delete_elem(&seen, &tgid);
 	return 0;
 }
 

@@ -53,6 +53,7 @@ struct profiler {
 	struct bpf_link **links;
 	uint32_t base_hz, hz;
 	struct ring_buffer *rb;
+	struct bpf_link *exec_link;
 	struct symbolizer *sym;
 	char host[200];
 	char redis_url[512];
@@ -125,7 +126,8 @@ static int on_proc(void *ctx, void *data, size_t len)
 		return 0;
 	memcpy(comm, e->comm, 16);
 	comm[16] = '\0';
-	sym_process(pr->sym, e->tgid, comm);
+	/* a known pid arriving again has exec'd: its mappings changed */
+	sym_process_refresh(pr->sym, e->tgid, comm);
 	return 0;
 }
 
@@ -361,6 +363,10 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 			 "CAP_PERFMON and BTF; pass --no-bpf to run without it", strerror(errno));
 		return ret;
 	}
+	pr->exec_link = bpf_program__attach(pr->skel->progs.profile_exec);
+	if (!pr->exec_link)
+		log_warn("profile: cannot attach to sched_process_exec (%s); processes that exec "
+			 "right after fork may keep their parent's name", strerror(errno));
 	pr->rb = ring_buffer__new(bpf_map__fd(pr->skel->maps.procs), on_proc, pr, NULL);
 	if (!pr->rb) {
 		snprintf(err, errlen, "profile: cannot open the ring buffer: %s", strerror(errno));
@@ -389,6 +395,7 @@ static void profiler_stop(struct profiler *pr)
 	if (pr->pfds)
 		close_events(pr);
 	ring_buffer__free(pr->rb);
+	bpf_link__destroy(pr->exec_link);
 	profile_bpf__destroy(pr->skel);
 	sym_free(pr->sym);
 	profile_free(&pr->window);

@@ -501,6 +501,20 @@ int sym_process(struct symbolizer *s, uint32_t pid, const char *comm)
 	return 0;
 }
 
+int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm)
+{
+	struct proc *p = find_proc(s, pid);
+
+	if (p) {
+		size_t i = (size_t)(p - s->procs);
+
+		proc_clear(p);
+		s->procs[i] = s->procs[--s->nprocs];
+		memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
+	}
+	return sym_process(s, pid, comm);
+}
+
 static const struct esym *elf_lookup(const struct elf_syms *es, uint64_t vaddr)
 {
 	size_t lo = 0, hi = es->nsyms;

@@ -37,6 +37,9 @@ int sym_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len);
  */
 int sym_process(struct symbolizer *s, uint32_t pid, const char *comm);
 
+/* The same, but read again even if pid is known (it has exec'd). */
+int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm);
+
 /*
  * Name of user address addr in pid into buf ("main", "libc.so.6+0x2a1b0").
  * Returns 1 if resolved to a symbol, 0 otherwise.

@@ -159,21 +159,22 @@ Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .ti
 {
 	struct profile p;
 	uint64_t all = 0, hit = 0;
-	pid_t kids[6];
+	pid_t kids[16];
 
-	/* start after the profiler is up: it needs about 100 ms to load */
+	/* a stream of 40 ms processes across the whole profile: the profiler
+	 * needs a moment to load (longer under sanitizers) */
 	pid_t prof = fork();
 
 	if (prof == 0) {
-		usleep(600000);
-		for (int i = 0; i < 6; i++) {
+		usleep(300000);
+		for (int i = 0; i < 16; i++) {
 			kids[i] = run("flhotfp", "0.04", 0);
 			waitpid(kids[i], NULL, 0);
-			usleep(50000);
+			usleep(110000);
 		}
 		_exit(0);
 	}
-	profile_now(&p, 2 * NSEC_PER_SEC, 999);
+	profile_now(&p, 3 * NSEC_PER_SEC, 999);
 	waitpid(prof, NULL, 0);
 	share_of(&p, "flhotfp", "hot_function", &all, &hit);
 	cr_log_info("40 ms processes: %llu/%llu samples name hot_function",
