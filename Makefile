@@ -34,7 +34,7 @@ WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' \
 	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3
-LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -ldw -lelf -lprotobuf-c -lpthread -lm
+LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -110,14 +110,24 @@ $(OUT)/faultline: $(CLI_OBJS) $(LIB_OBJS)
 $(OUT)/faultline-rules: $(OUT)/rules/main.o $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(LIB_OBJS)
+$(OUT)/alerter_default_config.c: etc/alerter.yaml scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh alerter_default_config $< > $@
+
+$(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
+
+$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Test binaries link the library and the probe's objects (minus main).
-PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS)) $(OUT)/probe_default_config.o
+PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS)) $(OUT)/probe_default_config.o \
+	$(ALERTER_OBJS)
 $(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes -Ialerter $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
 		$(LDLIBS) -lcriterion -o $@
 
 # Test tools: programs the tests run to build real faults.

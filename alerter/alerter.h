@@ -1,0 +1,108 @@
+/*
+ * alerter.h - faultline-alerter's configuration, payloads and delivery.
+ *
+ * Flow: fl:alerts (consumer group "alerter") -> route (first matching
+ * route) -> group (receiver + group_by label values) -> after group_wait /
+ * group_interval / repeat_interval, one notification per group -> payload
+ * in the receiver's format with evidence -> signed POST -> on 2xx the
+ * group's stream entries are acknowledged; 5xx, timeouts and connection
+ * errors retry with capped exponential backoff and jitter; other 4xx go to
+ * the dead-letter stream fl:alerts:dead with the reason.  Entries not yet
+ * acknowledged stay pending in the consumer group and are read again after
+ * a crash or restart: delivery is at least once.
+ */
+#ifndef FL_ALERTER_H
+#define FL_ALERTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "alert.h"
+#include "silence.h"
+#include "strbuf.h"
+
+#define MAX_RECEIVERS 16
+#define MAX_ROUTES 32
+#define MAX_GROUP_BY 8
+
+enum payload_format {
+	FMT_ALERTMANAGER,
+	FMT_SLACK,
+	FMT_PAGERDUTY,
+};
+
+struct receiver {
+	char name[64];
+	char url[512];
+	enum payload_format format;
+	char secret[256];
+	char routing_key[128];	/* PagerDuty */
+	uint64_t timeout_ns;
+	struct label headers[16];
+	int nheaders;
+	int max_concurrency;
+	int allow_plain_http;
+	int insecure_skip_verify;
+};
+
+struct route {
+	struct matcher m[8];
+	int nm;
+	int receiver;		/* index */
+	char group_by[MAX_GROUP_BY][64];
+	int ngroup_by;
+};
+
+struct alerter_config {
+	char redis_url[512];
+	char external_url[256];
+	char consumer[64];
+	uint64_t group_wait_ns, group_interval_ns, repeat_interval_ns;
+	struct receiver receivers[MAX_RECEIVERS];
+	int nreceivers;
+	struct route routes[MAX_ROUTES];
+	int nroutes;
+	uint32_t top_stacks;
+	uint64_t evidence_window_ns;
+	size_t max_payload_bytes;
+	uint64_t backoff_initial_ns, backoff_max_ns;
+	char log_level[16];
+};
+
+/* The embedded default (etc/alerter.yaml). */
+extern const char alerter_default_config[];
+
+/* Defaults, then the YAML text on top. Returns 0 or -EINVAL (file:line:col in err). */
+int alerter_config_parse(struct alerter_config *c, const char *name, const char *text,
+			 size_t len, char *err, size_t errlen);
+int alerter_config_load(struct alerter_config *c, const char *path, char *err, size_t errlen);
+void alerter_config_free(struct alerter_config *c);
+
+/* One alert inside a group, with the stream entry it came from. */
+struct group_alert {
+	struct alert a;
+	char entry_id[32];
+	int silenced;
+};
+
+/*
+ * Build the body for receiver r of a notification of alerts[0..n) of the
+ * group with key `group_key` and group labels; evidence is read from
+ * Redis through rc (NULL: none).  Returns 0 or -ENOMEM.
+ */
+int payload_build(const struct alerter_config *cfg, const struct receiver *r,
+		  const char *group_key, const struct label *group_labels, int ngroup_labels,
+		  struct group_alert *const *alerts, int n, redisContext *rc, struct strbuf *out);
+
+/* sha256=HMAC-SHA256(secret, ts "." body) as lowercase hex, into out (72 bytes). */
+void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, char *out);
+
+/* Hex SHA-256 of data (65 bytes). */
+void sha256_hex(const void *data, size_t len, char *out);
+
+/* 1 if url's host is a loopback address or "localhost". */
+int url_is_loopback(const char *url);
+
+#endif

@@ -1,0 +1,278 @@
+/*
+ * config.c - etc/alerter.yaml; see alerter.h.  Errors name file, line,
+ * column and key, like every faultline config.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alerter.h"
+#include "config.h"
+#include "timeutil.h"
+
+#define TOP_KEYS "redis, external_url, consumer, group_wait, group_interval, repeat_interval, " \
+		 "receivers, routes, evidence, delivery, log_level"
+
+static int copy_str(const struct cfg *c, const struct cfg_node *map, const char *key, char *dst,
+		    size_t len, char *err, size_t errlen)
+{
+	char *v = NULL;
+	int ret = cfg_string(c, map, key, &v, err, errlen);
+
+	if (ret || !v)
+		return ret;
+	if (strlen(v) >= len) {
+		ret = cfg_error(c, cfg_get(map, key), err, errlen, "%s: longer than %zu characters",
+				key, len - 1);
+		free(v);
+		return ret;
+	}
+	snprintf(dst, len, "%s", v);
+	free(v);
+	return 0;
+}
+
+static int parse_receiver(struct alerter_config *ac, const struct cfg *c, const struct cfg_node *n,
+			  char *err, size_t errlen)
+{
+	struct receiver *r = &ac->receivers[ac->nreceivers];
+	const struct cfg_node *h;
+	char fmt[32] = "alertmanager", secret_file[256] = "";
+	uint64_t conc = 4;
+	int ret;
+
+	if (n->type != CFG_MAP)
+		return cfg_error(c, n, err, errlen, "receivers: each receiver is a map");
+	if (ac->nreceivers == MAX_RECEIVERS)
+		return cfg_error(c, n, err, errlen, "receivers: at most %d", MAX_RECEIVERS);
+	memset(r, 0, sizeof(*r));
+	r->timeout_ns = 10 * NSEC_PER_SEC;
+	if ((ret = copy_str(c, n, "name", r->name, sizeof(r->name), err, errlen)) ||
+	    (ret = copy_str(c, n, "url", r->url, sizeof(r->url), err, errlen)) ||
+	    (ret = copy_str(c, n, "format", fmt, sizeof(fmt), err, errlen)) ||
+	    (ret = copy_str(c, n, "secret", r->secret, sizeof(r->secret), err, errlen)) ||
+	    (ret = copy_str(c, n, "secret_file", secret_file, sizeof(secret_file), err, errlen)) ||
+	    (ret = copy_str(c, n, "routing_key", r->routing_key, sizeof(r->routing_key), err,
+			    errlen)) ||
+	    (ret = cfg_duration(c, n, "timeout", &r->timeout_ns, err, errlen)) ||
+	    (ret = cfg_uint(c, n, "max_concurrency", 1, 64, &conc, err, errlen)) ||
+	    (ret = cfg_bool(c, n, "allow_plain_http", &r->allow_plain_http, err, errlen)) ||
+	    (ret = cfg_bool(c, n, "insecure_skip_verify", &r->insecure_skip_verify, err, errlen)) ||
+	    (ret = cfg_map(c, n, "headers", &h, err, errlen)))
+		return ret;
+	r->max_concurrency = (int)conc;
+	for (size_t i = 0; h && i < h->nchild && i < 16; i++) {
+		((struct cfg_node *)&h->child[i])->used = 1;
+		if (h->child[i].type != CFG_SCALAR)
+			return cfg_error(c, &h->child[i], err, errlen, "headers.%s: expected a string",
+					 h->child[i].key);
+		r->headers[r->nheaders].key = h->child[i].key;
+		r->headers[r->nheaders].value = h->child[i].value;
+		r->nheaders++;
+	}
+	if ((ret = cfg_check_unknown(c, n, "name, url, format, secret, secret_file, routing_key, "
+				     "timeout, max_concurrency, allow_plain_http, "
+				     "insecure_skip_verify, headers", err, errlen)))
+		return ret;
+	if (!r->name[0] || !r->url[0])
+		return cfg_error(c, n, err, errlen, "receivers: every receiver needs a name and a url");
+	if (!strcmp(fmt, "alertmanager"))
+		r->format = FMT_ALERTMANAGER;
+	else if (!strcmp(fmt, "slack"))
+		r->format = FMT_SLACK;
+	else if (!strcmp(fmt, "pagerduty"))
+		r->format = FMT_PAGERDUTY;
+	else
+		return cfg_error(c, cfg_get(n, "format"), err, errlen,
+				 "format: expected alertmanager, slack or pagerduty, found '%s'", fmt);
+	if (strncmp(r->url, "https://", 8) && strncmp(r->url, "http://", 7))
+		return cfg_error(c, cfg_get(n, "url"), err, errlen, "url: expected http(s)://...");
+	if (!strncmp(r->url, "http://", 7) && !url_is_loopback(r->url) && !r->allow_plain_http)
+		return cfg_error(c, cfg_get(n, "url"), err, errlen,
+				 "url: plain http to a non-loopback host; use https, or set "
+				 "allow_plain_http: true if you really mean it");
+	if (secret_file[0]) {
+		FILE *f = fopen(secret_file, "r");
+
+		if (!f || !fgets(r->secret, sizeof(r->secret), f)) {
+			if (f)
+				fclose(f);
+			return cfg_error(c, cfg_get(n, "secret_file"), err, errlen,
+					 "secret_file: cannot read %s", secret_file);
+		}
+		fclose(f);
+		r->secret[strcspn(r->secret, "\r\n")] = '\0';
+	}
+	ac->nreceivers++;
+	/* header pointers point into the cfg tree: copy them */
+	for (int i = 0; i < r->nheaders; i++) {
+		r->headers[i].key = strdup(r->headers[i].key);
+		r->headers[i].value = strdup(r->headers[i].value);
+	}
+	return 0;
+}
+
+static int parse_route(struct alerter_config *ac, const struct cfg *c, const struct cfg_node *n,
+		       char *err, size_t errlen)
+{
+	struct route *rt = &ac->routes[ac->nroutes];
+	const struct cfg_node *m, *gb;
+	char recv[64] = "";
+	int ret;
+
+	if (n->type != CFG_MAP)
+		return cfg_error(c, n, err, errlen, "routes: each route is a map");
+	if (ac->nroutes == MAX_ROUTES)
+		return cfg_error(c, n, err, errlen, "routes: at most %d", MAX_ROUTES);
+	memset(rt, 0, sizeof(*rt));
+	if ((ret = copy_str(c, n, "receiver", recv, sizeof(recv), err, errlen)) ||
+	    (ret = cfg_map(c, n, "match", &m, err, errlen)))
+		return ret;
+	gb = cfg_get(n, "group_by");
+	for (size_t i = 0; m && i < m->nchild && rt->nm < 8; i++) {
+		char spec[400];
+
+		((struct cfg_node *)&m->child[i])->used = 1;
+		if (m->child[i].type != CFG_SCALAR)
+			return cfg_error(c, &m->child[i], err, errlen, "match.%s: expected a string",
+					 m->child[i].key);
+		/* "~regex" values match as regular expressions */
+		snprintf(spec, sizeof(spec), "%s%s%s", m->child[i].key,
+			 m->child[i].value[0] == '~' ? "=~" : "=",
+			 m->child[i].value + (m->child[i].value[0] == '~'));
+		if (matcher_parse(&rt->m[rt->nm], spec, err, errlen))
+			return cfg_error(c, &m->child[i], err, errlen, "match.%s: bad matcher",
+					 m->child[i].key);
+		rt->nm++;
+	}
+	if (gb) {
+		if (gb->type != CFG_SEQ)
+			return cfg_error(c, gb, err, errlen, "group_by: expected a list of labels");
+		for (size_t i = 0; i < gb->nchild && rt->ngroup_by < MAX_GROUP_BY; i++)
+			snprintf(rt->group_by[rt->ngroup_by++], 64, "%s",
+				 gb->child[i].value ? gb->child[i].value : "");
+	} else {
+		snprintf(rt->group_by[0], 64, "alertname");
+		rt->ngroup_by = 1;
+	}
+	if ((ret = cfg_check_unknown(c, n, "match, receiver, group_by", err, errlen)))
+		return ret;
+	rt->receiver = -1;
+	for (int i = 0; i < ac->nreceivers; i++)
+		if (!strcmp(ac->receivers[i].name, recv))
+			rt->receiver = i;
+	if (rt->receiver < 0)
+		return cfg_error(c, cfg_get(n, "receiver"), err, errlen,
+				 "receiver: '%s' is not one of the receivers", recv);
+	ac->nroutes++;
+	return 0;
+}
+
+static void reset(struct alerter_config *ac)
+{
+	alerter_config_free(ac);
+	snprintf(ac->redis_url, sizeof(ac->redis_url), "unix:///run/faultline/redis.sock");
+	gethostname(ac->consumer, sizeof(ac->consumer) - 1);
+	snprintf(ac->log_level, sizeof(ac->log_level), "info");
+	ac->group_wait_ns = 5 * NSEC_PER_SEC;
+	ac->group_interval_ns = 30 * NSEC_PER_SEC;
+	ac->repeat_interval_ns = 4 * 3600 * NSEC_PER_SEC;
+	ac->top_stacks = 10;
+	ac->evidence_window_ns = 5 * 60 * NSEC_PER_SEC;
+	ac->max_payload_bytes = 256 * 1024;
+	ac->backoff_initial_ns = NSEC_PER_SEC;
+	ac->backoff_max_ns = 60 * NSEC_PER_SEC;
+}
+
+int alerter_config_parse(struct alerter_config *ac, const char *name, const char *text,
+			 size_t len, char *err, size_t errlen)
+{
+	const struct cfg_node *root, *recv, *routes, *ev, *dl;
+	uint64_t top = 10, maxp = 256 * 1024;
+	struct cfg c;
+	int ret;
+
+	memset(ac, 0, sizeof(*ac));
+	reset(ac);
+	ret = cfg_parse(&c, name, text, len, err, errlen);
+	if (ret)
+		return ret;
+	root = c.root;
+	if ((ret = copy_str(&c, root, "redis", ac->redis_url, sizeof(ac->redis_url), err, errlen)) ||
+	    (ret = copy_str(&c, root, "external_url", ac->external_url, sizeof(ac->external_url),
+			    err, errlen)) ||
+	    (ret = copy_str(&c, root, "consumer", ac->consumer, sizeof(ac->consumer), err, errlen)) ||
+	    (ret = copy_str(&c, root, "log_level", ac->log_level, sizeof(ac->log_level), err,
+			    errlen)) ||
+	    (ret = cfg_duration(&c, root, "group_wait", &ac->group_wait_ns, err, errlen)) ||
+	    (ret = cfg_duration(&c, root, "group_interval", &ac->group_interval_ns, err, errlen)) ||
+	    (ret = cfg_duration(&c, root, "repeat_interval", &ac->repeat_interval_ns, err, errlen)))
+		goto out;
+	recv = cfg_get(root, "receivers");
+	if (recv && recv->type != CFG_SEQ) {
+		ret = cfg_error(&c, recv, err, errlen, "receivers: expected a list");
+		goto out;
+	}
+	for (size_t i = 0; recv && i < recv->nchild; i++)
+		if ((ret = parse_receiver(ac, &c, &recv->child[i], err, errlen)))
+			goto out;
+	routes = cfg_get(root, "routes");
+	if (routes && routes->type != CFG_SEQ) {
+		ret = cfg_error(&c, routes, err, errlen, "routes: expected a list");
+		goto out;
+	}
+	for (size_t i = 0; routes && i < routes->nchild; i++)
+		if ((ret = parse_route(ac, &c, &routes->child[i], err, errlen)))
+			goto out;
+	if ((ret = cfg_map(&c, root, "evidence", &ev, err, errlen)) ||
+	    (ret = cfg_uint(&c, ev, "top_stacks", 0, 1000, &top, err, errlen)) ||
+	    (ret = cfg_duration(&c, ev, "window", &ac->evidence_window_ns, err, errlen)) ||
+	    (ret = cfg_uint(&c, ev, "max_payload_bytes", 4096, 64u << 20, &maxp, err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, ev, "top_stacks, window, max_payload_bytes", err, errlen)) ||
+	    (ret = cfg_map(&c, root, "delivery", &dl, err, errlen)) ||
+	    (ret = cfg_duration(&c, dl, "backoff_initial", &ac->backoff_initial_ns, err, errlen)) ||
+	    (ret = cfg_duration(&c, dl, "backoff_max", &ac->backoff_max_ns, err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, dl, "backoff_initial, backoff_max", err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
+		goto out;
+	ac->top_stacks = (uint32_t)top;
+	ac->max_payload_bytes = (size_t)maxp;
+	if (ac->nroutes == 0 && ac->nreceivers > 0) {
+		/* no routes: everything to the first receiver, grouped by alertname */
+		ac->routes[0].receiver = 0;
+		snprintf(ac->routes[0].group_by[0], 64, "alertname");
+		ac->routes[0].ngroup_by = 1;
+		ac->nroutes = 1;
+	}
+out:
+	cfg_free(&c);
+	return ret;
+}
+
+int alerter_config_load(struct alerter_config *ac, const char *path, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int ret = cfg_read_file(path, &text, &len, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = alerter_config_parse(ac, path, text, len, err, errlen);
+	free(text);
+	return ret;
+}
+
+void alerter_config_free(struct alerter_config *ac)
+{
+	for (int i = 0; i < ac->nreceivers; i++)
+		for (int k = 0; k < ac->receivers[i].nheaders; k++) {
+			free(ac->receivers[i].headers[k].key);
+			free(ac->receivers[i].headers[k].value);
+		}
+	for (int i = 0; i < ac->nroutes; i++)
+		for (int k = 0; k < ac->routes[i].nm; k++)
+			matcher_free(&ac->routes[i].m[k]);
+	ac->nreceivers = ac->nroutes = 0;
+}

@@ -1,0 +1,576 @@
+/*
+ * payload.c - notification bodies (Alertmanager v4, Slack, PagerDuty
+ * Events v2) with faultline's evidence, signing and hashing helpers; see
+ * alerter.h.
+ *
+ * Evidence is read from Redis at send time: the affected hosts' profile
+ * windows over the alert's window merged into their top stacks and
+ * hottest services (and, for a post-deploy alert, the functions whose CPU
+ * share grew since the deploy), the drive record of a drive alert, the top
+ * bad-checksum peers of a checksum alert.  It is added piece by piece
+ * while the body stays under max_payload_bytes; whatever does not fit is
+ * left out and "truncated" says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "alerter.h"
+#include "profile.h"
+#include "snapshot.h"
+#include "store.h"
+#include "timeutil.h"
+
+void sha256_hex(const void *data, size_t len, char *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", md[i]);
+}
+
+void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, char *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char tsbuf[32];
+	size_t tl = (size_t)snprintf(tsbuf, sizeof(tsbuf), "%llu.", (unsigned long long)ts);
+	unsigned char *msg = malloc(tl + len + 1);
+
+	strcpy(out, "sha256=");
+	if (!msg)
+		return;
+	memcpy(msg, tsbuf, tl);
+	memcpy(msg + tl, body, len);
+	HMAC(EVP_sha256(), secret, (int)strlen(secret), msg, tl + len, md, &n);
+	free(msg);
+	for (unsigned i = 0; i < n; i++)
+		sprintf(out + 7 + 2 * i, "%02x", md[i]);
+}
+
+int url_is_loopback(const char *url)
+{
+	const char *h = strstr(url, "://");
+	char host[256];
+	size_t n;
+
+	if (!h)
+		return 0;
+	h += 3;
+	if (*h == '[') {
+		return !strncmp(h, "[::1]", 5);
+	}
+	n = strcspn(h, ":/");
+	snprintf(host, sizeof(host), "%.*s", (int)n, h);
+	return !strcmp(host, "localhost") || !strncmp(host, "127.", 4);
+}
+
+static json_object *labels_json(const struct label *l, int n)
+{
+	json_object *o = json_object_new_object();
+
+	for (int i = 0; i < n; i++)
+		json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+	return o;
+}
+
+/* Labels (or annotations) every alert of the group shares. */
+static json_object *common(struct group_alert *const *as, int n, int annotations)
+{
+	json_object *o = json_object_new_object();
+	const struct alert *a0 = &as[0]->a;
+	uint32_t cnt = annotations ? a0->nannotations : a0->nlabels;
+	const struct label *l = annotations ? a0->annotations : a0->labels;
+
+	for (uint32_t i = 0; i < cnt; i++) {
+		int all = 1;
+
+		for (int k = 1; k < n && all; k++) {
+			const char *v = annotations ? alert_annotation(&as[k]->a, l[i].key)
+						    : alert_label(&as[k]->a, l[i].key);
+
+			all = v && !strcmp(v, l[i].value);
+		}
+		if (all)
+			json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+	}
+	return o;
+}
+
+/* ---- evidence ---------------------------------------------------------- */
+
+struct merge_arg {
+	struct profile *p;
+	size_t windows;
+};
+
+static int merge_window(const char *blob, size_t len, void *arg)
+{
+	struct merge_arg *m = arg;
+	struct profile w;
+	char err[128];
+
+	if (profile_decode(blob, len, &w, err, sizeof(err)) == 0) {
+		profile_merge(m->p, &w, NULL);
+		profile_free(&w);
+		m->windows++;
+	}
+	return 0;
+}
+
+static size_t load_profiles(redisContext *rc, char **hosts, uint32_t nhosts, uint64_t from,
+			    uint64_t to, struct profile *p)
+{
+	struct merge_arg m = { .p = p };
+	char key[300], err[128];
+
+	profile_init(p, "");
+	for (uint32_t i = 0; i < nhosts; i++) {
+		snprintf(key, sizeof(key), "fl:{%s}:p10", hosts[i]);
+		store_read_blobs(rc, key, from, to, merge_window, &m, err, sizeof(err));
+	}
+	return m.windows;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct profile_row *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+static json_object *stacks_json(struct profile *p, uint32_t top)
+{
+	json_object *arr = json_object_new_array();
+	struct strbuf sb = STRBUF_INIT;
+
+	qsort(p->rows, p->nrows, sizeof(*p->rows), row_cmp);
+	for (uint32_t r = 0; r < p->nrows && r < top; r++) {
+		const uint32_t *st = p->stacks[p->rows[r].stack];
+		json_object *o = json_object_new_object();
+
+		strbuf_reset(&sb);
+		strbuf_adds(&sb, p->strings[p->rows[r].comm]);
+		for (uint32_t i = 0; i < st[0]; i++) {
+			strbuf_adds(&sb, ";");
+			strbuf_adds(&sb, p->strings[st[1 + i]]);
+		}
+		json_object_object_add(o, "stack", json_object_new_string(strbuf_str(&sb)));
+		json_object_object_add(o, "service",
+				       json_object_new_string(p->strings[p->rows[r].service]));
+		json_object_object_add(o, "samples", json_object_new_int64((int64_t)p->rows[r].count));
+		json_object_object_add(o, "share",
+				       json_object_new_double((double)p->rows[r].count / (double)p->total));
+		json_object_array_add(arr, o);
+	}
+	strbuf_release(&sb);
+	return arr;
+}
+
+static json_object *services_json(const struct profile *p)
+{
+	json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	uint64_t *per = calloc(p->nstrings + 1, sizeof(*per));
+
+	for (uint32_t r = 0; per && r < p->nrows; r++)
+		per[p->rows[r].service] += p->rows[r].count;
+	for (int k = 0; per && k < 5; k++) {
+		uint32_t best = 0;
+
+		for (uint32_t i = 1; i < p->nstrings; i++)
+			if (per[i] > per[best])
+				best = i;
+		if (!per[best])
+			break;
+		json_object *s = json_object_new_object();
+
+		json_object_object_add(s, "service", json_object_new_string(p->strings[best]));
+		json_object_object_add(s, "share", json_object_new_double((double)per[best] /
+									  (double)p->total));
+		json_object_array_add(arr, s);
+		per[best] = 0;
+	}
+	free(per);
+	json_object_put(o);
+	return arr;
+}
+
+/* CPU evidence for the affected hosts of a. */
+static json_object *cpu_evidence(const struct alerter_config *cfg, const struct alert *a,
+				 redisContext *rc)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
+	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
+	char *single[1];
+	char **hosts = a->hosts;
+	uint32_t nhosts = a->nhosts;
+	json_object *o = json_object_new_object();
+	struct profile p;
+	size_t windows;
+
+	if (!nhosts && alert_label(a, "host")) {
+		single[0] = (char *)alert_label(a, "host");
+		hosts = single;
+		nhosts = 1;
+	}
+	if (!nhosts) {
+		json_object_object_add(o, "missing", json_object_new_string("the alert names no hosts"));
+		return o;
+	}
+	windows = load_profiles(rc, hosts, nhosts, from, now, &p);
+	if (!p.total) {
+		json_object_object_add(o, "missing",
+				       json_object_new_string("no CPU profile windows for the affected "
+							      "hosts in the alert's window (is the "
+							      "probe's profiler on?)"));
+		profile_free(&p);
+		return o;
+	}
+	json_object_object_add(o, "windows", json_object_new_int64((int64_t)windows));
+	json_object_object_add(o, "samples", json_object_new_int64((int64_t)p.total));
+	json_object_object_add(o, "top_stacks", stacks_json(&p, cfg->top_stacks));
+	json_object_object_add(o, "top_services", services_json(&p));
+	if (a->deploy_at_ms && a->deploy_base_ms && a->deploy_base_ms < a->deploy_at_ms) {
+		struct profile base;
+		struct profile_delta *d;
+		size_t nd;
+		json_object *grew = json_object_new_array();
+
+		load_profiles(rc, hosts, nhosts, a->deploy_base_ms, a->deploy_at_ms, &base);
+		nd = profile_diff(&base, &p, &d);
+		for (size_t i = 0, shown = 0; i < nd && shown < 5; i++) {
+			if (d[i].target <= d[i].base)
+				continue;
+			json_object *f = json_object_new_object();
+
+			json_object_object_add(f, "function", json_object_new_string(d[i].name));
+			json_object_object_add(f, "share_before", json_object_new_double(d[i].base));
+			json_object_object_add(f, "share_after", json_object_new_double(d[i].target));
+			json_object_array_add(grew, f);
+			shown++;
+		}
+		json_object_object_add(o, "grew_since_deploy", grew);
+		free(d);
+		profile_free(&base);
+	}
+	profile_free(&p);
+	return o;
+}
+
+static json_object *drive_evidence(const struct alert *a, redisContext *rc)
+{
+	const char *host = a->nhosts ? a->hosts[0] : alert_label(a, "host");
+	const char *dev = alert_label(a, "device");
+	redisReply *r;
+	json_object *o = NULL;
+
+	if (!host || !dev)
+		return json_object_new_string("the alert names no host and device");
+	r = redisCommand(rc, "HGET fl:{%s}:drives %s", host, dev);
+	if (r && r->type == REDIS_REPLY_STRING)
+		o = json_tokener_parse(r->str);
+	if (r)
+		freeReplyObject(r);
+	return o ? o : json_object_new_string("no drive record for that device");
+}
+
+struct peers_arg {
+	json_object *arr;
+};
+
+static int peers_cb(const struct snapshot *s, void *arg)
+{
+	struct peers_arg *pa = arg;
+
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		const struct series *ser = &s->series[i];
+		json_object *o;
+
+		if (strcmp(ser->name, "tcp.bad_csum") || !ser->counter.value)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "host", json_object_new_string(s->host));
+		json_object_object_add(o, "peer", json_object_new_string(series_label(ser, "peer") ?: ""));
+		json_object_object_add(o, "interface",
+				       json_object_new_string(series_label(ser, "interface") ?: ""));
+		json_object_object_add(o, "bad_checksums",
+				       json_object_new_int64((int64_t)ser->counter.value));
+		json_object_array_add(pa->arr, o);
+	}
+	return 0;
+}
+
+static json_object *csum_evidence(const struct alert *a, redisContext *rc)
+{
+	struct peers_arg pa = { json_object_new_array() };
+	char err[128];
+
+	for (uint32_t i = 0; i < a->nhosts && i < 32; i++)
+		store_read_latest(rc, a->hosts[i], 1, 1, peers_cb, &pa, NULL, err, sizeof(err));
+	if (!a->nhosts && alert_label(a, "host"))
+		store_read_latest(rc, alert_label(a, "host"), 1, 1, peers_cb, &pa, NULL, err,
+				  sizeof(err));
+	return pa.arr;
+}
+
+/* ---- formats ----------------------------------------------------------- */
+
+static json_object *alert_json(const struct alert *a)
+{
+	json_object *o = json_object_new_object();
+	char t[40];
+
+	json_object_object_add(o, "status", json_object_new_string(a->firing ? "firing" : "resolved"));
+	json_object_object_add(o, "labels", labels_json(a->labels, (int)a->nlabels));
+	json_object_object_add(o, "annotations", labels_json(a->annotations, (int)a->nannotations));
+	json_object_object_add(o, "startsAt", json_object_new_string(alert_format_time(a->starts_ms,
+										      t, sizeof(t))));
+	json_object_object_add(o, "endsAt", json_object_new_string(
+		a->firing || !a->ends_ms ? "0001-01-01T00:00:00Z" : alert_format_time(a->ends_ms, t,
+										      sizeof(t))));
+	json_object_object_add(o, "generatorURL", json_object_new_string(a->generator_url));
+	json_object_object_add(o, "fingerprint", json_object_new_string(a->fingerprint));
+	return o;
+}
+
+static json_object *faultline_json(const struct alert *a)
+{
+	json_object *o = json_object_new_object(), *hosts = json_object_new_array();
+
+	json_object_object_add(o, "fingerprint", json_object_new_string(a->fingerprint));
+	if (a->domain_label[0]) {
+		json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "label", json_object_new_string(a->domain_label));
+		json_object_object_add(d, "value", json_object_new_string(a->domain_value));
+		json_object_object_add(o, "domain", d);
+	}
+	for (uint32_t i = 0; i < a->nhosts; i++)
+		json_object_array_add(hosts, json_object_new_string(a->hosts[i]));
+	json_object_object_add(o, "hosts", hosts);
+	json_object_object_add(o, "total_hosts", json_object_new_int((int)a->total_hosts));
+	if (a->has_value)
+		json_object_object_add(o, "value", json_object_new_double(a->value));
+	if (a->runbook[0])
+		json_object_object_add(o, "runbook", json_object_new_string(a->runbook));
+	return o;
+}
+
+/* Add evidence for each alert to fl (an array), while the document stays small. */
+static int add_evidence(const struct alerter_config *cfg, json_object *doc, json_object *evs,
+			struct group_alert *const *as, int n, redisContext *rc)
+{
+	int truncated = 0;
+
+	for (int i = 0; i < n && rc; i++) {
+		const struct alert *a = &as[i]->a;
+		json_object *e;
+
+		if (!a->firing || !a->evidence)
+			continue;
+		e = json_object_new_object();
+		json_object_object_add(e, "fingerprint", json_object_new_string(a->fingerprint));
+		if (a->evidence & ALERT_EV_CPU_STACKS)
+			json_object_object_add(e, "cpu", cpu_evidence(cfg, a, rc));
+		if (a->evidence & ALERT_EV_DRIVE)
+			json_object_object_add(e, "drive", drive_evidence(a, rc));
+		if (a->evidence & ALERT_EV_CSUM_PEERS)
+			json_object_object_add(e, "checksum_peers", csum_evidence(a, rc));
+		json_object_array_add(evs, e);
+		if (strlen(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN)) >
+		    cfg->max_payload_bytes) {
+			json_object_array_del_idx(evs, json_object_array_length(evs) - 1, 1);
+			truncated = 1;
+		}
+	}
+	return truncated;
+}
+
+static json_object *alertmanager_doc(const struct alerter_config *cfg, const struct receiver *r,
+				     const char *group_key, const struct label *gl, int ngl,
+				     struct group_alert *const *as, int n, redisContext *rc)
+{
+	json_object *doc = json_object_new_object(), *alerts = json_object_new_array();
+	json_object *fl = json_object_new_object(), *fla = json_object_new_array();
+	json_object *evs = json_object_new_array();
+	int firing = 0;
+
+	for (int i = 0; i < n; i++) {
+		firing |= as[i]->a.firing;
+		json_object_array_add(alerts, alert_json(&as[i]->a));
+		json_object_array_add(fla, faultline_json(&as[i]->a));
+	}
+	json_object_object_add(doc, "version", json_object_new_string("4"));
+	json_object_object_add(doc, "groupKey", json_object_new_string(group_key));
+	json_object_object_add(doc, "truncatedAlerts", json_object_new_int(0));
+	json_object_object_add(doc, "status", json_object_new_string(firing ? "firing" : "resolved"));
+	json_object_object_add(doc, "receiver", json_object_new_string(r->name));
+	json_object_object_add(doc, "groupLabels", labels_json(gl, ngl));
+	json_object_object_add(doc, "commonLabels", common(as, n, 0));
+	json_object_object_add(doc, "commonAnnotations", common(as, n, 1));
+	json_object_object_add(doc, "externalURL", json_object_new_string(cfg->external_url));
+	json_object_object_add(doc, "alerts", alerts);
+	json_object_object_add(fl, "alerts", fla);
+	json_object_object_add(fl, "evidence", evs);
+	json_object_object_add(doc, "faultline", fl);
+	json_object_object_add(fl, "truncated",
+			       json_object_new_boolean(add_evidence(cfg, doc, evs, as, n, rc)));
+	return doc;
+}
+
+static const char *summary_of(const struct alert *a)
+{
+	const char *s = alert_annotation(a, "summary");
+
+	return s ? s : alert_label(a, "alertname");
+}
+
+static json_object *slack_doc(const struct alerter_config *cfg, const struct receiver *r,
+			      const char *group_key, const struct label *gl, int ngl,
+			      struct group_alert *const *as, int n, redisContext *rc)
+{
+	json_object *am = alertmanager_doc(cfg, r, group_key, gl, ngl, as, n, rc);
+	json_object *doc = json_object_new_object(), *blocks = json_object_new_array(), *x;
+	struct strbuf sb = STRBUF_INIT;
+	int nfiring = 0;
+
+	for (int i = 0; i < n; i++)
+		nfiring += as[i]->a.firing;
+	strbuf_addf(&sb, "[%s%s] %s", nfiring ? "FIRING:" : "RESOLVED",
+		    nfiring ? "" : "", alert_label(&as[0]->a, "alertname"));
+	if (nfiring)
+		strbuf_addf(&sb, " (%d)", nfiring);
+	json_object_object_add(doc, "text", json_object_new_string(strbuf_str(&sb)));
+	x = json_object_new_object();
+	json_object_object_add(x, "type", json_object_new_string("header"));
+	json_object *t = json_object_new_object();
+
+	json_object_object_add(t, "type", json_object_new_string("plain_text"));
+	json_object_object_add(t, "text", json_object_new_string(strbuf_str(&sb)));
+	json_object_object_add(x, "text", t);
+	json_object_array_add(blocks, x);
+	for (int i = 0; i < n && i < 10; i++) {
+		const struct alert *a = &as[i]->a;
+
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, "*%s* %s", a->firing ? "firing" : "resolved", summary_of(a));
+		if (a->domain_label[0])
+			strbuf_addf(&sb, "\n%s `%s`: %u of %u hosts", a->domain_label, a->domain_value,
+				    a->nhosts, a->total_hosts);
+		if (a->runbook[0])
+			strbuf_addf(&sb, "\nrunbook: %s", a->runbook);
+		x = json_object_new_object();
+		t = json_object_new_object();
+		json_object_object_add(x, "type", json_object_new_string("section"));
+		json_object_object_add(t, "type", json_object_new_string("mrkdwn"));
+		json_object_object_add(t, "text", json_object_new_string(strbuf_str(&sb)));
+		json_object_object_add(x, "text", t);
+		json_object_array_add(blocks, x);
+	}
+	/* the top stacks of the first alert with CPU evidence, as a code block */
+	json_object *fl, *evs;
+
+	if (json_object_object_get_ex(am, "faultline", &fl) &&
+	    json_object_object_get_ex(fl, "evidence", &evs) && json_object_array_length(evs)) {
+		json_object *cpu, *stacks;
+
+		if (json_object_object_get_ex(json_object_array_get_idx(evs, 0), "cpu", &cpu) &&
+		    json_object_object_get_ex(cpu, "top_stacks", &stacks)) {
+			strbuf_reset(&sb);
+			strbuf_adds(&sb, "Top CPU stacks:\n```");
+			for (size_t i = 0; i < json_object_array_length(stacks) && i < 5; i++) {
+				json_object *s = json_object_array_get_idx(stacks, i), *v, *sh;
+
+				json_object_object_get_ex(s, "stack", &v);
+				json_object_object_get_ex(s, "share", &sh);
+				strbuf_addf(&sb, "%5.1f%% %.200s\n", 100 * json_object_get_double(sh),
+					    json_object_get_string(v));
+			}
+			strbuf_adds(&sb, "```");
+			x = json_object_new_object();
+			t = json_object_new_object();
+			json_object_object_add(x, "type", json_object_new_string("section"));
+			json_object_object_add(t, "type", json_object_new_string("mrkdwn"));
+			json_object_object_add(t, "text", json_object_new_string(strbuf_str(&sb)));
+			json_object_object_add(x, "text", t);
+			json_object_array_add(blocks, x);
+		}
+	}
+	json_object_object_add(doc, "blocks", blocks);
+	strbuf_release(&sb);
+	json_object_put(am);
+	return doc;
+}
+
+static json_object *pagerduty_doc(const struct alerter_config *cfg, const struct receiver *r,
+				  const char *group_key, const struct label *gl, int ngl,
+				  struct group_alert *const *as, int n, redisContext *rc)
+{
+	json_object *am = alertmanager_doc(cfg, r, group_key, gl, ngl, as, n, rc);
+	json_object *doc = json_object_new_object(), *pl = json_object_new_object(), *fl;
+	const struct alert *a0 = &as[0]->a;
+	const char *sev = alert_label(a0, "severity");
+	char dedup[65], t[40];
+	int firing = 0;
+
+	for (int i = 0; i < n; i++)
+		firing |= as[i]->a.firing;
+	sha256_hex(group_key, strlen(group_key), dedup);
+	json_object_object_add(doc, "routing_key", json_object_new_string(r->routing_key));
+	json_object_object_add(doc, "event_action", json_object_new_string(firing ? "trigger"
+										  : "resolve"));
+	json_object_object_add(doc, "dedup_key", json_object_new_string(dedup));
+	json_object_object_add(pl, "summary", json_object_new_string(summary_of(a0)));
+	json_object_object_add(pl, "source", json_object_new_string(
+		a0->domain_value[0] ? a0->domain_value :
+		alert_label(a0, "host") ? alert_label(a0, "host") : "faultline"));
+	json_object_object_add(pl, "severity", json_object_new_string(
+		!sev ? "error" : !strcmp(sev, "page") || !strcmp(sev, "critical") ? "critical" :
+		!strcmp(sev, "warning") ? "warning" : !strcmp(sev, "info") ? "info" : "error"));
+	json_object_object_add(pl, "timestamp", json_object_new_string(
+		alert_format_time(a0->starts_ms, t, sizeof(t))));
+	json_object_object_add(pl, "component", json_object_new_string(alert_label(a0, "alertname")));
+	if (json_object_object_get_ex(am, "faultline", &fl))
+		json_object_object_add(pl, "custom_details", json_object_get(fl));
+	json_object_object_add(doc, "payload", pl);
+	if (a0->runbook[0]) {
+		json_object *links = json_object_new_array(), *l = json_object_new_object();
+
+		json_object_object_add(l, "href", json_object_new_string(a0->runbook));
+		json_object_object_add(l, "text", json_object_new_string("runbook"));
+		json_object_array_add(links, l);
+		json_object_object_add(doc, "links", links);
+	}
+	json_object_put(am);
+	return doc;
+}
+
+int payload_build(const struct alerter_config *cfg, const struct receiver *r,
+		  const char *group_key, const struct label *gl, int ngl,
+		  struct group_alert *const *as, int n, redisContext *rc, struct strbuf *out)
+{
+	json_object *doc;
+
+	switch (r->format) {
+	case FMT_SLACK:
+		doc = slack_doc(cfg, r, group_key, gl, ngl, as, n, rc);
+		break;
+	case FMT_PAGERDUTY:
+		doc = pagerduty_doc(cfg, r, group_key, gl, ngl, as, n, rc);
+		break;
+	default:
+		doc = alertmanager_doc(cfg, r, group_key, gl, ngl, as, n, rc);
+		break;
+	}
+	if (!doc)
+		return -1;
+	strbuf_adds(out, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
+	json_object_put(doc);
+	return strbuf_failed(out) ? -1 : 0;
+}

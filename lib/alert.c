@@ -1,0 +1,239 @@
+/*
+ * alert.c - alert event parsing; see alert.h.
+ */
+#include "alert.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
+}
+
+static int read_map(json_object *o, struct label **out, uint32_t *n)
+{
+	struct json_object_iterator it, end;
+	uint32_t cnt = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!o)
+		return 0;
+	if (!json_object_is_type(o, json_type_object))
+		return -1;
+	cnt = (uint32_t)json_object_object_length(o);
+	if (cnt > 128)
+		return -1;
+	*out = calloc(cnt + 1, sizeof(**out));
+	if (!*out)
+		return -1;
+	it = json_object_iter_begin(o);
+	end = json_object_iter_end(o);
+	while (!json_object_iter_equal(&it, &end)) {
+		json_object *v = json_object_iter_peek_value(&it);
+
+		if (!json_object_is_type(v, json_type_string))
+			return -1;
+		(*out)[*n].key = strdup(json_object_iter_peek_name(&it));
+		(*out)[*n].value = strdup(json_object_get_string(v));
+		(*n)++;
+		json_object_iter_next(&it);
+	}
+	qsort(*out, *n, sizeof(**out), label_cmp);
+	return 0;
+}
+
+uint64_t alert_parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	char *end;
+	uint64_t ms = 0;
+
+	if (!s || !*s)
+		return 0;
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end)
+		return 0;
+	if (*end == '.') {
+		int digits = 0;
+
+		for (end++; *end >= '0' && *end <= '9'; end++, digits++)
+			if (digits < 3)
+				ms = ms * 10 + (uint64_t)(*end - '0');
+		for (; digits < 3; digits++)
+			ms *= 10;
+	}
+	return (uint64_t)timegm(&tm) * 1000 + ms;
+}
+
+char *alert_format_time(uint64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	return buf;
+}
+
+static const char *str_of(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t errlen)
+{
+	struct json_tokener *tok = json_tokener_new_ex(16);
+	json_object *root = NULL, *o, *fl;
+	const char *s;
+
+	memset(a, 0, sizeof(*a));
+	if (!tok)
+		return -ENOMEM;
+	root = json_tokener_parse_ex(tok, json, (int)(len > 1 << 24 ? 1 << 24 : len));
+	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
+	    !json_object_is_type(root, json_type_object)) {
+		snprintf(err, errlen, "alert event is not a JSON object");
+		goto fail;
+	}
+	s = str_of(root, "status");
+	if (!s || (strcmp(s, "firing") && strcmp(s, "resolved"))) {
+		snprintf(err, errlen, "alert event: 'status' must be \"firing\" or \"resolved\"");
+		goto fail;
+	}
+	a->firing = !strcmp(s, "firing");
+	s = str_of(root, "fingerprint");
+	if (!s || !*s || strlen(s) > 32) {
+		snprintf(err, errlen, "alert event: 'fingerprint' missing or longer than 32");
+		goto fail;
+	}
+	snprintf(a->fingerprint, sizeof(a->fingerprint), "%s", s);
+	if (!json_object_object_get_ex(root, "labels", &o) || read_map(o, &a->labels, &a->nlabels) ||
+	    !alert_label(a, "alertname")) {
+		snprintf(err, errlen, "alert event: 'labels' must be a map of strings with alertname");
+		goto fail;
+	}
+	if (json_object_object_get_ex(root, "annotations", &o) &&
+	    read_map(o, &a->annotations, &a->nannotations)) {
+		snprintf(err, errlen, "alert event: 'annotations' must be a map of strings");
+		goto fail;
+	}
+	a->starts_ms = alert_parse_time(str_of(root, "startsAt"));
+	a->ends_ms = alert_parse_time(str_of(root, "endsAt"));
+	if ((s = str_of(root, "generatorURL")))
+		snprintf(a->generator_url, sizeof(a->generator_url), "%s", s);
+	if (json_object_object_get_ex(root, "faultline", &fl) &&
+	    json_object_is_type(fl, json_type_object)) {
+		if (json_object_object_get_ex(fl, "domain", &o) &&
+		    json_object_is_type(o, json_type_object)) {
+			if ((s = str_of(o, "label")))
+				snprintf(a->domain_label, sizeof(a->domain_label), "%s", s);
+			if ((s = str_of(o, "value")))
+				snprintf(a->domain_value, sizeof(a->domain_value), "%s", s);
+		}
+		if (json_object_object_get_ex(fl, "hosts", &o) &&
+		    json_object_is_type(o, json_type_array)) {
+			size_t n = json_object_array_length(o);
+
+			if (n > ALERT_MAX_HOSTS)
+				n = ALERT_MAX_HOSTS;
+			a->hosts = calloc(n + 1, sizeof(*a->hosts));
+			for (size_t i = 0; a->hosts && i < n; i++) {
+				json_object *h = json_object_array_get_idx(o, i);
+
+				if (json_object_is_type(h, json_type_string))
+					a->hosts[a->nhosts++] = strdup(json_object_get_string(h));
+			}
+		}
+		if (json_object_object_get_ex(fl, "total_hosts", &o))
+			a->total_hosts = (uint32_t)json_object_get_int(o);
+		if (json_object_object_get_ex(fl, "value", &o) &&
+		    (json_object_is_type(o, json_type_double) || json_object_is_type(o, json_type_int))) {
+			a->value = json_object_get_double(o);
+			a->has_value = 1;
+		}
+		if ((s = str_of(fl, "runbook")))
+			snprintf(a->runbook, sizeof(a->runbook), "%s", s);
+		if (json_object_object_get_ex(fl, "evidence", &o) &&
+		    json_object_is_type(o, json_type_array)) {
+			for (size_t i = 0; i < json_object_array_length(o); i++) {
+				const char *e = json_object_get_string(json_object_array_get_idx(o, i));
+
+				if (!e)
+					continue;
+				if (!strcmp(e, "cpu_stacks"))
+					a->evidence |= ALERT_EV_CPU_STACKS;
+				else if (!strcmp(e, "drive"))
+					a->evidence |= ALERT_EV_DRIVE;
+				else if (!strcmp(e, "csum_peers"))
+					a->evidence |= ALERT_EV_CSUM_PEERS;
+			}
+		}
+		if (json_object_object_get_ex(fl, "deploy", &o) &&
+		    json_object_is_type(o, json_type_object)) {
+			json_object *x;
+
+			if ((s = str_of(o, "service")))
+				snprintf(a->deploy_service, sizeof(a->deploy_service), "%s", s);
+			if (json_object_object_get_ex(o, "at_ms", &x))
+				a->deploy_at_ms = (uint64_t)json_object_get_int64(x);
+			if (json_object_object_get_ex(o, "base_ms", &x))
+				a->deploy_base_ms = (uint64_t)json_object_get_int64(x);
+		}
+	}
+	json_tokener_free(tok);
+	json_object_put(root);
+	return 0;
+fail:
+	json_tokener_free(tok);
+	if (root)
+		json_object_put(root);
+	alert_free(a);
+	return -EINVAL;
+}
+
+static void free_labels(struct label *l, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(l[i].key);
+		free(l[i].value);
+	}
+	free(l);
+}
+
+void alert_free(struct alert *a)
+{
+	free_labels(a->labels, a->nlabels);
+	free_labels(a->annotations, a->nannotations);
+	for (uint32_t i = 0; i < a->nhosts; i++)
+		free(a->hosts[i]);
+	free(a->hosts);
+	memset(a, 0, sizeof(*a));
+}
+
+const char *alert_label(const struct alert *a, const char *key)
+{
+	for (uint32_t i = 0; i < a->nlabels; i++)
+		if (!strcmp(a->labels[i].key, key))
+			return a->labels[i].value;
+	return NULL;
+}
+
+const char *alert_annotation(const struct alert *a, const char *key)
+{
+	for (uint32_t i = 0; i < a->nannotations; i++)
+		if (!strcmp(a->annotations[i].key, key))
+			return a->annotations[i].value;
+	return NULL;
+}
