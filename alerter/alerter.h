@@ -85,6 +85,7 @@ struct group_alert {
 	struct alert a;
 	char entry_id[32];
 	int silenced;
+	int sent_state;		/* -1 never sent, else the firing flag last sent */
 };
 
 /*

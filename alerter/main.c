@@ -225,6 +225,7 @@ static void take_event(struct alerter *al, const char *id, const char *json, siz
 		return;
 	}
 	snprintf(ga->entry_id, sizeof(ga->entry_id), "%s", id);
+	ga->sent_state = -1;
 	sil = silence_find(al->silences, al->nsilences, &ga->a, time_wall_ns() / NSEC_PER_MSEC);
 	if (sil) {
 		char detail[800];
@@ -258,9 +259,15 @@ static void take_event(struct alerter *al, const char *id, const char *json, siz
 	/* dedup by fingerprint: the newest state wins */
 	for (int i = 0; i < g->nalerts; i++) {
 		if (!strcmp(g->alerts[i]->a.fingerprint, ga->a.fingerprint)) {
-			/* an unchanged repeat is not a change */
-			if (g->alerts[i]->a.firing != ga->a.firing)
-				g->changed = 1;
+			if (g->alerts[i]->a.firing == ga->a.firing) {
+				/* a repeat of the state we hold: nothing new to tell */
+				ack(al, (char (*)[32])id, 1);
+				alert_free(&ga->a);
+				free(ga);
+				return;
+			}
+			g->changed = 1;
+			ga->sent_state = g->alerts[i]->sent_state;
 			alert_free(&g->alerts[i]->a);
 			free(g->alerts[i]);
 			g->alerts[i] = ga;
@@ -358,8 +365,14 @@ static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 			start_request(al, g);
 		return;
 	}
-	if (!g->nalerts)
+	if (!g->nalerts) {
+		/* entries that carried nothing new: acknowledge them */
+		if (g->nids) {
+			ack(al, g->ids, g->nids);
+			g->nids = 0;
+		}
 		return;
+	}
 	for (int i = 0; i < g->nalerts; i++)
 		firing |= g->alerts[i]->a.firing;
 	if (!g->sent_once)
@@ -384,6 +397,8 @@ static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 	sha256_hex(strbuf_str(&idem), idem.len, g->idem);
 	strbuf_release(&idem);
 	g->nids_sent = g->nids;
+	for (int i = 0; i < g->nalerts; i++)
+		g->alerts[i]->sent_state = g->alerts[i]->a.firing;
 	g->attempts = 0;
 	g->pending = 1;
 	g->changed = 0;
@@ -401,9 +416,9 @@ static void finish_group_send(struct alerter *al, struct group *g, int delivered
 	g->sent_once = 1;
 	g->last_sent_ns = time_mono_ns();
 	if (delivered) {
-		/* resolved alerts were told once; forget them */
+		/* alerts whose resolution was in this notification are done */
 		for (int i = 0; i < g->nalerts;) {
-			if (!g->alerts[i]->a.firing) {
+			if (!g->alerts[i]->a.firing && g->alerts[i]->sent_state == 0) {
 				alert_free(&g->alerts[i]->a);
 				free(g->alerts[i]);
 				g->alerts[i] = g->alerts[--g->nalerts];

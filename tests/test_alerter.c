@@ -1,0 +1,620 @@
+/*
+ * test_alerter.c - faultline-alerter with real HTTP and a real Redis: a
+ * receiver this test runs on loopback records every request and answers
+ * as the test says.  Payload shape (Alertmanager v4), signature, evidence
+ * with the hot function of a program profiled by the probe, 503-then-200
+ * with nothing lost or doubled, kill -9 mid-delivery, 4xx dead letters,
+ * silences, grouping; Slack and PagerDuty shapes; config errors.
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alerter.h"
+#include "helpers.h"
+#include "probe.h"
+#include "profile.h"
+#include "store.h"
+#include "timeutil.h"
+
+/* ---- the receiver -------------------------------------------------------- */
+
+#define MAX_REQ 256
+
+struct request {
+	char headers[4096];
+	char *body;
+	int status;		/* what we answered */
+	uint64_t at_ns;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	int fd, port, stop;
+	pthread_t thread;
+	struct request req[MAX_REQ];
+	int n;
+	int status;		/* answer with this */
+	uint64_t status_until_ns;	/* ...until then, then 200 */
+	int delay_ms;
+} rx = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *rx_main(void *arg)
+{
+	(void)arg;
+	while (!rx.stop) {
+		int c = accept(rx.fd, NULL, NULL);
+		char buf[1 << 16];
+		size_t got = 0;
+		char *hend = NULL;
+		long clen = 0;
+		int status;
+
+		if (c < 0)
+			continue;
+		while (got < sizeof(buf) - 1) {
+			ssize_t n = read(c, buf + got, sizeof(buf) - 1 - got);
+
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+			buf[got] = '\0';
+			if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
+				char *cl = strcasestr(buf, "Content-Length:");
+
+				clen = cl ? atol(cl + 15) : 0;
+			}
+			if (hend && got >= (size_t)(hend + 4 - buf) + (size_t)clen)
+				break;
+		}
+		pthread_mutex_lock(&rx.lock);
+		status = rx.status_until_ns && time_mono_ns() < rx.status_until_ns ? rx.status :
+			 rx.status_until_ns ? 200 : rx.status;
+		if (rx.n < MAX_REQ && hend) {
+			struct request *r = &rx.req[rx.n++];
+
+			snprintf(r->headers, sizeof(r->headers), "%.*s", (int)(hend - buf), buf);
+			r->body = strndup(hend + 4, (size_t)clen);
+			r->status = status;
+			r->at_ns = time_mono_ns();
+		}
+		int delay = rx.delay_ms;
+
+		pthread_mutex_unlock(&rx.lock);
+		if (delay)
+			usleep((useconds_t)delay * 1000);
+		dprintf(c, "HTTP/1.1 %d X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", status);
+		close(c);
+	}
+	return NULL;
+}
+
+static void rx_start(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int one = 1;
+
+	rx.fd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(rx.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	cr_assert_eq(bind(rx.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	listen(rx.fd, 64);
+	getsockname(rx.fd, (struct sockaddr *)&sa, &len);
+	rx.port = ntohs(sa.sin_port);
+	rx.status = 200;
+	pthread_create(&rx.thread, NULL, rx_main, NULL);
+}
+
+static void rx_stop(void)
+{
+	rx.stop = 1;
+	shutdown(rx.fd, SHUT_RDWR);
+	close(rx.fd);
+	pthread_join(rx.thread, NULL);
+	for (int i = 0; i < rx.n; i++)
+		free(rx.req[i].body);
+	rx.n = 0;
+	rx.stop = 0;
+}
+
+static int rx_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&rx.lock);
+	n = rx.n;
+	pthread_mutex_unlock(&rx.lock);
+	return n;
+}
+
+static int wait_requests(int n, int seconds)
+{
+	for (int i = 0; i < seconds * 20 && rx_count() < n; i++)
+		usleep(50000);
+	return rx_count();
+}
+
+static const char *header(const struct request *r, const char *name, char *out, size_t len)
+{
+	const char *h = strcasestr(r->headers, name);
+
+	if (!h)
+		return NULL;
+	h += strlen(name) + 2;
+	snprintf(out, len, "%.*s", (int)strcspn(h, "\r\n"), h);
+	return out;
+}
+
+/* ---- the alerter ---------------------------------------------------------- */
+
+static struct test_redis redis;
+static char cfgpath[300];
+static pid_t alerter;
+
+static void write_config(const char *extra_receiver)
+{
+	FILE *f;
+
+	snprintf(cfgpath, sizeof(cfgpath), "%s/alerter.yaml", redis.dir);
+	f = fopen(cfgpath, "w");
+	fprintf(f, "redis: %s\nconsumer: test\nexternal_url: http://faultline.test/\n"
+		"group_wait: 1s\ngroup_interval: 2s\nrepeat_interval: 1h\n"
+		"receivers:\n  - name: hook\n    url: http://127.0.0.1:%d/hook\n"
+		"    secret: s3cret\n    timeout: 5s\n%s"
+		"delivery:\n  backoff_initial: 200ms\n  backoff_max: 2s\n"
+		"evidence:\n  top_stacks: 5\n  window: 10m\n",
+		redis.url, rx.port, extra_receiver ? extra_receiver : "");
+	fclose(f);
+}
+
+static void start_alerter(void)
+{
+	char bin[256];
+
+	snprintf(bin, sizeof(bin), "%s/faultline-alerter", test_out_dir());
+	alerter = fork();
+	if (alerter == 0) {
+		execl(bin, bin, "--config", cfgpath, "--log-level", "warn", (char *)NULL);
+		_exit(127);
+	}
+}
+
+static void stop_alerter(int sig)
+{
+	if (alerter > 0) {
+		kill(alerter, sig);
+		waitpid(alerter, NULL, 0);
+	}
+	alerter = 0;
+}
+
+static void setup(void)
+{
+	cr_assert_eq(test_redis_start(&redis), 0);
+	rx_start();
+	write_config(NULL);
+}
+
+static void teardown(void)
+{
+	stop_alerter(SIGTERM);
+	rx_stop();
+	test_redis_destroy(&redis);
+}
+
+static redisContext *conn(void)
+{
+	char err[256];
+	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+
+	cr_assert_not_null(c, "%s", err);
+	return c;
+}
+
+static void emit(redisContext *c, const char *name, const char *fp, const char *status,
+		 const char *extra_labels, const char *faultline)
+{
+	char json[2048], t[40];
+
+	snprintf(json, sizeof(json),
+		 "{\"status\":\"%s\",\"fingerprint\":\"%s\",\"labels\":{\"alertname\":\"%s\","
+		 "\"severity\":\"page\"%s},\"annotations\":{\"summary\":\"%s is unhappy\"},"
+		 "\"startsAt\":\"%s\",\"generatorURL\":\"http://faultline.test/rules\"%s%s}",
+		 status, fp, name, extra_labels ? extra_labels : "", name,
+		 alert_format_time(time_wall_ns() / NSEC_PER_MSEC, t, sizeof(t)),
+		 faultline ? ",\"faultline\":" : "", faultline ? faultline : "");
+	freeReplyObject(redisCommand(c, "XADD fl:alerts * e %s", json));
+}
+
+static long long pending(redisContext *c)
+{
+	redisReply *r = redisCommand(c, "XPENDING fl:alerts alerter");
+	long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
+
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+/* Put a real profile window of a hot test program into fl:{host}:p10. */
+static int seed_profile(redisContext *c, const char *host)
+{
+	static const char src[] =
+		"#include <stdlib.h>\n#include <time.h>\nstatic volatile unsigned long s;\n"
+		"__attribute__((noinline)) void hot_function(void){for(int i=0;i<100000;i++)s+=i;}\n"
+		"int main(int c,char**v){time_t e=time(0)+atoi(v[1]);while(time(0)<e)hot_function();}\n";
+	char dir[64] = "/tmp/fl-alert.XXXXXX", path[128], bin[128];
+	struct probe_config cfg;
+	struct profile p;
+	char err[512], *buf;
+	size_t len;
+	FILE *f;
+	pid_t hot;
+	int ret;
+
+	if (!test_is_root())
+		return -1;
+	mkdtemp(dir);
+	snprintf(path, sizeof(path), "%s/hot.c", dir);
+	f = fopen(path, "w");
+	fputs(src, f);
+	fclose(f);
+	snprintf(bin, sizeof(bin), "%s/flalerthot", dir);
+	if (test_sh("gcc -O1 -o %s %s", bin, path))
+		return -1;
+	hot = fork();
+	if (hot == 0) {
+		execl(bin, "flalerthot", "3", (char *)NULL);
+		_exit(1);
+	}
+	probe_config_defaults(&cfg, err, sizeof(err));
+	free(cfg.host);
+	cfg.host = strdup(host);
+	ret = profile_oneshot(&cfg, 2 * NSEC_PER_SEC, 99, &p, err, sizeof(err));
+	probe_config_free(&cfg);
+	kill(hot, SIGKILL);
+	waitpid(hot, NULL, 0);
+	test_sh("rm -rf %s", dir);
+	if (ret)
+		return -1;
+	p.ts_ms = time_wall_ns() / NSEC_PER_MSEC;
+	profile_encode(&p, &buf, &len);
+	freeReplyObject(redisCommand(c, "XADD fl:{%s}:p10 %llu-0 d %b", host,
+				     (unsigned long long)p.ts_ms, buf, len));
+	free(buf);
+	profile_free(&p);
+	return 0;
+}
+
+Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+	json_object *doc, *x, *a0;
+	char ts[64], sig[128], want[80];
+	int have_profile = seed_profile(c, "db-1") == 0;
+
+	start_alerter();
+	emit(c, "CpuSaturated", "00aa11bb22cc33dd", "firing", ",\"host\":\"db-1\"",
+	     "{\"hosts\":[\"db-1\"],\"total_hosts\":1,\"value\":0.97,\"runbook\":"
+	     "\"runbooks/cpu.md\",\"evidence\":[\"cpu_stacks\"]}");
+	cr_assert_geq(wait_requests(1, 15), 1, "nothing delivered");
+	struct request *r = &rx.req[0];
+
+	cr_assert(strstr(r->headers, "POST /hook"), "%s", r->headers);
+	cr_assert_not_null(header(r, "X-Faultline-Timestamp", ts, sizeof(ts)));
+	cr_assert_not_null(header(r, "X-Faultline-Signature", sig, sizeof(sig)));
+	cr_assert_not_null(strcasestr(r->headers, "X-Faultline-Idempotency-Key"));
+	sign_body("s3cret", strtoull(ts, NULL, 10), r->body, strlen(r->body), want);
+	cr_assert_str_eq(sig, want, "signature does not verify");
+	doc = json_tokener_parse(r->body);
+	cr_assert_not_null(doc, "body is not JSON: %.200s", r->body);
+	cr_assert(json_object_object_get_ex(doc, "version", &x) &&
+		  !strcmp(json_object_get_string(x), "4"));
+	static const char *const strs[] = { "receiver", "status", "groupKey", "externalURL" };
+	for (int i = 0; i < 4; i++)
+		cr_assert(json_object_object_get_ex(doc, strs[i], &x) &&
+			  json_object_is_type(x, json_type_string), "%s missing", strs[i]);
+	static const char *const objs[] = { "groupLabels", "commonLabels", "commonAnnotations" };
+	for (int i = 0; i < 3; i++)
+		cr_assert(json_object_object_get_ex(doc, objs[i], &x) &&
+			  json_object_is_type(x, json_type_object), "%s missing", objs[i]);
+	cr_assert(json_object_object_get_ex(doc, "truncatedAlerts", &x) &&
+		  json_object_is_type(x, json_type_int));
+	cr_assert(json_object_object_get_ex(doc, "alerts", &x) && json_object_array_length(x) == 1);
+	a0 = json_object_array_get_idx(x, 0);
+	static const char *const afields[] = { "status", "startsAt", "endsAt", "generatorURL",
+					       "fingerprint" };
+	for (int i = 0; i < 5; i++)
+		cr_assert(json_object_object_get_ex(a0, afields[i], &x) &&
+			  json_object_is_type(x, json_type_string), "alert.%s", afields[i]);
+	cr_assert(json_object_object_get_ex(a0, "labels", &x) &&
+		  json_object_is_type(x, json_type_object));
+	cr_assert(strstr(r->body, "\"runbook\":\"runbooks\\/cpu.md\"") ||
+		  strstr(r->body, "\"runbook\":\"runbooks/cpu.md\""), "%.300s", r->body);
+	if (have_profile)
+		cr_assert(strstr(r->body, "hot_function"),
+			  "the evidence lacks the profiled program's hot function: %.600s", r->body);
+	else
+		cr_log_warn("no BPF here: evidence content not checked against a real profile");
+	json_object_put(doc);
+	for (int i = 0; i < 20 && pending(c) != 0; i++)
+		usleep(100000);
+	cr_assert_eq(pending(c), 0, "delivered but not acknowledged");
+	redisFree(c);
+	if (!have_profile)
+		cr_skip_test("needs root and BPF for the evidence part");
+}
+
+Test(alerter, outage_503_for_30s_then_200_loses_and_doubles_nothing, .init = setup,
+     .fini = teardown, .timeout = 120)
+{
+	redisContext *c = conn();
+	char k1[80], k2[80];
+
+	pthread_mutex_lock(&rx.lock);
+	rx.status = 503;
+	rx.status_until_ns = time_mono_ns() + 30 * NSEC_PER_SEC;
+	pthread_mutex_unlock(&rx.lock);
+	start_alerter();
+	emit(c, "LinkErrors", "1111111111111111", "firing", ",\"rack\":\"r1\"", NULL);
+	emit(c, "DiskWorn", "2222222222222222", "firing", ",\"rack\":\"r2\"", NULL);
+	sleep(5);
+	emit(c, "LinkErrors", "1111111111111111", "resolved", ",\"rack\":\"r1\"", NULL);
+	/* wait past the outage for both groups to get through */
+	for (int i = 0; i < 80; i++) {
+		int ok = 0;
+
+		pthread_mutex_lock(&rx.lock);
+		for (int k = 0; k < rx.n; k++)
+			ok += rx.req[k].status == 200;
+		pthread_mutex_unlock(&rx.lock);
+		if (ok >= 3 && pending(c) == 0)
+			break;
+		usleep(500000);
+	}
+	int ok_link = 0, ok_disk = 0, retries = 0;
+
+	pthread_mutex_lock(&rx.lock);
+	for (int k = 0; k < rx.n; k++) {
+		struct request *r = &rx.req[k];
+
+		if (r->status != 200) {
+			retries++;
+			continue;
+		}
+		ok_link += strstr(r->body, "LinkErrors") != NULL;
+		ok_disk += strstr(r->body, "DiskWorn") != NULL;
+	}
+	/* retries of one notification carry the same idempotency key */
+	header(&rx.req[0], "X-Faultline-Idempotency-Key", k1, sizeof(k1));
+	for (int k = 1; k < rx.n; k++)
+		if (strstr(rx.req[k].body, "DiskWorn") && strstr(rx.req[0].body, "DiskWorn") &&
+		    rx.req[k - 1].status != 200) {
+			header(&rx.req[k], "X-Faultline-Idempotency-Key", k2, sizeof(k2));
+			cr_assert_str_eq(k1, k2, "a retry changed the idempotency key");
+			break;
+		}
+	pthread_mutex_unlock(&rx.lock);
+	cr_log_info("%d refused attempts, then link %d, disk %d delivered", retries, ok_link,
+		    ok_disk);
+	cr_assert_gt(retries, 3, "the outage was not retried");
+	cr_assert_eq(ok_disk, 1, "DiskWorn delivered %d times", ok_disk);
+	/* LinkErrors: the firing notification (built before the resolution arrived and
+	 * retried unchanged), then the resolved one */
+	cr_assert_eq(ok_link, 2, "LinkErrors delivered %d times, expected firing + resolved",
+		     ok_link);
+	/* no notification arrived twice: every 200 has its own idempotency key */
+	pthread_mutex_lock(&rx.lock);
+	for (int i = 0; i < rx.n; i++)
+		for (int j = i + 1; j < rx.n; j++) {
+			char a[80], b[80];
+
+			if (rx.req[i].status != 200 || rx.req[j].status != 200)
+				continue;
+			header(&rx.req[i], "X-Faultline-Idempotency-Key", a, sizeof(a));
+			header(&rx.req[j], "X-Faultline-Idempotency-Key", b, sizeof(b));
+			cr_assert_str_neq(a, b, "a notification was delivered twice");
+		}
+	int last_link = -1;
+
+	for (int i = 0; i < rx.n; i++)
+		if (rx.req[i].status == 200 && strstr(rx.req[i].body, "LinkErrors"))
+			last_link = i;
+	cr_assert(last_link >= 0 && strstr(rx.req[last_link].body, "\"status\":\"resolved\""),
+		  "the last LinkErrors notification is not the resolution");
+	pthread_mutex_unlock(&rx.lock);
+	cr_assert_eq(pending(c), 0, "entries left unacknowledged");
+	redisFree(c);
+}
+
+Test(alerter, kill_9_mid_delivery_then_restart_loses_nothing, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+
+	pthread_mutex_lock(&rx.lock);
+	rx.delay_ms = 3000;
+	pthread_mutex_unlock(&rx.lock);
+	start_alerter();
+	emit(c, "HostSilent", "3333333333333333", "firing", ",\"host\":\"web-9\"", NULL);
+	cr_assert_geq(wait_requests(1, 15), 1);
+	stop_alerter(SIGKILL);	/* while the receiver is still answering */
+	cr_assert_eq(pending(c), 1, "the entry must still be pending after the crash");
+	pthread_mutex_lock(&rx.lock);
+	rx.delay_ms = 0;
+	pthread_mutex_unlock(&rx.lock);
+	start_alerter();
+	cr_assert_geq(wait_requests(2, 20), 2, "the restarted alerter did not deliver it");
+	for (int i = 0; i < 40 && pending(c) != 0; i++)
+		usleep(100000);
+	cr_assert_eq(pending(c), 0);
+	cr_assert(strstr(rx.req[1].body, "HostSilent"));
+	redisFree(c);
+}
+
+Test(alerter, client_error_is_dead_lettered_with_reason, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+	redisReply *r;
+
+	rx.status = 400;
+	start_alerter();
+	emit(c, "BadPayload", "4444444444444444", "firing", NULL, NULL);
+	cr_assert_geq(wait_requests(1, 15), 1);
+	for (int i = 0; i < 40 && pending(c) != 0; i++)
+		usleep(100000);
+	cr_assert_eq(pending(c), 0);
+	sleep(2);
+	cr_assert_eq(rx_count(), 1, "a 400 must not be retried");
+	r = redisCommand(c, "XRANGE fl:alerts:dead - +");
+	cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+	int found = 0;
+
+	for (size_t k = 0; k < r->element[0]->element[1]->elements; k++)
+		found |= strstr(r->element[0]->element[1]->element[k]->str, "HTTP 400") != NULL;
+	cr_assert(found, "the dead letter does not say why");
+	freeReplyObject(r);
+	redisFree(c);
+}
+
+Test(alerter, silenced_alert_is_recorded_not_sent_and_grouping_merges, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	redisContext *c = conn();
+	struct silence s = { 0 };
+	char err[256];
+	redisReply *r;
+
+	cr_assert_eq(matcher_parse(&s.m[0], "rack=r12", err, sizeof(err)), 0);
+	s.nm = 1;
+	s.starts_ms = time_wall_ns() / NSEC_PER_MSEC - 1000;
+	s.ends_ms = s.starts_ms + 3600000;
+	snprintf(s.comment, sizeof(s.comment), "maintenance");
+	cr_assert_eq(silence_add(c, &s, err, sizeof(err)), 0, "%s", err);
+	matcher_free(&s.m[0]);
+	start_alerter();
+	sleep(1);
+	emit(c, "Quiet", "5555555555555555", "firing", ",\"rack\":\"r12\"", NULL);
+	/* two alerts of one group within group_wait: one notification */
+	emit(c, "Burst", "6666666666666661", "firing", ",\"host\":\"a\"", NULL);
+	emit(c, "Burst", "6666666666666662", "firing", ",\"host\":\"b\"", NULL);
+	cr_assert_geq(wait_requests(1, 15), 1);
+	sleep(3);
+	cr_assert_eq(rx_count(), 1, "expected one grouped notification and nothing for the "
+		     "silenced alert, got %d requests", rx_count());
+	cr_assert(!strstr(rx.req[0].body, "Quiet"), "the silenced alert was sent");
+	cr_assert(strstr(rx.req[0].body, "6666666666666661") &&
+		  strstr(rx.req[0].body, "6666666666666662"), "the group did not merge both");
+	r = redisCommand(c, "XRANGE fl:notifications - +");
+	int silenced = 0;
+
+	for (size_t i = 0; r && i < r->elements; i++)
+		for (size_t k = 0; k < r->element[i]->element[1]->elements; k++)
+			silenced |= !strcmp(r->element[i]->element[1]->element[k]->str, "silenced");
+	freeReplyObject(r);
+	cr_assert(silenced, "the silenced alert was not recorded");
+	cr_assert_eq(pending(c), 0);
+	redisFree(c);
+}
+
+static struct group_alert *mk(const char *json)
+{
+	struct group_alert *g = calloc(1, sizeof(*g));
+	char err[256];
+
+	cr_assert_eq(alert_parse(&g->a, json, strlen(json), err, sizeof(err)), 0, "%s", err);
+	return g;
+}
+
+Test(alerter, slack_and_pagerduty_shapes)
+{
+	struct alerter_config cfg;
+	char err[512];
+	const char *yaml = "receivers:\n  - name: s\n    url: https://hooks.slack.test/x\n"
+			   "    format: slack\n  - name: p\n    url: https://events.pd.test/v2\n"
+			   "    format: pagerduty\n    routing_key: rk1\n";
+	struct group_alert *a = mk("{\"status\":\"firing\",\"fingerprint\":\"ab\",\"labels\":"
+				   "{\"alertname\":\"SwitchCsum\",\"severity\":\"page\","
+				   "\"switch\":\"sw3\"},\"annotations\":{\"summary\":\"bad "
+				   "checksums behind sw3\"},\"startsAt\":\"2026-11-30T14:00:00Z\","
+				   "\"faultline\":{\"domain\":{\"label\":\"switch\",\"value\":"
+				   "\"sw3\"},\"hosts\":[\"h1\",\"h2\"],\"total_hosts\":8}}");
+	struct group_alert *as[1] = { a };
+	struct label gl = { "alertname", "SwitchCsum" };
+	struct strbuf out = STRBUF_INIT;
+	json_object *doc, *x;
+
+	cr_assert_eq(alerter_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(payload_build(&cfg, &cfg.receivers[0], "k", &gl, 1, as, 1, NULL, &out), 0);
+	doc = json_tokener_parse(strbuf_str(&out));
+	cr_assert(json_object_object_get_ex(doc, "text", &x));
+	cr_assert(strstr(json_object_get_string(x), "FIRING"));
+	cr_assert(json_object_object_get_ex(doc, "blocks", &x) && json_object_array_length(x) >= 2);
+	cr_assert(strstr(strbuf_str(&out), "switch `sw3`: 2 of 8 hosts"), "%s", strbuf_str(&out));
+	json_object_put(doc);
+	strbuf_reset(&out);
+	cr_assert_eq(payload_build(&cfg, &cfg.receivers[1], "k", &gl, 1, as, 1, NULL, &out), 0);
+	doc = json_tokener_parse(strbuf_str(&out));
+	cr_assert(json_object_object_get_ex(doc, "routing_key", &x) &&
+		  !strcmp(json_object_get_string(x), "rk1"));
+	cr_assert(json_object_object_get_ex(doc, "event_action", &x) &&
+		  !strcmp(json_object_get_string(x), "trigger"));
+	cr_assert(json_object_object_get_ex(doc, "dedup_key", &x) &&
+		  strlen(json_object_get_string(x)) == 64);
+	cr_assert(json_object_object_get_ex(doc, "payload", &x));
+	json_object *sev;
+
+	cr_assert(json_object_object_get_ex(x, "severity", &sev) &&
+		  !strcmp(json_object_get_string(sev), "critical"));
+	json_object_put(doc);
+	strbuf_release(&out);
+	alert_free(&a->a);
+	free(a);
+	alerter_config_free(&cfg);
+}
+
+Test(alerter, config_errors_are_positioned)
+{
+	static const struct {
+		const char *yaml, *want;
+	} cases[] = {
+		{ "receivers:\n  - name: a\n    url: http://10.1.2.3/x\n", "t.yaml:3:10: url: plain http" },
+		{ "receivers:\n  - name: a\n    url: https://x\n    format: teams\n",
+		  "t.yaml:4:13: format: expected alertmanager, slack or pagerduty" },
+		{ "routes:\n  - receiver: nobody\n", "receiver: 'nobody' is not one of the receivers" },
+		{ "group_wait: soon\n", "t.yaml:1:13: group_wait: expected a duration" },
+		{ "receivers: 5\n", "receivers: expected a list" },
+		{ "recievers: []\n", "recievers: unknown key" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct alerter_config cfg;
+		char err[512] = "";
+
+		cr_assert_neq(alerter_config_parse(&cfg, "t.yaml", cases[i].yaml,
+						   strlen(cases[i].yaml), err, sizeof(err)), 0,
+			      "accepted: %s", cases[i].yaml);
+		cr_assert(strstr(err, cases[i].want), "case %zu: %s", i, err);
+		alerter_config_free(&cfg);
+	}
+	struct alerter_config cfg;
+	char err[512];
+
+	cr_assert_eq(alerter_config_parse(&cfg, "<built-in>", alerter_default_config,
+					  strlen(alerter_default_config), err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(cfg.group_wait_ns, 5 * NSEC_PER_SEC);
+	alerter_config_free(&cfg);
+}
