@@ -152,7 +152,8 @@ fuzz: deps
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
-		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
+		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; esac; \
+		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \
 		case $$t in \
@@ -163,6 +164,7 @@ fuzz: deps
 		esac; \
 		echo "fuzz: running $$t for $(FUZZ_TIME) s"; \
 		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
+			-artifact_prefix=$(OUT)/fuzz/$$t- \
 			-print_final_stats=1 $(OUT)/fuzz/corpus-$$t 2>&1 | tail -n 12; \
 	done
 

@@ -127,6 +127,7 @@ static int parse_route(struct alerter_config *ac, const struct cfg *c, const str
 	if (ac->nroutes == MAX_ROUTES)
 		return cfg_error(c, n, err, errlen, "routes: at most %d", MAX_ROUTES);
 	memset(rt, 0, sizeof(*rt));
+	ac->nroutes++;	/* counted now so alerter_config_free() frees its matchers on error */
 	if ((ret = copy_str(c, n, "receiver", recv, sizeof(recv), err, errlen)) ||
 	    (ret = cfg_map(c, n, "match", &m, err, errlen)))
 		return ret;
@@ -166,7 +167,6 @@ static int parse_route(struct alerter_config *ac, const struct cfg *c, const str
 	if (rt->receiver < 0)
 		return cfg_error(c, cfg_get(n, "receiver"), err, errlen,
 				 "receiver: '%s' is not one of the receivers", recv);
-	ac->nroutes++;
 	return 0;
 }
 
