@@ -435,6 +435,7 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 	const struct alerter_config *cfg = &al->cfg;
 	long code = 0;
 	char detail[512];
+	CURLcode result = msg->data.result;	/* msg is gone after the cleanup below */
 
 	curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&g);
 	curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
@@ -447,14 +448,14 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 	al->inflight[g->receiver]--;
 	const char *rname = cfg->receivers[g->receiver].name;
 
-	if (msg->data.result == CURLE_OK && code >= 200 && code < 300) {
+	if (result == CURLE_OK && code >= 200 && code < 300) {
 		snprintf(detail, sizeof(detail), "HTTP %ld after %d attempt(s)", code, g->attempts);
 		log_info("delivered %s to %s (%s)", g->key, rname, detail);
 		record(al, "fl:notifications", "sent", g->key, detail);
 		finish_group_send(al, g, 1);
 		return;
 	}
-	if (msg->data.result == CURLE_OK && code >= 400 && code < 500 && code != 408 && code != 429) {
+	if (result == CURLE_OK && code >= 400 && code < 500 && code != 408 && code != 429) {
 		snprintf(detail, sizeof(detail), "HTTP %ld from %s: the receiver refused the "
 			 "notification; not retried", code, rname);
 		log_error("%s (%s)", detail, g->key);
@@ -478,13 +479,41 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 		backoff = cfg->backoff_max_ns;
 	backoff = backoff / 2 + (uint64_t)rand() % (backoff / 2 + 1);	/* jitter */
 	g->retry_at_ns = time_mono_ns() + backoff;
-	if (msg->data.result != CURLE_OK)
+	if (result != CURLE_OK)
 		log_warn("delivering %s to %s failed: %s; retry %d in %.1f s", g->key, rname,
-			 g->errbuf[0] ? g->errbuf : curl_easy_strerror(msg->data.result),
+			 g->errbuf[0] ? g->errbuf : curl_easy_strerror(result),
 			 g->attempts, (double)backoff / 1e9);
 	else
 		log_warn("delivering %s to %s: HTTP %ld; retry %d in %.1f s", g->key, rname, code,
 			 g->attempts, (double)backoff / 1e9);
+}
+
+static void free_groups(struct alerter *al)
+{
+	for (int i = 0; i < al->ngroups; i++) {
+		struct group *g = al->groups[i];
+
+		if (g->easy) {
+			curl_multi_remove_handle(al->multi, g->easy);
+			curl_easy_cleanup(g->easy);
+		}
+		curl_slist_free_all(g->hdrs);
+		for (int k = 0; k < g->nalerts; k++) {
+			alert_free(&g->alerts[k]->a);
+			free(g->alerts[k]);
+		}
+		for (int k = 0; k < g->ngl; k++) {
+			free(g->glabels[k].key);
+			free(g->glabels[k].value);
+		}
+		free(g->alerts);
+		free(g->ids);
+		strbuf_release(&g->body);
+		free(g);
+	}
+	free(al->groups);
+	al->groups = NULL;
+	al->ngroups = 0;
 }
 
 /* ---- the loop ---------------------------------------------------------- */
@@ -653,6 +682,7 @@ int main(int argc, char **argv)
 			reclaimed = 0;	/* reconnecting: read our pending entries again */
 	}
 	log_info("stopping; unacknowledged alerts stay pending in %s for the next start", STREAM);
+	free_groups(&al);
 	curl_multi_cleanup(al.multi);
 	curl_global_cleanup();
 	if (al.rc)
