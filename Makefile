@@ -107,7 +107,9 @@ $(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIB_OBJS)
 $(OUT)/faultline: $(CLI_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline-rules: $(OUT)/rules/main.o $(LIB_OBJS)
+RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o
+
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(OUT)/alerter_default_config.c: etc/alerter.yaml scripts/embed.sh
@@ -124,10 +126,10 @@ $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(LIB_OBJS)
 
 # Test binaries link the library and the probe's objects (minus main).
 PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS)) $(OUT)/probe_default_config.o \
-	$(ALERTER_OBJS)
+	$(ALERTER_OBJS) $(RULES_OBJS)
 $(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes -Ialerter $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes -Ialerter -Irules $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
 		$(LDLIBS) -lcriterion -o $@
 
 # Test tools: programs the tests run to build real faults.

@@ -1,0 +1,50 @@
+/*
+ * eval.h - evaluate rule expressions over a fleet's recent snapshots.
+ *
+ * The caller keeps, per host, its recent 1 s snapshots oldest first (as
+ * many as the longest range in its rules needs) and asks for the value of
+ * an expression at the newest of them.  The result is a scalar or an
+ * instant vector: elements with labels (the series' labels, the host's own
+ * labels such as rack and switch, and host=NAME) and a value.  A rule
+ * fires for every element its expression returns.
+ */
+#ifndef FL_EVAL_H
+#define FL_EVAL_H
+
+#include <stddef.h>
+
+#include "expr.h"
+#include "snapshot.h"
+
+struct host_window {
+	const char *host;
+	struct snapshot *snaps;		/* oldest first */
+	size_t n;
+};
+
+struct velem {
+	struct label *labels;		/* sorted by key */
+	int nlabels;
+	double v;
+};
+
+struct value {
+	int is_vector;
+	double scalar;
+	struct velem *e;
+	size_t n;
+};
+
+/*
+ * Evaluate n over hosts[0..nhosts).  Returns 0, or -EINVAL with a reason
+ * in err (type errors the parser could not see).  The caller frees *out
+ * with value_free().
+ */
+int eval(const struct node *n, const struct host_window *hosts, size_t nhosts,
+	 struct value *out, char *err, size_t errlen);
+void value_free(struct value *v);
+
+/* Value of label key of e, or NULL. */
+const char *velem_label(const struct velem *e, const char *key);
+
+#endif

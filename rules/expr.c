@@ -1,0 +1,611 @@
+/*
+ * expr.c - lexer and recursive-descent parser for rule expressions; see
+ * expr.h for the grammar.
+ */
+#include "expr.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "timeutil.h"
+
+enum tok_type {
+	T_EOF, T_NUM, T_STR, T_IDENT, T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_LBRACK,
+	T_RBRACK, T_COMMA, T_OP, T_DURATION,
+};
+
+struct tok {
+	enum tok_type t;
+	char text[256];
+	double num;
+	uint64_t ns;
+	int line, col;
+};
+
+struct parser {
+	const char *src, *p;
+	int line, col;
+	struct tok cur;
+	char *err;
+	size_t errlen;
+	int failed;
+	int depth;
+};
+
+static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
+{
+	va_list ap;
+	size_t off;
+
+	if (ps->failed)
+		return;
+	ps->failed = 1;
+	off = (size_t)snprintf(ps->err, ps->errlen, "%d:%d: ", line, col);
+	if (off < ps->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(ps->err + off, ps->errlen - off, fmt, ap);
+		va_end(ap);
+	}
+}
+
+static void advance_char(struct parser *ps)
+{
+	if (*ps->p == '\n') {
+		ps->line++;
+		ps->col = 1;
+	} else {
+		ps->col++;
+	}
+	ps->p++;
+}
+
+static void next(struct parser *ps)
+{
+	struct tok *t = &ps->cur;
+	size_t n = 0;
+
+	while (*ps->p && isspace((unsigned char)*ps->p))
+		advance_char(ps);
+	memset(t, 0, sizeof(*t));
+	t->line = ps->line;
+	t->col = ps->col;
+	if (!*ps->p) {
+		t->t = T_EOF;
+		snprintf(t->text, sizeof(t->text), "end of expression");
+		return;
+	}
+	char c = *ps->p;
+
+	if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)ps->p[1]))) {
+		const char *start = ps->p;
+		char *end;
+
+		t->num = strtod(start, &end);
+		while (ps->p < end)
+			advance_char(ps);
+		/* a unit makes it a duration: 5m, 250ms, 1h30m */
+		if (isalpha((unsigned char)*ps->p)) {
+			while (*ps->p && (isalnum((unsigned char)*ps->p)))
+				advance_char(ps);
+			n = (size_t)(ps->p - start);
+			snprintf(t->text, sizeof(t->text), "%.*s", (int)n, start);
+			if (duration_parse(t->text, &t->ns)) {
+				fail(ps, t->line, t->col, "'%s' is not a number or a duration like 5m",
+				     t->text);
+				t->t = T_EOF;
+				return;
+			}
+			t->t = T_DURATION;
+			t->num = (double)t->ns;
+			return;
+		}
+		n = (size_t)(ps->p - start);
+		snprintf(t->text, sizeof(t->text), "%.*s", (int)n, start);
+		t->t = T_NUM;
+		return;
+	}
+	if (isalpha((unsigned char)c) || c == '_') {
+		while (*ps->p && (isalnum((unsigned char)*ps->p) || *ps->p == '_' || *ps->p == '.') &&
+		       n + 1 < sizeof(t->text)) {
+			t->text[n++] = *ps->p;
+			advance_char(ps);
+		}
+		t->t = T_IDENT;
+		return;
+	}
+	if (c == '"' || c == '\'') {
+		char q = c;
+
+		advance_char(ps);
+		while (*ps->p && *ps->p != q && n + 1 < sizeof(t->text)) {
+			if (*ps->p == '\\' && ps->p[1])
+				advance_char(ps);
+			t->text[n++] = *ps->p;
+			advance_char(ps);
+		}
+		if (*ps->p != q) {
+			fail(ps, t->line, t->col, "unterminated string");
+			t->t = T_EOF;
+			return;
+		}
+		advance_char(ps);
+		t->t = T_STR;
+		return;
+	}
+	static const char *const two[] = { "==", "!=", ">=", "<=", "=~", "!~" };
+
+	for (size_t i = 0; i < sizeof(two) / sizeof(two[0]); i++) {
+		if (!strncmp(ps->p, two[i], 2)) {
+			snprintf(t->text, sizeof(t->text), "%s", two[i]);
+			advance_char(ps);
+			advance_char(ps);
+			t->t = T_OP;
+			return;
+		}
+	}
+	t->text[0] = c;
+	advance_char(ps);
+	switch (c) {
+	case '(': t->t = T_LPAREN; return;
+	case ')': t->t = T_RPAREN; return;
+	case '{': t->t = T_LBRACE; return;
+	case '}': t->t = T_RBRACE; return;
+	case '[': t->t = T_LBRACK; return;
+	case ']': t->t = T_RBRACK; return;
+	case ',': t->t = T_COMMA; return;
+	case '+': case '-': case '*': case '/': case '%': case '>': case '<': case '=':
+		t->t = T_OP;
+		return;
+	}
+	fail(ps, t->line, t->col, "unexpected character '%c'", c);
+	t->t = T_EOF;
+}
+
+static struct node *new_node(struct parser *ps, enum node_type t, int line, int col)
+{
+	struct node *n = calloc(1, sizeof(*n));
+
+	if (!n) {
+		fail(ps, line, col, "out of memory");
+		return NULL;
+	}
+	n->t = t;
+	n->line = line;
+	n->col = col;
+	return n;
+}
+
+static int is_op(struct parser *ps, const char *op)
+{
+	return ps->cur.t == T_OP && !strcmp(ps->cur.text, op);
+}
+
+static int is_word(struct parser *ps, const char *w)
+{
+	return ps->cur.t == T_IDENT && !strcmp(ps->cur.text, w);
+}
+
+static int expect(struct parser *ps, enum tok_type t, const char *what)
+{
+	if (ps->cur.t != t) {
+		fail(ps, ps->cur.line, ps->cur.col, "expected %s, found '%s'", what, ps->cur.text);
+		return -1;
+	}
+	next(ps);
+	return 0;
+}
+
+static struct node *parse_expr(struct parser *ps);
+
+static const char *const functions[] = { "rate", "increase", "delta", "avg_over_time",
+					 "min_over_time", "max_over_time", "quantile", "abs",
+					 "peer_ratio" };
+static const char *const aggregations[] = { "sum", "min", "max", "avg", "count" };
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return 1;
+	return 0;
+}
+
+static int parse_by(struct parser *ps, struct node *n)
+{
+	next(ps);	/* "by" */
+	if (expect(ps, T_LPAREN, "'(' after by"))
+		return -1;
+	while (ps->cur.t == T_IDENT) {
+		char **b = realloc(n->by, (size_t)(n->nby + 1) * sizeof(*b));
+
+		if (!b)
+			return -1;
+		n->by = b;
+		n->by[n->nby++] = strdup(ps->cur.text);
+		next(ps);
+		if (ps->cur.t != T_COMMA)
+			break;
+		next(ps);
+	}
+	return expect(ps, T_RPAREN, "a label or ')' in by (...)");
+}
+
+static int add_arg(struct node *n, struct node *a)
+{
+	struct node **x = realloc(n->args, (size_t)(n->nargs + 1) * sizeof(*x));
+
+	if (!x)
+		return -1;
+	n->args = x;
+	n->args[n->nargs++] = a;
+	return 0;
+}
+
+static struct node *parse_selector(struct parser *ps)
+{
+	struct node *n = new_node(ps, N_SEL, ps->cur.line, ps->cur.col);
+
+	if (!n)
+		return NULL;
+	n->metric = strdup(ps->cur.text);
+	if (!catalog_find(n->metric)) {
+		fail(ps, n->line, n->col, "unknown metric '%s' (`faultline metrics` lists them)",
+		     n->metric);
+		return n;
+	}
+	next(ps);
+	if (ps->cur.t == T_LBRACE) {
+		next(ps);
+		while (ps->cur.t == T_IDENT) {
+			struct expr_matcher *m = realloc(n->m, (size_t)(n->nm + 1) * sizeof(*m));
+			struct expr_matcher *x;
+			int line = ps->cur.line, col = ps->cur.col;
+
+			if (!m)
+				return n;
+			n->m = m;
+			x = &n->m[n->nm++];
+			memset(x, 0, sizeof(*x));
+			x->label = strdup(ps->cur.text);
+			next(ps);
+			if (ps->cur.t != T_OP || (strcmp(ps->cur.text, "=") && strcmp(ps->cur.text, "!=") &&
+						  strcmp(ps->cur.text, "=~") && strcmp(ps->cur.text, "!~"))) {
+				fail(ps, ps->cur.line, ps->cur.col, "expected =, !=, =~ or !~ after "
+				     "label '%s', found '%s'", x->label, ps->cur.text);
+				return n;
+			}
+			x->op = !strcmp(ps->cur.text, "=") ? '=' : !strcmp(ps->cur.text, "!=") ? '!' :
+				!strcmp(ps->cur.text, "=~") ? '~' : '^';
+			next(ps);
+			if (ps->cur.t != T_STR) {
+				fail(ps, ps->cur.line, ps->cur.col, "expected a quoted value for label "
+				     "'%s', found '%s'", x->label, ps->cur.text);
+				return n;
+			}
+			x->value = strdup(ps->cur.text);
+			if (x->op == '~' || x->op == '^') {
+				char anchored[300];
+
+				snprintf(anchored, sizeof(anchored), "^(%s)$", x->value);
+				if (regcomp(&x->re, anchored, REG_EXTENDED | REG_NOSUB)) {
+					fail(ps, line, col, "'%s' is not a valid regular expression",
+					     x->value);
+					return n;
+				}
+				x->has_re = 1;
+			}
+			next(ps);
+			if (ps->cur.t != T_COMMA)
+				break;
+			next(ps);
+		}
+		if (expect(ps, T_RBRACE, "',' or '}' in the label matchers"))
+			return n;
+	}
+	if (ps->cur.t == T_LBRACK) {
+		next(ps);
+		if (ps->cur.t != T_DURATION) {
+			fail(ps, ps->cur.line, ps->cur.col, "expected a range like [5m], found '%s'",
+			     ps->cur.text);
+			return n;
+		}
+		n->range_ns = ps->cur.ns;
+		next(ps);
+		expect(ps, T_RBRACK, "']'");
+	}
+	return n;
+}
+
+static struct node *parse_primary(struct parser *ps)
+{
+	struct node *n;
+	int line = ps->cur.line, col = ps->cur.col;
+
+	if (++ps->depth > 64) {
+		fail(ps, line, col, "expression nested too deeply");
+		return NULL;
+	}
+	switch (ps->cur.t) {
+	case T_NUM:
+	case T_DURATION:
+		n = new_node(ps, N_NUM, line, col);
+		if (n)
+			n->num = ps->cur.num;
+		next(ps);
+		break;
+	case T_STR:
+		n = new_node(ps, N_STR, line, col);
+		if (n)
+			n->str = strdup(ps->cur.text);
+		next(ps);
+		break;
+	case T_LPAREN:
+		next(ps);
+		n = parse_expr(ps);
+		if (!ps->failed)
+			expect(ps, T_RPAREN, "')'");
+		break;
+	case T_IDENT:
+		if (in_list(ps->cur.text, aggregations, 5)) {
+			n = new_node(ps, N_AGG, line, col);
+			if (!n)
+				break;
+			n->fn = strdup(ps->cur.text);
+			next(ps);
+			if (is_word(ps, "by") && parse_by(ps, n))
+				break;
+			if (expect(ps, T_LPAREN, "'(' after the aggregation"))
+				break;
+			add_arg(n, parse_expr(ps));
+			if (ps->failed || expect(ps, T_RPAREN, "')' closing the aggregation"))
+				break;
+			if (is_word(ps, "by") && !n->by)
+				parse_by(ps, n);
+			break;
+		}
+		if (in_list(ps->cur.text, functions, sizeof(functions) / sizeof(functions[0]))) {
+			n = new_node(ps, N_CALL, line, col);
+			if (!n)
+				break;
+			n->fn = strdup(ps->cur.text);
+			next(ps);
+			if (expect(ps, T_LPAREN, "'(' after the function name"))
+				break;
+			while (ps->cur.t != T_RPAREN && !ps->failed) {
+				add_arg(n, parse_expr(ps));
+				if (ps->cur.t != T_COMMA)
+					break;
+				next(ps);
+			}
+			if (ps->failed || expect(ps, T_RPAREN, "',' or ')' in the arguments"))
+				break;
+			/* arity and argument kinds */
+			int want = !strcmp(n->fn, "quantile") || !strcmp(n->fn, "peer_ratio") ? 2 : 1;
+
+			if (n->nargs != want) {
+				fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
+				     want > 1 ? "s" : "", n->nargs);
+				break;
+			}
+			const struct node *a = n->args[want - 1];
+			int needs_range = strcmp(n->fn, "abs") && strcmp(n->fn, "peer_ratio");
+
+			if (needs_range && (!a || a->t != N_SEL || !a->range_ns))
+				fail(ps, a ? a->line : line, a ? a->col : col,
+				     "%s needs a range selector such as metric[5m]", n->fn);
+			else if (!strcmp(n->fn, "quantile") &&
+				 catalog_find(a->metric)->kind != SERIES_HISTOGRAM)
+				fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
+				     a->metric);
+			else if (!strcmp(n->fn, "quantile") && n->args[0]->t != N_NUM)
+				fail(ps, n->args[0]->line, n->args[0]->col,
+				     "quantile's first argument is a number between 0 and 1");
+			else if (!strcmp(n->fn, "peer_ratio") && n->args[1]->t != N_STR)
+				fail(ps, n->args[1]->line, n->args[1]->col,
+				     "peer_ratio's second argument is a quoted label name");
+			break;
+		}
+		if (!strcmp(ps->cur.text, "by") || !strcmp(ps->cur.text, "and") ||
+		    !strcmp(ps->cur.text, "or") || !strcmp(ps->cur.text, "unless")) {
+			fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
+			return NULL;
+		}
+		n = parse_selector(ps);
+		break;
+	default:
+		fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
+		n = NULL;
+	}
+	ps->depth--;
+	return n;
+}
+
+static struct node *binary(struct parser *ps, enum bin_op op, struct node *l, struct node *r,
+			   int line, int col)
+{
+	struct node *n = new_node(ps, N_BIN, line, col);
+
+	if (!n) {
+		expr_free(l);
+		expr_free(r);
+		return NULL;
+	}
+	n->op = op;
+	n->l = l;
+	n->r = r;
+	return n;
+}
+
+static struct node *parse_unary(struct parser *ps)
+{
+	if (is_op(ps, "-")) {
+		int line = ps->cur.line, col = ps->cur.col;
+		struct node *n;
+
+		next(ps);
+		n = new_node(ps, N_NEG, line, col);
+		if (n)
+			n->l = parse_unary(ps);
+		return n;
+	}
+	return parse_primary(ps);
+}
+
+static struct node *parse_mul(struct parser *ps)
+{
+	struct node *l = parse_unary(ps);
+
+	while (!ps->failed && (is_op(ps, "*") || is_op(ps, "/") || is_op(ps, "%"))) {
+		enum bin_op op = is_op(ps, "*") ? OP_MUL : is_op(ps, "/") ? OP_DIV : OP_MOD;
+		int line = ps->cur.line, col = ps->cur.col;
+
+		next(ps);
+		l = binary(ps, op, l, parse_unary(ps), line, col);
+	}
+	return l;
+}
+
+static struct node *parse_add(struct parser *ps)
+{
+	struct node *l = parse_mul(ps);
+
+	while (!ps->failed && (is_op(ps, "+") || is_op(ps, "-"))) {
+		enum bin_op op = is_op(ps, "+") ? OP_ADD : OP_SUB;
+		int line = ps->cur.line, col = ps->cur.col;
+
+		next(ps);
+		l = binary(ps, op, l, parse_mul(ps), line, col);
+	}
+	return l;
+}
+
+static struct node *parse_cmp(struct parser *ps)
+{
+	static const struct {
+		const char *s;
+		enum bin_op op;
+	} ops[] = { { "==", OP_EQ }, { "!=", OP_NE }, { ">=", OP_GE }, { "<=", OP_LE },
+		    { ">", OP_GT }, { "<", OP_LT } };
+	struct node *l = parse_add(ps);
+
+	for (size_t i = 0; !ps->failed && i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (is_op(ps, ops[i].s)) {
+			int line = ps->cur.line, col = ps->cur.col, b = 0;
+
+			next(ps);
+			if (is_word(ps, "bool")) {
+				b = 1;
+				next(ps);
+			}
+			l = binary(ps, ops[i].op, l, parse_add(ps), line, col);
+			if (l)
+				l->bool_mod = b;
+			break;
+		}
+	}
+	if (!ps->failed && ps->cur.t == T_OP && is_op(ps, "="))
+		fail(ps, ps->cur.line, ps->cur.col, "'=' is not a comparison; use '=='");
+	return l;
+}
+
+static struct node *parse_and(struct parser *ps)
+{
+	struct node *l = parse_cmp(ps);
+
+	while (!ps->failed && (is_word(ps, "and") || is_word(ps, "unless"))) {
+		enum bin_op op = is_word(ps, "and") ? OP_AND : OP_UNLESS;
+		int line = ps->cur.line, col = ps->cur.col;
+
+		next(ps);
+		l = binary(ps, op, l, parse_cmp(ps), line, col);
+	}
+	return l;
+}
+
+static struct node *parse_expr(struct parser *ps)
+{
+	struct node *l = parse_and(ps);
+
+	while (!ps->failed && is_word(ps, "or")) {
+		int line = ps->cur.line, col = ps->cur.col;
+
+		next(ps);
+		l = binary(ps, OP_OR, l, parse_and(ps), line, col);
+	}
+	return l;
+}
+
+int expr_parse(const char *text, struct node **out, char *err, size_t errlen)
+{
+	struct parser ps = { .src = text, .p = text, .line = 1, .col = 1, .err = err,
+			     .errlen = errlen };
+	struct node *n;
+
+	*out = NULL;
+	next(&ps);
+	if (ps.cur.t == T_EOF && !ps.failed) {
+		snprintf(err, errlen, "1:1: empty expression");
+		return -EINVAL;
+	}
+	n = parse_expr(&ps);
+	if (!ps.failed && ps.cur.t != T_EOF)
+		fail(&ps, ps.cur.line, ps.cur.col, "unexpected '%s' after the expression",
+		     ps.cur.text);
+	if (ps.failed) {
+		expr_free(n);
+		return -EINVAL;
+	}
+	*out = n;
+	return 0;
+}
+
+void expr_free(struct node *n)
+{
+	if (!n)
+		return;
+	free(n->str);
+	free(n->metric);
+	for (int i = 0; i < n->nm; i++) {
+		free(n->m[i].label);
+		free(n->m[i].value);
+		if (n->m[i].has_re)
+			regfree(&n->m[i].re);
+	}
+	free(n->m);
+	free(n->fn);
+	for (int i = 0; i < n->nargs; i++)
+		expr_free(n->args[i]);
+	free(n->args);
+	for (int i = 0; i < n->nby; i++)
+		free(n->by[i]);
+	free(n->by);
+	expr_free(n->l);
+	expr_free(n->r);
+	free(n);
+}
+
+uint64_t expr_max_range(const struct node *n)
+{
+	uint64_t m = 0, x;
+
+	if (!n)
+		return 0;
+	if (n->t == N_SEL)
+		m = n->range_ns;
+	for (int i = 0; i < n->nargs; i++)
+		if ((x = expr_max_range(n->args[i])) > m)
+			m = x;
+	if ((x = expr_max_range(n->l)) > m)
+		m = x;
+	if ((x = expr_max_range(n->r)) > m)
+		m = x;
+	return m;
+}

@@ -1,0 +1,94 @@
+/*
+ * expr.h - faultline's rule expression language: a small PromQL.
+ *
+ *   expr     := or
+ *   or       := and ( "or" and )*
+ *   and      := cmp ( ("and" | "unless") cmp )*
+ *   cmp      := add [ ("==" | "!=" | ">" | "<" | ">=" | "<=") ["bool"] add ]
+ *   add      := mul ( ("+" | "-") mul )*
+ *   mul      := unary ( ("*" | "/" | "%") unary )*
+ *   unary    := "-" unary | primary
+ *   primary  := NUMBER [unit] | STRING | "(" expr ")" | agg | call | selector
+ *   selector := METRIC [ "{" matcher ("," matcher)* "}" ] [ "[" DURATION "]" ]
+ *   matcher  := LABEL ("=" | "!=" | "=~" | "!~") STRING
+ *   call     := FUNC "(" [ expr ("," expr)* ] ")"
+ *   agg      := ("sum"|"min"|"max"|"avg"|"count") [ "by" "(" LABEL,* ")" ] "(" expr ")"
+ *               [ "by" "(" LABEL,* ")" ]
+ *
+ * Metric names are dotted (block.latency, tcp.in_csum_errors) and must be
+ * ones faultline produces (lib/catalog.c): an unknown metric is an error,
+ * not an empty result.  Numbers may carry a duration unit (250ms, 5m),
+ * which makes them nanoseconds, the unit of every latency.
+ *
+ * Functions: rate, increase, delta, avg_over_time, min_over_time,
+ * max_over_time (over a range selector), quantile(q, hist[range]) on the
+ * merged histogram increase (never averaged percentiles), abs, and
+ * peer_ratio(v, "label"): each value divided by the median of the values
+ * with the same label (a drive against its model's peers).
+ *
+ * expr_parse() builds the AST once; errors say where, 1-based line and
+ * column within the text, and what was expected.
+ */
+#ifndef FL_EXPR_H
+#define FL_EXPR_H
+
+#include <regex.h>
+#include <stdint.h>
+
+enum node_type {
+	N_NUM,
+	N_STR,
+	N_SEL,
+	N_CALL,
+	N_AGG,
+	N_BIN,
+	N_NEG,
+};
+
+enum bin_op {
+	OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD,
+	OP_EQ, OP_NE, OP_GT, OP_LT, OP_GE, OP_LE,
+	OP_AND, OP_OR, OP_UNLESS,
+};
+
+struct expr_matcher {
+	char *label;
+	char *value;
+	int op;			/* '=', '!', '~' (=~), '^' (!~) */
+	regex_t re;
+	int has_re;
+};
+
+struct node {
+	enum node_type t;
+	int line, col;
+	double num;
+	char *str;
+	/* selector */
+	char *metric;
+	struct expr_matcher *m;
+	int nm;
+	uint64_t range_ns;
+	/* call / aggregation */
+	char *fn;
+	struct node **args;
+	int nargs;
+	char **by;
+	int nby;
+	/* binary */
+	enum bin_op op;
+	int bool_mod;
+	struct node *l, *r;
+};
+
+/*
+ * Parse text into *out.  Returns 0, or -EINVAL with "line:col: message"
+ * in err (positions 1-based, within text).
+ */
+int expr_parse(const char *text, struct node **out, char *err, size_t errlen);
+void expr_free(struct node *n);
+
+/* Longest range any selector in n asks for (ns); 0 if none. */
+uint64_t expr_max_range(const struct node *n);
+
+#endif
