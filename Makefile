@@ -33,7 +33,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' \
-	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3
+	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3 -Irules
 LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -56,6 +56,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
 TEST_HELPERS := $(OUT)/tests/helpers.o
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 
+RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
 .PHONY: all deps run test asan fuzz bench install clean vmlinux
@@ -104,10 +105,8 @@ $(PROBE_OBJS): $(SKELS)
 $(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline: $(CLI_OBJS) $(LIB_OBJS)
+$(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-
-RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o
 
 $(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "drive.h"
 #include "profile.h"
+#include "rules.h"
 #include "silence.h"
 #include "profile_export.h"
 #include "wear_report.h"
@@ -46,6 +47,7 @@ static void usage(FILE *out)
 "  profile   CPU profiles from Redis: flame graph SVG, pprof, folded, top, diff;\n"
 "            `profile burst` asks a host for a high-rate burst\n"
 "  silence   add, list or expire silences (the alerter records, not sends)\n"
+"  rules check    validate rule files (positions of every error)\n"
 "\n"
 "Run 'faultline COMMAND --help' for a command's options.\n"
 "  -h, --help      this text\n"
@@ -957,6 +959,37 @@ static int cmd_silence(int argc, char **argv)
 	return ret;
 }
 
+/* ---- rules check --------------------------------------------------------- */
+
+static int cmd_rules(int argc, char **argv)
+{
+	int bad = 0;
+
+	if (argc < 3 || strcmp(argv[1], "check")) {
+		fprintf(stderr, "Usage: faultline rules check FILE...\n\n"
+			"Validate rule files (YAML groups of alerting rules): syntax, keys,\n"
+			"durations, and every expression (grammar, known metrics, functions).\n"
+			"Errors name file:line:column.  Exit status 1 if any file is invalid.\n");
+		return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
+	}
+	for (int i = 2; i < argc; i++) {
+		struct ruleset rs = { 0 };
+		char err[512];
+		int nrules = 0;
+
+		if (rules_load(&rs, argv[i], err, sizeof(err))) {
+			fprintf(stderr, "%s\n", err);
+			bad = 1;
+		} else {
+			for (int g = 0; g < rs.ngroups; g++)
+				nrules += rs.groups[g].nrules;
+			printf("%s: %d group(s), %d rule(s): OK\n", argv[i], rs.ngroups, nrules);
+		}
+		rules_free(&rs);
+	}
+	return bad;
+}
+
 /* ---- metrics ------------------------------------------------------------ */
 
 static int cmd_metrics(int argc, char **argv)
@@ -1011,6 +1044,8 @@ int main(int argc, char **argv)
 		return cmd_profile(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "silence"))
 		return cmd_silence(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "rules"))
+		return cmd_rules(argc - 1, argv + 1);
 	fprintf(stderr, "faultline: unknown command '%s' (try --help)\n", argv[1]);
 	return 2;
 }

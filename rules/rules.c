@@ -1,0 +1,276 @@
+/*
+ * rules.c - rule files; see rules.h.
+ */
+#include "rules.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "timeutil.h"
+
+#define RULE_KEYS "alert, expr, for, keep_firing_for, severity, labels, annotations, runbook, " \
+		  "rollup, evidence, baseline"
+
+static int copy(const struct cfg *c, const struct cfg_node *m, const char *key, char *dst,
+		size_t len, char *err, size_t errlen)
+{
+	char *v = NULL;
+	int ret = cfg_string(c, m, key, &v, err, errlen);
+
+	if (!ret && v)
+		snprintf(dst, len, "%s", v);
+	free(v);
+	return ret;
+}
+
+static int read_map(const struct cfg *c, const struct cfg_node *m, const char *key,
+		    struct label **out, int *n, char *err, size_t errlen)
+{
+	const struct cfg_node *map;
+	int ret = cfg_map(c, m, key, &map, err, errlen);
+
+	if (ret || !map)
+		return ret;
+	*out = calloc(map->nchild + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < map->nchild; i++) {
+		((struct cfg_node *)&map->child[i])->used = 1;
+		if (map->child[i].type != CFG_SCALAR)
+			return cfg_error(c, &map->child[i], err, errlen, "%s.%s: expected a string",
+					 key, map->child[i].key);
+		(*out)[*n].key = strdup(map->child[i].key);
+		(*out)[*n].value = strdup(map->child[i].value);
+		(*n)++;
+	}
+	return 0;
+}
+
+static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node *n, char *err,
+		      size_t errlen)
+{
+	const struct cfg_node *ex, *roll, *ev, *bl;
+	char eerr[256];
+	int ret;
+
+	if (n->type != CFG_MAP)
+		return cfg_error(c, n, err, errlen, "rules: each rule is a map");
+	if ((ret = copy(c, n, "alert", r->name, sizeof(r->name), err, errlen)) ||
+	    (ret = cfg_duration(c, n, "for", &r->for_ns, err, errlen)) ||
+	    (ret = cfg_duration(c, n, "keep_firing_for", &r->keep_firing_for_ns, err, errlen)) ||
+	    (ret = copy(c, n, "severity", r->severity, sizeof(r->severity), err, errlen)) ||
+	    (ret = copy(c, n, "runbook", r->runbook, sizeof(r->runbook), err, errlen)) ||
+	    (ret = read_map(c, n, "labels", &r->labels, &r->nlabels, err, errlen)) ||
+	    (ret = read_map(c, n, "annotations", &r->annotations, &r->nannotations, err, errlen)))
+		return ret;
+	if (!r->name[0])
+		return cfg_error(c, n, err, errlen, "alert: every rule needs a name");
+	ex = cfg_get(n, "expr");
+	if (!ex || ex->type != CFG_SCALAR)
+		return cfg_error(c, ex ? ex : n, err, errlen, "expr: rule %s needs an expression",
+				 r->name);
+	r->expr_text = strdup(ex->value);
+	if (expr_parse(ex->value, &r->expr, eerr, sizeof(eerr))) {
+		int eline = atoi(eerr), ecol = atoi(strchr(eerr, ':') + 1);
+		const char *msg = strchr(strchr(eerr, ':') + 1, ':') + 2;
+		/* positions inside the expression, mapped onto the file (quoted scalars
+		 * start one column later) */
+		int line = ex->line + eline - 1;
+		int col = eline == 1 ? ex->col + ecol - 1 + (ex->quoted ? 1 : 0) : ecol;
+
+		snprintf(err, errlen, "%s:%d:%d: expr: %s", c->file, line, col, msg);
+		return -EINVAL;
+	}
+	if ((ret = cfg_map(c, n, "rollup", &roll, err, errlen)))
+		return ret;
+	if (roll) {
+		uint64_t pct = 0;
+
+		r->rollup_min_hosts = 1;
+		if ((ret = copy(c, roll, "by", r->rollup_by, sizeof(r->rollup_by), err, errlen)) ||
+		    (ret = cfg_uint(c, roll, "min_hosts", 1, 1000000, &r->rollup_min_hosts, err,
+				    errlen)))
+			return ret;
+		{
+			const struct cfg_node *f = cfg_get(roll, "min_fraction");
+
+			if (f) {
+				char *end;
+
+				r->rollup_min_fraction = strtod(f->value ? f->value : "", &end);
+				if (!f->value || *end || r->rollup_min_fraction < 0 ||
+				    r->rollup_min_fraction > 1)
+					return cfg_error(c, f, err, errlen,
+							 "min_fraction: expected a number in 0..1");
+			}
+		}
+		(void)pct;
+		if ((ret = cfg_check_unknown(c, roll, "by, min_hosts, min_fraction", err, errlen)))
+			return ret;
+		if (!r->rollup_by[0])
+			return cfg_error(c, roll, err, errlen, "rollup: needs by: <label>");
+	}
+	ev = cfg_get(n, "evidence");
+	if (ev) {
+		size_t off = 0;
+
+		if (ev->type != CFG_SEQ)
+			return cfg_error(c, ev, err, errlen, "evidence: expected a list such as "
+					 "[cpu_stacks, drive, csum_peers]");
+		for (size_t i = 0; i < ev->nchild; i++) {
+			const char *e = ev->child[i].value ? ev->child[i].value : "";
+
+			if (strcmp(e, "cpu_stacks") && strcmp(e, "drive") && strcmp(e, "csum_peers"))
+				return cfg_error(c, &ev->child[i], err, errlen,
+						 "evidence: '%s' is not one of cpu_stacks, drive, "
+						 "csum_peers", e);
+			off += (size_t)snprintf(r->evidence + off, sizeof(r->evidence) - off, "%s%s",
+						off ? "," : "", e);
+		}
+	}
+	bl = cfg_get(n, "baseline");
+	if (bl)
+		return cfg_error(c, bl, err, errlen, "baseline: post-deploy baselines are not "
+				 "supported by this version of faultline-rules yet");
+	return cfg_check_unknown(c, n, RULE_KEYS, err, errlen);
+}
+
+int rules_parse(struct ruleset *rs, const char *name, const char *text, size_t len,
+		char *err, size_t errlen)
+{
+	const struct cfg_node *groups;
+	struct cfg c;
+	int ret;
+
+	ret = cfg_parse(&c, name, text, len, err, errlen);
+	if (ret)
+		return ret;
+	groups = cfg_get(c.root, "groups");
+	if (!groups || groups->type != CFG_SEQ) {
+		ret = cfg_error(&c, groups, err, errlen, "groups: expected a list of rule groups");
+		goto out;
+	}
+	for (size_t g = 0; g < groups->nchild; g++) {
+		const struct cfg_node *gn = &groups->child[g], *rl;
+		struct rule_group *grp, *ng;
+
+		if (gn->type != CFG_MAP) {
+			ret = cfg_error(&c, gn, err, errlen, "groups: each group is a map");
+			goto out;
+		}
+		ng = realloc(rs->groups, (size_t)(rs->ngroups + 1) * sizeof(*ng));
+		if (!ng) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		rs->groups = ng;
+		grp = &rs->groups[rs->ngroups++];
+		memset(grp, 0, sizeof(*grp));
+		grp->interval_ns = NSEC_PER_SEC;
+		if ((ret = copy(&c, gn, "name", grp->name, sizeof(grp->name), err, errlen)) ||
+		    (ret = cfg_duration(&c, gn, "interval", &grp->interval_ns, err, errlen)))
+			goto out;
+		rl = cfg_get(gn, "rules");
+		if (!rl || rl->type != CFG_SEQ) {
+			ret = cfg_error(&c, rl ? rl : gn, err, errlen, "rules: expected a list of rules");
+			goto out;
+		}
+		grp->rules = calloc(rl->nchild + 1, sizeof(*grp->rules));
+		if (!grp->rules) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < rl->nchild; i++) {
+			ret = parse_rule(&grp->rules[grp->nrules++], &c, &rl->child[i], err, errlen);
+			if (ret)
+				goto out;
+		}
+		if ((ret = cfg_check_unknown(&c, gn, "name, interval, rules", err, errlen)))
+			goto out;
+	}
+	ret = cfg_check_unknown(&c, c.root, "groups", err, errlen);
+out:
+	cfg_free(&c);
+	return ret;
+}
+
+int rules_load(struct ruleset *rs, const char *path, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int ret = cfg_read_file(path, &text, &len, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = rules_parse(rs, path, text, len, err, errlen);
+	free(text);
+	return ret;
+}
+
+static void free_labels(struct label *l, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(l[i].key);
+		free(l[i].value);
+	}
+	free(l);
+}
+
+void rules_free(struct ruleset *rs)
+{
+	for (int g = 0; g < rs->ngroups; g++) {
+		for (int i = 0; i < rs->groups[g].nrules; i++) {
+			struct rule *r = &rs->groups[g].rules[i];
+
+			free(r->expr_text);
+			expr_free(r->expr);
+			free_labels(r->labels, r->nlabels);
+			free_labels(r->annotations, r->nannotations);
+		}
+		free(rs->groups[g].rules);
+	}
+	free(rs->groups);
+	memset(rs, 0, sizeof(*rs));
+}
+
+void rules_template(const char *t, double value, const struct label *labels, int nlabels,
+		    char *out, size_t len)
+{
+	size_t o = 0;
+
+	while (*t && o + 1 < len) {
+		if (!strncmp(t, "{{", 2)) {
+			const char *end = strstr(t, "}}");
+			char name[128];
+
+			if (!end)
+				break;
+			snprintf(name, sizeof(name), "%.*s", (int)(end - t - 2), t + 2);
+			/* trim */
+			char *p = name, *q;
+
+			while (*p == ' ')
+				p++;
+			q = p + strlen(p);
+			while (q > p && q[-1] == ' ')
+				*--q = '\0';
+			if (!strcmp(p, "$value")) {
+				o += (size_t)snprintf(out + o, len - o, "%.4g", value);
+			} else if (!strncmp(p, "$labels.", 8)) {
+				for (int i = 0; i < nlabels; i++)
+					if (!strcmp(labels[i].key, p + 8))
+						o += (size_t)snprintf(out + o, len - o, "%s",
+								      labels[i].value);
+			}
+			if (o >= len)
+				o = len - 1;
+			t = end + 2;
+			continue;
+		}
+		out[o++] = *t++;
+	}
+	out[o] = '\0';
+}

@@ -1,0 +1,73 @@
+/*
+ * rules.h - rule files: Prometheus-shaped YAML groups of alerting rules.
+ *
+ *   groups:
+ *     - name: network
+ *       interval: 1s
+ *       rules:
+ *         - alert: TcpChecksumErrors
+ *           expr: rate(tcp.in_csum_errors[1m]) > 1
+ *           for: 30s
+ *           keep_firing_for: 2m
+ *           severity: page
+ *           labels: {team: network}
+ *           annotations:
+ *             summary: "{{ $labels.host }} receives {{ $value }} corrupt segments/s"
+ *           runbook: runbooks/tcp-checksum-errors.md
+ *           evidence: [csum_peers, cpu_stacks]
+ *           rollup: {by: switch, min_hosts: 3, min_fraction: 0.2}
+ *
+ * Every error names file:line:column; an expression's error points inside
+ * the expression.
+ */
+#ifndef FL_RULES_H
+#define FL_RULES_H
+
+#include <stdint.h>
+
+#include "expr.h"
+#include "snapshot.h"
+
+struct rule {
+	char name[128];
+	char *expr_text;
+	struct node *expr;
+	uint64_t for_ns, keep_firing_for_ns;
+	char severity[32];
+	struct label *labels;
+	int nlabels;
+	struct label *annotations;
+	int nannotations;
+	char runbook[256];
+	char evidence[128];		/* comma separated */
+	char rollup_by[64];		/* "" = no rollup */
+	uint64_t rollup_min_hosts;
+	double rollup_min_fraction;
+};
+
+struct rule_group {
+	char name[128];
+	uint64_t interval_ns;
+	struct rule *rules;
+	int nrules;
+};
+
+struct ruleset {
+	struct rule_group *groups;
+	int ngroups;
+};
+
+/*
+ * Parse rule-file text (name for messages) and append its groups to rs.
+ * Returns 0 or -EINVAL with "file:line:col: reason" in err.
+ */
+int rules_parse(struct ruleset *rs, const char *name, const char *text, size_t len,
+		char *err, size_t errlen);
+int rules_load(struct ruleset *rs, const char *path, char *err, size_t errlen);
+void rules_free(struct ruleset *rs);
+
+/* Expand {{ $value }} and {{ $labels.NAME }} in tmpl into out. */
+void rules_template(const char *tmpl, double value, const struct label *labels, int nlabels,
+		    char *out, size_t len);
+
+#endif
