@@ -56,7 +56,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
 TEST_HELPERS := $(OUT)/tests/helpers.o
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 
-RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o
+RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
 .PHONY: all deps run test asan fuzz bench install clean vmlinux

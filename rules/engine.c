@@ -1,0 +1,615 @@
+/*
+ * engine.c - the rules engine; see engine.h.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alert.h"
+#include "eval.h"
+#include "store.h"
+#include "strbuf.h"
+#include "timeutil.h"
+
+struct host_state {
+	char name[200];
+	struct snapshot *snaps;		/* oldest first */
+	size_t n, cap;
+	char last_id[48];
+};
+
+struct instance {
+	char fp[17];
+	struct label *labels;
+	int nlabels;
+	double value;
+	int firing;
+	uint64_t since_ms, last_true_ms;
+	char **hosts;			/* domain alerts: affected hosts */
+	int nhosts, total_hosts;
+	char domain_label[64], domain_value[128];
+	int seen;
+};
+
+struct rule_inst {
+	char name[128];
+	struct instance *inst;
+	int n, cap;
+};
+
+/* ---- hosts ------------------------------------------------------------- */
+
+static struct host_state *host_of(struct engine *e, const char *name)
+{
+	for (size_t i = 0; i < e->nhosts; i++)
+		if (!strcmp(e->hosts[i].name, name))
+			return &e->hosts[i];
+	if (e->nhosts == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 64;
+		struct host_state *n = realloc(e->hosts, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		e->hosts = n;
+		e->cap = cap;
+	}
+	memset(&e->hosts[e->nhosts], 0, sizeof(e->hosts[0]));
+	snprintf(e->hosts[e->nhosts].name, sizeof(e->hosts[0].name), "%s", name);
+	return &e->hosts[e->nhosts++];
+}
+
+int engine_add_snapshot(struct engine *e, const struct snapshot *s)
+{
+	struct host_state *h = host_of(e, s->host);
+	size_t drop = 0;
+
+	if (!h)
+		return -ENOMEM;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 16;
+		struct snapshot *n = realloc(h->snaps, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		h->snaps = n;
+		h->cap = cap;
+	}
+	if (snapshot_copy(&h->snaps[h->n], s))
+		return -ENOMEM;
+	h->n++;
+	while (drop < h->n && h->snaps[drop].ts_ms + e->keep_ms < s->ts_ms)
+		snapshot_free(&h->snaps[drop++]);
+	if (drop) {
+		memmove(h->snaps, h->snaps + drop, (h->n - drop) * sizeof(*h->snaps));
+		h->n -= drop;
+	}
+	return 0;
+}
+
+struct load_arg {
+	struct engine *e;
+	int n;
+};
+
+static int load_cb(const struct snapshot *s, void *arg)
+{
+	struct load_arg *la = arg;
+
+	engine_add_snapshot(la->e, s);
+	la->n++;
+	return 0;
+}
+
+int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errlen)
+{
+	redisReply *hosts = redisCommand(rc, "HKEYS fl:hosts");
+	struct load_arg la = { e, 0 };
+
+	if (!hosts || hosts->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: %s", hosts && hosts->type == REDIS_REPLY_ERROR ?
+			 hosts->str : rc->errstr);
+		if (hosts)
+			freeReplyObject(hosts);
+		return -EIO;
+	}
+	for (size_t i = 0; i < hosts->elements; i++) {
+		struct host_state *h = host_of(e, hosts->element[i]->str);
+		uint64_t from = 0;
+
+		if (!h)
+			continue;
+		if (h->n)
+			from = h->snaps[h->n - 1].ts_ms + 1;
+		store_read_range(rc, h->name, 1, from, 0, 0, load_cb, &la, NULL, err, errlen);
+	}
+	freeReplyObject(hosts);
+	return la.n;
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+static int flat_rules(struct ruleset *rs, struct rule ***out)
+{
+	int n = 0;
+
+	*out = NULL;
+	for (int g = 0; g < rs->ngroups; g++)
+		n += rs->groups[g].nrules;
+	*out = calloc((size_t)n + 1, sizeof(**out));
+	n = 0;
+	for (int g = 0; *out && g < rs->ngroups; g++)
+		for (int i = 0; i < rs->groups[g].nrules; i++)
+			(*out)[n++] = &rs->groups[g].rules[i];
+	return n;
+}
+
+static void free_instance(struct instance *in)
+{
+	for (int k = 0; k < in->nlabels; k++) {
+		free(in->labels[k].key);
+		free(in->labels[k].value);
+	}
+	free(in->labels);
+	for (int k = 0; k < in->nhosts; k++)
+		free(in->hosts[k]);
+	free(in->hosts);
+}
+
+int engine_init(struct engine *e, struct ruleset *rs)
+{
+	struct rule **rules;
+	uint64_t maxr = 0;
+	int n;
+
+	memset(e, 0, sizeof(*e));
+	e->rules = *rs;
+	memset(rs, 0, sizeof(*rs));
+	n = flat_rules(&e->rules, &rules);
+	for (int i = 0; i < n; i++)
+		if (expr_max_range(rules[i]->expr) > maxr)
+			maxr = expr_max_range(rules[i]->expr);
+	e->keep_ms = maxr / NSEC_PER_MSEC + 5000;
+	e->stale_ms = 5000;
+	e->nstate = n;
+	e->state = calloc((size_t)n + 2, sizeof(*e->state));
+	for (int i = 0; e->state && i < n; i++)
+		snprintf(e->state[i].name, sizeof(e->state[i].name), "%s", rules[i]->name);
+	/* HostSilent: built in, rolled up by rack */
+	snprintf(e->silent_rule.name, sizeof(e->silent_rule.name), "HostSilent");
+	snprintf(e->silent_rule.severity, sizeof(e->silent_rule.severity), "page");
+	snprintf(e->silent_rule.rollup_by, sizeof(e->silent_rule.rollup_by), "rack");
+	e->silent_rule.rollup_min_hosts = 2;
+	e->silent_rule.rollup_min_fraction = 0.5;
+	snprintf(e->silent_rule.runbook, sizeof(e->silent_rule.runbook), "runbooks/host-silent.md");
+	snprintf(e->state[n].name, sizeof(e->state[n].name), "HostSilent");
+	free(rules);
+	return e->state ? 0 : -ENOMEM;
+}
+
+void engine_free(struct engine *e)
+{
+	for (int i = 0; i <= e->nstate; i++) {
+		for (int k = 0; k < e->state[i].n; k++)
+			free_instance(&e->state[i].inst[k]);
+		free(e->state[i].inst);
+	}
+	free(e->state);
+	for (size_t i = 0; i < e->nhosts; i++) {
+		for (size_t k = 0; k < e->hosts[i].n; k++)
+			snapshot_free(&e->hosts[i].snaps[k]);
+		free(e->hosts[i].snaps);
+	}
+	free(e->hosts);
+	rules_free(&e->rules);
+	memset(e, 0, sizeof(*e));
+}
+
+int engine_reload(struct engine *e, struct ruleset *rs)
+{
+	struct engine fresh;
+	int ret = engine_init(&fresh, rs);
+
+	if (ret)
+		return ret;
+	/* keep alert state of rules that survived, by name */
+	for (int i = 0; i <= fresh.nstate; i++)
+		for (int k = 0; k <= e->nstate; k++)
+			if (!strcmp(fresh.state[i].name, e->state[k].name)) {
+				struct rule_inst t = fresh.state[i];
+
+				fresh.state[i] = e->state[k];
+				e->state[k] = t;
+				break;
+			}
+	fresh.hosts = e->hosts;
+	fresh.nhosts = e->nhosts;
+	fresh.cap = e->cap;
+	e->hosts = NULL;
+	e->nhosts = e->cap = 0;
+	engine_free(e);
+	*e = fresh;
+	return 0;
+}
+
+/* ---- instances --------------------------------------------------------- */
+
+static void fingerprint(const char *name, const struct label *l, int n, char out[17])
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *parts[2];
+
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+	for (int i = 0; i < n; i++) {
+		parts[0] = l[i].key;
+		parts[1] = l[i].value;
+		for (int k = 0; k < 2; k++) {
+			h = (h ^ 0xff) * 0x100000001b3ULL;
+			for (const char *p = parts[k]; *p; p++)
+				h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+		}
+	}
+	snprintf(out, 17, "%016" PRIx64, h);
+}
+
+static struct instance *find_or_add(struct rule_inst *ri, const char *fp)
+{
+	for (int i = 0; i < ri->n; i++)
+		if (!strcmp(ri->inst[i].fp, fp))
+			return &ri->inst[i];
+	if (ri->n == ri->cap) {
+		int cap = ri->cap ? ri->cap * 2 : 16;
+		struct instance *n = realloc(ri->inst, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		ri->inst = n;
+		ri->cap = cap;
+	}
+	memset(&ri->inst[ri->n], 0, sizeof(ri->inst[0]));
+	snprintf(ri->inst[ri->n].fp, sizeof(ri->inst[0].fp), "%s", fp);
+	return &ri->inst[ri->n++];
+}
+
+static void emit(struct engine *e, const struct rule *r, const struct instance *in, int firing,
+		 uint64_t now, engine_event_cb cb, void *arg)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char t[40], text[1024];
+
+	strbuf_addf(&sb, "{\"status\":\"%s\",\"fingerprint\":\"%s\",\"labels\":{\"alertname\":",
+		    firing ? "firing" : "resolved", in->fp);
+	strbuf_add_json_str(&sb, r->name);
+	if (r->severity[0]) {
+		strbuf_adds(&sb, ",\"severity\":");
+		strbuf_add_json_str(&sb, r->severity);
+	}
+	for (int i = 0; i < in->nlabels; i++) {
+		if (!strcmp(in->labels[i].key, "alertname") || !strcmp(in->labels[i].key, "severity"))
+			continue;
+		strbuf_adds(&sb, ",");
+		strbuf_add_json_str(&sb, in->labels[i].key);
+		strbuf_adds(&sb, ":");
+		strbuf_add_json_str(&sb, in->labels[i].value);
+	}
+	for (int i = 0; i < r->nlabels; i++) {
+		strbuf_adds(&sb, ",");
+		strbuf_add_json_str(&sb, r->labels[i].key);
+		strbuf_adds(&sb, ":");
+		strbuf_add_json_str(&sb, r->labels[i].value);
+	}
+	strbuf_adds(&sb, "},\"annotations\":{");
+	for (int i = 0; i < r->nannotations; i++) {
+		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, text,
+			       sizeof(text));
+		strbuf_adds(&sb, i ? "," : "");
+		strbuf_add_json_str(&sb, r->annotations[i].key);
+		strbuf_adds(&sb, ":");
+		strbuf_add_json_str(&sb, text);
+	}
+	strbuf_addf(&sb, "},\"startsAt\":\"%s\"", alert_format_time(in->since_ms, t, sizeof(t)));
+	if (!firing)
+		strbuf_addf(&sb, ",\"endsAt\":\"%s\"", alert_format_time(now, t, sizeof(t)));
+	strbuf_adds(&sb, ",\"generatorURL\":");
+	strbuf_add_json_str(&sb, e->generator_url);
+	strbuf_adds(&sb, ",\"faultline\":{\"hosts\":[");
+	if (in->nhosts) {
+		for (int i = 0; i < in->nhosts; i++) {
+			strbuf_adds(&sb, i ? "," : "");
+			strbuf_add_json_str(&sb, in->hosts[i]);
+		}
+	} else {
+		for (int i = 0; i < in->nlabels; i++)
+			if (!strcmp(in->labels[i].key, "host"))
+				strbuf_add_json_str(&sb, in->labels[i].value);
+	}
+	strbuf_addf(&sb, "],\"total_hosts\":%d,\"value\":%.6g", in->total_hosts ? in->total_hosts : 1,
+		    isfinite(in->value) ? in->value : 0.0);
+	if (in->domain_label[0]) {
+		strbuf_adds(&sb, ",\"domain\":{\"label\":");
+		strbuf_add_json_str(&sb, in->domain_label);
+		strbuf_adds(&sb, ",\"value\":");
+		strbuf_add_json_str(&sb, in->domain_value);
+		strbuf_adds(&sb, "}");
+	}
+	if (r->runbook[0]) {
+		strbuf_adds(&sb, ",\"runbook\":");
+		strbuf_add_json_str(&sb, r->runbook);
+	}
+	strbuf_adds(&sb, ",\"evidence\":[");
+	{
+		char ev[128], *save, *tok;
+		int first = 1;
+
+		snprintf(ev, sizeof(ev), "%s", r->evidence);
+		for (tok = strtok_r(ev, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			strbuf_adds(&sb, first ? "" : ",");
+			strbuf_add_json_str(&sb, tok);
+			first = 0;
+		}
+	}
+	strbuf_adds(&sb, "]}}");
+	if (!strbuf_failed(&sb))
+		cb(strbuf_str(&sb), arg);
+	strbuf_release(&sb);
+}
+
+/* One matching element: labels and the hosts it stands for. */
+struct match {
+	struct label *labels;
+	int nlabels;
+	double value;
+	const char *host;		/* for host-level matches */
+	char **hosts;			/* for domain matches */
+	int nhosts, total;
+	const char *dlabel, *dvalue;
+};
+
+/* Update rule r's instances with this evaluation's matches. */
+static void track(struct engine *e, const struct rule *r, struct rule_inst *ri,
+		  struct match *m, int nm, uint64_t now, engine_event_cb cb, void *arg)
+{
+	for (int i = 0; i < ri->n; i++)
+		ri->inst[i].seen = 0;
+	for (int i = 0; i < nm; i++) {
+		char fp[17];
+		struct instance *in;
+
+		fingerprint(r->name, m[i].labels, m[i].nlabels, fp);
+		in = find_or_add(ri, fp);
+		if (!in)
+			continue;
+		if (!in->labels) {
+			in->labels = calloc((size_t)m[i].nlabels + 1, sizeof(*in->labels));
+			for (int k = 0; in->labels && k < m[i].nlabels; k++) {
+				in->labels[k].key = strdup(m[i].labels[k].key);
+				in->labels[k].value = strdup(m[i].labels[k].value);
+			}
+			in->nlabels = m[i].nlabels;
+			in->since_ms = now;
+		}
+		for (int k = 0; k < in->nhosts; k++)
+			free(in->hosts[k]);
+		free(in->hosts);
+		in->hosts = NULL;
+		in->nhosts = 0;
+		if (m[i].nhosts) {
+			in->hosts = calloc((size_t)m[i].nhosts, sizeof(char *));
+			for (int k = 0; in->hosts && k < m[i].nhosts; k++)
+				in->hosts[in->nhosts++] = strdup(m[i].hosts[k]);
+			in->total_hosts = m[i].total;
+			snprintf(in->domain_label, sizeof(in->domain_label), "%s", m[i].dlabel);
+			snprintf(in->domain_value, sizeof(in->domain_value), "%s", m[i].dvalue);
+		}
+		in->value = m[i].value;
+		in->last_true_ms = now;
+		in->seen = 1;
+		if (!in->firing && now - in->since_ms >= r->for_ns / NSEC_PER_MSEC) {
+			in->firing = 1;
+			emit(e, r, in, 1, now, cb, arg);
+		}
+	}
+	for (int i = 0; i < ri->n;) {
+		struct instance *in = &ri->inst[i];
+
+		if (in->seen || (in->firing &&
+				 now - in->last_true_ms < r->keep_firing_for_ns / NSEC_PER_MSEC)) {
+			i++;
+			continue;
+		}
+		if (in->firing)
+			emit(e, r, in, 0, now, cb, arg);
+		free_instance(in);
+		ri->inst[i] = ri->inst[--ri->n];
+	}
+}
+
+static const char *host_label(const struct host_state *h, const char *key)
+{
+	const struct snapshot *s = &h->snaps[h->n - 1];
+
+	for (uint32_t i = 0; i < s->nlabels; i++)
+		if (!strcmp(s->labels[i].key, key))
+			return s->labels[i].value;
+	return NULL;
+}
+
+/*
+ * Turn host-level matches into domain matches where a domain crosses the
+ * thresholds; the host matches they explain are dropped (inhibited).
+ */
+static int rollup(struct engine *e, const struct rule *r, struct match *m, int nm,
+		  const struct host_state **live, size_t nlive, struct match *out)
+{
+	int nout = 0;
+	char **domains = calloc((size_t)nm + 1, sizeof(char *));
+	int nd = 0;
+
+	for (int i = 0; domains && i < nm; i++) {
+		const char *d = NULL;
+		int known = 0;
+
+		for (size_t h = 0; h < nlive && !d; h++)
+			if (!strcmp(live[h]->name, m[i].host))
+				d = host_label(live[h], r->rollup_by);
+		if (!d)
+			d = "unplaced";
+		for (int k = 0; k < nd && !known; k++)
+			known = !strcmp(domains[k], d);
+		if (!known)
+			domains[nd++] = (char *)d;
+	}
+	for (int k = 0; domains && k < nd; k++) {
+		int total = 0, hit = 0;
+
+		for (size_t h = 0; h < nlive; h++) {
+			const char *d = host_label(live[h], r->rollup_by);
+
+			total += !strcmp(d ? d : "unplaced", domains[k]);
+		}
+		for (int i = 0; i < nm; i++) {
+			const char *d = NULL;
+
+			for (size_t h = 0; h < nlive && !d; h++)
+				if (!strcmp(live[h]->name, m[i].host))
+					d = host_label(live[h], r->rollup_by);
+			hit += !strcmp(d ? d : "unplaced", domains[k]);
+		}
+		if ((uint64_t)hit >= r->rollup_min_hosts && total &&
+		    (double)hit / total >= r->rollup_min_fraction) {
+			struct match *dm = &out[nout++];
+			double worst = -INFINITY;
+
+			memset(dm, 0, sizeof(*dm));
+			dm->labels = calloc(1, sizeof(struct label));
+			dm->labels[0].key = (char *)r->rollup_by;
+			dm->labels[0].value = domains[k];
+			dm->nlabels = 1;
+			dm->hosts = calloc((size_t)hit, sizeof(char *));
+			dm->total = total;
+			dm->dlabel = r->rollup_by;
+			dm->dvalue = domains[k];
+			for (int i = 0; i < nm; i++) {
+				const char *d = NULL;
+
+				for (size_t h = 0; h < nlive && !d; h++)
+					if (!strcmp(live[h]->name, m[i].host))
+						d = host_label(live[h], r->rollup_by);
+				if (strcmp(d ? d : "unplaced", domains[k]))
+					continue;
+				dm->hosts[dm->nhosts++] = (char *)m[i].host;
+				if (m[i].value > worst)
+					worst = m[i].value;
+				m[i].host = NULL;	/* inhibited by the domain alert */
+				e->inhibited++;
+			}
+			dm->value = worst;
+		}
+	}
+	for (int i = 0; i < nm; i++)
+		if (m[i].host)
+			out[nout++] = m[i];
+	free(domains);
+	return nout;
+}
+
+static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *ri,
+		     struct host_window *win, const struct host_state **live, size_t nlive,
+		     uint64_t now, engine_event_cb cb, void *arg)
+{
+	struct value v;
+	struct match *m, *out;
+	char err[256];
+	int nm = 0, nout;
+
+	if (eval(r->expr, win, nlive, &v, err, sizeof(err)))
+		return;
+	if (!v.is_vector) {
+		value_free(&v);
+		return;
+	}
+	m = calloc(v.n + 1, sizeof(*m));
+	out = calloc(v.n + 1, sizeof(*out));
+	for (size_t i = 0; m && out && i < v.n; i++) {
+		m[nm].labels = v.e[i].labels;
+		m[nm].nlabels = v.e[i].nlabels;
+		m[nm].value = v.e[i].v;
+		m[nm].host = velem_label(&v.e[i], "host");
+		nm++;
+	}
+	if (m && out) {
+		nout = r->rollup_by[0] ? rollup(e, r, m, nm, live, nlive, out) : nm;
+		track(e, r, ri, r->rollup_by[0] ? out : m, nout, now, cb, arg);
+		for (int i = 0; r->rollup_by[0] && i < nout; i++)
+			if (out[i].nhosts) {
+				free(out[i].labels);
+				free(out[i].hosts);
+			}
+	}
+	free(m);
+	free(out);
+	value_free(&v);
+}
+
+void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
+{
+	struct host_window *win = calloc(e->nhosts + 1, sizeof(*win));
+	const struct host_state **live = calloc(e->nhosts + 1, sizeof(*live));
+	struct match *silent = calloc(e->nhosts + 1, sizeof(*silent));
+	struct match *sout = calloc(e->nhosts + 1, sizeof(*sout));
+	struct label *slabels = calloc(e->nhosts + 1, sizeof(*slabels));
+	const struct host_state **all = calloc(e->nhosts + 1, sizeof(*all));
+	size_t nlive = 0, nall = 0;
+	int nsilent = 0, rule = 0;
+
+	if (!win || !live || !silent || !sout || !slabels || !all)
+		goto out;
+	for (size_t i = 0; i < e->nhosts; i++) {
+		struct host_state *h = &e->hosts[i];
+
+		if (!h->n)
+			continue;
+		all[nall++] = h;
+		if (h->snaps[h->n - 1].ts_ms + e->stale_ms < now) {
+			slabels[nsilent].key = "host";
+			slabels[nsilent].value = h->name;
+			silent[nsilent].labels = &slabels[nsilent];
+			silent[nsilent].nlabels = 1;
+			silent[nsilent].host = h->name;
+			silent[nsilent].value = (double)(now - h->snaps[h->n - 1].ts_ms) / 1000.0;
+			nsilent++;
+			continue;
+		}
+		win[nlive].host = h->name;
+		win[nlive].snaps = h->snaps;
+		win[nlive].n = h->n;
+		live[nlive++] = h;
+	}
+	for (int g = 0; g < e->rules.ngroups; g++)
+		for (int i = 0; i < e->rules.groups[g].nrules; i++, rule++)
+			run_rule(e, &e->rules.groups[g].rules[i], &e->state[rule], win, live, nlive,
+				 now, cb, arg);
+	/* HostSilent, rolled up over all hosts (silent ones included in the totals) */
+	{
+		int n = rollup(e, &e->silent_rule, silent, nsilent, all, nall, sout);
+
+		track(e, &e->silent_rule, &e->state[e->nstate], sout, n, now, cb, arg);
+		for (int i = 0; i < n; i++)
+			if (sout[i].nhosts) {
+				free(sout[i].labels);
+				free(sout[i].hosts);
+			}
+	}
+out:
+	free(win);
+	free(live);
+	free(silent);
+	free(sout);
+	free(slabels);
+	free(all);
+}

@@ -1,0 +1,71 @@
+/*
+ * engine.h - the rules engine: fleet windows, evaluation, alert state,
+ * failure-domain rollups, stale hosts.
+ *
+ * Each host's recent 1 s snapshots are kept (as far back as the longest
+ * range in the rules, plus slack).  Every evaluation runs each rule over
+ * the live hosts and tracks its alert instances by fingerprint (FNV-64 of
+ * alertname and sorted labels): an instance is pending until `for` has
+ * passed, then firing; it resolves once its condition has been false for
+ * `keep_firing_for`.  Events are emitted only on state changes.
+ *
+ * Rollup (`rollup: {by: switch, min_hosts: 3, min_fraction: 0.2}`): the
+ * rule's matching hosts are grouped by the host label `by`; a domain with
+ * at least min_hosts of them, and at least min_fraction of its live hosts,
+ * becomes one domain-level alert listing the affected and total hosts, and
+ * the host-level alerts it explains are inhibited (counted, not sent).
+ *
+ * A host whose newest snapshot is older than the stale threshold raises
+ * HostSilent (rolled up by rack, so a dead rack is one alert) and is left
+ * out of every other rule, including their domain totals.
+ */
+#ifndef FL_ENGINE_H
+#define FL_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "rules.h"
+#include "snapshot.h"
+
+struct instance;
+struct host_state;
+
+/* Called with each event's JSON (the fl:alerts contract, lib/alert.h). */
+typedef void (*engine_event_cb)(const char *json, void *arg);
+
+struct engine {
+	struct ruleset rules;
+	struct host_state *hosts;
+	size_t nhosts, cap;
+	uint64_t keep_ms;		/* history kept per host */
+	uint64_t stale_ms;		/* a host is silent after this */
+	char generator_url[256];
+	struct rule_inst *state;	/* per rule, flattened over groups */
+	int nstate;
+	struct rule silent_rule;
+	uint64_t inhibited;		/* host alerts explained by a domain alert */
+};
+
+/* Take ownership of rs (parsed rules). Returns 0 or -ENOMEM. */
+int engine_init(struct engine *e, struct ruleset *rs);
+void engine_free(struct engine *e);
+
+/* Replace the rules, keeping the state of rules that kept their name. */
+int engine_reload(struct engine *e, struct ruleset *rs);
+
+/* Add a snapshot of host (copied); older history is trimmed. */
+int engine_add_snapshot(struct engine *e, const struct snapshot *s);
+
+/*
+ * Read new 1 s snapshots of every host in fl:hosts from Redis (pipelined).
+ * Returns the number read, or -EIO.
+ */
+int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errlen);
+
+/* Evaluate every rule at now_ms and emit state changes through cb. */
+void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *arg);
+
+#endif
