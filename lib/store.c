@@ -58,7 +58,6 @@ struct store {
 	pthread_cond_t drained;		/* writer -> store_flush */
 	struct spool_item **ring;
 	size_t cap, head, n, inflight, bytes;
-	int hset_pending;
 	int stop;
 	struct store_stats stats;
 };
@@ -275,8 +274,6 @@ static struct spool_item *ring_remove(struct store *st, size_t pos)
 	}
 	st->n--;
 	st->bytes -= item_bytes(it);
-	if (it->host_registry)
-		st->hset_pending = 0;
 	return it;
 }
 
@@ -308,8 +305,6 @@ static void spool_push(struct store *st, struct spool_item *it)
 	st->ring[(st->head + st->n) % st->cap] = it;
 	st->n++;
 	st->bytes += item_bytes(it);
-	if (it->host_registry)
-		st->hset_pending = 1;
 	pthread_cond_signal(&st->wake);
 	pthread_mutex_unlock(&st->lock);
 }
@@ -604,15 +599,29 @@ int store_put_snapshot(struct store *st, const struct snapshot *s)
 	spool_push(st, it);
 
 	if (s->tier == 1) {
+		struct spool_item *h = host_item(s);
+
+		if (!h)
+			return -ENOMEM;
+		/* one queued registry entry per host: refresh it if it is still waiting */
 		pthread_mutex_lock(&st->lock);
-		pending = st->hset_pending;
-		pthread_mutex_unlock(&st->lock);
-		if (!pending) {
-			it = host_item(s);
-			if (!it)
-				return -ENOMEM;
-			spool_push(st, it);
+		pending = 0;
+		for (size_t i = st->inflight; i < st->n && !pending; i++) {
+			struct spool_item *q = st->ring[(st->head + i) % st->cap];
+
+			if (q->host_registry && !strcmp(q->field, h->field)) {
+				free(q->blob);
+				q->blob = h->blob;
+				q->bloblen = h->bloblen;
+				h->blob = NULL;
+				pending = 1;
+			}
 		}
+		pthread_mutex_unlock(&st->lock);
+		if (pending)
+			item_free(h);
+		else
+			spool_push(st, h);
 	}
 	return 0;
 }

@@ -1,0 +1,268 @@
+/*
+ * test_rules.c - rule files and the rules engine: positioned errors in
+ * rule files; a simulated fleet (hosts in racks under switches) written
+ * to a real Redis: errors on 5 of 8 hosts behind one switch give exactly
+ * one switch alert and no host alerts; the same number of errors spread
+ * one per rack gives host alerts only; for / keep_firing_for / resolution;
+ * a silent host.
+ */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "helpers.h"
+#include "rules.h"
+#include "store.h"
+#include "timeutil.h"
+
+Test(rules, file_errors_are_positioned)
+{
+	static const struct {
+		const char *yaml, *want;
+	} bad[] = {
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: \"rate(tcp.in_csum_errors[1m) > 1\"\n",
+		  "r.yaml:5:42: expr: expected ']'" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.nope > 1\n",
+		  "r.yaml:5:15: expr: unknown metric 'tcp.nope'" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        for: soon\n",
+		  "r.yaml:6:14: for: expected a duration" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        severty: page\n",
+		  "r.yaml:6:18: severty: unknown key" },
+		{ "groups:\n  - name: g\n    rules:\n      - expr: tcp.in_segs > 1\n",
+		  "alert: every rule needs a name" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        evidence: [flames]\n",
+		  "r.yaml:6:20: evidence: 'flames' is not one of" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        rollup: {min_hosts: 2}\n",
+		  "rollup: needs by" },
+		{ "groups: 3\n", "groups: expected a list" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ruleset rs = { 0 };
+		char err[512] = "";
+
+		cr_assert_neq(rules_parse(&rs, "r.yaml", bad[i].yaml, strlen(bad[i].yaml), err,
+					  sizeof(err)), 0, "accepted case %zu", i);
+		cr_assert(strstr(err, bad[i].want), "case %zu: got %s", i, err);
+		rules_free(&rs);
+	}
+	struct ruleset rs = { 0 };
+	char err[512];
+
+	cr_assert_eq(rules_load(&rs, "etc/rules/faultline.yaml", err, sizeof(err)), 0, "%s", err);
+	rules_free(&rs);
+}
+
+Test(rules, annotation_templates)
+{
+	struct label l[2] = { { "device", "sda" }, { "host", "db-1" } };
+	char out[128];
+
+	rules_template("{{ $labels.host }}/{{$labels.device}} at {{ $value }}%", 91.5, l, 2, out,
+		       sizeof(out));
+	cr_assert_str_eq(out, "db-1/sda at 91.5%");
+}
+
+/* ---- engine over a fleet in Redis ------------------------------------------ */
+
+struct events {
+	char *json[64];
+	int n;
+};
+
+static void collect(const char *json, void *arg)
+{
+	struct events *ev = arg;
+
+	if (ev->n < 64)
+		ev->json[ev->n++] = strdup(json);
+}
+
+static void free_events(struct events *ev)
+{
+	for (int i = 0; i < ev->n; i++)
+		free(ev->json[i]);
+	ev->n = 0;
+}
+
+static const char *rules_yaml =
+	"groups:\n  - name: net\n    rules:\n"
+	"      - alert: TcpChecksumErrors\n"
+	"        expr: rate(tcp.in_csum_errors[1m]) > 0.5\n"
+	"        keep_firing_for: 20s\n"
+	"        severity: page\n"
+	"        annotations: {summary: \"{{ $labels.host }} corrupt segments\"}\n"
+	"        evidence: [csum_peers]\n"
+	"        rollup: {by: switch, min_hosts: 3, min_fraction: 0.2}\n";
+
+/* 16 hosts: h1-h8 behind sw1 (racks r1, r2), h9-h16 behind sw2 (r3, r4). */
+static void write_fleet(struct store *st, const int *bad, int nbad, uint64_t t0)
+{
+	for (int h = 1; h <= 16; h++) {
+		char name[16], rack[8];
+		int is_bad = 0;
+
+		for (int i = 0; i < nbad; i++)
+			is_bad |= bad[i] == h;
+		snprintf(name, sizeof(name), "h%d", h);
+		snprintf(rack, sizeof(rack), "r%d", (h - 1) / 4 + 1);
+		for (int t = 0; t < 4; t++) {
+			struct snapshot s;
+
+			snapshot_init(&s, name, t0 + (uint64_t)t * 10000, 10000, (uint64_t)t, 1);
+			snapshot_set_label(&s, "switch", h <= 8 ? "sw1" : "sw2");
+			snapshot_set_label(&s, "rack", rack);
+			snapshot_add_counter(&s, "tcp.in_csum_errors",
+					     is_bad ? (uint64_t)t * 100 : 3, NULL);
+			store_put_snapshot(st, &s);
+			snapshot_free(&s);
+		}
+	}
+	cr_assert_eq(store_flush(st, 10 * NSEC_PER_SEC), 0);
+}
+
+static void run_fleet(const int *bad, int nbad, struct events *ev)
+{
+	struct test_redis redis;
+	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
+	struct ruleset rs = { 0 };
+	struct engine e;
+	struct store *st;
+	redisContext *rc;
+	char err[512];
+	uint64_t t0 = time_wall_ns() / NSEC_PER_MSEC - 30000;
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	o.url = redis.url;
+	st = store_open(&o, err, sizeof(err));
+	cr_assert_not_null(st, "%s", err);
+	write_fleet(st, bad, nbad, t0);
+	store_close(st);
+	cr_assert_eq(rules_parse(&rs, "t.yaml", rules_yaml, strlen(rules_yaml), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs), 0);
+	e.stale_ms = 60000;
+	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	cr_assert_eq(engine_load_redis(&e, rc, err, sizeof(err)), 16 * 4, "%s", err);
+	engine_eval(&e, t0 + 30000, collect, ev);
+	redisFree(rc);
+	engine_free(&e);
+	test_redis_destroy(&redis);
+}
+
+static json_object *parse(const char *s)
+{
+	json_object *o = json_tokener_parse(s);
+
+	cr_assert_not_null(o, "event is not JSON: %s", s);
+	return o;
+}
+
+static const char *path(json_object *o, const char *a, const char *b)
+{
+	json_object *x, *y;
+
+	if (!json_object_object_get_ex(o, a, &x) || !json_object_object_get_ex(x, b, &y))
+		return NULL;
+	return json_object_get_string(y);
+}
+
+Test(rules, five_of_eight_behind_a_switch_is_one_switch_alert, .timeout = 60)
+{
+	static const int bad[] = { 1, 2, 3, 5, 6 };
+	struct events ev = { 0 };
+	json_object *o, *hosts, *fl;
+
+	run_fleet(bad, 5, &ev);
+	cr_assert_eq(ev.n, 1, "expected one switch alert, got %d events", ev.n);
+	o = parse(ev.json[0]);
+	cr_assert_str_eq(path(o, "labels", "switch"), "sw1");
+	cr_assert_str_eq(path(o, "labels", "alertname"), "TcpChecksumErrors");
+	cr_assert_null(path(o, "labels", "host"), "a domain alert has no host label");
+	cr_assert(json_object_object_get_ex(o, "faultline", &fl));
+	cr_assert(json_object_object_get_ex(fl, "hosts", &hosts));
+	cr_assert_eq(json_object_array_length(hosts), 5);
+	cr_assert_str_eq(path(fl, "domain", "value"), "sw1");
+	json_object *tot;
+
+	cr_assert(json_object_object_get_ex(fl, "total_hosts", &tot) && json_object_get_int(tot) == 8);
+	json_object_put(o);
+	free_events(&ev);
+}
+
+Test(rules, the_same_errors_spread_over_racks_are_host_alerts_only, .timeout = 60)
+{
+	static const int bad[] = { 1, 5, 9, 13 };
+	struct events ev = { 0 };
+
+	run_fleet(bad, 4, &ev);
+	cr_assert_eq(ev.n, 4, "expected 4 host alerts, got %d", ev.n);
+	for (int i = 0; i < ev.n; i++) {
+		json_object *o = parse(ev.json[i]);
+
+		cr_assert_not_null(path(o, "labels", "host"), "%s", ev.json[i]);
+		cr_assert_null(path(o, "labels", "switch") && !path(o, "labels", "host") ? "x" : NULL);
+		json_object_put(o);
+	}
+	free_events(&ev);
+}
+
+/* In-process: for, keep_firing_for, resolution, and a host going silent. */
+Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
+{
+	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: Hot\n"
+			   "        expr: drive.temperature_c > 60\n        for: 20s\n"
+			   "        keep_firing_for: 15s\n";
+	struct ruleset rs = { 0 };
+	struct events ev = { 0 };
+	struct engine e;
+	char err[256];
+	uint64_t t0 = 1764500000000ULL;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs), 0);
+	e.stale_ms = 30000;
+	/* temperature 70 from t=0 to t=60 s, then 40; host b stops at t=30 s */
+	for (int t = 0; t <= 120; t += 5) {
+		struct snapshot s;
+		uint64_t now = t0 + (uint64_t)t * 1000;
+
+		snapshot_init(&s, "a", now, 5000, (uint64_t)t, 1);
+		snapshot_add_gauge(&s, "drive.temperature_c", t <= 60 ? 70 : 40, "device", "sda",
+				   NULL);
+		engine_add_snapshot(&e, &s);
+		snapshot_free(&s);
+		if (t <= 30) {
+			snapshot_init(&s, "b", now, 5000, (uint64_t)t, 1);
+			snapshot_add_gauge(&s, "drive.temperature_c", 30, "device", "sda", NULL);
+			engine_add_snapshot(&e, &s);
+			snapshot_free(&s);
+		}
+		engine_eval(&e, now, collect, &ev);
+		if (t == 15)
+			cr_assert_eq(ev.n, 0, "fired before its for: 20s");
+		if (t == 20) {
+			cr_assert_eq(ev.n, 1, "did not fire once for had passed");
+			cr_assert(strstr(ev.json[0], "\"status\":\"firing\""));
+		}
+		if (t == 70)
+			for (int i = 0; i < ev.n; i++)
+				cr_assert(!(strstr(ev.json[i], "\"alertname\":\"Hot\"") &&
+					    strstr(ev.json[i], "resolved")),
+					  "resolved before keep_firing_for ran out");
+	}
+	int resolved = 0, silent = 0;
+
+	for (int i = 0; i < ev.n; i++) {
+		resolved += strstr(ev.json[i], "\"alertname\":\"Hot\"") &&
+			    strstr(ev.json[i], "\"status\":\"resolved\"");
+		silent += strstr(ev.json[i], "HostSilent") && strstr(ev.json[i], "\"host\":\"b\"") &&
+			  strstr(ev.json[i], "firing");
+	}
+	cr_assert_eq(resolved, 1, "Hot never resolved (%d events)", ev.n);
+	cr_assert_eq(silent, 1, "host b going silent raised no HostSilent");
+	engine_free(&e);
+	free_events(&ev);
+}
