@@ -1,43 +1,203 @@
 /*
- * main.c - faultline-rules: evaluates rules over the fleet's snapshots and
- * appends alert events to fl:alerts.  The engine itself is the subject of
- * its own issue; this binary already takes the common flags.
+ * main.c - faultline-rules: evaluate rule files over the snapshots probes
+ * write to Redis and append firing/resolved events to fl:alerts for
+ * faultline-alerter (the event format is lib/alert.h).
+ *
+ * Every interval: read each host's new 1 s snapshots (rules/engine.c),
+ * evaluate every rule, emit state changes.  SIGHUP reloads the rule files;
+ * a reload with an error keeps the running rules and logs why.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+#include "store.h"
+#include "timeutil.h"
+
+#define MAX_FILES 32
+
+static volatile sig_atomic_t stopping, reload;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload = 1;
+	else
+		stopping = 1;
+}
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-"Usage: faultline-rules [OPTIONS]\n"
+"Usage: faultline-rules --rules FILE [--rules FILE...] [--redis URL]\n"
+"                       [--interval 1s] [--stale 5s] [--once] [--log-level L]\n"
 "\n"
-"Evaluate faultline rules (etc/rules/*.yaml) against the snapshots probes\n"
-"write to Redis, roll them up by failure domain, and append firing/resolved\n"
-"events to the fl:alerts stream for faultline-alerter.\n"
+"Evaluate faultline rules (etc/rules/*.yaml; `faultline rules check` validates\n"
+"them) against the snapshots probes write to Redis, roll host matches up by\n"
+"failure domain, and append firing/resolved events to the fl:alerts stream\n"
+"for faultline-alerter.  A host silent for longer than --stale raises\n"
+"HostSilent.  SIGHUP reloads the rule files; a bad reload keeps the old rules.\n"
 "\n"
-"Not implemented in this version: it prints this help and exits 1.\n"
-"\n"
-"  -h, --help      this text\n"
-"  -V, --version   print the version\n");
+"  -R, --rules FILE      a rule file (repeatable; default etc/rules/faultline.yaml)\n"
+"  -r, --redis URL       default unix:///run/faultline/redis.sock\n"
+"  -i, --interval DUR    evaluation interval (default 1s)\n"
+"  -s, --stale DUR       a host is silent after this (default 5s)\n"
+"      --once            evaluate once, print the events to stdout, exit\n"
+"  -l, --log-level LVL   error, warn, info or debug\n"
+"  -h, --help            this text\n"
+"  -V, --version         print the version\n");
+}
+
+static int load_all(struct ruleset *rs, char **files, int nfiles)
+{
+	char err[512];
+
+	memset(rs, 0, sizeof(*rs));
+	for (int i = 0; i < nfiles; i++) {
+		if (rules_load(rs, files[i], err, sizeof(err))) {
+			log_error("%s", err);
+			rules_free(rs);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct emit_ctx {
+	redisContext *rc;
+	int once;
+	int n;
+};
+
+static void emit_event(const char *json, void *arg)
+{
+	struct emit_ctx *c = arg;
+	redisReply *r;
+
+	c->n++;
+	if (c->once) {
+		puts(json);
+		return;
+	}
+	r = redisCommand(c->rc, "XADD fl:alerts MAXLEN ~ 100000 * e %s", json);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		log_error("could not append an alert event to fl:alerts (%s); it will be "
+			  "re-emitted on the next state change", r ? r->str : c->rc->errstr);
+	if (r)
+		freeReplyObject(r);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "rules", required_argument, NULL, 'R' },
+		{ "redis", required_argument, NULL, 'r' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "stale", required_argument, NULL, 's' },
+		{ "once", no_argument, NULL, 'o' },
+		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	int c;
+	char *files[MAX_FILES];
+	int nfiles = 0, c, once = 0;
+	const char *url = "unix:///run/faultline/redis.sock";
+	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
+	struct ruleset rs;
+	struct engine e;
+	redisContext *rc = NULL;
+	enum log_level lv;
+	char err[512];
 
-	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+	log_init("faultline-rules");
+	while ((c = getopt_long(argc, argv, "R:r:i:s:l:hV", opts, NULL)) != -1) {
 		switch (c) {
+		case 'R':
+			if (nfiles < MAX_FILES)
+				files[nfiles++] = optarg;
+			break;
+		case 'r': url = optarg; break;
+		case 'i':
+		case 's':
+			if (duration_parse(optarg, c == 'i' ? &interval : &stale) ||
+			    (c == 'i' && interval < 100 * NSEC_PER_MSEC)) {
+				fprintf(stderr, "faultline-rules: --%s '%s': expected a duration\n",
+					c == 'i' ? "interval" : "stale", optarg);
+				return 2;
+			}
+			break;
+		case 'o': once = 1; break;
+		case 'l':
+			if (log_parse_level(optarg, &lv)) {
+				fprintf(stderr, "faultline-rules: --log-level: error, warn, info or debug\n");
+				return 2;
+			}
+			log_set_level(lv);
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-rules %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	usage(stderr);
-	fprintf(stderr, "faultline-rules: the rules engine is not built yet\n");
-	return 1;
+	if (!nfiles)
+		files[nfiles++] = "etc/rules/faultline.yaml";
+	if (load_all(&rs, files, nfiles))
+		return 1;
+	if (engine_init(&e, &rs))
+		return 1;
+	e.stale_ms = stale / NSEC_PER_MSEC;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	log_info("evaluating %d rule group(s) every %.1f s against %s", e.rules.ngroups,
+		 (double)interval / 1e9, url);
+	while (!stopping) {
+		uint64_t t0 = time_mono_ns();
+		struct emit_ctx ctx = { .once = once };
+
+		if (reload) {
+			struct ruleset nrs;
+
+			reload = 0;
+			if (load_all(&nrs, files, nfiles) == 0 && engine_reload(&e, &nrs) == 0)
+				log_info("reloaded %d rule file(s)", nfiles);
+			else
+				log_warn("reload failed (see above); keeping the running rules");
+		}
+		if (!rc) {
+			rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+			if (!rc) {
+				log_warn("%s; retrying", err);
+				if (once)
+					return 1;
+				sleep(1);
+				continue;
+			}
+		}
+		if (engine_load_redis(&e, rc, err, sizeof(err)) < 0) {
+			log_warn("%s; reconnecting", err);
+			redisFree(rc);
+			rc = NULL;
+			continue;
+		}
+		ctx.rc = rc;
+		engine_eval(&e, time_wall_ns() / NSEC_PER_MSEC, emit_event, &ctx);
+		if (once)
+			break;
+		uint64_t spent = time_mono_ns() - t0;
+
+		if (spent < interval)
+			usleep((useconds_t)((interval - spent) / 1000));
+	}
+	if (rc)
+		redisFree(rc);
+	engine_free(&e);
+	return 0;
 }
