@@ -53,7 +53,7 @@ CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(OUT)/%.o)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
-TEST_HELPERS := $(OUT)/tests/helpers.o
+TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 
 RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o

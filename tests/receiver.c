@@ -1,0 +1,126 @@
+/*
+ * receiver.c - see receiver.h.
+ */
+#include "receiver.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "timeutil.h"
+
+
+struct receiver_state rx = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *rx_main(void *arg)
+{
+	(void)arg;
+	while (!rx.stop) {
+		int c = accept(rx.fd, NULL, NULL);
+		char buf[1 << 16];
+		size_t got = 0;
+		char *hend = NULL;
+		long clen = 0;
+		int status;
+
+		if (c < 0)
+			continue;
+		while (got < sizeof(buf) - 1) {
+			ssize_t n = read(c, buf + got, sizeof(buf) - 1 - got);
+
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+			buf[got] = '\0';
+			if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
+				char *cl = strcasestr(buf, "Content-Length:");
+
+				clen = cl ? atol(cl + 15) : 0;
+			}
+			if (hend && got >= (size_t)(hend + 4 - buf) + (size_t)clen)
+				break;
+		}
+		pthread_mutex_lock(&rx.lock);
+		status = rx.status_until_ns && time_mono_ns() < rx.status_until_ns ? rx.status :
+			 rx.status_until_ns ? 200 : rx.status;
+		if (rx.n < MAX_REQ && hend) {
+			struct request *r = &rx.req[rx.n++];
+
+			snprintf(r->headers, sizeof(r->headers), "%.*s", (int)(hend - buf), buf);
+			r->body = strndup(hend + 4, (size_t)clen);
+			r->status = status;
+			r->at_ns = time_mono_ns();
+		}
+		int delay = rx.delay_ms;
+
+		pthread_mutex_unlock(&rx.lock);
+		if (delay)
+			usleep((useconds_t)delay * 1000);
+		dprintf(c, "HTTP/1.1 %d X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", status);
+		close(c);
+	}
+	return NULL;
+}
+
+void rx_start(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int one = 1;
+
+	rx.fd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(rx.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	cr_assert_eq(bind(rx.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	listen(rx.fd, 64);
+	getsockname(rx.fd, (struct sockaddr *)&sa, &len);
+	rx.port = ntohs(sa.sin_port);
+	rx.status = 200;
+	pthread_create(&rx.thread, NULL, rx_main, NULL);
+}
+
+void rx_stop(void)
+{
+	rx.stop = 1;
+	shutdown(rx.fd, SHUT_RDWR);
+	close(rx.fd);
+	pthread_join(rx.thread, NULL);
+	for (int i = 0; i < rx.n; i++)
+		free(rx.req[i].body);
+	rx.n = 0;
+	rx.stop = 0;
+}
+
+int rx_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&rx.lock);
+	n = rx.n;
+	pthread_mutex_unlock(&rx.lock);
+	return n;
+}
+
+int wait_requests(int n, int seconds)
+{
+	for (int i = 0; i < seconds * 20 && rx_count() < n; i++)
+		usleep(50000);
+	return rx_count();
+}
+
+const char *header(const struct request *r, const char *name, char *out, size_t len)
+{
+	const char *h = strcasestr(r->headers, name);
+
+	if (!h)
+		return NULL;
+	h += strlen(name) + 2;
+	snprintf(out, len, "%.*s", (int)strcspn(h, "\r\n"), h);
+	return out;
+}
+

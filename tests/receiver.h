@@ -1,0 +1,42 @@
+/*
+ * receiver.h - a webhook receiver for tests: an HTTP server on loopback
+ * (ephemeral port) that records every request and answers as the test
+ * says (a status, optionally until a deadline, optionally after a delay).
+ */
+#ifndef FL_TEST_RECEIVER_H
+#define FL_TEST_RECEIVER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define MAX_REQ 256
+
+struct request {
+	char headers[4096];
+	char *body;
+	int status;		/* what we answered */
+	uint64_t at_ns;
+};
+
+struct receiver_state {
+	pthread_mutex_t lock;
+	int fd, port, stop;
+	pthread_t thread;
+	struct request req[MAX_REQ];
+	int n;
+	int status;			/* answer with this */
+	uint64_t status_until_ns;	/* ...until then, then 200 */
+	int delay_ms;
+};
+
+extern struct receiver_state rx;
+
+void rx_start(void);
+void rx_stop(void);
+int rx_count(void);
+/* Wait until n requests arrived or seconds passed; returns the count. */
+int wait_requests(int n, int seconds);
+/* Value of header name in r into out, or NULL. */
+const char *header(const struct request *r, const char *name, char *out, size_t len);
+
+#endif
