@@ -5,6 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,4 +136,82 @@ const char *test_out_dir(void)
 	const char *o = getenv("FL_OUT");
 
 	return o && *o ? o : "build";
+}
+
+/* ---- raw TCP SYNs, good or with a corrupted checksum ---- */
+
+static uint16_t csum16(const void *data, size_t len, uint32_t sum)
+{
+	const uint8_t *p = data;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)(p[len - 1] << 8);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Send n SYNs from 192.0.2.1 to 192.0.2.2:port; corrupt the TCP checksum if bad. */
+void test_send_syns(int n, uint16_t port, int bad, int gap_us)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+
+	if (fd < 0)
+		return;
+	inet_pton(AF_INET, "192.0.2.2", &dst.sin_addr);
+	for (int i = 0; i < n; i++) {
+		uint8_t pkt[sizeof(struct iphdr) + sizeof(struct tcphdr)] = { 0 };
+		struct iphdr *ip = (struct iphdr *)pkt;
+		struct tcphdr *tcp = (struct tcphdr *)(pkt + sizeof(*ip));
+		struct {
+			uint32_t src, dst;
+			uint8_t zero, proto;
+			uint16_t len;
+		} __attribute__((packed)) ph;
+		uint8_t buf[sizeof(ph) + sizeof(*tcp)];
+
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_TCP;
+		ip->tot_len = htons(sizeof(pkt));
+		inet_pton(AF_INET, "192.0.2.1", &ip->saddr);
+		ip->daddr = dst.sin_addr.s_addr;
+		tcp->source = htons((uint16_t)(41000 + i + (bad ? 0 : 500)));
+		tcp->dest = htons(port);
+		tcp->seq = htonl(0x1000u + (uint32_t)i);
+		tcp->doff = 5;
+		tcp->syn = 1;
+		tcp->window = htons(65535);
+		ph.src = ip->saddr;
+		ph.dst = ip->daddr;
+		ph.zero = 0;
+		ph.proto = IPPROTO_TCP;
+		ph.len = htons(sizeof(*tcp));
+		memcpy(buf, &ph, sizeof(ph));
+		memcpy(buf + sizeof(ph), tcp, sizeof(*tcp));
+		tcp->check = htons(csum16(buf, sizeof(buf), 0));
+		if (bad)
+			tcp->check ^= htons(0x5a5a);
+		if (sendto(fd, pkt, sizeof(pkt), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+			break;
+		usleep((useconds_t)gap_us);
+	}
+	close(fd);
+}
+
+
+int test_netns_pair(const char *a, const char *b, int id)
+{
+	return test_sh("set -e; ip netns add %s; ip netns add %s;"
+		       "ip link add flva%d type veth peer name flvb%d;"
+		       "ip link set flva%d netns %s; ip link set flvb%d netns %s;"
+		       "ip -n %s addr add 192.0.2.1/24 dev flva%d;"
+		       "ip -n %s addr add 192.0.2.2/24 dev flvb%d;"
+		       "ip -n %s link set lo up; ip -n %s link set lo up;"
+		       "ip -n %s link set flva%d up; ip -n %s link set flvb%d up",
+		       a, b, id, id, id, a, id, b, a, id, b, id, a, b, a, id, b, id);
 }

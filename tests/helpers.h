@@ -6,6 +6,7 @@
 #ifndef FL_TEST_HELPERS_H
 #define FL_TEST_HELPERS_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 struct test_redis {
@@ -42,5 +43,19 @@ int test_is_root(void);
 
 /* Path of the build output folder the tests were built into. */
 const char *test_out_dir(void);
+
+/*
+ * Two network namespaces a and b joined by a veth pair flva<id> (a,
+ * 192.0.2.1/24) and flvb<id> (b, 192.0.2.2/24), all links up.  Returns 0
+ * or non-zero; the caller deletes the namespaces (`ip netns del`).
+ */
+int test_netns_pair(const char *a, const char *b, int id);
+
+/*
+ * From the current network namespace, send n TCP SYNs from 192.0.2.1 to
+ * 192.0.2.2:port through a raw socket (IP_HDRINCL), gap_us apart; with a
+ * corrupted TCP checksum when bad.  For the namespaces tests build.
+ */
+void test_send_syns(int n, uint16_t port, int bad, int gap_us);
 
 #endif

@@ -59,78 +59,7 @@ static void setup(void)
 		cr_skip_test("iproute2 is not installed");
 	snprintf(ns_a, sizeof(ns_a), "fl-a-%d", getpid());
 	snprintf(ns_b, sizeof(ns_b), "fl-b-%d", getpid());
-	cr_assert_eq(test_sh("set -e; ip netns add %s; ip netns add %s;"
-			     "ip link add flva%d type veth peer name flvb%d;"
-			     "ip link set flva%d netns %s; ip link set flvb%d netns %s;"
-			     "ip -n %s addr add 192.0.2.1/24 dev flva%d;"
-			     "ip -n %s addr add 192.0.2.2/24 dev flvb%d;"
-			     "ip -n %s link set lo up; ip -n %s link set lo up;"
-			     "ip -n %s link set flva%d up; ip -n %s link set flvb%d up",
-			     ns_a, ns_b, getpid(), getpid(), getpid(), ns_a, getpid(), ns_b,
-			     ns_a, getpid(), ns_b, getpid(), ns_a, ns_b, ns_a, getpid(), ns_b,
-			     getpid()), 0, "could not build the namespaces");
-}
-
-static uint16_t csum16(const void *data, size_t len, uint32_t sum)
-{
-	const uint8_t *p = data;
-
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (len & 1)
-		sum += (uint32_t)(p[len - 1] << 8);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* Send n SYNs from 192.0.2.1 to 192.0.2.2:port; corrupt the TCP checksum if bad. */
-static void send_syns(int n, uint16_t port, int bad)
-{
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-
-	cr_assert_geq(fd, 0, "raw socket");
-	inet_pton(AF_INET, "192.0.2.2", &dst.sin_addr);
-	for (int i = 0; i < n; i++) {
-		uint8_t pkt[sizeof(struct iphdr) + sizeof(struct tcphdr)] = { 0 };
-		struct iphdr *ip = (struct iphdr *)pkt;
-		struct tcphdr *tcp = (struct tcphdr *)(pkt + sizeof(*ip));
-		struct {
-			uint32_t src, dst;
-			uint8_t zero, proto;
-			uint16_t len;
-		} __attribute__((packed)) ph;
-		uint8_t buf[sizeof(ph) + sizeof(*tcp)];
-
-		ip->version = 4;
-		ip->ihl = 5;
-		ip->ttl = 64;
-		ip->protocol = IPPROTO_TCP;
-		ip->tot_len = htons(sizeof(pkt));
-		inet_pton(AF_INET, "192.0.2.1", &ip->saddr);
-		ip->daddr = dst.sin_addr.s_addr;
-		tcp->source = htons((uint16_t)(41000 + i + (bad ? 0 : 500)));
-		tcp->dest = htons(port);
-		tcp->seq = htonl(0x1000u + (uint32_t)i);
-		tcp->doff = 5;
-		tcp->syn = 1;
-		tcp->window = htons(65535);
-		ph.src = ip->saddr;
-		ph.dst = ip->daddr;
-		ph.zero = 0;
-		ph.proto = IPPROTO_TCP;
-		ph.len = htons(sizeof(*tcp));
-		memcpy(buf, &ph, sizeof(ph));
-		memcpy(buf + sizeof(ph), tcp, sizeof(*tcp));
-		tcp->check = htons(csum16(buf, sizeof(buf), 0));
-		if (bad)
-			tcp->check ^= htons(0x5a5a);
-		cr_assert_eq(sendto(fd, pkt, sizeof(pkt), 0, (struct sockaddr *)&dst, sizeof(dst)),
-			     (ssize_t)sizeof(pkt));
-		usleep(2000);
-	}
-	close(fd);
+	cr_assert_eq(test_netns_pair(ns_a, ns_b, getpid()), 0, "could not build the namespaces");
 }
 
 static uint64_t counter(const struct snapshot *s, const char *key)
@@ -176,8 +105,8 @@ Test(tcp, bad_checksums_counted_and_attributed_to_peer_and_interface, .init = se
 		fd = open(path, O_RDONLY);
 		if (fd < 0 || setns(fd, CLONE_NEWNET))
 			_exit(2);
-		send_syns(GOOD, 8471, 0);
-		send_syns(BAD, 8471, 1);
+		test_send_syns(GOOD, 8471, 0, 2000);
+		test_send_syns(BAD, 8471, 1, 2000);
 		_exit(0);
 	}
 	waitpid(sender, &status, 0);
