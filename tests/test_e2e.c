@@ -1,0 +1,163 @@
+/*
+ * test_e2e.c - the whole chain with a real fault: TCP segments with a bad
+ * checksum sent between two network namespaces this test builds; the
+ * probe (in the receiving namespace), Redis, faultline-rules and
+ * faultline-alerter, all the real binaries; a webhook receiver on
+ * loopback.  The page must arrive with the sender named as the source
+ * peer, and resolve after the fault stops.  Prints the time from the first
+ * bad packet to the page.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "receiver.h"
+#include "timeutil.h"
+
+static struct test_redis redis;
+static char ns_a[32], ns_b[32], dir[300];
+static pid_t procs[3];
+
+static pid_t spawn(char *const argv[])
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return p;
+}
+
+static void setup(void)
+{
+	if (!test_is_root())
+		cr_skip_test("needs root (network namespaces, BPF)");
+	cr_assert_eq(test_redis_start(&redis), 0);
+	rx_start();
+	snprintf(ns_a, sizeof(ns_a), "fl-ea-%d", getpid());
+	snprintf(ns_b, sizeof(ns_b), "fl-eb-%d", getpid());
+	cr_assert_eq(test_netns_pair(ns_a, ns_b, getpid() % 100000), 0);
+	snprintf(dir, sizeof(dir), "%s", redis.dir);
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < 3; i++)
+		if (procs[i] > 0) {
+			kill(procs[i], SIGTERM);
+			waitpid(procs[i], NULL, 0);
+			procs[i] = 0;
+		}
+	rx_stop();
+	if (ns_a[0])
+		test_sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+	test_redis_destroy(&redis);
+}
+
+static void send_from_a(int n, int gap_us)
+{
+	char path[64];
+	pid_t p = fork();
+
+	if (p == 0) {
+		int fd;
+
+		snprintf(path, sizeof(path), "/var/run/netns/%s", ns_a);
+		fd = open(path, O_RDONLY);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(2);
+		test_send_syns(n, 8471, 1, gap_us);
+		_exit(0);
+	}
+	waitpid(p, NULL, 0);
+}
+
+Test(e2e, bad_checksums_page_with_the_peer_and_resolve, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+	char rules[400], alerter_cfg[400], probe[256], rulesbin[256], alerterbin[256];
+	FILE *f;
+	uint64_t t_fault, t_page = 0;
+
+	snprintf(rules, sizeof(rules), "%s/e2e-rules.yaml", dir);
+	f = fopen(rules, "w");
+	fputs("groups:\n  - name: e2e\n    interval: 1s\n    rules:\n"
+	      "      - alert: E2eChecksumErrors\n"
+	      "        expr: rate(tcp.in_csum_errors[5s]) > 0.5\n"
+	      "        severity: page\n"
+	      "        annotations: {summary: \"{{ $labels.host }}: {{ $value }} corrupt segments/s\"}\n"
+	      "        evidence: [csum_peers]\n", f);
+	fclose(f);
+	snprintf(alerter_cfg, sizeof(alerter_cfg), "%s/alerter.yaml", dir);
+	f = fopen(alerter_cfg, "w");
+	fprintf(f, "redis: %s\nconsumer: e2e\ngroup_wait: 0s\ngroup_interval: 1s\n"
+		"receivers:\n  - name: pager\n    url: http://127.0.0.1:%d/page\n    secret: x\n",
+		redis.url, rx.port);
+	fclose(f);
+	snprintf(probe, sizeof(probe), "%s/faultline-probe", test_out_dir());
+	snprintf(rulesbin, sizeof(rulesbin), "%s/faultline-rules", test_out_dir());
+	snprintf(alerterbin, sizeof(alerterbin), "%s/faultline-alerter", test_out_dir());
+	{
+		char *pa[] = { "ip", "netns", "exec", ns_b, probe, "--redis", redis.url, "--host",
+			       "e2e-b", "--metrics-addr", "", "--log-level", "warn", NULL };
+		char *ra[] = { rulesbin, "--rules", rules, "--redis", redis.url, "--interval", "1s",
+			       "--stale", "30s", "--log-level", "warn", NULL };
+		char *aa[] = { alerterbin, "--config", alerter_cfg, "--log-level", "warn", NULL };
+
+		procs[0] = spawn(pa);
+		procs[1] = spawn(ra);
+		procs[2] = spawn(aa);
+	}
+	sleep(4);	/* the probe loads its BPF programs and writes a few snapshots */
+	if (waitpid(procs[0], NULL, WNOHANG) == procs[0]) {
+		procs[0] = 0;
+		cr_skip_test("the probe does not start here (BPF?)");
+	}
+	cr_assert_eq(rx_count(), 0, "paged before any fault");
+	t_fault = time_mono_ns();
+	for (int burst = 0; burst < 12 && !t_page; burst++) {
+		send_from_a(10, 50000);	/* ~20 bad segments/s */
+		if (rx_count() > 0 && !t_page)
+			t_page = rx.req[0].at_ns;
+	}
+	cr_assert_geq(wait_requests(1, 20), 1, "no page for the checksum errors");
+	t_page = rx.req[0].at_ns;
+	cr_log_info("time to page: %.2f s from the first bad segment",
+		    (double)(t_page - t_fault) / 1e9);
+	struct request *r = &rx.req[0];
+
+	cr_assert(strstr(r->body, "E2eChecksumErrors"), "%.300s", r->body);
+	cr_assert(strstr(r->body, "\"status\":\"firing\""));
+	cr_assert(strstr(r->body, "\"peer\":\"192.0.2.1\""),
+		  "the evidence does not name the sending peer: %.800s", r->body);
+	cr_assert(strstr(r->body, "e2e-b"));
+	/* the fault stops: the alert resolves */
+	int resolved = 0;
+
+	for (int i = 0; i < 40 && !resolved; i++) {
+		usleep(500000);
+		pthread_mutex_lock(&rx.lock);
+		for (int k = 1; k < rx.n; k++)
+			resolved |= strstr(rx.req[k].body, "\"status\":\"resolved\"") != NULL;
+		pthread_mutex_unlock(&rx.lock);
+	}
+	cr_assert(resolved, "no resolved notification after the fault stopped");
+	int firing = 0;
+
+	pthread_mutex_lock(&rx.lock);
+	for (int k = 0; k < rx.n; k++)
+		firing += rx.req[k].status == 200 && strstr(rx.req[k].body, "\"status\":\"firing\"");
+	pthread_mutex_unlock(&rx.lock);
+	cr_assert_eq(firing, 1, "paged %d times for one fault", firing);
+}
