@@ -153,7 +153,8 @@ fuzz: deps
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
-		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; esac; \
+		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; \
+		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \
