@@ -107,19 +107,6 @@ static int depth_of(const struct fnode *n)
 	return d + 1;
 }
 
-static void esc(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(*s, out);
-		}
-	}
-}
-
 static void color(const struct fnode *n, uint64_t total, int diff, char *buf, size_t len)
 {
 	if (diff) {
@@ -157,7 +144,7 @@ static void draw(FILE *out, const struct fnode *n, double x, int depth, int heig
 	if (depth >= 0) {
 		color(n, total, diff, fill, sizeof(fill));
 		fputs("<g class=\"f\"><title>", out);
-		esc(out, n->name);
+		fputs_xml(n->name, out);
 		fprintf(out, " (%llu samples, %.2f%%", (unsigned long long)n->count, share);
 		if (diff)
 			fprintf(out, ", was %.2f%%", 100.0 * n->base_share);
@@ -176,7 +163,7 @@ static void draw(FILE *out, const struct fnode *n, double x, int depth, int heig
 				label[0] = '\0';
 			}
 			fprintf(out, "<text x=\"%.1f\" y=\"%.0f\">", x + 3, y + FG_FRAME_H - 4);
-			esc(out, label);
+			fputs_xml(label, out);
 			fputs("</text>", out);
 		}
 		fputs("</g>\n", out);
@@ -230,7 +217,7 @@ int flamegraph_write(FILE *out, const struct profile *p, const struct profile *b
 		FG_WIDTH, height, FG_WIDTH, height);
 	fputs(script, out);
 	fprintf(out, "<text x=\"600\" y=\"22\" text-anchor=\"middle\" style=\"font-size:16px\">");
-	esc(out, title ? title : "faultline CPU profile");
+	fputs_xml(title ? title : "faultline CPU profile", out);
 	fprintf(out, "</text>\n<text x=\"10\" y=\"44\">%llu samples%s</text>\n"
 		"<text id=\"search\" x=\"1120\" y=\"44\" onclick=\"search()\">Search</text>\n"
 		"<text id=\"matched\" x=\"900\" y=\"44\" text-anchor=\"end\"></text>\n",

@@ -172,14 +172,6 @@ int profile_merge(struct profile *dst, const struct profile *src, const char *se
 
 /* ---- codec ------------------------------------------------------------- */
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-	size_t n = strlen(s);
-
-	msgpack_pack_str(pk, n);
-	msgpack_pack_str_body(pk, s, n);
-}
-
 int profile_encode(const struct profile *p, char **out, size_t *outlen)
 {
 	msgpack_sbuffer sb;
@@ -188,28 +180,28 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 8);
-	pack_str(&pk, "v");
+	wire_pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, PROFILE_VERSION);
-	pack_str(&pk, "host");
-	pack_str(&pk, p->host);
-	pack_str(&pk, "ts");
+	wire_pack_str(&pk, "host");
+	wire_pack_str(&pk, p->host);
+	wire_pack_str(&pk, "ts");
 	msgpack_pack_uint64(&pk, p->ts_ms);
-	pack_str(&pk, "dur");
+	wire_pack_str(&pk, "dur");
 	msgpack_pack_uint64(&pk, p->duration_ms);
-	pack_str(&pk, "hz");
+	wire_pack_str(&pk, "hz");
 	msgpack_pack_uint32(&pk, p->rate_hz);
-	pack_str(&pk, "str");
+	wire_pack_str(&pk, "str");
 	msgpack_pack_array(&pk, p->nstrings);
 	for (uint32_t i = 0; i < p->nstrings; i++)
-		pack_str(&pk, p->strings[i]);
-	pack_str(&pk, "stk");
+		wire_pack_str(&pk, p->strings[i]);
+	wire_pack_str(&pk, "stk");
 	msgpack_pack_array(&pk, p->nstacks);
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		msgpack_pack_array(&pk, p->stacks[i][0]);
 		for (uint32_t k = 0; k < p->stacks[i][0]; k++)
 			msgpack_pack_uint32(&pk, p->stacks[i][1 + k]);
 	}
-	pack_str(&pk, "rows");
+	wire_pack_str(&pk, "rows");
 	msgpack_pack_array(&pk, p->nrows);
 	for (uint32_t i = 0; i < p->nrows; i++) {
 		msgpack_pack_array(&pk, 5);
@@ -229,20 +221,6 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 }
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
-
-static int key_is(const msgpack_object *k, const char *name)
-{
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(name) &&
-	       !memcmp(k->via.str.ptr, name, k->via.str.size);
-}
-
-static int u64_of(const msgpack_object *o, uint64_t *v)
-{
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return -1;
-	*v = o->via.u64;
-	return 0;
-}
 
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
 {
@@ -267,23 +245,23 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 	for (uint32_t i = 0; i < msg.data.via.map.size; i++) {
 		const msgpack_object *k = &msg.data.via.map.ptr[i].key, *val = &msg.data.via.map.ptr[i].val;
 
-		if (key_is(k, "v") && !u64_of(val, &v))
+		if (wire_key_is(k, "v") && !wire_u64(val, &v))
 			version = v;
-		else if (key_is(k, "host") && val->type == MSGPACK_OBJECT_STR)
+		else if (wire_key_is(k, "host") && val->type == MSGPACK_OBJECT_STR)
 			snprintf(p->host, sizeof(p->host), "%.*s",
 				 (int)(val->via.str.size < 199 ? val->via.str.size : 199),
 				 val->via.str.ptr);
-		else if (key_is(k, "ts") && !u64_of(val, &v))
+		else if (wire_key_is(k, "ts") && !wire_u64(val, &v))
 			p->ts_ms = v;
-		else if (key_is(k, "dur") && !u64_of(val, &v))
+		else if (wire_key_is(k, "dur") && !wire_u64(val, &v))
 			p->duration_ms = v;
-		else if (key_is(k, "hz") && !u64_of(val, &v))
+		else if (wire_key_is(k, "hz") && !wire_u64(val, &v))
 			p->rate_hz = (uint32_t)v;
-		else if (key_is(k, "str"))
+		else if (wire_key_is(k, "str"))
 			str = val;
-		else if (key_is(k, "stk"))
+		else if (wire_key_is(k, "stk"))
 			stk = val;
-		else if (key_is(k, "rows"))
+		else if (wire_key_is(k, "rows"))
 			rows = val;
 	}
 	if (version != PROFILE_VERSION)
@@ -319,7 +297,7 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 			FAIL("profile: stack %u is not an array of at most %d frames", i,
 			     PROFILE_MAX_DEPTH);
 		for (uint32_t k = 0; k < s->via.array.size; k++) {
-			if (u64_of(&s->via.array.ptr[k], &v) || v >= p->nstrings)
+			if (wire_u64(&s->via.array.ptr[k], &v) || v >= p->nstrings)
 				FAIL("profile: stack %u frame %u is not a string index", i, k);
 			idx[k] = (uint32_t)v;
 		}
@@ -333,7 +311,7 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 		if (r->type != MSGPACK_OBJECT_ARRAY || r->via.array.size != 5)
 			FAIL("profile: row %u must be [service, comm, pid, stack, count]", i);
 		for (int k = 0; k < 5; k++)
-			if (u64_of(&r->via.array.ptr[k], &f[k]))
+			if (wire_u64(&r->via.array.ptr[k], &f[k]))
 				FAIL("profile: row %u field %d is not an unsigned integer", i, k);
 		if (f[0] >= p->nstrings || f[1] >= p->nstrings || f[3] >= p->nstacks ||
 		    f[2] > UINT32_MAX)

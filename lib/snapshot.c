@@ -285,20 +285,12 @@ struct series *snapshot_find(const struct snapshot *s, const char *key)
 
 /* ---- encode ------------------------------------------------------------- */
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-	size_t n = strlen(s);
-
-	msgpack_pack_str(pk, n);
-	msgpack_pack_str_body(pk, s, n);
-}
-
 static void pack_labels(msgpack_packer *pk, const struct label *l, uint32_t n)
 {
 	msgpack_pack_map(pk, n);
 	for (uint32_t i = 0; i < n; i++) {
-		pack_str(pk, l[i].key);
-		pack_str(pk, l[i].value);
+		wire_pack_str(pk, l[i].key);
+		wire_pack_str(pk, l[i].value);
 	}
 }
 
@@ -326,7 +318,7 @@ static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t t
 	const struct gauge_value *g = &ser->gauge;
 
 	msgpack_pack_array(pk, 4);
-	pack_str(pk, ser->name);
+	wire_pack_str(pk, ser->name);
 	pack_labels(pk, ser->labels, ser->nlabels);
 	msgpack_pack_uint8(pk, (uint8_t)ser->kind);
 	switch (ser->kind) {
@@ -365,21 +357,21 @@ int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 8);
-	pack_str(&pk, "v");
+	wire_pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, SNAPSHOT_VERSION);
-	pack_str(&pk, "host");
-	pack_str(&pk, s->host);
-	pack_str(&pk, "ts");
+	wire_pack_str(&pk, "host");
+	wire_pack_str(&pk, s->host);
+	wire_pack_str(&pk, "ts");
 	msgpack_pack_uint64(&pk, s->ts_ms);
-	pack_str(&pk, "iv");
+	wire_pack_str(&pk, "iv");
 	msgpack_pack_uint64(&pk, s->interval_ms);
-	pack_str(&pk, "seq");
+	wire_pack_str(&pk, "seq");
 	msgpack_pack_uint64(&pk, s->seq);
-	pack_str(&pk, "tier");
+	wire_pack_str(&pk, "tier");
 	msgpack_pack_uint32(&pk, s->tier);
-	pack_str(&pk, "lbl");
+	wire_pack_str(&pk, "lbl");
 	pack_labels(&pk, s->labels, s->nlabels);
-	pack_str(&pk, "s");
+	wire_pack_str(&pk, "s");
 	msgpack_pack_array(&pk, s->nseries);
 	for (uint32_t i = 0; i < s->nseries; i++)
 		pack_series(&pk, &s->series[i], s->tier);
@@ -400,14 +392,6 @@ int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
 		snprintf(err, errlen, __VA_ARGS__);       \
 		return (code);                            \
 	} while (0)
-
-static int get_u64(const msgpack_object *o, uint64_t *v)
-{
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return -1;
-	*v = o->via.u64;
-	return 0;
-}
 
 static int get_f64(const msgpack_object *o, double *v)
 {
@@ -437,14 +421,6 @@ static char *get_str(const msgpack_object *o)
 	memcpy(s, o->via.str.ptr, o->via.str.size);
 	s[o->via.str.size] = '\0';
 	return s;
-}
-
-static int key_is(const msgpack_object *k, const char *name)
-{
-	size_t n = strlen(name);
-
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	       memcmp(k->via.str.ptr, name, n) == 0;
 }
 
 static int decode_labels(const msgpack_object *o, struct label **out, uint32_t *nout,
@@ -495,7 +471,7 @@ static int decode_hist(const msgpack_object *o, struct histogram *h, const char 
 
 	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
 		FAIL(-EINVAL, "%s: histogram must be [count, sum, runs]", what);
-	if (get_u64(&o->via.array.ptr[0], &h->count) || get_u64(&o->via.array.ptr[1], &h->sum))
+	if (wire_u64(&o->via.array.ptr[0], &h->count) || wire_u64(&o->via.array.ptr[1], &h->sum))
 		FAIL(-EINVAL, "%s: histogram count and sum must be unsigned integers", what);
 	runs = &o->via.array.ptr[2];
 	if (runs->type != MSGPACK_OBJECT_ARRAY || runs->via.array.size % 2)
@@ -503,8 +479,8 @@ static int decode_hist(const msgpack_object *o, struct histogram *h, const char 
 	if (runs->via.array.size / 2 > HIST_BUCKETS)
 		FAIL(-E2BIG, "%s: more runs than buckets", what);
 	for (uint32_t i = 0; i < runs->via.array.size; i += 2) {
-		if (get_u64(&runs->via.array.ptr[i], &gap) ||
-		    get_u64(&runs->via.array.ptr[i + 1], &cnt))
+		if (wire_u64(&runs->via.array.ptr[i], &gap) ||
+		    wire_u64(&runs->via.array.ptr[i + 1], &cnt))
 			FAIL(-EINVAL, "%s: histogram run %u is not two unsigned integers", what, i / 2);
 		if (gap >= HIST_BUCKETS || idx + gap >= HIST_BUCKETS)
 			FAIL(-EINVAL, "%s: histogram bucket index beyond %u", what, HIST_BUCKETS - 1);
@@ -549,7 +525,7 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 		free(name);
 		return ret;
 	}
-	if (get_u64(&a[2], &kind) || kind > SERIES_HISTOGRAM) {
+	if (wire_u64(&a[2], &kind) || kind > SERIES_HISTOGRAM) {
 		free(name);
 		labels_free(labels, nlabels);
 		FAIL(-EINVAL, "%s (%.*s): kind must be 0, 1 or 2", what,
@@ -563,11 +539,11 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 	v = &a[3];
 	switch (ser->kind) {
 	case SERIES_COUNTER:
-		if (get_u64(v, &ser->counter.value) == 0)
+		if (wire_u64(v, &ser->counter.value) == 0)
 			return 0;
 		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 2 &&
-		    !get_u64(&v->via.array.ptr[0], &ser->counter.value) &&
-		    !get_u64(&v->via.array.ptr[1], &ser->counter.increase))
+		    !wire_u64(&v->via.array.ptr[0], &ser->counter.value) &&
+		    !wire_u64(&v->via.array.ptr[1], &ser->counter.increase))
 			return 0;
 		FAIL(-EINVAL, "%s (%s): counter value must be u64 or [value, increase]",
 		     what, ser->name);
@@ -582,7 +558,7 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 		    !get_f64(&v->via.array.ptr[1], &ser->gauge.min) &&
 		    !get_f64(&v->via.array.ptr[2], &ser->gauge.max) &&
 		    !get_f64(&v->via.array.ptr[3], &ser->gauge.sum) &&
-		    !get_u64(&v->via.array.ptr[4], &ser->gauge.n))
+		    !wire_u64(&v->via.array.ptr[4], &ser->gauge.n))
 			return 0;
 		FAIL(-EINVAL, "%s (%s): gauge value must be a number or [last, min, max, sum, n]",
 		     what, ser->name);
@@ -604,31 +580,31 @@ static int decode_top(const msgpack_object *root, struct snapshot *s, char *err,
 		const msgpack_object *k = &root->via.map.ptr[i].key;
 		const msgpack_object *v = &root->via.map.ptr[i].val;
 
-		if (key_is(k, "v")) {
-			if (get_u64(v, &version))
+		if (wire_key_is(k, "v")) {
+			if (wire_u64(v, &version))
 				FAIL(-EINVAL, "snapshot: 'v' must be an unsigned integer");
-		} else if (key_is(k, "host")) {
+		} else if (wire_key_is(k, "host")) {
 			free(s->host);
 			s->host = get_str(v);
 			if (!s->host || !s->host[0])
 				FAIL(-EINVAL, "snapshot: 'host' must be a non-empty string");
 			have_host = 1;
-		} else if (key_is(k, "ts")) {
-			if (get_u64(v, &s->ts_ms))
+		} else if (wire_key_is(k, "ts")) {
+			if (wire_u64(v, &s->ts_ms))
 				FAIL(-EINVAL, "snapshot: 'ts' must be an unsigned integer (ms)");
 			have_ts = 1;
-		} else if (key_is(k, "iv")) {
-			if (get_u64(v, &s->interval_ms))
+		} else if (wire_key_is(k, "iv")) {
+			if (wire_u64(v, &s->interval_ms))
 				FAIL(-EINVAL, "snapshot: 'iv' must be an unsigned integer (ms)");
-		} else if (key_is(k, "seq")) {
-			if (get_u64(v, &s->seq))
+		} else if (wire_key_is(k, "seq")) {
+			if (wire_u64(v, &s->seq))
 				FAIL(-EINVAL, "snapshot: 'seq' must be an unsigned integer");
-		} else if (key_is(k, "tier")) {
-			if (get_u64(v, &tier) || tier == 0 || tier > UINT32_MAX)
+		} else if (wire_key_is(k, "tier")) {
+			if (wire_u64(v, &tier) || tier == 0 || tier > UINT32_MAX)
 				FAIL(-EINVAL, "snapshot: 'tier' must be a positive integer (seconds)");
-		} else if (key_is(k, "lbl")) {
+		} else if (wire_key_is(k, "lbl")) {
 			labels = v;
-		} else if (key_is(k, "s")) {
+		} else if (wire_key_is(k, "s")) {
 			series = v;
 		}
 	}

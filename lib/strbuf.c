@@ -106,3 +106,16 @@ int strbuf_failed(const struct strbuf *sb)
 {
 	return sb->failed;
 }
+
+void fputs_xml(const char *s, FILE *out)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '&': fputs("&amp;", out); break;
+		case '"': fputs("&quot;", out); break;
+		default: fputc(*s, out);
+		}
+	}
+}

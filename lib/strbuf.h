@@ -9,6 +9,7 @@
 #define FL_STRBUF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct strbuf {
 	char *buf;
@@ -27,6 +28,9 @@ void strbuf_adds(struct strbuf *sb, const char *s);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append s as a JSON string literal, quotes included. */
 void strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* Write s to out with &, <, > and " escaped for XML/HTML. */
+void fputs_xml(const char *s, FILE *out);
+
 /* The content (never NULL). */
 const char *strbuf_str(const struct strbuf *sb);
 int strbuf_failed(const struct strbuf *sb);

@@ -441,19 +441,6 @@ void wear_print_json(FILE *out, const struct wear_row *rows, size_t n)
 	strbuf_release(&sb);
 }
 
-static void html_esc(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(*s, out);
-		}
-	}
-}
-
 void wear_print_html(FILE *out, const struct wear_row *rows, size_t n, int64_t today)
 {
 	static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
@@ -516,7 +503,7 @@ void wear_print_html(FILE *out, const struct wear_row *rows, size_t n, int64_t t
 
 		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" fill-opacity=\"0.75\">"
 			"<title>", x, y, colors[m]);
-		html_esc(out, w->host);
+		fputs_xml(w->host, out);
 		fprintf(out, " %s %s: %.0f%% used, %.0f days, %s</title></circle>\n", w->rec.device,
 			w->rec.model, f[DF_WEAR_USED_PCT].v, f[DF_POWER_ON_HOURS].v / 24, w->verdict);
 	}
@@ -524,7 +511,7 @@ void wear_print_html(FILE *out, const struct wear_row *rows, size_t n, int64_t t
 		fprintf(out, "<circle cx=\"%d\" cy=\"%d\" r=\"5\" fill=\"%s\"/><text x=\"%d\" y=\"%d\" "
 			"font-size=\"12\">", L + W + 20, 24 + m * 18, colors[m], L + W + 30,
 			28 + m * 18);
-		html_esc(out, models[m][0] ? models[m] : "unknown");
+		fputs_xml(models[m][0] ? models[m] : "unknown", out);
 		fputs("</text>\n", out);
 	}
 	fputs("</svg>\n<table>\n<tr><th>host</th><th>rack</th><th>device</th><th>model</th>"
@@ -538,13 +525,13 @@ void wear_print_html(FILE *out, const struct wear_row *rows, size_t n, int64_t t
 		if (w->eol_day >= 0)
 			wear_format_day(w->eol_day, eol, sizeof(eol));
 		fprintf(out, "<tr class=\"%s\"><td>", w->verdict);
-		html_esc(out, w->host);
+		fputs_xml(w->host, out);
 		fputs("</td><td>", out);
-		html_esc(out, w->rack);
+		fputs_xml(w->rack, out);
 		fputs("</td><td>", out);
-		html_esc(out, w->rec.device);
+		fputs_xml(w->rec.device, out);
 		fputs("</td><td>", out);
-		html_esc(out, w->rec.model);
+		fputs_xml(w->rec.model, out);
 		if (f[DF_WEAR_USED_PCT].present)
 			fprintf(out, "</td><td>%.0f", f[DF_WEAR_USED_PCT].v);
 		else
@@ -554,7 +541,7 @@ void wear_print_html(FILE *out, const struct wear_row *rows, size_t n, int64_t t
 		else
 			fputs("</td><td>-", out);
 		fprintf(out, "</td><td>%s</td><td>%s</td><td>", eol, w->verdict);
-		html_esc(out, w->reason);
+		fputs_xml(w->reason, out);
 		fputs("</td></tr>\n", out);
 	}
 	fputs("</table>\n</body></html>\n", out);

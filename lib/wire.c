@@ -4,6 +4,7 @@
 #include "wire.h"
 
 #include <stdint.h>
+#include <string.h>
 
 static int wire_need(size_t have, size_t need)
 {
@@ -99,5 +100,29 @@ int wire_check(const void *buf, size_t len, int max_depth, size_t *end)
 	if (wire_skip(buf, len, &off, 0, max_depth))
 		return -1;
 	*end = off;
+	return 0;
+}
+
+void wire_pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+int wire_key_is(const msgpack_object *k, const char *name)
+{
+	size_t n = strlen(name);
+
+	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+	       memcmp(k->via.str.ptr, name, n) == 0;
+}
+
+int wire_u64(const msgpack_object *o, uint64_t *v)
+{
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return -1;
+	*v = o->via.u64;
 	return 0;
 }

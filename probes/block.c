@@ -25,6 +25,7 @@
 #include "hist_layout.h"
 #include "block.h"
 #include "block.skel.h"
+#include "bpfmap.h"
 #include "log.h"
 #include "probe.h"
 
@@ -73,20 +74,6 @@ static int kernel_enum_value(const char *name, long long *val)
 	}
 	btf__free(btf);
 	return ret;
-}
-
-static void *map_mmap(struct bpf_map *map, size_t *len)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t sz = (size_t)bpf_map__value_size(map) * bpf_map__max_entries(map);
-	void *p;
-
-	sz = (sz + (size_t)page - 1) / (size_t)page * (size_t)page;
-	p = mmap(NULL, sz, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	*len = sz;
-	return p;
 }
 
 static void explain_load_failure(int err, char *buf, size_t len)
@@ -147,8 +134,8 @@ static int block_open(void **priv, const struct probe_config *cfg, char *err, si
 			 "block_rq_complete: %s; pass --no-bpf to run without it", strerror(-ret));
 		goto fail;
 	}
-	bp->stats = map_mmap(bp->skel->maps.stats, &bp->stats_len);
-	bp->devs = map_mmap(bp->skel->maps.devs, &bp->devs_len);
+	bp->stats = bpfmap_mmap(bp->skel->maps.stats, &bp->stats_len);
+	bp->devs = bpfmap_mmap(bp->skel->maps.devs, &bp->devs_len);
 	if (!bp->stats || !bp->devs) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot mmap the block probe's maps: %s (kernel < 5.5?)",

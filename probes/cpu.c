@@ -26,6 +26,7 @@
 #include <bpf/libbpf.h>
 
 #include "hist_layout.h"
+#include "bpfmap.h"
 #include "log.h"
 #include "probe.h"
 #include "cpu.h"
@@ -47,20 +48,6 @@ struct cpu_probe {
 	uint64_t *idle;		/* per CPU, idle ns accumulated since the probe started */
 	struct histogram *scratch;
 };
-
-static void *map_mmap(struct bpf_map *map, size_t *len)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t sz = (size_t)bpf_map__value_size(map) * bpf_map__max_entries(map);
-	void *p;
-
-	sz = (sz + (size_t)page - 1) / (size_t)page * (size_t)page;
-	p = mmap(NULL, sz, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	*len = sz;
-	return p;
-}
 
 static __u32 read_pid_max(void)
 {
@@ -106,8 +93,8 @@ static int cpu_open(void **priv, const struct probe_config *cfg, char *err, size
 			 "kernel with BTF; pass --no-bpf to run without it", strerror(-ret));
 		goto fail;
 	}
-	cp->busy = map_mmap(cp->skel->maps.busy, &cp->busy_len);
-	cp->lat = map_mmap(cp->skel->maps.lat, &cp->lat_len);
+	cp->busy = bpfmap_mmap(cp->skel->maps.busy, &cp->busy_len);
+	cp->lat = bpfmap_mmap(cp->skel->maps.lat, &cp->lat_len);
 	cp->prev_busy = calloc((size_t)cp->ncpu, sizeof(*cp->prev_busy));
 	cp->idle = calloc((size_t)cp->ncpu, sizeof(*cp->idle));
 	cp->scratch = calloc(1, sizeof(*cp->scratch));
