@@ -81,6 +81,10 @@ int engine_add_snapshot(struct engine *e, const struct snapshot *s)
 	}
 	if (snapshot_copy(&h->snaps[h->n], s))
 		return -ENOMEM;
+	if (topology_apply(e->topology, &h->snaps[h->n])) {
+		snapshot_free(&h->snaps[h->n]);
+		return -ENOMEM;
+	}
 	h->n++;
 	while (drop < h->n && h->snaps[drop].ts_ms + e->keep_ms < s->ts_ms)
 		snapshot_free(&h->snaps[drop++]);
@@ -182,7 +186,8 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	/* HostSilent: built in, rolled up by rack */
 	snprintf(e->silent_rule.name, sizeof(e->silent_rule.name), "HostSilent");
 	snprintf(e->silent_rule.severity, sizeof(e->silent_rule.severity), "page");
-	snprintf(e->silent_rule.rollup_by, sizeof(e->silent_rule.rollup_by), "rack");
+	snprintf(e->silent_rule.rollup_by[0], sizeof(e->silent_rule.rollup_by[0]), "rack");
+	e->silent_rule.nrollup = 1;
 	e->silent_rule.rollup_min_hosts = 2;
 	e->silent_rule.rollup_min_fraction = 0.5;
 	snprintf(e->silent_rule.runbook, sizeof(e->silent_rule.runbook), "runbooks/host-silent.md");
@@ -440,81 +445,87 @@ static const char *host_label(const struct host_state *h, const char *key)
 }
 
 /*
- * Turn host-level matches into domain matches where a domain crosses the
- * thresholds; the host matches they explain are dropped (inhibited).
+ * One domain level: host-level matches of domains that cross the
+ * thresholds become domain matches appended to out (*nout grows); the host
+ * matches they explain are marked inhibited (host = NULL).
  */
+static void rollup_level(struct engine *e, const struct rule *r, const char *label,
+			 struct match *m, int nm, const struct host_state **live, size_t nlive,
+			 struct match *out, int *nout)
+{
+	const char **domain = calloc((size_t)nm + 1, sizeof(char *));
+	const char **distinct = calloc((size_t)nm + 1, sizeof(char *));
+	int nd = 0;
+
+	if (!domain || !distinct)
+		goto out;
+	for (int i = 0; i < nm; i++) {
+		int known = 0;
+
+		if (!m[i].host)
+			continue;
+		for (size_t h = 0; h < nlive && !domain[i]; h++)
+			if (!strcmp(live[h]->name, m[i].host))
+				domain[i] = host_label(live[h], label);
+		if (!domain[i])
+			domain[i] = "unplaced";
+		for (int k = 0; k < nd && !known; k++)
+			known = !strcmp(distinct[k], domain[i]);
+		if (!known)
+			distinct[nd++] = domain[i];
+	}
+	for (int k = 0; k < nd; k++) {
+		int total = 0, hit = 0;
+
+		for (size_t h = 0; h < nlive; h++) {
+			const char *d = host_label(live[h], label);
+
+			total += !strcmp(d ? d : "unplaced", distinct[k]);
+		}
+		for (int i = 0; i < nm; i++)
+			hit += m[i].host && !strcmp(domain[i], distinct[k]);
+		if ((uint64_t)hit < r->rollup_min_hosts || !total ||
+		    (double)hit / total < r->rollup_min_fraction)
+			continue;
+		struct match *dm = &out[(*nout)++];
+		double worst = -INFINITY;
+
+		memset(dm, 0, sizeof(*dm));
+		dm->labels = calloc(1, sizeof(struct label));
+		dm->labels[0].key = (char *)label;
+		dm->labels[0].value = (char *)distinct[k];
+		dm->nlabels = 1;
+		dm->hosts = calloc((size_t)hit, sizeof(char *));
+		dm->total = total;
+		dm->dlabel = label;
+		dm->dvalue = distinct[k];
+		for (int i = 0; i < nm; i++) {
+			if (!m[i].host || strcmp(domain[i], distinct[k]))
+				continue;
+			dm->hosts[dm->nhosts++] = (char *)m[i].host;
+			if (m[i].value > worst)
+				worst = m[i].value;
+			m[i].host = NULL;	/* inhibited by the domain alert */
+			e->inhibited++;
+		}
+		dm->value = worst;
+	}
+out:
+	free(domain);
+	free(distinct);
+}
+
+/* Every domain level, outermost first, then the host matches left. */
 static int rollup(struct engine *e, const struct rule *r, struct match *m, int nm,
 		  const struct host_state **live, size_t nlive, struct match *out)
 {
 	int nout = 0;
-	char **domains = calloc((size_t)nm + 1, sizeof(char *));
-	int nd = 0;
 
-	for (int i = 0; domains && i < nm; i++) {
-		const char *d = NULL;
-		int known = 0;
-
-		for (size_t h = 0; h < nlive && !d; h++)
-			if (!strcmp(live[h]->name, m[i].host))
-				d = host_label(live[h], r->rollup_by);
-		if (!d)
-			d = "unplaced";
-		for (int k = 0; k < nd && !known; k++)
-			known = !strcmp(domains[k], d);
-		if (!known)
-			domains[nd++] = (char *)d;
-	}
-	for (int k = 0; domains && k < nd; k++) {
-		int total = 0, hit = 0;
-
-		for (size_t h = 0; h < nlive; h++) {
-			const char *d = host_label(live[h], r->rollup_by);
-
-			total += !strcmp(d ? d : "unplaced", domains[k]);
-		}
-		for (int i = 0; i < nm; i++) {
-			const char *d = NULL;
-
-			for (size_t h = 0; h < nlive && !d; h++)
-				if (!strcmp(live[h]->name, m[i].host))
-					d = host_label(live[h], r->rollup_by);
-			hit += !strcmp(d ? d : "unplaced", domains[k]);
-		}
-		if ((uint64_t)hit >= r->rollup_min_hosts && total &&
-		    (double)hit / total >= r->rollup_min_fraction) {
-			struct match *dm = &out[nout++];
-			double worst = -INFINITY;
-
-			memset(dm, 0, sizeof(*dm));
-			dm->labels = calloc(1, sizeof(struct label));
-			dm->labels[0].key = (char *)r->rollup_by;
-			dm->labels[0].value = domains[k];
-			dm->nlabels = 1;
-			dm->hosts = calloc((size_t)hit, sizeof(char *));
-			dm->total = total;
-			dm->dlabel = r->rollup_by;
-			dm->dvalue = domains[k];
-			for (int i = 0; i < nm; i++) {
-				const char *d = NULL;
-
-				for (size_t h = 0; h < nlive && !d; h++)
-					if (!strcmp(live[h]->name, m[i].host))
-						d = host_label(live[h], r->rollup_by);
-				if (strcmp(d ? d : "unplaced", domains[k]))
-					continue;
-				dm->hosts[dm->nhosts++] = (char *)m[i].host;
-				if (m[i].value > worst)
-					worst = m[i].value;
-				m[i].host = NULL;	/* inhibited by the domain alert */
-				e->inhibited++;
-			}
-			dm->value = worst;
-		}
-	}
+	for (int l = 0; l < r->nrollup; l++)
+		rollup_level(e, r, r->rollup_by[l], m, nm, live, nlive, out, &nout);
 	for (int i = 0; i < nm; i++)
 		if (m[i].host)
 			out[nout++] = m[i];
-	free(domains);
 	return nout;
 }
 
@@ -543,9 +554,9 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 		nm++;
 	}
 	if (m && out) {
-		nout = r->rollup_by[0] ? rollup(e, r, m, nm, live, nlive, out) : nm;
-		track(e, r, ri, r->rollup_by[0] ? out : m, nout, now, cb, arg);
-		for (int i = 0; r->rollup_by[0] && i < nout; i++)
+		nout = r->nrollup ? rollup(e, r, m, nm, live, nlive, out) : nm;
+		track(e, r, ri, r->nrollup ? out : m, nout, now, cb, arg);
+		for (int i = 0; r->nrollup && i < nout; i++)
 			if (out[i].nhosts) {
 				free(out[i].labels);
 				free(out[i].hosts);

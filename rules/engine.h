@@ -47,6 +47,7 @@ struct engine {
 	int nstate;
 	struct rule silent_rule;
 	uint64_t inhibited;		/* host alerts explained by a domain alert */
+	const struct topology *topology;	/* optional, not owned */
 };
 
 /* Take ownership of rs (parsed rules). Returns 0 or -ENOMEM. */

@@ -45,6 +45,8 @@ static void usage(FILE *out)
 "HostSilent.  SIGHUP reloads the rule files; a bad reload keeps the old rules.\n"
 "\n"
 "  -R, --rules FILE      a rule file (repeatable; default etc/rules/faultline.yaml)\n"
+"  -t, --topology FILE   host globs -> rack/switch/... labels (default\n"
+"                        etc/topology.yaml when present)\n"
 "  -r, --redis URL       default unix:///run/faultline/redis.sock\n"
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
@@ -97,6 +99,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "rules", required_argument, NULL, 'R' },
+		{ "topology", required_argument, NULL, 't' },
 		{ "redis", required_argument, NULL, 'r' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stale", required_argument, NULL, 's' },
@@ -108,7 +111,8 @@ int main(int argc, char **argv)
 	};
 	char *files[MAX_FILES];
 	int nfiles = 0, c, once = 0;
-	const char *url = "unix:///run/faultline/redis.sock";
+	const char *url = "unix:///run/faultline/redis.sock", *topo_path = NULL;
+	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
 	struct ruleset rs;
 	struct engine e;
@@ -117,8 +121,9 @@ int main(int argc, char **argv)
 	char err[512];
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:r:i:s:l:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:l:hV", opts, NULL)) != -1) {
 		switch (c) {
+		case 't': topo_path = optarg; break;
 		case 'R':
 			if (nfiles < MAX_FILES)
 				files[nfiles++] = optarg;
@@ -150,8 +155,15 @@ int main(int argc, char **argv)
 		files[nfiles++] = "etc/rules/faultline.yaml";
 	if (load_all(&rs, files, nfiles))
 		return 1;
+	if (!topo_path && access("etc/topology.yaml", R_OK) == 0)
+		topo_path = "etc/topology.yaml";
+	if (topo_path && topology_load(&topo, topo_path, err, sizeof(err))) {
+		log_error("%s", err);
+		return 1;
+	}
 	if (engine_init(&e, &rs))
 		return 1;
+	e.topology = &topo;
 	e.stale_ms = stale / NSEC_PER_MSEC;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -199,5 +211,6 @@ int main(int argc, char **argv)
 	if (rc)
 		redisFree(rc);
 	engine_free(&e);
+	topology_free(&topo);
 	return 0;
 }

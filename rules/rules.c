@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include <fnmatch.h>
 #include "timeutil.h"
 
 #define RULE_KEYS "alert, expr, for, keep_firing_for, severity, labels, annotations, runbook, " \
@@ -90,8 +91,17 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 		uint64_t pct = 0;
 
 		r->rollup_min_hosts = 1;
-		if ((ret = copy(c, roll, "by", r->rollup_by, sizeof(r->rollup_by), err, errlen)) ||
-		    (ret = cfg_uint(c, roll, "min_hosts", 1, 1000000, &r->rollup_min_hosts, err,
+		const struct cfg_node *by = cfg_get(roll, "by");
+
+		if (by && by->type == CFG_SCALAR) {
+			snprintf(r->rollup_by[0], sizeof(r->rollup_by[0]), "%s", by->value);
+			r->nrollup = 1;
+		} else if (by && by->type == CFG_SEQ) {
+			for (size_t i = 0; i < by->nchild && r->nrollup < 4; i++)
+				snprintf(r->rollup_by[r->nrollup++], sizeof(r->rollup_by[0]), "%s",
+					 by->child[i].value ? by->child[i].value : "");
+		}
+		if ((ret = cfg_uint(c, roll, "min_hosts", 1, 1000000, &r->rollup_min_hosts, err,
 				    errlen)))
 			return ret;
 		{
@@ -110,8 +120,9 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 		(void)pct;
 		if ((ret = cfg_check_unknown(c, roll, "by, min_hosts, min_fraction", err, errlen)))
 			return ret;
-		if (!r->rollup_by[0])
-			return cfg_error(c, roll, err, errlen, "rollup: needs by: <label>");
+		if (!r->nrollup || !r->rollup_by[0][0])
+			return cfg_error(c, roll, err, errlen, "rollup: needs by: <label> or "
+					 "by: [outer, inner]");
 	}
 	ev = cfg_get(n, "evidence");
 	if (ev) {
@@ -273,4 +284,86 @@ void rules_template(const char *t, double value, const struct label *labels, int
 		out[o++] = *t++;
 	}
 	out[o] = '\0';
+}
+
+/* ---- topology ------------------------------------------------------------ */
+
+int topology_parse(struct topology *t, const char *name, const char *text, size_t len,
+		   char *err, size_t errlen)
+{
+	const struct cfg_node *hosts;
+	struct cfg c;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = cfg_parse(&c, name, text, len, err, errlen);
+	if (ret)
+		return ret;
+	if ((ret = cfg_map(&c, c.root, "hosts", &hosts, err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, c.root, "hosts", err, errlen)))
+		goto out;
+	t->e = calloc(hosts ? hosts->nchild + 1 : 1, sizeof(*t->e));
+	for (size_t i = 0; t->e && hosts && i < hosts->nchild; i++) {
+		const struct cfg_node *h = &hosts->child[i];
+		struct topology_entry *te = &t->e[t->n++];
+
+		((struct cfg_node *)h)->used = 1;
+		te->glob = strdup(h->key);
+		if (h->type != CFG_MAP) {
+			ret = cfg_error(&c, h, err, errlen, "hosts.%s: expected a map of labels such "
+					"as {rack: r1, switch: sw1}", h->key);
+			goto out;
+		}
+		te->labels = calloc(h->nchild + 1, sizeof(*te->labels));
+		for (size_t k = 0; te->labels && k < h->nchild; k++) {
+			if (h->child[k].type != CFG_SCALAR) {
+				ret = cfg_error(&c, &h->child[k], err, errlen, "hosts.%s.%s: expected "
+						"a string", h->key, h->child[k].key);
+				goto out;
+			}
+			te->labels[te->nlabels].key = strdup(h->child[k].key);
+			te->labels[te->nlabels].value = strdup(h->child[k].value);
+			te->nlabels++;
+		}
+	}
+out:
+	cfg_free(&c);
+	return ret;
+}
+
+int topology_load(struct topology *t, const char *path, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int ret = cfg_read_file(path, &text, &len, err, errlen);
+
+	if (ret) {
+		memset(t, 0, sizeof(*t));
+		return ret;
+	}
+	ret = topology_parse(t, path, text, len, err, errlen);
+	free(text);
+	return ret;
+}
+
+void topology_free(struct topology *t)
+{
+	for (int i = 0; i < t->n; i++) {
+		free(t->e[i].glob);
+		free_labels(t->e[i].labels, t->e[i].nlabels);
+	}
+	free(t->e);
+	memset(t, 0, sizeof(*t));
+}
+
+int topology_apply(const struct topology *t, struct snapshot *s)
+{
+	for (int i = 0; t && i < t->n; i++) {
+		if (fnmatch(t->e[i].glob, s->host, 0))
+			continue;
+		for (int k = 0; k < t->e[i].nlabels; k++)
+			if (snapshot_set_label(s, t->e[i].labels[k].key, t->e[i].labels[k].value))
+				return -ENOMEM;
+	}
+	return 0;
 }

@@ -17,9 +17,16 @@
  *           evidence: [csum_peers, cpu_stacks]
  *           rollup: {by: switch, min_hosts: 3, min_fraction: 0.2}
  *
+ * `rollup.by` may list nested domains, outermost first
+ * (`by: [switch, rack]`): hosts explained by a switch alert are not
+ * considered for rack alerts, and hosts explained by either raise no host
+ * alert.
+ *
  * Every error names file:line:column; an expression's error points inside
  * the expression.
  */
+
+
 #ifndef FL_RULES_H
 #define FL_RULES_H
 
@@ -40,7 +47,8 @@ struct rule {
 	int nannotations;
 	char runbook[256];
 	char evidence[128];		/* comma separated */
-	char rollup_by[64];		/* "" = no rollup */
+	char rollup_by[4][64];		/* outermost first; none = no rollup */
+	int nrollup;
 	uint64_t rollup_min_hosts;
 	double rollup_min_fraction;
 };
@@ -69,5 +77,31 @@ void rules_free(struct ruleset *rs);
 /* Expand {{ $value }} and {{ $labels.NAME }} in tmpl into out. */
 void rules_template(const char *tmpl, double value, const struct label *labels, int nlabels,
 		    char *out, size_t len);
+
+/* A topology: host name globs -> domain labels (etc/topology.yaml). */
+struct topology_entry {
+	char *glob;
+	struct label *labels;
+	int nlabels;
+};
+
+struct topology {
+	struct topology_entry *e;
+	int n;
+};
+
+/*
+ * Parse a topology file:
+ *   hosts:
+ *     "db-*": {rack: r12, switch: sw3, row: a, site: fra1}
+ * Entries apply in order (a later match overrides an earlier one) and
+ * override labels the probe reports.  Returns 0 or -EINVAL (positioned).
+ */
+int topology_load(struct topology *t, const char *path, char *err, size_t errlen);
+int topology_parse(struct topology *t, const char *name, const char *text, size_t len,
+		   char *err, size_t errlen);
+void topology_free(struct topology *t);
+/* Apply t's labels for s->host onto s. Returns 0 or -ENOMEM. */
+int topology_apply(const struct topology *t, struct snapshot *s);
 
 #endif

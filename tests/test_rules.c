@@ -98,7 +98,7 @@ static const char *rules_yaml =
 	"        rollup: {by: switch, min_hosts: 3, min_fraction: 0.2}\n";
 
 /* 16 hosts: h1-h8 behind sw1 (racks r1, r2), h9-h16 behind sw2 (r3, r4). */
-static void write_fleet(struct store *st, const int *bad, int nbad, uint64_t t0)
+static void write_fleet(struct store *st, const int *bad, int nbad, uint64_t t0, int labels)
 {
 	for (int h = 1; h <= 16; h++) {
 		char name[16], rack[8];
@@ -112,8 +112,10 @@ static void write_fleet(struct store *st, const int *bad, int nbad, uint64_t t0)
 			struct snapshot s;
 
 			snapshot_init(&s, name, t0 + (uint64_t)t * 10000, 10000, (uint64_t)t, 1);
-			snapshot_set_label(&s, "switch", h <= 8 ? "sw1" : "sw2");
-			snapshot_set_label(&s, "rack", rack);
+			if (labels) {
+				snapshot_set_label(&s, "switch", h <= 8 ? "sw1" : "sw2");
+				snapshot_set_label(&s, "rack", rack);
+			}
 			snapshot_add_counter(&s, "tcp.in_csum_errors",
 					     is_bad ? (uint64_t)t * 100 : 3, NULL);
 			store_put_snapshot(st, &s);
@@ -123,7 +125,8 @@ static void write_fleet(struct store *st, const int *bad, int nbad, uint64_t t0)
 	cr_assert_eq(store_flush(st, 10 * NSEC_PER_SEC), 0);
 }
 
-static void run_fleet(const int *bad, int nbad, struct events *ev)
+static void run_fleet_with(const char *yaml, const struct topology *topo, const int *bad,
+			   int nbad, struct events *ev)
 {
 	struct test_redis redis;
 	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
@@ -138,11 +141,11 @@ static void run_fleet(const int *bad, int nbad, struct events *ev)
 	o.url = redis.url;
 	st = store_open(&o, err, sizeof(err));
 	cr_assert_not_null(st, "%s", err);
-	write_fleet(st, bad, nbad, t0);
+	write_fleet(st, bad, nbad, t0, topo == NULL);
 	store_close(st);
-	cr_assert_eq(rules_parse(&rs, "t.yaml", rules_yaml, strlen(rules_yaml), err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(engine_init(&e, &rs), 0);
+	e.topology = topo;
 	e.stale_ms = 60000;
 	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert_eq(engine_load_redis(&e, rc, err, sizeof(err)), 16 * 4, "%s", err);
@@ -150,6 +153,11 @@ static void run_fleet(const int *bad, int nbad, struct events *ev)
 	redisFree(rc);
 	engine_free(&e);
 	test_redis_destroy(&redis);
+}
+
+static void run_fleet(const int *bad, int nbad, struct events *ev)
+{
+	run_fleet_with(rules_yaml, NULL, bad, nbad, ev);
 }
 
 static json_object *parse(const char *s)
@@ -265,4 +273,43 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 	cr_assert_eq(silent, 1, "host b going silent raised no HostSilent");
 	engine_free(&e);
 	free_events(&ev);
+}
+
+Test(rules, nested_domains_and_topology, .timeout = 60)
+{
+	/* labels come only from the topology file here, not from the probes */
+	static const char *topo_yaml =
+		"hosts:\n"
+		"  \"h*\": {switch: sw1, rack: r1}\n"
+		"  \"h[5-8]\": {rack: r2}\n"
+		"  \"h9\": {switch: sw2, rack: r3}\n  \"h1[0-2]\": {switch: sw2, rack: r3}\n"
+		"  \"h1[3-6]\": {switch: sw2, rack: r4}\n";
+	static const char *yaml =
+		"groups:\n  - name: net\n    rules:\n"
+		"      - alert: Csum\n        expr: rate(tcp.in_csum_errors[1m]) > 0.5\n"
+		"        rollup: {by: [switch, rack], min_hosts: 3, min_fraction: 0.5}\n";
+	/* 5 of 8 behind sw1 (a switch alert; its racks are not looked at again),
+	 * 3 of 4 in rack r3 under sw2 (3/8 of sw2: no switch alert, a rack alert) */
+	static const int bad[] = { 1, 2, 3, 5, 6, 9, 10, 11 };
+	struct topology topo;
+	struct events ev = { 0 };
+	char err[256];
+	int sw1 = 0, r3 = 0;
+
+	cr_assert_eq(topology_parse(&topo, "topo.yaml", topo_yaml, strlen(topo_yaml), err,
+				    sizeof(err)), 0, "%s", err);
+	run_fleet_with(yaml, &topo, bad, 8, &ev);
+	for (int i = 0; i < ev.n; i++) {
+		json_object *o = parse(ev.json[i]);
+
+		cr_assert_null(path(o, "labels", "host"), "a host alert leaked: %s", ev.json[i]);
+		sw1 += path(o, "labels", "switch") && !strcmp(path(o, "labels", "switch"), "sw1");
+		r3 += path(o, "labels", "rack") && !strcmp(path(o, "labels", "rack"), "r3");
+		json_object_put(o);
+	}
+	cr_assert_eq(ev.n, 2, "expected a switch and a rack alert, got %d events", ev.n);
+	cr_assert_eq(sw1, 1);
+	cr_assert_eq(r3, 1);
+	free_events(&ev);
+	topology_free(&topo);
 }
