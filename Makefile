@@ -56,7 +56,8 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
 TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 
-RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o
+RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o \
+	$(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
 .PHONY: all deps run test asan fuzz bench install clean vmlinux
@@ -154,7 +155,8 @@ fuzz: deps
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; \
-		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; esac; \
+		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; \
+		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c rules/engine.c rules/ruletest.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \

@@ -24,6 +24,7 @@
 #include "drive.h"
 #include "profile.h"
 #include "rules.h"
+#include "ruletest.h"
 #include "silence.h"
 #include "profile_export.h"
 #include "wear_report.h"
@@ -965,11 +966,23 @@ static int cmd_rules(int argc, char **argv)
 {
 	int bad = 0;
 
+	if (argc >= 3 && !strcmp(argv[1], "test")) {
+		for (int i = 2; i < argc; i++) {
+			int r = ruletest_run(argv[i], stdout);
+
+			if (r)
+				bad = 1;
+		}
+		return bad;
+	}
 	if (argc < 3 || strcmp(argv[1], "check")) {
-		fprintf(stderr, "Usage: faultline rules check FILE...\n\n"
-			"Validate rule files (YAML groups of alerting rules): syntax, keys,\n"
+		fprintf(stderr, "Usage: faultline rules check FILE...\n"
+			"       faultline rules test FILE...\n\n"
+			"check: validate rule files (YAML groups of alerting rules): syntax, keys,\n"
 			"durations, and every expression (grammar, known metrics, functions).\n"
-			"Errors name file:line:column.  Exit status 1 if any file is invalid.\n");
+			"test: run rule unit tests (input series over time -> which alerts fire\n"
+			"when), like promtool test rules; see rules/ruletest.h for the format.\n"
+			"Errors name file:line:column.  Exit status 1 if anything fails.\n");
 		return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	for (int i = 2; i < argc; i++) {

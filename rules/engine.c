@@ -624,3 +624,36 @@ out:
 	free(slabels);
 	free(all);
 }
+
+void engine_firing(const struct engine *e, const char *alertname, engine_firing_cb cb, void *arg)
+{
+	int rule = 0;
+
+	for (int g = 0; g < e->rules.ngroups; g++) {
+		for (int i = 0; i < e->rules.groups[g].nrules; i++, rule++) {
+			const struct rule *r = &e->rules.groups[g].rules[i];
+
+			if (strcmp(r->name, alertname))
+				continue;
+			for (int k = 0; k < e->state[rule].n; k++) {
+				const struct instance *in = &e->state[rule].inst[k];
+				struct label l[SNAPSHOT_MAX_LABELS * 2 + 4];
+				int n = 0;
+
+				if (!in->firing)
+					continue;
+				l[n].key = "alertname";
+				l[n++].value = (char *)r->name;
+				if (r->severity[0]) {
+					l[n].key = "severity";
+					l[n++].value = (char *)r->severity;
+				}
+				for (int j = 0; j < in->nlabels && n < (int)(sizeof(l) / sizeof(l[0])); j++)
+					l[n++] = in->labels[j];
+				for (int j = 0; j < r->nlabels && n < (int)(sizeof(l) / sizeof(l[0])); j++)
+					l[n++] = r->labels[j];
+				cb(l, n, arg);
+			}
+		}
+	}
+}

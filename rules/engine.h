@@ -69,4 +69,11 @@ int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errl
 /* Evaluate every rule at now_ms and emit state changes through cb. */
 void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *arg);
 
+/*
+ * Call cb for every firing instance of alertname (labels as an event's
+ * labels: the alert's own, plus alertname and severity).
+ */
+typedef void (*engine_firing_cb)(const struct label *labels, int nlabels, void *arg);
+void engine_firing(const struct engine *e, const char *alertname, engine_firing_cb cb, void *arg);
+
 #endif

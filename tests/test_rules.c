@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "helpers.h"
 #include "rules.h"
+#include "ruletest.h"
 #include "store.h"
 #include "timeutil.h"
 
@@ -312,4 +314,55 @@ Test(rules, nested_domains_and_topology, .timeout = 60)
 	cr_assert_eq(r3, 1);
 	free_events(&ev);
 	topology_free(&topo);
+}
+
+/* Every shipped rule has unit tests in tests/rules/, and they pass. */
+Test(rules, shipped_rule_unit_tests_pass, .timeout = 120)
+{
+	const char *files[] = { "tests/rules/drives.test.yaml", "tests/rules/network.test.yaml",
+				"tests/rules/cpu.test.yaml" };
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *out = open_memstream(&buf, &len);
+		int failed = ruletest_run(files[i], out);
+
+		fclose(out);
+		cr_expect_eq(failed, 0, "%s", buf);
+		cr_expect(strstr(buf, "PASS"), "%s ran no test: %s", files[i], buf);
+		free(buf);
+	}
+}
+
+/* A wrong expectation fails, saying what fired instead, where. */
+Test(rules, rule_unit_test_reports_a_wrong_expectation)
+{
+	char path[] = "/tmp/fl-ruletest-XXXXXX", *buf = NULL, cwd[512];
+	size_t len = 0;
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w"), *out;
+
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	fprintf(f, "rule_files: [%s/etc/rules/faultline.yaml]\n"
+		   "evaluation_interval: 1m\n"
+		   "tests:\n"
+		   "  - name: healthy drive\n"
+		   "    interval: 1m\n"
+		   "    input_series:\n"
+		   "      - series: 'drive.wear_used_pct{host=\"db-9\",device=\"sda\",model=\"M\"}'\n"
+		   "        values: '95+0x20'\n"
+		   "    alert_rule_test:\n"
+		   "      - eval_time: 15m\n"
+		   "        alertname: DriveWornOut\n"
+		   "        exp_alerts: []\n", cwd);
+	fclose(f);
+	out = open_memstream(&buf, &len);
+	cr_expect_eq(ruletest_run(path, out), 1);
+	fclose(out);
+	cr_expect(strstr(buf, ":10:9: test 'healthy drive': at 15m, DriveWornOut: expected 0"),
+		  "%s", buf);
+	cr_expect(strstr(buf, "host=db-9"), "%s", buf);
+	free(buf);
+	unlink(path);
 }

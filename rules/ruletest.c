@@ -1,0 +1,389 @@
+/*
+ * ruletest.c - rule unit tests; see ruletest.h.
+ */
+#include "ruletest.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "engine.h"
+#include "timeutil.h"
+
+#define MAX_INPUT 64
+#define MAX_POINTS 4096
+#define MAX_EVALS 100000	/* per test case, so a typo cannot run for hours */
+#define T0 1764500000000ULL	/* tests start at a fixed wall-clock time */
+
+struct input {
+	char host[128];
+	char metric[128];
+	struct label labels[16];
+	int nlabels;
+	struct label hlabels[8];
+	int nhlabels;
+	double v[MAX_POINTS];
+	int have[MAX_POINTS];
+	int n;
+	uint64_t fed;		/* step + 1 of the last snapshot this went into */
+};
+
+static int is_host_label(const char *k)
+{
+	return !strcmp(k, "rack") || !strcmp(k, "switch") || !strcmp(k, "row") ||
+	       !strcmp(k, "site");
+}
+
+/* 'metric{k="v",...}' */
+static int parse_series(const char *s, struct input *in, char *err, size_t errlen)
+{
+	const char *b = strchr(s, '{');
+	size_t ml = b ? (size_t)(b - s) : strlen(s);
+
+	snprintf(in->metric, sizeof(in->metric), "%.*s", (int)ml, s);
+	if (!catalog_find(in->metric)) {
+		snprintf(err, errlen, "unknown metric '%s'", in->metric);
+		return -1;
+	}
+	if (catalog_find(in->metric)->kind == SERIES_HISTOGRAM) {
+		snprintf(err, errlen, "histogram inputs are not supported yet ('%s')", in->metric);
+		return -1;
+	}
+	for (const char *p = b ? b + 1 : NULL; p && *p && *p != '}';) {
+		char key[64], val[128];
+		const char *eq = strchr(p, '='), *q1, *q2;
+
+		if (!eq || !(q1 = strchr(eq, '"')) || !(q2 = strchr(q1 + 1, '"'))) {
+			snprintf(err, errlen, "expected k=\"v\" in '%s'", s);
+			return -1;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+		snprintf(val, sizeof(val), "%.*s", (int)(q2 - q1 - 1), q1 + 1);
+		if (!strcmp(key, "host"))
+			snprintf(in->host, sizeof(in->host), "%s", val);
+		else if (is_host_label(key) && in->nhlabels < 8) {
+			in->hlabels[in->nhlabels].key = strdup(key);
+			in->hlabels[in->nhlabels++].value = strdup(val);
+		} else if (in->nlabels < 16) {
+			in->labels[in->nlabels].key = strdup(key);
+			in->labels[in->nlabels++].value = strdup(val);
+		}
+		p = q2 + 1;
+		while (*p == ',' || *p == ' ')
+			p++;
+	}
+	if (!in->host[0]) {
+		snprintf(err, errlen, "series '%s' needs a host=\"...\" label", s);
+		return -1;
+	}
+	return 0;
+}
+
+/* "1 2 _ 3+1x4 10-2x3" */
+static int parse_values(const char *s, struct input *in, char *err, size_t errlen)
+{
+	char buf[4096], *save, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *x = strrchr(tok, 'x'), *end, *send;
+		double a, step = 0;
+		long n = 0;
+
+		if (!strcmp(tok, "_")) {
+			if (in->n < MAX_POINTS)
+				in->have[in->n++] = 0;
+			continue;
+		}
+		if (x)
+			*x = '\0';	/* else strtod would read "+0x22" as hex */
+		a = strtod(tok, &end);
+		if (end == tok || (!x && *end) || (x && *end != '+' && *end != '-')) {
+			snprintf(err, errlen, "'%s' is not a value, _ or a+bxn", tok);
+			return -1;
+		}
+		if (x) {
+			step = strtod(end, &send);
+			n = strtol(x + 1, &end, 10);
+			if (send == x - 1 || *send || *end || n < 0) {
+				*x = 'x';
+				snprintf(err, errlen, "'%s' is not of the form a+bxn", tok);
+				return -1;
+			}
+		}
+		for (long i = 0; i <= n && in->n < MAX_POINTS; i++) {
+			in->v[in->n] = a + step * (double)i;
+			in->have[in->n++] = 1;
+		}
+	}
+	return 0;
+}
+
+struct got {
+	struct label l[64][24];
+	int nl[64];
+	int n;
+};
+
+static void firing_cb(const struct label *labels, int n, void *arg)
+{
+	struct got *g = arg;
+
+	if (g->n >= 64)
+		return;
+	for (int i = 0; i < n && i < 24; i++)
+		g->l[g->n][i] = labels[i];
+	g->nl[g->n++] = n < 24 ? n : 24;
+}
+
+static const char *lv(const struct label *l, int n, const char *k)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(l[i].key, k))
+			return l[i].value;
+	return NULL;
+}
+
+static void sink(const char *json, void *arg)
+{
+	(void)json;
+	(void)arg;
+}
+
+/*
+ * Give the engine one snapshot per host for input step: all of a host's
+ * series that have a sample at this step, as one probe would send them.
+ */
+static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step,
+		      uint64_t ts_ms, uint64_t interval_ms)
+{
+	for (int i = 0; i < nin; i++) {
+		struct snapshot s;
+		int any = 0;
+
+		if (in[i].fed == step + 1)
+			continue;	/* already part of an earlier host's snapshot */
+		snapshot_init(&s, in[i].host, ts_ms, interval_ms, step, 1);
+		for (int j = i; j < nin; j++) {
+			const struct metric_info *mi = catalog_find(in[j].metric);
+			struct series *ser;
+
+			if (strcmp(in[j].host, in[i].host))
+				continue;
+			in[j].fed = step + 1;
+			for (int h = 0; h < in[j].nhlabels; h++)
+				snapshot_set_label(&s, in[j].hlabels[h].key, in[j].hlabels[h].value);
+			if (step >= (uint64_t)in[j].n || !in[j].have[step])
+				continue;
+			ser = snapshot_add_labels(&s, in[j].metric, mi->kind, in[j].labels,
+						  (uint32_t)in[j].nlabels);
+			if (!ser)
+				continue;
+			any = 1;
+			if (mi->kind == SERIES_COUNTER) {
+				ser->counter.value = (uint64_t)in[j].v[step];
+			} else {
+				ser->gauge.last = ser->gauge.min = ser->gauge.max = in[j].v[step];
+				ser->gauge.n = 1;
+			}
+		}
+		if (any)
+			engine_add_snapshot(e, &s);
+		snapshot_free(&s);
+	}
+}
+
+/*
+ * Run one test case of c: feed its inputs, evaluate every eval_ns, compare
+ * the firing alerts at each eval_time.  Returns 1 if it failed, else 0.
+ */
+static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, char **files,
+		   uint64_t eval_ns, FILE *out)
+{
+	const struct cfg_node *inputs = cfg_get(t, "input_series"), *checks = cfg_get(t,
+										  "alert_rule_test");
+	struct input *in = calloc(MAX_INPUT, sizeof(*in));
+	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0;
+	struct ruleset rs = { 0 };
+	struct engine e;
+	char err[512], *name = NULL;
+	int nin = 0, failed = 0;
+
+	cfg_string(c, t, "name", &name, err, sizeof(err));
+	if (cfg_duration(c, t, "interval", &interval, err, sizeof(err)) || !in) {
+		fprintf(out, "%s\n", err);
+		free(in);
+		free(name);
+		return 1;
+	}
+	for (size_t i = 0; inputs && i < inputs->nchild && nin < MAX_INPUT; i++) {
+		const struct cfg_node *sn = cfg_get(&inputs->child[i], "series");
+		const struct cfg_node *vn = cfg_get(&inputs->child[i], "values");
+
+		if (!sn || !vn || !sn->value || !vn->value ||
+		    parse_series(sn->value, &in[nin], err, sizeof(err)) ||
+		    parse_values(vn->value, &in[nin], err, sizeof(err))) {
+			if (!sn || !vn)
+				snprintf(err, sizeof(err), "each input needs series and values");
+			fprintf(out, "%s:%d:%d: input_series: %s\n", c->file, inputs->child[i].line,
+				inputs->child[i].col, err);
+			failed = 1;
+			goto done;
+		}
+		nin++;
+	}
+	for (int f = 0; f < nfiles; f++)
+		if (rules_load(&rs, files[f], err, sizeof(err))) {
+			fprintf(out, "%s\n", err);
+			rules_free(&rs);
+			failed = 1;
+			goto done;
+		}
+	engine_init(&e, &rs);
+	e.stale_ms = interval / NSEC_PER_MSEC * 3 + 1;
+	for (size_t k = 0; checks && k < checks->nchild; k++) {
+		uint64_t et = 0;
+
+		const struct cfg_node *ck = &checks->child[k];
+
+		err[0] = '\0';
+		if (cfg_duration(c, ck, "eval_time", &et, err, sizeof(err)) || et % eval_ns ||
+		    et / eval_ns > MAX_EVALS || !cfg_get(ck, "alertname")) {
+			if (!err[0])
+				snprintf(err, sizeof(err), "%s:%d:%d: %s", c->file, ck->line, ck->col,
+					 !cfg_get(ck, "alertname") ? "alert_rule_test needs alertname" :
+					 et % eval_ns ?
+					 "eval_time must be a multiple of evaluation_interval" :
+					 "eval_time is more than 100000 evaluations away; "
+					 "raise evaluation_interval");
+			fprintf(out, "%s\n", err);
+			engine_free(&e);
+			failed = 1;
+			goto done;
+		}
+		if (et > maxt)
+			maxt = et;
+	}
+	/* feed input points in time order, evaluating every eval_ns */
+	for (uint64_t now = 0; now <= maxt; now += eval_ns) {
+		uint64_t step = interval ? now / interval : 0;
+
+		if (interval && now % interval == 0)
+			feed_step(&e, in, nin, step, T0 + now / NSEC_PER_MSEC,
+				  interval / NSEC_PER_MSEC);
+		engine_eval(&e, T0 + now / NSEC_PER_MSEC, sink, NULL);
+		for (size_t k = 0; checks && k < checks->nchild; k++) {
+			const struct cfg_node *ck = &checks->child[k], *exp;
+			char *alertname = NULL;
+			uint64_t et = 0;
+			struct got got = { 0 };
+			int nexp = 0, ok = 1;
+
+			cfg_duration(c, ck, "eval_time", &et, err, sizeof(err));
+			if (et != now)
+				continue;
+			cfg_string(c, ck, "alertname", &alertname, err, sizeof(err));
+			engine_firing(&e, alertname ? alertname : "", firing_cb, &got);
+			exp = cfg_get(ck, "exp_alerts");
+			nexp = exp && exp->type == CFG_SEQ ? (int)exp->nchild : 0;
+			if (nexp != got.n)
+				ok = 0;
+			for (int x = 0; ok && x < nexp; x++) {
+				const struct cfg_node *el = cfg_get(&exp->child[x], "exp_labels");
+				int matched = 0;
+
+				for (int gidx = 0; gidx < got.n && !matched; gidx++) {
+					int all = 1;
+
+					for (size_t j = 0; el && j < el->nchild && all; j++) {
+						const char *v = lv(got.l[gidx], got.nl[gidx], el->child[j].key);
+
+						all = v && el->child[j].value && !strcmp(v, el->child[j].value);
+					}
+					matched = all;
+				}
+				ok = matched;
+			}
+			if (!ok) {
+				char d[32];
+
+				fprintf(out, "%s:%d:%d: test '%s': at %s, %s: expected %d firing alert(s), "
+					"got %d:", c->file, ck->line, ck->col, name ? name : "?",
+					duration_format(et, d, sizeof(d)), alertname ? alertname : "?",
+					nexp, got.n);
+				for (int gidx = 0; gidx < got.n; gidx++) {
+					fprintf(out, " {");
+					for (int j = 0; j < got.nl[gidx]; j++)
+						fprintf(out, "%s%s=%s", j ? "," : "", got.l[gidx][j].key,
+							got.l[gidx][j].value);
+					fprintf(out, "}");
+				}
+				fprintf(out, "\n");
+				failed = 1;
+			}
+			free(alertname);
+		}
+	}
+	engine_free(&e);
+	if (!failed)
+		fprintf(out, "  PASS %s\n", name ? name : "?");
+done:
+	for (int i = 0; i < MAX_INPUT; i++) {
+		for (int k = 0; k < in[i].nlabels; k++) {
+			free(in[i].labels[k].key);
+			free(in[i].labels[k].value);
+		}
+		for (int k = 0; k < in[i].nhlabels; k++) {
+			free(in[i].hlabels[k].key);
+			free(in[i].hlabels[k].value);
+		}
+	}
+	free(in);
+	free(name);
+	return failed;
+}
+
+int ruletest_run(const char *path, FILE *out)
+{
+	const struct cfg_node *files, *tests;
+	char err[512], *dir, *copy = strdup(path), *fpaths[16];
+	uint64_t eval_ns = 10 * NSEC_PER_SEC;
+	struct cfg c;
+	int nfiles = 0, failed = 0;
+
+	if (!copy || cfg_load_file(&c, path, err, sizeof(err))) {
+		fprintf(out, "%s\n", err);
+		free(copy);
+		return -1;
+	}
+	dir = dirname(copy);
+	files = cfg_get(c.root, "rule_files");
+	tests = cfg_get(c.root, "tests");
+	if (cfg_duration(&c, c.root, "evaluation_interval", &eval_ns, err, sizeof(err)) ||
+	    !files || files->type != CFG_SEQ || !tests || tests->type != CFG_SEQ || !eval_ns) {
+		fprintf(out, "%s\n", err[0] && strchr(err, ':') ? err :
+			"a rule test file needs rule_files: [...] and tests: [...]");
+		cfg_free(&c);
+		free(copy);
+		return -1;
+	}
+	for (size_t i = 0; i < files->nchild && nfiles < 16; i++) {
+		char p[1024];
+
+		snprintf(p, sizeof(p), "%s%s%s", files->child[i].value[0] == '/' ? "" : dir,
+			 files->child[i].value[0] == '/' ? "" : "/", files->child[i].value);
+		fpaths[nfiles++] = strdup(p);
+	}
+	fprintf(out, "%s:\n", path);
+	for (size_t i = 0; i < tests->nchild; i++)
+		failed += run_one(&c, &tests->child[i], nfiles, fpaths, eval_ns, out);
+	for (int i = 0; i < nfiles; i++)
+		free(fpaths[i]);
+	cfg_free(&c);
+	free(copy);
+	return failed;
+}

@@ -1,0 +1,36 @@
+/*
+ * ruletest.h - rule unit tests, like `promtool test rules`:
+ *
+ *   rule_files: [../../etc/rules/faultline.yaml]   # relative to this file
+ *   evaluation_interval: 10s
+ *   tests:
+ *     - name: a worn drive warns after 10 minutes
+ *       interval: 1m                     # spacing of input values
+ *       input_series:
+ *         - series: 'drive.wear_used_pct{host="db-1",rack="r1",device="nvme0n1",model="M"}'
+ *           values: '85 88 91 92 93+1x10'  # "a+bxn": a, a+b, ... n more; "_": no sample
+ *       alert_rule_test:
+ *         - eval_time: 15m
+ *           alertname: DriveWornOut
+ *           exp_alerts:
+ *             - exp_labels: {host: db-1, device: nvme0n1, severity: warning}
+ *
+ * The `host` label names the host; rack, switch, row and site become the
+ * host's own labels; the rest are the series' labels.  Series kinds come
+ * from the metric catalog (histograms cannot be given as input yet).  At
+ * each eval_time the firing alerts of alertname must be exactly the
+ * expected ones (each expected label set a subset of one alert's labels).
+ */
+#ifndef FL_RULETEST_H
+#define FL_RULETEST_H
+
+#include <stdio.h>
+
+/*
+ * Run the tests in path, reporting to out.  Returns the number of failed
+ * tests (0 = all passed), or -1 when the file itself is invalid (the
+ * reason, with file:line:column, is printed to out).
+ */
+int ruletest_run(const char *path, FILE *out);
+
+#endif
