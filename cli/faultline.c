@@ -25,6 +25,7 @@
 #include "profile.h"
 #include "rules.h"
 #include "ruletest.h"
+#include "deploy.h"
 #include "silence.h"
 #include "profile_export.h"
 #include "wear_report.h"
@@ -49,6 +50,8 @@ static void usage(FILE *out)
 "            `profile burst` asks a host for a high-rate burst\n"
 "  silence   add, list or expire silences (the alerter records, not sends)\n"
 "  rules check    validate rule files (positions of every error)\n"
+"  rules test     run rule unit tests (which alerts fire when)\n"
+"  deploy    mark a deploy (service, version, hosts) or list the markers\n"
 "\n"
 "Run 'faultline COMMAND --help' for a command's options.\n"
 "  -h, --help      this text\n"
@@ -960,6 +963,110 @@ static int cmd_silence(int argc, char **argv)
 	return ret;
 }
 
+/* ---- deploy ------------------------------------------------------------- */
+
+static int print_deploy(const struct deploy *d, void *arg)
+{
+	char t[40];
+
+	(void)arg;
+	printf("%-18s %s  %-20s %-16s hosts=%s  by=%s\n", d->id,
+	       alert_format_time(d->ts_ms, t, sizeof(t)), d->service, d->version, d->hosts,
+	       d->by[0] ? d->by : "-");
+	return 0;
+}
+
+static int cmd_deploy(int argc, char **argv)
+{
+	const char *url = "unix:///run/faultline/redis.sock", *sub = argc > 1 ? argv[1] : "";
+	const char *service = NULL;
+	struct deploy d = { 0 };
+	uint64_t since = 7ULL * 24 * 3600 * NSEC_PER_SEC;
+	redisContext *rc;
+	char err[512];
+	int ret = 0, all = 0;
+
+	if (!sub[0] || !strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		printf("Usage: faultline deploy mark --service S --version V [--hosts GLOB | --all]\n"
+		       "                             [--by WHO] [--redis URL]\n"
+		       "       faultline deploy list [--service S] [--since 7d] [--redis URL]\n\n"
+		       "mark: record that service S went to version V on the hosts whose names\n"
+		       "match GLOB (fnmatch; --all = \"*\"), now.  Post-deploy comparisons take\n"
+		       "their before/after split and their deployed/undeployed peers from these\n"
+		       "markers (stream fl:deploys, kept 90 days).  Prints the marker's id.\n"
+		       "list: the markers of the last --since (default 7d), oldest first.\n");
+		return sub[0] ? 0 : 2;
+	}
+	snprintf(d.by, sizeof(d.by), "%s", getenv("USER") ? getenv("USER") : "");
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--redis") && i + 1 < argc)
+			url = argv[++i];
+		else if (!strcmp(argv[i], "--service") && i + 1 < argc)
+			service = argv[++i];
+		else if (!strcmp(argv[i], "--version") && i + 1 < argc)
+			snprintf(d.version, sizeof(d.version), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
+			snprintf(d.hosts, sizeof(d.hosts), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--all"))
+			all = 1;
+		else if (!strcmp(argv[i], "--by") && i + 1 < argc)
+			snprintf(d.by, sizeof(d.by), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--since") && i + 1 < argc) {
+			if (duration_parse(argv[++i], &since)) {
+				fprintf(stderr, "faultline deploy: --since: expected a duration "
+					"(e.g. 7d), got '%s'\n", argv[i]);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "faultline deploy: unexpected '%s' (try --help)\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!strcmp(sub, "mark")) {
+		if (all && d.hosts[0]) {
+			fprintf(stderr, "faultline deploy mark: give --hosts or --all, not both\n");
+			return 2;
+		}
+		if (!d.hosts[0] && !all) {
+			fprintf(stderr, "faultline deploy mark: say which hosts: --hosts GLOB or --all\n");
+			return 2;
+		}
+		snprintf(d.service, sizeof(d.service), "%s", service ? service : "");
+		if (deploy_validate(&d, err, sizeof(err))) {
+			fprintf(stderr, "faultline deploy mark: %s (--service, --version)\n", err);
+			return 2;
+		}
+	} else if (strcmp(sub, "list")) {
+		fprintf(stderr, "faultline deploy: unknown subcommand '%s' (try --help)\n", sub);
+		return 2;
+	}
+	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	if (!rc) {
+		fprintf(stderr, "faultline deploy: %s\n", err);
+		return 1;
+	}
+	if (!strcmp(sub, "mark")) {
+		ret = deploy_mark(rc, &d, err, sizeof(err)) ? 1 : 0;
+		if (ret)
+			fprintf(stderr, "faultline deploy mark: %s\n", err);
+		else
+			printf("%s\n", d.id);
+	} else {
+		uint64_t now = time_wall_ns();
+		int n = deploy_list(rc, now > since ? (now - since) / NSEC_PER_MSEC : 0, service,
+				    print_deploy, NULL, err, sizeof(err));
+
+		if (n < 0) {
+			fprintf(stderr, "faultline deploy list: %s\n", err);
+			ret = 1;
+		} else {
+			fprintf(stderr, "%d deploy marker(s)\n", n);
+		}
+	}
+	redisFree(rc);
+	return ret;
+}
+
 /* ---- rules check --------------------------------------------------------- */
 
 static int cmd_rules(int argc, char **argv)
@@ -1059,6 +1166,8 @@ int main(int argc, char **argv)
 		return cmd_silence(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "rules"))
 		return cmd_rules(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "deploy"))
+		return cmd_deploy(argc - 1, argv + 1);
 	fprintf(stderr, "faultline: unknown command '%s' (try --help)\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,55 @@
+/*
+ * deploy.h - deploy markers: "service S went to version V on these hosts at
+ * time T", the reference points of post-deploy comparisons.
+ *
+ * Stored in the Redis stream fl:deploys (DESIGN.md), one entry per marker,
+ * fields: service, version, hosts (a glob over host names, "*" = all),
+ * by (who or what marked it: a user or "probe:build-id"), ts_ms.  Entries
+ * older than 90 days are trimmed when a new one is added.
+ */
+#ifndef FL_DEPLOY_H
+#define FL_DEPLOY_H
+
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#define DEPLOY_KEY "fl:deploys"
+#define DEPLOY_RETENTION_MS (90ULL * 24 * 3600 * 1000)
+
+struct deploy {
+	char id[32];		/* stream entry id, filled in by deploy_mark */
+	char service[128];
+	char version[128];
+	char hosts[256];	/* fnmatch(3) glob */
+	char by[128];
+	uint64_t ts_ms;
+};
+
+/*
+ * Check d's fields (service and version set, no control characters).
+ * Returns 0 or -EINVAL with the reason in err.
+ */
+int deploy_validate(const struct deploy *d, char *err, size_t errlen);
+
+/*
+ * Append d to fl:deploys (ts_ms 0 means now) and fill in d->id.
+ * Returns 0, -EINVAL (invalid marker) or -EIO (Redis; reason in err).
+ */
+int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen);
+
+typedef int (*deploy_cb)(const struct deploy *d, void *arg);
+
+/*
+ * Call cb for each marker with ts_ms >= since_ms, oldest first, of service
+ * (NULL: any).  Entries that are not deploy markers are skipped with a
+ * warning, never fatal.  A non-zero return from cb stops the walk.
+ * Returns the number of markers passed to cb, or -EIO.
+ */
+int deploy_list(redisContext *c, uint64_t since_ms, const char *service, deploy_cb cb,
+		void *arg, char *err, size_t errlen);
+
+/* Whether d covers host (its hosts glob matches the name). */
+int deploy_covers(const struct deploy *d, const char *host);
+
+#endif
