@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "alert.h"
+#include "deploy.h"
 #include "eval.h"
+#include "log.h"
+#include "stats.h"
 #include "store.h"
 #include "strbuf.h"
 #include "timeutil.h"
@@ -33,13 +36,25 @@ struct instance {
 	char **hosts;			/* domain alerts: affected hosts */
 	int nhosts, total_hosts;
 	char domain_label[64], domain_value[128];
+	char deploy_service[128];	/* baseline alerts: the deploy judged */
+	uint64_t deploy_at_ms, deploy_base_ms;
 	int seen;
+};
+
+/* A baseline rule's verdict on one deploy, computed once per deploy. */
+struct verdict {
+	char key[300];			/* service@version@ts of the deploy judged */
+	int fires;
+	double value;			/* after / before, relative to peers if any */
+	char **hosts;			/* deployed hosts with data */
+	int nhosts, total;
 };
 
 struct rule_inst {
 	char name[128];
 	struct instance *inst;
 	int n, cap;
+	struct verdict verdict;
 };
 
 /* ---- hosts ------------------------------------------------------------- */
@@ -152,6 +167,14 @@ static int flat_rules(struct ruleset *rs, struct rule ***out)
 	return n;
 }
 
+static void free_verdict(struct verdict *v)
+{
+	for (int k = 0; k < v->nhosts; k++)
+		free(v->hosts[k]);
+	free(v->hosts);
+	memset(v, 0, sizeof(*v));
+}
+
 static void free_instance(struct instance *in)
 {
 	for (int k = 0; k < in->nlabels; k++) {
@@ -174,9 +197,12 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	e->rules = *rs;
 	memset(rs, 0, sizeof(*rs));
 	n = flat_rules(&e->rules, &rules);
-	for (int i = 0; i < n; i++)
-		if (expr_max_range(rules[i]->expr) > maxr)
-			maxr = expr_max_range(rules[i]->expr);
+	for (int i = 0; i < n; i++) {
+		uint64_t need = expr_max_range(rules[i]->expr) + 2 * rules[i]->baseline.window_ns;
+
+		if (need > maxr)
+			maxr = need;	/* a baseline looks back over both its windows */
+	}
 	e->keep_ms = maxr / NSEC_PER_MSEC + 5000;
 	e->stale_ms = 5000;
 	e->nstate = n;
@@ -202,6 +228,7 @@ void engine_free(struct engine *e)
 		for (int k = 0; k < e->state[i].n; k++)
 			free_instance(&e->state[i].inst[k]);
 		free(e->state[i].inst);
+		free_verdict(&e->state[i].verdict);
 	}
 	free(e->state);
 	for (size_t i = 0; i < e->nhosts; i++) {
@@ -210,6 +237,7 @@ void engine_free(struct engine *e)
 		free(e->hosts[i].snaps);
 	}
 	free(e->hosts);
+	free(e->deploys);
 	rules_free(&e->rules);
 	memset(e, 0, sizeof(*e));
 }
@@ -335,6 +363,12 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	}
 	strbuf_addf(&sb, "],\"total_hosts\":%d,\"value\":%.6g", in->total_hosts ? in->total_hosts : 1,
 		    isfinite(in->value) ? in->value : 0.0);
+	if (in->deploy_at_ms) {
+		strbuf_adds(&sb, ",\"deploy\":{\"service\":");
+		strbuf_add_json_str(&sb, in->deploy_service);
+		strbuf_addf(&sb, ",\"at_ms\":%" PRIu64 ",\"base_ms\":%" PRIu64 "}",
+			    in->deploy_at_ms, in->deploy_base_ms);
+	}
 	if (in->domain_label[0]) {
 		strbuf_adds(&sb, ",\"domain\":{\"label\":");
 		strbuf_add_json_str(&sb, in->domain_label);
@@ -373,6 +407,8 @@ struct match {
 	char **hosts;			/* for domain matches */
 	int nhosts, total;
 	const char *dlabel, *dvalue;
+	const struct deploy *deploy;	/* baseline matches */
+	uint64_t base_ms;
 };
 
 /* Update rule r's instances with this evaluation's matches. */
@@ -410,6 +446,12 @@ static void track(struct engine *e, const struct rule *r, struct rule_inst *ri,
 			in->total_hosts = m[i].total;
 			snprintf(in->domain_label, sizeof(in->domain_label), "%s", m[i].dlabel);
 			snprintf(in->domain_value, sizeof(in->domain_value), "%s", m[i].dvalue);
+		}
+		if (m[i].deploy) {
+			snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
+				 m[i].deploy->service);
+			in->deploy_at_ms = m[i].deploy->ts_ms;
+			in->deploy_base_ms = m[i].base_ms;
 		}
 		in->value = m[i].value;
 		in->last_true_ms = now;
@@ -529,6 +571,237 @@ static int rollup(struct engine *e, const struct rule *r, struct match *m, int n
 	return nout;
 }
 
+/* ---- post-deploy baselines -------------------------------------------- */
+
+#define BASELINE_POINTS 30		/* values per window compared */
+#define BASELINE_MIN_POINTS 8		/* fewer: no verdict (Mann–Whitney needs ~8) */
+#define BASELINE_HOLD_MS (24ULL * 3600 * 1000)	/* a verdict stands this long at most */
+
+int engine_set_deploys(struct engine *e, const struct deploy *d, int n)
+{
+	struct deploy *copy = n ? malloc((size_t)n * sizeof(*copy)) : NULL;
+
+	if (n && !copy)
+		return -ENOMEM;
+	if (n)
+		memcpy(copy, d, (size_t)n * sizeof(*copy));
+	free(e->deploys);
+	e->deploys = copy;
+	e->ndeploys = n;
+	return 0;
+}
+
+/* The newest marker of r's service at or before now, or NULL. */
+static const struct deploy *latest_deploy(const struct engine *e, const struct rule *r,
+					  uint64_t now)
+{
+	const struct deploy *best = NULL;
+
+	for (int i = 0; i < e->ndeploys; i++) {
+		const struct deploy *d = &e->deploys[i];
+
+		if (d->ts_ms <= now && (!r->baseline.service[0] ||
+					!strcmp(d->service, r->baseline.service)) &&
+		    (!best || d->ts_ms >= best->ts_ms))
+			best = d;
+	}
+	return best;
+}
+
+/*
+ * r's expression over the live hosts as they were at t (their history cut
+ * at t), averaged over the deployed hosts into *dv and over the others
+ * into *pv (NAN where none reported).  Deployed hosts seen are added to
+ * seen[] (flags per window index).
+ */
+static void value_at(const struct engine *e, const struct rule *r, const struct deploy *d,
+		     const struct host_window *win, size_t nwin, struct host_window *cut,
+		     uint64_t t, uint64_t step_ms, double *dv, double *pv, int *seen)
+{
+	double dsum = 0, psum = 0;
+	size_t dn = 0, pn = 0, ncut = 0;
+	int *slot = calloc(nwin + 1, sizeof(int));
+	struct value v = { 0 };
+	char err[256];
+
+	*dv = *pv = NAN;
+	if (!slot)
+		return;
+	for (size_t h = 0; h < nwin; h++) {
+		size_t n = win[h].n;
+
+		while (n && win[h].snaps[n - 1].ts_ms > t)
+			n--;
+		/* a host that was silent around t says nothing about t */
+		if (!n || win[h].snaps[n - 1].ts_ms + e->stale_ms + step_ms <= t)
+			continue;
+		cut[ncut] = win[h];
+		cut[ncut].n = n;
+		slot[ncut++] = (int)h;
+	}
+	if (!ncut || eval(r->expr, cut, ncut, &v, err, sizeof(err)) || !v.is_vector) {
+		value_free(&v);
+		free(slot);
+		return;
+	}
+	for (size_t i = 0; i < v.n; i++) {
+		const char *host = velem_label(&v.e[i], "host");
+
+		if (!host || isnan(v.e[i].v))
+			continue;
+		if (deploy_covers(d, host)) {
+			dsum += v.e[i].v;
+			dn++;
+			for (size_t c = 0; c < ncut; c++)
+				if (!strcmp(cut[c].host, host))
+					seen[slot[c]] = 1;
+		} else {
+			psum += v.e[i].v;
+			pn++;
+		}
+	}
+	if (dn)
+		*dv = dsum / (double)dn;
+	if (pn)
+		*pv = psum / (double)pn;
+	value_free(&v);
+	free(slot);
+}
+
+/* Copy the non-NaN values of x[0..n) to out; returns how many. */
+static size_t finite_values(const double *x, size_t n, double *out)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(x[i]))
+			out[m++] = x[i];
+	return m;
+}
+
+/*
+ * Judge deploy d for baseline rule r: BASELINE_POINTS values of the
+ * deployed hosts' mean before the deploy and as many after, the same for
+ * the undeployed peers; fills v.  The comparison with peers uses each
+ * side's values relative to its own pre-deploy median, so a load shift
+ * that moves everybody cancels out.
+ */
+static void judge(const struct engine *e, const struct rule *r, const struct deploy *d,
+		  const struct host_window *win, size_t nwin, struct verdict *v)
+{
+	const struct rule_baseline *b = &r->baseline;
+	uint64_t w = b->window_ns / NSEC_PER_MSEC, step = w / BASELINE_POINTS;
+	double dser[2 * BASELINE_POINTS], pser[2 * BASELINE_POINTS];
+	double db[BASELINE_POINTS], da[BASELINE_POINTS], pb[BASELINE_POINTS], pa[BASELINE_POINTS];
+	struct host_window *cut = calloc(nwin + 1, sizeof(*cut));
+	int *seen = calloc(nwin + 1, sizeof(int));
+	size_t ndb, nda, npb, npa;
+	double self_change, self_p, change, p, mdb, mpb;
+
+	if (!cut || !seen || !step)
+		goto out;
+	for (int k = 0; k < 2 * BASELINE_POINTS; k++) {
+		/* slot k covers (t - step, t]; the before slots end just before the deploy */
+		uint64_t t = d->ts_ms - w + (uint64_t)(k + 1) * step - 1;
+
+		value_at(e, r, d, win, nwin, cut, t, step, &dser[k], &pser[k], seen);
+	}
+	ndb = finite_values(dser, BASELINE_POINTS, db);
+	nda = finite_values(dser + BASELINE_POINTS, BASELINE_POINTS, da);
+	npb = finite_values(pser, BASELINE_POINTS, pb);
+	npa = finite_values(pser + BASELINE_POINTS, BASELINE_POINTS, pa);
+	if (ndb < BASELINE_MIN_POINTS || nda < BASELINE_MIN_POINTS) {
+		log_info("%s: deploy %s %s: too little data around it to judge (%zu before, "
+			 "%zu after of %d)", r->name, d->service, d->version, ndb, nda,
+			 BASELINE_POINTS);
+		goto out;
+	}
+	self_p = stats_mann_whitney_greater(da, nda, db, ndb);
+	{
+		double tmp_a[BASELINE_POINTS], tmp_b[BASELINE_POINTS];
+
+		memcpy(tmp_a, da, nda * sizeof(double));
+		memcpy(tmp_b, db, ndb * sizeof(double));
+		mdb = stats_median(tmp_b, ndb);
+		self_change = stats_median(tmp_a, nda) / fmax(mdb, 1e-12) - 1;
+	}
+	change = self_change;
+	p = self_p;
+	v->fires = self_change >= b->min_change && self_p < b->alpha;
+	if (npb >= BASELINE_MIN_POINTS && npa >= BASELINE_MIN_POINTS) {
+		double tmp[BASELINE_POINTS], pchange;
+
+		memcpy(tmp, pb, npb * sizeof(double));
+		mpb = stats_median(tmp, npb);
+		for (size_t i = 0; i < nda; i++)
+			da[i] /= fmax(mdb, 1e-12);
+		for (size_t i = 0; i < npa; i++)
+			pa[i] /= fmax(mpb, 1e-12);
+		p = stats_mann_whitney_greater(da, nda, pa, npa);
+		memcpy(tmp, pa, npa * sizeof(double));
+		pchange = stats_median(tmp, npa);
+		memcpy(tmp, da, nda * sizeof(double));
+		change = stats_median(tmp, nda) / fmax(pchange, 1e-12) - 1;
+		v->fires = v->fires && change >= b->min_change && p < b->alpha;
+	}
+	v->value = 1 + change;
+	log_info("%s: deploy %s %s: %+.1f%% vs before (p=%.2g), %+.1f%% vs %s (p=%.2g): %s",
+		 r->name, d->service, d->version, self_change * 100, self_p, change * 100,
+		 npa ? "undeployed peers" : "before (no undeployed peers)", p,
+		 v->fires ? "regression" : "no regression");
+	v->hosts = calloc(nwin + 1, sizeof(char *));
+	for (size_t h = 0; v->hosts && h < nwin; h++) {
+		if (seen[h])
+			v->hosts[v->nhosts++] = strdup(win[h].host);
+		v->total++;
+	}
+out:
+	free(cut);
+	free(seen);
+}
+
+/*
+ * A baseline rule: judge the newest deploy of its service once its
+ * after-window has passed, and keep that verdict (one alert per deploy)
+ * until a newer deploy or BASELINE_HOLD_MS.
+ */
+static void run_baseline(struct engine *e, const struct rule *r, struct rule_inst *ri,
+			 const struct host_window *win, size_t nwin, uint64_t now,
+			 engine_event_cb cb, void *arg)
+{
+	uint64_t w = r->baseline.window_ns / NSEC_PER_MSEC;
+	const struct deploy *d = latest_deploy(e, r, now);
+	struct label l[2];
+	struct match m = { 0 };
+	char key[300];
+	int nm = 0;
+
+	if (d && now >= d->ts_ms + w && now < d->ts_ms + w + BASELINE_HOLD_MS) {
+		snprintf(key, sizeof(key), "%s@%s@%" PRIu64, d->service, d->version, d->ts_ms);
+		if (strcmp(ri->verdict.key, key)) {
+			free_verdict(&ri->verdict);
+			snprintf(ri->verdict.key, sizeof(ri->verdict.key), "%s", key);
+			judge(e, r, d, win, nwin, &ri->verdict);
+		}
+		if (ri->verdict.fires) {
+			l[0] = (struct label){ "service", (char *)d->service };
+			l[1] = (struct label){ "version", (char *)d->version };
+			m.labels = l;
+			m.nlabels = 2;
+			m.value = ri->verdict.value;
+			m.hosts = ri->verdict.hosts;
+			m.nhosts = ri->verdict.nhosts;
+			m.total = ri->verdict.total;
+			m.dlabel = "service";
+			m.dvalue = d->service;
+			m.deploy = d;
+			m.base_ms = d->ts_ms - w;
+			nm = 1;
+		}
+	}
+	track(e, r, ri, &m, nm, now, cb, arg);
+}
+
 static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		     struct host_window *win, const struct host_state **live, size_t nlive,
 		     uint64_t now, engine_event_cb cb, void *arg)
@@ -538,6 +811,10 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 	char err[256];
 	int nm = 0, nout;
 
+	if (r->baseline.window_ns) {
+		run_baseline(e, r, ri, win, nlive, now, cb, arg);
+		return;
+	}
 	if (eval(r->expr, win, nlive, &v, err, sizeof(err)))
 		return;
 	if (!v.is_vector) {

@@ -27,6 +27,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "deploy.h"
 #include "rules.h"
 #include "snapshot.h"
 
@@ -48,6 +49,8 @@ struct engine {
 	struct rule silent_rule;
 	uint64_t inhibited;		/* host alerts explained by a domain alert */
 	const struct topology *topology;	/* optional, not owned */
+	struct deploy *deploys;		/* markers baseline rules judge, oldest first */
+	int ndeploys;
 };
 
 /* Take ownership of rs (parsed rules). Returns 0 or -ENOMEM. */
@@ -56,6 +59,12 @@ void engine_free(struct engine *e);
 
 /* Replace the rules, keeping the state of rules that kept their name. */
 int engine_reload(struct engine *e, struct ruleset *rs);
+
+/*
+ * Replace the deploy markers baseline rules look at (copied; oldest
+ * first, as deploy_list gives them).  Returns 0 or -ENOMEM.
+ */
+int engine_set_deploys(struct engine *e, const struct deploy *d, int n);
 
 /* Add a snapshot of host (copied); older history is trimmed. */
 int engine_add_snapshot(struct engine *e, const struct snapshot *s);

@@ -592,6 +592,12 @@ void expr_free(struct node *n)
 	free(n);
 }
 
+int expr_is_comparison(const struct node *n)
+{
+	return n && n->t == N_BIN && ((n->op >= OP_EQ && n->op <= OP_LE && !n->bool_mod) ||
+				      n->op == OP_AND || n->op == OP_OR || n->op == OP_UNLESS);
+}
+
 uint64_t expr_max_range(const struct node *n)
 {
 	uint64_t m = 0, x;

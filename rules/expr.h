@@ -91,4 +91,10 @@ void expr_free(struct node *n);
 /* Longest range any selector in n asks for (ns); 0 if none. */
 uint64_t expr_max_range(const struct node *n);
 
+/*
+ * Whether n filters rather than computes: its top is a comparison without
+ * `bool` or a set operation (and, or, unless).
+ */
+int expr_is_comparison(const struct node *n);
+
 #endif

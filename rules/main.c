@@ -95,6 +95,52 @@ static void emit_event(const char *json, void *arg)
 		freeReplyObject(r);
 }
 
+struct deploy_buf {
+	struct deploy *d;
+	int n, cap;
+};
+
+static int keep_deploy(const struct deploy *d, void *arg)
+{
+	struct deploy_buf *b = arg;
+
+	if (b->n == b->cap) {
+		int cap = b->cap ? b->cap * 2 : 16;
+		struct deploy *n = realloc(b->d, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		b->d = n;
+		b->cap = cap;
+	}
+	b->d[b->n++] = *d;
+	return 0;
+}
+
+/*
+ * Give the engine the deploy markers its baseline rules can still judge
+ * (the last day and their windows); nothing to do without baseline rules.
+ */
+static int load_deploys(struct engine *e, redisContext *rc, char *err, size_t errlen)
+{
+	uint64_t back = 0, now = time_wall_ns() / NSEC_PER_MSEC;
+	struct deploy_buf b = { 0 };
+	int n;
+
+	for (int g = 0; g < e->rules.ngroups; g++)
+		for (int i = 0; i < e->rules.groups[g].nrules; i++)
+			if (e->rules.groups[g].rules[i].baseline.window_ns / NSEC_PER_MSEC > back)
+				back = e->rules.groups[g].rules[i].baseline.window_ns / NSEC_PER_MSEC;
+	if (!back)
+		return 0;
+	back = 2 * back + 24ULL * 3600 * 1000;
+	n = deploy_list(rc, now > back ? now - back : 0, NULL, keep_deploy, &b, err, errlen);
+	if (n >= 0)
+		engine_set_deploys(e, b.d, b.n);
+	free(b.d);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -199,6 +245,8 @@ int main(int argc, char **argv)
 			rc = NULL;
 			continue;
 		}
+		if (load_deploys(&e, rc, err, sizeof(err)) < 0)
+			log_warn("%s; baseline rules judge no new deploy until it works", err);
 		ctx.rc = rc;
 		engine_eval(&e, time_wall_ns() / NSEC_PER_MSEC, emit_event, &ctx);
 		if (once)

@@ -4,6 +4,7 @@
 #include "rules.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,39 @@ static int read_map(const struct cfg *c, const struct cfg_node *m, const char *k
 		(*out)[*n].value = strdup(map->child[i].value);
 		(*n)++;
 	}
+	return 0;
+}
+
+/* A number in [lo, hi] from key of n (default when absent). */
+static int read_number(const struct cfg *c, const struct cfg_node *n, const char *key, double lo,
+		       double hi, double *out, char *err, size_t errlen)
+{
+	const struct cfg_node *v = cfg_get(n, key);
+	char *end;
+
+	if (!v)
+		return 0;
+	*out = v->value ? strtod(v->value, &end) : NAN;
+	if (!v->value || *end || !(*out >= lo && *out <= hi))
+		return cfg_error(c, v, err, errlen, "%s: expected a number in %g..%g", key, lo, hi);
+	return 0;
+}
+
+static int parse_baseline(struct rule_baseline *b, const struct cfg *c, const struct cfg_node *bl,
+			  char *err, size_t errlen)
+{
+	int ret;
+
+	b->min_change = 0.2;
+	b->alpha = 0.01;
+	if ((ret = copy(c, bl, "service", b->service, sizeof(b->service), err, errlen)) ||
+	    (ret = cfg_duration(c, bl, "window", &b->window_ns, err, errlen)) ||
+	    (ret = read_number(c, bl, "min_change", 0.001, 1000, &b->min_change, err, errlen)) ||
+	    (ret = read_number(c, bl, "alpha", 1e-9, 0.5, &b->alpha, err, errlen)) ||
+	    (ret = cfg_check_unknown(c, bl, "service, window, min_change, alpha", err, errlen)))
+		return ret;
+	if (b->window_ns < NSEC_PER_SEC)
+		return cfg_error(c, bl, err, errlen, "baseline: needs window: (e.g. 15m), at least 1s");
 	return 0;
 }
 
@@ -142,10 +176,17 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 						off ? "," : "", e);
 		}
 	}
-	bl = cfg_get(n, "baseline");
-	if (bl)
-		return cfg_error(c, bl, err, errlen, "baseline: post-deploy baselines are not "
-				 "supported by this version of faultline-rules yet");
+	if ((ret = cfg_map(c, n, "baseline", &bl, err, errlen)))
+		return ret;
+	if (bl && (ret = parse_baseline(&r->baseline, c, bl, err, errlen)))
+		return ret;
+	if (bl && r->nrollup)
+		return cfg_error(c, bl, err, errlen, "baseline: a baseline alert is already one "
+				 "alert per deploy; drop rollup");
+	if (bl && expr_is_comparison(r->expr))
+		return cfg_error(c, ex, err, errlen, "expr: a baseline rule's expression is the "
+				 "value to compare (e.g. avg_over_time(cpu.utilization[10s])), not a "
+				 "condition");
 	return cfg_check_unknown(c, n, RULE_KEYS, err, errlen);
 }
 

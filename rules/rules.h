@@ -35,6 +35,24 @@
 #include "expr.h"
 #include "snapshot.h"
 
+/*
+ * `baseline: {service: api, window: 15m, min_change: 0.2, alpha: 0.01}`:
+ * the rule's expression is a per-host value (no comparison); after each
+ * deploy marker of service (fl:deploys; none given = any service) the
+ * deployed hosts' values in the window after the deploy are compared with
+ * the same hosts in the window before it and, when there are undeployed
+ * hosts, with those peers over the same two windows.  It fires when the
+ * increase is at least min_change (0.2 = +20 %) against both and a one-
+ * sided Mann–Whitney U test puts it below alpha against both, so a
+ * fleet-wide load shift, which moves the peers too, does not fire.
+ */
+struct rule_baseline {
+	char service[128];
+	uint64_t window_ns;
+	double min_change;
+	double alpha;
+};
+
 struct rule {
 	char name[128];
 	char *expr_text;
@@ -51,6 +69,7 @@ struct rule {
 	int nrollup;
 	uint64_t rollup_min_hosts;
 	double rollup_min_fraction;
+	struct rule_baseline baseline;	/* window_ns 0 = not a baseline rule */
 };
 
 struct rule_group {

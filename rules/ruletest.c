@@ -198,6 +198,56 @@ static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step
 }
 
 /*
+ * deploys: [{service: api, version: "2", hosts: "web-[0-3]", at: 20m}] for
+ * baseline rules (hosts defaults to every host).  Returns 0 or -1 (printed).
+ */
+static int set_deploys(const struct cfg *c, struct engine *e, const struct cfg_node *list,
+		       FILE *out)
+{
+	struct deploy d[32];
+	char err[512];
+	int n = 0;
+
+	if (!list)
+		return 0;
+	if (list->type != CFG_SEQ || list->nchild > 32) {
+		fprintf(out, "%s:%d:%d: deploys: expected a list of at most 32 markers\n", c->file,
+			list->line, list->col);
+		return -1;
+	}
+	for (size_t i = 0; i < list->nchild; i++) {
+		const struct cfg_node *m = &list->child[i];
+		char *service = NULL, *version = NULL, *hosts = NULL;
+		uint64_t at = 0;
+
+		memset(&d[n], 0, sizeof(d[n]));
+		err[0] = '\0';
+		if (cfg_string(c, m, "service", &service, err, sizeof(err)) ||
+		    cfg_string(c, m, "version", &version, err, sizeof(err)) ||
+		    cfg_string(c, m, "hosts", &hosts, err, sizeof(err)) ||
+		    cfg_duration(c, m, "at", &at, err, sizeof(err)) || !service || !version) {
+			if (err[0])
+				fprintf(out, "%s\n", err);
+			else
+				fprintf(out, "%s:%d:%d: deploys: each needs service, version and at\n",
+					c->file, m->line, m->col);
+			free(service);
+			free(version);
+			free(hosts);
+			return -1;
+		}
+		snprintf(d[n].service, sizeof(d[n].service), "%s", service);
+		snprintf(d[n].version, sizeof(d[n].version), "%s", version);
+		snprintf(d[n].hosts, sizeof(d[n].hosts), "%s", hosts ? hosts : "*");
+		d[n++].ts_ms = T0 + at / NSEC_PER_MSEC;
+		free(service);
+		free(version);
+		free(hosts);
+	}
+	return engine_set_deploys(e, d, n);
+}
+
+/*
  * Run one test case of c: feed its inputs, evaluate every eval_ns, compare
  * the firing alerts at each eval_time.  Returns 1 if it failed, else 0.
  */
@@ -245,6 +295,11 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		}
 	engine_init(&e, &rs);
 	e.stale_ms = interval / NSEC_PER_MSEC * 3 + 1;
+	if (set_deploys(c, &e, cfg_get(t, "deploys"), out)) {
+		engine_free(&e);
+		failed = 1;
+		goto done;
+	}
 	for (size_t k = 0; checks && k < checks->nchild; k++) {
 		uint64_t et = 0;
 

@@ -20,6 +20,11 @@
  * from the metric catalog (histograms cannot be given as input yet).  At
  * each eval_time the firing alerts of alertname must be exactly the
  * expected ones (each expected label set a subset of one alert's labels).
+ *
+ * Baseline rules take their deploy markers from the test case:
+ *
+ *       deploys:
+ *         - {service: api, version: "2.0", hosts: "web-[0-3]", at: 20m}
  */
 #ifndef FL_RULETEST_H
 #define FL_RULETEST_H

@@ -1,0 +1,26 @@
+/*
+ * stats.h - small robust statistics for comparing two samples: medians
+ * and the one-sided Mann–Whitney U test.
+ *
+ * Mann–Whitney asks whether values of a tend to be larger than values of
+ * b without assuming any distribution, so a few outliers or a skewed
+ * latency distribution do not fake a regression.  The p-value uses the
+ * normal approximation with tie correction and continuity correction,
+ * good from about 8 values per sample.
+ */
+#ifndef FL_STATS_H
+#define FL_STATS_H
+
+#include <stddef.h>
+
+/* Median of x[0..n) (x is reordered); NAN when n == 0. */
+double stats_median(double *x, size_t n);
+
+/*
+ * One-sided Mann–Whitney U test of "a tends to be greater than b".
+ * Returns the p-value in [0, 1] (small: a is greater), or NAN when either
+ * sample is empty or every value is tied.  NaNs in the input are skipped.
+ */
+double stats_mann_whitney_greater(const double *a, size_t na, const double *b, size_t nb);
+
+#endif

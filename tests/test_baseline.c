@@ -1,0 +1,211 @@
+/*
+ * test_baseline.c - post-deploy baselines: the Mann–Whitney test against
+ * known values, and the engine judging deploys on a simulated fleet whose
+ * CPU use is noisy: a 30 % regression on the deployed half fires, naming
+ * the deploy and its hosts; the same deploy during a fleet-wide 30 % load
+ * rise does not; a deploy to every host is judged against its own past.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deploy.h"
+#include "engine.h"
+#include "rules.h"
+#include "stats.h"
+#include "timeutil.h"
+
+Test(stats, mann_whitney_against_reference_values)
+{
+	double a[] = { 6, 7, 8, 9, 10 }, b[] = { 1, 2, 3, 4, 5 };
+	double c[] = { 1, 2, 3, 4, 5 }, m[] = { 3, 1, 2 };
+	double all_tied[] = { 4, 4, 4 };
+
+	/* U = 25 of 25 pairs: z = (25 - 12.5 - 0.5) / sqrt(25 * 11 / 12); scipy
+	 * mannwhitneyu(a, b, alternative="greater", method="asymptotic") agrees */
+	cr_expect_float_eq(stats_mann_whitney_greater(a, 5, b, 5), 0.00609, 1e-4);
+	cr_expect_gt(stats_mann_whitney_greater(b, 5, a, 5), 0.99);
+	cr_expect_float_eq(stats_mann_whitney_greater(c, 5, b, 5), 0.5 * erfc(-0.5 /
+			   sqrt(25.0 / 12 * (11 - 30.0 / 90)) / sqrt(2)), 1e-9);
+	cr_expect(isnan(stats_mann_whitney_greater(all_tied, 3, all_tied, 3)));
+	cr_expect(isnan(stats_mann_whitney_greater(a, 0, b, 5)));
+	cr_expect_float_eq(stats_median(m, 3), 2, 1e-12);
+	cr_expect_float_eq(stats_median(a, 4), 7.5, 1e-12);
+}
+
+#define T0 1790000000000ULL	/* ms */
+#define DEPLOY_AT (T0 + 20 * 60 * 1000)
+
+static const char *yaml =
+	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
+	"      - alert: PostDeployCpuRegression\n"
+	"        expr: avg_over_time(cpu.utilization{cpu=\"all\"}[10s])\n"
+	"        baseline: {service: api, window: 10m, min_change: 0.2, alpha: 0.01}\n"
+	"        severity: warning\n"
+	"        annotations: {summary: \"{{ $labels.service }} {{ $labels.version }}: CPU x{{ $value }}\"}\n"
+	"        evidence: [cpu_stacks]\n";
+
+struct events {
+	char *json[16];
+	int n;
+};
+
+static void collect(const char *json, void *arg)
+{
+	struct events *ev = arg;
+
+	if (ev->n < 16)
+		ev->json[ev->n++] = strdup(json);
+}
+
+/* Deterministic noise in [-1, 1). */
+static double noise(unsigned *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return ((*seed >> 8) & 0xffff) / 32768.0 - 1;
+}
+
+/*
+ * 8 hosts web-0..web-7 at 40 % CPU ±8 %, a snapshot every 5 s for 45 min;
+ * "api 2.0" deployed to web-[0-3] at 20 min.  After it the deployed hosts
+ * use regress × their CPU, every host load × its CPU.  Returns the events
+ * of evaluating every 10 s.
+ */
+static void run(double regress, double load, const char *hosts, struct events *ev)
+{
+	struct ruleset rs = { 0 };
+	struct engine e;
+	struct deploy d = { .ts_ms = DEPLOY_AT };
+	char err[256];
+	unsigned seed = 42;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs), 0);
+	e.stale_ms = 15000;
+	snprintf(d.service, sizeof(d.service), "api");
+	snprintf(d.version, sizeof(d.version), "2.0");
+	snprintf(d.hosts, sizeof(d.hosts), "%s", hosts);
+	cr_assert_eq(engine_set_deploys(&e, &d, 1), 0);
+	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 5000) {
+		for (int h = 0; h < 8; h++) {
+			char name[16];
+			struct snapshot s;
+			double cpu = 0.4 + 0.08 * noise(&seed);
+
+			snprintf(name, sizeof(name), "web-%d", h);
+			if (t >= DEPLOY_AT) {
+				cpu *= load;
+				if (deploy_covers(&d, name))
+					cpu *= regress;
+			}
+			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
+			snapshot_add_gauge(&s, "cpu.utilization", cpu, "cpu", "all", NULL);
+			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			snapshot_free(&s);
+		}
+		if ((t - T0) % 10000 == 0)
+			engine_eval(&e, t, collect, ev);
+	}
+	engine_free(&e);
+}
+
+static void free_events(struct events *ev)
+{
+	for (int i = 0; i < ev->n; i++)
+		free(ev->json[i]);
+}
+
+Test(baseline, regression_on_the_deployed_half_fires_once_naming_the_deploy)
+{
+	struct events ev = { 0 };
+	char at[64], base[64];
+
+	run(1.3, 1.0, "web-[0-3]", &ev);
+	cr_assert_eq(ev.n, 1, "expected one firing event, got %d", ev.n);
+	cr_expect(strstr(ev.json[0], "\"status\":\"firing\""), "%s", ev.json[0]);
+	cr_expect(strstr(ev.json[0], "\"service\":\"api\"") &&
+		  strstr(ev.json[0], "\"version\":\"2.0\""), "%s", ev.json[0]);
+	cr_expect(strstr(ev.json[0], "\"hosts\":[\"web-0\",\"web-1\",\"web-2\",\"web-3\"]"),
+		  "%s", ev.json[0]);
+	snprintf(at, sizeof(at), "\"at_ms\":%llu", (unsigned long long)DEPLOY_AT);
+	snprintf(base, sizeof(base), "\"base_ms\":%llu",
+		 (unsigned long long)(DEPLOY_AT - 10 * 60 * 1000));
+	cr_expect(strstr(ev.json[0], at) && strstr(ev.json[0], base), "%s", ev.json[0]);
+	/* fired once the 10 m after-window had passed, not before */
+	cr_expect(strstr(ev.json[0], "CPU x1.2") || strstr(ev.json[0], "CPU x1.3") ||
+		  strstr(ev.json[0], "CPU x1.4"), "%s", ev.json[0]);
+	free_events(&ev);
+}
+
+Test(baseline, a_fleet_wide_load_rise_without_regression_is_silent)
+{
+	struct events ev = { 0 };
+
+	run(1.0, 1.3, "web-[0-3]", &ev);
+	cr_expect_eq(ev.n, 0, "%s", ev.n ? ev.json[0] : "");
+	free_events(&ev);
+}
+
+Test(baseline, a_regression_during_a_load_rise_still_fires)
+{
+	struct events ev = { 0 };
+
+	run(1.3, 1.3, "web-[0-3]", &ev);
+	cr_expect_eq(ev.n, 1, "%s", ev.n ? ev.json[0] : "");
+	free_events(&ev);
+}
+
+Test(baseline, noise_alone_is_silent)
+{
+	struct events ev = { 0 };
+
+	run(1.03, 1.0, "web-[0-3]", &ev);
+	cr_expect_eq(ev.n, 0, "%s", ev.n ? ev.json[0] : "");
+	free_events(&ev);
+}
+
+Test(baseline, a_deploy_to_every_host_is_judged_against_its_own_past)
+{
+	struct events ev = { 0 };
+
+	run(1.3, 1.0, "*", &ev);
+	cr_assert_eq(ev.n, 1);
+	cr_expect(strstr(ev.json[0], "\"total_hosts\":8"), "%s", ev.json[0]);
+	free_events(&ev);
+}
+
+Test(baseline, rule_file_errors)
+{
+	const char *bad[][2] = {
+		{ "baseline: {service: api}", "needs window" },
+		{ "baseline: {window: 10m, min_change: lots}", "min_change: expected a number" },
+		{ "baseline: {window: 10m, alpha: 2}", "alpha: expected a number" },
+		{ "baseline: {window: 10m, typo: 1}", "typo" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char y[512], err[256];
+		struct ruleset rs = { 0 };
+
+		snprintf(y, sizeof(y), "groups:\n  - name: g\n    rules:\n      - alert: A\n"
+			 "        expr: cpu.utilization\n        %s\n", bad[i][0]);
+		cr_expect_neq(rules_parse(&rs, "b.yaml", y, strlen(y), err, sizeof(err)), 0, "%s",
+			      bad[i][0]);
+		cr_expect(strstr(err, "b.yaml:6:") && strstr(err, bad[i][1]), "%s: %s", bad[i][0],
+			  err);
+		rules_free(&rs);
+	}
+	{
+		const char *y = "groups:\n  - name: g\n    rules:\n      - alert: A\n"
+				"        expr: cpu.utilization > 0.5\n"
+				"        baseline: {window: 10m}\n";
+		char err[256];
+		struct ruleset rs = { 0 };
+
+		cr_expect_neq(rules_parse(&rs, "b.yaml", y, strlen(y), err, sizeof(err)), 0);
+		cr_expect(strstr(err, "b.yaml:5:") && strstr(err, "not a condition"), "%s", err);
+		rules_free(&rs);
+	}
+}
