@@ -122,8 +122,6 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 	if ((ret = cfg_map(c, n, "rollup", &roll, err, errlen)))
 		return ret;
 	if (roll) {
-		uint64_t pct = 0;
-
 		r->rollup_min_hosts = 1;
 		const struct cfg_node *by = cfg_get(roll, "by");
 
@@ -138,20 +136,9 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 		if ((ret = cfg_uint(c, roll, "min_hosts", 1, 1000000, &r->rollup_min_hosts, err,
 				    errlen)))
 			return ret;
-		{
-			const struct cfg_node *f = cfg_get(roll, "min_fraction");
-
-			if (f) {
-				char *end;
-
-				r->rollup_min_fraction = strtod(f->value ? f->value : "", &end);
-				if (!f->value || *end || r->rollup_min_fraction < 0 ||
-				    r->rollup_min_fraction > 1)
-					return cfg_error(c, f, err, errlen,
-							 "min_fraction: expected a number in 0..1");
-			}
-		}
-		(void)pct;
+		if ((ret = read_number(c, roll, "min_fraction", 0, 1, &r->rollup_min_fraction, err,
+				       errlen)))
+			return ret;
 		if ((ret = cfg_check_unknown(c, roll, "by, min_hosts, min_fraction", err, errlen)))
 			return ret;
 		if (!r->nrollup || !r->rollup_by[0][0])

@@ -142,15 +142,16 @@ Test(deploy, cli_mark_and_list)
 	FILE *p;
 	size_t n;
 
-	snprintf(cmd, sizeof(cmd), "build/faultline deploy mark --service api --version 9.9 "
-		 "--hosts 'web-*' --by ci --redis %s 2>&1", redis.url);
+	snprintf(cmd, sizeof(cmd), "%s/faultline deploy mark --service api --version 9.9 "
+		 "--hosts 'web-*' --by ci --redis %s 2>&1", test_out_dir(), redis.url);
 	p = popen(cmd, "r");
 	n = fread(out, 1, sizeof(out) - 1, p);
 	out[n] = '\0';
 	cr_expect_eq(pclose(p), 0, "%s", out);
 	cr_expect(strchr(out, '-'), "prints the marker id: %s", out);
 
-	snprintf(cmd, sizeof(cmd), "build/faultline deploy list --redis %s 2>&1", redis.url);
+	snprintf(cmd, sizeof(cmd), "%s/faultline deploy list --redis %s 2>&1", test_out_dir(),
+		 redis.url);
 	p = popen(cmd, "r");
 	n = fread(out, 1, sizeof(out) - 1, p);
 	out[n] = '\0';
@@ -158,8 +159,8 @@ Test(deploy, cli_mark_and_list)
 	cr_expect(strstr(out, "api") && strstr(out, "9.9") && strstr(out, "hosts=web-*") &&
 		  strstr(out, "by=ci") && strstr(out, "1 deploy marker(s)"), "%s", out);
 
-	snprintf(cmd, sizeof(cmd), "build/faultline deploy mark --service api --redis %s 2>&1",
-		 redis.url);
+	snprintf(cmd, sizeof(cmd), "%s/faultline deploy mark --service api --redis %s 2>&1",
+		 test_out_dir(), redis.url);
 	p = popen(cmd, "r");
 	n = fread(out, 1, sizeof(out) - 1, p);
 	out[n] = '\0';
