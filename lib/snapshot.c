@@ -271,6 +271,29 @@ int series_key(const struct series *ser, char *buf, size_t len)
 	return (int)off;
 }
 
+/* Labels are kept sorted, so equal series have equal label arrays. */
+static int same_series(const struct series *a, const struct series *b)
+{
+	if (a->nlabels != b->nlabels || strcmp(a->name, b->name))
+		return 0;
+	for (uint32_t i = 0; i < a->nlabels; i++)
+		if (strcmp(a->labels[i].key, b->labels[i].key) ||
+		    strcmp(a->labels[i].value, b->labels[i].value))
+			return 0;
+	return 1;
+}
+
+struct series *snapshot_find_same(const struct snapshot *s, const struct series *like,
+				  uint32_t hint)
+{
+	if (hint < s->nseries && same_series(&s->series[hint], like))
+		return &s->series[hint];
+	for (uint32_t i = 0; i < s->nseries; i++)
+		if (i != hint && same_series(&s->series[i], like))
+			return &s->series[i];
+	return NULL;
+}
+
 struct series *snapshot_find(const struct snapshot *s, const char *key)
 {
 	char buf[2048];

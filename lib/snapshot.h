@@ -129,6 +129,15 @@ const char *series_label(const struct series *ser, const char *key);
  */
 int series_key(const struct series *ser, char *buf, size_t len);
 
+/*
+ * The series of s with the same name and labels as like, or NULL.  A
+ * probe writes its series in the same order every interval, so the index
+ * hint is tried first; the search is linear only when it misses.  This is
+ * the hot lookup of range functions: no key is formatted.
+ */
+struct series *snapshot_find_same(const struct snapshot *s, const struct series *like,
+				  uint32_t hint);
+
 /* Find a series by canonical key, or NULL (linear; for tests and tools). */
 struct series *snapshot_find(const struct snapshot *s, const char *key);
 

@@ -61,9 +61,10 @@ struct rule_inst {
 
 static struct host_state *host_of(struct engine *e, const char *name)
 {
-	for (size_t i = 0; i < e->nhosts; i++)
-		if (!strcmp(e->hosts[i].name, name))
-			return &e->hosts[i];
+	uint32_t i;
+
+	if (strmap_get(&e->host_index, name, &i))
+		return &e->hosts[i];
 	if (e->nhosts == e->cap) {
 		size_t cap = e->cap ? e->cap * 2 : 64;
 		struct host_state *n = realloc(e->hosts, cap * sizeof(*n));
@@ -75,6 +76,8 @@ static struct host_state *host_of(struct engine *e, const char *name)
 	}
 	memset(&e->hosts[e->nhosts], 0, sizeof(e->hosts[0]));
 	snprintf(e->hosts[e->nhosts].name, sizeof(e->hosts[0].name), "%s", name);
+	if (strmap_put(&e->host_index, e->hosts[e->nhosts].name, (uint32_t)e->nhosts))
+		return NULL;
 	return &e->hosts[e->nhosts++];
 }
 
@@ -237,6 +240,7 @@ void engine_free(struct engine *e)
 		free(e->hosts[i].snaps);
 	}
 	free(e->hosts);
+	strmap_free(&e->host_index);
 	free(e->deploys);
 	rules_free(&e->rules);
 	memset(e, 0, sizeof(*e));
@@ -262,6 +266,9 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 	fresh.hosts = e->hosts;
 	fresh.nhosts = e->nhosts;
 	fresh.cap = e->cap;
+	strmap_free(&fresh.host_index);
+	fresh.host_index = e->host_index;
+	strmap_init(&e->host_index);
 	e->hosts = NULL;
 	e->nhosts = e->cap = 0;
 	engine_free(e);

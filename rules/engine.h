@@ -30,6 +30,7 @@
 #include "deploy.h"
 #include "rules.h"
 #include "snapshot.h"
+#include "strmap.h"
 
 struct instance;
 struct host_state;
@@ -41,6 +42,7 @@ struct engine {
 	struct ruleset rules;
 	struct host_state *hosts;
 	size_t nhosts, cap;
+	struct strmap host_index;	/* host name -> index in hosts */
 	uint64_t keep_ms;		/* history kept per host */
 	uint64_t stale_ms;		/* a host is silent after this */
 	char generator_url[256];

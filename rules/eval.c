@@ -124,20 +124,21 @@ static double range_fn(const char *fn, const struct host_window *h, const struct
 		       uint64_t range_ns, double q)
 {
 	uint64_t now = h->snaps[h->n - 1].ts_ms, from = now - range_ns / 1000000;
-	char key[1024];
+	const struct snapshot *last = &h->snaps[h->n - 1];
+	uint32_t hint = latest >= last->series && latest < last->series + last->nseries ?
+			(uint32_t)(latest - last->series) : 0;
 	const struct series *first = NULL, *prev = NULL;
 	uint64_t first_ts = 0;
 	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0;
 	size_t cnt = 0;
 
-	series_key(latest, key, sizeof(key));
 	for (size_t i = 0; i < h->n; i++) {
 		const struct snapshot *s = &h->snaps[i];
 		const struct series *x;
 
 		if (s->ts_ms < from)
 			continue;
-		x = snapshot_find(s, key);
+		x = snapshot_find_same(s, latest, hint);
 		if (!x || x->kind != latest->kind)
 			continue;
 		if (!first) {

@@ -14,8 +14,7 @@
 #include "engine.h"
 #include "timeutil.h"
 
-#define MAX_INPUT 64
-#define MAX_POINTS 4096
+#define MAX_POINTS 100000	/* per series, so a typo like 1+0x1e9 is an error */
 #define MAX_EVALS 100000	/* per test case, so a typo cannot run for hours */
 #define T0 1764500000000ULL	/* tests start at a fixed wall-clock time */
 
@@ -26,10 +25,9 @@ struct input {
 	int nlabels;
 	struct label hlabels[8];
 	int nhlabels;
-	double v[MAX_POINTS];
-	int have[MAX_POINTS];
-	int n;
-	uint64_t fed;		/* step + 1 of the last snapshot this went into */
+	double *v;
+	unsigned char *have;	/* 0: "_", no sample at this step */
+	int n, cap;
 };
 
 static int is_host_label(const char *k)
@@ -65,10 +63,18 @@ static int parse_series(const char *s, struct input *in, char *err, size_t errle
 		snprintf(val, sizeof(val), "%.*s", (int)(q2 - q1 - 1), q1 + 1);
 		if (!strcmp(key, "host"))
 			snprintf(in->host, sizeof(in->host), "%s", val);
-		else if (is_host_label(key) && in->nhlabels < 8) {
+		else if (is_host_label(key)) {
+			if (in->nhlabels == 8) {
+				snprintf(err, errlen, "more than 8 host labels in '%s'", s);
+				return -1;
+			}
 			in->hlabels[in->nhlabels].key = strdup(key);
 			in->hlabels[in->nhlabels++].value = strdup(val);
-		} else if (in->nlabels < 16) {
+		} else {
+			if (in->nlabels == 16) {
+				snprintf(err, errlen, "more than 16 labels in '%s'", s);
+				return -1;
+			}
 			in->labels[in->nlabels].key = strdup(key);
 			in->labels[in->nlabels++].value = strdup(val);
 		}
@@ -80,6 +86,32 @@ static int parse_series(const char *s, struct input *in, char *err, size_t errle
 		snprintf(err, errlen, "series '%s' needs a host=\"...\" label", s);
 		return -1;
 	}
+	return 0;
+}
+
+/* Append one step (have = 0: no sample).  Returns 0 or -1. */
+static int push_point(struct input *in, double v, int have, char *err, size_t errlen)
+{
+	if (in->n == MAX_POINTS) {
+		snprintf(err, errlen, "more than %d values in one series", MAX_POINTS);
+		return -1;
+	}
+	if (in->n == in->cap) {
+		int cap = in->cap ? in->cap * 2 : 64;
+		double *nv = realloc(in->v, (size_t)cap * sizeof(*nv));
+		unsigned char *nh = nv ? realloc(in->have, (size_t)cap) : NULL;
+
+		if (nv)
+			in->v = nv;
+		if (!nh) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		in->have = nh;
+		in->cap = cap;
+	}
+	in->v[in->n] = v;
+	in->have[in->n++] = (unsigned char)have;
 	return 0;
 }
 
@@ -95,8 +127,8 @@ static int parse_values(const char *s, struct input *in, char *err, size_t errle
 		long n = 0;
 
 		if (!strcmp(tok, "_")) {
-			if (in->n < MAX_POINTS)
-				in->have[in->n++] = 0;
+			if (push_point(in, 0, 0, err, errlen))
+				return -1;
 			continue;
 		}
 		if (x)
@@ -115,29 +147,56 @@ static int parse_values(const char *s, struct input *in, char *err, size_t errle
 				return -1;
 			}
 		}
-		for (long i = 0; i <= n && in->n < MAX_POINTS; i++) {
-			in->v[in->n] = a + step * (double)i;
-			in->have[in->n++] = 1;
+		if (n >= MAX_POINTS) {
+			snprintf(err, errlen, "'%s': more than %d values in one series", tok, MAX_POINTS);
+			return -1;
 		}
+		for (long i = 0; i <= n; i++)
+			if (push_point(in, a + step * (double)i, 1, err, errlen))
+				return -1;
 	}
 	return 0;
 }
 
+/* The firing alerts of one check: label arrays borrowed from the engine. */
 struct got {
-	struct label l[64][24];
-	int nl[64];
-	int n;
+	struct label **l;
+	int *nl;
+	int n, cap;
 };
 
 static void firing_cb(const struct label *labels, int n, void *arg)
 {
 	struct got *g = arg;
+	struct label *copy = malloc(((size_t)n + 1) * sizeof(*copy));
 
-	if (g->n >= 64)
+	if (!copy)
 		return;
-	for (int i = 0; i < n && i < 24; i++)
-		g->l[g->n][i] = labels[i];
-	g->nl[g->n++] = n < 24 ? n : 24;
+	if (g->n == g->cap) {
+		int cap = g->cap ? g->cap * 2 : 16;
+		struct label **nl = realloc(g->l, (size_t)cap * sizeof(*nl));
+		int *nn = nl ? realloc(g->nl, (size_t)cap * sizeof(*nn)) : NULL;
+
+		if (nl)
+			g->l = nl;
+		if (!nn) {
+			free(copy);
+			return;
+		}
+		g->nl = nn;
+		g->cap = cap;
+	}
+	memcpy(copy, labels, (size_t)n * sizeof(*copy));
+	g->l[g->n] = copy;
+	g->nl[g->n++] = n;
+}
+
+static void got_free(struct got *g)
+{
+	for (int i = 0; i < g->n; i++)
+		free(g->l[i]);
+	free(g->l);
+	free(g->nl);
 }
 
 static const char *lv(const struct label *l, int n, const char *k)
@@ -157,24 +216,20 @@ static void sink(const char *json, void *arg)
 /*
  * Give the engine one snapshot per host for input step: all of a host's
  * series that have a sample at this step, as one probe would send them.
+ * in[] is sorted by host, so each host's series are one run.
  */
 static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step,
 		      uint64_t ts_ms, uint64_t interval_ms)
 {
-	for (int i = 0; i < nin; i++) {
+	for (int i = 0, j; i < nin; i = j) {
 		struct snapshot s;
 		int any = 0;
 
-		if (in[i].fed == step + 1)
-			continue;	/* already part of an earlier host's snapshot */
 		snapshot_init(&s, in[i].host, ts_ms, interval_ms, step, 1);
-		for (int j = i; j < nin; j++) {
+		for (j = i; j < nin && !strcmp(in[j].host, in[i].host); j++) {
 			const struct metric_info *mi = catalog_find(in[j].metric);
 			struct series *ser;
 
-			if (strcmp(in[j].host, in[i].host))
-				continue;
-			in[j].fed = step + 1;
 			for (int h = 0; h < in[j].nhlabels; h++)
 				snapshot_set_label(&s, in[j].hlabels[h].key, in[j].hlabels[h].value);
 			if (step >= (uint64_t)in[j].n || !in[j].have[step])
@@ -195,6 +250,11 @@ static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step
 			engine_add_snapshot(e, &s);
 		snapshot_free(&s);
 	}
+}
+
+static int by_host(const void *a, const void *b)
+{
+	return strcmp(((const struct input *)a)->host, ((const struct input *)b)->host);
 }
 
 /*
@@ -256,7 +316,8 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 {
 	const struct cfg_node *inputs = cfg_get(t, "input_series"), *checks = cfg_get(t,
 										  "alert_rule_test");
-	struct input *in = calloc(MAX_INPUT, sizeof(*in));
+	size_t nalloc = inputs ? inputs->nchild + 1 : 1;
+	struct input *in = calloc(nalloc, sizeof(*in));
 	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0;
 	struct ruleset rs = { 0 };
 	struct engine e;
@@ -270,7 +331,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		free(name);
 		return 1;
 	}
-	for (size_t i = 0; inputs && i < inputs->nchild && nin < MAX_INPUT; i++) {
+	for (size_t i = 0; inputs && i < inputs->nchild; i++) {
 		const struct cfg_node *sn = cfg_get(&inputs->child[i], "series");
 		const struct cfg_node *vn = cfg_get(&inputs->child[i], "values");
 
@@ -286,6 +347,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		}
 		nin++;
 	}
+	qsort(in, (size_t)nin, sizeof(*in), by_host);
 	for (int f = 0; f < nfiles; f++)
 		if (rules_load(&rs, files[f], err, sizeof(err))) {
 			fprintf(out, "%s\n", err);
@@ -381,13 +443,16 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 				failed = 1;
 			}
 			free(alertname);
+			got_free(&got);
 		}
 	}
 	engine_free(&e);
 	if (!failed)
 		fprintf(out, "  PASS %s\n", name ? name : "?");
 done:
-	for (int i = 0; i < MAX_INPUT; i++) {
+	for (size_t i = 0; in && i < nalloc; i++) {
+		free(in[i].v);
+		free(in[i].have);
 		for (int k = 0; k < in[i].nlabels; k++) {
 			free(in[i].labels[k].key);
 			free(in[i].labels[k].value);

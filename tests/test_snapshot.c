@@ -357,3 +357,28 @@ Test(snapshot, random_bytes_never_crash)
 			snapshot_free(&d);
 	}
 }
+
+/* snapshot_find_same: by name and labels, whether the index hint is right or not. */
+Test(snapshot, find_same_with_and_without_hint)
+{
+	struct snapshot a, b;
+	struct series *x, *y, *z;
+
+	snapshot_init(&a, "h", 1000, 1000, 1, 1);
+	snapshot_init(&b, "h", 2000, 1000, 2, 1);
+	x = snapshot_add_gauge(&a, "cpu.utilization", 0.5, "cpu", "1", NULL);
+	snapshot_add_gauge(&b, "cpu.utilization", 0.7, "cpu", "0", NULL);
+	y = snapshot_add_gauge(&b, "cpu.utilization", 0.9, "cpu", "1", NULL);
+	z = snapshot_add_gauge(&a, "cpu.utilization", 0.1, "cpu", "2", NULL);
+	y = snapshot_find(&b, "cpu.utilization{cpu=1}");	/* adding may move series */
+	x = snapshot_find(&a, "cpu.utilization{cpu=1}");
+	z = snapshot_find(&a, "cpu.utilization{cpu=2}");
+	cr_assert(x && y && z);
+	cr_expect_eq(snapshot_find_same(&b, x, 1), y, "hint right");
+	cr_expect_eq(snapshot_find_same(&b, x, 0), y, "hint wrong");
+	cr_expect_eq(snapshot_find_same(&b, x, 99), y, "hint out of range");
+	cr_expect_null(snapshot_find_same(&b, z, 1), "absent");
+	cr_expect_eq(snapshot_find_same(&a, x, 0), x);
+	snapshot_free(&a);
+	snapshot_free(&b);
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""bench/rules_throughput.py OUT - rule evaluation throughput, side by side
+with Prometheus's evaluator (promtool test rules) on the same inputs.
+
+One generated fleet (--hosts hosts, each with a TCP checksum-error counter,
+a CPU-utilization gauge and an SSD wear gauge, one sample a minute for
+--minutes) and --rules alerting rules (rate / avg_over_time / threshold
+variants over those series) are written twice: as faultline rule and
+rule-test files and as Prometheus ones, with the same expected alerts.
+Each tool then runs its test file --runs times; the best wall time of each
+gives host x rule evaluations per second and the ratio faultline/promtool.
+Both must report the expected alerts, so neither is measured doing
+something else.  The absolute figure is printed against the issue's
+target (10,000 hosts x 50 rules per second on one core).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+KINDS = [  # (faultline expr, prometheus expr); the threshold varies per rule
+    ("rate(tcp.in_csum_errors[5m]) > {t}", "rate(tcp_in_csum_errors[5m]) > {t}"),
+    ("avg_over_time(cpu.utilization{{cpu=\"all\"}}[5m]) > {t}",
+     "avg_over_time(cpu_utilization{{cpu=\"all\"}}[5m]) > {t}"),
+    ("drive.wear_used_pct >= {t}", "drive_wear_used_pct >= {t}"),
+]
+
+
+def series(host, h):
+    """The three series of host number h: (faultline, prometheus, values);
+    every 10th host has checksum errors (2/s), every 7th a busy CPU, every
+    9th a worn drive."""
+    rack, sw = "r%d" % (h // 20), "sw%d" % (h // 80)
+    bad = h % 10 == 0
+    return [
+        ('tcp.in_csum_errors{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
+         'tcp_in_csum_errors{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
+         "0+%dx{n}" % (120 if bad else 0)),
+        ('cpu.utilization{host="%s",rack="%s",switch="%s",cpu="all"}' % (host, rack, sw),
+         'cpu_utilization{host="%s",rack="%s",switch="%s",cpu="all"}' % (host, rack, sw),
+         "%s+0x{n}" % ("0.97" if h % 7 == 0 else "0.35")),
+        ('drive.wear_used_pct{host="%s",rack="%s",switch="%s",device="nvme0n1",model="M"}'
+         % (host, rack, sw),
+         'drive_wear_used_pct{host="%s",rack="%s",switch="%s",device="nvme0n1",model="M"}'
+         % (host, rack, sw),
+         "%d+0x{n}" % (93 if h % 9 == 0 else 40)),
+    ]
+
+
+def thresholds(k, i):
+    return [0.5 + i, 0.9 - 0.001 * i, 90 - 0.01 * i][k]
+
+
+def fires(k, h, t):
+    """Whether rule kind k with threshold t fires for host number h."""
+    if k == 0:
+        return h % 10 == 0 and 2.0 > t
+    if k == 1:
+        return (0.97 if h % 7 == 0 else 0.35) > t
+    return (93 if h % 9 == 0 else 40) >= t
+
+
+def write(d, hosts, nrules, minutes):
+    names = ["host-%05d" % h for h in range(hosts)]
+    n = minutes - 1
+    fl_rules = ["groups:", "  - name: bench", "    interval: 1m", "    rules:"]
+    pr_rules = ["groups:", "  - name: bench", "    interval: 1m", "    rules:"]
+    rules = []
+    for i in range(nrules):
+        k = i % len(KINDS)
+        t = thresholds(k, i // len(KINDS))
+        name = "Bench%03d" % i
+        rules.append((name, k, t))
+        for out, e in ((fl_rules, KINDS[k][0]), (pr_rules, KINDS[k][1])):
+            out += ["      - alert: %s" % name, "        expr: '%s'" % e.format(t=t)]
+    inputs_fl, inputs_pr = [], []
+    for h, host in enumerate(names):
+        for fl, pr, vals in series(host, h):
+            v = vals.format(n=n)
+            inputs_fl += ["      - series: '%s'" % fl, "        values: '%s'" % v]
+            inputs_pr += ["      - series: '%s'" % pr, "        values: '%s'" % v]
+    expected = 0
+    checks_fl, checks_pr = [], []
+    extra = {0: "", 1: ', cpu: "all"', 2: ", device: nvme0n1, model: M"}
+    for name, k, t in rules:
+        exp = [h for h in range(hosts) if fires(k, h, t)]
+        expected += len(exp)
+        for out in (checks_fl, checks_pr):
+            out += ["      - eval_time: %dm" % n, "        alertname: %s" % name,
+                    "        exp_alerts:%s" % ("" if exp else " []")]
+        for h in exp:
+            checks_fl.append("          - exp_labels: {host: %s}" % names[h])
+            # promtool wants every label of an alert
+            checks_pr.append("          - exp_labels: {host: %s, rack: r%d, switch: sw%d%s}"
+                             % (names[h], h // 20, h // 80, extra[k]))
+    # faultline's engine evaluates every interval; promtool too
+    head = ["evaluation_interval: 1m", "tests:", "  - interval: 1m", "    input_series:"]
+    with open(os.path.join(d, "fl-rules.yaml"), "w") as f:
+        f.write("\n".join(fl_rules) + "\n")
+    with open(os.path.join(d, "pr-rules.yaml"), "w") as f:
+        f.write("\n".join(pr_rules) + "\n")
+    with open(os.path.join(d, "fl.test.yaml"), "w") as f:
+        f.write("\n".join(["rule_files: [fl-rules.yaml]"] + head + inputs_fl +
+                          ["    alert_rule_test:"] + checks_fl) + "\n")
+    with open(os.path.join(d, "pr.test.yaml"), "w") as f:
+        f.write("\n".join(["rule_files: [pr-rules.yaml]"] + head + inputs_pr +
+                          ["    alert_rule_test:"] + checks_pr) + "\n")
+    return expected
+
+
+def best_of(cmd, runs, cwd):
+    best = None
+    for _ in range(runs):
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+        dt = time.monotonic() - t0
+        if p.returncode != 0:
+            sys.exit("%s failed:\n%s%s" % (cmd[0], p.stdout[-2000:], p.stderr[-2000:]))
+        best = dt if best is None else min(best, dt)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out", nargs="?", default="build")
+    ap.add_argument("--hosts", type=int, default=1000)
+    ap.add_argument("--rules", type=int, default=50)
+    ap.add_argument("--minutes", type=int, default=11)
+    ap.add_argument("--runs", type=int, default=3)
+    a = ap.parse_args()
+    promtool = shutil.which("promtool")
+    if not promtool:
+        sys.exit("rules_throughput: promtool not found (apt-get install prometheus)")
+    fl = os.path.abspath(os.path.join(a.out, "faultline"))
+    with tempfile.TemporaryDirectory(prefix="fl-bench-rules-") as d:
+        expected = write(d, a.hosts, a.rules, a.minutes)
+        t_fl = best_of([fl, "rules", "test", "fl.test.yaml"], a.runs, d)
+        t_pr = best_of([promtool, "test", "rules", "pr.test.yaml"], a.runs, d)
+    evals = a.hosts * a.rules * a.minutes
+    print("rules_throughput: %d hosts x %d rules, %d evaluations each, %d alerts expected "
+          "and seen by both" % (a.hosts, a.rules, a.minutes, expected))
+    print("  faultline rules test : %6.2f s  %10.0f host-rule evaluations/s"
+          % (t_fl, evals / t_fl))
+    print("  promtool test rules  : %6.2f s  %10.0f host-rule evaluations/s"
+          % (t_pr, evals / t_pr))
+    print("  ratio faultline/promtool throughput: %.2fx (best of %d; includes parsing "
+          "the inputs)" % (t_pr / t_fl, a.runs))
+    print("  target 10,000 hosts x 50 rules/s = 500,000/s: %.2fx of target"
+          % (evals / t_fl / 500000))
+
+
+if __name__ == "__main__":
+    main()
