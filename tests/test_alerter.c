@@ -228,6 +228,65 @@ Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini 
 		cr_skip_test("needs root and BPF for the evidence part");
 }
 
+/* One synthetic 10 s profile window of host at ts_ms: main;f counted n times each. */
+static void put_window(redisContext *c, const char *host, uint64_t ts_ms, const char *const *fn,
+		       const uint64_t *n, int nfn)
+{
+	struct profile p;
+	char *buf;
+	size_t len;
+
+	profile_init(&p, host);
+	p.ts_ms = ts_ms;
+	p.duration_ms = 10000;
+	p.rate_hz = 19;
+	for (int i = 0; i < nfn; i++) {
+		const char *frames[] = { "main", fn[i] };
+
+		cr_assert_eq(profile_add(&p, "api", "api", 42, frames, 2, n[i]), 0);
+	}
+	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	freeReplyObject(redisCommand(c, "XADD fl:{%s}:p10 %llu-0 d %b", host,
+				     (unsigned long long)ts_ms, buf, len));
+	free(buf);
+	profile_free(&p);
+}
+
+/*
+ * A post-deploy alert's evidence names the function whose CPU share grew
+ * between the window before the deploy and the alert's window.
+ */
+Test(alerter, deploy_alert_names_the_function_that_grew, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, at = now - 15 * 60000;
+	const char *fns[] = { "parse_request", "compress_block", "write_log" };
+	const uint64_t before[] = { 600, 200, 200 }, after[] = { 400, 500, 100 };
+	char fl[512];
+	const char *g;
+
+	for (int w = 0; w < 3; w++) {
+		put_window(c, "web-1", at - (uint64_t)(w + 1) * 60000, fns, before, 3);
+		put_window(c, "web-1", now - (uint64_t)(w + 1) * 60000, fns, after, 3);
+	}
+	snprintf(fl, sizeof(fl), "{\"hosts\":[\"web-1\"],\"total_hosts\":2,\"value\":1.3,"
+		 "\"evidence\":[\"cpu_stacks\"],\"deploy\":{\"service\":\"api\",\"at_ms\":%llu,"
+		 "\"base_ms\":%llu}}", (unsigned long long)at, (unsigned long long)(at - 15 * 60000));
+	start_alerter();
+	emit(c, "PostDeployCpuRegression", "11aa22bb33cc44dd", "firing",
+	     ",\"service\":\"api\",\"version\":\"2.0\"", fl);
+	cr_assert_geq(wait_requests(1, 15), 1, "nothing delivered");
+	g = strstr(rx.req[0].body, "grew_since_deploy");
+	cr_assert(g, "no grew_since_deploy in %.800s", rx.req[0].body);
+	/* compress_block went from 20 % to 50 %: listed first; parse_request shrank: absent */
+	cr_expect(strstr(g, "compress_block"), "%.600s", g);
+	cr_expect(!strstr(g, "parse_request"), "%.600s", g);
+	cr_expect(strstr(g, "\"share_before\":0.2") && strstr(g, "\"share_after\":0.5"), "%.600s",
+		  g);
+	redisFree(c);
+}
+
 Test(alerter, outage_503_for_30s_then_200_loses_and_doubles_nothing, .init = setup,
      .fini = teardown, .timeout = 120)
 {
