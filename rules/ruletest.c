@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "engine.h"
+#include "histogram.h"
 #include "timeutil.h"
 
 #define MAX_POINTS 100000	/* per series, so a typo like 1+0x1e9 is an error */
@@ -28,6 +29,8 @@ struct input {
 	double *v;
 	unsigned char *have;	/* 0: "_", no sample at this step */
 	int n, cap;
+	uint64_t count;		/* histograms: observations of the value per step */
+	struct histogram *cum;	/* histograms: every step so far (probes send them so) */
 };
 
 static int is_host_label(const char *k)
@@ -45,10 +48,6 @@ static int parse_series(const char *s, struct input *in, char *err, size_t errle
 	snprintf(in->metric, sizeof(in->metric), "%.*s", (int)ml, s);
 	if (!catalog_find(in->metric)) {
 		snprintf(err, errlen, "unknown metric '%s'", in->metric);
-		return -1;
-	}
-	if (catalog_find(in->metric)->kind == SERIES_HISTOGRAM) {
-		snprintf(err, errlen, "histogram inputs are not supported yet ('%s')", in->metric);
 		return -1;
 	}
 	for (const char *p = b ? b + 1 : NULL; p && *p && *p != '}';) {
@@ -241,6 +240,12 @@ static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step
 			any = 1;
 			if (mi->kind == SERIES_COUNTER) {
 				ser->counter.value = (uint64_t)in[j].v[step];
+			} else if (mi->kind == SERIES_HISTOGRAM) {
+				if (!in[j].cum && !(in[j].cum = calloc(1, sizeof(*in[j].cum))))
+					continue;
+				hist_record_n(in[j].cum, (uint64_t)fmax(in[j].v[step], 0),
+					      in[j].count);
+				*ser->hist = *in[j].cum;
 			} else {
 				ser->gauge.last = ser->gauge.min = ser->gauge.max = in[j].v[step];
 				ser->gauge.n = 1;
@@ -342,6 +347,13 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 				snprintf(err, sizeof(err), "each input needs series and values");
 			fprintf(out, "%s:%d:%d: input_series: %s\n", c->file, inputs->child[i].line,
 				inputs->child[i].col, err);
+			failed = 1;
+			goto done;
+		}
+		in[nin].count = 100;
+		if (cfg_uint(c, &inputs->child[i], "count", 1, 1000000000, &in[nin].count, err,
+			     sizeof(err))) {
+			fprintf(out, "%s\n", err);
 			failed = 1;
 			goto done;
 		}
@@ -453,6 +465,7 @@ done:
 	for (size_t i = 0; in && i < nalloc; i++) {
 		free(in[i].v);
 		free(in[i].have);
+		free(in[i].cum);
 		for (int k = 0; k < in[i].nlabels; k++) {
 			free(in[i].labels[k].key);
 			free(in[i].labels[k].value);

@@ -17,7 +17,14 @@
  *
  * The `host` label names the host; rack, switch, row and site become the
  * host's own labels; the rest are the series' labels.  Series kinds come
- * from the metric catalog (histograms cannot be given as input yet).  At
+ * from the metric catalog.  A histogram's value is one latency (or size)
+ * observed `count` times in that step (default 100), e.g. 25e6 for 25 ms:
+ *
+ *         - series: 'block.latency{host="db-1",device="sda",op="write",model="M"}'
+ *           values: '2e6+0x20'
+ *           count: 500
+ *
+ * At
  * each eval_time the firing alerts of alertname must be exactly the
  * expected ones (each expected label set a subset of one alert's labels).
  *

@@ -320,7 +320,8 @@ Test(rules, nested_domains_and_topology, .timeout = 60)
 Test(rules, shipped_rule_unit_tests_pass, .timeout = 120)
 {
 	const char *files[] = { "tests/rules/drives.test.yaml", "tests/rules/network.test.yaml",
-				"tests/rules/cpu.test.yaml", "tests/rules/deploys.test.yaml" };
+				"tests/rules/cpu.test.yaml", "tests/rules/deploys.test.yaml",
+				"tests/rules/writes.test.yaml" };
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char *buf = NULL;
