@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "store.h"
 #include "timeutil.h"
 
 static int has_control(const char *s)
@@ -61,6 +62,32 @@ int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
 	snprintf(d->id, sizeof(d->id), "%s", r->str);
 	freeReplyObject(r);
 	return 0;
+}
+
+int deploy_queue(struct store *st, struct deploy *d, char *err, size_t errlen)
+{
+	char ts[24];
+	const char *fv[10];
+	int ret = deploy_validate(d, err, errlen);
+
+	if (ret)
+		return ret;
+	if (!d->ts_ms)
+		d->ts_ms = time_wall_ns() / NSEC_PER_MSEC;
+	if (!d->hosts[0])
+		snprintf(d->hosts, sizeof(d->hosts), "*");
+	snprintf(ts, sizeof(ts), "%llu", (unsigned long long)d->ts_ms);
+	fv[0] = "service";
+	fv[1] = d->service;
+	fv[2] = "version";
+	fv[3] = d->version;
+	fv[4] = "hosts";
+	fv[5] = d->hosts;
+	fv[6] = "by";
+	fv[7] = d->by;
+	fv[8] = "ts_ms";
+	fv[9] = ts;
+	return store_put_fields(st, DEPLOY_KEY, d->ts_ms, DEPLOY_RETENTION_MS, fv, 5);
 }
 
 /* Fill d from one stream entry's field/value array; 0 if it is a marker. */

@@ -38,6 +38,14 @@ int deploy_validate(const struct deploy *d, char *err, size_t errlen);
  */
 int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen);
 
+struct store;
+/*
+ * The same through a probe's spool (never waits for Redis; the marker
+ * survives a Redis outage like snapshots do).  d->id stays empty.
+ * Returns 0, -EINVAL or -ENOMEM.
+ */
+int deploy_queue(struct store *st, struct deploy *d, char *err, size_t errlen);
+
 typedef int (*deploy_cb)(const struct deploy *d, void *arg);
 
 /*

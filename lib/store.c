@@ -31,7 +31,8 @@ const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
 #define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
 
 enum item_kind {
-	ITEM_XADD,
+	ITEM_XADD,		/* field "d" = blob */
+	ITEM_XADD_FIELDS,	/* blob = field\0value\0... (nfields pairs) */
 	ITEM_HSET,
 };
 
@@ -47,6 +48,7 @@ struct spool_item {
 	int done;
 	char *blob;
 	size_t bloblen;
+	int nfields;
 };
 
 struct store {
@@ -314,12 +316,12 @@ static void spool_push(struct store *st, struct spool_item *it)
 static int append_item(redisContext *c, struct spool_item *it)
 {
 	char id[48], minid[32];
-	const char *argv[8];
-	size_t lens[8];
+	const char *argv[6 + 2 * STORE_MAX_FIELDS];
+	size_t lens[6 + 2 * STORE_MAX_FIELDS];
 	int argc = 0;
 
 #define ARG(s, l) do { argv[argc] = (s); lens[argc] = (l); argc++; } while (0)
-	if (it->kind == ITEM_XADD) {
+	if (it->kind == ITEM_XADD || it->kind == ITEM_XADD_FIELDS) {
 		if (it->star)
 			snprintf(id, sizeof(id), "*");
 		else
@@ -331,8 +333,15 @@ static int append_item(redisContext *c, struct spool_item *it)
 		ARG("~", 1);
 		ARG(minid, strlen(minid));
 		ARG(id, strlen(id));
-		ARG("d", 1);
-		ARG(it->blob, it->bloblen);
+		if (it->kind == ITEM_XADD) {
+			ARG("d", 1);
+			ARG(it->blob, it->bloblen);
+		} else {
+			const char *f = it->blob;
+
+			for (int i = 0; i < 2 * it->nfields; i++, f += strlen(f) + 1)
+				ARG(f, strlen(f));
+		}
 	} else {
 		ARG("HSET", 4);
 		ARG(it->key, strlen(it->key));
@@ -361,7 +370,7 @@ static int handle_reply(struct store *st, struct spool_item *it, redisReply *r)
 		it->done = 1;
 		return 0;
 	}
-	if (it->kind == ITEM_XADD && strstr(r->str, "equal or smaller")) {
+	if (it->kind != ITEM_HSET && strstr(r->str, "equal or smaller")) {
 		if (it->attempts > 1) {
 			it->done = 1;	/* a replay of a write that landed */
 		} else {
@@ -644,6 +653,37 @@ int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t
 	}
 	memcpy(it->blob, blob, len);
 	it->bloblen = len;
+	spool_push(st, it);
+	return 0;
+}
+
+int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const char *const *fv, int nfields)
+{
+	struct spool_item *it;
+	size_t len = 0, off = 0;
+
+	if (nfields < 1 || nfields > STORE_MAX_FIELDS)
+		return -EINVAL;
+	for (int i = 0; i < 2 * nfields; i++)
+		len += strlen(fv[i]) + 1;
+	it = calloc(1, sizeof(*it));
+	if (!it || !(it->blob = malloc(len))) {
+		free(it);
+		return -ENOMEM;
+	}
+	it->kind = ITEM_XADD_FIELDS;
+	snprintf(it->key, sizeof(it->key), "%s", key);
+	it->ts_ms = ts_ms;
+	it->minid = retention_ms && ts_ms > retention_ms ? ts_ms - retention_ms : 0;
+	for (int i = 0; i < 2 * nfields; i++) {
+		size_t l = strlen(fv[i]) + 1;
+
+		memcpy(it->blob + off, fv[i], l);
+		off += l;
+	}
+	it->bloblen = len;
+	it->nfields = nfields;
 	spool_push(st, it);
 	return 0;
 }

@@ -109,6 +109,17 @@ int store_put_snapshot(struct store *st, const struct snapshot *s);
 int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
 		     const void *blob, size_t len);
 
+#define STORE_MAX_FIELDS 8
+
+/*
+ * Queue XADD key (id ts_ms) with nfields field/value pairs fv[0], fv[1],
+ * ... (strings, copied), trimmed to retention_ms like store_put_stream.
+ * Used for deploy markers.  Returns 0, -EINVAL (nfields not 1..8) or
+ * -ENOMEM.
+ */
+int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const char *const *fv, int nfields);
+
 /*
  * Queue HSET key field value (len bytes, copied) behind everything queued
  * before it.  Used for drive records and their wear history.  Never waits

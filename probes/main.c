@@ -42,6 +42,7 @@ static const struct collector *const all_collectors[] = {
 	&block_collector,
 	&cpu_collector,
 	&profile_collector,
+	&deploy_watch_collector,
 };
 #define N_COLLECTORS (sizeof(all_collectors) / sizeof(all_collectors[0]))
 
@@ -366,6 +367,8 @@ int main(int argc, char **argv)
 		const struct collector *col = all_collectors[i];
 
 		if (col == &profile_collector && (!p.cfg.profile_enabled || once))
+			continue;
+		if (col == &deploy_watch_collector && !p.cfg.ndeploy_watch)
 			continue;
 		if (col->needs_bpf && !p.cfg.bpf) {
 			log_info("collector %s: disabled (--no-bpf / bpf: false)", col->name);

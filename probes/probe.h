@@ -27,6 +27,8 @@ struct probe_config {
 	char *log_level;
 	struct label *labels;
 	uint32_t nlabels;
+	struct label *deploy_watch;	/* service -> executable path */
+	uint32_t ndeploy_watch;
 	uint64_t retention_ns[STORE_TIERS];
 	uint64_t spool_max_snapshots;
 	uint64_t spool_max_bytes;
@@ -75,6 +77,7 @@ extern const struct collector cpu_collector;
 extern const struct collector throttle_collector;
 extern const struct collector drive_collector;
 extern const struct collector profile_collector;
+extern const struct collector deploy_watch_collector;
 
 struct profile;
 /*

@@ -11,39 +11,47 @@
 #include "timeutil.h"
 
 #define TOP_KEYS "host, interval, redis, redis_timeout, metrics_addr, bpf, log_level, " \
-		 "labels, retention, spool, block, drive, profile"
+		 "labels, deploy_watch, retention, spool, block, drive, profile"
 
-static int load_labels(struct probe_config *cfg, const struct cfg *c, const struct cfg_node *map,
-		       char *err, size_t errlen)
+static void free_string_map(struct label **arr, uint32_t *n)
+{
+	for (uint32_t i = 0; i < *n; i++) {
+		free((*arr)[i].key);
+		free((*arr)[i].value);
+	}
+	free(*arr);
+	*arr = NULL;
+	*n = 0;
+}
+
+/*
+ * A map of strings under key (labels, deploy_watch) into *arr / *n,
+ * replacing what was there.  Returns 0 or -EINVAL / -ENOMEM.
+ */
+static int load_string_map(const struct cfg *c, const struct cfg_node *map, const char *key,
+			   uint32_t max, struct label **arr, uint32_t *n, char *err, size_t errlen)
 {
 	const struct cfg_node *lm;
-	int ret = cfg_map(c, map, "labels", &lm, err, errlen);
+	int ret = cfg_map(c, map, key, &lm, err, errlen);
 
 	if (ret || !lm)
 		return ret;
-	for (uint32_t i = 0; i < cfg->nlabels; i++) {
-		free(cfg->labels[i].key);
-		free(cfg->labels[i].value);
-	}
-	free(cfg->labels);
-	cfg->labels = NULL;
-	cfg->nlabels = 0;
-	if (lm->nchild > SNAPSHOT_MAX_LABELS)
-		return cfg_error(c, lm, err, errlen, "labels: at most %d labels",
-				 SNAPSHOT_MAX_LABELS);
-	cfg->labels = calloc(lm->nchild + 1, sizeof(*cfg->labels));
-	if (!cfg->labels)
+	free_string_map(arr, n);
+	if (lm->nchild > max)
+		return cfg_error(c, lm, err, errlen, "%s: at most %u entries", key, max);
+	*arr = calloc(lm->nchild + 1, sizeof(**arr));
+	if (!*arr)
 		return -ENOMEM;
 	for (size_t i = 0; i < lm->nchild; i++) {
-		const struct cfg_node *n = &lm->child[i];
+		const struct cfg_node *e = &lm->child[i];
 
-		((struct cfg_node *)n)->used = 1;
-		if (n->type != CFG_SCALAR)
-			return cfg_error(c, n, err, errlen, "labels.%s: expected a string value",
-					 n->key);
-		cfg->labels[i].key = strdup(n->key);
-		cfg->labels[i].value = strdup(n->value);
-		cfg->nlabels++;
+		((struct cfg_node *)e)->used = 1;
+		if (e->type != CFG_SCALAR || !e->value[0])
+			return cfg_error(c, e, err, errlen, "%s.%s: expected a string value", key,
+					 e->key);
+		(*arr)[i].key = strdup(e->key);
+		(*arr)[i].value = strdup(e->value);
+		(*n)++;
 	}
 	return 0;
 }
@@ -67,7 +75,10 @@ int probe_config_parse(struct probe_config *cfg, const char *name, const char *t
 	    (ret = cfg_string(&c, root, "metrics_addr", &cfg->metrics_addr, err, errlen)) ||
 	    (ret = cfg_bool(&c, root, "bpf", &cfg->bpf, err, errlen)) ||
 	    (ret = cfg_string(&c, root, "log_level", &cfg->log_level, err, errlen)) ||
-	    (ret = load_labels(cfg, &c, root, err, errlen)))
+	    (ret = load_string_map(&c, root, "labels", SNAPSHOT_MAX_LABELS, &cfg->labels,
+				   &cfg->nlabels, err, errlen)) ||
+	    (ret = load_string_map(&c, root, "deploy_watch", 64, &cfg->deploy_watch,
+				   &cfg->ndeploy_watch, err, errlen)))
 		goto out;
 	if ((ret = cfg_map(&c, root, "retention", &ret_map, err, errlen)))
 		goto out;
@@ -168,10 +179,7 @@ void probe_config_free(struct probe_config *cfg)
 	free(cfg->metrics_addr);
 	free(cfg->log_level);
 	free(cfg->smartctl);
-	for (uint32_t i = 0; i < cfg->nlabels; i++) {
-		free(cfg->labels[i].key);
-		free(cfg->labels[i].value);
-	}
-	free(cfg->labels);
+	free_string_map(&cfg->labels, &cfg->nlabels);
+	free_string_map(&cfg->deploy_watch, &cfg->ndeploy_watch);
 	memset(cfg, 0, sizeof(*cfg));
 }

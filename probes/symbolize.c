@@ -210,6 +210,25 @@ static int build_id(Elf *e, char *out, size_t len)
 	return -1;
 }
 
+int sym_file_build_id(const char *path, char *out, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -ENOENT;
+	Elf *e;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e) {
+		ret = build_id(e, out, len) ? -ENOENT : 0;
+		elf_end(e);
+	} else {
+		ret = -EINVAL;
+	}
+	close(fd);
+	return ret;
+}
+
 /* Function symbols (and PT_LOAD headers) of an open ELF into es. */
 static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
 {

@@ -67,4 +67,10 @@ void sym_set_generation(struct symbolizer *s, uint64_t generation);
  */
 void sym_service_of(const char *cgroup_path, const char *comm, char *out, size_t len);
 
+/*
+ * The GNU build-id of the ELF file at path as hex into out.  Returns 0,
+ * -ENOENT (no build-id note), -EINVAL (not ELF) or -errno.
+ */
+int sym_file_build_id(const char *path, char *out, size_t len);
+
 #endif

@@ -14,6 +14,8 @@
 
 #include "deploy.h"
 #include "helpers.h"
+#include "probe.h"
+#include "symbolize.h"
 #include "store.h"
 #include "timeutil.h"
 
@@ -166,4 +168,80 @@ Test(deploy, cli_mark_and_list)
 	out[n] = '\0';
 	cr_expect_eq(WEXITSTATUS(pclose(p)), 2, "%s", out);
 	cr_expect(strstr(out, "--hosts GLOB or --all"), "%s", out);
+}
+
+/* ---- the probe marks deploys when a watched executable's build-id changes ---- */
+
+static void build(const char *dir, const char *out, int version)
+{
+	cr_assert_eq(test_sh("printf 'int main(void){return %d;}\\n' > %s/app.c && "
+			     "gcc -O1 -Wl,--build-id -o %s/%s %s/app.c", version, dir, dir, out, dir),
+		     0, "cannot build the test executable");
+}
+
+static int keep(const struct deploy *d, void *arg)
+{
+	return collect(d, arg);
+}
+
+Test(deploy, probe_marks_a_deploy_when_the_build_id_changes)
+{
+	char dir[] = "/tmp/fl-dw.XXXXXX", yaml[1400], err[256], bin[600], id[96];
+	struct probe_config cfg;
+	struct store_opts o = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				.spool_max_entries = 64 };
+	struct store *st;
+	redisContext *rc;
+	struct seen s = { 0 };
+	void *priv;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(bin, sizeof(bin), "%s/api-server", dir);
+	build(dir, "api-server", 1);
+	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0, "%s", err);
+	snprintf(yaml, sizeof(yaml), "deploy_watch: {api: %s, gone: %s/nothing-here}\n", bin, dir);
+	cr_assert_eq(probe_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(cfg.ndeploy_watch, 2);
+	st = store_open(&o, err, sizeof(err));
+	cr_assert(st, "%s", err);
+	cr_assert_eq(deploy_watch_collector.open(&priv, &cfg, err, sizeof(err)), 0, "%s", err);
+
+	/* first sight: remembered, not a deploy; nothing changed: nothing */
+	deploy_watch_collector.publish(priv, st, "web-1");
+	deploy_watch_collector.publish(priv, st, "web-1");
+	/* a deploy replaces the file (new inode, new build-id) */
+	build(dir, "api-server.new", 2);
+	cr_assert_eq(test_sh("mv %s/api-server.new %s", dir, bin), 0);
+	deploy_watch_collector.publish(priv, st, "web-1");
+	deploy_watch_collector.publish(priv, st, "web-1");
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+
+	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	cr_assert(rc, "%s", err);
+	cr_assert_eq(deploy_list(rc, 0, NULL, keep, &s, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(sym_file_build_id(bin, id, sizeof(id)), 0);
+	cr_expect_str_eq(s.d[0].service, "api");
+	cr_expect_str_eq(s.d[0].hosts, "web-1");
+	cr_expect_str_eq(s.d[0].by, "faultline-probe");
+	cr_expect_eq(strncmp(s.d[0].version, id, 16), 0, "%s vs %s", s.d[0].version, id);
+	cr_expect_eq(strlen(s.d[0].version), 16);
+
+	deploy_watch_collector.close(priv);
+	store_close(st);
+	probe_config_free(&cfg);
+	redisFree(rc);
+	test_sh("rm -rf %s", dir);
+}
+
+Test(deploy, deploy_watch_config_errors)
+{
+	struct probe_config cfg;
+	char err[256];
+	const char *y = "deploy_watch:\n  api: [a, b]\n";
+
+	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0);
+	cr_expect_neq(probe_config_parse(&cfg, "p.yaml", y, strlen(y), err, sizeof(err)), 0);
+	cr_expect(strstr(err, "p.yaml:2:") && strstr(err, "deploy_watch.api"), "%s", err);
+	probe_config_free(&cfg);
 }
