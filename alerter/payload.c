@@ -21,6 +21,7 @@
 
 #include "alerter.h"
 #include "profile.h"
+#include "profile_store.h"
 #include "snapshot.h"
 #include "store.h"
 #include "timeutil.h"
@@ -105,37 +106,21 @@ static json_object *common(struct group_alert *const *as, int n, int annotations
 
 /* ---- evidence ---------------------------------------------------------- */
 
-struct merge_arg {
-	struct profile *p;
-	size_t windows;
-};
-
-static int merge_window(const char *blob, size_t len, void *arg)
-{
-	struct merge_arg *m = arg;
-	struct profile w;
-	char err[128];
-
-	if (profile_decode(blob, len, &w, err, sizeof(err)) == 0) {
-		profile_merge(m->p, &w, NULL);
-		profile_free(&w);
-		m->windows++;
-	}
-	return 0;
-}
-
 static size_t load_profiles(redisContext *rc, char **hosts, uint32_t nhosts, uint64_t from,
 			    uint64_t to, struct profile *p)
 {
-	struct merge_arg m = { .p = p };
-	char key[300], err[128];
+	char err[128];
+	size_t windows = 0;
 
 	profile_init(p, "");
 	for (uint32_t i = 0; i < nhosts; i++) {
-		snprintf(key, sizeof(key), "fl:{%s}:p10", hosts[i]);
-		store_read_blobs(rc, key, from, to, merge_window, &m, err, sizeof(err));
+		int n = profile_read_merge(rc, hosts[i], "p10", from, to, NULL, p, NULL, err,
+					   sizeof(err));
+
+		if (n > 0)
+			windows += (size_t)n;
 	}
-	return m.windows;
+	return windows;
 }
 
 static int row_cmp(const void *a, const void *b)

@@ -25,6 +25,7 @@
 #include "profile.h"
 #include "rules.h"
 #include "ruletest.h"
+#include "profile_store.h"
 #include "deploy.h"
 #include "silence.h"
 #include "profile_export.h"
@@ -626,46 +627,24 @@ static uint64_t parse_when(const char *s)
 	return *end ? 0 : d;
 }
 
-struct merge_ctx {
-	struct profile *p;
-	const char *service;
-	size_t bad, windows;
-};
-
-static int merge_cb(const char *blob, size_t len, void *arg)
-{
-	struct merge_ctx *m = arg;
-	struct profile w;
-	char err[256];
-
-	if (profile_decode(blob, len, &w, err, sizeof(err))) {
-		m->bad++;
-		return 0;
-	}
-	profile_merge(m->p, &w, m->service);
-	m->windows++;
-	profile_free(&w);
-	return 0;
-}
-
 static int load_range(redisContext *rc, const char *host, int hourly, uint64_t from, uint64_t to,
 		      const char *service, struct profile *out)
 {
-	struct merge_ctx m = { .p = out, .service = service };
-	char key[300], err[256];
+	char err[256];
+	size_t bad = 0;
 	int n;
 
 	profile_init(out, host);
-	snprintf(key, sizeof(key), "fl:{%s}:%s", host, hourly ? "p3600" : "p10");
-	n = store_read_blobs(rc, key, from, to, merge_cb, &m, err, sizeof(err));
+	n = profile_read_merge(rc, host, hourly ? "p3600" : "p10", from, to, service, out, &bad,
+			       err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "faultline profile: %s\n", err);
 		return -1;
 	}
-	if (m.bad)
-		fprintf(stderr, "faultline profile: skipped %zu undecodable windows\n", m.bad);
-	fprintf(stderr, "faultline profile: %s: %zu windows, %llu samples\n", key, m.windows,
-		(unsigned long long)out->total);
+	if (bad)
+		fprintf(stderr, "faultline profile: skipped %zu undecodable windows\n", bad);
+	fprintf(stderr, "faultline profile: fl:{%s}:%s: %d windows, %llu samples\n", host,
+		hourly ? "p3600" : "p10", n, (unsigned long long)out->total);
 	return 0;
 }
 
