@@ -14,6 +14,7 @@
 #include "deploy.h"
 #include "eval.h"
 #include "log.h"
+#include "profile.h"
 #include "stats.h"
 #include "store.h"
 #include "strbuf.h"
@@ -48,6 +49,7 @@ struct verdict {
 	double value;			/* after / before, relative to peers if any */
 	char **hosts;			/* deployed hosts with data */
 	int nhosts, total;
+	char function[256];		/* profile baselines: the function that grew */
 };
 
 struct rule_inst {
@@ -767,6 +769,99 @@ out:
 	free(seen);
 }
 
+/* Share of f's samples in p (total share, stacks containing it), or 0. */
+static double share_of(const struct profile_delta *d, size_t n, const char *f, int after)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(d[i].name, f))
+			return after ? d[i].target : d[i].base;
+	return 0;
+}
+
+/*
+ * Judge deploy d for profile baseline rule r: merge the deployed hosts'
+ * profiles of the window before the deploy and of the window after it,
+ * and the same for the undeployed peers; the function whose share grew
+ * most beyond the peers' growth, if that is at least profile_share points
+ * and significant (two-proportion z-test on sample counts), fires.
+ */
+static void judge_profile(const struct engine *e, const struct rule *r, const struct deploy *d,
+			  const struct host_window *win, size_t nwin, struct verdict *v)
+{
+	const struct rule_baseline *b = &r->baseline;
+	uint64_t w = b->window_ns / NSEC_PER_MSEC;
+	struct profile db, da, pb, pa;
+	struct profile_delta *dd = NULL, *pd = NULL;
+	size_t ndd = 0, npd = 0;
+	int *seen = calloc(nwin + 1, sizeof(int));
+	double best = 0;
+
+	if (!seen)
+		return;
+	if (!e->load_profile) {
+		log_info("%s: no profile source (profile baselines read Redis)", r->name);
+		free(seen);
+		return;
+	}
+	profile_init(&db, "");
+	profile_init(&da, "");
+	profile_init(&pb, "");
+	profile_init(&pa, "");
+	for (size_t h = 0; h < nwin; h++) {
+		int mine = deploy_covers(d, win[h].host);
+		int nb = e->load_profile(e->load_profile_arg, win[h].host, d->ts_ms - w, d->ts_ms - 1,
+					 mine ? &db : &pb);
+		int na = e->load_profile(e->load_profile_arg, win[h].host, d->ts_ms, d->ts_ms + w,
+					 mine ? &da : &pa);
+
+		seen[h] = mine && nb > 0 && na > 0;
+	}
+	if (!db.total || !da.total) {
+		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it",
+			 r->name, d->service, d->version);
+		goto out;
+	}
+	ndd = profile_diff(&db, &da, &dd);
+	if (pb.total && pa.total)
+		npd = profile_diff(&pb, &pa, &pd);
+	for (size_t i = 0; i < ndd; i++) {
+		double p1 = dd[i].base, p2 = dd[i].target, n1 = (double)db.total,
+		       n2 = (double)da.total, pool = (p1 * n1 + p2 * n2) / (n1 + n2);
+		double grew = p2 - p1, peers = npd ? share_of(pd, npd, dd[i].name, 1) -
+						     share_of(pd, npd, dd[i].name, 0) : 0;
+		double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2)), pval;
+
+		if ((grew - peers) * 100 < b->profile_share || !(se > 0))
+			continue;
+		pval = 0.5 * erfc((grew / se) / sqrt(2));
+		if (pval >= b->alpha || grew - peers <= best)
+			continue;
+		best = grew - peers;
+		snprintf(v->function, sizeof(v->function), "%s", dd[i].name);
+	}
+	v->fires = best > 0;
+	v->value = best * 100;
+	log_info("%s: deploy %s %s: %s", r->name, d->service, d->version, v->fires ?
+		 v->function : "no function's CPU share grew beyond the peers'");
+	if (v->fires)
+		log_info("%s: %s grew %.1f points more than on undeployed peers", r->name,
+			 v->function, v->value);
+	v->hosts = calloc(nwin + 1, sizeof(char *));
+	for (size_t h = 0; v->hosts && h < nwin; h++) {
+		if (seen[h])
+			v->hosts[v->nhosts++] = strdup(win[h].host);
+		v->total++;
+	}
+out:
+	free(dd);
+	free(pd);
+	profile_free(&db);
+	profile_free(&da);
+	profile_free(&pb);
+	profile_free(&pa);
+	free(seen);
+}
+
 /*
  * A baseline rule: judge the newest deploy of its service once its
  * after-window has passed, and keep that verdict (one alert per deploy)
@@ -778,7 +873,7 @@ static void run_baseline(struct engine *e, const struct rule *r, struct rule_ins
 {
 	uint64_t w = r->baseline.window_ns / NSEC_PER_MSEC;
 	const struct deploy *d = latest_deploy(e, r, now);
-	struct label l[2];
+	struct label l[3];
 	struct match m = { 0 };
 	char key[300];
 	int nm = 0;
@@ -788,13 +883,18 @@ static void run_baseline(struct engine *e, const struct rule *r, struct rule_ins
 		if (strcmp(ri->verdict.key, key)) {
 			free_verdict(&ri->verdict);
 			snprintf(ri->verdict.key, sizeof(ri->verdict.key), "%s", key);
-			judge(e, r, d, win, nwin, &ri->verdict);
+			if (r->baseline.profile_share)
+				judge_profile(e, r, d, win, nwin, &ri->verdict);
+			else
+				judge(e, r, d, win, nwin, &ri->verdict);
 		}
 		if (ri->verdict.fires) {
-			l[0] = (struct label){ "service", (char *)d->service };
-			l[1] = (struct label){ "version", (char *)d->version };
+			/* sorted by key, as every alert's labels are */
+			if (ri->verdict.function[0])
+				l[m.nlabels++] = (struct label){ "function", ri->verdict.function };
+			l[m.nlabels++] = (struct label){ "service", (char *)d->service };
+			l[m.nlabels++] = (struct label){ "version", (char *)d->version };
 			m.labels = l;
-			m.nlabels = 2;
 			m.value = ri->verdict.value;
 			m.hosts = ri->verdict.hosts;
 			m.nhosts = ri->verdict.nhosts;

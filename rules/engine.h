@@ -34,6 +34,15 @@
 
 struct instance;
 struct host_state;
+struct profile;
+
+/*
+ * Merge host's CPU profile windows with from_ms <= ts <= to_ms into *into
+ * (initialised); returns the number of windows or < 0.  The daemon reads
+ * them from Redis; tests give them directly.
+ */
+typedef int (*engine_profile_fn)(void *arg, const char *host, uint64_t from_ms, uint64_t to_ms,
+				 struct profile *into);
 
 /* Called with each event's JSON (the fl:alerts contract, lib/alert.h). */
 typedef void (*engine_event_cb)(const char *json, void *arg);
@@ -53,6 +62,8 @@ struct engine {
 	const struct topology *topology;	/* optional, not owned */
 	struct deploy *deploys;		/* markers baseline rules judge, oldest first */
 	int ndeploys;
+	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
+	void *load_profile_arg;
 };
 
 /* Take ownership of rs (parsed rules). Returns 0 or -ENOMEM. */

@@ -17,6 +17,7 @@
 
 #include "engine.h"
 #include "log.h"
+#include "profile_store.h"
 #include "store.h"
 #include "timeutil.h"
 
@@ -76,6 +77,23 @@ struct emit_ctx {
 	int once;
 	int n;
 };
+
+/* Profile baselines read the hosts' 10 s profile windows from Redis. */
+static int redis_profiles(void *arg, const char *host, uint64_t from_ms, uint64_t to_ms,
+			  struct profile *into)
+{
+	struct emit_ctx *c = arg;
+	char err[256];
+	int n;
+
+	if (!c->rc)
+		return -1;
+	n = profile_read_merge(c->rc, host, "p10", from_ms, to_ms, NULL, into, NULL, err,
+			       sizeof(err));
+	if (n < 0)
+		log_warn("profile baseline: %s", err);
+	return n;
+}
 
 static void emit_event(const char *json, void *arg)
 {
@@ -248,6 +266,8 @@ int main(int argc, char **argv)
 		if (load_deploys(&e, rc, err, sizeof(err)) < 0)
 			log_warn("%s; baseline rules judge no new deploy until it works", err);
 		ctx.rc = rc;
+		e.load_profile = redis_profiles;
+		e.load_profile_arg = &ctx;
 		engine_eval(&e, time_wall_ns() / NSEC_PER_MSEC, emit_event, &ctx);
 		if (once)
 			break;

@@ -77,7 +77,10 @@ static int parse_baseline(struct rule_baseline *b, const struct cfg *c, const st
 	    (ret = cfg_duration(c, bl, "window", &b->window_ns, err, errlen)) ||
 	    (ret = read_number(c, bl, "min_change", 0.001, 1000, &b->min_change, err, errlen)) ||
 	    (ret = read_number(c, bl, "alpha", 1e-9, 0.5, &b->alpha, err, errlen)) ||
-	    (ret = cfg_check_unknown(c, bl, "service, window, min_change, alpha", err, errlen)))
+	    (ret = read_number(c, bl, "profile_share", 0.01, 100, &b->profile_share, err,
+			       errlen)) ||
+	    (ret = cfg_check_unknown(c, bl, "service, window, min_change, alpha, profile_share",
+				     err, errlen)))
 		return ret;
 	if (b->window_ns < NSEC_PER_SEC)
 		return cfg_error(c, bl, err, errlen, "baseline: needs window: (e.g. 15m), at least 1s");
@@ -104,6 +107,9 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 	if (!r->name[0])
 		return cfg_error(c, n, err, errlen, "alert: every rule needs a name");
 	ex = cfg_get(n, "expr");
+	bl = cfg_get(n, "baseline");
+	if (!ex && bl && bl->type == CFG_MAP && cfg_get(bl, "profile_share"))
+		goto no_expr;	/* a profile baseline compares CPU profiles, not a value */
 	if (!ex || ex->type != CFG_SCALAR)
 		return cfg_error(c, ex ? ex : n, err, errlen, "expr: rule %s needs an expression",
 				 r->name);
@@ -119,6 +125,7 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 		snprintf(err, errlen, "%s:%d:%d: expr: %s", c->file, line, col, msg);
 		return -EINVAL;
 	}
+no_expr:
 	if ((ret = cfg_map(c, n, "rollup", &roll, err, errlen)))
 		return ret;
 	if (roll) {
@@ -170,7 +177,10 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 	if (bl && r->nrollup)
 		return cfg_error(c, bl, err, errlen, "baseline: a baseline alert is already one "
 				 "alert per deploy; drop rollup");
-	if (bl && expr_is_comparison(r->expr))
+	if (bl && ex && r->baseline.profile_share)
+		return cfg_error(c, ex, err, errlen, "expr: a profile baseline (profile_share) "
+				 "compares CPU profiles; drop expr");
+	if (bl && r->expr && expr_is_comparison(r->expr))
 		return cfg_error(c, ex, err, errlen, "expr: a baseline rule's expression is the "
 				 "value to compare (e.g. avg_over_time(cpu.utilization[10s])), not a "
 				 "condition");

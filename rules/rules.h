@@ -45,12 +45,19 @@
  * increase is at least min_change (0.2 = +20 %) against both and a one-
  * sided Mann–Whitney U test puts it below alpha against both, so a
  * fleet-wide load shift, which moves the peers too, does not fire.
+ *
+ * With `profile_share: 5` (and no expr) the CPU profiles are compared
+ * instead: it fires when a function's share of the deployed hosts' CPU
+ * grew by at least 5 points more than on the undeployed peers, and a
+ * two-proportion z-test on the sample counts puts the growth below alpha;
+ * the alert names the function (label `function`).
  */
 struct rule_baseline {
 	char service[128];
 	uint64_t window_ns;
 	double min_change;
 	double alpha;
+	double profile_share;		/* points; 0 = compare the expression */
 };
 
 struct rule {

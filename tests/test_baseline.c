@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "deploy.h"
+#include "profile.h"
 #include "engine.h"
 #include "rules.h"
 #include "stats.h"
@@ -73,7 +74,8 @@ static double noise(unsigned *seed)
  * use regress × their CPU, every host load × its CPU.  Returns the events
  * of evaluating every 10 s.
  */
-static void run(double regress, double load, const char *hosts, struct events *ev)
+static void run_with(const char *rules_yaml, engine_profile_fn profiles, double regress,
+		     double load, const char *hosts, struct events *ev)
 {
 	struct ruleset rs = { 0 };
 	struct engine e;
@@ -81,9 +83,12 @@ static void run(double regress, double load, const char *hosts, struct events *e
 	char err[256];
 	unsigned seed = 42;
 
-	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rules_parse(&rs, "t.yaml", rules_yaml, strlen(rules_yaml), err, sizeof(err)),
+		     0, "%s", err);
 	cr_assert_eq(engine_init(&e, &rs), 0);
 	e.stale_ms = 15000;
+	e.load_profile = profiles;
+	e.load_profile_arg = &d;
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "2.0");
 	snprintf(d.hosts, sizeof(d.hosts), "%s", hosts);
@@ -109,6 +114,11 @@ static void run(double regress, double load, const char *hosts, struct events *e
 			engine_eval(&e, t, collect, ev);
 	}
 	engine_free(&e);
+}
+
+static void run(double regress, double load, const char *hosts, struct events *ev)
+{
+	run_with(yaml, NULL, regress, load, hosts, ev);
 }
 
 static void free_events(struct events *ev)
@@ -208,4 +218,81 @@ Test(baseline, rule_file_errors)
 		cr_expect(strstr(err, "b.yaml:5:") && strstr(err, "not a condition"), "%s", err);
 		rules_free(&rs);
 	}
+}
+
+/* ---- profile baselines ------------------------------------------------------ */
+
+static const char *profile_yaml =
+	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
+	"      - alert: PostDeployHotFunction\n"
+	"        baseline: {service: api, window: 10m, profile_share: 10}\n"
+	"        severity: warning\n";
+
+static int mix_changes_everywhere;
+
+/*
+ * Profiles of one host between from and to: 10 s windows of main;f with
+ * parse_request 60 %, compress_block 20 %, write_log 20 % -- after the
+ * deploy, on the deployed hosts (or on all when mix_changes_everywhere),
+ * 40 / 50 / 10 %.
+ */
+static int fake_profiles(void *arg, const char *host, uint64_t from, uint64_t to,
+			 struct profile *into)
+{
+	const struct deploy *d = arg;
+	const char *fn[] = { "parse_request", "compress_block", "write_log" };
+	const uint64_t before[] = { 60, 20, 20 }, after[] = { 40, 50, 10 };
+	int n = 0;
+
+	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 10000) {
+		int changed = t >= d->ts_ms && (mix_changes_everywhere || deploy_covers(d, host));
+
+		if (t < from || t > to)
+			continue;
+		for (int i = 0; i < 3; i++) {
+			const char *frames[] = { "main", fn[i] };
+
+			cr_assert_eq(profile_add(into, "api", "api", 7, frames, 2,
+						 changed ? after[i] : before[i]), 0);
+		}
+		n++;
+	}
+	return n;
+}
+
+Test(baseline, a_function_that_grew_on_the_deployed_hosts_is_named)
+{
+	struct events ev = { 0 };
+
+	mix_changes_everywhere = 0;
+	run_with(profile_yaml, fake_profiles, 1.0, 1.0, "web-[0-3]", &ev);
+	cr_assert_eq(ev.n, 1, "expected one event, got %d", ev.n);
+	cr_expect(strstr(ev.json[0], "\"function\":\"compress_block\""), "%s", ev.json[0]);
+	cr_expect(strstr(ev.json[0], "\"hosts\":[\"web-0\",\"web-1\",\"web-2\",\"web-3\"]"),
+		  "%s", ev.json[0]);
+	cr_expect(strstr(ev.json[0], "\"value\":30"), "30 points: %s", ev.json[0]);
+	free_events(&ev);
+}
+
+Test(baseline, a_profile_shift_on_every_host_is_not_a_regression)
+{
+	struct events ev = { 0 };
+
+	mix_changes_everywhere = 1;
+	run_with(profile_yaml, fake_profiles, 1.0, 1.0, "web-[0-3]", &ev);
+	cr_expect_eq(ev.n, 0, "%s", ev.n ? ev.json[0] : "");
+	free_events(&ev);
+}
+
+Test(baseline, profile_baseline_rule_errors)
+{
+	const char *y = "groups:\n  - name: g\n    rules:\n      - alert: A\n"
+			"        expr: cpu.utilization\n"
+			"        baseline: {window: 10m, profile_share: 5}\n";
+	char err[256];
+	struct ruleset rs = { 0 };
+
+	cr_expect_neq(rules_parse(&rs, "p.yaml", y, strlen(y), err, sizeof(err)), 0);
+	cr_expect(strstr(err, "p.yaml:5:") && strstr(err, "drop expr"), "%s", err);
+	rules_free(&rs);
 }
