@@ -172,7 +172,11 @@ fuzz: deps
 			-print_final_stats=1 $(OUT)/fuzz/corpus-$$t 2>&1 | tail -n 12; \
 	done
 
-bench: all
+$(OUT)/bench/fleet_fill: bench/fleet_fill.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+bench: all $(OUT)/bench/fleet_fill
 	@scripts/deps.sh --bench --check 2>/dev/null || scripts/deps.sh --bench
 	bench/run.sh $(OUT)
 
