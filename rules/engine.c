@@ -299,11 +299,13 @@ static void fingerprint(const char *name, const struct label *l, int n, char out
 	snprintf(out, 17, "%016" PRIx64, h);
 }
 
-static struct instance *find_or_add(struct rule_inst *ri, const char *fp)
+/* The instance of fingerprint fp (index in *by_fp), added if new. */
+static struct instance *find_or_add(struct rule_inst *ri, struct strmap *by_fp, const char *fp)
 {
-	for (int i = 0; i < ri->n; i++)
-		if (!strcmp(ri->inst[i].fp, fp))
-			return &ri->inst[i];
+	uint32_t i;
+
+	if (strmap_get(by_fp, fp, &i))
+		return &ri->inst[i];
 	if (ri->n == ri->cap) {
 		int cap = ri->cap ? ri->cap * 2 : 16;
 		struct instance *n = realloc(ri->inst, (size_t)cap * sizeof(*n));
@@ -313,6 +315,8 @@ static struct instance *find_or_add(struct rule_inst *ri, const char *fp)
 		ri->inst = n;
 		ri->cap = cap;
 	}
+	if (strmap_put(by_fp, fp, (uint32_t)ri->n))
+		return NULL;
 	memset(&ri->inst[ri->n], 0, sizeof(ri->inst[0]));
 	snprintf(ri->inst[ri->n].fp, sizeof(ri->inst[0].fp), "%s", fp);
 	return &ri->inst[ri->n++];
@@ -424,14 +428,19 @@ struct match {
 static void track(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		  struct match *m, int nm, uint64_t now, engine_event_cb cb, void *arg)
 {
-	for (int i = 0; i < ri->n; i++)
+	struct strmap by_fp;	/* this call's index: a linear search is n^2 per rule */
+
+	strmap_init(&by_fp);
+	for (int i = 0; i < ri->n; i++) {
 		ri->inst[i].seen = 0;
+		strmap_put(&by_fp, ri->inst[i].fp, (uint32_t)i);
+	}
 	for (int i = 0; i < nm; i++) {
 		char fp[17];
 		struct instance *in;
 
 		fingerprint(r->name, m[i].labels, m[i].nlabels, fp);
-		in = find_or_add(ri, fp);
+		in = find_or_add(ri, &by_fp, fp);
 		if (!in)
 			continue;
 		if (!in->labels) {
@@ -470,6 +479,7 @@ static void track(struct engine *e, const struct rule *r, struct rule_inst *ri,
 			emit(e, r, in, 1, now, cb, arg);
 		}
 	}
+	strmap_free(&by_fp);	/* removals below reorder the instances */
 	for (int i = 0; i < ri->n;) {
 		struct instance *in = &ri->inst[i];
 
