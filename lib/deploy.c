@@ -35,10 +35,14 @@ int deploy_validate(const struct deploy *d, char *err, size_t errlen)
 	return 0;
 }
 
-int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
+/*
+ * Validate d, fill its defaults (now, every host) and lay it out as the
+ * stream entry's field/value pairs fv[0..9]; ts holds the time's digits.
+ * Returns 0 or -EINVAL.  Both writers below use it, so a marker has one
+ * shape whichever way it is written.
+ */
+static int prepare(struct deploy *d, char ts[24], const char *fv[10], char *err, size_t errlen)
 {
-	char ts[24], minid[24];
-	redisReply *r;
 	int ret = deploy_validate(d, err, errlen);
 
 	if (ret)
@@ -47,11 +51,40 @@ int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
 		d->ts_ms = time_wall_ns() / NSEC_PER_MSEC;
 	if (!d->hosts[0])
 		snprintf(d->hosts, sizeof(d->hosts), "*");
-	snprintf(ts, sizeof(ts), "%llu", (unsigned long long)d->ts_ms);
+	snprintf(ts, 24, "%llu", (unsigned long long)d->ts_ms);
+	fv[0] = "service";
+	fv[1] = d->service;
+	fv[2] = "version";
+	fv[3] = d->version;
+	fv[4] = "hosts";
+	fv[5] = d->hosts;
+	fv[6] = "by";
+	fv[7] = d->by;
+	fv[8] = "ts_ms";
+	fv[9] = ts;
+	return 0;
+}
+
+int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
+{
+	char ts[24], minid[24];
+	const char *fv[10], *argv[16];
+	redisReply *r;
+	int ret = prepare(d, ts, fv, err, errlen), argc = 0;
+
+	if (ret)
+		return ret;
 	snprintf(minid, sizeof(minid), "%llu", (unsigned long long)
 		 (d->ts_ms > DEPLOY_RETENTION_MS ? d->ts_ms - DEPLOY_RETENTION_MS : 0));
-	r = redisCommand(c, "XADD " DEPLOY_KEY " MINID ~ %s * service %s version %s hosts %s "
-			 "by %s ts_ms %s", minid, d->service, d->version, d->hosts, d->by, ts);
+	argv[argc++] = "XADD";
+	argv[argc++] = DEPLOY_KEY;
+	argv[argc++] = "MINID";
+	argv[argc++] = "~";
+	argv[argc++] = minid;
+	argv[argc++] = "*";
+	for (int i = 0; i < 10; i++)
+		argv[argc++] = fv[i];
+	r = redisCommandArgv(c, argc, argv, NULL);
 	if (!r || r->type != REDIS_REPLY_STRING) {
 		snprintf(err, errlen, "redis: XADD %s: %s", DEPLOY_KEY,
 			 r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
@@ -68,26 +101,9 @@ int deploy_queue(struct store *st, struct deploy *d, char *err, size_t errlen)
 {
 	char ts[24];
 	const char *fv[10];
-	int ret = deploy_validate(d, err, errlen);
+	int ret = prepare(d, ts, fv, err, errlen);
 
-	if (ret)
-		return ret;
-	if (!d->ts_ms)
-		d->ts_ms = time_wall_ns() / NSEC_PER_MSEC;
-	if (!d->hosts[0])
-		snprintf(d->hosts, sizeof(d->hosts), "*");
-	snprintf(ts, sizeof(ts), "%llu", (unsigned long long)d->ts_ms);
-	fv[0] = "service";
-	fv[1] = d->service;
-	fv[2] = "version";
-	fv[3] = d->version;
-	fv[4] = "hosts";
-	fv[5] = d->hosts;
-	fv[6] = "by";
-	fv[7] = d->by;
-	fv[8] = "ts_ms";
-	fv[9] = ts;
-	return store_put_fields(st, DEPLOY_KEY, d->ts_ms, DEPLOY_RETENTION_MS, fv, 5);
+	return ret ? ret : store_put_fields(st, DEPLOY_KEY, d->ts_ms, DEPLOY_RETENTION_MS, fv, 5);
 }
 
 /* Fill d from one stream entry's field/value array; 0 if it is a marker. */
