@@ -630,8 +630,8 @@ static const struct deploy *latest_deploy(const struct engine *e, const struct r
 /*
  * r's expression over the live hosts as they were at t (their history cut
  * at t), averaged over the deployed hosts into *dv and over the others
- * into *pv (NAN where none reported).  Deployed hosts seen are added to
- * seen[] (flags per window index).
+ * into *pv (NAN where none reported).  Deployed hosts that reported are
+ * flagged in seen[] (indexed like e->hosts).
  */
 static void value_at(const struct engine *e, const struct rule *r, const struct deploy *d,
 		     const struct host_window *win, size_t nwin, struct host_window *cut,
@@ -639,13 +639,10 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 {
 	double dsum = 0, psum = 0;
 	size_t dn = 0, pn = 0, ncut = 0;
-	int *slot = calloc(nwin + 1, sizeof(int));
 	struct value v = { 0 };
 	char err[256];
 
 	*dv = *pv = NAN;
-	if (!slot)
-		return;
 	for (size_t h = 0; h < nwin; h++) {
 		size_t n = win[h].n;
 
@@ -655,12 +652,10 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 		if (!n || win[h].snaps[n - 1].ts_ms + e->stale_ms + step_ms <= t)
 			continue;
 		cut[ncut] = win[h];
-		cut[ncut].n = n;
-		slot[ncut++] = (int)h;
+		cut[ncut++].n = n;
 	}
 	if (!ncut || eval(r->expr, cut, ncut, &v, err, sizeof(err)) || !v.is_vector) {
 		value_free(&v);
-		free(slot);
 		return;
 	}
 	for (size_t i = 0; i < v.n; i++) {
@@ -669,11 +664,12 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 		if (!host || isnan(v.e[i].v))
 			continue;
 		if (deploy_covers(d, host)) {
+			uint32_t idx;
+
 			dsum += v.e[i].v;
 			dn++;
-			for (size_t c = 0; c < ncut; c++)
-				if (!strcmp(cut[c].host, host))
-					seen[slot[c]] = 1;
+			if (strmap_get(&e->host_index, host, &idx))
+				seen[idx] = 1;
 		} else {
 			psum += v.e[i].v;
 			pn++;
@@ -684,7 +680,6 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 	if (pn)
 		*pv = psum / (double)pn;
 	value_free(&v);
-	free(slot);
 }
 
 /* Copy the non-NaN values of x[0..n) to out; returns how many. */
@@ -696,6 +691,16 @@ static size_t finite_values(const double *x, size_t n, double *out)
 		if (!isnan(x[i]))
 			out[m++] = x[i];
 	return m;
+}
+
+/* The verdict's hosts: those flagged in seen[] (indexed like e->hosts), of nwin live. */
+static void verdict_hosts(const struct engine *e, struct verdict *v, const int *seen, size_t nwin)
+{
+	v->total = (int)nwin;
+	v->hosts = calloc(e->nhosts + 1, sizeof(char *));
+	for (size_t h = 0; v->hosts && h < e->nhosts; h++)
+		if (seen[h])
+			v->hosts[v->nhosts++] = strdup(e->hosts[h].name);
 }
 
 /*
@@ -713,7 +718,7 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 	double dser[2 * BASELINE_POINTS], pser[2 * BASELINE_POINTS];
 	double db[BASELINE_POINTS], da[BASELINE_POINTS], pb[BASELINE_POINTS], pa[BASELINE_POINTS];
 	struct host_window *cut = calloc(nwin + 1, sizeof(*cut));
-	int *seen = calloc(nwin + 1, sizeof(int));
+	int *seen = calloc(e->nhosts + 1, sizeof(int));
 	size_t ndb, nda, npb, npa;
 	double self_change, self_p, change, p, mdb, mpb;
 
@@ -768,12 +773,7 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 		 r->name, d->service, d->version, self_change * 100, self_p, change * 100,
 		 npa ? "undeployed peers" : "before (no undeployed peers)", p,
 		 v->fires ? "regression" : "no regression");
-	v->hosts = calloc(nwin + 1, sizeof(char *));
-	for (size_t h = 0; v->hosts && h < nwin; h++) {
-		if (seen[h])
-			v->hosts[v->nhosts++] = strdup(win[h].host);
-		v->total++;
-	}
+	verdict_hosts(e, v, seen, nwin);
 out:
 	free(cut);
 	free(seen);
@@ -803,7 +803,7 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 	struct profile db, da, pb, pa;
 	struct profile_delta *dd = NULL, *pd = NULL;
 	size_t ndd = 0, npd = 0;
-	int *seen = calloc(nwin + 1, sizeof(int));
+	int *seen = calloc(e->nhosts + 1, sizeof(int));
 	double best = 0;
 
 	if (!seen)
@@ -824,7 +824,10 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 		int na = e->load_profile(e->load_profile_arg, win[h].host, d->ts_ms, d->ts_ms + w,
 					 mine ? &da : &pa);
 
-		seen[h] = mine && nb > 0 && na > 0;
+		uint32_t idx;
+
+		if (mine && nb > 0 && na > 0 && strmap_get(&e->host_index, win[h].host, &idx))
+			seen[idx] = 1;
 	}
 	if (!db.total || !da.total) {
 		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it",
@@ -851,17 +854,13 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 	}
 	v->fires = best > 0;
 	v->value = best * 100;
-	log_info("%s: deploy %s %s: %s", r->name, d->service, d->version, v->fires ?
-		 v->function : "no function's CPU share grew beyond the peers'");
 	if (v->fires)
-		log_info("%s: %s grew %.1f points more than on undeployed peers", r->name,
-			 v->function, v->value);
-	v->hosts = calloc(nwin + 1, sizeof(char *));
-	for (size_t h = 0; v->hosts && h < nwin; h++) {
-		if (seen[h])
-			v->hosts[v->nhosts++] = strdup(win[h].host);
-		v->total++;
-	}
+		log_info("%s: deploy %s %s: %s grew %.1f points more than on undeployed peers",
+			 r->name, d->service, d->version, v->function, v->value);
+	else
+		log_info("%s: deploy %s %s: no function's CPU share grew beyond the peers'",
+			 r->name, d->service, d->version);
+	verdict_hosts(e, v, seen, nwin);
 out:
 	free(dd);
 	free(pd);
