@@ -20,6 +20,7 @@
 #define T0 1764500000000ULL	/* tests start at a fixed wall-clock time */
 
 struct input {
+	const struct metric_info *mi;	/* the catalog's entry for metric */
 	char host[128];
 	char metric[128];
 	struct label labels[16];
@@ -46,7 +47,8 @@ static int parse_series(const char *s, struct input *in, char *err, size_t errle
 	size_t ml = b ? (size_t)(b - s) : strlen(s);
 
 	snprintf(in->metric, sizeof(in->metric), "%.*s", (int)ml, s);
-	if (!catalog_find(in->metric)) {
+	in->mi = catalog_find(in->metric);
+	if (!in->mi) {
 		snprintf(err, errlen, "unknown metric '%s'", in->metric);
 		return -1;
 	}
@@ -226,7 +228,7 @@ static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step
 
 		snapshot_init(&s, in[i].host, ts_ms, interval_ms, step, 1);
 		for (j = i; j < nin && !strcmp(in[j].host, in[i].host); j++) {
-			const struct metric_info *mi = catalog_find(in[j].metric);
+			const struct metric_info *mi = in[j].mi;
 			struct series *ser;
 
 			for (int h = 0; h < in[j].nhlabels; h++)
@@ -323,7 +325,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 										  "alert_rule_test");
 	size_t nalloc = inputs ? inputs->nchild + 1 : 1;
 	struct input *in = calloc(nalloc, sizeof(*in));
-	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0;
+	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0, *ets = NULL;
 	struct ruleset rs = { 0 };
 	struct engine e;
 	char err[512], *name = NULL;
@@ -374,9 +376,9 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		failed = 1;
 		goto done;
 	}
-	for (size_t k = 0; checks && k < checks->nchild; k++) {
+	ets = calloc(checks ? checks->nchild + 1 : 1, sizeof(*ets));
+	for (size_t k = 0; ets && checks && k < checks->nchild; k++) {
 		uint64_t et = 0;
-
 		const struct cfg_node *ck = &checks->child[k];
 
 		err[0] = '\0';
@@ -394,8 +396,15 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 			failed = 1;
 			goto done;
 		}
+		ets[k] = et;
 		if (et > maxt)
 			maxt = et;
+	}
+	if (!ets) {
+		fprintf(out, "out of memory\n");
+		engine_free(&e);
+		failed = 1;
+		goto done;
 	}
 	/* feed input points in time order, evaluating every eval_ns */
 	for (uint64_t now = 0; now <= maxt; now += eval_ns) {
@@ -408,11 +417,10 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		for (size_t k = 0; checks && k < checks->nchild; k++) {
 			const struct cfg_node *ck = &checks->child[k], *exp;
 			char *alertname = NULL;
-			uint64_t et = 0;
+			uint64_t et = ets[k];
 			struct got got = { 0 };
 			int nexp = 0, ok = 1;
 
-			cfg_duration(c, ck, "eval_time", &et, err, sizeof(err));
 			if (et != now)
 				continue;
 			cfg_string(c, ck, "alertname", &alertname, err, sizeof(err));
@@ -476,6 +484,7 @@ done:
 		}
 	}
 	free(in);
+	free(ets);
 	free(name);
 	return failed;
 }
