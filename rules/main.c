@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 		}
 		/*
 		 * A verdict waits a whole baseline window after its deploy, so reading
-		 * the markers every DEPLOYS_EVERY rather than every interval loses nothing.
+		 * the markers every DEPLOYS_EVERY_NS rather than every interval loses nothing.
 		 */
 		if (!deploys_read || t0 - deploys_read >= DEPLOYS_EVERY_NS) {
 			if (load_deploys(&e, rc, err, sizeof(err)) < 0)

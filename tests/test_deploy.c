@@ -26,9 +26,14 @@ static void setup(void)
 	cr_assert_eq(test_redis_start(&redis), 0, "cannot start redis-server (is it installed?)");
 }
 
+static char scratch[64];	/* a test's temporary directory, removed even if it fails */
+
 static void teardown(void)
 {
 	test_redis_destroy(&redis);
+	if (scratch[0])
+		test_sh("rm -rf %s", scratch);
+	scratch[0] = '\0';
 }
 
 struct seen {
@@ -186,7 +191,7 @@ static int keep(const struct deploy *d, void *arg)
 
 Test(deploy, probe_marks_a_deploy_when_the_build_id_changes)
 {
-	char dir[] = "/tmp/fl-dw.XXXXXX", yaml[1400], err[256], bin[600], id[96];
+	char *dir, yaml[1400], err[256], bin[600], id[96];
 	struct probe_config cfg;
 	struct store_opts o = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
 				.spool_max_entries = 64 };
@@ -195,7 +200,9 @@ Test(deploy, probe_marks_a_deploy_when_the_build_id_changes)
 	struct seen s = { 0 };
 	void *priv;
 
-	cr_assert(mkdtemp(dir));
+	snprintf(scratch, sizeof(scratch), "/tmp/fl-dw.XXXXXX");
+	cr_assert(mkdtemp(scratch));
+	dir = scratch;
 	snprintf(bin, sizeof(bin), "%s/api-server", dir);
 	build(dir, "api-server", 1);
 	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0, "%s", err);
@@ -231,7 +238,6 @@ Test(deploy, probe_marks_a_deploy_when_the_build_id_changes)
 	store_close(st);
 	probe_config_free(&cfg);
 	redisFree(rc);
-	test_sh("rm -rf %s", dir);
 }
 
 Test(deploy, deploy_watch_config_errors)
