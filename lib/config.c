@@ -393,6 +393,24 @@ int cfg_uint(const struct cfg *c, const struct cfg_node *map, const char *key,
 	return 0;
 }
 
+int cfg_number(const struct cfg *c, const struct cfg_node *map, const char *key,
+	       double min, double max, double *out, char *err, size_t errlen)
+{
+	const struct cfg_node *n;
+	double v;
+	char *end;
+	int ret = scalar(c, map, key, &n, "a number", err, errlen);
+
+	if (ret || !n)
+		return ret;
+	v = strtod(n->value, &end);
+	if (end == n->value || *end || !(v >= min && v <= max))
+		return cfg_error(c, n, err, errlen, "%s: expected a number in %g..%g, found '%s'",
+				 key, min, max, n->value);
+	*out = v;
+	return 0;
+}
+
 int cfg_bool(const struct cfg *c, const struct cfg_node *map, const char *key,
 	     int *out, char *err, size_t errlen)
 {

@@ -74,6 +74,9 @@ int cfg_duration(const struct cfg *c, const struct cfg_node *map, const char *ke
 		 uint64_t *out_ns, char *err, size_t errlen);
 int cfg_uint(const struct cfg *c, const struct cfg_node *map, const char *key,
 	     uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen);
+/* A number in [min, max] (NaN never is); absent leaves *out alone. */
+int cfg_number(const struct cfg *c, const struct cfg_node *map, const char *key,
+	       double min, double max, double *out, char *err, size_t errlen);
 int cfg_bool(const struct cfg *c, const struct cfg_node *map, const char *key,
 	     int *out, char *err, size_t errlen);
 

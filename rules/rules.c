@@ -51,21 +51,6 @@ static int read_map(const struct cfg *c, const struct cfg_node *m, const char *k
 	return 0;
 }
 
-/* A number in [lo, hi] from key of n (default when absent). */
-static int read_number(const struct cfg *c, const struct cfg_node *n, const char *key, double lo,
-		       double hi, double *out, char *err, size_t errlen)
-{
-	const struct cfg_node *v = cfg_get(n, key);
-	char *end;
-
-	if (!v)
-		return 0;
-	*out = v->value ? strtod(v->value, &end) : NAN;
-	if (!v->value || *end || !(*out >= lo && *out <= hi))
-		return cfg_error(c, v, err, errlen, "%s: expected a number in %g..%g", key, lo, hi);
-	return 0;
-}
-
 static int parse_baseline(struct rule_baseline *b, const struct cfg *c, const struct cfg_node *bl,
 			  char *err, size_t errlen)
 {
@@ -75,9 +60,9 @@ static int parse_baseline(struct rule_baseline *b, const struct cfg *c, const st
 	b->alpha = 0.01;
 	if ((ret = copy(c, bl, "service", b->service, sizeof(b->service), err, errlen)) ||
 	    (ret = cfg_duration(c, bl, "window", &b->window_ns, err, errlen)) ||
-	    (ret = read_number(c, bl, "min_change", 0.001, 1000, &b->min_change, err, errlen)) ||
-	    (ret = read_number(c, bl, "alpha", 1e-9, 0.5, &b->alpha, err, errlen)) ||
-	    (ret = read_number(c, bl, "profile_share", 0.01, 100, &b->profile_share, err,
+	    (ret = cfg_number(c, bl, "min_change", 0.001, 1000, &b->min_change, err, errlen)) ||
+	    (ret = cfg_number(c, bl, "alpha", 1e-9, 0.5, &b->alpha, err, errlen)) ||
+	    (ret = cfg_number(c, bl, "profile_share", 0.01, 100, &b->profile_share, err,
 			       errlen)) ||
 	    (ret = cfg_check_unknown(c, bl, "service, window, min_change, alpha, profile_share",
 				     err, errlen)))
@@ -143,7 +128,7 @@ no_expr:
 		if ((ret = cfg_uint(c, roll, "min_hosts", 1, 1000000, &r->rollup_min_hosts, err,
 				    errlen)))
 			return ret;
-		if ((ret = read_number(c, roll, "min_fraction", 0, 1, &r->rollup_min_fraction, err,
+		if ((ret = cfg_number(c, roll, "min_fraction", 0, 1, &r->rollup_min_fraction, err,
 				       errlen)))
 			return ret;
 		if ((ret = cfg_check_unknown(c, roll, "by, min_hosts, min_fraction", err, errlen)))

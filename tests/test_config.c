@@ -121,3 +121,26 @@ Test(config, durations)
 	cr_assert_neq(duration_parse("", &v), 0);
 	cr_assert_neq(duration_parse("99999999999999999999s", &v), 0);
 }
+
+/* cfg_number: a number in range, positioned errors otherwise (an empty value is not 0). */
+Test(config, numbers)
+{
+	static const char text[] = "a: 0.25\nb: \"\"\nc: 2\nd: lots\n";
+	struct cfg c;
+	char err[256];
+	double v = -1;
+
+	cr_assert_eq(cfg_parse(&c, "n.yaml", text, strlen(text), err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(cfg_number(&c, c.root, "a", 0, 1, &v, err, sizeof(err)), 0, "%s", err);
+	cr_expect_float_eq(v, 0.25, 1e-12);
+	cr_expect_eq(cfg_number(&c, c.root, "absent", 0, 1, &v, err, sizeof(err)), 0);
+	cr_expect_float_eq(v, 0.25, 1e-12, "an absent key leaves the value alone");
+	cr_expect_neq(cfg_number(&c, c.root, "b", 0, 1, &v, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "n.yaml:2:"), "%s", err);
+	cr_expect_neq(cfg_number(&c, c.root, "c", 0, 1, &v, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "n.yaml:3:") && strstr(err, "c: expected a number in 0..1"), "%s",
+		  err);
+	cr_expect_neq(cfg_number(&c, c.root, "d", 0, 1, &v, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "found 'lots'"), "%s", err);
+	cfg_free(&c);
+}
