@@ -38,7 +38,6 @@ struct watched {
 struct deploy_watch {
 	struct watched *w;
 	uint32_t n;
-	uint64_t marked;
 };
 
 static int dw_open(void **priv, const struct probe_config *cfg, char *err, size_t errlen)
@@ -74,7 +73,7 @@ static int dw_collect(void *priv, struct snapshot *s)
 }
 
 /* Look at one executable; queue a marker if its build-id changed. */
-static void check(struct deploy_watch *dw, struct watched *w, struct store *st, const char *host)
+static void check(struct watched *w, struct store *st, const char *host)
 {
 	struct stat sb;
 	char id[96], err[256];
@@ -114,7 +113,6 @@ static void check(struct deploy_watch *dw, struct watched *w, struct store *st, 
 	log_info("deploy_watch: %s changed build-id %.16s -> %.16s: marked a deploy of %s on %s",
 		 w->path, w->build_id, id, w->service, host);
 	snprintf(w->build_id, sizeof(w->build_id), "%s", id);
-	dw->marked++;
 }
 
 static int dw_publish(void *priv, struct store *st, const char *host)
@@ -122,7 +120,7 @@ static int dw_publish(void *priv, struct store *st, const char *host)
 	struct deploy_watch *dw = priv;
 
 	for (uint32_t i = 0; i < dw->n; i++)
-		check(dw, &dw->w[i], st, host);
+		check(&dw->w[i], st, host);
 	return 0;
 }
 
