@@ -159,10 +159,12 @@ static int parse_values(const char *s, struct input *in, char *err, size_t errle
 	return 0;
 }
 
-/* The firing alerts of one check: label arrays borrowed from the engine. */
+/* The firing alerts of one check (label strings borrowed from the engine). */
 struct got {
-	struct label **l;
-	int *nl;
+	struct firing {
+		struct label *l;
+		int n;
+	} *a;
 	int n, cap;
 };
 
@@ -171,33 +173,28 @@ static void firing_cb(const struct label *labels, int n, void *arg)
 	struct got *g = arg;
 	struct label *copy = malloc(((size_t)n + 1) * sizeof(*copy));
 
-	if (!copy)
-		return;
-	if (g->n == g->cap) {
+	if (g->n == g->cap && copy) {
 		int cap = g->cap ? g->cap * 2 : 16;
-		struct label **nl = realloc(g->l, (size_t)cap * sizeof(*nl));
-		int *nn = nl ? realloc(g->nl, (size_t)cap * sizeof(*nn)) : NULL;
+		struct firing *na = realloc(g->a, (size_t)cap * sizeof(*na));
 
-		if (nl)
-			g->l = nl;
-		if (!nn) {
-			free(copy);
-			return;
+		if (na) {
+			g->a = na;
+			g->cap = cap;
 		}
-		g->nl = nn;
-		g->cap = cap;
+	}
+	if (!copy || g->n == g->cap) {
+		free(copy);
+		return;
 	}
 	memcpy(copy, labels, (size_t)n * sizeof(*copy));
-	g->l[g->n] = copy;
-	g->nl[g->n++] = n;
+	g->a[g->n++] = (struct firing){ copy, n };
 }
 
 static void got_free(struct got *g)
 {
 	for (int i = 0; i < g->n; i++)
-		free(g->l[i]);
-	free(g->l);
-	free(g->nl);
+		free(g->a[i].l);
+	free(g->a);
 }
 
 static const char *lv(const struct label *l, int n, const char *k)
@@ -437,7 +434,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 					int all = 1;
 
 					for (size_t j = 0; el && j < el->nchild && all; j++) {
-						const char *v = lv(got.l[gidx], got.nl[gidx], el->child[j].key);
+						const char *v = lv(got.a[gidx].l, got.a[gidx].n, el->child[j].key);
 
 						all = v && el->child[j].value && !strcmp(v, el->child[j].value);
 					}
@@ -454,9 +451,9 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 					nexp, got.n);
 				for (int gidx = 0; gidx < got.n; gidx++) {
 					fprintf(out, " {");
-					for (int j = 0; j < got.nl[gidx]; j++)
-						fprintf(out, "%s%s=%s", j ? "," : "", got.l[gidx][j].key,
-							got.l[gidx][j].value);
+					for (int j = 0; j < got.a[gidx].n; j++)
+						fprintf(out, "%s%s=%s", j ? "," : "", got.a[gidx].l[j].key,
+							got.a[gidx].l[j].value);
 					fprintf(out, "}");
 				}
 				fprintf(out, "\n");
