@@ -823,7 +823,6 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 					 mine ? &db : &pb);
 		int na = e->load_profile(e->load_profile_arg, win[h].host, d->ts_ms, d->ts_ms + w,
 					 mine ? &da : &pa);
-
 		uint32_t idx;
 
 		if (mine && nb > 0 && na > 0 && strmap_get(&e->host_index, win[h].host, &idx))
