@@ -416,6 +416,18 @@ static const char *summary_of(const struct alert *a)
 	return s ? s : alert_label(a, "alertname");
 }
 
+/* Append a Slack Block Kit section of mrkdwn text to blocks. */
+static void add_section(json_object *blocks, const char *mrkdwn)
+{
+	json_object *x = json_object_new_object(), *t = json_object_new_object();
+
+	json_object_object_add(x, "type", json_object_new_string("section"));
+	json_object_object_add(t, "type", json_object_new_string("mrkdwn"));
+	json_object_object_add(t, "text", json_object_new_string(mrkdwn));
+	json_object_object_add(x, "text", t);
+	json_object_array_add(blocks, x);
+}
+
 static json_object *slack_doc(const struct alerter_config *cfg, const struct receiver *r,
 			      const char *group_key, const struct label *gl, int ngl,
 			      struct group_alert *const *as, int n, redisContext *rc)
@@ -450,13 +462,7 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 				    a->nhosts, a->total_hosts);
 		if (a->runbook[0])
 			strbuf_addf(&sb, "\nrunbook: %s", a->runbook);
-		x = json_object_new_object();
-		t = json_object_new_object();
-		json_object_object_add(x, "type", json_object_new_string("section"));
-		json_object_object_add(t, "type", json_object_new_string("mrkdwn"));
-		json_object_object_add(t, "text", json_object_new_string(strbuf_str(&sb)));
-		json_object_object_add(x, "text", t);
-		json_object_array_add(blocks, x);
+		add_section(blocks, strbuf_str(&sb));
 	}
 	/* the top stacks of the first alert with CPU evidence, as a code block */
 	json_object *fl, *evs;
@@ -478,13 +484,7 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 					    json_object_get_string(v));
 			}
 			strbuf_adds(&sb, "```");
-			x = json_object_new_object();
-			t = json_object_new_object();
-			json_object_object_add(x, "type", json_object_new_string("section"));
-			json_object_object_add(t, "type", json_object_new_string("mrkdwn"));
-			json_object_object_add(t, "text", json_object_new_string(strbuf_str(&sb)));
-			json_object_object_add(x, "text", t);
-			json_object_array_add(blocks, x);
+			add_section(blocks, strbuf_str(&sb));
 		}
 	}
 	json_object_object_add(doc, "blocks", blocks);
