@@ -269,7 +269,7 @@ struct peers_arg {
 	json_object *arr;
 };
 
-static int peers_cb(const struct snapshot *s, void *arg)
+static int peers_cb(struct snapshot *s, void *arg)
 {
 	struct peers_arg *pa = arg;
 

@@ -146,6 +146,40 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 	return 0;
 }
 
+uint32_t snapshot_name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h;
+}
+
+/*
+ * FNV-1a over the name and the sorted labels, with separators no string
+ * holds ('\0' ends each), so that finding a series in an older snapshot
+ * compares one integer per candidate instead of every label string.
+ */
+static uint64_t series_id(const struct series *ser)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *p;
+
+#define MIX(str)                                                        \
+	do {                                                            \
+		for (p = (str); *p; p++)                                \
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ULL; \
+		h = (h ^ 0xff) * 0x100000001b3ULL;                      \
+	} while (0)
+	MIX(ser->name);
+	for (uint32_t i = 0; i < ser->nlabels; i++) {
+		MIX(ser->labels[i].key);
+		MIX(ser->labels[i].value);
+	}
+#undef MIX
+	return h;
+}
+
 struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 				   enum series_kind kind,
 				   const struct label *labels, uint32_t nlabels)
@@ -173,6 +207,8 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 	ser->nlabels = nlabels;
 	if (nlabels > 1)
 		qsort(ser->labels, nlabels, sizeof(*ser->labels), label_cmp);
+	ser->id = series_id(ser);
+	ser->name_hash = snapshot_name_hash(ser->name);
 	if (kind == SERIES_HISTOGRAM) {
 		ser->hist = calloc(1, sizeof(*ser->hist));
 		if (!ser->hist)
@@ -274,7 +310,7 @@ int series_key(const struct series *ser, char *buf, size_t len)
 /* Labels are kept sorted, so equal series have equal label arrays. */
 static int same_series(const struct series *a, const struct series *b)
 {
-	if (a->nlabels != b->nlabels || strcmp(a->name, b->name))
+	if (a->id != b->id || a->nlabels != b->nlabels || strcmp(a->name, b->name))
 		return 0;
 	for (uint32_t i = 0; i < a->nlabels; i++)
 		if (strcmp(a->labels[i].key, b->labels[i].key) ||
@@ -292,6 +328,15 @@ struct series *snapshot_find_same(const struct snapshot *s, const struct series 
 		if (i != hint && same_series(&s->series[i], like))
 			return &s->series[i];
 	return NULL;
+}
+
+void snapshot_link(struct snapshot *s, const struct snapshot *prev)
+{
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		const struct series *p = snapshot_find_same(prev, &s->series[i], i);
+
+		s->series[i].link = p ? (uint32_t)(p - prev->series) + 1 : SERIES_LINK_NONE;
+	}
 }
 
 struct series *snapshot_find(const struct snapshot *s, const char *key)

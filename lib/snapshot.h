@@ -42,6 +42,7 @@
 #define SNAPSHOT_MAX_LABELS 32
 #define SNAPSHOT_MAX_STR 1024
 #define SNAPSHOT_MAX_BYTES (64u << 20)
+#define SERIES_LINK_NONE UINT32_MAX
 
 enum series_kind {
 	SERIES_COUNTER = 0,
@@ -64,6 +65,15 @@ struct series {
 	struct label *labels;
 	uint32_t nlabels;
 	enum series_kind kind;
+	uint64_t id;		/* hash of name and labels, set on add */
+	uint32_t name_hash;	/* snapshot_name_hash(name), set on add */
+	/*
+	 * For readers that keep a host's snapshots in order (the rules
+	 * engine): 1 + the index of the same series in the previous snapshot,
+	 * SERIES_LINK_NONE if it was absent there, 0 if nobody linked it.
+	 * Not encoded; copies and decodes start at 0.
+	 */
+	uint32_t link;
 	union {
 		struct {
 			uint64_t value;
@@ -86,6 +96,16 @@ struct snapshot {
 	uint32_t nseries;
 	uint32_t cap;
 };
+
+/* A hash of a metric name, for selectors to compare before the string. */
+uint32_t snapshot_name_hash(const char *name);
+
+/*
+ * Link every series of s to the same series in prev (the host's snapshot
+ * before s): see series.link.  O(series) when both hold the same series in
+ * the same order, as consecutive snapshots of one host do.
+ */
+void snapshot_link(struct snapshot *s, const struct snapshot *prev);
 
 /* Initialise an empty snapshot. host is copied. Returns 0 or -ENOMEM. */
 int snapshot_init(struct snapshot *s, const char *host, uint64_t ts_ms,

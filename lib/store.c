@@ -847,6 +847,50 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
 	return ret;
 }
 
+#define READ_PIPELINE 512	/* XRANGEs in flight per round trip */
+
+int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
+		      size_t n, uint32_t tier, store_snapshot_cb cb, void *arg, size_t *bad,
+		      char *err, size_t errlen)
+{
+	int delivered = 0;
+
+	for (size_t at = 0; at < n; at += READ_PIPELINE) {
+		size_t batch = n - at < READ_PIPELINE ? n - at : READ_PIPELINE;
+
+		for (size_t i = 0; i < batch; i++) {
+			char key[320], from[32];
+			const char *argv[4] = { "XRANGE", key, from, "+" };
+
+			store_key(key, sizeof(key), hosts[at + i], tier);
+			snprintf(from, sizeof(from), "%" PRIu64, from_ms[at + i]);
+			if (redisAppendCommandArgv(c, 4, argv, NULL) != REDIS_OK) {
+				snprintf(err, errlen, "redis: %s", c->errstr);
+				return -EIO;
+			}
+		}
+		for (size_t i = 0; i < batch; i++) {
+			redisReply *r;
+			int got;
+
+			if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+				snprintf(err, errlen, "redis: %s", c->errstr);
+				return -EIO;
+			}
+			got = deliver_entries(r, 0, cb, arg, bad, err, errlen);
+			if (got < 0) {
+				log_debug("reading %s: %s", hosts[at + i], err);
+				if (bad)
+					(*bad)++;
+			} else {
+				delivered += got;
+			}
+			freeReplyObject(r);
+		}
+	}
+	return delivered;
+}
+
 int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
 		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen)
 {

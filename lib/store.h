@@ -142,14 +142,28 @@ void store_close(struct store *st);
 /*
  * Read snapshots of host/tier with from_ms <= ts <= to_ms (0 = open end),
  * oldest first, at most max (0 = no limit), calling cb for each decoded
- * one; cb returns non-zero to stop.  Entries that fail to decode are
- * skipped and counted in *bad (may be NULL) rather than failing the read.
+ * one; cb returns non-zero to stop.  cb may keep the snapshot by moving
+ * *s out and zeroing it (what is left is freed after cb returns).  Entries
+ * that fail to decode are skipped and counted in *bad (may be NULL) rather
+ * than failing the read.
  * Returns the number delivered, or -EIO with a reason in err.
  */
-typedef int (*store_snapshot_cb)(const struct snapshot *s, void *arg);
+typedef int (*store_snapshot_cb)(struct snapshot *s, void *arg);
 int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
 		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
 		     size_t *bad, char *err, size_t errlen);
+
+/*
+ * store_read_range for many hosts in one pipelined exchange: each
+ * hosts[i]'s snapshots with ts >= from_ms[i], hosts in order, each host's
+ * oldest first; same callback contract, except that cb returning
+ * non-zero skips only the rest of that host's snapshots.  A host whose read Redis refuses (e.g. WRONGTYPE)
+ * is skipped and counted in *bad.  Returns the number delivered, or -EIO
+ * if the connection failed.
+ */
+int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
+		      size_t n, uint32_t tier, store_snapshot_cb cb, void *arg, size_t *bad,
+		      char *err, size_t errlen);
 
 /*
  * Raw entries of any stream: call cb with each entry's "d" field, oldest

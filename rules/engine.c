@@ -83,36 +83,53 @@ static struct host_state *host_of(struct engine *e, const char *name)
 	return &e->hosts[e->nhosts++];
 }
 
-int engine_add_snapshot(struct engine *e, const struct snapshot *s)
+int engine_take_snapshot(struct engine *e, struct snapshot *s)
 {
 	struct host_state *h = host_of(e, s->host);
+	struct snapshot *added;
 	size_t drop = 0;
 
 	if (!h)
-		return -ENOMEM;
+		goto nomem;
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? h->cap * 2 : 16;
 		struct snapshot *n = realloc(h->snaps, cap * sizeof(*n));
 
 		if (!n)
-			return -ENOMEM;
+			goto nomem;
 		h->snaps = n;
 		h->cap = cap;
 	}
-	if (snapshot_copy(&h->snaps[h->n], s))
-		return -ENOMEM;
-	if (topology_apply(e->topology, &h->snaps[h->n])) {
-		snapshot_free(&h->snaps[h->n]);
+	added = &h->snaps[h->n];
+	*added = *s;
+	memset(s, 0, sizeof(*s));
+	if (topology_apply(e->topology, added)) {
+		snapshot_free(added);
 		return -ENOMEM;
 	}
+	/* range functions follow each series back through these links */
+	if (h->n)
+		snapshot_link(added, &h->snaps[h->n - 1]);
 	h->n++;
-	while (drop < h->n && h->snaps[drop].ts_ms + e->keep_ms < s->ts_ms)
+	while (drop < h->n && h->snaps[drop].ts_ms + e->keep_ms < added->ts_ms)
 		snapshot_free(&h->snaps[drop++]);
 	if (drop) {
 		memmove(h->snaps, h->snaps + drop, (h->n - drop) * sizeof(*h->snaps));
 		h->n -= drop;
 	}
 	return 0;
+nomem:
+	snapshot_free(s);
+	return -ENOMEM;
+}
+
+int engine_add_snapshot(struct engine *e, const struct snapshot *s)
+{
+	struct snapshot copy;
+
+	if (snapshot_copy(&copy, s))
+		return -ENOMEM;
+	return engine_take_snapshot(e, &copy);
 }
 
 struct load_arg {
@@ -120,11 +137,11 @@ struct load_arg {
 	int n;
 };
 
-static int load_cb(const struct snapshot *s, void *arg)
+static int load_cb(struct snapshot *s, void *arg)
 {
 	struct load_arg *la = arg;
 
-	engine_add_snapshot(la->e, s);
+	engine_take_snapshot(la->e, s);
 	la->n++;
 	return 0;
 }
@@ -133,6 +150,10 @@ int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errl
 {
 	redisReply *hosts = redisCommand(rc, "HKEYS fl:hosts");
 	struct load_arg la = { e, 0 };
+	const char **names = NULL;
+	uint64_t *from = NULL;
+	size_t n = 0;
+	int ret;
 
 	if (!hosts || hosts->type != REDIS_REPLY_ARRAY) {
 		snprintf(err, errlen, "redis: %s", hosts && hosts->type == REDIS_REPLY_ERROR ?
@@ -141,18 +162,27 @@ int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errl
 			freeReplyObject(hosts);
 		return -EIO;
 	}
-	for (size_t i = 0; i < hosts->elements; i++) {
-		struct host_state *h = host_of(e, hosts->element[i]->str);
-		uint64_t from = 0;
-
-		if (!h)
-			continue;
-		if (h->n)
-			from = h->snaps[h->n - 1].ts_ms + 1;
-		store_read_range(rc, h->name, 1, from, 0, 0, load_cb, &la, NULL, err, errlen);
+	names = calloc(hosts->elements + 1, sizeof(*names));
+	from = calloc(hosts->elements + 1, sizeof(*from));
+	if (!names || !from) {
+		ret = -ENOMEM;
+		goto out;
 	}
+	for (size_t i = 0; i < hosts->elements; i++) {
+		struct host_state *h;
+
+		if (hosts->element[i]->type != REDIS_REPLY_STRING ||
+		    !(h = host_of(e, hosts->element[i]->str)))
+			continue;
+		from[n] = h->n ? h->snaps[h->n - 1].ts_ms + 1 : 0;
+		names[n++] = hosts->element[i]->str;
+	}
+	ret = store_read_ranges(rc, names, from, n, 1, load_cb, &la, NULL, err, errlen);
+out:
+	free(names);
+	free(from);
 	freeReplyObject(hosts);
-	return la.n;
+	return ret < 0 ? ret : la.n;
 }
 
 /* ---- setup ------------------------------------------------------------- */

@@ -79,8 +79,14 @@ int engine_reload(struct engine *e, struct ruleset *rs);
  */
 int engine_set_deploys(struct engine *e, const struct deploy *d, int n);
 
-/* Add a snapshot of host (copied); older history is trimmed. */
+/*
+ * Add a snapshot of host, newer than the host's others; older history is
+ * trimmed.  engine_add_snapshot copies s; engine_take_snapshot moves it
+ * into the engine and leaves *s empty (also on error).  Returns 0 or
+ * -ENOMEM.
+ */
 int engine_add_snapshot(struct engine *e, const struct snapshot *s);
+int engine_take_snapshot(struct engine *e, struct snapshot *s);
 
 /*
  * Read new 1 s snapshots of every host in fl:hosts from Redis (pipelined).

@@ -16,20 +16,10 @@
 
 #include "histogram.h"
 
-static int lab_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
-}
-
 void value_free(struct value *v)
 {
-	for (size_t i = 0; i < v->n; i++) {
-		for (int k = 0; k < v->e[i].nlabels; k++) {
-			free(v->e[i].labels[k].key);
-			free(v->e[i].labels[k].value);
-		}
+	for (size_t i = 0; i < v->n; i++)
 		free(v->e[i].labels);
-	}
 	free(v->e);
 	memset(v, 0, sizeof(*v));
 }
@@ -42,31 +32,67 @@ const char *velem_label(const struct velem *e, const char *key)
 	return NULL;
 }
 
+/* FNV-1a of a sorted label set; '\0' ends each string, so ("ab","c") and
+ * ("a","bc") differ. */
+static uint64_t labels_hash(const struct label *l, int nl)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (int i = 0; i < nl; i++)
+		for (int part = 0; part < 2; part++) {
+			const char *p = part ? l[i].value : l[i].key;
+
+			do
+				h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+			while (*p++);
+		}
+	return h;
+}
+
+/* Sort a few labels by key, by insertion (they arrive nearly sorted). */
+static void sort_labels(struct label *l, int nl)
+{
+	for (int i = 1; i < nl; i++) {
+		struct label t = l[i];
+		int k = i;
+
+		while (k > 0 && strcmp(l[k - 1].key, t.key) > 0) {
+			l[k] = l[k - 1];
+			k--;
+		}
+		l[k] = t;
+	}
+}
+
+/* Append an element with labels l (borrowed, sorted by key) and value x. */
 static int push(struct value *v, const struct label *l, int nl, double x)
 {
-	struct velem *e = realloc(v->e, (v->n + 1) * sizeof(*e));
+	struct velem *e;
 
-	if (!e)
-		return -ENOMEM;
-	v->e = e;
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 16;
+
+		e = realloc(v->e, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		v->e = e;
+		v->cap = cap;
+	}
 	e = &v->e[v->n];
-	e->labels = calloc((size_t)nl + 1, sizeof(*e->labels));
+	e->labels = malloc(((size_t)nl + 1) * sizeof(*e->labels));
 	if (!e->labels)
 		return -ENOMEM;
-	for (int i = 0; i < nl; i++) {
-		e->labels[i].key = strdup(l[i].key);
-		e->labels[i].value = strdup(l[i].value);
-	}
+	memcpy(e->labels, l, (size_t)nl * sizeof(*l));
 	e->nlabels = nl;
+	e->hash = labels_hash(e->labels, nl);
 	e->v = x;
-	qsort(e->labels, (size_t)nl, sizeof(*e->labels), lab_cmp);
 	v->n++;
 	return 0;
 }
 
 static int labels_equal(const struct velem *a, const struct velem *b)
 {
-	if (a->nlabels != b->nlabels)
+	if (a->hash != b->hash || a->nlabels != b->nlabels)
 		return 0;
 	for (int i = 0; i < a->nlabels; i++)
 		if (strcmp(a->labels[i].key, b->labels[i].key) ||
@@ -75,9 +101,58 @@ static int labels_equal(const struct velem *a, const struct velem *b)
 	return 1;
 }
 
+/*
+ * An open-addressing index of a vector's elements by label set, so that
+ * matching two vectors of n elements is O(n), not O(n^2).  slot[] holds
+ * element index + 1; 0 is empty.
+ */
+struct vindex {
+	const struct value *v;
+	size_t *slot;
+	size_t mask;
+};
+
+static int vindex_build(struct vindex *ix, const struct value *v)
+{
+	size_t size = 16;
+
+	while (size < v->n * 2)
+		size *= 2;
+	ix->v = v;
+	ix->mask = size - 1;
+	ix->slot = calloc(size, sizeof(*ix->slot));
+	if (!ix->slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->n; i++) {
+		size_t at = v->e[i].hash & ix->mask;
+
+		while (ix->slot[at])
+			at = (at + 1) & ix->mask;
+		ix->slot[at] = i + 1;
+	}
+	return 0;
+}
+
+/* The first element of the indexed vector with like's labels, or NULL. */
+static const struct velem *vindex_find(const struct vindex *ix, const struct velem *like)
+{
+	for (size_t at = like->hash & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask) {
+		const struct velem *e = &ix->v->e[ix->slot[at] - 1];
+
+		if (labels_equal(e, like))
+			return e;
+	}
+	return NULL;
+}
+
+static void vindex_free(struct vindex *ix)
+{
+	free(ix->slot);
+}
+
 static int matches(const struct node *sel, const struct series *s)
 {
-	if (strcmp(s->name, sel->metric))
+	if (s->name_hash != sel->metric_hash || strcmp(s->name, sel->metric))
 		return 0;
 	for (int i = 0; i < sel->nm; i++) {
 		const struct expr_matcher *m = &sel->m[i];
@@ -95,20 +170,32 @@ static int matches(const struct node *sel, const struct series *s)
 	return 1;
 }
 
-/* Labels of an element: the series', the host's, host=NAME. */
+/*
+ * Labels of an element, sorted by key: the series' own, the host's (rack,
+ * switch...) and host=NAME, merged from those three sorted lists; where a
+ * key is in more than one, the earlier list wins.
+ */
 static int elem_labels(const struct snapshot *s, const struct series *ser, struct label *out,
 		       int max)
 {
+	struct label host = { .key = "host", .value = s->host };
+	const struct label *src[3] = { ser->labels, s->labels, &host };
+	uint32_t len[3] = { ser->nlabels, s->nlabels, 1 }, at[3] = { 0, 0, 0 };
 	int n = 0;
 
-	for (uint32_t i = 0; i < ser->nlabels && n < max; i++)
-		out[n++] = ser->labels[i];
-	for (uint32_t i = 0; i < s->nlabels && n < max; i++)
-		out[n++] = s->labels[i];
-	if (n < max) {
-		out[n].key = "host";
-		out[n].value = s->host;
-		n++;
+	while (n < max) {
+		const struct label *next = NULL;
+
+		for (int i = 0; i < 3; i++)
+			if (at[i] < len[i] &&
+			    (!next || strcmp(src[i][at[i]].key, next->key) < 0))
+				next = &src[i][at[i]];
+		if (!next)
+			break;
+		out[n++] = *next;
+		for (int i = 0; i < 3; i++)
+			if (at[i] < len[i] && !strcmp(src[i][at[i]].key, next->key))
+				at[i]++;
 	}
 	return n;
 }
@@ -119,66 +206,109 @@ static double scalar_of(const struct series *s)
 	       s->kind == SERIES_GAUGE ? s->gauge.last : NAN;
 }
 
-/* Apply a range function to one series of one host. */
-static double range_fn(const char *fn, const struct host_window *h, const struct series *latest,
+enum range_fn {
+	RF_NONE, RF_INCREASE, RF_RATE, RF_DELTA, RF_AVG, RF_MIN, RF_MAX, RF_QUANTILE,
+};
+
+/* The range function named fn (NULL: an instant selector), resolved once
+ * per selector rather than once per series. */
+static enum range_fn range_fn_of(const char *fn)
+{
+	static const char *const names[] = {
+		[RF_INCREASE] = "increase", [RF_RATE] = "rate", [RF_DELTA] = "delta",
+		[RF_AVG] = "avg_over_time", [RF_MIN] = "min_over_time",
+		[RF_MAX] = "max_over_time", [RF_QUANTILE] = "quantile",
+	};
+
+	for (int i = RF_INCREASE; fn && i <= RF_QUANTILE; i++)
+		if (!strcmp(fn, names[i]))
+			return (enum range_fn)i;
+	return RF_NONE;
+}
+
+/*
+ * The same series as x (of h->snaps[i]) in h->snaps[i - 1], following the
+ * link the engine set when the snapshot arrived (snapshot_link), else by
+ * looking it up; NULL if absent.
+ */
+static const struct series *older(const struct host_window *h, size_t i,
+				  const struct series *x, const struct series *latest,
+				  uint32_t hint)
+{
+	const struct snapshot *p = &h->snaps[i - 1];
+
+	if (x && x->link == SERIES_LINK_NONE)
+		return NULL;
+	if (x && x->link && x->link <= p->nseries)
+		return &p->series[x->link - 1];
+	return snapshot_find_same(p, latest, hint);
+}
+
+/*
+ * Apply a range function to series latest (of the host's newest snapshot)
+ * of one host: walk back over the snapshots inside the range.
+ */
+static double range_fn(enum range_fn fn, const struct host_window *h, const struct series *latest,
 		       uint64_t range_ns, double q)
 {
 	uint64_t now = h->snaps[h->n - 1].ts_ms, from = now - range_ns / 1000000;
-	const struct snapshot *last = &h->snaps[h->n - 1];
-	uint32_t hint = latest >= last->series && latest < last->series + last->nseries ?
-			(uint32_t)(latest - last->series) : 0;
-	const struct series *first = NULL, *prev = NULL;
+	uint32_t hint = (uint32_t)(latest - h->snaps[h->n - 1].series);
+	const struct series *first = NULL, *prev = NULL, *x = NULL;
 	uint64_t first_ts = 0;
 	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0;
 	size_t cnt = 0;
 
-	for (size_t i = 0; i < h->n; i++) {
+	for (size_t i = h->n; i-- > 0;) {
 		const struct snapshot *s = &h->snaps[i];
-		const struct series *x;
 
 		if (s->ts_ms < from)
-			continue;
-		x = snapshot_find_same(s, latest, hint);
+			break;
+		x = i + 1 == h->n ? latest : older(h, i + 1, x, latest, hint);
 		if (!x || x->kind != latest->kind)
 			continue;
-		if (!first) {
-			first = x;
-			first_ts = s->ts_ms;
-		}
+		if (!prev)
+			prev = x;	/* the newest sample */
+		if (first && x->kind == SERIES_COUNTER)
+			acc += first->counter.value >= x->counter.value ?
+			       (double)(first->counter.value - x->counter.value) :
+			       (double)first->counter.value;
+		first = x;
+		first_ts = s->ts_ms;
+
 		double v = scalar_of(x);
 
-		if (prev && x->kind == SERIES_COUNTER)
-			acc += x->counter.value >= prev->counter.value ?
-			       (double)(x->counter.value - prev->counter.value) : (double)x->counter.value;
 		if (v < mn)
 			mn = v;
 		if (v > mx)
 			mx = v;
 		sum += v;
 		cnt++;
-		prev = x;
 	}
 	if (!cnt)
 		return NAN;
-	if (!strcmp(fn, "increase"))
+	switch (fn) {
+	case RF_INCREASE:
 		return cnt > 1 ? acc : NAN;
-	if (!strcmp(fn, "rate"))
+	case RF_RATE:
 		return cnt > 1 && now > first_ts ? acc / ((double)(now - first_ts) / 1000.0) : NAN;
-	if (!strcmp(fn, "delta"))
+	case RF_DELTA:
 		return cnt > 1 ? scalar_of(prev) - scalar_of(first) : NAN;
-	if (!strcmp(fn, "avg_over_time"))
+	case RF_AVG:
 		return sum / (double)cnt;
-	if (!strcmp(fn, "min_over_time"))
+	case RF_MIN:
 		return mn;
-	if (!strcmp(fn, "max_over_time"))
+	case RF_MAX:
 		return mx;
-	if (!strcmp(fn, "quantile")) {
+	case RF_QUANTILE: {
 		struct histogram d;
 
 		if (cnt < 2 || latest->kind != SERIES_HISTOGRAM)
 			return NAN;
 		hist_subtract(&d, prev->hist, first->hist);
 		return d.count ? (double)hist_quantile(&d, q) : NAN;
+	}
+	case RF_NONE:
+		break;
 	}
 	return NAN;
 }
@@ -187,6 +317,7 @@ static int eval_selector(const struct node *sel, const char *fn, double q,
 			 const struct host_window *hosts, size_t nh, struct value *out)
 {
 	struct label l[SNAPSHOT_MAX_LABELS * 2 + 1];
+	enum range_fn rf = range_fn_of(fn);
 
 	out->is_vector = 1;
 	for (size_t h = 0; h < nh; h++) {
@@ -202,7 +333,7 @@ static int eval_selector(const struct node *sel, const char *fn, double q,
 
 			if (!matches(sel, ser))
 				continue;
-			v = fn ? range_fn(fn, &hosts[h], ser, sel->range_ns, q) : scalar_of(ser);
+			v = fn ? range_fn(rf, &hosts[h], ser, sel->range_ns, q) : scalar_of(ser);
 			if (isnan(v))
 				continue;
 			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
@@ -246,6 +377,10 @@ static int is_cmp(enum bin_op op)
 static int eval_bin(const struct node *n, const struct value *l, const struct value *r,
 		    struct value *out, char *err, size_t errlen)
 {
+	const struct value *vec = l->is_vector ? l : r;
+	struct vindex ri = { 0 }, li = { 0 };
+	int ret = 0;
+
 	if (n->op == OP_AND || n->op == OP_OR || n->op == OP_UNLESS) {
 		if (!l->is_vector || !r->is_vector) {
 			snprintf(err, errlen, "%d:%d: and/or/unless need vectors on both sides",
@@ -253,23 +388,20 @@ static int eval_bin(const struct node *n, const struct value *l, const struct va
 			return -EINVAL;
 		}
 		out->is_vector = 1;
-		for (size_t i = 0; i < l->n; i++) {
-			int in_r = 0;
+		if (vindex_build(&ri, r) || vindex_build(&li, l)) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < l->n && !ret; i++) {
+			int in_r = vindex_find(&ri, &l->e[i]) != NULL;
 
-			for (size_t k = 0; k < r->n && !in_r; k++)
-				in_r = labels_equal(&l->e[i], &r->e[k]);
 			if ((n->op == OP_UNLESS) != in_r || n->op == OP_OR)
-				push(out, l->e[i].labels, l->e[i].nlabels, l->e[i].v);
+				ret = push(out, l->e[i].labels, l->e[i].nlabels, l->e[i].v);
 		}
-		for (size_t k = 0; n->op == OP_OR && k < r->n; k++) {
-			int in_l = 0;
-
-			for (size_t i = 0; i < l->n && !in_l; i++)
-				in_l = labels_equal(&l->e[i], &r->e[k]);
-			if (!in_l)
-				push(out, r->e[k].labels, r->e[k].nlabels, r->e[k].v);
-		}
-		return 0;
+		for (size_t k = 0; n->op == OP_OR && k < r->n && !ret; k++)
+			if (!vindex_find(&li, &r->e[k]))
+				ret = push(out, r->e[k].labels, r->e[k].nlabels, r->e[k].v);
+		goto out;
 	}
 	if (!l->is_vector && !r->is_vector) {
 		out->scalar = is_cmp(n->op) ? cmp_true(n->op, l->scalar, r->scalar)
@@ -277,20 +409,18 @@ static int eval_bin(const struct node *n, const struct value *l, const struct va
 		return 0;
 	}
 	out->is_vector = 1;
-	const struct value *vec = l->is_vector ? l : r;
-
-	for (size_t i = 0; i < vec->n; i++) {
+	if (l->is_vector && r->is_vector && vindex_build(&ri, r))
+		return -ENOMEM;
+	for (size_t i = 0; i < vec->n && !ret; i++) {
 		double a, b, x;
 
 		if (l->is_vector && r->is_vector) {
-			size_t k;
+			const struct velem *m = vindex_find(&ri, &l->e[i]);
 
-			for (k = 0; k < r->n && !labels_equal(&l->e[i], &r->e[k]); k++)
-				;
-			if (k == r->n)
+			if (!m)
 				continue;
 			a = l->e[i].v;
-			b = r->e[k].v;
+			b = m->v;
 		} else {
 			a = l->is_vector ? vec->e[i].v : l->scalar;
 			b = r->is_vector ? vec->e[i].v : r->scalar;
@@ -309,97 +439,192 @@ static int eval_bin(const struct node *n, const struct value *l, const struct va
 			if (isnan(x))
 				continue;
 		}
-		push(out, vec->e[i].labels, vec->e[i].nlabels, x);
+		ret = push(out, vec->e[i].labels, vec->e[i].nlabels, x);
 	}
-	return 0;
+out:
+	vindex_free(&ri);
+	vindex_free(&li);
+	return ret;
 }
 
-static int dbl_cmp(const void *a, const void *b)
+/* The grouping labels of e under n's "by" clause; absent labels are "". */
+static int group_key(const struct node *n, const struct velem *e, struct label *key, int max)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	int nk = 0;
 
-	return x < y ? -1 : x > y;
+	for (int b = 0; b < n->nby && nk < max; b++) {
+		const char *v = velem_label(e, n->by[b]);
+
+		key[nk].key = n->by[b];
+		key[nk].value = (char *)(v ? v : "");
+		nk++;
+	}
+	return nk;
 }
 
+struct grouped {
+	uint64_t hash;		/* of the element's group key */
+	size_t i;		/* element index */
+};
+
+static int grouped_cmp(const void *a, const void *b)
+{
+	const struct grouped *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+struct group {
+	size_t first;		/* index of the group's first element */
+	double acc, mn, mx;
+	size_t cnt;
+};
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * sum/min/max/avg/count by (labels): elements are sorted by the hash of
+ * their group key, so each group is found in O(n log n); groups come out
+ * in the order of their first element, values summed in input order.
+ */
 static int eval_agg(const struct node *n, const struct value *in, struct value *out)
 {
+	struct grouped *g = malloc((in->n + 1) * sizeof(*g));
+	struct group *grp = malloc((in->n + 1) * sizeof(*grp));
+	char *done = calloc(in->n + 1, 1);
+	struct label key[16], other[16];
+	size_t ngrp = 0;
+	int ret = 0;
+
 	out->is_vector = 1;
-	int *done = calloc(in->n + 1, sizeof(int));
-
-	if (!done)
-		return -ENOMEM;
+	if (!g || !grp || !done) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < in->n; i++) {
-		struct label key[16];
-		double acc = 0, mn = INFINITY, mx = -INFINITY;
-		size_t cnt = 0;
-		int nk = 0;
+		int nk = group_key(n, &in->e[i], key, 16);
 
-		if (done[i])
-			continue;
-		for (int b = 0; b < n->nby && nk < 16; b++) {
-			const char *v = velem_label(&in->e[i], n->by[b]);
+		g[i].hash = labels_hash(key, nk);
+		g[i].i = i;
+	}
+	qsort(g, in->n, sizeof(*g), grouped_cmp);
+	for (size_t s = 0, e; s < in->n; s = e) {
+		for (e = s + 1; e < in->n && g[e].hash == g[s].hash; e++)
+			;
+		/* One hash, almost always one key: split the run by exact key. */
+		for (size_t j = s; j < e; j++) {
+			struct group *gr = &grp[ngrp];
+			int nk;
 
-			key[nk].key = n->by[b];
-			key[nk].value = (char *)(v ? v : "");
-			nk++;
-		}
-		for (size_t k = i; k < in->n; k++) {
-			int same = 1;
-
-			if (done[k])
+			if (done[j])
 				continue;
-			for (int b = 0; b < nk && same; b++) {
-				const char *v = velem_label(&in->e[k], key[b].key);
+			nk = group_key(n, &in->e[g[j].i], key, 16);
+			*gr = (struct group){ .first = g[j].i, .mn = INFINITY, .mx = -INFINITY };
+			for (size_t k = j; k < e; k++) {
+				const struct velem *x = &in->e[g[k].i];
+				int same = 1;
 
-				same = !strcmp(v ? v : "", key[b].value);
+				if (done[k])
+					continue;
+				if (k != j) {
+					group_key(n, x, other, 16);
+					for (int b = 0; b < nk && same; b++)
+						same = !strcmp(key[b].value, other[b].value);
+				}
+				if (!same)
+					continue;
+				done[k] = 1;
+				gr->acc += x->v;
+				gr->mn = x->v < gr->mn ? x->v : gr->mn;
+				gr->mx = x->v > gr->mx ? x->v : gr->mx;
+				gr->cnt++;
 			}
-			if (!same)
-				continue;
-			done[k] = 1;
-			acc += in->e[k].v;
-			if (in->e[k].v < mn)
-				mn = in->e[k].v;
-			if (in->e[k].v > mx)
-				mx = in->e[k].v;
-			cnt++;
-		}
-		double x = !strcmp(n->fn, "sum") ? acc : !strcmp(n->fn, "avg") ? acc / (double)cnt :
-			   !strcmp(n->fn, "min") ? mn : !strcmp(n->fn, "max") ? mx : (double)cnt;
-
-		if (push(out, key, nk, x)) {
-			free(done);
-			return -ENOMEM;
+			ngrp++;
 		}
 	}
+	qsort(grp, ngrp, sizeof(*grp), group_cmp);
+	for (size_t i = 0; i < ngrp && !ret; i++) {
+		const struct group *gr = &grp[i];
+		int nk = group_key(n, &in->e[gr->first], key, 16);
+		double x;
+
+		sort_labels(key, nk);
+		x = !strcmp(n->fn, "sum") ? gr->acc :
+		    !strcmp(n->fn, "avg") ? gr->acc / (double)gr->cnt :
+		    !strcmp(n->fn, "min") ? gr->mn : !strcmp(n->fn, "max") ? gr->mx :
+		    (double)gr->cnt;
+		ret = push(out, key, nk, x);
+	}
+out:
+	free(g);
+	free(grp);
 	free(done);
-	return 0;
+	return ret;
 }
 
+struct peer {
+	const char *group;	/* the peer label's value, "" if absent */
+	double v;
+	size_t i;
+};
+
+static int peer_cmp(const void *a, const void *b)
+{
+	const struct peer *x = a, *y = b;
+	int c = strcmp(x->group, y->group);
+
+	if (c)
+		return c;
+	return x->v < y->v ? -1 : x->v > y->v;
+}
+
+/*
+ * peer_ratio(v, label): each element divided by the median of the
+ * elements with the same value of label (its peers, itself included).
+ * Sorting by (group, value) finds every group's median in O(n log n).
+ */
 static int peer_ratio(const struct value *in, const char *label, struct value *out)
 {
-	double *vals = calloc(in->n + 1, sizeof(double));
+	struct peer *p = malloc((in->n + 1) * sizeof(*p));
+	double *med = malloc((in->n + 1) * sizeof(*med));
+	int ret = 0;
 
 	out->is_vector = 1;
-	if (!vals)
-		return -ENOMEM;
+	if (!p || !med) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < in->n; i++) {
 		const char *g = velem_label(&in->e[i], label);
-		size_t m = 0;
 
-		for (size_t k = 0; k < in->n; k++) {
-			const char *h = velem_label(&in->e[k], label);
-
-			if (!strcmp(g ? g : "", h ? h : ""))
-				vals[m++] = in->e[k].v;
-		}
-		qsort(vals, m, sizeof(double), dbl_cmp);
-		double med = m % 2 ? vals[m / 2] : (vals[m / 2 - 1] + vals[m / 2]) / 2;
-
-		if (med != 0)
-			push(out, in->e[i].labels, in->e[i].nlabels, in->e[i].v / med);
+		p[i] = (struct peer){ .group = g ? g : "", .v = in->e[i].v, .i = i };
 	}
-	free(vals);
-	return 0;
+	qsort(p, in->n, sizeof(*p), peer_cmp);
+	for (size_t s = 0, e; s < in->n; s = e) {
+		size_t m;
+		double x;
+
+		for (e = s + 1; e < in->n && !strcmp(p[e].group, p[s].group); e++)
+			;
+		m = e - s;
+		x = m % 2 ? p[s + m / 2].v : (p[s + m / 2 - 1].v + p[s + m / 2].v) / 2;
+		for (size_t k = s; k < e; k++)
+			med[p[k].i] = x;
+	}
+	for (size_t i = 0; i < in->n && !ret; i++)
+		if (med[i] != 0)
+			ret = push(out, in->e[i].labels, in->e[i].nlabels, in->e[i].v / med[i]);
+out:
+	free(p);
+	free(med);
+	return ret;
 }
 
 int eval(const struct node *n, const struct host_window *hosts, size_t nh, struct value *out,

@@ -12,6 +12,7 @@
 #define FL_EVAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "expr.h"
 #include "snapshot.h"
@@ -22,9 +23,16 @@ struct host_window {
 	size_t n;
 };
 
+/*
+ * An element's label strings are borrowed, never copied: they point into
+ * the snapshots and the expression evaluated, so a value lives no longer
+ * than both (callers that keep labels, such as the engine's alert state,
+ * copy them).
+ */
 struct velem {
 	struct label *labels;		/* sorted by key */
 	int nlabels;
+	uint64_t hash;			/* of the label set: matching compares it first */
 	double v;
 };
 
@@ -32,7 +40,7 @@ struct value {
 	int is_vector;
 	double scalar;
 	struct velem *e;
-	size_t n;
+	size_t n, cap;
 };
 
 /*

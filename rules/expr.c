@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "snapshot.h"
 #include "timeutil.h"
 
 enum tok_type {
@@ -256,6 +257,7 @@ static struct node *parse_selector(struct parser *ps)
 	if (!n)
 		return NULL;
 	n->metric = strdup(ps->cur.text);
+	n->metric_hash = snapshot_name_hash(ps->cur.text);
 	if (!catalog_find(n->metric)) {
 		fail(ps, n->line, n->col, "unknown metric '%s' (`faultline metrics` lists them)",
 		     n->metric);

@@ -66,6 +66,7 @@ struct node {
 	char *str;
 	/* selector */
 	char *metric;
+	uint32_t metric_hash;	/* snapshot_name_hash(metric) */
 	struct expr_matcher *m;
 	int nm;
 	uint64_t range_ns;

@@ -37,13 +37,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: faultline-rules --rules FILE [--rules FILE...] [--redis URL]\n"
-"                       [--interval 1s] [--stale 5s] [--once] [--log-level L]\n"
+"                       [--interval 1s] [--stale 5s] [--once | --intervals N]\n"
+"                       [--log-level L]\n"
 "\n"
 "Evaluate faultline rules (etc/rules/*.yaml; `faultline rules check` validates\n"
 "them) against the snapshots probes write to Redis, roll host matches up by\n"
 "failure domain, and append firing/resolved events to the fl:alerts stream\n"
 "for faultline-alerter.  A host silent for longer than --stale raises\n"
 "HostSilent.  SIGHUP reloads the rule files; a bad reload keeps the old rules.\n"
+"Each interval's read and evaluation times are logged at debug level (info\n"
+"with --once or --intervals); an interval that overruns is a warning.\n"
 "\n"
 "  -R, --rules FILE      a rule file (repeatable; default etc/rules/faultline.yaml)\n"
 "  -t, --topology FILE   host globs -> rack/switch/... labels (default\n"
@@ -52,6 +55,8 @@ static void usage(FILE *out)
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
 "      --once            evaluate once, print the events to stdout, exit\n"
+"  -n, --intervals N     evaluate N intervals, then exit (events go to\n"
+"                        fl:alerts as usual; each interval's timing is logged)\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
 "  -h, --help            this text\n"
 "  -V, --version         print the version\n");
@@ -72,10 +77,14 @@ static int load_all(struct ruleset *rs, char **files, int nfiles)
 	return 0;
 }
 
+#define MAX_QUEUED_EVENTS 100000
+
 struct emit_ctx {
 	redisContext *rc;
 	int once;
-	int n;
+	int n;			/* events this interval */
+	char **queue;		/* events not yet in fl:alerts, oldest first */
+	int nqueue;
 };
 
 /* Profile baselines read the hosts' 10 s profile windows from Redis. */
@@ -95,22 +104,70 @@ static int redis_profiles(void *arg, const char *host, uint64_t from_ms, uint64_
 	return n;
 }
 
+/*
+ * Events are queued here and written by flush_events() in one pipelined
+ * exchange; an event Redis did not take stays queued for the next
+ * interval, so a Redis outage delays alerts rather than losing them.
+ */
 static void emit_event(const char *json, void *arg)
 {
 	struct emit_ctx *c = arg;
-	redisReply *r;
+	char *copy;
 
 	c->n++;
 	if (c->once) {
 		puts(json);
 		return;
 	}
-	r = redisCommand(c->rc, "XADD fl:alerts MAXLEN ~ 100000 * e %s", json);
-	if (!r || r->type == REDIS_REPLY_ERROR)
-		log_error("could not append an alert event to fl:alerts (%s); it will be "
-			  "re-emitted on the next state change", r ? r->str : c->rc->errstr);
-	if (r)
+	if (c->nqueue == MAX_QUEUED_EVENTS) {
+		log_error("%d alert events are waiting for fl:alerts; dropping the oldest "
+			  "(is Redis up?)", c->nqueue);
+		free(c->queue[0]);
+		memmove(c->queue, c->queue + 1, (size_t)(c->nqueue - 1) * sizeof(*c->queue));
+		c->nqueue--;
+	}
+	copy = strdup(json);
+	char **q = copy ? realloc(c->queue, (size_t)(c->nqueue + 1) * sizeof(*q)) : NULL;
+
+	if (!q) {
+		log_error("out of memory queueing an alert event; it is lost: %s", json);
+		free(copy);
+		return;
+	}
+	c->queue = q;
+	c->queue[c->nqueue++] = copy;
+}
+
+/*
+ * XADD the queued events to fl:alerts, pipelined.  Returns 0, or -EIO if
+ * the connection failed (what was not confirmed stays queued, in order).
+ */
+static int flush_events(struct emit_ctx *c)
+{
+	int sent = 0, ret = 0;
+
+	for (int i = 0; i < c->nqueue; i++)
+		if (redisAppendCommand(c->rc, "XADD fl:alerts MAXLEN ~ 100000 * e %s",
+				       c->queue[i]) != REDIS_OK)
+			break;
+	for (; sent < c->nqueue; sent++) {
+		redisReply *r = NULL;
+
+		if (redisGetReply(c->rc, (void **)&r) != REDIS_OK || !r) {
+			log_warn("%d alert event(s) not written to fl:alerts (%s); will retry",
+				 c->nqueue - sent, c->rc->errstr);
+			ret = -EIO;
+			break;
+		}
+		if (r->type == REDIS_REPLY_ERROR)
+			log_error("redis refused an alert event for fl:alerts (%s); dropped: %s",
+				  r->str, c->queue[sent]);
 		freeReplyObject(r);
+		free(c->queue[sent]);
+	}
+	memmove(c->queue, c->queue + sent, (size_t)(c->nqueue - sent) * sizeof(*c->queue));
+	c->nqueue -= sent;
+	return ret;
 }
 
 #define DEPLOYS_EVERY_NS (10 * NSEC_PER_SEC)
@@ -170,6 +227,7 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stale", required_argument, NULL, 's' },
 		{ "once", no_argument, NULL, 'o' },
+		{ "intervals", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -177,6 +235,7 @@ int main(int argc, char **argv)
 	};
 	char *files[MAX_FILES];
 	int nfiles = 0, c, once = 0;
+	long intervals = 0;	/* 0: until stopped */
 	const char *url = "unix:///run/faultline/redis.sock", *topo_path = NULL;
 	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
@@ -184,10 +243,10 @@ int main(int argc, char **argv)
 	struct engine e;
 	redisContext *rc = NULL;
 	enum log_level lv;
-	char err[512];
+	char err[512], *end;
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:l:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:l:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
@@ -204,7 +263,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'o': once = 1; break;
+		case 'o': once = 1; intervals = 1; break;
+		case 'n':
+			intervals = strtol(optarg, &end, 10);
+			if (*end || intervals <= 0) {
+				fprintf(stderr, "faultline-rules: --intervals '%s': expected a "
+					"positive count\n", optarg);
+				return 2;
+			}
+			break;
 		case 'l':
 			if (log_parse_level(optarg, &lv)) {
 				fprintf(stderr, "faultline-rules: --log-level: error, warn, info or debug\n");
@@ -237,10 +304,12 @@ int main(int argc, char **argv)
 	log_info("evaluating %d rule group(s) every %.1f s against %s", e.rules.ngroups,
 		 (double)interval / 1e9, url);
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
+	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
+	struct emit_ctx ctx = { .once = once };
 
-	while (!stopping) {
-		uint64_t t0 = time_mono_ns();
-		struct emit_ctx ctx = { .once = once };
+	for (long done = 0; !stopping && (!intervals || done < intervals); done++) {
+		uint64_t t0 = time_mono_ns(), t_read, t_eval;
+		int nread;
 
 		if (reload) {
 			struct ruleset nrs;
@@ -261,7 +330,8 @@ int main(int argc, char **argv)
 				continue;
 			}
 		}
-		if (engine_load_redis(&e, rc, err, sizeof(err)) < 0) {
+		nread = engine_load_redis(&e, rc, err, sizeof(err));
+		if (nread < 0) {
 			log_warn("%s; reconnecting", err);
 			redisFree(rc);
 			rc = NULL;
@@ -279,16 +349,45 @@ int main(int argc, char **argv)
 				deploys_read = t0;
 		}
 		ctx.rc = rc;
+		ctx.n = 0;
 		e.load_profile = redis_profiles;
 		e.load_profile_arg = &ctx;
+		t_read = time_mono_ns();
 		engine_eval(&e, time_wall_ns() / NSEC_PER_MSEC, emit_event, &ctx);
+		if (flush_events(&ctx)) {
+			redisFree(rc);
+			rc = ctx.rc = NULL;
+		}
+		t_eval = time_mono_ns();
+		int nrules = 0;
+
+		for (int g = 0; g < e.rules.ngroups; g++)
+			nrules += e.rules.groups[g].nrules;
+		log_msg(intervals ? LOG_INFO : LOG_DEBUG,
+		       "interval: read %d snapshot(s) in %.1f ms, evaluated %d rule(s) over %zu "
+		       "host(s) in %.1f ms, %d event(s)", nread, (double)(t_read - t0) / 1e6,
+		       nrules, e.nhosts, (double)(t_eval - t_read) / 1e6, ctx.n);
 		if (once)
 			break;
 		uint64_t spent = time_mono_ns() - t0;
 
-		if (spent < interval)
+		if (spent < interval) {
 			usleep((useconds_t)((interval - spent) / 1000));
+		} else if (!overrun_said || t0 - overrun_said >= 60 * NSEC_PER_SEC) {
+			log_warn("an evaluation took %.2f s, longer than the %.2f s interval: alerts "
+				 "lag; raise --interval or split the rules over two instances",
+				 (double)spent / 1e9, (double)interval / 1e9);
+			overrun_said = t0;
+		}
 	}
+	if (ctx.nqueue && rc)
+		flush_events(&ctx);
+	if (ctx.nqueue)
+		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
+			  "start re-evaluates and re-emits what still holds", ctx.nqueue);
+	for (int i = 0; i < ctx.nqueue; i++)
+		free(ctx.queue[i]);
+	free(ctx.queue);
 	if (rc)
 		redisFree(rc);
 	engine_free(&e);

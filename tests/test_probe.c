@@ -98,7 +98,7 @@ struct latest {
 	int have;
 };
 
-static int latest_cb(const struct snapshot *s, void *arg)
+static int latest_cb(struct snapshot *s, void *arg)
 {
 	struct latest *l = arg;
 
@@ -264,7 +264,7 @@ struct seqs {
 	size_t n;
 };
 
-static int seq_cb(const struct snapshot *s, void *arg)
+static int seq_cb(struct snapshot *s, void *arg)
 {
 	struct seqs *q = arg;
 

@@ -382,3 +382,24 @@ Test(snapshot, find_same_with_and_without_hint)
 	snapshot_free(&a);
 	snapshot_free(&b);
 }
+
+/* snapshot_link: each series points at itself in the previous snapshot, wherever it is. */
+Test(snapshot, link_to_previous_snapshot)
+{
+	struct snapshot a, b;
+
+	snapshot_init(&a, "h", 1000, 1000, 1, 1);
+	snapshot_init(&b, "h", 2000, 1000, 2, 1);
+	snapshot_add_counter(&a, "tcp.in_segs", 1, NULL);
+	snapshot_add_gauge(&a, "cpu.utilization", 0.5, "cpu", "0", NULL);
+	snapshot_add_gauge(&b, "cpu.utilization", 0.6, "cpu", "0", NULL);
+	snapshot_add_gauge(&b, "cpu.utilization", 0.6, "cpu", "1", NULL);
+	snapshot_add_counter(&b, "tcp.in_segs", 2, NULL);
+	snapshot_link(&b, &a);
+	cr_expect_eq(b.series[0].link, 2, "cpu 0 is a's second series");
+	cr_expect_eq(b.series[1].link, SERIES_LINK_NONE, "cpu 1 was not in a");
+	cr_expect_eq(b.series[2].link, 1, "tcp.in_segs is a's first series");
+	cr_expect_eq(a.series[0].link, 0, "nobody linked a");
+	snapshot_free(&a);
+	snapshot_free(&b);
+}

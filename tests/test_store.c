@@ -56,7 +56,7 @@ struct collect {
 	size_t n;
 };
 
-static int collect_cb(const struct snapshot *s, void *arg)
+static int collect_cb(struct snapshot *s, void *arg)
 {
 	struct collect *c = arg;
 
@@ -153,6 +153,39 @@ Test(store, write_and_read_back, .init = setup, .fini = teardown)
 	r = redisCommand(c, "EXISTS fl:{web-1}:s1");
 	cr_assert_eq(r->integer, 1);
 	freeReplyObject(r);
+	redisFree(c);
+	store_close(st);
+}
+
+/* store_read_ranges: many hosts in one pipelined exchange, a bad key skipped and counted. */
+Test(store, pipelined_read_of_many_hosts, .init = setup, .fini = teardown)
+{
+	struct store *st = open_store(100);
+	struct collect got = { 0 };
+	const char *hosts[3] = { "web-1", "broken", "web-1" };
+	uint64_t t0 = 1764500000000ULL, from[3] = { t0 + 7000, 0, t0 + 9000 };
+	size_t bad = 0;
+	redisContext *c;
+	redisReply *r;
+	char err[256];
+
+	for (uint64_t i = 0; i < 10; i++) {
+		struct snapshot s;
+
+		make_snap(&s, t0 + i * 1000, i);
+		cr_assert_eq(store_put_snapshot(st, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	c = conn();
+	r = redisCommand(c, "SET fl:{broken}:s1 not-a-stream");
+	freeReplyObject(r);
+	cr_assert_eq(store_read_ranges(c, hosts, from, 3, 1, collect_cb, &got, &bad, err,
+				       sizeof(err)), 4, "%s", err);
+	cr_expect_eq(bad, 1, "the WRONGTYPE host was not counted");
+	cr_expect_eq(got.seqs[0], 7);
+	cr_expect_eq(got.seqs[2], 9);
+	cr_expect_eq(got.seqs[3], 9, "the second read of web-1 starts at its own from");
 	redisFree(c);
 	store_close(st);
 }
