@@ -73,7 +73,7 @@ double stats_mann_whitney_greater(const double *a, size_t na, const double *b, s
 	mu = n1 * n2 / 2;
 	sigma = sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))));
 	if (!(sigma > 0))
-		return NAN;
+		return 1;	/* every value tied: no sign that a is greater */
 	z = (u - mu - 0.5) / sigma;
 	return 0.5 * erfc(z / sqrt(2));
 }

@@ -18,8 +18,9 @@ double stats_median(double *x, size_t n);
 
 /*
  * One-sided Mann–Whitney U test of "a tends to be greater than b".
- * Returns the p-value in [0, 1] (small: a is greater), or NAN when either
- * sample is empty or every value is tied.  NaNs in the input are skipped.
+ * Returns the p-value in [0, 1] (small: a is greater; 1 when every value
+ * is tied), or NAN when either sample is empty.  NaNs in the input are
+ * skipped.
  */
 double stats_mann_whitney_greater(const double *a, size_t na, const double *b, size_t nb);
 

@@ -657,11 +657,56 @@ static const struct deploy *latest_deploy(const struct engine *e, const struct r
 	return best;
 }
 
+struct side_arg {
+	const struct engine *e;
+	const struct deploy *d;
+	int *seen;
+};
+
+/* Deployed hosts are side 0 (and flagged seen), the others side 1. */
+static int deploy_side(const char *host, void *arg)
+{
+	struct side_arg *a = arg;
+	uint32_t idx;
+
+	if (!deploy_covers(a->d, host))
+		return 1;
+	if (a->seen && strmap_get(&a->e->host_index, host, &idx))
+		a->seen[idx] = 1;
+	return 0;
+}
+
+/*
+ * The q-quantiles of r's histograms merged over (t - span, t], across the
+ * deployed hosts into *dv and across the others into *pv (NAN if none).
+ */
+static void merged_quantiles_at(const struct engine *e, const struct rule *r,
+				const struct deploy *d, const struct host_window *win, size_t nwin,
+				uint64_t t, uint64_t span, double q, double *dv, double *pv,
+				int *seen)
+{
+	struct histogram *m = calloc(2, sizeof(*m));
+	struct side_arg a = { e, d, seen };
+
+	*dv = *pv = NAN;
+	if (!m)
+		return;
+	if (eval_merge_quantile_hist(r->expr, win, nwin, t, span, deploy_side, &a, m) > 0) {
+		if (m[0].count)
+			*dv = (double)hist_quantile(&m[0], q);
+		if (m[1].count)
+			*pv = (double)hist_quantile(&m[1], q);
+	}
+	free(m);
+}
+
 /*
  * r's expression over the live hosts as they were at t (their history cut
  * at t), averaged over the deployed hosts into *dv and over the others
- * into *pv (NAN where none reported).  Deployed hosts that reported are
- * flagged in seen[] (indexed like e->hosts).
+ * into *pv (NAN where none reported); for quantile(q, hist[...]), the
+ * q-quantile of each side's histograms merged over the slot (t - step, t].
+ * Deployed hosts that reported are flagged in seen[] (indexed like
+ * e->hosts).
  */
 static void value_at(const struct engine *e, const struct rule *r, const struct deploy *d,
 		     const struct host_window *win, size_t nwin, struct host_window *cut,
@@ -671,6 +716,7 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 	size_t dn = 0, pn = 0, ncut = 0;
 	struct value v = { 0 };
 	char err[256];
+	double q;
 
 	*dv = *pv = NAN;
 	for (size_t h = 0; h < nwin; h++) {
@@ -683,6 +729,11 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 			continue;
 		cut[ncut] = win[h];
 		cut[ncut++].n = n;
+	}
+	/* a percentile's baseline merges the slot's histograms, never averages percentiles */
+	if (ncut && eval_is_quantile(r->expr, &q)) {
+		merged_quantiles_at(e, r, d, cut, ncut, t, step_ms, q, dv, pv, seen);
+		return;
 	}
 	if (!ncut || eval(r->expr, cut, ncut, &v, err, sizeof(err)) || !v.is_vector) {
 		value_free(&v);
@@ -750,7 +801,7 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 	struct host_window *cut = calloc(nwin + 1, sizeof(*cut));
 	int *seen = calloc(e->nhosts + 1, sizeof(int));
 	size_t ndb, nda, npb, npa;
-	double self_change, self_p, change, p, mdb, mpb;
+	double self_change, self_p, change, p, mdb, mpb, q, qb[2], qa[2];
 
 	if (!cut || !seen || !step)
 		goto out;
@@ -779,6 +830,18 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 		mdb = stats_median(tmp_b, ndb);
 		self_change = stats_median(tmp_a, nda) / fmax(mdb, 1e-12) - 1;
 	}
+	/*
+	 * Percentiles: the size of the change is read off the whole windows'
+	 * merged distributions (the slots only test its significance).
+	 */
+	int merged = eval_is_quantile(r->expr, &q);
+
+	if (merged) {
+		merged_quantiles_at(e, r, d, win, nwin, d->ts_ms - 1, w, q, &qb[0], &qb[1], NULL);
+		merged_quantiles_at(e, r, d, win, nwin, d->ts_ms + w - 1, w, q, &qa[0], &qa[1],
+				    NULL);
+		self_change = qa[0] / fmax(qb[0], 1e-12) - 1;
+	}
 	change = self_change;
 	p = self_p;
 	v->fires = self_change >= b->min_change && self_p < b->alpha;
@@ -796,6 +859,8 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 		pchange = stats_median(tmp, npa);
 		memcpy(tmp, da, nda * sizeof(double));
 		change = stats_median(tmp, nda) / fmax(pchange, 1e-12) - 1;
+		if (merged)
+			change = (1 + self_change) / fmax(qa[1] / fmax(qb[1], 1e-12), 1e-12) - 1;
 		v->fires = v->fires && change >= b->min_change && p < b->alpha;
 	}
 	v->value = 1 + change;

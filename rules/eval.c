@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "histogram.h"
 
@@ -625,6 +626,75 @@ out:
 	free(p);
 	free(med);
 	return ret;
+}
+
+int eval_is_quantile(const struct node *n, double *q)
+{
+	if (n->t != N_CALL || strcmp(n->fn, "quantile") || n->nargs != 2 ||
+	    n->args[1]->t != N_SEL)
+		return 0;
+	*q = n->args[0]->num;
+	return 1;
+}
+
+/* Index of h's last snapshot at or before t, or -1. */
+static ssize_t last_at(const struct host_window *h, uint64_t t)
+{
+	size_t lo = 0, hi = h->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (h->snaps[mid].ts_ms <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ssize_t)lo - 1;
+}
+
+int eval_merge_quantile_hist(const struct node *n, const struct host_window *hosts, size_t nh,
+			     uint64_t to_ms, uint64_t span_ms,
+			     int (*side)(const char *host, void *arg), void *arg,
+			     struct histogram out[2])
+{
+	const struct node *sel;
+	struct histogram d;
+	double q;
+	int merged = 0;
+
+	if (!eval_is_quantile(n, &q))
+		return -EINVAL;
+	sel = n->args[1];
+	for (size_t h = 0; h < nh; h++) {
+		ssize_t end = last_at(&hosts[h], to_ms), start;
+		const struct snapshot *se, *ss;
+		int k;
+
+		if (end < 0 || (k = side(hosts[h].host, arg)) < 0 || k > 1)
+			continue;
+		start = last_at(&hosts[h], to_ms - span_ms);
+		if (start < 0)
+			start = 0;	/* the host's history begins inside the span */
+		if (start == end)
+			continue;
+		se = &hosts[h].snaps[end];
+		ss = &hosts[h].snaps[start];
+		for (uint32_t i = 0; i < se->nseries; i++) {
+			const struct series *x = &se->series[i], *y;
+
+			if (x->kind != SERIES_HISTOGRAM || !matches(sel, x))
+				continue;
+			y = snapshot_find_same(ss, x, i);
+			if (y && y->kind == SERIES_HISTOGRAM)
+				hist_subtract(&d, x->hist, y->hist);
+			else
+				d = *x->hist;	/* the series began inside the span */
+			hist_merge(&out[k], &d);
+			merged++;
+		}
+	}
+	return merged;
 }
 
 int eval(const struct node *n, const struct host_window *hosts, size_t nh, struct value *out,

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "expr.h"
+#include "histogram.h"
 #include "snapshot.h"
 
 struct host_window {
@@ -51,6 +52,23 @@ struct value {
 int eval(const struct node *n, const struct host_window *hosts, size_t nhosts,
 	 struct value *out, char *err, size_t errlen);
 void value_free(struct value *v);
+
+/* Whether n is quantile(q, histogram selector); sets *q. */
+int eval_is_quantile(const struct node *n, double *q);
+
+/*
+ * For baselines over quantile(q, sel[r]), which compare distributions, not
+ * averaged percentiles: merge, across hosts, the increase of every series
+ * sel matches over (to_ms - span_ms, to_ms] (between each host's last
+ * snapshots at or before the two ends; sel's own range is not used) into
+ * out[side(host, arg)], skipping hosts for which side returns -1.  out[]
+ * must be initialised.  Returns the number of series merged, or -EINVAL
+ * if n is not such an expression.
+ */
+int eval_merge_quantile_hist(const struct node *n, const struct host_window *hosts, size_t nh,
+			     uint64_t to_ms, uint64_t span_ms,
+			     int (*side)(const char *host, void *arg), void *arg,
+			     struct histogram out[2]);
 
 /* Value of label key of e, or NULL. */
 const char *velem_label(const struct velem *e, const char *key);

@@ -15,6 +15,7 @@
 #include "deploy.h"
 #include "profile.h"
 #include "engine.h"
+#include "histogram.h"
 #include "rules.h"
 #include "stats.h"
 #include "timeutil.h"
@@ -31,7 +32,7 @@ Test(stats, mann_whitney_against_reference_values)
 	cr_expect_gt(stats_mann_whitney_greater(b, 5, a, 5), 0.99);
 	cr_expect_float_eq(stats_mann_whitney_greater(c, 5, b, 5), 0.5 * erfc(-0.5 /
 			   sqrt(25.0 / 12 * (11 - 30.0 / 90)) / sqrt(2)), 1e-9);
-	cr_expect(isnan(stats_mann_whitney_greater(all_tied, 3, all_tied, 3)));
+	cr_expect_eq(stats_mann_whitney_greater(all_tied, 3, all_tied, 3), 1.0);
 	cr_expect(isnan(stats_mann_whitney_greater(a, 0, b, 5)));
 	cr_expect_float_eq(stats_median(m, 3), 2, 1e-12);
 	cr_expect_float_eq(stats_median(a, 4), 7.5, 1e-12);
@@ -126,6 +127,7 @@ static void free_events(struct events *ev)
 {
 	for (int i = 0; i < ev->n; i++)
 		free(ev->json[i]);
+	ev->n = 0;
 }
 
 Test(baseline, regression_on_the_deployed_half_fires_once_naming_the_deploy)
@@ -189,6 +191,83 @@ Test(baseline, a_deploy_to_every_host_is_judged_against_its_own_past)
 	run(1.3, 1.0, "*", &ev);
 	cr_assert_eq(ev.n, 1);
 	cr_expect(strstr(ev.json[0], "\"total_hosts\":8"), "%s", ev.json[0]);
+	free_events(&ev);
+}
+
+/*
+ * The lying average, after a deploy: web-0 and web-4 carry 100x the write
+ * I/O of their neighbours.  The deploy (web-[0-3]) makes web-0's writes
+ * 2.5x slower and leaves the light hosts alone, so the deployed hosts'
+ * per-host p99s average to +37 % (under min_change 0.5) while the p99 of
+ * their merged writes, which is what their users see, is +150 %.  The
+ * baseline compares merged distributions: it fires, with the merged ratio.
+ * With slow = 1 nothing changed and it stays silent.
+ */
+static const char *hist_yaml =
+	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
+	"      - alert: PostDeployWriteLatencyRegression\n"
+	"        expr: quantile(0.99, block.latency{op=\"write\"}[1m])\n"
+	"        baseline: {service: api, window: 10m, min_change: 0.5, alpha: 0.01}\n"
+	"        annotations: {summary: \"write p99 x{{ $value }}\"}\n";
+
+static void run_writes(double slow, struct events *ev)
+{
+	struct histogram *cum = calloc(8, sizeof(*cum));
+	struct ruleset rs = { 0 };
+	struct engine e;
+	struct deploy d = { .ts_ms = DEPLOY_AT };
+	char err[256];
+	unsigned seed = 7;
+
+	cr_assert(cum);
+	cr_assert_eq(rules_parse(&rs, "t.yaml", hist_yaml, strlen(hist_yaml), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs), 0);
+	e.stale_ms = 15000;
+	snprintf(d.service, sizeof(d.service), "api");
+	snprintf(d.version, sizeof(d.version), "2.0");
+	snprintf(d.hosts, sizeof(d.hosts), "web-[0-3]");
+	cr_assert_eq(engine_set_deploys(&e, &d, 1), 0);
+	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 5000) {
+		for (int h = 0; h < 8; h++) {
+			int busy = h % 4 == 0, ios = busy ? 1000 : 10;
+			double base = 1e6 * (t >= DEPLOY_AT && h == 0 ? slow : 1.0);
+			char name[16];
+			struct snapshot s;
+			struct series *x;
+
+			for (int i = 0; i < 10; i++)
+				hist_record_n(&cum[h], (uint64_t)(base * (1 + 0.1 * noise(&seed))),
+					      (uint64_t)ios / 10);
+			snprintf(name, sizeof(name), "web-%d", h);
+			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
+			x = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda",
+					 "op", "write", NULL);
+			cr_assert(x);
+			*x->hist = cum[h];
+			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			snapshot_free(&s);
+		}
+		if ((t - T0) % 10000 == 0)
+			engine_eval(&e, t, collect, ev);
+	}
+	engine_free(&e);
+	rules_free(&rs);
+	free(cum);
+}
+
+Test(baseline, a_percentile_regression_hidden_by_averaging_fires_on_merged_writes)
+{
+	struct events ev = { 0 };
+
+	run_writes(2.5, &ev);
+	cr_assert_eq(ev.n, 1, "expected one firing event, got %d", ev.n);
+	cr_expect(strstr(ev.json[0], "\"status\":\"firing\""), "%s", ev.json[0]);
+	cr_expect(strstr(ev.json[0], "write p99 x2.") || strstr(ev.json[0], "write p99 x3"),
+		  "the value is not the merged p99 ratio: %s", ev.json[0]);
+	free_events(&ev);
+	run_writes(1.0, &ev);
+	cr_expect_eq(ev.n, 0, "nothing changed, yet it fired: %s", ev.n ? ev.json[0] : "");
 	free_events(&ev);
 }
 
