@@ -535,6 +535,17 @@ static const char *host_label(const struct host_state *h, const char *key)
 	return NULL;
 }
 
+/* The index of domain d in map/name[], added as *nd if new.  0 or -ENOMEM. */
+static int domain_index(struct strmap *map, const char **name, uint32_t *nd, const char *d,
+			uint32_t *idx)
+{
+	if (strmap_get(map, d, idx))
+		return 0;
+	*idx = *nd;
+	name[(*nd)++] = d;
+	return strmap_put(map, d, *idx);
+}
+
 /*
  * One domain level: host-level matches of domains that cross the
  * thresholds become domain matches appended to out (*nout grows); the host
@@ -544,54 +555,59 @@ static void rollup_level(struct engine *e, const struct rule *r, const char *lab
 			 struct match *m, int nm, const struct host_state **live, size_t nlive,
 			 struct match *out, int *nout)
 {
-	const char **domain = calloc((size_t)nm + 1, sizeof(char *));
-	const char **distinct = calloc((size_t)nm + 1, sizeof(char *));
-	int nd = 0;
+	/* domains by name -> index; totals from the live hosts, hits from the matches */
+	struct strmap dmap;
+	const char **name = calloc(nlive + (size_t)nm + 1, sizeof(char *));
+	int *total = calloc(nlive + (size_t)nm + 1, sizeof(int));
+	int *hit = calloc(nlive + (size_t)nm + 1, sizeof(int));
+	uint32_t *dom = calloc((size_t)nm + 1, sizeof(uint32_t));
+	uint32_t nd = 0, *order = calloc(nlive + (size_t)nm + 1, sizeof(uint32_t)), norder = 0;
 
-	if (!domain || !distinct)
+	strmap_init(&dmap);
+	if (!name || !total || !hit || !dom || !order)
 		goto out;
+	for (size_t h = 0; h < nlive; h++) {
+		const char *d = host_label(live[h], label);
+		uint32_t idx;
+
+		if (domain_index(&dmap, name, &nd, d ? d : "unplaced", &idx))
+			goto out;
+		total[idx]++;
+	}
 	for (int i = 0; i < nm; i++) {
-		int known = 0;
+		const char *d = NULL;
+		uint32_t hidx, idx;
 
 		if (!m[i].host)
 			continue;
-		for (size_t h = 0; h < nlive && !domain[i]; h++)
-			if (!strcmp(live[h]->name, m[i].host))
-				domain[i] = host_label(live[h], label);
-		if (!domain[i])
-			domain[i] = "unplaced";
-		for (int k = 0; k < nd && !known; k++)
-			known = !strcmp(distinct[k], domain[i]);
-		if (!known)
-			distinct[nd++] = domain[i];
+		if (strmap_get(&e->host_index, m[i].host, &hidx))
+			d = host_label(&e->hosts[hidx], label);
+		if (domain_index(&dmap, name, &nd, d ? d : "unplaced", &idx))
+			goto out;
+		dom[i] = idx;
+		if (!hit[idx]++)
+			order[norder++] = idx;	/* domains in the order matches name them */
 	}
-	for (int k = 0; k < nd; k++) {
-		int total = 0, hit = 0;
-
-		for (size_t h = 0; h < nlive; h++) {
-			const char *d = host_label(live[h], label);
-
-			total += !strcmp(d ? d : "unplaced", distinct[k]);
-		}
-		for (int i = 0; i < nm; i++)
-			hit += m[i].host && !strcmp(domain[i], distinct[k]);
-		if ((uint64_t)hit < r->rollup_min_hosts || !total ||
-		    (double)hit / total < r->rollup_min_fraction)
-			continue;
-		struct match *dm = &out[(*nout)++];
+	for (uint32_t k = 0; k < norder; k++) {
+		uint32_t idx = order[k];
+		struct match *dm;
 		double worst = -INFINITY;
 
+		if ((uint64_t)hit[idx] < r->rollup_min_hosts || !total[idx] ||
+		    (double)hit[idx] / total[idx] < r->rollup_min_fraction)
+			continue;
+		dm = &out[(*nout)++];
 		memset(dm, 0, sizeof(*dm));
 		dm->labels = calloc(1, sizeof(struct label));
 		dm->labels[0].key = (char *)label;
-		dm->labels[0].value = (char *)distinct[k];
+		dm->labels[0].value = (char *)name[idx];
 		dm->nlabels = 1;
-		dm->hosts = calloc((size_t)hit, sizeof(char *));
-		dm->total = total;
+		dm->hosts = calloc((size_t)hit[idx], sizeof(char *));
+		dm->total = total[idx];
 		dm->dlabel = label;
-		dm->dvalue = distinct[k];
+		dm->dvalue = name[idx];
 		for (int i = 0; i < nm; i++) {
-			if (!m[i].host || strcmp(domain[i], distinct[k]))
+			if (!m[i].host || dom[i] != idx)
 				continue;
 			dm->hosts[dm->nhosts++] = (char *)m[i].host;
 			if (m[i].value > worst)
@@ -602,8 +618,12 @@ static void rollup_level(struct engine *e, const struct rule *r, const char *lab
 		dm->value = worst;
 	}
 out:
-	free(domain);
-	free(distinct);
+	strmap_free(&dmap);
+	free(name);
+	free(total);
+	free(hit);
+	free(dom);
+	free(order);
 }
 
 /* Every domain level, outermost first, then the host matches left. */
