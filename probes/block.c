@@ -12,6 +12,7 @@
  * The kernel tables are cumulative since the probe loaded them; snapshots
  * carry them as they are and readers take deltas.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct block_probe {
 	size_t devs_len;
 	__u32 max_devs, nslots;
 	char (*names)[64];		/* resolved name per device slot */
+	char (*models)[64];		/* and its model (device_model()) */
 	__u64 *named_dev;		/* dev each name was resolved for */
 	struct histogram *scratch;
 };
@@ -144,8 +146,9 @@ static int block_open(void **priv, const struct probe_config *cfg, char *err, si
 	}
 	bp->names = calloc(bp->max_devs, sizeof(*bp->names));
 	bp->named_dev = calloc(bp->max_devs, sizeof(*bp->named_dev));
+	bp->models = calloc(bp->max_devs, sizeof(*bp->models));
 	bp->scratch = calloc(3, sizeof(*bp->scratch));
-	if (!bp->names || !bp->named_dev || !bp->scratch) {
+	if (!bp->names || !bp->named_dev || !bp->models || !bp->scratch) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -181,6 +184,49 @@ static void resolve_name(__u64 dev, char *out, size_t len)
 	fclose(f);
 }
 
+/*
+ * What a disk's latency is compared with: its model (sysfs device/model, as
+ * ATA, SCSI and NVMe report it, blanks trimmed), else its driver
+ * (virtio_blk), else its kind (the name without digits: loop, zram).  A
+ * partition answers for its disk.
+ */
+static void device_model(const char *name, char *out, size_t len)
+{
+	char dev[128], path[160], buf[128], *p;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s/partition", name);
+	snprintf(dev, sizeof(dev), "/sys/class/block/%s%s/device", name,
+		 access(path, F_OK) == 0 ? "/.." : "");
+	snprintf(path, sizeof(path), "%s/model", dev);
+	f = fopen(path, "r");
+	if (f) {
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		if (p) {
+			for (p = buf + strlen(buf); p > buf && isspace((unsigned char)p[-1]); p--)
+				;
+			*p = '\0';
+			for (p = buf; isspace((unsigned char)*p); p++)
+				;
+			if (*p) {
+				snprintf(out, len, "%s", p);
+				return;
+			}
+		}
+	}
+	snprintf(path, sizeof(path), "%s/driver", dev);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		p = strrchr(buf, '/');
+		snprintf(out, len, "%s", p ? p + 1 : buf);
+		return;
+	}
+	snprintf(out, len, "%.*s", (int)strcspn(name, "0123456789"), name);
+}
+
 static void sum_hist(struct histogram *h, const volatile __u64 *src, uint32_t n, __u64 sum)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -202,6 +248,7 @@ static int block_collect(void *priv, struct snapshot *s)
 			continue;
 		if (bp->named_dev[d] != dev) {
 			resolve_name(dev, bp->names[d], sizeof(bp->names[d]));
+			device_model(bp->names[d], bp->models[d], sizeof(bp->models[d]));
 			bp->named_dev[d] = dev;
 		}
 		for (int op = 0; op < BLOCK_OPS; op++) {
@@ -241,13 +288,14 @@ static int block_collect(void *priv, struct snapshot *s)
 				if (!snapshot_add_counter(s, "block.errors", errors[e], "device", dn,
 							  "op", on, "class", err_names[e], NULL))
 					return -ENOMEM;
+			/* latency carries the model: rules compare a disk with its peers */
 			ser = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", dn, "op",
-					   on, NULL);
+					   on, "model", bp->models[d], NULL);
 			if (!ser)
 				return -ENOMEM;
 			*ser->hist = *lat;
 			ser = snapshot_add(s, "block.queue_latency", SERIES_HISTOGRAM, "device", dn,
-					   "op", on, NULL);
+					   "op", on, "model", bp->models[d], NULL);
 			if (!ser)
 				return -ENOMEM;
 			*ser->hist = *queue;
@@ -297,6 +345,7 @@ static void block_close(void *priv)
 		munmap(bp->devs, bp->devs_len);
 	block_bpf__destroy(bp->skel);
 	free(bp->names);
+	free(bp->models);
 	free(bp->named_dev);
 	free(bp->scratch);
 	free(bp);

@@ -112,7 +112,11 @@ static void delta(const struct snapshot *a, const struct snapshot *b, const char
 	char key[256];
 	const struct series *x, *y;
 
-	if (dev)
+	/* latency histograms name the device's model: a loop device's is its kind */
+	if (dev && strstr(metric, "latency"))
+		snprintf(key, sizeof(key), "%s{device=%s,model=loop,op=%s}", metric,
+			 strrchr(dev, '/') + 1, op);
+	else if (dev)
 		snprintf(key, sizeof(key), "%s{device=%s,op=%s}", metric, strrchr(dev, '/') + 1, op);
 	else
 		snprintf(key, sizeof(key), "%s{}", metric);
