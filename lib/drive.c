@@ -23,6 +23,9 @@
 #include <atasmart.h>
 #include <json-c/json.h>
 
+#include "snapshot.h"
+#include "store.h"
+
 const char *const drive_field_names[DF_COUNT] = {
 	"wear_used_pct", "spare_pct", "spare_threshold_pct", "media_errors",
 	"reallocated_sectors", "pending_sectors", "offline_uncorrectable", "crc_errors",
@@ -794,4 +797,62 @@ int drive_from_json(struct drive_record *r, const char *json, size_t len)
 	}
 	json_object_put(root);
 	return 0;
+}
+
+int drive_add_series(const struct drive_record *r, struct snapshot *s)
+{
+	static const struct {
+		enum drive_field f;
+		const char *metric;
+	} gauges[] = {
+		{ DF_WEAR_USED_PCT, "drive.wear_used_pct" },
+		{ DF_SPARE_PCT, "drive.spare_pct" },
+		{ DF_MEDIA_ERRORS, "drive.media_errors" },
+		{ DF_REALLOCATED_SECTORS, "drive.reallocated_sectors" },
+		{ DF_PENDING_SECTORS, "drive.pending_sectors" },
+		{ DF_CRC_ERRORS, "drive.crc_errors" },
+		{ DF_TEMPERATURE_C, "drive.temperature_c" },
+		{ DF_POWER_ON_HOURS, "drive.power_on_hours" },
+	};
+	const char *model = r->model[0] ? r->model : "unknown";
+
+	if (!snapshot_add_gauge(s, "drive.smart_available", !strcmp(r->status, "ok"), "device",
+				r->device, "model", model, NULL))
+		return -ENOMEM;
+	if (strcmp(r->status, "ok"))
+		return 0;
+	for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++)
+		if (r->f[gauges[g].f].present &&
+		    !snapshot_add_gauge(s, gauges[g].metric, r->f[gauges[g].f].v, "device",
+					r->device, "model", model, NULL))
+			return -ENOMEM;
+	if (r->smart_passed >= 0 &&
+	    !snapshot_add_gauge(s, "drive.smart_passed", r->smart_passed, "device", r->device,
+				"model", model, NULL))
+		return -ENOMEM;
+	if (r->has_critical_warning &&
+	    !snapshot_add_gauge(s, "drive.critical_warning", r->critical_warning, "device",
+				r->device, "model", model, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+void drive_store(struct store *st, const char *host, const struct drive_record *r,
+		 const char *day)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char key[320], point[128];
+
+	drive_to_json(r, &sb);
+	snprintf(key, sizeof(key), "fl:{%s}:drives", host);
+	store_put_hash(st, key, r->device, strbuf_str(&sb), sb.len);
+	strbuf_release(&sb);
+	if (!day || !r->serial[0] || strcmp(r->status, "ok"))
+		return;
+	snprintf(key, sizeof(key), "fl:{%s}:drives:wear:%s", host, r->serial);
+	snprintf(point, sizeof(point), "%.17g,%.17g,%.17g",
+		 r->f[DF_WEAR_USED_PCT].present ? r->f[DF_WEAR_USED_PCT].v : -1,
+		 r->f[DF_BYTES_WRITTEN].present ? r->f[DF_BYTES_WRITTEN].v : -1,
+		 r->f[DF_POWER_ON_HOURS].present ? r->f[DF_POWER_ON_HOURS].v : -1);
+	store_put_hash(st, key, day, point, strlen(point));
 }

@@ -112,4 +112,23 @@ void drive_to_json(const struct drive_record *r, struct strbuf *out);
 /* Parse a record written by drive_to_json. Returns 0 or -EINVAL. */
 int drive_from_json(struct drive_record *r, const char *json, size_t len);
 
+struct snapshot;
+struct store;
+
+/*
+ * Add r's series to s as a probe reports them: drive.smart_available, and
+ * for a readable drive its gauges (drive.wear_used_pct, ...), all labelled
+ * {device, model}.  Returns 0 or -ENOMEM.
+ */
+int drive_add_series(const struct drive_record *r, struct snapshot *s);
+
+/*
+ * Queue r for Redis (store.h): its record in fl:{host}:drives and, when
+ * day ("YYYY-MM-DD") is given and r is readable with a serial, that day's
+ * wear point "wear,bytes_written,power_on_hours" in
+ * fl:{host}:drives:wear:SERIAL, which the wear report projects from.
+ */
+void drive_store(struct store *st, const char *host, const struct drive_record *r,
+		 const char *day);
+
 #endif

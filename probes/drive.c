@@ -324,46 +324,12 @@ static int drive_open(void **priv, const struct probe_config *cfg, char *err, si
 
 static int drive_collect(void *priv, struct snapshot *s)
 {
-	static const struct {
-		enum drive_field f;
-		const char *metric;
-	} gauges[] = {
-		{ DF_WEAR_USED_PCT, "drive.wear_used_pct" },
-		{ DF_SPARE_PCT, "drive.spare_pct" },
-		{ DF_MEDIA_ERRORS, "drive.media_errors" },
-		{ DF_REALLOCATED_SECTORS, "drive.reallocated_sectors" },
-		{ DF_PENDING_SECTORS, "drive.pending_sectors" },
-		{ DF_CRC_ERRORS, "drive.crc_errors" },
-		{ DF_TEMPERATURE_C, "drive.temperature_c" },
-		{ DF_POWER_ON_HOURS, "drive.power_on_hours" },
-	};
 	struct drive_probe *dp = priv;
 	int ret = 0;
 
 	pthread_mutex_lock(&dp->lock);
-	for (int i = 0; i < dp->nrecs && !ret; i++) {
-		const struct drive_record *r = &dp->recs[i];
-		const char *model = r->model[0] ? r->model : "unknown";
-
-		if (!snapshot_add_gauge(s, "drive.smart_available", !strcmp(r->status, "ok"),
-					"device", r->device, "model", model, NULL))
-			ret = -ENOMEM;
-		if (strcmp(r->status, "ok"))
-			continue;
-		for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]) && !ret; g++)
-			if (r->f[gauges[g].f].present &&
-			    !snapshot_add_gauge(s, gauges[g].metric, r->f[gauges[g].f].v, "device",
-						r->device, "model", model, NULL))
-				ret = -ENOMEM;
-		if (!ret && r->smart_passed >= 0 &&
-		    !snapshot_add_gauge(s, "drive.smart_passed", r->smart_passed, "device",
-					r->device, "model", model, NULL))
-			ret = -ENOMEM;
-		if (!ret && r->has_critical_warning &&
-		    !snapshot_add_gauge(s, "drive.critical_warning", r->critical_warning, "device",
-					r->device, "model", model, NULL))
-			ret = -ENOMEM;
-	}
+	for (int i = 0; i < dp->nrecs && !ret; i++)
+		ret = drive_add_series(&dp->recs[i], s);
 	pthread_mutex_unlock(&dp->lock);
 	return ret;
 }
@@ -371,8 +337,7 @@ static int drive_collect(void *priv, struct snapshot *s)
 static int drive_publish(void *priv, struct store *st, const char *host)
 {
 	struct drive_probe *dp = priv;
-	struct strbuf sb = STRBUF_INIT;
-	char key[320], day[16], point[128];
+	char day[16];
 	time_t now = time(NULL);
 	struct tm tm;
 
@@ -385,24 +350,14 @@ static int drive_publish(void *priv, struct store *st, const char *host)
 	}
 	for (int i = 0; i < dp->nrecs; i++) {
 		const struct drive_record *r = &dp->recs[i];
+		int new_day = strcmp(dp->last_day[i], day) != 0;
 
-		strbuf_reset(&sb);
-		drive_to_json(r, &sb);
-		snprintf(key, sizeof(key), "fl:{%s}:drives", host);
-		store_put_hash(st, key, r->device, strbuf_str(&sb), sb.len);
-		if (!r->serial[0] || strcmp(r->status, "ok") || !strcmp(dp->last_day[i], day))
-			continue;
-		snprintf(key, sizeof(key), "fl:{%s}:drives:wear:%s", host, r->serial);
-		snprintf(point, sizeof(point), "%.17g,%.17g,%.17g",
-			 r->f[DF_WEAR_USED_PCT].present ? r->f[DF_WEAR_USED_PCT].v : -1,
-			 r->f[DF_BYTES_WRITTEN].present ? r->f[DF_BYTES_WRITTEN].v : -1,
-			 r->f[DF_POWER_ON_HOURS].present ? r->f[DF_POWER_ON_HOURS].v : -1);
-		store_put_hash(st, key, day, point, strlen(point));
-		snprintf(dp->last_day[i], sizeof(dp->last_day[i]), "%s", day);
+		drive_store(st, host, r, new_day ? day : NULL);
+		if (new_day)
+			snprintf(dp->last_day[i], sizeof(dp->last_day[i]), "%s", day);
 	}
 	dp->published = dp->generation;
 	pthread_mutex_unlock(&dp->lock);
-	strbuf_release(&sb);
 	return 0;
 }
 
