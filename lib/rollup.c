@@ -161,3 +161,19 @@ int rollup_finish(struct rollup *r, struct snapshot *out)
 		return -ENOMEM;
 	return 0;
 }
+
+int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emit_fn emit,
+		   void *arg)
+{
+	struct snapshot out;
+
+	if (n <= 0)
+		return 0;
+	if (rollup_pending(r) && rollup_window_of(r, s->ts_ms) != r->window_start_ms &&
+	    rollup_finish(r, &out) == 0) {
+		emit(&out, arg);
+		rollup_cascade(r + 1, n - 1, &out, emit, arg);
+		snapshot_free(&out);
+	}
+	return rollup_add(r, s);
+}

@@ -67,4 +67,15 @@ static inline int rollup_pending(const struct rollup *r)
  */
 int rollup_finish(struct rollup *r, struct snapshot *out);
 
+typedef void (*rollup_emit_fn)(const struct snapshot *out, void *arg);
+
+/*
+ * Feed s into a cascade of rollups r[0..n) (finest first, e.g. minute then
+ * hour): when s falls in a new window of r[0], the finished window is
+ * passed to emit and fed on to r[1], and so on.  Returns 0, or -ENOMEM
+ * (logged by the caller) when s could not be added.
+ */
+int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emit_fn emit,
+		   void *arg);
+
 #endif

@@ -54,7 +54,7 @@ struct probe {
 	const struct collector *coll[N_COLLECTORS];
 	void *priv[N_COLLECTORS];
 	size_t ncoll;
-	struct rollup minute, hour;
+	struct rollup tiers[2];		/* minute, hour */
 	uint64_t seq;
 	uint64_t last_collect_ns;
 	uint64_t missed_ticks;
@@ -133,21 +133,12 @@ static int collect(struct probe *p, struct snapshot *s)
 	return 0;
 }
 
-/* Feed s into the rollup of tier `r`; emit and cascade a finished window. */
-static void roll(struct probe *p, struct rollup *r, const struct snapshot *s)
+/* A finished rollup window goes to Redis like any snapshot. */
+static void put_rollup(const struct snapshot *out, void *arg)
 {
-	struct snapshot out;
+	struct probe *p = arg;
 
-	if (rollup_pending(r) && rollup_window_of(r, s->ts_ms) != r->window_start_ms) {
-		if (rollup_finish(r, &out) == 0) {
-			store_put_snapshot(p->store, &out);
-			if (r == &p->minute)
-				roll(p, &p->hour, &out);
-			snapshot_free(&out);
-		}
-	}
-	if (rollup_add(r, s))
-		log_warn("rollup of tier %u: out of memory", r->tier);
+	store_put_snapshot(p->store, out);
 }
 
 static void on_tick(struct loop *l, uint64_t expirations, void *arg)
@@ -170,7 +161,8 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 	for (size_t i = 0; i < p->ncoll; i++)
 		if (p->coll[i]->publish)
 			p->coll[i]->publish(p->priv[i], p->store, p->cfg.host);
-	roll(p, &p->minute, &s);
+	if (rollup_cascade(p->tiers, 2, &s, put_rollup, p))
+		log_warn("rollups: out of memory");
 	if (p->metrics) {
 		strbuf_reset(&p->prom);
 		prom_render(&s, &p->prom);
@@ -412,7 +404,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (rollup_init(&p.minute, p.cfg.host, 60) || rollup_init(&p.hour, p.cfg.host, 3600)) {
+	if (rollup_init(&p.tiers[0], p.cfg.host, 60) || rollup_init(&p.tiers[1], p.cfg.host, 3600)) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -455,10 +447,9 @@ out:
 	loop_free(p.loop);
 	if (p.store)
 		store_close(p.store);
-	if (p.minute.acc.host)
-		rollup_free(&p.minute);
-	if (p.hour.acc.host)
-		rollup_free(&p.hour);
+	for (int i = 0; i < 2; i++)
+		if (p.tiers[i].acc.host)
+			rollup_free(&p.tiers[i]);
 	for (size_t i = 0; i < p.ncoll; i++)
 		p.coll[i]->close(p.priv[i]);
 	strbuf_release(&p.prom);

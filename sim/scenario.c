@@ -1,0 +1,276 @@
+/*
+ * scenario.c - scenario files for the fleet simulator; see scenario.h.
+ *
+ * Parsed through lib/config (libyaml with positions), so every mistake is
+ * reported where it is; unknown keys are errors, as in every faultline
+ * file.
+ */
+#include "scenario.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "timeutil.h"
+
+const char *const sim_kind_names[SIM_KINDS] = {
+	[SIM_CSUM_ERRORS] = "csum_errors",	 [SIM_WRITE_LATENCY] = "write_latency",
+	[SIM_DRIVE_WEAR] = "drive_wear",	 [SIM_DRIVE_FAILING] = "drive_failing",
+	[SIM_THROTTLE] = "throttle",		 [SIM_CPU_BURSTS] = "cpu_bursts",
+	[SIM_CPU_SATURATION] = "cpu_saturation", [SIM_DEPLOY] = "deploy",
+	[SIM_LOAD_RISE] = "load_rise",		 [SIM_SILENCE] = "silence",
+};
+
+/* Default parameter and its bounds per kind; the key it is given under. */
+static const struct {
+	const char *key;
+	double def, min, max;
+} params[SIM_KINDS] = {
+	[SIM_CSUM_ERRORS] = { "rate", 20, 0, 1e6 },
+	[SIM_WRITE_LATENCY] = { "factor", 40, 0.01, 1e4 },
+	[SIM_DRIVE_WEAR] = { "value", 95, 0, 255 },
+	[SIM_DRIVE_FAILING] = { "value", 8, 1, 1e9 },
+	[SIM_THROTTLE] = { "value", 0.5, 0, 1 },
+	[SIM_CPU_BURSTS] = { "value", 10, 1, 59 },
+	[SIM_CPU_SATURATION] = { "value", 0.98, 0, 1 },
+	[SIM_DEPLOY] = { "cpu", 0, 0, 10 },
+	[SIM_LOAD_RISE] = { "factor", 1.3, 0.01, 100 },
+	[SIM_SILENCE] = { NULL, 0, 0, 0 },
+};
+
+/* Copy an optional string key into buf (len); absent leaves buf alone. */
+static int get_str(const struct cfg *c, const struct cfg_node *map, const char *key, char *buf,
+		   size_t len, char *err, size_t errlen)
+{
+	char *s = NULL;
+	int ret = cfg_string(c, map, key, &s, err, errlen);
+
+	if (!ret && s) {
+		if (strlen(s) >= len)
+			ret = cfg_error(c, cfg_get(map, key), err, errlen,
+					"%s: longer than %zu characters", key, len - 1);
+		else
+			snprintf(buf, len, "%s", s);
+	}
+	free(s);
+	return ret;
+}
+
+static int parse_expect(const struct cfg *c, const struct cfg_node *n, struct sim_expect *x,
+			int resolves_default, char *err, size_t errlen)
+{
+	if (n->type != CFG_MAP)
+		return cfg_error(c, n, err, errlen, "expect: each entry is a map such as "
+				 "{alertname: TcpChecksumErrors, switch: sw001}");
+	x->resolves = resolves_default;
+	for (size_t i = 0; i < n->nchild; i++) {
+		const struct cfg_node *kv = &n->child[i];
+
+		if (!strcmp(kv->key, "resolves")) {
+			if (cfg_bool(c, n, "resolves", &x->resolves, err, errlen))
+				return -EINVAL;
+			continue;
+		}
+		((struct cfg_node *)kv)->used = 1;
+		if (kv->type != CFG_SCALAR || !kv->value || !*kv->value)
+			return cfg_error(c, kv, err, errlen, "expect.%s: expected a label value",
+					 kv->key);
+		if (!strcmp(kv->key, "alertname")) {
+			snprintf(x->alertname, sizeof(x->alertname), "%s", kv->value);
+			continue;
+		}
+		if (x->nlabels == SIM_MAX_EXPECT_LABELS)
+			return cfg_error(c, kv, err, errlen, "expect: at most %d labels",
+					 SIM_MAX_EXPECT_LABELS);
+		snprintf(x->key[x->nlabels], sizeof(x->key[0]), "%s", kv->key);
+		snprintf(x->value[x->nlabels], sizeof(x->value[0]), "%s", kv->value);
+		x->nlabels++;
+	}
+	if (!x->alertname[0])
+		return cfg_error(c, n, err, errlen, "expect: needs alertname:");
+	return 0;
+}
+
+static int parse_event(const struct cfg *c, const struct cfg_node *n, uint64_t duration_ms,
+		       struct sim_event *ev, char *err, size_t errlen)
+{
+	const struct cfg_node *on = NULL, *ex;
+	char *kind = NULL;
+	uint64_t at = 0, dur = 0;
+	int k;
+
+	if (n->type != CFG_MAP)
+		return cfg_error(c, n, err, errlen, "events: each event is a map");
+	memset(ev, 0, sizeof(*ev));
+	ev->line = n->line;
+	ev->fraction = 1;
+	if (cfg_string(c, n, "inject", &kind, err, errlen))
+		return -EINVAL;
+	for (k = 0; kind && k < SIM_KINDS; k++)
+		if (!strcmp(kind, sim_kind_names[k]))
+			break;
+	if (!kind || k == SIM_KINDS) {
+		free(kind);
+		return cfg_error(c, cfg_get(n, "inject") ? cfg_get(n, "inject") : n, err, errlen,
+				 "inject: expected one of csum_errors, write_latency, drive_wear, "
+				 "drive_failing, throttle, cpu_bursts, cpu_saturation, deploy, "
+				 "load_rise, silence");
+	}
+	free(kind);
+	ev->kind = (enum sim_kind)k;
+	ev->value = params[k].def;
+	snprintf(ev->name, sizeof(ev->name), "%s", sim_kind_names[k]);
+	snprintf(ev->version, sizeof(ev->version), "sim-1");
+	if (get_str(c, n, "name", ev->name, sizeof(ev->name), err, errlen) ||
+	    cfg_duration(c, n, "at", &at, err, errlen) ||
+	    cfg_duration(c, n, "for", &dur, err, errlen) ||
+	    cfg_number(c, n, "fraction", 0, 1, &ev->fraction, err, errlen) ||
+	    cfg_map(c, n, "on", &on, err, errlen))
+		return -EINVAL;
+	ev->at_ms = at / NSEC_PER_MSEC;
+	ev->for_ms = dur / NSEC_PER_MSEC;
+	if (ev->at_ms >= duration_ms)
+		return cfg_error(c, cfg_get(n, "at"), err, errlen,
+				 "at: %.0f s is not inside the scenario's duration (%.0f s)",
+				 (double)ev->at_ms / 1000, (double)duration_ms / 1000);
+	if (params[k].key &&
+	    cfg_number(c, n, params[k].key, params[k].min, params[k].max, &ev->value, err, errlen))
+		return -EINVAL;
+	if (on && (get_str(c, on, "host", ev->host, sizeof(ev->host), err, errlen) ||
+		   get_str(c, on, "rack", ev->rack, sizeof(ev->rack), err, errlen) ||
+		   get_str(c, on, "switch", ev->sw, sizeof(ev->sw), err, errlen) ||
+		   get_str(c, on, "site", ev->site, sizeof(ev->site), err, errlen) ||
+		   cfg_check_unknown(c, on, "host, rack, switch, site", err, errlen)))
+		return -EINVAL;
+	if (ev->kind == SIM_DEPLOY) {
+		if (get_str(c, n, "service", ev->service, sizeof(ev->service), err, errlen) ||
+		    get_str(c, n, "version", ev->version, sizeof(ev->version), err, errlen) ||
+		    get_str(c, n, "function", ev->function, sizeof(ev->function), err, errlen))
+			return -EINVAL;
+		if (!ev->service[0])
+			return cfg_error(c, n, err, errlen, "deploy: needs service:");
+		if (ev->rack[0] || ev->sw[0] || ev->site[0] || ev->fraction != 1)
+			return cfg_error(c, on ? on : n, err, errlen,
+					 "deploy: select hosts with on: {host: GLOB} only (a deploy "
+					 "marker names its hosts by glob)");
+		if (ev->value > 0 && !ev->function[0])
+			return cfg_error(c, n, err, errlen, "deploy: cpu: needs function: (where "
+					 "the regression spends its time)");
+	}
+	ex = cfg_get(n, "expect");
+	if (ex && ex->type != CFG_SEQ)
+		return cfg_error(c, ex, err, errlen, "expect: expected a list of "
+				 "{alertname: ..., label: value}");
+	for (size_t i = 0; ex && i < ex->nchild; i++) {
+		if (ev->nexpect == SIM_MAX_EXPECT)
+			return cfg_error(c, &ex->child[i], err, errlen, "expect: at most %d entries",
+					 SIM_MAX_EXPECT);
+		if (parse_expect(c, &ex->child[i], &ev->expect[ev->nexpect++],
+				 ev->kind != SIM_DEPLOY && ev->for_ms > 0, err, errlen))
+			return -EINVAL;
+	}
+	return cfg_check_unknown(c, n, ev->kind == SIM_DEPLOY ?
+				 "name, inject, on, at, for, fraction, service, version, cpu, "
+				 "function, expect" :
+				 "name, inject, on, at, for, fraction, expect and the kind's "
+				 "parameter (rate, factor or value)", err, errlen);
+}
+
+static int scenario_from_cfg(struct scenario *sc, const struct cfg *c, char *err, size_t errlen)
+{
+	const struct cfg_node *root = c->root, *fleet = NULL, *evs;
+	uint64_t v, dur = 10ULL * 60 * NSEC_PER_SEC;
+
+	memset(sc, 0, sizeof(*sc));
+	sc->fleet = (struct sim_shape){ 64, 8, 2, 2 };
+	if (!root) {
+		snprintf(err, errlen, "%s: empty scenario", c->file);
+		return -EINVAL;
+	}
+	if (get_str(c, root, "scenario", sc->name, sizeof(sc->name), err, errlen) ||
+	    get_str(c, root, "description", sc->description, sizeof(sc->description), err,
+		    errlen) ||
+	    cfg_duration(c, root, "duration", &dur, err, errlen) ||
+	    cfg_map(c, root, "fleet", &fleet, err, errlen))
+		return -EINVAL;
+	if (dur < NSEC_PER_SEC)
+		return cfg_error(c, cfg_get(root, "duration"), err, errlen,
+				 "duration: at least 1s");
+	sc->duration_ms = dur / NSEC_PER_MSEC;
+#define SHAPE(key, field, max)                                                        \
+	do {                                                                          \
+		v = sc->fleet.field;                                                  \
+		if (cfg_uint(c, fleet, key, 1, max, &v, err, errlen))                 \
+			return -EINVAL;                                               \
+		sc->fleet.field = (uint32_t)v;                                        \
+	} while (0)
+	SHAPE("hosts", hosts, 1000000);
+	SHAPE("hosts_per_rack", hosts_per_rack, 1000);
+	SHAPE("racks_per_switch", racks_per_switch, 1000);
+	SHAPE("switches_per_site", switches_per_site, 1000);
+#undef SHAPE
+	if (fleet && cfg_check_unknown(c, fleet, "hosts, hosts_per_rack, racks_per_switch, "
+				       "switches_per_site", err, errlen))
+		return -EINVAL;
+	evs = cfg_get(root, "events");
+	if (evs && evs->type != CFG_SEQ)
+		return cfg_error(c, evs, err, errlen, "events: expected a list");
+	if (evs && evs->nchild) {
+		sc->ev = calloc(evs->nchild, sizeof(*sc->ev));
+		if (!sc->ev) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < evs->nchild; i++) {
+			if (parse_event(c, &evs->child[i], sc->duration_ms, &sc->ev[sc->nev], err,
+					errlen))
+				return -EINVAL;
+			sc->nev++;
+		}
+	}
+	if (!sc->name[0])
+		snprintf(sc->name, sizeof(sc->name), "%s", c->file);
+	return cfg_check_unknown(c, root, "scenario, description, fleet, duration, events", err,
+				 errlen);
+}
+
+int scenario_parse(struct scenario *sc, const char *name, const char *text, size_t len,
+		   char *err, size_t errlen)
+{
+	struct cfg c;
+	int ret;
+
+	memset(sc, 0, sizeof(*sc));
+	ret = cfg_parse(&c, name, text, len, err, errlen);
+	if (ret)
+		return ret;
+	ret = scenario_from_cfg(sc, &c, err, errlen);
+	cfg_free(&c);
+	if (ret)
+		scenario_free(sc);
+	return ret;
+}
+
+int scenario_load(struct scenario *sc, const char *path, char *err, size_t errlen)
+{
+	struct cfg c;
+	int ret;
+
+	memset(sc, 0, sizeof(*sc));
+	ret = cfg_load_file(&c, path, err, errlen);
+	if (ret)
+		return ret;
+	ret = scenario_from_cfg(sc, &c, err, errlen);
+	cfg_free(&c);
+	if (ret)
+		scenario_free(sc);
+	return ret;
+}
+
+void scenario_free(struct scenario *sc)
+{
+	free(sc->ev);
+	memset(sc, 0, sizeof(*sc));
+}
