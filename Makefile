@@ -33,7 +33,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' \
-	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3 -Irules
+	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3 -Irules -Isim
 LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -56,6 +56,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
 TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 
+SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
 RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o \
 	$(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
@@ -106,7 +107,7 @@ $(PROBE_OBJS): $(SKELS)
 $(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(LIB_OBJS)
+$(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(LIB_OBJS)
@@ -126,7 +127,7 @@ $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(LIB_OBJS)
 
 # Test binaries link the library and the probe's objects (minus main).
 PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS)) $(OUT)/probe_default_config.o \
-	$(ALERTER_OBJS) $(RULES_OBJS)
+	$(ALERTER_OBJS) $(RULES_OBJS) $(SIM_OBJS)
 $(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes -Ialerter -Irules $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \

@@ -850,17 +850,21 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
 #define READ_PIPELINE 512	/* XRANGEs in flight per round trip */
 
 int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
-		      size_t n, uint32_t tier, store_snapshot_cb cb, void *arg, size_t *bad,
-		      char *err, size_t errlen)
+		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
+		      size_t *bad, char *err, size_t errlen)
 {
+	char to[32] = "+";
+
 	int delivered = 0;
 
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
 	for (size_t at = 0; at < n; at += READ_PIPELINE) {
 		size_t batch = n - at < READ_PIPELINE ? n - at : READ_PIPELINE;
 
 		for (size_t i = 0; i < batch; i++) {
 			char key[320], from[32];
-			const char *argv[4] = { "XRANGE", key, from, "+" };
+			const char *argv[4] = { "XRANGE", key, from, to };
 
 			store_key(key, sizeof(key), hosts[at + i], tier);
 			snprintf(from, sizeof(from), "%" PRIu64, from_ms[at + i]);

@@ -155,15 +155,15 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
 
 /*
  * store_read_range for many hosts in one pipelined exchange: each
- * hosts[i]'s snapshots with ts >= from_ms[i], hosts in order, each host's
+ * hosts[i]'s snapshots with from_ms[i] <= ts <= to_ms (0: open), hosts in order, each host's
  * oldest first; same callback contract, except that cb returning
  * non-zero skips only the rest of that host's snapshots.  A host whose read Redis refuses (e.g. WRONGTYPE)
  * is skipped and counted in *bad.  Returns the number delivered, or -EIO
  * if the connection failed.
  */
 int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
-		      size_t n, uint32_t tier, store_snapshot_cb cb, void *arg, size_t *bad,
-		      char *err, size_t errlen);
+		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
+		      size_t *bad, char *err, size_t errlen);
 
 /*
  * Raw entries of any stream: call cb with each entry's "d" field, oldest

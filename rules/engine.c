@@ -146,7 +146,8 @@ static int load_cb(struct snapshot *s, void *arg)
 	return 0;
 }
 
-int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errlen)
+int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, char *err,
+		      size_t errlen)
 {
 	redisReply *hosts = redisCommand(rc, "HKEYS fl:hosts");
 	struct load_arg la = { e, 0 };
@@ -177,7 +178,7 @@ int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errl
 		from[n] = h->n ? h->snaps[h->n - 1].ts_ms + 1 : 0;
 		names[n++] = hosts->element[i]->str;
 	}
-	ret = store_read_ranges(rc, names, from, n, 1, load_cb, &la, NULL, err, errlen);
+	ret = store_read_ranges(rc, names, from, n, 1, until_ms, load_cb, &la, NULL, err, errlen);
 out:
 	free(names);
 	free(from);

@@ -89,10 +89,12 @@ int engine_add_snapshot(struct engine *e, const struct snapshot *s);
 int engine_take_snapshot(struct engine *e, struct snapshot *s);
 
 /*
- * Read new 1 s snapshots of every host in fl:hosts from Redis (pipelined).
- * Returns the number read, or -EIO.
+ * Read new 1 s snapshots of every host in fl:hosts from Redis (pipelined),
+ * up to until_ms (0: the newest; a replay reads up to the time it is
+ * evaluating).  Returns the number read, or -EIO.
  */
-int engine_load_redis(struct engine *e, redisContext *rc, char *err, size_t errlen);
+int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, char *err,
+		      size_t errlen);
 
 /* Evaluate every rule at now_ms and emit state changes through cb. */
 void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *arg);

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: faultline-rules --rules FILE [--rules FILE...] [--redis URL]\n"
-"                       [--interval 1s] [--stale 5s] [--once | --intervals N]\n"
+"                       [--interval 1s] [--stale 5s] [--once | --intervals N |\n"
+"                       --replay FROM,TO]\n"
 "                       [--log-level L]\n"
 "\n"
 "Evaluate faultline rules (etc/rules/*.yaml; `faultline rules check` validates\n"
@@ -55,6 +57,10 @@ static void usage(FILE *out)
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
 "      --once            evaluate once, print the events to stdout, exit\n"
+"      --replay FROM,TO  evaluate the history stored between two times (epoch\n"
+"                        ms) every --interval on that clock, as fast as it\n"
+"                        goes, then exit: what the rules would have paged\n"
+"                        (faultline sim --ends-now writes such history)\n"
 "  -n, --intervals N     evaluate N intervals, then exit (events go to\n"
 "                        fl:alerts as usual; each interval's timing is logged)\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
@@ -198,9 +204,11 @@ static int keep_deploy(const struct deploy *d, void *arg)
  * Give the engine the deploy markers its baseline rules can still judge
  * (the last day and their windows); nothing to do without baseline rules.
  */
-static int load_deploys(struct engine *e, redisContext *rc, char *err, size_t errlen)
+/* The deploy markers baseline rules may judge at time now (ms). */
+static int load_deploys(struct engine *e, redisContext *rc, uint64_t now, char *err,
+			size_t errlen)
 {
-	uint64_t back = 0, now = time_wall_ns() / NSEC_PER_MSEC;
+	uint64_t back = 0;
 	struct deploy_buf b = { 0 };
 	int n;
 
@@ -228,6 +236,7 @@ int main(int argc, char **argv)
 		{ "stale", required_argument, NULL, 's' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "intervals", required_argument, NULL, 'n' },
+		{ "replay", required_argument, NULL, 'P' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -236,6 +245,7 @@ int main(int argc, char **argv)
 	char *files[MAX_FILES];
 	int nfiles = 0, c, once = 0;
 	long intervals = 0;	/* 0: until stopped */
+	uint64_t replay_from = 0, replay_to = 0, clock_ms = 0;
 	const char *url = "unix:///run/faultline/redis.sock", *topo_path = NULL;
 	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
@@ -246,7 +256,7 @@ int main(int argc, char **argv)
 	char err[512], *end;
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:l:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:P:l:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
@@ -264,6 +274,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'o': once = 1; intervals = 1; break;
+		case 'P':
+			if (sscanf(optarg, "%" SCNu64 ",%" SCNu64, &replay_from, &replay_to) != 2 ||
+			    replay_to <= replay_from) {
+				fprintf(stderr, "faultline-rules: --replay '%s': expected FROM,TO in "
+					"epoch milliseconds, FROM before TO\n", optarg);
+				return 2;
+			}
+			break;
 		case 'n':
 			intervals = strtol(optarg, &end, 10);
 			if (*end || intervals <= 0) {
@@ -306,10 +324,20 @@ int main(int argc, char **argv)
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
 	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
 	struct emit_ctx ctx = { .once = once };
+	long events_total = 0;
 
+	clock_ms = replay_from;
 	for (long done = 0; !stopping && (!intervals || done < intervals); done++) {
-		uint64_t t0 = time_mono_ns(), t_read, t_eval;
+		uint64_t t0 = time_mono_ns(), t_read, t_eval, now;
 		int nread;
+
+		/* a replay evaluates the stored history on its own clock, without waiting */
+		if (replay_to) {
+			clock_ms += interval / NSEC_PER_MSEC;
+			if (clock_ms > replay_to)
+				break;
+		}
+		now = replay_to ? clock_ms : time_wall_ns() / NSEC_PER_MSEC;
 
 		if (reload) {
 			struct ruleset nrs;
@@ -330,7 +358,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 		}
-		nread = engine_load_redis(&e, rc, err, sizeof(err));
+		nread = engine_load_redis(&e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
 		if (nread < 0) {
 			log_warn("%s; reconnecting", err);
 			redisFree(rc);
@@ -342,7 +370,8 @@ int main(int argc, char **argv)
 		 * the markers every DEPLOYS_EVERY_NS rather than every interval loses nothing.
 		 */
 		if (!deploys_read || t0 - deploys_read >= DEPLOYS_EVERY_NS) {
-			if (load_deploys(&e, rc, err, sizeof(err)) < 0)
+			if (load_deploys(&e, rc, replay_to ? replay_to : time_wall_ns() / NSEC_PER_MSEC,
+					 err, sizeof(err)) < 0)
 				log_warn("%s; baseline rules judge no new deploy until it works",
 					 err);
 			else
@@ -353,7 +382,7 @@ int main(int argc, char **argv)
 		e.load_profile = redis_profiles;
 		e.load_profile_arg = &ctx;
 		t_read = time_mono_ns();
-		engine_eval(&e, time_wall_ns() / NSEC_PER_MSEC, emit_event, &ctx);
+		engine_eval(&e, now, emit_event, &ctx);
 		if (flush_events(&ctx)) {
 			redisFree(rc);
 			rc = ctx.rc = NULL;
@@ -363,6 +392,7 @@ int main(int argc, char **argv)
 
 		for (int g = 0; g < e.rules.ngroups; g++)
 			nrules += e.rules.groups[g].nrules;
+		events_total += ctx.n;
 		log_msg(intervals ? LOG_INFO : LOG_DEBUG,
 		       "interval: read %d snapshot(s) in %.1f ms, evaluated %d rule(s) over %zu "
 		       "host(s) in %.1f ms, %d event(s)", nread, (double)(t_read - t0) / 1e6,
@@ -371,7 +401,9 @@ int main(int argc, char **argv)
 			break;
 		uint64_t spent = time_mono_ns() - t0;
 
-		if (spent < interval) {
+		if (replay_to) {
+			continue;
+		} else if (spent < interval) {
 			usleep((useconds_t)((interval - spent) / 1000));
 		} else if (!overrun_said || t0 - overrun_said >= 60 * NSEC_PER_SEC) {
 			log_warn("an evaluation took %.2f s, longer than the %.2f s interval: alerts "
@@ -380,6 +412,10 @@ int main(int argc, char **argv)
 			overrun_said = t0;
 		}
 	}
+	if (replay_to)
+		log_info("replayed %.0f s of history (%" PRIu64 " to %" PRIu64 "): %ld event(s) "
+			 "to fl:alerts", (double)(replay_to - replay_from) / 1000, replay_from,
+			 replay_to, events_total);
 	if (ctx.nqueue && rc)
 		flush_events(&ctx);
 	if (ctx.nqueue)

@@ -1,7 +1,7 @@
 /*
  * scenario.h - what the fleet simulator injects, and what should page.
  *
- * A scenario file (YAML, scenarios/*.yaml) describes a generated fleet and
+ * A scenario file (YAML, scenarios/NAME.yaml) describes a generated fleet and
  * a timeline of conditions injected on chosen parts of it:
  *
  *   scenario: sad-switch

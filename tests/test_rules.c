@@ -150,7 +150,7 @@ static void run_fleet_with(const char *yaml, const struct topology *topo, const 
 	e.topology = topo;
 	e.stale_ms = 60000;
 	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
-	cr_assert_eq(engine_load_redis(&e, rc, err, sizeof(err)), 16 * 4, "%s", err);
+	cr_assert_eq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 16 * 4, "%s", err);
 	engine_eval(&e, t0 + 30000, collect, ev);
 	redisFree(rc);
 	engine_free(&e);
