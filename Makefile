@@ -157,7 +157,8 @@ fuzz: deps
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; \
 		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; \
-		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c rules/engine.c rules/ruletest.c";; esac; \
+		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c rules/engine.c rules/ruletest.c";; \
+		fuzz_scenario) extra="-Isim sim/scenario.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \

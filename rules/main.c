@@ -61,6 +61,7 @@ static void usage(FILE *out)
 "                        ms) every --interval on that clock, as fast as it\n"
 "                        goes, then exit: what the rules would have paged\n"
 "                        (faultline sim --ends-now writes such history)\n"
+"      --replay-speed X  replay X times faster than real time (default: flat out)\n"
 "  -n, --intervals N     evaluate N intervals, then exit (events go to\n"
 "                        fl:alerts as usual; each interval's timing is logged)\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
@@ -237,6 +238,7 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, 'o' },
 		{ "intervals", required_argument, NULL, 'n' },
 		{ "replay", required_argument, NULL, 'P' },
+		{ "replay-speed", required_argument, NULL, 'S' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -245,7 +247,8 @@ int main(int argc, char **argv)
 	char *files[MAX_FILES];
 	int nfiles = 0, c, once = 0;
 	long intervals = 0;	/* 0: until stopped */
-	uint64_t replay_from = 0, replay_to = 0, clock_ms = 0;
+	uint64_t replay_from = 0, replay_to = 0, clock_ms = 0, replay_t0 = 0;
+	double speed = 0;	/* replay: simulated seconds per second; 0: flat out */
 	const char *url = "unix:///run/faultline/redis.sock", *topo_path = NULL;
 	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
@@ -256,7 +259,7 @@ int main(int argc, char **argv)
 	char err[512], *end;
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:P:l:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:P:S:l:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
@@ -274,6 +277,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'o': once = 1; intervals = 1; break;
+		case 'S':
+			speed = strtod(optarg, &end);
+			if (*end || !(speed > 0)) {
+				fprintf(stderr, "faultline-rules: --replay-speed '%s': expected a "
+					"positive factor such as 60\n", optarg);
+				return 2;
+			}
+			break;
 		case 'P':
 			if (sscanf(optarg, "%" SCNu64 ",%" SCNu64, &replay_from, &replay_to) != 2 ||
 			    replay_to <= replay_from) {
@@ -331,11 +342,24 @@ int main(int argc, char **argv)
 		uint64_t t0 = time_mono_ns(), t_read, t_eval, now;
 		int nread;
 
-		/* a replay evaluates the stored history on its own clock, without waiting */
+		/*
+		 * A replay evaluates the stored history on its own clock, flat out
+		 * or --replay-speed times faster than real time (so that an alerter
+		 * sees the events spaced as they would have been, only closer).
+		 */
 		if (replay_to) {
 			clock_ms += interval / NSEC_PER_MSEC;
 			if (clock_ms > replay_to)
 				break;
+			if (!replay_t0)
+				replay_t0 = t0;
+			if (speed > 0) {
+				uint64_t due = replay_t0 + (uint64_t)((double)(clock_ms - replay_from) *
+								      1e6 / speed);
+
+				if (due > t0)
+					usleep((useconds_t)((due - t0) / 1000));
+			}
 		}
 		now = replay_to ? clock_ms : time_wall_ns() / NSEC_PER_MSEC;
 
