@@ -176,7 +176,7 @@ static void reset(struct alerter_config *ac)
 	snprintf(ac->redis_url, sizeof(ac->redis_url), "unix:///run/faultline/redis.sock");
 	gethostname(ac->consumer, sizeof(ac->consumer) - 1);
 	snprintf(ac->log_level, sizeof(ac->log_level), "info");
-	ac->group_wait_ns = 5 * NSEC_PER_SEC;
+	ac->group_wait_ns = 1 * NSEC_PER_SEC;
 	ac->group_interval_ns = 30 * NSEC_PER_SEC;
 	ac->repeat_interval_ns = 4 * 3600 * NSEC_PER_SEC;
 	ac->top_stacks = 10;

@@ -7,3 +7,4 @@ dir=$(dirname "$0")
 python3 "$dir/probe_overhead.py" "$out" --seconds "${BENCH_SECONDS:-20}" --runs "${BENCH_RUNS:-3}"
 python3 "$dir/profile_overhead.py" "$out" --seconds "${BENCH_SECONDS:-20}" --runs "${BENCH_RUNS:-2}"
 python3 "$dir/rules_throughput.py" "$out" --hosts "${BENCH_RULE_HOSTS:-2000}" --runs "${BENCH_RUNS:-3}"
+python3 "$dir/time_to_page.py" "$out" --runs "${BENCH_TTP_RUNS:-2}"

@@ -546,6 +546,6 @@ Test(alerter, config_errors_are_positioned)
 	cr_assert_eq(alerter_config_parse(&cfg, "<built-in>", alerter_default_config,
 					  strlen(alerter_default_config), err, sizeof(err)), 0, "%s",
 		     err);
-	cr_assert_eq(cfg.group_wait_ns, 5 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.group_wait_ns, 1 * NSEC_PER_SEC);
 	alerter_config_free(&cfg);
 }
