@@ -2,8 +2,9 @@
  * main.c - faultline-alerter: consume fl:alerts, group, deliver; see
  * alerter.h for the flow and guarantees.
  *
- * One thread.  Redis is read with XREADGROUP (blocking at most 200 ms), so
- * the loop also ticks the group timers and drives libcurl's multi
+ * One thread.  Redis is read with XREADGROUP, blocking (at most 200 ms)
+ * only when no transfer runs and no group is due, so the loop also ticks
+ * the group timers and drives libcurl's multi
  * interface: several receivers' requests are in flight at once, at most
  * max_concurrency per receiver.  A group has at most one notification in
  * flight; its retries reuse the same body and idempotency key.
@@ -352,12 +353,35 @@ static void start_request(struct alerter *al, struct group *g)
 	al->inflight[g->receiver]++;
 }
 
+/*
+ * When g next wants something done (mono ns): a retry, acknowledging what
+ * it holds, its first notification after group_wait, a change after
+ * group_interval, a repeat; UINT64_MAX when nothing.
+ */
+static uint64_t group_due_at(const struct alerter *al, const struct group *g)
+{
+	const struct alerter_config *cfg = &al->cfg;
+	int firing = 0;
+
+	if (g->pending)
+		return g->in_flight ? UINT64_MAX : g->retry_at_ns;
+	if (!g->nalerts)
+		return g->nids ? 0 : UINT64_MAX;
+	for (int i = 0; i < g->nalerts; i++)
+		firing |= g->alerts[i]->a.firing;
+	if (!g->sent_once)
+		return g->created_ns + cfg->group_wait_ns;
+	if (g->changed)
+		return g->last_sent_ns + cfg->group_interval_ns;
+	return firing ? g->last_sent_ns + cfg->repeat_interval_ns : UINT64_MAX;
+}
+
 /* Decide whether g should send now; if so build the notification. */
 static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 {
 	const struct alerter_config *cfg = &al->cfg;
 	struct strbuf idem = STRBUF_INIT;
-	int firing = 0, due;
+	int due;
 
 	if (g->pending) {
 		if (!g->in_flight && now >= g->retry_at_ns &&
@@ -373,14 +397,7 @@ static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 		}
 		return;
 	}
-	for (int i = 0; i < g->nalerts; i++)
-		firing |= g->alerts[i]->a.firing;
-	if (!g->sent_once)
-		due = now - g->created_ns >= cfg->group_wait_ns;
-	else if (g->changed)
-		due = now - g->last_sent_ns >= cfg->group_interval_ns;
-	else
-		due = firing && now - g->last_sent_ns >= cfg->repeat_interval_ns;
+	due = now >= group_due_at(al, g);
 	if (!due || al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
 		return;
 	strbuf_reset(&g->body);
@@ -614,7 +631,7 @@ int main(int argc, char **argv)
 	const char *config = NULL, *redis = NULL, *level = NULL;
 	struct alerter al = { 0 };
 	char err[512];
-	int c, reclaimed = 0;
+	int c, reclaimed = 0, running_before = 0;
 	enum log_level lv;
 
 	log_init("faultline-alerter");
@@ -665,8 +682,25 @@ int main(int argc, char **argv)
 			reclaim(&al);
 			reclaimed = 1;
 		}
+		/*
+		 * Wait for new entries only while there is nothing else to do: not
+		 * while transfers run (curl_multi_poll below waits for those) and
+		 * not past the next group's due time.
+		 */
+		int block_ms = 200;
+
+		for (int i = 0; i < al.ngroups && block_ms; i++) {
+			uint64_t due = group_due_at(&al, al.groups[i]);
+
+			if (due <= now)
+				block_ms = 0;
+			else if (due - now < (uint64_t)block_ms * 1000000)
+				block_ms = (int)((due - now) / 1000000) + 1;
+		}
+		if (running_before)
+			block_ms = 0;
 		if (al.rc && al.cfg.nreceivers)
-			read_entries(&al, ">", 200);
+			read_entries(&al, ">", block_ms);
 		else
 			usleep(200000);
 		now = time_mono_ns();
@@ -678,6 +712,7 @@ int main(int argc, char **argv)
 				on_done(&al, msg);
 		if (running)
 			curl_multi_poll(al.multi, NULL, 0, 50, NULL);
+		running_before = running;
 		if (!al.rc)
 			reclaimed = 0;	/* reconnecting: read our pending entries again */
 	}

@@ -5,6 +5,7 @@
 #include "histogram.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 void hist_reset(struct histogram *h)
@@ -135,4 +136,46 @@ size_t hist_to_sparse(const struct histogram *h, struct hist_run *runs, size_t m
 int hist_equal(const struct histogram *a, const struct histogram *b)
 {
 	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+struct hist_sparse *hist_sparse_of(const struct histogram *h)
+{
+	size_t n = hist_nonempty(h);
+	struct hist_sparse *s = malloc(sizeof(*s) + n * sizeof(s->runs[0]));
+
+	if (!s)
+		return NULL;
+	s->count = h->count;
+	s->sum = h->sum;
+	s->nruns = (uint32_t)hist_to_sparse(h, s->runs, n);
+	return s;
+}
+
+void hist_from_sparse(struct histogram *dst, const struct hist_sparse *s)
+{
+	memset(dst->buckets, 0, sizeof(dst->buckets));
+	for (uint32_t i = 0; i < s->nruns; i++)
+		dst->buckets[s->runs[i].index] = s->runs[i].count;
+	dst->count = s->count;
+	dst->sum = s->sum;
+}
+
+int hist_subtract_sparse(struct histogram *dst, const struct hist_sparse *newer,
+			 const struct hist_sparse *older)
+{
+	hist_from_sparse(dst, newer);
+	if (newer->count < older->count)
+		return -ERANGE;
+	for (uint32_t i = 0; i < older->nruns; i++) {
+		uint64_t *b = &dst->buckets[older->runs[i].index];
+
+		if (*b < older->runs[i].count) {
+			hist_from_sparse(dst, newer);
+			return -ERANGE;
+		}
+		*b -= older->runs[i].count;
+	}
+	dst->count -= older->count;
+	dst->sum -= older->sum;
+	return 0;
 }

@@ -50,8 +50,10 @@ static void series_free(struct series *ser)
 {
 	free(ser->name);
 	labels_free(ser->labels, ser->nlabels);
-	if (ser->kind == SERIES_HISTOGRAM)
+	if (ser->kind == SERIES_HISTOGRAM) {
 		free(ser->hist);
+		free(ser->sparse);
+	}
 }
 
 void snapshot_free(struct snapshot *s)
@@ -102,7 +104,16 @@ int snapshot_copy(struct snapshot *dst, const struct snapshot *src)
 
 		if (!b)
 			goto fail;
-		if (a->kind == SERIES_HISTOGRAM)
+		if (a->kind == SERIES_HISTOGRAM && a->sparse) {
+			size_t len = sizeof(*a->sparse) + a->sparse->nruns * sizeof(a->sparse->runs[0]);
+
+			free(b->hist);
+			b->hist = NULL;
+			b->sparse = malloc(len);
+			if (!b->sparse)
+				goto fail;
+			memcpy(b->sparse, a->sparse, len);
+		} else if (a->kind == SERIES_HISTOGRAM)
 			memcpy(b->hist, a->hist, sizeof(*a->hist));
 		else if (a->kind == SERIES_COUNTER)
 			b->counter = a->counter;
@@ -330,6 +341,30 @@ struct series *snapshot_find_same(const struct snapshot *s, const struct series 
 	return NULL;
 }
 
+int snapshot_compact(struct snapshot *s)
+{
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		struct series *ser = &s->series[i];
+
+		if (ser->kind != SERIES_HISTOGRAM || !ser->hist)
+			continue;
+		ser->sparse = hist_sparse_of(ser->hist);
+		if (!ser->sparse)
+			return -ENOMEM;
+		free(ser->hist);
+		ser->hist = NULL;
+	}
+	return 0;
+}
+
+const struct histogram *series_hist(const struct series *ser, struct histogram *scratch)
+{
+	if (ser->hist)
+		return ser->hist;
+	hist_from_sparse(scratch, ser->sparse);
+	return scratch;
+}
+
 void snapshot_link(struct snapshot *s, const struct snapshot *prev)
 {
 	for (uint32_t i = 0; i < s->nseries; i++) {
@@ -381,6 +416,20 @@ static void pack_hist(msgpack_packer *pk, const struct histogram *h)
 	}
 }
 
+/* The same wire form from a compact histogram. */
+static void pack_sparse(msgpack_packer *pk, const struct hist_sparse *h)
+{
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint64(pk, h->count);
+	msgpack_pack_uint64(pk, h->sum);
+	msgpack_pack_array(pk, h->nruns * 2);
+	for (uint32_t i = 0; i < h->nruns; i++) {
+		msgpack_pack_uint32(pk, i ? h->runs[i].index - h->runs[i - 1].index - 1 :
+				    h->runs[i].index);
+		msgpack_pack_uint64(pk, h->runs[i].count);
+	}
+}
+
 static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t tier)
 {
 	const struct gauge_value *g = &ser->gauge;
@@ -412,7 +461,10 @@ static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t t
 		}
 		break;
 	case SERIES_HISTOGRAM:
-		pack_hist(pk, ser->hist);
+		if (ser->sparse)
+			pack_sparse(pk, ser->sparse);
+		else
+			pack_hist(pk, ser->hist);
 		break;
 	}
 }

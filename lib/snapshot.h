@@ -80,8 +80,9 @@ struct series {
 			uint64_t increase;
 		} counter;
 		struct gauge_value gauge;
-		struct histogram *hist;
+		struct histogram *hist;		/* dense; NULL once compacted */
 	};
+	struct hist_sparse *sparse;	/* compacted histogram (snapshot_compact) */
 };
 
 struct snapshot {
@@ -99,6 +100,20 @@ struct snapshot {
 
 /* A hash of a metric name, for selectors to compare before the string. */
 uint32_t snapshot_name_hash(const char *name);
+
+/*
+ * Turn every histogram of s into its compact form (hist_sparse), for
+ * snapshots that are kept rather than added to.  Afterwards read
+ * histograms with series_hist(); snapshot_copy, _encode and _free handle
+ * either form.  Returns 0 or -ENOMEM (then some histograms stay dense).
+ */
+int snapshot_compact(struct snapshot *s);
+
+/*
+ * The dense histogram of histogram series ser: ser->hist, or ser's compact
+ * form expanded into scratch.
+ */
+const struct histogram *series_hist(const struct series *ser, struct histogram *scratch);
 
 /*
  * Link every series of s to the same series in prev (the host's snapshot

@@ -201,6 +201,19 @@ static int elem_labels(const struct snapshot *s, const struct series *ser, struc
 	return n;
 }
 
+/* d = newer - older for two histogram series, whichever form each is in. */
+static void series_hist_delta(struct histogram *d, const struct series *newer,
+			      const struct series *older)
+{
+	struct histogram o;
+
+	if (newer->sparse && older->sparse) {
+		hist_subtract_sparse(d, newer->sparse, older->sparse);
+		return;
+	}
+	hist_subtract(d, series_hist(newer, d), series_hist(older, &o));
+}
+
 static double scalar_of(const struct series *s)
 {
 	return s->kind == SERIES_COUNTER ? (double)s->counter.value :
@@ -305,7 +318,7 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 
 		if (cnt < 2 || latest->kind != SERIES_HISTOGRAM)
 			return NAN;
-		hist_subtract(&d, prev->hist, first->hist);
+		series_hist_delta(&d, prev, first);
 		return d.count ? (double)hist_quantile(&d, q) : NAN;
 	}
 	case RF_NONE:
@@ -687,8 +700,8 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 				continue;
 			y = snapshot_find_same(ss, x, i);
 			if (y && y->kind == SERIES_HISTOGRAM)
-				hist_subtract(&d, x->hist, y->hist);
-			else
+				series_hist_delta(&d, x, y);
+			else if (series_hist(x, &d) != &d)
 				d = *x->hist;	/* the series began inside the span */
 			hist_merge(&out[k], &d);
 			merged++;

@@ -230,3 +230,32 @@ Test(histogram, empty_quantile_is_zero)
 	cr_assert_eq(hist_mean(h), 0.0);
 	free(h);
 }
+
+/* The compact form: same histogram back, same deltas, resets detected. */
+Test(histogram, sparse_round_trip_and_subtract)
+{
+	struct histogram *a = calloc(4, sizeof(*a)), *b = a + 1, *d1 = a + 2, *d2 = a + 3;
+	struct hist_sparse *sa, *sb;
+
+	cr_assert(a);
+	for (uint64_t v = 1; v < 5000000; v = v * 3 + 7)
+		hist_record_n(a, v, v % 5 + 1);
+	*b = *a;
+	hist_record_n(b, 123456, 10);
+	hist_record_n(b, 9, 2);
+	sa = hist_sparse_of(a);
+	sb = hist_sparse_of(b);
+	cr_assert(sa && sb);
+	cr_expect_eq(sa->nruns, hist_nonempty(a));
+	hist_from_sparse(d1, sa);
+	cr_expect(hist_equal(d1, a), "dense -> sparse -> dense changed the histogram");
+	cr_expect_eq(hist_subtract_sparse(d1, sb, sa), 0);
+	cr_expect_eq(hist_subtract(d2, b, a), 0);
+	cr_expect(hist_equal(d1, d2), "sparse and dense deltas differ");
+	cr_expect_eq(d1->count, 12);
+	cr_expect_eq(hist_subtract_sparse(d1, sa, sb), -ERANGE, "a reset went unnoticed");
+	cr_expect(hist_equal(d1, a), "after a reset the delta is the newer histogram");
+	free(sa);
+	free(sb);
+	free(a);
+}

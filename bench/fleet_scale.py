@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""bench/fleet_scale.py OUT - how faultline's central parts grow with the fleet.
+
+For each fleet size (--sizes, default 1,000 and 10,000 simulated hosts),
+in a redis-server of its own:
+
+  rules     `faultline sim` backfills --backfill seconds of the fleet and
+            then keeps writing it live, one snapshot per host per second,
+            while `faultline-rules` evaluates the shipped rules every second
+            (--intervals 1 s intervals); each interval's log line gives the
+            time spent reading new snapshots and evaluating.  The live
+            intervals (after the backfill) are summarised: median and worst.
+  redis     bytes per entry of each tier, measured with MEMORY USAGE on
+            20 simulated hosts with 3 hours of history, and the projection
+            to a full retention window per host (DESIGN.md: s1 15 min, s60
+            7 days, s3600 90 days, p10 1 hour; an hourly rollup holds the
+            same series as a minute one, so its entries are sized like
+            those); and Redis's used_memory per host at each fleet size.
+  alerter   --alerts host alerts (with cpu_stacks evidence, so the alerter
+            reads each host's profiles) appended to fl:alerts at once, then
+            `faultline-alerter` delivers them, one notification per host, to
+            a local webhook receiver; events/s and notifications/s.
+
+Prints one table row per size and how each figure grew from the smallest
+size to the largest (x, against the growth in hosts).  No peer runs this
+workload side by side; rules_throughput and time_to_page hold the peer
+comparisons.
+"""
+import argparse
+import http.server
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+RETENTION = {"s1": 15 * 60, "s60": 7 * 24 * 60, "s3600": 90 * 24, "p10": 360}
+LINE = re.compile(r"interval: read (\d+) snapshot\(s\) in ([\d.]+) ms, evaluated (\d+) rule\(s\) "
+                  r"over (\d+) host\(s\) in ([\d.]+) ms")
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    count = 0
+    lock = threading.Lock()
+    last = 0.0
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with Receiver.lock:
+            Receiver.count += 1
+            Receiver.last = time.time()
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+def redis_cmd(sock, *args):
+    p = subprocess.run(["redis-cli", "-s", sock, "--raw"] + [str(a) for a in args],
+                       capture_output=True, text=True, check=True)
+    return p.stdout.strip()
+
+
+def start_redis(d):
+    sock = os.path.join(d, "redis.sock")
+    p = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+                          "--appendonly", "no", "--dir", d],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    return p, sock
+
+
+def host_name(i, per_rack=20, racks_per_switch=4):
+    rack = i // per_rack
+    return "sw%03d-r%04d-h%02d" % (rack // racks_per_switch, rack, i % per_rack)
+
+
+def measure_rules(out, sock, d, hosts, backfill, intervals):
+    url = "unix://" + sock
+    live = intervals + 40
+    sim = subprocess.Popen([os.path.join(out, "faultline"), "sim", "--redis", url, "--hosts",
+                            str(hosts), "--hosts-per-rack", "20", "--racks-per-switch", "4",
+                            "--start", "-%ds" % backfill, "--duration", "%ds" % (backfill + live),
+                            "--no-profiles"],
+                                   stdout=subprocess.DEVNULL,
+                           stderr=open(os.path.join(d, "sim.log"), "w"))
+    # the rules start once the backfill is in, so their live intervals are live
+    t0 = time.time()
+    while sim.poll() is None and time.time() - t0 < 900:
+        with open(os.path.join(d, "sim.log")) as f:
+            log = f.read()
+        m = re.findall(r"sim: (\d+):(\d+) of", log)
+        if m and int(m[-1][0]) * 60 + int(m[-1][1]) >= backfill:
+            break
+        time.sleep(1)
+    rules = subprocess.run([os.path.join(out, "faultline-rules"), "--rules",
+                            "etc/rules/faultline.yaml", "--redis", url, "--intervals",
+                            str(intervals), "--stale", "30s"], capture_output=True, text=True)
+    sim.wait()
+    rows = [tuple(float(x) for x in m.groups()) for m in LINE.finditer(rules.stderr)]
+    if not rows:
+        sys.exit("fleet_scale: faultline-rules logged no intervals:\n" + rules.stderr[-2000:])
+    steady = rows[2:] if len(rows) > 4 else rows   # skip the catch-up reads
+    ev = [r[4] for r in steady]
+    rd = [r[1] for r in steady]
+    fresh = statistics.mean([r[0] for r in steady]) / hosts
+    return {"eval_ms": statistics.median(ev), "eval_max_ms": max(ev),
+            "read_ms": statistics.median(rd), "rules": int(rows[-1][2]), "fresh": fresh}
+
+
+def measure_memory(out, d):
+    """Bytes per entry of each tier, from 20 simulated hosts with 3 h of history
+    (enough entries that a stream's fixed overhead is amortised), projected to
+    a full retention window per host."""
+    srv, sock = start_redis(d)
+    try:
+        subprocess.run([os.path.join(out, "faultline"), "sim", "--redis", "unix://" + sock,
+                        "--hosts", "20", "--hosts-per-rack", "20", "--racks-per-switch", "4",
+                        "--duration", "3h", "--ends-now"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        per_entry = {}
+        for tier in ("s1", "s60", "p10"):
+            sizes, entries = 0, 0
+            for i in range(20):
+                key = "fl:{%s}:%s" % (host_name(i), tier)
+                entries += int(redis_cmd(sock, "XLEN", key) or 0)
+                sizes += int(redis_cmd(sock, "MEMORY", "USAGE", key, "SAMPLES", "0") or 0)
+            per_entry[tier] = sizes / entries if entries else 0
+        # an hourly rollup holds the same series as a minute one
+        per_entry["s3600"] = per_entry["s60"]
+        drives = statistics.mean(int(redis_cmd(sock, "MEMORY", "USAGE",
+                                               "fl:{%s}:drives" % host_name(i), "SAMPLES", "0")
+                                     or 0) for i in range(20))
+    finally:
+        srv.terminate()
+        srv.wait()
+    proj = {t: per_entry[t] * RETENTION[t] for t in RETENTION}
+    proj["drives"] = drives
+    return {"per_entry": per_entry, "projected": proj}
+
+
+def used_per_host(sock, hosts):
+    used = int(re.search(r"used_memory:(\d+)", redis_cmd(sock, "INFO", "memory")).group(1))
+    return used / hosts
+
+
+def measure_alerter(out, sock, d, hosts, alerts):
+    url = "unix://" + sock
+    n = min(alerts, hosts)
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 60))
+    with open(os.path.join(d, "alerts.txt"), "w") as f:
+        for i in range(n):
+            h = host_name(i)
+            ev = {"status": "firing", "fingerprint": "%016x" % (i + 1),
+                  "labels": {"alertname": "FleetScale", "severity": "page", "host": h},
+                  "annotations": {"summary": "bench"}, "startsAt": stamp, "generatorURL": "",
+                  "faultline": {"hosts": [h], "total_hosts": 1, "value": 1,
+                                "runbook": "", "evidence": ["cpu_stacks"]}}
+            f.write("XADD fl:alerts * e %s\n" % json.dumps(json.dumps(ev)))
+    subprocess.run("redis-cli -s %s < %s > /dev/null" % (sock, os.path.join(d, "alerts.txt")),
+                   shell=True, check=True)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    Receiver.count = 0
+    cfg = os.path.join(d, "alerter.yaml")
+    with open(cfg, "w") as f:
+        f.write("redis: %s\nconsumer: bench\ngroup_wait: 0s\ngroup_interval: 1s\n"
+                "receivers:\n  - name: rx\n    url: http://127.0.0.1:%d/\n    max_concurrency: 8\n"
+                "routes:\n  - receiver: rx\n    group_by: [alertname, host]\n"
+                % (url, srv.server_address[1]))
+    t0 = time.time()
+    p = subprocess.Popen([os.path.join(out, "faultline-alerter"), "--config", cfg,
+                          "--log-level", "warn"], stdout=subprocess.DEVNULL,
+                         stderr=open(os.path.join(d, "alerter.log"), "w"))
+    while Receiver.count < n and time.time() - t0 < 600:
+        time.sleep(0.05)
+    dt = (Receiver.last or time.time()) - t0
+    p.terminate()
+    p.wait()
+    srv.shutdown()
+    if Receiver.count < n:
+        sys.exit("fleet_scale: the alerter delivered %d of %d notifications in 600 s"
+                 % (Receiver.count, n))
+    return {"alerts": n, "per_s": n / dt, "seconds": dt}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out", nargs="?", default="build")
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--backfill", type=int, default=70, help="seconds of history written first")
+    ap.add_argument("--intervals", type=int, default=20)
+    ap.add_argument("--alerts", type=int, default=2000)
+    a = ap.parse_args()
+    out = os.path.abspath(a.out)
+    if not shutil.which("redis-server"):
+        sys.exit("fleet_scale: redis-server not found")
+    res = []
+    d = tempfile.mkdtemp(prefix="fl-scale-mem-")
+    print("fleet_scale: Redis bytes per entry (20 hosts, 3 h of history) ...", flush=True)
+    mem = measure_memory(out, d)
+    shutil.rmtree(d, ignore_errors=True)
+    for hosts in (int(x) for x in a.sizes.split(",")):
+        d = tempfile.mkdtemp(prefix="fl-scale-")
+        srv, sock = start_redis(d)
+        try:
+            print("fleet_scale: %d hosts ..." % hosts, flush=True)
+            r = {"hosts": hosts}
+            r.update(measure_rules(out, sock, d, hosts, a.backfill, a.intervals))
+            r["used_per_host"] = used_per_host(sock, hosts)
+            r["alerter"] = measure_alerter(out, sock, d, hosts, a.alerts)
+            res.append(r)
+        finally:
+            srv.terminate()
+            srv.wait()
+            shutil.rmtree(d, ignore_errors=True)
+    p = mem["projected"]
+    print("\nfleet_scale: Redis per host at full retention (DESIGN.md tiers), measured per entry")
+    print("  %-6s %10s %9s %12s" % ("tier", "B/entry", "entries", "MB per host"))
+    for t in ("s1", "s60", "s3600", "p10"):
+        print("  %-6s %10.0f %9d %12.2f" % (t, mem["per_entry"][t], RETENTION[t], p[t] / 1e6))
+    print("  %-6s %10s %9s %12.3f" % ("drives", "", "", p["drives"] / 1e6))
+    total = sum(p.values())
+    print("  total %.1f MB per host; x1,000 hosts = %.1f GB, x10,000 = %.0f GB" %
+          (total / 1e6, total * 1e3 / 1e9, total * 1e4 / 1e9))
+    print("\nfleet_scale: shipped rules every 1 s over a live simulated fleet; alerter delivery")
+    print("  %7s %5s %12s %12s %10s %10s %12s %12s" %
+          ("hosts", "rules", "eval p50 ms", "eval max ms", "read ms", "new/host",
+           "redis KB/h", "alerts/s"))
+    for r in res:
+        print("  %7d %5d %12.1f %12.1f %10.1f %10.2f %12.1f %12.0f" %
+              (r["hosts"], r["rules"], r["eval_ms"], r["eval_max_ms"], r["read_ms"], r["fresh"],
+               r["used_per_host"] / 1e3, r["alerter"]["per_s"]))
+    print("  (new/host: snapshots read per host per interval, 1.0 when the simulator keeps up; "
+          "redis KB/h: used_memory per host after %d s of history)" %
+          (a.backfill + a.intervals + 10))
+    if len(res) > 1:
+        lo, hi = res[0], res[-1]
+        g = hi["hosts"] / lo["hosts"]
+        print("  growth %dx hosts: rules evaluation %.1fx, read %.1fx, Redis per host %.2fx, "
+              "alerter rate %.2fx" %
+              (g, hi["eval_ms"] / lo["eval_ms"], hi["read_ms"] / max(lo["read_ms"], 1e-9),
+               hi["used_per_host"] / lo["used_per_host"],
+               hi["alerter"]["per_s"] / lo["alerter"]["per_s"]))
+    hi = res[-1]
+    print("  at %d hosts an interval (read + evaluate) takes %.0f%% of the 1 s budget on one core"
+          % (hi["hosts"], (hi["eval_ms"] + hi["read_ms"]) / 10))
+
+
+if __name__ == "__main__":
+    main()
