@@ -61,7 +61,7 @@ RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT
 	$(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
-.PHONY: all deps run test asan fuzz bench install clean vmlinux
+.PHONY: all deps run demo test asan fuzz bench install clean vmlinux
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -138,7 +138,16 @@ $(OUT)/tests/tools/slowfs: tests/tools/slowfs.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@
 
-all: $(OUT)/tests/tools/slowfs
+# Frame pointers and no inlining, so its function shows in CPU profiles.
+$(OUT)/tests/tools/hotloop: tests/tools/hotloop.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline $< -o $@
+
+all: $(OUT)/tests/tools/slowfs $(OUT)/tests/tools/hotloop
+
+# The whole chain on this machine with real faults (root): see scripts/demo.sh.
+demo: all
+	scripts/demo.sh $(OUT)
 
 run: all
 	scripts/run.sh $(OUT)

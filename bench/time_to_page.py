@@ -43,24 +43,8 @@ import time
 
 NS_A, NS_B = "fl-ttp-a", "fl-ttp-b"
 
-SENDER = r"""
-import socket, struct, sys, time
-rate, port = float(sys.argv[1]), 9
-s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-src, dst = socket.inet_aton("192.0.2.1"), socket.inet_aton("192.0.2.2")
-n = 0
-start = time.time()
-print("first %.6f" % start, flush=True)
-while True:
-    n += 1
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, n & 0xffff, 0, 64, 6, 0, src, dst)
-    # a SYN whose checksum is wrong on purpose
-    tcp = struct.pack("!HHIIBBHHH", 40000 + n % 1000, port, n, 0, 5 << 4, 0x02, 1024,
-                      0xdead, 0)
-    s.sendto(ip + tcp, ("192.0.2.2", 0))
-    due = start + n / rate
-    time.sleep(max(0, due - time.time()))
-"""
+SENDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
+                      "csum_sender.py")
 
 RECEIVER = r"""
 import http.server, json, sys, time
@@ -216,7 +200,7 @@ class Trial:
                             "--web.listen-address=127.0.0.1:%d" % port), name)
 
     def fault(self):
-        p = self.spawn(["ip", "netns", "exec", NS_A, "python3", "-c", SENDER, str(self.rate)],
+        p = self.spawn(["ip", "netns", "exec", NS_A, "python3", SENDER, str(self.rate)],
                        "sender", stdout=subprocess.PIPE)
         first = p.stdout.readline().split()
         return float(first[1])
