@@ -48,8 +48,10 @@ static void labels_free(struct label *l, uint32_t n)
 
 static void series_free(struct series *ser)
 {
-	free(ser->name);
-	labels_free(ser->labels, ser->nlabels);
+	if (!ser->borrowed) {
+		free(ser->name);
+		labels_free(ser->labels, ser->nlabels);
+	}
 	if (ser->kind == SERIES_HISTOGRAM) {
 		free(ser->hist);
 		free(ser->sparse);
@@ -371,6 +373,25 @@ void snapshot_link(struct snapshot *s, const struct snapshot *prev)
 		const struct series *p = snapshot_find_same(prev, &s->series[i], i);
 
 		s->series[i].link = p ? (uint32_t)(p - prev->series) + 1 : SERIES_LINK_NONE;
+	}
+}
+
+void snapshot_share_strings(struct snapshot *s, struct snapshot *prev)
+{
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		struct series *x = &s->series[i], *p;
+
+		if (!x->link || x->link == SERIES_LINK_NONE || x->link > prev->nseries ||
+		    x->borrowed)
+			continue;
+		p = &prev->series[x->link - 1];
+		if (p->borrowed)
+			continue;
+		free(x->name);
+		labels_free(x->labels, x->nlabels);
+		x->name = p->name;
+		x->labels = p->labels;
+		p->borrowed = 1;
 	}
 }
 

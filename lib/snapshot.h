@@ -83,6 +83,7 @@ struct series {
 		struct histogram *hist;		/* dense; NULL once compacted */
 	};
 	struct hist_sparse *sparse;	/* compacted histogram (snapshot_compact) */
+	int borrowed;			/* name and labels belong to a newer snapshot */
 };
 
 struct snapshot {
@@ -121,6 +122,17 @@ const struct histogram *series_hist(const struct series *ser, struct histogram *
  * the same order, as consecutive snapshots of one host do.
  */
 void snapshot_link(struct snapshot *s, const struct snapshot *prev);
+
+/*
+ * For a reader that keeps a host's snapshots in order and frees them
+ * oldest first (the rules engine): every series of s that is linked to the
+ * same series in prev (snapshot_link first) takes over prev's name and
+ * label strings instead of keeping its own copies, and prev's series are
+ * marked borrowed.  Ownership moves to the newest snapshot, so freeing the
+ * oldest first never frees a string a newer one still uses.  Saves the
+ * strings of every series of every kept snapshot but one.
+ */
+void snapshot_share_strings(struct snapshot *s, struct snapshot *prev);
 
 /* Initialise an empty snapshot. host is copied. Returns 0 or -ENOMEM. */
 int snapshot_init(struct snapshot *s, const char *host, uint64_t ts_ms,

@@ -360,6 +360,8 @@ int main(int argc, char **argv)
 
 		if (col == &profile_collector && (!p.cfg.profile_enabled || once))
 			continue;
+		if (col == &block_collector && !p.cfg.block_enabled)
+			continue;
 		if (col == &deploy_watch_collector && !p.cfg.ndeploy_watch)
 			continue;
 		if (col->needs_bpf && !p.cfg.bpf) {
@@ -426,13 +428,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	{
-		char iv[32];
+		char iv[32], names[256] = "";
 
-		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s%s",
+		/* the collectors that opened, not the ones that exist */
+		for (size_t i = 0; i < p.ncoll; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s",
+				 p.coll[i]->name);
+		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s",
 			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
-			 p.cfg.redis_url, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)",
-			 " tcp throttle drive", p.cfg.bpf ? (p.cfg.profile_enabled ?
-							      " block cpu profile" : " block cpu") : "");
+			 p.cfg.redis_url, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)", names);
 	}
 	rc = loop_run(p.loop) ? 1 : 0;
 	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {

@@ -96,10 +96,11 @@ int probe_config_parse(struct probe_config *cfg, const char *name, const char *t
 	    (ret = cfg_check_unknown(&c, spool, "max_snapshots, max_bytes", err, errlen)))
 		goto out;
 	if ((ret = cfg_map(&c, root, "block", &block, err, errlen)) ||
+	    (ret = cfg_bool(&c, block, "enabled", &cfg->block_enabled, err, errlen)) ||
 	    (ret = cfg_uint(&c, block, "max_devices", 1, 4096, &cfg->block_max_devices, err,
 			    errlen)) ||
 	    (ret = cfg_uint(&c, block, "slots", 1, 1024, &cfg->block_slots, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, block, "max_devices, slots", err, errlen)))
+	    (ret = cfg_check_unknown(&c, block, "enabled, max_devices, slots", err, errlen)))
 		goto out;
 	if ((ret = cfg_map(&c, root, "drive", &drive, err, errlen)) ||
 	    (ret = cfg_duration(&c, drive, "interval", &cfg->drive_interval_ns, err, errlen)) ||

@@ -108,9 +108,14 @@ int engine_take_snapshot(struct engine *e, struct snapshot *s)
 		snapshot_free(added);
 		return -ENOMEM;
 	}
-	/* range functions follow each series back through these links */
-	if (h->n)
+	/*
+	 * Range functions follow each series back through these links, and
+	 * the kept snapshots share one copy of each series' strings.
+	 */
+	if (h->n) {
 		snapshot_link(added, &h->snaps[h->n - 1]);
+		snapshot_share_strings(added, &h->snaps[h->n - 1]);
+	}
 	h->n++;
 	while (drop < h->n && h->snaps[drop].ts_ms + e->keep_ms < added->ts_ms)
 		snapshot_free(&h->snaps[drop++]);

@@ -87,8 +87,11 @@ receivers:
 EOF
 "$out/faultline-probe" --redis "$url" --host "$host" --metrics-addr "" 2>"$demo/probe.log" &
 pids+=($!)
-ip netns exec "$ns_b" "$out/faultline-probe" --redis "$url" --host "$host-netns-b" \
-	--metrics-addr "" 2>"$demo/probe-netns-b.log" &
+# the namespace's probe counts its TCP; this machine's disks and CPU profile
+# are the other probe's (block I/O and profiles are machine-wide)
+printf 'block: {enabled: false}\nprofile: {enabled: false}\n' >"$demo/probe-netns-b.yaml"
+ip netns exec "$ns_b" "$out/faultline-probe" --config "$demo/probe-netns-b.yaml" --redis "$url" \
+	--host "$host-netns-b" --metrics-addr "" 2>"$demo/probe-netns-b.log" &
 pids+=($!)
 "$out/faultline-rules" --rules etc/rules/faultline.yaml --redis "$url" --stale 10s \
 	2>"$demo/rules.log" &

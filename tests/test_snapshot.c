@@ -431,3 +431,26 @@ Test(snapshot, compact_histograms_encode_and_copy_the_same)
 	snapshot_free(&c);
 	snapshot_free(&d);
 }
+
+/* Shared strings: the newest snapshot owns them; freeing oldest first is clean. */
+Test(snapshot, shared_strings_move_to_the_newest)
+{
+	struct snapshot s[3];
+
+	for (int i = 0; i < 3; i++) {
+		snapshot_init(&s[i], "h", 1000 * (uint64_t)(i + 1), 1000, (uint64_t)i, 1);
+		snapshot_add_gauge(&s[i], "cpu.utilization", 0.5, "cpu", "0", NULL);
+		if (i < 2)	/* a series that disappears after the second snapshot */
+			snapshot_add_counter(&s[i], "tcp.in_segs", 1, NULL);
+		if (i) {
+			snapshot_link(&s[i], &s[i - 1]);
+			snapshot_share_strings(&s[i], &s[i - 1]);
+		}
+	}
+	cr_expect_eq(s[0].series[0].name, s[2].series[0].name, "not shared");
+	cr_expect(s[0].series[0].borrowed && s[1].series[0].borrowed && !s[2].series[0].borrowed);
+	cr_expect(!s[1].series[1].borrowed, "the last holder of a vanished series owns it");
+	cr_expect_str_eq(s[2].series[0].labels[0].value, "0");
+	for (int i = 0; i < 3; i++)
+		snapshot_free(&s[i]);	/* ASan/valgrind: no double free, no leak */
+}
