@@ -24,6 +24,7 @@ struct host_state {
 	char name[200];
 	struct snapshot *snaps;		/* oldest first */
 	size_t n, cap;
+	size_t thinned;			/* snaps[0..thinned) are THIN_MS apart */
 	char last_id[48];
 };
 
@@ -83,6 +84,60 @@ static struct host_state *host_of(struct engine *e, const char *name)
 	return &e->hosts[e->nhosts++];
 }
 
+/*
+ * History older than the longest range a non-baseline rule reads is only
+ * read by baselines, in slots of window/30 (30 s for a 15 min window), so
+ * one snapshot per THIN_MS is kept there.  With the shipped rules that is
+ * 300 snapshots at full resolution plus 150 thinned instead of 1,800.
+ */
+#define THIN_MS 10000
+
+/*
+ * Remove h->snaps[i] (0 < i < n - 1) from the middle of the history.  The
+ * strings it owns that its older neighbour shares go back to that
+ * neighbour (ownership moves to the newest holder; snapshot_share_strings),
+ * and its newer neighbour is linked to the older one.
+ */
+static void drop_middle(struct host_state *h, size_t i)
+{
+	struct snapshot *older = &h->snaps[i - 1], *gone = &h->snaps[i];
+
+	for (uint32_t k = 0; k < gone->nseries; k++) {
+		struct series *x = &gone->series[k], *y;
+
+		if (x->borrowed || !x->link || x->link == SERIES_LINK_NONE ||
+		    x->link > older->nseries)
+			continue;
+		y = &older->series[x->link - 1];
+		if (y->borrowed && y->name == x->name) {
+			y->borrowed = 0;
+			x->borrowed = 1;
+		}
+	}
+	snapshot_free(gone);
+	memmove(&h->snaps[i], &h->snaps[i + 1], (h->n - i - 1) * sizeof(*h->snaps));
+	h->n--;
+	snapshot_link(&h->snaps[i], &h->snaps[i - 1]);
+}
+
+/* Thin the snapshots that aged past e->dense_ms to one per THIN_MS. */
+static void thin(const struct engine *e, struct host_state *h)
+{
+	uint64_t boundary;
+	size_t i;
+
+	if (h->n < 3 || e->dense_ms >= e->keep_ms)
+		return;
+	boundary = h->snaps[h->n - 1].ts_ms - e->dense_ms;
+	for (i = h->thinned ? h->thinned : 1; i + 1 < h->n && h->snaps[i].ts_ms < boundary;) {
+		if (h->snaps[i].ts_ms - h->snaps[i - 1].ts_ms < THIN_MS)
+			drop_middle(h, i);
+		else
+			i++;
+	}
+	h->thinned = i;
+}
+
 int engine_take_snapshot(struct engine *e, struct snapshot *s)
 {
 	struct host_state *h = host_of(e, s->host);
@@ -122,11 +177,20 @@ int engine_take_snapshot(struct engine *e, struct snapshot *s)
 	if (drop) {
 		memmove(h->snaps, h->snaps + drop, (h->n - drop) * sizeof(*h->snaps));
 		h->n -= drop;
+		h->thinned = h->thinned > drop ? h->thinned - drop : 0;
 	}
+	thin(e, h);
 	return 0;
 nomem:
 	snapshot_free(s);
 	return -ENOMEM;
+}
+
+size_t engine_history(const struct engine *e, const char *host)
+{
+	uint32_t i;
+
+	return strmap_get(&e->host_index, host, &i) ? e->hosts[i].n : 0;
 }
 
 int engine_add_snapshot(struct engine *e, const struct snapshot *s)
@@ -232,7 +296,7 @@ static void free_instance(struct instance *in)
 int engine_init(struct engine *e, struct ruleset *rs)
 {
 	struct rule **rules;
-	uint64_t maxr = 0;
+	uint64_t maxr = 0, dense = 0;
 	int n;
 
 	memset(e, 0, sizeof(*e));
@@ -240,12 +304,16 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	memset(rs, 0, sizeof(*rs));
 	n = flat_rules(&e->rules, &rules);
 	for (int i = 0; i < n; i++) {
-		uint64_t need = expr_max_range(rules[i]->expr) + 2 * rules[i]->baseline.window_ns;
+		uint64_t range = expr_max_range(rules[i]->expr);
+		uint64_t need = range + 2 * rules[i]->baseline.window_ns;
 
 		if (need > maxr)
 			maxr = need;	/* a baseline looks back over both its windows */
+		if (!rules[i]->baseline.window_ns && range > dense)
+			dense = range;
 	}
 	e->keep_ms = maxr / NSEC_PER_MSEC + 5000;
+	e->dense_ms = dense / NSEC_PER_MSEC + 5000;
 	e->stale_ms = 5000;
 	e->nstate = n;
 	e->state = calloc((size_t)n + 2, sizeof(*e->state));

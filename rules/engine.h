@@ -53,6 +53,7 @@ struct engine {
 	size_t nhosts, cap;
 	struct strmap host_index;	/* host name -> index in hosts */
 	uint64_t keep_ms;		/* history kept per host */
+	uint64_t dense_ms;		/* of it, at full resolution (older: thinned) */
 	uint64_t stale_ms;		/* a host is silent after this */
 	char generator_url[256];
 	struct rule_inst *state;	/* per rule, flattened over groups */
@@ -86,6 +87,9 @@ int engine_set_deploys(struct engine *e, const struct deploy *d, int n);
  * -ENOMEM.
  */
 int engine_add_snapshot(struct engine *e, const struct snapshot *s);
+
+/* How many snapshots of host the engine holds (0 for an unknown host). */
+size_t engine_history(const struct engine *e, const char *host);
 int engine_take_snapshot(struct engine *e, struct snapshot *s);
 
 /*

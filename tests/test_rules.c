@@ -320,6 +320,48 @@ Test(rules, range_functions_follow_reordered_and_gapped_series)
 	rules_free(&rs);
 }
 
+/*
+ * History that only baselines read is thinned to one snapshot per 10 s:
+ * 40 min of 1 s snapshots under a 15 min baseline and a 1 min rate keep
+ * the last minute whole (the rate stays exact) and about one in ten of
+ * the rest; series that come and go keep their strings valid (ASan).
+ */
+Test(rules, history_beyond_the_longest_range_is_thinned)
+{
+	const char *yaml = "groups:\n  - name: g\n    rules:\n"
+			   "      - alert: Exact\n"
+			   "        expr: increase(tcp.in_csum_errors[1m]) == 60\n"
+			   "      - alert: Base\n"
+			   "        expr: avg_over_time(cpu.utilization{cpu=\"all\"}[1m])\n"
+			   "        baseline: {service: api, window: 15m}\n";
+	struct ruleset rs = { 0 };
+	struct events ev = { 0 };
+	struct engine e;
+	char err[256];
+	uint64_t t0 = 1764500000000ULL;
+	size_t kept;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs), 0);
+	for (int t = 0; t <= 2400; t++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h", t0 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+		snapshot_add_counter(&s, "tcp.in_csum_errors", (uint64_t)t, NULL);
+		snapshot_add_gauge(&s, "cpu.utilization", 0.5, "cpu", "all", NULL);
+		if (t % 7 < 3)	/* a series that comes and goes */
+			snapshot_add_gauge(&s, "cpu.utilization", 0.4, "cpu", "1", NULL);
+		cr_assert_eq(engine_take_snapshot(&e, &s), 0);
+	}
+	kept = engine_history(&e, "h");
+	cr_expect(kept >= 65 + 150 && kept <= 65 + 200, "kept %zu snapshots of 1,805", kept);
+	engine_eval(&e, t0 + 2400 * 1000, collect, &ev);
+	cr_expect_eq(ev.n, 1, "the 1 m increase is no longer exact (%d alerts)", ev.n);
+	engine_free(&e);
+	free_events(&ev);
+	rules_free(&rs);
+}
+
 Test(rules, nested_domains_and_topology, .timeout = 60)
 {
 	/* labels come only from the topology file here, not from the probes */
