@@ -4,12 +4,14 @@
 For each fleet size (--sizes, default 1,000 and 10,000 simulated hosts),
 in a redis-server of its own:
 
-  rules     `faultline sim` backfills --backfill seconds of the fleet and
-            then keeps writing it live, one snapshot per host per second,
-            while `faultline-rules` evaluates the shipped rules every second
-            (--intervals 1 s intervals); each interval's log line gives the
-            time spent reading new snapshots and evaluating.  The live
-            intervals (after the backfill) are summarised: median and worst.
+  rules     `faultline sim --ends-now` writes --history seconds of the fleet,
+            then `faultline-rules --replay` evaluates the shipped rules over
+            the last --intervals seconds on its own clock: every replayed
+            interval reads one new snapshot per host and evaluates, a live
+            daemon's steady state (the simulator does not have to keep up
+            with the wall clock).  Each interval's log line gives the time
+            spent reading and evaluating: median and worst, and the
+            engine's peak resident memory.
   redis     bytes per entry of each tier, measured with MEMORY USAGE on
             20 simulated hosts with 3 hours of history, and the projection
             to a full retention window per host (DESIGN.md: s1 15 min, s60
@@ -84,37 +86,42 @@ def host_name(i, per_rack=20, racks_per_switch=4):
     return "sw%03d-r%04d-h%02d" % (rack // racks_per_switch, rack, i % per_rack)
 
 
-def measure_rules(out, sock, d, hosts, backfill, intervals):
+def measure_rules(out, sock, d, hosts, history, intervals):
+    """The shipped rules over `history` seconds of the fleet, written at once
+    (faultline sim --ends-now), then replayed on the engine's own clock
+    over the last `intervals` seconds: each replayed interval reads exactly
+    one new snapshot per host and evaluates every rule, which is a live
+    daemon's steady state without depending on the simulator keeping up
+    with the wall clock.  Returns per-interval timings and the engine's
+    peak memory."""
     url = "unix://" + sock
-    live = intervals + 40
-    sim = subprocess.Popen([os.path.join(out, "faultline"), "sim", "--redis", url, "--hosts",
-                            str(hosts), "--hosts-per-rack", "20", "--racks-per-switch", "4",
-                            "--start", "-%ds" % backfill, "--duration", "%ds" % (backfill + live),
-                            "--no-profiles"],
-                                   stdout=subprocess.DEVNULL,
-                           stderr=open(os.path.join(d, "sim.log"), "w"))
-    # the rules start once the backfill is in, so their live intervals are live
-    t0 = time.time()
-    while sim.poll() is None and time.time() - t0 < 900:
-        with open(os.path.join(d, "sim.log")) as f:
-            log = f.read()
-        m = re.findall(r"sim: (\d+):(\d+) of", log)
-        if m and int(m[-1][0]) * 60 + int(m[-1][1]) >= backfill:
-            break
-        time.sleep(1)
-    rules = subprocess.run([os.path.join(out, "faultline-rules"), "--rules",
-                            "etc/rules/faultline.yaml", "--redis", url, "--intervals",
-                            str(intervals), "--stale", "30s"], capture_output=True, text=True)
-    sim.wait()
-    rows = [tuple(float(x) for x in m.groups()) for m in LINE.finditer(rules.stderr)]
-    if not rows:
-        sys.exit("fleet_scale: faultline-rules logged no intervals:\n" + rules.stderr[-2000:])
-    steady = rows[2:] if len(rows) > 4 else rows   # skip the catch-up reads
+    tl = os.path.join(d, "timeline.json")
+    subprocess.run([os.path.join(out, "faultline"), "sim", "--redis", url, "--hosts", str(hosts),
+                    "--hosts-per-rack", "20", "--racks-per-switch", "4", "--duration",
+                    "%ds" % history, "--ends-now", "--no-profiles", "--timeline", tl],
+                   check=True, stdout=subprocess.DEVNULL,
+                   stderr=open(os.path.join(d, "sim.log"), "w"))
+    with open(tl) as f:
+        t = json.load(f)
+    start = t["end_ms"] - intervals * 1000
+    p = subprocess.Popen([os.path.join(out, "faultline-rules"), "--rules",
+                          "etc/rules/faultline.yaml", "--redis", url, "--replay",
+                          "%d,%d" % (start, t["end_ms"]), "--stale", "30s", "--log-level",
+                          "debug"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    if status != 0:
+        sys.exit("fleet_scale: faultline-rules failed:\n" + err[-2000:])
+    rows = [tuple(float(x) for x in m.groups()) for m in LINE.finditer(err)]
+    if len(rows) < 4:
+        sys.exit("fleet_scale: faultline-rules logged no intervals:\n" + err[-2000:])
+    steady = rows[2:]   # the first reads the history before the replay's start
     ev = [r[4] for r in steady]
     rd = [r[1] for r in steady]
-    fresh = statistics.mean([r[0] for r in steady]) / hosts
     return {"eval_ms": statistics.median(ev), "eval_max_ms": max(ev),
-            "read_ms": statistics.median(rd), "rules": int(rows[-1][2]), "fresh": fresh}
+            "read_ms": statistics.median(rd), "rules": int(rows[-1][2]),
+            "fresh": statistics.mean([r[0] for r in steady]) / hosts,
+            "rules_rss_mb": usage.ru_maxrss / 1024}
 
 
 def measure_memory(out, d):
@@ -198,8 +205,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="?", default="build")
     ap.add_argument("--sizes", default="1000,10000")
-    ap.add_argument("--backfill", type=int, default=70, help="seconds of history written first")
-    ap.add_argument("--intervals", type=int, default=20)
+    ap.add_argument("--history", type=int, default=150, help="seconds of history written")
+    ap.add_argument("--intervals", type=int, default=30, help="intervals replayed and timed")
     ap.add_argument("--alerts", type=int, default=2000)
     a = ap.parse_args()
     out = os.path.abspath(a.out)
@@ -216,7 +223,7 @@ def main():
         try:
             print("fleet_scale: %d hosts ..." % hosts, flush=True)
             r = {"hosts": hosts}
-            r.update(measure_rules(out, sock, d, hosts, a.backfill, a.intervals))
+            r.update(measure_rules(out, sock, d, hosts, a.history, a.intervals))
             r["used_per_host"] = used_per_host(sock, hosts)
             r["alerter"] = measure_alerter(out, sock, d, hosts, a.alerts)
             res.append(r)
@@ -234,16 +241,16 @@ def main():
     print("  total %.1f MB per host; x1,000 hosts = %.1f GB, x10,000 = %.0f GB" %
           (total / 1e6, total * 1e3 / 1e9, total * 1e4 / 1e9))
     print("\nfleet_scale: shipped rules every 1 s over a live simulated fleet; alerter delivery")
-    print("  %7s %5s %12s %12s %10s %10s %12s %12s" %
+    print("  %7s %5s %12s %12s %10s %10s %12s %12s %12s" %
           ("hosts", "rules", "eval p50 ms", "eval max ms", "read ms", "new/host",
-           "redis KB/h", "alerts/s"))
+           "rules MB", "redis KB/h", "alerts/s"))
     for r in res:
-        print("  %7d %5d %12.1f %12.1f %10.1f %10.2f %12.1f %12.0f" %
+        print("  %7d %5d %12.1f %12.1f %10.1f %10.2f %12.0f %12.1f %12.0f" %
               (r["hosts"], r["rules"], r["eval_ms"], r["eval_max_ms"], r["read_ms"], r["fresh"],
-               r["used_per_host"] / 1e3, r["alerter"]["per_s"]))
-    print("  (new/host: snapshots read per host per interval, 1.0 when the simulator keeps up; "
-          "redis KB/h: used_memory per host after %d s of history)" %
-          (a.backfill + a.intervals + 10))
+               r["rules_rss_mb"], r["used_per_host"] / 1e3, r["alerter"]["per_s"]))
+    print("  (new/host: snapshots read per host per interval; rules MB: faultline-rules' peak "
+          "resident memory holding %d s of history; redis KB/h: used_memory per host)" %
+          a.history)
     if len(res) > 1:
         lo, hi = res[0], res[-1]
         g = hi["hosts"] / lo["hosts"]

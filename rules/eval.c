@@ -258,6 +258,49 @@ static const struct series *older(const struct host_window *h, size_t i,
 	return snapshot_find_same(p, latest, hint);
 }
 
+/* Index of h's last snapshot at or before t, or -1. */
+static ssize_t last_at(const struct host_window *h, uint64_t t)
+{
+	size_t lo = 0, hi = h->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (h->snaps[mid].ts_ms <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ssize_t)lo - 1;
+}
+
+/*
+ * delta and quantile read only a window's first and last samples: find the
+ * first by binary search and one lookup (with the series' index as the
+ * hint) instead of walking every snapshot in between.  Returns NAN when
+ * the window holds fewer than two samples.
+ */
+static double ends_fn(enum range_fn fn, const struct host_window *h, const struct series *latest,
+		      uint64_t from, uint32_t hint, double q)
+{
+	const struct series *first = NULL;
+	struct histogram d;
+
+	for (size_t i = (size_t)(last_at(h, from - 1) + 1); i + 1 < h->n && !first; i++) {
+		first = snapshot_find_same(&h->snaps[i], latest, hint);
+		if (first && first->kind != latest->kind)
+			first = NULL;
+	}
+	if (!first)
+		return NAN;
+	if (fn == RF_DELTA)
+		return scalar_of(latest) - scalar_of(first);
+	if (latest->kind != SERIES_HISTOGRAM)
+		return NAN;
+	series_hist_delta(&d, latest, first);
+	return d.count ? (double)hist_quantile(&d, q) : NAN;
+}
+
 /*
  * Apply a range function to series latest (of the host's newest snapshot)
  * of one host: walk back over the snapshots inside the range.
@@ -272,6 +315,8 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0;
 	size_t cnt = 0;
 
+	if (fn == RF_DELTA || fn == RF_QUANTILE)
+		return ends_fn(fn, h, latest, from, hint, q);
 	for (size_t i = h->n; i-- > 0;) {
 		const struct snapshot *s = &h->snaps[i];
 
@@ -648,22 +693,6 @@ int eval_is_quantile(const struct node *n, double *q)
 		return 0;
 	*q = n->args[0]->num;
 	return 1;
-}
-
-/* Index of h's last snapshot at or before t, or -1. */
-static ssize_t last_at(const struct host_window *h, uint64_t t)
-{
-	size_t lo = 0, hi = h->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (h->snaps[mid].ts_ms <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (ssize_t)lo - 1;
 }
 
 int eval_merge_quantile_hist(const struct node *n, const struct host_window *hosts, size_t nh,
