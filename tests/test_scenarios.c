@@ -296,9 +296,35 @@ Test(scenarios, sad_switch, .init = setup, .fini = teardown, .timeout = 240)
 	run_scenario("sad-switch", "\"peer\":\"10.");
 }
 
+/*
+ * One page per fault; and the fleet wear report (the story's second half)
+ * lists the failing drive first, then the worn one (to replace), then the
+ * cohort close behind it (to watch), ahead of every healthy drive.
+ */
 Test(scenarios, sad_server, .init = setup, .fini = teardown, .timeout = 240)
 {
+	char path[400];
+	struct json_object *rows;
+
 	run_scenario("sad-server", NULL);
+	snprintf(path, sizeof(path), "%s/wear.json", redis.dir);
+	cr_assert_eq(test_sh("%s/faultline report wear --json --redis %s >%s", test_out_dir(),
+			     redis.url, path), 0);
+	rows = read_json(path);
+	cr_assert_geq(json_object_array_length(rows), 6);
+	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 0), "host"), "sw003-r0006-h01");
+	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 0), "verdict"), "failing");
+	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 1), "host"), "sw002-r0005-h03");
+	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 1), "verdict"), "replace");
+	for (size_t i = 2; i < 6; i++) {
+		struct json_object *r = json_object_array_get_idx(rows, i);
+
+		cr_expect(!strncmp(jstr(r, "host"), "sw000-r0001-", 12) &&
+			  !strcmp(jstr(r, "verdict"), "watch"),
+			  "row %zu of the wear report is %s (%s), not the cohort", i, jstr(r, "host"),
+			  jstr(r, "verdict"));
+	}
+	json_object_put(rows);
 }
 
 Test(scenarios, lying_average, .init = setup, .fini = teardown, .timeout = 240)
