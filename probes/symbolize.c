@@ -291,7 +291,8 @@ static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
 	}
 	for (size_t i = 0; i < total; i++)
 		tmp[i].name = es->strings + (uintptr_t)tmp[i].name;
-	qsort(tmp, total, sizeof(*tmp), esym_cmp);
+	if (total)
+		qsort(tmp, total, sizeof(*tmp), esym_cmp);
 	es->syms = tmp;
 	es->nsyms = total;
 }

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "histogram.h"
+#include "strmap.h"
 
 void value_free(struct value *v)
 {
@@ -739,6 +740,66 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 	return merged;
 }
 
+/*
+ * Whether n's value for a host depends on that host's data alone: no
+ * aggregation and no peer comparison anywhere in it.  Such a side of
+ * `and` can be evaluated over a subset of the hosts without changing any
+ * element it would have produced for them.
+ */
+static int host_local(const struct node *n)
+{
+	if (!n)
+		return 1;
+	if (n->t == N_AGG || (n->t == N_CALL && !strcmp(n->fn, "peer_ratio")))
+		return 0;
+	for (int i = 0; i < n->nargs; i++)
+		if (!host_local(n->args[i]))
+			return 0;
+	return host_local(n->l) && host_local(n->r);
+}
+
+/*
+ * Evaluate n over the hosts that the elements of left name (host label);
+ * when some element names no host (an aggregate), over all of them.
+ */
+static int eval_on_hosts_of(const struct node *n, const struct value *left,
+			    const struct host_window *hosts, size_t nh, struct value *out,
+			    char *err, size_t errlen)
+{
+	struct host_window *sub;
+	struct strmap named;
+	size_t ns = 0;
+	int ret;
+
+	if (!left->n) {
+		memset(out, 0, sizeof(*out));
+		out->is_vector = 1;
+		return 0;
+	}
+	strmap_init(&named);
+	for (size_t i = 0; i < left->n; i++) {
+		const char *h = velem_label(&left->e[i], "host");
+
+		if (!h || strmap_put(&named, h, 1)) {
+			strmap_free(&named);
+			return eval(n, hosts, nh, out, err, errlen);
+		}
+	}
+	sub = malloc((named.len + 1) * sizeof(*sub));
+	for (size_t h = 0; sub && h < nh; h++) {
+		uint32_t v;
+
+		if (hosts[h].n && strmap_get(&named, hosts[h].snaps[hosts[h].n - 1].host, &v))
+			sub[ns++] = hosts[h];
+	}
+	strmap_free(&named);
+	if (!sub)
+		return -ENOMEM;
+	ret = eval(n, sub, ns, out, err, errlen);
+	free(sub);
+	return ret;
+}
+
 int eval(const struct node *n, const struct host_window *hosts, size_t nh, struct value *out,
 	 char *err, size_t errlen)
 {
@@ -802,8 +863,12 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 		return ret;
 	case N_BIN:
 		ret = eval(n->l, hosts, nh, &a, err, errlen);
-		if (!ret)
+		if (!ret && n->op == OP_AND && a.is_vector && host_local(n->r)) {
+			/* only the hosts the left side kept can match on the right */
+			ret = eval_on_hosts_of(n->r, &a, hosts, nh, &b, err, errlen);
+		} else if (!ret) {
 			ret = eval(n->r, hosts, nh, &b, err, errlen);
+		}
 		if (!ret)
 			ret = eval_bin(n, &a, &b, out, err, errlen);
 		value_free(&a);

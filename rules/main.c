@@ -172,7 +172,8 @@ static int flush_events(struct emit_ctx *c)
 		freeReplyObject(r);
 		free(c->queue[sent]);
 	}
-	memmove(c->queue, c->queue + sent, (size_t)(c->nqueue - sent) * sizeof(*c->queue));
+	if (sent)
+		memmove(c->queue, c->queue + sent, (size_t)(c->nqueue - sent) * sizeof(*c->queue));
 	c->nqueue -= sent;
 	return ret;
 }

@@ -362,6 +362,44 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 	rules_free(&rs);
 }
 
+/*
+ * `A and B` evaluates B only on the hosts A kept when B is host-local, but
+ * a peer comparison on the right needs every peer: h1 runs 10x hotter than
+ * its two peers, so it must fire (restricted to h1 alone, its peers'
+ * median would be itself and the ratio 1).
+ */
+Test(rules, and_keeps_peer_comparisons_whole)
+{
+	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: HotVsPeers\n"
+			   "        expr: drive.temperature_c > 5 and "
+			   "peer_ratio(drive.temperature_c, \"model\") > 2\n";
+	struct ruleset rs = { 0 };
+	struct events ev = { 0 };
+	struct engine e;
+	char err[256];
+	uint64_t t0 = 1764500000000ULL;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs), 0);
+	for (int h = 1; h <= 3; h++) {
+		struct snapshot s;
+		char name[8];
+
+		snprintf(name, sizeof(name), "h%d", h);
+		snapshot_init(&s, name, t0, 1000, 1, 1);
+		snapshot_add_gauge(&s, "drive.temperature_c", h == 1 ? 10 : 1, "device", "sda",
+				   "model", "M", NULL);
+		cr_assert_eq(engine_take_snapshot(&e, &s), 0);
+	}
+	engine_eval(&e, t0, collect, &ev);
+	cr_expect_eq(ev.n, 1, "want one alert for h1, got %d", ev.n);
+	if (ev.n)
+		cr_expect(strstr(ev.json[0], "\"host\":\"h1\""), "%s", ev.json[0]);
+	engine_free(&e);
+	free_events(&ev);
+	rules_free(&rs);
+}
+
 Test(rules, nested_domains_and_topology, .timeout = 60)
 {
 	/* labels come only from the topology file here, not from the probes */
