@@ -17,6 +17,7 @@
 
 #include <msgpack.h>
 
+#include "fnv.h"
 #include "wire.h"
 
 #define WIRE_MAX_DEPTH 8	/* the format nests 6 deep */
@@ -161,35 +162,13 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 
 uint32_t snapshot_name_hash(const char *name)
 {
-	uint32_t h = 2166136261u;
-
-	for (const char *p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h;
+	return (uint32_t)fnv64_str(FNV64_OFFSET, name);
 }
 
-/*
- * FNV-1a over the name and the sorted labels, with separators no string
- * holds ('\0' ends each), so that finding a series in an older snapshot
- * compares one integer per candidate instead of every label string.
- */
-static uint64_t series_id(const struct series *ser)
+uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-	const char *p;
-
-#define MIX(str)                                                        \
-	do {                                                            \
-		for (p = (str); *p; p++)                                \
-			h = (h ^ (unsigned char)*p) * 0x100000001b3ULL; \
-		h = (h ^ 0xff) * 0x100000001b3ULL;                      \
-	} while (0)
-	MIX(ser->name);
-	for (uint32_t i = 0; i < ser->nlabels; i++) {
-		MIX(ser->labels[i].key);
-		MIX(ser->labels[i].value);
-	}
-#undef MIX
+	for (uint32_t i = 0; i < n; i++)
+		h = fnv64_str(fnv64_sep(fnv64_str(fnv64_sep(h), l[i].key)), l[i].value);
 	return h;
 }
 
@@ -220,7 +199,9 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 	ser->nlabels = nlabels;
 	if (nlabels > 1)
 		qsort(ser->labels, nlabels, sizeof(*ser->labels), label_cmp);
-	ser->id = series_id(ser);
+	/* finding a series in an older snapshot then compares one integer first */
+	ser->id = snapshot_labels_hash(fnv64_str(FNV64_OFFSET, ser->name), ser->labels,
+				       ser->nlabels);
 	ser->name_hash = snapshot_name_hash(ser->name);
 	if (kind == SERIES_HISTOGRAM) {
 		ser->hist = calloc(1, sizeof(*ser->hist));

@@ -103,6 +103,14 @@ struct snapshot {
 uint32_t snapshot_name_hash(const char *name);
 
 /*
+ * h (fnv.h) extended by labels l[0..n) in their order, key and value each
+ * after a separator.  Alert fingerprints (rules/engine.c) are
+ * snapshot_labels_hash(fnv64_str(FNV64_OFFSET, alertname), labels, n);
+ * series ids the same with the metric name.
+ */
+uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n);
+
+/*
  * Turn every histogram of s into its compact form (hist_sparse), for
  * snapshots that are kept rather than added to.  Afterwards read
  * histograms with series_hist(); snapshot_copy, _encode and _free handle

@@ -7,16 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
+#include "fnv.h"
 
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 void strmap_init(struct strmap *m)
 {
@@ -34,7 +26,7 @@ void strmap_free(struct strmap *m)
 
 static size_t slot_of(const struct strmap *m, const char *key)
 {
-	size_t i = fnv1a(key) & (m->cap - 1);
+	size_t i = fnv64_str(FNV64_OFFSET, key) & (m->cap - 1);
 
 	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
 		i = (i + 1) & (m->cap - 1);

@@ -13,6 +13,7 @@
 #include "alert.h"
 #include "deploy.h"
 #include "eval.h"
+#include "fnv.h"
 #include "log.h"
 #include "profile.h"
 #include "stats.h"
@@ -387,20 +388,8 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 
 static void fingerprint(const char *name, const struct label *l, int n, char out[17])
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-	const char *parts[2];
+	uint64_t h = snapshot_labels_hash(fnv64_str(FNV64_OFFSET, name), l, (uint32_t)n);
 
-	for (const char *p = name; *p; p++)
-		h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
-	for (int i = 0; i < n; i++) {
-		parts[0] = l[i].key;
-		parts[1] = l[i].value;
-		for (int k = 0; k < 2; k++) {
-			h = (h ^ 0xff) * 0x100000001b3ULL;
-			for (const char *p = parts[k]; *p; p++)
-				h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
-		}
-	}
 	snprintf(out, 17, "%016" PRIx64, h);
 }
 

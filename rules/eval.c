@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "fnv.h"
 #include "histogram.h"
 #include "strmap.h"
 
@@ -34,21 +35,10 @@ const char *velem_label(const struct velem *e, const char *key)
 	return NULL;
 }
 
-/* FNV-1a of a sorted label set; '\0' ends each string, so ("ab","c") and
- * ("a","bc") differ. */
+/* Hash of a sorted label set, for matching vectors' elements. */
 static uint64_t labels_hash(const struct label *l, int nl)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (int i = 0; i < nl; i++)
-		for (int part = 0; part < 2; part++) {
-			const char *p = part ? l[i].value : l[i].key;
-
-			do
-				h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-			while (*p++);
-		}
-	return h;
+	return snapshot_labels_hash(FNV64_OFFSET, l, (uint32_t)nl);
 }
 
 /* Sort a few labels by key, by insertion (they arrive nearly sorted). */
