@@ -255,17 +255,16 @@ int scenario_parse(struct scenario *sc, const char *name, const char *text, size
 
 int scenario_load(struct scenario *sc, const char *path, char *err, size_t errlen)
 {
-	struct cfg c;
+	char *text;
+	size_t len;
 	int ret;
 
 	memset(sc, 0, sizeof(*sc));
-	ret = cfg_load_file(&c, path, err, errlen);
+	ret = cfg_read_file(path, &text, &len, err, errlen);
 	if (ret)
 		return ret;
-	ret = scenario_from_cfg(sc, &c, err, errlen);
-	cfg_free(&c);
-	if (ret)
-		scenario_free(sc);
+	ret = scenario_parse(sc, path, text, len, err, errlen);
+	free(text);
 	return ret;
 }
 
