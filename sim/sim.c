@@ -38,6 +38,7 @@
 #define PROFILE_HZ 49
 #define SPOOL_HIGH 50000
 #define WEAR_HISTORY_DAYS 30
+#define DRIVE_EVERY_MS (10 * 60 * 1000)
 
 /* Drive models of the fleet: every third host has each. */
 static const struct model {
@@ -354,7 +355,11 @@ static void put_rollup(const struct snapshot *out, void *arg)
 	sm->stats->rollups++;
 }
 
-/* Keep the drive record in Redis in step with the injected wear/failure. */
+/*
+ * Read the host's drive as a probe does: when its condition changes, else
+ * every DRIVE_EVERY_MS (a probe's default drive interval), and keep the
+ * record in Redis in step with the injected wear or failure.
+ */
 static void update_drive(struct sim *sm, struct host *h, uint64_t now_ms)
 {
 	double wear = h->c.wear > 0 ? h->c.wear : h->wear_base;
@@ -363,6 +368,9 @@ static void update_drive(struct sim *sm, struct host *h, uint64_t now_ms)
 	time_t secs;
 	struct tm tm;
 
+	if (h->drive_said[0] == wear && h->drive_said[1] == h->c.pending &&
+	    now_ms - r->read_at_ms < DRIVE_EVERY_MS)
+		return;
 	drive_set(r, DF_WEAR_USED_PCT, wear, "sim");
 	drive_set(r, DF_PENDING_SECTORS, h->c.pending, "sim");
 	drive_set(r, DF_SPARE_PCT, 100 - wear / 2, "sim");
