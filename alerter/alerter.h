@@ -68,6 +68,7 @@ struct alerter_config {
 	uint64_t evidence_window_ns;
 	size_t max_payload_bytes;
 	uint64_t backoff_initial_ns, backoff_max_ns;
+	uint64_t claim_idle_ns;		/* another alerter's entry is taken over after this */
 	char log_level[16];
 };
 

@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "alerter.h"
+#include "backoff.h"
 #include "config.h"
 #include "timeutil.h"
 
@@ -31,6 +33,48 @@ static int copy_str(const struct cfg *c, const struct cfg_node *map, const char 
 	}
 	snprintf(dst, len, "%s", v);
 	free(v);
+	return 0;
+}
+
+/* RFC 9110 field-name: one or more tchar. */
+static int header_name_valid(const char *k)
+{
+	if (!*k)
+		return 0;
+	for (; *k; k++)
+		if (!(('a' <= *k && *k <= 'z') || ('A' <= *k && *k <= 'Z') ||
+		      ('0' <= *k && *k <= '9') || strchr("!#$%&'*+-.^_`|~", *k)))
+			return 0;
+	return 1;
+}
+
+/* A field value: visible characters, spaces and tabs; no CR, LF or NUL. */
+static int header_value_valid(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v < 0x20 ? *v != '\t' : *v == 0x7f)
+			return 0;
+	return 1;
+}
+
+/*
+ * Retries must not hammer a receiver that is down: a floor on the first
+ * delay (0 s once sent 15,000 requests in 4 s) and a sane cap.
+ */
+static int check_backoff(const struct cfg *c, const struct cfg_node *dl,
+			 const struct alerter_config *ac, char *err, size_t errlen)
+{
+	if (ac->backoff_initial_ns < BACKOFF_MIN_INITIAL_NS)
+		return cfg_error(c, cfg_get(dl, "backoff_initial") ? cfg_get(dl, "backoff_initial")
+			       : dl, err, errlen, "backoff_initial: at least 100ms (Alertmanager "
+			       "uses 500ms), so a receiver that is down is not flooded");
+	if (ac->backoff_max_ns < ac->backoff_initial_ns || ac->backoff_max_ns > 3600 * NSEC_PER_SEC)
+		return cfg_error(c, cfg_get(dl, "backoff_max") ? cfg_get(dl, "backoff_max") : dl,
+				 err, errlen, "backoff_max: between backoff_initial and 1h");
+	if (ac->claim_idle_ns < NSEC_PER_SEC)
+		return cfg_error(c, cfg_get(dl, "claim_idle") ? cfg_get(dl, "claim_idle") : dl,
+				 err, errlen, "claim_idle: at least 1s (entries another alerter is "
+				 "still working on must not be taken from it)");
 	return 0;
 }
 
@@ -63,11 +107,27 @@ static int parse_receiver(struct alerter_config *ac, const struct cfg *c, const 
 	    (ret = cfg_map(c, n, "headers", &h, err, errlen)))
 		return ret;
 	r->max_concurrency = (int)conc;
+	if (h && h->nchild > 16)
+		return cfg_error(c, &h->child[16], err, errlen, "headers: at most 16");
 	for (size_t i = 0; h && i < h->nchild && i < 16; i++) {
 		((struct cfg_node *)&h->child[i])->used = 1;
 		if (h->child[i].type != CFG_SCALAR)
 			return cfg_error(c, &h->child[i], err, errlen, "headers.%s: expected a string",
 					 h->child[i].key);
+		if (!header_name_valid(h->child[i].key))
+			return cfg_error(c, &h->child[i], err, errlen, "headers.%s: not a valid HTTP "
+					 "header name (letters, digits and !#$%%&'*+-.^_`|~ only)",
+					 h->child[i].key);
+		if (!header_value_valid(h->child[i].value))
+			return cfg_error(c, &h->child[i], err, errlen, "headers.%s: the value holds a "
+					 "control character (CR, LF, NUL...); one line of text only",
+					 h->child[i].key);
+		if (!strncasecmp(h->child[i].key, "X-Faultline-", 12) ||
+		    !strcasecmp(h->child[i].key, "Content-Type") ||
+		    !strcasecmp(h->child[i].key, "Content-Length") ||
+		    !strcasecmp(h->child[i].key, "Host"))
+			return cfg_error(c, &h->child[i], err, errlen, "headers.%s: set by the alerter "
+					 "itself; it cannot be overridden", h->child[i].key);
 		r->headers[r->nheaders].key = h->child[i].key;
 		r->headers[r->nheaders].value = h->child[i].value;
 		r->nheaders++;
@@ -182,8 +242,9 @@ static void reset(struct alerter_config *ac)
 	ac->top_stacks = 10;
 	ac->evidence_window_ns = 5 * 60 * NSEC_PER_SEC;
 	ac->max_payload_bytes = 256 * 1024;
-	ac->backoff_initial_ns = NSEC_PER_SEC;
-	ac->backoff_max_ns = 60 * NSEC_PER_SEC;
+	ac->backoff_initial_ns = BACKOFF_INITIAL_NS;
+	ac->backoff_max_ns = BACKOFF_MAX_NS;
+	ac->claim_idle_ns = 60 * NSEC_PER_SEC;
 }
 
 int alerter_config_parse(struct alerter_config *ac, const char *name, const char *text,
@@ -234,7 +295,10 @@ int alerter_config_parse(struct alerter_config *ac, const char *name, const char
 	    (ret = cfg_map(&c, root, "delivery", &dl, err, errlen)) ||
 	    (ret = cfg_duration(&c, dl, "backoff_initial", &ac->backoff_initial_ns, err, errlen)) ||
 	    (ret = cfg_duration(&c, dl, "backoff_max", &ac->backoff_max_ns, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, dl, "backoff_initial, backoff_max", err, errlen)) ||
+	    (ret = cfg_duration(&c, dl, "claim_idle", &ac->claim_idle_ns, err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, dl, "backoff_initial, backoff_max, claim_idle", err,
+				     errlen)) ||
+	    (ret = check_backoff(&c, dl, ac, err, errlen)) ||
 	    (ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
 		goto out;
 	ac->top_stacks = (uint32_t)top;

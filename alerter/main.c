@@ -21,12 +21,16 @@
 #include <curl/curl.h>
 
 #include "alerter.h"
+#include "backoff.h"
 #include "log.h"
 #include "store.h"
+#include "strmap.h"
 #include "timeutil.h"
 
 #define STREAM "fl:alerts"
+#define DEAD_STREAM "fl:alerts:dead"
 #define GROUP "alerter"
+#define PAGE 100			/* entries per XREADGROUP / XAUTOCLAIM page */
 
 struct group {
 	char key[512];
@@ -39,6 +43,7 @@ struct group {
 	int nids;
 	uint64_t created_ns, last_sent_ns;
 	int changed, sent_once;
+	uint32_t repeats;		/* repeat notifications sent of unchanged content */
 	/* the notification in flight or waiting to be retried */
 	CURL *easy;
 	struct curl_slist *hdrs;
@@ -46,6 +51,7 @@ struct group {
 	char idem[65];
 	int nids_sent;
 	int attempts;
+	struct backoff backoff;
 	uint64_t retry_at_ns;
 	int pending;			/* a notification exists (in flight or waiting) */
 	int in_flight;
@@ -55,6 +61,7 @@ struct group {
 struct alerter {
 	struct alerter_config cfg;
 	redisContext *rc;
+	char redis_shown[512];		/* the URL with its password masked, for logs */
 	CURLM *multi;
 	struct group **groups;
 	int ngroups;
@@ -62,7 +69,12 @@ struct alerter {
 	struct silence *silences;
 	int nsilences;
 	uint64_t silences_at;
-	uint64_t seq;
+	struct strmap held;		/* entry ids some group holds unacked */
+	int read_pending;		/* our own pending list must be read (start, reconnect) */
+	uint64_t claim_at_ns;		/* next XAUTOCLAIM + refresh of held entries */
+	struct backoff redis_backoff;	/* Redis unreachable or answering errors */
+	uint64_t redis_retry_at_ns;
+	uint64_t redis_error_said_ns;	/* rate limit for repeated Redis errors */
 };
 
 static volatile sig_atomic_t stopping;
@@ -82,8 +94,10 @@ static void usage(FILE *out)
 "group and deduplicate them, and deliver signed webhooks: Alertmanager-\n"
 "compatible JSON (version 4) with a \"faultline\" evidence section, Slack, or\n"
 "PagerDuty Events v2.  An event is acknowledged only after its receiver\n"
-"answered 2xx; 5xx and network errors are retried with backoff, other 4xx are\n"
-"dead-lettered to fl:alerts:dead.  The built-in default config is\n"
+"answered 2xx or it was dead-lettered to fl:alerts:dead (4xx, unparsable, no\n"
+"route); 5xx and network errors are retried with backoff (0.5 s x 1.5,\n"
+"jittered, up to 60 s).  Unacknowledged events survive restarts and are\n"
+"taken over by another alerter after 60 s.  The built-in default config is\n"
 "etc/alerter.yaml (--print-config shows it).\n"
 "\n"
 "  -c, --config FILE     read FILE instead of the built-in default\n"
@@ -96,6 +110,46 @@ static void usage(FILE *out)
 
 /* ---- Redis ------------------------------------------------------------- */
 
+/*
+ * Every Redis exchange of the alerter is in this section.  A command that
+ * fails on the connection drops it (redis_lost); one Redis answers with an
+ * error (WRONGTYPE, NOGROUP, OOM...) is logged at most every 10 s and the
+ * Redis work backs off, so a misconfigured key is not a busy loop.
+ */
+
+static void redis_lost(struct alerter *al)
+{
+	log_warn("lost the redis connection to %s (%s); reconnecting", al->redis_shown,
+		 al->rc && al->rc->errstr[0] ? al->rc->errstr : "error");
+	if (al->rc)
+		redisFree(al->rc);
+	al->rc = NULL;
+	al->redis_retry_at_ns = time_mono_ns() + backoff_next(&al->redis_backoff);
+}
+
+/* Redis answered `what` with an error: log (rate-limited) and back off. */
+static void redis_refused(struct alerter *al, const char *what, const char *msg)
+{
+	uint64_t now = time_mono_ns(), delay = backoff_next(&al->redis_backoff);
+
+	if (!al->redis_error_said_ns || now - al->redis_error_said_ns >= 10 * NSEC_PER_SEC) {
+		if (strstr(msg, "WRONGTYPE"))
+			log_error("%s: %s: the key %s is not a stream; rename or delete it "
+				  "(redis-cli TYPE %s) — alerts cannot be read until then",
+				  what, msg, STREAM, STREAM);
+		else
+			log_error("%s: %s; retrying in %.1f s", what, msg, (double)delay / 1e9);
+		al->redis_error_said_ns = now;
+	}
+	al->redis_retry_at_ns = now + delay;
+}
+
+/* 1 when Redis work may run now. */
+static int redis_ready(struct alerter *al)
+{
+	return al->rc && time_mono_ns() >= al->redis_retry_at_ns;
+}
+
 static int ensure_redis(struct alerter *al)
 {
 	char err[256];
@@ -103,52 +157,135 @@ static int ensure_redis(struct alerter *al)
 
 	if (al->rc)
 		return 0;
+	if (time_mono_ns() < al->redis_retry_at_ns)
+		return -1;
 	al->rc = store_connect(al->cfg.redis_url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!al->rc) {
-		log_warn("%s; retrying", err);
+		uint64_t delay = backoff_next(&al->redis_backoff);
+
+		log_warn("%s; retrying in %.1f s", err, (double)delay / 1e9);
+		al->redis_retry_at_ns = time_mono_ns() + delay;
 		return -1;
 	}
 	r = redisCommand(al->rc, "XGROUP CREATE %s %s 0 MKSTREAM", STREAM, GROUP);
-	if (r)
-		freeReplyObject(r);	/* BUSYGROUP when it exists: fine */
-	log_info("connected to %s", al->cfg.redis_url);
+	if (!r) {
+		redis_lost(al);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ERROR && !strstr(r->str, "BUSYGROUP"))
+		redis_refused(al, "XGROUP CREATE " STREAM, r->str);
+	freeReplyObject(r);
+	log_info("connected to %s", al->redis_shown);
+	backoff_reset(&al->redis_backoff);
+	al->read_pending = 1;	/* what we held may be ours again, or gone */
+	al->claim_at_ns = 0;
 	return 0;
 }
 
-static void redis_lost(struct alerter *al)
+/*
+ * Acknowledge ids (one XACK) and forget them.  Returns 0, or -1 when the
+ * acknowledgement was not confirmed (the entries stay pending in Redis and
+ * are read again after the reconnect; what they carry is then a repeat).
+ */
+static int ack(struct alerter *al, char (*ids)[32], int n)
 {
-	log_warn("lost the redis connection (%s); reconnecting",
-		 al->rc && al->rc->errstr[0] ? al->rc->errstr : "error");
-	if (al->rc)
-		redisFree(al->rc);
-	al->rc = NULL;
-}
+	const char **argv;
+	redisReply *r;
+	int ret = -1;
 
-static void ack(struct alerter *al, char (*ids)[32], int n)
-{
-	for (int i = 0; i < n && al->rc; i++) {
-		redisReply *r = redisCommand(al->rc, "XACK %s %s %s", STREAM, GROUP, ids[i]);
-
-		if (!r) {
-			redis_lost(al);
-			return;
-		}
-		freeReplyObject(r);
+	for (int i = 0; i < n; i++)
+		strmap_del(&al->held, ids[i]);
+	if (!n)
+		return 0;
+	if (!al->rc)
+		return -1;
+	argv = malloc((size_t)(n + 3) * sizeof(*argv));
+	if (!argv)
+		return -1;
+	argv[0] = "XACK";
+	argv[1] = STREAM;
+	argv[2] = GROUP;
+	for (int i = 0; i < n; i++)
+		argv[3 + i] = ids[i];
+	r = redisCommandArgv(al->rc, n + 3, argv, NULL);
+	free(argv);
+	if (!r) {
+		redis_lost(al);
+		return -1;
 	}
+	if (r->type == REDIS_REPLY_ERROR)
+		redis_refused(al, "XACK " STREAM, r->str);
+	else
+		ret = 0;
+	freeReplyObject(r);
+	return ret;
 }
 
-/* Append a record of what happened to a notification (sent, dead, silenced). */
-static void record(struct alerter *al, const char *stream, const char *what, const char *group,
-		   const char *detail)
+static int ack_one(struct alerter *al, const char *id)
+{
+	char one[1][32];
+
+	snprintf(one[0], sizeof(one[0]), "%s", id);
+	return ack(al, one, 1);
+}
+
+/*
+ * Put a dead letter on fl:alerts:dead: why, which group and receiver (empty
+ * when it never reached one), the stream entries it stands for, and the
+ * event or notification body.  One shape for every reason.  Returns 0 once
+ * Redis has it; the caller acknowledges the entries only then.
+ */
+static int dead_letter(struct alerter *al, const char *reason, const char *group,
+		       const char *receiver, const char *ids, const char *body, size_t len)
+{
+	const char *argv[] = { "XADD", DEAD_STREAM, "MAXLEN", "~", "100000", "*",
+			       "reason", reason, "group", group, "receiver", receiver,
+			       "entries", ids, "body", body };
+	size_t lens[16];
+	redisReply *r;
+	int ret = -1;
+
+	for (int i = 0; i < 16; i++)
+		lens[i] = strlen(argv[i]);
+	lens[15] = len;
+	if (!al->rc)
+		return -1;
+	r = redisCommandArgv(al->rc, 16, argv, lens);
+	if (!r) {
+		redis_lost(al);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ERROR)
+		redis_refused(al, "XADD " DEAD_STREAM, r->str);
+	else
+		ret = 0;
+	freeReplyObject(r);
+	return ret;
+}
+
+/* Append a record of what happened to a notification (sent, silenced). */
+static void record(struct alerter *al, const char *what, const char *group, const char *detail)
 {
 	redisReply *r;
 
 	if (!al->rc)
 		return;
-	r = redisCommand(al->rc, "XADD %s MAXLEN ~ 100000 * what %s group %s detail %s", stream,
-			 what, group, detail ? detail : "");
-	if (r)
+	r = redisCommand(al->rc, "XADD fl:notifications MAXLEN ~ 100000 * what %s group %s "
+			 "detail %s", what, group, detail ? detail : "");
+	if (!r)
+		redis_lost(al);
+	else
 		freeReplyObject(r);
+}
+
+/* Stream ids "ms-seq" in stream order (-1, 0, 1). */
+static int entry_id_cmp(const char *a, const char *b)
+{
+	unsigned long long am = 0, as = 0, bm = 0, bs = 0;
+
+	sscanf(a, "%llu-%llu", &am, &as);
+	sscanf(b, "%llu-%llu", &bm, &bs);
+	return am != bm ? (am < bm ? -1 : 1) : as != bs ? (as < bs ? -1 : 1) : 0;
 }
 
 /* ---- grouping ---------------------------------------------------------- */
@@ -207,21 +344,56 @@ static struct group *group_for(struct alerter *al, int route, const struct alert
 	return g;
 }
 
-/* Put the alert of entry id into its group (replacing its older state). */
+/* Hold entry id in g until a notification carrying it is delivered. */
+static void hold(struct alerter *al, struct group *g, const char *id)
+{
+	char (*n)[32] = realloc(g->ids, (size_t)(g->nids + 1) * sizeof(*n));
+
+	if (!n) {
+		/* not held: it stays pending in Redis and comes back on a re-read */
+		log_error("out of memory holding %s entry %s", STREAM, id);
+		return;
+	}
+	g->ids = n;
+	snprintf(g->ids[g->nids++], 32, "%s", id);
+	strmap_put(&al->held, id, 1);
+}
+
+static void drop_alert(struct group_alert *ga)
+{
+	alert_free(&ga->a);
+	free(ga);
+}
+
+/*
+ * Take stream entry id (an event, json) into its group.  An entry some
+ * group already holds is a re-read (our pending list after a reconnect, a
+ * claim): it is skipped, never acknowledged again.  Otherwise the entry is
+ * either acknowledged now because it tells nothing new — a copy of a state
+ * the group already holds or delivered (same status and startsAt), or older
+ * than the state held — or dead-lettered, or held by its group until the
+ * notification that carries it is delivered.  A firing event whose startsAt
+ * differs from the firing alert held is a new incident, never a duplicate.
+ */
 static void take_event(struct alerter *al, const char *id, const char *json, size_t len)
 {
-	struct group_alert *ga = calloc(1, sizeof(*ga));
+	struct group_alert *ga;
 	const struct silence *sil;
 	struct group *g;
 	char err[256];
+	uint32_t dummy;
 	int route;
 
+	if (strmap_get(&al->held, id, &dummy))
+		return;
+	ga = calloc(1, sizeof(*ga));
 	if (!ga)
 		return;
 	if (alert_parse(&ga->a, json, len, err, sizeof(err))) {
-		log_error("fl:alerts entry %s is not an alert event (%s); dead-lettered", id, err);
-		record(al, "fl:alerts:dead", "unparsable", id, err);
-		ack(al, (char (*)[32])id, 1);
+		log_error("%s entry %s is not an alert event (%s); dead-lettered to %s", STREAM, id,
+			  err, DEAD_STREAM);
+		if (dead_letter(al, err, "", "", id, json, len) == 0)
+			ack_one(al, id);
 		free(ga);
 		return;
 	}
@@ -233,69 +405,63 @@ static void take_event(struct alerter *al, const char *id, const char *json, siz
 
 		snprintf(detail, sizeof(detail), "%s %s silenced by %s (%s)", ga->a.fingerprint,
 			 alert_label(&ga->a, "alertname"), sil->id, sil->comment);
-		record(al, "fl:notifications", "silenced", alert_label(&ga->a, "alertname"), detail);
+		record(al, "silenced", alert_label(&ga->a, "alertname"), detail);
 		log_info("%s", detail);
-		ack(al, (char (*)[32])id, 1);
-		alert_free(&ga->a);
-		free(ga);
+		ack_one(al, id);
+		drop_alert(ga);
 		return;
 	}
 	route = route_of(&al->cfg, &ga->a);
 	if (route < 0) {
-		log_warn("alert %s matches no route; dead-lettered (add a catch-all route)",
-			 alert_label(&ga->a, "alertname"));
-		record(al, "fl:alerts:dead", "no route", alert_label(&ga->a, "alertname"),
-		       ga->a.fingerprint);
-		ack(al, (char (*)[32])id, 1);
-		alert_free(&ga->a);
-		free(ga);
+		log_warn("alert %s matches no route; dead-lettered to %s (add a catch-all route)",
+			 alert_label(&ga->a, "alertname"), DEAD_STREAM);
+		if (dead_letter(al, "no route", "", "", id, json, len) == 0)
+			ack_one(al, id);
+		drop_alert(ga);
 		return;
 	}
 	g = group_for(al, route, &ga->a);
 	if (!g) {
-		alert_free(&ga->a);
-		free(ga);
+		drop_alert(ga);
 		return;
 	}
-	/* dedup by fingerprint: the newest state wins */
 	for (int i = 0; i < g->nalerts; i++) {
-		if (!strcmp(g->alerts[i]->a.fingerprint, ga->a.fingerprint)) {
-			if (g->alerts[i]->a.firing == ga->a.firing) {
-				/* a repeat of the state we hold: nothing new to tell */
-				ack(al, (char (*)[32])id, 1);
-				alert_free(&ga->a);
-				free(ga);
-				return;
-			}
-			g->changed = 1;
-			ga->sent_state = g->alerts[i]->sent_state;
-			alert_free(&g->alerts[i]->a);
-			free(g->alerts[i]);
-			g->alerts[i] = ga;
-			goto add_id;
+		struct group_alert *held = g->alerts[i];
+
+		if (strcmp(held->a.fingerprint, ga->a.fingerprint))
+			continue;
+		if (entry_id_cmp(id, held->entry_id) < 0 ||
+		    (held->a.firing == ga->a.firing && held->a.starts_ms == ga->a.starts_ms)) {
+			/*
+			 * Older than what we hold, or the same state again: the entry that
+			 * carries the state is held (or was delivered), so this one may go.
+			 */
+			ack_one(al, id);
+			drop_alert(ga);
+			return;
 		}
+		/* the newest state wins; a different startsAt is a new incident */
+		g->changed = 1;
+		ga->sent_state = held->sent_state;
+		if (ga->a.firing && held->a.starts_ms != ga->a.starts_ms)
+			ga->sent_state = -1;
+		drop_alert(held);
+		g->alerts[i] = ga;
+		hold(al, g, id);
+		return;
 	}
 	{
 		struct group_alert **n = realloc(g->alerts, (size_t)(g->nalerts + 1) * sizeof(*n));
 
 		if (!n) {
-			alert_free(&ga->a);
-			free(ga);
+			drop_alert(ga);
 			return;
 		}
 		g->alerts = n;
 		g->alerts[g->nalerts++] = ga;
 		g->changed = 1;
 	}
-add_id:
-	{
-		char (*n)[32] = realloc(g->ids, (size_t)(g->nids + 1) * sizeof(*n));
-
-		if (n) {
-			g->ids = n;
-			snprintf(g->ids[g->nids++], 32, "%s", id);
-		}
-	}
+	hold(al, g, id);
 }
 
 /* ---- delivery ---------------------------------------------------------- */
@@ -376,12 +542,48 @@ static uint64_t group_due_at(const struct alerter *al, const struct group *g)
 	return firing ? g->last_sent_ns + cfg->repeat_interval_ns : UINT64_MAX;
 }
 
+static int by_fingerprint(const void *a, const void *b)
+{
+	const struct group_alert *x = *(struct group_alert *const *)a;
+	const struct group_alert *y = *(struct group_alert *const *)b;
+
+	return strcmp(x->a.fingerprint, y->a.fingerprint);
+}
+
+/*
+ * The notification's idempotency key: SHA-256 of the receiver, the group
+ * and, in fingerprint order, each alert's fingerprint, status and startsAt
+ * (plus the repeat number of a repeat notification).  Content only: the
+ * same notification rebuilt after a restart carries the same key, so a
+ * receiver can drop the redelivery; a new incident (new startsAt) or a
+ * resolution gets a new one.
+ */
+static void idempotency_key(const char *receiver, struct group *g, char out[65])
+{
+	struct strbuf k = STRBUF_INIT;
+	struct group_alert **sorted = malloc((size_t)g->nalerts * sizeof(*sorted) + 1);
+
+	strbuf_addf(&k, "%s|%s", receiver, g->key);
+	if (sorted) {
+		memcpy(sorted, g->alerts, (size_t)g->nalerts * sizeof(*sorted));
+		qsort(sorted, (size_t)g->nalerts, sizeof(*sorted), by_fingerprint);
+		for (int i = 0; i < g->nalerts; i++)
+			strbuf_addf(&k, "|%s:%s:%llu", sorted[i]->a.fingerprint,
+				    sorted[i]->a.firing ? "firing" : "resolved",
+				    (unsigned long long)sorted[i]->a.starts_ms);
+		free(sorted);
+	}
+	if (g->repeats)
+		strbuf_addf(&k, "|repeat:%u", g->repeats);
+	sha256_hex(strbuf_str(&k), k.len, out);
+	strbuf_release(&k);
+}
+
 /* Decide whether g should send now; if so build the notification. */
 static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 {
 	const struct alerter_config *cfg = &al->cfg;
-	struct strbuf idem = STRBUF_INIT;
-	int due;
+	int due, repeat;
 
 	if (g->pending) {
 		if (!g->in_flight && now >= g->retry_at_ns &&
@@ -400,31 +602,32 @@ static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 	due = now >= group_due_at(al, g);
 	if (!due || al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
 		return;
+	repeat = g->sent_once && !g->changed;
+	g->repeats = repeat ? g->repeats + 1 : 0;
 	strbuf_reset(&g->body);
 	if (payload_build(cfg, &cfg->receivers[g->receiver], g->key, g->glabels, g->ngl,
 			  g->alerts, g->nalerts, al->rc, &g->body)) {
 		log_error("out of memory building a notification for %s", g->key);
 		return;
 	}
-	strbuf_addf(&idem, "%s|%s|%llu", cfg->receivers[g->receiver].name, g->key,
-		    (unsigned long long)++al->seq);
-	for (int i = 0; i < g->nalerts; i++)
-		strbuf_addf(&idem, "|%s:%d:%llu", g->alerts[i]->a.fingerprint, g->alerts[i]->a.firing,
-			    (unsigned long long)g->alerts[i]->a.starts_ms);
-	sha256_hex(strbuf_str(&idem), idem.len, g->idem);
-	strbuf_release(&idem);
+	idempotency_key(cfg->receivers[g->receiver].name, g, g->idem);
 	g->nids_sent = g->nids;
 	for (int i = 0; i < g->nalerts; i++)
 		g->alerts[i]->sent_state = g->alerts[i]->a.firing;
 	g->attempts = 0;
+	backoff_init(&g->backoff, cfg->backoff_initial_ns, cfg->backoff_max_ns);
 	g->pending = 1;
 	g->changed = 0;
 	start_request(al, g);
 }
 
+/*
+ * The notification g had pending is settled: delivered (2xx) or
+ * dead-lettered.  Acknowledge the entries it carried (later arrivals stay
+ * held for the next one).
+ */
 static void finish_group_send(struct alerter *al, struct group *g, int delivered)
 {
-	/* acknowledge what this notification carried; keep later arrivals */
 	ack(al, g->ids, g->nids_sent);
 	memmove(g->ids, g->ids + g->nids_sent, (size_t)(g->nids - g->nids_sent) * sizeof(*g->ids));
 	g->nids -= g->nids_sent;
@@ -436,14 +639,20 @@ static void finish_group_send(struct alerter *al, struct group *g, int delivered
 		/* alerts whose resolution was in this notification are done */
 		for (int i = 0; i < g->nalerts;) {
 			if (!g->alerts[i]->a.firing && g->alerts[i]->sent_state == 0) {
-				alert_free(&g->alerts[i]->a);
-				free(g->alerts[i]);
+				drop_alert(g->alerts[i]);
 				g->alerts[i] = g->alerts[--g->nalerts];
 			} else {
 				i++;
 			}
 		}
 	}
+}
+
+/* The ids g's pending notification carries, space-separated, for a dead letter. */
+static void ids_text(const struct group *g, struct strbuf *out)
+{
+	for (int i = 0; i < g->nids_sent; i++)
+		strbuf_addf(out, "%s%s", i ? " " : "", g->ids[i]);
 }
 
 static void on_done(struct alerter *al, CURLMsg *msg)
@@ -468,41 +677,40 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 	if (result == CURLE_OK && code >= 200 && code < 300) {
 		snprintf(detail, sizeof(detail), "HTTP %ld after %d attempt(s)", code, g->attempts);
 		log_info("delivered %s to %s (%s)", g->key, rname, detail);
-		record(al, "fl:notifications", "sent", g->key, detail);
+		record(al, "sent", g->key, detail);
 		finish_group_send(al, g, 1);
 		return;
 	}
 	if (result == CURLE_OK && code >= 400 && code < 500 && code != 408 && code != 429) {
+		struct strbuf ids = STRBUF_INIT;
+
 		snprintf(detail, sizeof(detail), "HTTP %ld from %s: the receiver refused the "
 			 "notification; not retried", code, rname);
-		log_error("%s (%s)", detail, g->key);
-		if (al->rc) {
-			redisReply *r = redisCommand(al->rc, "XADD fl:alerts:dead * group %s receiver %s "
-						     "reason %s body %b", g->key, rname, detail,
-						     strbuf_str(&g->body), g->body.len);
-
-			if (r)
-				freeReplyObject(r);
+		ids_text(g, &ids);
+		if (dead_letter(al, detail, g->key, rname, strbuf_str(&ids), strbuf_str(&g->body),
+				g->body.len) == 0) {
+			log_error("%s (%s); dead-lettered to %s", detail, g->key, DEAD_STREAM);
+			finish_group_send(al, g, 0);
+		} else {
+			/* not recorded: keep it and decide again once Redis answers */
+			log_error("%s (%s); cannot dead-letter it while Redis is away: retrying",
+				  detail, g->key);
+			g->retry_at_ns = time_mono_ns() + backoff_next(&g->backoff);
 		}
-		finish_group_send(al, g, 0);
+		strbuf_release(&ids);
 		return;
 	}
 	/* 5xx, 408, 429, timeout, connection error: back off and retry */
-	uint64_t backoff = cfg->backoff_initial_ns;
+	uint64_t delay = backoff_next(&g->backoff);
 
-	for (int i = 1; i < g->attempts && backoff < cfg->backoff_max_ns; i++)
-		backoff *= 2;
-	if (backoff > cfg->backoff_max_ns)
-		backoff = cfg->backoff_max_ns;
-	backoff = backoff / 2 + (uint64_t)rand() % (backoff / 2 + 1);	/* jitter */
-	g->retry_at_ns = time_mono_ns() + backoff;
+	g->retry_at_ns = time_mono_ns() + delay;
 	if (result != CURLE_OK)
 		log_warn("delivering %s to %s failed: %s; retry %d in %.1f s", g->key, rname,
 			 g->errbuf[0] ? g->errbuf : curl_easy_strerror(result),
-			 g->attempts, (double)backoff / 1e9);
+			 g->attempts, (double)delay / 1e9);
 	else
 		log_warn("delivering %s to %s: HTTP %ld; retry %d in %.1f s", g->key, rname, code,
-			 g->attempts, (double)backoff / 1e9);
+			 g->attempts, (double)delay / 1e9);
 }
 
 static void free_groups(struct alerter *al)
@@ -535,69 +743,251 @@ static void free_groups(struct alerter *al)
 
 /* ---- the loop ---------------------------------------------------------- */
 
-/* Read entries: pending ones ("0") first after a (re)start, then new (">"). */
-static int read_entries(struct alerter *al, const char *from, int block_ms)
+/*
+ * Take the entries of one stream reply: an array of [id, [field, value...]]
+ * (fields nil for an entry trimmed away while pending: it can never be
+ * delivered, so it is dead-lettered).  Copies the last id into last.
+ * Returns the number of entries, or -1 if the reply is not of that shape.
+ */
+static int take_entries(struct alerter *al, const redisReply *entries, char *last, size_t lastlen)
 {
-	redisReply *r;
 	int n = 0;
 
-	if (block_ms)
-		r = redisCommand(al->rc, "XREADGROUP GROUP %s %s COUNT 100 BLOCK %d STREAMS %s %s",
-				 GROUP, al->cfg.consumer, block_ms, STREAM, from);
-	else
-		r = redisCommand(al->rc, "XREADGROUP GROUP %s %s COUNT 100 STREAMS %s %s", GROUP,
-				 al->cfg.consumer, STREAM, from);
+	if (entries->type != REDIS_REPLY_ARRAY)
+		return -1;
+	for (size_t i = 0; i < entries->elements; i++) {
+		const redisReply *e = entries->element[i], *f, *id;
+		int found = 0;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    (id = e->element[0])->type != REDIS_REPLY_STRING)
+			return -1;
+		f = e->element[1];
+		n++;
+		if (last)
+			snprintf(last, lastlen, "%s", id->str);
+		if (f->type == REDIS_REPLY_ARRAY) {
+			for (size_t k = 0; k + 1 < f->elements; k += 2) {
+				if (f->element[k]->type != REDIS_REPLY_STRING ||
+				    f->element[k + 1]->type != REDIS_REPLY_STRING)
+					continue;
+				if (!strcmp(f->element[k]->str, "e")) {
+					take_event(al, id->str, f->element[k + 1]->str,
+						   f->element[k + 1]->len);
+					found = 1;
+					break;
+				}
+			}
+		}
+		if (!found) {
+			const char *why = f->type == REDIS_REPLY_ARRAY ? "no \"e\" field"
+				: "trimmed from the stream before it was delivered";
+			uint32_t dummy;
+
+			if (strmap_get(&al->held, id->str, &dummy))
+				continue;
+			log_error("%s entry %s: %s; dead-lettered to %s", STREAM, id->str, why,
+				  DEAD_STREAM);
+			if (dead_letter(al, why, "", "", id->str, "", 0) == 0)
+				ack_one(al, id->str);
+		}
+	}
+	return n;
+}
+
+/*
+ * XREADGROUP from `from`: ">" for new entries (blocking up to block_ms),
+ * or an id to page through our own pending list.  Returns the number of
+ * entries, 0 when none, -1 on an error (connection dropped or backed off).
+ */
+static int read_entries(struct alerter *al, const char *from, int block_ms, char *last,
+			size_t lastlen)
+{
+	char count[16], block[16];
+	const char *argv[11] = { "XREADGROUP", "GROUP", GROUP, al->cfg.consumer, "COUNT", count };
+	int argc = 6, n = 0;
+	redisReply *r;
+
+	snprintf(count, sizeof(count), "%d", PAGE);
+	if (block_ms) {
+		snprintf(block, sizeof(block), "%d", block_ms);
+		argv[argc++] = "BLOCK";
+		argv[argc++] = block;
+	}
+	argv[argc++] = "STREAMS";
+	argv[argc++] = STREAM;
+	argv[argc++] = from;
+	r = redisCommandArgv(al->rc, argc, argv, NULL);
 	if (!r) {
 		redis_lost(al);
 		return -1;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		log_warn("XREADGROUP: %s", r->str);
+		int nogroup = !strncmp(r->str, "NOGROUP", 7);
+
+		redis_refused(al, "XREADGROUP " STREAM, r->str);
 		freeReplyObject(r);
-		if (strstr(r->str, "NOGROUP")) {
+		if (nogroup) {
+			/* the stream or group went away (Redis restarted empty): recreate */
 			redis_lost(al);
 		}
 		return -1;
 	}
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
-		redisReply *entries = r->element[0]->element[1];
+		const redisReply *st = r->element[0];
 
-		for (size_t i = 0; i < entries->elements; i++) {
-			redisReply *e = entries->element[i], *f = e->element[1];
-
-			n++;
-			if (f->type != REDIS_REPLY_ARRAY) {
-				continue;	/* pending entry whose data was trimmed */
-			}
-			for (size_t k = 0; k + 1 < f->elements; k += 2)
-				if (!strcmp(f->element[k]->str, "e"))
-					take_event(al, e->element[0]->str, f->element[k + 1]->str,
-						   f->element[k + 1]->len);
+		if (st->type != REDIS_REPLY_ARRAY || st->elements != 2 ||
+		    (n = take_entries(al, st->element[1], last, lastlen)) < 0) {
+			redis_refused(al, "XREADGROUP " STREAM, "unexpected reply shape");
+			n = -1;
 		}
+	} else if (r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_ARRAY) {
+		redis_refused(al, "XREADGROUP " STREAM, "unexpected reply type");
+		n = -1;
 	}
 	freeReplyObject(r);
+	if (n > 0)
+		backoff_reset(&al->redis_backoff);
 	return n;
 }
 
-static void reclaim(struct alerter *al)
+/*
+ * Read our whole pending list back, a page at a time (after a start or a
+ * reconnect: what a previous run, or this one before the connection
+ * dropped, read but never settled).  Entries a group already holds are
+ * skipped by take_event.
+ */
+static void read_own_pending(struct alerter *al)
 {
-	/* our own pending entries first (a restart after a crash) */
-	while (al->rc && read_entries(al, "0", 0) > 0) {
-		int fresh = 0;
+	char from[32] = "0";
+	int n, total = 0;
 
-		/* every read returns the same pending list until acked: read once */
-		(void)fresh;
-		break;
+	while (al->rc && (n = read_entries(al, from, 0, from, sizeof(from))) > 0)
+		total += n;
+	if (al->rc && n == 0) {
+		al->read_pending = 0;
+		if (total)
+			log_info("read back %d pending %s entr%s of consumer %s", total, STREAM,
+				 total == 1 ? "y" : "ies", al->cfg.consumer);
 	}
-	/* then entries other, dead alerter instances left idle for a minute */
-	if (al->rc) {
-		redisReply *r = redisCommand(al->rc, "XAUTOCLAIM %s %s %s 60000 0-0 COUNT 100", STREAM,
-					     GROUP, al->cfg.consumer);
+}
 
-		if (r)
+/*
+ * Keep what we hold ours: reset the idle time of every held entry (XCLAIM
+ * to ourselves, JUSTID), so another alerter's XAUTOCLAIM does not take
+ * entries we are still retrying.
+ */
+static void refresh_held(struct alerter *al)
+{
+	const char **argv = NULL;
+	int argc = 0, cap = 0;
+	redisReply *r;
+
+	for (int gi = 0; gi < al->ngroups; gi++) {
+		const struct group *g = al->groups[gi];
+
+		for (int i = 0; i < g->nids; i++) {
+			if (argc + 6 >= cap) {
+				int ncap = cap ? cap * 2 : 64;
+				const char **n = realloc(argv, (size_t)ncap * sizeof(*n));
+
+				if (!n) {
+					free(argv);
+					return;
+				}
+				argv = n;
+				cap = ncap;
+			}
+			if (!argc) {
+				argv[argc++] = "XCLAIM";
+				argv[argc++] = STREAM;
+				argv[argc++] = GROUP;
+				argv[argc++] = al->cfg.consumer;
+				argv[argc++] = "0";
+			}
+			argv[argc++] = g->ids[i];
+		}
+	}
+	if (argc) {
+		argv[argc++] = "JUSTID";
+		r = redisCommandArgv(al->rc, argc, argv, NULL);
+		if (!r)
+			redis_lost(al);
+		else
 			freeReplyObject(r);
-		read_entries(al, "0", 0);
 	}
+	free(argv);
+}
+
+/*
+ * How often orphans are claimed and our held entries refreshed: a quarter
+ * of claim_idle (so what we hold never looks idle to others), 1..15 s.
+ */
+static uint64_t claim_every(const struct alerter_config *cfg)
+{
+	uint64_t every = cfg->claim_idle_ns / 4;
+
+	return every < NSEC_PER_SEC ? NSEC_PER_SEC : every > 15 * NSEC_PER_SEC ?
+	       15 * NSEC_PER_SEC : every;
+}
+
+/*
+ * Take over entries other alerters left idle (a dead or
+ * stuck consumer) for claim_idle, page by page with XAUTOCLAIM's cursor,
+ * and process them as our own.  Runs at start and every claim_every().
+ */
+static void claim_orphans(struct alerter *al)
+{
+	char cursor[32] = "0-0", idle[16];
+	int pages = 0, total = 0;
+
+	snprintf(idle, sizeof(idle), "%llu",
+		 (unsigned long long)(al->cfg.claim_idle_ns / NSEC_PER_MSEC));
+	refresh_held(al);
+	do {
+		const char *argv[] = { "XAUTOCLAIM", STREAM, GROUP, al->cfg.consumer, idle, cursor,
+				       "COUNT", "100" };
+		redisReply *r;
+		int n;
+
+		if (!al->rc)
+			return;
+		r = redisCommandArgv(al->rc, 8, argv, NULL);
+		if (!r) {
+			redis_lost(al);
+			return;
+		}
+		if (r->type == REDIS_REPLY_ERROR) {
+			redis_refused(al, "XAUTOCLAIM " STREAM, r->str);
+			freeReplyObject(r);
+			return;
+		}
+		if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    (n = take_entries(al, r->element[1], NULL, 0)) < 0) {
+			redis_refused(al, "XAUTOCLAIM " STREAM, "unexpected reply shape");
+			freeReplyObject(r);
+			return;
+		}
+		total += n;
+		/* Redis >= 7: ids that were pending but deleted from the stream */
+		if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_ARRAY)
+			for (size_t i = 0; i < r->element[2]->elements; i++)
+				if (r->element[2]->element[i]->type == REDIS_REPLY_STRING) {
+					const char *id = r->element[2]->element[i]->str;
+
+					log_error("%s entry %s was trimmed before it was delivered; "
+						  "dead-lettered to %s", STREAM, id, DEAD_STREAM);
+					dead_letter(al, "trimmed from the stream before it was "
+						    "delivered", "", "", id, "", 0);
+				}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0-0") && ++pages < 10000);
+	if (total)
+		log_info("took over %d %s entr%s idle for %.0f s or more (another alerter died?)",
+			 total, STREAM, total == 1 ? "y" : "ies",
+			 (double)al->cfg.claim_idle_ns / 1e9);
 }
 
 static void refresh_silences(struct alerter *al, uint64_t now)
@@ -631,7 +1021,7 @@ int main(int argc, char **argv)
 	const char *config = NULL, *redis = NULL, *level = NULL;
 	struct alerter al = { 0 };
 	char err[512];
-	int c, reclaimed = 0, running_before = 0;
+	int c, running_before = 0;
 	enum log_level lv;
 
 	log_init("faultline-alerter");
@@ -665,22 +1055,25 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	al.multi = curl_multi_init();
-	srand((unsigned)time_mono_ns());
-	log_info("consuming %s as %s/%s; %d receiver(s), %d route(s)", STREAM, GROUP,
-		 al.cfg.consumer, al.cfg.nreceivers, al.cfg.nroutes);
+	strmap_init(&al.held);
+	backoff_init(&al.redis_backoff, 0, 10 * NSEC_PER_SEC);
+	store_url_redacted(al.cfg.redis_url, al.redis_shown, sizeof(al.redis_shown));
+	log_info("consuming %s as %s/%s from %s; %d receiver(s), %d route(s)", STREAM, GROUP,
+		 al.cfg.consumer, al.redis_shown, al.cfg.nreceivers, al.cfg.nroutes);
 	while (!stopping) {
 		uint64_t now = time_mono_ns();
 		int running, left;
 		CURLMsg *msg;
 
-		if (ensure_redis(&al)) {
-			usleep(500000);
-			continue;
-		}
-		refresh_silences(&al, now);
-		if (!reclaimed) {
-			reclaim(&al);
-			reclaimed = 1;
+		ensure_redis(&al);
+		if (redis_ready(&al) && al.cfg.nreceivers) {
+			refresh_silences(&al, now);
+			if (al.read_pending)
+				read_own_pending(&al);
+			if (al.rc && now >= al.claim_at_ns) {
+				claim_orphans(&al);
+				al.claim_at_ns = now + claim_every(&al.cfg);
+			}
 		}
 		/*
 		 * Wait for new entries only while there is nothing else to do: not
@@ -699,10 +1092,10 @@ int main(int argc, char **argv)
 		}
 		if (running_before)
 			block_ms = 0;
-		if (al.rc && al.cfg.nreceivers)
-			read_entries(&al, ">", block_ms);
-		else
-			usleep(200000);
+		if (redis_ready(&al) && al.cfg.nreceivers && !al.read_pending)
+			read_entries(&al, ">", block_ms, NULL, 0);
+		else if (!running_before)
+			usleep((useconds_t)block_ms * 1000 + 1000);
 		now = time_mono_ns();
 		for (int i = 0; i < al.ngroups; i++)
 			maybe_send(&al, al.groups[i], now);
@@ -713,8 +1106,19 @@ int main(int argc, char **argv)
 		if (running)
 			curl_multi_poll(al.multi, NULL, 0, 50, NULL);
 		running_before = running;
-		if (!al.rc)
-			reclaimed = 0;	/* reconnecting: read our pending entries again */
+	}
+	/* let notifications already on the wire finish (and be acknowledged) */
+	for (uint64_t until = time_mono_ns() + 3 * NSEC_PER_SEC; time_mono_ns() < until;) {
+		int running, left;
+		CURLMsg *msg;
+
+		curl_multi_perform(al.multi, &running);
+		while ((msg = curl_multi_info_read(al.multi, &left)))
+			if (msg->msg == CURLMSG_DONE)
+				on_done(&al, msg);
+		if (!running)
+			break;
+		curl_multi_poll(al.multi, NULL, 0, 50, NULL);
 	}
 	log_info("stopping; unacknowledged alerts stay pending in %s for the next start", STREAM);
 	free_groups(&al);
@@ -723,6 +1127,7 @@ int main(int argc, char **argv)
 	if (al.rc)
 		redisFree(al.rc);
 	silence_free_all(al.silences, al.nsilences);
+	strmap_free(&al.held);
 	alerter_config_free(&al.cfg);
 	return 0;
 }

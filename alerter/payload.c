@@ -11,9 +11,12 @@
  * while the body stays under max_payload_bytes; whatever does not fit is
  * left out and "truncated" says so.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <curl/curl.h>
 
 #include <json-c/json.h>
 #include <openssl/evp.h>
@@ -55,21 +58,30 @@ void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, ch
 		sprintf(out + 7 + 2 * i, "%02x", md[i]);
 }
 
+/*
+ * The host is taken by libcurl's own URL parser, the one that will make the
+ * request: "http://127.0.0.1@example.com/" names example.com (127.0.0.1 is
+ * a user name), and "http://127.0.0.1.example.com/" is not loopback either.
+ */
 int url_is_loopback(const char *url)
 {
-	const char *h = strstr(url, "://");
-	char host[256];
-	size_t n;
+	CURLU *u = curl_url();
+	char *host = NULL;
+	struct in_addr a4;
+	int yes = 0;
 
-	if (!h)
+	if (!u)
 		return 0;
-	h += 3;
-	if (*h == '[') {
-		return !strncmp(h, "[::1]", 5);
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host) {
+		if (!strcasecmp(host, "localhost") || !strcmp(host, "[::1]"))
+			yes = 1;
+		else if (inet_pton(AF_INET, host, &a4) == 1)
+			yes = (ntohl(a4.s_addr) >> 24) == 127;
 	}
-	n = strcspn(h, ":/");
-	snprintf(host, sizeof(host), "%.*s", (int)n, h);
-	return !strcmp(host, "localhost") || !strncmp(host, "127.", 4);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return yes;
 }
 
 static json_object *labels_json(const struct label *l, int n)

@@ -78,6 +78,7 @@ static int copy_part(char *dst, size_t dstlen, const char *src, size_t n)
 int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen)
 {
 	const char *p, *at, *slash, *colon, *q;
+	char shown[600];
 
 	memset(u, 0, sizeof(*u));
 	u->port = 6379;
@@ -107,8 +108,9 @@ int store_url_parse(const char *url, struct store_url *u, char *err, size_t errl
 		return 0;
 	}
 	if (strncmp(url, "rediss://", 9) == 0) {
+		store_url_redacted(url, shown, sizeof(shown));
 		snprintf(err, errlen, "redis URL '%s': TLS (rediss://) is not supported by this "
-			 "build; use a local stunnel or a unix socket", url);
+			 "build; use a local stunnel or a unix socket", shown);
 		return -EINVAL;
 	}
 	if (strncmp(url, "redis://", 8) != 0)
@@ -150,9 +152,33 @@ int store_url_parse(const char *url, struct store_url *u, char *err, size_t errl
 	}
 	return 0;
 bad:
+	store_url_redacted(url, shown, sizeof(shown));
 	snprintf(err, errlen, "redis URL '%s': expected redis://[[user]:password@]host[:port][/db] "
-		 "or unix:///path/to/redis.sock[?db=N&password=P]", url);
+		 "or unix:///path/to/redis.sock[?db=N&password=P]", shown);
 	return -EINVAL;
+}
+
+void store_url_redacted(const char *url, char *out, size_t len)
+{
+	const char *p, *at, *slash, *colon, *q;
+
+	snprintf(out, len, "%s", url);
+	if (!strncmp(url, "redis://", 8) || !strncmp(url, "rediss://", 9)) {
+		p = strstr(url, "://") + 3;
+		slash = strchr(p, '/');
+		at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+		if (!at)
+			return;
+		colon = memchr(p, ':', (size_t)(at - p));
+		snprintf(out, len, "%.*s****%s", (int)((colon ? colon + 1 : p) - url), url, at);
+		return;
+	}
+	q = strstr(url, "password=");
+	if (q && (q[-1] == '?' || q[-1] == '&')) {
+		const char *amp = strchr(q, '&');
+
+		snprintf(out, len, "%.*s****%s", (int)(q + 9 - url), url, amp ? amp : "");
+	}
 }
 
 static struct timeval tv_of(uint64_t ns)
@@ -197,7 +223,7 @@ redisContext *store_connect(const char *url, uint64_t timeout_ns, char *err, siz
 	c = u.path[0] ? redisConnectUnixWithTimeout(u.path, tv)
 		      : redisConnectWithTimeout(u.host, u.port, tv);
 	if (!c) {
-		snprintf(err, errlen, "redis %s: out of memory", url);
+		snprintf(err, errlen, "redis %s: out of memory", u.path[0] ? u.path : u.host);
 		return NULL;
 	}
 	if (c->err) {

@@ -57,6 +57,12 @@ struct store_url {
 int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen);
 
 /*
+ * url with its password replaced by "****", for logs and messages: no
+ * faultline binary prints a Redis password.
+ */
+void store_url_redacted(const char *url, char *out, size_t len);
+
+/*
  * Connect, AUTH and SELECT as the URL says, with a connect timeout and a
  * command timeout (ns).  Returns a context, or NULL with a reason in err.
  */

@@ -89,3 +89,32 @@ int strmap_put(struct strmap *m, const char *key, uint32_t val)
 	m->vals[i] = val;
 	return 0;
 }
+
+int strmap_del(struct strmap *m, const char *key)
+{
+	size_t i, j;
+
+	if (!m->cap)
+		return 0;
+	i = slot_of(m, key);
+	if (!m->keys[i])
+		return 0;
+	free(m->keys[i]);
+	m->keys[i] = NULL;
+	m->len--;
+	/*
+	 * Backward-shift: move every later key of the probe run whose home
+	 * slot is not in (i, j] into the hole, so lookups never stop early.
+	 */
+	for (j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
+		size_t home = fnv64_str(FNV64_OFFSET, m->keys[j]) & (m->cap - 1);
+
+		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+			continue;
+		m->keys[i] = m->keys[j];
+		m->vals[i] = m->vals[j];
+		m->keys[j] = NULL;
+		i = j;
+	}
+	return 1;
+}

@@ -4,7 +4,8 @@
  * Used where series are matched by their canonical key (rollups, readers
  * taking deltas).  Keys are copied; values are caller-chosen uint32_t
  * (typically an index into the caller's array).  Linear probing with
- * FNV-1a, grown at 50 % load; no deletion (maps are rebuilt instead).
+ * FNV-1a, grown at 50 % load.  Deletion shifts the following run back
+ * (no tombstones), so a map used as a set of live ids stays short.
  */
 #ifndef FL_STRMAP_H
 #define FL_STRMAP_H
@@ -27,5 +28,8 @@ int strmap_get(const struct strmap *m, const char *key, uint32_t *val);
 
 /* Insert or overwrite key. Returns 0 or -ENOMEM. */
 int strmap_put(struct strmap *m, const char *key, uint32_t val);
+
+/* Remove key; returns 1 if it was present, else 0. */
+int strmap_del(struct strmap *m, const char *key);
 
 #endif

@@ -428,15 +428,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	{
-		char iv[32], names[256] = "";
+		char iv[32], names[256] = "", shown[600];
 
 		/* the collectors that opened, not the ones that exist */
 		for (size_t i = 0; i < p.ncoll; i++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s",
 				 p.coll[i]->name);
+		store_url_redacted(p.cfg.redis_url, shown, sizeof(shown));
 		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s",
 			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
-			 p.cfg.redis_url, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)", names);
+			 shown, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)", names);
 	}
 	rc = loop_run(p.loop) ? 1 : 0;
 	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {

@@ -331,8 +331,9 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	store_url_redacted(url, err, sizeof(err));
 	log_info("evaluating %d rule group(s) every %.1f s against %s", e.rules.ngroups,
-		 (double)interval / 1e9, url);
+		 (double)interval / 1e9, err);
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
 	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
 	struct emit_ctx ctx = { .once = once };
