@@ -1,0 +1,495 @@
+/*
+ * test_restarts.c - never lose a page: the alerter killed (-9) and
+ * restarted, Redis restarted under it, a second alerter taking over a dead
+ * one's events, a wrong-type fl:alerts; real processes, a real Redis, a
+ * real HTTP receiver on loopback.  Every case here lost or doubled pages
+ * before the alerter kept its entries by id (see alerter/alerter.h).
+ *
+ * "Receiver down" is a loopback port nothing listens on (connection
+ * refused, so the refused attempts are not recorded); "up" is the test's
+ * receiver.  Both configs name the receiver "hook", so a notification's
+ * group and idempotency key are the same whichever one is in use.
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alert.h"
+#include "helpers.h"
+#include "receiver.h"
+#include "store.h"
+#include "timeutil.h"
+
+static struct test_redis redis;
+static char cfg_up[300], cfg_down[300], alerter_log[300];
+static pid_t alerters[2];
+
+/* A loopback port nothing listens on. */
+static int dead_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static void write_cfg(char *path, size_t len, const char *name, int port, const char *consumer,
+		      const char *group_by)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s.yaml", redis.dir, name);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "redis: %s\nconsumer: %s\n"
+		"group_wait: 200ms\ngroup_interval: 500ms\nrepeat_interval: 1h\n"
+		"receivers:\n  - name: hook\n    url: http://127.0.0.1:%d/hook\n    timeout: 5s\n"
+		"routes:\n  - receiver: hook\n    group_by: [%s]\n"
+		"delivery:\n  backoff_initial: 100ms\n  backoff_max: 1s\n  claim_idle: 3s\n",
+		redis.url, consumer, port, group_by);
+	fclose(f);
+}
+
+static void setup(void)
+{
+	cr_assert_eq(test_redis_start_persistent(&redis), 0);
+	rx_start();
+	write_cfg(cfg_up, sizeof(cfg_up), "up", rx.port, "test", "rack");
+	write_cfg(cfg_down, sizeof(cfg_down), "down", dead_port(), "test", "rack");
+	snprintf(alerter_log, sizeof(alerter_log), "%s/alerter.log", redis.dir);
+}
+
+/* Start alerter slot i with config path, stderr appended to alerter_log. */
+static void start_alerter(int i, const char *cfg)
+{
+	char bin[256];
+
+	snprintf(bin, sizeof(bin), "%s/faultline-alerter", test_out_dir());
+	alerters[i] = fork();
+	if (alerters[i] == 0) {
+		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 2);
+		execl(bin, bin, "--config", cfg, "--log-level", "info", (char *)NULL);
+		_exit(127);
+	}
+}
+
+static void stop_alerter(int i, int sig)
+{
+	if (alerters[i] > 0) {
+		kill(alerters[i], sig);
+		waitpid(alerters[i], NULL, 0);
+	}
+	alerters[i] = 0;
+}
+
+static void teardown(void)
+{
+	stop_alerter(0, SIGKILL);
+	stop_alerter(1, SIGKILL);
+	rx_stop();
+	test_redis_destroy(&redis);
+}
+
+static redisContext *conn(void)
+{
+	char err[256];
+	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+
+	cr_assert_not_null(c, "%s", err);
+	return c;
+}
+
+/* Append one event for alert `fp` (rack label `rack`), starting at starts_ms. */
+static void emit(redisContext *c, const char *fp, const char *rack, const char *status,
+		 uint64_t starts_ms)
+{
+	char json[1024], t[40], e[40];
+
+	snprintf(json, sizeof(json),
+		 "{\"status\":\"%s\",\"fingerprint\":\"%s\",\"labels\":{\"alertname\":\"Disk\","
+		 "\"severity\":\"page\",\"rack\":\"%s\",\"fp\":\"%s\"},\"annotations\":{},"
+		 "\"startsAt\":\"%s\"%s%s%s}", status, fp, rack, fp,
+		 alert_format_time(starts_ms, t, sizeof(t)),
+		 strcmp(status, "resolved") ? "" : ",\"endsAt\":\"",
+		 strcmp(status, "resolved") ? "" : alert_format_time(starts_ms + 1000, e, sizeof(e)),
+		 strcmp(status, "resolved") ? "" : "\"");
+	freeReplyObject(redisCommand(c, "XADD fl:alerts * e %s", json));
+}
+
+static long long xpending(redisContext *c, const char *consumer)
+{
+	redisReply *r;
+	long long n = -1;
+
+	if (consumer) {
+		r = redisCommand(c, "XPENDING fl:alerts alerter - + 100000 %s", consumer);
+		n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+	} else {
+		r = redisCommand(c, "XPENDING fl:alerts alerter");
+		n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
+	}
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+/* Wait until the group has `n` pending entries (read, not settled). */
+static int wait_pending(redisContext *c, long long n, int seconds)
+{
+	for (int i = 0; i < seconds * 10; i++) {
+		if (xpending(c, NULL) == n)
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+/*
+ * Of the requests answered 200: how many carried alert fp with status
+ * (firing/resolved), over all of them (duplicates counted).
+ */
+static int delivered(const char *fp, const char *status)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&rx.lock);
+	for (int i = 0; i < rx.n; i++) {
+		json_object *doc, *alerts, *x;
+
+		if (rx.req[i].status != 200 || !(doc = json_tokener_parse(rx.req[i].body)))
+			continue;
+		if (json_object_object_get_ex(doc, "alerts", &alerts))
+			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
+				json_object *a = json_object_array_get_idx(alerts, k);
+
+				if (json_object_object_get_ex(a, "fingerprint", &x) &&
+				    !strcmp(json_object_get_string(x), fp) &&
+				    json_object_object_get_ex(a, "status", &x) &&
+				    !strcmp(json_object_get_string(x), status))
+					n++;
+			}
+		json_object_put(doc);
+	}
+	pthread_mutex_unlock(&rx.lock);
+	return n;
+}
+
+static void fp_of(int i, char out[17])
+{
+	snprintf(out, 17, "%016x", 0xa1e70000 + i);
+}
+
+/* Wait until every one of n alerts was delivered firing at least once. */
+static int wait_all_delivered(int n, int seconds)
+{
+	int got = 0;
+
+	for (int t = 0; t < seconds * 4; t++) {
+		got = 0;
+		for (int i = 0; i < n; i++) {
+			char fp[17];
+
+			fp_of(i, fp);
+			got += delivered(fp, "firing") > 0;
+		}
+		if (got == n)
+			break;
+		usleep(250000);
+	}
+	return got;
+}
+
+Test(restarts, alerter_reads_back_its_whole_pending_list, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	int got;
+
+	/* 150 alerts in 15 racks, read while the receiver is down */
+	start_alerter(0, cfg_down);
+	for (int i = 0; i < 150; i++) {
+		char fp[17], rack[16];
+
+		fp_of(i, fp);
+		snprintf(rack, sizeof(rack), "r%d", i % 15);
+		emit(c, fp, rack, "firing", now);
+	}
+	cr_assert(wait_pending(c, 150, 20), "the alerter did not read the 150 events");
+	stop_alerter(0, SIGKILL);
+	start_alerter(0, cfg_up);
+	got = wait_all_delivered(150, 40);
+	cr_log_info("%d of 150 alerts delivered after kill -9 and restart", got);
+	cr_assert_eq(got, 150, "only %d of 150 pending alerts were delivered after a restart", got);
+	cr_assert(wait_pending(c, 0, 10), "entries left pending after delivery");
+	redisFree(c);
+}
+
+Test(restarts, kill_9_twice_during_an_outage_loses_nothing, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17], b[17];
+
+	fp_of(0, a);
+	fp_of(1, b);
+	start_alerter(0, cfg_down);
+	emit(c, a, "r1", "firing", now);
+	emit(c, b, "r2", "firing", now);
+	cr_assert(wait_pending(c, 2, 15));
+	stop_alerter(0, SIGKILL);
+	start_alerter(0, cfg_down);
+	sleep(3);	/* it reads its pending list back, retries, fails */
+	cr_assert_eq(xpending(c, NULL), 2, "entries acknowledged without delivery");
+	stop_alerter(0, SIGKILL);
+	start_alerter(0, cfg_up);
+	cr_assert_eq(wait_all_delivered(2, 30), 2, "a page was lost across two crashes");
+	cr_assert(wait_pending(c, 0, 10));
+	redisFree(c);
+}
+
+Test(restarts, redis_restart_then_alerter_restart_loses_nothing, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17], b[17];
+
+	fp_of(0, a);
+	fp_of(1, b);
+	start_alerter(0, cfg_down);
+	emit(c, a, "r1", "firing", now);
+	emit(c, b, "r2", "firing", now);
+	cr_assert(wait_pending(c, 2, 15));
+	redisFree(c);
+	/* Redis restarts (its append-only file keeps the stream) under the alerter */
+	test_redis_stop(&redis, 0);
+	cr_assert_eq(test_redis_restart(&redis), 0);
+	sleep(4);	/* the alerter reconnects and reads its pending list again */
+	c = conn();
+	cr_assert_eq(xpending(c, NULL), 2, "entries acknowledged without delivery after the "
+		     "reconnect");
+	stop_alerter(0, SIGTERM);
+	start_alerter(0, cfg_up);
+	cr_assert_eq(wait_all_delivered(2, 30), 2, "a page was lost across a Redis restart");
+	cr_assert(wait_pending(c, 0, 10));
+	redisFree(c);
+}
+
+Test(restarts, running_alerter_takes_over_a_dead_alerters_events, .init = setup,
+     .fini = teardown, .timeout = 90)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17], b[17], other[300];
+	redisReply *r;
+
+	fp_of(0, a);
+	fp_of(1, b);
+	/* "ghost" reads two events and dies without settling them */
+	emit(c, a, "r1", "firing", now);
+	emit(c, b, "r2", "firing", now);
+	r = redisCommand(c, "XGROUP CREATE fl:alerts alerter 0 MKSTREAM");
+	freeReplyObject(r);
+	r = redisCommand(c, "XREADGROUP GROUP alerter ghost COUNT 10 STREAMS fl:alerts >");
+	cr_assert(r && r->type == REDIS_REPLY_ARRAY, "the ghost read nothing");
+	freeReplyObject(r);
+	cr_assert_eq(xpending(c, "ghost"), 2);
+	/* a live alerter, started after the ghost died */
+	write_cfg(other, sizeof(other), "other", rx.port, "survivor", "rack");
+	start_alerter(1, other);
+	/* claim_idle is 3 s: the survivor takes them over within ~3 s + its timer */
+	cr_assert_eq(wait_all_delivered(2, 20), 2, "a dead alerter's events were never delivered");
+	cr_assert(wait_pending(c, 0, 10));
+	cr_assert_eq(xpending(c, "ghost"), 0);
+	redisFree(c);
+}
+
+Test(restarts, held_events_are_not_taken_from_a_live_alerter, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17], other[300];
+
+	fp_of(0, a);
+	/* the first alerter holds an event its receiver refuses for 10 s */
+	start_alerter(0, cfg_down);
+	emit(c, a, "r1", "firing", now);
+	cr_assert(wait_pending(c, 1, 15));
+	write_cfg(other, sizeof(other), "other", rx.port, "survivor", "rack");
+	start_alerter(1, other);
+	sleep(10);	/* > 3 x claim_idle: the holder refreshes what it holds */
+	cr_assert_eq(delivered(a, "firing"), 0, "a live alerter's event was taken over");
+	cr_assert_eq(xpending(c, "test"), 1);
+	/* the holder dies: now the survivor takes it over */
+	stop_alerter(0, SIGKILL);
+	cr_assert_eq(wait_all_delivered(1, 20), 1);
+	redisFree(c);
+}
+
+/* The idempotency key of the first 200 that carried fp, into key. */
+static int key_of(const char *fp, char *key, size_t len, int nth)
+{
+	int seen = 0;
+
+	pthread_mutex_lock(&rx.lock);
+	for (int i = 0; i < rx.n; i++)
+		if (strstr(rx.req[i].body, fp) && seen++ == nth) {
+			header(&rx.req[i], "X-Faultline-Idempotency-Key", key, len);
+			pthread_mutex_unlock(&rx.lock);
+			return 0;
+		}
+	pthread_mutex_unlock(&rx.lock);
+	return -1;
+}
+
+Test(restarts, idempotency_key_survives_a_restart, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17], b[17], k1[80] = "", k2[80] = "";
+
+	fp_of(0, a);
+	fp_of(1, b);
+	start_alerter(0, cfg_up);
+	emit(c, a, "r1", "firing", now);	/* delivered: the alerter has sent one */
+	cr_assert_eq(wait_all_delivered(1, 15), 1);
+	pthread_mutex_lock(&rx.lock);
+	rx.delay_ms = 3000;
+	pthread_mutex_unlock(&rx.lock);
+	emit(c, b, "r2", "firing", now);
+	cr_assert_geq(wait_requests(2, 15), 2);
+	stop_alerter(0, SIGKILL);	/* while the receiver still answers */
+	pthread_mutex_lock(&rx.lock);
+	rx.delay_ms = 0;
+	pthread_mutex_unlock(&rx.lock);
+	start_alerter(0, cfg_up);
+	cr_assert_geq(wait_requests(3, 20), 3, "the notification was not delivered again");
+	cr_assert_eq(key_of(b, k1, sizeof(k1), 0), 0);
+	cr_assert_eq(key_of(b, k2, sizeof(k2), 1), 0);
+	cr_assert(k1[0], "no idempotency key");
+	cr_assert_str_eq(k1, k2, "the redelivery after a restart carries another key");
+	redisFree(c);
+}
+
+Test(restarts, a_new_incident_is_never_a_duplicate, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17], k1[80] = "", k2[80] = "";
+
+	fp_of(0, a);
+	start_alerter(0, cfg_up);
+	emit(c, a, "r1", "firing", now - 60000);
+	cr_assert_eq(wait_all_delivered(1, 15), 1);
+	/* the same firing again (a re-emission): nothing to tell */
+	emit(c, a, "r1", "firing", now - 60000);
+	sleep(2);
+	cr_assert_eq(delivered(a, "firing"), 1, "a repeat of a delivered state was sent again");
+	/* its resolution was lost; the next incident fires with a new startsAt */
+	emit(c, a, "r1", "firing", now);
+	for (int i = 0; i < 60 && delivered(a, "firing") < 2; i++)
+		usleep(250000);
+	cr_assert_eq(delivered(a, "firing"), 2, "the second incident was dropped as a duplicate");
+	cr_assert_eq(key_of(a, k1, sizeof(k1), 0), 0);
+	cr_assert_eq(key_of(a, k2, sizeof(k2), 1), 0);
+	cr_assert_str_neq(k1, k2, "two incidents share an idempotency key");
+	cr_assert(wait_pending(c, 0, 10));
+	redisFree(c);
+}
+
+Test(restarts, wrong_type_alert_stream_backs_off_and_recovers, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17], line[1024];
+	int lines = 0, named = 0;
+	FILE *f;
+
+	fp_of(0, a);
+	freeReplyObject(redisCommand(c, "SET fl:alerts not-a-stream"));
+	start_alerter(0, cfg_up);
+	sleep(4);
+	f = fopen(alerter_log, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		named |= strstr(line, "not a stream") != NULL;
+	}
+	fclose(f);
+	cr_log_info("%d log lines in 4 s with a wrong-type fl:alerts", lines);
+	cr_assert_lt(lines, 20, "%d log lines in 4 s: a busy loop", lines);
+	cr_assert(named, "the log does not say fl:alerts is not a stream");
+	/* the operator fixes it: alerts flow without a restart */
+	freeReplyObject(redisCommand(c, "DEL fl:alerts"));
+	freeReplyObject(redisCommand(c, "XGROUP CREATE fl:alerts alerter 0 MKSTREAM"));
+	emit(c, a, "r1", "firing", now);
+	cr_assert_eq(wait_all_delivered(1, 30), 1, "no delivery after the key was fixed");
+	redisFree(c);
+}
+
+Test(restarts, group_destroyed_under_a_running_alerter_is_recreated, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char a[17];
+
+	fp_of(0, a);
+	start_alerter(0, cfg_up);
+	sleep(1);
+	freeReplyObject(redisCommand(c, "XGROUP DESTROY fl:alerts alerter"));
+	sleep(1);
+	emit(c, a, "r1", "firing", now);
+	cr_assert_eq(wait_all_delivered(1, 30), 1, "no delivery after NOGROUP");
+	redisFree(c);
+}
+
+Test(restarts, redis_password_never_reaches_the_log, .init = setup, .fini = teardown,
+     .timeout = 30)
+{
+	char url[400], cfg[300], line[1024];
+	int leaked = 0, lines = 0;
+	FILE *f;
+
+	snprintf(url, sizeof(url), "%s?password=hunter2secret", redis.url);
+	snprintf(cfg, sizeof(cfg), "%s/pw.yaml", redis.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "redis: \"%s\"\nreceivers:\n  - name: hook\n    url: http://127.0.0.1:%d/\n",
+		url, rx.port);
+	fclose(f);
+	start_alerter(0, cfg);
+	sleep(2);
+	stop_alerter(0, SIGTERM);
+	f = fopen(alerter_log, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		leaked |= strstr(line, "hunter2secret") != NULL;
+	}
+	fclose(f);
+	cr_assert_gt(lines, 0, "the alerter logged nothing");
+	cr_assert_not(leaked, "the Redis password is in the log");
+}
