@@ -4,12 +4,41 @@
  * Flow: fl:alerts (consumer group "alerter") -> route (first matching
  * route) -> group (receiver + group_by label values) -> after group_wait /
  * group_interval / repeat_interval, one notification per group -> payload
- * in the receiver's format with evidence -> signed POST -> on 2xx the
- * group's stream entries are acknowledged; 5xx, timeouts and connection
- * errors retry with capped exponential backoff and jitter; other 4xx go to
- * the dead-letter stream fl:alerts:dead with the reason.  Entries not yet
- * acknowledged stay pending in the consumer group and are read again after
- * a crash or restart: delivery is at least once.
+ * in the receiver's format with evidence -> signed POST.
+ *
+ * Delivery is at least once; a stream entry's life (main.c):
+ *
+ *   read ──► already held by a group? ──yes──► skip (a re-read: our pending
+ *    │        (XREADGROUP ">", our own         list after a reconnect, a claim)
+ *    │         pending list paged from "0",
+ *    │         XAUTOCLAIM of orphans)
+ *    ▼
+ *   unparsable / no route / trimmed ──► dead letter (fl:alerts:dead) ──► ACK
+ *   silenced ──► recorded (fl:notifications) ──► ACK
+ *   same fingerprint, status and startsAt as the state its group holds or
+ *   delivered, or older than it ──► ACK (the entry carrying that state is
+ *   still pending, or was delivered)
+ *   otherwise ──► HELD by its group (a firing event with a new startsAt is
+ *   a new incident, never a duplicate)
+ *    ▼
+ *   notification built ──► POST ──2xx──► ACK every entry it carried
+ *                            ├─ 5xx/408/429/timeout/refused ──► retry after
+ *                            │   backoff (0.5 s x 1.5, +-50 %, <= 60 s), same
+ *                            │   body and idempotency key
+ *                            └─ other 4xx ──► dead letter with the body ──► ACK
+ *
+ * Nothing is acknowledged before a 2xx or a dead letter Redis confirmed.
+ * What is held but not acknowledged stays pending in the consumer group:
+ * a restarted alerter reads its whole pending list back (paged), a running
+ * one re-reads it after a reconnect (held entries are skipped, never
+ * acknowledged twice), and refreshes the idle time of what it holds every
+ * claim_idle/4 so that another alerter's XAUTOCLAIM takes over only the
+ * entries of a consumer that stopped (idle for claim_idle).
+ *
+ * The idempotency key (X-Faultline-Idempotency-Key) is derived from the
+ * content — receiver, group, and each alert's fingerprint, status and
+ * startsAt, plus the repeat number of a repeat notification — so the same
+ * notification rebuilt after a restart carries the same key.
  */
 #ifndef FL_ALERTER_H
 #define FL_ALERTER_H

@@ -529,6 +529,22 @@ Test(alerter, config_errors_are_positioned)
 		{ "group_wait: soon\n", "t.yaml:1:13: group_wait: expected a duration" },
 		{ "receivers: 5\n", "receivers: expected a list" },
 		{ "recievers: []\n", "recievers: unknown key" },
+		/* a userinfo of 127.0.0.1 does not make example.com loopback */
+		{ "receivers:\n  - name: a\n    url: http://127.0.0.1@example.com/x\n",
+		  "t.yaml:3:10: url: plain http" },
+		{ "receivers:\n  - name: a\n    url: http://127.0.0.1.example.com/x\n",
+		  "t.yaml:3:10: url: plain http" },
+		{ "receivers:\n  - name: a\n    url: https://x\n    headers:\n"
+		  "      X-Team: \"a\\r\\nX-Evil: 1\"\n",
+		  "t.yaml:5:15: headers.X-Team: the value holds a control character" },
+		{ "receivers:\n  - name: a\n    url: https://x\n    headers:\n"
+		  "      \"Bad Name\": x\n", "headers.Bad Name: not a valid HTTP header name" },
+		{ "receivers:\n  - name: a\n    url: https://x\n    headers:\n"
+		  "      X-Faultline-Signature: forged\n", "set by the alerter itself" },
+		{ "delivery:\n  backoff_initial: 0s\n", "t.yaml:2:20: backoff_initial: at least 100ms" },
+		{ "delivery:\n  backoff_initial: 2s\n  backoff_max: 1s\n",
+		  "t.yaml:3:16: backoff_max: between backoff_initial and 1h" },
+		{ "delivery:\n  claim_idle: 10ms\n", "t.yaml:2:15: claim_idle: at least 1s" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct alerter_config cfg;
@@ -548,4 +564,26 @@ Test(alerter, config_errors_are_positioned)
 		     err);
 	cr_assert_eq(cfg.group_wait_ns, 1 * NSEC_PER_SEC);
 	alerter_config_free(&cfg);
+}
+
+Test(alerter, loopback_is_decided_by_the_url_parser)
+{
+	static const struct {
+		const char *url;
+		int loopback;
+	} cases[] = {
+		{ "http://127.0.0.1:9000/hook", 1 },
+		{ "http://127.9.8.7/", 1 },
+		{ "http://localhost/x", 1 },
+		{ "http://LOCALHOST:1/x", 1 },
+		{ "http://[::1]:80/x", 1 },
+		{ "http://127.0.0.1@example.com/", 0 },
+		{ "http://user:pw@127.0.0.1.example.com/", 0 },
+		{ "http://128.0.0.1/", 0 },
+		{ "http://example.com/127.0.0.1", 0 },
+		{ "http://[::2]/", 0 },
+		{ "not a url", 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert_eq(url_is_loopback(cases[i].url), cases[i].loopback, "%s", cases[i].url);
 }
