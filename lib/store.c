@@ -983,3 +983,95 @@ out:
 	freeReplyObject(r);
 	return n;
 }
+
+/* ---- alerts ------------------------------------------------------------- */
+
+#define ALERTS_STREAM "fl:alerts"
+#define ALERTS_STATE "fl:rules:alerts"
+
+int store_alerts_commit(redisContext *c, char *const *events, int nevents,
+			const char *const *fps, const char *const *states, int nstates,
+			char *err, size_t errlen)
+{
+	int queued = 0, taken = 0, ret = 0;
+	redisReply *r = NULL;
+
+	redisAppendCommand(c, "MULTI");
+	queued++;
+	for (int i = 0; i < nevents; i++, queued++)
+		redisAppendCommand(c, "XADD %s MAXLEN ~ 100000 * e %s", ALERTS_STREAM, events[i]);
+	if (states) {
+		redisAppendCommand(c, "DEL %s", ALERTS_STATE);
+		queued++;
+		for (int i = 0; i < nstates; i++, queued++)
+			redisAppendCommand(c, "HSET %s %s %s", ALERTS_STATE, fps[i], states[i]);
+	}
+	redisAppendCommand(c, "EXEC");
+	queued++;
+	/* MULTI's +OK and each QUEUED; an error here aborts the transaction */
+	for (int i = 0; i < queued - 1; i++) {
+		if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+			snprintf(err, errlen, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+			return -EIO;
+		}
+		freeReplyObject(r);
+	}
+	if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+		snprintf(err, errlen, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str :
+			 "transaction aborted");
+		ret = -EIO;
+		goto out;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *x = r->element[i];
+
+		if (x->type == REDIS_REPLY_ERROR)
+			log_error("redis refused %s for %s (%s)", (int)i < nevents ? "an alert event" :
+				  "the alert checkpoint", (int)i < nevents ? ALERTS_STREAM :
+				  ALERTS_STATE, x->str);
+		if ((int)i < nevents)
+			taken++;
+	}
+	ret = taken;
+out:
+	freeReplyObject(r);
+	return ret;
+}
+
+int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const char *json,
+							void *arg),
+			    void *arg, char *err, size_t errlen)
+{
+	char cursor[32] = "0";
+	int n = 0;
+
+	do {
+		redisReply *r = redisCommand(c, "HSCAN %s %s COUNT 500", ALERTS_STATE, cursor);
+		const redisReply *kv;
+
+		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "redis HSCAN %s: %s", ALERTS_STATE,
+				 r && r->type == REDIS_REPLY_ERROR ? r->str :
+				 r ? "unexpected reply" : c->errstr);
+			if (r)
+				freeReplyObject(r);
+			return -EIO;
+		}
+		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+			if (kv->element[i]->type != REDIS_REPLY_STRING ||
+			    kv->element[i + 1]->type != REDIS_REPLY_STRING)
+				continue;
+			cb(kv->element[i]->str, kv->element[i + 1]->str, arg);
+			n++;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0"));
+	return n;
+}

@@ -12,6 +12,13 @@
  *   fl:{H}:p10  fl:{H}:p3600               profile windows (10 s, hourly top)
  *   fl:{H}:drives                          hash device -> drive record JSON
  *   fl:{H}:drives:wear:SERIAL              hash YYYY-MM-DD -> "wear,bytes,hours"
+ *   fl:alerts                              stream of alert events, field "e"
+ *                                          (lib/alert.h); consumer group
+ *                                          "alerter"
+ *   fl:rules:alerts                        hash fingerprint -> JSON of a firing
+ *                                          alert (rules/engine.h checkpoint);
+ *                                          written with its events in one
+ *                                          MULTI/EXEC, read at start
  *
  * Streams are trimmed by age with XADD MINID ~ (retention per tier), so the
  * retention is in time whatever the interval.
@@ -183,5 +190,26 @@ int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_
 /* The newest `count` snapshots, oldest first. Same contract as above. */
 int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
 		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen);
+
+/*
+ * Append events (JSON, lib/alert.h) to fl:alerts and, when states is not
+ * NULL, replace the rules' alert checkpoint with fps[i] -> states[i], in
+ * one MULTI/EXEC: the checkpoint never says an alert fired whose event is
+ * not in the stream, nor the reverse.  Returns how many of the events
+ * Redis took (in order; an event it refused is logged and counted as
+ * taken, it would be refused again), or -EIO when the exchange failed
+ * (nothing written; err says why).
+ */
+int store_alerts_commit(redisContext *c, char *const *events, int nevents,
+			const char *const *fps, const char *const *states, int nstates,
+			char *err, size_t errlen);
+
+/*
+ * Call cb(fp, json, arg) for every entry of the rules' alert checkpoint.
+ * Returns the number of entries, or -EIO (err says why).
+ */
+int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const char *json,
+							void *arg),
+			    void *arg, char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "alert.h"
 #include "deploy.h"
 #include "eval.h"
@@ -267,6 +269,8 @@ static int flat_rules(struct ruleset *rs, struct rule ***out)
 	for (int g = 0; g < rs->ngroups; g++)
 		n += rs->groups[g].nrules;
 	*out = calloc((size_t)n + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
 	n = 0;
 	for (int g = 0; *out && g < rs->ngroups; g++)
 		for (int i = 0; i < rs->groups[g].nrules; i++)
@@ -304,6 +308,10 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	e->rules = *rs;
 	memset(rs, 0, sizeof(*rs));
 	n = flat_rules(&e->rules, &rules);
+	if (n < 0) {
+		rules_free(&e->rules);
+		return -ENOMEM;
+	}
 	for (int i = 0; i < n; i++) {
 		uint64_t range = expr_max_range(rules[i]->expr);
 		uint64_t need = range + 2 * rules[i]->baseline.window_ns;
@@ -318,7 +326,14 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	e->stale_ms = 5000;
 	e->nstate = n;
 	e->state = calloc((size_t)n + 2, sizeof(*e->state));
-	for (int i = 0; e->state && i < n; i++)
+	if (!e->state) {
+		free(rules);
+		free(e->state);
+		e->state = NULL;
+		rules_free(&e->rules);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++)
 		snprintf(e->state[i].name, sizeof(e->state[i].name), "%s", rules[i]->name);
 	/* HostSilent: built in, rolled up by rack */
 	snprintf(e->silent_rule.name, sizeof(e->silent_rule.name), "HostSilent");
@@ -330,12 +345,12 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	snprintf(e->silent_rule.runbook, sizeof(e->silent_rule.runbook), "runbooks/host-silent.md");
 	snprintf(e->state[n].name, sizeof(e->state[n].name), "HostSilent");
 	free(rules);
-	return e->state ? 0 : -ENOMEM;
+	return 0;
 }
 
 void engine_free(struct engine *e)
 {
-	for (int i = 0; i <= e->nstate; i++) {
+	for (int i = 0; e->state && i <= e->nstate; i++) {
 		for (int k = 0; k < e->state[i].n; k++)
 			free_instance(&e->state[i].inst[k]);
 		free(e->state[i].inst);
@@ -371,6 +386,16 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 				e->state[k] = t;
 				break;
 			}
+	/* and what the daemon set beside the rules: a reload changes only rules */
+	fresh.stale_ms = e->stale_ms;
+	fresh.topology = e->topology;
+	fresh.load_profile = e->load_profile;
+	fresh.load_profile_arg = e->load_profile_arg;
+	snprintf(fresh.generator_url, sizeof(fresh.generator_url), "%s", e->generator_url);
+	fresh.deploys = e->deploys;
+	fresh.ndeploys = e->ndeploys;
+	e->deploys = NULL;
+	e->ndeploys = 0;
 	fresh.hosts = e->hosts;
 	fresh.nhosts = e->nhosts;
 	fresh.cap = e->cap;
@@ -587,6 +612,180 @@ static void track(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		free_instance(in);
 		ri->inst[i] = ri->inst[--ri->n];
 	}
+}
+
+/* ---- checkpoint ------------------------------------------------------- */
+
+/* The rule behind state slot i (the built-in HostSilent for the last). */
+static const struct rule *rule_of_state(const struct engine *e, int i)
+{
+	int k = 0;
+
+	if (i == e->nstate)
+		return &e->silent_rule;
+	for (int g = 0; g < e->rules.ngroups; g++) {
+		if (i < k + e->rules.groups[g].nrules)
+			return &e->rules.groups[g].rules[i - k];
+		k += e->rules.groups[g].nrules;
+	}
+	return NULL;
+}
+
+static json_object *labels_obj(const struct label *l, int n)
+{
+	json_object *o = json_object_new_object();
+
+	for (int i = 0; o && i < n; i++)
+		json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+	return o;
+}
+
+int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
+{
+	int n = 0;
+
+	for (int i = 0; i <= e->nstate; i++) {
+		const struct rule *r = rule_of_state(e, i);
+
+		for (int k = 0; r && k < e->state[i].n; k++) {
+			const struct instance *in = &e->state[i].inst[k];
+			json_object *o, *hosts;
+
+			if (!in->firing)
+				continue;
+			o = json_object_new_object();
+			if (!o)
+				return -ENOMEM;
+			json_object_object_add(o, "rule", json_object_new_string(r->name));
+			json_object_object_add(o, "severity", json_object_new_string(r->severity));
+			json_object_object_add(o, "labels", labels_obj(in->labels, in->nlabels));
+			json_object_object_add(o, "since_ms", json_object_new_int64((int64_t)in->since_ms));
+			json_object_object_add(o, "last_true_ms",
+					       json_object_new_int64((int64_t)in->last_true_ms));
+			json_object_object_add(o, "value", json_object_new_double(
+					       isfinite(in->value) ? in->value : 0.0));
+			hosts = json_object_new_array();
+			for (int h = 0; h < in->nhosts; h++)
+				json_object_array_add(hosts, json_object_new_string(in->hosts[h]));
+			json_object_object_add(o, "hosts", hosts);
+			json_object_object_add(o, "total_hosts", json_object_new_int(in->total_hosts));
+			json_object_object_add(o, "domain_label",
+					       json_object_new_string(in->domain_label));
+			json_object_object_add(o, "domain_value",
+					       json_object_new_string(in->domain_value));
+			json_object_object_add(o, "deploy_service",
+					       json_object_new_string(in->deploy_service));
+			json_object_object_add(o, "deploy_at_ms",
+					       json_object_new_int64((int64_t)in->deploy_at_ms));
+			json_object_object_add(o, "deploy_base_ms",
+					       json_object_new_int64((int64_t)in->deploy_base_ms));
+			cb(in->fp, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), arg);
+			json_object_put(o);
+			n++;
+		}
+	}
+	return n;
+}
+
+static const char *obj_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+	       ? json_object_get_string(v) : "";
+}
+
+static uint64_t obj_u64(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? (uint64_t)json_object_get_int64(v) : 0;
+}
+
+int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
+			engine_event_cb cb, void *arg, char *err, size_t errlen)
+{
+	json_object *o = json_tokener_parse(json), *labels, *hosts, *v;
+	struct instance tmp = { 0 }, *in;
+	struct rule_inst *ri = NULL;
+	const char *name;
+	int ret = 0;
+
+	if (!o || !json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "labels", &labels) ||
+	    !json_object_is_type(labels, json_type_object) || strlen(fp) != 16) {
+		snprintf(err, errlen, "alert state %.16s: not a checkpointed alert", fp);
+		json_object_put(o);
+		return -EINVAL;
+	}
+	name = obj_str(o, "rule");
+	for (int i = 0; i <= e->nstate; i++)
+		if (!strcmp(e->state[i].name, name))
+			ri = &e->state[i];
+	in = &tmp;
+	if (ri) {
+		for (int k = 0; k < ri->n; k++)
+			if (!strcmp(ri->inst[k].fp, fp))
+				goto out;	/* already known (a second import) */
+		if (ri->n == ri->cap) {
+			int cap = ri->cap ? ri->cap * 2 : 16;
+			struct instance *n = realloc(ri->inst, (size_t)cap * sizeof(*n));
+
+			if (!n) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			ri->inst = n;
+			ri->cap = cap;
+		}
+		in = &ri->inst[ri->n++];
+		memset(in, 0, sizeof(*in));
+	}
+	snprintf(in->fp, sizeof(in->fp), "%s", fp);
+	in->labels = calloc((size_t)json_object_object_length(labels) + 1, sizeof(*in->labels));
+	json_object_object_foreach(labels, key, val) {
+		if (!in->labels || !json_object_is_type(val, json_type_string))
+			continue;
+		in->labels[in->nlabels].key = strdup(key);
+		in->labels[in->nlabels].value = strdup(json_object_get_string(val));
+		in->nlabels++;
+	}
+	in->firing = 1;
+	in->since_ms = obj_u64(o, "since_ms");
+	in->last_true_ms = obj_u64(o, "last_true_ms");
+	if (json_object_object_get_ex(o, "value", &v))
+		in->value = json_object_get_double(v);
+	if (json_object_object_get_ex(o, "hosts", &hosts) &&
+	    json_object_is_type(hosts, json_type_array) && json_object_array_length(hosts)) {
+		in->hosts = calloc(json_object_array_length(hosts), sizeof(char *));
+		for (size_t h = 0; in->hosts && h < json_object_array_length(hosts); h++)
+			in->hosts[in->nhosts++] =
+				strdup(json_object_get_string(json_object_array_get_idx(hosts, h)));
+	}
+	in->total_hosts = (int)obj_u64(o, "total_hosts");
+	snprintf(in->domain_label, sizeof(in->domain_label), "%s", obj_str(o, "domain_label"));
+	snprintf(in->domain_value, sizeof(in->domain_value), "%s", obj_str(o, "domain_value"));
+	snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
+		 obj_str(o, "deploy_service"));
+	in->deploy_at_ms = obj_u64(o, "deploy_at_ms");
+	in->deploy_base_ms = obj_u64(o, "deploy_base_ms");
+	if (!ri) {
+		/* its rule is gone from the rule files: it can only resolve */
+		struct rule *stand_in = calloc(1, sizeof(*stand_in));
+
+		if (stand_in) {
+			snprintf(stand_in->name, sizeof(stand_in->name), "%s", name);
+			snprintf(stand_in->severity, sizeof(stand_in->severity), "%s",
+				 obj_str(o, "severity"));
+			emit(e, stand_in, in, 0, now, cb, arg);
+			free(stand_in);
+		}
+		free_instance(in);
+		ret = 1;
+	}
+out:
+	json_object_put(o);
+	return ret;
 }
 
 static const char *host_label(const struct host_state *h, const char *key)

@@ -104,6 +104,27 @@ int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, cha
 void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *arg);
 
 /*
+ * Alert state checkpoint.  The firing alerts are what a restarted (or
+ * taking-over) engine must know to resolve what ended while it was down
+ * and not to fire again, with a new startsAt, what is still firing:
+ * engine_state_export calls cb once per firing instance with its
+ * fingerprint and a JSON record of it (rule, labels, since, last true,
+ * hosts, domain, deploy) and returns how many, or -ENOMEM.
+ * engine_state_import takes one such record back before the first
+ * evaluation: the instance is firing again with its original startsAt, and
+ * the first evaluation resolves it if its condition no longer holds (after
+ * keep_firing_for, counted from its last checkpointed true).  A record of a
+ * rule no longer in the rule files is resolved at once through cb.
+ * Returns 0 (restored), 1 (resolved), -EINVAL (err says why) or -ENOMEM.
+ * Pending instances (inside `for`) are not checkpointed: their clock
+ * starts again after a restart.
+ */
+typedef void (*engine_state_cb)(const char *fp, const char *json, void *arg);
+int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg);
+int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
+			engine_event_cb cb, void *arg, char *err, size_t errlen);
+
+/*
  * Call cb for every firing instance of alertname (labels as an event's
  * labels: the alert's own, plus alertname and severity).
  */

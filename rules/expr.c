@@ -35,8 +35,16 @@ struct parser {
 	char *err;
 	size_t errlen;
 	int failed;
-	int depth;
+	int depth;		/* nesting: parentheses, calls, unary minus */
+	int nodes;		/* nodes made: a chain "1+1+1..." nests by this */
 };
+
+/*
+ * Limits that keep evaluation, printing and freeing (all recursive) far
+ * from the stack's end on any input; real rules use a few dozen nodes.
+ */
+#define EXPR_MAX_DEPTH 64
+#define EXPR_MAX_NODES 1024
 
 static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -172,8 +180,14 @@ static void next(struct parser *ps)
 
 static struct node *new_node(struct parser *ps, enum node_type t, int line, int col)
 {
-	struct node *n = calloc(1, sizeof(*n));
+	struct node *n;
 
+	if (++ps->nodes > EXPR_MAX_NODES) {
+		fail(ps, line, col, "expression too long (more than %d terms and operators); "
+		     "split it into several rules", EXPR_MAX_NODES);
+		return NULL;
+	}
+	n = calloc(1, sizeof(*n));
 	if (!n) {
 		fail(ps, line, col, "out of memory");
 		return NULL;
@@ -331,7 +345,7 @@ static struct node *parse_primary(struct parser *ps)
 	struct node *n;
 	int line = ps->cur.line, col = ps->cur.col;
 
-	if (++ps->depth > 64) {
+	if (++ps->depth > EXPR_MAX_DEPTH) {
 		fail(ps, line, col, "expression nested too deeply");
 		return NULL;
 	}
@@ -452,10 +466,15 @@ static struct node *parse_unary(struct parser *ps)
 		int line = ps->cur.line, col = ps->cur.col;
 		struct node *n;
 
+		if (++ps->depth > EXPR_MAX_DEPTH) {
+			fail(ps, line, col, "expression nested deeper than %d", EXPR_MAX_DEPTH);
+			return NULL;
+		}
 		next(ps);
 		n = new_node(ps, N_NEG, line, col);
 		if (n)
 			n->l = parse_unary(ps);
+		ps->depth--;
 		return n;
 	}
 	return parse_primary(ps);

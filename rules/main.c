@@ -92,6 +92,14 @@ struct emit_ctx {
 	int n;			/* events this interval */
 	char **queue;		/* events not yet in fl:alerts, oldest first */
 	int nqueue;
+	int state_dirty;	/* the alert checkpoint must be written */
+};
+
+struct restore_ctx {
+	struct engine *e;
+	struct emit_ctx *ectx;
+	uint64_t now;
+	int restored, resolved;
 };
 
 /* Profile baselines read the hosts' 10 s profile windows from Redis. */
@@ -145,40 +153,129 @@ static void emit_event(const char *json, void *arg)
 	c->queue[c->nqueue++] = copy;
 }
 
-/*
- * XADD the queued events to fl:alerts, pipelined.  Returns 0, or -EIO if
- * the connection failed (what was not confirmed stays queued, in order).
- */
-static int flush_events(struct emit_ctx *c)
+struct state_buf {
+	char **fps, **states;
+	int n, cap;
+	int failed;
+};
+
+static void keep_state(const char *fp, const char *json, void *arg)
 {
-	int sent = 0, ret = 0;
+	struct state_buf *b = arg;
 
-	for (int i = 0; i < c->nqueue; i++)
-		if (redisAppendCommand(c->rc, "XADD fl:alerts MAXLEN ~ 100000 * e %s",
-				       c->queue[i]) != REDIS_OK)
-			break;
-	for (; sent < c->nqueue; sent++) {
-		redisReply *r = NULL;
+	if (b->n == b->cap) {
+		int cap = b->cap ? b->cap * 2 : 32;
+		char **f = realloc(b->fps, (size_t)cap * sizeof(*f));
+		char **j = f ? realloc(b->states, (size_t)cap * sizeof(*j)) : NULL;
 
-		if (redisGetReply(c->rc, (void **)&r) != REDIS_OK || !r) {
-			log_warn("%d alert event(s) not written to fl:alerts (%s); will retry",
-				 c->nqueue - sent, c->rc->errstr);
-			ret = -EIO;
-			break;
+		if (f)
+			b->fps = f;
+		if (!j) {
+			b->failed = 1;
+			return;
 		}
-		if (r->type == REDIS_REPLY_ERROR)
-			log_error("redis refused an alert event for fl:alerts (%s); dropped: %s",
-				  r->str, c->queue[sent]);
-		freeReplyObject(r);
-		free(c->queue[sent]);
+		b->states = j;
+		b->cap = cap;
 	}
-	if (sent)
-		memmove(c->queue, c->queue + sent, (size_t)(c->nqueue - sent) * sizeof(*c->queue));
-	c->nqueue -= sent;
-	return ret;
+	b->fps[b->n] = strdup(fp);
+	b->states[b->n] = strdup(json);
+	if (!b->fps[b->n] || !b->states[b->n]) {
+		free(b->fps[b->n]);
+		free(b->states[b->n]);
+		b->failed = 1;
+		return;
+	}
+	b->n++;
+}
+
+static void state_buf_free(struct state_buf *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		free(b->fps[i]);
+		free(b->states[i]);
+	}
+	free(b->fps);
+	free(b->states);
+	memset(b, 0, sizeof(*b));
+}
+
+/*
+ * Write the queued events to fl:alerts and, with_state, the engine's alert
+ * checkpoint, in one transaction (store_alerts_commit).  Returns 0, or
+ * -EIO if the exchange failed: the events stay queued, in order, and the
+ * checkpoint is written again with them.
+ */
+static int flush_events(struct emit_ctx *c, const struct engine *e, int with_state)
+{
+	struct state_buf sb = { 0 };
+	char err[256];
+	int taken;
+
+	if (!c->nqueue && !with_state)
+		return 0;
+	if (with_state && (engine_state_export(e, keep_state, &sb) < 0 || sb.failed)) {
+		log_error("out of memory writing the alert checkpoint; retrying next interval");
+		state_buf_free(&sb);
+		with_state = 0;
+		c->state_dirty = 1;
+	}
+	taken = store_alerts_commit(c->rc, c->queue, c->nqueue, (const char *const *)sb.fps,
+				    (const char *const *)sb.states, with_state ? sb.n : 0, err,
+				    sizeof(err));
+	state_buf_free(&sb);
+	if (taken < 0) {
+		log_warn("%d alert event(s) and the alert checkpoint not written (%s); will retry",
+			 c->nqueue, err);
+		c->state_dirty = 1;
+		return -EIO;
+	}
+	for (int i = 0; i < taken; i++)
+		free(c->queue[i]);
+	memmove(c->queue, c->queue + taken, (size_t)(c->nqueue - taken) * sizeof(*c->queue));
+	c->nqueue -= taken;
+	if (with_state)
+		c->state_dirty = 0;
+	return 0;
+}
+
+static void restore_one(const char *fp, const char *json, void *arg)
+{
+	struct restore_ctx *rc = arg;
+	char err[256];
+	int ret = engine_state_import(rc->e, fp, json, rc->now, emit_event, rc->ectx, err,
+				      sizeof(err));
+
+	if (ret < 0)
+		log_warn("%s; ignored", err);
+	else if (ret == 1)
+		rc->resolved++;
+	else
+		rc->restored++;
+}
+
+/*
+ * Take the alert checkpoint back (start-up): what fired before a restart
+ * keeps firing with its startsAt, or resolves at the first evaluation.
+ */
+static int restore_state(struct engine *e, redisContext *rc, struct emit_ctx *ectx, uint64_t now)
+{
+	struct restore_ctx r = { e, ectx, now, 0, 0 };
+	char err[256];
+	int n = store_alerts_state_read(rc, restore_one, &r, err, sizeof(err));
+
+	if (n < 0) {
+		log_warn("%s; cannot restore the alert state yet", err);
+		return -1;
+	}
+	if (n)
+		log_info("restored %d firing alert(s) from the checkpoint; %d of rules no longer "
+			 "loaded resolved", r.restored, r.resolved);
+	return 0;
 }
 
 #define DEPLOYS_EVERY_NS (10 * NSEC_PER_SEC)
+/* the checkpoint is written with every event, and refreshed this often */
+#define CHECKPOINT_EVERY_NS (10 * NSEC_PER_SEC)
 
 struct deploy_buf {
 	struct deploy *d;
@@ -264,8 +361,12 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
-			if (nfiles < MAX_FILES)
-				files[nfiles++] = optarg;
+			if (nfiles == MAX_FILES) {
+				fprintf(stderr, "faultline-rules: more than %d --rules files; merge "
+					"some, or put their groups in one file\n", MAX_FILES);
+				return 2;
+			}
+			files[nfiles++] = optarg;
 			break;
 		case 'r': url = optarg; break;
 		case 'i':
@@ -338,6 +439,8 @@ int main(int argc, char **argv)
 	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
 	struct emit_ctx ctx = { .once = once };
 	long events_total = 0;
+	int restored = 0, with_state;
+	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
 
 	clock_ms = replay_from;
 	for (long done = 0; !stopping && (!intervals || done < intervals); done++) {
@@ -384,6 +487,21 @@ int main(int argc, char **argv)
 				continue;
 			}
 		}
+		/*
+		 * Before the first evaluation: what fired before this start (the
+		 * checkpoint), so that it keeps its startsAt or resolves.  A what-if
+		 * run (--once, --replay) neither reads nor writes it.
+		 */
+		if (!restored && !once && !replay_to) {
+			ctx.rc = rc;
+			if (restore_state(&e, rc, &ctx, now)) {
+				redisFree(rc);
+				rc = NULL;
+				sleep(1);
+				continue;
+			}
+		}
+		restored = 1;
 		nread = engine_load_redis(&e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
 		if (nread < 0) {
 			log_warn("%s; reconnecting", err);
@@ -409,9 +527,14 @@ int main(int argc, char **argv)
 		e.load_profile_arg = &ctx;
 		t_read = time_mono_ns();
 		engine_eval(&e, now, emit_event, &ctx);
-		if (flush_events(&ctx)) {
+		with_state = !once && !replay_to &&
+			     (ctx.n || ctx.state_dirty || !state_written ||
+			      t0 - state_written >= CHECKPOINT_EVERY_NS);
+		if (flush_events(&ctx, &e, with_state)) {
 			redisFree(rc);
 			rc = ctx.rc = NULL;
+		} else if (with_state) {
+			state_written = t0;
 		}
 		t_eval = time_mono_ns();
 		int nrules = 0;
@@ -442,8 +565,8 @@ int main(int argc, char **argv)
 		log_info("replayed %.0f s of history (%" PRIu64 " to %" PRIu64 "): %ld event(s) "
 			 "to fl:alerts", (double)(replay_to - replay_from) / 1000, replay_from,
 			 replay_to, events_total);
-	if (ctx.nqueue && rc)
-		flush_events(&ctx);
+	if ((ctx.nqueue || ctx.state_dirty) && rc)
+		flush_events(&ctx, &e, !once && !replay_to);
 	if (ctx.nqueue)
 		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
 			  "start re-evaluates and re-emits what still holds", ctx.nqueue);

@@ -129,6 +129,41 @@ static struct value run(const char *src)
 	return v;
 }
 
+Test(expr, hostile_nesting_is_an_error_not_a_crash)
+{
+	static const char *const unit[] = { "-", "(", "abs(" };
+	char err[256];
+	struct node *n;
+
+	/* 100,000 unary minuses, parentheses or calls: a positioned error, no crash */
+	for (int u = 0; u < 3; u++) {
+		size_t len = strlen(unit[u]);
+		char *src = malloc(100000 * len + 16), *p = src;
+
+		for (int i = 0; i < 100000; i++, p += len)
+			memcpy(p, unit[u], len);
+		strcpy(p, "1");
+		cr_assert_neq(expr_parse(src, &n, err, sizeof(err)), 0);
+		cr_assert(strstr(err, "nested"), "%s", err);
+		cr_assert_eq(strncmp(err, "1:", 2), 0, "no position: %s", err);
+		free(src);
+	}
+	/* a chain of 100,000 additions nests by its length: refused too */
+	{
+		char *src = malloc(200000 + 2), *p = src;
+
+		for (int i = 0; i < 100000; i++, p += 2)
+			memcpy(p, "1+", 2);
+		strcpy(p, "1");
+		cr_assert_neq(expr_parse(src, &n, err, sizeof(err)), 0);
+		cr_assert(strstr(err, "too long"), "%s", err);
+		free(src);
+	}
+	/* what real rules need still parses */
+	cr_assert_eq(expr_parse("- - -(((1)))", &n, err, sizeof(err)), 0, "%s", err);
+	expr_free(n);
+}
+
 Test(expr, evaluation_over_a_fleet, .init = build_fleet, .fini = free_fleet)
 {
 	struct value v;
