@@ -1000,7 +1000,7 @@ int store_alerts_commit(redisContext *c, char *const *events, int nevents,
 	queued++;
 	for (int i = 0; i < nevents; i++, queued++)
 		redisAppendCommand(c, "XADD %s MAXLEN ~ 100000 * e %s", ALERTS_STREAM, events[i]);
-	if (states) {
+	if (nstates >= 0) {
 		redisAppendCommand(c, "DEL %s", ALERTS_STATE);
 		queued++;
 		for (int i = 0; i < nstates; i++, queued++)

@@ -192,8 +192,8 @@ int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t c
 		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen);
 
 /*
- * Append events (JSON, lib/alert.h) to fl:alerts and, when states is not
- * NULL, replace the rules' alert checkpoint with fps[i] -> states[i], in
+ * Append events (JSON, lib/alert.h) to fl:alerts and, when nstates >= 0,
+ * replace the rules' alert checkpoint with fps[i] -> states[i], in
  * one MULTI/EXEC: the checkpoint never says an alert fired whose event is
  * not in the stream, nor the reverse.  Returns how many of the events
  * Redis took (in order; an event it refused is logged and counted as

@@ -220,7 +220,7 @@ static int flush_events(struct emit_ctx *c, const struct engine *e, int with_sta
 		c->state_dirty = 1;
 	}
 	taken = store_alerts_commit(c->rc, c->queue, c->nqueue, (const char *const *)sb.fps,
-				    (const char *const *)sb.states, with_state ? sb.n : 0, err,
+				    (const char *const *)sb.states, with_state ? sb.n : -1, err,
 				    sizeof(err));
 	state_buf_free(&sb);
 	if (taken < 0) {

@@ -1,7 +1,8 @@
 /*
  * test_restarts.c - never lose a page: the alerter killed (-9) and
  * restarted, Redis restarted under it, a second alerter taking over a dead
- * one's events, a wrong-type fl:alerts; real processes, a real Redis, a
+ * one's events, a wrong-type fl:alerts, faultline-rules killed while an
+ * alert fires and reloaded with a hostile rule file; real processes, a real Redis, a
  * real HTTP receiver on loopback.  Every case here lost or doubled pages
  * before the alerter kept its entries by id (see alerter/alerter.h).
  *
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "alert.h"
 #include "helpers.h"
 #include "receiver.h"
+#include "snapshot.h"
 #include "store.h"
 #include "timeutil.h"
 
@@ -492,4 +495,221 @@ Test(restarts, redis_password_never_reaches_the_log, .init = setup, .fini = tear
 	fclose(f);
 	cr_assert_gt(lines, 0, "the alerter logged nothing");
 	cr_assert_not(leaked, "the Redis password is in the log");
+}
+
+/* ---- the rules engine ----------------------------------------------------- */
+
+/*
+ * A feeder thread writes a snapshot of hosts hot-1 and cool-1 every 250 ms
+ * through the probe's store; hot-1's drive is at 70 C while `hot` is set.
+ */
+static volatile int hot, feeding;
+static pthread_t feeder;
+static pid_t rules;
+static char rules_yaml[300];
+
+static void *feed(void *arg)
+{
+	struct store_opts o = { .url = redis.url, .timeout_ns = NSEC_PER_SEC };
+	char err[256];
+	struct store *st = store_open(&o, err, sizeof(err));
+	uint64_t seq = 0;
+
+	(void)arg;
+	while (st && feeding) {
+		uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+
+		for (int h = 0; h < 2; h++) {
+			struct snapshot s;
+
+			snapshot_init(&s, h ? "cool-1" : "hot-1", now, 250, seq, 1);
+			snapshot_add_gauge(&s, "drive.temperature_c", !h && hot ? 70 : 30,
+					   "device", "sda", NULL);
+			store_put_snapshot(st, &s);
+			snapshot_free(&s);
+		}
+		seq++;
+		usleep(250000);
+	}
+	if (st)
+		store_close(st);
+	return NULL;
+}
+
+static void start_rules(void)
+{
+	char bin[256];
+
+	snprintf(bin, sizeof(bin), "%s/faultline-rules", test_out_dir());
+	rules = fork();
+	if (rules == 0) {
+		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 2);
+		execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval", "250ms",
+		      "--stale", "30s", "--topology", "/dev/null", (char *)NULL);
+		_exit(127);
+	}
+}
+
+static void stop_rules(int sig)
+{
+	if (rules > 0) {
+		kill(rules, sig);
+		waitpid(rules, NULL, 0);
+	}
+	rules = 0;
+}
+
+static void rules_setup(void)
+{
+	FILE *f;
+
+	setup();
+	snprintf(rules_yaml, sizeof(rules_yaml), "%s/rules.yaml", redis.dir);
+	f = fopen(rules_yaml, "w");
+	fputs("groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
+	      "        expr: drive.temperature_c > 60\n        severity: page\n", f);
+	fclose(f);
+	hot = 0;
+	feeding = 1;
+	pthread_create(&feeder, NULL, feed, NULL);
+}
+
+static void rules_teardown(void)
+{
+	stop_rules(SIGKILL);
+	feeding = 0;
+	pthread_join(feeder, NULL);
+	teardown();
+}
+
+/* Notifications answered 200 that carried DriveHot with status, and their startsAt. */
+static int drive_hot(const char *status, char starts[][40], int max)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&rx.lock);
+	for (int i = 0; i < rx.n; i++) {
+		json_object *doc, *alerts, *x;
+
+		if (rx.req[i].status != 200 || !(doc = json_tokener_parse(rx.req[i].body)))
+			continue;
+		if (json_object_object_get_ex(doc, "alerts", &alerts))
+			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
+				json_object *a = json_object_array_get_idx(alerts, k), *l;
+
+				if (json_object_object_get_ex(a, "labels", &l) &&
+				    json_object_object_get_ex(l, "alertname", &x) &&
+				    !strcmp(json_object_get_string(x), "DriveHot") &&
+				    json_object_object_get_ex(a, "status", &x) &&
+				    !strcmp(json_object_get_string(x), status)) {
+					if (starts && n < max &&
+					    json_object_object_get_ex(a, "startsAt", &x))
+						snprintf(starts[n], 40, "%s", json_object_get_string(x));
+					n++;
+				}
+			}
+		json_object_put(doc);
+	}
+	pthread_mutex_unlock(&rx.lock);
+	return n;
+}
+
+static int wait_drive_hot(const char *status, int n, int seconds)
+{
+	for (int i = 0; i < seconds * 4 && drive_hot(status, NULL, 0) < n; i++)
+		usleep(250000);
+	return drive_hot(status, NULL, 0);
+}
+
+static long long checkpointed(redisContext *c)
+{
+	redisReply *r = redisCommand(c, "HLEN fl:rules:alerts");
+	long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+Test(restarts, rules_killed_while_firing_resolve_and_fire_again_after_restart,
+     .init = rules_setup, .fini = rules_teardown, .timeout = 120)
+{
+	redisContext *c = conn();
+	char starts[4][40];
+
+	start_alerter(0, cfg_up);
+	start_rules();
+	hot = 1;
+	cr_assert_eq(wait_drive_hot("firing", 1, 20), 1, "the first incident was not paged");
+	stop_rules(SIGKILL);
+	hot = 0;	/* the fault ends while the engine is down */
+	sleep(2);
+	start_rules();
+	cr_assert_eq(wait_drive_hot("resolved", 1, 20), 1, "the resolution was never sent");
+	cr_assert_eq(drive_hot("firing", NULL, 0), 1, "the ended incident was paged again");
+	for (int i = 0; i < 20 && checkpointed(c) != 0; i++)
+		usleep(250000);
+	cr_assert_eq(checkpointed(c), 0, "a resolved alert stays in the checkpoint");
+	hot = 1;	/* the next incident */
+	cr_assert_eq(wait_drive_hot("firing", 2, 20), 2, "the second incident was not paged");
+	drive_hot("firing", starts, 4);
+	cr_assert_str_neq(starts[0], starts[1], "two incidents with one startsAt");
+	redisFree(c);
+}
+
+Test(restarts, rules_restarted_while_firing_do_not_page_twice, .init = rules_setup,
+     .fini = rules_teardown, .timeout = 90)
+{
+	redisContext *c = conn();
+	char starts[4][40];
+
+	start_alerter(0, cfg_up);
+	start_rules();
+	hot = 1;
+	cr_assert_eq(wait_drive_hot("firing", 1, 20), 1);
+	stop_rules(SIGKILL);
+	sleep(1);
+	start_rules();
+	sleep(6);	/* still hot: the restarted engine knows it already fired */
+	cr_assert_eq(drive_hot("firing", starts, 4), 1, "a restart paged the same incident again");
+	cr_assert_eq(checkpointed(c), 1, "the firing alert is not checkpointed");
+	cr_assert_eq(drive_hot("resolved", NULL, 0), 0);
+	/* a clean stop and start, and a reload, keep it too */
+	stop_rules(SIGTERM);
+	start_rules();
+	sleep(2);
+	kill(rules, SIGHUP);
+	sleep(4);
+	cr_assert_eq(drive_hot("firing", NULL, 0), 1);
+	hot = 0;
+	cr_assert_eq(wait_drive_hot("resolved", 1, 20), 1);
+	redisFree(c);
+}
+
+Test(restarts, a_bad_reload_keeps_the_engine_and_its_alerts, .init = rules_setup,
+     .fini = rules_teardown, .timeout = 90)
+{
+	redisContext *c = conn();
+	FILE *f;
+	int status;
+
+	start_alerter(0, cfg_up);
+	start_rules();
+	hot = 1;
+	cr_assert_eq(wait_drive_hot("firing", 1, 20), 1);
+	/* 20,000 unary minuses: used to overflow the parser's stack on SIGHUP */
+	f = fopen(rules_yaml, "w");
+	fputs("groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n        expr: ", f);
+	for (int i = 0; i < 20000; i++)
+		fputc('-', f);
+	fputs("drive.temperature_c > 60\n", f);
+	fclose(f);
+	kill(rules, SIGHUP);
+	sleep(2);
+	cr_assert_eq(waitpid(rules, &status, WNOHANG), 0, "faultline-rules died on a bad reload");
+	hot = 0;
+	cr_assert_eq(wait_drive_hot("resolved", 1, 20), 1, "the old rules stopped working");
+	redisFree(c);
 }
