@@ -74,6 +74,35 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
 }
 
+/*
+ * A label value as the decoder will accept it: one longer than
+ * SNAPSHOT_MAX_STR (a deep cgroup path, a long configured label) keeps its
+ * head and ends in "~" and the FNV-64 of the whole value, so it stays
+ * unique and the host stays decodable (an undecodable host is unmonitored).
+ */
+static char *value_dup(const char *v)
+{
+	size_t n = strlen(v);
+	char *out;
+
+	if (n <= SNAPSHOT_MAX_STR)
+		return strdup(v);
+	out = malloc(SNAPSHOT_MAX_STR + 1);
+	if (out) {
+		int head = SNAPSHOT_MAX_STR - 17;
+
+		snprintf(out, SNAPSHOT_MAX_STR + 1, "%.*s~%016llx", head, v,
+			 (unsigned long long)fnv64_str(FNV64_OFFSET, v));
+	}
+	return out;
+}
+
+/* A label key the decoder accepts: non-empty, at most SNAPSHOT_MAX_STR. */
+static int key_valid(const char *k)
+{
+	return k && k[0] && strlen(k) <= SNAPSHOT_MAX_STR;
+}
+
 static struct label *labels_dup(const struct label *src, uint32_t n)
 {
 	struct label *l;
@@ -85,7 +114,7 @@ static struct label *labels_dup(const struct label *src, uint32_t n)
 		return NULL;
 	for (uint32_t i = 0; i < n; i++) {
 		l[i].key = strdup(src[i].key);
-		l[i].value = strdup(src[i].value);
+		l[i].value = value_dup(src[i].value);
 		if (!l[i].key || !l[i].value) {
 			labels_free(l, n);
 			return NULL;
@@ -134,9 +163,11 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 	struct label *l;
 	char *v;
 
+	if (!key_valid(key))
+		return -EINVAL;
 	for (uint32_t i = 0; i < s->nlabels; i++) {
 		if (strcmp(s->labels[i].key, key) == 0) {
-			v = strdup(value);
+			v = value_dup(value);
 			if (!v)
 				return -ENOMEM;
 			free(s->labels[i].value);
@@ -149,7 +180,7 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 		return -ENOMEM;
 	s->labels = l;
 	l[s->nlabels].key = strdup(key);
-	l[s->nlabels].value = strdup(value);
+	l[s->nlabels].value = value_dup(value);
 	if (!l[s->nlabels].key || !l[s->nlabels].value) {
 		free(l[s->nlabels].key);
 		free(l[s->nlabels].value);
@@ -178,8 +209,12 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 {
 	struct series *ser;
 
-	if (nlabels > SNAPSHOT_MAX_LABELS || s->nseries >= SNAPSHOT_MAX_SERIES)
+	if (nlabels > SNAPSHOT_MAX_LABELS || s->nseries >= SNAPSHOT_MAX_SERIES ||
+	    !key_valid(name))
 		return NULL;
+	for (uint32_t i = 0; i < nlabels; i++)
+		if (!key_valid(labels[i].key))
+			return NULL;
 	if (s->nseries == s->cap) {
 		uint32_t cap = s->cap ? s->cap * 2 : 16;
 		struct series *n = realloc(s->series, cap * sizeof(*n));

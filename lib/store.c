@@ -791,8 +791,37 @@ void store_close(struct store *st)
 
 /* ---- readers ------------------------------------------------------------ */
 
+/*
+ * What the readers do besides delivering: the stream's host (a snapshot
+ * naming another host inside is filed under the stream's, never under a
+ * phantom host), and whom to tell about entries that do not decode.
+ */
+struct read_ctx {
+	const char *host;		/* NULL: not checked */
+	size_t index;			/* the host's index for bad_cb */
+	store_bad_cb bad_cb;
+	void *arg;
+};
+
+static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char *why,
+		      size_t *bad)
+{
+	uint64_t ms = 0;
+
+	if (bad)
+		(*bad)++;
+	if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 &&
+	    e->element[0]->type == REDIS_REPLY_STRING)
+		ms = strtoull(e->element[0]->str, NULL, 10);
+	if (rc && rc->bad_cb)
+		rc->bad_cb(rc->index, ms, why, rc->arg);
+	else
+		log_warn("%s: skipping stream entry %" PRIu64 ": %s", rc && rc->host ? rc->host : "?",
+			 ms, why);
+}
+
 static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, void *arg,
-			   size_t *bad, char *err, size_t errlen)
+			   const struct read_ctx *rc, size_t *bad, char *err, size_t errlen)
 {
 	int delivered = 0;
 
@@ -813,8 +842,7 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 
 		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
 		    e->element[1]->type != REDIS_REPLY_ARRAY) {
-			if (bad)
-				(*bad)++;
+			entry_bad(rc, e, "not a stream entry with fields", bad);
 			continue;
 		}
 		fields = e->element[1];
@@ -826,12 +854,21 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 				continue;
 			found = 1;
 			if (snapshot_decode(fv->str, fv->len, &s, derr, sizeof(derr))) {
-				log_debug("skipping stream entry %s: %s",
-					  e->element[0]->type == REDIS_REPLY_STRING ?
-					  e->element[0]->str : "?", derr);
-				if (bad)
-					(*bad)++;
+				entry_bad(rc, e, derr, bad);
 				break;
+			}
+			if (rc && rc->host && strcmp(s.host, rc->host)) {
+				char *h = strdup(rc->host);
+
+				if (!h) {
+					snapshot_free(&s);
+					entry_bad(rc, e, "out of memory", bad);
+					break;
+				}
+				log_debug("entry of %s names host '%.64s' inside; filed under %s",
+					  rc->host, s.host, rc->host);
+				free(s.host);
+				s.host = h;
 			}
 			delivered++;
 			if (cb(&s, arg)) {
@@ -841,8 +878,8 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 			snapshot_free(&s);
 			break;
 		}
-		if (!found && bad)
-			(*bad)++;
+		if (!found)
+			entry_bad(rc, e, "no \"d\" field", bad);
 	}
 	return delivered;
 }
@@ -868,7 +905,11 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
 		snprintf(err, errlen, "redis: %s", c->errstr);
 		return -EIO;
 	}
-	ret = deliver_entries(r, 0, cb, arg, bad, err, errlen);
+	{
+		struct read_ctx rc = { .host = host };
+
+		ret = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+	}
 	freeReplyObject(r);
 	return ret;
 }
@@ -877,7 +918,7 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
 
 int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
 		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
-		      size_t *bad, char *err, size_t errlen)
+		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen)
 {
 	char to[32] = "+";
 
@@ -907,9 +948,15 @@ int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t 
 				snprintf(err, errlen, "redis: %s", c->errstr);
 				return -EIO;
 			}
-			got = deliver_entries(r, 0, cb, arg, bad, err, errlen);
+			struct read_ctx rc = { .host = hosts[at + i], .index = at + i,
+					       .bad_cb = bad_cb, .arg = arg };
+
+			got = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
 			if (got < 0) {
-				log_debug("reading %s: %s", hosts[at + i], err);
+				if (bad_cb)
+					bad_cb(at + i, 0, err, arg);
+				else
+					log_warn("reading %s: %s", hosts[at + i], err);
 				if (bad)
 					(*bad)++;
 			} else {
@@ -936,7 +983,11 @@ int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t c
 		snprintf(err, errlen, "redis: %s", c->errstr);
 		return -EIO;
 	}
-	ret = deliver_entries(r, 1, cb, arg, bad, err, errlen);
+	{
+		struct read_ctx rc = { .host = host };
+
+		ret = deliver_entries(r, 1, cb, arg, &rc, bad, err, errlen);
+	}
 	freeReplyObject(r);
 	return ret;
 }

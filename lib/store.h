@@ -171,12 +171,17 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
  * hosts[i]'s snapshots with from_ms[i] <= ts <= to_ms (0: open), hosts in order, each host's
  * oldest first; same callback contract, except that cb returning
  * non-zero skips only the rest of that host's snapshots.  A host whose read Redis refuses (e.g. WRONGTYPE)
- * is skipped and counted in *bad.  Returns the number delivered, or -EIO
- * if the connection failed.
+ * is skipped and counted in *bad.  A snapshot is always filed under the
+ * host of the stream it came from, whatever host it names inside.  Every
+ * entry that does not decode (and every refused read, entry_ms 0) is
+ * reported to bad_cb with the host's index, the entry's id (ms) and why,
+ * or logged as a warning when bad_cb is NULL.  Returns the number
+ * delivered, or -EIO if the connection failed.
  */
+typedef void (*store_bad_cb)(size_t host_index, uint64_t entry_ms, const char *why, void *arg);
 int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
 		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
-		      size_t *bad, char *err, size_t errlen);
+		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen);
 
 /*
  * Raw entries of any stream: call cb with each entry's "d" field, oldest

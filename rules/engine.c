@@ -23,12 +23,22 @@
 #include "strbuf.h"
 #include "timeutil.h"
 
+/* Undecodable entries of a host within this window raise HostUndecodable. */
+#define BAD_WINDOW_MS 60000
+#define BAD_BOUND 3
+/* Entries dated further ahead than this wait until their time comes. */
+#define FUTURE_SLACK_MS 10000
+
 struct host_state {
-	char name[200];
+	char name[200];			/* store_host_valid: shorter than 200 */
 	struct snapshot *snaps;		/* oldest first */
 	size_t n, cap;
 	size_t thinned;			/* snaps[0..thinned) are THIN_MS apart */
-	char last_id[48];
+	uint64_t first_seen_ms;		/* when fl:hosts first named it */
+	uint64_t read_ms;		/* newest entry id read, decodable or not */
+	uint64_t bad_ms[8];		/* ids (or read times) of the last undecodable entries */
+	uint32_t nbad;			/* undecodable entries ever */
+	uint64_t said_ms;		/* last warning about this host */
 };
 
 struct instance {
@@ -208,22 +218,72 @@ int engine_add_snapshot(struct engine *e, const struct snapshot *s)
 struct load_arg {
 	struct engine *e;
 	int n;
+	uint64_t now;			/* the clock reads are judged by */
+	struct host_state **hosts;	/* by the index given to the store */
 };
+
+/* Warn about host h at most once a minute. */
+static int may_say(struct host_state *h, uint64_t now)
+{
+	if (h->said_ms && now - h->said_ms < 60000)
+		return 0;
+	h->said_ms = now;
+	return 1;
+}
 
 static int load_cb(struct snapshot *s, void *arg)
 {
 	struct load_arg *la = arg;
+	struct host_state *h = host_of(la->e, s->host);
 
+	if (h && s->ts_ms > la->now + FUTURE_SLACK_MS) {
+		/* kept in Redis and read when its time comes; never freezes the host */
+		if (may_say(h, la->now))
+			log_warn("host %s: snapshot dated %.0f s in the future (clock ahead?); "
+				 "held back until then", h->name,
+				 (double)(s->ts_ms - la->now) / 1000);
+		return 0;
+	}
+	if (h && s->ts_ms > h->read_ms)
+		h->read_ms = s->ts_ms;
+	if (h && h->n && s->ts_ms <= h->snaps[h->n - 1].ts_ms)
+		return 0;	/* not newer than what we hold */
 	engine_take_snapshot(la->e, s);
 	la->n++;
 	return 0;
+}
+
+static void bad_cb(size_t idx, uint64_t entry_ms, const char *why, void *arg)
+{
+	struct load_arg *la = arg;
+	struct host_state *h = la->hosts[idx];
+	uint64_t at = entry_ms && entry_ms <= la->now + FUTURE_SLACK_MS ? entry_ms : la->now;
+
+	if (entry_ms && entry_ms <= la->now + FUTURE_SLACK_MS && entry_ms > h->read_ms)
+		h->read_ms = entry_ms;	/* read once, counted once */
+	h->bad_ms[h->nbad++ % 8] = at;
+	la->e->undecodable++;
+	if (may_say(h, la->now))
+		log_warn("host %s: stream entry %" PRIu64 " cannot be read (%s); %u so far — the "
+			 "host is not monitored while its entries are unreadable (HostUndecodable)",
+			 h->name, entry_ms, why, h->nbad);
+}
+
+/* Undecodable entries of h within BAD_WINDOW_MS before now. */
+static int recent_bad(const struct host_state *h, uint64_t now)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < 8 && i < h->nbad; i++)
+		n += h->bad_ms[i] + BAD_WINDOW_MS >= now;
+	return n;
 }
 
 int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, char *err,
 		      size_t errlen)
 {
 	redisReply *hosts = redisCommand(rc, "HKEYS fl:hosts");
-	struct load_arg la = { e, 0 };
+	struct load_arg la = { e, 0, until_ms ? until_ms : time_wall_ns() / NSEC_PER_MSEC, NULL };
 	const char **names = NULL;
 	uint64_t *from = NULL;
 	size_t n = 0;
@@ -238,23 +298,43 @@ int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, cha
 	}
 	names = calloc(hosts->elements + 1, sizeof(*names));
 	from = calloc(hosts->elements + 1, sizeof(*from));
-	if (!names || !from) {
+	la.hosts = calloc(hosts->elements + 1, sizeof(*la.hosts));
+	if (!names || !from || !la.hosts) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < hosts->elements; i++) {
+		const redisReply *x = hosts->element[i];
 		struct host_state *h;
 
-		if (hosts->element[i]->type != REDIS_REPLY_STRING ||
-		    !(h = host_of(e, hosts->element[i]->str)))
+		if (x->type != REDIS_REPLY_STRING)
 			continue;
-		from[n] = h->n ? h->snaps[h->n - 1].ts_ms + 1 : 0;
-		names[n++] = hosts->element[i]->str;
+		if (!store_host_valid(x->str)) {
+			if (!e->bad_name_said_ms || la.now - e->bad_name_said_ms >= 60000) {
+				log_warn("fl:hosts names '%.80s', which is not a host name (letters, "
+					 "digits, . _ - :, under 200 bytes); it is not monitored — "
+					 "remove it with HDEL fl:hosts", x->str);
+				e->bad_name_said_ms = la.now;
+			}
+			continue;
+		}
+		h = host_of(e, x->str);
+		if (!h)
+			continue;
+		if (!h->first_seen_ms)
+			h->first_seen_ms = la.now;
+		from[n] = (h->read_ms > (h->n ? h->snaps[h->n - 1].ts_ms : 0) ? h->read_ms
+			   : h->n ? h->snaps[h->n - 1].ts_ms : 0);
+		from[n] = from[n] ? from[n] + 1 : 0;
+		la.hosts[n] = h;
+		names[n++] = h->name;
 	}
-	ret = store_read_ranges(rc, names, from, n, 1, until_ms, load_cb, &la, NULL, err, errlen);
+	ret = store_read_ranges(rc, names, from, n, 1, until_ms, load_cb, &la, bad_cb, NULL, err,
+				errlen);
 out:
 	free(names);
 	free(from);
+	free(la.hosts);
 	freeReplyObject(hosts);
 	return ret < 0 ? ret : la.n;
 }
@@ -325,7 +405,7 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	e->dense_ms = dense / NSEC_PER_MSEC + 5000;
 	e->stale_ms = 5000;
 	e->nstate = n;
-	e->state = calloc((size_t)n + 2, sizeof(*e->state));
+	e->state = calloc((size_t)n + ENGINE_BUILTINS, sizeof(*e->state));
 	if (!e->state) {
 		free(rules);
 		free(e->state);
@@ -344,13 +424,19 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	e->silent_rule.rollup_min_fraction = 0.5;
 	snprintf(e->silent_rule.runbook, sizeof(e->silent_rule.runbook), "runbooks/host-silent.md");
 	snprintf(e->state[n].name, sizeof(e->state[n].name), "HostSilent");
+	/* HostUndecodable: a host whose entries arrive but cannot be read */
+	e->undecodable_rule = e->silent_rule;
+	snprintf(e->undecodable_rule.name, sizeof(e->undecodable_rule.name), "HostUndecodable");
+	snprintf(e->undecodable_rule.runbook, sizeof(e->undecodable_rule.runbook),
+		 "runbooks/host-undecodable.md");
+	snprintf(e->state[n + 1].name, sizeof(e->state[n + 1].name), "HostUndecodable");
 	free(rules);
 	return 0;
 }
 
 void engine_free(struct engine *e)
 {
-	for (int i = 0; e->state && i <= e->nstate; i++) {
+	for (int i = 0; e->state && i < e->nstate + ENGINE_BUILTINS; i++) {
 		for (int k = 0; k < e->state[i].n; k++)
 			free_instance(&e->state[i].inst[k]);
 		free(e->state[i].inst);
@@ -377,8 +463,8 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 	if (ret)
 		return ret;
 	/* keep alert state of rules that survived, by name */
-	for (int i = 0; i <= fresh.nstate; i++)
-		for (int k = 0; k <= e->nstate; k++)
+	for (int i = 0; i < fresh.nstate + ENGINE_BUILTINS; i++)
+		for (int k = 0; k < e->nstate + ENGINE_BUILTINS; k++)
 			if (!strcmp(fresh.state[i].name, e->state[k].name)) {
 				struct rule_inst t = fresh.state[i];
 
@@ -623,6 +709,8 @@ static const struct rule *rule_of_state(const struct engine *e, int i)
 
 	if (i == e->nstate)
 		return &e->silent_rule;
+	if (i == e->nstate + 1)
+		return &e->undecodable_rule;
 	for (int g = 0; g < e->rules.ngroups; g++) {
 		if (i < k + e->rules.groups[g].nrules)
 			return &e->rules.groups[g].rules[i - k];
@@ -644,7 +732,7 @@ int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
 {
 	int n = 0;
 
-	for (int i = 0; i <= e->nstate; i++) {
+	for (int i = 0; i < e->nstate + ENGINE_BUILTINS; i++) {
 		const struct rule *r = rule_of_state(e, i);
 
 		for (int k = 0; r && k < e->state[i].n; k++) {
@@ -719,7 +807,7 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 		return -EINVAL;
 	}
 	name = obj_str(o, "rule");
-	for (int i = 0; i <= e->nstate; i++)
+	for (int i = 0; i < e->nstate + ENGINE_BUILTINS; i++)
 		if (!strcmp(e->state[i].name, name))
 			ri = &e->state[i];
 	in = &tmp;
@@ -790,7 +878,11 @@ out:
 
 static const char *host_label(const struct host_state *h, const char *key)
 {
-	const struct snapshot *s = &h->snaps[h->n - 1];
+	const struct snapshot *s;
+
+	if (!h->n)
+		return NULL;	/* nothing readable yet: no labels */
+	s = &h->snaps[h->n - 1];
 
 	for (uint32_t i = 0; i < s->nlabels; i++)
 		if (!strcmp(s->labels[i].key, key))
@@ -1344,25 +1436,40 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 	struct match *silent = calloc(e->nhosts + 1, sizeof(*silent));
 	struct match *sout = calloc(e->nhosts + 1, sizeof(*sout));
 	struct label *slabels = calloc(e->nhosts + 1, sizeof(*slabels));
+	struct match *bad = calloc(e->nhosts + 1, sizeof(*bad));
+	struct label *ulabels = calloc(e->nhosts + 1, sizeof(*ulabels));
 	const struct host_state **all = calloc(e->nhosts + 1, sizeof(*all));
 	size_t nlive = 0, nall = 0;
-	int nsilent = 0, rule = 0;
+	int nsilent = 0, nbad = 0, rule = 0;
 
-	if (!win || !live || !silent || !sout || !slabels || !all)
+	if (!win || !live || !silent || !sout || !slabels || !all || !bad || !ulabels)
 		goto out;
 	for (size_t i = 0; i < e->nhosts; i++) {
 		struct host_state *h = &e->hosts[i];
+		/* a host never read since fl:hosts named it counts from then */
+		uint64_t last = h->n ? h->snaps[h->n - 1].ts_ms : h->first_seen_ms;
 
-		if (!h->n)
+		if (!h->n && !h->first_seen_ms)
 			continue;
 		all[nall++] = h;
-		if (h->snaps[h->n - 1].ts_ms + e->stale_ms < now) {
+		if (recent_bad(h, now) >= BAD_BOUND) {
+			ulabels[nbad].key = "host";
+			ulabels[nbad].value = h->name;
+			bad[nbad].labels = &ulabels[nbad];
+			bad[nbad].nlabels = 1;
+			bad[nbad].host = h->name;
+			bad[nbad].value = recent_bad(h, now);
+			nbad++;
+		}
+		if (!h->n || last + e->stale_ms < now) {
+			if (last + e->stale_ms >= now)
+				continue;	/* nothing yet, but not for long */
 			slabels[nsilent].key = "host";
 			slabels[nsilent].value = h->name;
 			silent[nsilent].labels = &slabels[nsilent];
 			silent[nsilent].nlabels = 1;
 			silent[nsilent].host = h->name;
-			silent[nsilent].value = (double)(now - h->snaps[h->n - 1].ts_ms) / 1000.0;
+			silent[nsilent].value = (double)(now - last) / 1000.0;
 			nsilent++;
 			continue;
 		}
@@ -1375,11 +1482,26 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 		for (int i = 0; i < e->rules.groups[g].nrules; i++, rule++)
 			run_rule(e, &e->rules.groups[g].rules[i], &e->state[rule], win, live, nlive,
 				 now, cb, arg);
-	/* HostSilent, rolled up over all hosts (silent ones included in the totals) */
-	{
+	/*
+	 * HostSilent, rolled up over all hosts (silent ones included in the
+	 * totals); not while probes may still be draining their spools after a
+	 * Redis outage (silent_grace_until_ms), when what fires stays firing.
+	 */
+	if (now >= e->silent_grace_until_ms) {
 		int n = rollup(e, &e->silent_rule, silent, nsilent, all, nall, sout);
 
 		track(e, &e->silent_rule, &e->state[e->nstate], sout, n, now, cb, arg);
+		for (int i = 0; i < n; i++)
+			if (sout[i].nhosts) {
+				free(sout[i].labels);
+				free(sout[i].hosts);
+			}
+	}
+	/* HostUndecodable, likewise: entries arrive that cannot be read */
+	{
+		int n = rollup(e, &e->undecodable_rule, bad, nbad, all, nall, sout);
+
+		track(e, &e->undecodable_rule, &e->state[e->nstate + 1], sout, n, now, cb, arg);
 		for (int i = 0; i < n; i++)
 			if (sout[i].nhosts) {
 				free(sout[i].labels);
@@ -1392,6 +1514,8 @@ out:
 	free(silent);
 	free(sout);
 	free(slabels);
+	free(bad);
+	free(ulabels);
 	free(all);
 }
 

@@ -32,6 +32,9 @@
 #include "snapshot.h"
 #include "strmap.h"
 
+/* Built-in rules after the loaded ones in engine.state: HostSilent, HostUndecodable. */
+#define ENGINE_BUILTINS 2
+
 struct instance;
 struct host_state;
 struct profile;
@@ -59,6 +62,10 @@ struct engine {
 	struct rule_inst *state;	/* per rule, flattened over groups */
 	int nstate;
 	struct rule silent_rule;
+	struct rule undecodable_rule;
+	uint64_t undecodable;		/* entries that could not be read, ever */
+	uint64_t silent_grace_until_ms;	/* no new HostSilent before (spools draining) */
+	uint64_t bad_name_said_ms;
 	uint64_t inhibited;		/* host alerts explained by a domain alert */
 	const struct topology *topology;	/* optional, not owned */
 	struct deploy *deploys;		/* markers baseline rules judge, oldest first */

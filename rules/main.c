@@ -441,6 +441,7 @@ int main(int argc, char **argv)
 	long events_total = 0;
 	int restored = 0, with_state;
 	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
+	uint64_t outage_since = 0;	/* mono ns Redis went away, 0 while it answers */
 
 	clock_ms = replay_from;
 	for (long done = 0; !stopping && (!intervals || done < intervals); done++) {
@@ -480,6 +481,8 @@ int main(int argc, char **argv)
 		if (!rc) {
 			rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 			if (!rc) {
+				if (!outage_since && restored)
+					outage_since = t0;
 				log_warn("%s; retrying", err);
 				if (once)
 					return 1;
@@ -507,8 +510,26 @@ int main(int argc, char **argv)
 			log_warn("%s; reconnecting", err);
 			redisFree(rc);
 			rc = NULL;
+			if (!outage_since)
+				outage_since = t0;
+			sleep(1);
 			continue;
 		}
+		if (outage_since && !replay_to) {
+			/*
+			 * Probes spooled while Redis was away and are draining now: a host
+			 * is not silent until it had as long as the outage (at most 10 min)
+			 * plus --stale to catch up.
+			 */
+			uint64_t gap = (t0 - outage_since) / NSEC_PER_MSEC;
+
+			gap = gap > 600000 ? 600000 : gap;
+			e.silent_grace_until_ms = now + gap + e.stale_ms;
+			log_info("Redis is back after %.0f s; HostSilent waits %.0f s while probes "
+				 "drain their spools", (double)(t0 - outage_since) / 1e9,
+				 (double)(gap + e.stale_ms) / 1000);
+		}
+		outage_since = 0;
 		/*
 		 * A verdict waits a whole baseline window after its deploy, so reading
 		 * the markers every DEPLOYS_EVERY_NS rather than every interval loses nothing.
@@ -532,6 +553,8 @@ int main(int argc, char **argv)
 			      t0 - state_written >= CHECKPOINT_EVERY_NS);
 		if (flush_events(&ctx, &e, with_state)) {
 			redisFree(rc);
+			if (!outage_since)
+				outage_since = t0;
 			rc = ctx.rc = NULL;
 		} else if (with_state) {
 			state_written = t0;
