@@ -1,0 +1,264 @@
+/*
+ * test_hosts.c - every host is monitored or loudly not (real Redis, the
+ * engine in process): unreadable entries page HostUndecodable for the
+ * stream's host, a snapshot naming another host inside is filed under the
+ * stream's (no phantom host), a future-dated entry does not freeze its
+ * host, a host named in fl:hosts that never wrote pages HostSilent, an
+ * over-long host name does not grow the engine, over-long label values
+ * still decode, and HostSilent waits while spools drain after an outage.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "helpers.h"
+#include "snapshot.h"
+#include "store.h"
+#include "timeutil.h"
+
+struct events {
+	char *json[64];
+	int n;
+};
+
+static void collect(const char *json, void *arg)
+{
+	struct events *ev = arg;
+
+	if (ev->n < 64)
+		ev->json[ev->n++] = strdup(json);
+}
+
+static void free_events(struct events *ev)
+{
+	for (int i = 0; i < ev->n; i++)
+		free(ev->json[i]);
+	ev->n = 0;
+}
+
+/* How many events are `status` of alertname with "host":"host" among them. */
+static int count(const struct events *ev, const char *alertname, const char *host,
+		 const char *status)
+{
+	char a[160], h[160], st[40];
+	int n = 0;
+
+	snprintf(a, sizeof(a), "\"alertname\":\"%s\"", alertname);
+	snprintf(h, sizeof(h), "\"host\":\"%s\"", host);
+	snprintf(st, sizeof(st), "\"status\":\"%s\"", status);
+	for (int i = 0; i < ev->n; i++)
+		n += strstr(ev->json[i], a) && strstr(ev->json[i], h) && strstr(ev->json[i], st);
+	return n;
+}
+
+static struct test_redis redis;
+static redisContext *rc;
+static struct engine e;
+
+static void setup(void)
+{
+	static const char yaml[] = "groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
+				   "        expr: drive.temperature_c > 60\n";
+	struct ruleset rs = { 0 };
+	char err[256];
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	cr_assert_not_null(rc, "%s", err);
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs), 0);
+	e.stale_ms = 5000;
+}
+
+static void teardown(void)
+{
+	engine_free(&e);
+	redisFree(rc);
+	test_redis_destroy(&redis);
+}
+
+/* Write a snapshot of `host` at ts through the store (registers the host). */
+static void put(const char *host, uint64_t ts, const char *inside, double temp)
+{
+	struct store_opts o = { .url = redis.url, .timeout_ns = NSEC_PER_SEC };
+	char err[256];
+	struct store *st = store_open(&o, err, sizeof(err));
+	struct snapshot s;
+
+	cr_assert_not_null(st, "%s", err);
+	snapshot_init(&s, inside ? inside : host, ts, 1000, ts / 1000, 1);
+	snapshot_add_gauge(&s, "drive.temperature_c", temp, "device", "sda", NULL);
+	if (inside) {
+		/* a stream entry of `host` whose snapshot names another host */
+		char *buf;
+		size_t len;
+
+		cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+		freeReplyObject(redisCommand(rc, "XADD fl:{%s}:s1 %llu-0 d %b", host,
+					     (unsigned long long)ts, buf, len));
+		freeReplyObject(redisCommand(rc, "HSET fl:hosts %s {}", host));
+		free(buf);
+	} else {
+		store_put_snapshot(st, &s);
+	}
+	snapshot_free(&s);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	store_close(st);
+}
+
+static void eval_at(uint64_t now, struct events *ev)
+{
+	char err[256];
+
+	cr_assert_geq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 0, "%s", err);
+	engine_eval(&e, now, collect, ev);
+}
+
+Test(hosts, unreadable_entries_page_the_streams_host, .init = setup, .fini = teardown)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	struct events ev = { 0 };
+
+	put("good-1", now - 2000, NULL, 30);
+	put("bad-1", now - 2000, NULL, 30);
+	for (int i = 0; i < 4; i++)
+		freeReplyObject(redisCommand(rc, "XADD fl:{bad-1}:s1 %llu-0 d garbage%d",
+					     (unsigned long long)(now - 1500 + i * 100), i));
+	eval_at(now, &ev);
+	cr_assert_eq(count(&ev, "HostUndecodable", "bad-1", "firing"), 1,
+		     "unreadable entries did not page their host");
+	cr_assert_eq(count(&ev, "HostUndecodable", "good-1", "firing"), 0);
+	cr_assert_eq(e.undecodable, 4, "each unreadable entry counted once");
+	/* read again: counted once, and it resolves a minute after the last one */
+	eval_at(now + 1000, &ev);
+	cr_assert_eq(e.undecodable, 4, "an unreadable entry was counted twice");
+	free_events(&ev);
+	eval_at(now + 70000, &ev);
+	cr_assert_eq(count(&ev, "HostUndecodable", "bad-1", "resolved"), 1);
+	free_events(&ev);
+}
+
+Test(hosts, a_wrong_type_stream_is_unreadable_too, .init = setup, .fini = teardown)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	struct events ev = { 0 };
+
+	freeReplyObject(redisCommand(rc, "SET fl:{odd-1}:s1 x"));
+	freeReplyObject(redisCommand(rc, "HSET fl:hosts odd-1 {}"));
+	for (int i = 0; i < 3; i++)
+		eval_at(now + (uint64_t)i * 1000, &ev);
+	cr_assert_eq(count(&ev, "HostUndecodable", "odd-1", "firing"), 1);
+	free_events(&ev);
+}
+
+Test(hosts, a_snapshot_is_filed_under_its_streams_host, .init = setup, .fini = teardown)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	struct events ev = { 0 };
+
+	put("web-1", now - 3000, NULL, 30);
+	put("web-1", now - 2000, "phantom-9", 70);
+	eval_at(now, &ev);
+	cr_assert_eq(engine_history(&e, "phantom-9"), 0, "a phantom host was created");
+	cr_assert_eq(engine_history(&e, "web-1"), 2);
+	cr_assert_eq(count(&ev, "DriveHot", "web-1", "firing"), 1,
+		     "the hot reading was not filed under the stream's host");
+	free_events(&ev);
+}
+
+Test(hosts, a_future_dated_entry_does_not_freeze_its_host, .init = setup, .fini = teardown)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	struct events ev = { 0 };
+
+	put("db-1", now - 3000, NULL, 30);
+	put("db-1", now + 3600 * 1000, NULL, 30);	/* a clock an hour ahead, once */
+	eval_at(now, &ev);
+	for (int i = 1; i <= 8; i++) {
+		put("db-1", now + (uint64_t)i * 1000, NULL, i >= 6 ? 70 : 30);
+		eval_at(now + (uint64_t)i * 1000 + 500, &ev);
+	}
+	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 0,
+		     "the future-dated entry froze the host");
+	cr_assert_eq(count(&ev, "DriveHot", "db-1", "firing"), 1,
+		     "snapshots after the future-dated one were not read");
+	free_events(&ev);
+}
+
+Test(hosts, a_host_that_never_wrote_is_silent, .init = setup, .fini = teardown)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	struct events ev = { 0 };
+
+	put("up-1", now - 1000, NULL, 30);
+	freeReplyObject(redisCommand(rc, "HSET fl:hosts never-1 {}"));
+	eval_at(now, &ev);
+	cr_assert_eq(count(&ev, "HostSilent", "never-1", "firing"), 0, "no grace at all");
+	put("up-1", now + 5000, NULL, 30);
+	eval_at(now + 6000, &ev);
+	cr_assert_eq(count(&ev, "HostSilent", "never-1", "firing"), 1,
+		     "a host in fl:hosts that never wrote is silently unmonitored");
+	cr_assert_eq(count(&ev, "HostSilent", "up-1", "firing"), 0);
+	free_events(&ev);
+}
+
+Test(hosts, an_overlong_host_name_does_not_grow_the_engine, .init = setup, .fini = teardown)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	struct events ev = { 0 };
+	char name[301];
+	size_t before;
+
+	memset(name, 'h', 300);
+	name[300] = '\0';
+	put("up-1", now - 1000, NULL, 30);
+	freeReplyObject(redisCommand(rc, "HSET fl:hosts %s {}", name));
+	eval_at(now, &ev);
+	before = e.nhosts;
+	for (int i = 1; i <= 5; i++)
+		eval_at(now + (uint64_t)i * 100, &ev);
+	cr_assert_eq(e.nhosts, before, "hosts grew from %zu to %zu", before, e.nhosts);
+	cr_assert_eq(before, 1);
+	free_events(&ev);
+}
+
+Test(hosts, overlong_label_values_still_decode)
+{
+	struct snapshot s, d;
+	char *v = malloc(5000), err[256], *buf;
+	size_t len;
+
+	memset(v, 'x', 4999);
+	v[4999] = '\0';
+	snapshot_init(&s, "h", 1, 1000, 1, 1);
+	cr_assert_eq(snapshot_set_label(&s, "rack", v), 0);
+	cr_assert_not_null(snapshot_add_counter(&s, "cgroup.throttled_time", 5, "cgroup", v, NULL));
+	cr_assert_neq(snapshot_set_label(&s, "", "x"), 0, "an empty label key was accepted");
+	cr_assert_null(snapshot_add_counter(&s, "cgroup.throttled_time", 5, "", "x", NULL));
+	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	cr_assert_eq(snapshot_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(strlen(d.series[0].labels[0].value), SNAPSHOT_MAX_STR);
+	cr_assert_eq(strncmp(d.series[0].labels[0].value, v, 100), 0);
+	snapshot_free(&d);
+	snapshot_free(&s);
+	free(buf);
+	free(v);
+}
+
+Test(hosts, host_silent_waits_for_spools_to_drain, .init = setup, .fini = teardown)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	struct events ev = { 0 };
+
+	put("db-1", now - 1000, NULL, 30);
+	eval_at(now, &ev);
+	/* the engine saw Redis come back after 20 s away: the daemon sets this */
+	e.silent_grace_until_ms = now + 20000 + e.stale_ms;
+	eval_at(now + 10000, &ev);
+	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 0, "paged while spools drain");
+	eval_at(now + 30000, &ev);
+	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 1, "never paged after the grace");
+	free_events(&ev);
+}
