@@ -12,6 +12,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "strbuf.h"
@@ -54,6 +56,7 @@ struct spool_item {
 struct store {
 	struct store_opts opts;
 	char url[512];
+	char spool_path[512];
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* producer -> writer */
@@ -442,6 +445,9 @@ static void *writer_main(void *arg)
 	int was_down = 0;
 	char err[256];
 
+	if (st->opts.thread_start)
+		st->opts.thread_start();
+
 	pthread_mutex_lock(&st->lock);
 	while (!st->stop) {
 		size_t nb, sent = 0, got = 0;
@@ -533,6 +539,151 @@ static void *writer_main(void *arg)
 
 /* ---- public writer API -------------------------------------------------- */
 
+/* ---- spool file ----------------------------------------------------------- */
+
+/*
+ * What a store still holds when it closes (Redis unreachable) is written to
+ * opts.spool_path and read back by the next store_open, so a probe restart
+ * during an outage loses nothing.  The file is 0600, written to a
+ * temporary name, fsynced and renamed (never half-written), and removed
+ * once read.  Format: "FLSPOOL1" then per entry kind, key, field, ts,
+ * minid, star, host_registry, nfields (u32/u64 little-endian as stored,
+ * strings and the blob length-prefixed).  It is read as untrusted input:
+ * the first entry that does not fit ends the read, with a warning.
+ */
+#define SPOOL_MAGIC "FLSPOOL1"
+
+static int put_bytes(FILE *f, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, f) == n ? 0 : -1;
+}
+
+static int put_str(FILE *f, const char *s)
+{
+	uint32_t n = (uint32_t)strlen(s);
+
+	return put_bytes(f, &n, sizeof(n)) || put_bytes(f, s, n);
+}
+
+static int spool_save(struct store *st)
+{
+	char tmp[600];
+	size_t saved = 0;
+	FILE *f;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", st->opts.spool_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		log_error("cannot write the spool to %s: %s; %zu snapshot(s) are lost", tmp,
+			  strerror(errno), st->n);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	int bad = put_bytes(f, SPOOL_MAGIC, 8);
+
+	for (size_t i = 0; i < st->n && !bad; i++) {
+		const struct spool_item *it = st->ring[(st->head + i) % st->cap];
+		uint32_t kind = it->kind, star = (uint32_t)it->star, reg = (uint32_t)it->host_registry;
+		uint32_t nf = (uint32_t)it->nfields;
+		uint64_t bl = it->bloblen;
+
+		if (it->done)
+			continue;
+		bad = put_bytes(f, &kind, 4) || put_str(f, it->key) || put_str(f, it->field) ||
+		      put_bytes(f, &it->ts_ms, 8) || put_bytes(f, &it->minid, 8) ||
+		      put_bytes(f, &star, 4) || put_bytes(f, &reg, 4) || put_bytes(f, &nf, 4) ||
+		      put_bytes(f, &bl, 8) || put_bytes(f, it->blob, it->bloblen);
+		saved++;
+	}
+	if (bad || fflush(f) || fsync(fileno(f))) {
+		log_error("cannot write the spool to %s: %s; %zu snapshot(s) are lost", tmp,
+			  strerror(errno), st->n);
+		fclose(f);
+		unlink(tmp);
+		return -1;
+	}
+	fclose(f);
+	if (rename(tmp, st->opts.spool_path)) {
+		log_error("cannot rename %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	log_warn("Redis is unreachable: %zu entr%s kept in %s for the next start", saved,
+		 saved == 1 ? "y" : "ies", st->opts.spool_path);
+	return 0;
+}
+
+static int get_bytes(FILE *f, void *p, size_t n)
+{
+	return fread(p, 1, n, f) == n ? 0 : -1;
+}
+
+static int get_str(FILE *f, char *buf, size_t len)
+{
+	uint32_t n;
+
+	if (get_bytes(f, &n, 4) || n >= len || get_bytes(f, buf, n))
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Queue what the previous run left in the spool file; returns how many. */
+static size_t spool_load(struct store *st)
+{
+	char magic[8];
+	size_t loaded = 0;
+	int bad = 0;
+	FILE *f = fopen(st->opts.spool_path, "re");
+
+	if (!f)
+		return 0;
+	if (get_bytes(f, magic, 8) || memcmp(magic, SPOOL_MAGIC, 8)) {
+		log_warn("%s is not a faultline spool file; ignored and removed",
+			 st->opts.spool_path);
+		goto out;
+	}
+	for (;;) {
+		struct spool_item *it = calloc(1, sizeof(*it));
+		uint32_t kind, star, reg, nf;
+		uint64_t bl;
+		int c = fgetc(f);
+
+		if (c == EOF) {
+			free(it);
+			break;
+		}
+		ungetc(c, f);
+		if (!it || get_bytes(f, &kind, 4) || kind > ITEM_HSET ||
+		    get_str(f, it->key, sizeof(it->key)) ||
+		    get_str(f, it->field, sizeof(it->field)) || get_bytes(f, &it->ts_ms, 8) ||
+		    get_bytes(f, &it->minid, 8) || get_bytes(f, &star, 4) ||
+		    get_bytes(f, &reg, 4) || get_bytes(f, &nf, 4) || nf > STORE_MAX_FIELDS ||
+		    get_bytes(f, &bl, 8) || bl > st->opts.spool_max_bytes ||
+		    !(it->blob = malloc(bl + 1)) || get_bytes(f, it->blob, bl)) {
+			item_free(it);
+			bad = 1;
+			break;
+		}
+		it->kind = (enum item_kind)kind;
+		it->star = star != 0;
+		it->host_registry = reg != 0;
+		it->nfields = (int)nf;
+		it->bloblen = bl;
+		spool_push(st, it);
+		loaded++;
+	}
+	if (bad)
+		log_warn("%s: damaged after %zu entries; the rest is ignored", st->opts.spool_path,
+			 loaded);
+out:
+	fclose(f);
+	unlink(st->opts.spool_path);
+	return loaded;
+}
+
 struct store *store_open(const struct store_opts *opts, char *err, size_t errlen)
 {
 	struct store_url u;
@@ -550,6 +701,9 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
 		st->opts.spool_max_bytes = 256u << 20;
 	snprintf(st->url, sizeof(st->url), "%s", opts->url);
 	st->opts.url = st->url;
+	snprintf(st->spool_path, sizeof(st->spool_path), "%s",
+		 opts->spool_path ? opts->spool_path : "");
+	st->opts.spool_path = st->spool_path;
 	st->cap = st->opts.spool_max_entries + 1;
 	st->ring = calloc(st->cap, sizeof(*st->ring));
 	if (!st->ring)
@@ -557,6 +711,13 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->wake, NULL);
 	pthread_cond_init(&st->drained, NULL);
+	if (st->spool_path[0]) {
+		size_t n = spool_load(st);
+
+		if (n)
+			log_info("read back %zu entr%s the last run spooled to %s while Redis was "
+				 "away", n, n == 1 ? "y" : "ies", st->spool_path);
+	}
 	if (pthread_create(&st->thread, NULL, writer_main, st)) {
 		snprintf(err, errlen, "store: cannot start the writer thread");
 		free(st->ring);
@@ -780,6 +941,8 @@ void store_close(struct store *st)
 	pthread_cond_signal(&st->wake);
 	pthread_mutex_unlock(&st->lock);
 	pthread_join(st->thread, NULL);
+	if (st->n && st->spool_path[0])
+		spool_save(st);
 	while (st->n)
 		item_free(ring_remove(st, 0));
 	pthread_mutex_destroy(&st->lock);

@@ -87,6 +87,14 @@ struct store_opts {
 	uint64_t retention_ms[STORE_TIERS];
 	size_t spool_max_entries;
 	size_t spool_max_bytes;
+	/*
+	 * NULL/"": the spool is memory only.  Else what is still spooled when
+	 * the store closes is saved there (0600) and queued again by the next
+	 * store_open: a restart during an outage loses nothing.
+	 */
+	const char *spool_path;
+	/* called first thing in the writer thread (e.g. to drop capabilities) */
+	void (*thread_start)(void);
 };
 
 struct store_stats {

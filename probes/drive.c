@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "drive.h"
 #include "log.h"
 #include "probe.h"
@@ -282,6 +283,11 @@ static void scan(struct drive_probe *dp)
 static void *drive_thread(void *arg)
 {
 	struct drive_probe *dp = arg;
+	char err[256];
+
+	/* SMART ioctls and smartctl need raw I/O and admin commands, nothing else */
+	if (caps_keep(caps_drive, err, sizeof(err)))
+		log_warn("drive: keeping every capability: %s", err);
 
 	pthread_mutex_lock(&dp->lock);
 	while (!dp->stop) {

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "caps.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics_server.h"
@@ -172,6 +174,15 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 	snapshot_free(&s);
 }
 
+/* The Redis writer thread needs no capability at all. */
+static void store_thread_start(void)
+{
+	char err[256];
+
+	if (caps_keep(caps_none, err, sizeof(err)))
+		log_warn("store: keeping every capability: %s", err);
+}
+
 static void on_signal(struct loop *l, int signo, void *arg)
 {
 	(void)arg;
@@ -297,6 +308,20 @@ int main(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
+	/*
+	 * Block the stop signals before any thread exists (the drive, profile
+	 * and store threads inherit the mask): they reach the main loop's
+	 * signalfd, which stops cleanly and flushes, instead of killing the
+	 * process from whichever thread the kernel picks.
+	 */
+	if (!once) {
+		sigset_t set;
+
+		sigemptyset(&set);
+		for (const int *sg = sigs; *sg; sg++)
+			sigaddset(&set, *sg);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	}
 
 	if (probe_config_defaults(&p.cfg, err, sizeof(err))) {
 		log_error("built-in config: %s", err);
@@ -396,6 +421,8 @@ int main(int argc, char **argv)
 			.timeout_ns = p.cfg.redis_timeout_ns,
 			.spool_max_entries = p.cfg.spool_max_snapshots,
 			.spool_max_bytes = p.cfg.spool_max_bytes,
+			.spool_path = p.cfg.spool_path,
+			.thread_start = store_thread_start,
 		};
 
 		for (int i = 0; i < STORE_TIERS; i++)
@@ -427,6 +454,9 @@ int main(int argc, char **argv)
 		log_error("cannot set up timers/signals: %s", strerror(errno));
 		goto out;
 	}
+	/* everything is loaded and bound: keep only what the main loop needs */
+	if (caps_keep(caps_main, err, sizeof(err)))
+		log_warn("keeping every capability: %s", err);
 	{
 		char iv[32], names[256] = "", shown[600];
 

@@ -32,6 +32,7 @@ struct probe_config {
 	uint64_t retention_ns[STORE_TIERS];
 	uint64_t spool_max_snapshots;
 	uint64_t spool_max_bytes;
+	char *spool_path;		/* "": memory only */
 	int block_enabled;
 	uint64_t block_max_devices;
 	uint64_t block_slots;

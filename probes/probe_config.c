@@ -93,7 +93,8 @@ int probe_config_parse(struct probe_config *cfg, const char *name, const char *t
 			    err, errlen)) ||
 	    (ret = cfg_uint(&c, spool, "max_bytes", 4096, 1ULL << 40, &cfg->spool_max_bytes, err,
 			    errlen)) ||
-	    (ret = cfg_check_unknown(&c, spool, "max_snapshots, max_bytes", err, errlen)))
+	    (ret = cfg_string(&c, spool, "path", &cfg->spool_path, err, errlen)) ||
+	    (ret = cfg_check_unknown(&c, spool, "max_snapshots, max_bytes, path", err, errlen)))
 		goto out;
 	if ((ret = cfg_map(&c, root, "block", &block, err, errlen)) ||
 	    (ret = cfg_bool(&c, block, "enabled", &cfg->block_enabled, err, errlen)) ||
@@ -152,8 +153,9 @@ int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
 	cfg->metrics_addr = strdup("");
 	cfg->log_level = strdup("info");
 	cfg->smartctl = strdup("/usr/sbin/smartctl");
+	cfg->spool_path = strdup("");
 	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->log_level ||
-	    !cfg->smartctl)
+	    !cfg->smartctl || !cfg->spool_path)
 		return -ENOMEM;
 	return probe_config_parse(cfg, "<built-in etc/probe.yaml>", probe_default_config,
 				  strlen(probe_default_config), err, errlen);
@@ -180,6 +182,7 @@ void probe_config_free(struct probe_config *cfg)
 	free(cfg->metrics_addr);
 	free(cfg->log_level);
 	free(cfg->smartctl);
+	free(cfg->spool_path);
 	free_string_map(&cfg->labels, &cfg->nlabels);
 	free_string_map(&cfg->deploy_watch, &cfg->ndeploy_watch);
 	memset(cfg, 0, sizeof(*cfg));

@@ -28,6 +28,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "caps.h"
 #include "log.h"
 #include "probe.h"
 #include "profile.h"
@@ -301,6 +302,10 @@ static void *profiler_thread(void *arg)
 	struct profiler *pr = arg;
 	uint64_t window_start = time_mono_ns(), last_burst_check = 0;
 	redisContext *rc = NULL;
+	char cerr[256];
+
+	if (caps_keep(caps_profiler, cerr, sizeof(cerr)))
+		log_warn("profile: keeping every capability: %s", cerr);
 
 	for (;;) {
 		uint64_t now;

@@ -2,7 +2,8 @@
  * test_restarts.c - never lose a page: the alerter killed (-9) and
  * restarted, Redis restarted under it, a second alerter taking over a dead
  * one's events, a wrong-type fl:alerts, faultline-rules killed while an
- * alert fires and reloaded with a hostile rule file; real processes, a real Redis, a
+ * alert fires and reloaded with a hostile rule file, the probe stopped
+ * with SIGTERM and restarted during an outage; real processes, a real Redis, a
  * real HTTP receiver on loopback.  Every case here lost or doubled pages
  * before the alerter kept its entries by id (see alerter/alerter.h).
  *
@@ -13,6 +14,7 @@
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -712,4 +715,186 @@ Test(restarts, a_bad_reload_keeps_the_engine_and_its_alerts, .init = rules_setup
 	hot = 0;
 	cr_assert_eq(wait_drive_hot("resolved", 1, 20), 1, "the old rules stopped working");
 	redisFree(c);
+}
+
+/* ---- the probe ------------------------------------------------------------ */
+
+static pid_t probe;
+static char probe_yaml[300], spool_file[300];
+
+static void write_probe_cfg(int bpf)
+{
+	FILE *f;
+
+	snprintf(probe_yaml, sizeof(probe_yaml), "%s/probe.yaml", redis.dir);
+	snprintf(spool_file, sizeof(spool_file), "%s/probe.spool", redis.dir);
+	f = fopen(probe_yaml, "w");
+	fprintf(f, "host: spool-1\ninterval: 250ms\nredis: \"%s\"\nmetrics_addr: \"\"\n"
+		"bpf: %s\nspool:\n  path: %s\nblock: {enabled: false}\n"
+		"profile: {enabled: %s}\n", redis.url, bpf ? "true" : "false", spool_file,
+		bpf ? "true" : "false");
+	fclose(f);
+}
+
+static void start_probe(void)
+{
+	char bin[256];
+
+	snprintf(bin, sizeof(bin), "%s/faultline-probe", test_out_dir());
+	probe = fork();
+	if (probe == 0) {
+		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 2);
+		execl(bin, bin, "--config", probe_yaml, "--log-level", "info", (char *)NULL);
+		_exit(127);
+	}
+}
+
+/* Stop the probe with sig; its exit status as waitpid gives it. */
+static int stop_probe(int sig)
+{
+	int status = -1;
+
+	if (probe > 0) {
+		kill(probe, sig);
+		waitpid(probe, &status, 0);
+	}
+	probe = 0;
+	return status;
+}
+
+static void probe_teardown(void)
+{
+	stop_probe(SIGKILL);
+	teardown();
+}
+
+static long long stream_len(redisContext *c, uint64_t from_ms, uint64_t to_ms)
+{
+	redisReply *r = redisCommand(c, "XRANGE fl:{spool-1}:s1 %llu %llu",
+				     (unsigned long long)from_ms, (unsigned long long)to_ms);
+	long long n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+/* A probe with its BPF collectors (and so its profiler and drive threads). */
+static int probe_with_threads(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s/faultline-probe --once --metrics-addr '' --interval 10ms "
+		 ">/dev/null 2>&1", test_out_dir());
+	return test_is_root() && test_sh("%s", cmd) == 0;
+}
+
+Test(restarts, probe_stops_cleanly_on_sigterm, .init = setup, .fini = probe_teardown,
+     .timeout = 60)
+{
+	int bpf = probe_with_threads(), status;
+
+	write_probe_cfg(bpf);
+	for (int round = 0; round < 3; round++) {
+		start_probe();
+		sleep(3);	/* the drive, profile and store threads exist by now */
+		status = stop_probe(SIGTERM);
+		cr_assert(WIFEXITED(status), "round %d: killed by signal %d instead of stopping "
+			  "(exit 128+%d)", round, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+			  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		cr_assert_eq(WEXITSTATUS(status), 0, "round %d: exit %d", round,
+			     WEXITSTATUS(status));
+	}
+	if (!bpf)
+		cr_log_warn("BPF does not load here: tested without the profiler thread");
+}
+
+Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
+     .fini = probe_teardown, .timeout = 90)
+{
+	redisContext *c;
+	uint64_t down_from, down_to, stopped, asked;
+	struct stat st;
+	long long during, before;
+
+	write_probe_cfg(0);
+	start_probe();
+	sleep(2);
+	test_redis_stop(&redis, 0);	/* Redis away (its data kept) */
+	down_from = time_wall_ns() / NSEC_PER_MSEC;
+	sleep(3);
+	asked = time_wall_ns() / NSEC_PER_MSEC;
+	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);	/* waits 3 s for Redis */
+	stopped = time_wall_ns() / NSEC_PER_MSEC;
+	cr_assert_eq(stat(spool_file, &st), 0, "nothing was saved to the spool file");
+	cr_assert_eq(st.st_mode & 0777, 0600, "the spool file is mode %o", st.st_mode & 0777);
+	start_probe();			/* a restart while Redis is still away */
+	sleep(2);
+	down_to = time_wall_ns() / NSEC_PER_MSEC;
+	cr_assert_eq(test_redis_restart(&redis), 0);
+	sleep(4);
+	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);
+	c = conn();
+	/* what the first run took during the outage, and the second */
+	before = stream_len(c, down_from, stopped);
+	during = stream_len(c, stopped, down_to);
+	cr_log_info("%lld snapshots before the restart, %lld after it, of a %.1f s outage",
+		    before, during, (double)(down_to - down_from) / 1000);
+	/* 250 ms interval: 12 in the first 3 s, however Redis was */
+	cr_assert_geq(before, (long long)((asked - down_from) / 250) - 2,
+		      "only %lld snapshots taken before the restart survived it", before);
+	cr_assert_geq(during, 4, "the restarted probe's own spool was lost");
+	cr_assert_neq(stat(spool_file, &st), 0, "the spool file was not removed once sent");
+	redisFree(c);
+}
+
+Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup,
+     .fini = probe_teardown, .timeout = 60)
+{
+	char path[512], line[256];
+	int threads = 0;
+	FILE *f;
+	DIR *d;
+	struct dirent *de;
+
+	if (!probe_with_threads())
+		cr_skip_test("needs root and BPF (the capabilities to drop)");
+	write_probe_cfg(1);
+	start_probe();
+	sleep(3);
+	snprintf(path, sizeof(path), "/proc/%d/task", probe);
+	d = opendir(path);
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		unsigned long long eff = 0, bnd = 0;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", probe, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			sscanf(line, "CapEff: %llx", &eff);
+			sscanf(line, "CapBnd: %llx", &bnd);
+		}
+		fclose(f);
+		threads++;
+		/* CAP_KILL 5, CAP_SETUID 7, CAP_NET_ADMIN 12, CAP_NET_RAW 13, CAP_SYS_MODULE 16 */
+		static const int never[] = { 5, 7, 12, 13, 16 };
+
+		for (int i = 0; i < 5; i++) {
+			cr_assert_eq(eff & (1ULL << never[i]), 0, "thread %s has capability %d",
+				     de->d_name, never[i]);
+			cr_assert_eq(bnd & (1ULL << never[i]), 0, "thread %s could regain %d",
+				     de->d_name, never[i]);
+		}
+		if (atoi(de->d_name) == probe)
+			cr_assert(eff & (1ULL << 39), "the main thread lost CAP_BPF");
+	}
+	closedir(d);
+	cr_assert_geq(threads, 3, "expected the main, store and collector threads");
+	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);
 }
