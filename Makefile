@@ -167,6 +167,7 @@ fuzz: deps
 		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; \
 		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; \
 		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c rules/engine.c rules/ruletest.c";; \
+		fuzz_alert) extra="-Irules rules/expr.c rules/rules.c rules/eval.c rules/engine.c";; \
 		fuzz_scenario) extra="-Isim sim/scenario.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \

@@ -630,12 +630,83 @@ static int get_str(FILE *f, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Read spool entries from f (after the magic) and hand each to push
+ * (which takes ownership).  Returns how many, and sets *damaged when an
+ * entry did not fit (the rest is ignored).
+ */
+static size_t spool_read(FILE *f, size_t max_bytes, void (*push)(void *, struct spool_item *),
+			 void *arg, int *damaged)
+{
+	size_t loaded = 0;
+
+	*damaged = 0;
+	for (;;) {
+		struct spool_item *it;
+		uint32_t kind, star, reg, nf;
+		uint64_t bl;
+		int c = fgetc(f);
+
+		if (c == EOF)
+			break;
+		ungetc(c, f);
+		it = calloc(1, sizeof(*it));
+		if (!it || get_bytes(f, &kind, 4) || kind > ITEM_HSET ||
+		    get_str(f, it->key, sizeof(it->key)) ||
+		    get_str(f, it->field, sizeof(it->field)) || get_bytes(f, &it->ts_ms, 8) ||
+		    get_bytes(f, &it->minid, 8) || get_bytes(f, &star, 4) ||
+		    get_bytes(f, &reg, 4) || get_bytes(f, &nf, 4) || nf > STORE_MAX_FIELDS ||
+		    get_bytes(f, &bl, 8) || bl > max_bytes || !(it->blob = malloc(bl + 1)) ||
+		    get_bytes(f, it->blob, bl)) {
+			item_free(it);
+			*damaged = 1;
+			break;
+		}
+		it->kind = (enum item_kind)kind;
+		it->star = star != 0;
+		it->host_registry = reg != 0;
+		it->nfields = (int)nf;
+		it->bloblen = bl;
+		push(arg, it);
+		loaded++;
+	}
+	return loaded;
+}
+
+static void push_to_store(void *arg, struct spool_item *it)
+{
+	spool_push(arg, it);
+}
+
+static void push_to_free(void *arg, struct spool_item *it)
+{
+	(void)arg;
+	item_free(it);
+}
+
+int store_spool_check(const void *buf, size_t len, size_t max_bytes)
+{
+	FILE *f = fmemopen((void *)buf, len, "r");
+	char magic[8];
+	int damaged = 0;
+	size_t n = 0;
+
+	if (!f)
+		return -ENOMEM;
+	if (get_bytes(f, magic, 8) || memcmp(magic, SPOOL_MAGIC, 8))
+		damaged = 1;
+	else
+		n = spool_read(f, max_bytes, push_to_free, NULL, &damaged);
+	fclose(f);
+	return damaged ? -EINVAL : (int)n;
+}
+
 /* Queue what the previous run left in the spool file; returns how many. */
 static size_t spool_load(struct store *st)
 {
 	char magic[8];
 	size_t loaded = 0;
-	int bad = 0;
+	int damaged = 0;
 	FILE *f = fopen(st->opts.spool_path, "re");
 
 	if (!f)
@@ -645,37 +716,8 @@ static size_t spool_load(struct store *st)
 			 st->opts.spool_path);
 		goto out;
 	}
-	for (;;) {
-		struct spool_item *it = calloc(1, sizeof(*it));
-		uint32_t kind, star, reg, nf;
-		uint64_t bl;
-		int c = fgetc(f);
-
-		if (c == EOF) {
-			free(it);
-			break;
-		}
-		ungetc(c, f);
-		if (!it || get_bytes(f, &kind, 4) || kind > ITEM_HSET ||
-		    get_str(f, it->key, sizeof(it->key)) ||
-		    get_str(f, it->field, sizeof(it->field)) || get_bytes(f, &it->ts_ms, 8) ||
-		    get_bytes(f, &it->minid, 8) || get_bytes(f, &star, 4) ||
-		    get_bytes(f, &reg, 4) || get_bytes(f, &nf, 4) || nf > STORE_MAX_FIELDS ||
-		    get_bytes(f, &bl, 8) || bl > st->opts.spool_max_bytes ||
-		    !(it->blob = malloc(bl + 1)) || get_bytes(f, it->blob, bl)) {
-			item_free(it);
-			bad = 1;
-			break;
-		}
-		it->kind = (enum item_kind)kind;
-		it->star = star != 0;
-		it->host_registry = reg != 0;
-		it->nfields = (int)nf;
-		it->bloblen = bl;
-		spool_push(st, it);
-		loaded++;
-	}
-	if (bad)
+	loaded = spool_read(f, st->opts.spool_max_bytes, push_to_store, st, &damaged);
+	if (damaged)
 		log_warn("%s: damaged after %zu entries; the rest is ignored", st->opts.spool_path,
 			 loaded);
 out:

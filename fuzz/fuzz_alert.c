@@ -1,0 +1,44 @@
+/*
+ * fuzz_alert.c - libFuzzer target for what the alerter and the rules
+ * engine read back from Redis: an fl:alerts event (alert_parse) and an
+ * entry of the rules' alert checkpoint fl:rules:alerts
+ * (engine_state_import).  A result or an error, never a crash.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alert.h"
+#include "engine.h"
+#include "rules.h"
+
+static void ignore(const char *json, void *arg)
+{
+	(void)json;
+	(void)arg;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char yaml[] = "groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
+				   "        expr: drive.temperature_c > 60\n";
+	struct ruleset rs = { 0 };
+	struct engine e;
+	struct alert a;
+	char err[512], *text = malloc(size + 1);
+
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	if (alert_parse(&a, text, size, err, sizeof(err)) == 0)
+		alert_free(&a);
+	if (rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)) == 0 &&
+	    engine_init(&e, &rs) == 0) {
+		engine_state_import(&e, "00112233aabbccdd", text, 1000, ignore, NULL, err,
+				    sizeof(err));
+		engine_free(&e);
+	}
+	free(text);
+	return 0;
+}
