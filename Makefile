@@ -110,7 +110,11 @@ $(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIB_OBJS)
 $(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(LIB_OBJS)
+# faultline-rules serves /metrics with the probe's event loop and server.
+$(OUT)/rules/main.o: CFLAGS += -Iprobes
+
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(LIB_OBJS) $(OUT)/probes/loop.o \
+		$(OUT)/probes/metrics_server.o
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(OUT)/alerter_default_config.c: etc/alerter.yaml scripts/embed.sh

@@ -158,27 +158,56 @@ int loop_watch_signals(struct loop *l, const int *signals, loop_signal_cb cb, vo
 	return loop_add_fd(l, l->sigfd, EPOLLIN, on_signal, NULL);
 }
 
-int loop_run(struct loop *l)
+/* Wait up to timeout_ms (-1: forever) and run the ready callbacks. */
+static int run_once(struct loop *l, int timeout_ms)
 {
 	struct epoll_event evs[16];
+	int n = epoll_wait(l->epfd, evs, 16, timeout_ms);
 
-	while (!l->stop) {
-		int n = epoll_wait(l->epfd, evs, 16, -1);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		for (int i = 0; i < n && !l->stop; i++) {
-			for (int w = 0; w < LOOP_MAX_FDS; w++) {
-				if (l->watches[w].fd == evs[i].data.fd) {
-					l->watches[w].cb(l, evs[i].data.fd, evs[i].events,
-							 l->watches[w].arg);
-					break;
-				}
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n && !l->stop; i++) {
+		for (int w = 0; w < LOOP_MAX_FDS; w++) {
+			if (l->watches[w].fd == evs[i].data.fd) {
+				l->watches[w].cb(l, evs[i].data.fd, evs[i].events,
+						 l->watches[w].arg);
+				break;
 			}
 		}
+	}
+	return 0;
+}
+
+int loop_run(struct loop *l)
+{
+	while (!l->stop) {
+		int ret = run_once(l, -1);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int loop_run_for(struct loop *l, uint64_t timeout_ns)
+{
+	struct timespec now;
+	uint64_t start, end;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	start = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+	end = start + timeout_ns;
+	while (!l->stop) {
+		uint64_t t;
+		int ret;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		t = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+		if (t >= end)
+			break;
+		ret = run_once(l, (int)((end - t + 999999) / 1000000));
+		if (ret)
+			return ret;
 	}
 	return 0;
 }

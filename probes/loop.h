@@ -44,6 +44,13 @@ int loop_watch_signals(struct loop *l, const int *signals, loop_signal_cb cb, vo
 
 /* Run until loop_stop(). Returns 0 or -errno on an epoll failure. */
 int loop_run(struct loop *l);
+
+/*
+ * Run callbacks for timeout_ns (or until loop_stop()), for a program whose
+ * own work is not driven by the loop (faultline-rules serves /metrics this
+ * way between evaluations).  Returns 0 or -errno.
+ */
+int loop_run_for(struct loop *l, uint64_t timeout_ns);
 void loop_stop(struct loop *l);
 
 #endif

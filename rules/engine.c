@@ -269,6 +269,14 @@ static void bad_cb(size_t idx, uint64_t entry_ms, const char *why, void *arg)
 			 h->name, entry_ms, why, h->nbad);
 }
 
+void engine_undecodable(const struct engine *e,
+			void (*cb)(const char *host, uint64_t n, void *arg), void *arg)
+{
+	for (size_t i = 0; i < e->nhosts; i++)
+		if (e->hosts[i].nbad)
+			cb(e->hosts[i].name, e->hosts[i].nbad, arg);
+}
+
 /* Undecodable entries of h within BAD_WINDOW_MS before now. */
 static int recent_bad(const struct host_state *h, uint64_t now)
 {

@@ -127,6 +127,10 @@ void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *ar
  * starts again after a restart.
  */
 typedef void (*engine_state_cb)(const char *fp, const char *json, void *arg);
+
+/* Call cb(host, count) for every host with unreadable entries so far. */
+void engine_undecodable(const struct engine *e,
+			void (*cb)(const char *host, uint64_t n, void *arg), void *arg);
 int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg);
 int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
 			engine_event_cb cb, void *arg, char *err, size_t errlen);

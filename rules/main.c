@@ -18,8 +18,11 @@
 
 #include "engine.h"
 #include "log.h"
+#include "loop.h"
+#include "metrics_server.h"
 #include "profile_store.h"
 #include "store.h"
+#include "strbuf.h"
 #include "timeutil.h"
 
 #define MAX_FILES 32
@@ -64,6 +67,10 @@ static void usage(FILE *out)
 "      --replay-speed X  replay X times faster than real time (default: flat out)\n"
 "  -n, --intervals N     evaluate N intervals, then exit (events go to\n"
 "                        fl:alerts as usual; each interval's timing is logged)\n"
+"  -m, --metrics-addr A  serve the engine's own metrics (hosts, unreadable\n"
+"                        entries per host, events, evaluation time) as\n"
+"                        Prometheus text on http://A/metrics, e.g.\n"
+"                        127.0.0.1:9465 (default: off)\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
 "  -h, --help            this text\n"
 "  -V, --version         print the version\n");
@@ -273,6 +280,44 @@ static int restore_state(struct engine *e, redisContext *rc, struct emit_ctx *ec
 	return 0;
 }
 
+static void render_host_bad(const char *host, uint64_t n, void *arg)
+{
+	strbuf_addf(arg, "faultline_rules_host_undecodable_entries_total{host=\"%s\"} %llu\n",
+		    host, (unsigned long long)n);
+}
+
+/*
+ * The engine's own metrics, for /metrics: what it watches, what it could
+ * not read (per host), what it sent.
+ */
+static void render_metrics(const struct engine *e, struct strbuf *sb, int redis_up, int queued,
+			   long events, double eval_s)
+{
+	strbuf_reset(sb);
+	strbuf_addf(sb, "# HELP faultline_rules_hosts Hosts the engine knows (fl:hosts).\n"
+		    "# TYPE faultline_rules_hosts gauge\nfaultline_rules_hosts %zu\n", e->nhosts);
+	strbuf_addf(sb, "# HELP faultline_rules_undecodable_entries_total Stream entries that "
+		    "could not be read (all hosts).\n"
+		    "# TYPE faultline_rules_undecodable_entries_total counter\n"
+		    "faultline_rules_undecodable_entries_total %llu\n",
+		    (unsigned long long)e->undecodable);
+	strbuf_addf(sb, "# HELP faultline_rules_host_undecodable_entries_total Stream entries of "
+		    "the host that could not be read.\n"
+		    "# TYPE faultline_rules_host_undecodable_entries_total counter\n");
+	engine_undecodable(e, render_host_bad, sb);
+	strbuf_addf(sb, "# HELP faultline_rules_events_total Alert events emitted.\n"
+		    "# TYPE faultline_rules_events_total counter\nfaultline_rules_events_total %ld\n",
+		    events);
+	strbuf_addf(sb, "# HELP faultline_rules_events_queued Alert events not yet in fl:alerts.\n"
+		    "# TYPE faultline_rules_events_queued gauge\nfaultline_rules_events_queued %d\n",
+		    queued);
+	strbuf_addf(sb, "# HELP faultline_rules_evaluation_seconds Time the last evaluation took.\n"
+		    "# TYPE faultline_rules_evaluation_seconds gauge\n"
+		    "faultline_rules_evaluation_seconds %.6f\n", eval_s);
+	strbuf_addf(sb, "# HELP faultline_rules_redis_up 1 while the engine's Redis answers.\n"
+		    "# TYPE faultline_rules_redis_up gauge\nfaultline_rules_redis_up %d\n", redis_up);
+}
+
 #define DEPLOYS_EVERY_NS (10 * NSEC_PER_SEC)
 /* the checkpoint is written with every event, and refreshed this often */
 #define CHECKPOINT_EVERY_NS (10 * NSEC_PER_SEC)
@@ -338,6 +383,7 @@ int main(int argc, char **argv)
 		{ "replay", required_argument, NULL, 'P' },
 		{ "replay-speed", required_argument, NULL, 'S' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -348,6 +394,10 @@ int main(int argc, char **argv)
 	uint64_t replay_from = 0, replay_to = 0, clock_ms = 0, replay_t0 = 0;
 	double speed = 0;	/* replay: simulated seconds per second; 0: flat out */
 	const char *url = "unix:///run/faultline/redis.sock", *topo_path = NULL;
+	const char *metrics_addr = NULL;
+	struct loop *loop = NULL;
+	struct metrics_server *metrics = NULL;
+	struct strbuf ms = STRBUF_INIT;
 	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
 	struct ruleset rs;
@@ -357,7 +407,7 @@ int main(int argc, char **argv)
 	char err[512], *end;
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:P:S:l:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:P:S:l:m:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
@@ -403,6 +453,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'm': metrics_addr = optarg; break;
 		case 'l':
 			if (log_parse_level(optarg, &lv)) {
 				fprintf(stderr, "faultline-rules: --log-level: error, warn, info or debug\n");
@@ -432,6 +483,14 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	if (metrics_addr && metrics_addr[0] && !once && !replay_to) {
+		loop = loop_new();
+		metrics = loop ? metrics_server_start(loop, metrics_addr, err, sizeof(err)) : NULL;
+		if (!metrics) {
+			log_error("%s", loop ? err : "cannot create the event loop");
+			return 1;
+		}
+	}
 	store_url_redacted(url, err, sizeof(err));
 	log_info("evaluating %d rule group(s) every %.1f s against %s", e.rules.ngroups,
 		 (double)interval / 1e9, err);
@@ -560,6 +619,12 @@ int main(int argc, char **argv)
 			state_written = t0;
 		}
 		t_eval = time_mono_ns();
+		if (metrics) {
+			render_metrics(&e, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
+				       (double)(t_eval - t_read) / 1e9);
+			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
+			metrics_server_reap(metrics, 10 * NSEC_PER_SEC);
+		}
 		int nrules = 0;
 
 		for (int g = 0; g < e.rules.ngroups; g++)
@@ -576,7 +641,10 @@ int main(int argc, char **argv)
 		if (replay_to) {
 			continue;
 		} else if (spent < interval) {
-			usleep((useconds_t)((interval - spent) / 1000));
+			if (loop)
+				loop_run_for(loop, interval - spent);	/* serves /metrics */
+			else
+				usleep((useconds_t)((interval - spent) / 1000));
 		} else if (!overrun_said || t0 - overrun_said >= 60 * NSEC_PER_SEC) {
 			log_warn("an evaluation took %.2f s, longer than the %.2f s interval: alerts "
 				 "lag; raise --interval or split the rules over two instances",
@@ -598,6 +666,9 @@ int main(int argc, char **argv)
 	free(ctx.queue);
 	if (rc)
 		redisFree(rc);
+	metrics_server_stop(metrics);
+	loop_free(loop);
+	strbuf_release(&ms);
 	engine_free(&e);
 	topology_free(&topo);
 	return 0;

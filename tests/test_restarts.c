@@ -898,3 +898,59 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 	cr_assert_geq(threads, 3, "expected the main, store and collector threads");
 	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);
 }
+
+/* GET http://127.0.0.1:port/metrics into buf; returns the bytes read or -1. */
+static int scrape(int port, char *buf, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	size_t got = 0;
+	ssize_t n;
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -1;
+	}
+	dprintf(fd, "GET /metrics HTTP/1.0\r\n\r\n");
+	while (got + 1 < len && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fd);
+	return (int)got;
+}
+
+Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
+     .fini = rules_teardown, .timeout = 60)
+{
+	redisContext *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char bin[256], addr[64], *buf = malloc(1 << 16);
+	int port = dead_port(), found = 0;
+
+	freeReplyObject(redisCommand(c, "HSET fl:hosts bad-1 {}"));
+	for (int i = 0; i < 4; i++)
+		freeReplyObject(redisCommand(c, "XADD fl:{bad-1}:s1 %llu-0 d garbage",
+					     (unsigned long long)(now + (uint64_t)i)));
+	snprintf(bin, sizeof(bin), "%s/faultline-rules", test_out_dir());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	rules = fork();
+	if (rules == 0) {
+		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 2);
+		execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval", "250ms",
+		      "--topology", "/dev/null", "--metrics-addr", addr, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 40 && !found; i++) {
+		usleep(250000);
+		found = scrape(port, buf, 1 << 16) > 0 &&
+			strstr(buf, "faultline_rules_host_undecodable_entries_total{host=\"bad-1\"} 4\n");
+	}
+	cr_assert(found, "no count of bad-1's unreadable entries on /metrics: %.2000s", buf);
+	cr_assert(strstr(buf, "faultline_rules_undecodable_entries_total 4\n"), "%.2000s", buf);
+	cr_assert(strstr(buf, "faultline_rules_redis_up 1\n"));
+	free(buf);
+	redisFree(c);
+}
