@@ -215,3 +215,18 @@ int test_netns_pair(const char *a, const char *b, int id)
 		       "ip -n %s link set flva%d up; ip -n %s link set flvb%d up",
 		       a, b, id, id, id, a, id, b, a, id, b, id, a, b, a, id, b, id);
 }
+
+void test_events_collect(const char *json, void *arg)
+{
+	struct test_events *ev = arg;
+
+	if (ev->n < TEST_MAX_EVENTS)
+		ev->json[ev->n++] = strdup(json);
+}
+
+void test_events_free(struct test_events *ev)
+{
+	for (int i = 0; i < ev->n; i++)
+		free(ev->json[i]);
+	ev->n = 0;
+}

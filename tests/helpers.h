@@ -58,4 +58,18 @@ int test_netns_pair(const char *a, const char *b, int id);
  */
 void test_send_syns(int n, uint16_t port, int bad, int gap_us);
 
+/*
+ * Alert events an in-process engine emitted (engine_eval's callback):
+ * test_events_collect keeps a copy of each (the first TEST_MAX_EVENTS).
+ */
+#define TEST_MAX_EVENTS 64
+
+struct test_events {
+	char *json[TEST_MAX_EVENTS];
+	int n;
+};
+
+void test_events_collect(const char *json, void *arg);
+void test_events_free(struct test_events *ev);
+
 #endif

@@ -15,6 +15,7 @@
 #include "deploy.h"
 #include "profile.h"
 #include "engine.h"
+#include "helpers.h"
 #include "histogram.h"
 #include "rules.h"
 #include "stats.h"
@@ -50,19 +51,6 @@ static const char *yaml =
 	"        annotations: {summary: \"{{ $labels.service }} {{ $labels.version }}: CPU x{{ $value }}\"}\n"
 	"        evidence: [cpu_stacks]\n";
 
-struct events {
-	char *json[16];
-	int n;
-};
-
-static void collect(const char *json, void *arg)
-{
-	struct events *ev = arg;
-
-	if (ev->n < 16)
-		ev->json[ev->n++] = strdup(json);
-}
-
 /* Deterministic noise in [-1, 1). */
 static double noise(unsigned *seed)
 {
@@ -77,7 +65,7 @@ static double noise(unsigned *seed)
  * of evaluating every 10 s.
  */
 static void run_with(const char *rules_yaml, engine_profile_fn profiles, double regress,
-		     double load, const char *hosts, struct events *ev)
+		     double load, const char *hosts, struct test_events *ev)
 {
 	struct ruleset rs = { 0 };
 	struct engine e;
@@ -113,26 +101,19 @@ static void run_with(const char *rules_yaml, engine_profile_fn profiles, double 
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
-			engine_eval(&e, t, collect, ev);
+			engine_eval(&e, t, test_events_collect, ev);
 	}
 	engine_free(&e);
 }
 
-static void run(double regress, double load, const char *hosts, struct events *ev)
+static void run(double regress, double load, const char *hosts, struct test_events *ev)
 {
 	run_with(yaml, NULL, regress, load, hosts, ev);
 }
 
-static void free_events(struct events *ev)
-{
-	for (int i = 0; i < ev->n; i++)
-		free(ev->json[i]);
-	ev->n = 0;
-}
-
 Test(baseline, regression_on_the_deployed_half_fires_once_naming_the_deploy)
 {
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	char at[64], base[64];
 
 	run(1.3, 1.0, "web-[0-3]", &ev);
@@ -152,20 +133,20 @@ Test(baseline, regression_on_the_deployed_half_fires_once_naming_the_deploy)
 	cr_expect(strstr(ev.json[0], at), "want %s: %s", at, ev.json[0]);
 	cr_expect(strstr(ev.json[0], "CPU x1.2") || strstr(ev.json[0], "CPU x1.3") ||
 		  strstr(ev.json[0], "CPU x1.4"), "%s", ev.json[0]);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 /* How many events a run gives; prints the first when there is one. */
 static int events_of(double regress, double load)
 {
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	int n;
 
 	run(regress, load, "web-[0-3]", &ev);
 	n = ev.n;
 	if (n)
 		cr_log_info("%s", ev.json[0]);
-	free_events(&ev);
+	test_events_free(&ev);
 	return n;
 }
 
@@ -186,12 +167,12 @@ Test(baseline, noise_alone_is_silent)
 
 Test(baseline, a_deploy_to_every_host_is_judged_against_its_own_past)
 {
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	run(1.3, 1.0, "*", &ev);
 	cr_assert_eq(ev.n, 1);
 	cr_expect(strstr(ev.json[0], "\"total_hosts\":8"), "%s", ev.json[0]);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 /*
@@ -210,7 +191,7 @@ static const char *hist_yaml =
 	"        baseline: {service: api, window: 10m, min_change: 0.5, alpha: 0.01}\n"
 	"        annotations: {summary: \"write p99 x{{ $value }}\"}\n";
 
-static void run_writes(double slow, struct events *ev)
+static void run_writes(double slow, struct test_events *ev)
 {
 	struct histogram *cum = calloc(8, sizeof(*cum));
 	struct ruleset rs = { 0 };
@@ -249,7 +230,7 @@ static void run_writes(double slow, struct events *ev)
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
-			engine_eval(&e, t, collect, ev);
+			engine_eval(&e, t, test_events_collect, ev);
 	}
 	engine_free(&e);
 	rules_free(&rs);
@@ -258,17 +239,17 @@ static void run_writes(double slow, struct events *ev)
 
 Test(baseline, a_percentile_regression_hidden_by_averaging_fires_on_merged_writes)
 {
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	run_writes(2.5, &ev);
 	cr_assert_eq(ev.n, 1, "expected one firing event, got %d", ev.n);
 	cr_expect(strstr(ev.json[0], "\"status\":\"firing\""), "%s", ev.json[0]);
 	cr_expect(strstr(ev.json[0], "write p99 x2.") || strstr(ev.json[0], "write p99 x3"),
 		  "the value is not the merged p99 ratio: %s", ev.json[0]);
-	free_events(&ev);
+	test_events_free(&ev);
 	run_writes(1.0, &ev);
 	cr_expect_eq(ev.n, 0, "nothing changed, yet it fired: %s", ev.n ? ev.json[0] : "");
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(baseline, rule_file_errors)
@@ -347,7 +328,7 @@ static int fake_profiles(void *arg, const char *host, uint64_t from, uint64_t to
 
 Test(baseline, a_function_that_grew_on_the_deployed_hosts_is_named)
 {
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	mix_changes_everywhere = 0;
 	run_with(profile_yaml, fake_profiles, 1.0, 1.0, "web-[0-3]", &ev);
@@ -356,17 +337,17 @@ Test(baseline, a_function_that_grew_on_the_deployed_hosts_is_named)
 	cr_expect(strstr(ev.json[0], "\"hosts\":[\"web-0\",\"web-1\",\"web-2\",\"web-3\"]"),
 		  "%s", ev.json[0]);
 	cr_expect(strstr(ev.json[0], "\"value\":30"), "30 points: %s", ev.json[0]);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(baseline, a_profile_shift_on_every_host_is_not_a_regression)
 {
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	mix_changes_everywhere = 1;
 	run_with(profile_yaml, fake_profiles, 1.0, 1.0, "web-[0-3]", &ev);
 	cr_expect_eq(ev.n, 0, "%s", ev.n ? ev.json[0] : "");
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(baseline, profile_baseline_rule_errors)

@@ -18,28 +18,8 @@
 #include "store.h"
 #include "timeutil.h"
 
-struct events {
-	char *json[64];
-	int n;
-};
-
-static void collect(const char *json, void *arg)
-{
-	struct events *ev = arg;
-
-	if (ev->n < 64)
-		ev->json[ev->n++] = strdup(json);
-}
-
-static void free_events(struct events *ev)
-{
-	for (int i = 0; i < ev->n; i++)
-		free(ev->json[i]);
-	ev->n = 0;
-}
-
 /* How many events are `status` of alertname with "host":"host" among them. */
-static int count(const struct events *ev, const char *alertname, const char *host,
+static int count(const struct test_events *ev, const char *alertname, const char *host,
 		 const char *status)
 {
 	char a[160], h[160], st[40];
@@ -108,18 +88,18 @@ static void put(const char *host, uint64_t ts, const char *inside, double temp)
 	store_close(st);
 }
 
-static void eval_at(uint64_t now, struct events *ev)
+static void eval_at(uint64_t now, struct test_events *ev)
 {
 	char err[256];
 
 	cr_assert_geq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 0, "%s", err);
-	engine_eval(&e, now, collect, ev);
+	engine_eval(&e, now, test_events_collect, ev);
 }
 
 Test(hosts, unreadable_entries_page_the_streams_host, .init = setup, .fini = teardown)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	put("good-1", now - 2000, NULL, 30);
 	put("bad-1", now - 2000, NULL, 30);
@@ -134,29 +114,29 @@ Test(hosts, unreadable_entries_page_the_streams_host, .init = setup, .fini = tea
 	/* read again: counted once, and it resolves a minute after the last one */
 	eval_at(now + 1000, &ev);
 	cr_assert_eq(e.undecodable, 4, "an unreadable entry was counted twice");
-	free_events(&ev);
+	test_events_free(&ev);
 	eval_at(now + 70000, &ev);
 	cr_assert_eq(count(&ev, "HostUndecodable", "bad-1", "resolved"), 1);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(hosts, a_wrong_type_stream_is_unreadable_too, .init = setup, .fini = teardown)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	freeReplyObject(redisCommand(rc, "SET fl:{odd-1}:s1 x"));
 	freeReplyObject(redisCommand(rc, "HSET fl:hosts odd-1 {}"));
 	for (int i = 0; i < 3; i++)
 		eval_at(now + (uint64_t)i * 1000, &ev);
 	cr_assert_eq(count(&ev, "HostUndecodable", "odd-1", "firing"), 1);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(hosts, a_snapshot_is_filed_under_its_streams_host, .init = setup, .fini = teardown)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	put("web-1", now - 3000, NULL, 30);
 	put("web-1", now - 2000, "phantom-9", 70);
@@ -165,13 +145,13 @@ Test(hosts, a_snapshot_is_filed_under_its_streams_host, .init = setup, .fini = t
 	cr_assert_eq(engine_history(&e, "web-1"), 2);
 	cr_assert_eq(count(&ev, "DriveHot", "web-1", "firing"), 1,
 		     "the hot reading was not filed under the stream's host");
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(hosts, a_future_dated_entry_does_not_freeze_its_host, .init = setup, .fini = teardown)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	put("db-1", now - 3000, NULL, 30);
 	put("db-1", now + 3600 * 1000, NULL, 30);	/* a clock an hour ahead, once */
@@ -184,13 +164,13 @@ Test(hosts, a_future_dated_entry_does_not_freeze_its_host, .init = setup, .fini 
 		     "the future-dated entry froze the host");
 	cr_assert_eq(count(&ev, "DriveHot", "db-1", "firing"), 1,
 		     "snapshots after the future-dated one were not read");
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(hosts, a_host_that_never_wrote_is_silent, .init = setup, .fini = teardown)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	put("up-1", now - 1000, NULL, 30);
 	freeReplyObject(redisCommand(rc, "HSET fl:hosts never-1 {}"));
@@ -201,13 +181,13 @@ Test(hosts, a_host_that_never_wrote_is_silent, .init = setup, .fini = teardown)
 	cr_assert_eq(count(&ev, "HostSilent", "never-1", "firing"), 1,
 		     "a host in fl:hosts that never wrote is silently unmonitored");
 	cr_assert_eq(count(&ev, "HostSilent", "up-1", "firing"), 0);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(hosts, an_overlong_host_name_does_not_grow_the_engine, .init = setup, .fini = teardown)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	char name[301];
 	size_t before;
 
@@ -221,7 +201,7 @@ Test(hosts, an_overlong_host_name_does_not_grow_the_engine, .init = setup, .fini
 		eval_at(now + (uint64_t)i * 100, &ev);
 	cr_assert_eq(e.nhosts, before, "hosts grew from %zu to %zu", before, e.nhosts);
 	cr_assert_eq(before, 1);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(hosts, overlong_label_values_still_decode)
@@ -250,7 +230,7 @@ Test(hosts, overlong_label_values_still_decode)
 Test(hosts, host_silent_waits_for_spools_to_drain, .init = setup, .fini = teardown)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	put("db-1", now - 1000, NULL, 30);
 	eval_at(now, &ev);
@@ -260,5 +240,5 @@ Test(hosts, host_silent_waits_for_spools_to_drain, .init = setup, .fini = teardo
 	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 0, "paged while spools drain");
 	eval_at(now + 30000, &ev);
 	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 1, "never paged after the grace");
-	free_events(&ev);
+	test_events_free(&ev);
 }

@@ -69,26 +69,6 @@ Test(rules, annotation_templates)
 
 /* ---- engine over a fleet in Redis ------------------------------------------ */
 
-struct events {
-	char *json[64];
-	int n;
-};
-
-static void collect(const char *json, void *arg)
-{
-	struct events *ev = arg;
-
-	if (ev->n < 64)
-		ev->json[ev->n++] = strdup(json);
-}
-
-static void free_events(struct events *ev)
-{
-	for (int i = 0; i < ev->n; i++)
-		free(ev->json[i]);
-	ev->n = 0;
-}
-
 static const char *rules_yaml =
 	"groups:\n  - name: net\n    rules:\n"
 	"      - alert: TcpChecksumErrors\n"
@@ -128,7 +108,7 @@ static void write_fleet(struct store *st, const int *bad, int nbad, uint64_t t0,
 }
 
 static void run_fleet_with(const char *yaml, const struct topology *topo, const int *bad,
-			   int nbad, struct events *ev)
+			   int nbad, struct test_events *ev)
 {
 	struct test_redis redis;
 	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
@@ -151,13 +131,13 @@ static void run_fleet_with(const char *yaml, const struct topology *topo, const 
 	e.stale_ms = 60000;
 	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert_eq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 16 * 4, "%s", err);
-	engine_eval(&e, t0 + 30000, collect, ev);
+	engine_eval(&e, t0 + 30000, test_events_collect, ev);
 	redisFree(rc);
 	engine_free(&e);
 	test_redis_destroy(&redis);
 }
 
-static void run_fleet(const int *bad, int nbad, struct events *ev)
+static void run_fleet(const int *bad, int nbad, struct test_events *ev)
 {
 	run_fleet_with(rules_yaml, NULL, bad, nbad, ev);
 }
@@ -182,7 +162,7 @@ static const char *path(json_object *o, const char *a, const char *b)
 Test(rules, five_of_eight_behind_a_switch_is_one_switch_alert, .timeout = 60)
 {
 	static const int bad[] = { 1, 2, 3, 5, 6 };
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	json_object *o, *hosts, *fl;
 
 	run_fleet(bad, 5, &ev);
@@ -199,13 +179,13 @@ Test(rules, five_of_eight_behind_a_switch_is_one_switch_alert, .timeout = 60)
 
 	cr_assert(json_object_object_get_ex(fl, "total_hosts", &tot) && json_object_get_int(tot) == 8);
 	json_object_put(o);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 Test(rules, the_same_errors_spread_over_racks_are_host_alerts_only, .timeout = 60)
 {
 	static const int bad[] = { 1, 5, 9, 13 };
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 
 	run_fleet(bad, 4, &ev);
 	cr_assert_eq(ev.n, 4, "expected 4 host alerts, got %d", ev.n);
@@ -216,7 +196,7 @@ Test(rules, the_same_errors_spread_over_racks_are_host_alerts_only, .timeout = 6
 		cr_assert_null(path(o, "labels", "switch") && !path(o, "labels", "host") ? "x" : NULL);
 		json_object_put(o);
 	}
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 /* In-process: for, keep_firing_for, resolution, and a host going silent. */
@@ -226,7 +206,7 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 			   "        expr: drive.temperature_c > 60\n        for: 20s\n"
 			   "        keep_firing_for: 15s\n";
 	struct ruleset rs = { 0 };
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	struct engine e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
@@ -250,7 +230,7 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 			engine_add_snapshot(&e, &s);
 			snapshot_free(&s);
 		}
-		engine_eval(&e, now, collect, &ev);
+		engine_eval(&e, now, test_events_collect, &ev);
 		if (t == 15)
 			cr_assert_eq(ev.n, 0, "fired before its for: 20s");
 		if (t == 20) {
@@ -274,7 +254,7 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 	cr_assert_eq(resolved, 1, "Hot never resolved (%d events)", ev.n);
 	cr_assert_eq(silent, 1, "host b going silent raised no HostSilent");
 	engine_free(&e);
-	free_events(&ev);
+	test_events_free(&ev);
 }
 
 /*
@@ -289,7 +269,7 @@ Test(rules, range_functions_follow_reordered_and_gapped_series)
 			   "        expr: increase(tcp.in_csum_errors{k=\"a\"}[20s]) == 20 or "
 			   "increase(tcp.in_csum_errors{k=\"b\"}[20s]) == 40\n";
 	struct ruleset rs = { 0 };
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	struct engine e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
@@ -311,12 +291,12 @@ Test(rules, range_functions_follow_reordered_and_gapped_series)
 		cr_assert_eq(engine_take_snapshot(&e, &s), 0);
 		cr_assert_eq(s.nseries, 0, "take left the snapshot behind");
 	}
-	engine_eval(&e, t0 + 30000, collect, &ev);
+	engine_eval(&e, t0 + 30000, test_events_collect, &ev);
 	cr_expect_eq(ev.n, 2, "expected both series' increases exact, got %d alerts", ev.n);
 	for (int i = 0; i < ev.n; i++)
 		cr_expect(strstr(ev.json[i], "\"status\":\"firing\""), "%s", ev.json[i]);
 	engine_free(&e);
-	free_events(&ev);
+	test_events_free(&ev);
 	rules_free(&rs);
 }
 
@@ -335,7 +315,7 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 			   "        expr: avg_over_time(cpu.utilization{cpu=\"all\"}[1m])\n"
 			   "        baseline: {service: api, window: 15m}\n";
 	struct ruleset rs = { 0 };
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	struct engine e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
@@ -355,10 +335,10 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 	}
 	kept = engine_history(&e, "h");
 	cr_expect(kept >= 65 + 150 && kept <= 65 + 200, "kept %zu snapshots of 1,805", kept);
-	engine_eval(&e, t0 + 2400 * 1000, collect, &ev);
+	engine_eval(&e, t0 + 2400 * 1000, test_events_collect, &ev);
 	cr_expect_eq(ev.n, 1, "the 1 m increase is no longer exact (%d alerts)", ev.n);
 	engine_free(&e);
-	free_events(&ev);
+	test_events_free(&ev);
 	rules_free(&rs);
 }
 
@@ -374,7 +354,7 @@ Test(rules, and_keeps_peer_comparisons_whole)
 			   "        expr: drive.temperature_c > 5 and "
 			   "peer_ratio(drive.temperature_c, \"model\") > 2\n";
 	struct ruleset rs = { 0 };
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	struct engine e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
@@ -391,12 +371,12 @@ Test(rules, and_keeps_peer_comparisons_whole)
 				   "model", "M", NULL);
 		cr_assert_eq(engine_take_snapshot(&e, &s), 0);
 	}
-	engine_eval(&e, t0, collect, &ev);
+	engine_eval(&e, t0, test_events_collect, &ev);
 	cr_expect_eq(ev.n, 1, "want one alert for h1, got %d", ev.n);
 	if (ev.n)
 		cr_expect(strstr(ev.json[0], "\"host\":\"h1\""), "%s", ev.json[0]);
 	engine_free(&e);
-	free_events(&ev);
+	test_events_free(&ev);
 	rules_free(&rs);
 }
 
@@ -417,7 +397,7 @@ Test(rules, nested_domains_and_topology, .timeout = 60)
 	 * 3 of 4 in rack r3 under sw2 (3/8 of sw2: no switch alert, a rack alert) */
 	static const int bad[] = { 1, 2, 3, 5, 6, 9, 10, 11 };
 	struct topology topo;
-	struct events ev = { 0 };
+	struct test_events ev = { 0 };
 	char err[256];
 	int sw1 = 0, r3 = 0;
 
@@ -435,7 +415,7 @@ Test(rules, nested_domains_and_topology, .timeout = 60)
 	cr_assert_eq(ev.n, 2, "expected a switch and a rack alert, got %d events", ev.n);
 	cr_assert_eq(sw1, 1);
 	cr_assert_eq(r3, 1);
-	free_events(&ev);
+	test_events_free(&ev);
 	topology_free(&topo);
 }
 
