@@ -629,7 +629,9 @@ static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 static void finish_group_send(struct alerter *al, struct group *g, int delivered)
 {
 	ack(al, g->ids, g->nids_sent);
-	memmove(g->ids, g->ids + g->nids_sent, (size_t)(g->nids - g->nids_sent) * sizeof(*g->ids));
+	if (g->nids > g->nids_sent)
+		memmove(g->ids, g->ids + g->nids_sent,
+			(size_t)(g->nids - g->nids_sent) * sizeof(*g->ids));
 	g->nids -= g->nids_sent;
 	g->nids_sent = 0;
 	g->pending = 0;

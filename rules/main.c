@@ -238,7 +238,9 @@ static int flush_events(struct emit_ctx *c, const struct engine *e, int with_sta
 	}
 	for (int i = 0; i < taken; i++)
 		free(c->queue[i]);
-	memmove(c->queue, c->queue + taken, (size_t)(c->nqueue - taken) * sizeof(*c->queue));
+	if (c->nqueue > taken)
+		memmove(c->queue, c->queue + taken,
+			(size_t)(c->nqueue - taken) * sizeof(*c->queue));
 	c->nqueue -= taken;
 	if (with_state)
 		c->state_dirty = 0;
