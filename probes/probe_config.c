@@ -49,6 +49,10 @@ static int load_string_map(const struct cfg *c, const struct cfg_node *map, cons
 		if (e->type != CFG_SCALAR || !e->value[0])
 			return cfg_error(c, e, err, errlen, "%s.%s: expected a string value", key,
 					 e->key);
+		if (!e->key[0] || strlen(e->key) > SNAPSHOT_MAX_STR ||
+		    strlen(e->value) > SNAPSHOT_MAX_STR)
+			return cfg_error(c, e, err, errlen, "%s: keys must be non-empty, keys and "
+					 "values at most %d bytes", key, SNAPSHOT_MAX_STR);
 		(*arr)[i].key = strdup(e->key);
 		(*arr)[i].value = strdup(e->value);
 		(*n)++;

@@ -80,6 +80,8 @@ Test(config, errors_name_file_line_column_and_key)
 		{ "interval: 1ms\n", "interval: must be at least 10ms" },
 		{ "a: &x 1\nb: *x\n", "aliases are not supported" },
 		{ "labels:\n  rack: [1]\n", "labels.rack: expected a string value" },
+		{ "labels:\n  \"\": r1\n", "labels: keys must be non-empty" },
+		{ "spool:\n  path: [1]\n", "path: expected a string" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct probe_config cfg;
