@@ -506,7 +506,7 @@ Test(restarts, redis_password_never_reaches_the_log, .init = setup, .fini = tear
  * A feeder thread writes a snapshot of hosts hot-1 and cool-1 every 250 ms
  * through the probe's store; hot-1's drive is at 70 C while `hot` is set.
  */
-static volatile int hot, feeding;
+static volatile int hot, feeding, holding;	/* holding: a probe that drains late */
 static pthread_t feeder;
 static pid_t rules;
 static char rules_yaml[300];
@@ -518,6 +518,9 @@ static void *feed(void *arg)
 	struct store *st = store_open(&o, err, sizeof(err));
 	uint64_t seq = 0;
 
+	struct snapshot held[400];
+	int nheld = 0;
+
 	(void)arg;
 	while (st && feeding) {
 		uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
@@ -528,12 +531,23 @@ static void *feed(void *arg)
 			snapshot_init(&s, h ? "cool-1" : "hot-1", now, 250, seq, 1);
 			snapshot_add_gauge(&s, "drive.temperature_c", !h && hot ? 70 : 30,
 					   "device", "sda", NULL);
+			if (holding && nheld < 400) {
+				held[nheld++] = s;	/* spooled, not yet sent */
+				continue;
+			}
+			for (int i = 0; i < nheld; i++) {
+				store_put_snapshot(st, &held[i]);
+				snapshot_free(&held[i]);
+			}
+			nheld = 0;
 			store_put_snapshot(st, &s);
 			snapshot_free(&s);
 		}
 		seq++;
 		usleep(250000);
 	}
+	for (int i = 0; i < nheld; i++)
+		snapshot_free(&held[i]);
 	if (st)
 		store_close(st);
 	return NULL;
@@ -575,6 +589,7 @@ static void rules_setup(void)
 	      "        expr: drive.temperature_c > 60\n        severity: page\n", f);
 	fclose(f);
 	hot = 0;
+	holding = 0;
 	feeding = 1;
 	pthread_create(&feeder, NULL, feed, NULL);
 }
@@ -953,4 +968,56 @@ Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
 	cr_assert(strstr(buf, "faultline_rules_redis_up 1\n"));
 	free(buf);
 	redisFree(c);
+}
+
+/* Notifications answered 200 that carried HostSilent (any status). */
+static int host_silent_pages(void)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&rx.lock);
+	for (int i = 0; i < rx.n; i++)
+		n += rx.req[i].status == 200 && strstr(rx.req[i].body, "\"HostSilent\"") != NULL;
+	pthread_mutex_unlock(&rx.lock);
+	return n;
+}
+
+Test(restarts, no_host_silent_while_spools_drain_after_an_outage, .init = rules_setup,
+     .fini = rules_teardown, .timeout = 90)
+{
+	char bin[256];
+
+	start_alerter(0, cfg_up);
+	snprintf(bin, sizeof(bin), "%s/faultline-rules", test_out_dir());
+	rules = fork();
+	if (rules == 0) {
+		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 2);
+		execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval", "250ms",
+		      "--stale", "2s", "--topology", "/dev/null", (char *)NULL);
+		_exit(127);
+	}
+	sleep(3);
+	/*
+	 * Redis away for 8 s; the probes spool, and drain 5 s after it is back
+	 * (a probe at the end of its reconnect backoff, a big spool)
+	 */
+	holding = 1;
+	test_redis_stop(&redis, 0);
+	sleep(8);
+	cr_assert_eq(test_redis_restart(&redis), 0);
+	sleep(5);
+	holding = 0;
+	sleep(7);
+	cr_assert_eq(host_silent_pages(), 0, "HostSilent paged for hosts whose spools were "
+		     "still draining");
+	/* and a host that really stops is still paged once the grace is over */
+	feeding = 0;
+	pthread_join(feeder, NULL);
+	for (int i = 0; i < 60 && host_silent_pages() == 0; i++)
+		usleep(500000);
+	cr_assert_gt(host_silent_pages(), 0, "a host that stopped was never paged");
+	feeding = 1;	/* rules_teardown joins the feeder again: give it one to join */
+	pthread_create(&feeder, NULL, feed, NULL);
 }
