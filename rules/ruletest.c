@@ -510,8 +510,20 @@ int ruletest_run(const char *path, FILE *out)
 		free(copy);
 		return -1;
 	}
-	for (size_t i = 0; i < files->nchild && nfiles < 16; i++) {
+	for (size_t i = 0; i < files->nchild; i++) {
 		char p[1024];
+
+		if (files->child[i].type != CFG_SCALAR || !files->child[i].value ||
+		    !files->child[i].value[0] || i >= 16) {
+			cfg_error(&c, &files->child[i], err, sizeof(err), i >= 16 ?
+				  "rule_files: at most 16" : "rule_files: each entry is a file name");
+			fprintf(out, "%s\n", err);
+			for (int k = 0; k < nfiles; k++)
+				free(fpaths[k]);
+			cfg_free(&c);
+			free(copy);
+			return -1;
+		}
 
 		snprintf(p, sizeof(p), "%s%s%s", files->child[i].value[0] == '/' ? "" : dir,
 			 files->child[i].value[0] == '/' ? "" : "/", files->child[i].value);

@@ -470,3 +470,33 @@ Test(rules, rule_unit_test_reports_a_wrong_expectation)
 	free(buf);
 	unlink(path);
 }
+
+Test(rules, malformed_rule_test_files_are_errors_not_crashes)
+{
+	/* the fuzzer's crash: a rule_files entry that is not a string */
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "rule_files: [{a: b}]\nevaluation_interval: 1m\ntests: []\n",
+		  ":1:14: rule_files: each entry is a file name" },
+		{ "rule_files: [[x]]\nevaluation_interval: 1m\ntests: []\n",
+		  ":1:14: rule_files: each entry is a file name" },
+		{ "rule_files: [a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q]\nevaluation_interval: 1m\n"
+		  "tests: []\n", "rule_files: at most 16" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[] = "/tmp/fl-ruletest-XXXXXX", *buf = NULL;
+		size_t len = 0;
+		int fd = mkstemp(path);
+		FILE *f = fdopen(fd, "w"), *out;
+
+		fputs(cases[i].text, f);
+		fclose(f);
+		out = open_memstream(&buf, &len);
+		cr_expect_lt(ruletest_run(path, out), 0, "case %zu accepted", i);
+		fclose(out);
+		cr_expect(strstr(buf, cases[i].want), "case %zu: %s", i, buf);
+		free(buf);
+		unlink(path);
+	}
+}
