@@ -354,6 +354,51 @@ static void top_on_signal(int sig)
 	top_stop = 1;
 }
 
+/* 1 if -h or --help is among the arguments (a subcommand's help, anywhere). */
+static int help_asked(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return 1;
+	return 0;
+}
+
+#define TOP_WAIT_ROUNDS 10
+
+/* 1 if fl:hosts registers host (or Redis cannot say). */
+static int host_known(redisContext *rc, const char *host)
+{
+	char **names, err[256];
+	size_t n;
+	int known = 0;
+
+	if (store_host_names(rc, &names, &n, err, sizeof(err)))
+		return 1;
+	for (size_t i = 0; i < n && !known; i++)
+		known = !strcmp(names[i], host);
+	store_host_names_free(names, n);
+	return known;
+}
+
+/* Say that host is unknown, and which hosts are (the first 20). */
+static void top_unknown_host(redisContext *rc, const char *host)
+{
+	char **names, err[256];
+	size_t n;
+
+	fprintf(stderr, "faultline top: no probe has registered host '%s'", host);
+	if (store_host_names(rc, &names, &n, err, sizeof(err)) == 0) {
+		fprintf(stderr, n ? "; known hosts (%zu):" : " (no host is registered: is a probe "
+			"writing to this Redis?)", n);
+		for (size_t i = 0; i < n && i < 20; i++)
+			fprintf(stderr, " %s", names[i]);
+		if (n > 20)
+			fprintf(stderr, " ...");
+		store_host_names_free(names, n);
+	}
+	fprintf(stderr, "\n");
+}
+
 static int cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -420,6 +465,12 @@ static int cmd_top(int argc, char **argv)
 			if (!waited++)
 				fprintf(stderr, "faultline top: waiting for snapshots of host '%s'...\n",
 					host);
+			/* a probe just starting registers within seconds; a typo never does */
+			if (waited == TOP_WAIT_ROUNDS && !host_known(rc, host)) {
+				top_unknown_host(rc, host);
+				redisFree(rc);
+				return 1;
+			}
 		} else if (p.s[1].seq != last_seq) {
 			print_top(&p.s[0], &p.s[1], tty);
 			last_seq = p.s[1].seq;
@@ -456,9 +507,11 @@ static int cmd_drive(int argc, char **argv)
 	int c, kind = 0, ret;
 
 	if (argc < 2 || strcmp(argv[1], "inspect")) {
-		fprintf(stderr, "Usage: faultline drive inspect (--smartctl-json FILE | "
-			"--atasmart-blob FILE | --nvme-log FILE) [--device NAME]\n");
-		return 2;
+		int help = help_asked(argc, argv);
+
+		fprintf(help ? stdout : stderr, "Usage: faultline drive inspect (--smartctl-json "
+			"FILE | --atasmart-blob FILE | --nvme-log FILE) [--device NAME]\n");
+		return help ? 0 : 2;
 	}
 	argc--;
 	argv++;
@@ -529,8 +582,11 @@ static int cmd_report(int argc, char **argv)
 	char err[512];
 
 	if (argc < 2 || strcmp(argv[1], "wear")) {
-		fprintf(stderr, "Usage: faultline report wear [OPTIONS] (try --help)\n");
-		return 2;
+		int help = help_asked(argc, argv);
+
+		fprintf(help ? stdout : stderr, "Usage: faultline report wear [OPTIONS] "
+			"(faultline report wear --help)\n");
+		return help ? 0 : 2;
 	}
 	argc--;
 	argv++;
@@ -563,6 +619,12 @@ static int cmd_report(int argc, char **argv)
 		default:
 			return 2;
 		}
+	}
+	if (verdict && strcmp(verdict, "failing") && strcmp(verdict, "replace") &&
+	    strcmp(verdict, "watch") && strcmp(verdict, "ok") && strcmp(verdict, "unknown")) {
+		fprintf(stderr, "faultline report wear: --verdict '%s': expected failing, replace, "
+			"watch, ok or unknown\n", verdict);
+		return 2;
 	}
 	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
@@ -664,26 +726,61 @@ static void print_top_functions(const struct profile *p, size_t n)
 	free(f);
 }
 
-static int cmd_profile_burst(int argc, char **argv, const char *url, const char *host)
+static int cmd_profile_burst(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "redis", required_argument, NULL, 'r' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "rate", required_argument, NULL, 'R' },
+		{ "for", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *url = "unix:///run/faultline/redis.sock";
 	unsigned long hz = 199;
 	uint64_t dur = 10 * NSEC_PER_SEC;
 	redisContext *rc;
 	redisReply *r;
-	char err[256], key[300], val[16];
+	char err[256], key[300], val[16], host[256] = "", *end;
+	int c;
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--rate"))
-			hz = strtoul(argv[i + 1], NULL, 10);
-		else if (!strcmp(argv[i], "--for") && duration_parse(argv[i + 1], &dur)) {
-			fprintf(stderr, "faultline profile burst: --for: expected a duration\n");
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:H:R:f:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': url = optarg; break;
+		case 'H': snprintf(host, sizeof(host), "%s", optarg); break;
+		case 'R':
+			hz = strtoul(optarg, &end, 10);
+			if (*end || hz < 1 || hz > 999) {
+				fprintf(stderr, "faultline profile burst: --rate '%s': expected 1..999 "
+					"samples per second per CPU\n", optarg);
+				return 2;
+			}
+			break;
+		case 'f':
+			if (duration_parse(optarg, &dur) || dur < NSEC_PER_SEC) {
+				fprintf(stderr, "faultline profile burst: --for '%s': expected a "
+					"duration of at least 1s\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			printf("Usage: faultline profile burst [--redis URL] [--host NAME] "
+			       "[--rate HZ] [--for DUR]\n\n"
+			       "Ask the probe of NAME (default: this host) to sample at HZ (default\n"
+			       "199, 1..999) for DUR (default 10s), for richer evidence now.\n");
+			return 0;
+		default:
 			return 2;
 		}
 	}
-	if (hz < 1 || hz > 999 || dur < NSEC_PER_SEC) {
-		fprintf(stderr, "faultline profile burst: --rate 1..999, --for at least 1s\n");
+	if (optind < argc) {
+		fprintf(stderr, "faultline profile burst: unexpected argument '%s' (try --help)\n",
+			argv[optind]);
 		return 2;
 	}
+	if (!host[0])
+		gethostname(host, sizeof(host) - 1);
 	rc = store_connect(url, NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline profile burst: %s\n", err);
@@ -727,17 +824,8 @@ static int cmd_profile(int argc, char **argv)
 	struct profile p, base;
 	redisContext *rc;
 
-	if (argc > 1 && !strcmp(argv[1], "burst")) {
-		for (int i = 2; i + 1 < argc; i++) {
-			if (!strcmp(argv[i], "--redis"))
-				url = argv[i + 1];
-			if (!strcmp(argv[i], "--host"))
-				snprintf(host, sizeof(host), "%s", argv[i + 1]);
-		}
-		if (!host[0])
-			gethostname(host, sizeof(host) - 1);
-		return cmd_profile_burst(argc - 1, argv + 1, url, host);
-	}
+	if (argc > 1 && !strcmp(argv[1], "burst"))
+		return cmd_profile_burst(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:o:t:d:yh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': url = optarg; break;
@@ -859,14 +947,18 @@ static int cmd_silence(int argc, char **argv)
 	char err[512];
 	int ret = 0;
 
-	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !sub[0]) {
+	int help = help_asked(argc, argv);
+
+	if (help || (strcmp(sub, "add") && strcmp(sub, "list") && strcmp(sub, "expire"))) {
+		if (!help && sub[0])
+			fprintf(stderr, "faultline silence: unknown subcommand '%s'\n", sub);
 		printf("Usage: faultline silence add --match NAME=VALUE [--match ...] [--for 2h]\n"
 		       "                             [--comment TEXT] [--redis URL]\n"
 		       "       faultline silence list [--redis URL]\n"
 		       "       faultline silence expire ID [--redis URL]\n\n"
 		       "A silenced alert is recorded (fl:notifications), not sent.  Matchers:\n"
 		       "name=value, name!=value, name=~regex; all must match.\n");
-		return sub[0] ? 0 : 2;
+		return help ? 0 : 2;
 	}
 	snprintf(s.created_by, sizeof(s.created_by), "%s", getenv("USER") ? getenv("USER") : "");
 	for (int i = 2; i < argc; i++) {
@@ -970,7 +1062,11 @@ static int cmd_deploy(int argc, char **argv)
 	char err[512];
 	int ret = 0, all = 0;
 
-	if (!sub[0] || !strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+	int help = help_asked(argc, argv);
+
+	if (help || (strcmp(sub, "mark") && strcmp(sub, "list"))) {
+		if (!help && sub[0])
+			fprintf(stderr, "faultline deploy: unknown subcommand '%s'\n", sub);
 		printf("Usage: faultline deploy mark --service S --version V [--hosts GLOB | --all]\n"
 		       "                             [--by WHO] [--redis URL]\n"
 		       "       faultline deploy list [--service S] [--since 7d] [--redis URL]\n\n"
@@ -979,7 +1075,7 @@ static int cmd_deploy(int argc, char **argv)
 		       "their before/after split and their deployed/undeployed peers from these\n"
 		       "markers (stream fl:deploys, kept 90 days).  Prints the marker's id.\n"
 		       "list: the markers of the last --since (default 7d), oldest first.\n");
-		return sub[0] ? 0 : 2;
+		return help ? 0 : 2;
 	}
 	snprintf(d.by, sizeof(d.by), "%s", getenv("USER") ? getenv("USER") : "");
 	for (int i = 2; i < argc; i++) {
@@ -1055,9 +1151,9 @@ static int cmd_deploy(int argc, char **argv)
 
 static int cmd_rules(int argc, char **argv)
 {
-	int bad = 0;
+	int bad = 0, help = help_asked(argc, argv);
 
-	if (argc >= 3 && !strcmp(argv[1], "test")) {
+	if (!help && argc >= 3 && !strcmp(argv[1], "test")) {
 		log_set_level(LOG_WARN);	/* the engine's verdict notes would drown results */
 		for (int i = 2; i < argc; i++) {
 			int r = ruletest_run(argv[i], stdout);
@@ -1067,15 +1163,15 @@ static int cmd_rules(int argc, char **argv)
 		}
 		return bad;
 	}
-	if (argc < 3 || strcmp(argv[1], "check")) {
-		fprintf(stderr, "Usage: faultline rules check FILE...\n"
+	if (help || argc < 3 || strcmp(argv[1], "check")) {
+		fprintf(help ? stdout : stderr, "Usage: faultline rules check FILE...\n"
 			"       faultline rules test FILE...\n\n"
 			"check: validate rule files (YAML groups of alerting rules): syntax, keys,\n"
 			"durations, and every expression (grammar, known metrics, functions).\n"
 			"test: run rule unit tests (input series over time -> which alerts fire\n"
 			"when), like promtool test rules; see rules/ruletest.h for the format.\n"
 			"Errors name file:line:column.  Exit status 1 if anything fails.\n");
-		return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
+		return help ? 0 : 2;
 	}
 	for (int i = 2; i < argc; i++) {
 		struct ruleset rs = { 0 };

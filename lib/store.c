@@ -28,6 +28,8 @@
 
 const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
 
+#define HOSTS_KEY "fl:hosts"
+
 #define BATCH_MAX 128
 #define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
 #define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
@@ -792,7 +794,7 @@ static struct spool_item *host_item(const struct snapshot *s)
 		return NULL;
 	it->kind = ITEM_HSET;
 	it->host_registry = 1;
-	snprintf(it->key, sizeof(it->key), "fl:hosts");
+	snprintf(it->key, sizeof(it->key), "%s", HOSTS_KEY);
 	snprintf(it->field, sizeof(it->field), "%s", s->host);
 	strbuf_addf(&sb, "{\"last_seen_ms\":%" PRIu64 ",\"interval_ms\":%" PRIu64 ",\"labels\":{",
 		    s->ts_ms, s->interval_ms);
@@ -1330,4 +1332,49 @@ int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const ch
 		freeReplyObject(r);
 	} while (strcmp(cursor, "0"));
 	return n;
+}
+
+int store_host_names(redisContext *c, char ***names, size_t *n, char *err, size_t errlen)
+{
+	redisReply *r = redisCommand(c, "HKEYS %s", HOSTS_KEY);
+
+	*names = NULL;
+	*n = 0;
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis HKEYS %s: %s", HOSTS_KEY,
+			 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
+			 c->errstr);
+		if (r)
+			freeReplyObject(r);
+		return -EIO;
+	}
+	*names = calloc(r->elements + 1, sizeof(**names));
+	if (!*names) {
+		freeReplyObject(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			continue;
+		(*names)[*n] = strdup(r->element[i]->str);
+		if (!(*names)[*n]) {
+			store_host_names_free(*names, *n);
+			*names = NULL;
+			*n = 0;
+			freeReplyObject(r);
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		(*n)++;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+void store_host_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }

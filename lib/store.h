@@ -225,6 +225,14 @@ int store_alerts_commit(redisContext *c, char *const *events, int nevents,
 			char *err, size_t errlen);
 
 /*
+ * The host names fl:hosts registers, into *names (an array of n strings;
+ * free with store_host_names_free).  Entries that are not strings are
+ * skipped.  Returns 0, or -EIO / -ENOMEM with the reason in err.
+ */
+int store_host_names(redisContext *c, char ***names, size_t *n, char *err, size_t errlen);
+void store_host_names_free(char **names, size_t n);
+
+/*
  * Call cb(fp, json, arg) for every entry of the rules' alert checkpoint.
  * Returns the number of entries, or -EIO (err says why).
  */

@@ -290,43 +290,36 @@ static int recent_bad(const struct host_state *h, uint64_t now)
 int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, char *err,
 		      size_t errlen)
 {
-	redisReply *hosts = redisCommand(rc, "HKEYS fl:hosts");
 	struct load_arg la = { e, 0, until_ms ? until_ms : time_wall_ns() / NSEC_PER_MSEC, NULL };
 	const char **names = NULL;
 	uint64_t *from = NULL;
-	size_t n = 0;
+	char **all = NULL;
+	size_t n = 0, nall = 0;
 	int ret;
 
-	if (!hosts || hosts->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis: %s", hosts && hosts->type == REDIS_REPLY_ERROR ?
-			 hosts->str : rc->errstr);
-		if (hosts)
-			freeReplyObject(hosts);
-		return -EIO;
-	}
-	names = calloc(hosts->elements + 1, sizeof(*names));
-	from = calloc(hosts->elements + 1, sizeof(*from));
-	la.hosts = calloc(hosts->elements + 1, sizeof(*la.hosts));
+	ret = store_host_names(rc, &all, &nall, err, errlen);
+	if (ret)
+		return ret;
+	names = calloc(nall + 1, sizeof(*names));
+	from = calloc(nall + 1, sizeof(*from));
+	la.hosts = calloc(nall + 1, sizeof(*la.hosts));
 	if (!names || !from || !la.hosts) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < hosts->elements; i++) {
-		const redisReply *x = hosts->element[i];
+	for (size_t i = 0; i < nall; i++) {
 		struct host_state *h;
 
-		if (x->type != REDIS_REPLY_STRING)
-			continue;
-		if (!store_host_valid(x->str)) {
+		if (!store_host_valid(all[i])) {
 			if (!e->bad_name_said_ms || la.now - e->bad_name_said_ms >= 60000) {
 				log_warn("fl:hosts names '%.80s', which is not a host name (letters, "
 					 "digits, . _ - :, under 200 bytes); it is not monitored — "
-					 "remove it with HDEL fl:hosts", x->str);
+					 "remove it with HDEL fl:hosts", all[i]);
 				e->bad_name_said_ms = la.now;
 			}
 			continue;
 		}
-		h = host_of(e, x->str);
+		h = host_of(e, all[i]);
 		if (!h)
 			continue;
 		if (!h->first_seen_ms)
@@ -343,7 +336,7 @@ out:
 	free(names);
 	free(from);
 	free(la.hosts);
-	freeReplyObject(hosts);
+	store_host_names_free(all, nall);
 	return ret < 0 ? ret : la.n;
 }
 

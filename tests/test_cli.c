@@ -1,0 +1,80 @@
+/*
+ * test_cli.c - the faultline command's contract: every subcommand answers
+ * --help with its usage and exit 0 without touching Redis, a bad argument
+ * or subcommand is exit 2 with a message, and `top` on a host no probe
+ * registered says so and exits 1 instead of waiting forever.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "snapshot.h"
+#include "store.h"
+#include "timeutil.h"
+
+/* Run faultline with args (Redis pointed nowhere); its exit status. */
+static int run(const char *args)
+{
+	return test_sh("timeout 10 %s/faultline %s --redis unix:///nonexistent/redis.sock "
+		       ">/dev/null 2>&1", test_out_dir(), args);
+}
+
+Test(cli, help_is_exit_0_everywhere_without_redis)
+{
+	static const char *const helps[] = {
+		"top --help", "silence --help", "silence add --help", "silence list --help",
+		"deploy --help", "deploy mark --help", "rules --help", "rules test --help",
+		"rules check --help", "drive --help", "drive inspect --help", "report --help",
+		"report wear --help", "profile --help", "profile burst --help", "metrics --help",
+	};
+	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+		cr_expect_eq(run(helps[i]), 0, "faultline %s: not exit 0", helps[i]);
+}
+
+Test(cli, bad_arguments_are_exit_2)
+{
+	static const char *const bad[] = {
+		"silence bogus", "deploy bogus", "rules bogus x", "report wear --verdict bogus",
+		"profile burst --rate 0", "profile burst --for 1ms", "profile burst --bogus",
+		"profile burst extra", "top --interval 1ms",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(run(bad[i]), 2, "faultline %s: not exit 2", bad[i]);
+}
+
+Test(cli, top_of_an_unknown_host_says_so_and_exits, .timeout = 60)
+{
+	struct test_redis redis;
+	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
+	struct snapshot s;
+	struct store *st;
+	char err[256], out[600], buf[1024] = "";
+	FILE *f;
+	int rc;
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	o.url = redis.url;
+	st = store_open(&o, err, sizeof(err));
+	cr_assert_not_null(st, "%s", err);
+	snapshot_init(&s, "real-1", time_wall_ns() / NSEC_PER_MSEC, 1000, 1, 1);
+	store_put_snapshot(st, &s);
+	snapshot_free(&s);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	store_close(st);
+	snprintf(out, sizeof(out), "%s/top.err", redis.dir);
+	rc = test_sh("timeout 30 %s/faultline top --redis %s --host nosuch --interval 100ms "
+		     ">/dev/null 2>%s", test_out_dir(), redis.url, out);
+	f = fopen(out, "r");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+		buf[n] = '\0';
+		fclose(f);
+	}
+	test_redis_destroy(&redis);
+	cr_assert_eq(rc, 1, "exit %d (124: it waited until killed): %s", rc, buf);
+	cr_assert(strstr(buf, "no probe has registered host 'nosuch'"), "%s", buf);
+	cr_assert(strstr(buf, "known hosts (1): real-1"), "%s", buf);
+}
