@@ -28,6 +28,7 @@ Test(cli, help_is_exit_0_everywhere_without_redis)
 		"deploy --help", "deploy mark --help", "rules --help", "rules test --help",
 		"rules check --help", "drive --help", "drive inspect --help", "report --help",
 		"report wear --help", "profile --help", "profile burst --help", "metrics --help",
+		"sim --help",
 	};
 	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
 		cr_expect_eq(run(helps[i]), 0, "faultline %s: not exit 0", helps[i]);

@@ -1,0 +1,140 @@
+/*
+ * deploy.c - `faultline deploy mark|list`: deploy markers (lib/deploy.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "drive.h"
+#include "profile.h"
+#include "rules.h"
+#include "ruletest.h"
+#include "profile_store.h"
+#include "deploy.h"
+#include "silence.h"
+#include "profile_export.h"
+#include "wear_report.h"
+#include "log.h"
+#include "snapshot.h"
+#include "store.h"
+#include "timeutil.h"
+#include "scenario.h"
+#include "sim.h"
+#include "cli.h"
+
+/* ---- deploy ------------------------------------------------------------- */
+
+static int print_deploy(const struct deploy *d, void *arg)
+{
+	char t[40];
+
+	(void)arg;
+	printf("%-18s %s  %-20s %-16s hosts=%s  by=%s\n", d->id,
+	       alert_format_time(d->ts_ms, t, sizeof(t)), d->service, d->version, d->hosts,
+	       d->by[0] ? d->by : "-");
+	return 0;
+}
+
+int cmd_deploy(int argc, char **argv)
+{
+	const char *url = "unix:///run/faultline/redis.sock", *sub = argc > 1 ? argv[1] : "";
+	const char *service = NULL;
+	struct deploy d = { 0 };
+	uint64_t since = 7ULL * 24 * 3600 * NSEC_PER_SEC;
+	redisContext *rc;
+	char err[512];
+	int ret = 0, all = 0;
+
+	int help = help_asked(argc, argv);
+
+	if (help || (strcmp(sub, "mark") && strcmp(sub, "list"))) {
+		if (!help && sub[0])
+			fprintf(stderr, "faultline deploy: unknown subcommand '%s'\n", sub);
+		printf("Usage: faultline deploy mark --service S --version V [--hosts GLOB | --all]\n"
+		       "                             [--by WHO] [--redis URL]\n"
+		       "       faultline deploy list [--service S] [--since 7d] [--redis URL]\n\n"
+		       "mark: record that service S went to version V on the hosts whose names\n"
+		       "match GLOB (fnmatch; --all = \"*\"), now.  Post-deploy comparisons take\n"
+		       "their before/after split and their deployed/undeployed peers from these\n"
+		       "markers (stream fl:deploys, kept 90 days).  Prints the marker's id.\n"
+		       "list: the markers of the last --since (default 7d), oldest first.\n");
+		return help ? 0 : 2;
+	}
+	snprintf(d.by, sizeof(d.by), "%s", getenv("USER") ? getenv("USER") : "");
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--redis") && i + 1 < argc)
+			url = argv[++i];
+		else if (!strcmp(argv[i], "--service") && i + 1 < argc)
+			service = argv[++i];
+		else if (!strcmp(argv[i], "--version") && i + 1 < argc)
+			snprintf(d.version, sizeof(d.version), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
+			snprintf(d.hosts, sizeof(d.hosts), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--all"))
+			all = 1;
+		else if (!strcmp(argv[i], "--by") && i + 1 < argc)
+			snprintf(d.by, sizeof(d.by), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--since") && i + 1 < argc) {
+			if (duration_parse(argv[++i], &since)) {
+				fprintf(stderr, "faultline deploy: --since: expected a duration "
+					"(e.g. 7d), got '%s'\n", argv[i]);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "faultline deploy: unexpected '%s' (try --help)\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!strcmp(sub, "mark")) {
+		if (all && d.hosts[0]) {
+			fprintf(stderr, "faultline deploy mark: give --hosts or --all, not both\n");
+			return 2;
+		}
+		if (!d.hosts[0] && !all) {
+			fprintf(stderr, "faultline deploy mark: say which hosts: --hosts GLOB or --all\n");
+			return 2;
+		}
+		snprintf(d.service, sizeof(d.service), "%s", service ? service : "");
+		if (deploy_validate(&d, err, sizeof(err))) {
+			fprintf(stderr, "faultline deploy mark: %s (--service, --version)\n", err);
+			return 2;
+		}
+	} else if (strcmp(sub, "list")) {
+		fprintf(stderr, "faultline deploy: unknown subcommand '%s' (try --help)\n", sub);
+		return 2;
+	}
+	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	if (!rc) {
+		fprintf(stderr, "faultline deploy: %s\n", err);
+		return 1;
+	}
+	if (!strcmp(sub, "mark")) {
+		ret = deploy_mark(rc, &d, err, sizeof(err)) ? 1 : 0;
+		if (ret)
+			fprintf(stderr, "faultline deploy mark: %s\n", err);
+		else
+			printf("%s\n", d.id);
+	} else {
+		uint64_t now = time_wall_ns();
+		int n = deploy_list(rc, now > since ? (now - since) / NSEC_PER_MSEC : 0, service,
+				    print_deploy, NULL, err, sizeof(err));
+
+		if (n < 0) {
+			fprintf(stderr, "faultline deploy list: %s\n", err);
+			ret = 1;
+		} else {
+			fprintf(stderr, "%d deploy marker(s)\n", n);
+		}
+	}
+	redisFree(rc);
+	return ret;
+}

@@ -1,0 +1,298 @@
+/*
+ * profile.c - `faultline profile`: CPU profiles from Redis as flame graph
+ * SVG, pprof, folded stacks, top functions or a diff; `profile burst` asks
+ * a host's probe for a high-rate burst.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "drive.h"
+#include "profile.h"
+#include "rules.h"
+#include "ruletest.h"
+#include "profile_store.h"
+#include "deploy.h"
+#include "silence.h"
+#include "profile_export.h"
+#include "wear_report.h"
+#include "log.h"
+#include "snapshot.h"
+#include "store.h"
+#include "timeutil.h"
+#include "scenario.h"
+#include "sim.h"
+#include "cli.h"
+
+/* ---- profile ------------------------------------------------------------ */
+
+/*
+ * A point in time: "now", a duration ago ("10m"), milliseconds since the
+ * epoch, or RFC 3339 UTC ("2026-11-30T14:00:00Z").  Returns ms, or 0.
+ */
+static uint64_t parse_when(const char *s)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, d;
+	struct tm tm = { 0 };
+	char *end;
+
+	if (!strcmp(s, "now"))
+		return now;
+	if (duration_parse(s, &d) == 0)
+		return now - d / NSEC_PER_MSEC;
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end && (*end == 'Z' || !*end))
+		return (uint64_t)timegm(&tm) * 1000;
+	d = strtoull(s, &end, 10);
+	return *end ? 0 : d;
+}
+
+static int load_range(redisContext *rc, const char *host, int hourly, uint64_t from, uint64_t to,
+		      const char *service, struct profile *out)
+{
+	char err[256];
+	size_t bad = 0;
+	int n;
+
+	profile_init(out, host);
+	n = profile_read_merge(rc, host, hourly ? "p3600" : "p10", from, to, service, out, &bad,
+			       err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "faultline profile: %s\n", err);
+		return -1;
+	}
+	if (bad)
+		fprintf(stderr, "faultline profile: skipped %zu undecodable windows\n", bad);
+	fprintf(stderr, "faultline profile: fl:{%s}:%s: %d windows, %llu samples\n", host,
+		hourly ? "p3600" : "p10", n, (unsigned long long)out->total);
+	return 0;
+}
+
+static void print_top_functions(const struct profile *p, size_t n)
+{
+	struct profile_func *f;
+	size_t nf = profile_functions(p, &f);
+
+	printf("%8s %8s  %s\n", "SELF%", "TOTAL%", "FUNCTION");
+	for (size_t i = 0; i < nf && i < n; i++)
+		printf("%7.2f%% %7.2f%%  %s\n", 100 * f[i].self, 100 * f[i].total, f[i].name);
+	free(f);
+}
+
+int cmd_profile_burst(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "redis", required_argument, NULL, 'r' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "rate", required_argument, NULL, 'R' },
+		{ "for", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *url = "unix:///run/faultline/redis.sock";
+	unsigned long hz = 199;
+	uint64_t dur = 10 * NSEC_PER_SEC;
+	redisContext *rc;
+	redisReply *r;
+	char err[256], key[300], val[16], host[256] = "", *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:H:R:f:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': url = optarg; break;
+		case 'H': snprintf(host, sizeof(host), "%s", optarg); break;
+		case 'R':
+			hz = strtoul(optarg, &end, 10);
+			if (*end || hz < 1 || hz > 999) {
+				fprintf(stderr, "faultline profile burst: --rate '%s': expected 1..999 "
+					"samples per second per CPU\n", optarg);
+				return 2;
+			}
+			break;
+		case 'f':
+			if (duration_parse(optarg, &dur) || dur < NSEC_PER_SEC) {
+				fprintf(stderr, "faultline profile burst: --for '%s': expected a "
+					"duration of at least 1s\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			printf("Usage: faultline profile burst [--redis URL] [--host NAME] "
+			       "[--rate HZ] [--for DUR]\n\n"
+			       "Ask the probe of NAME (default: this host) to sample at HZ (default\n"
+			       "199, 1..999) for DUR (default 10s), for richer evidence now.\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "faultline profile burst: unexpected argument '%s' (try --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!host[0])
+		gethostname(host, sizeof(host) - 1);
+	rc = store_connect(url, NSEC_PER_SEC, err, sizeof(err));
+	if (!rc) {
+		fprintf(stderr, "faultline profile burst: %s\n", err);
+		return 1;
+	}
+	snprintf(key, sizeof(key), "fl:{%s}:profile:burst", host);
+	snprintf(val, sizeof(val), "%lu", hz);
+	r = redisCommand(rc, "SET %s %s PX %llu", key, val,
+			 (unsigned long long)(dur / NSEC_PER_MSEC));
+	if (r)
+		freeReplyObject(r);
+	redisFree(rc);
+	fprintf(stderr, "faultline profile burst: %s samples at %lu Hz for %.0f s (within a second)\n",
+		host, hz, (double)dur / 1e9);
+	return 0;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "redis", required_argument, NULL, 'r' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "since", required_argument, NULL, 's' },
+		{ "until", required_argument, NULL, 'u' },
+		{ "around", required_argument, NULL, 'a' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "service", required_argument, NULL, 'S' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "top", required_argument, NULL, 't' },
+		{ "diff", required_argument, NULL, 'd' },
+		{ "hourly", no_argument, NULL, 'y' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *url = "unix:///run/faultline/redis.sock", *service = NULL, *outpath = NULL;
+	const char *diff = NULL;
+	char host[256] = "", err[256];
+	uint64_t from = 0, to = 0, around = 0, window = 10 * 60 * NSEC_PER_SEC;
+	long top = 0;
+	int c, hourly = 0, ret = 0;
+	struct profile p, base;
+	redisContext *rc;
+
+	if (argc > 1 && !strcmp(argv[1], "burst"))
+		return cmd_profile_burst(argc - 1, argv + 1);
+	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:o:t:d:yh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': url = optarg; break;
+		case 'H': snprintf(host, sizeof(host), "%s", optarg); break;
+		case 's': from = parse_when(optarg); break;
+		case 'u': to = parse_when(optarg); break;
+		case 'a': around = parse_when(optarg); break;
+		case 'w':
+			if (duration_parse(optarg, &window)) {
+				fprintf(stderr, "faultline profile: --window: expected a duration\n");
+				return 2;
+			}
+			break;
+		case 'S': service = optarg; break;
+		case 'o': outpath = optarg; break;
+		case 't': top = atol(optarg); break;
+		case 'd': diff = optarg; break;
+		case 'y': hourly = 1; break;
+		case 'h':
+			printf("Usage: faultline profile [--host H] [--redis URL]\n"
+			       "         [--since WHEN] [--until WHEN] | [--around WHEN [--window 10m]]\n"
+			       "         [--service S] [--hourly] [-o FILE] [--top N] [--diff SINCE..UNTIL]\n"
+			       "       faultline profile burst [--host H] [--rate 199] [--for 10s]\n\n"
+			       "Merge a host's 10 s profile windows (or hourly profiles) from Redis and\n"
+			       "write FILE: .svg an interactive flame graph, .folded folded stacks,\n"
+			       "anything else gzip'd pprof (`go tool pprof`); -o - prints folded stacks.\n"
+			       "--top N prints the N functions with the most CPU (self and total share).\n"
+			       "--diff compares against a base range: the table lists the functions whose\n"
+			       "CPU share grew or shrank most, and an .svg output is a differential flame\n"
+			       "graph (red grew, blue shrank).  WHEN: now, a duration ago (15m), epoch\n"
+			       "milliseconds, or 2026-11-30T14:00:00Z.  Default range: the last 10 min.\n"
+			       "burst: sample the host at a high rate for a while (alert evidence).\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (!host[0])
+		gethostname(host, sizeof(host) - 1);
+	if (around) {
+		from = around - window / NSEC_PER_MSEC / 2;
+		to = around + window / NSEC_PER_MSEC / 2;
+	} else if (!from) {
+		from = time_wall_ns() / NSEC_PER_MSEC - window / NSEC_PER_MSEC;
+	}
+	if (!outpath && !top && !diff)
+		top = 20;
+	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	if (!rc) {
+		fprintf(stderr, "faultline profile: %s\n", err);
+		return 1;
+	}
+	if (load_range(rc, host, hourly, from, to, service, &p)) {
+		redisFree(rc);
+		return 1;
+	}
+	if (diff) {
+		char copy[128], *dots;
+
+		snprintf(copy, sizeof(copy), "%s", diff);
+		dots = strstr(copy, "..");
+		if (!dots) {
+			fprintf(stderr, "faultline profile: --diff: expected SINCE..UNTIL, e.g. 2h..1h\n");
+			ret = 2;
+			goto out;
+		}
+		*dots = '\0';
+		if (load_range(rc, host, hourly, parse_when(copy), parse_when(dots + 2), service,
+			       &base)) {
+			ret = 1;
+			goto out;
+		}
+	}
+	if (!p.total)
+		fprintf(stderr, "faultline profile: no samples for %s in that range (is the probe "
+			"running with profile.enabled?)\n", host);
+	if (top)
+		print_top_functions(&p, (size_t)top);
+	if (diff) {
+		struct profile_delta *d;
+		size_t nd = profile_diff(&base, &p, &d);
+
+		printf("%8s %8s %8s  %s\n", "BASE%", "NOW%", "CHANGE", "FUNCTION");
+		for (size_t i = 0; i < nd && i < (size_t)(top ? top : 20); i++)
+			printf("%7.2f%% %7.2f%% %+7.2f  %s\n", 100 * d[i].base, 100 * d[i].target,
+			       100 * (d[i].target - d[i].base), d[i].name);
+		free(d);
+	}
+	if (outpath) {
+		char title[400];
+
+		snprintf(title, sizeof(title), "%s CPU%s%s%s", host, service ? " (" : "",
+			 service ? service : "", service ? ")" : "");
+		ret = profile_export(&p, diff ? &base : NULL, outpath, title);
+		if (ret)
+			fprintf(stderr, "faultline profile: cannot write %s: %s\n", outpath,
+				strerror(-ret));
+		else if (strcmp(outpath, "-"))
+			fprintf(stderr, "faultline profile: wrote %s\n", outpath);
+		ret = ret ? 1 : 0;
+	}
+	if (diff)
+		profile_free(&base);
+out:
+	profile_free(&p);
+	redisFree(rc);
+	return ret;
+}
