@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (alert_parse(&a, text, size, err, sizeof(err)) == 0)
 		alert_free(&a);
 	if (rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)) == 0 &&
-	    engine_init(&e, &rs) == 0) {
+	    engine_init(&e, &rs, NULL) == 0) {
 		engine_state_import(&e, "00112233aabbccdd", text, 1000, ignore, NULL, err,
 				    sizeof(err));
 		engine_free(&e);

@@ -172,7 +172,7 @@ int engine_take_snapshot(struct engine *e, struct snapshot *s)
 	*added = *s;
 	memset(s, 0, sizeof(*s));
 	/* kept for minutes: histograms in their compact form (30x smaller) */
-	if (topology_apply(e->topology, added) || snapshot_compact(added)) {
+	if (topology_apply(e->opts.topology, added) || snapshot_compact(added)) {
 		snapshot_free(added);
 		return -ENOMEM;
 	}
@@ -379,7 +379,7 @@ static void free_instance(struct instance *in)
 	free(in->hosts);
 }
 
-int engine_init(struct engine *e, struct ruleset *rs)
+int engine_init(struct engine *e, struct ruleset *rs, const struct engine_opts *opts)
 {
 	struct rule **rules;
 	uint64_t maxr = 0, dense = 0;
@@ -404,7 +404,10 @@ int engine_init(struct engine *e, struct ruleset *rs)
 	}
 	e->keep_ms = maxr / NSEC_PER_MSEC + 5000;
 	e->dense_ms = dense / NSEC_PER_MSEC + 5000;
-	e->stale_ms = 5000;
+	if (opts)
+		e->opts = *opts;
+	if (!e->opts.stale_ms)
+		e->opts.stale_ms = 5000;
 	e->nstate = n;
 	e->state = calloc((size_t)n + ENGINE_BUILTINS, sizeof(*e->state));
 	if (!e->state) {
@@ -459,7 +462,7 @@ void engine_free(struct engine *e)
 int engine_reload(struct engine *e, struct ruleset *rs)
 {
 	struct engine fresh;
-	int ret = engine_init(&fresh, rs);
+	int ret = engine_init(&fresh, rs, &e->opts);
 
 	if (ret)
 		return ret;
@@ -473,12 +476,7 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 				e->state[k] = t;
 				break;
 			}
-	/* and what the daemon set beside the rules: a reload changes only rules */
-	fresh.stale_ms = e->stale_ms;
-	fresh.topology = e->topology;
-	fresh.load_profile = e->load_profile;
-	fresh.load_profile_arg = e->load_profile_arg;
-	snprintf(fresh.generator_url, sizeof(fresh.generator_url), "%s", e->generator_url);
+	/* the options came with engine_init; the deploy markers move over */
 	fresh.deploys = e->deploys;
 	fresh.ndeploys = e->ndeploys;
 	e->deploys = NULL;
@@ -568,7 +566,7 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	if (!firing)
 		strbuf_addf(&sb, ",\"endsAt\":\"%s\"", alert_format_time(now, t, sizeof(t)));
 	strbuf_adds(&sb, ",\"generatorURL\":");
-	strbuf_add_json_str(&sb, e->generator_url);
+	strbuf_add_json_str(&sb, e->opts.generator_url);
 	strbuf_adds(&sb, ",\"faultline\":{\"hosts\":[");
 	if (in->nhosts) {
 		for (int i = 0; i < in->nhosts; i++) {
@@ -1101,7 +1099,7 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 		while (n && win[h].snaps[n - 1].ts_ms > t)
 			n--;
 		/* a host that was silent around t says nothing about t */
-		if (!n || win[h].snaps[n - 1].ts_ms + e->stale_ms + step_ms <= t)
+		if (!n || win[h].snaps[n - 1].ts_ms + e->opts.stale_ms + step_ms <= t)
 			continue;
 		cut[ncut] = win[h];
 		cut[ncut++].n = n;
@@ -1279,7 +1277,7 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 
 	if (!seen)
 		return;
-	if (!e->load_profile) {
+	if (!e->opts.load_profile) {
 		log_info("%s: no profile source (profile baselines read Redis)", r->name);
 		free(seen);
 		return;
@@ -1290,9 +1288,9 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 	profile_init(&pa, "");
 	for (size_t h = 0; h < nwin; h++) {
 		int mine = deploy_covers(d, win[h].host);
-		int nb = e->load_profile(e->load_profile_arg, win[h].host, d->ts_ms - w, d->ts_ms - 1,
+		int nb = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms - w, d->ts_ms - 1,
 					 mine ? &db : &pb);
-		int na = e->load_profile(e->load_profile_arg, win[h].host, d->ts_ms, d->ts_ms + w,
+		int na = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms, d->ts_ms + w,
 					 mine ? &da : &pa);
 		uint32_t idx;
 
@@ -1462,8 +1460,8 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 			bad[nbad].value = recent_bad(h, now);
 			nbad++;
 		}
-		if (!h->n || last + e->stale_ms < now) {
-			if (last + e->stale_ms >= now)
+		if (!h->n || last + e->opts.stale_ms < now) {
+			if (last + e->opts.stale_ms >= now)
 				continue;	/* nothing yet, but not for long */
 			slabels[nsilent].key = "host";
 			slabels[nsilent].value = h->name;

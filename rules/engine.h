@@ -50,6 +50,18 @@ typedef int (*engine_profile_fn)(void *arg, const char *host, uint64_t from_ms, 
 /* Called with each event's JSON (the fl:alerts contract, lib/alert.h). */
 typedef void (*engine_event_cb)(const char *json, void *arg);
 
+/*
+ * What the daemon sets beside the rules.  Kept by the engine as a whole,
+ * so a reload (engine_reload) can never drop one.
+ */
+struct engine_opts {
+	uint64_t stale_ms;		/* a host is silent after this; 0: 5 s */
+	const struct topology *topology;	/* optional, not owned */
+	char generator_url[256];
+	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
+	void *load_profile_arg;
+};
+
 struct engine {
 	struct ruleset rules;
 	struct host_state *hosts;
@@ -57,8 +69,7 @@ struct engine {
 	struct strmap host_index;	/* host name -> index in hosts */
 	uint64_t keep_ms;		/* history kept per host */
 	uint64_t dense_ms;		/* of it, at full resolution (older: thinned) */
-	uint64_t stale_ms;		/* a host is silent after this */
-	char generator_url[256];
+	struct engine_opts opts;	/* what the daemon set; a reload keeps it */
 	struct rule_inst *state;	/* per rule, flattened over groups */
 	int nstate;
 	struct rule silent_rule;
@@ -67,18 +78,21 @@ struct engine {
 	uint64_t silent_grace_until_ms;	/* no new HostSilent before (spools draining) */
 	uint64_t bad_name_said_ms;
 	uint64_t inhibited;		/* host alerts explained by a domain alert */
-	const struct topology *topology;	/* optional, not owned */
 	struct deploy *deploys;		/* markers baseline rules judge, oldest first */
 	int ndeploys;
-	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
-	void *load_profile_arg;
 };
 
-/* Take ownership of rs (parsed rules). Returns 0 or -ENOMEM. */
-int engine_init(struct engine *e, struct ruleset *rs);
+/*
+ * Take ownership of rs (parsed rules); opts (NULL: defaults) is copied.
+ * Returns 0 or -ENOMEM.
+ */
+int engine_init(struct engine *e, struct ruleset *rs, const struct engine_opts *opts);
 void engine_free(struct engine *e);
 
-/* Replace the rules, keeping the state of rules that kept their name. */
+/*
+ * Replace the rules, keeping the state of rules that kept their name, the
+ * hosts' history, the options and the deploy markers.
+ */
 int engine_reload(struct engine *e, struct ruleset *rs);
 
 /*

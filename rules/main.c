@@ -478,10 +478,12 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
-	if (engine_init(&e, &rs))
-		return 1;
-	e.topology = &topo;
-	e.stale_ms = stale / NSEC_PER_MSEC;
+	{
+		struct engine_opts eopts = { .stale_ms = stale / NSEC_PER_MSEC, .topology = &topo };
+
+		if (engine_init(&e, &rs, &eopts))
+			return 1;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
@@ -585,10 +587,10 @@ int main(int argc, char **argv)
 			uint64_t gap = (t0 - outage_since) / NSEC_PER_MSEC;
 
 			gap = gap > 600000 ? 600000 : gap;
-			e.silent_grace_until_ms = now + gap + e.stale_ms;
+			e.silent_grace_until_ms = now + gap + e.opts.stale_ms;
 			log_info("Redis is back after %.0f s; HostSilent waits %.0f s while probes "
 				 "drain their spools", (double)(t0 - outage_since) / 1e9,
-				 (double)(gap + e.stale_ms) / 1000);
+				 (double)(gap + e.opts.stale_ms) / 1000);
 		}
 		outage_since = 0;
 		/*
@@ -605,8 +607,8 @@ int main(int argc, char **argv)
 		}
 		ctx.rc = rc;
 		ctx.n = 0;
-		e.load_profile = redis_profiles;
-		e.load_profile_arg = &ctx;
+		e.opts.load_profile = redis_profiles;
+		e.opts.load_profile_arg = &ctx;
 		t_read = time_mono_ns();
 		engine_eval(&e, now, emit_event, &ctx);
 		with_state = !once && !replay_to &&

@@ -366,8 +366,8 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 			failed = 1;
 			goto done;
 		}
-	engine_init(&e, &rs);
-	e.stale_ms = interval / NSEC_PER_MSEC * 3 + 1;
+	engine_init(&e, &rs, NULL);
+	e.opts.stale_ms = interval / NSEC_PER_MSEC * 3 + 1;
 	if (set_deploys(c, &e, cfg_get(t, "deploys"), out)) {
 		engine_free(&e);
 		failed = 1;

@@ -75,10 +75,10 @@ static void run_with(const char *rules_yaml, engine_profile_fn profiles, double 
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", rules_yaml, strlen(rules_yaml), err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
-	e.stale_ms = 15000;
-	e.load_profile = profiles;
-	e.load_profile_arg = &d;
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	e.opts.stale_ms = 15000;
+	e.opts.load_profile = profiles;
+	e.opts.load_profile_arg = &d;
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "2.0");
 	snprintf(d.hosts, sizeof(d.hosts), "%s", hosts);
@@ -203,8 +203,8 @@ static void run_writes(double slow, struct test_events *ev)
 	cr_assert(cum);
 	cr_assert_eq(rules_parse(&rs, "t.yaml", hist_yaml, strlen(hist_yaml), err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
-	e.stale_ms = 15000;
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	e.opts.stale_ms = 15000;
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "2.0");
 	snprintf(d.hosts, sizeof(d.hosts), "web-[0-3]");

@@ -48,8 +48,8 @@ static void setup(void)
 	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert_not_null(rc, "%s", err);
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
-	e.stale_ms = 5000;
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	e.opts.stale_ms = 5000;
 }
 
 static void teardown(void)
@@ -235,7 +235,7 @@ Test(hosts, host_silent_waits_for_spools_to_drain, .init = setup, .fini = teardo
 	put("db-1", now - 1000, NULL, 30);
 	eval_at(now, &ev);
 	/* the engine saw Redis come back after 20 s away: the daemon sets this */
-	e.silent_grace_until_ms = now + 20000 + e.stale_ms;
+	e.silent_grace_until_ms = now + 20000 + e.opts.stale_ms;
 	eval_at(now + 10000, &ev);
 	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 0, "paged while spools drain");
 	eval_at(now + 30000, &ev);

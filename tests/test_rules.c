@@ -107,8 +107,14 @@ static void write_fleet(struct store *st, const int *bad, int nbad, uint64_t t0,
 	cr_assert_eq(store_flush(st, 10 * NSEC_PER_SEC), 0);
 }
 
-static void run_fleet_with(const char *yaml, const struct topology *topo, const int *bad,
-			   int nbad, struct test_events *ev)
+/*
+ * Write the fleet to a real Redis and evaluate yaml over it at t0 + 30 s;
+ * with reload, the rules are reloaded (SIGHUP's engine_reload) after the
+ * first half of the history was read, so the newer snapshots arrive after
+ * the reload (they must still get the topology's labels).
+ */
+static void run_fleet_reload(const char *yaml, const struct topology *topo, const int *bad,
+			     int nbad, struct test_events *ev, int reload)
 {
 	struct test_redis redis;
 	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
@@ -126,15 +132,34 @@ static void run_fleet_with(const char *yaml, const struct topology *topo, const 
 	write_fleet(st, bad, nbad, t0, topo == NULL);
 	store_close(st);
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
-	e.topology = topo;
-	e.stale_ms = 60000;
+	{
+		struct engine_opts eo = { .stale_ms = 60000, .topology = topo };
+
+		cr_assert_eq(engine_init(&e, &rs, &eo), 0);
+	}
 	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
-	cr_assert_eq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 16 * 4, "%s", err);
+	if (reload) {
+		struct ruleset again = { 0 };
+
+		cr_assert_eq(engine_load_redis(&e, rc, t0 + 15000, err, sizeof(err)), 16 * 2,
+			     "%s", err);
+		cr_assert_eq(rules_parse(&again, "t.yaml", yaml, strlen(yaml), err, sizeof(err)),
+			     0, "%s", err);
+		cr_assert_eq(engine_reload(&e, &again), 0);
+		cr_assert_eq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 16 * 2, "%s", err);
+	} else {
+		cr_assert_eq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 16 * 4, "%s", err);
+	}
 	engine_eval(&e, t0 + 30000, test_events_collect, ev);
 	redisFree(rc);
 	engine_free(&e);
 	test_redis_destroy(&redis);
+}
+
+static void run_fleet_with(const char *yaml, const struct topology *topo, const int *bad,
+			   int nbad, struct test_events *ev)
+{
+	run_fleet_reload(yaml, topo, bad, nbad, ev, 0);
 }
 
 static void run_fleet(const int *bad, int nbad, struct test_events *ev)
@@ -212,8 +237,8 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 	uint64_t t0 = 1764500000000ULL;
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
-	e.stale_ms = 30000;
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	e.opts.stale_ms = 30000;
 	/* temperature 70 from t=0 to t=60 s, then 40; host b stops at t=30 s */
 	for (int t = 0; t <= 120; t += 5) {
 		struct snapshot s;
@@ -275,7 +300,7 @@ Test(rules, range_functions_follow_reordered_and_gapped_series)
 	uint64_t t0 = 1764500000000ULL;
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
 	for (int t = 0; t <= 30; t++) {
 		struct snapshot s;
 
@@ -322,7 +347,7 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 	size_t kept;
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
 	for (int t = 0; t <= 2400; t++) {
 		struct snapshot s;
 
@@ -360,7 +385,7 @@ Test(rules, and_keeps_peer_comparisons_whole)
 	uint64_t t0 = 1764500000000ULL;
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs), 0);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
 	for (int h = 1; h <= 3; h++) {
 		struct snapshot s;
 		char name[8];
@@ -403,19 +428,24 @@ Test(rules, nested_domains_and_topology, .timeout = 60)
 
 	cr_assert_eq(topology_parse(&topo, "topo.yaml", topo_yaml, strlen(topo_yaml), err,
 				    sizeof(err)), 0, "%s", err);
-	run_fleet_with(yaml, &topo, bad, 8, &ev);
-	for (int i = 0; i < ev.n; i++) {
-		json_object *o = parse(ev.json[i]);
+	/* the same after a SIGHUP reload between two reads (it used to drop the topology) */
+	for (int reload = 0; reload < 2; reload++) {
+		sw1 = r3 = 0;
+		run_fleet_reload(yaml, &topo, bad, 8, &ev, reload);
+		for (int i = 0; i < ev.n; i++) {
+			json_object *o = parse(ev.json[i]);
 
-		cr_assert_null(path(o, "labels", "host"), "a host alert leaked: %s", ev.json[i]);
-		sw1 += path(o, "labels", "switch") && !strcmp(path(o, "labels", "switch"), "sw1");
-		r3 += path(o, "labels", "rack") && !strcmp(path(o, "labels", "rack"), "r3");
-		json_object_put(o);
+			cr_assert_null(path(o, "labels", "host"), "a host alert leaked: %s", ev.json[i]);
+			sw1 += path(o, "labels", "switch") && !strcmp(path(o, "labels", "switch"), "sw1");
+			r3 += path(o, "labels", "rack") && !strcmp(path(o, "labels", "rack"), "r3");
+			json_object_put(o);
+		}
+		cr_assert_eq(ev.n, 2, "expected a switch and a rack alert, got %d events (reload %d)",
+			     ev.n, reload);
+		cr_assert_eq(sw1, 1);
+		cr_assert_eq(r3, 1);
+		test_events_free(&ev);
 	}
-	cr_assert_eq(ev.n, 2, "expected a switch and a rack alert, got %d events", ev.n);
-	cr_assert_eq(sw1, 1);
-	cr_assert_eq(r3, 1);
-	test_events_free(&ev);
 	topology_free(&topo);
 }
 
