@@ -11,6 +11,8 @@
 
 #include <json-c/json.h>
 
+#include "strbuf.h"
+
 static int label_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
@@ -172,12 +174,7 @@ int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t
 
 				if (!e)
 					continue;
-				if (!strcmp(e, "cpu_stacks"))
-					a->evidence |= ALERT_EV_CPU_STACKS;
-				else if (!strcmp(e, "drive"))
-					a->evidence |= ALERT_EV_DRIVE;
-				else if (!strcmp(e, "csum_peers"))
-					a->evidence |= ALERT_EV_CSUM_PEERS;
+				a->evidence |= alert_evidence_bit(e);
 			}
 		}
 		if (json_object_object_get_ex(fl, "deploy", &o) &&
@@ -236,4 +233,86 @@ const char *alert_annotation(const struct alert *a, const char *key)
 		if (!strcmp(a->annotations[i].key, key))
 			return a->annotations[i].value;
 	return NULL;
+}
+
+static const char *const evidence_names[] = { "cpu_stacks", "drive", "csum_peers" };
+
+uint32_t alert_evidence_bit(const char *name)
+{
+	for (uint32_t i = 0; i < sizeof(evidence_names) / sizeof(evidence_names[0]); i++)
+		if (!strcmp(name, evidence_names[i]))
+			return 1u << i;
+	return 0;
+}
+
+static json_object *map_of(const struct label *l, uint32_t n)
+{
+	json_object *o = json_object_new_object();
+
+	for (uint32_t i = 0; o && i < n; i++)
+		json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+	return o;
+}
+
+int alert_encode(const struct alert *a, struct strbuf *out)
+{
+	json_object *root = json_object_new_object(), *fl, *hosts, *ev;
+	char t[40];
+	int ret = 0;
+
+	if (!root)
+		return -ENOMEM;
+	json_object_object_add(root, "status", json_object_new_string(a->firing ? "firing"
+									       : "resolved"));
+	json_object_object_add(root, "fingerprint", json_object_new_string(a->fingerprint));
+	json_object_object_add(root, "labels", map_of(a->labels, a->nlabels));
+	json_object_object_add(root, "annotations", map_of(a->annotations, a->nannotations));
+	json_object_object_add(root, "startsAt",
+			       json_object_new_string(alert_format_time(a->starts_ms, t, sizeof(t))));
+	if (!a->firing)
+		json_object_object_add(root, "endsAt", json_object_new_string(
+					       alert_format_time(a->ends_ms, t, sizeof(t))));
+	json_object_object_add(root, "generatorURL", json_object_new_string(a->generator_url));
+	fl = json_object_new_object();
+	hosts = json_object_new_array();
+	for (uint32_t i = 0; hosts && i < a->nhosts; i++)
+		json_object_array_add(hosts, json_object_new_string(a->hosts[i]));
+	json_object_object_add(fl, "hosts", hosts);
+	json_object_object_add(fl, "total_hosts", json_object_new_int((int)a->total_hosts));
+	json_object_object_add(fl, "value", json_object_new_double(a->has_value ? a->value : 0));
+	if (a->deploy_at_ms) {
+		json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "service", json_object_new_string(a->deploy_service));
+		json_object_object_add(d, "at_ms", json_object_new_int64((int64_t)a->deploy_at_ms));
+		json_object_object_add(d, "base_ms",
+				       json_object_new_int64((int64_t)a->deploy_base_ms));
+		json_object_object_add(fl, "deploy", d);
+	}
+	if (a->domain_label[0]) {
+		json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "label", json_object_new_string(a->domain_label));
+		json_object_object_add(d, "value", json_object_new_string(a->domain_value));
+		json_object_object_add(fl, "domain", d);
+	}
+	if (a->runbook[0])
+		json_object_object_add(fl, "runbook", json_object_new_string(a->runbook));
+	ev = json_object_new_array();
+	for (uint32_t i = 0; ev && i < sizeof(evidence_names) / sizeof(evidence_names[0]); i++)
+		if (a->evidence & (1u << i))
+			json_object_array_add(ev, json_object_new_string(evidence_names[i]));
+	json_object_object_add(fl, "evidence", ev);
+	json_object_object_add(root, "faultline", fl);
+	{
+		const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+								  JSON_C_TO_STRING_NOSLASHESCAPE);
+
+		if (text)
+			strbuf_adds(out, text);
+		if (!text || strbuf_failed(out))
+			ret = -ENOMEM;
+	}
+	json_object_put(root);
+	return ret;
 }

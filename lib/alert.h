@@ -60,6 +60,19 @@ struct alert {
 int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t errlen);
 void alert_free(struct alert *a);
 
+/*
+ * The other direction, the one encoder of the contract (json-c, so every
+ * string is escaped and valid UTF-8 is kept): a as an event into out, with
+ * labels and annotations in a's order, "endsAt" only when resolved, and the
+ * faultline section (hosts; domain, deploy, runbook only when set).
+ * Returns 0 or -ENOMEM.  alert_parse(alert_encode(a)) gives a back.
+ */
+struct strbuf;
+int alert_encode(const struct alert *a, struct strbuf *out);
+
+/* ALERT_EV_* bit of an evidence name (cpu_stacks, drive, csum_peers), or 0. */
+uint32_t alert_evidence_bit(const char *name);
+
 /* Value of label key, or NULL. */
 const char *alert_label(const struct alert *a, const char *key);
 const char *alert_annotation(const struct alert *a, const char *key);

@@ -526,93 +526,91 @@ static struct instance *find_or_add(struct rule_inst *ri, struct strmap *by_fp, 
 	return &ri->inst[ri->n++];
 }
 
+/*
+ * Emit instance in of rule r as an event (lib/alert.h, encoded by
+ * alert_encode): labels are alertname, severity, the instance's own and the
+ * rule's; annotations are the rule's templates expanded.
+ */
 static void emit(struct engine *e, const struct rule *r, const struct instance *in, int firing,
 		 uint64_t now, engine_event_cb cb, void *arg)
 {
+	struct label *labels = calloc((size_t)in->nlabels + (size_t)r->nlabels + 2,
+				      sizeof(*labels));
+	struct label *ann = calloc((size_t)r->nannotations + 1, sizeof(*ann));
+	char (*text)[1024] = calloc((size_t)r->nannotations + 1, sizeof(*text));
+	char *hostv[1];
 	struct strbuf sb = STRBUF_INIT;
-	char t[40], text[1024];
+	struct alert a = { 0 };
 
-	strbuf_addf(&sb, "{\"status\":\"%s\",\"fingerprint\":\"%s\",\"labels\":{\"alertname\":",
-		    firing ? "firing" : "resolved", in->fp);
-	strbuf_add_json_str(&sb, r->name);
+	if (!labels || !ann || !text) {
+		log_error("out of memory: the %s event of %s is lost", firing ? "firing" :
+			  "resolved", r->name);
+		goto out;
+	}
+	a.firing = firing;
+	snprintf(a.fingerprint, sizeof(a.fingerprint), "%s", in->fp);
+	labels[a.nlabels].key = "alertname";
+	labels[a.nlabels++].value = (char *)r->name;
 	if (r->severity[0]) {
-		strbuf_adds(&sb, ",\"severity\":");
-		strbuf_add_json_str(&sb, r->severity);
+		labels[a.nlabels].key = "severity";
+		labels[a.nlabels++].value = (char *)r->severity;
 	}
-	for (int i = 0; i < in->nlabels; i++) {
-		if (!strcmp(in->labels[i].key, "alertname") || !strcmp(in->labels[i].key, "severity"))
-			continue;
-		strbuf_adds(&sb, ",");
-		strbuf_add_json_str(&sb, in->labels[i].key);
-		strbuf_adds(&sb, ":");
-		strbuf_add_json_str(&sb, in->labels[i].value);
-	}
-	for (int i = 0; i < r->nlabels; i++) {
-		strbuf_adds(&sb, ",");
-		strbuf_add_json_str(&sb, r->labels[i].key);
-		strbuf_adds(&sb, ":");
-		strbuf_add_json_str(&sb, r->labels[i].value);
-	}
-	strbuf_adds(&sb, "},\"annotations\":{");
+	for (int i = 0; i < in->nlabels; i++)
+		if (strcmp(in->labels[i].key, "alertname") && strcmp(in->labels[i].key, "severity"))
+			labels[a.nlabels++] = in->labels[i];
+	for (int i = 0; i < r->nlabels; i++)
+		labels[a.nlabels++] = r->labels[i];
+	a.labels = labels;
 	for (int i = 0; i < r->nannotations; i++) {
-		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, text,
-			       sizeof(text));
-		strbuf_adds(&sb, i ? "," : "");
-		strbuf_add_json_str(&sb, r->annotations[i].key);
-		strbuf_adds(&sb, ":");
-		strbuf_add_json_str(&sb, text);
+		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, text[i],
+			       sizeof(text[i]));
+		ann[i].key = r->annotations[i].key;
+		ann[i].value = text[i];
 	}
-	strbuf_addf(&sb, "},\"startsAt\":\"%s\"", alert_format_time(in->since_ms, t, sizeof(t)));
-	if (!firing)
-		strbuf_addf(&sb, ",\"endsAt\":\"%s\"", alert_format_time(now, t, sizeof(t)));
-	strbuf_adds(&sb, ",\"generatorURL\":");
-	strbuf_add_json_str(&sb, e->opts.generator_url);
-	strbuf_adds(&sb, ",\"faultline\":{\"hosts\":[");
+	a.annotations = ann;
+	a.nannotations = (uint32_t)r->nannotations;
+	a.starts_ms = in->since_ms;
+	a.ends_ms = firing ? 0 : now;
+	snprintf(a.generator_url, sizeof(a.generator_url), "%s", e->opts.generator_url);
 	if (in->nhosts) {
-		for (int i = 0; i < in->nhosts; i++) {
-			strbuf_adds(&sb, i ? "," : "");
-			strbuf_add_json_str(&sb, in->hosts[i]);
-		}
+		a.hosts = in->hosts;
+		a.nhosts = (uint32_t)in->nhosts;
 	} else {
 		for (int i = 0; i < in->nlabels; i++)
-			if (!strcmp(in->labels[i].key, "host"))
-				strbuf_add_json_str(&sb, in->labels[i].value);
+			if (!strcmp(in->labels[i].key, "host")) {
+				hostv[0] = in->labels[i].value;
+				a.hosts = hostv;
+				a.nhosts = 1;
+			}
 	}
-	strbuf_addf(&sb, "],\"total_hosts\":%d,\"value\":%.6g", in->total_hosts ? in->total_hosts : 1,
-		    isfinite(in->value) ? in->value : 0.0);
+	a.total_hosts = in->total_hosts ? (uint32_t)in->total_hosts : 1;
+	a.value = isfinite(in->value) ? in->value : 0.0;
+	a.has_value = 1;
+	snprintf(a.runbook, sizeof(a.runbook), "%s", r->runbook);
+	snprintf(a.domain_label, sizeof(a.domain_label), "%s", in->domain_label);
+	snprintf(a.domain_value, sizeof(a.domain_value), "%s", in->domain_value);
 	if (in->deploy_at_ms) {
-		strbuf_adds(&sb, ",\"deploy\":{\"service\":");
-		strbuf_add_json_str(&sb, in->deploy_service);
-		strbuf_addf(&sb, ",\"at_ms\":%" PRIu64 ",\"base_ms\":%" PRIu64 "}",
-			    in->deploy_at_ms, in->deploy_base_ms);
+		snprintf(a.deploy_service, sizeof(a.deploy_service), "%s", in->deploy_service);
+		a.deploy_at_ms = in->deploy_at_ms;
+		a.deploy_base_ms = in->deploy_base_ms;
 	}
-	if (in->domain_label[0]) {
-		strbuf_adds(&sb, ",\"domain\":{\"label\":");
-		strbuf_add_json_str(&sb, in->domain_label);
-		strbuf_adds(&sb, ",\"value\":");
-		strbuf_add_json_str(&sb, in->domain_value);
-		strbuf_adds(&sb, "}");
-	}
-	if (r->runbook[0]) {
-		strbuf_adds(&sb, ",\"runbook\":");
-		strbuf_add_json_str(&sb, r->runbook);
-	}
-	strbuf_adds(&sb, ",\"evidence\":[");
 	{
 		char ev[128], *save, *tok;
-		int first = 1;
 
 		snprintf(ev, sizeof(ev), "%s", r->evidence);
-		for (tok = strtok_r(ev, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			strbuf_adds(&sb, first ? "" : ",");
-			strbuf_add_json_str(&sb, tok);
-			first = 0;
-		}
+		for (tok = strtok_r(ev, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			a.evidence |= alert_evidence_bit(tok);
 	}
-	strbuf_adds(&sb, "]}}");
-	if (!strbuf_failed(&sb))
+	if (alert_encode(&a, &sb) == 0)
 		cb(strbuf_str(&sb), arg);
+	else
+		log_error("out of memory: the %s event of %s is lost", firing ? "firing" :
+			  "resolved", r->name);
+out:
 	strbuf_release(&sb);
+	free(labels);
+	free(ann);
+	free(text);
 }
 
 /* One matching element: labels and the hosts it stands for. */
@@ -766,7 +764,8 @@ int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
 					       json_object_new_int64((int64_t)in->deploy_at_ms));
 			json_object_object_add(o, "deploy_base_ms",
 					       json_object_new_int64((int64_t)in->deploy_base_ms));
-			cb(in->fp, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), arg);
+			cb(in->fp, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+								   JSON_C_TO_STRING_NOSLASHESCAPE), arg);
 			json_object_put(o);
 			n++;
 		}

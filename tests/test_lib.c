@@ -1,13 +1,16 @@
 /*
  * test_lib.c - small library pieces: the retry backoff schedule, the hash
- * map's deletion, masking Redis passwords.
+ * map's deletion, masking Redis passwords, the alert event's encoder and
+ * decoder agreeing.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "alert.h"
 #include "backoff.h"
 #include "store.h"
+#include "strbuf.h"
 #include "strmap.h"
 #include "timeutil.h"
 
@@ -108,4 +111,61 @@ Test(store, url_password_is_masked)
 		store_url_parse("redis://:hunter2@db:notaport", &u, err, sizeof(err));
 		cr_assert_null(strstr(err, "hunter2"), "%s", err);
 	}
+}
+
+Test(alert, encode_and_parse_round_trip)
+{
+	struct label labels[] = { { "alertname", "Odd\"Name" }, { "host", "db-1" },
+				  { "note", "line1\nline2 \xc3\xa9t\xc3\xa9 \\ /" } };
+	struct label ann[] = { { "summary", "{\"not\": \"json\"}" } };
+	char *hosts[] = { "db-1", "db-2" };
+	struct alert a = { 0 }, b;
+	struct strbuf sb = STRBUF_INIT;
+	char err[256];
+
+	a.firing = 0;
+	snprintf(a.fingerprint, sizeof(a.fingerprint), "00aa11bb22cc33dd");
+	a.labels = labels;
+	a.nlabels = 3;
+	a.annotations = ann;
+	a.nannotations = 1;
+	a.starts_ms = 1764500000123ULL;
+	a.ends_ms = 1764500060456ULL;
+	snprintf(a.generator_url, sizeof(a.generator_url), "http://x/rules#Odd");
+	a.hosts = hosts;
+	a.nhosts = 2;
+	a.total_hosts = 8;
+	a.value = 0.25;
+	a.has_value = 1;
+	snprintf(a.domain_label, sizeof(a.domain_label), "rack");
+	snprintf(a.domain_value, sizeof(a.domain_value), "r1");
+	snprintf(a.runbook, sizeof(a.runbook), "runbooks/x.md");
+	a.evidence = ALERT_EV_CPU_STACKS | ALERT_EV_CSUM_PEERS;
+	snprintf(a.deploy_service, sizeof(a.deploy_service), "api");
+	a.deploy_at_ms = 5;
+	a.deploy_base_ms = 4;
+	cr_assert_eq(alert_encode(&a, &sb), 0);
+	cr_assert_eq(alert_parse(&b, strbuf_str(&sb), sb.len, err, sizeof(err)), 0, "%s: %s", err,
+		     strbuf_str(&sb));
+	cr_assert_eq(b.firing, 0);
+	cr_assert_str_eq(b.fingerprint, a.fingerprint);
+	cr_assert_str_eq(alert_label(&b, "alertname"), "Odd\"Name");
+	cr_assert_str_eq(alert_label(&b, "note"), labels[2].value);
+	cr_assert_str_eq(alert_annotation(&b, "summary"), ann[0].value);
+	cr_assert_eq(b.starts_ms, a.starts_ms);
+	cr_assert_eq(b.ends_ms, a.ends_ms);
+	cr_assert_str_eq(b.generator_url, a.generator_url);
+	cr_assert_eq(b.nhosts, 2);
+	cr_assert_str_eq(b.hosts[1], "db-2");
+	cr_assert_eq(b.total_hosts, 8);
+	cr_assert_float_eq(b.value, 0.25, 1e-12);
+	cr_assert_str_eq(b.domain_label, "rack");
+	cr_assert_str_eq(b.domain_value, "r1");
+	cr_assert_str_eq(b.runbook, "runbooks/x.md");
+	cr_assert_eq(b.evidence, a.evidence);
+	cr_assert_str_eq(b.deploy_service, "api");
+	cr_assert_eq(b.deploy_at_ms, 5);
+	cr_assert_eq(b.deploy_base_ms, 4);
+	alert_free(&b);
+	strbuf_release(&sb);
 }
