@@ -79,3 +79,16 @@ Test(cli, top_of_an_unknown_host_says_so_and_exits, .timeout = 60)
 	cr_assert(strstr(buf, "no probe has registered host 'nosuch'"), "%s", buf);
 	cr_assert(strstr(buf, "known hosts (1): real-1"), "%s", buf);
 }
+
+Test(cli, the_metric_reference_in_docs_is_the_catalog)
+{
+	/* docs/metrics.md's table is exactly what `faultline metrics --markdown` prints */
+	int rc = test_sh("cd %s/.. 2>/dev/null; root=$(git rev-parse --show-toplevel 2>/dev/null "
+			 "|| pwd); %s/faultline metrics --markdown > /tmp/fl-metrics.$$ && "
+			 "sed -n '/^| metric/,/^$/p' \"$root/docs/metrics.md\" | sed '/^$/d' | "
+			 "diff /tmp/fl-metrics.$$ - >&2; r=$?; rm -f /tmp/fl-metrics.$$; exit $r",
+			 test_out_dir(), test_out_dir());
+
+	cr_assert_eq(rc, 0, "docs/metrics.md differs from the catalog: regenerate its table "
+		     "with `faultline metrics --markdown`");
+}
