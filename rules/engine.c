@@ -68,6 +68,7 @@ struct verdict {
 
 struct rule_inst {
 	char name[128];
+	uint64_t err_said_ms;		/* last evaluation error logged (once a minute) */
 	struct instance *inst;
 	int n, cap;
 	struct verdict verdict;
@@ -697,6 +698,21 @@ static void track(struct engine *e, const struct rule *r, struct rule_inst *ri,
 	}
 }
 
+/*
+ * An evaluation of r failed (out of memory, a limit): counted, and logged
+ * at most once a minute per rule; its alerts keep their state (neither
+ * resolved nor fired on an error).
+ */
+static void eval_failed(struct engine *e, const struct rule *r, struct rule_inst *ri,
+			uint64_t now, const char *err)
+{
+	e->eval_errors++;
+	if (ri->err_said_ms && now - ri->err_said_ms < 60000)
+		return;
+	ri->err_said_ms = now;
+	log_warn("rule %s: evaluation failed: %s; its alerts keep their state", r->name, err);
+}
+
 /* ---- checkpoint ------------------------------------------------------- */
 
 /* The rule behind state slot i (the built-in HostSilent for the last). */
@@ -1108,7 +1124,20 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 		merged_quantiles_at(e, r, d, cut, ncut, t, step_ms, q, dv, pv, seen);
 		return;
 	}
-	if (!ncut || eval(r->expr, cut, ncut, &v, err, sizeof(err)) || !v.is_vector) {
+	if (!ncut)
+		return;
+	if (eval(r->expr, cut, ncut, &v, err, sizeof(err))) {
+		/* a slot of a baseline (many per verdict): logged once a minute at most */
+		static uint64_t said_ms;
+
+		if (!said_ms || t - said_ms >= 60000 || t < said_ms) {
+			log_warn("rule %s: baseline evaluation failed: %s; that slot is left out",
+				 r->name, err);
+			said_ms = t;
+		}
+		return;
+	}
+	if (!v.is_vector) {
 		value_free(&v);
 		return;
 	}
@@ -1398,8 +1427,10 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 		run_baseline(e, r, ri, win, nlive, now, cb, arg);
 		return;
 	}
-	if (eval(r->expr, win, nlive, &v, err, sizeof(err)))
+	if (eval(r->expr, win, nlive, &v, err, sizeof(err))) {
+		eval_failed(e, r, ri, now, err);
 		return;
+	}
 	if (!v.is_vector) {
 		value_free(&v);
 		return;

@@ -307,6 +307,10 @@ static void render_metrics(const struct engine *e, struct strbuf *sb, int redis_
 		    "the host that could not be read.\n"
 		    "# TYPE faultline_rules_host_undecodable_entries_total counter\n");
 	engine_undecodable(e, render_host_bad, sb);
+	strbuf_addf(sb, "# HELP faultline_rules_evaluation_errors_total Rule evaluations that "
+		    "failed (logged).\n# TYPE faultline_rules_evaluation_errors_total counter\n"
+		    "faultline_rules_evaluation_errors_total %llu\n",
+		    (unsigned long long)e->eval_errors);
 	strbuf_addf(sb, "# HELP faultline_rules_events_total Alert events emitted.\n"
 		    "# TYPE faultline_rules_events_total counter\nfaultline_rules_events_total %ld\n",
 		    events);

@@ -530,3 +530,30 @@ Test(rules, malformed_rule_test_files_are_errors_not_crashes)
 		unlink(path);
 	}
 }
+
+Test(rules, evaluation_errors_are_counted_not_dropped)
+{
+	/* passes `rules check` today, fails every evaluation: and needs two vectors */
+	const char *yaml = "groups:\n  - name: g\n    rules:\n"
+			   "      - alert: Broken\n        expr: 1 and drive.temperature_c > 60\n"
+			   "      - alert: Fine\n        expr: drive.temperature_c > 60\n";
+	struct ruleset rs = { 0 };
+	struct test_events ev = { 0 };
+	struct engine e;
+	struct snapshot s;
+	char err[256];
+	uint64_t t0 = 1764500000000ULL;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	snapshot_init(&s, "h", t0, 1000, 1, 1);
+	snapshot_add_gauge(&s, "drive.temperature_c", 70, "device", "sda", NULL);
+	cr_assert_eq(engine_take_snapshot(&e, &s), 0);
+	engine_eval(&e, t0, test_events_collect, &ev);
+	engine_eval(&e, t0 + 1000, test_events_collect, &ev);
+	cr_assert_eq(e.eval_errors, 2, "evaluation errors: %llu", (unsigned long long)e.eval_errors);
+	cr_assert_eq(ev.n, 1, "the other rule must still fire");
+	cr_assert(strstr(ev.json[0], "\"alertname\":\"Fine\""), "%s", ev.json[0]);
+	engine_free(&e);
+	test_events_free(&ev);
+}
