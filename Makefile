@@ -58,7 +58,8 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 
 SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
 RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o \
-	$(OUT)/rules/ruletest.o
+	$(OUT)/rules/history.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
+	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
 .PHONY: all deps run demo test asan fuzz bench install clean vmlinux
@@ -162,6 +163,8 @@ test: all
 asan:
 	$(MAKE) OUT=build-asan SAN=1 test
 
+ENGINE_SRCS := rules/engine.c rules/history.c rules/alert_state.c rules/domain_rollup.c \
+	rules/baseline.c
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Ilib -I/usr/include/libnl3 -fsanitize=fuzzer,address,undefined
 fuzz: deps
 	@mkdir -p $(OUT)/fuzz
@@ -170,8 +173,8 @@ fuzz: deps
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; \
 		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; \
-		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c rules/engine.c rules/ruletest.c";; \
-		fuzz_alert) extra="-Irules rules/expr.c rules/rules.c rules/eval.c rules/engine.c";; \
+		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c $(ENGINE_SRCS) rules/ruletest.c";; \
+		fuzz_alert) extra="-Irules rules/expr.c rules/rules.c rules/eval.c $(ENGINE_SRCS)";; \
 		fuzz_scenario) extra="-Isim sim/scenario.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \

@@ -1,0 +1,419 @@
+/*
+ * alert_state.c - alert instances: pending, firing (after `for`), resolved
+ * (after `keep_firing_for`), the events they emit, and their checkpoint in
+ * Redis; see engine.h.
+ */
+#include "engine_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "alert.h"
+#include "deploy.h"
+#include "eval.h"
+#include "fnv.h"
+#include "log.h"
+#include "profile.h"
+#include "stats.h"
+#include "store.h"
+#include "strbuf.h"
+#include "timeutil.h"
+
+/* ---- instances --------------------------------------------------------- */
+
+void alert_state_free_instance(struct instance *in)
+{
+	for (int k = 0; k < in->nlabels; k++) {
+		free(in->labels[k].key);
+		free(in->labels[k].value);
+	}
+	free(in->labels);
+	for (int k = 0; k < in->nhosts; k++)
+		free(in->hosts[k]);
+	free(in->hosts);
+}
+
+static void fingerprint(const char *name, const struct label *l, int n, char out[17])
+{
+	uint64_t h = snapshot_labels_hash(fnv64_str(FNV64_OFFSET, name), l, (uint32_t)n);
+
+	snprintf(out, 17, "%016" PRIx64, h);
+}
+
+/* The instance of fingerprint fp (index in *by_fp), added if new. */
+static struct instance *find_or_add(struct rule_inst *ri, struct strmap *by_fp, const char *fp)
+{
+	uint32_t i;
+
+	if (strmap_get(by_fp, fp, &i))
+		return &ri->inst[i];
+	if (ri->n == ri->cap) {
+		int cap = ri->cap ? ri->cap * 2 : 16;
+		struct instance *n = realloc(ri->inst, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		ri->inst = n;
+		ri->cap = cap;
+	}
+	if (strmap_put(by_fp, fp, (uint32_t)ri->n))
+		return NULL;
+	memset(&ri->inst[ri->n], 0, sizeof(ri->inst[0]));
+	snprintf(ri->inst[ri->n].fp, sizeof(ri->inst[0].fp), "%s", fp);
+	return &ri->inst[ri->n++];
+}
+
+/*
+ * Emit instance in of rule r as an event (lib/alert.h, encoded by
+ * alert_encode): labels are alertname, severity, the instance's own and the
+ * rule's; annotations are the rule's templates expanded.
+ */
+static void emit(struct engine *e, const struct rule *r, const struct instance *in, int firing,
+		 uint64_t now, engine_event_cb cb, void *arg)
+{
+	struct label *labels = calloc((size_t)in->nlabels + (size_t)r->nlabels + 2,
+				      sizeof(*labels));
+	struct label *ann = calloc((size_t)r->nannotations + 1, sizeof(*ann));
+	char (*text)[1024] = calloc((size_t)r->nannotations + 1, sizeof(*text));
+	char *hostv[1];
+	struct strbuf sb = STRBUF_INIT;
+	struct alert a = { 0 };
+
+	if (!labels || !ann || !text) {
+		log_error("out of memory: the %s event of %s is lost", firing ? "firing" :
+			  "resolved", r->name);
+		goto out;
+	}
+	a.firing = firing;
+	snprintf(a.fingerprint, sizeof(a.fingerprint), "%s", in->fp);
+	labels[a.nlabels].key = "alertname";
+	labels[a.nlabels++].value = (char *)r->name;
+	if (r->severity[0]) {
+		labels[a.nlabels].key = "severity";
+		labels[a.nlabels++].value = (char *)r->severity;
+	}
+	for (int i = 0; i < in->nlabels; i++)
+		if (strcmp(in->labels[i].key, "alertname") && strcmp(in->labels[i].key, "severity"))
+			labels[a.nlabels++] = in->labels[i];
+	for (int i = 0; i < r->nlabels; i++)
+		labels[a.nlabels++] = r->labels[i];
+	a.labels = labels;
+	for (int i = 0; i < r->nannotations; i++) {
+		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, text[i],
+			       sizeof(text[i]));
+		ann[i].key = r->annotations[i].key;
+		ann[i].value = text[i];
+	}
+	a.annotations = ann;
+	a.nannotations = (uint32_t)r->nannotations;
+	a.starts_ms = in->since_ms;
+	a.ends_ms = firing ? 0 : now;
+	snprintf(a.generator_url, sizeof(a.generator_url), "%s", e->opts.generator_url);
+	if (in->nhosts) {
+		a.hosts = in->hosts;
+		a.nhosts = (uint32_t)in->nhosts;
+	} else {
+		for (int i = 0; i < in->nlabels; i++)
+			if (!strcmp(in->labels[i].key, "host")) {
+				hostv[0] = in->labels[i].value;
+				a.hosts = hostv;
+				a.nhosts = 1;
+			}
+	}
+	a.total_hosts = in->total_hosts ? (uint32_t)in->total_hosts : 1;
+	a.value = isfinite(in->value) ? in->value : 0.0;
+	a.has_value = 1;
+	snprintf(a.runbook, sizeof(a.runbook), "%s", r->runbook);
+	snprintf(a.domain_label, sizeof(a.domain_label), "%s", in->domain_label);
+	snprintf(a.domain_value, sizeof(a.domain_value), "%s", in->domain_value);
+	if (in->deploy_at_ms) {
+		snprintf(a.deploy_service, sizeof(a.deploy_service), "%s", in->deploy_service);
+		a.deploy_at_ms = in->deploy_at_ms;
+		a.deploy_base_ms = in->deploy_base_ms;
+	}
+	{
+		char ev[128], *save, *tok;
+
+		snprintf(ev, sizeof(ev), "%s", r->evidence);
+		for (tok = strtok_r(ev, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			a.evidence |= alert_evidence_bit(tok);
+	}
+	if (alert_encode(&a, &sb) == 0)
+		cb(strbuf_str(&sb), arg);
+	else
+		log_error("out of memory: the %s event of %s is lost", firing ? "firing" :
+			  "resolved", r->name);
+out:
+	strbuf_release(&sb);
+	free(labels);
+	free(ann);
+	free(text);
+}
+
+void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst *ri,
+		  struct match *m, int nm, uint64_t now, engine_event_cb cb, void *arg)
+{
+	struct strmap by_fp;	/* this call's index: a linear search is n^2 per rule */
+
+	strmap_init(&by_fp);
+	for (int i = 0; i < ri->n; i++) {
+		ri->inst[i].seen = 0;
+		strmap_put(&by_fp, ri->inst[i].fp, (uint32_t)i);
+	}
+	for (int i = 0; i < nm; i++) {
+		char fp[17];
+		struct instance *in;
+
+		fingerprint(r->name, m[i].labels, m[i].nlabels, fp);
+		in = find_or_add(ri, &by_fp, fp);
+		if (!in)
+			continue;
+		if (!in->labels) {
+			in->labels = calloc((size_t)m[i].nlabels + 1, sizeof(*in->labels));
+			for (int k = 0; in->labels && k < m[i].nlabels; k++) {
+				in->labels[k].key = strdup(m[i].labels[k].key);
+				in->labels[k].value = strdup(m[i].labels[k].value);
+			}
+			in->nlabels = m[i].nlabels;
+			in->since_ms = now;
+		}
+		for (int k = 0; k < in->nhosts; k++)
+			free(in->hosts[k]);
+		free(in->hosts);
+		in->hosts = NULL;
+		in->nhosts = 0;
+		if (m[i].nhosts) {
+			in->hosts = calloc((size_t)m[i].nhosts, sizeof(char *));
+			for (int k = 0; in->hosts && k < m[i].nhosts; k++)
+				in->hosts[in->nhosts++] = strdup(m[i].hosts[k]);
+			in->total_hosts = m[i].total;
+			snprintf(in->domain_label, sizeof(in->domain_label), "%s", m[i].dlabel);
+			snprintf(in->domain_value, sizeof(in->domain_value), "%s", m[i].dvalue);
+		}
+		if (m[i].deploy) {
+			snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
+				 m[i].deploy->service);
+			in->deploy_at_ms = m[i].deploy->ts_ms;
+			in->deploy_base_ms = m[i].base_ms;
+		}
+		in->value = m[i].value;
+		in->last_true_ms = now;
+		in->seen = 1;
+		if (!in->firing && now - in->since_ms >= r->for_ns / NSEC_PER_MSEC) {
+			in->firing = 1;
+			emit(e, r, in, 1, now, cb, arg);
+		}
+	}
+	strmap_free(&by_fp);	/* removals below reorder the instances */
+	for (int i = 0; i < ri->n;) {
+		struct instance *in = &ri->inst[i];
+
+		if (in->seen || (in->firing &&
+				 now - in->last_true_ms < r->keep_firing_for_ns / NSEC_PER_MSEC)) {
+			i++;
+			continue;
+		}
+		if (in->firing)
+			emit(e, r, in, 0, now, cb, arg);
+		alert_state_free_instance(in);
+		ri->inst[i] = ri->inst[--ri->n];
+	}
+}
+
+/*
+ * An evaluation of r failed (out of memory, a limit): counted, and logged
+ * at most once a minute per rule; its alerts keep their state (neither
+ * resolved nor fired on an error).
+ */
+void alert_state_eval_failed(struct engine *e, const struct rule *r, struct rule_inst *ri,
+			uint64_t now, const char *err)
+{
+	e->eval_errors++;
+	if (ri->err_said_ms && now - ri->err_said_ms < 60000)
+		return;
+	ri->err_said_ms = now;
+	log_warn("rule %s: evaluation failed: %s; its alerts keep their state", r->name, err);
+}
+
+/* ---- checkpoint ------------------------------------------------------- */
+
+/* The rule behind state slot i (the built-in HostSilent for the last). */
+static const struct rule *rule_of_state(const struct engine *e, int i)
+{
+	int k = 0;
+
+	if (i == e->nstate)
+		return &e->silent_rule;
+	if (i == e->nstate + 1)
+		return &e->undecodable_rule;
+	for (int g = 0; g < e->rules.ngroups; g++) {
+		if (i < k + e->rules.groups[g].nrules)
+			return &e->rules.groups[g].rules[i - k];
+		k += e->rules.groups[g].nrules;
+	}
+	return NULL;
+}
+
+static json_object *labels_obj(const struct label *l, int n)
+{
+	json_object *o = json_object_new_object();
+
+	for (int i = 0; o && i < n; i++)
+		json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+	return o;
+}
+
+int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
+{
+	int n = 0;
+
+	for (int i = 0; i < e->nstate + ENGINE_BUILTINS; i++) {
+		const struct rule *r = rule_of_state(e, i);
+
+		for (int k = 0; r && k < e->state[i].n; k++) {
+			const struct instance *in = &e->state[i].inst[k];
+			json_object *o, *hosts;
+
+			if (!in->firing)
+				continue;
+			o = json_object_new_object();
+			if (!o)
+				return -ENOMEM;
+			json_object_object_add(o, "rule", json_object_new_string(r->name));
+			json_object_object_add(o, "severity", json_object_new_string(r->severity));
+			json_object_object_add(o, "labels", labels_obj(in->labels, in->nlabels));
+			json_object_object_add(o, "since_ms", json_object_new_int64((int64_t)in->since_ms));
+			json_object_object_add(o, "last_true_ms",
+					       json_object_new_int64((int64_t)in->last_true_ms));
+			json_object_object_add(o, "value", json_object_new_double(
+					       isfinite(in->value) ? in->value : 0.0));
+			hosts = json_object_new_array();
+			for (int h = 0; h < in->nhosts; h++)
+				json_object_array_add(hosts, json_object_new_string(in->hosts[h]));
+			json_object_object_add(o, "hosts", hosts);
+			json_object_object_add(o, "total_hosts", json_object_new_int(in->total_hosts));
+			json_object_object_add(o, "domain_label",
+					       json_object_new_string(in->domain_label));
+			json_object_object_add(o, "domain_value",
+					       json_object_new_string(in->domain_value));
+			json_object_object_add(o, "deploy_service",
+					       json_object_new_string(in->deploy_service));
+			json_object_object_add(o, "deploy_at_ms",
+					       json_object_new_int64((int64_t)in->deploy_at_ms));
+			json_object_object_add(o, "deploy_base_ms",
+					       json_object_new_int64((int64_t)in->deploy_base_ms));
+			cb(in->fp, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+								   JSON_C_TO_STRING_NOSLASHESCAPE), arg);
+			json_object_put(o);
+			n++;
+		}
+	}
+	return n;
+}
+
+static const char *obj_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+	       ? json_object_get_string(v) : "";
+}
+
+static uint64_t obj_u64(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? (uint64_t)json_object_get_int64(v) : 0;
+}
+
+int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
+			engine_event_cb cb, void *arg, char *err, size_t errlen)
+{
+	json_object *o = json_tokener_parse(json), *labels, *hosts, *v;
+	struct instance tmp = { 0 }, *in;
+	struct rule_inst *ri = NULL;
+	const char *name;
+	int ret = 0;
+
+	if (!o || !json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "labels", &labels) ||
+	    !json_object_is_type(labels, json_type_object) || strlen(fp) != 16) {
+		snprintf(err, errlen, "alert state %.16s: not a checkpointed alert", fp);
+		json_object_put(o);
+		return -EINVAL;
+	}
+	name = obj_str(o, "rule");
+	for (int i = 0; i < e->nstate + ENGINE_BUILTINS; i++)
+		if (!strcmp(e->state[i].name, name))
+			ri = &e->state[i];
+	in = &tmp;
+	if (ri) {
+		for (int k = 0; k < ri->n; k++)
+			if (!strcmp(ri->inst[k].fp, fp))
+				goto out;	/* already known (a second import) */
+		if (ri->n == ri->cap) {
+			int cap = ri->cap ? ri->cap * 2 : 16;
+			struct instance *n = realloc(ri->inst, (size_t)cap * sizeof(*n));
+
+			if (!n) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			ri->inst = n;
+			ri->cap = cap;
+		}
+		in = &ri->inst[ri->n++];
+		memset(in, 0, sizeof(*in));
+	}
+	snprintf(in->fp, sizeof(in->fp), "%s", fp);
+	in->labels = calloc((size_t)json_object_object_length(labels) + 1, sizeof(*in->labels));
+	json_object_object_foreach(labels, key, val) {
+		if (!in->labels || !json_object_is_type(val, json_type_string))
+			continue;
+		in->labels[in->nlabels].key = strdup(key);
+		in->labels[in->nlabels].value = strdup(json_object_get_string(val));
+		in->nlabels++;
+	}
+	in->firing = 1;
+	in->since_ms = obj_u64(o, "since_ms");
+	in->last_true_ms = obj_u64(o, "last_true_ms");
+	if (json_object_object_get_ex(o, "value", &v))
+		in->value = json_object_get_double(v);
+	if (json_object_object_get_ex(o, "hosts", &hosts) &&
+	    json_object_is_type(hosts, json_type_array) && json_object_array_length(hosts)) {
+		in->hosts = calloc(json_object_array_length(hosts), sizeof(char *));
+		for (size_t h = 0; in->hosts && h < json_object_array_length(hosts); h++)
+			in->hosts[in->nhosts++] =
+				strdup(json_object_get_string(json_object_array_get_idx(hosts, h)));
+	}
+	in->total_hosts = (int)obj_u64(o, "total_hosts");
+	snprintf(in->domain_label, sizeof(in->domain_label), "%s", obj_str(o, "domain_label"));
+	snprintf(in->domain_value, sizeof(in->domain_value), "%s", obj_str(o, "domain_value"));
+	snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
+		 obj_str(o, "deploy_service"));
+	in->deploy_at_ms = obj_u64(o, "deploy_at_ms");
+	in->deploy_base_ms = obj_u64(o, "deploy_base_ms");
+	if (!ri) {
+		/* its rule is gone from the rule files: it can only resolve */
+		struct rule *stand_in = calloc(1, sizeof(*stand_in));
+
+		if (stand_in) {
+			snprintf(stand_in->name, sizeof(stand_in->name), "%s", name);
+			snprintf(stand_in->severity, sizeof(stand_in->severity), "%s",
+				 obj_str(o, "severity"));
+			emit(e, stand_in, in, 0, now, cb, arg);
+			free(stand_in);
+		}
+		alert_state_free_instance(in);
+		ret = 1;
+	}
+out:
+	json_object_put(o);
+	return ret;
+}

@@ -1,0 +1,112 @@
+/*
+ * engine_internal.h - what the rules engine's modules share, and nobody
+ * else: the host history, alert instances, verdicts, matches, and the
+ * functions one module offers another.
+ *
+ *   history.c        hosts' snapshot history, reading it from Redis,
+ *                    unreadable and future-dated entries
+ *   alert_state.c    alert instances (for, keep_firing_for, resolution),
+ *                    the events they emit, the checkpoint
+ *   domain_rollup.c  host matches -> failure-domain alerts
+ *   baseline.c       post-deploy verdicts
+ *   engine.c         setup, reload, one evaluation of every rule
+ */
+#ifndef FL_ENGINE_INTERNAL_H
+#define FL_ENGINE_INTERNAL_H
+
+#include "engine.h"
+#include "eval.h"
+
+/* Undecodable entries of a host within this window raise HostUndecodable. */
+#define BAD_WINDOW_MS 60000
+#define BAD_BOUND 3
+/* Entries dated further ahead than this wait until their time comes. */
+#define FUTURE_SLACK_MS 10000
+
+struct host_state {
+	char name[200];			/* store_host_valid: shorter than 200 */
+	struct snapshot *snaps;		/* oldest first */
+	size_t n, cap;
+	size_t thinned;			/* snaps[0..thinned) are THIN_MS apart */
+	uint64_t first_seen_ms;		/* when fl:hosts first named it */
+	uint64_t read_ms;		/* newest entry id read, decodable or not */
+	uint64_t bad_ms[8];		/* ids (or read times) of the last undecodable entries */
+	uint32_t nbad;			/* undecodable entries ever */
+	uint64_t said_ms;		/* last warning about this host */
+};
+
+struct instance {
+	char fp[17];
+	struct label *labels;
+	int nlabels;
+	double value;
+	int firing;
+	uint64_t since_ms, last_true_ms;
+	char **hosts;			/* domain alerts: affected hosts */
+	int nhosts, total_hosts;
+	char domain_label[64], domain_value[128];
+	char deploy_service[128];	/* baseline alerts: the deploy judged */
+	uint64_t deploy_at_ms, deploy_base_ms;
+	int seen;
+};
+
+/* A baseline rule's verdict on one deploy, computed once per deploy. */
+struct verdict {
+	char key[300];			/* service@version@ts of the deploy judged */
+	int fires;
+	double value;			/* after / before, relative to peers if any */
+	char **hosts;			/* deployed hosts with data */
+	int nhosts, total;
+	char function[256];		/* profile baselines: the function that grew */
+};
+
+struct rule_inst {
+	char name[128];
+	uint64_t err_said_ms;		/* last evaluation error logged (once a minute) */
+	struct instance *inst;
+	int n, cap;
+	struct verdict verdict;
+};
+
+/* One matching element: labels and the hosts it stands for. */
+struct match {
+	struct label *labels;
+	int nlabels;
+	double value;
+	const char *host;		/* for host-level matches */
+	char **hosts;			/* for domain matches */
+	int nhosts, total;
+	const char *dlabel, *dvalue;
+	const struct deploy *deploy;	/* baseline matches */
+	uint64_t base_ms;
+};
+
+/* history.c */
+/* Undecodable entries of h within BAD_WINDOW_MS before now. */
+int history_recent_bad(const struct host_state *h, uint64_t now);
+
+/* alert_state.c */
+void alert_state_free_instance(struct instance *in);
+/* Update rule r's instances with this evaluation's matches, emitting changes. */
+void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst *ri,
+		       struct match *m, int nm, uint64_t now, engine_event_cb cb, void *arg);
+/* An evaluation of r failed: counted, logged once a minute, state kept. */
+void alert_state_eval_failed(struct engine *e, const struct rule *r, struct rule_inst *ri,
+			     uint64_t now, const char *err);
+
+/* domain_rollup.c */
+/*
+ * Roll the host matches m[0..nm) of r up along r's domains over the hosts
+ * live[0..nlive); domain matches and the host matches left go to out.
+ * Returns how many, or -ENOMEM.
+ */
+int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int nm,
+		  const struct host_state **live, size_t nlive, struct match *out);
+
+/* baseline.c */
+void baseline_verdict_free(struct verdict *v);
+void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
+		  const struct host_window *win, size_t nwin, uint64_t now, engine_event_cb cb,
+		  void *arg);
+
+#endif

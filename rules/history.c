@@ -1,0 +1,292 @@
+/*
+ * history.c - the hosts' snapshot history: kept per host, thinned
+ * where only baselines read it, read from Redis (pipelined), with unreadable
+ * and future-dated entries accounted for; see engine.h.
+ */
+#include "engine_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "alert.h"
+#include "deploy.h"
+#include "eval.h"
+#include "fnv.h"
+#include "log.h"
+#include "profile.h"
+#include "stats.h"
+#include "store.h"
+#include "strbuf.h"
+#include "timeutil.h"
+
+/* ---- hosts ------------------------------------------------------------- */
+
+static struct host_state *host_of(struct engine *e, const char *name)
+{
+	uint32_t i;
+
+	if (strmap_get(&e->host_index, name, &i))
+		return &e->hosts[i];
+	if (e->nhosts == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 64;
+		struct host_state *n = realloc(e->hosts, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		e->hosts = n;
+		e->cap = cap;
+	}
+	memset(&e->hosts[e->nhosts], 0, sizeof(e->hosts[0]));
+	snprintf(e->hosts[e->nhosts].name, sizeof(e->hosts[0].name), "%s", name);
+	if (strmap_put(&e->host_index, e->hosts[e->nhosts].name, (uint32_t)e->nhosts))
+		return NULL;
+	return &e->hosts[e->nhosts++];
+}
+
+/*
+ * History older than the longest range a non-baseline rule reads is only
+ * read by baselines, in slots of window/30 (30 s for a 15 min window), so
+ * one snapshot per THIN_MS is kept there.  With the shipped rules that is
+ * 300 snapshots at full resolution plus 150 thinned instead of 1,800.
+ */
+#define THIN_MS 10000
+
+/*
+ * Remove h->snaps[i] (0 < i < n - 1) from the middle of the history.  The
+ * strings it owns that its older neighbour shares go back to that
+ * neighbour (ownership moves to the newest holder; snapshot_share_strings),
+ * and its newer neighbour is linked to the older one.
+ */
+static void drop_middle(struct host_state *h, size_t i)
+{
+	struct snapshot *older = &h->snaps[i - 1], *gone = &h->snaps[i];
+
+	for (uint32_t k = 0; k < gone->nseries; k++) {
+		struct series *x = &gone->series[k], *y;
+
+		if (x->borrowed || !x->link || x->link == SERIES_LINK_NONE ||
+		    x->link > older->nseries)
+			continue;
+		y = &older->series[x->link - 1];
+		if (y->borrowed && y->name == x->name) {
+			y->borrowed = 0;
+			x->borrowed = 1;
+		}
+	}
+	snapshot_free(gone);
+	memmove(&h->snaps[i], &h->snaps[i + 1], (h->n - i - 1) * sizeof(*h->snaps));
+	h->n--;
+	snapshot_link(&h->snaps[i], &h->snaps[i - 1]);
+}
+
+/* Thin the snapshots that aged past e->dense_ms to one per THIN_MS. */
+static void thin(const struct engine *e, struct host_state *h)
+{
+	uint64_t boundary;
+	size_t i;
+
+	if (h->n < 3 || e->dense_ms >= e->keep_ms)
+		return;
+	boundary = h->snaps[h->n - 1].ts_ms - e->dense_ms;
+	for (i = h->thinned ? h->thinned : 1; i + 1 < h->n && h->snaps[i].ts_ms < boundary;) {
+		if (h->snaps[i].ts_ms - h->snaps[i - 1].ts_ms < THIN_MS)
+			drop_middle(h, i);
+		else
+			i++;
+	}
+	h->thinned = i;
+}
+
+int engine_take_snapshot(struct engine *e, struct snapshot *s)
+{
+	struct host_state *h = host_of(e, s->host);
+	struct snapshot *added;
+	size_t drop = 0;
+
+	if (!h)
+		goto nomem;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 16;
+		struct snapshot *n = realloc(h->snaps, cap * sizeof(*n));
+
+		if (!n)
+			goto nomem;
+		h->snaps = n;
+		h->cap = cap;
+	}
+	added = &h->snaps[h->n];
+	*added = *s;
+	memset(s, 0, sizeof(*s));
+	/* kept for minutes: histograms in their compact form (30x smaller) */
+	if (topology_apply(e->opts.topology, added) || snapshot_compact(added)) {
+		snapshot_free(added);
+		return -ENOMEM;
+	}
+	/*
+	 * Range functions follow each series back through these links, and
+	 * the kept snapshots share one copy of each series' strings.
+	 */
+	if (h->n) {
+		snapshot_link(added, &h->snaps[h->n - 1]);
+		snapshot_share_strings(added, &h->snaps[h->n - 1]);
+	}
+	h->n++;
+	while (drop < h->n && h->snaps[drop].ts_ms + e->keep_ms < added->ts_ms)
+		snapshot_free(&h->snaps[drop++]);
+	if (drop) {
+		memmove(h->snaps, h->snaps + drop, (h->n - drop) * sizeof(*h->snaps));
+		h->n -= drop;
+		h->thinned = h->thinned > drop ? h->thinned - drop : 0;
+	}
+	thin(e, h);
+	return 0;
+nomem:
+	snapshot_free(s);
+	return -ENOMEM;
+}
+
+size_t engine_history(const struct engine *e, const char *host)
+{
+	uint32_t i;
+
+	return strmap_get(&e->host_index, host, &i) ? e->hosts[i].n : 0;
+}
+
+int engine_add_snapshot(struct engine *e, const struct snapshot *s)
+{
+	struct snapshot copy;
+
+	if (snapshot_copy(&copy, s))
+		return -ENOMEM;
+	return engine_take_snapshot(e, &copy);
+}
+
+struct load_arg {
+	struct engine *e;
+	int n;
+	uint64_t now;			/* the clock reads are judged by */
+	struct host_state **hosts;	/* by the index given to the store */
+};
+
+/* Warn about host h at most once a minute. */
+static int may_say(struct host_state *h, uint64_t now)
+{
+	if (h->said_ms && now - h->said_ms < 60000)
+		return 0;
+	h->said_ms = now;
+	return 1;
+}
+
+static int load_cb(struct snapshot *s, void *arg)
+{
+	struct load_arg *la = arg;
+	struct host_state *h = host_of(la->e, s->host);
+
+	if (h && s->ts_ms > la->now + FUTURE_SLACK_MS) {
+		/* kept in Redis and read when its time comes; never freezes the host */
+		if (may_say(h, la->now))
+			log_warn("host %s: snapshot dated %.0f s in the future (clock ahead?); "
+				 "held back until then", h->name,
+				 (double)(s->ts_ms - la->now) / 1000);
+		return 0;
+	}
+	if (h && s->ts_ms > h->read_ms)
+		h->read_ms = s->ts_ms;
+	if (h && h->n && s->ts_ms <= h->snaps[h->n - 1].ts_ms)
+		return 0;	/* not newer than what we hold */
+	engine_take_snapshot(la->e, s);
+	la->n++;
+	return 0;
+}
+
+static void bad_cb(size_t idx, uint64_t entry_ms, const char *why, void *arg)
+{
+	struct load_arg *la = arg;
+	struct host_state *h = la->hosts[idx];
+	uint64_t at = entry_ms && entry_ms <= la->now + FUTURE_SLACK_MS ? entry_ms : la->now;
+
+	if (entry_ms && entry_ms <= la->now + FUTURE_SLACK_MS && entry_ms > h->read_ms)
+		h->read_ms = entry_ms;	/* read once, counted once */
+	h->bad_ms[h->nbad++ % 8] = at;
+	la->e->undecodable++;
+	if (may_say(h, la->now))
+		log_warn("host %s: stream entry %" PRIu64 " cannot be read (%s); %u so far — the "
+			 "host is not monitored while its entries are unreadable (HostUndecodable)",
+			 h->name, entry_ms, why, h->nbad);
+}
+
+void engine_undecodable(const struct engine *e,
+			void (*cb)(const char *host, uint64_t n, void *arg), void *arg)
+{
+	for (size_t i = 0; i < e->nhosts; i++)
+		if (e->hosts[i].nbad)
+			cb(e->hosts[i].name, e->hosts[i].nbad, arg);
+}
+
+int history_recent_bad(const struct host_state *h, uint64_t now)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < 8 && i < h->nbad; i++)
+		n += h->bad_ms[i] + BAD_WINDOW_MS >= now;
+	return n;
+}
+
+int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, char *err,
+		      size_t errlen)
+{
+	struct load_arg la = { e, 0, until_ms ? until_ms : time_wall_ns() / NSEC_PER_MSEC, NULL };
+	const char **names = NULL;
+	uint64_t *from = NULL;
+	char **all = NULL;
+	size_t n = 0, nall = 0;
+	int ret;
+
+	ret = store_host_names(rc, &all, &nall, err, errlen);
+	if (ret)
+		return ret;
+	names = calloc(nall + 1, sizeof(*names));
+	from = calloc(nall + 1, sizeof(*from));
+	la.hosts = calloc(nall + 1, sizeof(*la.hosts));
+	if (!names || !from || !la.hosts) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nall; i++) {
+		struct host_state *h;
+
+		if (!store_host_valid(all[i])) {
+			if (!e->bad_name_said_ms || la.now - e->bad_name_said_ms >= 60000) {
+				log_warn("fl:hosts names '%.80s', which is not a host name (letters, "
+					 "digits, . _ - :, under 200 bytes); it is not monitored — "
+					 "remove it with HDEL fl:hosts", all[i]);
+				e->bad_name_said_ms = la.now;
+			}
+			continue;
+		}
+		h = host_of(e, all[i]);
+		if (!h)
+			continue;
+		if (!h->first_seen_ms)
+			h->first_seen_ms = la.now;
+		from[n] = (h->read_ms > (h->n ? h->snaps[h->n - 1].ts_ms : 0) ? h->read_ms
+			   : h->n ? h->snaps[h->n - 1].ts_ms : 0);
+		from[n] = from[n] ? from[n] + 1 : 0;
+		la.hosts[n] = h;
+		names[n++] = h->name;
+	}
+	ret = store_read_ranges(rc, names, from, n, 1, until_ms, load_cb, &la, bad_cb, NULL, err,
+				errlen);
+out:
+	free(names);
+	free(from);
+	free(la.hosts);
+	store_host_names_free(all, nall);
+	return ret < 0 ? ret : la.n;
+}
