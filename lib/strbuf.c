@@ -78,20 +78,53 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	sb->len += (size_t)n;
 }
 
+/*
+ * Length of the well-formed UTF-8 sequence at s (1..4), or 0 if it is not
+ * one (bad lead byte, missing continuation, overlong form, surrogate, or
+ * beyond U+10FFFF).
+ */
+static size_t utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80 ||
+		    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
 void strbuf_add_json_str(struct strbuf *sb, const char *s)
 {
 	strbuf_add(sb, "\"", 1);
-	for (; *s; s++) {
+	while (*s) {
 		unsigned char c = (unsigned char)*s;
+		size_t n;
 
 		if (c == '"' || c == '\\') {
 			char esc[2] = { '\\', (char)c };
 
 			strbuf_add(sb, esc, 2);
+			s++;
 		} else if (c < 0x20) {
 			strbuf_addf(sb, "\\u%04x", c);
+			s++;
+		} else if ((n = utf8_len((const unsigned char *)s))) {
+			strbuf_add(sb, s, n);
+			s += n;
 		} else {
-			strbuf_add(sb, s, 1);
+			strbuf_add(sb, "\\ufffd", 6);	/* not UTF-8: the replacement character */
+			s++;
 		}
 	}
 	strbuf_add(sb, "\"", 1);

@@ -26,7 +26,11 @@ void strbuf_reset(struct strbuf *sb);
 void strbuf_add(struct strbuf *sb, const void *data, size_t len);
 void strbuf_adds(struct strbuf *sb, const char *s);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Append s as a JSON string literal, quotes included. */
+/*
+ * Append s as a JSON string literal, quotes included: quotes, backslashes
+ * and control characters escaped, and every byte that is not part of
+ * well-formed UTF-8 replaced by U+FFFD, so the output is always valid JSON.
+ */
 void strbuf_add_json_str(struct strbuf *sb, const char *s);
 /* Write s to out with &, <, > and " escaped for XML/HTML. */
 void fputs_xml(const char *s, FILE *out);

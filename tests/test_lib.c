@@ -169,3 +169,26 @@ Test(alert, encode_and_parse_round_trip)
 	alert_free(&b);
 	strbuf_release(&sb);
 }
+
+Test(strbuf, json_strings_are_always_valid_utf8)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "plain", "\"plain\"" },
+		{ "q\"b\\\n", "\"q\\\"b\\\\\\u000a\"" },
+		{ "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xbe", "\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xbe\"" },
+		{ "bad\xff", "\"bad\\ufffd\"" },
+		{ "cut\xc3", "\"cut\\ufffd\"" },
+		{ "overlong\xc0\xaf", "\"overlong\\ufffd\\ufffd\"" },
+		{ "surrogate\xed\xa0\x80", "\"surrogate\\ufffd\\ufffd\\ufffd\"" },
+		{ "big\xf4\x90\x80\x80", "\"big\\ufffd\\ufffd\\ufffd\\ufffd\"" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct strbuf sb = STRBUF_INIT;
+
+		strbuf_add_json_str(&sb, cases[i].in);
+		cr_assert_str_eq(strbuf_str(&sb), cases[i].out, "case %zu", i);
+		strbuf_release(&sb);
+	}
+}
