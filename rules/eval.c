@@ -211,25 +211,12 @@ static double scalar_of(const struct series *s)
 	       s->kind == SERIES_GAUGE ? s->gauge.last : NAN;
 }
 
+/* The range functions, named as the parser resolved them (expr.h). */
 enum range_fn {
-	RF_NONE, RF_INCREASE, RF_RATE, RF_DELTA, RF_AVG, RF_MIN, RF_MAX, RF_QUANTILE,
+	RF_NONE = FN_NONE, RF_INCREASE = FN_INCREASE, RF_RATE = FN_RATE, RF_DELTA = FN_DELTA,
+	RF_AVG = FN_AVG_OVER_TIME, RF_MIN = FN_MIN_OVER_TIME, RF_MAX = FN_MAX_OVER_TIME,
+	RF_QUANTILE = FN_QUANTILE,
 };
-
-/* The range function named fn (NULL: an instant selector), resolved once
- * per selector rather than once per series. */
-static enum range_fn range_fn_of(const char *fn)
-{
-	static const char *const names[] = {
-		[RF_INCREASE] = "increase", [RF_RATE] = "rate", [RF_DELTA] = "delta",
-		[RF_AVG] = "avg_over_time", [RF_MIN] = "min_over_time",
-		[RF_MAX] = "max_over_time", [RF_QUANTILE] = "quantile",
-	};
-
-	for (int i = RF_INCREASE; fn && i <= RF_QUANTILE; i++)
-		if (!strcmp(fn, names[i]))
-			return (enum range_fn)i;
-	return RF_NONE;
-}
 
 /*
  * The same series as x (of h->snaps[i]) in h->snaps[i - 1], following the
@@ -372,11 +359,11 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	return NAN;
 }
 
-static int eval_selector(const struct node *sel, const char *fn, double q,
+static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			 const struct host_window *hosts, size_t nh, struct value *out)
 {
 	struct label l[SNAPSHOT_MAX_LABELS * 2 + 1];
-	enum range_fn rf = range_fn_of(fn);
+	enum range_fn rf = (enum range_fn)fn;
 
 	out->is_vector = 1;
 	for (size_t h = 0; h < nh; h++) {
@@ -392,7 +379,8 @@ static int eval_selector(const struct node *sel, const char *fn, double q,
 
 			if (!matches(sel, ser))
 				continue;
-			v = fn ? range_fn(rf, &hosts[h], ser, sel->range_ns, q) : scalar_of(ser);
+			v = rf != RF_NONE ? range_fn(rf, &hosts[h], ser, sel->range_ns, q)
+					  : scalar_of(ser);
 			if (isnan(v))
 				continue;
 			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
@@ -615,9 +603,9 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 		double x;
 
 		sort_labels(key, nk);
-		x = !strcmp(n->fn, "sum") ? gr->acc :
-		    !strcmp(n->fn, "avg") ? gr->acc / (double)gr->cnt :
-		    !strcmp(n->fn, "min") ? gr->mn : !strcmp(n->fn, "max") ? gr->mx :
+		x = n->fn_id == FN_SUM ? gr->acc :
+		    n->fn_id == FN_AVG ? gr->acc / (double)gr->cnt :
+		    n->fn_id == FN_MIN ? gr->mn : n->fn_id == FN_MAX ? gr->mx :
 		    (double)gr->cnt;
 		ret = push(out, key, nk, x);
 	}
@@ -688,7 +676,7 @@ out:
 
 int eval_is_quantile(const struct node *n, double *q)
 {
-	if (n->t != N_CALL || strcmp(n->fn, "quantile") || n->nargs != 2 ||
+	if (n->t != N_CALL || n->fn_id != FN_QUANTILE || n->nargs != 2 ||
 	    n->args[1]->t != N_SEL)
 		return 0;
 	*q = n->args[0]->num;
@@ -749,7 +737,7 @@ static int host_local(const struct node *n)
 {
 	if (!n)
 		return 1;
-	if (n->t == N_AGG || (n->t == N_CALL && !strcmp(n->fn, "peer_ratio")))
+	if (n->t == N_AGG || (n->t == N_CALL && n->fn_id == FN_PEER_RATIO))
 		return 0;
 	for (int i = 0; i < n->nargs; i++)
 		if (!host_local(n->args[i]))
@@ -819,7 +807,7 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 				 "rate(...)", n->line, n->col);
 			return -EINVAL;
 		}
-		return eval_selector(n, NULL, 0, hosts, nh, out);
+		return eval_selector(n, FN_NONE, 0, hosts, nh, out);
 	case N_NEG:
 		ret = eval(n->l, hosts, nh, &a, err, errlen);
 		if (ret)
@@ -832,13 +820,13 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 			out->scalar = -out->scalar;
 		return 0;
 	case N_CALL:
-		if (!strcmp(n->fn, "quantile"))
-			return eval_selector(n->args[1], n->fn, n->args[0]->num, hosts, nh, out);
-		if (!strcmp(n->fn, "abs") || !strcmp(n->fn, "peer_ratio")) {
+		if (n->fn_id == FN_QUANTILE)
+			return eval_selector(n->args[1], n->fn_id, n->args[0]->num, hosts, nh, out);
+		if (n->fn_id == FN_ABS || n->fn_id == FN_PEER_RATIO) {
 			ret = eval(n->args[0], hosts, nh, &a, err, errlen);
 			if (ret)
 				return ret;
-			if (!strcmp(n->fn, "peer_ratio")) {
+			if (n->fn_id == FN_PEER_RATIO) {
 				ret = a.is_vector ? peer_ratio(&a, n->args[1]->str, out) : -EINVAL;
 				value_free(&a);
 				return ret;
@@ -849,7 +837,7 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 			out->scalar = fabs(out->scalar);
 			return 0;
 		}
-		return eval_selector(n->args[0], n->fn, 0, hosts, nh, out);
+		return eval_selector(n->args[0], n->fn_id, 0, hosts, nh, out);
 	case N_AGG:
 		ret = eval(n->args[0], hosts, nh, &a, err, errlen);
 		if (!ret && !a.is_vector) {

@@ -220,17 +220,29 @@ static int expect(struct parser *ps, enum tok_type t, const char *what)
 
 static struct node *parse_expr(struct parser *ps);
 
-static const char *const functions[] = { "rate", "increase", "delta", "avg_over_time",
-					 "min_over_time", "max_over_time", "quantile", "abs",
-					 "peer_ratio" };
-static const char *const aggregations[] = { "sum", "min", "max", "avg", "count" };
+static const struct expr_fn_info fns[] = {
+	{ "rate", FN_RATE, 1, 1, 0 },
+	{ "increase", FN_INCREASE, 1, 1, 0 },
+	{ "delta", FN_DELTA, 1, 1, 0 },
+	{ "avg_over_time", FN_AVG_OVER_TIME, 1, 1, 0 },
+	{ "min_over_time", FN_MIN_OVER_TIME, 1, 1, 0 },
+	{ "max_over_time", FN_MAX_OVER_TIME, 1, 1, 0 },
+	{ "quantile", FN_QUANTILE, 2, 1, 0 },
+	{ "abs", FN_ABS, 1, 0, 0 },
+	{ "peer_ratio", FN_PEER_RATIO, 2, 0, 0 },
+	{ "sum", FN_SUM, 1, 0, 1 },
+	{ "min", FN_MIN, 1, 0, 1 },
+	{ "max", FN_MAX, 1, 0, 1 },
+	{ "avg", FN_AVG, 1, 0, 1 },
+	{ "count", FN_COUNT, 1, 0, 1 },
+};
 
-static int in_list(const char *s, const char *const *list, size_t n)
+const struct expr_fn_info *expr_fn_find(const char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(s, list[i]))
-			return 1;
-	return 0;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (!strcmp(fns[i].name, name))
+			return &fns[i];
+	return NULL;
 }
 
 static int parse_by(struct parser *ps, struct node *n)
@@ -342,6 +354,7 @@ static struct node *parse_selector(struct parser *ps)
 
 static struct node *parse_primary(struct parser *ps)
 {
+	const struct expr_fn_info *fi;
 	struct node *n;
 	int line = ps->cur.line, col = ps->cur.col;
 
@@ -370,11 +383,13 @@ static struct node *parse_primary(struct parser *ps)
 			expect(ps, T_RPAREN, "')'");
 		break;
 	case T_IDENT:
-		if (in_list(ps->cur.text, aggregations, 5)) {
+		fi = expr_fn_find(ps->cur.text);
+		if (fi && fi->aggregation) {
 			n = new_node(ps, N_AGG, line, col);
 			if (!n)
 				break;
 			n->fn = strdup(ps->cur.text);
+			n->fn_id = fi->id;
 			next(ps);
 			if (is_word(ps, "by") && parse_by(ps, n))
 				break;
@@ -387,11 +402,12 @@ static struct node *parse_primary(struct parser *ps)
 				parse_by(ps, n);
 			break;
 		}
-		if (in_list(ps->cur.text, functions, sizeof(functions) / sizeof(functions[0]))) {
+		if (fi) {
 			n = new_node(ps, N_CALL, line, col);
 			if (!n)
 				break;
 			n->fn = strdup(ps->cur.text);
+			n->fn_id = fi->id;
 			next(ps);
 			if (expect(ps, T_LPAREN, "'(' after the function name"))
 				break;
@@ -404,7 +420,7 @@ static struct node *parse_primary(struct parser *ps)
 			if (ps->failed || expect(ps, T_RPAREN, "',' or ')' in the arguments"))
 				break;
 			/* arity and argument kinds */
-			int want = !strcmp(n->fn, "quantile") || !strcmp(n->fn, "peer_ratio") ? 2 : 1;
+			int want = fi->nargs;
 
 			if (n->nargs != want) {
 				fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
@@ -412,19 +428,17 @@ static struct node *parse_primary(struct parser *ps)
 				break;
 			}
 			const struct node *a = n->args[want - 1];
-			int needs_range = strcmp(n->fn, "abs") && strcmp(n->fn, "peer_ratio");
-
-			if (needs_range && (!a || a->t != N_SEL || !a->range_ns))
+			if (fi->range && (!a || a->t != N_SEL || !a->range_ns))
 				fail(ps, a ? a->line : line, a ? a->col : col,
 				     "%s needs a range selector such as metric[5m]", n->fn);
-			else if (!strcmp(n->fn, "quantile") &&
+			else if (fi->id == FN_QUANTILE &&
 				 catalog_find(a->metric)->kind != SERIES_HISTOGRAM)
 				fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
 				     a->metric);
-			else if (!strcmp(n->fn, "quantile") && n->args[0]->t != N_NUM)
+			else if (fi->id == FN_QUANTILE && n->args[0]->t != N_NUM)
 				fail(ps, n->args[0]->line, n->args[0]->col,
 				     "quantile's first argument is a number between 0 and 1");
-			else if (!strcmp(n->fn, "peer_ratio") && n->args[1]->t != N_STR)
+			else if (fi->id == FN_PEER_RATIO && n->args[1]->t != N_STR)
 				fail(ps, n->args[1]->line, n->args[1]->col,
 				     "peer_ratio's second argument is a quoted label name");
 			break;

@@ -59,6 +59,33 @@ struct expr_matcher {
 	int has_re;
 };
 
+/*
+ * The functions and aggregations of the language, resolved from their name
+ * once at parse time (struct node's fn_id); the table in expr.c says each
+ * one's arity and whether it takes a range selector.
+ */
+enum expr_fn {
+	FN_NONE,
+	/* over a range selector, per series */
+	FN_INCREASE, FN_RATE, FN_DELTA, FN_AVG_OVER_TIME, FN_MIN_OVER_TIME, FN_MAX_OVER_TIME,
+	FN_QUANTILE,
+	/* over a vector */
+	FN_ABS, FN_PEER_RATIO,
+	/* aggregations (`sum by (x) (...)`) */
+	FN_SUM, FN_AVG, FN_MIN, FN_MAX, FN_COUNT,
+};
+
+struct expr_fn_info {
+	const char *name;
+	enum expr_fn id;
+	int nargs;		/* arguments a call takes */
+	int range;		/* its last argument is a range selector */
+	int aggregation;
+};
+
+/* The function or aggregation called name, or NULL. */
+const struct expr_fn_info *expr_fn_find(const char *name);
+
 struct node {
 	enum node_type t;
 	int line, col;
@@ -71,7 +98,8 @@ struct node {
 	int nm;
 	uint64_t range_ns;
 	/* call / aggregation */
-	char *fn;
+	char *fn;		/* its name, for messages */
+	enum expr_fn fn_id;
 	struct node **args;
 	int nargs;
 	char **by;
