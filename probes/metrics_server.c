@@ -141,8 +141,20 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *arg)
 			}
 		}
 		if (!c) {
-			close(cfd);
-			continue;
+			/*
+			 * Every slot is taken: the newcomer gets the slot of the
+			 * oldest connection that has not finished its request (idle or
+			 * slow clients), so they can never lock a scraper out.
+			 */
+			for (int i = 0; i < MAX_CONNS; i++)
+				if (!m->conns[i].resp &&
+				    (!c || m->conns[i].accepted_ns < c->accepted_ns))
+					c = &m->conns[i];
+			if (!c) {
+				close(cfd);	/* all are answering: they finish soon */
+				continue;
+			}
+			conn_close(c);
 		}
 		c->fd = cfd;
 		c->req_len = 0;
