@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "backoff.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics_server.h"
@@ -324,6 +325,22 @@ static void render_metrics(const struct engine *e, struct strbuf *sb, int redis_
 		    "# TYPE faultline_rules_redis_up gauge\nfaultline_rules_redis_up %d\n", redis_up);
 }
 
+/*
+ * Redis is away or refusing: wait the next backoff delay (0.5 s x 1.5, up
+ * to 5 s, jittered), saying why on the first failure and then once a minute.
+ */
+static void redis_wait(struct backoff *bo, const char *why)
+{
+	static uint64_t said_ns;
+	uint64_t delay = backoff_next(bo), now = time_mono_ns();
+
+	if (bo->attempts == 1 || !said_ns || now - said_ns >= 60 * NSEC_PER_SEC) {
+		log_warn("%s; retrying (next in %.1f s)", why, (double)delay / 1e9);
+		said_ns = now;
+	}
+	usleep((useconds_t)(delay / 1000));
+}
+
 #define DEPLOYS_EVERY_NS (10 * NSEC_PER_SEC)
 /* the checkpoint is written with every event, and refreshed this often */
 #define CHECKPOINT_EVERY_NS (10 * NSEC_PER_SEC)
@@ -509,6 +526,9 @@ int main(int argc, char **argv)
 	int restored = 0, with_state;
 	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
 	uint64_t outage_since = 0;	/* mono ns Redis went away, 0 while it answers */
+	struct backoff redis_bo;
+
+	backoff_init(&redis_bo, 0, 5 * NSEC_PER_SEC);
 
 	clock_ms = replay_from;
 	for (long done = 0; !stopping && (!intervals || done < intervals); done++) {
@@ -550,10 +570,11 @@ int main(int argc, char **argv)
 			if (!rc) {
 				if (!outage_since && restored)
 					outage_since = t0;
-				log_warn("%s; retrying", err);
-				if (once)
+				if (once) {
+					log_error("%s", err);
 					return 1;
-				sleep(1);
+				}
+				redis_wait(&redis_bo, err);
 				continue;
 			}
 		}
@@ -567,21 +588,21 @@ int main(int argc, char **argv)
 			if (restore_state(&e, rc, &ctx, now)) {
 				redisFree(rc);
 				rc = NULL;
-				sleep(1);
+				redis_wait(&redis_bo, "the alert checkpoint cannot be read");
 				continue;
 			}
 		}
 		restored = 1;
 		nread = engine_load_redis(&e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
 		if (nread < 0) {
-			log_warn("%s; reconnecting", err);
 			redisFree(rc);
 			rc = NULL;
 			if (!outage_since)
 				outage_since = t0;
-			sleep(1);
+			redis_wait(&redis_bo, err);
 			continue;
 		}
+		backoff_reset(&redis_bo);
 		if (outage_since && !replay_to) {
 			/*
 			 * Probes spooled while Redis was away and are draining now: a host
