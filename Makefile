@@ -21,7 +21,9 @@ OUT ?= build
 PREFIX ?= /usr/local
 VERSION := 0.1.0
 , := ,
-FUZZ_TIME ?= 30
+# Seconds each fuzz target runs: 5 min by default (13 targets: about an
+# hour); FUZZ_TIME=30 for a quick pass after a change.
+FUZZ_TIME ?= 300
 # Real drive outputs (../shared/testdata) seed the drive parsers' fuzzers.
 SHARED ?= ../shared
 
@@ -55,6 +57,7 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
 TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
 SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
 RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o \
@@ -138,6 +141,16 @@ $(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes -Ialerter -Irules $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
 		$(LDLIBS) -lcriterion -o $@
 
+# Every fuzz target built with gcc over the binaries' objects and a main that
+# replays files (fuzz/replay_main.c): tests/run.sh runs fuzz/seeds/TARGET/*
+# through each, so seeds and the inputs of past crashes stay regression tests.
+$(OUT)/fuzz-replay/%: fuzz/%.c fuzz/replay_main.c $(LIB_OBJS) $(PROBE_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Iprobes -Ialerter -Irules -Isim $< fuzz/replay_main.c \
+		$(LIB_OBJS) $(PROBE_LIB_OBJS) $(LDLIBS) -o $@
+
+all: $(FUZZ_REPLAY)
+
 # Test tools: programs the tests run to build real faults.
 $(OUT)/tests/tools/slowfs: tests/tools/slowfs.c
 	@mkdir -p $(dir $@)
@@ -166,16 +179,18 @@ asan:
 ENGINE_SRCS := rules/engine.c rules/history.c rules/alert_state.c rules/domain_rollup.c \
 	rules/baseline.c
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Ilib -I/usr/include/libnl3 -fsanitize=fuzzer,address,undefined
-fuzz: deps
+fuzz: deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/profile.pb-c.c
 	@mkdir -p $(OUT)/fuzz
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
-		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c";; \
+		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
 		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; \
 		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c $(ENGINE_SRCS) rules/ruletest.c";; \
 		fuzz_alert) extra="-Irules rules/expr.c rules/rules.c rules/eval.c $(ENGINE_SRCS)";; \
-		fuzz_scenario) extra="-Isim sim/scenario.c";; esac; \
+		fuzz_scenario) extra="-Isim sim/scenario.c";; \
+		fuzz_topology) extra="-Irules rules/expr.c rules/rules.c";; \
+		fuzz_probe_config) extra="-Iprobes probes/probe_config.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \
@@ -185,10 +200,25 @@ fuzz: deps
 		fuzz_atasmart_blob) cp -n $(SHARED)/testdata/atasmart-blobs/*[!M] \
 			$(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true ;; \
 		esac; \
-		echo "fuzz: running $$t for $(FUZZ_TIME) s"; \
-		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
+		dict=; case $$t in \
+		fuzz_config|fuzz_probe_config|fuzz_alerter_config|fuzz_topology|fuzz_scenario|fuzz_ruletest) \
+			dict=-dict=fuzz/dicts/yaml.dict ;; \
+		fuzz_rules) dict=-dict=fuzz/dicts/expr.dict ;; \
+		fuzz_smartctl_json|fuzz_alert) dict=-dict=fuzz/dicts/json.dict ;; \
+		esac; \
+		echo "fuzz: running $$t for $(FUZZ_TIME) s $$dict"; \
+		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 $$dict \
 			-artifact_prefix=$(OUT)/fuzz/$$t- \
-			-print_final_stats=1 $(OUT)/fuzz/corpus-$$t 2>&1 | tail -n 12; \
+			-print_final_stats=1 $(OUT)/fuzz/corpus-$$t > $(OUT)/fuzz/$$t.log 2>&1 || true; \
+		tail -n 12 $(OUT)/fuzz/$$t.log; \
+	done; \
+	echo; echo "fuzz: $(FUZZ_TIME) s per target; crashes are in $(OUT)/fuzz/ (put the input in"; \
+	echo "      fuzz/seeds/TARGET/ with the fix, so make test replays it)"; \
+	printf '  %-22s %12s %9s %8s\n' target execs execs/s crashes; \
+	for f in $(FUZZ_SRCS); do t=$$(basename $$f .c); \
+		n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(OUT)/fuzz/$$t.log | tail -n1); \
+		printf '  %-22s %12s %9s %8s\n' $$t "$${n:-0}" "$$(( $${n:-0} / $(FUZZ_TIME) ))" \
+			"$$(ls $(OUT)/fuzz/$$t-crash-* $(OUT)/fuzz/$$t-leak-* 2>/dev/null | wc -l)"; \
 	done
 
 $(OUT)/bench/fleet_fill: bench/fleet_fill.c $(LIB_OBJS)

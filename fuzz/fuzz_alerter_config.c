@@ -8,8 +8,6 @@
 
 #include "alerter.h"
 
-const char alerter_default_config[] = "";
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct alerter_config cfg;

@@ -2,7 +2,7 @@
 # tests/run.sh OUT - run every test binary in OUT/tests and print one
 # closing line "N passed, N failed, N skipped".  Exit 1 if anything failed.
 #
-# Each Criterion binary runs its tests in parallel (2 jobs; the integration
+# Each Criterion binary runs its tests one at a time (the integration
 # tests serialise themselves where they share kernel state).
 set -u
 out=${1:-build}
@@ -30,6 +30,34 @@ for t in "$out"/tests/test_*; do
 		failed=$((failed + 1))
 	fi
 done
+# Every fuzz target over its seeds and the inputs of past crashes (and the
+# real drive data the drive parsers are seeded with): one test per target.
+for r in "$out"/fuzz-replay/fuzz_*; do
+	[ -x "$r" ] || continue
+	t=$(basename "$r")
+	set -- fuzz/seeds/"$t"/*
+	[ -e "$1" ] || set --
+	case $t in
+	fuzz_smartctl_json) set -- "$@" "$FL_SHARED"/testdata/smartctl/*.json ;;
+	fuzz_atasmart_blob) set -- "$@" $(ls "$FL_SHARED"/testdata/atasmart-blobs/* 2>/dev/null |
+		grep -v README) ;;
+	esac
+	if [ $# -eq 0 ]; then
+		echo "!! $t has no seeds in fuzz/seeds/$t"
+		failed=$((failed + 1))
+		continue
+	fi
+	if res=$("$r" "$@" 2>&1 >/dev/null) && [ -z "$(printf '%s' "$res" |
+		grep -E 'AddressSanitizer|runtime error|LeakSanitizer')" ]; then
+		passed=$((passed + 1))
+	else
+		echo "!! $t crashed replaying its seeds:"
+		printf '%s\n' "$res" | tail -n 20
+		failed=$((failed + 1))
+	fi
+done
+echo "== fuzz seeds replayed through $(ls "$out"/fuzz-replay 2>/dev/null | wc -l) target(s)"
+
 echo
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
