@@ -5,6 +5,7 @@
 #                   a live summary until Ctrl-C
 #   make test       install what is missing, build, run every test
 #   make asan       build and test under AddressSanitizer + UBSan
+#   make chaos      the fault suite with minute-long outages (CHAOS_SECONDS)
 #   make fuzz       build the libFuzzer targets and run each for FUZZ_TIME s
 #   make bench      benchmarks, each printing ratios against a peer
 #   make install    install binaries, etc/ and runbooks under PREFIX
@@ -65,7 +66,7 @@ RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT
 	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
-.PHONY: all deps run demo test asan fuzz bench install clean vmlinux
+.PHONY: all deps run demo test asan chaos fuzz bench install clean vmlinux
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -175,6 +176,14 @@ test: all
 
 asan:
 	$(MAKE) OUT=build-asan SAN=1 test
+
+# The fault suite with minute-long faults (make test runs it with 6 s ones),
+# then the restart and host cases it builds on.  CHAOS_SECONDS per fault.
+CHAOS_SECONDS ?= 60
+chaos: all
+	FL_OUT=$(OUT) FL_CHAOS_SECONDS=$(CHAOS_SECONDS) $(OUT)/tests/test_chaos --jobs=1 --verbose
+	FL_OUT=$(OUT) $(OUT)/tests/test_restarts --jobs=1
+	FL_OUT=$(OUT) $(OUT)/tests/test_hosts --jobs=1
 
 ENGINE_SRCS := rules/engine.c rules/history.c rules/alert_state.c rules/domain_rollup.c \
 	rules/baseline.c

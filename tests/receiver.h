@@ -32,6 +32,8 @@ struct receiver_state {
 extern struct receiver_state rx;
 
 void rx_start(void);
+/* The same on a given loopback port (0: any), e.g. one that refused before. */
+void rx_start_on(int port);
 void rx_stop(void);
 int rx_count(void);
 /* Wait until n requests arrived or seconds passed; returns the count. */
