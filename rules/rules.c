@@ -350,6 +350,8 @@ int topology_parse(struct topology *t, const char *name, const char *text, size_
 		}
 	}
 out:
+	if (ret)
+		topology_free(t);	/* an error leaves nothing half-built (the fuzzer's leak) */
 	cfg_free(&c);
 	return ret;
 }
