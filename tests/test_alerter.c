@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -586,4 +587,54 @@ Test(alerter, loopback_is_decided_by_the_url_parser)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		cr_assert_eq(url_is_loopback(cases[i].url), cases[i].loopback, "%s", cases[i].url);
+}
+
+Test(alerter, webhook_tokens_and_secrets_never_reach_the_log, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	redisContext *c = conn();
+	char logpath[320], bin[256], line[2048];
+	int leaked = 0, lines = 0;
+	pid_t pid;
+	FILE *f;
+
+	/* a Slack-style URL with its token in the path, a signing secret, a 500 */
+	f = fopen(cfgpath, "w");
+	fprintf(f, "redis: %s\nconsumer: test\ngroup_wait: 200ms\n"
+		"receivers:\n  - name: hook\n    url: http://127.0.0.1:%d/services/T0K3N5ECRET\n"
+		"    secret: hmac-S3CRET-value\n    headers: {Authorization: \"Bearer B34R3R-T0K\"}\n"
+		"delivery:\n  backoff_initial: 100ms\n  backoff_max: 500ms\n", redis.url, rx.port);
+	fclose(f);
+	pthread_mutex_lock(&rx.lock);
+	rx.status = 500;
+	pthread_mutex_unlock(&rx.lock);
+	snprintf(logpath, sizeof(logpath), "%s/alerter.log", redis.dir);
+	snprintf(bin, sizeof(bin), "%s/faultline-alerter", test_out_dir());
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 2);
+		execl(bin, bin, "--config", cfgpath, "--log-level", "debug", (char *)NULL);
+		_exit(127);
+	}
+	emit(c, "TokenTest", "5555555555555555", "firing", NULL, NULL);
+	cr_assert_geq(wait_requests(3, 15), 3, "no retries to log about");
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	f = fopen(logpath, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		leaked |= strstr(line, "T0K3N5ECRET") || strstr(line, "S3CRET") ||
+			  strstr(line, "B34R3R");
+	}
+	fclose(f);
+	cr_assert_gt(lines, 2, "nothing was logged");
+	cr_assert_not(leaked, "a webhook token, secret or header value is in the log");
+	/* and the built-in config has no secret to print */
+	cr_assert_eq(test_sh("%s --print-config | grep -Ev '^ *#' | grep -Eiq "
+			     "'secret|token|password'", bin), 1,
+		     "--print-config prints a secret");
+	redisFree(c);
 }

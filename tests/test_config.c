@@ -146,3 +146,14 @@ Test(config, numbers)
 	cr_expect(strstr(err, "found 'lots'"), "%s", err);
 	cfg_free(&c);
 }
+
+Test(config, metrics_listen_on_loopback_unless_told_otherwise)
+{
+	struct probe_config cfg;
+	char err[512];
+
+	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(strncmp(cfg.metrics_addr, "127.0.0.1:", 10), 0,
+		     "the built-in /metrics address is %s, not loopback", cfg.metrics_addr);
+	probe_config_free(&cfg);
+}
