@@ -20,6 +20,7 @@
 
 OUT ?= build
 PREFIX ?= /usr/local
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 VERSION := 0.1.0
 , := ,
 # Seconds each fuzz target runs: 5 min by default (13 targets: about an
@@ -66,23 +67,29 @@ RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT
 	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
-.PHONY: all deps run demo test asan chaos fuzz bench install clean vmlinux
+.PHONY: all check-deps deps run demo test asan chaos fuzz bench install uninstall clean vmlinux
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: deps $(BINS) $(TEST_BINS)
+all: check-deps $(BINS) $(TEST_BINS)
 
-# Install missing Debian packages (no-op when everything is present).
+# Building never installs anything: it checks and says what is missing.
+# `make deps` (and make test, make run, make demo) install it, idempotently.
+check-deps:
+	@scripts/deps.sh --check >/dev/null 2>&1 || { scripts/deps.sh --check; \
+		echo "make: packages are missing; run 'make deps' (or make test / make run, which install them)"; \
+		exit 1; }
+
 deps:
 	@scripts/deps.sh --check 2>/dev/null || scripts/deps.sh
 
-$(OUT)/%.o: %.c | deps
+$(OUT)/%.o: %.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # pprof's profile.proto, compiled with protoc-c (generated code gets its own
 # warning flags: it is not ours to fix).
-$(OUT)/profile.pb-c.c $(OUT)/profile.pb-c.h: proto/profile.proto | deps
+$(OUT)/profile.pb-c.c $(OUT)/profile.pb-c.h: proto/profile.proto | check-deps
 	@mkdir -p $(OUT)
 	protoc-c --proto_path=proto --c_out=$(OUT) $<
 
@@ -99,7 +106,7 @@ $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh
 $(OUT)/probe_default_config.o: $(OUT)/probe_default_config.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/hist_layout.h | deps
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/hist_layout.h | check-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -165,13 +172,21 @@ $(OUT)/tests/tools/hotloop: tests/tools/hotloop.c
 all: $(OUT)/tests/tools/slowfs $(OUT)/tests/tools/hotloop
 
 # The whole chain on this machine with real faults (root): see scripts/demo.sh.
-demo: all
+# These install what is missing first, then build (in that order, also
+# under -j: a sub-make each).
+demo:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
 	scripts/demo.sh $(OUT)
 
-run: all
+run:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
 	scripts/run.sh $(OUT)
 
-test: all
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
 	tests/run.sh $(OUT)
 
 asan:
@@ -188,7 +203,7 @@ chaos: all
 ENGINE_SRCS := rules/engine.c rules/history.c rules/alert_state.c rules/domain_rollup.c \
 	rules/baseline.c
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Ilib -I/usr/include/libnl3 -fsanitize=fuzzer,address,undefined
-fuzz: deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/profile.pb-c.c
+fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/profile.pb-c.c
 	@mkdir -p $(OUT)/fuzz
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
@@ -238,12 +253,29 @@ bench: all $(OUT)/bench/fleet_fill
 	@scripts/deps.sh --bench --check 2>/dev/null || scripts/deps.sh --bench
 	bench/run.sh $(OUT)
 
+# DESTDIR for staging (packages), PREFIX for the binaries and runbooks,
+# SYSCONFDIR for the configs: /etc when PREFIX is /usr, else PREFIX/etc, so
+# `make install PREFIX=/tmp/x` writes nothing outside /tmp/x.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/faultline/runbooks \
-		$(DESTDIR)/etc/faultline
+		$(DESTDIR)$(SYSCONFDIR)/faultline/rules
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	cp -r etc/* $(DESTDIR)/etc/faultline/
-	cp -r runbooks/. $(DESTDIR)$(PREFIX)/share/faultline/runbooks/
+	install -m 0644 etc/probe.yaml etc/alerter.yaml etc/topology.yaml \
+		$(DESTDIR)$(SYSCONFDIR)/faultline/
+	install -m 0644 etc/rules/*.yaml $(DESTDIR)$(SYSCONFDIR)/faultline/rules/
+	install -m 0644 runbooks/*.md $(DESTDIR)$(PREFIX)/share/faultline/runbooks/
+
+# Removes what install put there (configs an admin edited stay, with a note).
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS)))
+	rm -rf $(DESTDIR)$(PREFIX)/share/faultline
+	@for f in probe.yaml alerter.yaml topology.yaml $(notdir $(wildcard etc/rules/*.yaml)); do \
+		d=$(DESTDIR)$(SYSCONFDIR)/faultline; [ -f $$d/$$f ] || d=$$d/rules; \
+		if [ -f $$d/$$f ] && { cmp -s $$d/$$f etc/$$f || cmp -s $$d/$$f etc/rules/$$f; }; then \
+			rm -f $$d/$$f; \
+		elif [ -f $$d/$$f ]; then echo "uninstall: $$d/$$f was edited; kept"; fi; \
+	done
+	@rmdir $(DESTDIR)$(SYSCONFDIR)/faultline/rules $(DESTDIR)$(SYSCONFDIR)/faultline 2>/dev/null || true
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h

@@ -22,6 +22,7 @@
 
 #include "alerter.h"
 #include "backoff.h"
+#include "config.h"
 #include "log.h"
 #include "store.h"
 #include "strmap.h"
@@ -100,7 +101,9 @@ static void usage(FILE *out)
 "taken over by another alerter after 60 s.  The built-in default config is\n"
 "etc/alerter.yaml (--print-config shows it).\n"
 "\n"
-"  -c, --config FILE     read FILE instead of the built-in default\n"
+"  -c, --config FILE     read FILE instead of the built-in default (default:\n"
+"                        /etc/faultline/alerter.yaml or /usr/local/etc/faultline/\n"
+"                        alerter.yaml when installed there)\n"
 "  -r, --redis URL       override the config's redis\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
 "      --print-config    print the built-in default config and exit\n"
@@ -1037,6 +1040,14 @@ int main(int argc, char **argv)
 		case 'V': printf("faultline-alerter %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (!config) {
+		/* installed: /etc/faultline/alerter.yaml instead of the built-in default */
+		static char found[600];
+
+		config = cfg_find("alerter.yaml", 0, found, sizeof(found));
+		if (config)
+			log_info("reading %s (no --config given)", config);
 	}
 	if (config ? alerter_config_load(&al.cfg, config, err, sizeof(err))
 		   : alerter_config_parse(&al.cfg, "<built-in etc/alerter.yaml>",

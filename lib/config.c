@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include <yaml.h>
@@ -459,4 +460,21 @@ int cfg_check_unknown(const struct cfg *c, const struct cfg_node *map, const cha
 			return cfg_error(c, &map->child[i], err, errlen,
 					 "%s: unknown key (valid here: %s)", map->child[i].key, known);
 	return 0;
+}
+
+const char *cfg_find(const char *rel, int source_tree, char *buf, size_t len)
+{
+	static const char *const dirs[] = CFG_SYSTEM_DIRS;
+
+	if (source_tree) {
+		snprintf(buf, len, "etc/%s", rel);
+		if (access(buf, R_OK) == 0)
+			return buf;
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(buf, len, "%s/%s", dirs[i], rel);
+		if (access(buf, R_OK) == 0)
+			return buf;
+	}
+	return NULL;
 }

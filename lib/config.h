@@ -49,6 +49,20 @@ int cfg_parse(struct cfg *c, const char *name, const char *text, size_t len,
 	      char *err, size_t errlen);
 
 /*
+ * Where an installed faultline keeps its configs, searched in this order
+ * (`make install` puts them in SYSCONFDIR/faultline: /etc when PREFIX is
+ * /usr, /usr/local/etc for the default PREFIX).
+ */
+#define CFG_SYSTEM_DIRS { "/etc/faultline", "/usr/local/etc/faultline" }
+
+/*
+ * The first of dirs[] (NULL-terminated, "" meaning the working directory's
+ * etc/, the source tree) then CFG_SYSTEM_DIRS that holds the file rel
+ * ("rules/faultline.yaml"), into buf.  Returns buf, or NULL when none does.
+ */
+const char *cfg_find(const char *rel, int source_tree, char *buf, size_t len);
+
+/*
  * Read a whole file (at most 16 MiB) into a malloc'd, NUL-terminated
  * buffer.  Returns 0, or -errno / -EFBIG with the reason in err.
  */

@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 
 #include "caps.h"
+#include "config.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics_server.h"
@@ -74,7 +75,9 @@ static void usage(FILE *out)
 "Redis; serve the latest snapshot as Prometheus text on /metrics.\n"
 "\n"
 "Options (each overrides the config file):\n"
-"  -c, --config FILE        read FILE on top of the built-in defaults\n"
+"  -c, --config FILE        read FILE on top of the built-in defaults (default:\n"
+"                           /etc/faultline/probe.yaml or /usr/local/etc/faultline/\n"
+"                           probe.yaml when installed there)\n"
 "                           (the built-in defaults are etc/probe.yaml)\n"
 "  -r, --redis URL          redis://[[user]:pass@]host[:port][/db] or\n"
 "                           unix:///path/redis.sock\n"
@@ -326,6 +329,14 @@ int main(int argc, char **argv)
 	if (probe_config_defaults(&p.cfg, err, sizeof(err))) {
 		log_error("built-in config: %s", err);
 		return 1;
+	}
+	if (!config && !once) {
+		/* installed: /etc/faultline/probe.yaml on top of the built-in default */
+		static char found[600];
+
+		config = cfg_find("probe.yaml", 0, found, sizeof(found));
+		if (config)
+			log_info("reading %s (no --config given)", config);
 	}
 	if (config && probe_config_load(&p.cfg, config, err, sizeof(err))) {
 		log_error("%s", err);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "engine.h"
 #include "backoff.h"
 #include "log.h"
@@ -54,9 +55,10 @@ static void usage(FILE *out)
 "Each interval's read and evaluation times are logged at debug level (info\n"
 "with --once or --intervals); an interval that overruns is a warning.\n"
 "\n"
-"  -R, --rules FILE      a rule file (repeatable; default etc/rules/faultline.yaml)\n"
+"  -R, --rules FILE      a rule file (repeatable; default rules/faultline.yaml\n"
+"                        from ./etc, /etc/faultline or /usr/local/etc/faultline)\n"
 "  -t, --topology FILE   host globs -> rack/switch/... labels (default\n"
-"                        etc/topology.yaml when present)\n"
+"                        topology.yaml from the same places, when present)\n"
 "  -r, --redis URL       default unix:///run/faultline/redis.sock\n"
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
@@ -489,12 +491,24 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (!nfiles)
-		files[nfiles++] = "etc/rules/faultline.yaml";
+	if (!nfiles) {
+		/* the source tree's, else the installed ones (/etc/faultline/...) */
+		static char found[600];
+
+		if (!cfg_find("rules/faultline.yaml", 1, found, sizeof(found))) {
+			log_error("no --rules given and no rules/faultline.yaml in ./etc, "
+				  "/etc/faultline or /usr/local/etc/faultline; give --rules FILE");
+			return 2;
+		}
+		files[nfiles++] = found;
+	}
 	if (load_all(&rs, files, nfiles))
 		return 1;
-	if (!topo_path && access("etc/topology.yaml", R_OK) == 0)
-		topo_path = "etc/topology.yaml";
+	if (!topo_path) {
+		static char found[600];
+
+		topo_path = cfg_find("topology.yaml", 1, found, sizeof(found));
+	}
 	if (topo_path && topology_load(&topo, topo_path, err, sizeof(err))) {
 		log_error("%s", err);
 		return 1;

@@ -92,3 +92,28 @@ Test(cli, the_metric_reference_in_docs_is_the_catalog)
 	cr_assert_eq(rc, 0, "docs/metrics.md differs from the catalog: regenerate its table "
 		     "with `faultline metrics --markdown`");
 }
+
+Test(cli, install_stays_inside_destdir_and_uninstall_removes_it, .timeout = 120)
+{
+	char dir[] = "/tmp/fl-install.XXXXXX";
+	int rc;
+
+	cr_assert_not_null(mkdtemp(dir));
+	rc = test_sh("cd %s/.. && make --no-print-directory -s install OUT=%s DESTDIR=%s "
+		     "PREFIX=/usr >/dev/null 2>&1", test_out_dir(), test_out_dir(), dir);
+	cr_assert_eq(rc, 0, "make install failed");
+	cr_assert_eq(test_sh("test -x %s/usr/bin/faultline-rules && "
+			     "test -f %s/etc/faultline/rules/faultline.yaml && "
+			     "test -f %s/etc/faultline/probe.yaml && "
+			     "test -f %s/usr/share/faultline/runbooks/host-silent.md", dir, dir, dir,
+			     dir), 0, "something is missing from the staged install");
+	/* the installed engine finds nothing of the source tree: from /, it says where it looked */
+	cr_assert_eq(test_sh("cd / && %s/usr/bin/faultline-rules --once --redis "
+			     "unix:///nonexistent 2>&1 | grep -q '/etc/faultline'", dir), 0);
+	rc = test_sh("cd %s/.. && make --no-print-directory -s uninstall OUT=%s DESTDIR=%s "
+		     "PREFIX=/usr >/dev/null 2>&1", test_out_dir(), test_out_dir(), dir);
+	cr_assert_eq(rc, 0, "make uninstall failed");
+	cr_assert_eq(test_sh("test -z \"$(find %s -type f)\"", dir), 0,
+		     "uninstall left files behind");
+	test_sh("rm -rf %s", dir);
+}
