@@ -2,6 +2,9 @@
  * helpers.c - see helpers.h.
  */
 #include "helpers.h"
+#include "timeutil.h"
+#include "snapshot.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -229,4 +232,37 @@ void test_events_free(struct test_events *ev)
 	for (int i = 0; i < ev->n; i++)
 		free(ev->json[i]);
 	ev->n = 0;
+}
+
+struct gap_arg {
+	long count, missing;
+	uint64_t last_seq;
+};
+
+static int gap_cb(struct snapshot *s, void *arg)
+{
+	struct gap_arg *g = arg;
+
+	if (g->count && s->seq > g->last_seq)
+		g->missing += (long)(s->seq - g->last_seq - 1);
+	g->last_seq = s->seq;
+	g->count++;
+	return 0;
+}
+
+int test_snapshot_gaps(const char *url, const char *host, uint64_t from_ms, uint64_t to_ms,
+		       long *count, long *missing)
+{
+	struct gap_arg g = { 0, 0, 0 };
+	char err[256];
+	redisContext *c = store_connect(url, NSEC_PER_SEC, err, sizeof(err));
+	int n;
+
+	if (!c)
+		return -1;
+	n = store_read_range(c, host, 1, from_ms, to_ms, 0, gap_cb, &g, NULL, err, sizeof(err));
+	redisFree(c);
+	*count = g.count;
+	*missing = g.missing;
+	return n < 0 ? -1 : 0;
 }

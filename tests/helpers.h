@@ -59,6 +59,16 @@ int test_netns_pair(const char *a, const char *b, int id);
 void test_send_syns(int n, uint16_t port, int bad, int gap_us);
 
 /*
+ * The 1 s snapshots of host stored with from_ms <= ts <= to_ms, read from
+ * Redis at url: how many (*count) and how many sequence numbers are
+ * missing between them (*missing; a probe restart, where the sequence
+ * starts again, is not a gap).  Counts what was lost, not what a busy
+ * machine never got round to sampling.  Returns 0 or -1.
+ */
+int test_snapshot_gaps(const char *url, const char *host, uint64_t from_ms, uint64_t to_ms,
+		       long *count, long *missing);
+
+/*
  * Alert events an in-process engine emitted (engine_eval's callback):
  * test_events_collect keeps a copy of each (the first TEST_MAX_EVENTS).
  */
