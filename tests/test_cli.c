@@ -117,3 +117,16 @@ Test(cli, install_stays_inside_destdir_and_uninstall_removes_it, .timeout = 120)
 		     "uninstall left files behind");
 	test_sh("rm -rf %s", dir);
 }
+
+Test(cli, logs_carry_syslog_priorities_when_stderr_is_the_journal)
+{
+	/* systemd sets JOURNAL_STREAM to stderr's device:inode; errors are then <3> */
+	cr_assert_eq(test_sh("f=$(mktemp) && JOURNAL_STREAM=$(stat -c '%%d:%%i' $f) "
+			     "%s/faultline-rules --rules /nonexistent 2>>$f; "
+			     "grep -q '^<3>error: ' $f; r=$?; rm -f $f; exit $r", test_out_dir()), 0,
+		     "no <3> priority on an error line with JOURNAL_STREAM set");
+	/* and plain time-stamped lines otherwise */
+	cr_assert_eq(test_sh("%s/faultline-rules --rules /nonexistent 2>&1 | "
+			     "grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T.*faultline-rules\\[[0-9]+\\] error: '",
+			     test_out_dir()), 0);
+}
