@@ -264,11 +264,17 @@ install: all
 		$(DESTDIR)$(SYSCONFDIR)/faultline/
 	install -m 0644 etc/rules/*.yaml $(DESTDIR)$(SYSCONFDIR)/faultline/rules/
 	install -m 0644 runbooks/*.md $(DESTDIR)$(PREFIX)/share/faultline/runbooks/
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	for u in etc/systemd/*.service; do \
+		sed 's|/usr/bin/faultline|$(PREFIX)/bin/faultline|' $$u > \
+			$(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
+	done
 
 # Removes what install put there (configs an admin edited stay, with a note).
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS)))
 	rm -rf $(DESTDIR)$(PREFIX)/share/faultline
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/lib/systemd/system/,$(notdir $(wildcard etc/systemd/*.service)))
 	@for f in probe.yaml alerter.yaml topology.yaml $(notdir $(wildcard etc/rules/*.yaml)); do \
 		d=$(DESTDIR)$(SYSCONFDIR)/faultline; [ -f $$d/$$f ] || d=$$d/rules; \
 		if [ -f $$d/$$f ] && { cmp -s $$d/$$f etc/$$f || cmp -s $$d/$$f etc/rules/$$f; }; then \

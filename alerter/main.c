@@ -24,6 +24,7 @@
 #include "backoff.h"
 #include "config.h"
 #include "log.h"
+#include "notify.h"
 #include "store.h"
 #include "strmap.h"
 #include "timeutil.h"
@@ -1073,11 +1074,13 @@ int main(int argc, char **argv)
 	store_url_redacted(al.cfg.redis_url, al.redis_shown, sizeof(al.redis_shown));
 	log_info("consuming %s as %s/%s from %s; %d receiver(s), %d route(s)", STREAM, GROUP,
 		 al.cfg.consumer, al.redis_shown, al.cfg.nreceivers, al.cfg.nroutes);
+	notify_ready("consuming fl:alerts");
 	while (!stopping) {
 		uint64_t now = time_mono_ns();
 		int running, left;
 		CURLMsg *msg;
 
+		notify_watchdog();
 		ensure_redis(&al);
 		if (redis_ready(&al) && al.cfg.nreceivers) {
 			refresh_silences(&al, now);
@@ -1120,6 +1123,7 @@ int main(int argc, char **argv)
 			curl_multi_poll(al.multi, NULL, 0, 50, NULL);
 		running_before = running;
 	}
+	notify_stopping();
 	/* let notifications already on the wire finish (and be acknowledged) */
 	for (uint64_t until = time_mono_ns() + 3 * NSEC_PER_SEC; time_mono_ns() < until;) {
 		int running, left;

@@ -27,6 +27,7 @@
 #include "caps.h"
 #include "config.h"
 #include "log.h"
+#include "notify.h"
 #include "loop.h"
 #include "metrics_server.h"
 #include "profile_export.h"
@@ -152,6 +153,7 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 	struct snapshot s;
 
 	(void)l;
+	notify_watchdog();	/* the loop ticks: systemd's watchdog is fed */
 	if (expirations > 1) {
 		p->missed_ticks += expirations - 1;
 		log_warn("sampling fell behind by %llu interval(s) (system overloaded?)",
@@ -190,6 +192,7 @@ static void on_signal(struct loop *l, int signo, void *arg)
 {
 	(void)arg;
 	log_info("received %s, stopping", strsignal(signo));
+	notify_stopping();
 	loop_stop(l);
 }
 
@@ -479,6 +482,12 @@ int main(int argc, char **argv)
 		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s",
 			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
 			 shown, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)", names);
+	}
+	{
+		char status[300];
+
+		snprintf(status, sizeof(status), "probing %s, %zu collector(s)", p.cfg.host, p.ncoll);
+		notify_ready(status);
 	}
 	rc = loop_run(p.loop) ? 1 : 0;
 	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "loop.h"
 #include "metrics_server.h"
+#include "notify.h"
 #include "profile_store.h"
 #include "store.h"
 #include "strbuf.h"
@@ -540,6 +541,7 @@ int main(int argc, char **argv)
 	int restored = 0, with_state;
 	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
 	uint64_t outage_since = 0;	/* mono ns Redis went away, 0 while it answers */
+	int said_ready = 0;		/* READY=1 after the first evaluation (systemd) */
 	struct backoff redis_bo;
 
 	backoff_init(&redis_bo, 0, 5 * NSEC_PER_SEC);
@@ -662,6 +664,15 @@ int main(int argc, char **argv)
 			state_written = t0;
 		}
 		t_eval = time_mono_ns();
+		if (!said_ready) {
+			char status[200];
+
+			snprintf(status, sizeof(status), "evaluating %d rule group(s) over %zu host(s)",
+				 e.rules.ngroups, e.nhosts);
+			notify_ready(status);
+			said_ready = 1;
+		}
+		notify_watchdog();
 		if (metrics) {
 			render_metrics(&e, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
 				       (double)(t_eval - t_read) / 1e9);
@@ -695,6 +706,7 @@ int main(int argc, char **argv)
 			overrun_said = t0;
 		}
 	}
+	notify_stopping();
 	if (replay_to)
 		log_info("replayed %.0f s of history (%" PRIu64 " to %" PRIu64 "): %ld event(s) "
 			 "to fl:alerts", (double)(replay_to - replay_from) / 1000, replay_from,

@@ -130,3 +130,16 @@ Test(cli, logs_carry_syslog_priorities_when_stderr_is_the_journal)
 			     "grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T.*faultline-rules\\[[0-9]+\\] error: '",
 			     test_out_dir()), 0);
 }
+
+Test(cli, systemd_units_verify)
+{
+	if (test_sh("command -v systemd-analyze >/dev/null") != 0)
+		cr_skip_test("systemd-analyze is not installed");
+	/* the units as installed, pointing at this build's binaries */
+	cr_assert_eq(test_sh("d=$(mktemp -d) && cd %s/.. && for u in etc/systemd/*.service; do "
+			     "sed \"s|/usr/bin/faultline|$(pwd)/%s/faultline|\" $u > $d/$(basename $u); "
+			     "done && out=$(systemd-analyze verify $d/*.service 2>&1); r=$?; "
+			     "rm -rf $d; [ -n \"$out\" ] && echo \"$out\" >&2; "
+			     "[ $r = 0 ] && [ -z \"$out\" ]", test_out_dir(), test_out_dir()), 0,
+		     "systemd-analyze verify complains about etc/systemd/*.service");
+}

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +70,11 @@ static void write_cfg(char *path, size_t len, const char *name, int port, const 
 		"delivery:\n  backoff_initial: 100ms\n  backoff_max: 1s\n  claim_idle: 3s\n",
 		redis.url, consumer, port, group_by);
 	fclose(f);
+}
+
+static const char *cfgpath_up(void)
+{
+	return cfg_up;
 }
 
 static void setup(void)
@@ -1025,4 +1031,91 @@ Test(restarts, no_host_silent_while_spools_drain_after_an_outage, .init = rules_
 	cr_assert_gt(host_silent_pages(), 0, "a host that stopped was never paged");
 	feeding = 1;	/* rules_teardown joins the feeder again: give it one to join */
 	pthread_create(&feeder, NULL, feed, NULL);
+}
+
+/* ---- systemd notification ------------------------------------------------- */
+
+/* A fake systemd: a datagram socket; collects what arrives for `ms`. */
+static int notify_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { 0, 200000 };
+
+	cr_assert_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	unlink(path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void notify_collect(int fd, int ms, char *out, size_t len)
+{
+	uint64_t until = time_mono_ns() + (uint64_t)ms * NSEC_PER_MSEC;
+	size_t off = strlen(out);
+
+	while (time_mono_ns() < until && off + 64 < len) {
+		ssize_t n = recv(fd, out + off, len - off - 2, 0);
+
+		if (n > 0) {
+			off += (size_t)n;
+			out[off++] = '|';
+			out[off] = '\0';
+		}
+	}
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+Test(restarts, every_daemon_tells_systemd_ready_watchdog_and_stopping, .init = rules_setup,
+     .fini = rules_teardown, .timeout = 90)
+{
+	char sock[300], got[8192], bin[256], cfg[300];
+	static const char *const names[] = { "faultline-alerter", "faultline-rules",
+					     "faultline-probe" };
+
+	snprintf(sock, sizeof(sock), "%s/notify.sock", redis.dir);
+	write_probe_cfg(0);
+	for (int i = 0; i < 3; i++) {
+		int fd = notify_listen(sock);
+		pid_t pid;
+
+		snprintf(bin, sizeof(bin), "%s/%s", test_out_dir(), names[i]);
+		snprintf(cfg, sizeof(cfg), "%s", i == 0 ? cfgpath_up() : i == 1 ? rules_yaml :
+			 probe_yaml);
+		pid = fork();
+		if (pid == 0) {
+			int lf = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+			dup2(lf, 2);
+			setenv("NOTIFY_SOCKET", sock, 1);
+			setenv("WATCHDOG_USEC", "400000", 1);
+			if (i == 1)
+				execl(bin, bin, "--rules", cfg, "--redis", redis.url, "--interval",
+				      "250ms", "--topology", "/dev/null", (char *)NULL);
+			else
+				execl(bin, bin, "--config", cfg, (char *)NULL);
+			_exit(127);
+		}
+		got[0] = '\0';
+		notify_collect(fd, 3000, got, sizeof(got));
+		kill(pid, SIGTERM);
+		notify_collect(fd, 1500, got, sizeof(got));
+		waitpid(pid, NULL, 0);
+		close(fd);
+		cr_log_info("%s told systemd: %.300s", names[i], got);
+		cr_assert(strstr(got, "READY=1"), "%s never said READY=1: %s", names[i], got);
+		cr_assert_geq(count_of(got, "WATCHDOG=1"), 3, "%s fed the watchdog %d times in 3 s "
+			      "(every 0.2 s wanted)", names[i], count_of(got, "WATCHDOG=1"));
+		cr_assert(strstr(got, "STOPPING=1"), "%s did not say STOPPING=1 on SIGTERM",
+			  names[i]);
+	}
 }
