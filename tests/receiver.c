@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,3 +132,34 @@ const char *header(const struct request *r, const char *name, char *out, size_t 
 	return out;
 }
 
+
+int rx_carried(const char *fp, const char *status, int *first)
+{
+	int n = 0;
+
+	if (first)
+		*first = -1;
+	pthread_mutex_lock(&rx.lock);
+	for (int i = 0; i < rx.n; i++) {
+		json_object *doc, *alerts, *x;
+
+		if (rx.req[i].status != 200 || !(doc = json_tokener_parse(rx.req[i].body)))
+			continue;
+		if (json_object_object_get_ex(doc, "alerts", &alerts))
+			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
+				json_object *a = json_object_array_get_idx(alerts, k);
+
+				if (json_object_object_get_ex(a, "fingerprint", &x) &&
+				    !strcmp(json_object_get_string(x), fp) &&
+				    json_object_object_get_ex(a, "status", &x) &&
+				    !strcmp(json_object_get_string(x), status)) {
+					if (first && *first < 0)
+						*first = i;
+					n++;
+				}
+			}
+		json_object_put(doc);
+	}
+	pthread_mutex_unlock(&rx.lock);
+	return n;
+}

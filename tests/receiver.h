@@ -38,6 +38,13 @@ void rx_stop(void);
 int rx_count(void);
 /* Wait until n requests arrived or seconds passed; returns the count. */
 int wait_requests(int n, int seconds);
+/*
+ * Of the requests answered 200 (Alertmanager-format bodies): how many
+ * carried alert fp with status ("firing"/"resolved"), duplicates counted;
+ * *first (may be NULL) gets the index of the first such request, or -1.
+ */
+int rx_carried(const char *fp, const char *status, int *first);
+
 /* Value of header name in r into out, or NULL. */
 const char *header(const struct request *r, const char *name, char *out, size_t len);
 

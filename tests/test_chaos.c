@@ -209,31 +209,9 @@ static void emit(redisContext *c, const char *fp, const char *group, int firing,
 /* Index of the first request answered 200 carrying fp with status, or -1. */
 static int first_delivery(const char *fp, const char *status, int *copies)
 {
-	int first = -1;
+	int first;
 
-	*copies = 0;
-	pthread_mutex_lock(&rx.lock);
-	for (int i = 0; i < rx.n; i++) {
-		json_object *doc, *alerts, *x;
-
-		if (rx.req[i].status != 200 || !(doc = json_tokener_parse(rx.req[i].body)))
-			continue;
-		if (json_object_object_get_ex(doc, "alerts", &alerts))
-			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
-				json_object *a = json_object_array_get_idx(alerts, k);
-
-				if (json_object_object_get_ex(a, "fingerprint", &x) &&
-				    !strcmp(json_object_get_string(x), fp) &&
-				    json_object_object_get_ex(a, "status", &x) &&
-				    !strcmp(json_object_get_string(x), status)) {
-					(*copies)++;
-					if (first < 0)
-						first = i;
-				}
-			}
-		json_object_put(doc);
-	}
-	pthread_mutex_unlock(&rx.lock);
+	*copies = rx_carried(fp, status, &first);
 	return first;
 }
 

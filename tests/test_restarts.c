@@ -179,28 +179,7 @@ static int wait_pending(redisContext *c, long long n, int seconds)
  */
 static int delivered(const char *fp, const char *status)
 {
-	int n = 0;
-
-	pthread_mutex_lock(&rx.lock);
-	for (int i = 0; i < rx.n; i++) {
-		json_object *doc, *alerts, *x;
-
-		if (rx.req[i].status != 200 || !(doc = json_tokener_parse(rx.req[i].body)))
-			continue;
-		if (json_object_object_get_ex(doc, "alerts", &alerts))
-			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
-				json_object *a = json_object_array_get_idx(alerts, k);
-
-				if (json_object_object_get_ex(a, "fingerprint", &x) &&
-				    !strcmp(json_object_get_string(x), fp) &&
-				    json_object_object_get_ex(a, "status", &x) &&
-				    !strcmp(json_object_get_string(x), status))
-					n++;
-			}
-		json_object_put(doc);
-	}
-	pthread_mutex_unlock(&rx.lock);
-	return n;
+	return rx_carried(fp, status, NULL);
 }
 
 static void fp_of(int i, char out[17])
