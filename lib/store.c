@@ -1249,7 +1249,7 @@ out:
 
 int store_alerts_commit(redisContext *c, char *const *events, int nevents,
 			const char *const *fps, const char *const *states, int nstates,
-			char *err, size_t errlen)
+			char *refused, char *err, size_t errlen)
 {
 	int queued = 0, taken = 0, ret = 0;
 	redisReply *r = NULL;
@@ -1284,15 +1284,19 @@ int store_alerts_commit(redisContext *c, char *const *events, int nevents,
 		ret = -EIO;
 		goto out;
 	}
+	err[0] = '\0';
 	for (size_t i = 0; i < r->elements; i++) {
 		const redisReply *x = r->element[i];
+		int bad = x->type == REDIS_REPLY_ERROR;
 
-		if (x->type == REDIS_REPLY_ERROR)
-			log_error("redis refused %s for %s (%s)", (int)i < nevents ? "an alert event" :
-				  "the alert checkpoint", (int)i < nevents ? ALERTS_STREAM :
-				  ALERTS_STATE, x->str);
-		if ((int)i < nevents)
-			taken++;
+		if (bad && !err[0])
+			snprintf(err, errlen, "redis refused %s: %s", (int)i < nevents ?
+				 "an alert event for " ALERTS_STREAM : "the checkpoint " ALERTS_STATE,
+				 x->str);
+		if ((int)i < nevents) {
+			refused[i] = (char)bad;
+			taken += !bad;
+		}
 	}
 	ret = taken;
 out:

@@ -214,15 +214,15 @@ int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t c
 /*
  * Append events (JSON, lib/alert.h) to fl:alerts and, when nstates >= 0,
  * replace the rules' alert checkpoint with fps[i] -> states[i], in
- * one MULTI/EXEC: the checkpoint never says an alert fired whose event is
- * not in the stream, nor the reverse.  Returns how many of the events
- * Redis took (in order; an event it refused is logged and counted as
- * taken, it would be refused again), or -EIO when the exchange failed
+ * one MULTI/EXEC.  refused[i] (nevents of them) says whether Redis refused
+ * event i (a wrong-type fl:alerts, OOM): such events stay with the caller
+ * to be sent again, never dropped; err then names the first refusal.
+ * Returns how many events Redis took, or -EIO when the exchange failed
  * (nothing written; err says why).
  */
 int store_alerts_commit(redisContext *c, char *const *events, int nevents,
 			const char *const *fps, const char *const *states, int nstates,
-			char *err, size_t errlen);
+			char *refused, char *err, size_t errlen);
 
 /*
  * The host names fl:hosts registers, into *names (an array of n strings;

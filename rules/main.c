@@ -104,6 +104,7 @@ struct emit_ctx {
 	char **queue;		/* events not yet in fl:alerts, oldest first */
 	int nqueue;
 	int state_dirty;	/* the alert checkpoint must be written */
+	uint64_t refused_said_ns;	/* last log of events Redis refused */
 };
 
 struct restore_ctx {
@@ -219,8 +220,8 @@ static void state_buf_free(struct state_buf *b)
 static int flush_events(struct emit_ctx *c, const struct engine *e, int with_state)
 {
 	struct state_buf sb = { 0 };
-	char err[256];
-	int taken;
+	char err[256], *refused;
+	int taken, kept = 0;
 
 	if (!c->nqueue && !with_state)
 		return 0;
@@ -230,24 +231,43 @@ static int flush_events(struct emit_ctx *c, const struct engine *e, int with_sta
 		with_state = 0;
 		c->state_dirty = 1;
 	}
+	refused = calloc((size_t)c->nqueue + 1, 1);
+	if (!refused) {
+		state_buf_free(&sb);
+		c->state_dirty = 1;
+		return 0;	/* nothing sent; all stays queued for the next interval */
+	}
 	taken = store_alerts_commit(c->rc, c->queue, c->nqueue, (const char *const *)sb.fps,
-				    (const char *const *)sb.states, with_state ? sb.n : -1, err,
-				    sizeof(err));
+				    (const char *const *)sb.states, with_state ? sb.n : -1, refused,
+				    err, sizeof(err));
 	state_buf_free(&sb);
 	if (taken < 0) {
 		log_warn("%d alert event(s) and the alert checkpoint not written (%s); will retry",
 			 c->nqueue, err);
 		c->state_dirty = 1;
+		free(refused);
 		return -EIO;
 	}
-	for (int i = 0; i < taken; i++)
-		free(c->queue[i]);
-	if (c->nqueue > taken)
-		memmove(c->queue, c->queue + taken,
-			(size_t)(c->nqueue - taken) * sizeof(*c->queue));
-	c->nqueue -= taken;
+	/* what Redis took leaves the queue; what it refused stays, in order */
+	for (int i = 0; i < c->nqueue; i++) {
+		if (refused[i])
+			c->queue[kept++] = c->queue[i];
+		else
+			free(c->queue[i]);
+	}
+	if (kept) {
+		uint64_t now = time_mono_ns();
+
+		if (!c->refused_said_ns || now - c->refused_said_ns >= 60 * NSEC_PER_SEC) {
+			log_error("%s; %d alert event(s) kept and sent again until it takes them",
+				  err, kept);
+			c->refused_said_ns = now;
+		}
+	}
+	c->nqueue = kept;
+	free(refused);
 	if (with_state)
-		c->state_dirty = 0;
+		c->state_dirty = kept > 0;
 	return 0;
 }
 

@@ -1098,3 +1098,19 @@ Test(restarts, every_daemon_tells_systemd_ready_watchdog_and_stopping, .init = r
 			  names[i]);
 	}
 }
+
+Test(restarts, events_redis_refuses_are_sent_again_not_dropped, .init = rules_setup,
+     .fini = rules_teardown, .timeout = 60)
+{
+	redisContext *c = conn();
+
+	freeReplyObject(redisCommand(c, "SET fl:alerts not-a-stream"));
+	start_rules();
+	hot = 1;
+	sleep(3);	/* the firing event is refused (WRONGTYPE) every interval */
+	freeReplyObject(redisCommand(c, "DEL fl:alerts"));
+	start_alerter(0, cfg_up);
+	cr_assert_eq(wait_drive_hot("firing", 1, 20), 1,
+		     "a firing event Redis refused once was dropped, never paged");
+	redisFree(c);
+}
