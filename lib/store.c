@@ -748,6 +748,26 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
 	snprintf(st->spool_path, sizeof(st->spool_path), "%s",
 		 opts->spool_path ? opts->spool_path : "");
 	st->opts.spool_path = st->spool_path;
+	if (st->spool_path[0]) {
+		/* found out now, not at the stop when the spool would be lost */
+		char dir[520], *slash;
+
+		snprintf(dir, sizeof(dir), "%s", st->spool_path);
+		slash = strrchr(dir, '/');
+		if (slash == dir)
+			dir[1] = '\0';
+		else if (slash)
+			*slash = '\0';
+		else
+			snprintf(dir, sizeof(dir), ".");
+		if (access(dir, W_OK | X_OK)) {
+			snprintf(err, errlen, "spool.path %s: cannot write in %s (%s); create it or "
+				 "set another path", st->spool_path, dir, strerror(errno));
+			free(st->ring);
+			free(st);
+			return NULL;
+		}
+	}
 	st->cap = st->opts.spool_max_entries + 1;
 	st->ring = calloc(st->cap, sizeof(*st->ring));
 	if (!st->ring)

@@ -543,7 +543,12 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	if (metrics_addr && metrics_addr[0] && !once && !replay_to) {
+	if (metrics_addr && metrics_addr[0] && (once || replay_to)) {
+		fprintf(stderr, "faultline-rules: --metrics-addr serves a running engine; it does "
+			"not go with --once or --replay\n");
+		return 2;
+	}
+	if (metrics_addr && metrics_addr[0]) {
 		loop = loop_new();
 		metrics = loop ? metrics_server_start(loop, metrics_addr, err, sizeof(err)) : NULL;
 		if (!metrics) {

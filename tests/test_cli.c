@@ -143,3 +143,15 @@ Test(cli, systemd_units_verify)
 			     "[ $r = 0 ] && [ -z \"$out\" ]", test_out_dir(), test_out_dir()), 0,
 		     "systemd-analyze verify complains about etc/systemd/*.service");
 }
+
+Test(cli, options_that_would_be_ignored_are_errors)
+{
+	/* --metrics-addr with --once: nothing would be served */
+	cr_expect_eq(test_sh("%s/faultline-rules --once --metrics-addr 127.0.0.1:1 "
+			     "--rules etc/rules/faultline.yaml >/dev/null 2>&1", test_out_dir()), 2);
+	/* a spool.path the probe could not write at its stop: refused at its start */
+	cr_expect_eq(test_sh("f=$(mktemp) && printf 'spool:\\n  path: /nonexistent/dir/x.spool\\n"
+			     "bpf: false\\nmetrics_addr: \"\"\\n' > $f && "
+			     "timeout 10 %s/faultline-probe --config $f 2>&1 | grep -q 'cannot write in "
+			     "/nonexistent/dir'; r=$?; rm -f $f; exit $r", test_out_dir()), 0);
+}
