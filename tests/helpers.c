@@ -2,6 +2,8 @@
  * helpers.c - see helpers.h.
  */
 #include "helpers.h"
+
+#include <criterion/criterion.h>
 #include "timeutil.h"
 #include "snapshot.h"
 #include "store.h"
@@ -265,4 +267,13 @@ int test_snapshot_gaps(const char *url, const char *host, uint64_t from_ms, uint
 	*count = g.count;
 	*missing = g.missing;
 	return n < 0 ? -1 : 0;
+}
+
+redisContext *test_redis_connect(const struct test_redis *r)
+{
+	char err[256];
+	redisContext *c = store_connect(r->url, NSEC_PER_SEC, err, sizeof(err));
+
+	cr_assert_not_null(c, "%s", err);
+	return c;
 }

@@ -87,11 +87,7 @@ static void teardown(void)
 
 static redisContext *conn(void)
 {
-	char err[256];
-	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
-
-	cr_assert_not_null(c, "%s", err);
-	return c;
+	return test_redis_connect(&redis);
 }
 
 static void emit(redisContext *c, const char *name, const char *fp, const char *status,

@@ -84,11 +84,7 @@ static pid_t spawn(const char *bin, const char *cfg_flag, const char *cfg)
 
 static redisContext *conn(void)
 {
-	char err[256];
-	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
-
-	cr_assert_not_null(c, "%s", err);
-	return c;
+	return test_redis_connect(&redis);
 }
 
 static long long count_range(redisContext *c, const char *key, uint64_t from, uint64_t to)

@@ -121,11 +121,7 @@ static void teardown(void)
 
 static redisContext *conn(void)
 {
-	char err[256];
-	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
-
-	cr_assert_not_null(c, "%s", err);
-	return c;
+	return test_redis_connect(&redis);
 }
 
 /* Append one event for alert `fp` (rack label `rack`), starting at starts_ms. */
