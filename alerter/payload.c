@@ -356,6 +356,12 @@ static json_object *faultline_json(const struct alert *a)
 		json_object_object_add(o, "value", json_object_new_double(a->value));
 	if (a->runbook[0])
 		json_object_object_add(o, "runbook", json_object_new_string(a->runbook));
+	if (a->fired_ms) {
+		char t[40];
+
+		json_object_object_add(o, "firedAt", json_object_new_string(
+					       alert_format_time(a->fired_ms, t, sizeof(t))));
+	}
 	return o;
 }
 

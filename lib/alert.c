@@ -167,6 +167,8 @@ int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t
 		}
 		if ((s = str_of(fl, "runbook")))
 			snprintf(a->runbook, sizeof(a->runbook), "%s", s);
+		if ((s = str_of(fl, "firedAt")))
+			a->fired_ms = alert_parse_time(s);
 		if (json_object_object_get_ex(fl, "evidence", &o) &&
 		    json_object_is_type(o, json_type_array)) {
 			for (size_t i = 0; i < json_object_array_length(o); i++) {
@@ -298,6 +300,9 @@ int alert_encode(const struct alert *a, struct strbuf *out)
 	}
 	if (a->runbook[0])
 		json_object_object_add(fl, "runbook", json_object_new_string(a->runbook));
+	if (a->fired_ms)
+		json_object_object_add(fl, "firedAt", json_object_new_string(
+					       alert_format_time(a->fired_ms, t, sizeof(t))));
 	ev = json_object_new_array();
 	for (uint32_t i = 0; ev && i < sizeof(evidence_names) / sizeof(evidence_names[0]); i++)
 		if (a->evidence & (1u << i))

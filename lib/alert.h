@@ -14,6 +14,8 @@
  *        "domain": { "label": "switch", "value": "sw3" },
  *        "hosts": [ "db-1", ... ], "total_hosts": 8,
  *        "value": 12.5, "runbook": "runbooks/x.md",
+ *        "firedAt": "RFC 3339",                   when it fired (startsAt is when
+ *                                                 its condition began: `for` earlier)
  *        "evidence": [ "cpu_stacks", "drive", "csum_peers" ],
  *        "deploy": { "service": ..., "at_ms": ..., "base_ms": ... } } }
  *
@@ -36,6 +38,7 @@ struct alert {
 	struct label *annotations;
 	uint32_t nannotations;
 	uint64_t starts_ms, ends_ms;
+	uint64_t fired_ms;		/* when `for` had passed and it fired; 0: not known */
 	char generator_url[256];
 	char domain_label[64], domain_value[128];
 	char **hosts;

@@ -77,3 +77,28 @@ double stats_mann_whitney_greater(const double *a, size_t na, const double *b, s
 	z = (u - mu - 0.5) / sigma;
 	return 0.5 * erfc(z / sqrt(2));
 }
+
+/* log of the binomial coefficient C(a, b) */
+static double log_choose(double a, double b)
+{
+	return lgamma(a + 1) - lgamma(b + 1) - lgamma(a - b + 1);
+}
+
+double stats_hypergeom_tail(size_t N, size_t K, size_t n, size_t x)
+{
+	size_t hi = n < K ? n : K;
+	double p = 0, base;
+
+	if (x == 0)
+		return 1;
+	if (K > N || n > N || x > hi)
+		return 0;
+	base = log_choose((double)N, (double)n);
+	for (size_t k = x; k <= hi; k++) {
+		if (n - k > N - K)
+			continue;	/* not enough unmarked items to fill the draw */
+		p += exp(log_choose((double)K, (double)k) +
+			 log_choose((double)(N - K), (double)(n - k)) - base);
+	}
+	return p > 1 ? 1 : p;
+}

@@ -24,4 +24,12 @@ double stats_median(double *x, size_t n);
  */
 double stats_mann_whitney_greater(const double *a, size_t na, const double *b, size_t nb);
 
+/*
+ * The hypergeometric upper tail: drawing n of N items of which K are
+ * marked, the probability of drawing x or more marked ones.  "Were the K
+ * hits spread over the N hosts at random, how likely would a domain of n
+ * hosts hold x of them?"  1 for x <= 0; 0 when x is impossible.
+ */
+double stats_hypergeom_tail(size_t N, size_t K, size_t n, size_t x);
+
 #endif

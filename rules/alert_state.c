@@ -113,6 +113,7 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	a.annotations = ann;
 	a.nannotations = (uint32_t)r->nannotations;
 	a.starts_ms = in->since_ms;
+	a.fired_ms = in->fired_ms;
 	a.ends_ms = firing ? 0 : now;
 	snprintf(a.generator_url, sizeof(a.generator_url), "%s", e->opts.generator_url);
 	if (in->nhosts) {
@@ -207,6 +208,7 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 		in->seen = 1;
 		if (!in->firing && now - in->since_ms >= r->for_ns / NSEC_PER_MSEC) {
 			in->firing = 1;
+			in->fired_ms = now;
 			emit(e, r, in, 1, now, cb, arg);
 		}
 	}
@@ -289,6 +291,7 @@ int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
 			json_object_object_add(o, "severity", json_object_new_string(r->severity));
 			json_object_object_add(o, "labels", labels_obj(in->labels, in->nlabels));
 			json_object_object_add(o, "since_ms", json_object_new_int64((int64_t)in->since_ms));
+			json_object_object_add(o, "fired_ms", json_object_new_int64((int64_t)in->fired_ms));
 			json_object_object_add(o, "last_true_ms",
 					       json_object_new_int64((int64_t)in->last_true_ms));
 			json_object_object_add(o, "value", json_object_new_double(
@@ -383,6 +386,7 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 	in->firing = 1;
 	in->since_ms = obj_u64(o, "since_ms");
 	in->last_true_ms = obj_u64(o, "last_true_ms");
+	in->fired_ms = obj_u64(o, "fired_ms");	/* 0 in checkpoints from before it was kept */
 	if (json_object_object_get_ex(o, "value", &v))
 		in->value = json_object_get_double(v);
 	if (json_object_object_get_ex(o, "hosts", &hosts) &&

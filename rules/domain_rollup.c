@@ -1,29 +1,79 @@
 /*
- * domain_rollup.c - host matches rolled up into failure-domain alerts
- * (rack, switch, ...): a domain with enough of its live hosts matching
- * becomes one alert and inhibits the host alerts it explains.
+ * domain_rollup.c - host matches rolled up into failure-domain alerts: a
+ * search for the smallest domain that explains the hits.
+ *
+ * A rule's `rollup.by` names nested domain levels, outermost first (site,
+ * switch, rack).  The hits are the distinct hosts with a match; N is the
+ * number of live hosts the rule ran over and K the number of hits.  A
+ * domain D with total(D) live hosts and hits(D) of the hits is
+ *
+ *   significant  when hits(D) >= min_hosts, and either
+ *                hits(D) / total(D) >= min_fraction, or the hits are
+ *                concentrated in D: were the K hits spread over the fleet
+ *                at random, the chance of hits(D) or more landing in D (the
+ *                hypergeometric tail) would be below `alpha`;
+ *   spread       when at least two of its hits (one if min_hosts is 1) lie
+ *                outside its most-hit child domain (the next level down,
+ *                grouping D's hits by that label): more than one child
+ *                shares the fault, so the cause sits above them; a single
+ *                stray host beside a hit child does not move the page up.
+ *
+ * The search walks top-down.  At each level the hits (of the parent
+ * domain) are grouped by domain; a domain pages when it is significant and
+ * either spread or at the innermost level; otherwise the search goes down
+ * into it, and it pages only if it is significant and none of its children
+ * could.  A paged domain's host matches are inhibited (counted, not sent);
+ * hits that no domain explains stay host alerts.  So:
+ *
+ *   - a full rack under a small switch pages as the rack (its switch is
+ *     significant but not spread);
+ *   - 12 of 16 hosts over both racks of a switch page as the switch;
+ *   - one host per rack across a switch's eight racks (a line card) pages as
+ *     the switch when that is unlikely by chance (alpha), although no rack
+ *     and not min_fraction of the switch is hit;
+ *   - a stray host beside a hit rack stays a host alert.
+ *
+ * Trade-off: alpha is the false-page rate of the concentration test per
+ * domain and evaluation when hits are independent; small fleets need more
+ * hits in a domain to pass it (4 of 4 racks hit once each under one switch
+ * of a 64-host, 2-switch fleet is chance, not a switch).  A level no live
+ * host has a label for is skipped (no topology for it); a host without a
+ * label where others have one is in the visible domain "unplaced".
  */
 #include "engine_internal.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
-#include "alert.h"
-#include "deploy.h"
-#include "eval.h"
-#include "fnv.h"
-#include "log.h"
-#include "profile.h"
 #include "stats.h"
-#include "store.h"
-#include "strbuf.h"
-#include "timeutil.h"
+#include "strmap.h"
+
+/* One domain level: each live host's domain there, and the domains' names and sizes. */
+struct level {
+	const char *label;
+	uint32_t *dom;			/* per live host */
+	const char **name;		/* per domain */
+	uint32_t *total;		/* live hosts per domain */
+	uint32_t nd;
+};
+
+struct search {
+	struct engine *e;
+	const struct rule *r;
+	struct match *m;
+	int nm;
+	struct level lv[RULE_MAX_ROLLUP];
+	int nlv;
+	size_t nlive, nhit;
+	int32_t *live_of;		/* e->hosts index -> live index, or -1 */
+	int32_t *mlive;			/* per match: its host's live index, or -1 */
+	uint8_t *mark;			/* scratch, per live host */
+	struct match *out;
+	int *nout;
+	uint32_t *count;		/* scratch: hits per domain, per level */
+};
 
 static const char *host_label(const struct host_state *h, const char *key)
 {
@@ -39,107 +89,258 @@ static const char *host_label(const struct host_state *h, const char *key)
 	return NULL;
 }
 
-/* The index of domain d in map/name[], added as *nd if new.  0 or -ENOMEM. */
-static int domain_index(struct strmap *map, const char **name, uint32_t *nd, const char *d,
-			uint32_t *idx)
+/* The live index of match i's host, or -1 (not a host match, or not live). */
+static int32_t match_live(const struct search *sr, int i)
 {
-	if (strmap_get(map, d, idx))
+	uint32_t hidx;
+
+	if (!sr->m[i].host || !strmap_get(&sr->e->host_index, sr->m[i].host, &hidx))
+		return -1;
+	return sr->live_of[hidx];
+}
+
+/* Page domain d of level l for the hits hs[0..nh): one match; their host matches inhibited. */
+static int page(struct search *sr, int l, uint32_t d, const uint32_t *hs, size_t nh)
+{
+	struct match *dm = &sr->out[*sr->nout];
+	const struct level *lv = &sr->lv[l];
+	double worst = -INFINITY;
+
+	memset(dm, 0, sizeof(*dm));
+	dm->labels = calloc(1, sizeof(struct label));
+	dm->hosts = calloc(nh + 1, sizeof(char *));
+	if (!dm->labels || !dm->hosts) {
+		free(dm->labels);
+		free(dm->hosts);
+		return -ENOMEM;
+	}
+	(*sr->nout)++;
+	dm->labels[0].key = (char *)lv->label;
+	dm->labels[0].value = (char *)lv->name[d];
+	dm->nlabels = 1;
+	dm->total = (int)lv->total[d];
+	dm->dlabel = lv->label;
+	dm->dvalue = lv->name[d];
+	for (size_t k = 0; k < nh; k++)
+		sr->mark[hs[k]] = 1;
+	for (int i = 0; i < sr->nm; i++) {
+		int32_t h = sr->mlive[i];
+
+		if (h < 0 || !sr->mark[h] || !sr->m[i].host)
+			continue;
+		if (sr->mark[h] == 1) {
+			dm->hosts[dm->nhosts++] = (char *)sr->m[i].host;
+			sr->mark[h] = 2;
+		}
+		if (sr->m[i].value > worst)
+			worst = sr->m[i].value;
+		sr->m[i].host = NULL;	/* inhibited by the domain alert */
+		sr->e->inhibited++;
+	}
+	for (size_t k = 0; k < nh; k++)
+		sr->mark[hs[k]] = 0;
+	dm->value = worst;
+	return 0;
+}
+
+static int significant(const struct search *sr, uint32_t hits, uint32_t total)
+{
+	const struct rule *r = sr->r;
+
+	if (hits < r->rollup_min_hosts || !total)
 		return 0;
-	*idx = *nd;
-	name[(*nd)++] = d;
-	return strmap_put(map, d, *idx);
+	if ((double)hits / total >= r->rollup_min_fraction)
+		return 1;
+	return r->rollup_alpha > 0 &&
+	       stats_hypergeom_tail(sr->nlive, sr->nhit, total, hits) < r->rollup_alpha;
 }
 
 /*
- * One domain level: host-level matches of domains that cross the
- * thresholds become domain matches appended to out (*nout grows); the host
- * matches they explain are marked inhibited (host = NULL).
+ * The hits hs[0..nh) of one parent domain at level l: page what explains
+ * them.  Returns how many domains paged (>= 0) or -ENOMEM.
  */
-static void rollup_level(struct engine *e, const struct rule *r, const char *label,
-			 struct match *m, int nm, const struct host_state **live, size_t nlive,
-			 struct match *out, int *nout)
+static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh)
 {
-	/* domains by name -> index; totals from the live hosts, hits from the matches */
-	struct strmap dmap;
-	const char **name = calloc(nlive + (size_t)nm + 1, sizeof(char *));
-	int *total = calloc(nlive + (size_t)nm + 1, sizeof(int));
-	int *hit = calloc(nlive + (size_t)nm + 1, sizeof(int));
-	uint32_t *dom = calloc((size_t)nm + 1, sizeof(uint32_t));
-	uint32_t nd = 0, *order = calloc(nlive + (size_t)nm + 1, sizeof(uint32_t)), norder = 0;
+	const struct level *lv = &sr->lv[l];
+	uint32_t *sorted, *count = sr->count + (size_t)l * sr->nlive;
+	size_t *start;
+	int paged = 0, ret = 0;
 
-	strmap_init(&dmap);
-	if (!name || !total || !hit || !dom || !order)
-		goto out;
-	for (size_t h = 0; h < nlive; h++) {
+	/* group hs by domain, domains in order of their first hit */
+	sorted = malloc((nh + 1) * sizeof(*sorted));
+	start = malloc((nh + 2) * sizeof(*start));
+	if (!sorted || !start) {
+		free(sorted);
+		free(start);
+		return -ENOMEM;
+	}
+	{
+		uint32_t *order = malloc((nh + 1) * sizeof(*order)), nd = 0;
+		size_t pos = 0;
+
+		if (!order) {
+			free(sorted);
+			free(start);
+			return -ENOMEM;
+		}
+		for (size_t k = 0; k < nh; k++)
+			if (!count[lv->dom[hs[k]]]++)
+				order[nd++] = lv->dom[hs[k]];
+		for (uint32_t g = 0; g < nd; g++) {
+			start[g] = pos;
+			for (size_t k = 0; k < nh; k++)
+				if (lv->dom[hs[k]] == order[g])
+					sorted[pos++] = hs[k];
+		}
+		start[nd] = pos;
+		for (uint32_t g = 0; g < nd; g++) {
+			const uint32_t *gh = sorted + start[g];
+			size_t gn = start[g + 1] - start[g];
+			uint32_t d = order[g];
+			int sig = significant(sr, (uint32_t)gn, lv->total[d]), spread = 0;
+
+			count[d] = 0;
+			if (l + 1 < sr->nlv && sig) {
+				/* hits outside the most-hit child */
+				const struct level *cl = &sr->lv[l + 1];
+				uint32_t *cc = sr->count + (size_t)(l + 1) * sr->nlive, top = 0;
+
+				for (size_t k = 0; k < gn; k++)
+					if (++cc[cl->dom[gh[k]]] > top)
+						top = cc[cl->dom[gh[k]]];
+				for (size_t k = 0; k < gn; k++)
+					cc[cl->dom[gh[k]]] = 0;
+				spread = gn - top >= (sr->r->rollup_min_hosts < 2 ? 1 : 2);
+			}
+			if (sig && (l + 1 == sr->nlv || spread)) {
+				ret = page(sr, l, d, gh, gn);
+				paged += !ret;
+			} else if (l + 1 < sr->nlv) {
+				int below = search_level(sr, l + 1, gh, gn);
+
+				if (below < 0) {
+					ret = below;
+				} else if (below > 0) {
+					paged += below;
+				} else if (sig) {
+					/* significant, and no child explains its hits */
+					ret = page(sr, l, d, gh, gn);
+					paged += !ret;
+				}
+			}
+			if (ret)
+				break;
+		}
+		for (uint32_t g = 0; g < nd; g++)
+			count[order[g]] = 0;
+		free(order);
+	}
+	free(sorted);
+	free(start);
+	return ret ? ret : paged;
+}
+
+/* Level l's domains over the live hosts.  0, 1 (no live host has the label) or -ENOMEM. */
+static int level_init(struct level *lv, const char *label, const struct host_state **live,
+		      size_t nlive)
+{
+	struct strmap map;
+	int ret = 0, labelled = 0;
+
+	memset(lv, 0, sizeof(*lv));
+	lv->label = label;
+	lv->dom = calloc(nlive + 1, sizeof(*lv->dom));
+	lv->name = calloc(nlive + 1, sizeof(*lv->name));
+	lv->total = calloc(nlive + 1, sizeof(*lv->total));
+	if (!lv->dom || !lv->name || !lv->total)
+		return -ENOMEM;
+	strmap_init(&map);
+	for (size_t h = 0; h < nlive && !ret; h++) {
 		const char *d = host_label(live[h], label);
 		uint32_t idx;
 
-		if (domain_index(&dmap, name, &nd, d ? d : "unplaced", &idx))
-			goto out;
-		total[idx]++;
-	}
-	for (int i = 0; i < nm; i++) {
-		const char *d = NULL;
-		uint32_t hidx, idx;
-
-		if (!m[i].host)
-			continue;
-		if (strmap_get(&e->host_index, m[i].host, &hidx))
-			d = host_label(&e->hosts[hidx], label);
-		if (domain_index(&dmap, name, &nd, d ? d : "unplaced", &idx))
-			goto out;
-		dom[i] = idx;
-		if (!hit[idx]++)
-			order[norder++] = idx;	/* domains in the order matches name them */
-	}
-	for (uint32_t k = 0; k < norder; k++) {
-		uint32_t idx = order[k];
-		struct match *dm;
-		double worst = -INFINITY;
-
-		if ((uint64_t)hit[idx] < r->rollup_min_hosts || !total[idx] ||
-		    (double)hit[idx] / total[idx] < r->rollup_min_fraction)
-			continue;
-		dm = &out[(*nout)++];
-		memset(dm, 0, sizeof(*dm));
-		dm->labels = calloc(1, sizeof(struct label));
-		dm->labels[0].key = (char *)label;
-		dm->labels[0].value = (char *)name[idx];
-		dm->nlabels = 1;
-		dm->hosts = calloc((size_t)hit[idx], sizeof(char *));
-		dm->total = total[idx];
-		dm->dlabel = label;
-		dm->dvalue = name[idx];
-		for (int i = 0; i < nm; i++) {
-			if (!m[i].host || dom[i] != idx)
-				continue;
-			dm->hosts[dm->nhosts++] = (char *)m[i].host;
-			if (m[i].value > worst)
-				worst = m[i].value;
-			m[i].host = NULL;	/* inhibited by the domain alert */
-			e->inhibited++;
+		labelled |= d != NULL;
+		if (!d)
+			d = "unplaced";
+		if (!strmap_get(&map, d, &idx)) {
+			idx = lv->nd;
+			lv->name[lv->nd++] = d;
+			if (strmap_put(&map, d, idx))
+				ret = -ENOMEM;
 		}
-		dm->value = worst;
+		lv->dom[h] = idx;
+		lv->total[idx]++;
 	}
-out:
-	strmap_free(&dmap);
-	free(name);
-	free(total);
-	free(hit);
-	free(dom);
-	free(order);
+	strmap_free(&map);
+	return ret ? ret : !labelled;
 }
 
-/* Every domain level, outermost first, then the host matches left. */
+static void level_free(struct level *lv)
+{
+	free(lv->dom);
+	free(lv->name);
+	free(lv->total);
+}
+
 int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int nm,
 		  const struct host_state **live, size_t nlive, struct match *out)
 {
-	int nout = 0;
+	struct search sr = { .e = e, .r = r, .m = m, .nm = nm, .nlive = nlive, .out = out };
+	uint32_t *hits = calloc((size_t)nm + 1, sizeof(*hits));
+	uint8_t *is_hit = calloc(nlive + 1, 1);
+	int nout = 0, ret = 0;
 
-	for (int l = 0; l < r->nrollup; l++)
-		rollup_level(e, r, r->rollup_by[l], m, nm, live, nlive, out, &nout);
+	sr.nout = &nout;
+	sr.live_of = malloc((e->nhosts + 1) * sizeof(*sr.live_of));
+	sr.count = calloc((size_t)RULE_MAX_ROLLUP * nlive + 1, sizeof(*sr.count));
+	sr.mlive = calloc((size_t)nm + 1, sizeof(*sr.mlive));
+	sr.mark = calloc(nlive + 1, 1);
+	if (!hits || !is_hit || !sr.live_of || !sr.count || !sr.mlive || !sr.mark) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t h = 0; h < e->nhosts; h++)
+		sr.live_of[h] = -1;
+	for (size_t h = 0; h < nlive; h++)
+		sr.live_of[live[h] - e->hosts] = (int32_t)h;
+	for (int l = 0; l < r->nrollup; l++) {
+		int got = level_init(&sr.lv[sr.nlv], r->rollup_by[l], live, nlive);
+
+		if (got < 0) {
+			level_free(&sr.lv[sr.nlv]);
+			ret = got;
+			goto out;
+		}
+		if (got == 1)
+			level_free(&sr.lv[sr.nlv]);	/* no topology for this level */
+		else
+			sr.nlv++;
+	}
+	for (int i = 0; i < nm; i++) {
+		int32_t h = sr.mlive[i] = match_live(&sr, i);
+
+		if (h >= 0 && !is_hit[h]) {
+			is_hit[h] = 1;
+			hits[sr.nhit++] = (uint32_t)h;
+		}
+	}
+	if (sr.nlv && sr.nhit) {
+		int got = search_level(&sr, 0, hits, sr.nhit);
+
+		if (got < 0)
+			ret = got;
+	}
 	for (int i = 0; i < nm; i++)
 		if (m[i].host)
 			out[nout++] = m[i];
-	return nout;
+out:
+	for (int l = 0; l < sr.nlv; l++)
+		level_free(&sr.lv[l]);
+	free(hits);
+	free(is_hit);
+	free(sr.live_of);
+	free(sr.count);
+	free(sr.mlive);
+	free(sr.mark);
+	return ret ? ret : nout;
 }

@@ -84,13 +84,23 @@ int engine_init(struct engine *e, struct ruleset *rs, const struct engine_opts *
 	}
 	for (int i = 0; i < n; i++)
 		snprintf(e->state[i].name, sizeof(e->state[i].name), "%s", rules[i]->name);
-	/* HostSilent: built in, rolled up by rack */
+	/* HostSilent: built in, rolled up through every domain level */
 	snprintf(e->silent_rule.name, sizeof(e->silent_rule.name), "HostSilent");
 	snprintf(e->silent_rule.severity, sizeof(e->silent_rule.severity), "page");
-	snprintf(e->silent_rule.rollup_by[0], sizeof(e->silent_rule.rollup_by[0]), "rack");
-	e->silent_rule.nrollup = 1;
+	if (!e->opts.ndomains) {
+		static const char *const levels[] = { "site", "switch", "rack" };
+
+		for (int l = 0; l < 3; l++)
+			snprintf(e->opts.domains[l], sizeof(e->opts.domains[l]), "%s", levels[l]);
+		e->opts.ndomains = 3;
+	}
+	for (int l = 0; l < e->opts.ndomains; l++)
+		snprintf(e->silent_rule.rollup_by[l], sizeof(e->silent_rule.rollup_by[l]), "%s",
+			 e->opts.domains[l]);
+	e->silent_rule.nrollup = e->opts.ndomains;
 	e->silent_rule.rollup_min_hosts = 2;
 	e->silent_rule.rollup_min_fraction = 0.5;
+	e->silent_rule.rollup_alpha = 0.001;
 	snprintf(e->silent_rule.runbook, sizeof(e->silent_rule.runbook), "runbooks/host-silent.md");
 	snprintf(e->state[n].name, sizeof(e->state[n].name), "HostSilent");
 	/* HostUndecodable: a host whose entries arrive but cannot be read */

@@ -9,15 +9,16 @@
  * passed, then firing; it resolves once its condition has been false for
  * `keep_firing_for`.  Events are emitted only on state changes.
  *
- * Rollup (`rollup: {by: switch, min_hosts: 3, min_fraction: 0.2}`): the
- * rule's matching hosts are grouped by the host label `by`; a domain with
- * at least min_hosts of them, and at least min_fraction of its live hosts,
- * becomes one domain-level alert listing the affected and total hosts, and
- * the host-level alerts it explains are inhibited (counted, not sent).
+ * Rollup (`rollup: {by: [switch, rack], min_hosts: 3, min_fraction: 0.2}`):
+ * the rule's matching hosts page as the smallest failure domain that
+ * explains them (decision rule in domain_rollup.c): one domain-level alert
+ * listing the affected and total hosts; the host-level alerts it explains
+ * are inhibited (counted, not sent).
  *
  * A host whose newest snapshot is older than the stale threshold raises
- * HostSilent (rolled up by rack, so a dead rack is one alert) and is left
- * out of every other rule, including their domain totals.
+ * HostSilent (rolled up through every domain level, opts.domains, so a dead
+ * rack or switch is one alert) and is left out of every other rule,
+ * including their domain totals.
  */
 #ifndef FL_ENGINE_H
 #define FL_ENGINE_H
@@ -59,6 +60,12 @@ struct engine_opts {
 	const struct topology *topology;	/* optional, not owned */
 	char generator_url[256];
 	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
+	/*
+	 * The fleet's failure-domain levels, outermost first, that HostSilent
+	 * and HostUndecodable roll up through; ndomains 0: site, switch, rack.
+	 */
+	char domains[RULE_MAX_ROLLUP][64];
+	int ndomains;
 	void *load_profile_arg;
 };
 

@@ -42,6 +42,7 @@ struct instance {
 	double value;
 	int firing;
 	uint64_t since_ms, last_true_ms;
+	uint64_t fired_ms;		/* when it went firing (after `for`) */
 	char **hosts;			/* domain alerts: affected hosts */
 	int nhosts, total_hosts;
 	char domain_label[64], domain_value[128];

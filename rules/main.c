@@ -7,6 +7,7 @@
  * evaluate every rule, emit state changes.  SIGHUP reloads the rule files;
  * a reload with an error keeps the running rules and logs why.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -44,7 +45,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: faultline-rules --rules FILE [--rules FILE...] [--redis URL]\n"
-"                       [--interval 1s] [--stale 5s] [--once | --intervals N |\n"
+"                       [--interval 1s] [--stale 5s] [--domains site,switch,rack]\n"
+"                       [--once | --intervals N |\n"
 "                       --replay FROM,TO]\n"
 "                       [--log-level L]\n"
 "\n"
@@ -63,6 +65,9 @@ static void usage(FILE *out)
 "  -r, --redis URL       default unix:///run/faultline/redis.sock\n"
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
+"  -d, --domains LIST    the fleet's failure-domain labels, outermost first,\n"
+"                        that HostSilent rolls up through (default\n"
+"                        site,switch,rack; at most 4)\n"
 "      --once            evaluate once, print the events to stdout, exit\n"
 "      --replay FROM,TO  evaluate the history stored between two times (epoch\n"
 "                        ms) every --interval on that clock, as fast as it\n"
@@ -416,6 +421,27 @@ static int load_deploys(struct engine *e, redisContext *rc, uint64_t now, char *
 	return n;
 }
 
+/* "site,switch,rack" into o->domains.  0 or -EINVAL. */
+static int parse_domains(const char *list, struct engine_opts *o)
+{
+	const char *p = list;
+
+	o->ndomains = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		if (!n || n >= sizeof(o->domains[0]) || o->ndomains == RULE_MAX_ROLLUP)
+			return -EINVAL;
+		for (size_t i = 0; i < n; i++)
+			if (!(isalnum((unsigned char)p[i]) || p[i] == '_' || p[i] == '-'))
+				return -EINVAL;
+		memcpy(o->domains[o->ndomains], p, n);
+		o->domains[o->ndomains++][n] = 0;
+		p += n + (p[n] == ',');
+	}
+	return o->ndomains ? 0 : -EINVAL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -424,6 +450,7 @@ int main(int argc, char **argv)
 		{ "redis", required_argument, NULL, 'r' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stale", required_argument, NULL, 's' },
+		{ "domains", required_argument, NULL, 'd' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "intervals", required_argument, NULL, 'n' },
 		{ "replay", required_argument, NULL, 'P' },
@@ -448,12 +475,13 @@ int main(int argc, char **argv)
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
 	struct ruleset rs;
 	struct engine e;
+	struct engine_opts domain_opts = { 0 };
 	redisContext *rc = NULL;
 	enum log_level lv;
 	char err[512], *end;
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:n:P:S:l:m:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:d:n:P:S:l:m:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
@@ -500,6 +528,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'm': metrics_addr = optarg; break;
+		case 'd':
+			if (parse_domains(optarg, &domain_opts)) {
+				fprintf(stderr, "faultline-rules: --domains '%s': expected at most %d "
+					"label names, outermost first, such as site,switch,rack\n",
+					optarg, RULE_MAX_ROLLUP);
+				return 2;
+			}
+			break;
 		case 'l':
 			if (log_parse_level(optarg, &lv)) {
 				fprintf(stderr, "faultline-rules: --log-level: error, warn, info or debug\n");
@@ -536,6 +572,9 @@ int main(int argc, char **argv)
 	}
 	{
 		struct engine_opts eopts = { .stale_ms = stale / NSEC_PER_MSEC, .topology = &topo };
+
+		memcpy(eopts.domains, domain_opts.domains, sizeof(eopts.domains));
+		eopts.ndomains = domain_opts.ndomains;
 
 		if (engine_init(&e, &rs, &eopts))
 			return 1;

@@ -114,16 +114,38 @@ no_expr:
 	if ((ret = cfg_map(c, n, "rollup", &roll, err, errlen)))
 		return ret;
 	if (roll) {
-		r->rollup_min_hosts = 1;
 		const struct cfg_node *by = cfg_get(roll, "by");
 
+		r->rollup_min_hosts = 1;
+		r->rollup_alpha = 0.001;
 		if (by && by->type == CFG_SCALAR) {
+			if (!by->value || !*by->value || strlen(by->value) >= sizeof(r->rollup_by[0]))
+				return cfg_error(c, by, err, errlen, "rollup.by: expected a label name "
+						 "(at most %zu characters)", sizeof(r->rollup_by[0]) - 1);
 			snprintf(r->rollup_by[0], sizeof(r->rollup_by[0]), "%s", by->value);
 			r->nrollup = 1;
 		} else if (by && by->type == CFG_SEQ) {
-			for (size_t i = 0; i < by->nchild && r->nrollup < 4; i++)
+			if (by->nchild > RULE_MAX_ROLLUP)
+				return cfg_error(c, &by->child[RULE_MAX_ROLLUP], err, errlen,
+						 "rollup.by: at most %d domain levels", RULE_MAX_ROLLUP);
+			for (size_t i = 0; i < by->nchild; i++) {
+				const struct cfg_node *b = &by->child[i];
+
+				if (b->type != CFG_SCALAR || !b->value || !*b->value ||
+				    strlen(b->value) >= sizeof(r->rollup_by[0]))
+					return cfg_error(c, b, err, errlen, "rollup.by: expected a label "
+							 "name (at most %zu characters)",
+							 sizeof(r->rollup_by[0]) - 1);
+				for (int k = 0; k < r->nrollup; k++)
+					if (!strcmp(r->rollup_by[k], b->value))
+						return cfg_error(c, b, err, errlen, "rollup.by: %s is "
+								 "listed twice", b->value);
 				snprintf(r->rollup_by[r->nrollup++], sizeof(r->rollup_by[0]), "%s",
-					 by->child[i].value ? by->child[i].value : "");
+					 b->value);
+			}
+		} else if (by) {
+			return cfg_error(c, by, err, errlen, "rollup.by: expected a label or a list "
+					 "of labels, outermost first");
 		}
 		if ((ret = cfg_uint(c, roll, "min_hosts", 1, 1000000, &r->rollup_min_hosts, err,
 				    errlen)))
@@ -131,7 +153,10 @@ no_expr:
 		if ((ret = cfg_number(c, roll, "min_fraction", 0, 1, &r->rollup_min_fraction, err,
 				       errlen)))
 			return ret;
-		if ((ret = cfg_check_unknown(c, roll, "by, min_hosts, min_fraction", err, errlen)))
+		if ((ret = cfg_number(c, roll, "alpha", 0, 0.5, &r->rollup_alpha, err, errlen)))
+			return ret;
+		if ((ret = cfg_check_unknown(c, roll, "by, min_hosts, min_fraction, alpha", err,
+					     errlen)))
 			return ret;
 		if (!r->nrollup || !r->rollup_by[0][0])
 			return cfg_error(c, roll, err, errlen, "rollup: needs by: <label> or "

@@ -15,12 +15,13 @@
  *             summary: "{{ $labels.host }} receives {{ $value }} corrupt segments/s"
  *           runbook: runbooks/tcp-checksum-errors.md
  *           evidence: [csum_peers, cpu_stacks]
- *           rollup: {by: switch, min_hosts: 3, min_fraction: 0.2}
+ *           rollup: {by: [switch, rack], min_hosts: 3, min_fraction: 0.2, alpha: 0.001}
  *
- * `rollup.by` may list nested domains, outermost first
- * (`by: [switch, rack]`): hosts explained by a switch alert are not
- * considered for rack alerts, and hosts explained by either raise no host
- * alert.
+ * `rollup.by` lists nested failure domains, outermost first (at most
+ * RULE_MAX_ROLLUP).  The matching hosts page as the smallest domain that
+ * explains them, and hosts a domain explains raise no host alert; the
+ * decision rule (min_hosts, min_fraction, the concentration test at
+ * `alpha`, default 0.001, 0 turns it off) is in domain_rollup.c.
  *
  * Every error names file:line:column; an expression's error points inside
  * the expression.
@@ -60,6 +61,8 @@ struct rule_baseline {
 	double profile_share;		/* points; 0 = compare the expression */
 };
 
+#define RULE_MAX_ROLLUP 4		/* domain levels of one rollup */
+
 struct rule {
 	char name[128];
 	char *expr_text;
@@ -72,10 +75,11 @@ struct rule {
 	int nannotations;
 	char runbook[256];
 	char evidence[128];		/* comma separated */
-	char rollup_by[4][64];		/* outermost first; none = no rollup */
+	char rollup_by[RULE_MAX_ROLLUP][64];	/* outermost first; none = no rollup */
 	int nrollup;
 	uint64_t rollup_min_hosts;
 	double rollup_min_fraction;
+	double rollup_alpha;		/* concentration test; 0: off */
 	struct rule_baseline baseline;	/* window_ns 0 = not a baseline rule */
 };
 

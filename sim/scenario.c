@@ -58,22 +58,75 @@ static int get_str(const struct cfg *c, const struct cfg_node *map, const char *
 	return ret;
 }
 
+/* expect.evidence: {function: F, peer: GLOB, device: D} */
+static int parse_evidence(const struct cfg *c, const struct cfg_node *n, struct sim_expect *x,
+			  char *err, size_t errlen)
+{
+	if (n->type != CFG_MAP)
+		return cfg_error(c, n, err, errlen, "expect.evidence: expected a map such as "
+				 "{function: json_parse}");
+	if (get_str(c, n, "function", x->ev_function, sizeof(x->ev_function), err, errlen) ||
+	    get_str(c, n, "peer", x->ev_peer, sizeof(x->ev_peer), err, errlen) ||
+	    get_str(c, n, "device", x->ev_device, sizeof(x->ev_device), err, errlen))
+		return -EINVAL;
+	return cfg_check_unknown(c, n, "function, peer, device", err, errlen);
+}
+
+/* expect.wear: {row: N, verdict: V} */
+static int parse_wear(const struct cfg *c, const struct cfg_node *n, struct sim_expect *x,
+		      char *err, size_t errlen)
+{
+	uint64_t row = 0;
+
+	if (n->type != CFG_MAP)
+		return cfg_error(c, n, err, errlen, "expect.wear: expected a map such as "
+				 "{row: 1, verdict: failing}");
+	if (cfg_uint(c, n, "row", 1, 1000000, &row, err, errlen) ||
+	    get_str(c, n, "verdict", x->wear_verdict, sizeof(x->wear_verdict), err, errlen))
+		return -EINVAL;
+	if (!row)
+		return cfg_error(c, n, err, errlen, "expect.wear: needs row:");
+	x->wear_row = (uint32_t)row;
+	return cfg_check_unknown(c, n, "row, verdict", err, errlen);
+}
+
 static int parse_expect(const struct cfg *c, const struct cfg_node *n, struct sim_expect *x,
 			int resolves_default, char *err, size_t errlen)
 {
+	int has_host = 0;
+
 	if (n->type != CFG_MAP)
 		return cfg_error(c, n, err, errlen, "expect: each entry is a map such as "
 				 "{alertname: TcpChecksumErrors, switch: sw001}");
 	x->resolves = resolves_default;
 	for (size_t i = 0; i < n->nchild; i++) {
 		const struct cfg_node *kv = &n->child[i];
+		uint64_t within = 0;
 
 		if (!strcmp(kv->key, "resolves")) {
 			if (cfg_bool(c, n, "resolves", &x->resolves, err, errlen))
 				return -EINVAL;
 			continue;
 		}
+		if (!strcmp(kv->key, "within")) {
+			if (cfg_duration(c, n, "within", &within, err, errlen))
+				return -EINVAL;
+			if (within < NSEC_PER_SEC)
+				return cfg_error(c, kv, err, errlen, "expect.within: at least 1s");
+			x->within_ms = within / NSEC_PER_MSEC;
+			continue;
+		}
 		((struct cfg_node *)kv)->used = 1;
+		if (!strcmp(kv->key, "evidence")) {
+			if (parse_evidence(c, kv, x, err, errlen))
+				return -EINVAL;
+			continue;
+		}
+		if (!strcmp(kv->key, "wear")) {
+			if (parse_wear(c, kv, x, err, errlen))
+				return -EINVAL;
+			continue;
+		}
 		if (kv->type != CFG_SCALAR || !kv->value || !*kv->value)
 			return cfg_error(c, kv, err, errlen, "expect.%s: expected a label value",
 					 kv->key);
@@ -84,12 +137,18 @@ static int parse_expect(const struct cfg *c, const struct cfg_node *n, struct si
 		if (x->nlabels == SIM_MAX_EXPECT_LABELS)
 			return cfg_error(c, kv, err, errlen, "expect: at most %d labels",
 					 SIM_MAX_EXPECT_LABELS);
+		if (strlen(kv->key) >= sizeof(x->key[0]) || strlen(kv->value) >= sizeof(x->value[0]))
+			return cfg_error(c, kv, err, errlen, "expect.%s: too long", kv->key);
+		has_host |= !strcmp(kv->key, "host");
 		snprintf(x->key[x->nlabels], sizeof(x->key[0]), "%s", kv->key);
 		snprintf(x->value[x->nlabels], sizeof(x->value[0]), "%s", kv->value);
 		x->nlabels++;
 	}
 	if (!x->alertname[0])
 		return cfg_error(c, n, err, errlen, "expect: needs alertname:");
+	if (x->wear_row && !has_host)
+		return cfg_error(c, n, err, errlen, "expect.wear: needs the host: label (whose "
+				 "drive the row is)");
 	return 0;
 }
 

@@ -35,8 +35,20 @@
  *   silence         (the hosts stop reporting)
  *
  * An `expect` entry is an alertname plus labels a delivered notification
- * must carry; `resolves: false` says the page stays (e.g. a deploy's).  An
- * event without `expect` must page nothing.  Every error names the file,
+ * must carry, and names the page's domain: the labels must include the
+ * alert's domain (host, rack, switch, site or service), so a host page
+ * never satisfies a switch expectation.  `resolves: false` says the page
+ * stays firing at least until its event ends (e.g. a deploy's: to the
+ * scenario's end); otherwise it must resolve after its fault ends.  Optional
+ * bounds:
+ *
+ *   within: 2m                        pages at most 2m after the event starts
+ *   evidence: {function: json_parse}  its CPU evidence names the function
+ *   evidence: {peer: "10.2.*"}        a checksum peer it names (glob)
+ *   evidence: {device: sda}           its drive evidence is that drive's
+ *   wear: {row: 1, verdict: failing}  the host's row in `faultline report wear`
+ *
+ * An event without `expect` must page nothing.  Every error names the file,
  * line and column.
  */
 #ifndef FL_SCENARIO_H
@@ -61,7 +73,7 @@ enum sim_kind {
 
 extern const char *const sim_kind_names[SIM_KINDS];
 
-#define SIM_MAX_EXPECT 4
+#define SIM_MAX_EXPECT 8
 #define SIM_MAX_EXPECT_LABELS 6
 
 struct sim_expect {
@@ -70,6 +82,13 @@ struct sim_expect {
 	char value[SIM_MAX_EXPECT_LABELS][256];
 	int nlabels;
 	int resolves;			/* a resolved notification must follow */
+	uint64_t within_ms;		/* 0, or: pages at most this long after the start */
+	/* evidence the page must carry (empty: not checked) */
+	char ev_function[128];		/* a function in its top stacks or grown ones */
+	char ev_peer[64];		/* glob: a checksum peer */
+	char ev_device[64];		/* its drive record's device */
+	uint32_t wear_row;		/* 0, or: the host's row in `faultline report wear` */
+	char wear_verdict[16];		/* and that row's verdict */
 };
 
 struct sim_event {

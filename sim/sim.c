@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "deploy.h"
 #include "drive.h"
 #include "histogram.h"
@@ -30,7 +32,6 @@
 #include "rollup.h"
 #include "snapshot.h"
 #include "store.h"
-#include "strbuf.h"
 #include "timeutil.h"
 
 #define NCPUS 4
@@ -216,65 +217,86 @@ static int select_hosts(struct sim *sm, char *err, size_t errlen)
 	return 0;
 }
 
+static json_object *expect_json(const struct sim_expect *ex)
+{
+	json_object *o = json_object_new_object(), *l = json_object_new_object();
+
+	json_object_object_add(o, "alertname", json_object_new_string(ex->alertname));
+	json_object_object_add(o, "resolves", json_object_new_boolean(ex->resolves));
+	for (int i = 0; i < ex->nlabels; i++)
+		json_object_object_add(l, ex->key[i], json_object_new_string(ex->value[i]));
+	json_object_object_add(o, "labels", l);
+	if (ex->within_ms)
+		json_object_object_add(o, "within_ms", json_object_new_int64((int64_t)ex->within_ms));
+	if (ex->ev_function[0] || ex->ev_peer[0] || ex->ev_device[0]) {
+		json_object *e = json_object_new_object();
+
+		if (ex->ev_function[0])
+			json_object_object_add(e, "function", json_object_new_string(ex->ev_function));
+		if (ex->ev_peer[0])
+			json_object_object_add(e, "peer", json_object_new_string(ex->ev_peer));
+		if (ex->ev_device[0])
+			json_object_object_add(e, "device", json_object_new_string(ex->ev_device));
+		json_object_object_add(o, "evidence", e);
+	}
+	if (ex->wear_row) {
+		json_object *w = json_object_new_object();
+
+		json_object_object_add(w, "row", json_object_new_int64(ex->wear_row));
+		if (ex->wear_verdict[0])
+			json_object_object_add(w, "verdict", json_object_new_string(ex->wear_verdict));
+		json_object_object_add(o, "wear", w);
+	}
+	return o;
+}
+
 /* The timeline: what is injected where and when, and what should page. */
 static int write_timeline(struct sim *sm, const char *path, char *err, size_t errlen)
 {
-	struct strbuf sb = STRBUF_INIT;
-	FILE *f;
+	json_object *doc = json_object_new_object(), *fleet = json_object_new_object();
+	json_object *evs = json_object_new_array();
+	int ret = 0;
 
-	strbuf_addf(&sb, "{\"scenario\":");
-	strbuf_add_json_str(&sb, sm->sc->name);
-	strbuf_addf(&sb, ",\"start_ms\":%llu,\"end_ms\":%llu,\"hosts\":%u,\"fleet\":"
-		    "{\"hosts_per_rack\":%u,\"racks_per_switch\":%u,\"switches_per_site\":%u},"
-		    "\"events\":[", (unsigned long long)sm->start_ms,
-		    (unsigned long long)sm->end_ms, sm->n, sm->sh.hosts_per_rack,
-		    sm->sh.racks_per_switch, sm->sh.switches_per_site);
+	json_object_object_add(doc, "scenario", json_object_new_string(sm->sc->name));
+	json_object_object_add(doc, "start_ms", json_object_new_int64((int64_t)sm->start_ms));
+	json_object_object_add(doc, "end_ms", json_object_new_int64((int64_t)sm->end_ms));
+	json_object_object_add(doc, "hosts", json_object_new_int64(sm->n));
+	json_object_object_add(fleet, "hosts_per_rack", json_object_new_int64(sm->sh.hosts_per_rack));
+	json_object_object_add(fleet, "racks_per_switch",
+			       json_object_new_int64(sm->sh.racks_per_switch));
+	json_object_object_add(fleet, "switches_per_site",
+			       json_object_new_int64(sm->sh.switches_per_site));
+	json_object_object_add(doc, "fleet", fleet);
 	for (int e = 0; e < sm->sc->nev; e++) {
 		const struct sim_event *ev = &sm->sc->ev[e];
 		uint64_t from = sm->start_ms + ev->at_ms;
 		uint64_t to = ev->for_ms ? from + ev->for_ms : sm->end_ms;
+		json_object *o = json_object_new_object(), *hosts = json_object_new_array(),
+			    *exp = json_object_new_array();
 
-		strbuf_addf(&sb, "%s{\"name\":", e ? "," : "");
-		strbuf_add_json_str(&sb, ev->name);
-		strbuf_addf(&sb, ",\"kind\":\"%s\",\"start_ms\":%llu,\"end_ms\":%llu,"
-			    "\"ends\":%s,\"value\":%g,\"hosts\":[", sim_kind_names[ev->kind],
-			    (unsigned long long)from, (unsigned long long)(to < sm->end_ms ? to :
-									  sm->end_ms),
-			    ev->for_ms && to < sm->end_ms ? "true" : "false", ev->value);
-		for (uint32_t k = 0; k < sm->nsel[e]; k++) {
-			strbuf_adds(&sb, k ? "," : "");
-			strbuf_add_json_str(&sb, sm->h[sm->sel[e][k]].name);
-		}
-		strbuf_adds(&sb, "],\"expect\":[");
-		for (int x = 0; x < ev->nexpect; x++) {
-			const struct sim_expect *ex = &ev->expect[x];
-
-			strbuf_addf(&sb, "%s{\"alertname\":", x ? "," : "");
-			strbuf_add_json_str(&sb, ex->alertname);
-			strbuf_addf(&sb, ",\"resolves\":%s,\"labels\":{",
-				    ex->resolves ? "true" : "false");
-			for (int l = 0; l < ex->nlabels; l++) {
-				strbuf_adds(&sb, l ? "," : "");
-				strbuf_add_json_str(&sb, ex->key[l]);
-				strbuf_adds(&sb, ":");
-				strbuf_add_json_str(&sb, ex->value[l]);
-			}
-			strbuf_adds(&sb, "}}");
-		}
-		strbuf_adds(&sb, "]}");
+		json_object_object_add(o, "name", json_object_new_string(ev->name));
+		json_object_object_add(o, "kind", json_object_new_string(sim_kind_names[ev->kind]));
+		json_object_object_add(o, "start_ms", json_object_new_int64((int64_t)from));
+		json_object_object_add(o, "end_ms", json_object_new_int64(
+			(int64_t)(to < sm->end_ms ? to : sm->end_ms)));
+		json_object_object_add(o, "ends",
+				       json_object_new_boolean(ev->for_ms && to < sm->end_ms));
+		json_object_object_add(o, "value", json_object_new_double(ev->value));
+		for (uint32_t k = 0; k < sm->nsel[e]; k++)
+			json_object_array_add(hosts, json_object_new_string(sm->h[sm->sel[e][k]].name));
+		json_object_object_add(o, "hosts", hosts);
+		for (int x = 0; x < ev->nexpect; x++)
+			json_object_array_add(exp, expect_json(&ev->expect[x]));
+		json_object_object_add(o, "expect", exp);
+		json_object_array_add(evs, o);
 	}
-	strbuf_adds(&sb, "]}\n");
-	f = fopen(path, "w");
-	if (!f || fwrite(strbuf_str(&sb), 1, sb.len, f) != sb.len) {
-		snprintf(err, errlen, "cannot write the timeline to %s: %s", path, strerror(errno));
-		if (f)
-			fclose(f);
-		strbuf_release(&sb);
-		return -errno;
+	json_object_object_add(doc, "events", evs);
+	if (json_object_to_file_ext(path, doc, JSON_C_TO_STRING_PLAIN) < 0) {
+		ret = errno ? -errno : -EIO;
+		snprintf(err, errlen, "cannot write the timeline to %s: %s", path, strerror(-ret));
 	}
-	fclose(f);
-	strbuf_release(&sb);
-	return 0;
+	json_object_put(doc);
+	return ret;
 }
 
 /* Apply the events active at scenario time t (ms) to their hosts' conditions. */

@@ -144,6 +144,7 @@ Test(alert, encode_and_parse_round_trip)
 	snprintf(a.deploy_service, sizeof(a.deploy_service), "api");
 	a.deploy_at_ms = 5;
 	a.deploy_base_ms = 4;
+	a.fired_ms = 1764500030789ULL;
 	cr_assert_eq(alert_encode(&a, &sb), 0);
 	cr_assert_eq(alert_parse(&b, strbuf_str(&sb), sb.len, err, sizeof(err)), 0, "%s: %s", err,
 		     strbuf_str(&sb));
@@ -166,6 +167,7 @@ Test(alert, encode_and_parse_round_trip)
 	cr_assert_str_eq(b.deploy_service, "api");
 	cr_assert_eq(b.deploy_at_ms, 5);
 	cr_assert_eq(b.deploy_base_ms, 4);
+	cr_assert_eq(b.fired_ms, a.fired_ms);
 	alert_free(&b);
 	strbuf_release(&sb);
 }

@@ -16,6 +16,7 @@
  *   - nothing else paged (so a no-regression load rise is silent).
  */
 #include <criterion/criterion.h>
+#include <fnmatch.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -104,41 +105,116 @@ out:
 struct seen {
 	char id[1024];			/* alertname + labels, canonical */
 	struct json_object *labels;	/* the first notification's, owned */
+	char dlabel[64], dvalue[256];	/* its domain: host, rack, switch, site, service */
+	struct json_object *evidence;	/* the first firing notification's, owned, or NULL */
 	int firing, resolved;		/* transitions into each state */
 	int last;			/* 0 none, 1 firing, 2 resolved */
+	uint64_t fired_at_ms;		/* firedAt of the first firing (startsAt is `for` earlier) */
 	uint64_t resolved_at_ms;	/* endsAt of the resolution */
 	int claimed;			/* an expectation accounted for it */
 };
 
-/* Does alert labels `l` carry alertname and every label expectation x asks for? */
-static int fits(struct json_object *l, struct json_object *x)
+/* The entry of faultline.alerts or faultline.evidence with this fingerprint. */
+static struct json_object *by_fingerprint(struct json_object *body, const char *list,
+					  const char *fp)
+{
+	struct json_object *fl, *arr;
+
+	if (!fp || !json_object_object_get_ex(body, "faultline", &fl) ||
+	    !json_object_object_get_ex(fl, list, &arr))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *o = json_object_array_get_idx(arr, i);
+		const char *f = jstr(o, "fingerprint");
+
+		if (f && !strcmp(f, fp))
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * Does the alert carry alertname and every label expectation x asks for,
+ * and is its domain one x names (a host page never stands for its switch)?
+ */
+static int fits(const struct seen *s, struct json_object *x)
 {
 	struct json_object *want;
+	const char *d;
 
 	if (!json_object_object_get_ex(x, "labels", &want))
 		return 0;
-	if (!jstr(l, "alertname") || strcmp(jstr(l, "alertname"), jstr(x, "alertname")))
+	if (!jstr(s->labels, "alertname") ||
+	    strcmp(jstr(s->labels, "alertname"), jstr(x, "alertname")))
 		return 0;
 	json_object_object_foreach(want, k, v) {
-		const char *have = jstr(l, k);
+		const char *have = jstr(s->labels, k);
 
 		if (!have || strcmp(have, json_object_get_string(v)))
 			return 0;
 	}
-	return 1;
+	if (!s->dlabel[0])
+		return 1;
+	d = jstr(want, s->dlabel);
+	return d && !strcmp(d, s->dvalue);
 }
 
-/*
- * Score the notifications the receiver holds against the timeline; every
- * failure is reported (cr_expect), so one run shows all that went wrong.
- */
-static void score(struct json_object *tl)
+/* Does the page's evidence name what x's evidence: asks for?  NULL: yes; else what is missing. */
+static const char *evidence_missing(const struct seen *s, struct json_object *x)
 {
-	struct seen *s = calloc(512, sizeof(*s));
-	struct json_object *events;
+	struct json_object *want, *cpu, *arr, *drive;
+	const char *fn, *peer, *dev;
+
+	if (!json_object_object_get_ex(x, "evidence", &want))
+		return NULL;
+	if (!s->evidence)
+		return "no evidence at all";
+	fn = jstr(want, "function");
+	peer = jstr(want, "peer");
+	dev = jstr(want, "device");
+	if (fn) {
+		int found = 0;
+
+		if (json_object_object_get_ex(s->evidence, "cpu", &cpu)) {
+			if (json_object_object_get_ex(cpu, "top_stacks", &arr))
+				for (size_t i = 0; i < json_object_array_length(arr) && !found; i++) {
+					char *st = strdup(jstr(json_object_array_get_idx(arr, i),
+							       "stack") ?: ""), *save, *f;
+
+					for (f = strtok_r(st, ";", &save); f && !found;
+					     f = strtok_r(NULL, ";", &save))
+						found = !strcmp(f, fn);
+					free(st);
+				}
+			if (json_object_object_get_ex(cpu, "grew_since_deploy", &arr))
+				for (size_t i = 0; i < json_object_array_length(arr) && !found; i++)
+					found = !strcmp(jstr(json_object_array_get_idx(arr, i),
+							     "function") ?: "", fn);
+		}
+		if (!found)
+			return "the function is not among its CPU evidence's stacks";
+	}
+	if (peer) {
+		int found = 0;
+
+		if (json_object_object_get_ex(s->evidence, "checksum_peers", &arr))
+			for (size_t i = 0; i < json_object_array_length(arr) && !found; i++)
+				found = !fnmatch(peer, jstr(json_object_array_get_idx(arr, i),
+							    "peer") ?: "", 0);
+		if (!found)
+			return "no checksum peer of its evidence matches";
+	}
+	if (dev && (!json_object_object_get_ex(s->evidence, "drive", &drive) ||
+		    !jstr(drive, "device") || strcmp(jstr(drive, "device"), dev)))
+		return "its drive evidence is not that device's record";
+	return NULL;
+}
+
+/* Collect every delivered alert's identity, domain, transitions and evidence into s. */
+static int collect(struct seen *s, int max)
+{
 	int ns = 0;
 
-	cr_assert(s);
 	pthread_mutex_lock(&rx.lock);
 	for (int i = 0; i < rx.n; i++) {
 		struct json_object *body = json_tokener_parse(rx.req[i].body ? rx.req[i].body : ""),
@@ -149,8 +225,9 @@ static void score(struct json_object *tl)
 			continue;
 		if (json_object_object_get_ex(body, "alerts", &alerts))
 			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
-				struct json_object *a = json_object_array_get_idx(alerts, k), *l;
-				const char *st = jstr(a, "status");
+				struct json_object *a = json_object_array_get_idx(alerts, k), *l,
+						   *fa, *dom, *ev;
+				const char *st = jstr(a, "status"), *fp = jstr(a, "fingerprint");
 				int j, state = st && !strcmp(st, "firing") ? 1 : 2;
 				char id[1024];
 
@@ -162,16 +239,33 @@ static void score(struct json_object *tl)
 				for (j = 0; j < ns && strcmp(s[j].id, id); j++)
 					;
 				if (j == ns) {
-					if (ns == 512)
+					if (ns == max)
 						continue;
 					snprintf(s[ns].id, sizeof(s[ns].id), "%s", id);
 					s[ns].labels = json_object_get(l);
+					fa = by_fingerprint(body, "alerts", fp);
+					if (fa && json_object_object_get_ex(fa, "domain", &dom)) {
+						snprintf(s[ns].dlabel, sizeof(s[ns].dlabel), "%s",
+							 jstr(dom, "label") ?: "");
+						snprintf(s[ns].dvalue, sizeof(s[ns].dvalue), "%s",
+							 jstr(dom, "value") ?: "");
+					} else if (jstr(l, "host")) {
+						snprintf(s[ns].dlabel, sizeof(s[ns].dlabel), "host");
+						snprintf(s[ns].dvalue, sizeof(s[ns].dvalue), "%s",
+							 jstr(l, "host"));
+					}
 					ns++;
 				}
+				if (state == 1 && !s[j].evidence &&
+				    (ev = by_fingerprint(body, "evidence", fp)))
+					s[j].evidence = json_object_get(ev);
 				if (state != s[j].last) {
 					s[j].firing += state == 1;
 					s[j].resolved += state == 2;
 					s[j].last = state;
+					fa = by_fingerprint(body, "alerts", fp);
+					if (state == 1 && !s[j].fired_at_ms && fa && jstr(fa, "firedAt"))
+						s[j].fired_at_ms = alert_parse_time(jstr(fa, "firedAt"));
 					if (state == 2 && jstr(a, "endsAt"))
 						s[j].resolved_at_ms = alert_parse_time(jstr(a, "endsAt"));
 				}
@@ -179,21 +273,88 @@ static void score(struct json_object *tl)
 		json_object_put(body);
 	}
 	pthread_mutex_unlock(&rx.lock);
+	return ns;
+}
 
+/* The wear report's rows (faultline report wear --json), read once; NULL on failure. */
+static struct json_object *wear_rows(void)
+{
+	static struct json_object *rows;
+	char path[400];
+
+	if (rows)
+		return rows;
+	snprintf(path, sizeof(path), "%s/wear.json", redis.dir);
+	if (test_sh("%s/faultline report wear --json --redis %s >%s", test_out_dir(), redis.url,
+		    path))
+		return NULL;
+	return rows = json_object_from_file(path);
+}
+
+/* Check expectation x's wear: row against the fleet wear report. */
+static void check_wear(struct json_object *ev, struct json_object *x)
+{
+	struct json_object *w, *rows, *row, *labels;
+	size_t n;
+	const char *verdict;
+
+	if (!json_object_object_get_ex(x, "wear", &w))
+		return;
+	rows = wear_rows();
+	cr_assert_not_null(rows, "faultline report wear failed");
+	n = (size_t)jint(w, "row");
+	json_object_object_get_ex(x, "labels", &labels);
+	cr_expect_geq(json_object_array_length(rows), n, "%s: the wear report has %zu rows, "
+		      "want the host at row %zu", jstr(ev, "name"), json_object_array_length(rows),
+		      n);
+	if (json_object_array_length(rows) < n)
+		return;
+	row = json_object_array_get_idx(rows, n - 1);
+	cr_expect_str_eq(jstr(row, "host"), jstr(labels, "host"), "%s: row %zu of the wear "
+			 "report is %s, want %s", jstr(ev, "name"), n, jstr(row, "host"),
+			 jstr(labels, "host"));
+	verdict = jstr(w, "verdict");
+	if (verdict)
+		cr_expect_str_eq(jstr(row, "verdict"), verdict, "%s: row %zu's verdict is %s, "
+				 "want %s", jstr(ev, "name"), n, jstr(row, "verdict"), verdict);
+}
+
+/*
+ * Score the notifications the receiver holds against the timeline; every
+ * failure is reported (cr_expect), so one run shows all that went wrong.
+ *
+ *   - an expected page fired exactly once, at the expected domain;
+ *   - `resolves: true`: it resolved, after its fault ended; `resolves:
+ *     false`: it did not resolve while its fault lasted;
+ *   - `within`: it fired (firedAt) at most that long after its event started;
+ *   - `evidence`, `wear`: what it (or the wear report) names;
+ *   - nothing else paged.
+ */
+static void score(struct json_object *tl)
+{
+	struct seen *s = calloc(512, sizeof(*s));
+	struct json_object *events;
+	int ns;
+
+	cr_assert(s);
+	ns = collect(s, 512);
 	json_object_object_get_ex(tl, "events", &events);
 	for (size_t e = 0; e < json_object_array_length(events); e++) {
 		struct json_object *ev = json_object_array_get_idx(events, e), *exp;
-		uint64_t end = (uint64_t)jint(ev, "end_ms");
+		uint64_t start = (uint64_t)jint(ev, "start_ms"), end = (uint64_t)jint(ev, "end_ms");
 
 		json_object_object_get_ex(ev, "expect", &exp);
 		for (size_t x = 0; x < json_object_array_length(exp); x++) {
 			struct json_object *want = json_object_array_get_idx(exp, x), *res;
+			uint64_t within = (uint64_t)jint(want, "within_ms");
 			int matched = 0, resolves;
 
 			json_object_object_get_ex(want, "resolves", &res);
 			resolves = json_object_get_boolean(res);
 			for (int j = 0; j < ns; j++) {
-				if (!fits(s[j].labels, want))
+				const char *missing;
+
+				if (!fits(&s[j], want))
 					continue;
 				matched++;
 				s[j].claimed = 1;
@@ -205,16 +366,35 @@ static void score(struct json_object *tl)
 					cr_expect_geq(s[j].resolved_at_ms, end,
 						      "%s: %s resolved before its fault ended",
 						      jstr(ev, "name"), s[j].id);
+				} else {
+					cr_expect(!s[j].resolved || s[j].resolved_at_ms >= end,
+						  "%s: %s resolved %.0f s before its fault ended",
+						  jstr(ev, "name"), s[j].id,
+						  ((double)end - (double)s[j].resolved_at_ms) / 1000);
 				}
+				if (within)
+					cr_expect(s[j].fired_at_ms && s[j].fired_at_ms <= start + within,
+						  "%s: %s paged %.0f s after the event started, want "
+						  "within %.0f s", jstr(ev, "name"), s[j].id,
+						  ((double)s[j].fired_at_ms - (double)start) / 1000,
+						  (double)within / 1000);
+				missing = evidence_missing(&s[j], want);
+				cr_expect(!missing, "%s: %s: %s (evidence %s)", jstr(ev, "name"),
+					  s[j].id, missing ?: "",
+					  s[j].evidence ? json_object_to_json_string(s[j].evidence) :
+							  "none");
 			}
 			cr_expect_eq(matched, 1, "%s: expected one %s alert %s, got %d",
 				     jstr(ev, "name"), jstr(want, "alertname"),
 				     json_object_to_json_string(want), matched);
+			check_wear(ev, want);
 		}
 	}
 	for (int j = 0; j < ns; j++) {
-		cr_expect(s[j].claimed, "paged for nothing the scenario injected: %s", s[j].id);
+		cr_expect(s[j].claimed, "paged for nothing the scenario injected: %s (domain %s=%s)",
+			  s[j].id, s[j].dlabel, s[j].dvalue);
 		json_object_put(s[j].labels);
+		json_object_put(s[j].evidence);
 	}
 	free(s);
 }
@@ -303,19 +483,13 @@ Test(scenarios, sad_switch, .init = setup, .fini = teardown, .timeout = 240)
  */
 Test(scenarios, sad_server, .init = setup, .fini = teardown, .timeout = 240)
 {
-	char path[400];
 	struct json_object *rows;
 
 	run_scenario("sad-server", NULL);
-	snprintf(path, sizeof(path), "%s/wear.json", redis.dir);
-	cr_assert_eq(test_sh("%s/faultline report wear --json --redis %s >%s", test_out_dir(),
-			     redis.url, path), 0);
-	rows = read_json(path);
+	/* rows 1 and 2 are the scenario's own expectations (wear:) */
+	rows = wear_rows();
+	cr_assert_not_null(rows);
 	cr_assert_geq(json_object_array_length(rows), 6);
-	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 0), "host"), "sw003-r0006-h01");
-	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 0), "verdict"), "failing");
-	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 1), "host"), "sw002-r0005-h03");
-	cr_expect_str_eq(jstr(json_object_array_get_idx(rows, 1), "verdict"), "replace");
 	for (size_t i = 2; i < 6; i++) {
 		struct json_object *r = json_object_array_get_idx(rows, i);
 
@@ -324,7 +498,6 @@ Test(scenarios, sad_server, .init = setup, .fini = teardown, .timeout = 240)
 			  "row %zu of the wear report is %s (%s), not the cohort", i, jstr(r, "host"),
 			  jstr(r, "verdict"));
 	}
-	json_object_put(rows);
 }
 
 Test(scenarios, lying_average, .init = setup, .fini = teardown, .timeout = 240)

@@ -1,0 +1,319 @@
+/*
+ * test_domains.c - the rollup's search for the smallest failure domain that
+ * explains the hits (rules/domain_rollup.c), on generated fleets of
+ * different shapes, through the engine as faultline-rules runs it.
+ *
+ * Each case builds a fleet (sites > switches > racks > hosts, racks of
+ * chosen sizes), marks some hosts as hit (CPU at 99 %), evaluates once and
+ * checks which pages come out: their domain and how many hosts each names.
+ */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "helpers.h"
+#include "rules.h"
+#include "snapshot.h"
+#include "stats.h"
+
+#define T0 1764000000000ULL
+#define MAX_HOSTS 512
+
+struct fleet {
+	int n;
+	char name[MAX_HOSTS][32], rack[MAX_HOSTS][16], sw[MAX_HOSTS][16], site[MAX_HOSTS][16];
+	int hit[MAX_HOSTS];
+	int silent[MAX_HOSTS];
+};
+
+/*
+ * sites x switches_per_site x racks_per_switch racks; rack r has
+ * rack_size[r % nsizes] hosts.  labels: which of site/switch/rack hosts
+ * report (bit 0 site, 1 switch, 2 rack).
+ */
+static void build(struct fleet *f, int sites, int switches, int racks, const int *rack_size,
+		  int nsizes)
+{
+	int r = 0;
+
+	memset(f, 0, sizeof(*f));
+	for (int s = 0; s < sites; s++)
+		for (int w = 0; w < switches; w++)
+			for (int k = 0; k < racks; k++, r++)
+				for (int h = 0; h < rack_size[r % nsizes]; h++) {
+					cr_assert_lt(f->n, MAX_HOSTS);
+					snprintf(f->site[f->n], 16, "s%d", s);
+					snprintf(f->sw[f->n], 16, "sw%d", s * switches + w);
+					snprintf(f->rack[f->n], 16, "r%d", r);
+					snprintf(f->name[f->n], 32, "sw%d-r%d-h%d", s * switches + w, r, h);
+					f->n++;
+				}
+}
+
+/* Mark hosts of rack r hit: the first n of them (n < 0: all). */
+static void hit_rack(struct fleet *f, const char *rack, int n)
+{
+	for (int i = 0; i < f->n && n; i++)
+		if (!strcmp(f->rack[i], rack)) {
+			f->hit[i] = 1;
+			n--;
+		}
+}
+
+static void hit_host(struct fleet *f, const char *name)
+{
+	for (int i = 0; i < f->n; i++)
+		if (!strcmp(f->name[i], name)) {
+			f->hit[i] = 1;
+			return;
+		}
+	cr_assert_fail("no host %s", name);
+}
+
+static const char *rule_yaml(const char *rollup)
+{
+	static char y[512];
+
+	snprintf(y, sizeof(y), "groups:\n  - name: g\n    rules:\n"
+		 "      - alert: Hot\n        expr: cpu.utilization{cpu=\"all\"} > 0.9\n"
+		 "        rollup: %s\n", rollup);
+	return y;
+}
+
+/*
+ * Evaluate the fleet: 10 s of snapshots (silent hosts stop after the
+ * first), then one evaluation.  labels: bit 0 site, 1 switch, 2 rack.
+ */
+static void evaluate(const struct fleet *f, const char *yaml, int labels, struct test_events *ev)
+{
+	struct ruleset rs = { 0 };
+	struct engine e;
+	char err[256];
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	for (uint64_t t = T0; t <= T0 + 10000; t += 1000) {
+		for (int i = 0; i < f->n; i++) {
+			struct snapshot s;
+
+			if (f->silent[i] && t > T0)
+				continue;
+			snapshot_init(&s, f->name[i], t, 1000, (t - T0) / 1000, 1);
+			if (labels & 1)
+				snapshot_set_label(&s, "site", f->site[i]);
+			if (labels & 2)
+				snapshot_set_label(&s, "switch", f->sw[i]);
+			if (labels & 4)
+				snapshot_set_label(&s, "rack", f->rack[i]);
+			snapshot_add_gauge(&s, "cpu.utilization", f->hit[i] ? 0.99 : 0.3, "cpu", "all",
+					   NULL);
+			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			snapshot_free(&s);
+		}
+	}
+	engine_eval(&e, T0 + 10000, test_events_collect, ev);
+	engine_free(&e);
+}
+
+/* The pages as "label=value:nhosts" (host pages "host=NAME:1"), sorted, space separated. */
+static char *pages(const struct test_events *ev, const char *alertname)
+{
+	static char out[4096];
+	char items[128][96];
+	int n = 0;
+
+	out[0] = 0;
+	for (int i = 0; i < ev->n && n < 128; i++) {
+		json_object *o = json_tokener_parse(ev->json[i]), *l, *fl, *d, *h, *x;
+
+		cr_assert_not_null(o);
+		json_object_object_get_ex(o, "labels", &l);
+		json_object_object_get_ex(l, "alertname", &x);
+		if (strcmp(json_object_get_string(x), alertname)) {
+			json_object_put(o);
+			continue;
+		}
+		json_object_object_get_ex(o, "faultline", &fl);
+		json_object_object_get_ex(fl, "hosts", &h);
+		if (json_object_object_get_ex(fl, "domain", &d)) {
+			json_object *dl, *dv;
+
+			json_object_object_get_ex(d, "label", &dl);
+			json_object_object_get_ex(d, "value", &dv);
+			snprintf(items[n++], 96, "%s=%s:%zu", json_object_get_string(dl),
+				 json_object_get_string(dv), json_object_array_length(h));
+		} else {
+			json_object_object_get_ex(l, "host", &x);
+			snprintf(items[n++], 96, "host=%s:1", json_object_get_string(x));
+		}
+		json_object_put(o);
+	}
+	qsort(items, (size_t)n, sizeof(items[0]), (int (*)(const void *, const void *))strcmp);
+	for (int i = 0; i < n; i++) {
+		strcat(out, i ? " " : "");
+		strcat(out, items[i]);
+	}
+	return out;
+}
+
+static const int eight[] = { 8 };
+#define NESTED "{by: [site, switch, rack], min_hosts: 3, min_fraction: 0.2}"
+
+/* A full rack under a small switch is the rack, not the switch (the old rule paged the switch). */
+Test(domains, full_rack_under_small_switch_is_the_rack)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 2, 2, eight, 1);	/* 64 hosts, switches of 16 */
+	hit_rack(&f, "r2", -1);
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "rack=r2:8");
+	test_events_free(&ev);
+}
+
+/* Hits in both racks of a switch are the switch, listing every hit host once. */
+Test(domains, hits_across_racks_are_the_switch)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 2, 2, eight, 1);
+	hit_rack(&f, "r2", 6);
+	hit_rack(&f, "r3", 6);
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "switch=sw1:12");
+	test_events_free(&ev);
+}
+
+/*
+ * A line card: one host in each of a switch's eight racks.  No rack has
+ * min_hosts, the switch has 8 of 64 (< 20 %), but 8 of the fleet's 8 hits
+ * under one of four switches is no accident: the switch.  With the
+ * concentration test off (alpha: 0) they stay eight host pages.
+ */
+Test(domains, one_per_rack_across_a_switch_is_the_switch)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 2, 8, eight, 1);	/* 256 hosts, switches of 64 */
+	for (int r = 8; r < 16; r++) {
+		char rack[16];
+
+		snprintf(rack, sizeof(rack), "r%d", r);
+		hit_rack(&f, rack, 1);
+	}
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "switch=sw1:8");
+	test_events_free(&ev);
+	evaluate(&f, rule_yaml("{by: [site, switch, rack], min_hosts: 3, min_fraction: 0.2, "
+			       "alpha: 0}"), 7, &ev);
+	cr_assert_eq(ev.n, 8, "%s", pages(&ev, "Hot"));
+	cr_assert_null(strstr(pages(&ev, "Hot"), "switch="));
+	test_events_free(&ev);
+}
+
+/* A stray host beside a hit rack does not move the page up: the rack and the host. */
+Test(domains, a_stray_beside_a_rack_stays_a_host_page)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 2, 2, eight, 1);
+	hit_rack(&f, "r2", -1);
+	hit_host(&f, "sw1-r3-h4");
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "host=sw1-r3-h4:1 rack=r2:8");
+	test_events_free(&ev);
+}
+
+/* Hits scattered over the fleet (one per switch) are host pages, no domain. */
+Test(domains, scattered_hits_page_as_hosts)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 2, 2, eight, 1);
+	hit_host(&f, "sw0-r0-h1");
+	hit_host(&f, "sw1-r3-h2");
+	hit_host(&f, "sw2-r4-h3");
+	hit_host(&f, "sw3-r7-h4");
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"),
+			 "host=sw0-r0-h1:1 host=sw1-r3-h2:1 host=sw2-r4-h3:1 host=sw3-r7-h4:1");
+	test_events_free(&ev);
+}
+
+/*
+ * Racks of different sizes: 3 of a 4-host rack is the rack; 3 of a
+ * 20-host rack (15 %) is three hosts.
+ */
+Test(domains, racks_of_different_sizes)
+{
+	static const int sizes[] = { 4, 20 };
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 1, 4, 2, sizes, 2);	/* racks r0 (4), r1 (20), ... 96 hosts */
+	hit_rack(&f, "r0", 3);
+	hit_rack(&f, "r3", 3);
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "host=sw1-r3-h0:1 host=sw1-r3-h1:1 host=sw1-r3-h2:1 "
+			 "rack=r0:3");
+	test_events_free(&ev);
+}
+
+/* No host reports a site: that level is skipped, not one fleet-wide "unplaced" page. */
+Test(domains, a_level_without_labels_is_skipped)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 2, 2, eight, 1);
+	hit_rack(&f, "r2", 6);
+	hit_rack(&f, "r3", 6);
+	hit_rack(&f, "r4", -1);
+	evaluate(&f, rule_yaml(NESTED), 6, &ev);	/* switch and rack labels only */
+	cr_assert_str_eq(pages(&ev, "Hot"), "rack=r4:8 switch=sw1:12");
+	test_events_free(&ev);
+}
+
+/* HostSilent rolls up through every level: a dead switch is one page, not one per rack. */
+Test(domains, dead_switch_is_one_host_silent_page)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 2, 2, eight, 1);
+	for (int i = 0; i < f.n; i++)
+		f.silent[i] = !strcmp(f.sw[i], "sw2");
+	f.silent[3] = 1;	/* and one host elsewhere */
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "HostSilent"), "host=sw0-r0-h3:1 switch=sw2:16");
+	test_events_free(&ev);
+	/* a dead rack stays the rack */
+	for (int i = 0; i < f.n; i++)
+		f.silent[i] = !strcmp(f.rack[i], "r5");
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "HostSilent"), "rack=r5:8");
+	test_events_free(&ev);
+}
+
+/* The concentration test's arithmetic, against values computed by hand. */
+Test(domains, hypergeometric_tail)
+{
+	/* 2 of 2 marked in a draw of 2 from 4: 1/C(4,2) */
+	cr_assert_float_eq(stats_hypergeom_tail(4, 2, 2, 2), 1.0 / 6, 1e-12);
+	/* at least 1: 1 - C(2,2)/C(4,2) */
+	cr_assert_float_eq(stats_hypergeom_tail(4, 2, 2, 1), 5.0 / 6, 1e-12);
+	cr_assert_float_eq(stats_hypergeom_tail(64, 8, 16, 0), 1.0, 1e-12);
+	cr_assert_float_eq(stats_hypergeom_tail(64, 8, 16, 9), 0.0, 1e-12);
+	/* all 8 hits under one 64-host switch of 256: C(64,8)/C(256,8) */
+	cr_assert_float_eq(stats_hypergeom_tail(256, 8, 64, 8), 4426165368.0 / 409663695276000.0,
+			   1e-15);
+}
