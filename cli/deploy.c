@@ -1,5 +1,5 @@
 /*
- * deploy.c - `faultline deploy mark|list`: deploy markers (lib/deploy.h).
+ * deploy.c - `faultline deploy mark|rollback|list`: deploy markers (lib/deploy.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,9 +38,9 @@ static int print_deploy(const struct deploy *d, void *arg)
 	char t[40];
 
 	(void)arg;
-	printf("%-18s %s  %-20s %-16s hosts=%s  by=%s\n", d->id,
-	       alert_format_time(d->ts_ms, t, sizeof(t)), d->service, d->version, d->hosts,
-	       d->by[0] ? d->by : "-");
+	printf("%-18s %s  %-8s %-20s %-16s hosts=%s  by=%s\n", d->id,
+	       alert_format_time(d->ts_ms, t, sizeof(t)), d->rollback ? "rollback" : "deploy",
+	       d->service, d->version, d->hosts, d->by[0] ? d->by : "-");
 	return 0;
 }
 
@@ -56,16 +56,24 @@ int cmd_deploy(int argc, char **argv)
 
 	int help = help_asked(argc, argv);
 
-	if (help || (strcmp(sub, "mark") && strcmp(sub, "list"))) {
+	int marks = !strcmp(sub, "mark") || !strcmp(sub, "rollback");
+
+	if (help || (!marks && strcmp(sub, "list"))) {
 		if (!help && sub[0])
 			fprintf(stderr, "faultline deploy: unknown subcommand '%s'\n", sub);
 		printf("Usage: faultline deploy mark --service S --version V [--hosts GLOB | --all]\n"
+		       "                             [--by WHO] [--redis URL]\n"
+		       "       faultline deploy rollback --service S [--version V] [--hosts GLOB | --all]\n"
 		       "                             [--by WHO] [--redis URL]\n"
 		       "       faultline deploy list [--service S] [--since 7d] [--redis URL]\n\n"
 		       "mark: record that service S went to version V on the hosts whose names\n"
 		       "match GLOB (fnmatch; --all = \"*\"), now.  Post-deploy comparisons take\n"
 		       "their before/after split and their deployed/undeployed peers from these\n"
-		       "markers (stream fl:deploys, kept 90 days).  Prints the marker's id.\n"
+		       "markers (stream fl:deploys, kept 90 days).  Each service's newest deploy\n"
+		       "is judged on its own; its regression page stands until the service's\n"
+		       "next deploy or rollback.  Prints the marker's id.\n"
+		       "rollback: record that S went back (to V, default \"rollback\"): its\n"
+		       "standing regression page resolves; a rollback is not judged.\n"
 		       "list: the markers of the last --since (default 7d), oldest first.\n");
 		return help ? 0 : 2;
 	}
@@ -94,18 +102,22 @@ int cmd_deploy(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!strcmp(sub, "mark")) {
+	if (marks) {
+		d.rollback = !strcmp(sub, "rollback");
+		if (d.rollback && !d.version[0])
+			snprintf(d.version, sizeof(d.version), "rollback");
 		if (all && d.hosts[0]) {
-			fprintf(stderr, "faultline deploy mark: give --hosts or --all, not both\n");
+			fprintf(stderr, "faultline deploy %s: give --hosts or --all, not both\n", sub);
 			return 2;
 		}
 		if (!d.hosts[0] && !all) {
-			fprintf(stderr, "faultline deploy mark: say which hosts: --hosts GLOB or --all\n");
+			fprintf(stderr, "faultline deploy %s: say which hosts: --hosts GLOB or --all\n",
+				sub);
 			return 2;
 		}
 		snprintf(d.service, sizeof(d.service), "%s", service ? service : "");
 		if (deploy_validate(&d, err, sizeof(err))) {
-			fprintf(stderr, "faultline deploy mark: %s (--service, --version)\n", err);
+			fprintf(stderr, "faultline deploy %s: %s (--service, --version)\n", sub, err);
 			return 2;
 		}
 	} else if (strcmp(sub, "list")) {
@@ -117,10 +129,10 @@ int cmd_deploy(int argc, char **argv)
 		fprintf(stderr, "faultline deploy: %s\n", err);
 		return 1;
 	}
-	if (!strcmp(sub, "mark")) {
+	if (marks) {
 		ret = deploy_mark(rc, &d, err, sizeof(err)) ? 1 : 0;
 		if (ret)
-			fprintf(stderr, "faultline deploy mark: %s\n", err);
+			fprintf(stderr, "faultline deploy %s: %s\n", sub, err);
 		else
 			printf("%s\n", d.id);
 	} else {

@@ -35,13 +35,16 @@ int deploy_validate(const struct deploy *d, char *err, size_t errlen)
 	return 0;
 }
 
+#define DEPLOY_FIELDS 6		/* field/value pairs of a marker */
+
 /*
  * Validate d, fill its defaults (now, every host) and lay it out as the
- * stream entry's field/value pairs fv[0..9]; ts holds the time's digits.
- * Returns 0 or -EINVAL.  Both writers below use it, so a marker has one
- * shape whichever way it is written.
+ * stream entry's field/value pairs fv[0..2 * DEPLOY_FIELDS); ts holds the
+ * time's digits.  Returns 0 or -EINVAL.  Both writers below use it, so a
+ * marker has one shape whichever way it is written.
  */
-static int prepare(struct deploy *d, char ts[24], const char *fv[10], char *err, size_t errlen)
+static int prepare(struct deploy *d, char ts[24], const char *fv[2 * DEPLOY_FIELDS], char *err,
+		   size_t errlen)
 {
 	int ret = deploy_validate(d, err, errlen);
 
@@ -62,13 +65,15 @@ static int prepare(struct deploy *d, char ts[24], const char *fv[10], char *err,
 	fv[7] = d->by;
 	fv[8] = "ts_ms";
 	fv[9] = ts;
+	fv[10] = "kind";
+	fv[11] = d->rollback ? "rollback" : "deploy";
 	return 0;
 }
 
 int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
 {
 	char ts[24], minid[24];
-	const char *fv[10], *argv[16];
+	const char *fv[2 * DEPLOY_FIELDS], *argv[6 + 2 * DEPLOY_FIELDS];
 	redisReply *r;
 	int ret = prepare(d, ts, fv, err, errlen), argc = 0;
 
@@ -82,7 +87,7 @@ int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
 	argv[argc++] = "~";
 	argv[argc++] = minid;
 	argv[argc++] = "*";
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 2 * DEPLOY_FIELDS; i++)
 		argv[argc++] = fv[i];
 	r = redisCommandArgv(c, argc, argv, NULL);
 	if (!r || r->type != REDIS_REPLY_STRING) {
@@ -100,10 +105,11 @@ int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
 int deploy_queue(struct store *st, struct deploy *d, char *err, size_t errlen)
 {
 	char ts[24];
-	const char *fv[10];
+	const char *fv[2 * DEPLOY_FIELDS];
 	int ret = prepare(d, ts, fv, err, errlen);
 
-	return ret ? ret : store_put_fields(st, DEPLOY_KEY, d->ts_ms, DEPLOY_RETENTION_MS, fv, 5);
+	return ret ? ret : store_put_fields(st, DEPLOY_KEY, d->ts_ms, DEPLOY_RETENTION_MS, fv,
+					    DEPLOY_FIELDS);
 }
 
 /* Fill d from one stream entry's field/value array; 0 if it is a marker. */
@@ -130,6 +136,12 @@ static int from_entry(struct deploy *d, const redisReply *id, const redisReply *
 		else if (!strcmp(k, "ts_ms")) {
 			d->ts_ms = strtoull(v, &end, 10);
 			if (*end)
+				return -EINVAL;
+		} else if (!strcmp(k, "kind")) {
+			/* markers from before kinds existed have none: deploys */
+			if (!strcmp(v, "rollback"))
+				d->rollback = 1;
+			else if (strcmp(v, "deploy"))
 				return -EINVAL;
 		}
 	}

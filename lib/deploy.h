@@ -4,7 +4,9 @@
  *
  * Stored in the Redis stream fl:deploys (DESIGN.md), one entry per marker,
  * fields: service, version, hosts (a glob over host names, "*" = all),
- * by (who or what marked it: a user or "probe:build-id"), ts_ms.  Entries
+ * by (who or what marked it: a user or "probe:build-id"), ts_ms, and kind
+ * ("deploy", or "rollback": the service went back; a standing regression
+ * verdict on it ends and the rollback itself is not judged).  Entries
  * older than 90 days are trimmed when a new one is added.
  */
 #ifndef FL_DEPLOY_H
@@ -24,6 +26,7 @@ struct deploy {
 	char hosts[256];	/* fnmatch(3) glob */
 	char by[128];
 	uint64_t ts_ms;
+	int rollback;		/* a rollback mark, not a deploy */
 };
 
 /*

@@ -53,40 +53,69 @@ int engine_set_deploys(struct engine *e, const struct deploy *d, int n)
 	return 0;
 }
 
-/* The newest marker of r's service at or before now, or NULL. */
-static const struct deploy *latest_deploy(const struct engine *e, const struct rule *r,
-					  uint64_t now)
+void baseline_verdicts_free(struct rule_inst *ri)
+{
+	for (int i = 0; i < ri->nverdicts; i++) {
+		baseline_verdict_free(ri->verdicts[i]);
+		free(ri->verdicts[i]);
+	}
+	free(ri->verdicts);
+	ri->verdicts = NULL;
+	ri->nverdicts = 0;
+}
+
+/* The newest marker (deploy or rollback) of service at or before now, or NULL. */
+static const struct deploy *latest_of(const struct engine *e, const char *service, uint64_t now)
 {
 	const struct deploy *best = NULL;
 
 	for (int i = 0; i < e->ndeploys; i++) {
 		const struct deploy *d = &e->deploys[i];
 
-		if (d->ts_ms <= now && (!r->baseline.service[0] ||
-					!strcmp(d->service, r->baseline.service)) &&
+		if (d->ts_ms <= now && !strcmp(d->service, service) &&
 		    (!best || d->ts_ms >= best->ts_ms))
 			best = d;
 	}
 	return best;
 }
 
+/*
+ * Which side of deploy d's comparison host is on: 0 deployed, 1 peer, or
+ * -1 left out: a peer another marker (another service, or an earlier deploy
+ * of this one) touched within d's windows (d->ts_ms - w, d->ts_ms + w],
+ * whose values moved for a reason of their own.
+ */
+static int side_of(const struct engine *e, const struct deploy *d, uint64_t w, const char *host)
+{
+	if (deploy_covers(d, host))
+		return 0;
+	for (int i = 0; i < e->ndeploys; i++) {
+		const struct deploy *o = &e->deploys[i];
+
+		if (o != d && o->ts_ms + w > d->ts_ms && o->ts_ms <= d->ts_ms + w &&
+		    deploy_covers(o, host))
+			return -1;
+	}
+	return 1;
+}
+
 struct side_arg {
 	const struct engine *e;
 	const struct deploy *d;
+	uint64_t w;
 	int *seen;
 };
 
-/* Deployed hosts are side 0 (and flagged seen), the others side 1. */
+/* side_of(), flagging the deployed hosts seen. */
 static int deploy_side(const char *host, void *arg)
 {
 	struct side_arg *a = arg;
+	int side = side_of(a->e, a->d, a->w, host);
 	uint32_t idx;
 
-	if (!deploy_covers(a->d, host))
-		return 1;
-	if (a->seen && strmap_get(&a->e->host_index, host, &idx))
+	if (!side && a->seen && strmap_get(&a->e->host_index, host, &idx))
 		a->seen[idx] = 1;
-	return 0;
+	return side;
 }
 
 /*
@@ -99,7 +128,7 @@ static void merged_quantiles_at(const struct engine *e, const struct rule *r,
 				int *seen)
 {
 	struct histogram *m = calloc(2, sizeof(*m));
-	struct side_arg a = { e, d, seen };
+	struct side_arg a = { e, d, r->baseline.window_ns / NSEC_PER_MSEC, seen };
 
 	*dv = *pv = NAN;
 	if (!m)
@@ -167,10 +196,14 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 	}
 	for (size_t i = 0; i < v.n; i++) {
 		const char *host = velem_label(&v.e[i], "host");
+		int side;
 
 		if (!host || isnan(v.e[i].v))
 			continue;
-		if (deploy_covers(d, host)) {
+		side = side_of(e, d, r->baseline.window_ns / NSEC_PER_MSEC, host);
+		if (side < 0)
+			continue;
+		if (side == 0) {
 			uint32_t idx;
 
 			dsum += v.e[i].v;
@@ -339,12 +372,15 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 	profile_init(&pb, "");
 	profile_init(&pa, "");
 	for (size_t h = 0; h < nwin; h++) {
-		int mine = deploy_covers(d, win[h].host);
-		int nb = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms - w, d->ts_ms - 1,
-					 mine ? &db : &pb);
-		int na = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms, d->ts_ms + w,
-					 mine ? &da : &pa);
+		int side = side_of(e, d, w, win[h].host), mine = side == 0, nb, na;
 		uint32_t idx;
+
+		if (side < 0)
+			continue;
+		nb = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms - w,
+					  d->ts_ms - 1, mine ? &db : &pb);
+		na = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms,
+					  d->ts_ms + w, mine ? &da : &pa);
 
 		if (mine && nb > 0 && na > 0 && strmap_get(&e->host_index, win[h].host, &idx))
 			seen[idx] = 1;
@@ -392,48 +428,102 @@ out:
 }
 
 /*
- * A baseline rule: judge the newest deploy of its service once its
- * after-window has passed, and keep that verdict (one alert per deploy)
- * until a newer deploy or BASELINE_HOLD_MS.
+ * ri's verdict for service, created empty if new (each allocated on its
+ * own, so pointers into one stay valid as others are added); NULL on
+ * -ENOMEM.
+ */
+static struct verdict *verdict_of(struct rule_inst *ri, const char *service)
+{
+	struct verdict **vs, *v;
+
+	for (int i = 0; i < ri->nverdicts; i++)
+		if (!strcmp(ri->verdicts[i]->service, service))
+			return ri->verdicts[i];
+	v = calloc(1, sizeof(*v));
+	vs = v ? realloc(ri->verdicts, (size_t)(ri->nverdicts + 1) * sizeof(*vs)) : NULL;
+	if (!vs) {
+		free(v);
+		return NULL;
+	}
+	ri->verdicts = vs;
+	ri->verdicts[ri->nverdicts++] = v;
+	snprintf(v->service, sizeof(v->service), "%s", service);
+	return v;
+}
+
+/*
+ * A baseline rule: judge each service's newest deploy once its after-window
+ * has passed, on its own hosts and windows, and keep that verdict (one
+ * alert per service and deploy) until the service's next deploy or
+ * rollback mark, or BASELINE_HOLD_MS.  A rule with baseline.service judges
+ * that service only.  Deploys of other services, at once or minutes apart,
+ * neither trigger nor end a service's verdict.
  */
 void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		  const struct host_window *win, size_t nwin, uint64_t now, engine_event_cb cb,
 		  void *arg)
 {
 	uint64_t w = r->baseline.window_ns / NSEC_PER_MSEC;
-	const struct deploy *d = latest_deploy(e, r, now);
-	struct label l[3];
-	struct match m = { 0 };
-	char key[300];
+	struct label *l = calloc((size_t)e->ndeploys * 3 + 1, sizeof(*l));
+	struct match *m = calloc((size_t)e->ndeploys + 1, sizeof(*m));
 	int nm = 0;
 
-	if (d && now >= d->ts_ms + w && now < d->ts_ms + w + BASELINE_HOLD_MS) {
-		snprintf(key, sizeof(key), "%s@%s@%" PRIu64, d->service, d->version, d->ts_ms);
-		if (strcmp(ri->verdict.key, key)) {
-			baseline_verdict_free(&ri->verdict);
-			snprintf(ri->verdict.key, sizeof(ri->verdict.key), "%s", key);
-			if (r->baseline.profile_share)
-				judge_profile(e, r, d, win, nwin, &ri->verdict);
-			else
-				judge(e, r, d, win, nwin, &ri->verdict);
-		}
-		if (ri->verdict.fires) {
-			/* sorted by key, as every alert's labels are */
-			if (ri->verdict.function[0])
-				l[m.nlabels++] = (struct label){ "function", ri->verdict.function };
-			l[m.nlabels++] = (struct label){ "service", (char *)d->service };
-			l[m.nlabels++] = (struct label){ "version", (char *)d->version };
-			m.labels = l;
-			m.value = ri->verdict.value;
-			m.hosts = ri->verdict.hosts;
-			m.nhosts = ri->verdict.nhosts;
-			m.total = ri->verdict.total;
-			m.dlabel = "service";
-			m.dvalue = d->service;
-			m.deploy = d;
-			m.base_ms = d->ts_ms - w;
-			nm = 1;
-		}
+	if (!l || !m) {
+		free(l);
+		free(m);
+		alert_state_eval_failed(e, r, ri, now, "out of memory for the deploy verdicts");
+		return;
 	}
-	alert_state_track(e, r, ri, &m, nm, now, cb, arg);
+	for (int i = 0; i < e->ndeploys; i++) {
+		const struct deploy *d = &e->deploys[i];
+		struct verdict *v;
+		struct label *ml = &l[3 * nm];
+		char key[300];
+
+		/* each service once: at its newest marker, unless that is a rollback */
+		if (d->ts_ms > now || latest_of(e, d->service, now) != d ||
+		    (r->baseline.service[0] && strcmp(d->service, r->baseline.service)))
+			continue;
+		if (d->rollback || now < d->ts_ms + w || now >= d->ts_ms + w + BASELINE_HOLD_MS)
+			continue;
+		v = verdict_of(ri, d->service);
+		if (!v) {
+			alert_state_eval_failed(e, r, ri, now, "out of memory for a deploy verdict");
+			continue;
+		}
+		snprintf(key, sizeof(key), "%s@%s@%" PRIu64, d->service, d->version, d->ts_ms);
+		if (strcmp(v->key, key)) {
+			char service[sizeof(v->service)];
+
+			memcpy(service, v->service, sizeof(service));
+			baseline_verdict_free(v);
+			memcpy(v->service, service, sizeof(service));
+			snprintf(v->key, sizeof(v->key), "%s", key);
+			if (r->baseline.profile_share)
+				judge_profile(e, r, d, win, nwin, v);
+			else
+				judge(e, r, d, win, nwin, v);
+		}
+		if (!v->fires)
+			continue;
+		/* sorted by key, as every alert's labels are */
+		m[nm].nlabels = 0;
+		if (v->function[0])
+			ml[m[nm].nlabels++] = (struct label){ "function", v->function };
+		ml[m[nm].nlabels++] = (struct label){ "service", (char *)d->service };
+		ml[m[nm].nlabels++] = (struct label){ "version", (char *)d->version };
+		m[nm].labels = ml;
+		m[nm].value = v->value;
+		m[nm].hosts = v->hosts;
+		m[nm].nhosts = v->nhosts;
+		m[nm].total = v->total;
+		m[nm].dlabel = "service";
+		m[nm].dvalue = d->service;
+		m[nm].deploy = d;
+		m[nm].base_ms = d->ts_ms - w;
+		nm++;
+	}
+	alert_state_track(e, r, ri, m, nm, now, cb, arg);
+	free(l);
+	free(m);
 }

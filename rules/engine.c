@@ -119,7 +119,7 @@ void engine_free(struct engine *e)
 		for (int k = 0; k < e->state[i].n; k++)
 			alert_state_free_instance(&e->state[i].inst[k]);
 		free(e->state[i].inst);
-		baseline_verdict_free(&e->state[i].verdict);
+		baseline_verdicts_free(&e->state[i]);
 	}
 	free(e->state);
 	for (size_t i = 0; i < e->nhosts; i++) {

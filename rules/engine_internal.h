@@ -53,6 +53,7 @@ struct instance {
 
 /* A baseline rule's verdict on one deploy, computed once per deploy. */
 struct verdict {
+	char service[128];		/* one verdict per service: its newest deploy's */
 	char key[300];			/* service@version@ts of the deploy judged */
 	int fires;
 	double value;			/* after / before, relative to peers if any */
@@ -66,7 +67,8 @@ struct rule_inst {
 	uint64_t err_said_ms;		/* last evaluation error logged (once a minute) */
 	struct instance *inst;
 	int n, cap;
-	struct verdict verdict;
+	struct verdict **verdicts;	/* baseline rules: per service */
+	int nverdicts;
 };
 
 /* One matching element: labels and the hosts it stands for. */
@@ -106,6 +108,8 @@ int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int n
 
 /* baseline.c */
 void baseline_verdict_free(struct verdict *v);
+/* Free every verdict of ri. */
+void baseline_verdicts_free(struct rule_inst *ri);
 void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		  const struct host_window *win, size_t nwin, uint64_t now, engine_event_cb cb,
 		  void *arg);

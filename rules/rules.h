@@ -39,10 +39,11 @@
 /*
  * `baseline: {service: api, window: 15m, min_change: 0.2, alpha: 0.01}`:
  * the rule's expression is a per-host value (no comparison); after each
- * deploy marker of service (fl:deploys; none given = any service) the
- * deployed hosts' values in the window after the deploy are compared with
- * the same hosts in the window before it and, when there are undeployed
- * hosts, with those peers over the same two windows.  It fires when the
+ * deploy marker of service (fl:deploys; none given = every service, each
+ * judged on its own) the deployed hosts' values in the window after the
+ * deploy are compared with the same hosts in the window before it and,
+ * when there are undeployed hosts, with those peers over the same two
+ * windows (peers another deploy touched within the windows are left out).  It fires when the
  * increase is at least min_change (0.2 = +20 %) against both and a one-
  * sided Mann–Whitney U test puts it below alpha against both, so a
  * fleet-wide load shift, which moves the peers too, does not fire.

@@ -362,3 +362,144 @@ Test(baseline, profile_baseline_rule_errors)
 	cr_expect(strstr(err, "p.yaml:5:") && strstr(err, "drop expr"), "%s", err);
 	rules_free(&rs);
 }
+
+/* ---- several services ----------------------------------------------------- */
+
+/* A baseline rule with no service: every service's deploys are judged, each on its own. */
+static const char *any_service_yaml =
+	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
+	"      - alert: PostDeployCpuRegression\n"
+	"        expr: avg_over_time(cpu.utilization{cpu=\"all\"}[10s])\n"
+	"        baseline: {window: 10m, min_change: 0.2, alpha: 0.01}\n";
+
+/*
+ * 12 hosts web-0..web-11 at 40 % CPU ±8 % for 60 min, markers d[0..nd)
+ * (their hosts' CPU times regress[i] from the marker on, until a rollback
+ * of the same service); every 10 s evaluated.  Events into ev; the
+ * firing/resolved state of each service at the end into state (1 firing).
+ */
+static void run_services(const struct deploy *d, const double *regress, int nd,
+			 struct test_events *ev)
+{
+	struct ruleset rs = { 0 };
+	struct engine e;
+	char err[256];
+	unsigned seed = 7;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", any_service_yaml, strlen(any_service_yaml), err,
+				 sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	e.opts.stale_ms = 15000;
+	cr_assert_eq(engine_set_deploys(&e, d, nd), 0);
+	for (uint64_t t = T0; t <= T0 + 60 * 60 * 1000; t += 5000) {
+		for (int h = 0; h < 12; h++) {
+			char name[16];
+			struct snapshot s;
+			double cpu = 0.4 + 0.08 * noise(&seed);
+
+			snprintf(name, sizeof(name), "web-%d", h);
+			for (int i = 0; i < nd; i++) {
+				int rolled_back = 0;
+
+				for (int k = 0; k < nd; k++)
+					rolled_back |= d[k].rollback && d[k].ts_ms > d[i].ts_ms &&
+						       d[k].ts_ms <= t &&
+						       !strcmp(d[k].service, d[i].service);
+				if (!d[i].rollback && t >= d[i].ts_ms && !rolled_back &&
+				    deploy_covers(&d[i], name))
+					cpu *= regress[i];
+			}
+			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
+			snapshot_add_gauge(&s, "cpu.utilization", cpu, "cpu", "all", NULL);
+			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			snapshot_free(&s);
+		}
+		if ((t - T0) % 10000 == 0)
+			engine_eval(&e, t, test_events_collect, ev);
+	}
+	engine_free(&e);
+}
+
+static struct deploy marker(const char *service, const char *version, const char *hosts,
+			    uint64_t at_min, int rollback)
+{
+	struct deploy d = { .ts_ms = T0 + at_min * 60 * 1000, .rollback = rollback };
+
+	snprintf(d.service, sizeof(d.service), "%s", service);
+	snprintf(d.version, sizeof(d.version), "%s", version);
+	snprintf(d.hosts, sizeof(d.hosts), "%s", hosts);
+	return d;
+}
+
+/* How many events of status st carry service; the first one's JSON in *first. */
+static int count_events(const struct test_events *ev, const char *st, const char *service)
+{
+	char want_st[64], want_svc[200];
+	int n = 0;
+
+	snprintf(want_st, sizeof(want_st), "\"status\":\"%s\"", st);
+	snprintf(want_svc, sizeof(want_svc), "\"service\":\"%s\"", service);
+	for (int i = 0; i < ev->n; i++)
+		n += strstr(ev->json[i], want_st) && strstr(ev->json[i], want_svc);
+	return n;
+}
+
+/*
+ * api regresses (+40 %) on web-[0-3] at 20 min; db deploys harmlessly to
+ * web-[4-7] 3 min later.  api is judged (one page, naming api), db is not
+ * blamed, and api's page stands after db's verdict (it used to follow the
+ * newest deploy of any service: api was never judged at all).
+ */
+Test(baseline, services_minutes_apart_are_judged_separately)
+{
+	struct deploy d[2] = { marker("api", "2.0", "web-[0-3]", 20, 0),
+			       marker("db", "9.1", "web-[4-7]", 23, 0) };
+	double regress[2] = { 1.4, 1.0 };
+	struct test_events ev = { 0 };
+
+	run_services(d, regress, 2, &ev);
+	cr_expect_eq(count_events(&ev, "firing", "api"), 1, "api's regression not paged once");
+	cr_expect_eq(count_events(&ev, "firing", "db"), 0, "db blamed");
+	cr_expect_eq(count_events(&ev, "resolved", "api"), 0,
+		     "api's page resolved without a deploy of api");
+	test_events_free(&ev);
+}
+
+/*
+ * Both at once, on disjoint hosts: api regresses, db (marked last) does
+ * not.  Each is judged; db's peers leave out api's hosts.
+ */
+Test(baseline, services_deploying_at_once_are_judged_separately)
+{
+	struct deploy d[2] = { marker("api", "2.0", "web-[0-3]", 20, 0),
+			       marker("db", "9.1", "web-[4-7]", 20, 0) };
+	double regress[2] = { 1.4, 1.0 };
+	struct test_events ev = { 0 };
+
+	run_services(d, regress, 2, &ev);
+	cr_expect_eq(count_events(&ev, "firing", "api"), 1, "api's regression not paged once");
+	cr_expect_eq(count_events(&ev, "firing", "db"), 0, "db blamed for api's regression");
+	test_events_free(&ev);
+}
+
+/* A rollback mark of the service ends its standing page; it is not judged itself. */
+Test(baseline, a_rollback_resolves_the_services_page)
+{
+	struct deploy d[2] = { marker("api", "2.0", "web-[0-3]", 20, 0),
+			       marker("api", "1.9", "web-[0-3]", 40, 1) };
+	double regress[2] = { 1.4, 1.0 };
+	struct test_events ev = { 0 };
+	int fired_at = -1, resolved_at = -1;
+
+	run_services(d, regress, 2, &ev);
+	for (int i = 0; i < ev.n; i++) {
+		if (strstr(ev.json[i], "\"status\":\"firing\"") && fired_at < 0)
+			fired_at = i;
+		if (strstr(ev.json[i], "\"status\":\"resolved\"") && resolved_at < 0)
+			resolved_at = i;
+	}
+	cr_expect_eq(count_events(&ev, "firing", "api"), 1);
+	cr_expect_eq(count_events(&ev, "resolved", "api"), 1, "the rollback did not end the page");
+	cr_expect_lt(fired_at, resolved_at);
+	test_events_free(&ev);
+}

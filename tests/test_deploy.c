@@ -104,13 +104,44 @@ Test(deploy, bad_markers_and_foreign_entries)
 	cr_expect_eq(deploy_mark(rc, &d, err, sizeof(err)), -EINVAL);
 	cr_expect(strstr(err, "control"), "%s", err);
 
-	/* someone else's entry in the stream is skipped, not fatal */
+	/* someone else's entry in the stream is skipped, not fatal; so is a marker
+	 * of a kind this version does not know (it would be misjudged) */
 	r = redisCommand(rc, "XADD fl:deploys * hello world");
+	freeReplyObject(r);
+	r = redisCommand(rc, "XADD fl:deploys * service api version 3 hosts * ts_ms 5 kind canary");
 	freeReplyObject(r);
 	snprintf(d.version, sizeof(d.version), "2");
 	cr_assert_eq(deploy_mark(rc, &d, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(deploy_list(rc, 0, NULL, collect, &s, err, sizeof(err)), 1);
 	cr_expect_str_eq(s.d[0].version, "2");
+	redisFree(rc);
+}
+
+/* A rollback is a marker of its own kind, written and read back as one (CLI too). */
+Test(deploy, rollback_marks)
+{
+	char err[256], cmd[600];
+	redisContext *rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct deploy d = { .ts_ms = 1000000, .rollback = 1 };
+	struct seen s = { 0 };
+
+	cr_assert(rc, "%s", err);
+	snprintf(d.service, sizeof(d.service), "api");
+	snprintf(d.version, sizeof(d.version), "1.9");
+	cr_assert_eq(deploy_mark(rc, &d, err, sizeof(err)), 0, "%s", err);
+	snprintf(cmd, sizeof(cmd), "%s/faultline deploy rollback --service db --all --redis %s "
+		 ">/dev/null", test_out_dir(), redis.url);
+	cr_assert_eq(test_sh("%s", cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/faultline deploy mark --service web --version 2 --all "
+		 "--redis %s >/dev/null", test_out_dir(), redis.url);
+	cr_assert_eq(test_sh("%s", cmd), 0, "%s", cmd);
+	cr_assert_eq(deploy_list(rc, 0, NULL, collect, &s, err, sizeof(err)), 3, "%s", err);
+	cr_expect(s.d[0].rollback);
+	cr_expect_str_eq(s.d[0].version, "1.9");
+	cr_expect(s.d[1].rollback);
+	cr_expect_str_eq(s.d[1].service, "db");
+	cr_expect_str_eq(s.d[1].version, "rollback", "a rollback without --version");
+	cr_expect(!s.d[2].rollback);
 	redisFree(rc);
 }
 
