@@ -22,7 +22,10 @@
  * domain) are grouped by domain; a domain pages when it is significant and
  * either spread or at the innermost level; otherwise the search goes down
  * into it, and it pages only if it is significant and none of its children
- * could.  A paged domain's host matches are inhibited (counted, not sent);
+ * could.  A domain whose hits all sit in one child holding all its live
+ * hosts (a rack with its own top-of-rack switch) is that child under
+ * another name: it pages under the outer label, so the order of `by`
+ * decides the name.  A paged domain's host matches are inhibited (counted, not sent);
  * hits that no domain explains stay host alerts.  So:
  *
  *   - a full rack under a small switch pages as the rack (its switch is
@@ -197,7 +200,7 @@ static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh)
 			const uint32_t *gh = sorted + start[g];
 			size_t gn = start[g + 1] - start[g];
 			uint32_t d = order[g];
-			int sig = significant(sr, (uint32_t)gn, lv->total[d]), spread = 0;
+			int sig = significant(sr, (uint32_t)gn, lv->total[d]), spread = 0, same = 0;
 
 			count[d] = 0;
 			if (l + 1 < sr->nlv && sig) {
@@ -211,8 +214,10 @@ static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh)
 				for (size_t k = 0; k < gn; k++)
 					cc[cl->dom[gh[k]]] = 0;
 				spread = gn - top >= (sr->r->rollup_min_hosts < 2 ? 1 : 2);
+				/* one child holding all of D's live hosts is D under another name */
+				same = top == gn && cl->total[cl->dom[gh[0]]] == lv->total[d];
 			}
-			if (sig && (l + 1 == sr->nlv || spread)) {
+			if (sig && (l + 1 == sr->nlv || spread || same)) {
 				ret = page(sr, l, d, gh, gn);
 				paged += !ret;
 			} else if (l + 1 < sr->nlv) {

@@ -88,11 +88,11 @@ int engine_init(struct engine *e, struct ruleset *rs, const struct engine_opts *
 	snprintf(e->silent_rule.name, sizeof(e->silent_rule.name), "HostSilent");
 	snprintf(e->silent_rule.severity, sizeof(e->silent_rule.severity), "page");
 	if (!e->opts.ndomains) {
-		static const char *const levels[] = { "site", "switch", "rack" };
+		static const char *const levels[] = { "site", "agg", "switch", "rack" };
 
-		for (int l = 0; l < 3; l++)
+		for (int l = 0; l < 4; l++)
 			snprintf(e->opts.domains[l], sizeof(e->opts.domains[l]), "%s", levels[l]);
-		e->opts.ndomains = 3;
+		e->opts.ndomains = 4;
 	}
 	for (int l = 0; l < e->opts.ndomains; l++)
 		snprintf(e->silent_rule.rollup_by[l], sizeof(e->silent_rule.rollup_by[l]), "%s",

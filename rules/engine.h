@@ -62,7 +62,8 @@ struct engine_opts {
 	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
 	/*
 	 * The fleet's failure-domain levels, outermost first, that HostSilent
-	 * and HostUndecodable roll up through; ndomains 0: site, switch, rack.
+	 * and HostUndecodable roll up through; ndomains 0: site, agg (an
+	 * aggregation switch), switch, rack.  Levels no host has are skipped.
 	 */
 	char domains[RULE_MAX_ROLLUP][64];
 	int ndomains;

@@ -45,7 +45,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: faultline-rules --rules FILE [--rules FILE...] [--redis URL]\n"
-"                       [--interval 1s] [--stale 5s] [--domains site,switch,rack]\n"
+"                       [--interval 1s] [--stale 5s] [--domains site,agg,switch,rack]\n"
 "                       [--once | --intervals N |\n"
 "                       --replay FROM,TO]\n"
 "                       [--log-level L]\n"
@@ -67,7 +67,8 @@ static void usage(FILE *out)
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
 "  -d, --domains LIST    the fleet's failure-domain labels, outermost first,\n"
 "                        that HostSilent rolls up through (default\n"
-"                        site,switch,rack; at most 4)\n"
+"                        site,agg,switch,rack; at most 4; levels no host\n"
+"                        has a label for are skipped)\n"
 "      --once            evaluate once, print the events to stdout, exit\n"
 "      --replay FROM,TO  evaluate the history stored between two times (epoch\n"
 "                        ms) every --interval on that clock, as fast as it\n"

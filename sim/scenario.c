@@ -21,7 +21,64 @@ const char *const sim_kind_names[SIM_KINDS] = {
 	[SIM_THROTTLE] = "throttle",		 [SIM_CPU_BURSTS] = "cpu_bursts",
 	[SIM_CPU_SATURATION] = "cpu_saturation", [SIM_DEPLOY] = "deploy",
 	[SIM_LOAD_RISE] = "load_rise",		 [SIM_SILENCE] = "silence",
+	[SIM_ROLLBACK] = "rollback",		 [SIM_LOAD_RAMP] = "load_ramp",
+	[SIM_BASE_LOAD] = "base_load",
 };
+
+const struct sim_stack sim_stacks[] = {
+	{ { "main", "serve", "handle_request", "json_parse", NULL }, 0.25 },
+	{ { "main", "serve", "handle_request", "db_query", "send", NULL }, 0.20 },
+	{ { "main", "serve", "handle_request", "render_template", NULL }, 0.25 },
+	{ { "main", "gc", "mark", NULL }, 0.10 },
+	{ { "main", "serve", "write", "entry_SYSCALL_64", "tcp_sendmsg", NULL }, 0.20 },
+};
+const size_t sim_nstacks = sizeof(sim_stacks) / sizeof(sim_stacks[0]);
+
+/* Is f a leaf of the simulated profile? */
+static int known_leaf(const char *f)
+{
+	for (size_t k = 0; k < sim_nstacks; k++) {
+		int d = 0;
+
+		while (d < SIM_MAX_FRAMES && sim_stacks[k].frames[d])
+			d++;
+		if (!strcmp(sim_stacks[k].frames[d - 1], f))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A deploy's function: a leaf of the profile, or a path "a;b;f" of at most
+ * SIM_MAX_FRAMES non-empty frames.  0, or -EINVAL with the reason.
+ */
+static int check_function(const struct cfg *c, const struct cfg_node *n, const char *f,
+			  char *err, size_t errlen)
+{
+	const char *p = f;
+	int frames = 0;
+
+	if (!strchr(f, ';')) {
+		if (known_leaf(f))
+			return 0;
+		return cfg_error(c, n, err, errlen, "function: %s is not a leaf of the simulated "
+				 "profile (json_parse, send, render_template, mark, tcp_sendmsg); "
+				 "give a new function with its callers, root first, such as "
+				 "\"main;serve;handle_request;%s\"", f, f);
+	}
+	while (*p) {
+		size_t len = strcspn(p, ";");
+
+		if (!len || ++frames > SIM_MAX_FRAMES)
+			return cfg_error(c, n, err, errlen, "function: \"%s\": expected 1 to %d "
+					 "non-empty frames separated by ';', root first", f,
+					 SIM_MAX_FRAMES);
+		p += len + (p[len] == ';');
+		if (!p[0] && p[-1] == ';')
+			return cfg_error(c, n, err, errlen, "function: \"%s\" ends in ';'", f);
+	}
+	return 0;
+}
 
 /* Default parameter and its bounds per kind; the key it is given under. */
 static const struct {
@@ -38,6 +95,9 @@ static const struct {
 	[SIM_DEPLOY] = { "cpu", 0, 0, 10 },
 	[SIM_LOAD_RISE] = { "factor", 1.3, 0.01, 100 },
 	[SIM_SILENCE] = { NULL, 0, 0, 0 },
+	[SIM_ROLLBACK] = { NULL, 0, 0, 0 },
+	[SIM_LOAD_RAMP] = { "factor", 2, 0.01, 100 },
+	[SIM_BASE_LOAD] = { "value", 0.6, 0, 1 },
 };
 
 /* Copy an optional string key into buf (len); absent leaves buf alone. */
@@ -175,13 +235,13 @@ static int parse_event(const struct cfg *c, const struct cfg_node *n, uint64_t d
 		return cfg_error(c, cfg_get(n, "inject") ? cfg_get(n, "inject") : n, err, errlen,
 				 "inject: expected one of csum_errors, write_latency, drive_wear, "
 				 "drive_failing, throttle, cpu_bursts, cpu_saturation, deploy, "
-				 "load_rise, silence");
+				 "rollback, load_rise, load_ramp, base_load, silence");
 	}
 	free(kind);
 	ev->kind = (enum sim_kind)k;
 	ev->value = params[k].def;
 	snprintf(ev->name, sizeof(ev->name), "%s", sim_kind_names[k]);
-	snprintf(ev->version, sizeof(ev->version), "sim-1");
+	snprintf(ev->version, sizeof(ev->version), k == SIM_ROLLBACK ? "rollback" : "sim-1");
 	if (get_str(c, n, "name", ev->name, sizeof(ev->name), err, errlen) ||
 	    cfg_duration(c, n, "at", &at, err, errlen) ||
 	    cfg_duration(c, n, "for", &dur, err, errlen) ||
@@ -200,23 +260,34 @@ static int parse_event(const struct cfg *c, const struct cfg_node *n, uint64_t d
 	if (on && (get_str(c, on, "host", ev->host, sizeof(ev->host), err, errlen) ||
 		   get_str(c, on, "rack", ev->rack, sizeof(ev->rack), err, errlen) ||
 		   get_str(c, on, "switch", ev->sw, sizeof(ev->sw), err, errlen) ||
+		   get_str(c, on, "agg", ev->agg, sizeof(ev->agg), err, errlen) ||
 		   get_str(c, on, "site", ev->site, sizeof(ev->site), err, errlen) ||
-		   cfg_check_unknown(c, on, "host, rack, switch, site", err, errlen)))
+		   cfg_check_unknown(c, on, "host, rack, switch, agg, site", err, errlen)))
 		return -EINVAL;
-	if (ev->kind == SIM_DEPLOY) {
+	if (ev->kind == SIM_DEPLOY || ev->kind == SIM_ROLLBACK) {
+		const char *what = sim_kind_names[k];
+
 		if (get_str(c, n, "service", ev->service, sizeof(ev->service), err, errlen) ||
-		    get_str(c, n, "version", ev->version, sizeof(ev->version), err, errlen) ||
+		    get_str(c, n, "version", ev->version, sizeof(ev->version), err, errlen))
+			return -EINVAL;
+		if (ev->kind == SIM_DEPLOY &&
 		    get_str(c, n, "function", ev->function, sizeof(ev->function), err, errlen))
 			return -EINVAL;
 		if (!ev->service[0])
-			return cfg_error(c, n, err, errlen, "deploy: needs service:");
-		if (ev->rack[0] || ev->sw[0] || ev->site[0] || ev->fraction != 1)
+			return cfg_error(c, n, err, errlen, "%s: needs service:", what);
+		if (ev->rack[0] || ev->sw[0] || ev->agg[0] || ev->site[0] || ev->fraction != 1)
 			return cfg_error(c, on ? on : n, err, errlen,
-					 "deploy: select hosts with on: {host: GLOB} only (a deploy "
-					 "marker names its hosts by glob)");
+					 "%s: select hosts with on: {host: GLOB} only (a deploy "
+					 "marker names its hosts by glob)", what);
 		if (ev->value > 0 && !ev->function[0])
 			return cfg_error(c, n, err, errlen, "deploy: cpu: needs function: (where "
 					 "the regression spends its time)");
+		if (ev->function[0] &&
+		    check_function(c, cfg_get(n, "function"), ev->function, err, errlen))
+			return -EINVAL;
+		if (ev->function[0] && !(ev->value > 0))
+			return cfg_error(c, cfg_get(n, "function"), err, errlen, "function: needs "
+					 "cpu: (how much the function grows)");
 	}
 	ex = cfg_get(n, "expect");
 	if (ex && ex->type != CFG_SEQ)
@@ -227,9 +298,13 @@ static int parse_event(const struct cfg *c, const struct cfg_node *n, uint64_t d
 			return cfg_error(c, &ex->child[i], err, errlen, "expect: at most %d entries",
 					 SIM_MAX_EXPECT);
 		if (parse_expect(c, &ex->child[i], &ev->expect[ev->nexpect++],
-				 ev->kind != SIM_DEPLOY && ev->for_ms > 0, err, errlen))
+				 ev->kind != SIM_DEPLOY && ev->kind != SIM_ROLLBACK &&
+				 ev->for_ms > 0, err, errlen))
 			return -EINVAL;
 	}
+	if (ev->kind == SIM_ROLLBACK)
+		return cfg_check_unknown(c, n, "name, inject, on, at, service, version, expect",
+					 err, errlen);
 	return cfg_check_unknown(c, n, ev->kind == SIM_DEPLOY ?
 				 "name, inject, on, at, for, fraction, service, version, cpu, "
 				 "function, expect" :
@@ -270,8 +345,40 @@ static int scenario_from_cfg(struct scenario *sc, const struct cfg *c, char *err
 	SHAPE("racks_per_switch", racks_per_switch, 1000);
 	SHAPE("switches_per_site", switches_per_site, 1000);
 #undef SHAPE
-	if (fleet && cfg_check_unknown(c, fleet, "hosts, hosts_per_rack, racks_per_switch, "
-				       "switches_per_site", err, errlen))
+	v = 0;
+	if (cfg_uint(c, fleet, "switches_per_agg", 1, 1000, &v, err, errlen))
+		return -EINVAL;
+	sc->fleet.switches_per_agg = (uint32_t)v;
+	if (v && sc->fleet.switches_per_site % v)
+		return cfg_error(c, cfg_get(fleet, "switches_per_agg"), err, errlen,
+				 "switches_per_agg: %u does not divide switches_per_site (%u): "
+				 "an aggregation switch would span two sites", (unsigned)v,
+				 sc->fleet.switches_per_site);
+	if (fleet && cfg_get(fleet, "rack_sizes")) {
+		const struct cfg_node *rs = cfg_get(fleet, "rack_sizes");
+
+		((struct cfg_node *)rs)->used = 1;
+		if (rs->type != CFG_SEQ || !rs->nchild || rs->nchild > SIM_MAX_RACK_SIZES)
+			return cfg_error(c, rs, err, errlen, "rack_sizes: expected a list of 1 to "
+					 "%d sizes, such as [8, 4, 12]", SIM_MAX_RACK_SIZES);
+		if (cfg_get(fleet, "hosts_per_rack"))
+			return cfg_error(c, rs, err, errlen, "rack_sizes: give it or "
+					 "hosts_per_rack, not both");
+		for (size_t i = 0; i < rs->nchild; i++) {
+			const struct cfg_node *x = &rs->child[i];
+			char *end = NULL;
+			unsigned long n = x->type == CFG_SCALAR && x->value ?
+					  strtoul(x->value, &end, 10) : 0;
+
+			if (!end || *end || !x->value[0] || n < 1 || n > 1000)
+				return cfg_error(c, x, err, errlen, "rack_sizes: expected a number of "
+						 "hosts from 1 to 1000");
+			sc->fleet.rack_sizes[sc->fleet.nrack_sizes++] = (uint32_t)n;
+		}
+	}
+	if (fleet && cfg_check_unknown(c, fleet, "hosts, hosts_per_rack, rack_sizes, "
+				       "racks_per_switch, switches_per_agg, switches_per_site",
+				       err, errlen))
 		return -EINVAL;
 	evs = cfg_get(root, "events");
 	if (evs && evs->type != CFG_SEQ)

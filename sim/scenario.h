@@ -7,11 +7,15 @@
  *   scenario: sad-switch
  *   description: one switch corrupts packets; its hosts' errors roll up
  *   fleet: {hosts: 64, hosts_per_rack: 8, racks_per_switch: 2, switches_per_site: 2}
+ *   # optional: rack_sizes: [8, 4, 12] (racks cycle through these sizes,
+ *   # instead of hosts_per_rack); switches_per_agg: 4 (an aggregation
+ *   # layer: label agg over every 4 switches, which are then ToRs when
+ *   # racks_per_switch is 1; switches_per_site must be a multiple)
  *   duration: 6m
  *   events:
  *     - name: checksum storm behind sw001
  *       inject: csum_errors         # what (see below)
- *       on: {switch: sw001}         # where: host (glob), rack, switch, site
+ *       on: {switch: sw001}         # where: host (glob), rack, switch, agg, site
  *       fraction: 0.75              # of the hosts selected (default all)
  *       at: 1m                      # from the scenario's start
  *       for: 2m                     # how long (default: to the end)
@@ -29,9 +33,19 @@
  *   cpu_bursts      value: seconds of each minute one core is saturated [10]
  *   cpu_saturation  value: CPU utilisation [0.98]
  *   deploy          service, version [sim-1], cpu: CPU growth [0], function:
- *                   the function the growth goes to; on: {host: GLOB} only,
- *                   since a deploy marker names its hosts by glob
+ *                   where the growth goes: a leaf of the simulated profile
+ *                   (json_parse, send, render_template, mark, tcp_sendmsg)
+ *                   or a new function with its callers, root first
+ *                   ("main;serve;handle_request;gzip_body"); anything else
+ *                   is refused; on: {host: GLOB} only, since a deploy marker
+ *                   names its hosts by glob
+ *   rollback        service, version [rollback]: a rollback mark; the
+ *                   service's deploys before it stop regressing
  *   load_rise       factor: CPU multiplier [1.3] (no deploy, no regression)
+ *   load_ramp       factor: the multiplier grows linearly from 1 at `at` to
+ *                   factor at the event's end [2]
+ *   base_load       value: the hosts' own CPU level instead of their
+ *                   generated 25-45 % [0.6]
  *   silence         (the hosts stop reporting)
  *
  * An `expect` entry is an alertname plus labels a delivered notification
@@ -68,6 +82,9 @@ enum sim_kind {
 	SIM_DEPLOY,
 	SIM_LOAD_RISE,
 	SIM_SILENCE,
+	SIM_ROLLBACK,
+	SIM_LOAD_RAMP,
+	SIM_BASE_LOAD,
 	SIM_KINDS,
 };
 
@@ -96,19 +113,34 @@ struct sim_event {
 	enum sim_kind kind;
 	uint64_t at_ms, for_ms;		/* for_ms 0: until the scenario ends */
 	/* where: every given field must match (globs) */
-	char host[256], rack[64], sw[64], site[64];
+	char host[256], rack[64], sw[64], agg[64], site[64];
 	double fraction;		/* of the matching hosts, spread evenly */
 	/* what */
 	double value;			/* rate, factor, value or cpu, by kind */
-	char service[128], version[128], function[128];
+	char service[128], version[128];
+	char function[256];		/* a leaf, or a new stack "main;...;f" */
 	struct sim_expect expect[SIM_MAX_EXPECT];
 	int nexpect;
 	int line;			/* in the scenario file, for messages */
 };
 
+#define SIM_MAX_RACK_SIZES 16
+
 struct sim_shape {
 	uint32_t hosts, hosts_per_rack, racks_per_switch, switches_per_site;
+	uint32_t switches_per_agg;	/* 0: no aggregation layer */
+	uint32_t rack_sizes[SIM_MAX_RACK_SIZES];	/* cycled; none: hosts_per_rack */
+	int nrack_sizes;
 };
+
+/* The simulated application's CPU profile: stacks, root first, and their shares. */
+#define SIM_MAX_FRAMES 8
+struct sim_stack {
+	const char *frames[SIM_MAX_FRAMES];
+	double share;
+};
+extern const struct sim_stack sim_stacks[];
+extern const size_t sim_nstacks;
 
 struct scenario {
 	char name[128];

@@ -52,30 +52,22 @@ static const struct model {
 };
 #define NMODELS (sizeof(models) / sizeof(models[0]))
 
-/* The application's CPU profile: stacks (root first) and their base shares. */
-static const struct stack {
-	const char *frames[6];
-	double share;
-} stacks[] = {
-	{ { "main", "serve", "handle_request", "json_parse", NULL }, 0.25 },
-	{ { "main", "serve", "handle_request", "db_query", "send", NULL }, 0.20 },
-	{ { "main", "serve", "handle_request", "render_template", NULL }, 0.25 },
-	{ { "main", "gc", "mark", NULL }, 0.10 },
-	{ { "main", "serve", "write", "entry_SYSCALL_64", "tcp_sendmsg", NULL }, 0.20 },
-};
-#define NSTACKS (sizeof(stacks) / sizeof(stacks[0]))
+#define MAX_REGRESS 4		/* deploys regressing one host at once */
 
 /* One second's injected conditions on a host; cleared every second. */
 struct cond {
-	double csum_rate, lat_factor, throttle, burst_s, saturation, load, regress;
-	const char *regress_fn;
+	double csum_rate, lat_factor, throttle, burst_s, saturation, load;
+	double base;			/* > 0: the host's CPU level instead of its own */
+	double regress[MAX_REGRESS];	/* CPU growth, per deploy regressing it */
+	const char *regress_fn[MAX_REGRESS];	/* where each goes (leaf or path) */
+	int nregress;
 	double wear;			/* > 0: wear used % reported */
 	double pending;			/* > 0: failing, with these pending sectors */
 	int silent;
 };
 
 struct host {
-	char name[40], rack[16], sw[16], site[16], peer[20];
+	char name[40], rack[16], sw[16], agg[16], site[16], peer[20];
 	unsigned rng;
 	double cpu_base, wear_base, wear_per_day;
 	const struct model *model;
@@ -89,8 +81,9 @@ struct host {
 	struct rollup tiers[2];
 	struct cond c;
 	double cpu_acc;			/* CPU-seconds since the last profile */
-	double regress_acc;		/* of them, the regression's */
-	const char *regress_fn;
+	double regress_acc[MAX_REGRESS];	/* of them, each regression's */
+	const char *regress_fn[MAX_REGRESS];
+	int nregress;
 };
 
 struct sim {
@@ -125,21 +118,50 @@ static double clamp01(double x)
 	return x < 0 ? 0 : x > 1 ? 1 : x;
 }
 
+/* Host i's rack and place in it: racks of hosts_per_rack, or cycling through rack_sizes. */
+static void place(const struct sim_shape *sh, uint32_t i, uint32_t *rack, uint32_t *pos)
+{
+	uint32_t cycle = 0, k, rem;
+
+	if (!sh->nrack_sizes) {
+		*rack = i / sh->hosts_per_rack;
+		*pos = i % sh->hosts_per_rack;
+		return;
+	}
+	for (int j = 0; j < sh->nrack_sizes; j++)
+		cycle += sh->rack_sizes[j];
+	k = i / cycle;
+	rem = i % cycle;
+	for (int j = 0;; j++) {
+		if (rem < sh->rack_sizes[j]) {
+			*rack = k * (uint32_t)sh->nrack_sizes + (uint32_t)j;
+			*pos = rem;
+			return;
+		}
+		rem -= sh->rack_sizes[j];
+	}
+}
+
 char *sim_host_name(const struct sim_shape *sh, uint32_t i, char *buf, size_t len)
 {
-	uint32_t rack = i / sh->hosts_per_rack, sw = rack / sh->racks_per_switch;
+	uint32_t rack, pos;
 
-	snprintf(buf, len, "sw%03u-r%04u-h%02u", sw, rack, i % sh->hosts_per_rack);
+	place(sh, i, &rack, &pos);
+	snprintf(buf, len, "sw%03u-r%04u-h%02u", rack / sh->racks_per_switch, rack, pos);
 	return buf;
 }
 
 static int host_init(struct sim *sm, struct host *h, uint32_t i)
 {
-	uint32_t rack = i / sm->sh.hosts_per_rack, sw = rack / sm->sh.racks_per_switch;
+	uint32_t rack, pos, sw;
 
+	place(&sm->sh, i, &rack, &pos);
+	sw = rack / sm->sh.racks_per_switch;
 	sim_host_name(&sm->sh, i, h->name, sizeof(h->name));
 	snprintf(h->rack, sizeof(h->rack), "r%04u", rack);
 	snprintf(h->sw, sizeof(h->sw), "sw%03u", sw);
+	if (sm->sh.switches_per_agg)
+		snprintf(h->agg, sizeof(h->agg), "agg%02u", sw / sm->sh.switches_per_agg);
 	snprintf(h->site, sizeof(h->site), "site%u", sw / sm->sh.switches_per_site);
 	/* the upstream peer bad segments come from: a host of another rack */
 	snprintf(h->peer, sizeof(h->peer), "10.%u.%u.%u", (sw + 1) % 250, (rack + 7) % 250,
@@ -182,6 +204,7 @@ static int selects(const struct sim_event *ev, const struct host *h)
 	return (!ev->host[0] || !fnmatch(ev->host, h->name, 0)) &&
 	       (!ev->rack[0] || !fnmatch(ev->rack, h->rack, 0)) &&
 	       (!ev->sw[0] || !fnmatch(ev->sw, h->sw, 0)) &&
+	       (!ev->agg[0] || !fnmatch(ev->agg, h->agg, 0)) &&
 	       (!ev->site[0] || !fnmatch(ev->site, h->site, 0));
 }
 
@@ -266,6 +289,8 @@ static int write_timeline(struct sim *sm, const char *path, char *err, size_t er
 			       json_object_new_int64(sm->sh.racks_per_switch));
 	json_object_object_add(fleet, "switches_per_site",
 			       json_object_new_int64(sm->sh.switches_per_site));
+	json_object_object_add(fleet, "switches_per_agg",
+			       json_object_new_int64(sm->sh.switches_per_agg));
 	json_object_object_add(doc, "fleet", fleet);
 	for (int e = 0; e < sm->sc->nev; e++) {
 		const struct sim_event *ev = &sm->sc->ev[e];
@@ -299,6 +324,24 @@ static int write_timeline(struct sim *sm, const char *path, char *err, size_t er
 	return ret;
 }
 
+/* Was deploy event e's service rolled back on host index i by scenario time t? */
+static int rolled_back(const struct sim *sm, int e, uint32_t i, uint64_t t)
+{
+	const struct sim_event *d = &sm->sc->ev[e];
+
+	for (int k = 0; k < sm->sc->nev; k++) {
+		const struct sim_event *r = &sm->sc->ev[k];
+
+		if (r->kind != SIM_ROLLBACK || strcmp(r->service, d->service) ||
+		    r->at_ms <= d->at_ms || r->at_ms > t)
+			continue;
+		for (uint32_t j = 0; j < sm->nsel[k]; j++)
+			if (sm->sel[k][j] == i)
+				return 1;
+	}
+	return 0;
+}
+
 /* Apply the events active at scenario time t (ms) to their hosts' conditions. */
 static void apply_events(struct sim *sm, uint64_t t)
 {
@@ -314,6 +357,7 @@ static void apply_events(struct sim *sm, uint64_t t)
 			continue;
 		for (uint32_t k = 0; k < sm->nsel[e]; k++) {
 			struct cond *c = &sm->h[sm->sel[e][k]].c;
+			uint64_t span = ev->for_ms ? ev->for_ms : sm->end_ms - sm->start_ms - ev->at_ms;
 
 			switch (ev->kind) {
 			case SIM_CSUM_ERRORS: c->csum_rate += ev->value; break;
@@ -324,11 +368,20 @@ static void apply_events(struct sim *sm, uint64_t t)
 			case SIM_CPU_BURSTS: c->burst_s = ev->value; break;
 			case SIM_CPU_SATURATION: c->saturation = ev->value; break;
 			case SIM_DEPLOY:
-				c->regress += ev->value;
-				c->regress_fn = ev->function;
+				if (ev->value > 0 && c->nregress < MAX_REGRESS &&
+				    !rolled_back(sm, e, sm->sel[e][k], t)) {
+					c->regress[c->nregress] = ev->value;
+					c->regress_fn[c->nregress++] = ev->function;
+				}
 				break;
 			case SIM_LOAD_RISE: c->load *= ev->value; break;
+			case SIM_LOAD_RAMP:
+				c->load *= 1 + (ev->value - 1) * (double)(t - ev->at_ms) /
+					       (double)(span ? span : 1);
+				break;
+			case SIM_BASE_LOAD: c->base = ev->value; break;
 			case SIM_SILENCE: c->silent = 1; break;
+			case SIM_ROLLBACK:
 			case SIM_KINDS: break;
 			}
 		}
@@ -344,8 +397,10 @@ static void mark_deploys(struct sim *sm, uint64_t t)
 		char err[256];
 
 
-		if (ev->kind != SIM_DEPLOY || ev->at_ms < t || ev->at_ms >= t + 1000)
+		if ((ev->kind != SIM_DEPLOY && ev->kind != SIM_ROLLBACK) || ev->at_ms < t ||
+		    ev->at_ms >= t + 1000)
 			continue;
+		d.rollback = ev->kind == SIM_ROLLBACK;
 		snprintf(d.service, sizeof(d.service), "%s", ev->service);
 		snprintf(d.version, sizeof(d.version), "%s", ev->version);
 		snprintf(d.hosts, sizeof(d.hosts), "%s", ev->host[0] ? ev->host : "*");
@@ -434,7 +489,11 @@ static double cpu_series(struct host *h, struct snapshot *s, uint64_t t_s)
 	double u[NCPUS], all = 0, want;
 	char cpu[8];
 
-	want = h->cpu_base * h->c.load * (1 + h->c.regress);
+	double growth = 1;
+
+	for (int r = 0; r < h->c.nregress; r++)
+		growth += h->c.regress[r];
+	want = (h->c.base > 0 ? h->c.base : h->cpu_base) * h->c.load * growth;
 	for (int k = 0; k < NCPUS; k++) {
 		u[k] = clamp01(want + 0.04 * noise(&h->rng));
 		if (h->c.saturation > 0)
@@ -471,10 +530,30 @@ static int host_snapshot(struct sim *sm, struct host *h, uint64_t ts_ms, uint64_
 	snapshot_set_label(s, "rack", h->rack);
 	snapshot_set_label(s, "switch", h->sw);
 	snapshot_set_label(s, "site", h->site);
+	if (h->agg[0])
+		snapshot_set_label(s, "agg", h->agg);
 	all = cpu_series(h, s, t_s);
 	h->cpu_acc += all * NCPUS;
-	h->regress_acc += h->c.regress > 0 ? all * NCPUS * h->c.regress / (1 + h->c.regress) : 0;
-	h->regress_fn = h->c.regress_fn;
+	{
+		double growth = 1;
+
+		for (int r = 0; r < h->c.nregress; r++)
+			growth += h->c.regress[r];
+		/* each regression's share of this second, kept per function */
+		for (int r = 0; r < h->c.nregress; r++) {
+			int slot;
+
+			for (slot = 0; slot < h->nregress &&
+			     strcmp(h->regress_fn[slot], h->c.regress_fn[r]); slot++)
+				;
+			if (slot == h->nregress) {
+				if (h->nregress == MAX_REGRESS)
+					continue;
+				h->regress_fn[h->nregress++] = h->c.regress_fn[r];
+			}
+			h->regress_acc[slot] += all * NCPUS * h->c.regress[r] / growth;
+		}
+	}
 
 	h->in_segs += 5000 + (uint64_t)(500 * uniform(&h->rng));
 	h->out_segs += 4800 + (uint64_t)(500 * uniform(&h->rng));
@@ -522,31 +601,62 @@ static int host_snapshot(struct sim *sm, struct host *h, uint64_t ts_ms, uint64_
 	return drive_add_series(&h->drive, s);
 }
 
-/* A 10 s profile window of host h ending at ts_ms, its stacks following its CPU use. */
+/* Split "a;b;c" (root first) into frames[], pointing into buf; returns the depth. */
+static uint32_t split_path(const char *path, char *buf, size_t len, const char **frames)
+{
+	uint32_t depth = 0;
+	char *save, *f;
+
+	snprintf(buf, len, "%s", path);
+	for (f = strtok_r(buf, ";", &save); f && depth < SIM_MAX_FRAMES;
+	     f = strtok_r(NULL, ";", &save))
+		frames[depth++] = f;
+	return depth;
+}
+
+/*
+ * A 10 s profile window of host h ending at ts_ms, its stacks following its
+ * CPU use; each regression's time goes to its function: the built-in leaf
+ * it names, or its own new stack (a function with its callers).
+ */
 static void host_profile(struct sim *sm, struct host *h, uint64_t ts_ms)
 {
-	double base = (h->cpu_acc - h->regress_acc) * PROFILE_HZ;
+	double base = h->cpu_acc * PROFILE_HZ, extra = 0;
 	char *blob;
 	size_t len;
 	struct profile p;
 
+	for (int r = 0; r < h->nregress; r++)
+		extra += h->regress_acc[r];
+	base -= extra * PROFILE_HZ;
 	if (profile_init(&p, h->name))
 		return;
 	p.ts_ms = ts_ms;
 	p.duration_ms = PROFILE_EVERY_MS;
 	p.rate_hz = PROFILE_HZ;
-	for (size_t k = 0; k < NSTACKS; k++) {
-		const struct stack *st = &stacks[k];
+	for (size_t k = 0; k < sim_nstacks; k++) {
+		const struct sim_stack *st = &sim_stacks[k];
 		uint32_t depth = 0;
 		double n = base * st->share;
 
-		while (depth < 6 && st->frames[depth])
+		while (depth < SIM_MAX_FRAMES && st->frames[depth])
 			depth++;
-		/* the regression's extra time goes to its function's stack */
-		if (h->regress_fn && !strcmp(st->frames[depth - 1], h->regress_fn))
-			n += h->regress_acc * PROFILE_HZ;
+		for (int r = 0; r < h->nregress; r++)
+			if (!strcmp(st->frames[depth - 1], h->regress_fn[r]))
+				n += h->regress_acc[r] * PROFILE_HZ;
 		if (n >= 1)
 			profile_add(&p, "api", "api-server", 4242, st->frames, depth, (uint64_t)n);
+	}
+	for (int r = 0; r < h->nregress; r++) {
+		const char *frames[SIM_MAX_FRAMES];
+		char buf[256];
+		uint32_t depth;
+		double n = h->regress_acc[r] * PROFILE_HZ;
+
+		if (!strchr(h->regress_fn[r], ';') || n < 1)
+			continue;	/* a leaf's time went to its stack above */
+		depth = split_path(h->regress_fn[r], buf, sizeof(buf), frames);
+		profile_add(&p, "api", "api-server", 4242, frames, depth, (uint64_t)n);
 	}
 	if (profile_encode(&p, &blob, &len) == 0) {
 		char key[300];
@@ -557,7 +667,8 @@ static void host_profile(struct sim *sm, struct host *h, uint64_t ts_ms)
 		free(blob);
 	}
 	profile_free(&p);
-	h->cpu_acc = h->regress_acc = 0;
+	h->cpu_acc = 0;
+	memset(h->regress_acc, 0, sizeof(h->regress_acc));
 }
 
 /* Wait for the writer when the spool is deep, so backfill never drops. */

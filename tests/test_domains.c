@@ -317,3 +317,16 @@ Test(domains, hypergeometric_tail)
 	cr_assert_float_eq(stats_hypergeom_tail(256, 8, 64, 8), 4426165368.0 / 409663695276000.0,
 			   1e-15);
 }
+
+/* A rack with its own top-of-rack switch is one domain: it pages under the outer label. */
+Test(domains, a_rack_and_its_own_tor_are_one_domain)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 1, 4, 1, eight, 1);	/* switch sw<i> holds only rack r<i> */
+	hit_rack(&f, "r1", 6);
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "switch=sw1:6");
+	test_events_free(&ev);
+}

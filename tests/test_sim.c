@@ -54,6 +54,26 @@ Test(scenario, errors_name_the_place)
 	cr_expect(parse_error("fleet: {hosts: 0}\n", "s.yaml:1:16: hosts"));
 	cr_expect(parse_error("fleet: {hosts: 10, racks: 2}\n", "racks"));
 	cr_expect(parse_error("scenario: [a]\n", "s.yaml:1:11"));
+	/* what the simulator cannot model is refused, not dropped */
+	cr_expect(parse_error("events:\n  - inject: deploy\n    service: api\n    cpu: 0.3\n"
+			      "    function: gzip_body\n", "s.yaml:5:15: function: gzip_body is not "
+			      "a leaf"));
+	cr_expect(parse_error("events:\n  - inject: deploy\n    service: api\n    cpu: 0.3\n"
+			      "    function: \"main;;gzip\"\n", "non-empty frames"));
+	cr_expect(parse_error("events:\n  - inject: deploy\n    service: api\n"
+			      "    function: json_parse\n", "function: needs cpu:"));
+	cr_expect(parse_error("events:\n  - inject: rollback\n    service: api\n    cpu: 1\n",
+			      "cpu"));
+	cr_expect(parse_error("fleet: {rack_sizes: [8, 0]}\n", "s.yaml:1:25: rack_sizes"));
+	cr_expect(parse_error("fleet: {rack_sizes: [8], hosts_per_rack: 4}\n", "not both"));
+	cr_expect(parse_error("fleet: {switches_per_site: 4, switches_per_agg: 3}\n",
+			      "does not divide"));
+	cr_expect(parse_error("events:\n  - inject: silence\n    expect: [{alertname: A, "
+			      "wear: {row: 1}}]\n", "needs the host"));
+	cr_expect(parse_error("events:\n  - inject: silence\n    expect: [{alertname: A, "
+			      "evidence: {stack: x}}]\n", "stack"));
+	cr_expect(parse_error("events:\n  - inject: silence\n    expect: [{alertname: A, "
+			      "within: 0s}]\n", "within: at least 1s"));
 }
 
 Test(scenario, shipped_scenarios_parse)
@@ -79,6 +99,20 @@ Test(sim, host_names_follow_the_topology)
 
 	cr_expect_str_eq(sim_host_name(&sh, 0, b, sizeof(b)), "sw000-r0000-h00");
 	cr_expect_str_eq(sim_host_name(&sh, 47, b, sizeof(b)), "sw001-r0004-h07");
+}
+
+/* Racks of different sizes: the sizes cycle, hosts fill each rack in turn. */
+Test(sim, racks_of_different_sizes)
+{
+	struct sim_shape sh = { .hosts = 100, .hosts_per_rack = 10, .racks_per_switch = 2,
+				.switches_per_site = 2, .rack_sizes = { 4, 12 }, .nrack_sizes = 2 };
+	char b[64];
+
+	cr_expect_str_eq(sim_host_name(&sh, 3, b, sizeof(b)), "sw000-r0000-h03");
+	cr_expect_str_eq(sim_host_name(&sh, 4, b, sizeof(b)), "sw000-r0001-h00");
+	cr_expect_str_eq(sim_host_name(&sh, 15, b, sizeof(b)), "sw000-r0001-h11");
+	cr_expect_str_eq(sim_host_name(&sh, 16, b, sizeof(b)), "sw001-r0002-h00");
+	cr_expect_str_eq(sim_host_name(&sh, 33, b, sizeof(b)), "sw002-r0004-h01");
 }
 
 static struct test_redis redis;
@@ -142,6 +176,15 @@ static int count_deploy(const struct deploy *d, void *arg)
 }
 
 /* 16 hosts for 30 s: faults land where the scenario says and nowhere else. */
+static int count_kinds(const struct deploy *d, void *arg)
+{
+	int *n = arg;
+
+	n[0]++;
+	n[1] += d->rollback;
+	return 0;
+}
+
 Test(sim, writes_the_fleet_and_its_faults, .init = setup, .fini = teardown, .timeout = 60)
 {
 	const char *yaml =
@@ -206,6 +249,68 @@ Test(sim, writes_the_fleet_and_its_faults, .init = setup, .fini = teardown, .tim
 	cr_expect_str_eq(json_object_get_string(json_object_array_get_idx(hosts, 0)),
 			 "sw000-r0001-h01");
 	json_object_put(tl);
+	scenario_free(&sc);
+}
+
+/*
+ * A new hot function with its callers lands in the deployed hosts'
+ * profiles as its own stack; an aggregation layer labels hosts agg; a
+ * rollback stops the regression and is marked as one.
+ */
+Test(sim, new_functions_aggregation_and_rollback, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	const char *yaml =
+		"scenario: t\nduration: 40s\n"
+		"fleet: {hosts: 16, hosts_per_rack: 4, racks_per_switch: 1, switches_per_agg: 2,"
+		" switches_per_site: 4}\n"
+		"events:\n"
+		"  - inject: deploy\n    on: {host: \"sw000-*\"}\n    service: api\n    at: 5s\n"
+		"    cpu: 0.5\n    function: \"main;serve;handle_request;gzip_body\"\n"
+		"  - inject: rollback\n    on: {host: \"sw000-*\"}\n    service: api\n    at: 25s\n";
+	char err[512];
+	struct scenario sc;
+	struct sim_stats st;
+	struct sim_opts o = { .url = redis.url, .seed = 1, .profiles = 1 };
+	int sd[2] = { 0, 0 };
+	redisContext *c;
+	redisReply *r;
+	int with_gzip = 0;
+
+	cr_assert_eq(scenario_parse(&sc, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s",
+		     err);
+	o.start_ms = time_wall_ns() / NSEC_PER_MSEC / 10000 * 10000 - 40000;
+	cr_assert_eq(sim_run(&sc, &o, &st, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(st.deploys, 2);
+	c = redisConnectUnix(redis.sock);
+	cr_assert(c && !c->err);
+	r = redisCommand(c, "HGET fl:hosts sw003-r0003-h00");
+	cr_assert_eq(r->type, REDIS_REPLY_STRING);
+	cr_expect(strstr(r->str, "\"agg\":\"agg01\""), "%s", r->str);
+	freeReplyObject(r);
+	/* windows ending at 10 s and 20 s carry the new stack; after the rollback none */
+	r = redisCommand(c, "XRANGE fl:{sw000-r0000-h00}:p10 - +");
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *blob = r->element[i]->element[1]->element[1];
+		int has = memmem(blob->str, blob->len, "gzip_body", 9) != NULL;
+
+		with_gzip += has;
+		if (i + 1 == r->elements)
+			cr_expect(!has, "the last window (after the rollback) still has gzip_body");
+	}
+	cr_expect_geq(with_gzip, 2, "gzip_body in %d profile windows", with_gzip);
+	freeReplyObject(r);
+	r = redisCommand(c, "XRANGE fl:{sw001-r0001-h00}:p10 - +");
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *blob = r->element[i]->element[1]->element[1];
+
+		cr_expect(!memmem(blob->str, blob->len, "gzip_body", 9), "an undeployed host has it");
+	}
+	freeReplyObject(r);
+	cr_expect_eq(deploy_list(c, 0, NULL, count_kinds, sd, err, sizeof(err)), 2, "%s", err);
+	cr_expect_eq(sd[1], 1);
+	redisFree(c);
 	scenario_free(&sc);
 }
 
