@@ -12,11 +12,13 @@
  *                concentrated in D: were the K hits spread over the fleet
  *                at random, the chance of hits(D) or more landing in D (the
  *                hypergeometric tail) would be below `alpha`;
- *   spread       when at least two of its hits (one if min_hosts is 1) lie
- *                outside its most-hit child domain (the next level down,
- *                grouping D's hits by that label): more than one child
- *                shares the fault, so the cause sits above them; a single
- *                stray host beside a hit child does not move the page up.
+ *   spread       when the hits outside its most-hit child domain (the next
+ *                level down, grouping D's hits by that label) would on
+ *                their own be significant: at least min_hosts of them, or
+ *                at least two that are min_fraction of D's hosts outside
+ *                that child.  More than one child shares the fault, so the
+ *                cause sits above them; a stray host or two beside a hit
+ *                child do not move the page up.
  *
  * The search walks top-down.  At each level the hits (of the parent
  * domain) are grouped by domain; a domain pages when it is significant and
@@ -24,8 +26,9 @@
  * into it, and it pages only if it is significant and none of its children
  * could.  A domain whose hits all sit in one child holding all its live
  * hosts (a rack with its own top-of-rack switch) is that child under
- * another name: it pages under the outer label, so the order of `by`
- * decides the name.  A paged domain's host matches are inhibited (counted, not sent);
+ * another name: the search goes on inside it, and if that child is what
+ * pages, it pages under the outermost of the identical names, so the order
+ * of `by` decides the name.  A paged domain's host matches are inhibited (counted, not sent);
  * hits that no domain explains stay host alerts.  So:
  *
  *   - a full rack under a small switch pages as the rack (its switch is
@@ -160,9 +163,12 @@ static int significant(const struct search *sr, uint32_t hits, uint32_t total)
 
 /*
  * The hits hs[0..nh) of one parent domain at level l: page what explains
- * them.  Returns how many domains paged (>= 0) or -ENOMEM.
+ * them.  al >= 0: the parent is domain ad of level al under another name
+ * (the same hosts), so a domain here with those hosts pages as that one.
+ * Returns how many domains paged (>= 0) or -ENOMEM.
  */
-static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh)
+static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh, int al,
+			uint32_t ad)
 {
 	const struct level *lv = &sr->lv[l];
 	uint32_t *sorted, *count = sr->count + (size_t)l * sr->nlive;
@@ -201,27 +207,39 @@ static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh)
 			size_t gn = start[g + 1] - start[g];
 			uint32_t d = order[g];
 			int sig = significant(sr, (uint32_t)gn, lv->total[d]), spread = 0, same = 0;
+			int gal = al;
 
 			count[d] = 0;
 			if (l + 1 < sr->nlv && sig) {
 				/* hits outside the most-hit child */
 				const struct level *cl = &sr->lv[l + 1];
-				uint32_t *cc = sr->count + (size_t)(l + 1) * sr->nlive, top = 0;
+				uint32_t *cc = sr->count + (size_t)(l + 1) * sr->nlive, top = 0, tc = 0;
+				uint32_t rest, others;
 
 				for (size_t k = 0; k < gn; k++)
-					if (++cc[cl->dom[gh[k]]] > top)
+					if (++cc[cl->dom[gh[k]]] > top) {
 						top = cc[cl->dom[gh[k]]];
+						tc = cl->dom[gh[k]];
+					}
 				for (size_t k = 0; k < gn; k++)
 					cc[cl->dom[gh[k]]] = 0;
-				spread = gn - top >= (sr->r->rollup_min_hosts < 2 ? 1 : 2);
+				rest = (uint32_t)gn - top;
+				others = lv->total[d] > cl->total[tc] ? lv->total[d] - cl->total[tc] : 0;
+				spread = rest >= sr->r->rollup_min_hosts ||
+					 (rest >= 2 && others &&
+					  (double)rest / others >= sr->r->rollup_min_fraction);
 				/* one child holding all of D's live hosts is D under another name */
 				same = top == gn && cl->total[cl->dom[gh[0]]] == lv->total[d];
 			}
-			if (sig && (l + 1 == sr->nlv || spread || same)) {
-				ret = page(sr, l, d, gh, gn);
+			if (gal >= 0 && sr->lv[gal].total[ad] != lv->total[d])
+				gal = -1;	/* narrower than the named ancestor: its own name */
+			if (sig && (l + 1 == sr->nlv || spread)) {
+				ret = gal >= 0 ? page(sr, gal, ad, gh, gn) : page(sr, l, d, gh, gn);
 				paged += !ret;
 			} else if (l + 1 < sr->nlv) {
-				int below = search_level(sr, l + 1, gh, gn);
+				/* the same domain one level down keeps the outermost name */
+				int below = search_level(sr, l + 1, gh, gn, same ? (gal >= 0 ? gal : l) : -1,
+							 same ? (gal >= 0 ? ad : d) : 0);
 
 				if (below < 0) {
 					ret = below;
@@ -229,7 +247,7 @@ static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh)
 					paged += below;
 				} else if (sig) {
 					/* significant, and no child explains its hits */
-					ret = page(sr, l, d, gh, gn);
+					ret = gal >= 0 ? page(sr, gal, ad, gh, gn) : page(sr, l, d, gh, gn);
 					paged += !ret;
 				}
 			}
@@ -330,7 +348,7 @@ int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int n
 		}
 	}
 	if (sr.nlv && sr.nhit) {
-		int got = search_level(&sr, 0, hits, sr.nhit);
+		int got = search_level(&sr, 0, hits, sr.nhit, -1, 0);
 
 		if (got < 0)
 			ret = got;

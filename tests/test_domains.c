@@ -330,3 +330,16 @@ Test(domains, a_rack_and_its_own_tor_are_one_domain)
 	cr_assert_str_eq(pages(&ev, "Hot"), "switch=sw1:6");
 	test_events_free(&ev);
 }
+
+/* A site that is one switch: a rack's fault inside it is still the rack. */
+Test(domains, an_identical_outer_domain_does_not_swallow_a_narrower_fault)
+{
+	static struct fleet f;
+	struct test_events ev = { 0 };
+
+	build(&f, 2, 1, 2, eight, 1);	/* site s<i> is switch sw<i>: racks r<2i>, r<2i+1> */
+	hit_rack(&f, "r2", -1);
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "rack=r2:8");
+	test_events_free(&ev);
+}

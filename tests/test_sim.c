@@ -79,7 +79,9 @@ Test(scenario, errors_name_the_place)
 Test(scenario, shipped_scenarios_parse)
 {
 	const char *names[] = { "sad-switch", "sad-server", "lying-average", "regression",
-				"load-rise", "silent-rack" };
+				"load-rise", "silent-rack", "line-card", "rack-or-switch",
+				"agg-and-tor", "two-services", "new-hot-function",
+				"relative-thresholds" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct scenario sc;
