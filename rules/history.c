@@ -171,7 +171,11 @@ struct load_arg {
 	struct engine *e;
 	int n;
 	uint64_t now;			/* the clock reads are judged by */
-	struct host_state **hosts;	/* by the index given to the store */
+	/*
+	 * e->hosts indexes, by the index given to the store: not pointers, as
+	 * e->hosts moves when a host is added (host_of reallocates it)
+	 */
+	uint32_t *hosts;
 };
 
 /* Warn about host h at most once a minute. */
@@ -208,7 +212,7 @@ static int load_cb(struct snapshot *s, void *arg)
 static void bad_cb(size_t idx, uint64_t entry_ms, const char *why, void *arg)
 {
 	struct load_arg *la = arg;
-	struct host_state *h = la->hosts[idx];
+	struct host_state *h = &la->e->hosts[la->hosts[idx]];
 	uint64_t at = entry_ms && entry_ms <= la->now + FUTURE_SLACK_MS ? entry_ms : la->now;
 
 	if (entry_ms && entry_ms <= la->now + FUTURE_SLACK_MS && entry_ms > h->read_ms)
@@ -278,8 +282,8 @@ int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, cha
 		from[n] = (h->read_ms > (h->n ? h->snaps[h->n - 1].ts_ms : 0) ? h->read_ms
 			   : h->n ? h->snaps[h->n - 1].ts_ms : 0);
 		from[n] = from[n] ? from[n] + 1 : 0;
-		la.hosts[n] = h;
-		names[n++] = h->name;
+		la.hosts[n] = (uint32_t)(h - e->hosts);
+		names[n++] = all[i];	/* not h->name: a later host_of may move it */
 	}
 	ret = store_read_ranges(rc, names, from, n, 1, until_ms, load_cb, &la, bad_cb, NULL, err,
 				errlen);

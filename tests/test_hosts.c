@@ -8,6 +8,7 @@
  * still decode, and HostSilent waits while spools drain after an outage.
  */
 #include <criterion/criterion.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,4 +242,42 @@ Test(hosts, host_silent_waits_for_spools_to_drain, .init = setup, .fini = teardo
 	eval_at(now + 30000, &ev);
 	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 1, "never paged after the grace");
 	test_events_free(&ev);
+}
+
+/*
+ * The first read of a fleet larger than the engine's first allocation (64
+ * hosts): adding hosts moves the engine's host table, and the names handed
+ * to the pipelined read used to point into the old one (a use after free:
+ * with freed memory overwritten, as M_PERTURB does, hosts read nothing or
+ * garbage names paged HostSilent).  Every host's snapshot must arrive.
+ */
+Test(hosts, the_first_read_of_a_large_fleet_reads_every_host, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct store_opts o = { .url = redis.url, .timeout_ns = NSEC_PER_SEC };
+	char err[256], name[32];
+	struct store *st = store_open(&o, err, sizeof(err));
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	int loaded;
+
+	cr_assert_not_null(st, "%s", err);
+	for (int h = 0; h < 300; h++) {
+		struct snapshot s;
+
+		snprintf(name, sizeof(name), "big-%03d", h);
+		snapshot_init(&s, name, now - 1000, 1000, 1, 1);
+		snapshot_add_gauge(&s, "drive.temperature_c", 40, "device", "sda", NULL);
+		store_put_snapshot(st, &s);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(store_flush(st, 10 * NSEC_PER_SEC), 0);
+	store_close(st);
+	mallopt(M_PERTURB, 0x5a);	/* freed memory is overwritten, not left readable */
+	loaded = engine_load_redis(&e, rc, 0, err, sizeof(err));
+	mallopt(M_PERTURB, 0);
+	cr_assert_eq(loaded, 300, "%s", err);
+	for (int h = 0; h < 300; h++) {
+		snprintf(name, sizeof(name), "big-%03d", h);
+		cr_expect_eq(engine_history(&e, name), 1, "%s was not read", name);
+	}
 }
