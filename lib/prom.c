@@ -74,17 +74,42 @@ static void labels(struct strbuf *out, const struct series *ser, const char *ext
 	strbuf_adds(out, "}");
 }
 
-static void render_hist(struct strbuf *out, const struct prom_name *pn, const struct series *ser)
+/* 1 us .. 16.8 s and 512 B .. 8 MiB, by powers of two */
+static const double seconds_bounds[25] = { 1e-06, 2e-06, 4e-06, 8e-06, 1.6e-05, 3.2e-05, 6.4e-05, 0.000128, 0.000256, 0.000512, 0.001024, 0.002048, 0.004096, 0.008192, 0.016384, 0.032768, 0.065536, 0.131072, 0.262144, 0.524288, 1.048576, 2.097152, 4.194304, 8.388608, 16.777216 };
+static const double bytes_bounds[15] = { 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304, 8388608 };
+
+int prom_bounds(const struct prom_buckets *b, const char *metric, const double **bound)
+{
+	const struct metric_info *m = catalog_find(metric);
+
+	for (int i = 0; b && i < b->n; i++)
+		if (!strcmp(b->m[i].metric, metric)) {
+			*bound = b->m[i].bound;
+			return b->m[i].n;
+		}
+	if (m && m->unit == UNIT_BYTES) {
+		*bound = bytes_bounds;
+		return 15;
+	}
+	*bound = seconds_bounds;
+	return 25;
+}
+
+static void render_hist(struct strbuf *out, const struct prom_name *pn, const struct series *ser,
+			const struct prom_buckets *b)
 {
 	const struct histogram *h = ser->hist;
+	const double *bound;
+	int nb = prom_bounds(b, ser->name, &bound);
 	uint64_t cum = 0;
+	uint32_t i = 0;
 	char le[64];
 
-	for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
-		if (!h->buckets[i])
-			continue;
-		cum += h->buckets[i];
-		snprintf(le, sizeof(le), "le=\"%.9g\"", (double)hist_bucket_upper(i) * pn->scale);
+	for (int k = 0; k < nb; k++) {
+		/* every layout bucket that starts at or below the bound */
+		while (i < HIST_BUCKETS && (double)hist_bucket_lower(i) * pn->scale <= bound[k])
+			cum += h->buckets[i++];
+		snprintf(le, sizeof(le), "le=\"%.9g\"", bound[k]);
 		strbuf_addf(out, "%s_bucket", pn->base);
 		labels(out, ser, le);
 		strbuf_addf(out, " %llu\n", (unsigned long long)cum);
@@ -108,7 +133,7 @@ static int by_name(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-void prom_render(const struct snapshot *s, struct strbuf *out)
+void prom_render(const struct snapshot *s, const struct prom_buckets *b, struct strbuf *out)
 {
 	const struct series **order;
 	struct prom_name pn;
@@ -131,7 +156,7 @@ void prom_render(const struct snapshot *s, struct strbuf *out)
 				    ser->kind == SERIES_GAUGE ? "gauge" : "histogram");
 		}
 		if (ser->kind == SERIES_HISTOGRAM) {
-			render_hist(out, &pn, ser);
+			render_hist(out, &pn, ser, b);
 			continue;
 		}
 		strbuf_adds(out, pn.base);

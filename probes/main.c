@@ -172,7 +172,7 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 		log_warn("rollups: out of memory");
 	if (p->metrics) {
 		strbuf_reset(&p->prom);
-		prom_render(&s, &p->prom);
+		prom_render(&s, &p->cfg.buckets, &p->prom);
 		metrics_server_set_body(p->metrics, strbuf_str(&p->prom), p->prom.len);
 		metrics_server_reap(p->metrics, 10 * NSEC_PER_SEC);
 	}
@@ -421,7 +421,7 @@ int main(int argc, char **argv)
 		if (p.cfg.bpf)
 			usleep((useconds_t)(p.cfg.interval_ns / 1000));
 		if (collect(&p, &s) == 0) {
-			prom_render(&s, &p.prom);
+			prom_render(&s, &p.cfg.buckets, &p.prom);
 			fputs(strbuf_str(&p.prom), stdout);
 			snapshot_free(&s);
 			rc = 0;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "prom.h"
 #include "snapshot.h"
 #include "store.h"
 
@@ -43,6 +44,7 @@ struct probe_config {
 	uint64_t drive_interval_ns;
 	uint64_t drive_timeout_ns;
 	char *smartctl;
+	struct prom_buckets buckets;	/* /metrics histogram bounds (metrics_buckets) */
 };
 
 /* The embedded default config (etc/probe.yaml), NUL-terminated. */

@@ -3,15 +3,18 @@
  * default) into struct probe_config; see probe.h.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "probe.h"
+#include "catalog.h"
 #include "log.h"
 #include "timeutil.h"
 
 #define TOP_KEYS "host, interval, redis, redis_timeout, metrics_addr, bpf, log_level, " \
-		 "labels, deploy_watch, retention, spool, block, drive, profile"
+		 "labels, deploy_watch, retention, spool, block, drive, profile, metrics_buckets"
 
 static void free_string_map(struct label **arr, uint32_t *n)
 {
@@ -56,6 +59,58 @@ static int load_string_map(const struct cfg *c, const struct cfg_node *map, cons
 		(*arr)[i].key = strdup(e->key);
 		(*arr)[i].value = strdup(e->value);
 		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * metrics_buckets: {block.latency: [0.0005, 0.001, 0.005]}: /metrics bucket
+ * bounds per histogram metric, in its exposed unit (seconds, bytes),
+ * strictly increasing.  A metric given again replaces its bounds.
+ */
+static int load_buckets(const struct cfg *c, const struct cfg_node *root,
+			struct prom_buckets *b, char *err, size_t errlen)
+{
+	const struct cfg_node *map;
+	int ret = cfg_map(c, root, "metrics_buckets", &map, err, errlen);
+
+	if (ret || !map)
+		return ret;
+	for (size_t i = 0; i < map->nchild; i++) {
+		const struct cfg_node *kv = &map->child[i];
+		const struct metric_info *m = catalog_find(kv->key);
+		int slot;
+
+		((struct cfg_node *)kv)->used = 1;
+		if (!m || m->kind != SERIES_HISTOGRAM)
+			return cfg_error(c, kv, err, errlen, "metrics_buckets: '%s' is not a "
+					 "histogram metric (`faultline metrics` lists them)", kv->key);
+		if (kv->type != CFG_SEQ || !kv->nchild || kv->nchild > PROM_MAX_BOUNDS)
+			return cfg_error(c, kv, err, errlen, "metrics_buckets.%s: expected a list of "
+					 "1 to %d bounds, such as [0.001, 0.01, 0.1]", kv->key,
+					 PROM_MAX_BOUNDS);
+		for (slot = 0; slot < b->n && strcmp(b->m[slot].metric, kv->key); slot++)
+			;
+		if (slot == b->n) {
+			if (b->n == PROM_MAX_CUSTOM)
+				return cfg_error(c, kv, err, errlen, "metrics_buckets: at most %d "
+						 "metrics", PROM_MAX_CUSTOM);
+			b->n++;
+		}
+		snprintf(b->m[slot].metric, sizeof(b->m[slot].metric), "%s", kv->key);
+		b->m[slot].n = 0;
+		for (size_t k = 0; k < kv->nchild; k++) {
+			const struct cfg_node *x = &kv->child[k];
+			char *end = NULL;
+			double v = x->type == CFG_SCALAR && x->value ? strtod(x->value, &end) : NAN;
+
+			if (!end || end == x->value || *end || !(v > 0) || !isfinite(v) ||
+			    (k && v <= b->m[slot].bound[k - 1]))
+				return cfg_error(c, x, err, errlen, "metrics_buckets.%s: expected "
+						 "positive numbers in increasing order (in %s)", kv->key,
+						 m->unit == UNIT_BYTES ? "bytes" : "seconds");
+			b->m[slot].bound[b->m[slot].n++] = v;
+		}
 	}
 	return 0;
 }
@@ -120,6 +175,8 @@ int probe_config_parse(struct probe_config *cfg, const char *name, const char *t
 	    (ret = cfg_uint(&c, prof, "hourly_top", 10, 100000, &cfg->profile_hourly_top, err,
 			    errlen)) ||
 	    (ret = cfg_check_unknown(&c, prof, "enabled, rate, window, hourly_top", err, errlen)))
+		goto out;
+	if ((ret = load_buckets(&c, root, &cfg->buckets, err, errlen)))
 		goto out;
 	if ((ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
 		goto out;

@@ -82,6 +82,12 @@ Test(config, errors_name_file_line_column_and_key)
 		{ "labels:\n  rack: [1]\n", "labels.rack: expected a string value" },
 		{ "labels:\n  \"\": r1\n", "labels: keys must be non-empty" },
 		{ "spool:\n  path: [1]\n", "path: expected a string" },
+		{ "metrics_buckets:\n  tcp.in_segs: [1]\n",
+		  "probe.yaml:2:16: metrics_buckets: 'tcp.in_segs' is not a histogram metric" },
+		{ "metrics_buckets:\n  block.latency: [0.01, 0.001]\n",
+		  "probe.yaml:2:25: metrics_buckets.block.latency: expected positive numbers in "
+		  "increasing order (in seconds)" },
+		{ "metrics_buckets:\n  block.latency: 5\n", "expected a list of 1 to 64 bounds" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct probe_config cfg;
@@ -155,5 +161,21 @@ Test(config, metrics_listen_on_loopback_unless_told_otherwise)
 	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(strncmp(cfg.metrics_addr, "127.0.0.1:", 10), 0,
 		     "the built-in /metrics address is %s, not loopback", cfg.metrics_addr);
+	probe_config_free(&cfg);
+}
+
+/* /metrics bucket bounds per histogram metric: parsed, later entries replacing earlier. */
+Test(config, metrics_buckets)
+{
+	struct probe_config cfg;
+	char err[512] = "";
+
+	cr_assert_eq(parse("metrics_buckets:\n  block.latency: [0.001, 0.01, 0.1]\n"
+			   "  block.size: [4096, 65536]\n", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.buckets.n, 2);
+	cr_expect_str_eq(cfg.buckets.m[0].metric, "block.latency");
+	cr_expect_eq(cfg.buckets.m[0].n, 3);
+	cr_expect_float_eq(cfg.buckets.m[0].bound[2], 0.1, 1e-12);
+	cr_expect_eq(cfg.buckets.m[1].n, 2);
 	probe_config_free(&cfg);
 }
