@@ -3,7 +3,10 @@
  */
 #include "alert.h"
 
+#include "fnv.h"
+
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,4 +323,30 @@ int alert_encode(const struct alert *a, struct strbuf *out)
 	}
 	json_object_put(root);
 	return ret;
+}
+
+static int label_key_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct label *const *)a)->key, (*(const struct label *const *)b)->key);
+}
+
+void alert_fingerprint(const struct label *l, uint32_t n, char out[17])
+{
+	const struct label *sorted[64], **p = n <= 64 ? sorted : malloc(n * sizeof(*p));
+	uint64_t h = FNV64_OFFSET;
+
+	if (!p) {
+		snprintf(out, 17, "%016x", 0);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		p[i] = &l[i];
+	qsort(p, n, sizeof(*p), label_key_cmp);
+	for (uint32_t i = 0; i < n; i++) {
+		h = fnv64_sep(fnv64_str(h, p[i]->key));
+		h = fnv64_sep(fnv64_str(h, p[i]->value));
+	}
+	snprintf(out, 17, "%016" PRIx64, h);
+	if (p != sorted)
+		free(p);
 }

@@ -73,6 +73,15 @@ void alert_free(struct alert *a);
 struct strbuf;
 int alert_encode(const struct alert *a, struct strbuf *out);
 
+/*
+ * The alert's fingerprint as Alertmanager (Prometheus' model.LabelSet)
+ * computes it, so one alert has one id in faultline and in Alertmanager:
+ * FNV-1a 64 over the label names sorted, each name and value followed by a
+ * 0xff byte; 16 lower-case hex digits into out.  l[0..n) in any order, keys
+ * unique.
+ */
+void alert_fingerprint(const struct label *l, uint32_t n, char out[17]);
+
 /* ALERT_EV_* bit of an evidence name (cpu_stacks, drive, csum_peers), or 0. */
 uint32_t alert_evidence_bit(const char *name);
 

@@ -39,11 +39,46 @@ void alert_state_free_instance(struct instance *in)
 	free(in->hosts);
 }
 
-static void fingerprint(const char *name, const struct label *l, int n, char out[17])
+/*
+ * The alert's labels as sent, into out (room for n + r->nlabels + 2):
+ * alertname, severity, the match's labels, then the rule's own labels,
+ * which override a match label of the same name (as in Prometheus; the
+ * event never carries a key twice).  Returns how many.
+ */
+static uint32_t final_labels(const struct rule *r, const struct label *l, int n, struct label *out)
 {
-	uint64_t h = snapshot_labels_hash(fnv64_str(FNV64_OFFSET, name), l, (uint32_t)n);
+	uint32_t k = 0;
 
-	snprintf(out, 17, "%016" PRIx64, h);
+	out[k].key = "alertname";
+	out[k++].value = (char *)r->name;
+	if (r->severity[0]) {
+		out[k].key = "severity";
+		out[k++].value = (char *)r->severity;
+	}
+	for (int i = 0; i < n; i++) {
+		int overridden = !strcmp(l[i].key, "alertname") || !strcmp(l[i].key, "severity");
+
+		for (int j = 0; j < r->nlabels && !overridden; j++)
+			overridden = !strcmp(r->labels[j].key, l[i].key);
+		if (!overridden)
+			out[k++] = l[i];
+	}
+	for (int j = 0; j < r->nlabels; j++)
+		out[k++] = r->labels[j];
+	return k;
+}
+
+/* Alertmanager's fingerprint of the alert's final label set. */
+static void fingerprint(const struct rule *r, const struct label *l, int n, char out[17])
+{
+	struct label *all = calloc((size_t)n + (size_t)r->nlabels + 2, sizeof(*all));
+
+	if (!all) {
+		snprintf(out, 17, "%016x", 0);
+		return;
+	}
+	alert_fingerprint(all, final_labels(r, l, n, all), out);
+	free(all);
 }
 
 /* The instance of fingerprint fp (index in *by_fp), added if new. */
@@ -92,17 +127,7 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	}
 	a.firing = firing;
 	snprintf(a.fingerprint, sizeof(a.fingerprint), "%s", in->fp);
-	labels[a.nlabels].key = "alertname";
-	labels[a.nlabels++].value = (char *)r->name;
-	if (r->severity[0]) {
-		labels[a.nlabels].key = "severity";
-		labels[a.nlabels++].value = (char *)r->severity;
-	}
-	for (int i = 0; i < in->nlabels; i++)
-		if (strcmp(in->labels[i].key, "alertname") && strcmp(in->labels[i].key, "severity"))
-			labels[a.nlabels++] = in->labels[i];
-	for (int i = 0; i < r->nlabels; i++)
-		labels[a.nlabels++] = r->labels[i];
+	a.nlabels = final_labels(r, in->labels, in->nlabels, labels);
 	a.labels = labels;
 	for (int i = 0; i < r->nannotations; i++) {
 		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, text[i],
@@ -171,7 +196,7 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 		char fp[17];
 		struct instance *in;
 
-		fingerprint(r->name, m[i].labels, m[i].nlabels, fp);
+		fingerprint(r, m[i].labels, m[i].nlabels, fp);
 		in = find_or_add(ri, &by_fp, fp);
 		if (!in)
 			continue;

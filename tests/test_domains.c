@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alert.h"
 #include "engine.h"
 #include "helpers.h"
 #include "rules.h"
@@ -341,5 +342,47 @@ Test(domains, an_identical_outer_domain_does_not_swallow_a_narrower_fault)
 	hit_rack(&f, "r2", -1);
 	evaluate(&f, rule_yaml(NESTED), 7, &ev);
 	cr_assert_str_eq(pages(&ev, "Hot"), "rack=r2:8");
+	test_events_free(&ev);
+}
+
+/*
+ * A rule label that the series also has overrides it (as in Prometheus):
+ * the event carries the key once, and its fingerprint is Alertmanager's
+ * over exactly the labels it carries.
+ */
+Test(domains, rule_labels_override_series_labels_once)
+{
+	static const char yaml[] =
+		"groups:\n  - name: g\n    rules:\n"
+		"      - alert: Hot\n        expr: cpu.utilization{cpu=\"all\"} > 0.9\n"
+		"        severity: page\n        labels: {cpu: total, team: infra}\n";
+	static struct fleet f;
+	struct test_events ev = { 0 };
+	json_object *o, *l, *fp;
+	struct label ls[8];
+	uint32_t n = 0;
+	char want[17];
+
+	build(&f, 1, 1, 1, eight, 1);
+	hit_host(&f, "sw0-r0-h1");
+	evaluate(&f, yaml, 0, &ev);
+	cr_assert_eq(ev.n, 1);
+	o = json_tokener_parse(ev.json[0]);
+	json_object_object_get_ex(o, "labels", &l);
+	{
+		const char *first = strstr(ev.json[0], "\"cpu\"");
+
+		cr_assert(first && !strstr(first + 1, "\"cpu\""), "cpu twice: %s", ev.json[0]);
+	}
+	json_object_object_foreach(l, k, v) {
+		cr_assert_lt(n, 8);
+		ls[n].key = k;
+		ls[n++].value = (char *)json_object_get_string(v);
+	}
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(l, "cpu")), "total");
+	alert_fingerprint(ls, n, want);
+	json_object_object_get_ex(o, "fingerprint", &fp);
+	cr_assert_str_eq(json_object_get_string(fp), want);
+	json_object_put(o);
 	test_events_free(&ev);
 }

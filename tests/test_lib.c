@@ -194,3 +194,22 @@ Test(strbuf, json_strings_are_always_valid_utf8)
 		strbuf_release(&sb);
 	}
 }
+
+/*
+ * One alert, one id: the fingerprint equals what Alertmanager 0.25 reports
+ * for the same label set (82da046665e1aefa, read from a real Alertmanager's
+ * /api/v2/alerts), whatever the order the labels come in.
+ */
+Test(alert, fingerprint_equals_alertmanagers)
+{
+	struct label a[] = { { "alertname", "TcpChecksumErrors" }, { "severity", "page" },
+			     { "switch", "sw001" } };
+	struct label b[] = { { "switch", "sw001" }, { "alertname", "TcpChecksumErrors" },
+			     { "severity", "page" } };
+	char fa[17], fb[17];
+
+	alert_fingerprint(a, 3, fa);
+	alert_fingerprint(b, 3, fb);
+	cr_assert_str_eq(fa, "82da046665e1aefa");
+	cr_assert_str_eq(fb, fa);
+}
