@@ -60,7 +60,15 @@ enum payload_format {
 	FMT_ALERTMANAGER,
 	FMT_SLACK,
 	FMT_PAGERDUTY,
+	FMT_ALERTMANAGER_API,	/* POST /api/v2/alerts of an Alertmanager, as Prometheus does */
 };
+
+/*
+ * An alertmanager_api receiver resends what fires every resend_interval (as
+ * Prometheus' resend delay, so Alertmanager does not let it expire) with
+ * endsAt = now + 4 x resend_interval, and sends resolutions with their endsAt.
+ */
+#define AM_API_RESEND_NS (60ULL * 1000000000ULL)
 
 struct receiver {
 	char name[64];
@@ -74,6 +82,7 @@ struct receiver {
 	int max_concurrency;
 	int allow_plain_http;
 	int insecure_skip_verify;
+	uint64_t resend_interval_ns;	/* alertmanager_api: repeat firing alerts this often */
 };
 
 struct route {

@@ -93,6 +93,7 @@ static int parse_receiver(struct alerter_config *ac, const struct cfg *c, const 
 		return cfg_error(c, n, err, errlen, "receivers: at most %d", MAX_RECEIVERS);
 	memset(r, 0, sizeof(*r));
 	r->timeout_ns = 10 * NSEC_PER_SEC;
+	r->resend_interval_ns = AM_API_RESEND_NS;
 	if ((ret = copy_str(c, n, "name", r->name, sizeof(r->name), err, errlen)) ||
 	    (ret = copy_str(c, n, "url", r->url, sizeof(r->url), err, errlen)) ||
 	    (ret = copy_str(c, n, "format", fmt, sizeof(fmt), err, errlen)) ||
@@ -104,6 +105,7 @@ static int parse_receiver(struct alerter_config *ac, const struct cfg *c, const 
 	    (ret = cfg_uint(c, n, "max_concurrency", 1, 64, &conc, err, errlen)) ||
 	    (ret = cfg_bool(c, n, "allow_plain_http", &r->allow_plain_http, err, errlen)) ||
 	    (ret = cfg_bool(c, n, "insecure_skip_verify", &r->insecure_skip_verify, err, errlen)) ||
+	    (ret = cfg_duration(c, n, "resend_interval", &r->resend_interval_ns, err, errlen)) ||
 	    (ret = cfg_map(c, n, "headers", &h, err, errlen)))
 		return ret;
 	r->max_concurrency = (int)conc;
@@ -134,7 +136,7 @@ static int parse_receiver(struct alerter_config *ac, const struct cfg *c, const 
 	}
 	if ((ret = cfg_check_unknown(c, n, "name, url, format, secret, secret_file, routing_key, "
 				     "timeout, max_concurrency, allow_plain_http, "
-				     "insecure_skip_verify, headers", err, errlen)))
+				     "insecure_skip_verify, headers, resend_interval", err, errlen)))
 		return ret;
 	if (!r->name[0] || !r->url[0])
 		return cfg_error(c, n, err, errlen, "receivers: every receiver needs a name and a url");
@@ -144,9 +146,19 @@ static int parse_receiver(struct alerter_config *ac, const struct cfg *c, const 
 		r->format = FMT_SLACK;
 	else if (!strcmp(fmt, "pagerduty"))
 		r->format = FMT_PAGERDUTY;
+	else if (!strcmp(fmt, "alertmanager_api"))
+		r->format = FMT_ALERTMANAGER_API;
 	else
 		return cfg_error(c, cfg_get(n, "format"), err, errlen,
-				 "format: expected alertmanager, slack or pagerduty, found '%s'", fmt);
+				 "format: expected alertmanager (its webhook payload), "
+				 "alertmanager_api (an Alertmanager's /api/v2/alerts), slack or "
+				 "pagerduty, found '%s'", fmt);
+	if (cfg_get(n, "resend_interval") && r->format != FMT_ALERTMANAGER_API)
+		return cfg_error(c, cfg_get(n, "resend_interval"), err, errlen,
+				 "resend_interval: only for format: alertmanager_api");
+	if (r->resend_interval_ns < NSEC_PER_SEC)
+		return cfg_error(c, cfg_get(n, "resend_interval"), err, errlen,
+				 "resend_interval: at least 1s");
 	if (strncmp(r->url, "https://", 8) && strncmp(r->url, "http://", 7))
 		return cfg_error(c, cfg_get(n, "url"), err, errlen, "url: expected http(s)://...");
 	if (!strncmp(r->url, "http://", 7) && !url_is_loopback(r->url) && !r->allow_plain_http)

@@ -58,6 +58,8 @@ struct group {
 	int pending;			/* a notification exists (in flight or waiting) */
 	int in_flight;
 	char errbuf[CURL_ERROR_SIZE];
+	char answer[400];		/* the start of the receiver's answer, for logs */
+	size_t answer_len;
 };
 
 struct alerter {
@@ -470,11 +472,19 @@ static void take_event(struct alerter *al, const char *id, const char *json, siz
 
 /* ---- delivery ---------------------------------------------------------- */
 
-static size_t discard(char *p, size_t s, size_t n, void *u)
+/* Keep the start of the receiver's answer (why it refused, in its words); drop the rest. */
+static size_t keep_answer(char *p, size_t s, size_t n, void *u)
 {
-	(void)p;
-	(void)u;
-	return s * n;
+	struct group *g = u;
+	size_t len = s * n;
+
+	for (size_t i = 0; i < len && g->answer_len + 1 < sizeof(g->answer); i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		g->answer[g->answer_len++] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
+	}
+	g->answer[g->answer_len] = 0;
+	return len;
 }
 
 static void start_request(struct alerter *al, struct group *g)
@@ -510,7 +520,10 @@ static void start_request(struct alerter *al, struct group *g)
 	curl_easy_setopt(g->easy, CURLOPT_TIMEOUT_MS, (long)(r->timeout_ns / NSEC_PER_MSEC));
 	curl_easy_setopt(g->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	curl_easy_setopt(g->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(g->easy, CURLOPT_WRITEFUNCTION, discard);
+	g->answer_len = 0;
+	g->answer[0] = 0;
+	curl_easy_setopt(g->easy, CURLOPT_WRITEFUNCTION, keep_answer);
+	curl_easy_setopt(g->easy, CURLOPT_WRITEDATA, g);
 	curl_easy_setopt(g->easy, CURLOPT_ERRORBUFFER, g->errbuf);
 	curl_easy_setopt(g->easy, CURLOPT_PRIVATE, g);
 	if (r->insecure_skip_verify) {
@@ -543,7 +556,12 @@ static uint64_t group_due_at(const struct alerter *al, const struct group *g)
 		return g->created_ns + cfg->group_wait_ns;
 	if (g->changed)
 		return g->last_sent_ns + cfg->group_interval_ns;
-	return firing ? g->last_sent_ns + cfg->repeat_interval_ns : UINT64_MAX;
+	if (!firing)
+		return UINT64_MAX;
+	if (cfg->receivers[g->receiver].format == FMT_ALERTMANAGER_API &&
+	    cfg->receivers[g->receiver].resend_interval_ns < cfg->repeat_interval_ns)
+		return g->last_sent_ns + cfg->receivers[g->receiver].resend_interval_ns;
+	return g->last_sent_ns + cfg->repeat_interval_ns;
 }
 
 static int by_fingerprint(const void *a, const void *b)
@@ -691,7 +709,8 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 		struct strbuf ids = STRBUF_INIT;
 
 		snprintf(detail, sizeof(detail), "HTTP %ld from %s: the receiver refused the "
-			 "notification; not retried", code, rname);
+			 "notification; not retried; it answered: %.300s", code, rname,
+			 g->answer_len ? g->answer : "(nothing)");
 		ids_text(g, &ids);
 		if (dead_letter(al, detail, g->key, rname, strbuf_str(&ids), strbuf_str(&g->body),
 				g->body.len) == 0) {
@@ -715,8 +734,9 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 			 g->errbuf[0] ? g->errbuf : curl_easy_strerror(result),
 			 g->attempts, (double)delay / 1e9);
 	else
-		log_warn("delivering %s to %s: HTTP %ld; retry %d in %.1f s", g->key, rname, code,
-			 g->attempts, (double)delay / 1e9);
+		log_warn("delivering %s to %s: HTTP %ld (%.200s); retry %d in %.1f s", g->key,
+			 rname, code, g->answer_len ? g->answer : "no answer", g->attempts,
+			 (double)delay / 1e9);
 }
 
 static void free_groups(struct alerter *al)

@@ -554,6 +554,51 @@ static json_object *pagerduty_doc(const struct alerter_config *cfg, const struct
 	return doc;
 }
 
+/*
+ * Alertmanager's API (POST /api/v2/alerts): the alerts as Prometheus sends
+ * them — labels, annotations (plus runbook_url and the affected hosts),
+ * startsAt, endsAt (firing: now + 4 x resend_interval, so an alerter that
+ * stops resending lets them expire; resolved: when it resolved),
+ * generatorURL.  Alertmanager does its own grouping, silencing and routing.
+ */
+static json_object *alertmanager_api_doc(const struct receiver *r, struct group_alert *const *as,
+					 int n)
+{
+	json_object *arr = json_object_new_array();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	char t[40];
+
+	for (int i = 0; i < n; i++) {
+		const struct alert *a = &as[i]->a;
+		json_object *o = json_object_new_object(), *ann;
+		uint64_t ends = a->firing ? now + 4 * (r->resend_interval_ns / NSEC_PER_MSEC) :
+				a->ends_ms;
+
+		json_object_object_add(o, "labels", labels_json(a->labels, (int)a->nlabels));
+		ann = labels_json(a->annotations, (int)a->nannotations);
+		if (a->runbook[0] && !alert_annotation(a, "runbook_url"))
+			json_object_object_add(ann, "runbook_url", json_object_new_string(a->runbook));
+		if (a->nhosts > 1) {
+			struct strbuf sb = STRBUF_INIT;
+
+			for (uint32_t k = 0; k < a->nhosts && sb.len < 900; k++)
+				strbuf_addf(&sb, "%s%s", k ? "," : "", a->hosts[k]);
+			strbuf_addf(&sb, " (%u of %u hosts)", a->nhosts, a->total_hosts);
+			json_object_object_add(ann, "faultline_hosts",
+					       json_object_new_string(strbuf_str(&sb)));
+			strbuf_release(&sb);
+		}
+		json_object_object_add(o, "annotations", ann);
+		json_object_object_add(o, "startsAt", json_object_new_string(
+					       alert_format_time(a->starts_ms, t, sizeof(t))));
+		json_object_object_add(o, "endsAt", json_object_new_string(
+					       alert_format_time(ends, t, sizeof(t))));
+		json_object_object_add(o, "generatorURL", json_object_new_string(a->generator_url));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 int payload_build(const struct alerter_config *cfg, const struct receiver *r,
 		  const char *group_key, const struct label *gl, int ngl,
 		  struct group_alert *const *as, int n, redisContext *rc, struct strbuf *out)
@@ -566,6 +611,9 @@ int payload_build(const struct alerter_config *cfg, const struct receiver *r,
 		break;
 	case FMT_PAGERDUTY:
 		doc = pagerduty_doc(cfg, r, group_key, gl, ngl, as, n, rc);
+		break;
+	case FMT_ALERTMANAGER_API:
+		doc = alertmanager_api_doc(r, as, n);
 		break;
 	default:
 		doc = alertmanager_doc(cfg, r, group_key, gl, ngl, as, n, rc);

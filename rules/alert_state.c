@@ -140,7 +140,9 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	a.starts_ms = in->since_ms;
 	a.fired_ms = in->fired_ms;
 	a.ends_ms = firing ? 0 : now;
-	snprintf(a.generator_url, sizeof(a.generator_url), "%s", e->opts.generator_url);
+	if (e->opts.generator_url[0])
+		snprintf(a.generator_url, sizeof(a.generator_url), "%.199s#%.55s",
+			 e->opts.generator_url, r->name);
 	if (in->nhosts) {
 		a.hosts = in->hosts;
 		a.nhosts = (uint32_t)in->nhosts;

@@ -58,7 +58,7 @@ typedef void (*engine_event_cb)(const char *json, void *arg);
 struct engine_opts {
 	uint64_t stale_ms;		/* a host is silent after this; 0: 5 s */
 	const struct topology *topology;	/* optional, not owned */
-	char generator_url[256];
+	char generator_url[200];	/* events' generatorURL: this + "#" + the rule's name */
 	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
 	/*
 	 * The fleet's failure-domain levels, outermost first, that HostSilent

@@ -65,6 +65,9 @@ static void usage(FILE *out)
 "  -r, --redis URL       default unix:///run/faultline/redis.sock\n"
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
+"  -g, --generator-url U where an alert comes from, for Alertmanager and\n"
+"                        receivers: each event's generatorURL is U#RULE, e.g.\n"
+"                        https://git.example/ops/rules/blob/main/faultline.yaml\n"
 "  -d, --domains LIST    the fleet's failure-domain labels, outermost first,\n"
 "                        that HostSilent rolls up through (default\n"
 "                        site,agg,switch,rack; at most 4; levels no host\n"
@@ -452,6 +455,7 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stale", required_argument, NULL, 's' },
 		{ "domains", required_argument, NULL, 'd' },
+		{ "generator-url", required_argument, NULL, 'g' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "intervals", required_argument, NULL, 'n' },
 		{ "replay", required_argument, NULL, 'P' },
@@ -482,7 +486,7 @@ int main(int argc, char **argv)
 	char err[512], *end;
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:d:n:P:S:l:m:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:d:g:n:P:S:l:m:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
@@ -529,6 +533,17 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'm': metrics_addr = optarg; break;
+		case 'g':
+			if (strlen(optarg) >= sizeof(domain_opts.generator_url) ||
+			    (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))) {
+				fprintf(stderr, "faultline-rules: --generator-url '%s': expected an "
+					"http(s) URL under %zu characters\n", optarg,
+					sizeof(domain_opts.generator_url));
+				return 2;
+			}
+			snprintf(domain_opts.generator_url, sizeof(domain_opts.generator_url), "%s",
+				 optarg);
+			break;
 		case 'd':
 			if (parse_domains(optarg, &domain_opts)) {
 				fprintf(stderr, "faultline-rules: --domains '%s': expected at most %d "
@@ -575,6 +590,7 @@ int main(int argc, char **argv)
 		struct engine_opts eopts = { .stale_ms = stale / NSEC_PER_MSEC, .topology = &topo };
 
 		memcpy(eopts.domains, domain_opts.domains, sizeof(eopts.domains));
+		memcpy(eopts.generator_url, domain_opts.generator_url, sizeof(eopts.generator_url));
 		eopts.ndomains = domain_opts.ndomains;
 
 		if (engine_init(&e, &rs, &eopts))

@@ -62,7 +62,17 @@ static void *rx_main(void *arg)
 		pthread_mutex_unlock(&rx.lock);
 		if (delay)
 			usleep((useconds_t)delay * 1000);
-		dprintf(c, "HTTP/1.1 %d X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", status);
+		if (status >= 400) {
+			/* a refusal says why, as Alertmanager's API does */
+			static const char why[] = "{\"code\":400,\"message\":\"refused by the test "
+						  "receiver\"}";
+
+			dprintf(c, "HTTP/1.1 %d X\r\nContent-Length: %zu\r\nConnection: close\r\n"
+				"\r\n%s", status, sizeof(why) - 1, why);
+		} else {
+			dprintf(c, "HTTP/1.1 %d X\r\nContent-Length: 2\r\nConnection: close\r\n"
+				"\r\nok", status);
+		}
 		close(c);
 	}
 	return NULL;
