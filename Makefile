@@ -38,7 +38,7 @@ WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' \
 	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3 -Irules -Isim
-LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lpthread -lm
+LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined

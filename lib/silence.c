@@ -44,11 +44,11 @@ int matcher_parse(struct matcher *m, const char *s, char *err, size_t errlen)
 	}
 	snprintf(m->value, sizeof(m->value), "%s", op);
 	if (m->op == '~') {
-		char anchored[300];
+		char why[200];
 
-		snprintf(anchored, sizeof(anchored), "^(%s)$", m->value);
-		if (regcomp(&m->re, anchored, REG_EXTENDED | REG_NOSUB)) {
-			snprintf(err, errlen, "matcher '%s': not a valid regular expression", s);
+		if (promregex_compile(&m->re, m->value, why, sizeof(why))) {
+			snprintf(err, errlen, "matcher '%s': not a valid regular expression: %s", s,
+				 why);
 			return -EINVAL;
 		}
 		m->has_re = 1;
@@ -59,7 +59,7 @@ int matcher_parse(struct matcher *m, const char *s, char *err, size_t errlen)
 void matcher_free(struct matcher *m)
 {
 	if (m->has_re)
-		regfree(&m->re);
+		promregex_free(&m->re);
 	m->has_re = 0;
 }
 
@@ -72,7 +72,7 @@ int matcher_match(const struct matcher *m, const struct alert *a)
 	switch (m->op) {
 	case '=': return !strcmp(v, m->value);
 	case '!': return strcmp(v, m->value) != 0;
-	case '~': return regexec(&m->re, v, 0, NULL, 0) == 0;
+	case '~': return promregex_match(&m->re, v);
 	}
 	return 0;
 }

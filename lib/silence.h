@@ -3,13 +3,13 @@
  * (hash fl:silences: id -> JSON), created with `faultline silence add` and
  * honoured by the alerter: a silenced alert is recorded, not sent.
  *
- * Matchers: "name=value", "name!=value", "name=~regex" (POSIX extended,
- * anchored).  A silence matches an alert when every matcher does.
+ * Matchers: "name=value", "name!=value", "name=~regex" (Prometheus'
+ * semantics: RE2 syntax, fully anchored; promregex.h).  A silence matches an alert when every matcher does.
  */
 #ifndef FL_SILENCE_H
 #define FL_SILENCE_H
 
-#include <regex.h>
+#include "promregex.h"
 #include <stdint.h>
 
 #include <hiredis/hiredis.h>
@@ -22,7 +22,7 @@ struct matcher {
 	char name[64];
 	char value[256];
 	int op;			/* '=', '!', '~' */
-	regex_t re;
+	struct prom_regex re;
 	int has_re;
 };
 

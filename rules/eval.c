@@ -155,8 +155,8 @@ static int matches(const struct node *sel, const struct series *s)
 		switch (m->op) {
 		case '=': if (strcmp(v, m->value)) return 0; break;
 		case '!': if (!strcmp(v, m->value)) return 0; break;
-		case '~': if (regexec(&m->re, v, 0, NULL, 0)) return 0; break;
-		case '^': if (!regexec(&m->re, v, 0, NULL, 0)) return 0; break;
+		case '~': if (!promregex_match(&m->re, v)) return 0; break;
+		case '^': if (promregex_match(&m->re, v)) return 0; break;
 		}
 	}
 	return 1;

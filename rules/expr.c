@@ -49,6 +49,11 @@ struct parser {
 static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* PromQL keywords faultline's grammar does not have (docs/rules.md lists the differences). */
+static const char *const promql_keywords[] = {
+	"offset", "without", "on", "ignoring", "group_left", "group_right", "atan2",
+};
+
 static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
 {
 	va_list ap;
@@ -57,6 +62,15 @@ static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
 	if (ps->failed)
 		return;
 	ps->failed = 1;
+	/* stumbling on a PromQL keyword: say that, not what the grammar expected */
+	for (size_t i = 0; ps->cur.t == T_IDENT && i < sizeof(promql_keywords) /
+	     sizeof(promql_keywords[0]); i++)
+		if (!strcmp(ps->cur.text, promql_keywords[i])) {
+			snprintf(ps->err, ps->errlen, "%d:%d: PromQL's '%s' is not supported by "
+				 "faultline's rule language (docs/rules.md lists what is)",
+				 ps->cur.line, ps->cur.col, ps->cur.text);
+			return;
+		}
 	off = (size_t)snprintf(ps->err, ps->errlen, "%d:%d: ", line, col);
 	if (off < ps->errlen) {
 		va_start(ap, fmt);
@@ -237,6 +251,50 @@ static const struct expr_fn_info fns[] = {
 	{ "count", FN_COUNT, 1, 0, 1 },
 };
 
+/* Hints for PromQL functions faultline does not have. */
+static const struct {
+	const char *name, *hint;
+} promql_fns[] = {
+	{ "irate", "faultline's counters are exact per second: use rate(x[1m])" },
+	{ "histogram_quantile", "faultline's histograms are merged exactly: use "
+				"quantile(0.99, metric[5m])" },
+	{ "quantile_over_time", "use quantile(q, histogram[range]) for a histogram" },
+	{ "sum_over_time", "use increase() for counters or avg_over_time()" },
+	{ "count_over_time", NULL }, { "stddev_over_time", NULL }, { "last_over_time", NULL },
+	{ "present_over_time", NULL }, { "absent", "a host that stops reporting pages "
+						   "HostSilent on its own" },
+	{ "absent_over_time", "a host that stops reporting pages HostSilent on its own" },
+	{ "topk", NULL }, { "bottomk", NULL }, { "predict_linear", NULL }, { "deriv", NULL },
+	{ "changes", NULL }, { "resets", NULL }, { "clamp", NULL }, { "clamp_min", NULL },
+	{ "clamp_max", NULL }, { "label_replace", NULL }, { "label_join", NULL },
+	{ "vector", NULL }, { "scalar", NULL }, { "time", NULL }, { "timestamp", NULL },
+	{ "stddev", NULL }, { "stdvar", NULL }, { "count_values", NULL }, { "group", NULL },
+	{ "round", NULL }, { "ceil", NULL }, { "floor", NULL }, { "exp", NULL }, { "ln", NULL },
+	{ "log2", NULL }, { "log10", NULL }, { "sqrt", NULL }, { "sort", NULL },
+	{ "sort_desc", NULL }, { "holt_winters", NULL }, { "day_of_week", NULL },
+	{ "hour", NULL }, { "minute", NULL }, { "month", NULL }, { "year", NULL },
+};
+
+/* A call of name, which is not one of ours: say so, with a hint where we have one. */
+static void unknown_function(struct parser *ps, int line, int col, const char *name)
+{
+	char list[400];
+	size_t off = 0;
+
+	for (size_t i = 0; i < sizeof(promql_fns) / sizeof(promql_fns[0]); i++)
+		if (!strcmp(promql_fns[i].name, name)) {
+			fail(ps, line, col, "PromQL's %s() is not supported by faultline's rule "
+			     "language%s%s", name, promql_fns[i].hint ? "; " : "",
+			     promql_fns[i].hint ? promql_fns[i].hint : "");
+			return;
+		}
+	list[0] = 0;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]) && off < sizeof(list); i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
+					fns[i].name);
+	fail(ps, line, col, "unknown function '%s' (the functions are: %s)", name, list);
+}
+
 const struct expr_fn_info *expr_fn_find(const char *name)
 {
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
@@ -320,12 +378,11 @@ static struct node *parse_selector(struct parser *ps)
 			}
 			x->value = strdup(ps->cur.text);
 			if (x->op == '~' || x->op == '^') {
-				char anchored[300];
+				char why[200];
 
-				snprintf(anchored, sizeof(anchored), "^(%s)$", x->value);
-				if (regcomp(&x->re, anchored, REG_EXTENDED | REG_NOSUB)) {
-					fail(ps, line, col, "'%s' is not a valid regular expression",
-					     x->value);
+				if (promregex_compile(&x->re, x->value, why, sizeof(why))) {
+					fail(ps, line, col, "'%s' is not a valid regular expression: %s",
+					     x->value, why);
 					return n;
 				}
 				x->has_re = 1;
@@ -447,6 +504,17 @@ static struct node *parse_primary(struct parser *ps)
 		    !strcmp(ps->cur.text, "or") || !strcmp(ps->cur.text, "unless")) {
 			fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
 			return NULL;
+		}
+		{
+			/* a name followed by '(' is a call: of a function we do not have */
+			const char *q = ps->p;
+
+			while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+				q++;
+			if (*q == '(') {
+				unknown_function(ps, line, col, ps->cur.text);
+				return NULL;
+			}
 		}
 		n = parse_selector(ps);
 		break;
@@ -612,7 +680,7 @@ void expr_free(struct node *n)
 		free(n->m[i].label);
 		free(n->m[i].value);
 		if (n->m[i].has_re)
-			regfree(&n->m[i].re);
+			promregex_free(&n->m[i].re);
 	}
 	free(n->m);
 	free(n->fn);

@@ -32,7 +32,7 @@
 #ifndef FL_EXPR_H
 #define FL_EXPR_H
 
-#include <regex.h>
+#include "promregex.h"
 #include <stdint.h>
 
 enum node_type {
@@ -55,7 +55,7 @@ struct expr_matcher {
 	char *label;
 	char *value;
 	int op;			/* '=', '!', '~' (=~), '^' (!~) */
-	regex_t re;
+	struct prom_regex re;
 	int has_re;
 };
 

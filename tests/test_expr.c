@@ -67,6 +67,16 @@ Test(expr, every_error_has_a_position)
 		{ "block.ios{device=~\"(\"}", "1:11: '(' is not a valid regular expression" },
 		{ "peer_ratio(drive.wear_used_pct, model)", "1:33: unknown metric 'model'" },
 		{ "tcp.in_segs >\n  and 3", "2:3: expected an expression, found 'and'" },
+		/* PromQL that faultline does not have is named as such, never "unknown metric" */
+		{ "irate(tcp.in_segs[1m])", "1:1: PromQL's irate() is not supported" },
+		{ "histogram_quantile(0.9, x)", "1:1: PromQL's histogram_quantile() is not "
+		  "supported by faultline's rule language; faultline's histograms" },
+		{ "topk (3, tcp.in_segs)", "1:1: PromQL's topk() is not supported" },
+		{ "frob(tcp.in_segs)", "1:1: unknown function 'frob' (the functions are: rate," },
+		{ "rate(tcp.in_segs[1m] offset 5m)", "1:22: PromQL's 'offset' is not supported" },
+		{ "sum without (host) (tcp.in_segs)", "1:5: PromQL's 'without' is not supported" },
+		{ "tcp.in_segs > on(host) tcp.out_segs", "1:15: PromQL's 'on' is not supported" },
+		{ "tcp.in_segs / ignoring(x) tcp.out_segs", "1:15: PromQL's 'ignoring' is not" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct node *n = NULL;
@@ -219,4 +229,32 @@ Test(expr, evaluation_over_a_fleet, .init = build_fleet, .fini = free_fleet)
 	cr_assert(!v.is_vector);
 	cr_assert_eq(v.scalar, 7);
 	value_free(&v);
+}
+
+/*
+ * Regex matchers mean what they mean in Prometheus (RE2, fully anchored):
+ * \d and (?i) work, and a match must cover the whole value.  (POSIX ERE
+ * made "nvme\d+n1" never match.)
+ */
+Test(expr, regex_matchers_have_prometheus_semantics, .init = build_fleet, .fini = free_fleet)
+{
+	static const struct {
+		const char *expr;
+		size_t n;
+	} cases[] = {
+		{ "drive.wear_used_pct{device=~\"nvme\\\\d+n1\"}", 4 },
+		{ "drive.wear_used_pct{device=~\"nvme\\\\d\"}", 0 },	/* anchored: not a prefix */
+		{ "drive.wear_used_pct{device=~\"(?i)NVME0N1\"}", 4 },
+		{ "drive.wear_used_pct{device!~\"\\\\w+\"}", 0 },
+		{ "drive.wear_used_pct{model=~\"A|B\"}", 4 },
+		{ "drive.wear_used_pct{model=~\"B\"}", 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct value v = run(cases[i].expr);
+
+		cr_expect_eq(v.n, cases[i].n, "%s: %zu elements, want %zu", cases[i].expr, v.n,
+			     cases[i].n);
+		value_free(&v);
+	}
 }

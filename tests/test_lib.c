@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alert.h"
+#include "silence.h"
 #include "backoff.h"
 #include "store.h"
 #include "strbuf.h"
@@ -212,4 +213,22 @@ Test(alert, fingerprint_equals_alertmanagers)
 	alert_fingerprint(b, 3, fb);
 	cr_assert_str_eq(fa, "82da046665e1aefa");
 	cr_assert_str_eq(fb, fa);
+}
+
+/* Silence matchers use the rules' regex semantics: RE2 syntax, fully anchored. */
+Test(silence, regex_matchers_are_anchored_re2)
+{
+	struct label l[] = { { "alertname", "SlowWrites" }, { "device", "nvme12n1" } };
+	struct alert a = { .labels = l, .nlabels = 2 };
+	struct matcher m;
+	char err[256];
+
+	cr_assert_eq(matcher_parse(&m, "device=~nvme\\d+n1", err, sizeof(err)), 0, "%s", err);
+	cr_expect(matcher_match(&m, &a));
+	matcher_free(&m);
+	cr_assert_eq(matcher_parse(&m, "device=~nvme\\d", err, sizeof(err)), 0, "%s", err);
+	cr_expect(!matcher_match(&m, &a), "a prefix matched: not anchored");
+	matcher_free(&m);
+	cr_expect_neq(matcher_parse(&m, "device=~(", err, sizeof(err)), 0);
+	cr_expect(strstr(err, "not a valid regular expression: "), "%s", err);
 }
