@@ -105,7 +105,12 @@ int rules_parse(struct ruleset *rs, const char *name, const char *text, size_t l
 int rules_load(struct ruleset *rs, const char *path, char *err, size_t errlen);
 void rules_free(struct ruleset *rs);
 
-/* Expand {{ $value }} and {{ $labels.NAME }} in tmpl into out. */
+/*
+ * Annotation templates (rules.c says which part of Go's text/template):
+ * check one at load — 0, or -EINVAL with the reason in why and the byte
+ * offset in *off — and expand one into out.
+ */
+int rules_template_check(const char *tmpl, char *why, size_t wl, size_t *off);
 void rules_template(const char *tmpl, double value, const struct label *labels, int nlabels,
 		    char *out, size_t len);
 

@@ -67,6 +67,67 @@ Test(rules, annotation_templates)
 	cr_assert_str_eq(out, "db-1/sda at 91.5%");
 }
 
+/* Prometheus' template functions render as Prometheus renders them. */
+Test(rules, template_functions)
+{
+	static const struct {
+		const char *tmpl;
+		double value;
+		const char *want;
+	} cases[] = {
+		{ "{{ $value | humanize }}", 1234567, "1.235M" },
+		{ "{{ $value | humanize }}", 0.0025, "2.5m" },
+		{ "{{ humanize $value }}", 0, "0" },
+		{ "{{ $value | humanize1024 }}", 1048576, "1Mi" },
+		{ "{{ $value | humanizeDuration }}", 93784, "1d 2h 3m 4s" },
+		{ "{{ $value | humanizeDuration }}", 0.0125, "12.5ms" },
+		{ "{{ $value | humanizePercentage }}", 0.256, "25.6%" },
+		{ "{{ printf \"%.2f\" $value }}", 3.14159, "3.14" },
+		{ "{{ $value | printf \"%5.1f%%\" }}", 42.04, " 42.0%" },
+		{ "{{ printf \"%d\" $value }}", 7.9, "7" },
+		{ "{{ .Labels.host | toUpper }} {{ title $labels.device }}", 0, "DB-1 Sda" },
+		{ "{{- $value -}}", 2, "2" },
+	};
+	struct label l[2] = { { "device", "sda" }, { "host", "db-1" } };
+	char out[128], why[256];
+	size_t off;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(rules_template_check(cases[i].tmpl, why, sizeof(why), &off), 0,
+			     "%s: %s", cases[i].tmpl, why);
+		rules_template(cases[i].tmpl, cases[i].value, l, 2, out, sizeof(out));
+		cr_expect_str_eq(out, cases[i].want, "%s", cases[i].tmpl);
+	}
+}
+
+/* What templates do not support is a positioned error at load, never an empty rendering. */
+Test(rules, unsupported_templates_are_refused_where_they_are)
+{
+	static const struct {
+		const char *summary, *want;
+	} cases[] = {
+		{ "\"{{ if gt $value 1.0 }}big{{ end }}\"", "t.yaml:6:36: annotations.summary: 'if' is not supported" },
+		{ "\"{{ $value | frob }}\"", "t.yaml:6:45: annotations.summary: template function 'frob'" },
+		{ "\"{{ $externalURL }}\"", "'$externalURL' is not supported" },
+		{ "\"{{ printf \\\"%d %s\\\" $value }}\"", "printf needs a quoted format with one conversion" },
+		{ "\"{{ range $labels }}x{{ end }}\"", "'range' is not supported" },
+		{ "\"{{ $value\"", "'{{' without its '}}'" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char yaml[512], err[512] = "";
+		struct ruleset rs = { 0 };
+
+		snprintf(yaml, sizeof(yaml), "groups:\n  - name: g\n    rules:\n      - alert: A\n"
+			 "        expr: tcp.curr_estab > 3\n        annotations: {summary: %s}\n",
+			 cases[i].summary);
+		cr_expect_neq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0,
+			      "accepted %s", cases[i].summary);
+		cr_expect(strstr(err, cases[i].want), "%s: got \"%s\"", cases[i].summary, err);
+		rules_free(&rs);
+	}
+}
+
 /* ---- engine over a fleet in Redis ------------------------------------------ */
 
 static const char *rules_yaml =
