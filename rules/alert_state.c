@@ -45,7 +45,7 @@ void alert_state_free_instance(struct instance *in)
  * which override a match label of the same name (as in Prometheus; the
  * event never carries a key twice).  Returns how many.
  */
-static uint32_t final_labels(const struct rule *r, const struct label *l, int n, struct label *out)
+uint32_t alert_state_labels(const struct rule *r, const struct label *l, int n, struct label *out)
 {
 	uint32_t k = 0;
 
@@ -77,7 +77,7 @@ static void fingerprint(const struct rule *r, const struct label *l, int n, char
 		snprintf(out, 17, "%016x", 0);
 		return;
 	}
-	alert_fingerprint(all, final_labels(r, l, n, all), out);
+	alert_fingerprint(all, alert_state_labels(r, l, n, all), out);
 	free(all);
 }
 
@@ -127,7 +127,7 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	}
 	a.firing = firing;
 	snprintf(a.fingerprint, sizeof(a.fingerprint), "%s", in->fp);
-	a.nlabels = final_labels(r, in->labels, in->nlabels, labels);
+	a.nlabels = alert_state_labels(r, in->labels, in->nlabels, labels);
 	a.labels = labels;
 	for (int i = 0; i < r->nannotations; i++) {
 		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, text[i],

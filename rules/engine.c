@@ -315,22 +315,28 @@ void engine_firing(const struct engine *e, const char *alertname, engine_firing_
 				continue;
 			for (int k = 0; k < e->state[rule].n; k++) {
 				const struct instance *in = &e->state[rule].inst[k];
-				struct label l[SNAPSHOT_MAX_LABELS * 2 + 4];
-				int n = 0;
+				struct label *l, *ann;
+				char (*text)[1024];
+				uint32_t n;
 
 				if (!in->firing)
 					continue;
-				l[n].key = "alertname";
-				l[n++].value = (char *)r->name;
-				if (r->severity[0]) {
-					l[n].key = "severity";
-					l[n++].value = (char *)r->severity;
+				l = calloc((size_t)in->nlabels + (size_t)r->nlabels + 2, sizeof(*l));
+				ann = calloc((size_t)r->nannotations + 1, sizeof(*ann));
+				text = calloc((size_t)r->nannotations + 1, sizeof(*text));
+				if (l && ann && text) {
+					n = alert_state_labels(r, in->labels, in->nlabels, l);
+					for (int j = 0; j < r->nannotations; j++) {
+						rules_template(r->annotations[j].value, in->value, in->labels,
+							       in->nlabels, text[j], sizeof(text[j]));
+						ann[j].key = r->annotations[j].key;
+						ann[j].value = text[j];
+					}
+					cb(l, (int)n, ann, r->nannotations, arg);
 				}
-				for (int j = 0; j < in->nlabels && n < (int)(sizeof(l) / sizeof(l[0])); j++)
-					l[n++] = in->labels[j];
-				for (int j = 0; j < r->nlabels && n < (int)(sizeof(l) / sizeof(l[0])); j++)
-					l[n++] = r->labels[j];
-				cb(l, n, arg);
+				free(l);
+				free(ann);
+				free(text);
 			}
 		}
 	}

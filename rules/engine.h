@@ -162,7 +162,8 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
  * Call cb for every firing instance of alertname (labels as an event's
  * labels: the alert's own, plus alertname and severity).
  */
-typedef void (*engine_firing_cb)(const struct label *labels, int nlabels, void *arg);
+typedef void (*engine_firing_cb)(const struct label *labels, int nlabels,
+				 const struct label *annotations, int nannotations, void *arg);
 void engine_firing(const struct engine *e, const char *alertname, engine_firing_cb cb, void *arg);
 
 #endif

@@ -97,6 +97,13 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 void alert_state_eval_failed(struct engine *e, const struct rule *r, struct rule_inst *ri,
 			     uint64_t now, const char *err);
 
+/*
+ * The alert's labels as sent, into out (room for n + r->nlabels + 2):
+ * alertname, severity, the match's labels, then the rule's labels, which
+ * override a match label of the same name.  Returns how many.
+ */
+uint32_t alert_state_labels(const struct rule *r, const struct label *l, int n, struct label *out);
+
 /* domain_rollup.c */
 /*
  * Roll the host matches m[0..nm) of r up along r's domains over the hosts

@@ -162,38 +162,55 @@ static int parse_values(const char *s, struct input *in, char *err, size_t errle
 /* The firing alerts of one check (label strings borrowed from the engine). */
 struct got {
 	struct firing {
-		struct label *l;
-		int n;
+		struct label *l, *ann;	/* owned copies */
+		int n, nann;
 	} *a;
 	int n, cap;
 };
 
-static void firing_cb(const struct label *labels, int n, void *arg)
+static struct label *copy_labels(const struct label *l, int n)
+{
+	struct label *c = calloc((size_t)n + 1, sizeof(*c));
+
+	for (int i = 0; c && i < n; i++) {
+		c[i].key = strdup(l[i].key);
+		c[i].value = strdup(l[i].value);
+	}
+	return c;
+}
+
+static void free_labels_n(struct label *l, int n)
+{
+	for (int i = 0; l && i < n; i++) {
+		free(l[i].key);
+		free(l[i].value);
+	}
+	free(l);
+}
+
+static void firing_cb(const struct label *labels, int n, const struct label *ann, int nann,
+		      void *arg)
 {
 	struct got *g = arg;
-	struct label *copy = malloc(((size_t)n + 1) * sizeof(*copy));
 
-	if (g->n == g->cap && copy) {
+	if (g->n == g->cap) {
 		int cap = g->cap ? g->cap * 2 : 16;
 		struct firing *na = realloc(g->a, (size_t)cap * sizeof(*na));
 
-		if (na) {
-			g->a = na;
-			g->cap = cap;
-		}
+		if (!na)
+			return;
+		g->a = na;
+		g->cap = cap;
 	}
-	if (!copy || g->n == g->cap) {
-		free(copy);
-		return;
-	}
-	memcpy(copy, labels, (size_t)n * sizeof(*copy));
-	g->a[g->n++] = (struct firing){ copy, n };
+	g->a[g->n++] = (struct firing){ copy_labels(labels, n), copy_labels(ann, nann), n, nann };
 }
 
 static void got_free(struct got *g)
 {
-	for (int i = 0; i < g->n; i++)
-		free(g->a[i].l);
+	for (int i = 0; i < g->n; i++) {
+		free_labels_n(g->a[i].l, g->a[i].n);
+		free_labels_n(g->a[i].ann, g->a[i].nann);
+	}
 	free(g->a);
 }
 
@@ -426,17 +443,34 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 			nexp = exp && exp->type == CFG_SEQ ? (int)exp->nchild : 0;
 			if (nexp != got.n)
 				ok = 0;
+			/*
+			 * promtool's rule: an expected alert's labels (plus alertname) are
+			 * the alert's labels exactly; its annotations, when given, too
+			 */
 			for (int x = 0; ok && x < nexp; x++) {
 				const struct cfg_node *el = cfg_get(&exp->child[x], "exp_labels");
+				const struct cfg_node *ea = cfg_get(&exp->child[x], "exp_annotations");
 				int matched = 0;
 
 				for (int gidx = 0; gidx < got.n && !matched; gidx++) {
-					int all = 1;
-
+					const struct firing *f = &got.a[gidx];
+					/* alertname is implied */
+					size_t want = (el ? el->nchild : 0) +
+						      (el && cfg_get(el, "alertname") ? 0 : 1);
+					int all = (size_t)f->n == want;
 					for (size_t j = 0; el && j < el->nchild && all; j++) {
-						const char *v = lv(got.a[gidx].l, got.a[gidx].n, el->child[j].key);
+						const char *v = lv(f->l, f->n, el->child[j].key);
 
 						all = v && el->child[j].value && !strcmp(v, el->child[j].value);
+					}
+					if (all && ea) {
+						all = (size_t)f->nann == ea->nchild;
+						for (size_t j = 0; j < ea->nchild && all; j++) {
+							const char *v = lv(f->ann, f->nann, ea->child[j].key);
+
+							all = v && ea->child[j].value &&
+							      !strcmp(v, ea->child[j].value);
+						}
 					}
 					matched = all;
 				}
@@ -455,6 +489,9 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 						fprintf(out, "%s%s=%s", j ? "," : "", got.a[gidx].l[j].key,
 							got.a[gidx].l[j].value);
 					fprintf(out, "}");
+					for (int j = 0; j < got.a[gidx].nann; j++)
+						fprintf(out, "%s%s=\"%s\"", j ? ", " : " annotations ",
+							got.a[gidx].ann[j].key, got.a[gidx].ann[j].value);
 				}
 				fprintf(out, "\n");
 				failed = 1;
@@ -486,6 +523,69 @@ done:
 	return failed;
 }
 
+/* Keys promtool knows that faultline's rule tests do not do: refused, never ignored. */
+static const char *const not_supported[] = {
+	"promql_expr_test", "external_labels", "external_url", "group_eval_order",
+	"fuzzy_compare",
+};
+
+/* map's keys are among known (comma separated); 0, or -1 with the message written to out. */
+static int keys_known(const struct cfg *c, const struct cfg_node *map, const char *known,
+		      FILE *out)
+{
+	char err[512], list[256], *save, *k;
+
+	if (!map || map->type != CFG_MAP)
+		return 0;
+	for (size_t i = 0; i < map->nchild; i++)
+		for (size_t j = 0; j < sizeof(not_supported) / sizeof(not_supported[0]); j++)
+			if (!strcmp(map->child[i].key, not_supported[j])) {
+				cfg_error(c, &map->child[i], err, sizeof(err), "%s: promtool's, not "
+					  "supported by faultline rules test (it checks alert_rule_test "
+					  "only)", map->child[i].key);
+				fprintf(out, "%s\n", err);
+				return -1;
+			}
+	snprintf(list, sizeof(list), "%s", known);
+	for (k = strtok_r(list, ", ", &save); k; k = strtok_r(NULL, ", ", &save))
+		cfg_get(map, k);
+	if (cfg_check_unknown(c, map, known, err, sizeof(err))) {
+		fprintf(out, "%s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Every key of a rule test file, at every level, is one faultline knows. */
+static int check_keys(const struct cfg *c, FILE *out)
+{
+	const struct cfg_node *tests = cfg_get(c->root, "tests");
+
+	if (keys_known(c, c->root, "rule_files, evaluation_interval, tests", out))
+		return -1;
+	for (size_t i = 0; tests && tests->type == CFG_SEQ && i < tests->nchild; i++) {
+		const struct cfg_node *t = &tests->child[i];
+		const struct cfg_node *in = cfg_get(t, "input_series"), *ar = cfg_get(t,
+										  "alert_rule_test");
+
+		if (keys_known(c, t, "name, interval, input_series, alert_rule_test, deploys", out))
+			return -1;
+		for (size_t k = 0; in && in->type == CFG_SEQ && k < in->nchild; k++)
+			if (keys_known(c, &in->child[k], "series, values, count", out))
+				return -1;
+		for (size_t k = 0; ar && ar->type == CFG_SEQ && k < ar->nchild; k++) {
+			const struct cfg_node *ea = cfg_get(&ar->child[k], "exp_alerts");
+
+			if (keys_known(c, &ar->child[k], "eval_time, alertname, exp_alerts", out))
+				return -1;
+			for (size_t x = 0; ea && ea->type == CFG_SEQ && x < ea->nchild; x++)
+				if (keys_known(c, &ea->child[x], "exp_labels, exp_annotations", out))
+					return -1;
+		}
+	}
+	return 0;
+}
+
 int ruletest_run(const char *path, FILE *out)
 {
 	const struct cfg_node *files, *tests;
@@ -500,6 +600,11 @@ int ruletest_run(const char *path, FILE *out)
 		return -1;
 	}
 	dir = dirname(copy);
+	if (check_keys(&c, out)) {
+		cfg_free(&c);
+		free(copy);
+		return -1;
+	}
 	files = cfg_get(c.root, "rule_files");
 	tests = cfg_get(c.root, "tests");
 	if (cfg_duration(&c, c.root, "evaluation_interval", &eval_ns, err, sizeof(err)) ||

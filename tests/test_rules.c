@@ -574,6 +574,17 @@ Test(rules, malformed_rule_test_files_are_errors_not_crashes)
 		  ":1:14: rule_files: each entry is a file name" },
 		{ "rule_files: [a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q]\nevaluation_interval: 1m\n"
 		  "tests: []\n", "rule_files: at most 16" },
+		/* promtool's keys faultline does not do are refused, never ignored */
+		{ "rule_files: [x]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
+		  "    promql_expr_test: []\n", ":5:23: promql_expr_test: promtool's, not supported" },
+		{ "rule_files: [x]\nexternal_labels: {a: b}\ntests: []\n",
+		  ":2:18: external_labels: promtool's, not supported" },
+		{ "rule_files: [x]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
+		  "    alert_rule_test:\n      - eval_time: 1m\n        alertname: A\n"
+		  "        exp_alerts:\n          - exp_lables: {a: b}\n",
+		  ":9:25: exp_lables: unknown key (valid here: exp_labels, exp_annotations)" },
+		{ "rule_files: [x]\nevaluaton_interval: 1m\ntests: []\n",
+		  ":2:21: evaluaton_interval: unknown key" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[] = "/tmp/fl-ruletest-XXXXXX", *buf = NULL;
@@ -617,4 +628,44 @@ Test(rules, evaluation_errors_are_counted_not_dropped)
 	cr_assert(strstr(ev.json[0], "\"alertname\":\"Fine\""), "%s", ev.json[0]);
 	engine_free(&e);
 	test_events_free(&ev);
+}
+
+/*
+ * As in promtool, an expected alert's labels are exact (a subset no longer
+ * passes) and exp_annotations are compared with the rendered annotations.
+ */
+Test(rules, rule_tests_compare_labels_exactly_and_annotations)
+{
+	static const char *const exp[] = {
+		/* a subset of the labels: fails */
+		"          - exp_labels: {host: db-9, device: sda, severity: warning}\n",
+		/* the labels exactly, a wrong annotation: fails */
+		"          - exp_labels: {host: db-9, device: sda, model: M, severity: warning}\n"
+		"            exp_annotations: {summary: \"wrong\"}\n",
+		/* both right: passes */
+		"          - exp_labels: {host: db-9, device: sda, model: M, severity: warning}\n"
+		"            exp_annotations:\n"
+		"              summary: \"db-9 sda (M) has used 95% of its rated endurance\"\n",
+	};
+	char cwd[512];
+
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	for (int i = 0; i < 3; i++) {
+		char path[] = "/tmp/fl-ruletest-XXXXXX", *buf = NULL;
+		size_t len = 0;
+		int fd = mkstemp(path);
+		FILE *f = fdopen(fd, "w"), *out;
+
+		fprintf(f, "rule_files: [%s/etc/rules/faultline.yaml]\nevaluation_interval: 1m\n"
+			"tests:\n  - name: worn\n    interval: 1m\n    input_series:\n"
+			"      - series: 'drive.wear_used_pct{host=\"db-9\",device=\"sda\",model=\"M\"}'\n"
+			"        values: '95+0x20'\n    alert_rule_test:\n      - eval_time: 15m\n"
+			"        alertname: DriveWornOut\n        exp_alerts:\n%s", cwd, exp[i]);
+		fclose(f);
+		out = open_memstream(&buf, &len);
+		cr_expect_eq(ruletest_run(path, out), i < 2 ? 1 : 0, "case %d: %s", i, buf);
+		fclose(out);
+		free(buf);
+		unlink(path);
+	}
 }
