@@ -138,7 +138,10 @@ $(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
 
 ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 
-$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(LIB_OBJS)
+$(OUT)/alerter/main.o: CFLAGS += -Iprobes
+
+$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(LIB_OBJS) $(OUT)/probes/loop.o \
+		$(OUT)/probes/metrics_server.o
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Test binaries link the library and the probe's objects (minus main).

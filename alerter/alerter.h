@@ -108,6 +108,7 @@ struct alerter_config {
 	uint64_t backoff_initial_ns, backoff_max_ns;
 	uint64_t claim_idle_ns;		/* another alerter's entry is taken over after this */
 	char log_level[16];
+	char metrics_addr[64];		/* the alerter's own /metrics; "" off */
 };
 
 /* The embedded default (etc/alerter.yaml). */

@@ -15,7 +15,7 @@
 #include "timeutil.h"
 
 #define TOP_KEYS "redis, external_url, consumer, group_wait, group_interval, repeat_interval, " \
-		 "receivers, routes, evidence, delivery, log_level"
+		 "receivers, routes, evidence, delivery, log_level, metrics_addr"
 
 static int copy_str(const struct cfg *c, const struct cfg_node *map, const char *key, char *dst,
 		    size_t len, char *err, size_t errlen)
@@ -277,6 +277,8 @@ int alerter_config_parse(struct alerter_config *ac, const char *name, const char
 	    (ret = copy_str(&c, root, "external_url", ac->external_url, sizeof(ac->external_url),
 			    err, errlen)) ||
 	    (ret = copy_str(&c, root, "consumer", ac->consumer, sizeof(ac->consumer), err, errlen)) ||
+	    (ret = copy_str(&c, root, "metrics_addr", ac->metrics_addr, sizeof(ac->metrics_addr),
+			    err, errlen)) ||
 	    (ret = copy_str(&c, root, "log_level", ac->log_level, sizeof(ac->log_level), err,
 			    errlen)) ||
 	    (ret = cfg_duration(&c, root, "group_wait", &ac->group_wait_ns, err, errlen)) ||

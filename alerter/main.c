@@ -24,6 +24,8 @@
 #include "backoff.h"
 #include "config.h"
 #include "log.h"
+#include "loop.h"
+#include "metrics_server.h"
 #include "notify.h"
 #include "store.h"
 #include "strmap.h"
@@ -79,9 +81,75 @@ struct alerter {
 	struct backoff redis_backoff;	/* Redis unreachable or answering errors */
 	uint64_t redis_retry_at_ns;
 	uint64_t redis_error_said_ns;	/* rate limit for repeated Redis errors */
+	/* self-monitoring (--metrics-addr), named as Alertmanager names them */
+	uint64_t sent[MAX_RECEIVERS], failed[MAX_RECEIVERS], refused[MAX_RECEIVERS];
+	uint64_t received[2];		/* events read: [0] resolved, [1] firing */
+	uint64_t dead_letters, redis_errors, redis_reconnects;
 };
 
 static volatile sig_atomic_t stopping;
+
+static const char *const format_names[] = {
+	[FMT_ALERTMANAGER] = "webhook", [FMT_SLACK] = "slack", [FMT_PAGERDUTY] = "pagerduty",
+	[FMT_ALERTMANAGER_API] = "alertmanager",
+};
+
+/*
+ * The alerter's own metrics, for /metrics, named after Alertmanager's
+ * where it has the same thing (notifications per integration, failures by
+ * reason, alerts received by status).
+ */
+static void render_metrics(const struct alerter *al, struct strbuf *sb)
+{
+	const struct alerter_config *cfg = &al->cfg;
+	size_t held = 0;
+
+	for (int i = 0; i < al->ngroups; i++)
+		held += (size_t)al->groups[i]->nids;
+	strbuf_adds(sb, "# HELP faultline_alerter_notifications_total Notifications delivered "
+		    "(2xx), per receiver and integration.\n"
+		    "# TYPE faultline_alerter_notifications_total counter\n");
+	for (int r = 0; r < cfg->nreceivers; r++)
+		strbuf_addf(sb, "faultline_alerter_notifications_total{receiver=\"%s\","
+			    "integration=\"%s\"} %llu\n", cfg->receivers[r].name,
+			    format_names[cfg->receivers[r].format], (unsigned long long)al->sent[r]);
+	strbuf_adds(sb, "# HELP faultline_alerter_notifications_failed_total Notification "
+		    "attempts that failed: retried (5xx, timeout, refused connection) or refused "
+		    "(4xx, dead-lettered).\n"
+		    "# TYPE faultline_alerter_notifications_failed_total counter\n");
+	for (int r = 0; r < cfg->nreceivers; r++) {
+		strbuf_addf(sb, "faultline_alerter_notifications_failed_total{receiver=\"%s\","
+			    "integration=\"%s\",reason=\"retried\"} %llu\n", cfg->receivers[r].name,
+			    format_names[cfg->receivers[r].format],
+			    (unsigned long long)al->failed[r]);
+		strbuf_addf(sb, "faultline_alerter_notifications_failed_total{receiver=\"%s\","
+			    "integration=\"%s\",reason=\"refused\"} %llu\n", cfg->receivers[r].name,
+			    format_names[cfg->receivers[r].format],
+			    (unsigned long long)al->refused[r]);
+	}
+	strbuf_addf(sb, "# HELP faultline_alerter_alerts_received_total Alert events read from "
+		    "fl:alerts, by status.\n# TYPE faultline_alerter_alerts_received_total counter\n"
+		    "faultline_alerter_alerts_received_total{status=\"firing\"} %llu\n"
+		    "faultline_alerter_alerts_received_total{status=\"resolved\"} %llu\n",
+		    (unsigned long long)al->received[1], (unsigned long long)al->received[0]);
+	strbuf_addf(sb, "# HELP faultline_alerter_dead_letters_total Entries and notifications "
+		    "written to fl:alerts:dead.\n# TYPE faultline_alerter_dead_letters_total counter\n"
+		    "faultline_alerter_dead_letters_total %llu\n",
+		    (unsigned long long)al->dead_letters);
+	strbuf_addf(sb, "# HELP faultline_alerter_held_entries Stream entries held by groups, "
+		    "not yet delivered (the queue).\n# TYPE faultline_alerter_held_entries gauge\n"
+		    "faultline_alerter_held_entries %zu\n", held);
+	strbuf_addf(sb, "# HELP faultline_alerter_groups Alert groups in memory.\n"
+		    "# TYPE faultline_alerter_groups gauge\nfaultline_alerter_groups %d\n",
+		    al->ngroups);
+	strbuf_addf(sb, "# HELP faultline_alerter_redis_errors_total Redis connections lost and "
+		    "commands Redis refused.\n# TYPE faultline_alerter_redis_errors_total counter\n"
+		    "faultline_alerter_redis_errors_total %llu\n",
+		    (unsigned long long)al->redis_errors);
+	strbuf_addf(sb, "# HELP faultline_alerter_redis_up Whether the alerter holds a Redis "
+		    "connection.\n# TYPE faultline_alerter_redis_up gauge\n"
+		    "faultline_alerter_redis_up %d\n", al->rc != NULL);
+}
 
 static void on_signal(int sig)
 {
@@ -109,6 +177,11 @@ static void usage(FILE *out)
 "                        alerter.yaml when installed there)\n"
 "  -r, --redis URL       override the config's redis\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
+"  -m, --metrics-addr A  serve the alerter's own metrics (notifications sent and\n"
+"                        failed per receiver, dead letters, held entries,\n"
+"                        Redis errors) as Prometheus text on http://A/metrics,\n"
+"                        e.g. 127.0.0.1:9466 (default: the config's\n"
+"                        metrics_addr, off when empty)\n"
 "      --print-config    print the built-in default config and exit\n"
 "  -h, --help            this text\n"
 "  -V, --version         print the version\n");
@@ -130,6 +203,7 @@ static void redis_lost(struct alerter *al)
 	if (al->rc)
 		redisFree(al->rc);
 	al->rc = NULL;
+	al->redis_errors++;
 	al->redis_retry_at_ns = time_mono_ns() + backoff_next(&al->redis_backoff);
 }
 
@@ -137,6 +211,8 @@ static void redis_lost(struct alerter *al)
 static void redis_refused(struct alerter *al, const char *what, const char *msg)
 {
 	uint64_t now = time_mono_ns(), delay = backoff_next(&al->redis_backoff);
+
+	al->redis_errors++;
 
 	if (!al->redis_error_said_ns || now - al->redis_error_said_ns >= 10 * NSEC_PER_SEC) {
 		if (strstr(msg, "WRONGTYPE"))
@@ -266,6 +342,7 @@ static int dead_letter(struct alerter *al, const char *reason, const char *group
 	else
 		ret = 0;
 	freeReplyObject(r);
+	al->dead_letters += ret == 0;
 	return ret;
 }
 
@@ -405,6 +482,7 @@ static void take_event(struct alerter *al, const char *id, const char *json, siz
 	}
 	snprintf(ga->entry_id, sizeof(ga->entry_id), "%s", id);
 	ga->sent_state = -1;
+	al->received[ga->a.firing ? 1 : 0]++;
 	sil = silence_find(al->silences, al->nsilences, &ga->a, time_wall_ns() / NSEC_PER_MSEC);
 	if (sil) {
 		char detail[800];
@@ -701,6 +779,7 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 	if (result == CURLE_OK && code >= 200 && code < 300) {
 		snprintf(detail, sizeof(detail), "HTTP %ld after %d attempt(s)", code, g->attempts);
 		log_info("delivered %s to %s (%s)", g->key, rname, detail);
+		al->sent[g->receiver]++;
 		record(al, "sent", g->key, detail);
 		finish_group_send(al, g, 1);
 		return;
@@ -708,6 +787,7 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 	if (result == CURLE_OK && code >= 400 && code < 500 && code != 408 && code != 429) {
 		struct strbuf ids = STRBUF_INIT;
 
+		al->refused[g->receiver]++;
 		snprintf(detail, sizeof(detail), "HTTP %ld from %s: the receiver refused the "
 			 "notification; not retried; it answered: %.300s", code, rname,
 			 g->answer_len ? g->answer : "(nothing)");
@@ -728,6 +808,7 @@ static void on_done(struct alerter *al, CURLMsg *msg)
 	/* 5xx, 408, 429, timeout, connection error: back off and retry */
 	uint64_t delay = backoff_next(&g->backoff);
 
+	al->failed[g->receiver]++;
 	g->retry_at_ns = time_mono_ns() + delay;
 	if (result != CURLE_OK)
 		log_warn("delivering %s to %s failed: %s; retry %d in %.1f s", g->key, rname,
@@ -1040,22 +1121,28 @@ int main(int argc, char **argv)
 		{ "redis", required_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "print-config", no_argument, NULL, 'P' },
+		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	const char *config = NULL, *redis = NULL, *level = NULL;
+	const char *config = NULL, *redis = NULL, *level = NULL, *metrics_addr = NULL;
+	struct loop *loop = NULL;
+	struct metrics_server *metrics = NULL;
+	struct strbuf ms = STRBUF_INIT;
+	uint64_t metrics_at = 0;
 	struct alerter al = { 0 };
 	char err[512];
 	int c, running_before = 0;
 	enum log_level lv;
 
 	log_init("faultline-alerter");
-	while ((c = getopt_long(argc, argv, "c:r:l:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:r:l:m:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;
 		case 'r': redis = optarg; break;
 		case 'l': level = optarg; break;
+		case 'm': metrics_addr = optarg; break;
 		case 'P': fputs(alerter_default_config, stdout); return 0;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-alerter %s\n", FL_VERSION); return 0;
@@ -1094,6 +1181,17 @@ int main(int argc, char **argv)
 	store_url_redacted(al.cfg.redis_url, al.redis_shown, sizeof(al.redis_shown));
 	log_info("consuming %s as %s/%s from %s; %d receiver(s), %d route(s)", STREAM, GROUP,
 		 al.cfg.consumer, al.redis_shown, al.cfg.nreceivers, al.cfg.nroutes);
+	if (!metrics_addr)
+		metrics_addr = al.cfg.metrics_addr;
+	if (metrics_addr[0]) {
+		loop = loop_new();
+		metrics = loop ? metrics_server_start(loop, metrics_addr, err, sizeof(err)) : NULL;
+		if (!metrics) {
+			log_error("metrics: %s", loop ? err : "out of memory");
+			return 1;
+		}
+		log_info("serving the alerter's metrics on http://%s/metrics", metrics_addr);
+	}
 	notify_ready("consuming fl:alerts");
 	while (!stopping) {
 		uint64_t now = time_mono_ns();
@@ -1142,6 +1240,17 @@ int main(int argc, char **argv)
 		if (running)
 			curl_multi_poll(al.multi, NULL, 0, 50, NULL);
 		running_before = running;
+		if (metrics) {
+			/* render at most every 500 ms; serve waiting scrapes without blocking */
+			if (now >= metrics_at) {
+				strbuf_reset(&ms);
+				render_metrics(&al, &ms);
+				metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
+				metrics_server_reap(metrics, 10 * NSEC_PER_SEC);
+				metrics_at = now + 500 * NSEC_PER_MSEC;
+			}
+			loop_run_for(loop, NSEC_PER_MSEC);	/* waiting scrapes, at most 1 ms */
+		}
 	}
 	notify_stopping();
 	/* let notifications already on the wire finish (and be acknowledged) */
@@ -1166,5 +1275,8 @@ int main(int argc, char **argv)
 	silence_free_all(al.silences, al.nsilences);
 	strmap_free(&al.held);
 	alerter_config_free(&al.cfg);
+	metrics_server_stop(metrics);
+	loop_free(loop);
+	strbuf_release(&ms);
 	return 0;
 }

@@ -86,4 +86,10 @@ struct test_events {
 void test_events_collect(const char *json, void *arg);
 void test_events_free(struct test_events *ev);
 
+/* A loopback TCP port nothing listens on (bound, then released). */
+int test_free_port(void);
+
+/* GET http://127.0.0.1:port/metrics into buf (NUL-terminated); the bytes read or -1. */
+int test_scrape(int port, char *buf, size_t len);
+
 #endif

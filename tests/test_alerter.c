@@ -636,3 +636,44 @@ Test(alerter, webhook_tokens_and_secrets_never_reach_the_log, .init = setup, .fi
 		     "--print-config prints a secret");
 	redisFree(c);
 }
+
+/*
+ * The alerter's own /metrics: a delivered notification and a refused one
+ * are counted per receiver and integration, the refusal as a dead letter.
+ */
+Test(alerter, serves_its_own_metrics, .init = setup, .fini = teardown, .timeout = 60)
+{
+	redisContext *c = conn();
+	char *buf = malloc(1 << 16);
+	int port = test_free_port(), found = 0;
+	FILE *f = fopen(cfgpath, "a");
+
+	cr_assert(f && buf);
+	fprintf(f, "metrics_addr: 127.0.0.1:%d\n", port);
+	fclose(f);
+	start_alerter();
+	emit(c, "Delivered", "5555555555555555", "firing", NULL, NULL);
+	cr_assert_geq(wait_requests(1, 15), 1);
+	for (int i = 0; i < 40 && !found; i++) {
+		usleep(250000);
+		found = test_scrape(port, buf, 1 << 16) > 0 &&
+			strstr(buf, "faultline_alerter_notifications_total{receiver=\"hook\","
+				    "integration=\"webhook\"} 1\n");
+	}
+	cr_assert(found, "the delivery is not counted: %.3000s", buf);
+	rx.status = 400;
+	emit(c, "Refused", "6666666666666666", "firing", NULL, NULL);
+	found = 0;
+	for (int i = 0; i < 60 && !found; i++) {
+		usleep(250000);
+		found = test_scrape(port, buf, 1 << 16) > 0 &&
+			strstr(buf, "reason=\"refused\"} 1\n") &&
+			strstr(buf, "faultline_alerter_dead_letters_total 1\n");
+	}
+	cr_assert(found, "the refusal is not counted: %.3000s", buf);
+	cr_expect(strstr(buf, "faultline_alerter_alerts_received_total{status=\"firing\"} 2\n"),
+		  "%.3000s", buf);
+	cr_expect(strstr(buf, "faultline_alerter_redis_up 1\n"));
+	free(buf);
+	redisFree(c);
+}

@@ -31,21 +31,6 @@ static struct test_redis redis;
 static pid_t am, alerter;
 static int am_port;
 
-/* A free loopback port (bound and released). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	cr_assert(fd >= 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 /* Alertmanager's GET path (via curl) into a json object, or NULL. */
 static json_object *am_get(const char *path)
 {
@@ -68,7 +53,7 @@ static void setup(void)
 	cr_assert_eq(access(AM_BIN, X_OK), 0, AM_BIN " is missing (scripts/deps.sh installs it)");
 	cr_assert_eq(test_redis_start(&redis), 0);
 	rx_start();
-	am_port = free_port();
+	am_port = test_free_port();
 	snprintf(cfg, sizeof(cfg), "%s/am.yml", redis.dir);
 	snprintf(data, sizeof(data), "%s/am-data", redis.dir);
 	f = fopen(cfg, "w");

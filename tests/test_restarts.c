@@ -40,21 +40,6 @@ static struct test_redis redis;
 static char cfg_up[300], cfg_down[300], alerter_log[300];
 static pid_t alerters[2];
 
-/* A loopback port nothing listens on. */
-static int dead_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	getsockname(fd, (struct sockaddr *)&sa, &len);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 static void write_cfg(char *path, size_t len, const char *name, int port, const char *consumer,
 		      const char *group_by)
 {
@@ -82,7 +67,7 @@ static void setup(void)
 	cr_assert_eq(test_redis_start_persistent(&redis), 0);
 	rx_start();
 	write_cfg(cfg_up, sizeof(cfg_up), "up", rx.port, "test", "rack");
-	write_cfg(cfg_down, sizeof(cfg_down), "down", dead_port(), "test", "rack");
+	write_cfg(cfg_down, sizeof(cfg_down), "down", test_free_port(), "test", "rack");
 	snprintf(alerter_log, sizeof(alerter_log), "%s/alerter.log", redis.dir);
 }
 
@@ -900,34 +885,13 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);
 }
 
-/* GET http://127.0.0.1:port/metrics into buf; returns the bytes read or -1. */
-static int scrape(int port, char *buf, size_t len)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	size_t got = 0;
-	ssize_t n;
-
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(fd);
-		return -1;
-	}
-	dprintf(fd, "GET /metrics HTTP/1.0\r\n\r\n");
-	while (got + 1 < len && (n = read(fd, buf + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-	close(fd);
-	return (int)got;
-}
-
 Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
      .fini = rules_teardown, .timeout = 60)
 {
 	redisContext *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char bin[256], addr[64], *buf = malloc(1 << 16);
-	int port = dead_port(), found = 0;
+	int port = test_free_port(), found = 0;
 
 	freeReplyObject(redisCommand(c, "HSET fl:hosts bad-1 {}"));
 	for (int i = 0; i < 4; i++)
@@ -946,7 +910,7 @@ Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
 	}
 	for (int i = 0; i < 40 && !found; i++) {
 		usleep(250000);
-		found = scrape(port, buf, 1 << 16) > 0 &&
+		found = test_scrape(port, buf, 1 << 16) > 0 &&
 			strstr(buf, "faultline_rules_host_undecodable_entries_total{host=\"bad-1\"} 4\n");
 	}
 	cr_assert(found, "no count of bad-1's unreadable entries on /metrics: %.2000s", buf);
