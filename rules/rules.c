@@ -114,6 +114,10 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 
 	if (n->type != CFG_MAP)
 		return cfg_error(c, n, err, errlen, "rules: each rule is a map");
+	if (cfg_get(n, "record"))
+		return cfg_error(c, cfg_get(n, "record"), err, errlen, "record: recording rules "
+				 "are not supported: faultline evaluates alerting rules over its "
+				 "own history (write the expression into the alert's expr)");
 	if ((ret = copy(c, n, "alert", r->name, sizeof(r->name), err, errlen)) ||
 	    (ret = cfg_duration(c, n, "for", &r->for_ns, err, errlen)) ||
 	    (ret = cfg_duration(c, n, "keep_firing_for", &r->keep_firing_for_ns, err, errlen)) ||

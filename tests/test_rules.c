@@ -39,6 +39,8 @@ Test(rules, file_errors_are_positioned)
 		  "r.yaml:6:20: evidence: 'flames' is not one of" },
 		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        rollup: {min_hosts: 2}\n",
 		  "rollup: needs by" },
+		{ "groups:\n  - name: g\n    rules:\n      - record: x:y\n        expr: tcp.in_segs\n",
+		  "r.yaml:4:17: record: recording rules are not supported" },
 		{ "groups: 3\n", "groups: expected a list" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
