@@ -62,7 +62,8 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
 SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
-RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/engine.o \
+RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o \
+	$(OUT)/rules/engine.o \
 	$(OUT)/rules/history.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
 	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
@@ -212,11 +213,11 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
-		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c";; \
-		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/eval.c $(ENGINE_SRCS) rules/ruletest.c";; \
-		fuzz_alert) extra="-Irules rules/expr.c rules/rules.c rules/eval.c $(ENGINE_SRCS)";; \
+		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c rules/template.c";; \
+		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/template.c rules/eval.c $(ENGINE_SRCS) rules/ruletest.c";; \
+		fuzz_alert) extra="-Irules rules/expr.c rules/rules.c rules/template.c rules/eval.c $(ENGINE_SRCS)";; \
 		fuzz_scenario) extra="-Isim sim/scenario.c";; \
-		fuzz_topology) extra="-Irules rules/expr.c rules/rules.c";; \
+		fuzz_topology) extra="-Irules rules/expr.c rules/rules.c rules/template.c";; \
 		fuzz_probe_config) extra="-Iprobes probes/probe_config.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \

@@ -106,7 +106,7 @@ int rules_load(struct ruleset *rs, const char *path, char *err, size_t errlen);
 void rules_free(struct ruleset *rs);
 
 /*
- * Annotation templates (rules.c says which part of Go's text/template):
+ * Annotation templates (template.c says which part of Go's text/template):
  * check one at load — 0, or -EINVAL with the reason in why and the byte
  * offset in *off — and expand one into out.
  */

@@ -89,6 +89,9 @@ Test(rules, template_functions)
 		{ "{{ printf \"%d\" $value }}", 7.9, "7" },
 		{ "{{ .Labels.host | toUpper }} {{ title $labels.device }}", 0, "DB-1 Sda" },
 		{ "{{- $value -}}", 2, "2" },
+		/* "{{- " and " -}}" trim the white space beside them, as in Go */
+		{ "x = \n  {{- $value -}}  \n%", 2, "x =2%" },
+		{ "a {{ $value }} b", 2, "a 2 b" },
 	};
 	struct label l[2] = { { "device", "sda" }, { "host", "db-1" } };
 	char out[128], why[256];
