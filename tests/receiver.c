@@ -143,33 +143,52 @@ const char *header(const struct request *r, const char *name, char *out, size_t 
 }
 
 
-int rx_carried(const char *fp, const char *status, int *first)
+void rx_each_alert(void (*cb)(int req, json_object *alert, void *arg), void *arg)
 {
-	int n = 0;
-
-	if (first)
-		*first = -1;
 	pthread_mutex_lock(&rx.lock);
 	for (int i = 0; i < rx.n; i++) {
-		json_object *doc, *alerts, *x;
+		json_object *doc, *alerts;
 
 		if (rx.req[i].status != 200 || !(doc = json_tokener_parse(rx.req[i].body)))
 			continue;
 		if (json_object_object_get_ex(doc, "alerts", &alerts))
-			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
-				json_object *a = json_object_array_get_idx(alerts, k);
-
-				if (json_object_object_get_ex(a, "fingerprint", &x) &&
-				    !strcmp(json_object_get_string(x), fp) &&
-				    json_object_object_get_ex(a, "status", &x) &&
-				    !strcmp(json_object_get_string(x), status)) {
-					if (first && *first < 0)
-						*first = i;
-					n++;
-				}
-			}
+			for (size_t k = 0; k < json_object_array_length(alerts); k++)
+				cb(i, json_object_array_get_idx(alerts, k), arg);
 		json_object_put(doc);
 	}
 	pthread_mutex_unlock(&rx.lock);
-	return n;
+}
+
+const char *rx_field(json_object *o, const char *key)
+{
+	json_object *x;
+
+	return json_object_object_get_ex(o, key, &x) ? json_object_get_string(x) : NULL;
+}
+
+struct carried_arg {
+	const char *fp, *status;
+	int n, first;
+};
+
+static void carried_cb(int req, json_object *a, void *arg)
+{
+	struct carried_arg *c = arg;
+	const char *fp = rx_field(a, "fingerprint"), *st = rx_field(a, "status");
+
+	if (fp && st && !strcmp(fp, c->fp) && !strcmp(st, c->status)) {
+		if (c->first < 0)
+			c->first = req;
+		c->n++;
+	}
+}
+
+int rx_carried(const char *fp, const char *status, int *first)
+{
+	struct carried_arg c = { fp, status, 0, -1 };
+
+	rx_each_alert(carried_cb, &c);
+	if (first)
+		*first = c.first;
+	return c.n;
 }

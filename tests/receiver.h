@@ -45,6 +45,15 @@ int wait_requests(int n, int seconds);
  */
 int rx_carried(const char *fp, const char *status, int *first);
 
+/*
+ * Call cb with every alert (an element of "alerts") of every request
+ * answered 200, in arrival order, with the request's index; under the
+ * receiver's lock.  rx_field: a string member of a JSON object, or NULL.
+ */
+struct json_object;
+void rx_each_alert(void (*cb)(int req, struct json_object *alert, void *arg), void *arg);
+const char *rx_field(struct json_object *o, const char *key);
+
 /* Value of header name in r into out, or NULL. */
 const char *header(const struct request *r, const char *name, char *out, size_t len);
 

@@ -568,36 +568,34 @@ static void rules_teardown(void)
 	teardown();
 }
 
+struct drive_hot_arg {
+	const char *status;
+	char (*starts)[40];
+	int max, n;
+};
+
+static void drive_hot_cb(int req, json_object *a, void *arg)
+{
+	struct drive_hot_arg *d = arg;
+	json_object *l;
+	const char *st = rx_field(a, "status"), *name;
+
+	(void)req;
+	if (!json_object_object_get_ex(a, "labels", &l) || !(name = rx_field(l, "alertname")) ||
+	    strcmp(name, "DriveHot") || !st || strcmp(st, d->status))
+		return;
+	if (d->starts && d->n < d->max && rx_field(a, "startsAt"))
+		snprintf(d->starts[d->n], 40, "%s", rx_field(a, "startsAt"));
+	d->n++;
+}
+
 /* Notifications answered 200 that carried DriveHot with status, and their startsAt. */
 static int drive_hot(const char *status, char starts[][40], int max)
 {
-	int n = 0;
+	struct drive_hot_arg d = { status, starts, max, 0 };
 
-	pthread_mutex_lock(&rx.lock);
-	for (int i = 0; i < rx.n; i++) {
-		json_object *doc, *alerts, *x;
-
-		if (rx.req[i].status != 200 || !(doc = json_tokener_parse(rx.req[i].body)))
-			continue;
-		if (json_object_object_get_ex(doc, "alerts", &alerts))
-			for (size_t k = 0; k < json_object_array_length(alerts); k++) {
-				json_object *a = json_object_array_get_idx(alerts, k), *l;
-
-				if (json_object_object_get_ex(a, "labels", &l) &&
-				    json_object_object_get_ex(l, "alertname", &x) &&
-				    !strcmp(json_object_get_string(x), "DriveHot") &&
-				    json_object_object_get_ex(a, "status", &x) &&
-				    !strcmp(json_object_get_string(x), status)) {
-					if (starts && n < max &&
-					    json_object_object_get_ex(a, "startsAt", &x))
-						snprintf(starts[n], 40, "%s", json_object_get_string(x));
-					n++;
-				}
-			}
-		json_object_put(doc);
-	}
-	pthread_mutex_unlock(&rx.lock);
-	return n;
+	rx_each_alert(drive_hot_cb, &d);
+	return d.n;
 }
 
 static int wait_drive_hot(const char *status, int n, int seconds)
