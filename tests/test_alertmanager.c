@@ -76,15 +76,13 @@ static void setup(void)
 		_exit(127);
 	}
 	/* ready when its API answers */
-	for (int i = 0; i < 100; i++) {
-		json_object *o = am_get("/api/v2/status");
+	json_object *status = NULL;
 
-		if (o) {
-			json_object_put(o);
-			break;
-		}
-		usleep(100000);
-	}
+	for (int i = 0; i < 100 && !status; i++)
+		if (!(status = am_get("/api/v2/status")))
+			usleep(100000);
+	cr_assert_not_null(status, "Alertmanager did not start listening on port %d", am_port);
+	json_object_put(status);
 	snprintf(cfg, sizeof(cfg), "%s/alerter.yaml", redis.dir);
 	f = fopen(cfg, "w");
 	cr_assert(f);
