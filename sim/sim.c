@@ -483,17 +483,23 @@ static void update_drive(struct sim *sm, struct host *h, uint64_t now_ms)
 	sm->stats->drive_records++;
 }
 
+/* The CPU multiplier of the deploys regressing the host this second (1: none). */
+static double regress_growth(const struct cond *c)
+{
+	double growth = 1;
+
+	for (int r = 0; r < c->nregress; r++)
+		growth += c->regress[r];
+	return growth;
+}
+
 /* The host's CPU use this second, per CPU and overall, and its maxima. */
 static double cpu_series(struct host *h, struct snapshot *s, uint64_t t_s)
 {
 	double u[NCPUS], all = 0, want;
 	char cpu[8];
 
-	double growth = 1;
-
-	for (int r = 0; r < h->c.nregress; r++)
-		growth += h->c.regress[r];
-	want = (h->c.base > 0 ? h->c.base : h->cpu_base) * h->c.load * growth;
+	want = (h->c.base > 0 ? h->c.base : h->cpu_base) * h->c.load * regress_growth(&h->c);
 	for (int k = 0; k < NCPUS; k++) {
 		u[k] = clamp01(want + 0.04 * noise(&h->rng));
 		if (h->c.saturation > 0)
@@ -535,10 +541,8 @@ static int host_snapshot(struct sim *sm, struct host *h, uint64_t ts_ms, uint64_
 	all = cpu_series(h, s, t_s);
 	h->cpu_acc += all * NCPUS;
 	{
-		double growth = 1;
+		double growth = regress_growth(&h->c);
 
-		for (int r = 0; r < h->c.nregress; r++)
-			growth += h->c.regress[r];
 		/* each regression's share of this second, kept per function */
 		for (int r = 0; r < h->c.nregress; r++) {
 			int slot;
