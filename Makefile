@@ -36,8 +36,13 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' \
-	  -Ilib -I$(OUT) -Ibpf -I/usr/include/libnl3 -Irules -Isim
+CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' -I/usr/include/libnl3
+# Includes are path-qualified: "core/strbuf.h", "model/snapshot.h",
+# "store/store.h" (lib/), "rules/engine.h", "bpf/block.h" (the tree), and
+# generated headers (skeletons, protoc-c) from $(OUT) and $(OUT)/gen.
+INCS := -iquote . -Ilib -I$(OUT) -I$(OUT)/gen
+# Each binary records only the shared libraries it calls.
+LDFLAGS += -Wl,--as-needed
 LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -46,8 +51,16 @@ endif
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ibpf -Ilib
 
-LIB_SRCS := $(wildcard lib/*.c)
-LIB_OBJS := $(LIB_SRCS:%.c=$(OUT)/%.o) $(OUT)/profile.pb-c.o
+# lib/ in strata, each a static library: core (utilities, no faultline
+# types), model (the data model and its wire formats: snapshots, alerts,
+# drives, profiles), store (Redis-backed features).  A stratum may include
+# only itself and those below it; the build enforces it by compiling each
+# with an include path that holds nothing else ($(OUT)/strata/NAME).
+LIB_SRCS := $(wildcard lib/*/*.c)
+CORE_OBJS := $(patsubst %.c,$(OUT)/%.o,$(wildcard lib/core/*.c))
+MODEL_OBJS := $(patsubst %.c,$(OUT)/%.o,$(wildcard lib/model/*.c)) $(OUT)/gen/profile.pb-c.o
+STORE_OBJS := $(patsubst %.c,$(OUT)/%.o,$(wildcard lib/store/*.c))
+LIBS_A := $(OUT)/libfaultline-store.a $(OUT)/libfaultline-model.a $(OUT)/libfaultline-core.a
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/bpf/%.bpf.o)
 SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/%.skel.h)
@@ -62,7 +75,7 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
 SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
-RULES_OBJS := $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o \
+RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o \
 	$(OUT)/rules/engine.o \
 	$(OUT)/rules/history.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
 	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o
@@ -86,18 +99,39 @@ deps:
 
 $(OUT)/%.o: %.c | check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(INCS) -MMD -MP -c $< -o $@
+
+# A stratum's include path: symlinks to itself and the strata below it.
+STRATA := core model store
+$(OUT)/strata/.made:
+	@for s in $(STRATA); do mkdir -p $(OUT)/strata/$$s; done
+	@ln -sfn $(CURDIR)/lib/core $(OUT)/strata/core/core
+	@for s in core model; do ln -sfn $(CURDIR)/lib/$$s $(OUT)/strata/model/$$s; done
+	@for s in core model store; do ln -sfn $(CURDIR)/lib/$$s $(OUT)/strata/store/$$s; done
+	@touch $@
+
+$(OUT)/lib/%.o: lib/%.c | check-deps $(OUT)/strata/.made
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(OUT)/strata/$(firstword $(subst /, ,$*)) -I$(OUT)/gen \
+		-MMD -MP -c $< -o $@
+
+$(OUT)/libfaultline-core.a: $(CORE_OBJS)
+$(OUT)/libfaultline-model.a: $(MODEL_OBJS)
+$(OUT)/libfaultline-store.a: $(STORE_OBJS)
+$(LIBS_A):
+	@rm -f $@
+	$(AR) rcs $@ $^
 
 # pprof's profile.proto, compiled with protoc-c (generated code gets its own
 # warning flags: it is not ours to fix).
-$(OUT)/profile.pb-c.c $(OUT)/profile.pb-c.h: proto/profile.proto | check-deps
-	@mkdir -p $(OUT)
-	protoc-c --proto_path=proto --c_out=$(OUT) $<
+$(OUT)/gen/profile.pb-c.c $(OUT)/gen/profile.pb-c.h: proto/profile.proto | check-deps
+	@mkdir -p $(OUT)/gen
+	protoc-c --proto_path=proto --c_out=$(OUT)/gen $<
 
-$(OUT)/profile.pb-c.o: $(OUT)/profile.pb-c.c
-	$(CC) -O2 -g -std=gnu11 $(if $(filter 1,$(SAN)),-fsanitize=address$(,)undefined) -I$(OUT) -c $< -o $@
+$(OUT)/gen/profile.pb-c.o: $(OUT)/gen/profile.pb-c.c
+	$(CC) -O2 -g -std=gnu11 $(if $(filter 1,$(SAN)),-fsanitize=address$(,)undefined) -I$(OUT)/gen -c $< -o $@
 
-$(LIB_SRCS:%.c=$(OUT)/%.o): $(OUT)/profile.pb-c.h
+$(MODEL_OBJS) $(STORE_OBJS) $(TEST_BINS): $(OUT)/gen/profile.pb-c.h
 
 # The embedded default probe config is etc/probe.yaml itself.
 $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh
@@ -107,7 +141,7 @@ $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh
 $(OUT)/probe_default_config.o: $(OUT)/probe_default_config.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/hist_layout.h | check-deps
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/model/hist_layout.h | check-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -117,17 +151,15 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 # Probe sources include skeletons.
 $(PROBE_OBJS): $(SKELS)
 
-$(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIB_OBJS)
+$(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIB_OBJS)
+$(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # faultline-rules serves /metrics with the probe's event loop and server.
-$(OUT)/rules/main.o: CFLAGS += -Iprobes
-
-$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(LIB_OBJS) $(OUT)/probes/loop.o \
-		$(OUT)/probes/metrics_server.o
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(OUT)/probes/loop.o \
+		$(OUT)/probes/metrics_server.o $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(OUT)/alerter_default_config.c: etc/alerter.yaml scripts/embed.sh
@@ -139,27 +171,25 @@ $(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
 
 ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 
-$(OUT)/alerter/main.o: CFLAGS += -Iprobes
-
-$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(LIB_OBJS) $(OUT)/probes/loop.o \
-		$(OUT)/probes/metrics_server.o
+$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(OUT)/probes/loop.o \
+		$(OUT)/probes/metrics_server.o $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Test binaries link the library and the probe's objects (minus main).
 PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS)) $(OUT)/probe_default_config.o \
-	$(ALERTER_OBJS) $(RULES_OBJS) $(SIM_OBJS)
-$(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) $(SKELS)
+	$(ALERTER_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(OUT)/cli/wear_report.o
+$(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(PROBE_LIB_OBJS) $(LIBS_A) $(SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -Iprobes -Ialerter -Irules $< $(TEST_HELPERS) $(LIB_OBJS) $(PROBE_LIB_OBJS) \
+	$(CC) $(CFLAGS) $(INCS) $(LDFLAGS) $< $(TEST_HELPERS) $(PROBE_LIB_OBJS) $(LIBS_A) \
 		$(LDLIBS) -lcriterion -o $@
 
 # Every fuzz target built with gcc over the binaries' objects and a main that
 # replays files (fuzz/replay_main.c): tests/run.sh runs fuzz/seeds/TARGET/*
 # through each, so seeds and the inputs of past crashes stay regression tests.
-$(OUT)/fuzz-replay/%: fuzz/%.c fuzz/replay_main.c $(LIB_OBJS) $(PROBE_LIB_OBJS)
+$(OUT)/fuzz-replay/%: fuzz/%.c fuzz/replay_main.c $(PROBE_LIB_OBJS) $(LIBS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Iprobes -Ialerter -Irules -Isim $< fuzz/replay_main.c \
-		$(LIB_OBJS) $(PROBE_LIB_OBJS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(INCS) $(LDFLAGS) $< fuzz/replay_main.c \
+		$(PROBE_LIB_OBJS) $(LIBS_A) $(LDLIBS) -o $@
 
 all: $(FUZZ_REPLAY)
 
@@ -205,21 +235,22 @@ chaos: all
 	FL_OUT=$(OUT) $(OUT)/tests/test_hosts --jobs=1
 
 ENGINE_SRCS := rules/engine.c rules/history.c rules/alert_state.c rules/domain_rollup.c \
-	rules/baseline.c
-FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Ilib -I/usr/include/libnl3 -fsanitize=fuzzer,address,undefined
-fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/profile.pb-c.c
+	rules/baseline.c rules/stats.c
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -iquote . -Ilib -I$(OUT)/gen -I/usr/include/libnl3 \
+	-fsanitize=fuzzer,address,undefined
+fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/gen/profile.pb-c.c
 	@mkdir -p $(OUT)/fuzz
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
-		extra=; case $$t in fuzz_alerter_config) extra="-Ialerter alerter/config.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
-		fuzz_rules) extra="-Irules rules/expr.c rules/rules.c rules/template.c";; \
-		fuzz_ruletest) extra="-Irules rules/expr.c rules/rules.c rules/template.c rules/eval.c $(ENGINE_SRCS) rules/ruletest.c";; \
-		fuzz_alert) extra="-Irules rules/expr.c rules/rules.c rules/template.c rules/eval.c $(ENGINE_SRCS)";; \
-		fuzz_scenario) extra="-Isim sim/scenario.c";; \
-		fuzz_topology) extra="-Irules rules/expr.c rules/rules.c rules/template.c";; \
-		fuzz_probe_config) extra="-Iprobes probes/probe_config.c $(OUT)/probe_default_config.c";; esac; \
-		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
+		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
+		fuzz_rules) extra="rules/expr.c rules/rules.c rules/template.c";; \
+		fuzz_ruletest) extra="rules/expr.c rules/rules.c rules/template.c rules/eval.c $(ENGINE_SRCS) rules/ruletest.c";; \
+		fuzz_alert) extra="rules/expr.c rules/rules.c rules/template.c rules/eval.c $(ENGINE_SRCS)";; \
+		fuzz_scenario) extra="sim/scenario.c";; \
+		fuzz_topology) extra="rules/expr.c rules/rules.c rules/template.c";; \
+		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \
+		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/gen/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
 		cp -n fuzz/seeds/$$t/* $(OUT)/fuzz/corpus-$$t/ 2>/dev/null || true; \
 		case $$t in \
@@ -232,7 +263,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_config|fuzz_probe_config|fuzz_alerter_config|fuzz_topology|fuzz_scenario|fuzz_ruletest) \
 			dict=-dict=fuzz/dicts/yaml.dict ;; \
 		fuzz_rules) dict=-dict=fuzz/dicts/expr.dict ;; \
-		fuzz_smartctl_json|fuzz_alert) dict=-dict=fuzz/dicts/json.dict ;; \
+		fuzz_smartctl_json|fuzz_alert|fuzz_host_entry) dict=-dict=fuzz/dicts/json.dict ;; \
 		esac; \
 		echo "fuzz: running $$t for $(FUZZ_TIME) s $$dict"; \
 		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 $$dict \
@@ -249,9 +280,9 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 			"$$(ls $(OUT)/fuzz/$$t-crash-* $(OUT)/fuzz/$$t-leak-* 2>/dev/null | wc -l)"; \
 	done
 
-$(OUT)/bench/fleet_fill: bench/fleet_fill.c $(LIB_OBJS)
+$(OUT)/bench/fleet_fill: bench/fleet_fill.c $(LIBS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(INCS) $^ $(LDLIBS) -o $@
 
 bench: all $(OUT)/bench/fleet_fill
 	@scripts/deps.sh --bench --check 2>/dev/null || scripts/deps.sh --bench
@@ -268,6 +299,9 @@ install: all
 		$(DESTDIR)$(SYSCONFDIR)/faultline/
 	install -m 0644 etc/rules/*.yaml $(DESTDIR)$(SYSCONFDIR)/faultline/rules/
 	install -m 0644 runbooks/*.md $(DESTDIR)$(PREFIX)/share/faultline/runbooks/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	for u in etc/systemd/*.service; do \
 		sed 's|/usr/bin/faultline|$(PREFIX)/bin/faultline|' $$u > \
@@ -278,6 +312,8 @@ install: all
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS)))
 	rm -rf $(DESTDIR)$(PREFIX)/share/faultline
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(wildcard man/*.1)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/lib/systemd/system/,$(notdir $(wildcard etc/systemd/*.service)))
 	@for f in probe.yaml alerter.yaml topology.yaml $(notdir $(wildcard etc/rules/*.yaml)); do \
 		d=$(DESTDIR)$(SYSCONFDIR)/faultline; [ -f $$d/$$f ] || d=$$d/rules; \

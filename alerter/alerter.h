@@ -48,9 +48,10 @@
 
 #include <hiredis/hiredis.h>
 
-#include "alert.h"
-#include "silence.h"
-#include "strbuf.h"
+#include "core/config_schema.h"
+#include "model/alert.h"
+#include "store/silence.h"
+#include "core/strbuf.h"
 
 #define MAX_RECEIVERS 16
 #define MAX_ROUTES 32
@@ -119,6 +120,10 @@ int alerter_config_parse(struct alerter_config *c, const char *name, const char 
 			 size_t len, char *err, size_t errlen);
 int alerter_config_load(struct alerter_config *c, const char *path, char *err, size_t errlen);
 void alerter_config_free(struct alerter_config *c);
+
+/* The config's keys, one row each (core/config_schema.h). */
+extern const struct cfg_field alerter_config_schema[];
+extern const size_t alerter_config_nschema;
 
 /* One alert inside a group, with the stream entry it came from. */
 struct group_alert {

@@ -9,13 +9,12 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "alerter.h"
-#include "backoff.h"
-#include "config.h"
-#include "timeutil.h"
+#include "alerter/alerter.h"
+#include "core/backoff.h"
+#include "core/config.h"
+#include "core/config_schema.h"
+#include "core/timeutil.h"
 
-#define TOP_KEYS "redis, external_url, consumer, group_wait, group_interval, repeat_interval, " \
-		 "receivers, routes, evidence, delivery, log_level, metrics_addr"
 
 static int copy_str(const struct cfg *c, const struct cfg_node *map, const char *key, char *dst,
 		    size_t len, char *err, size_t errlen)
@@ -259,11 +258,74 @@ static void reset(struct alerter_config *ac)
 	ac->claim_idle_ns = 60 * NSEC_PER_SEC;
 }
 
+static int parse_receivers(const struct cfg *c, const struct cfg_node *map, const char *key,
+			   void *base, char *err, size_t errlen)
+{
+	const struct cfg_node *recv = cfg_get(map, key);
+	int ret;
+
+	if (recv && recv->type != CFG_SEQ)
+		return cfg_error(c, recv, err, errlen, "%s: expected a list", key);
+	for (size_t i = 0; recv && i < recv->nchild; i++)
+		if ((ret = parse_receiver(base, c, &recv->child[i], err, errlen)))
+			return ret;
+	return 0;
+}
+
+static int parse_routes(const struct cfg *c, const struct cfg_node *map, const char *key,
+			void *base, char *err, size_t errlen)
+{
+	const struct cfg_node *routes = cfg_get(map, key);
+	int ret;
+
+	if (routes && routes->type != CFG_SEQ)
+		return cfg_error(c, routes, err, errlen, "%s: expected a list", key);
+	for (size_t i = 0; routes && i < routes->nchild; i++)
+		if ((ret = parse_route(base, c, &routes->child[i], err, errlen)))
+			return ret;
+	return 0;
+}
+
+#define AC struct alerter_config
+/* etc/alerter.yaml, key by key: parsing, the unknown-key message and the reference. */
+const struct cfg_field alerter_config_schema[] = {
+	CFG_CHARS("redis", AC, redis_url, "Redis holding fl:alerts"),
+	CFG_CHARS("external_url", AC, external_url, "This alerter's URL, in payloads "
+		  "(Alertmanager's externalURL)"),
+	CFG_CHARS("consumer", AC, consumer, "Consumer name in the alerter group; empty: "
+		  "the hostname"),
+	CFG_DURATION("group_wait", AC, group_wait_ns, 0, 3600 * NSEC_PER_SEC,
+		     "Wait before a new group's first notification"),
+	CFG_DURATION("group_interval", AC, group_interval_ns, 0, 24 * 3600 * NSEC_PER_SEC,
+		     "Wait before notifying a group's changes"),
+	CFG_DURATION("repeat_interval", AC, repeat_interval_ns, NSEC_PER_SEC,
+		     30 * 24 * 3600 * NSEC_PER_SEC, "Re-send a still-firing group after this"),
+	CFG_CUSTOM("receivers", parse_receivers, "list of receivers", "Where notifications go "
+		   "(name, url, format, secret, ...)"),
+	CFG_CUSTOM("routes", parse_routes, "list of routes", "Which alerts go to which receiver, "
+		   "grouped how (first match wins)"),
+	CFG_UINT("evidence.top_stacks", AC, top_stacks, 0, 1000, "CPU stacks attached to a page"),
+	CFG_DURATION("evidence.window", AC, evidence_window_ns, NSEC_PER_SEC,
+		     24 * 3600 * NSEC_PER_SEC, "Profile time before the alert the stacks come from"),
+	CFG_UINT("evidence.max_payload_bytes", AC, max_payload_bytes, 4096, 64u << 20,
+		 "Evidence is cut to keep a payload under this"),
+	CFG_DURATION("delivery.backoff_initial", AC, backoff_initial_ns, 0, 0,
+		     "First retry delay (at least 100ms)"),
+	CFG_DURATION("delivery.backoff_max", AC, backoff_max_ns, 0, 0,
+		     "Longest retry delay (backoff_initial .. 1h)"),
+	CFG_DURATION("delivery.claim_idle", AC, claim_idle_ns, 0, 0,
+		     "Another alerter's entry is taken over after this (at least 1s)"),
+	CFG_CHARS("log_level", AC, log_level, "error, warn, info or debug"),
+	CFG_CHARS("metrics_addr", AC, metrics_addr, "The alerter's own /metrics; empty: off"),
+};
+const size_t alerter_config_nschema = sizeof(alerter_config_schema) /
+				      sizeof(alerter_config_schema[0]);
+#undef AC
+
 int alerter_config_parse(struct alerter_config *ac, const char *name, const char *text,
 			 size_t len, char *err, size_t errlen)
 {
-	const struct cfg_node *root, *recv, *routes, *ev, *dl;
-	uint64_t top = 10, maxp = 256 * 1024;
+	const struct cfg_node *dl;
 	struct cfg c;
 	int ret;
 
@@ -272,51 +334,12 @@ int alerter_config_parse(struct alerter_config *ac, const char *name, const char
 	ret = cfg_parse(&c, name, text, len, err, errlen);
 	if (ret)
 		return ret;
-	root = c.root;
-	if ((ret = copy_str(&c, root, "redis", ac->redis_url, sizeof(ac->redis_url), err, errlen)) ||
-	    (ret = copy_str(&c, root, "external_url", ac->external_url, sizeof(ac->external_url),
-			    err, errlen)) ||
-	    (ret = copy_str(&c, root, "consumer", ac->consumer, sizeof(ac->consumer), err, errlen)) ||
-	    (ret = copy_str(&c, root, "metrics_addr", ac->metrics_addr, sizeof(ac->metrics_addr),
-			    err, errlen)) ||
-	    (ret = copy_str(&c, root, "log_level", ac->log_level, sizeof(ac->log_level), err,
-			    errlen)) ||
-	    (ret = cfg_duration(&c, root, "group_wait", &ac->group_wait_ns, err, errlen)) ||
-	    (ret = cfg_duration(&c, root, "group_interval", &ac->group_interval_ns, err, errlen)) ||
-	    (ret = cfg_duration(&c, root, "repeat_interval", &ac->repeat_interval_ns, err, errlen)))
+	if ((ret = cfg_apply(&c, alerter_config_schema, alerter_config_nschema, ac, err, errlen)))
 		goto out;
-	recv = cfg_get(root, "receivers");
-	if (recv && recv->type != CFG_SEQ) {
-		ret = cfg_error(&c, recv, err, errlen, "receivers: expected a list");
+	/* the backoff floor holds for the defaults too, with or without a delivery map */
+	if ((ret = cfg_map(&c, c.root, "delivery", &dl, err, errlen)) ||
+	    (ret = check_backoff(&c, dl ? dl : c.root, ac, err, errlen)))
 		goto out;
-	}
-	for (size_t i = 0; recv && i < recv->nchild; i++)
-		if ((ret = parse_receiver(ac, &c, &recv->child[i], err, errlen)))
-			goto out;
-	routes = cfg_get(root, "routes");
-	if (routes && routes->type != CFG_SEQ) {
-		ret = cfg_error(&c, routes, err, errlen, "routes: expected a list");
-		goto out;
-	}
-	for (size_t i = 0; routes && i < routes->nchild; i++)
-		if ((ret = parse_route(ac, &c, &routes->child[i], err, errlen)))
-			goto out;
-	if ((ret = cfg_map(&c, root, "evidence", &ev, err, errlen)) ||
-	    (ret = cfg_uint(&c, ev, "top_stacks", 0, 1000, &top, err, errlen)) ||
-	    (ret = cfg_duration(&c, ev, "window", &ac->evidence_window_ns, err, errlen)) ||
-	    (ret = cfg_uint(&c, ev, "max_payload_bytes", 4096, 64u << 20, &maxp, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, ev, "top_stacks, window, max_payload_bytes", err, errlen)) ||
-	    (ret = cfg_map(&c, root, "delivery", &dl, err, errlen)) ||
-	    (ret = cfg_duration(&c, dl, "backoff_initial", &ac->backoff_initial_ns, err, errlen)) ||
-	    (ret = cfg_duration(&c, dl, "backoff_max", &ac->backoff_max_ns, err, errlen)) ||
-	    (ret = cfg_duration(&c, dl, "claim_idle", &ac->claim_idle_ns, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, dl, "backoff_initial, backoff_max, claim_idle", err,
-				     errlen)) ||
-	    (ret = check_backoff(&c, dl, ac, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
-		goto out;
-	ac->top_stacks = (uint32_t)top;
-	ac->max_payload_bytes = (size_t)maxp;
 	if (ac->nroutes == 0 && ac->nreceivers > 0) {
 		/* no routes: everything to the first receiver, grouped by alertname */
 		ac->routes[0].receiver = 0;

@@ -20,16 +20,17 @@
 
 #include <curl/curl.h>
 
-#include "alerter.h"
-#include "backoff.h"
-#include "config.h"
-#include "log.h"
-#include "loop.h"
-#include "metrics_server.h"
-#include "notify.h"
-#include "store.h"
-#include "strmap.h"
-#include "timeutil.h"
+#include "alerter/alerter.h"
+#include "core/backoff.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/promtext.h"
+#include "probes/loop.h"
+#include "probes/metrics_server.h"
+#include "core/notify.h"
+#include "store/store.h"
+#include "core/strmap.h"
+#include "core/timeutil.h"
 
 #define STREAM "fl:alerts"
 #define DEAD_STREAM "fl:alerts:dead"
@@ -99,6 +100,17 @@ static const char *const format_names[] = {
  * where it has the same thing (notifications per integration, failures by
  * reason, alerts received by status).
  */
+/* {receiver="...",integration="..."[,reason="..."]}, the name escaped (it is the config's) */
+static void receiver_labels(struct strbuf *sb, const struct receiver *r, const char *reason)
+{
+	strbuf_adds(sb, "{");
+	promtext_label(sb, "receiver", r->name, 1);
+	promtext_label(sb, "integration", format_names[r->format], 0);
+	if (reason)
+		promtext_label(sb, "reason", reason, 0);
+	strbuf_adds(sb, "}");
+}
+
 static void render_metrics(const struct alerter *al, struct strbuf *sb)
 {
 	const struct alerter_config *cfg = &al->cfg;
@@ -109,23 +121,22 @@ static void render_metrics(const struct alerter *al, struct strbuf *sb)
 	strbuf_adds(sb, "# HELP faultline_alerter_notifications_total Notifications delivered "
 		    "(2xx), per receiver and integration.\n"
 		    "# TYPE faultline_alerter_notifications_total counter\n");
-	for (int r = 0; r < cfg->nreceivers; r++)
-		strbuf_addf(sb, "faultline_alerter_notifications_total{receiver=\"%s\","
-			    "integration=\"%s\"} %llu\n", cfg->receivers[r].name,
-			    format_names[cfg->receivers[r].format], (unsigned long long)al->sent[r]);
+	for (int r = 0; r < cfg->nreceivers; r++) {
+		strbuf_adds(sb, "faultline_alerter_notifications_total");
+		receiver_labels(sb, &cfg->receivers[r], NULL);
+		strbuf_addf(sb, " %llu\n", (unsigned long long)al->sent[r]);
+	}
 	strbuf_adds(sb, "# HELP faultline_alerter_notifications_failed_total Notification "
 		    "attempts that failed: retried (5xx, timeout, refused connection) or refused "
 		    "(4xx, dead-lettered).\n"
 		    "# TYPE faultline_alerter_notifications_failed_total counter\n");
 	for (int r = 0; r < cfg->nreceivers; r++) {
-		strbuf_addf(sb, "faultline_alerter_notifications_failed_total{receiver=\"%s\","
-			    "integration=\"%s\",reason=\"retried\"} %llu\n", cfg->receivers[r].name,
-			    format_names[cfg->receivers[r].format],
-			    (unsigned long long)al->failed[r]);
-		strbuf_addf(sb, "faultline_alerter_notifications_failed_total{receiver=\"%s\","
-			    "integration=\"%s\",reason=\"refused\"} %llu\n", cfg->receivers[r].name,
-			    format_names[cfg->receivers[r].format],
-			    (unsigned long long)al->refused[r]);
+		strbuf_adds(sb, "faultline_alerter_notifications_failed_total");
+		receiver_labels(sb, &cfg->receivers[r], "retried");
+		strbuf_addf(sb, " %llu\n", (unsigned long long)al->failed[r]);
+		strbuf_adds(sb, "faultline_alerter_notifications_failed_total");
+		receiver_labels(sb, &cfg->receivers[r], "refused");
+		strbuf_addf(sb, " %llu\n", (unsigned long long)al->refused[r]);
 	}
 	strbuf_addf(sb, "# HELP faultline_alerter_alerts_received_total Alert events read from "
 		    "fl:alerts, by status.\n# TYPE faultline_alerter_alerts_received_total counter\n"
@@ -183,6 +194,8 @@ static void usage(FILE *out)
 "                        e.g. 127.0.0.1:9466 (default: the config's\n"
 "                        metrics_addr, off when empty)\n"
 "      --print-config    print the built-in default config and exit\n"
+"      --config-reference  print every config key (type, bounds, default,\n"
+"                        description) as a Markdown table and exit\n"
 "  -h, --help            this text\n"
 "  -V, --version         print the version\n");
 }
@@ -1114,6 +1127,27 @@ static void refresh_silences(struct alerter *al, uint64_t now)
 	al->nsilences = n;
 }
 
+/* The config reference from the schema table, with the built-in defaults. */
+static int print_config_reference(void)
+{
+	struct alerter_config cfg;
+	struct strbuf sb = STRBUF_INIT;
+	char err[256];
+
+	if (alerter_config_parse(&cfg, "<built-in etc/alerter.yaml>", alerter_default_config,
+				 strlen(alerter_default_config), err, sizeof(err))) {
+		fprintf(stderr, "faultline-alerter: built-in config: %s\n", err);
+		return 1;
+	}
+	/* the consumer's default is this machine's name: show what it means, not it */
+	snprintf(cfg.consumer, sizeof(cfg.consumer), "(hostname)");
+	cfg_schema_markdown(alerter_config_schema, alerter_config_nschema, &cfg, &sb);
+	fputs(strbuf_str(&sb), stdout);
+	strbuf_release(&sb);
+	alerter_config_free(&cfg);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1121,6 +1155,7 @@ int main(int argc, char **argv)
 		{ "redis", required_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "print-config", no_argument, NULL, 'P' },
+		{ "config-reference", no_argument, NULL, 'C' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -1144,6 +1179,7 @@ int main(int argc, char **argv)
 		case 'l': level = optarg; break;
 		case 'm': metrics_addr = optarg; break;
 		case 'P': fputs(alerter_default_config, stdout); return 0;
+		case 'C': return print_config_reference();
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-alerter %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;

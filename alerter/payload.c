@@ -22,12 +22,12 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "alerter.h"
-#include "profile.h"
-#include "profile_store.h"
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
+#include "alerter/alerter.h"
+#include "model/profile.h"
+#include "store/profile_store.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 void sha256_hex(const void *data, size_t len, char *out)
 {

@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 int main(int argc, char **argv)
 {

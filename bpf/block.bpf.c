@@ -22,7 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "hist_layout.h"
+#include "model/hist_layout.h"
 #include "block.h"
 
 #define REQ_OP_MASK 0xff

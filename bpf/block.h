@@ -8,7 +8,7 @@
  * cache lines and starts on one.  Updates are atomic adds, which keep
  * nested completions (hard IRQ over soft IRQ on one CPU) exact.
  *
- * Histogram buckets use the fleet-wide layout (lib/hist_layout.h), cut off
+ * Histogram buckets use the fleet-wide layout (lib/model/hist_layout.h), cut off
  * where values stop making sense for block I/O: latencies at 2^40 ns
  * (~18 min) and sizes at 2^32 bytes; larger values land in the last bucket.
  */

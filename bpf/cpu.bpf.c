@@ -22,7 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "hist_layout.h"
+#include "model/hist_layout.h"
 #include "cpu.h"
 
 #define IOWAIT_BIT (1ULL << 63)

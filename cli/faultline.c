@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "log.h"
+#include "cli/cli.h"
+#include "core/log.h"
 
 static const struct command commands[] = {
 	{ "top", cmd_top, "live summary of one host from Redis: block I/O rate and latency\n"

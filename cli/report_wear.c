@@ -1,6 +1,6 @@
 /*
  * report_wear.c - `faultline report wear`: the fleet SSD wear report from
- * Redis (table, CSV, JSON, HTML; lib/wear_report.h does the work).
+ * Redis (table, CSV, JSON, HTML; cli/wear_report.h does the work).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,24 +13,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "config.h"
-#include "drive.h"
-#include "profile.h"
-#include "rules.h"
-#include "ruletest.h"
-#include "profile_store.h"
-#include "deploy.h"
-#include "silence.h"
-#include "profile_export.h"
-#include "wear_report.h"
-#include "log.h"
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
-#include "scenario.h"
-#include "sim.h"
-#include "cli.h"
+#include "model/catalog.h"
+#include "core/config.h"
+#include "model/drive.h"
+#include "model/profile.h"
+#include "rules/rules.h"
+#include "rules/ruletest.h"
+#include "store/profile_store.h"
+#include "store/deploy.h"
+#include "store/silence.h"
+#include "model/profile_export.h"
+#include "cli/wear_report.h"
+#include "core/log.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
+#include "sim/scenario.h"
+#include "sim/sim.h"
+#include "cli/cli.h"
 
 /* ---- report wear -------------------------------------------------------- */
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alert.h"
-#include "engine.h"
-#include "rules.h"
+#include "model/alert.h"
+#include "rules/engine.h"
+#include "rules/rules.h"
 
 static void ignore(const char *json, void *arg)
 {
@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char yaml[] = "groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
 				   "        expr: drive.temperature_c > 60\n";
 	struct ruleset rs = { 0 };
-	struct engine e;
+	struct engine *e;
 	struct alert a;
 	char err[512], *text = malloc(size + 1);
 
@@ -35,9 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		alert_free(&a);
 	if (rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)) == 0 &&
 	    engine_init(&e, &rs, NULL) == 0) {
-		engine_state_import(&e, "00112233aabbccdd", text, 1000, ignore, NULL, err,
+		engine_state_import(e, "00112233aabbccdd", text, 1000, ignore, NULL, err,
 				    sizeof(err));
-		engine_free(&e);
+		engine_free(e);
 	}
 	free(text);
 	return 0;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "alerter.h"
+#include "alerter/alerter.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "core/config.h"
 
 static void walk(const struct cfg *c, const struct cfg_node *n)
 {

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expr.h"
-#include "rules.h"
+#include "rules/expr.h"
+#include "rules/rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

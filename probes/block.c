@@ -3,7 +3,7 @@
  * through mmap (no syscalls per sample) and turns them into per device and
  * op counters and histograms.
  *
- * Series (see lib/catalog.c): block.ios, block.bytes, block.untimed,
+ * Series (see lib/model/catalog.c): block.ios, block.bytes, block.untimed,
  * block.latency, block.queue_latency, block.size, each with
  * device=<disk name> and op=read|write|flush|discard|other; block.errors
  * with class=io|timeout|medium|other too; block.inflight (from the kernel's
@@ -23,12 +23,12 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "hist_layout.h"
-#include "block.h"
+#include "model/hist_layout.h"
+#include "bpf/block.h"
 #include "block.skel.h"
-#include "bpfmap.h"
-#include "log.h"
-#include "probe.h"
+#include "probes/bpfmap.h"
+#include "core/log.h"
+#include "probes/probe.h"
 
 static const char *const op_names[BLOCK_OPS] = { "read", "write", "flush", "discard", "other" };
 static const char *const err_names[BLOCK_ERR_CLASSES] = { "io", "timeout", "medium", "other" };
@@ -351,8 +351,16 @@ static void block_close(void *priv)
 	free(bp);
 }
 
+static int block_enabled(const struct probe_config *cfg, int once, const char **why)
+{
+	(void)once;
+	*why = "block.enabled: false";
+	return cfg->block_enabled;
+}
+
 const struct collector block_collector = {
 	.name = "block",
+	.enabled = block_enabled,
 	.needs_bpf = 1,
 	.open = block_open,
 	.collect = block_collect,

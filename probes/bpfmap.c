@@ -1,7 +1,7 @@
 /*
  * bpfmap.c - see bpfmap.h.
  */
-#include "bpfmap.h"
+#include "probes/bpfmap.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

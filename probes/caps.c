@@ -1,7 +1,7 @@
 /*
  * caps.c - dropping capabilities per thread; see caps.h.
  */
-#include "caps.h"
+#include "probes/caps.h"
 
 #include <errno.h>
 #include <linux/capability.h>

@@ -2,7 +2,7 @@
  * cpu.c - exact CPU use and scheduling latency: loads bpf/cpu.bpf.c and
  * reads its tables through mmap.
  *
- * Series (lib/catalog.c):
+ * Series (lib/model/catalog.c):
  *   cpu.busy{cpu}              busy ns, cumulative (exact, from sched_switch)
  *   cpu.idle{cpu}              idle ns since the probe started (interval - busy)
  *   cpu.utilization{cpu}       busy share of the last interval, 0..1;
@@ -25,13 +25,13 @@
 
 #include <bpf/libbpf.h>
 
-#include "hist_layout.h"
-#include "bpfmap.h"
-#include "log.h"
-#include "probe.h"
-#include "cpu.h"
+#include "model/hist_layout.h"
+#include "probes/bpfmap.h"
+#include "core/log.h"
+#include "probes/probe.h"
+#include "bpf/cpu.h"
 #include "cpu.skel.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define SCHED_SLOTS_MAX 16
 

@@ -19,10 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "deploy.h"
-#include "log.h"
-#include "probe.h"
-#include "symbolize.h"
+#include "store/deploy.h"
+#include "core/log.h"
+#include "probes/probe.h"
+#include "probes/symbolize.h"
 
 struct watched {
 	char service[128];
@@ -134,8 +134,16 @@ static void dw_close(void *priv)
 	}
 }
 
+static int deploy_watch_enabled(const struct probe_config *cfg, int once, const char **why)
+{
+	(void)once;
+	*why = "deploy_watch is empty";
+	return cfg->ndeploy_watch > 0;
+}
+
 const struct collector deploy_watch_collector = {
 	.name = "deploy_watch",
+	.enabled = deploy_watch_enabled,
 	.needs_bpf = 0,
 	.open = dw_open,
 	.collect = dw_collect,

@@ -1,6 +1,6 @@
 /*
  * drive.c - drive health collector: every drive's SMART data, normalized
- * (lib/drive.h), on a slow cadence, off the sampling path.
+ * (lib/model/drive.h), on a slow cadence, off the sampling path.
  *
  * A thread wakes every `drive.interval` (first at start-up), lists whole
  * disks in /sys/block (skipping loop, ram, zram, dm, md, nbd, optical and
@@ -30,11 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "caps.h"
-#include "drive.h"
-#include "log.h"
-#include "probe.h"
-#include "timeutil.h"
+#include "probes/caps.h"
+#include "model/drive.h"
+#include "store/drives.h"
+#include "core/log.h"
+#include "probes/probe.h"
+#include "core/timeutil.h"
 
 #define MAX_DRIVES 64
 
@@ -358,7 +359,7 @@ static int drive_publish(void *priv, struct store *st, const char *host)
 		const struct drive_record *r = &dp->recs[i];
 		int new_day = strcmp(dp->last_day[i], day) != 0;
 
-		drive_store(st, host, r, new_day ? day : NULL);
+		drives_put(st, host, r, new_day ? day : NULL);
 		if (new_day)
 			snprintf(dp->last_day[i], sizeof(dp->last_day[i]), "%s", day);
 	}

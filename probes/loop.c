@@ -1,7 +1,7 @@
 /*
  * loop.c - epoll event loop; see loop.h.
  */
-#include "loop.h"
+#include "probes/loop.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -4,7 +4,7 @@
  *
  * Everything the probe does on its own thread happens in callbacks run from
  * loop_run(); callbacks must not block.  (Redis I/O is on the store's own
- * writer thread, see lib/store.h.)
+ * writer thread, see lib/store/store.h.)
  */
 #ifndef FL_LOOP_H
 #define FL_LOOP_H

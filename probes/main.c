@@ -24,20 +24,20 @@
 
 #include <bpf/libbpf.h>
 
-#include "caps.h"
-#include "config.h"
-#include "log.h"
-#include "notify.h"
-#include "loop.h"
-#include "metrics_server.h"
-#include "profile_export.h"
-#include "probe.h"
-#include "profile.h"
-#include "prom.h"
-#include "rollup.h"
-#include "store.h"
-#include "strbuf.h"
-#include "timeutil.h"
+#include "probes/caps.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/notify.h"
+#include "probes/loop.h"
+#include "probes/metrics_server.h"
+#include "model/profile_export.h"
+#include "probes/probe.h"
+#include "model/profile.h"
+#include "probes/prom.h"
+#include "model/rollup.h"
+#include "store/store.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
 
 static const struct collector *const all_collectors[] = {
 	&tcp_collector,
@@ -89,6 +89,8 @@ static void usage(FILE *out)
 "      --once               collect one snapshot, print it as Prometheus text\n"
 "                           to stdout and exit (no Redis)\n"
 "      --print-config       print the built-in default config and exit\n"
+"      --config-reference   print every config key (type, bounds, default,\n"
+"                           description) as a Markdown table and exit\n"
 "  -l, --log-level LEVEL    error, warn, info or debug\n"
 "  -h, --help               this text\n"
 "  -V, --version            print the version\n"
@@ -265,7 +267,25 @@ static int cmd_profile(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
-enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG };
+enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG, OPT_CONFIG_REFERENCE };
+
+/* The config reference from the schema table, with the built-in defaults. */
+static int print_config_reference(void)
+{
+	struct probe_config cfg;
+	struct strbuf sb = STRBUF_INIT;
+	char err[256];
+
+	if (probe_config_defaults(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "faultline-probe: built-in config: %s\n", err);
+		return 1;
+	}
+	cfg_schema_markdown(probe_config_schema, probe_config_nschema, &cfg, &sb);
+	fputs(strbuf_str(&sb), stdout);
+	strbuf_release(&sb);
+	probe_config_free(&cfg);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -279,6 +299,7 @@ int main(int argc, char **argv)
 		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "config-reference", no_argument, NULL, OPT_CONFIG_REFERENCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -304,6 +325,7 @@ int main(int argc, char **argv)
 		case OPT_NO_BPF: no_bpf = 1; break;
 		case OPT_ONCE: once = 1; break;
 		case OPT_PRINT_CONFIG: fputs(probe_default_config, stdout); return 0;
+		case OPT_CONFIG_REFERENCE: return print_config_reference();
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-probe %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -396,13 +418,12 @@ int main(int argc, char **argv)
 
 	for (size_t i = 0; i < N_COLLECTORS; i++) {
 		const struct collector *col = all_collectors[i];
+		const char *why = "";
 
-		if (col == &profile_collector && (!p.cfg.profile_enabled || once))
+		if (col->enabled && !col->enabled(&p.cfg, once, &why)) {
+			log_debug("collector %s: off (%s)", col->name, why);
 			continue;
-		if (col == &block_collector && !p.cfg.block_enabled)
-			continue;
-		if (col == &deploy_watch_collector && !p.cfg.ndeploy_watch)
-			continue;
+		}
 		if (col->needs_bpf && !p.cfg.bpf) {
 			log_info("collector %s: disabled (--no-bpf / bpf: false)", col->name);
 			continue;

@@ -5,7 +5,7 @@
  * write the response, then close.  At most MAX_CONNS at once; beyond that
  * new connections are closed straight away.
  */
-#include "metrics_server.h"
+#include "probes/metrics_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,8 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "timeutil.h"
+#include "core/log.h"
+#include "core/timeutil.h"
 
 #define MAX_CONNS 16
 #define REQ_MAX 8192

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "loop.h"
+#include "probes/loop.h"
 
 struct metrics_server;
 

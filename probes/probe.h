@@ -13,10 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "prom.h"
-#include "snapshot.h"
-#include "store.h"
+#include "core/config_schema.h"
+#include "core/config.h"
+#include "probes/prom.h"
+#include "model/snapshot.h"
+#include "store/store.h"
 
 struct probe_config {
 	char *host;
@@ -65,9 +66,19 @@ int probe_config_parse(struct probe_config *cfg, const char *name, const char *t
 
 void probe_config_free(struct probe_config *cfg);
 
+/* The config's keys, one row each (core/config_schema.h); --config-reference prints them. */
+extern const struct cfg_field probe_config_schema[];
+extern const size_t probe_config_nschema;
+
 struct collector {
 	const char *name;
 	int needs_bpf;
+	/*
+	 * optional: whether cfg turns this collector on (NULL: always), with
+	 * the reason in *why when not.  once: a one-shot --once run, which
+	 * publishes nothing.  The bpf switch is not its business: needs_bpf.
+	 */
+	int (*enabled)(const struct probe_config *cfg, int once, const char **why);
 	int (*open)(void **priv, const struct probe_config *cfg, char *err, size_t errlen);
 	int (*collect)(void *priv, struct snapshot *s);
 	/* optional: write what is not a series (drive records) to Redis */

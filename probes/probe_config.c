@@ -8,13 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe.h"
-#include "catalog.h"
-#include "log.h"
-#include "timeutil.h"
+#include "probes/probe.h"
+#include "core/config_schema.h"
+#include "model/catalog.h"
+#include "core/log.h"
+#include "core/timeutil.h"
 
-#define TOP_KEYS "host, interval, redis, redis_timeout, metrics_addr, bpf, log_level, " \
-		 "labels, deploy_watch, retention, spool, block, drive, profile, metrics_buckets"
 
 static void free_string_map(struct label **arr, uint32_t *n)
 {
@@ -115,93 +114,122 @@ static int load_buckets(const struct cfg *c, const struct cfg_node *root,
 	return 0;
 }
 
+static int parse_labels(const struct cfg *c, const struct cfg_node *map, const char *key,
+			void *base, char *err, size_t errlen)
+{
+	struct probe_config *cfg = base;
+
+	return load_string_map(c, map, key, SNAPSHOT_MAX_LABELS, &cfg->labels, &cfg->nlabels, err,
+			       errlen);
+}
+
+static int parse_deploy_watch(const struct cfg *c, const struct cfg_node *map, const char *key,
+			      void *base, char *err, size_t errlen)
+{
+	struct probe_config *cfg = base;
+
+	return load_string_map(c, map, key, 64, &cfg->deploy_watch, &cfg->ndeploy_watch, err,
+			       errlen);
+}
+
+static int parse_buckets(const struct cfg *c, const struct cfg_node *map, const char *key,
+			 void *base, char *err, size_t errlen)
+{
+	(void)key;
+	return load_buckets(c, map, &((struct probe_config *)base)->buckets, err, errlen);
+}
+
+static int parse_log_level(const struct cfg *c, const struct cfg_node *map, const char *key,
+			   void *base, char *err, size_t errlen)
+{
+	struct probe_config *cfg = base;
+	enum log_level lv;
+	int ret = cfg_string(c, map, key, &cfg->log_level, err, errlen);
+
+	if (!ret && log_parse_level(cfg->log_level, &lv))
+		ret = cfg_error(c, cfg_get(map, key), err, errlen,
+				"%s: expected error, warn, info or debug, found '%s'", key,
+				cfg->log_level);
+	return ret;
+}
+
+static int parse_host(const struct cfg *c, const struct cfg_node *map, const char *key,
+		      void *base, char *err, size_t errlen)
+{
+	struct probe_config *cfg = base;
+	int ret = cfg_string(c, map, key, &cfg->host, err, errlen);
+
+	if (!ret && cfg->host[0] && !store_host_valid(cfg->host))
+		ret = cfg_error(c, cfg_get(map, key), err, errlen,
+				"%s: '%s' has characters other than letters, digits, . _ - :", key,
+				cfg->host);
+	return ret;
+}
+
+#define PC struct probe_config
+#define DAY (86400 * NSEC_PER_SEC)
+/* etc/probe.yaml, key by key: parsing, the unknown-key message and the reference. */
+const struct cfg_field probe_config_schema[] = {
+	CFG_CUSTOM_AT("host", parse_host, "string", CFG_F_STRING, PC, host, "Name of this host in Redis keys, /metrics and alerts; "
+		   "empty: the system hostname"),
+	CFG_DURATION("interval", PC, interval_ns, 10 * NSEC_PER_MSEC, 3600 * NSEC_PER_SEC,
+		     "One snapshot of every collector per interval"),
+	CFG_STRING("redis", PC, redis_url, "Where snapshots go: redis://... or unix:///...sock"),
+	CFG_DURATION("redis_timeout", PC, redis_timeout_ns, NSEC_PER_MSEC, 600 * NSEC_PER_SEC,
+		     "Connect and command timeout for Redis"),
+	CFG_STRING("metrics_addr", PC, metrics_addr, "Prometheus /metrics listen address; "
+		   "empty: off"),
+	CFG_CUSTOM("metrics_buckets", parse_buckets, "map of number lists", "/metrics bucket bounds per histogram "
+		   "metric, in its exposed unit"),
+	CFG_BOOL("bpf", PC, bpf, "Load the BPF collectors (false: /proc-based ones only)"),
+	CFG_CUSTOM_AT("log_level", parse_log_level, "string", CFG_F_STRING, PC, log_level, "error, warn, info or debug"),
+	CFG_CUSTOM("labels", parse_labels, "map of strings", "Labels this host reports about itself "
+		   "({rack: r12, switch: sw3})"),
+	CFG_CUSTOM("deploy_watch", parse_deploy_watch, "map of strings", "service -> executable whose build-id "
+		   "change marks a deploy"),
+	CFG_DURATION("retention.s1", PC, retention_ns[0], (60 * NSEC_PER_SEC), 365 * DAY,
+		     "How long 1 s snapshots are kept in Redis"),
+	CFG_DURATION("retention.s60", PC, retention_ns[1], (60 * NSEC_PER_SEC), 3650 * DAY,
+		     "How long 1 min rollups are kept"),
+	CFG_DURATION("retention.s3600", PC, retention_ns[2], (60 * NSEC_PER_SEC), 3650 * DAY,
+		     "How long 1 h rollups are kept"),
+	CFG_UINT("spool.max_snapshots", PC, spool_max_snapshots, 1, 10000000,
+		 "Snapshots held while Redis is away"),
+	CFG_UINT("spool.max_bytes", PC, spool_max_bytes, 4096, 1ULL << 40,
+		 "Bytes held while Redis is away"),
+	CFG_STRING("spool.path", PC, spool_path, "Where the spool is saved at exit; "
+		   "empty: memory only"),
+	CFG_BOOL("block.enabled", PC, block_enabled, "The block I/O collector"),
+	CFG_UINT("block.max_devices", PC, block_max_devices, 1, 4096, "Whole disks tracked"),
+	CFG_UINT("block.slots", PC, block_slots, 1, 1024, "Per-CPU slots of the kernel-side "
+		 "table (capped at the CPUs)"),
+	CFG_DURATION("drive.interval", PC, drive_interval_ns, NSEC_PER_SEC, 7 * DAY,
+		     "How often every drive's SMART data is read"),
+	CFG_DURATION("drive.timeout", PC, drive_timeout_ns, NSEC_PER_SEC, 3600 * NSEC_PER_SEC,
+		     "A drive read that takes longer is killed and reported"),
+	CFG_STRING("drive.smartctl", PC, smartctl, "smartctl, for drives libatasmart and "
+		   "NVMe do not cover"),
+	CFG_BOOL("profile.enabled", PC, profile_enabled, "The continuous CPU profiler"),
+	CFG_UINT("profile.rate", PC, profile_rate_hz, 1, 999, "Samples per second per CPU"),
+	CFG_DURATION("profile.window", PC, profile_window_ns, NSEC_PER_SEC, 3600 * NSEC_PER_SEC,
+		     "One profile window per period goes to fl:{H}:p10"),
+	CFG_UINT("profile.hourly_top", PC, profile_hourly_top, 10, 100000,
+		 "Stacks kept in each hourly profile"),
+};
+const size_t probe_config_nschema = sizeof(probe_config_schema) / sizeof(probe_config_schema[0]);
+#undef PC
+#undef DAY
+
 int probe_config_parse(struct probe_config *cfg, const char *name, const char *text,
 		       size_t len, char *err, size_t errlen)
 {
-	const struct cfg_node *root, *ret_map, *spool, *block, *drive, *prof;
-	static const char *const tier_keys[STORE_TIERS] = { "s1", "s60", "s3600" };
 	struct cfg c;
 	int ret;
 
 	ret = cfg_parse(&c, name, text, len, err, errlen);
 	if (ret)
 		return ret;
-	root = c.root;
-	if ((ret = cfg_string(&c, root, "host", &cfg->host, err, errlen)) ||
-	    (ret = cfg_duration(&c, root, "interval", &cfg->interval_ns, err, errlen)) ||
-	    (ret = cfg_string(&c, root, "redis", &cfg->redis_url, err, errlen)) ||
-	    (ret = cfg_duration(&c, root, "redis_timeout", &cfg->redis_timeout_ns, err, errlen)) ||
-	    (ret = cfg_string(&c, root, "metrics_addr", &cfg->metrics_addr, err, errlen)) ||
-	    (ret = cfg_bool(&c, root, "bpf", &cfg->bpf, err, errlen)) ||
-	    (ret = cfg_string(&c, root, "log_level", &cfg->log_level, err, errlen)) ||
-	    (ret = load_string_map(&c, root, "labels", SNAPSHOT_MAX_LABELS, &cfg->labels,
-				   &cfg->nlabels, err, errlen)) ||
-	    (ret = load_string_map(&c, root, "deploy_watch", 64, &cfg->deploy_watch,
-				   &cfg->ndeploy_watch, err, errlen)))
-		goto out;
-	if ((ret = cfg_map(&c, root, "retention", &ret_map, err, errlen)))
-		goto out;
-	for (int i = 0; i < STORE_TIERS; i++)
-		if ((ret = cfg_duration(&c, ret_map, tier_keys[i], &cfg->retention_ns[i], err,
-					errlen)))
-			goto out;
-	if ((ret = cfg_check_unknown(&c, ret_map, "s1, s60, s3600", err, errlen)))
-		goto out;
-	if ((ret = cfg_map(&c, root, "spool", &spool, err, errlen)) ||
-	    (ret = cfg_uint(&c, spool, "max_snapshots", 1, 10000000, &cfg->spool_max_snapshots,
-			    err, errlen)) ||
-	    (ret = cfg_uint(&c, spool, "max_bytes", 4096, 1ULL << 40, &cfg->spool_max_bytes, err,
-			    errlen)) ||
-	    (ret = cfg_string(&c, spool, "path", &cfg->spool_path, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, spool, "max_snapshots, max_bytes, path", err, errlen)))
-		goto out;
-	if ((ret = cfg_map(&c, root, "block", &block, err, errlen)) ||
-	    (ret = cfg_bool(&c, block, "enabled", &cfg->block_enabled, err, errlen)) ||
-	    (ret = cfg_uint(&c, block, "max_devices", 1, 4096, &cfg->block_max_devices, err,
-			    errlen)) ||
-	    (ret = cfg_uint(&c, block, "slots", 1, 1024, &cfg->block_slots, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, block, "enabled, max_devices, slots", err, errlen)))
-		goto out;
-	if ((ret = cfg_map(&c, root, "drive", &drive, err, errlen)) ||
-	    (ret = cfg_duration(&c, drive, "interval", &cfg->drive_interval_ns, err, errlen)) ||
-	    (ret = cfg_duration(&c, drive, "timeout", &cfg->drive_timeout_ns, err, errlen)) ||
-	    (ret = cfg_string(&c, drive, "smartctl", &cfg->smartctl, err, errlen)) ||
-	    (ret = cfg_check_unknown(&c, drive, "interval, timeout, smartctl", err, errlen)))
-		goto out;
-	if ((ret = cfg_map(&c, root, "profile", &prof, err, errlen)) ||
-	    (ret = cfg_bool(&c, prof, "enabled", &cfg->profile_enabled, err, errlen)) ||
-	    (ret = cfg_uint(&c, prof, "rate", 1, 999, &cfg->profile_rate_hz, err, errlen)) ||
-	    (ret = cfg_duration(&c, prof, "window", &cfg->profile_window_ns, err, errlen)) ||
-	    (ret = cfg_uint(&c, prof, "hourly_top", 10, 100000, &cfg->profile_hourly_top, err,
-			    errlen)) ||
-	    (ret = cfg_check_unknown(&c, prof, "enabled, rate, window, hourly_top", err, errlen)))
-		goto out;
-	if ((ret = load_buckets(&c, root, &cfg->buckets, err, errlen)))
-		goto out;
-	if ((ret = cfg_check_unknown(&c, root, TOP_KEYS, err, errlen)))
-		goto out;
-	if (cfg->interval_ns < 10 * NSEC_PER_MSEC) {
-		ret = cfg_error(&c, cfg_get(root, "interval"), err, errlen,
-				"interval: must be at least 10ms");
-		goto out;
-	}
-	if (cfg->host[0] && !store_host_valid(cfg->host)) {
-		ret = cfg_error(&c, cfg_get(root, "host"), err, errlen,
-				"host: '%s' has characters other than letters, digits, . _ - :",
-				cfg->host);
-		goto out;
-	}
-	{
-		enum log_level lv;
-
-		if (log_parse_level(cfg->log_level, &lv)) {
-			ret = cfg_error(&c, cfg_get(root, "log_level"), err, errlen,
-					"log_level: expected error, warn, info or debug, found '%s'",
-					cfg->log_level);
-			goto out;
-		}
-	}
-out:
+	ret = cfg_apply(&c, probe_config_schema, probe_config_nschema, cfg, err, errlen);
 	cfg_free(&c);
 	return ret;
 }

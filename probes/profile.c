@@ -28,15 +28,15 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "caps.h"
-#include "log.h"
-#include "probe.h"
-#include "profile.h"
+#include "probes/caps.h"
+#include "core/log.h"
+#include "probes/probe.h"
+#include "model/profile.h"
 #include "profile.skel.h"
-#include "../bpf/profile.h"
-#include "store.h"
-#include "symbolize.h"
-#include "timeutil.h"
+#include "bpf/profile.h"
+#include "store/store.h"
+#include "probes/symbolize.h"
+#include "core/timeutil.h"
 
 #define PENDING_MAX 16
 
@@ -511,8 +511,15 @@ int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32
 	return 0;
 }
 
+static int profile_enabled(const struct probe_config *cfg, int once, const char **why)
+{
+	*why = once ? "--once publishes no profiles" : "profile.enabled: false";
+	return cfg->profile_enabled && !once;
+}
+
 const struct collector profile_collector = {
 	.name = "profile",
+	.enabled = profile_enabled,
 	.needs_bpf = 1,
 	.open = profile_open,
 	.collect = profile_collect,

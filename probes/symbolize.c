@@ -5,7 +5,7 @@
  * once, each ELF's function symbols once per build id, each process's
  * executable mappings once per process.
  */
-#include "symbolize.h"
+#include "probes/symbolize.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "strmap.h"
+#include "core/strmap.h"
 
 #define MAX_PROCS 4096
 

@@ -6,7 +6,7 @@
  *        a header line with a value line per protocol ("Tcp: Name..." /
  *        "Tcp: 1 2..."); a field becomes proto.snake_case (InCsumErrors ->
  *        tcp.in_csum_errors, TcpExt TCPTimeouts -> tcpext.tcp_timeouts) and is
- *        emitted when lib/catalog.c knows the name, which is both the
+ *        emitted when lib/model/catalog.c knows the name, which is both the
  *        whitelist and the source of its kind.  Files stay open and are
  *        re-read with pread.
  *   rtnetlink (libnl)  per-interface rx_crc_errors, rx_frame_errors,
@@ -34,10 +34,10 @@
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
 
-#include "catalog.h"
-#include "log.h"
-#include "probe.h"
-#include "tcp.h"
+#include "model/catalog.h"
+#include "core/log.h"
+#include "probes/probe.h"
+#include "bpf/tcp.h"
 #include "tcp.skel.h"
 
 struct proc_file {

@@ -26,9 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "probe.h"
-#include "strmap.h"
+#include "core/log.h"
+#include "probes/probe.h"
+#include "core/strmap.h"
 
 #define RESCAN_TICKS 10
 #define TOP_N 10

@@ -3,7 +3,7 @@
  * (after `keep_firing_for`), the events they emit, and their checkpoint in
  * Redis; see engine.h.
  */
-#include "engine_internal.h"
+#include "rules/engine_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,16 +14,16 @@
 
 #include <json-c/json.h>
 
-#include "alert.h"
-#include "deploy.h"
-#include "eval.h"
-#include "fnv.h"
-#include "log.h"
-#include "profile.h"
-#include "stats.h"
-#include "store.h"
-#include "strbuf.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "store/deploy.h"
+#include "rules/eval.h"
+#include "core/fnv.h"
+#include "core/log.h"
+#include "model/profile.h"
+#include "rules/stats.h"
+#include "store/store.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
 
 /* ---- instances --------------------------------------------------------- */
 
@@ -105,7 +105,7 @@ static struct instance *find_or_add(struct rule_inst *ri, struct strmap *by_fp, 
 }
 
 /*
- * Emit instance in of rule r as an event (lib/alert.h, encoded by
+ * Emit instance in of rule r as an event (lib/model/alert.h, encoded by
  * alert_encode): labels are alertname, severity, the instance's own and the
  * rule's; annotations are the rule's templates expanded.
  */

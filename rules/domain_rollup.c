@@ -46,15 +46,15 @@
  * host has a label for is skipped (no topology for it); a host without a
  * label where others have one is in the visible domain "unplaced".
  */
-#include "engine_internal.h"
+#include "rules/engine_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
-#include "strmap.h"
+#include "rules/stats.h"
+#include "core/strmap.h"
 
 /* One domain level: each live host's domain there, and the domains' names and sizes. */
 struct level {

@@ -3,7 +3,7 @@
  * rule; the work is in history.c, alert_state.c, domain_rollup.c and
  * baseline.c (engine_internal.h).  See engine.h.
  */
-#include "engine_internal.h"
+#include "rules/engine_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,16 +14,16 @@
 
 #include <json-c/json.h>
 
-#include "alert.h"
-#include "deploy.h"
-#include "eval.h"
-#include "fnv.h"
-#include "log.h"
-#include "profile.h"
-#include "stats.h"
-#include "store.h"
-#include "strbuf.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "store/deploy.h"
+#include "rules/eval.h"
+#include "core/fnv.h"
+#include "core/log.h"
+#include "model/profile.h"
+#include "rules/stats.h"
+#include "store/store.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
 
 /* ---- setup ------------------------------------------------------------- */
 
@@ -44,7 +44,7 @@ static int flat_rules(struct ruleset *rs, struct rule ***out)
 	return n;
 }
 
-int engine_init(struct engine *e, struct ruleset *rs, const struct engine_opts *opts)
+static int engine_setup(struct engine *e, struct ruleset *rs, const struct engine_opts *opts)
 {
 	struct rule **rules;
 	uint64_t maxr = 0, dense = 0;
@@ -113,7 +113,7 @@ int engine_init(struct engine *e, struct ruleset *rs, const struct engine_opts *
 	return 0;
 }
 
-void engine_free(struct engine *e)
+static void engine_release(struct engine *e)
 {
 	for (int i = 0; e->state && i < e->nstate + ENGINE_BUILTINS; i++) {
 		for (int k = 0; k < e->state[i].n; k++)
@@ -137,7 +137,7 @@ void engine_free(struct engine *e)
 int engine_reload(struct engine *e, struct ruleset *rs)
 {
 	struct engine fresh;
-	int ret = engine_init(&fresh, rs, &e->opts);
+	int ret = engine_setup(&fresh, rs, &e->opts);
 
 	if (ret)
 		return ret;
@@ -164,9 +164,61 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 	strmap_init(&e->host_index);
 	e->hosts = NULL;
 	e->nhosts = e->cap = 0;
-	engine_free(e);
+	engine_release(e);
 	*e = fresh;
 	return 0;
+}
+
+int engine_init(struct engine **e, struct ruleset *rs, const struct engine_opts *opts)
+{
+	*e = calloc(1, sizeof(**e));
+	if (!*e) {
+		rules_free(rs);
+		return -ENOMEM;
+	}
+	if (engine_setup(*e, rs, opts)) {
+		free(*e);
+		*e = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	engine_release(e);
+	free(e);
+}
+
+const struct ruleset *engine_rules(const struct engine *e)
+{
+	return &e->rules;
+}
+
+const struct engine_opts *engine_options(const struct engine *e)
+{
+	return &e->opts;
+}
+
+void engine_counts(const struct engine *e, struct engine_counts *out)
+{
+	out->hosts = e->nhosts;
+	out->undecodable = e->undecodable;
+	out->eval_errors = e->eval_errors;
+	out->inhibited = e->inhibited;
+}
+
+void engine_set_profile_loader(struct engine *e, engine_profile_fn fn, void *arg)
+{
+	e->opts.load_profile = fn;
+	e->opts.load_profile_arg = arg;
+}
+
+void engine_hold_silent(struct engine *e, uint64_t until_ms)
+{
+	e->silent_grace_until_ms = until_ms;
 }
 
 static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *ri,

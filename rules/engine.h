@@ -28,10 +28,10 @@
 
 #include <hiredis/hiredis.h>
 
-#include "deploy.h"
-#include "rules.h"
-#include "snapshot.h"
-#include "strmap.h"
+#include "store/deploy.h"
+#include "rules/rules.h"
+#include "model/snapshot.h"
+#include "core/strmap.h"
 
 /* Built-in rules after the loaded ones in engine.state: HostSilent, HostUndecodable. */
 #define ENGINE_BUILTINS 2
@@ -48,7 +48,7 @@ struct profile;
 typedef int (*engine_profile_fn)(void *arg, const char *host, uint64_t from_ms, uint64_t to_ms,
 				 struct profile *into);
 
-/* Called with each event's JSON (the fl:alerts contract, lib/alert.h). */
+/* Called with each event's JSON (the fl:alerts contract, lib/model/alert.h). */
 typedef void (*engine_event_cb)(const char *json, void *arg);
 
 /*
@@ -70,33 +70,41 @@ struct engine_opts {
 	void *load_profile_arg;
 };
 
-struct engine {
-	struct ruleset rules;
-	struct host_state *hosts;
-	size_t nhosts, cap;
-	struct strmap host_index;	/* host name -> index in hosts */
-	uint64_t keep_ms;		/* history kept per host */
-	uint64_t dense_ms;		/* of it, at full resolution (older: thinned) */
-	struct engine_opts opts;	/* what the daemon set; a reload keeps it */
-	struct rule_inst *state;	/* per rule, flattened over groups */
-	int nstate;
-	struct rule silent_rule;
-	struct rule undecodable_rule;
+struct engine;
+
+/* What the daemon reports about the engine (its /metrics). */
+struct engine_counts {
+	size_t hosts;			/* hosts with history */
 	uint64_t undecodable;		/* entries that could not be read, ever */
 	uint64_t eval_errors;		/* rule evaluations that failed, ever */
-	uint64_t silent_grace_until_ms;	/* no new HostSilent before (spools draining) */
-	uint64_t bad_name_said_ms;
 	uint64_t inhibited;		/* host alerts explained by a domain alert */
-	struct deploy *deploys;		/* markers baseline rules judge, oldest first */
-	int ndeploys;
 };
 
 /*
- * Take ownership of rs (parsed rules); opts (NULL: defaults) is copied.
- * Returns 0 or -ENOMEM.
+ * A new engine in *e, taking ownership of rs (parsed rules; emptied, also
+ * on error); opts (NULL: defaults) is copied and kept whole, and only
+ * engine_set_profile_loader and engine_hold_silent change it later.
+ * Returns 0 or -ENOMEM (*e NULL).
  */
-int engine_init(struct engine *e, struct ruleset *rs, const struct engine_opts *opts);
+int engine_init(struct engine **e, struct ruleset *rs, const struct engine_opts *opts);
+
+/* Free e and everything it holds (NULL is fine). */
 void engine_free(struct engine *e);
+
+/* The rules, the options (defaults filled in) and the counts. */
+const struct ruleset *engine_rules(const struct engine *e);
+const struct engine_opts *engine_options(const struct engine *e);
+void engine_counts(const struct engine *e, struct engine_counts *out);
+
+/* Load profile windows for profile baselines through fn (NULL: none). */
+void engine_set_profile_loader(struct engine *e, engine_profile_fn fn, void *arg);
+
+/*
+ * Raise no new HostSilent before until_ms: the daemon calls it after a gap
+ * in its own evaluations (a restart, a stall), while the probes' spools
+ * drain into Redis.
+ */
+void engine_hold_silent(struct engine *e, uint64_t until_ms);
 
 /*
  * Replace the rules, keeping the state of rules that kept their name, the

@@ -14,14 +14,36 @@
 #ifndef FL_ENGINE_INTERNAL_H
 #define FL_ENGINE_INTERNAL_H
 
-#include "engine.h"
-#include "eval.h"
+#include "rules/engine.h"
+#include "rules/eval.h"
 
 /* Undecodable entries of a host within this window raise HostUndecodable. */
 #define BAD_WINDOW_MS 60000
 #define BAD_BOUND 3
 /* Entries dated further ahead than this wait until their time comes. */
 #define FUTURE_SLACK_MS 10000
+
+/* The engine (opaque outside the rules engine's modules). */
+struct engine {
+	struct ruleset rules;
+	struct host_state *hosts;
+	size_t nhosts, cap;
+	struct strmap host_index;	/* host name -> index in hosts */
+	uint64_t keep_ms;		/* history kept per host */
+	uint64_t dense_ms;		/* of it, at full resolution (older: thinned) */
+	struct engine_opts opts;	/* what the daemon set; a reload keeps it */
+	struct rule_inst *state;	/* per rule, flattened over groups */
+	int nstate;
+	struct rule silent_rule;
+	struct rule undecodable_rule;
+	uint64_t undecodable;		/* entries that could not be read, ever */
+	uint64_t eval_errors;		/* rule evaluations that failed, ever */
+	uint64_t silent_grace_until_ms;	/* no new HostSilent before (spools draining) */
+	uint64_t bad_name_said_ms;
+	uint64_t inhibited;		/* host alerts explained by a domain alert */
+	struct deploy *deploys;		/* markers baseline rules judge, oldest first */
+	int ndeploys;
+};
 
 struct host_state {
 	char name[200];			/* store_host_valid: shorter than 200 */

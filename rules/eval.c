@@ -6,7 +6,7 @@
  * snapshots for the same series (by canonical key).  Binary operations
  * between vectors match elements with identical label sets.
  */
-#include "eval.h"
+#include "rules/eval.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "fnv.h"
-#include "histogram.h"
-#include "strmap.h"
+#include "core/fnv.h"
+#include "model/histogram.h"
+#include "core/strmap.h"
 
 void value_free(struct value *v)
 {

@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "expr.h"
-#include "histogram.h"
-#include "snapshot.h"
+#include "rules/expr.h"
+#include "model/histogram.h"
+#include "model/snapshot.h"
 
 struct host_window {
 	const char *host;

@@ -2,7 +2,7 @@
  * expr.c - lexer and recursive-descent parser for rule expressions; see
  * expr.h for the grammar.
  */
-#include "expr.h"
+#include "rules/expr.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "snapshot.h"
-#include "timeutil.h"
+#include "model/catalog.h"
+#include "model/snapshot.h"
+#include "core/timeutil.h"
 
 enum tok_type {
 	T_EOF, T_NUM, T_STR, T_IDENT, T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_LBRACK,

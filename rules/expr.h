@@ -16,7 +16,7 @@
  *               [ "by" "(" LABEL,* ")" ]
  *
  * Metric names are dotted (block.latency, tcp.in_csum_errors) and must be
- * ones faultline produces (lib/catalog.c): an unknown metric is an error,
+ * ones faultline produces (lib/model/catalog.c): an unknown metric is an error,
  * not an empty result.  Numbers may carry a duration unit (250ms, 5m),
  * which makes them nanoseconds, the unit of every latency.
  *
@@ -32,7 +32,7 @@
 #ifndef FL_EXPR_H
 #define FL_EXPR_H
 
-#include "promregex.h"
+#include "core/promregex.h"
 #include <stdint.h>
 
 enum node_type {

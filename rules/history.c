@@ -3,7 +3,7 @@
  * where only baselines read it, read from Redis (pipelined), with unreadable
  * and future-dated entries accounted for; see engine.h.
  */
-#include "engine_internal.h"
+#include "rules/engine_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,16 +14,16 @@
 
 #include <json-c/json.h>
 
-#include "alert.h"
-#include "deploy.h"
-#include "eval.h"
-#include "fnv.h"
-#include "log.h"
-#include "profile.h"
-#include "stats.h"
-#include "store.h"
-#include "strbuf.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "store/deploy.h"
+#include "rules/eval.h"
+#include "core/fnv.h"
+#include "core/log.h"
+#include "model/profile.h"
+#include "rules/stats.h"
+#include "store/store.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
 
 /* ---- hosts ------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /*
  * main.c - faultline-rules: evaluate rule files over the snapshots probes
  * write to Redis and append firing/resolved events to fl:alerts for
- * faultline-alerter (the event format is lib/alert.h).
+ * faultline-alerter (the event format is lib/model/alert.h).
  *
  * Every interval: read each host's new 1 s snapshots (rules/engine.c),
  * evaluate every rule, emit state changes.  SIGHUP reloads the rule files;
@@ -17,17 +17,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "engine.h"
-#include "backoff.h"
-#include "log.h"
-#include "loop.h"
-#include "metrics_server.h"
-#include "notify.h"
-#include "profile_store.h"
-#include "store.h"
-#include "strbuf.h"
-#include "timeutil.h"
+#include "core/config.h"
+#include "rules/engine.h"
+#include "core/backoff.h"
+#include "core/log.h"
+#include "probes/loop.h"
+#include "probes/metrics_server.h"
+#include "core/notify.h"
+#include "store/profile_store.h"
+#include "store/store.h"
+#include "core/promtext.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
 
 #define MAX_FILES 32
 
@@ -317,25 +318,38 @@ static int restore_state(struct engine *e, redisContext *rc, struct emit_ctx *ec
 
 static void render_host_bad(const char *host, uint64_t n, void *arg)
 {
-	strbuf_addf(arg, "faultline_rules_host_undecodable_entries_total{host=\"%s\"} %llu\n",
-		    host, (unsigned long long)n);
+	strbuf_adds(arg, "faultline_rules_host_undecodable_entries_total{");
+	promtext_label(arg, "host", host, 1);
+	strbuf_addf(arg, "} %llu\n", (unsigned long long)n);
 }
 
 /*
  * The engine's own metrics, for /metrics: what it watches, what it could
  * not read (per host), what it sent.
  */
+/* How many hosts the engine holds history of. */
+static size_t engine_hosts(const struct engine *e)
+{
+	struct engine_counts n;
+
+	engine_counts(e, &n);
+	return n.hosts;
+}
+
 static void render_metrics(const struct engine *e, struct strbuf *sb, int redis_up, int queued,
 			   long events, double eval_s)
 {
+	struct engine_counts n;
+
+	engine_counts(e, &n);
 	strbuf_reset(sb);
 	strbuf_addf(sb, "# HELP faultline_rules_hosts Hosts the engine knows (fl:hosts).\n"
-		    "# TYPE faultline_rules_hosts gauge\nfaultline_rules_hosts %zu\n", e->nhosts);
+		    "# TYPE faultline_rules_hosts gauge\nfaultline_rules_hosts %zu\n", n.hosts);
 	strbuf_addf(sb, "# HELP faultline_rules_undecodable_entries_total Stream entries that "
 		    "could not be read (all hosts).\n"
 		    "# TYPE faultline_rules_undecodable_entries_total counter\n"
 		    "faultline_rules_undecodable_entries_total %llu\n",
-		    (unsigned long long)e->undecodable);
+		    (unsigned long long)n.undecodable);
 	strbuf_addf(sb, "# HELP faultline_rules_host_undecodable_entries_total Stream entries of "
 		    "the host that could not be read.\n"
 		    "# TYPE faultline_rules_host_undecodable_entries_total counter\n");
@@ -343,7 +357,7 @@ static void render_metrics(const struct engine *e, struct strbuf *sb, int redis_
 	strbuf_addf(sb, "# HELP faultline_rules_evaluation_errors_total Rule evaluations that "
 		    "failed (logged).\n# TYPE faultline_rules_evaluation_errors_total counter\n"
 		    "faultline_rules_evaluation_errors_total %llu\n",
-		    (unsigned long long)e->eval_errors);
+		    (unsigned long long)n.eval_errors);
 	strbuf_addf(sb, "# HELP faultline_rules_events_total Alert events emitted.\n"
 		    "# TYPE faultline_rules_events_total counter\nfaultline_rules_events_total %ld\n",
 		    events);
@@ -411,10 +425,10 @@ static int load_deploys(struct engine *e, redisContext *rc, uint64_t now, char *
 	struct deploy_buf b = { 0 };
 	int n;
 
-	for (int g = 0; g < e->rules.ngroups; g++)
-		for (int i = 0; i < e->rules.groups[g].nrules; i++)
-			if (e->rules.groups[g].rules[i].baseline.window_ns / NSEC_PER_MSEC > back)
-				back = e->rules.groups[g].rules[i].baseline.window_ns / NSEC_PER_MSEC;
+	for (int g = 0; g < engine_rules(e)->ngroups; g++)
+		for (int i = 0; i < engine_rules(e)->groups[g].nrules; i++)
+			if (engine_rules(e)->groups[g].rules[i].baseline.window_ns / NSEC_PER_MSEC > back)
+				back = engine_rules(e)->groups[g].rules[i].baseline.window_ns / NSEC_PER_MSEC;
 	if (!back)
 		return 0;
 	back = 2 * back + 24ULL * 3600 * 1000;
@@ -479,7 +493,7 @@ int main(int argc, char **argv)
 	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
 	struct ruleset rs;
-	struct engine e;
+	struct engine *e = NULL;
 	struct engine_opts domain_opts = { 0 };
 	redisContext *rc = NULL;
 	enum log_level lv;
@@ -613,7 +627,7 @@ int main(int argc, char **argv)
 		}
 	}
 	store_url_redacted(url, err, sizeof(err));
-	log_info("evaluating %d rule group(s) every %.1f s against %s", e.rules.ngroups,
+	log_info("evaluating %d rule group(s) every %.1f s against %s", engine_rules(e)->ngroups,
 		 (double)interval / 1e9, err);
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
 	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
@@ -657,7 +671,7 @@ int main(int argc, char **argv)
 			struct ruleset nrs;
 
 			reload = 0;
-			if (load_all(&nrs, files, nfiles) == 0 && engine_reload(&e, &nrs) == 0)
+			if (load_all(&nrs, files, nfiles) == 0 && engine_reload(e, &nrs) == 0)
 				log_info("reloaded %d rule file(s)", nfiles);
 			else
 				log_warn("reload failed (see above); keeping the running rules");
@@ -682,7 +696,7 @@ int main(int argc, char **argv)
 		 */
 		if (!restored && !once && !replay_to) {
 			ctx.rc = rc;
-			if (restore_state(&e, rc, &ctx, now)) {
+			if (restore_state(e, rc, &ctx, now)) {
 				redisFree(rc);
 				rc = NULL;
 				redis_wait(&redis_bo, "the alert checkpoint cannot be read");
@@ -690,7 +704,7 @@ int main(int argc, char **argv)
 			}
 		}
 		restored = 1;
-		nread = engine_load_redis(&e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
+		nread = engine_load_redis(e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
 		if (nread < 0) {
 			redisFree(rc);
 			rc = NULL;
@@ -709,10 +723,10 @@ int main(int argc, char **argv)
 			uint64_t gap = (t0 - outage_since) / NSEC_PER_MSEC;
 
 			gap = gap > 600000 ? 600000 : gap;
-			e.silent_grace_until_ms = now + gap + e.opts.stale_ms;
+			engine_hold_silent(e, now + gap + engine_options(e)->stale_ms);
 			log_info("Redis is back after %.0f s; HostSilent waits %.0f s while probes "
 				 "drain their spools", (double)(t0 - outage_since) / 1e9,
-				 (double)(gap + e.opts.stale_ms) / 1000);
+				 (double)(gap + engine_options(e)->stale_ms) / 1000);
 		}
 		outage_since = 0;
 		/*
@@ -720,7 +734,7 @@ int main(int argc, char **argv)
 		 * the markers every DEPLOYS_EVERY_NS rather than every interval loses nothing.
 		 */
 		if (!deploys_read || t0 - deploys_read >= DEPLOYS_EVERY_NS) {
-			if (load_deploys(&e, rc, replay_to ? replay_to : time_wall_ns() / NSEC_PER_MSEC,
+			if (load_deploys(e, rc, replay_to ? replay_to : time_wall_ns() / NSEC_PER_MSEC,
 					 err, sizeof(err)) < 0)
 				log_warn("%s; baseline rules judge no new deploy until it works",
 					 err);
@@ -729,14 +743,13 @@ int main(int argc, char **argv)
 		}
 		ctx.rc = rc;
 		ctx.n = 0;
-		e.opts.load_profile = redis_profiles;
-		e.opts.load_profile_arg = &ctx;
+		engine_set_profile_loader(e, redis_profiles, &ctx);
 		t_read = time_mono_ns();
-		engine_eval(&e, now, emit_event, &ctx);
+		engine_eval(e, now, emit_event, &ctx);
 		with_state = !once && !replay_to &&
 			     (ctx.n || ctx.state_dirty || !state_written ||
 			      t0 - state_written >= CHECKPOINT_EVERY_NS);
-		if (flush_events(&ctx, &e, with_state)) {
+		if (flush_events(&ctx, e, with_state)) {
 			redisFree(rc);
 			if (!outage_since)
 				outage_since = t0;
@@ -749,26 +762,26 @@ int main(int argc, char **argv)
 			char status[200];
 
 			snprintf(status, sizeof(status), "evaluating %d rule group(s) over %zu host(s)",
-				 e.rules.ngroups, e.nhosts);
+				 engine_rules(e)->ngroups, engine_hosts(e));
 			notify_ready(status);
 			said_ready = 1;
 		}
 		notify_watchdog();
 		if (metrics) {
-			render_metrics(&e, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
+			render_metrics(e, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
 				       (double)(t_eval - t_read) / 1e9);
 			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
 			metrics_server_reap(metrics, 10 * NSEC_PER_SEC);
 		}
 		int nrules = 0;
 
-		for (int g = 0; g < e.rules.ngroups; g++)
-			nrules += e.rules.groups[g].nrules;
+		for (int g = 0; g < engine_rules(e)->ngroups; g++)
+			nrules += engine_rules(e)->groups[g].nrules;
 		events_total += ctx.n;
 		log_msg(intervals ? LOG_INFO : LOG_DEBUG,
 		       "interval: read %d snapshot(s) in %.1f ms, evaluated %d rule(s) over %zu "
 		       "host(s) in %.1f ms, %d event(s)", nread, (double)(t_read - t0) / 1e6,
-		       nrules, e.nhosts, (double)(t_eval - t_read) / 1e6, ctx.n);
+		       nrules, engine_hosts(e), (double)(t_eval - t_read) / 1e6, ctx.n);
 		if (once)
 			break;
 		uint64_t spent = time_mono_ns() - t0;
@@ -793,7 +806,7 @@ int main(int argc, char **argv)
 			 "to fl:alerts", (double)(replay_to - replay_from) / 1000, replay_from,
 			 replay_to, events_total);
 	if ((ctx.nqueue || ctx.state_dirty) && rc)
-		flush_events(&ctx, &e, !once && !replay_to);
+		flush_events(&ctx, e, !once && !replay_to);
 	if (ctx.nqueue)
 		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
 			  "start re-evaluates and re-emits what still holds", ctx.nqueue);
@@ -805,7 +818,7 @@ int main(int argc, char **argv)
 	metrics_server_stop(metrics);
 	loop_free(loop);
 	strbuf_release(&ms);
-	engine_free(&e);
+	engine_free(e);
 	topology_free(&topo);
 	return 0;
 }

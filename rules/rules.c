@@ -1,7 +1,7 @@
 /*
  * rules.c - rule files; see rules.h.
  */
-#include "rules.h"
+#include "rules/rules.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "core/config.h"
 #include <fnmatch.h>
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define RULE_KEYS "alert, expr, for, keep_firing_for, severity, labels, annotations, runbook, " \
 		  "rollup, evidence, baseline"

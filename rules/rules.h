@@ -33,8 +33,8 @@
 
 #include <stdint.h>
 
-#include "expr.h"
-#include "snapshot.h"
+#include "rules/expr.h"
+#include "model/snapshot.h"
 
 /*
  * `baseline: {service: api, window: 15m, min_change: 0.2, alpha: 0.01}`:

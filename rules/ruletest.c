@@ -1,7 +1,7 @@
 /*
  * ruletest.c - rule unit tests; see ruletest.h.
  */
-#include "ruletest.h"
+#include "rules/ruletest.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "config.h"
-#include "engine.h"
-#include "histogram.h"
-#include "timeutil.h"
+#include "model/catalog.h"
+#include "core/config.h"
+#include "rules/engine.h"
+#include "model/histogram.h"
+#include "core/timeutil.h"
 
 #define MAX_POINTS 100000	/* per series, so a typo like 1+0x1e9 is an error */
 #define MAX_EVALS 100000	/* per test case, so a typo cannot run for hours */
@@ -341,7 +341,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 	struct input *in = calloc(nalloc, sizeof(*in));
 	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0, *ets = NULL;
 	struct ruleset rs = { 0 };
-	struct engine e;
+	struct engine *e;
 	char err[512], *name = NULL;
 	int nin = 0, failed = 0;
 
@@ -383,10 +383,9 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 			failed = 1;
 			goto done;
 		}
-	engine_init(&e, &rs, NULL);
-	e.opts.stale_ms = interval / NSEC_PER_MSEC * 3 + 1;
-	if (set_deploys(c, &e, cfg_get(t, "deploys"), out)) {
-		engine_free(&e);
+	engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = interval / NSEC_PER_MSEC * 3 + 1 });
+	if (set_deploys(c, e, cfg_get(t, "deploys"), out)) {
+		engine_free(e);
 		failed = 1;
 		goto done;
 	}
@@ -406,7 +405,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 					 "eval_time is more than 100000 evaluations away; "
 					 "raise evaluation_interval");
 			fprintf(out, "%s\n", err);
-			engine_free(&e);
+			engine_free(e);
 			failed = 1;
 			goto done;
 		}
@@ -416,7 +415,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 	}
 	if (!ets) {
 		fprintf(out, "out of memory\n");
-		engine_free(&e);
+		engine_free(e);
 		failed = 1;
 		goto done;
 	}
@@ -425,9 +424,9 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		uint64_t step = interval ? now / interval : 0;
 
 		if (interval && now % interval == 0)
-			feed_step(&e, in, nin, step, T0 + now / NSEC_PER_MSEC,
+			feed_step(e, in, nin, step, T0 + now / NSEC_PER_MSEC,
 				  interval / NSEC_PER_MSEC);
-		engine_eval(&e, T0 + now / NSEC_PER_MSEC, sink, NULL);
+		engine_eval(e, T0 + now / NSEC_PER_MSEC, sink, NULL);
 		for (size_t k = 0; checks && k < checks->nchild; k++) {
 			const struct cfg_node *ck = &checks->child[k], *exp;
 			char *alertname = NULL;
@@ -438,7 +437,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 			if (et != now)
 				continue;
 			cfg_string(c, ck, "alertname", &alertname, err, sizeof(err));
-			engine_firing(&e, alertname ? alertname : "", firing_cb, &got);
+			engine_firing(e, alertname ? alertname : "", firing_cb, &got);
 			exp = cfg_get(ck, "exp_alerts");
 			nexp = exp && exp->type == CFG_SEQ ? (int)exp->nchild : 0;
 			if (nexp != got.n)
@@ -500,7 +499,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 			got_free(&got);
 		}
 	}
-	engine_free(&e);
+	engine_free(e);
 	if (!failed)
 		fprintf(out, "  PASS %s\n", name ? name : "?");
 done:

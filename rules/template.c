@@ -15,7 +15,7 @@
  * variables, other functions) is refused at `rules check` with its
  * position, never rendered empty.
  */
-#include "rules.h"
+#include "rules/rules.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -5,15 +5,15 @@
  * reported where it is; unknown keys are errors, as in every faultline
  * file.
  */
-#include "scenario.h"
+#include "sim/scenario.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "timeutil.h"
+#include "core/config.h"
+#include "core/timeutil.h"
 
 const char *const sim_kind_names[SIM_KINDS] = {
 	[SIM_CSUM_ERRORS] = "csum_errors",	 [SIM_WRITE_LATENCY] = "write_latency",

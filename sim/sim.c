@@ -12,7 +12,7 @@
  * up in a named function.  The spool is drained whenever it holds more
  * than SPOOL_HIGH entries, so backfill never drops data.
  */
-#include "sim.h"
+#include "sim/sim.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -24,15 +24,16 @@
 
 #include <json-c/json.h>
 
-#include "deploy.h"
-#include "drive.h"
-#include "histogram.h"
-#include "log.h"
-#include "profile.h"
-#include "rollup.h"
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
+#include "store/deploy.h"
+#include "model/drive.h"
+#include "store/drives.h"
+#include "model/histogram.h"
+#include "core/log.h"
+#include "model/profile.h"
+#include "model/rollup.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 #define NCPUS 4
 #define PROFILE_EVERY_MS 10000
@@ -474,10 +475,10 @@ static void update_drive(struct sim *sm, struct host *h, uint64_t now_ms)
 				  "sim");
 			gmtime_r(&ps, &tm);
 			strftime(pday, sizeof(pday), "%Y-%m-%d", &tm);
-			drive_store(sm->st, h->name, &past, pday);
+			drives_put(sm->st, h->name, &past, pday);
 		}
 	}
-	drive_store(sm->st, h->name, r, day);
+	drives_put(sm->st, h->name, r, day);
 	h->drive_said[0] = wear;
 	h->drive_said[1] = h->c.pending;
 	sm->stats->drive_records++;

@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "scenario.h"
+#include "sim/scenario.h"
 
 struct sim_opts {
 	const char *url;		/* Redis */

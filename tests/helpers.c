@@ -1,12 +1,12 @@
 /*
  * helpers.c - see helpers.h.
  */
-#include "helpers.h"
+#include "tests/helpers.h"
 
 #include <criterion/criterion.h>
-#include "timeutil.h"
-#include "snapshot.h"
-#include "store.h"
+#include "core/timeutil.h"
+#include "model/snapshot.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -312,4 +312,24 @@ int test_scrape(int port, char *buf, size_t len)
 	buf[got] = '\0';
 	close(fd);
 	return (int)got;
+}
+
+void test_doc_holds(const char *rel, const char *text, const char *regenerate)
+{
+	char path[512], *doc = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	/* the source tree is the build folder's parent (make test) or the working directory */
+	snprintf(path, sizeof(path), "%s/../%s", test_out_dir(), rel);
+	f = fopen(path, "r");
+	if (!f)
+		f = fopen(rel, "r");
+	cr_assert_not_null(f, "%s: not found from %s or the working directory", rel,
+			   test_out_dir());
+	cr_assert_geq(getdelim(&doc, &len, '\0', f), 0);
+	fclose(f);
+	cr_assert(strstr(doc, text), "%s differs from the source of truth; regenerate it with "
+		  "`%s`:\n%s", rel, regenerate, text);
+	free(doc);
 }

@@ -42,6 +42,12 @@ void test_redis_destroy(struct test_redis *r);
 /* Run a shell command; returns its exit status, or -1. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Fail the test unless the source tree's file rel (e.g. "docs/probe.md")
+ * holds text, saying which command regenerates it.
+ */
+void test_doc_holds(const char *rel, const char *text, const char *regenerate);
+
 /* Non-zero if running as root. */
 int test_is_root(void);
 

@@ -1,7 +1,7 @@
 /*
  * receiver.c - see receiver.h.
  */
-#include "receiver.h"
+#include "tests/receiver.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 
 struct receiver_state rx = { .lock = PTHREAD_MUTEX_INITIALIZER };

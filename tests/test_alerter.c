@@ -20,13 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alerter.h"
-#include "helpers.h"
-#include "receiver.h"
-#include "probe.h"
-#include "profile.h"
-#include "store.h"
-#include "timeutil.h"
+#include "alerter/alerter.h"
+#include "tests/helpers.h"
+#include "tests/receiver.h"
+#include "probes/probe.h"
+#include "model/profile.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 /* ---- the alerter ---------------------------------------------------------- */
 
@@ -544,6 +544,13 @@ Test(alerter, config_errors_are_positioned)
 		{ "delivery:\n  backoff_initial: 2s\n  backoff_max: 1s\n",
 		  "t.yaml:3:16: backoff_max: between backoff_initial and 1h" },
 		{ "delivery:\n  claim_idle: 10ms\n", "t.yaml:2:15: claim_idle: at least 1s" },
+		/* from the schema table: each level's keys, bounds */
+		{ "delivery:\n  retries: 3\n",
+		  "t.yaml:2:12: retries: unknown key (valid here: backoff_initial, backoff_max, "
+		  "claim_idle)" },
+		{ "evidence:\n  top_stacks: 5000\n", "t.yaml:2:15: top_stacks: 5000 is out of range" },
+		{ "consumer: \"0123456789012345678901234567890123456789012345678901234567890123\"\n",
+		  "consumer: longer than 63 characters" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct alerter_config cfg;
@@ -563,6 +570,22 @@ Test(alerter, config_errors_are_positioned)
 		     err);
 	cr_assert_eq(cfg.group_wait_ns, 1 * NSEC_PER_SEC);
 	alerter_config_free(&cfg);
+}
+
+/* docs/alerter.md's reference is the schema table (what --config-reference prints). */
+Test(alerter, the_reference_in_docs_is_the_schema)
+{
+	char cmd[512], *out = NULL;
+	size_t len = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s/faultline-alerter --config-reference", test_out_dir());
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	cr_assert_gt(getdelim(&out, &len, '\0', p), 0);
+	cr_assert_eq(pclose(p), 0);
+	test_doc_holds("docs/alerter.md", out, "faultline-alerter --config-reference");
+	free(out);
 }
 
 Test(alerter, loopback_is_decided_by_the_url_parser)

@@ -19,11 +19,11 @@
 
 #include <hiredis/hiredis.h>
 
-#include "alert.h"
-#include "helpers.h"
-#include "receiver.h"
-#include "strbuf.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "tests/helpers.h"
+#include "tests/receiver.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
 
 #define AM_BIN "/usr/bin/prometheus-alertmanager"
 

@@ -11,15 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alert.h"
-#include "deploy.h"
-#include "profile.h"
-#include "engine.h"
-#include "helpers.h"
-#include "histogram.h"
-#include "rules.h"
-#include "stats.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "store/deploy.h"
+#include "model/profile.h"
+#include "rules/engine.h"
+#include "tests/helpers.h"
+#include "model/histogram.h"
+#include "rules/rules.h"
+#include "rules/stats.h"
+#include "core/timeutil.h"
 
 Test(stats, mann_whitney_against_reference_values)
 {
@@ -68,21 +68,19 @@ static void run_with(const char *rules_yaml, engine_profile_fn profiles, double 
 		     double load, const char *hosts, struct test_events *ev)
 {
 	struct ruleset rs = { 0 };
-	struct engine e;
+	struct engine *e;
 	struct deploy d = { .ts_ms = DEPLOY_AT };
 	char err[256];
 	unsigned seed = 42;
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", rules_yaml, strlen(rules_yaml), err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
-	e.opts.stale_ms = 15000;
-	e.opts.load_profile = profiles;
-	e.opts.load_profile_arg = &d;
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 15000,
+		     .load_profile = profiles, .load_profile_arg = &d }), 0);
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "2.0");
 	snprintf(d.hosts, sizeof(d.hosts), "%s", hosts);
-	cr_assert_eq(engine_set_deploys(&e, &d, 1), 0);
+	cr_assert_eq(engine_set_deploys(e, &d, 1), 0);
 	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 5000) {
 		for (int h = 0; h < 8; h++) {
 			char name[16];
@@ -97,13 +95,13 @@ static void run_with(const char *rules_yaml, engine_profile_fn profiles, double 
 			}
 			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
 			snapshot_add_gauge(&s, "cpu.utilization", cpu, "cpu", "all", NULL);
-			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			cr_assert_eq(engine_add_snapshot(e, &s), 0);
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
-			engine_eval(&e, t, test_events_collect, ev);
+			engine_eval(e, t, test_events_collect, ev);
 	}
-	engine_free(&e);
+	engine_free(e);
 }
 
 static void run(double regress, double load, const char *hosts, struct test_events *ev)
@@ -195,7 +193,7 @@ static void run_writes(double slow, struct test_events *ev)
 {
 	struct histogram *cum = calloc(8, sizeof(*cum));
 	struct ruleset rs = { 0 };
-	struct engine e;
+	struct engine *e;
 	struct deploy d = { .ts_ms = DEPLOY_AT };
 	char err[256];
 	unsigned seed = 7;
@@ -203,12 +201,11 @@ static void run_writes(double slow, struct test_events *ev)
 	cr_assert(cum);
 	cr_assert_eq(rules_parse(&rs, "t.yaml", hist_yaml, strlen(hist_yaml), err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
-	e.opts.stale_ms = 15000;
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 15000 }), 0);
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "2.0");
 	snprintf(d.hosts, sizeof(d.hosts), "web-[0-3]");
-	cr_assert_eq(engine_set_deploys(&e, &d, 1), 0);
+	cr_assert_eq(engine_set_deploys(e, &d, 1), 0);
 	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 5000) {
 		for (int h = 0; h < 8; h++) {
 			int busy = h % 4 == 0, ios = busy ? 1000 : 10;
@@ -226,13 +223,13 @@ static void run_writes(double slow, struct test_events *ev)
 					 "op", "write", NULL);
 			cr_assert(x);
 			*x->hist = cum[h];
-			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			cr_assert_eq(engine_add_snapshot(e, &s), 0);
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
-			engine_eval(&e, t, test_events_collect, ev);
+			engine_eval(e, t, test_events_collect, ev);
 	}
-	engine_free(&e);
+	engine_free(e);
 	rules_free(&rs);
 	free(cum);
 }
@@ -382,15 +379,14 @@ static void run_services(const struct deploy *d, const double *regress, int nd,
 			 struct test_events *ev)
 {
 	struct ruleset rs = { 0 };
-	struct engine e;
+	struct engine *e;
 	char err[256];
 	unsigned seed = 7;
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", any_service_yaml, strlen(any_service_yaml), err,
 				 sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
-	e.opts.stale_ms = 15000;
-	cr_assert_eq(engine_set_deploys(&e, d, nd), 0);
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 15000 }), 0);
+	cr_assert_eq(engine_set_deploys(e, d, nd), 0);
 	for (uint64_t t = T0; t <= T0 + 60 * 60 * 1000; t += 5000) {
 		for (int h = 0; h < 12; h++) {
 			char name[16];
@@ -411,13 +407,13 @@ static void run_services(const struct deploy *d, const double *regress, int nd,
 			}
 			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
 			snapshot_add_gauge(&s, "cpu.utilization", cpu, "cpu", "all", NULL);
-			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			cr_assert_eq(engine_add_snapshot(e, &s), 0);
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
-			engine_eval(&e, t, test_events_collect, ev);
+			engine_eval(e, t, test_events_collect, ev);
 	}
-	engine_free(&e);
+	engine_free(e);
 }
 
 static struct deploy marker(const char *service, const char *version, const char *hosts,

@@ -24,9 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "probe.h"
-#include "timeutil.h"
+#include "tests/helpers.h"
+#include "probes/probe.h"
+#include "core/timeutil.h"
 
 #define DELAY_MS 5
 

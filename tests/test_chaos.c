@@ -30,11 +30,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alert.h"
-#include "helpers.h"
-#include "receiver.h"
-#include "store.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "tests/helpers.h"
+#include "tests/receiver.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 static struct test_redis redis;
 static char logpath[300];

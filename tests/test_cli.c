@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
+#include "tests/helpers.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 /* Run faultline with args (Redis pointed nowhere); its exit status. */
 static int run(const char *args)
@@ -93,6 +93,44 @@ Test(cli, the_metric_reference_in_docs_is_the_catalog)
 		     "with `faultline metrics --markdown`");
 }
 
+/*
+ * The man pages render without a groff warning, and each documents every
+ * long option its binary's --help lists (and the faultline command every
+ * subcommand), so a new option cannot ship undocumented.
+ */
+Test(cli, man_pages_render_and_cover_every_option)
+{
+	static const char *const bins[] = { "faultline-probe:8", "faultline-rules:8",
+					    "faultline-alerter:8", "faultline:1" };
+
+	if (test_sh("command -v groff >/dev/null") != 0)
+		cr_skip_test("groff is not installed");
+	for (size_t i = 0; i < sizeof(bins) / sizeof(bins[0]); i++) {
+		char name[64], *sec;
+
+		snprintf(name, sizeof(name), "%s", bins[i]);
+		sec = strchr(name, ':');
+		*sec++ = '\0';
+		cr_assert_eq(test_sh("cd %s/.. && out=$(groff -man -ww -z man/%s.%s 2>&1) && "
+				     "test -z \"$out\" || { echo \"$out\" >&2; exit 1; }",
+				     test_out_dir(), name, sec), 0, "man/%s.%s has groff warnings",
+			     name, sec);
+		cr_assert_eq(test_sh("cd %s/.. && for o in $(%s/%s --help | grep -oE -- "
+				     "'--[a-z][a-z-]+' | sort -u); do "
+				     "grep -qF -- \"$(echo $o | sed 's/-/\\\\-/g')\" man/%s.%s || "
+				     "{ echo \"man/%s.%s lacks $o\" >&2; exit 1; }; done",
+				     test_out_dir(), test_out_dir(), name, name, sec, name, sec), 0,
+			     "man/%s.%s does not document every option of --help", name, sec);
+	}
+	/* every subcommand of the commands[] table has its entry */
+	cr_assert_eq(test_sh("cd %s/.. && for c in $(%s/faultline --help | "
+			     "sed -n 's/^  \\([a-z]\\+\\) .*/\\1/p'); do "
+			     "grep -q \"^\\.B $c\" man/faultline.1 || "
+			     "{ echo \"man/faultline.1 lacks $c\" >&2; exit 1; }; done",
+			     test_out_dir(), test_out_dir()), 0,
+		     "man/faultline.1 does not describe every command");
+}
+
 Test(cli, install_stays_inside_destdir_and_uninstall_removes_it, .timeout = 120)
 {
 	char dir[] = "/tmp/fl-install.XXXXXX";
@@ -105,8 +143,9 @@ Test(cli, install_stays_inside_destdir_and_uninstall_removes_it, .timeout = 120)
 	cr_assert_eq(test_sh("test -x %s/usr/bin/faultline-rules && "
 			     "test -f %s/etc/faultline/rules/faultline.yaml && "
 			     "test -f %s/etc/faultline/probe.yaml && "
-			     "test -f %s/usr/share/faultline/runbooks/host-silent.md", dir, dir, dir,
-			     dir), 0, "something is missing from the staged install");
+			     "test -f %s/usr/share/faultline/runbooks/host-silent.md && "
+			     "test -f %s/usr/share/man/man8/faultline-probe.8", dir, dir, dir,
+			     dir, dir), 0, "something is missing from the staged install");
 	/* the installed engine finds nothing of the source tree: from /, it says where it looked */
 	cr_assert_eq(test_sh("cd / && %s/usr/bin/faultline-rules --once --redis "
 			     "unix:///nonexistent 2>&1 | grep -q '/etc/faultline'", dir), 0);

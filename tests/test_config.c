@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "probe.h"
-#include "timeutil.h"
+#include "core/config.h"
+#include "tests/helpers.h"
+#include "probes/probe.h"
+#include "core/timeutil.h"
+#include "core/strbuf.h"
 
 static int parse(const char *text, struct probe_config *cfg, char *err, size_t errlen)
 {
@@ -61,6 +63,23 @@ struct bad_case {
 	const char *want;	/* substring of the error */
 };
 
+/*
+ * The reference in docs/probe.md is the schema table, printed with the
+ * built-in defaults: a key added to the table and not to the docs fails.
+ */
+Test(config, the_reference_in_docs_is_the_schema)
+{
+	struct probe_config cfg;
+	struct strbuf sb = STRBUF_INIT;
+	char err[256];
+
+	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0, "%s", err);
+	cfg_schema_markdown(probe_config_schema, probe_config_nschema, &cfg, &sb);
+	test_doc_holds("docs/probe.md", strbuf_str(&sb), "faultline-probe --config-reference");
+	strbuf_release(&sb);
+	probe_config_free(&cfg);
+}
+
 Test(config, errors_name_file_line_column_and_key)
 {
 	static const struct bad_case cases[] = {
@@ -77,7 +96,15 @@ Test(config, errors_name_file_line_column_and_key)
 		{ "- a\n- b\n", "top level must be a map" },
 		{ "log_level: loud\n", "log_level: expected error, warn, info or debug" },
 		{ "host: \"bad host\"\n", "host: 'bad host' has characters" },
-		{ "interval: 1ms\n", "interval: must be at least 10ms" },
+		{ "interval: 1ms\n", "probe.yaml:1:11: interval: must be between 10ms and 1h" },
+		{ "drive:\n  interval: 30d\n", "probe.yaml:2:13: interval: must be between 1s and 7d" },
+		{ "profile:\n  rate: 5000\n", "rate: 5000 is out of range" },
+		/* the unknown-key message lists the level's keys, from the schema table */
+		{ "drive:\n  smartclt: x\n",
+		  "probe.yaml:2:13: smartclt: unknown key (valid here: interval, timeout, smartctl)" },
+		{ "colour: red\n", "colour: unknown key (valid here: host, interval, redis, "
+		  "redis_timeout, metrics_addr, metrics_buckets, bpf, log_level, labels, deploy_watch, "
+		  "retention, spool, block, drive, profile)" },
 		{ "a: &x 1\nb: *x\n", "aliases are not supported" },
 		{ "labels:\n  rack: [1]\n", "labels.rack: expected a string value" },
 		{ "labels:\n  \"\": r1\n", "labels: keys must be non-empty" },

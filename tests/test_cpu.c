@@ -5,6 +5,7 @@
  * low.  Runs the real BPF collector in-process, as root.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "probe.h"
-#include "rollup.h"
-#include "timeutil.h"
+#include "tests/helpers.h"
+#include "probes/probe.h"
+#include "model/rollup.h"
+#include "core/timeutil.h"
 
 static void *priv;
 
@@ -69,6 +70,30 @@ static pid_t bursty(int cpu, uint64_t burst_ms, uint64_t period_ms)
 	return pid;
 }
 
+/*
+ * CPU cpu's busy time in s by the kernel's own accounting (/proc/stat:
+ * everything but idle and iowait), the independent measure cpu.busy is
+ * checked against on a machine other tests and builds share.
+ */
+static double proc_stat_busy_s(int cpu)
+{
+	unsigned long long v[10] = { 0 }, busy = 0;
+	char line[512], name[16];
+	FILE *f = fopen("/proc/stat", "r");
+
+	snprintf(name, sizeof(name), "cpu%d ", cpu);
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, strlen(name))) {
+			sscanf(line + strlen(name), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+			       &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+			/* user nice system [idle] [iowait] irq softirq steal */
+			busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+		}
+	if (f)
+		fclose(f);
+	return (double)busy / (double)sysconf(_SC_CLK_TCK);
+}
+
 static const struct series *find(const struct snapshot *s, const char *key)
 {
 	return snapshot_find(s, key);
@@ -82,6 +107,8 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	double best_max = 0, best_util = 0, utils[16];
 	int nutils = 0;
 	uint64_t busy0 = 0, busy1 = 0;
+	double stat0 = 0, stat1 = 0;
+	uint64_t test_start = time_mono_ns();
 	struct rollup r;
 	struct snapshot out;
 	pid_t child;
@@ -102,10 +129,14 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 		u = find(&s, kutil);
 		m = find(&s, kmax);
 		cr_assert_not_null(b, "no cpu.busy for CPU %d", target);
-		if (i == 1)
+		if (i == 1) {
 			busy0 = b->counter.value;
-		if (i == 7)
+			stat0 = proc_stat_busy_s(target);
+		}
+		if (i == 7) {
 			busy1 = b->counter.value;
+			stat1 = proc_stat_busy_s(target);
+		}
 		if (i >= 1) {
 			cr_assert_not_null(u);
 			cr_assert_not_null(m);
@@ -123,10 +154,19 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 
-	/* 3 bursts of 300 ms in the 6 s between i=1 and i=7 */
-	double busy_s = (double)(busy1 - busy0) / 1e9;
-	cr_assert(busy_s >= 0.85 && busy_s <= 2.5, "CPU %d busy %.3f s in 6 s, expected ~0.9 s",
-		  target, busy_s);
+	/*
+	 * 3 bursts of 300 ms in the 6 s between i=1 and i=7, plus whatever else
+	 * the shared machine ran there: at least the bursts, and what the
+	 * kernel's own accounting says (10 ms ticks, read a moment apart).
+	 */
+	double busy_s = (double)(busy1 - busy0) / 1e9, stat_s = stat1 - stat0;
+
+	cr_log_info("CPU %d busy %.3f s in 6 s (/proc/stat: %.2f s)", target, busy_s, stat_s);
+	cr_assert_geq(busy_s, 0.85, "CPU %d busy %.3f s in 6 s, below its three 300 ms bursts",
+		      target, busy_s);
+	cr_assert(fabs(busy_s - stat_s) <= 0.2 * stat_s + 0.4,
+		  "CPU %d busy %.3f s in 6 s, the kernel's accounting says %.2f s", target, busy_s,
+		  stat_s);
 	{
 		char kidle[64];
 		struct snapshot t;
@@ -136,8 +176,18 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 		usleep(500000);
 		cr_assert_eq(cpu_collector.collect(priv, &t), 0);
 		cr_assert_not_null(snapshot_find(&t, kidle), "no %s", kidle);
-		cr_assert_gt(snapshot_find(&t, kidle)->counter.value, 4 * NSEC_PER_SEC,
-			     "a mostly idle CPU accumulated little idle time");
+		cr_assert_not_null(snapshot_find(&t, kbusy), "no %s", kbusy);
+		{
+			/* idle is each interval minus busy: together they are the time since start */
+			double both = (double)(snapshot_find(&t, kidle)->counter.value +
+					       snapshot_find(&t, kbusy)->counter.value) / 1e9;
+			double since = (double)(time_mono_ns() - test_start) / 1e9;
+
+			/* (the first interval, before the first collection, is not counted) */
+			cr_assert(both >= since - 1.5 && both <= since + 0.5,
+				  "CPU %d: idle + busy = %.2f s, %.2f s since the test began", target,
+				  both, since);
+		}
 		snapshot_free(&t);
 	}
 	cr_assert_geq(best_max, 0.95, "the 100 ms maxima never showed the 300 ms burst (%.3f)",
@@ -151,8 +201,10 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 				utils[i] = utils[j];
 				utils[j] = t;
 			}
-	cr_assert_leq(utils[nutils / 2], 0.6, "the median 1 s interval averaged %.3f",
-		      utils[nutils / 2]);
+	/* low when the machine is quiet; no higher than what really ran when it is not */
+	cr_assert_leq(utils[nutils / 2], fmax(0.6, stat_s / 6 + 0.25),
+		      "the median 1 s interval averaged %.3f (/proc/stat: %.2f of 6 s)",
+		      utils[nutils / 2], stat_s);
 
 	cr_assert_eq(rollup_finish(&r, &out), 0);
 	const struct series *u = find(&out, kutil), *m = find(&out, kmax);
@@ -160,9 +212,15 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	cr_assert(u && m);
 	double avg = u->gauge.sum / (double)u->gauge.n;
 
-	cr_assert_leq(avg, 0.45, "minute average %.3f is not low", avg);
-	cr_assert_geq(m->gauge.max - avg, 0.5, "the average (%.2f) hides no burst (max %.2f)", avg,
-		      m->gauge.max);
+	/* the average is what ran: low on a quiet CPU, never above what the kernel saw */
+	cr_assert_leq(avg, fmax(0.45, stat_s / 6 + 0.2), "minute average %.3f is not low "
+		      "(/proc/stat: %.2f of 6 s)", avg, stat_s);
+	if (stat_s <= 2.4)
+		cr_assert_geq(m->gauge.max - avg, 0.5, "the average (%.2f) hides no burst (max %.2f)",
+			      avg, m->gauge.max);
+	else
+		cr_log_info("CPU %d was %.0f %% busy with other work: the average-vs-max gap is not "
+			    "judged this run (the max is)", target, stat_s / 6 * 100);
 	cr_assert_geq(m->gauge.max, 0.95, "minute rollup lost the burst (max %.3f)", m->gauge.max);
 	cr_log_info("CPU %d: busy %.3f s, 1 s avg max %.2f, 100 ms max %.2f, minute avg %.2f",
 		    target, busy_s, best_util, best_max, avg);

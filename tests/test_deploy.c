@@ -12,12 +12,12 @@
 
 #include <hiredis/hiredis.h>
 
-#include "deploy.h"
-#include "helpers.h"
-#include "probe.h"
-#include "symbolize.h"
-#include "store.h"
-#include "timeutil.h"
+#include "store/deploy.h"
+#include "tests/helpers.h"
+#include "probes/probe.h"
+#include "probes/symbolize.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 static struct test_redis redis;
 

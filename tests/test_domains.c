@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alert.h"
-#include "engine.h"
-#include "helpers.h"
-#include "rules.h"
-#include "snapshot.h"
-#include "stats.h"
+#include "model/alert.h"
+#include "rules/engine.h"
+#include "tests/helpers.h"
+#include "rules/rules.h"
+#include "model/snapshot.h"
+#include "rules/stats.h"
 
 #define T0 1764000000000ULL
 #define MAX_HOSTS 512
@@ -91,7 +91,7 @@ static const char *rule_yaml(const char *rollup)
 static void evaluate(const struct fleet *f, const char *yaml, int labels, struct test_events *ev)
 {
 	struct ruleset rs = { 0 };
-	struct engine e;
+	struct engine *e;
 	char err[256];
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s",
@@ -112,12 +112,12 @@ static void evaluate(const struct fleet *f, const char *yaml, int labels, struct
 				snapshot_set_label(&s, "rack", f->rack[i]);
 			snapshot_add_gauge(&s, "cpu.utilization", f->hit[i] ? 0.99 : 0.3, "cpu", "all",
 					   NULL);
-			cr_assert_eq(engine_add_snapshot(&e, &s), 0);
+			cr_assert_eq(engine_add_snapshot(e, &s), 0);
 			snapshot_free(&s);
 		}
 	}
-	engine_eval(&e, T0 + 10000, test_events_collect, ev);
-	engine_free(&e);
+	engine_eval(e, T0 + 10000, test_events_collect, ev);
+	engine_free(e);
 }
 
 /* The pages as "label=value:nhosts" (host pages "host=NAME:1"), sorted, space separated. */

@@ -18,13 +18,13 @@
 #include <atasmart.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "drive.h"
-#include "helpers.h"
-#include "probe.h"
-#include "store.h"
-#include "timeutil.h"
-#include "wear_report.h"
+#include "core/config.h"
+#include "model/drive.h"
+#include "tests/helpers.h"
+#include "probes/probe.h"
+#include "store/store.h"
+#include "core/timeutil.h"
+#include "cli/wear_report.h"
 
 static char testdata[512];
 

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "receiver.h"
-#include "timeutil.h"
+#include "tests/helpers.h"
+#include "tests/receiver.h"
+#include "core/timeutil.h"
 
 static struct test_redis redis;
 static char ns_a[32], ns_b[32], dir[300];

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
-#include "expr.h"
+#include "rules/eval.h"
+#include "rules/expr.h"
 
 Test(expr, valid_grammar)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "histogram.h"
+#include "model/histogram.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 

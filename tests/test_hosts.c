@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "helpers.h"
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
+#include "rules/engine.h"
+#include "tests/helpers.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 /* How many events are `status` of alertname with "host":"host" among them. */
 static int count(const struct test_events *ev, const char *alertname, const char *host,
@@ -36,7 +36,15 @@ static int count(const struct test_events *ev, const char *alertname, const char
 
 static struct test_redis redis;
 static redisContext *rc;
-static struct engine e;
+static struct engine *e;
+
+static struct engine_counts counts(void)
+{
+	struct engine_counts c;
+
+	engine_counts(e, &c);
+	return c;
+}
 
 static void setup(void)
 {
@@ -49,13 +57,12 @@ static void setup(void)
 	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert_not_null(rc, "%s", err);
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
-	e.opts.stale_ms = 5000;
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 5000 }), 0);
 }
 
 static void teardown(void)
 {
-	engine_free(&e);
+	engine_free(e);
 	redisFree(rc);
 	test_redis_destroy(&redis);
 }
@@ -93,8 +100,8 @@ static void eval_at(uint64_t now, struct test_events *ev)
 {
 	char err[256];
 
-	cr_assert_geq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 0, "%s", err);
-	engine_eval(&e, now, test_events_collect, ev);
+	cr_assert_geq(engine_load_redis(e, rc, 0, err, sizeof(err)), 0, "%s", err);
+	engine_eval(e, now, test_events_collect, ev);
 }
 
 Test(hosts, unreadable_entries_page_the_streams_host, .init = setup, .fini = teardown)
@@ -111,10 +118,10 @@ Test(hosts, unreadable_entries_page_the_streams_host, .init = setup, .fini = tea
 	cr_assert_eq(count(&ev, "HostUndecodable", "bad-1", "firing"), 1,
 		     "unreadable entries did not page their host");
 	cr_assert_eq(count(&ev, "HostUndecodable", "good-1", "firing"), 0);
-	cr_assert_eq(e.undecodable, 4, "each unreadable entry counted once");
+	cr_assert_eq(counts().undecodable, 4, "each unreadable entry counted once");
 	/* read again: counted once, and it resolves a minute after the last one */
 	eval_at(now + 1000, &ev);
-	cr_assert_eq(e.undecodable, 4, "an unreadable entry was counted twice");
+	cr_assert_eq(counts().undecodable, 4, "an unreadable entry was counted twice");
 	test_events_free(&ev);
 	eval_at(now + 70000, &ev);
 	cr_assert_eq(count(&ev, "HostUndecodable", "bad-1", "resolved"), 1);
@@ -142,8 +149,8 @@ Test(hosts, a_snapshot_is_filed_under_its_streams_host, .init = setup, .fini = t
 	put("web-1", now - 3000, NULL, 30);
 	put("web-1", now - 2000, "phantom-9", 70);
 	eval_at(now, &ev);
-	cr_assert_eq(engine_history(&e, "phantom-9"), 0, "a phantom host was created");
-	cr_assert_eq(engine_history(&e, "web-1"), 2);
+	cr_assert_eq(engine_history(e, "phantom-9"), 0, "a phantom host was created");
+	cr_assert_eq(engine_history(e, "web-1"), 2);
 	cr_assert_eq(count(&ev, "DriveHot", "web-1", "firing"), 1,
 		     "the hot reading was not filed under the stream's host");
 	test_events_free(&ev);
@@ -197,10 +204,10 @@ Test(hosts, an_overlong_host_name_does_not_grow_the_engine, .init = setup, .fini
 	put("up-1", now - 1000, NULL, 30);
 	freeReplyObject(redisCommand(rc, "HSET fl:hosts %s {}", name));
 	eval_at(now, &ev);
-	before = e.nhosts;
+	before = counts().hosts;
 	for (int i = 1; i <= 5; i++)
 		eval_at(now + (uint64_t)i * 100, &ev);
-	cr_assert_eq(e.nhosts, before, "hosts grew from %zu to %zu", before, e.nhosts);
+	cr_assert_eq(counts().hosts, before, "hosts grew from %zu to %zu", before, counts().hosts);
 	cr_assert_eq(before, 1);
 	test_events_free(&ev);
 }
@@ -236,7 +243,7 @@ Test(hosts, host_silent_waits_for_spools_to_drain, .init = setup, .fini = teardo
 	put("db-1", now - 1000, NULL, 30);
 	eval_at(now, &ev);
 	/* the engine saw Redis come back after 20 s away: the daemon sets this */
-	e.silent_grace_until_ms = now + 20000 + e.opts.stale_ms;
+	engine_hold_silent(e, now + 20000 + engine_options(e)->stale_ms);
 	eval_at(now + 10000, &ev);
 	cr_assert_eq(count(&ev, "HostSilent", "db-1", "firing"), 0, "paged while spools drain");
 	eval_at(now + 30000, &ev);
@@ -273,11 +280,11 @@ Test(hosts, the_first_read_of_a_large_fleet_reads_every_host, .init = setup, .fi
 	cr_assert_eq(store_flush(st, 10 * NSEC_PER_SEC), 0);
 	store_close(st);
 	mallopt(M_PERTURB, 0x5a);	/* freed memory is overwritten, not left readable */
-	loaded = engine_load_redis(&e, rc, 0, err, sizeof(err));
+	loaded = engine_load_redis(e, rc, 0, err, sizeof(err));
 	mallopt(M_PERTURB, 0);
 	cr_assert_eq(loaded, 300, "%s", err);
 	for (int h = 0; h < 300; h++) {
 		snprintf(name, sizeof(name), "big-%03d", h);
-		cr_expect_eq(engine_history(&e, name), 1, "%s was not read", name);
+		cr_expect_eq(engine_history(e, name), 1, "%s was not read", name);
 	}
 }

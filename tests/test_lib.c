@@ -4,16 +4,20 @@
  * decoder agreeing.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "alert.h"
-#include "silence.h"
-#include "backoff.h"
-#include "store.h"
-#include "strbuf.h"
-#include "strmap.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "store/silence.h"
+#include "core/backoff.h"
+#include "store/store.h"
+#include "core/strbuf.h"
+#include "core/strmap.h"
+#include "core/timeutil.h"
+#include "core/jsonc.h"
+#include "model/drive.h"
+#include "model/host_entry.h"
 
 Test(backoff, alertmanagers_schedule_jittered_and_capped)
 {
@@ -173,27 +177,100 @@ Test(alert, encode_and_parse_round_trip)
 	strbuf_release(&sb);
 }
 
-Test(strbuf, json_strings_are_always_valid_utf8)
+Test(jsonc, strings_are_always_valid_utf8)
 {
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
 		{ "plain", "\"plain\"" },
-		{ "q\"b\\\n", "\"q\\\"b\\\\\\u000a\"" },
+		{ "q\"b\\\n\x01", "\"q\\\"b\\\\\\n\\u0001\"" },
 		{ "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xbe", "\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xbe\"" },
-		{ "bad\xff", "\"bad\\ufffd\"" },
-		{ "cut\xc3", "\"cut\\ufffd\"" },
-		{ "overlong\xc0\xaf", "\"overlong\\ufffd\\ufffd\"" },
-		{ "surrogate\xed\xa0\x80", "\"surrogate\\ufffd\\ufffd\\ufffd\"" },
-		{ "big\xf4\x90\x80\x80", "\"big\\ufffd\\ufffd\\ufffd\\ufffd\"" },
+		{ "bad\xff", "\"bad\xef\xbf\xbd\"" },
+		{ "cut\xc3", "\"cut\xef\xbf\xbd\"" },
+		{ "overlong\xc0\xaf", "\"overlong\xef\xbf\xbd\xef\xbf\xbd\"" },
+		{ "surrogate\xed\xa0\x80", "\"surrogate\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"" },
+		{ "big\xf4\x90\x80\x80", "\"big\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct strbuf sb = STRBUF_INIT;
+		json_object *o = jsonc_string(cases[i].in), *back;
+		char err[128];
 
-		strbuf_add_json_str(&sb, cases[i].in);
-		cr_assert_str_eq(strbuf_str(&sb), cases[i].out, "case %zu", i);
+		cr_assert_eq(jsonc_append(&sb, o), 0);
+		cr_assert_str_eq(strbuf_str(&sb), cases[i].out, "case %zu: %s", i, strbuf_str(&sb));
+		back = jsonc_parse(sb.buf, sb.len, err, sizeof(err));
+		cr_assert_not_null(back, "case %zu: %s", i, err);
+		json_object_put(back);
+		json_object_put(o);
 		strbuf_release(&sb);
 	}
+}
+
+/* A key is sanitized like a value; parse errors say where. */
+Test(jsonc, keys_and_parse_errors)
+{
+	json_object *o = json_object_new_object();
+	struct strbuf sb = STRBUF_INIT;
+	char err[128];
+
+	jsonc_put(o, "k\xff", json_object_new_int(1));
+	jsonc_append(&sb, o);
+	cr_assert_str_eq(strbuf_str(&sb), "{\"k\xef\xbf\xbd\":1}");
+	json_object_put(o);
+	strbuf_release(&sb);
+	cr_assert_null(jsonc_parse("{\"a\":1} x", 10, err, sizeof(err)));
+	cr_assert(strstr(err, "byte 8") && strstr(err, "after the value"), "%s", err);
+	cr_assert_null(jsonc_parse("{\"a\":", 5, err, sizeof(err)));
+	cr_assert(strstr(err, "ends inside"), "%s", err);
+}
+
+/* The host registry entry round-trips, labels with quotes and bad UTF-8 included. */
+Test(host_entry, round_trip)
+{
+	struct snapshot s;
+	struct host_entry e;
+	struct strbuf sb = STRBUF_INIT;
+	char err[128];
+
+	cr_assert_eq(snapshot_init(&s, "db-1", 5000, 1000, 1, 1), 0);
+	cr_assert_eq(snapshot_set_label(&s, "rack", "r\"1"), 0);
+	cr_assert_eq(snapshot_set_label(&s, "switch", "sw\xff"), 0);
+	cr_assert_eq(host_entry_encode(&s, &sb), 0);
+	cr_assert_eq(host_entry_decode(sb.buf, sb.len, &e, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(e.last_seen_ms, 5000);
+	cr_assert_eq(e.interval_ms, 1000);
+	cr_assert_eq(e.nlabels, 2);
+	cr_assert_str_eq(host_entry_label(&e, "rack"), "r\"1");
+	cr_assert_str_eq(host_entry_label(&e, "switch"), "sw\xef\xbf\xbd");
+	cr_assert_null(host_entry_label(&e, "site"));
+	host_entry_free(&e);
+	cr_assert_eq(host_entry_decode("[1]", 3, &e, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(host_entry_decode("{\"labels\":{\"rack\":3}}", 22, &e, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "labels.rack"), "%s", err);
+	cr_assert_eq(host_entry_decode("{\"last_seen_ms\":-1}", 19, &e, err, sizeof(err)), -EINVAL);
+	snapshot_free(&s);
+	strbuf_release(&sb);
+}
+
+/* The wear history point the report projects from: written and read by one pair. */
+Test(drive, wear_point_round_trip)
+{
+	struct drive_record r;
+	char buf[128];
+	double w, b, h;
+
+	drive_init(&r, "nvme0n1");
+	drive_set(&r, DF_WEAR_USED_PCT, 17, "test");
+	drive_set(&r, DF_POWER_ON_HOURS, 12345, "test");
+	drive_wear_point_format(&r, buf, sizeof(buf));
+	cr_assert_eq(drive_wear_point_parse(buf, &w, &b, &h), 0, "%s", buf);
+	cr_assert_eq(w, 17);
+	cr_assert_eq(b, -1, "no bytes written: -1");
+	cr_assert_eq(h, 12345);
+	cr_assert_eq(drive_wear_point_parse("1,2", &w, &b, &h), -EINVAL);
+	cr_assert_eq(drive_wear_point_parse("1,2,3x", &w, &b, &h), -EINVAL);
+	cr_assert_eq(drive_wear_point_parse("1,nan,3", &w, &b, &h), -EINVAL);
 }
 
 /*

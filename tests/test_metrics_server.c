@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "loop.h"
-#include "metrics_server.h"
-#include "timeutil.h"
+#include "probes/loop.h"
+#include "probes/metrics_server.h"
+#include "core/timeutil.h"
 
 static struct loop *loop;
 static volatile int serving;

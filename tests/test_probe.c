@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "store.h"
-#include "timeutil.h"
+#include "tests/helpers.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 static struct test_redis redis;
 static char loopdev[64], backing[512], host[64];

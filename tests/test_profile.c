@@ -14,13 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "pprof.h"
-#include "probe.h"
-#include "profile.h"
+#include "tests/helpers.h"
+#include "model/pprof.h"
+#include "probes/probe.h"
+#include "model/profile.h"
 #include "profile.pb-c.h"
-#include "profile_export.h"
-#include "timeutil.h"
+#include "model/profile_export.h"
+#include "core/timeutil.h"
 
 static char dir[64];
 

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prom.h"
+#include "probes/prom.h"
+#include "core/promtext.h"
 
 static const char *count_of(const char *hay, const char *needle, int *n)
 {
@@ -185,4 +186,21 @@ Test(prom, custom_bounds)
 		  t);
 	strbuf_release(&out);
 	snapshot_free(&s);
+}
+
+/*
+ * Label values from configs (a receiver's name) and hosts are escaped as
+ * the text format wants, by the one writer every /metrics uses.
+ */
+Test(prom, label_values_are_escaped)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_adds(&sb, "m{");
+	promtext_label(&sb, "receiver", "on \"call\"\\\nteam", 1);
+	promtext_label(&sb, "integration", "webhook", 0);
+	strbuf_adds(&sb, "} 1\n");
+	cr_assert_str_eq(strbuf_str(&sb),
+			 "m{receiver=\"on \\\"call\\\"\\\\\\nteam\",integration=\"webhook\"} 1\n");
+	strbuf_release(&sb);
 }

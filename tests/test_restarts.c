@@ -29,12 +29,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alert.h"
-#include "helpers.h"
-#include "receiver.h"
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "tests/helpers.h"
+#include "tests/receiver.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 static struct test_redis redis;
 static char cfg_up[300], cfg_down[300], alerter_log[300];

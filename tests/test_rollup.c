@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rollup.h"
+#include "model/rollup.h"
 
 #define T0 1764500040000ULL	/* a minute boundary (ms) */
 

@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "helpers.h"
-#include "rules.h"
-#include "ruletest.h"
-#include "store.h"
-#include "timeutil.h"
+#include "rules/engine.h"
+#include "tests/helpers.h"
+#include "rules/rules.h"
+#include "rules/ruletest.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 Test(rules, file_errors_are_positioned)
 {
@@ -185,7 +185,7 @@ static void run_fleet_reload(const char *yaml, const struct topology *topo, cons
 	struct test_redis redis;
 	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
 	struct ruleset rs = { 0 };
-	struct engine e;
+	struct engine *e;
 	struct store *st;
 	redisContext *rc;
 	char err[512];
@@ -207,18 +207,18 @@ static void run_fleet_reload(const char *yaml, const struct topology *topo, cons
 	if (reload) {
 		struct ruleset again = { 0 };
 
-		cr_assert_eq(engine_load_redis(&e, rc, t0 + 15000, err, sizeof(err)), 16 * 2,
+		cr_assert_eq(engine_load_redis(e, rc, t0 + 15000, err, sizeof(err)), 16 * 2,
 			     "%s", err);
 		cr_assert_eq(rules_parse(&again, "t.yaml", yaml, strlen(yaml), err, sizeof(err)),
 			     0, "%s", err);
-		cr_assert_eq(engine_reload(&e, &again), 0);
-		cr_assert_eq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 16 * 2, "%s", err);
+		cr_assert_eq(engine_reload(e, &again), 0);
+		cr_assert_eq(engine_load_redis(e, rc, 0, err, sizeof(err)), 16 * 2, "%s", err);
 	} else {
-		cr_assert_eq(engine_load_redis(&e, rc, 0, err, sizeof(err)), 16 * 4, "%s", err);
+		cr_assert_eq(engine_load_redis(e, rc, 0, err, sizeof(err)), 16 * 4, "%s", err);
 	}
-	engine_eval(&e, t0 + 30000, test_events_collect, ev);
+	engine_eval(e, t0 + 30000, test_events_collect, ev);
 	redisFree(rc);
-	engine_free(&e);
+	engine_free(e);
 	test_redis_destroy(&redis);
 }
 
@@ -298,13 +298,12 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 			   "        keep_firing_for: 15s\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
-	struct engine e;
+	struct engine *e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
-	e.opts.stale_ms = 30000;
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 30000 }), 0);
 	/* temperature 70 from t=0 to t=60 s, then 40; host b stops at t=30 s */
 	for (int t = 0; t <= 120; t += 5) {
 		struct snapshot s;
@@ -313,15 +312,15 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 		snapshot_init(&s, "a", now, 5000, (uint64_t)t, 1);
 		snapshot_add_gauge(&s, "drive.temperature_c", t <= 60 ? 70 : 40, "device", "sda",
 				   NULL);
-		engine_add_snapshot(&e, &s);
+		engine_add_snapshot(e, &s);
 		snapshot_free(&s);
 		if (t <= 30) {
 			snapshot_init(&s, "b", now, 5000, (uint64_t)t, 1);
 			snapshot_add_gauge(&s, "drive.temperature_c", 30, "device", "sda", NULL);
-			engine_add_snapshot(&e, &s);
+			engine_add_snapshot(e, &s);
 			snapshot_free(&s);
 		}
-		engine_eval(&e, now, test_events_collect, &ev);
+		engine_eval(e, now, test_events_collect, &ev);
 		if (t == 15)
 			cr_assert_eq(ev.n, 0, "fired before its for: 20s");
 		if (t == 20) {
@@ -344,7 +343,7 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 	}
 	cr_assert_eq(resolved, 1, "Hot never resolved (%d events)", ev.n);
 	cr_assert_eq(silent, 1, "host b going silent raised no HostSilent");
-	engine_free(&e);
+	engine_free(e);
 	test_events_free(&ev);
 }
 
@@ -361,7 +360,7 @@ Test(rules, range_functions_follow_reordered_and_gapped_series)
 			   "increase(tcp.in_csum_errors{k=\"b\"}[20s]) == 40\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
-	struct engine e;
+	struct engine *e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
 
@@ -379,14 +378,14 @@ Test(rules, range_functions_follow_reordered_and_gapped_series)
 			snapshot_add_counter(&s, "tcp.in_csum_errors", (uint64_t)(a ? t : 2 * t),
 					     "k", a ? "a" : "b", NULL);
 		}
-		cr_assert_eq(engine_take_snapshot(&e, &s), 0);
+		cr_assert_eq(engine_take_snapshot(e, &s), 0);
 		cr_assert_eq(s.nseries, 0, "take left the snapshot behind");
 	}
-	engine_eval(&e, t0 + 30000, test_events_collect, &ev);
+	engine_eval(e, t0 + 30000, test_events_collect, &ev);
 	cr_expect_eq(ev.n, 2, "expected both series' increases exact, got %d alerts", ev.n);
 	for (int i = 0; i < ev.n; i++)
 		cr_expect(strstr(ev.json[i], "\"status\":\"firing\""), "%s", ev.json[i]);
-	engine_free(&e);
+	engine_free(e);
 	test_events_free(&ev);
 	rules_free(&rs);
 }
@@ -407,7 +406,7 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 			   "        baseline: {service: api, window: 15m}\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
-	struct engine e;
+	struct engine *e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
 	size_t kept;
@@ -422,13 +421,13 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 		snapshot_add_gauge(&s, "cpu.utilization", 0.5, "cpu", "all", NULL);
 		if (t % 7 < 3)	/* a series that comes and goes */
 			snapshot_add_gauge(&s, "cpu.utilization", 0.4, "cpu", "1", NULL);
-		cr_assert_eq(engine_take_snapshot(&e, &s), 0);
+		cr_assert_eq(engine_take_snapshot(e, &s), 0);
 	}
-	kept = engine_history(&e, "h");
+	kept = engine_history(e, "h");
 	cr_expect(kept >= 65 + 150 && kept <= 65 + 200, "kept %zu snapshots of 1,805", kept);
-	engine_eval(&e, t0 + 2400 * 1000, test_events_collect, &ev);
+	engine_eval(e, t0 + 2400 * 1000, test_events_collect, &ev);
 	cr_expect_eq(ev.n, 1, "the 1 m increase is no longer exact (%d alerts)", ev.n);
-	engine_free(&e);
+	engine_free(e);
 	test_events_free(&ev);
 	rules_free(&rs);
 }
@@ -446,7 +445,7 @@ Test(rules, and_keeps_peer_comparisons_whole)
 			   "peer_ratio(drive.temperature_c, \"model\") > 2\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
-	struct engine e;
+	struct engine *e;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
 
@@ -460,13 +459,13 @@ Test(rules, and_keeps_peer_comparisons_whole)
 		snapshot_init(&s, name, t0, 1000, 1, 1);
 		snapshot_add_gauge(&s, "drive.temperature_c", h == 1 ? 10 : 1, "device", "sda",
 				   "model", "M", NULL);
-		cr_assert_eq(engine_take_snapshot(&e, &s), 0);
+		cr_assert_eq(engine_take_snapshot(e, &s), 0);
 	}
-	engine_eval(&e, t0, test_events_collect, &ev);
+	engine_eval(e, t0, test_events_collect, &ev);
 	cr_expect_eq(ev.n, 1, "want one alert for h1, got %d", ev.n);
 	if (ev.n)
 		cr_expect(strstr(ev.json[0], "\"host\":\"h1\""), "%s", ev.json[0]);
-	engine_free(&e);
+	engine_free(e);
 	test_events_free(&ev);
 	rules_free(&rs);
 }
@@ -616,7 +615,8 @@ Test(rules, evaluation_errors_are_counted_not_dropped)
 			   "      - alert: Fine\n        expr: drive.temperature_c > 60\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
-	struct engine e;
+	struct engine_counts counts;
+	struct engine *e;
 	struct snapshot s;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
@@ -625,13 +625,15 @@ Test(rules, evaluation_errors_are_counted_not_dropped)
 	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
 	snapshot_init(&s, "h", t0, 1000, 1, 1);
 	snapshot_add_gauge(&s, "drive.temperature_c", 70, "device", "sda", NULL);
-	cr_assert_eq(engine_take_snapshot(&e, &s), 0);
-	engine_eval(&e, t0, test_events_collect, &ev);
-	engine_eval(&e, t0 + 1000, test_events_collect, &ev);
-	cr_assert_eq(e.eval_errors, 2, "evaluation errors: %llu", (unsigned long long)e.eval_errors);
+	cr_assert_eq(engine_take_snapshot(e, &s), 0);
+	engine_eval(e, t0, test_events_collect, &ev);
+	engine_eval(e, t0 + 1000, test_events_collect, &ev);
+	engine_counts(e, &counts);
+	cr_assert_eq(counts.eval_errors, 2, "evaluation errors: %llu",
+		     (unsigned long long)counts.eval_errors);
 	cr_assert_eq(ev.n, 1, "the other rule must still fire");
 	cr_assert(strstr(ev.json[0], "\"alertname\":\"Fine\""), "%s", ev.json[0]);
-	engine_free(&e);
+	engine_free(e);
 	test_events_free(&ev);
 }
 

@@ -27,10 +27,10 @@
 
 #include <hiredis/hiredis.h>
 
-#include "alert.h"
-#include "helpers.h"
-#include "receiver.h"
-#include "timeutil.h"
+#include "model/alert.h"
+#include "tests/helpers.h"
+#include "tests/receiver.h"
+#include "core/timeutil.h"
 
 static struct test_redis redis;
 static pid_t alerter;

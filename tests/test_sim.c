@@ -13,13 +13,13 @@
 
 #include <hiredis/hiredis.h>
 
-#include "deploy.h"
-#include "helpers.h"
-#include "scenario.h"
-#include "sim.h"
-#include "snapshot.h"
-#include "store.h"
-#include "timeutil.h"
+#include "store/deploy.h"
+#include "tests/helpers.h"
+#include "sim/scenario.h"
+#include "sim/sim.h"
+#include "model/snapshot.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 static int parse_error(const char *yaml, const char *want)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot.h"
+#include "model/snapshot.h"
 
 static void build(struct snapshot *s)
 {

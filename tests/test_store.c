@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "store.h"
-#include "timeutil.h"
+#include "tests/helpers.h"
+#include "store/store.h"
+#include "core/timeutil.h"
 
 static struct test_redis redis;
 

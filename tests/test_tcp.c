@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "probe.h"
+#include "tests/helpers.h"
+#include "probes/probe.h"
 
 static char ns_a[32], ns_b[32];
 static void *priv;

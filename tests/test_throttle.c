@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-#include "probe.h"
-#include "timeutil.h"
+#include "tests/helpers.h"
+#include "probes/probe.h"
+#include "core/timeutil.h"
 
 static void *priv;
 static char cgdir[256], cgname[64];

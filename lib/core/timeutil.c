@@ -1,0 +1,133 @@
+/*
+ * timeutil.c - clocks and durations; see timeutil.h.
+ */
+#include "core/timeutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t time_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t time_wall_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+static const struct {
+	const char *name;
+	uint64_t ns;
+} duration_units[] = {
+	{ "ns", 1 },
+	{ "us", NSEC_PER_USEC },
+	{ "ms", NSEC_PER_MSEC },
+	{ "s", NSEC_PER_SEC },
+	{ "m", 60 * NSEC_PER_SEC },
+	{ "h", 3600 * NSEC_PER_SEC },
+	{ "d", 86400 * NSEC_PER_SEC },
+	{ "w", 7 * 86400 * NSEC_PER_SEC },
+};
+
+#define N_UNITS (sizeof(duration_units) / sizeof(duration_units[0]))
+
+int duration_parse(const char *s, uint64_t *out)
+{
+	uint64_t total = 0;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (strcmp(s, "0") == 0) {
+		*out = 0;
+		return 0;
+	}
+	while (*p) {
+		uint64_t num = 0, unit = 0;
+		size_t best = 0;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		while (*p >= '0' && *p <= '9') {
+			if (num > (UINT64_MAX - 9) / 10)
+				return -EINVAL;
+			num = num * 10 + (uint64_t)(*p++ - '0');
+		}
+		/* Longest unit name that matches ("ms" before "m"). */
+		for (size_t i = 0; i < N_UNITS; i++) {
+			size_t l = strlen(duration_units[i].name);
+
+			if (l > best && strncmp(p, duration_units[i].name, l) == 0) {
+				best = l;
+				unit = duration_units[i].ns;
+			}
+		}
+		if (!best)
+			return -EINVAL;
+		p += best;
+		if (num && unit > UINT64_MAX / num)
+			return -EINVAL;
+		if (total > UINT64_MAX - num * unit)
+			return -EINVAL;
+		total += num * unit;
+	}
+	*out = total;
+	return 0;
+}
+
+char *duration_format(uint64_t ns, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (ns == 0) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	if (ns % NSEC_PER_SEC) {
+		/* Sub-second: one unit, the largest that divides exactly. */
+		if (ns % NSEC_PER_MSEC == 0)
+			snprintf(buf, len, "%llums", (unsigned long long)(ns / NSEC_PER_MSEC));
+		else if (ns % NSEC_PER_USEC == 0)
+			snprintf(buf, len, "%lluus", (unsigned long long)(ns / NSEC_PER_USEC));
+		else
+			snprintf(buf, len, "%lluns", (unsigned long long)ns);
+		return buf;
+	}
+	buf[0] = '\0';
+	for (int i = (int)N_UNITS - 1; i >= 3 && off < len; i--) {
+		uint64_t u = duration_units[i].ns, n = ns / u;
+
+		if (i == 7)	/* weeks read badly; stop at days */
+			continue;
+		if (n) {
+			off += snprintf(buf + off, len - off, "%llu%s",
+					(unsigned long long)n, duration_units[i].name);
+			ns -= n * u;
+		}
+	}
+	return buf;
+}
+
+char *time_format_rfc3339(uint64_t wall_ns, char *buf, size_t len)
+{
+	time_t secs = (time_t)(wall_ns / NSEC_PER_SEC);
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03lluZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec,
+		 (unsigned long long)(wall_ns % NSEC_PER_SEC / NSEC_PER_MSEC));
+	return buf;
+}

@@ -1,0 +1,502 @@
+/*
+ * profile.c - profile windows; see profile.h.
+ */
+#include "model/profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "core/strbuf.h"
+#include "model/wire.h"
+
+#define PROFILE_MAX_STRINGS 1000000
+#define PROFILE_MAX_DEPTH 512
+
+int profile_init(struct profile *p, const char *host)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->host, sizeof(p->host), "%s", host ? host : "");
+	strmap_init(&p->string_index);
+	strmap_init(&p->stack_index);
+	strmap_init(&p->row_index);
+	return profile_intern(p, "") == 0 ? 0 : -ENOMEM;
+}
+
+void profile_free(struct profile *p)
+{
+	for (uint32_t i = 0; i < p->nstrings; i++)
+		free(p->strings[i]);
+	free(p->strings);
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		free(p->stacks[i]);
+	free(p->stacks);
+	free(p->rows);
+	strmap_free(&p->string_index);
+	strmap_free(&p->stack_index);
+	strmap_free(&p->row_index);
+	memset(p, 0, sizeof(*p));
+}
+
+uint32_t profile_intern(struct profile *p, const char *s)
+{
+	uint32_t idx;
+
+	if (strmap_get(&p->string_index, s, &idx))
+		return idx;
+	if (p->nstrings == p->cap_strings) {
+		uint32_t cap = p->cap_strings ? p->cap_strings * 2 : 256;
+		char **n = realloc(p->strings, cap * sizeof(*n));
+
+		if (!n)
+			return UINT32_MAX;
+		p->strings = n;
+		p->cap_strings = cap;
+	}
+	p->strings[p->nstrings] = strdup(s);
+	if (!p->strings[p->nstrings] || strmap_put(&p->string_index, s, p->nstrings))
+		return UINT32_MAX;
+	return p->nstrings++;
+}
+
+/* Index of the stack of string indexes idx[0..n), added if new. */
+static uint32_t intern_stack(struct profile *p, const uint32_t *idx, uint32_t n)
+{
+	struct strbuf key = STRBUF_INIT;
+	uint32_t found;
+
+	for (uint32_t i = 0; i < n; i++)
+		strbuf_addf(&key, "%x.", idx[i]);
+	if (strmap_get(&p->stack_index, strbuf_str(&key), &found)) {
+		strbuf_release(&key);
+		return found;
+	}
+	if (p->nstacks == p->cap_stacks) {
+		uint32_t cap = p->cap_stacks ? p->cap_stacks * 2 : 256;
+		uint32_t **s = realloc(p->stacks, cap * sizeof(*s));
+
+		if (!s)
+			goto nomem;
+		p->stacks = s;
+		p->cap_stacks = cap;
+	}
+	p->stacks[p->nstacks] = malloc((n + 1) * sizeof(uint32_t));
+	if (!p->stacks[p->nstacks])
+		goto nomem;
+	p->stacks[p->nstacks][0] = n;
+	memcpy(p->stacks[p->nstacks] + 1, idx, n * sizeof(uint32_t));
+	if (strmap_put(&p->stack_index, strbuf_str(&key), p->nstacks))
+		goto nomem;
+	strbuf_release(&key);
+	return p->nstacks++;
+nomem:
+	strbuf_release(&key);
+	return UINT32_MAX;
+}
+
+static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t pid,
+		   uint32_t stack, uint64_t count)
+{
+	char key[64];
+	uint32_t idx;
+
+	snprintf(key, sizeof(key), "%x.%x.%x.%x", service, comm, pid, stack);
+	if (strmap_get(&p->row_index, key, &idx)) {
+		p->rows[idx].count += count;
+		p->total += count;
+		return 0;
+	}
+	if (p->nrows == p->cap_rows) {
+		uint32_t cap = p->cap_rows ? p->cap_rows * 2 : 256;
+		struct profile_row *n = realloc(p->rows, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->rows = n;
+		p->cap_rows = cap;
+	}
+	p->rows[p->nrows] = (struct profile_row){ service, comm, pid, stack, count };
+	if (strmap_put(&p->row_index, key, p->nrows))
+		return -ENOMEM;
+	p->nrows++;
+	p->total += count;
+	return 0;
+}
+
+int profile_add(struct profile *p, const char *service, const char *comm, uint32_t pid,
+		const char *const *frames, uint32_t n, uint64_t count)
+{
+	uint32_t idx[PROFILE_MAX_DEPTH], st, sv, cm;
+
+	if (n > PROFILE_MAX_DEPTH)
+		n = PROFILE_MAX_DEPTH;
+	for (uint32_t i = 0; i < n; i++)
+		if ((idx[i] = profile_intern(p, frames[i])) == UINT32_MAX)
+			return -ENOMEM;
+	sv = profile_intern(p, service ? service : "");
+	cm = profile_intern(p, comm ? comm : "");
+	st = intern_stack(p, idx, n);
+	if (sv == UINT32_MAX || cm == UINT32_MAX || st == UINT32_MAX)
+		return -ENOMEM;
+	return add_row(p, sv, cm, pid, st, count);
+}
+
+int profile_merge(struct profile *dst, const struct profile *src, const char *service)
+{
+	const char *frames[PROFILE_MAX_DEPTH];
+
+	for (uint32_t r = 0; r < src->nrows; r++) {
+		const struct profile_row *row = &src->rows[r];
+		const uint32_t *st = src->stacks[row->stack];
+		int ret;
+
+		if (service && strcmp(src->strings[row->service], service))
+			continue;
+		for (uint32_t i = 0; i < st[0]; i++)
+			frames[i] = src->strings[st[1 + i]];
+		ret = profile_add(dst, src->strings[row->service], src->strings[row->comm], 0,
+				  frames, st[0], row->count);
+		if (ret)
+			return ret;
+	}
+	if (!dst->rate_hz)
+		dst->rate_hz = src->rate_hz;
+	dst->duration_ms += src->duration_ms;
+	if (src->ts_ms > dst->ts_ms)
+		dst->ts_ms = src->ts_ms;
+	return 0;
+}
+
+/* ---- codec ------------------------------------------------------------- */
+
+int profile_encode(const struct profile *p, char **out, size_t *outlen)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 8);
+	wire_pack_str(&pk, "v");
+	msgpack_pack_uint32(&pk, PROFILE_VERSION);
+	wire_pack_str(&pk, "host");
+	wire_pack_str(&pk, p->host);
+	wire_pack_str(&pk, "ts");
+	msgpack_pack_uint64(&pk, p->ts_ms);
+	wire_pack_str(&pk, "dur");
+	msgpack_pack_uint64(&pk, p->duration_ms);
+	wire_pack_str(&pk, "hz");
+	msgpack_pack_uint32(&pk, p->rate_hz);
+	wire_pack_str(&pk, "str");
+	msgpack_pack_array(&pk, p->nstrings);
+	for (uint32_t i = 0; i < p->nstrings; i++)
+		wire_pack_str(&pk, p->strings[i]);
+	wire_pack_str(&pk, "stk");
+	msgpack_pack_array(&pk, p->nstacks);
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		msgpack_pack_array(&pk, p->stacks[i][0]);
+		for (uint32_t k = 0; k < p->stacks[i][0]; k++)
+			msgpack_pack_uint32(&pk, p->stacks[i][1 + k]);
+	}
+	wire_pack_str(&pk, "rows");
+	msgpack_pack_array(&pk, p->nrows);
+	for (uint32_t i = 0; i < p->nrows; i++) {
+		msgpack_pack_array(&pk, 5);
+		msgpack_pack_uint32(&pk, p->rows[i].service);
+		msgpack_pack_uint32(&pk, p->rows[i].comm);
+		msgpack_pack_uint32(&pk, p->rows[i].pid);
+		msgpack_pack_uint32(&pk, p->rows[i].stack);
+		msgpack_pack_uint64(&pk, p->rows[i].count);
+	}
+	if (!sb.data) {
+		msgpack_sbuffer_destroy(&sb);
+		return -ENOMEM;
+	}
+	*out = sb.data;
+	*outlen = sb.size;
+	return 0;
+}
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
+
+int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
+{
+	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL;
+	msgpack_unpacked msg;
+	size_t off = 0;
+	uint64_t v, version = 0;
+	char *tmp;
+
+	if (profile_init(p, ""))
+		return -ENOMEM;
+	msgpack_unpacked_init(&msg);
+	if (len == 0 || len > (64u << 20))
+		FAIL("profile: %zu bytes is not a profile window", len);
+	if (wire_check(buf, len, 4, &off) || off != len)
+		FAIL("profile: not well-formed msgpack (truncated, or a container larger than the input)");
+	off = 0;
+	if (msgpack_unpack_next(&msg, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+		FAIL("profile: not well-formed msgpack");
+	if (msg.data.type != MSGPACK_OBJECT_MAP)
+		FAIL("profile: top level must be a map");
+	for (uint32_t i = 0; i < msg.data.via.map.size; i++) {
+		const msgpack_object *k = &msg.data.via.map.ptr[i].key, *val = &msg.data.via.map.ptr[i].val;
+
+		if (wire_key_is(k, "v") && !wire_u64(val, &v))
+			version = v;
+		else if (wire_key_is(k, "host") && val->type == MSGPACK_OBJECT_STR)
+			snprintf(p->host, sizeof(p->host), "%.*s",
+				 (int)(val->via.str.size < 199 ? val->via.str.size : 199),
+				 val->via.str.ptr);
+		else if (wire_key_is(k, "ts") && !wire_u64(val, &v))
+			p->ts_ms = v;
+		else if (wire_key_is(k, "dur") && !wire_u64(val, &v))
+			p->duration_ms = v;
+		else if (wire_key_is(k, "hz") && !wire_u64(val, &v))
+			p->rate_hz = (uint32_t)v;
+		else if (wire_key_is(k, "str"))
+			str = val;
+		else if (wire_key_is(k, "stk"))
+			stk = val;
+		else if (wire_key_is(k, "rows"))
+			rows = val;
+	}
+	if (version != PROFILE_VERSION)
+		FAIL("profile: version %llu, this build reads %d", (unsigned long long)version,
+		     PROFILE_VERSION);
+	if (!str || !stk || !rows || str->type != MSGPACK_OBJECT_ARRAY ||
+	    stk->type != MSGPACK_OBJECT_ARRAY || rows->type != MSGPACK_OBJECT_ARRAY)
+		FAIL("profile: 'str', 'stk' and 'rows' must be arrays");
+	if (str->via.array.size > PROFILE_MAX_STRINGS || str->via.array.size == 0)
+		FAIL("profile: %u strings", str->via.array.size);
+	/* string 0 is "" and already interned */
+	for (uint32_t i = 1; i < str->via.array.size; i++) {
+		const msgpack_object *s = &str->via.array.ptr[i];
+
+		if (s->type != MSGPACK_OBJECT_STR || s->via.str.size > 4096 ||
+		    memchr(s->via.str.ptr, 0, s->via.str.size))
+			FAIL("profile: string %u is not a string", i);
+		tmp = strndup(s->via.str.ptr, s->via.str.size);
+		if (!tmp)
+			FAIL("profile: out of memory");
+		/* duplicates in hostile input would shift indexes: reject them */
+		if (profile_intern(p, tmp) != i) {
+			free(tmp);
+			FAIL("profile: string %u is a duplicate", i);
+		}
+		free(tmp);
+	}
+	for (uint32_t i = 0; i < stk->via.array.size; i++) {
+		const msgpack_object *s = &stk->via.array.ptr[i];
+		uint32_t idx[PROFILE_MAX_DEPTH];
+
+		if (s->type != MSGPACK_OBJECT_ARRAY || s->via.array.size > PROFILE_MAX_DEPTH)
+			FAIL("profile: stack %u is not an array of at most %d frames", i,
+			     PROFILE_MAX_DEPTH);
+		for (uint32_t k = 0; k < s->via.array.size; k++) {
+			if (wire_u64(&s->via.array.ptr[k], &v) || v >= p->nstrings)
+				FAIL("profile: stack %u frame %u is not a string index", i, k);
+			idx[k] = (uint32_t)v;
+		}
+		if (intern_stack(p, idx, s->via.array.size) != i)
+			FAIL("profile: stack %u is a duplicate", i);
+	}
+	for (uint32_t i = 0; i < rows->via.array.size; i++) {
+		const msgpack_object *r = &rows->via.array.ptr[i];
+		uint64_t f[5];
+
+		if (r->type != MSGPACK_OBJECT_ARRAY || r->via.array.size != 5)
+			FAIL("profile: row %u must be [service, comm, pid, stack, count]", i);
+		for (int k = 0; k < 5; k++)
+			if (wire_u64(&r->via.array.ptr[k], &f[k]))
+				FAIL("profile: row %u field %d is not an unsigned integer", i, k);
+		if (f[0] >= p->nstrings || f[1] >= p->nstrings || f[3] >= p->nstacks ||
+		    f[2] > UINT32_MAX)
+			FAIL("profile: row %u refers past the tables", i);
+		if (add_row(p, (uint32_t)f[0], (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3], f[4]))
+			FAIL("profile: out of memory");
+	}
+	msgpack_unpacked_destroy(&msg);
+	return 0;
+fail:
+	msgpack_unpacked_destroy(&msg);
+	profile_free(p);
+	return -EINVAL;
+}
+
+/* ---- views ------------------------------------------------------------- */
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void profile_write_folded(const struct profile *p, FILE *out)
+{
+	char **lines = calloc(p->nrows + 1, sizeof(*lines));
+	struct strbuf sb = STRBUF_INIT;
+	uint32_t n = 0;
+
+	if (!lines)
+		return;
+	for (uint32_t r = 0; r < p->nrows; r++) {
+		const struct profile_row *row = &p->rows[r];
+		const uint32_t *st = p->stacks[row->stack];
+
+		strbuf_reset(&sb);
+		strbuf_adds(&sb, p->strings[row->comm][0] ? p->strings[row->comm] : "[unknown]");
+		for (uint32_t i = 0; i < st[0]; i++) {
+			strbuf_adds(&sb, ";");
+			strbuf_adds(&sb, p->strings[st[1 + i]]);
+		}
+		strbuf_addf(&sb, " %llu", (unsigned long long)row->count);
+		lines[n++] = strdup(strbuf_str(&sb));
+	}
+	qsort(lines, n, sizeof(*lines), line_cmp);
+	for (uint32_t i = 0; i < n; i++) {
+		if (lines[i])
+			fprintf(out, "%s\n", lines[i]);
+		free(lines[i]);
+	}
+	free(lines);
+	strbuf_release(&sb);
+}
+
+static int row_count_cmp(const void *a, const void *b)
+{
+	const struct profile_row *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+int profile_truncate(struct profile *p, uint32_t n)
+{
+	uint64_t other = 0;
+	uint32_t oth, st, sv;
+
+	if (p->nrows <= n)
+		return 0;
+	qsort(p->rows, p->nrows, sizeof(*p->rows), row_count_cmp);
+	for (uint32_t i = n; i < p->nrows; i++)
+		other += p->rows[i].count;
+	p->total -= other;
+	p->nrows = n;
+	/* the row index is stale after sorting: rebuild */
+	strmap_free(&p->row_index);
+	strmap_init(&p->row_index);
+	for (uint32_t i = 0; i < p->nrows; i++) {
+		char key[64];
+		const struct profile_row *r = &p->rows[i];
+
+		snprintf(key, sizeof(key), "%x.%x.%x.%x", r->service, r->comm, r->pid, r->stack);
+		if (strmap_put(&p->row_index, key, i))
+			return -ENOMEM;
+	}
+	oth = profile_intern(p, "[other]");
+	sv = profile_intern(p, "");
+	if (oth == UINT32_MAX || sv == UINT32_MAX || (st = intern_stack(p, &oth, 1)) == UINT32_MAX)
+		return -ENOMEM;
+	return add_row(p, sv, sv, 0, st, other);
+}
+
+struct fn_acc {
+	double self, total;
+	uint64_t last_row;	/* to count a function once per sample row */
+};
+
+size_t profile_functions(const struct profile *p, struct profile_func **out)
+{
+	struct fn_acc *acc = calloc(p->nstrings + 1, sizeof(*acc));
+	struct profile_func *f;
+	size_t n = 0;
+
+	*out = NULL;
+	if (!acc || !p->total) {
+		free(acc);
+		return 0;
+	}
+	for (uint32_t r = 0; r < p->nrows; r++) {
+		const uint32_t *st = p->stacks[p->rows[r].stack];
+		double c = (double)p->rows[r].count;
+
+		for (uint32_t i = 0; i < st[0]; i++) {
+			struct fn_acc *a = &acc[st[1 + i]];
+
+			if (a->last_row != r + 1) {
+				a->total += c;
+				a->last_row = r + 1;
+			}
+			if (i + 1 == st[0])
+				a->self += c;
+		}
+	}
+	f = calloc(p->nstrings + 1, sizeof(*f));
+	for (uint32_t i = 0; f && i < p->nstrings; i++) {
+		if (!acc[i].total)
+			continue;
+		f[n].name = p->strings[i];
+		f[n].self = acc[i].self / (double)p->total;
+		f[n].total = acc[i].total / (double)p->total;
+		n++;
+	}
+	free(acc);
+	for (size_t i = 1; f && i < n; i++) {
+		struct profile_func t = f[i];
+		size_t j = i;
+
+		while (j > 0 && f[j - 1].total < t.total) {
+			f[j] = f[j - 1];
+			j--;
+		}
+		f[j] = t;
+	}
+	*out = f;
+	return f ? n : 0;
+}
+
+static int delta_cmp(const void *a, const void *b)
+{
+	const struct profile_delta *x = a, *y = b;
+	double dx = fabs(x->target - x->base), dy = fabs(y->target - y->base);
+
+	return dx < dy ? 1 : dx > dy ? -1 : strcmp(x->name, y->name);
+}
+
+size_t profile_diff(const struct profile *base, const struct profile *target,
+		    struct profile_delta **out)
+{
+	struct profile_func *bf, *tf;
+	size_t nb = profile_functions(base, &bf), nt = profile_functions(target, &tf), n = 0;
+	struct profile_delta *d = calloc(nb + nt + 1, sizeof(*d));
+	struct strmap idx;
+
+	*out = d;
+	if (!d) {
+		free(bf);
+		free(tf);
+		return 0;
+	}
+	strmap_init(&idx);
+	for (size_t i = 0; i < nb; i++) {
+		d[n] = (struct profile_delta){ bf[i].name, bf[i].total, 0 };
+		strmap_put(&idx, bf[i].name, (uint32_t)n++);
+	}
+	for (size_t i = 0; i < nt; i++) {
+		uint32_t k;
+
+		if (strmap_get(&idx, tf[i].name, &k)) {
+			d[k].target = tf[i].total;
+			d[k].name = tf[i].name;	/* keep a pointer into target */
+		} else {
+			d[n++] = (struct profile_delta){ tf[i].name, 0, tf[i].total };
+		}
+	}
+	strmap_free(&idx);
+	qsort(d, n, sizeof(*d), delta_cmp);
+	free(bf);
+	free(tf);
+	return n;
+}

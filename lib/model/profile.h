@@ -1,0 +1,94 @@
+/*
+ * profile.h - CPU profile windows: interned frames, stacks and sample rows.
+ *
+ * A profile holds a string table (frame names, comms, services; index 0
+ * is ""), a stack table (each stack a list of string indexes, root first)
+ * and rows (service, comm, pid, stack, count).  One 10 s window of one
+ * host is a profile; so is the merge of many windows (rows with the same
+ * service, comm and stack are added; pid is dropped to 0 when merging).
+ *
+ * Wire form (msgpack, version 1):
+ *   { "v": 1, "host": str, "ts": ms (end), "dur": ms, "hz": rate,
+ *     "str": [ str... ], "stk": [ [ idx... ]... ],
+ *     "rows": [ [ service, comm, pid, stack, count ]... ] }
+ * profile_decode() treats input as hostile (bounds on every index).
+ */
+#ifndef FL_PROFILE_H
+#define FL_PROFILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/strmap.h"
+
+#define PROFILE_VERSION 1
+
+struct profile_row {
+	uint32_t service, comm, pid, stack;
+	uint64_t count;
+};
+
+struct profile {
+	char host[200];
+	uint64_t ts_ms, duration_ms;
+	uint32_t rate_hz;
+	char **strings;
+	uint32_t nstrings, cap_strings;
+	struct strmap string_index;
+	uint32_t **stacks;		/* stacks[i][0] = depth, then frames root first */
+	uint32_t nstacks, cap_stacks;
+	struct strmap stack_index;
+	struct profile_row *rows;
+	uint32_t nrows, cap_rows;
+	struct strmap row_index;
+	uint64_t total;
+};
+
+int profile_init(struct profile *p, const char *host);
+void profile_free(struct profile *p);
+
+/* Index of s in the string table, added if new; UINT32_MAX on -ENOMEM. */
+uint32_t profile_intern(struct profile *p, const char *s);
+
+/*
+ * Add count samples of the stack frames[0..n) (root first) for a process.
+ * Rows with identical (service, comm, pid, stack) are merged.
+ * Returns 0 or -ENOMEM.
+ */
+int profile_add(struct profile *p, const char *service, const char *comm, uint32_t pid,
+		const char *const *frames, uint32_t n, uint64_t count);
+
+/*
+ * dst += src, optionally only rows whose service equals `service` (NULL:
+ * all); pids are dropped.  Returns 0 or -ENOMEM.
+ */
+int profile_merge(struct profile *dst, const struct profile *src, const char *service);
+
+int profile_encode(const struct profile *p, char **out, size_t *outlen);
+int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen);
+
+/* "comm;root;...;leaf count" lines, one per row, sorted. */
+void profile_write_folded(const struct profile *p, FILE *out);
+
+/* Keep the top n rows by count and fold the rest into one "[other]" row. */
+int profile_truncate(struct profile *p, uint32_t n);
+
+/*
+ * Per-function CPU share: self (leaf) and total (anywhere on the stack,
+ * counted once per sample).  Sorted by total descending.
+ */
+struct profile_func {
+	const char *name;
+	double self, total;	/* fractions of all samples */
+};
+size_t profile_functions(const struct profile *p, struct profile_func **out);
+
+/* Functions whose total share changed most from base to target. */
+struct profile_delta {
+	const char *name;
+	double base, target;	/* total shares */
+};
+size_t profile_diff(const struct profile *base, const struct profile *target,
+		    struct profile_delta **out);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * snapshot.h - one host's series at one instant, and its msgpack codec.
+ *
+ * A series is a dotted metric name plus labels (sorted by key on insert, so
+ * a series has one canonical key "name{k=v,k2=v2}").  Three kinds:
+ *
+ *   counter    u64, cumulative; `increase` is the growth over the interval
+ *              (0 in 1 s snapshots, filled in by rollups)
+ *   gauge      double; rollups keep min, max, last, sum and n (for avg)
+ *   histogram  log-linear (histogram.h); cumulative in 1 s snapshots, the
+ *              increase over the window in rollups
+ *
+ * `tier` says which: 1 for a probe's 1 s snapshot, 60 and 3600 for the
+ * minute and hour rollups (rollup.h).
+ *
+ * Wire form (version 1), a msgpack map with short keys so that fields can be
+ * added without breaking readers:
+ *
+ *   { "v": 1, "host": str, "ts": u64 ms (wall, end of interval),
+ *     "iv": u64 ms (interval covered), "seq": u64, "tier": u32,
+ *     "lbl": { str: str }, "s": [ series... ] }
+ *   series     [ name, { str: str }, kind (0 counter, 1 gauge, 2 hist), v ]
+ *   counter v  u64 | [ value, increase ]
+ *   gauge v    float | [ last, min, max, sum, n ]
+ *   hist v     [ count, sum, [ gap, n, gap, n, ... ] ]   (sparse: gap is
+ *              the number of empty buckets skipped since the last one)
+ *
+ * Unknown top-level keys are ignored (forward compatibility); a newer major
+ * "v" is rejected.  snapshot_decode() treats its input as hostile: bounded
+ * sizes, every type checked, never crashes (see fuzz/fuzz_snapshot.c).
+ */
+#ifndef FL_SNAPSHOT_H
+#define FL_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/histogram.h"
+
+#define SNAPSHOT_VERSION 1
+#define SNAPSHOT_MAX_SERIES 200000
+#define SNAPSHOT_MAX_LABELS 32
+#define SNAPSHOT_MAX_STR 1024
+#define SNAPSHOT_MAX_BYTES (64u << 20)
+#define SERIES_LINK_NONE UINT32_MAX
+
+enum series_kind {
+	SERIES_COUNTER = 0,
+	SERIES_GAUGE = 1,
+	SERIES_HISTOGRAM = 2,
+};
+
+struct label {
+	char *key;
+	char *value;
+};
+
+struct gauge_value {
+	double last, min, max, sum;
+	uint64_t n;
+};
+
+struct series {
+	char *name;
+	struct label *labels;
+	uint32_t nlabels;
+	enum series_kind kind;
+	uint64_t id;		/* hash of name and labels, set on add */
+	uint32_t name_hash;	/* snapshot_name_hash(name), set on add */
+	/*
+	 * For readers that keep a host's snapshots in order (the rules
+	 * engine): 1 + the index of the same series in the previous snapshot,
+	 * SERIES_LINK_NONE if it was absent there, 0 if nobody linked it.
+	 * Not encoded; copies and decodes start at 0.
+	 */
+	uint32_t link;
+	union {
+		struct {
+			uint64_t value;
+			uint64_t increase;
+		} counter;
+		struct gauge_value gauge;
+		struct histogram *hist;		/* dense; NULL once compacted */
+	};
+	struct hist_sparse *sparse;	/* compacted histogram (snapshot_compact) */
+	int borrowed;			/* name and labels belong to a newer snapshot */
+};
+
+struct snapshot {
+	char *host;
+	uint64_t ts_ms;
+	uint64_t interval_ms;
+	uint64_t seq;
+	uint32_t tier;
+	struct label *labels;
+	uint32_t nlabels;
+	struct series *series;
+	uint32_t nseries;
+	uint32_t cap;
+};
+
+/* A hash of a metric name, for selectors to compare before the string. */
+uint32_t snapshot_name_hash(const char *name);
+
+/*
+ * h (fnv.h) extended by labels l[0..n) in their order, key and value each
+ * after a separator.  Alert fingerprints (rules/engine.c) are
+ * snapshot_labels_hash(fnv64_str(FNV64_OFFSET, alertname), labels, n);
+ * series ids the same with the metric name.
+ */
+uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n);
+
+/*
+ * Turn every histogram of s into its compact form (hist_sparse), for
+ * snapshots that are kept rather than added to.  Afterwards read
+ * histograms with series_hist(); snapshot_copy, _encode and _free handle
+ * either form.  Returns 0 or -ENOMEM (then some histograms stay dense).
+ */
+int snapshot_compact(struct snapshot *s);
+
+/*
+ * The dense histogram of histogram series ser: ser->hist, or ser's compact
+ * form expanded into scratch.
+ */
+const struct histogram *series_hist(const struct series *ser, struct histogram *scratch);
+
+/*
+ * Link every series of s to the same series in prev (the host's snapshot
+ * before s): see series.link.  O(series) when both hold the same series in
+ * the same order, as consecutive snapshots of one host do.
+ */
+void snapshot_link(struct snapshot *s, const struct snapshot *prev);
+
+/*
+ * For a reader that keeps a host's snapshots in order and frees them
+ * oldest first (the rules engine): every series of s that is linked to the
+ * same series in prev (snapshot_link first) takes over prev's name and
+ * label strings instead of keeping its own copies, and prev's series are
+ * marked borrowed.  Ownership moves to the newest snapshot, so freeing the
+ * oldest first never frees a string a newer one still uses.  Saves the
+ * strings of every series of every kept snapshot but one.
+ */
+void snapshot_share_strings(struct snapshot *s, struct snapshot *prev);
+
+/* Initialise an empty snapshot. host is copied. Returns 0 or -ENOMEM. */
+int snapshot_init(struct snapshot *s, const char *host, uint64_t ts_ms,
+		  uint64_t interval_ms, uint64_t seq, uint32_t tier);
+
+/* Free everything s owns; s may then be initialised again. */
+void snapshot_free(struct snapshot *s);
+
+/* Deep copy src into dst (uninitialised). Returns 0 or -ENOMEM. */
+int snapshot_copy(struct snapshot *dst, const struct snapshot *src);
+
+/* Set a host-level label (e.g. rack=r12). Returns 0 or -ENOMEM. */
+int snapshot_set_label(struct snapshot *s, const char *key, const char *value);
+
+/*
+ * Add a series.  Labels follow as key, value pairs of const char *,
+ * terminated by NULL: snapshot_add(s, "block.ios", SERIES_COUNTER,
+ * "device", "sda", "op", "read", NULL).  A histogram series gets a zeroed
+ * histogram.  Returns the new series, or NULL on -ENOMEM or too many labels.
+ */
+struct series *snapshot_add(struct snapshot *s, const char *name,
+			    enum series_kind kind, ...) __attribute__((sentinel));
+
+/* The same, labels given as an array (copied, then sorted). */
+struct series *snapshot_add_labels(struct snapshot *s, const char *name,
+				   enum series_kind kind,
+				   const struct label *labels, uint32_t nlabels);
+
+/* Convenience wrappers around snapshot_add for the scalar kinds. */
+struct series *snapshot_add_counter(struct snapshot *s, const char *name,
+				    uint64_t value, ...) __attribute__((sentinel));
+struct series *snapshot_add_gauge(struct snapshot *s, const char *name,
+				  double value, ...) __attribute__((sentinel));
+
+/* Value of a label of series, or NULL. */
+const char *series_label(const struct series *ser, const char *key);
+
+/*
+ * Write the canonical key "name{k=v,...}" of ser into buf.  Returns the
+ * length it needed (like snprintf).
+ */
+int series_key(const struct series *ser, char *buf, size_t len);
+
+/*
+ * The series of s with the same name and labels as like, or NULL.  A
+ * probe writes its series in the same order every interval, so the index
+ * hint is tried first; the search is linear only when it misses.  This is
+ * the hot lookup of range functions: no key is formatted.
+ */
+struct series *snapshot_find_same(const struct snapshot *s, const struct series *like,
+				  uint32_t hint);
+
+/* Find a series by canonical key, or NULL (linear; for tests and tools). */
+struct series *snapshot_find(const struct snapshot *s, const char *key);
+
+/*
+ * Encode s.  On success *out is a malloc'd buffer of *outlen bytes owned by
+ * the caller.  Returns 0 or -ENOMEM.
+ */
+int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen);
+
+/*
+ * Decode len bytes of untrusted input into s (uninitialised).  Returns 0,
+ * or -EINVAL / -E2BIG / -ENOMEM with a reason naming the field in err (a
+ * caller buffer of errlen bytes); s holds nothing to free on failure.
+ */
+int snapshot_decode(const void *buf, size_t len, struct snapshot *s,
+		    char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * drives.c - drive records and wear history in Redis; see drives.h.
+ */
+#include "store/drives.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/strbuf.h"
+#include "store/store.h"
+
+void drives_put(struct store *st, const char *host, const struct drive_record *r,
+		const char *day)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char key[320], point[128];
+
+	drive_to_json(r, &sb);
+	store_key_drives(key, sizeof(key), host);
+	if (!strbuf_failed(&sb))
+		store_put_hash(st, key, r->device, strbuf_str(&sb), sb.len);
+	strbuf_release(&sb);
+	if (!day || !r->serial[0] || strcmp(r->status, "ok"))
+		return;
+	store_key_wear(key, sizeof(key), host, r->serial);
+	drive_wear_point_format(r, point, sizeof(point));
+	store_put_hash(st, key, day, point, strlen(point));
+}
+
+/* HGETALL key: the reply (an array), or NULL with the reason in err. */
+static redisReply *hgetall(redisContext *c, const char *key, char *err, size_t errlen)
+{
+	redisReply *r = redisCommand(c, "HGETALL %s", key);
+
+	if (r && r->type == REDIS_REPLY_ARRAY)
+		return r;
+	snprintf(err, errlen, "redis HGETALL %s: %s", key,
+		 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" : c->errstr);
+	if (r)
+		freeReplyObject(r);
+	return NULL;
+}
+
+int drives_load(redisContext *c, const char *host, drives_record_cb cb, void *arg, char *err,
+		size_t errlen)
+{
+	char key[320];
+	redisReply *r;
+	int n = 0;
+
+	store_key_drives(key, sizeof(key), host);
+	if (!(r = hgetall(c, key, err, errlen)))
+		return -EIO;
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		redisReply *v = r->element[i + 1];
+		struct drive_record rec;
+
+		if (v->type != REDIS_REPLY_STRING || drive_from_json(&rec, v->str, v->len))
+			continue;
+		cb(&rec, arg);
+		n++;
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+int drives_wear_history(redisContext *c, const char *host, const char *serial,
+			drives_wear_cb cb, void *arg, char *err, size_t errlen)
+{
+	char key[400];
+	redisReply *r;
+	int n = 0;
+
+	store_key_wear(key, sizeof(key), host, serial);
+	if (!(r = hgetall(c, key, err, errlen)))
+		return -EIO;
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		redisReply *d = r->element[i], *v = r->element[i + 1];
+		double wear, bytes, hours;
+
+		if (d->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+		    drive_wear_point_parse(v->str, &wear, &bytes, &hours))
+			continue;
+		cb(d->str, wear, bytes, hours, arg);
+		n++;
+	}
+	freeReplyObject(r);
+	return n;
+}

@@ -1,0 +1,58 @@
+/*
+ * silence.h - silences: label matchers with an expiry, stored in Redis
+ * (hash fl:silences: id -> JSON), created with `faultline silence add` and
+ * honoured by the alerter: a silenced alert is recorded, not sent.
+ *
+ * Matchers: "name=value", "name!=value", "name=~regex" (Prometheus'
+ * semantics: RE2 syntax, fully anchored; promregex.h).  A silence matches an alert when every matcher does.
+ */
+#ifndef FL_SILENCE_H
+#define FL_SILENCE_H
+
+#include "core/promregex.h"
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "model/alert.h"
+
+#define SILENCE_MAX_MATCHERS 16
+
+struct matcher {
+	char name[64];
+	char value[256];
+	int op;			/* '=', '!', '~' */
+	struct prom_regex re;
+	int has_re;
+};
+
+struct silence {
+	char id[40];
+	struct matcher m[SILENCE_MAX_MATCHERS];
+	int nm;
+	uint64_t starts_ms, ends_ms;
+	char comment[256];
+	char created_by[64];
+};
+
+/* Parse "name=value" etc. into m. Returns 0 or -EINVAL (reason in err). */
+int matcher_parse(struct matcher *m, const char *s, char *err, size_t errlen);
+void matcher_free(struct matcher *m);
+int matcher_match(const struct matcher *m, const struct alert *a);
+
+/* Store a new silence (id filled in). Returns 0 or -EIO. */
+int silence_add(redisContext *c, struct silence *s, char *err, size_t errlen);
+/* Set a silence's end to now. Returns 0, -ENOENT or -EIO. */
+int silence_expire(redisContext *c, const char *id, char *err, size_t errlen);
+/*
+ * Load every silence (active and expired) into a malloc'd array.
+ * Returns the count or -EIO.
+ */
+int silence_load(redisContext *c, struct silence **out, char *err, size_t errlen);
+void silence_free_all(struct silence *s, int n);
+
+/* The first silence active at now_ms that matches a, or NULL. */
+const struct silence *silence_find(const struct silence *s, int n, const struct alert *a,
+				   uint64_t now_ms);
+
+#endif

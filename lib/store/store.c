@@ -1,0 +1,1440 @@
+/*
+ * store.c - Redis layout, spooling writer and readers; see store.h.
+ *
+ * The spool is a ring of pointers to encoded commands, guarded by one
+ * mutex.  The producer (the probe's sampling loop) holds the mutex only to
+ * push; the writer thread holds it only to take a batch and to pop what
+ * Redis acknowledged, so encoding and network I/O happen outside it.  The
+ * first `inflight` entries belong to the writer while it talks to Redis;
+ * the producer never drops those, which is what lets it free entries
+ * without reference counts.
+ */
+#include "store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
+#include "model/host_entry.h"
+
+const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
+
+#define HOSTS_KEY "fl:hosts"
+
+#define BATCH_MAX 128
+#define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
+#define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
+
+enum item_kind {
+	ITEM_XADD,		/* field "d" = blob */
+	ITEM_XADD_FIELDS,	/* blob = field\0value\0... (nfields pairs) */
+	ITEM_HSET,
+};
+
+struct spool_item {
+	enum item_kind kind;
+	char key[320];
+	char field[256];	/* HSET field (host) */
+	uint64_t ts_ms;		/* XADD entry id ms part */
+	uint64_t minid;		/* XADD MINID trim point */
+	int star;		/* XADD with '*' (clock went back) */
+	int host_registry;	/* the fl:hosts entry (at most one queued) */
+	int attempts;
+	int done;
+	char *blob;
+	size_t bloblen;
+	int nfields;
+};
+
+struct store {
+	struct store_opts opts;
+	char url[512];
+	char spool_path[512];
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* producer -> writer */
+	pthread_cond_t drained;		/* writer -> store_flush */
+	struct spool_item **ring;
+	size_t cap, head, n, inflight, bytes;
+	int stop;
+	struct store_stats stats;
+};
+
+/* ---- URL, connect, keys ------------------------------------------------- */
+
+static int copy_part(char *dst, size_t dstlen, const char *src, size_t n)
+{
+	if (n >= dstlen)
+		return -1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen)
+{
+	const char *p, *at, *slash, *colon, *q;
+	char shown[600];
+
+	memset(u, 0, sizeof(*u));
+	u->port = 6379;
+	if (strncmp(url, "unix://", 7) == 0) {
+		p = url + 7;
+		q = strchr(p, '?');
+		if (copy_part(u->path, sizeof(u->path), p, q ? (size_t)(q - p) : strlen(p)) ||
+		    u->path[0] != '/')
+			goto bad;
+		while (q && *q) {
+			const char *amp;
+
+			q++;
+			amp = strchr(q, '&');
+			if (strncmp(q, "db=", 3) == 0)
+				u->db = atoi(q + 3);
+			else if (strncmp(q, "password=", 9) == 0)
+				copy_part(u->password, sizeof(u->password), q + 9,
+					  amp ? (size_t)(amp - q - 9) : strlen(q + 9));
+			else if (strncmp(q, "user=", 5) == 0)
+				copy_part(u->user, sizeof(u->user), q + 5,
+					  amp ? (size_t)(amp - q - 5) : strlen(q + 5));
+			else
+				goto bad;
+			q = amp;
+		}
+		return 0;
+	}
+	if (strncmp(url, "rediss://", 9) == 0) {
+		store_url_redacted(url, shown, sizeof(shown));
+		snprintf(err, errlen, "redis URL '%s': TLS (rediss://) is not supported by this "
+			 "build; use a local stunnel or a unix socket", shown);
+		return -EINVAL;
+	}
+	if (strncmp(url, "redis://", 8) != 0)
+		goto bad;
+	p = url + 8;
+	slash = strchr(p, '/');
+	at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+	if (at) {
+		colon = memchr(p, ':', (size_t)(at - p));
+		if (colon) {
+			if (copy_part(u->user, sizeof(u->user), p, (size_t)(colon - p)) ||
+			    copy_part(u->password, sizeof(u->password), colon + 1,
+				      (size_t)(at - colon - 1)))
+				goto bad;
+		} else if (copy_part(u->password, sizeof(u->password), p, (size_t)(at - p))) {
+			goto bad;
+		}
+		p = at + 1;
+	}
+	colon = memchr(p, ':', slash ? (size_t)(slash - p) : strlen(p));
+	if (copy_part(u->host, sizeof(u->host), p,
+		      colon ? (size_t)(colon - p) : slash ? (size_t)(slash - p) : strlen(p)) ||
+	    !u->host[0])
+		goto bad;
+	if (colon) {
+		char *end;
+		long port = strtol(colon + 1, &end, 10);
+
+		if (port <= 0 || port > 65535 || (end != slash && *end))
+			goto bad;
+		u->port = (int)port;
+	}
+	if (slash && slash[1]) {
+		char *end;
+
+		u->db = (int)strtol(slash + 1, &end, 10);
+		if (*end || u->db < 0)
+			goto bad;
+	}
+	return 0;
+bad:
+	store_url_redacted(url, shown, sizeof(shown));
+	snprintf(err, errlen, "redis URL '%s': expected redis://[[user]:password@]host[:port][/db] "
+		 "or unix:///path/to/redis.sock[?db=N&password=P]", shown);
+	return -EINVAL;
+}
+
+void store_url_redacted(const char *url, char *out, size_t len)
+{
+	const char *p, *at, *slash, *colon, *q;
+
+	snprintf(out, len, "%s", url);
+	if (!strncmp(url, "redis://", 8) || !strncmp(url, "rediss://", 9)) {
+		p = strstr(url, "://") + 3;
+		slash = strchr(p, '/');
+		at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+		if (!at)
+			return;
+		colon = memchr(p, ':', (size_t)(at - p));
+		snprintf(out, len, "%.*s****%s", (int)((colon ? colon + 1 : p) - url), url, at);
+		return;
+	}
+	q = strstr(url, "password=");
+	if (q && (q[-1] == '?' || q[-1] == '&')) {
+		const char *amp = strchr(q, '&');
+
+		snprintf(out, len, "%.*s****%s", (int)(q + 9 - url), url, amp ? amp : "");
+	}
+}
+
+static struct timeval tv_of(uint64_t ns)
+{
+	struct timeval tv = { .tv_sec = (time_t)(ns / NSEC_PER_SEC),
+			      .tv_usec = (suseconds_t)(ns % NSEC_PER_SEC / 1000) };
+	return tv;
+}
+
+static int simple_command(redisContext *c, char *err, size_t errlen, const char *what,
+			  int argc, const char **argv)
+{
+	redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+	int ret = 0;
+
+	if (!r) {
+		snprintf(err, errlen, "%s: %s", what, c->errstr);
+		return -EIO;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s: %s", what, r->str);
+		ret = -EACCES;
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+redisContext *store_connect(const char *url, uint64_t timeout_ns, char *err, size_t errlen)
+{
+	struct timeval tv = tv_of(timeout_ns ? timeout_ns : 2 * NSEC_PER_SEC);
+	struct store_url u;
+	redisContext *c;
+
+	if (store_url_parse(url, &u, err, errlen))
+		return NULL;
+	/*
+	 * hiredis writes with write(2): a peer that went away would kill the
+	 * process with SIGPIPE instead of returning EPIPE.  Nothing in faultline
+	 * wants SIGPIPE's default action.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+	c = u.path[0] ? redisConnectUnixWithTimeout(u.path, tv)
+		      : redisConnectWithTimeout(u.host, u.port, tv);
+	if (!c) {
+		snprintf(err, errlen, "redis %s: out of memory", u.path[0] ? u.path : u.host);
+		return NULL;
+	}
+	if (c->err) {
+		snprintf(err, errlen, "redis %s: %s", u.path[0] ? u.path : u.host, c->errstr);
+		goto fail;
+	}
+	redisSetTimeout(c, tv);
+	if (!u.path[0])
+		redisEnableKeepAlive(c);
+	if (u.password[0]) {
+		const char *argv[3] = { "AUTH", u.user[0] ? u.user : u.password, u.password };
+
+		if (simple_command(c, err, errlen, "redis AUTH", u.user[0] ? 3 : 2, argv))
+			goto fail;
+	}
+	if (u.db) {
+		char db[16];
+		const char *argv[2] = { "SELECT", db };
+
+		snprintf(db, sizeof(db), "%d", u.db);
+		if (simple_command(c, err, errlen, "redis SELECT", 2, argv))
+			goto fail;
+	}
+	return c;
+fail:
+	redisFree(c);
+	return NULL;
+}
+
+int store_key(char *buf, size_t len, const char *host, uint32_t tier)
+{
+	return snprintf(buf, len, "fl:{%s}:s%u", host, tier);
+}
+
+int store_host_valid(const char *name)
+{
+	size_t n = 0;
+
+	for (const char *p = name; *p; p++, n++) {
+		char c = *p;
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-' || c == ':'))
+			return 0;
+	}
+	return n > 0 && n < 200;
+}
+
+/* ---- spool -------------------------------------------------------------- */
+
+static void item_free(struct spool_item *it)
+{
+	if (it) {
+		free(it->blob);
+		free(it);
+	}
+}
+
+static size_t item_bytes(const struct spool_item *it)
+{
+	return sizeof(*it) + it->bloblen;
+}
+
+/* Remove the entry at ring position pos (0 = head), shifting the tail. */
+static struct spool_item *ring_remove(struct store *st, size_t pos)
+{
+	size_t idx = (st->head + pos) % st->cap;
+	struct spool_item *it = st->ring[idx];
+
+	if (pos == 0) {
+		st->head = (st->head + 1) % st->cap;
+	} else {
+		for (size_t i = pos; i + 1 < st->n; i++)
+			st->ring[(st->head + i) % st->cap] =
+				st->ring[(st->head + i + 1) % st->cap];
+	}
+	st->n--;
+	st->bytes -= item_bytes(it);
+	return it;
+}
+
+static int spool_full(const struct store *st, size_t extra_bytes)
+{
+	return st->n + 1 > st->opts.spool_max_entries ||
+	       st->bytes + extra_bytes > st->opts.spool_max_bytes;
+}
+
+/* Push it (taking ownership); drops the oldest idle entries to make room. */
+static void spool_push(struct store *st, struct spool_item *it)
+{
+	pthread_mutex_lock(&st->lock);
+	while (spool_full(st, item_bytes(it)) && st->n > st->inflight) {
+		struct spool_item *old = ring_remove(st, st->inflight);
+
+		if (old->kind == ITEM_XADD)
+			st->stats.dropped++;
+		item_free(old);
+	}
+	if (spool_full(st, item_bytes(it)) || st->n == st->cap) {
+		/* everything queued is in flight: drop the newcomer */
+		if (it->kind == ITEM_XADD)
+			st->stats.dropped++;
+		pthread_mutex_unlock(&st->lock);
+		item_free(it);
+		return;
+	}
+	st->ring[(st->head + st->n) % st->cap] = it;
+	st->n++;
+	st->bytes += item_bytes(it);
+	pthread_cond_signal(&st->wake);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* ---- writer thread ------------------------------------------------------ */
+
+static int append_item(redisContext *c, struct spool_item *it)
+{
+	char id[48], minid[32];
+	const char *argv[6 + 2 * STORE_MAX_FIELDS];
+	size_t lens[6 + 2 * STORE_MAX_FIELDS];
+	int argc = 0;
+
+#define ARG(s, l) do { argv[argc] = (s); lens[argc] = (l); argc++; } while (0)
+	if (it->kind == ITEM_XADD || it->kind == ITEM_XADD_FIELDS) {
+		if (it->star)
+			snprintf(id, sizeof(id), "*");
+		else
+			snprintf(id, sizeof(id), "%" PRIu64 "-0", it->ts_ms);
+		snprintf(minid, sizeof(minid), "%" PRIu64, it->minid);
+		ARG("XADD", 4);
+		ARG(it->key, strlen(it->key));
+		ARG("MINID", 5);
+		ARG("~", 1);
+		ARG(minid, strlen(minid));
+		ARG(id, strlen(id));
+		if (it->kind == ITEM_XADD) {
+			ARG("d", 1);
+			ARG(it->blob, it->bloblen);
+		} else {
+			const char *f = it->blob;
+
+			for (int i = 0; i < 2 * it->nfields; i++, f += strlen(f) + 1)
+				ARG(f, strlen(f));
+		}
+	} else {
+		ARG("HSET", 4);
+		ARG(it->key, strlen(it->key));
+		ARG(it->field, strlen(it->field));
+		ARG(it->blob, it->bloblen);
+	}
+#undef ARG
+	return redisAppendCommandArgv(c, argc, argv, lens);
+}
+
+static int transient_error(const char *msg)
+{
+	static const char *const prefixes[] = { "LOADING", "OOM", "BUSY", "TRYAGAIN",
+						"MASTERDOWN", "READONLY", "CLUSTERDOWN" };
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* Interpret one reply for it. Returns 1 to back off (transient error). */
+static int handle_reply(struct store *st, struct spool_item *it, redisReply *r)
+{
+	if (r->type != REDIS_REPLY_ERROR) {
+		it->done = 1;
+		return 0;
+	}
+	if (it->kind != ITEM_HSET && strstr(r->str, "equal or smaller")) {
+		if (it->attempts > 1) {
+			it->done = 1;	/* a replay of a write that landed */
+		} else {
+			log_warn("redis: %s: entry %" PRIu64 " is older than the stream's newest "
+				 "(wall clock stepped back?); writing it with a new id", it->key,
+				 it->ts_ms);
+			it->star = 1;
+		}
+		return 0;
+	}
+	if (transient_error(r->str)) {
+		log_warn("redis: %s (will retry)", r->str);
+		return 1;
+	}
+	log_error("redis refused a write to %s: %s; dropping that entry", it->key, r->str);
+	pthread_mutex_lock(&st->lock);
+	st->stats.errors++;
+	pthread_mutex_unlock(&st->lock);
+	it->done = 2;
+	return 0;
+}
+
+static void wait_ns(struct store *st, uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / NSEC_PER_SEC);
+	ts.tv_nsec += (long)(ns % NSEC_PER_SEC);
+	if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
+		ts.tv_sec++;
+		ts.tv_nsec -= (long)NSEC_PER_SEC;
+	}
+	pthread_cond_timedwait(&st->wake, &st->lock, &ts);
+}
+
+static void *writer_main(void *arg)
+{
+	struct store *st = arg;
+	struct spool_item *batch[BATCH_MAX];
+	uint64_t backoff = BACKOFF_MIN_NS;
+	redisContext *c = NULL;
+	int was_down = 0;
+	char err[256];
+
+	if (st->opts.thread_start)
+		st->opts.thread_start();
+
+	pthread_mutex_lock(&st->lock);
+	while (!st->stop) {
+		size_t nb, sent = 0, got = 0;
+		int ioerr = 0, slow = 0;
+
+		if (st->n == 0) {
+			pthread_cond_broadcast(&st->drained);
+			pthread_cond_wait(&st->wake, &st->lock);
+			continue;
+		}
+		if (!c) {
+			pthread_mutex_unlock(&st->lock);
+			c = store_connect(st->url, st->opts.timeout_ns, err, sizeof(err));
+			pthread_mutex_lock(&st->lock);
+			if (!c) {
+				if (!was_down)
+					log_warn("%s; keeping up to %zu entries in memory until it "
+						 "returns (%zu queued)", err,
+						 st->opts.spool_max_entries, st->n);
+				was_down = 1;
+				st->stats.connected = 0;
+				wait_ns(st, backoff);
+				backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+				continue;
+			}
+			if (was_down)
+				log_info("redis is back; draining %zu spooled entries", st->n);
+			was_down = 0;
+			backoff = BACKOFF_MIN_NS;
+			st->stats.reconnects++;
+			st->stats.connected = 1;
+		}
+		nb = st->n < BATCH_MAX ? st->n : BATCH_MAX;
+		for (size_t i = 0; i < nb; i++)
+			batch[i] = st->ring[(st->head + i) % st->cap];
+		st->inflight = nb;
+		pthread_mutex_unlock(&st->lock);
+
+		for (size_t i = 0; i < nb; i++) {
+			if (batch[i]->done)
+				continue;
+			batch[i]->attempts++;
+			if (append_item(c, batch[i]) != REDIS_OK) {
+				ioerr = 1;
+				break;
+			}
+			sent++;
+		}
+		for (size_t i = 0; i < nb && !ioerr && got < sent; i++) {
+			redisReply *r;
+
+			if (batch[i]->done)
+				continue;
+			if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+				ioerr = 1;
+				break;
+			}
+			got++;
+			slow |= handle_reply(st, batch[i], r);
+			freeReplyObject(r);
+		}
+		if (ioerr) {
+			log_warn("lost the redis connection (%s); spooling until it returns",
+				 c->errstr[0] ? c->errstr : "unknown error");
+			redisFree(c);
+			c = NULL;
+			was_down = 1;
+		}
+
+		pthread_mutex_lock(&st->lock);
+		st->inflight = 0;
+		while (st->n && st->ring[st->head]->done) {
+			struct spool_item *it = ring_remove(st, 0);
+
+			if (it->kind == ITEM_XADD && it->done == 1)
+				st->stats.written++;
+			item_free(it);
+		}
+		if (ioerr)
+			st->stats.connected = 0;
+		if (slow || ioerr)
+			wait_ns(st, backoff);
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (c)
+		redisFree(c);
+	return NULL;
+}
+
+/* ---- public writer API -------------------------------------------------- */
+
+/* ---- spool file ----------------------------------------------------------- */
+
+/*
+ * What a store still holds when it closes (Redis unreachable) is written to
+ * opts.spool_path and read back by the next store_open, so a probe restart
+ * during an outage loses nothing.  The file is 0600, written to a
+ * temporary name, fsynced and renamed (never half-written), and removed
+ * once read.  Format: "FLSPOOL1" then per entry kind, key, field, ts,
+ * minid, star, host_registry, nfields (u32/u64 little-endian as stored,
+ * strings and the blob length-prefixed).  It is read as untrusted input:
+ * the first entry that does not fit ends the read, with a warning.
+ */
+#define SPOOL_MAGIC "FLSPOOL1"
+
+static int put_bytes(FILE *f, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, f) == n ? 0 : -1;
+}
+
+static int put_str(FILE *f, const char *s)
+{
+	uint32_t n = (uint32_t)strlen(s);
+
+	return put_bytes(f, &n, sizeof(n)) || put_bytes(f, s, n);
+}
+
+static int spool_save(struct store *st)
+{
+	char tmp[600];
+	size_t saved = 0;
+	FILE *f;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", st->opts.spool_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		log_error("cannot write the spool to %s: %s; %zu snapshot(s) are lost", tmp,
+			  strerror(errno), st->n);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	int bad = put_bytes(f, SPOOL_MAGIC, 8);
+
+	for (size_t i = 0; i < st->n && !bad; i++) {
+		const struct spool_item *it = st->ring[(st->head + i) % st->cap];
+		uint32_t kind = it->kind, star = (uint32_t)it->star, reg = (uint32_t)it->host_registry;
+		uint32_t nf = (uint32_t)it->nfields;
+		uint64_t bl = it->bloblen;
+
+		if (it->done)
+			continue;
+		bad = put_bytes(f, &kind, 4) || put_str(f, it->key) || put_str(f, it->field) ||
+		      put_bytes(f, &it->ts_ms, 8) || put_bytes(f, &it->minid, 8) ||
+		      put_bytes(f, &star, 4) || put_bytes(f, &reg, 4) || put_bytes(f, &nf, 4) ||
+		      put_bytes(f, &bl, 8) || put_bytes(f, it->blob, it->bloblen);
+		saved++;
+	}
+	if (bad || fflush(f) || fsync(fileno(f))) {
+		log_error("cannot write the spool to %s: %s; %zu snapshot(s) are lost", tmp,
+			  strerror(errno), st->n);
+		fclose(f);
+		unlink(tmp);
+		return -1;
+	}
+	fclose(f);
+	if (rename(tmp, st->opts.spool_path)) {
+		log_error("cannot rename %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	log_warn("Redis is unreachable: %zu entr%s kept in %s for the next start", saved,
+		 saved == 1 ? "y" : "ies", st->opts.spool_path);
+	return 0;
+}
+
+static int get_bytes(FILE *f, void *p, size_t n)
+{
+	return fread(p, 1, n, f) == n ? 0 : -1;
+}
+
+static int get_str(FILE *f, char *buf, size_t len)
+{
+	uint32_t n;
+
+	if (get_bytes(f, &n, 4) || n >= len || get_bytes(f, buf, n))
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * Read spool entries from f (after the magic) and hand each to push
+ * (which takes ownership).  Returns how many, and sets *damaged when an
+ * entry did not fit (the rest is ignored).
+ */
+static size_t spool_read(FILE *f, size_t max_bytes, void (*push)(void *, struct spool_item *),
+			 void *arg, int *damaged)
+{
+	size_t loaded = 0;
+
+	*damaged = 0;
+	for (;;) {
+		struct spool_item *it;
+		uint32_t kind, star, reg, nf;
+		uint64_t bl;
+		int c = fgetc(f);
+
+		if (c == EOF)
+			break;
+		ungetc(c, f);
+		it = calloc(1, sizeof(*it));
+		if (!it || get_bytes(f, &kind, 4) || kind > ITEM_HSET ||
+		    get_str(f, it->key, sizeof(it->key)) ||
+		    get_str(f, it->field, sizeof(it->field)) || get_bytes(f, &it->ts_ms, 8) ||
+		    get_bytes(f, &it->minid, 8) || get_bytes(f, &star, 4) ||
+		    get_bytes(f, &reg, 4) || get_bytes(f, &nf, 4) || nf > STORE_MAX_FIELDS ||
+		    get_bytes(f, &bl, 8) || bl > max_bytes || !(it->blob = malloc(bl + 1)) ||
+		    get_bytes(f, it->blob, bl)) {
+			item_free(it);
+			*damaged = 1;
+			break;
+		}
+		it->kind = (enum item_kind)kind;
+		it->star = star != 0;
+		it->host_registry = reg != 0;
+		it->nfields = (int)nf;
+		it->bloblen = bl;
+		push(arg, it);
+		loaded++;
+	}
+	return loaded;
+}
+
+static void push_to_store(void *arg, struct spool_item *it)
+{
+	spool_push(arg, it);
+}
+
+static void push_to_free(void *arg, struct spool_item *it)
+{
+	(void)arg;
+	item_free(it);
+}
+
+int store_spool_check(const void *buf, size_t len, size_t max_bytes)
+{
+	FILE *f = fmemopen((void *)buf, len, "r");
+	char magic[8];
+	int damaged = 0;
+	size_t n = 0;
+
+	if (!f)
+		return -ENOMEM;
+	if (get_bytes(f, magic, 8) || memcmp(magic, SPOOL_MAGIC, 8))
+		damaged = 1;
+	else
+		n = spool_read(f, max_bytes, push_to_free, NULL, &damaged);
+	fclose(f);
+	return damaged ? -EINVAL : (int)n;
+}
+
+/* Queue what the previous run left in the spool file; returns how many. */
+static size_t spool_load(struct store *st)
+{
+	char magic[8];
+	size_t loaded = 0;
+	int damaged = 0;
+	FILE *f = fopen(st->opts.spool_path, "re");
+
+	if (!f)
+		return 0;
+	if (get_bytes(f, magic, 8) || memcmp(magic, SPOOL_MAGIC, 8)) {
+		log_warn("%s is not a faultline spool file; ignored and removed",
+			 st->opts.spool_path);
+		goto out;
+	}
+	loaded = spool_read(f, st->opts.spool_max_bytes, push_to_store, st, &damaged);
+	if (damaged)
+		log_warn("%s: damaged after %zu entries; the rest is ignored", st->opts.spool_path,
+			 loaded);
+out:
+	fclose(f);
+	unlink(st->opts.spool_path);
+	return loaded;
+}
+
+struct store *store_open(const struct store_opts *opts, char *err, size_t errlen)
+{
+	struct store_url u;
+	struct store *st;
+
+	if (store_url_parse(opts->url, &u, err, errlen))
+		return NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		goto nomem;
+	st->opts = *opts;
+	if (!st->opts.spool_max_entries)
+		st->opts.spool_max_entries = 3600;
+	if (!st->opts.spool_max_bytes)
+		st->opts.spool_max_bytes = 256u << 20;
+	snprintf(st->url, sizeof(st->url), "%s", opts->url);
+	st->opts.url = st->url;
+	snprintf(st->spool_path, sizeof(st->spool_path), "%s",
+		 opts->spool_path ? opts->spool_path : "");
+	st->opts.spool_path = st->spool_path;
+	if (st->spool_path[0]) {
+		/* found out now, not at the stop when the spool would be lost */
+		char dir[520], *slash;
+
+		snprintf(dir, sizeof(dir), "%s", st->spool_path);
+		slash = strrchr(dir, '/');
+		if (slash == dir)
+			dir[1] = '\0';
+		else if (slash)
+			*slash = '\0';
+		else
+			snprintf(dir, sizeof(dir), ".");
+		if (access(dir, W_OK | X_OK)) {
+			snprintf(err, errlen, "spool.path %s: cannot write in %s (%s); create it or "
+				 "set another path", st->spool_path, dir, strerror(errno));
+			free(st->ring);
+			free(st);
+			return NULL;
+		}
+	}
+	st->cap = st->opts.spool_max_entries + 1;
+	st->ring = calloc(st->cap, sizeof(*st->ring));
+	if (!st->ring)
+		goto nomem;
+	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->wake, NULL);
+	pthread_cond_init(&st->drained, NULL);
+	if (st->spool_path[0]) {
+		size_t n = spool_load(st);
+
+		if (n)
+			log_info("read back %zu entr%s the last run spooled to %s while Redis was "
+				 "away", n, n == 1 ? "y" : "ies", st->spool_path);
+	}
+	if (pthread_create(&st->thread, NULL, writer_main, st)) {
+		snprintf(err, errlen, "store: cannot start the writer thread");
+		free(st->ring);
+		free(st);
+		return NULL;
+	}
+	return st;
+nomem:
+	if (st)
+		free(st->ring);
+	free(st);
+	snprintf(err, errlen, "store: out of memory");
+	return NULL;
+}
+
+static int tier_slot(uint32_t tier)
+{
+	for (int i = 0; i < STORE_TIERS; i++)
+		if (store_tiers[i] == tier)
+			return i;
+	return -1;
+}
+
+static struct spool_item *host_item(const struct snapshot *s)
+{
+	struct spool_item *it = calloc(1, sizeof(*it));
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!it)
+		return NULL;
+	it->kind = ITEM_HSET;
+	it->host_registry = 1;
+	snprintf(it->key, sizeof(it->key), "%s", HOSTS_KEY);
+	snprintf(it->field, sizeof(it->field), "%s", s->host);
+	host_entry_encode(s, &sb);
+	if (strbuf_failed(&sb)) {
+		strbuf_release(&sb);
+		free(it);
+		return NULL;
+	}
+	it->blob = sb.buf;
+	it->bloblen = sb.len;
+	return it;
+}
+
+int store_put_snapshot(struct store *st, const struct snapshot *s)
+{
+	struct spool_item *it;
+	int slot = tier_slot(s->tier), pending;
+	uint64_t ret_ms;
+
+	if (slot < 0)
+		return -EINVAL;
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	it->kind = ITEM_XADD;
+	store_key(it->key, sizeof(it->key), s->host, s->tier);
+	it->ts_ms = s->ts_ms;
+	ret_ms = st->opts.retention_ms[slot];
+	it->minid = ret_ms && s->ts_ms > ret_ms ? s->ts_ms - ret_ms : 0;
+	if (snapshot_encode(s, &it->blob, &it->bloblen)) {
+		free(it);
+		return -ENOMEM;
+	}
+	spool_push(st, it);
+
+	if (s->tier == 1) {
+		struct spool_item *h = host_item(s);
+
+		if (!h)
+			return -ENOMEM;
+		/* one queued registry entry per host: refresh it if it is still waiting */
+		pthread_mutex_lock(&st->lock);
+		pending = 0;
+		for (size_t i = st->inflight; i < st->n && !pending; i++) {
+			struct spool_item *q = st->ring[(st->head + i) % st->cap];
+
+			if (q->host_registry && !strcmp(q->field, h->field)) {
+				free(q->blob);
+				q->blob = h->blob;
+				q->bloblen = h->bloblen;
+				h->blob = NULL;
+				pending = 1;
+			}
+		}
+		pthread_mutex_unlock(&st->lock);
+		if (pending)
+			item_free(h);
+		else
+			spool_push(st, h);
+	}
+	return 0;
+}
+
+int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const void *blob, size_t len)
+{
+	struct spool_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->kind = ITEM_XADD;
+	snprintf(it->key, sizeof(it->key), "%s", key);
+	it->ts_ms = ts_ms;
+	it->minid = retention_ms && ts_ms > retention_ms ? ts_ms - retention_ms : 0;
+	it->blob = malloc(len + 1);
+	if (!it->blob) {
+		free(it);
+		return -ENOMEM;
+	}
+	memcpy(it->blob, blob, len);
+	it->bloblen = len;
+	spool_push(st, it);
+	return 0;
+}
+
+int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const char *const *fv, int nfields)
+{
+	struct spool_item *it;
+	size_t len = 0, off = 0;
+
+	if (nfields < 1 || nfields > STORE_MAX_FIELDS)
+		return -EINVAL;
+	for (int i = 0; i < 2 * nfields; i++)
+		len += strlen(fv[i]) + 1;
+	it = calloc(1, sizeof(*it));
+	if (!it || !(it->blob = malloc(len))) {
+		free(it);
+		return -ENOMEM;
+	}
+	it->kind = ITEM_XADD_FIELDS;
+	snprintf(it->key, sizeof(it->key), "%s", key);
+	it->ts_ms = ts_ms;
+	it->minid = retention_ms && ts_ms > retention_ms ? ts_ms - retention_ms : 0;
+	for (int i = 0; i < 2 * nfields; i++) {
+		size_t l = strlen(fv[i]) + 1;
+
+		memcpy(it->blob + off, fv[i], l);
+		off += l;
+	}
+	it->bloblen = len;
+	it->nfields = nfields;
+	spool_push(st, it);
+	return 0;
+}
+
+int store_put_hash(struct store *st, const char *key, const char *field, const char *value,
+		   size_t len)
+{
+	struct spool_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->kind = ITEM_HSET;
+	snprintf(it->key, sizeof(it->key), "%s", key);
+	snprintf(it->field, sizeof(it->field), "%s", field);
+	it->blob = malloc(len + 1);
+	if (!it->blob) {
+		free(it);
+		return -ENOMEM;
+	}
+	memcpy(it->blob, value, len);
+	it->bloblen = len;
+	spool_push(st, it);
+	return 0;
+}
+
+int store_flush(struct store *st, uint64_t timeout_ns)
+{
+	uint64_t deadline = time_mono_ns() + timeout_ns;
+	int ret = 0;
+
+	pthread_mutex_lock(&st->lock);
+	while (st->n) {
+		uint64_t now = time_mono_ns();
+		struct timespec ts;
+
+		if (now >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * (long)NSEC_PER_MSEC;
+		if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
+			ts.tv_sec++;
+			ts.tv_nsec -= (long)NSEC_PER_SEC;
+		}
+		pthread_cond_signal(&st->wake);
+		pthread_cond_timedwait(&st->drained, &st->lock, &ts);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return ret;
+}
+
+void store_get_stats(struct store *st, struct store_stats *out)
+{
+	pthread_mutex_lock(&st->lock);
+	*out = st->stats;
+	out->spooled = st->n;
+	out->spooled_bytes = st->bytes;
+	pthread_mutex_unlock(&st->lock);
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->lock);
+	st->stop = 1;
+	pthread_cond_signal(&st->wake);
+	pthread_mutex_unlock(&st->lock);
+	pthread_join(st->thread, NULL);
+	if (st->n && st->spool_path[0])
+		spool_save(st);
+	while (st->n)
+		item_free(ring_remove(st, 0));
+	pthread_mutex_destroy(&st->lock);
+	pthread_cond_destroy(&st->wake);
+	pthread_cond_destroy(&st->drained);
+	free(st->ring);
+	free(st);
+}
+
+/* ---- readers ------------------------------------------------------------ */
+
+/*
+ * What the readers do besides delivering: the stream's host (a snapshot
+ * naming another host inside is filed under the stream's, never under a
+ * phantom host), and whom to tell about entries that do not decode.
+ */
+struct read_ctx {
+	const char *host;		/* NULL: not checked */
+	size_t index;			/* the host's index for bad_cb */
+	store_bad_cb bad_cb;
+	void *arg;
+};
+
+static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char *why,
+		      size_t *bad)
+{
+	uint64_t ms = 0;
+
+	if (bad)
+		(*bad)++;
+	if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 &&
+	    e->element[0]->type == REDIS_REPLY_STRING)
+		ms = strtoull(e->element[0]->str, NULL, 10);
+	if (rc && rc->bad_cb)
+		rc->bad_cb(rc->index, ms, why, rc->arg);
+	else
+		log_warn("%s: skipping stream entry %" PRIu64 ": %s", rc && rc->host ? rc->host : "?",
+			 ms, why);
+}
+
+static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, void *arg,
+			   const struct read_ctx *rc, size_t *bad, char *err, size_t errlen)
+{
+	int delivered = 0;
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "redis: %s", r->str);
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: unexpected reply type %d to XRANGE", r->type);
+		return -EIO;
+	}
+	for (size_t k = 0; k < r->elements; k++) {
+		size_t i = reverse ? r->elements - 1 - k : k;
+		redisReply *e = r->element[i], *fields;
+		struct snapshot s;
+		char derr[256];
+		int found = 0;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    e->element[1]->type != REDIS_REPLY_ARRAY) {
+			entry_bad(rc, e, "not a stream entry with fields", bad);
+			continue;
+		}
+		fields = e->element[1];
+		for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+			redisReply *fk = fields->element[f], *fv = fields->element[f + 1];
+
+			if (fk->type != REDIS_REPLY_STRING || strcmp(fk->str, "d") ||
+			    fv->type != REDIS_REPLY_STRING)
+				continue;
+			found = 1;
+			if (snapshot_decode(fv->str, fv->len, &s, derr, sizeof(derr))) {
+				entry_bad(rc, e, derr, bad);
+				break;
+			}
+			if (rc && rc->host && strcmp(s.host, rc->host)) {
+				char *h = strdup(rc->host);
+
+				if (!h) {
+					snapshot_free(&s);
+					entry_bad(rc, e, "out of memory", bad);
+					break;
+				}
+				log_debug("entry of %s names host '%.64s' inside; filed under %s",
+					  rc->host, s.host, rc->host);
+				free(s.host);
+				s.host = h;
+			}
+			delivered++;
+			if (cb(&s, arg)) {
+				snapshot_free(&s);
+				return delivered;
+			}
+			snapshot_free(&s);
+			break;
+		}
+		if (!found)
+			entry_bad(rc, e, "no \"d\" field", bad);
+	}
+	return delivered;
+}
+
+int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
+		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
+		     size_t *bad, char *err, size_t errlen)
+{
+	char key[320], from[32], to[32], count[32];
+	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
+	redisReply *r;
+	int ret;
+
+	store_key(key, sizeof(key), host, tier);
+	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	else
+		snprintf(to, sizeof(to), "+");
+	snprintf(count, sizeof(count), "%zu", max);
+	r = redisCommandArgv(c, max ? 6 : 4, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", c->errstr);
+		return -EIO;
+	}
+	{
+		struct read_ctx rc = { .host = host };
+
+		ret = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+#define READ_PIPELINE 512	/* XRANGEs in flight per round trip */
+
+int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
+		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
+		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen)
+{
+	char to[32] = "+";
+
+	int delivered = 0;
+
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	for (size_t at = 0; at < n; at += READ_PIPELINE) {
+		size_t batch = n - at < READ_PIPELINE ? n - at : READ_PIPELINE;
+
+		for (size_t i = 0; i < batch; i++) {
+			char key[320], from[32];
+			const char *argv[4] = { "XRANGE", key, from, to };
+
+			store_key(key, sizeof(key), hosts[at + i], tier);
+			snprintf(from, sizeof(from), "%" PRIu64, from_ms[at + i]);
+			if (redisAppendCommandArgv(c, 4, argv, NULL) != REDIS_OK) {
+				snprintf(err, errlen, "redis: %s", c->errstr);
+				return -EIO;
+			}
+		}
+		for (size_t i = 0; i < batch; i++) {
+			redisReply *r;
+			int got;
+
+			if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+				snprintf(err, errlen, "redis: %s", c->errstr);
+				return -EIO;
+			}
+			struct read_ctx rc = { .host = hosts[at + i], .index = at + i,
+					       .bad_cb = bad_cb, .arg = arg };
+
+			got = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+			if (got < 0) {
+				if (bad_cb)
+					bad_cb(at + i, 0, err, arg);
+				else
+					log_warn("reading %s: %s", hosts[at + i], err);
+				if (bad)
+					(*bad)++;
+			} else {
+				delivered += got;
+			}
+			freeReplyObject(r);
+		}
+	}
+	return delivered;
+}
+
+int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
+		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen)
+{
+	char key[320], n[32];
+	const char *argv[6] = { "XREVRANGE", key, "+", "-", "COUNT", n };
+	redisReply *r;
+	int ret;
+
+	store_key(key, sizeof(key), host, tier);
+	snprintf(n, sizeof(n), "%zu", count ? count : 1);
+	r = redisCommandArgv(c, 6, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", c->errstr);
+		return -EIO;
+	}
+	{
+		struct read_ctx rc = { .host = host };
+
+		ret = deliver_entries(r, 1, cb, arg, &rc, bad, err, errlen);
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_t to_ms,
+		     store_blob_cb cb, void *arg, char *err, size_t errlen)
+{
+	char from[32], to[32];
+	const char *argv[4] = { "XRANGE", key, from, to };
+	redisReply *r;
+	int n = 0;
+
+	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	else
+		snprintf(to, sizeof(to), "+");
+	r = redisCommandArgv(c, 4, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", c->errstr);
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: %s", r->type == REDIS_REPLY_ERROR ? r->str :
+			 "unexpected reply to XRANGE");
+		freeReplyObject(r);
+		return -EIO;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *e = r->element[i], *f;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
+			continue;
+		f = e->element[1];
+		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2) {
+			if (strcmp(f->element[k]->str, "d"))
+				continue;
+			n++;
+			if (cb(f->element[k + 1]->str, f->element[k + 1]->len, arg))
+				goto out;
+		}
+	}
+out:
+	freeReplyObject(r);
+	return n;
+}
+
+/* ---- alerts ------------------------------------------------------------- */
+
+#define ALERTS_STREAM "fl:alerts"
+#define ALERTS_STATE "fl:rules:alerts"
+
+int store_alerts_commit(redisContext *c, char *const *events, int nevents,
+			const char *const *fps, const char *const *states, int nstates,
+			char *refused, char *err, size_t errlen)
+{
+	int queued = 0, taken = 0, ret = 0;
+	redisReply *r = NULL;
+
+	redisAppendCommand(c, "MULTI");
+	queued++;
+	for (int i = 0; i < nevents; i++, queued++)
+		redisAppendCommand(c, "XADD %s MAXLEN ~ 100000 * e %s", ALERTS_STREAM, events[i]);
+	if (nstates >= 0) {
+		redisAppendCommand(c, "DEL %s", ALERTS_STATE);
+		queued++;
+		for (int i = 0; i < nstates; i++, queued++)
+			redisAppendCommand(c, "HSET %s %s %s", ALERTS_STATE, fps[i], states[i]);
+	}
+	redisAppendCommand(c, "EXEC");
+	queued++;
+	/* MULTI's +OK and each QUEUED; an error here aborts the transaction */
+	for (int i = 0; i < queued - 1; i++) {
+		if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+			snprintf(err, errlen, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+			return -EIO;
+		}
+		freeReplyObject(r);
+	}
+	if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+		snprintf(err, errlen, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str :
+			 "transaction aborted");
+		ret = -EIO;
+		goto out;
+	}
+	err[0] = '\0';
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *x = r->element[i];
+		int bad = x->type == REDIS_REPLY_ERROR;
+
+		if (bad && !err[0])
+			snprintf(err, errlen, "redis refused %s: %s", (int)i < nevents ?
+				 "an alert event for " ALERTS_STREAM : "the checkpoint " ALERTS_STATE,
+				 x->str);
+		if ((int)i < nevents) {
+			refused[i] = (char)bad;
+			taken += !bad;
+		}
+	}
+	ret = taken;
+out:
+	freeReplyObject(r);
+	return ret;
+}
+
+int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const char *json,
+							void *arg),
+			    void *arg, char *err, size_t errlen)
+{
+	char cursor[32] = "0";
+	int n = 0;
+
+	do {
+		redisReply *r = redisCommand(c, "HSCAN %s %s COUNT 500", ALERTS_STATE, cursor);
+		const redisReply *kv;
+
+		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "redis HSCAN %s: %s", ALERTS_STATE,
+				 r && r->type == REDIS_REPLY_ERROR ? r->str :
+				 r ? "unexpected reply" : c->errstr);
+			if (r)
+				freeReplyObject(r);
+			return -EIO;
+		}
+		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+			if (kv->element[i]->type != REDIS_REPLY_STRING ||
+			    kv->element[i + 1]->type != REDIS_REPLY_STRING)
+				continue;
+			cb(kv->element[i]->str, kv->element[i + 1]->str, arg);
+			n++;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0"));
+	return n;
+}
+
+int store_host_names(redisContext *c, char ***names, size_t *n, char *err, size_t errlen)
+{
+	redisReply *r = redisCommand(c, "HKEYS %s", HOSTS_KEY);
+
+	*names = NULL;
+	*n = 0;
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis HKEYS %s: %s", HOSTS_KEY,
+			 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
+			 c->errstr);
+		if (r)
+			freeReplyObject(r);
+		return -EIO;
+	}
+	*names = calloc(r->elements + 1, sizeof(**names));
+	if (!*names) {
+		freeReplyObject(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			continue;
+		(*names)[*n] = strdup(r->element[i]->str);
+		if (!(*names)[*n]) {
+			store_host_names_free(*names, *n);
+			*names = NULL;
+			*n = 0;
+			freeReplyObject(r);
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		(*n)++;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+void store_host_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int store_host_entries(redisContext *c, store_host_entry_cb cb, void *arg, char *err,
+		       size_t errlen)
+{
+	redisReply *r = redisCommand(c, "HGETALL %s", HOSTS_KEY);
+	int n = 0;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis HGETALL %s: %s", HOSTS_KEY,
+			 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
+			 c->errstr);
+		if (r)
+			freeReplyObject(r);
+		return -EIO;
+	}
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		redisReply *k = r->element[i], *v = r->element[i + 1];
+		struct host_entry e;
+		char why[160];
+
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+			continue;
+		if (host_entry_decode(v->str, v->len, &e, why, sizeof(why))) {
+			log_warn("%s: the entry of host '%.80s' is not readable (%s); left out",
+				 HOSTS_KEY, k->str, why);
+			continue;
+		}
+		cb(k->str, &e, arg);
+		host_entry_free(&e);
+		n++;
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+int store_key_drives(char *buf, size_t len, const char *host)
+{
+	return snprintf(buf, len, "fl:{%s}:drives", host);
+}
+
+int store_key_wear(char *buf, size_t len, const char *host, const char *serial)
+{
+	return snprintf(buf, len, "fl:{%s}:drives:wear:%s", host, serial);
+}

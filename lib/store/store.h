@@ -1,0 +1,257 @@
+/*
+ * store.h - faultline's Redis layout, a non-blocking writer, and readers.
+ *
+ * Keys (DESIGN.md, Storage) carry the host in a hash tag so that a Redis
+ * Cluster keeps all of a host's keys on one shard:
+ *
+ *   fl:{H}:s1  fl:{H}:s60  fl:{H}:s3600   snapshot streams, one per tier;
+ *                                          entry id = snapshot ts (ms), field
+ *                                          "d" = msgpack snapshot
+ *   fl:hosts                               hash host -> JSON {last_seen_ms,
+ *                                          labels}
+ *   fl:{H}:p10  fl:{H}:p3600               profile windows (10 s, hourly top)
+ *   fl:{H}:drives                          hash device -> drive record JSON
+ *   fl:{H}:drives:wear:SERIAL              hash YYYY-MM-DD -> "wear,bytes,hours"
+ *   fl:alerts                              stream of alert events, field "e"
+ *                                          (lib/model/alert.h); consumer group
+ *                                          "alerter"
+ *   fl:rules:alerts                        hash fingerprint -> JSON of a firing
+ *                                          alert (rules/engine.h checkpoint);
+ *                                          written with its events in one
+ *                                          MULTI/EXEC, read at start
+ *
+ * Streams are trimmed by age with XADD MINID ~ (retention per tier), so the
+ * retention is in time whatever the interval.
+ *
+ * The writer (struct store) never blocks its caller on Redis: store_put_*()
+ * encode and append to an in-memory spool; a writer thread drains the spool
+ * in order, pipelined, reconnecting with backoff while Redis is away.  The
+ * spool is bounded (entries and bytes); past the bound the oldest entry not
+ * yet in flight is dropped and counted, so an outage shorter than the bound
+ * loses nothing and a longer one loses the oldest data first.  Writes are
+ * idempotent: a replayed XADD whose id already exists is counted as written.
+ *
+ * Readers use a plain synchronous hiredis connection (store_connect) from
+ * the caller's thread.
+ */
+#ifndef FL_STORE_H
+#define FL_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "model/snapshot.h"
+
+#define STORE_TIERS 3
+extern const uint32_t store_tiers[STORE_TIERS];	/* 1, 60, 3600 */
+
+struct store_url {
+	char host[256];		/* TCP host, or "" for unix */
+	int port;
+	char path[256];		/* unix socket path, or "" */
+	char user[128];
+	char password[256];
+	int db;
+};
+
+/*
+ * Parse "redis://[[user]:password@]host[:port][/db]" or
+ * "unix:///path/to.sock[?db=N&password=P]".  Returns 0 or -EINVAL with a
+ * reason in err.
+ */
+int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen);
+
+/*
+ * url with its password replaced by "****", for logs and messages: no
+ * faultline binary prints a Redis password.
+ */
+void store_url_redacted(const char *url, char *out, size_t len);
+
+/*
+ * Connect, AUTH and SELECT as the URL says, with a connect timeout and a
+ * command timeout (ns).  Returns a context, or NULL with a reason in err.
+ */
+redisContext *store_connect(const char *url, uint64_t timeout_ns, char *err, size_t errlen);
+
+/* Key name of host's stream for tier seconds ("fl:{db-1}:s60"). */
+int store_key(char *buf, size_t len, const char *host, uint32_t tier);
+
+/* 1 if name is usable as a host (letters, digits, . _ - : only). */
+int store_host_valid(const char *name);
+
+struct store_opts {
+	const char *url;
+	uint64_t timeout_ns;		/* connect and command timeout */
+	uint64_t retention_ms[STORE_TIERS];
+	size_t spool_max_entries;
+	size_t spool_max_bytes;
+	/*
+	 * NULL/"": the spool is memory only.  Else what is still spooled when
+	 * the store closes is saved there (0600) and queued again by the next
+	 * store_open: a restart during an outage loses nothing.
+	 */
+	const char *spool_path;
+	/* called first thing in the writer thread (e.g. to drop capabilities) */
+	void (*thread_start)(void);
+};
+
+struct store_stats {
+	uint64_t written;		/* entries acknowledged by Redis */
+	uint64_t dropped;		/* entries dropped from a full spool */
+	uint64_t errors;		/* entries Redis refused (not retried) */
+	uint64_t reconnects;		/* successful (re)connections */
+	uint64_t spooled;		/* entries waiting now */
+	uint64_t spooled_bytes;
+	int connected;
+};
+
+struct store;
+
+/*
+ * Start a writer for opts (copied).  Redis need not be up yet.  Returns
+ * NULL with a reason in err for a bad URL or -ENOMEM.
+ */
+struct store *store_open(const struct store_opts *opts, char *err, size_t errlen);
+
+/*
+ * Parse a spool file's bytes (opts.spool_path) as store_open would, keeping
+ * nothing: the number of entries, or -EINVAL when it is not a spool file or
+ * an entry is damaged.  For tests and the fuzzer.
+ */
+int store_spool_check(const void *buf, size_t len, size_t max_bytes);
+
+/*
+ * Queue snapshot s for its tier's stream (s->tier picks s1/s60/s3600) and
+ * update the host registry.  Never waits for Redis.  Returns 0, or -ENOMEM
+ * / -EINVAL (tier not 1, 60 or 3600).
+ */
+int store_put_snapshot(struct store *st, const struct snapshot *s);
+
+/*
+ * Queue XADD key (id ts_ms, field "d" = blob) trimmed to retention_ms (0:
+ * no trimming), like snapshots.  Used for profile windows (fl:{H}:p10,
+ * fl:{H}:p3600).  Returns 0 or -ENOMEM.
+ */
+int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const void *blob, size_t len);
+
+#define STORE_MAX_FIELDS 8
+
+/*
+ * Queue XADD key (id ts_ms) with nfields field/value pairs fv[0], fv[1],
+ * ... (strings, copied), trimmed to retention_ms like store_put_stream.
+ * Used for deploy markers.  Returns 0, -EINVAL (nfields not 1..8) or
+ * -ENOMEM.
+ */
+int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const char *const *fv, int nfields);
+
+/*
+ * Queue HSET key field value (len bytes, copied) behind everything queued
+ * before it.  Used for drive records and their wear history.  Never waits
+ * for Redis.  Returns 0 or -ENOMEM.
+ */
+int store_put_hash(struct store *st, const char *key, const char *field, const char *value,
+		   size_t len);
+
+/*
+ * Wait until the spool is empty or timeout_ns passes.  Returns 0 when
+ * empty, -ETIMEDOUT otherwise.
+ */
+int store_flush(struct store *st, uint64_t timeout_ns);
+
+void store_get_stats(struct store *st, struct store_stats *out);
+
+/* Stop the writer thread (without flushing) and free everything. */
+void store_close(struct store *st);
+
+/*
+ * Read snapshots of host/tier with from_ms <= ts <= to_ms (0 = open end),
+ * oldest first, at most max (0 = no limit), calling cb for each decoded
+ * one; cb returns non-zero to stop.  cb may keep the snapshot by moving
+ * *s out and zeroing it (what is left is freed after cb returns).  Entries
+ * that fail to decode are skipped and counted in *bad (may be NULL) rather
+ * than failing the read.
+ * Returns the number delivered, or -EIO with a reason in err.
+ */
+typedef int (*store_snapshot_cb)(struct snapshot *s, void *arg);
+int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
+		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
+		     size_t *bad, char *err, size_t errlen);
+
+/*
+ * store_read_range for many hosts in one pipelined exchange: each
+ * hosts[i]'s snapshots with from_ms[i] <= ts <= to_ms (0: open), hosts in order, each host's
+ * oldest first; same callback contract, except that cb returning
+ * non-zero skips only the rest of that host's snapshots.  A host whose read Redis refuses (e.g. WRONGTYPE)
+ * is skipped and counted in *bad.  A snapshot is always filed under the
+ * host of the stream it came from, whatever host it names inside.  Every
+ * entry that does not decode (and every refused read, entry_ms 0) is
+ * reported to bad_cb with the host's index, the entry's id (ms) and why,
+ * or logged as a warning when bad_cb is NULL.  Returns the number
+ * delivered, or -EIO if the connection failed.
+ */
+typedef void (*store_bad_cb)(size_t host_index, uint64_t entry_ms, const char *why, void *arg);
+int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
+		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
+		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen);
+
+/*
+ * Raw entries of any stream: call cb with each entry's "d" field, oldest
+ * first, for from_ms <= id <= to_ms (0 = open).  Returns the number
+ * delivered or -EIO.
+ */
+typedef int (*store_blob_cb)(const char *blob, size_t len, void *arg);
+int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_t to_ms,
+		     store_blob_cb cb, void *arg, char *err, size_t errlen);
+
+/* The newest `count` snapshots, oldest first. Same contract as above. */
+int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
+		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen);
+
+/*
+ * Append events (JSON, lib/model/alert.h) to fl:alerts and, when nstates >= 0,
+ * replace the rules' alert checkpoint with fps[i] -> states[i], in
+ * one MULTI/EXEC.  refused[i] (nevents of them) says whether Redis refused
+ * event i (a wrong-type fl:alerts, OOM): such events stay with the caller
+ * to be sent again, never dropped; err then names the first refusal.
+ * Returns how many events Redis took, or -EIO when the exchange failed
+ * (nothing written; err says why).
+ */
+int store_alerts_commit(redisContext *c, char *const *events, int nevents,
+			const char *const *fps, const char *const *states, int nstates,
+			char *refused, char *err, size_t errlen);
+
+/*
+ * The host names fl:hosts registers, into *names (an array of n strings;
+ * free with store_host_names_free).  Entries that are not strings are
+ * skipped.  Returns 0, or -EIO / -ENOMEM with the reason in err.
+ */
+int store_host_names(redisContext *c, char ***names, size_t *n, char *err, size_t errlen);
+void store_host_names_free(char **names, size_t n);
+
+/*
+ * Call cb with every host's registry entry (model/host_entry.h); an entry
+ * that cannot be decoded is logged and left out.  Returns the number of
+ * entries, or -EIO (reason in err).
+ */
+struct host_entry;
+typedef void (*store_host_entry_cb)(const char *host, const struct host_entry *e, void *arg);
+int store_host_entries(redisContext *c, store_host_entry_cb cb, void *arg, char *err,
+		       size_t errlen);
+
+/* Key names of host's drive records and of a drive's wear history. */
+int store_key_drives(char *buf, size_t len, const char *host);
+int store_key_wear(char *buf, size_t len, const char *host, const char *serial);
+
+/*
+ * Call cb(fp, json, arg) for every entry of the rules' alert checkpoint.
+ * Returns the number of entries, or -EIO (err says why).
+ */
+int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const char *json,
+							void *arg),
+			    void *arg, char *err, size_t errlen);
+
+#endif

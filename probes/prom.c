@@ -1,0 +1,157 @@
+/*
+ * prom.c - Prometheus text exposition; see prom.h.
+ */
+#include "probes/prom.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/promtext.h"
+#include "model/catalog.h"
+
+struct prom_name {
+	char base[256];
+	double scale;
+	const char *help;
+};
+
+static void name_of(const struct series *ser, struct prom_name *pn)
+{
+	const struct metric_info *m = catalog_find(ser->name);
+	const char *suffix = "";
+	size_t off;
+
+	pn->scale = 1.0;
+	pn->help = m ? m->help : "faultline metric.";
+	if (m && (m->unit == UNIT_NS || m->unit == UNIT_US)) {
+		suffix = "_seconds";
+		pn->scale = m->unit == UNIT_NS ? 1e-9 : 1e-6;
+	} else if (m && m->unit == UNIT_BYTES) {
+		suffix = "_bytes";
+	}
+	off = (size_t)snprintf(pn->base, sizeof(pn->base), "faultline_");
+	for (const char *p = ser->name; *p && off + 1 < sizeof(pn->base); p++) {
+		char c = *p;
+
+		pn->base[off++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+				  (c >= '0' && c <= '9') || c == '_' ? c : '_';
+	}
+	pn->base[off] = '\0';
+	if (strlen(suffix) && (off < strlen(suffix) ||
+			       strcmp(pn->base + off - strlen(suffix), suffix) != 0))
+		strncat(pn->base, suffix, sizeof(pn->base) - off - 1);
+	if (ser->kind == SERIES_COUNTER)
+		strncat(pn->base, "_total", sizeof(pn->base) - strlen(pn->base) - 1);
+}
+
+/* {k="v",...,extra} ; extra is an already formatted pair or NULL */
+static void labels(struct strbuf *out, const struct series *ser, const char *extra)
+{
+	if (!ser->nlabels && !extra)
+		return;
+	strbuf_adds(out, "{");
+	for (uint32_t i = 0; i < ser->nlabels; i++) {
+		promtext_label(out, ser->labels[i].key, ser->labels[i].value, i == 0);
+	}
+	if (extra)
+		strbuf_addf(out, "%s%s", ser->nlabels ? "," : "", extra);
+	strbuf_adds(out, "}");
+}
+
+/* 1 us .. 16.8 s and 512 B .. 8 MiB, by powers of two */
+static const double seconds_bounds[25] = { 1e-06, 2e-06, 4e-06, 8e-06, 1.6e-05, 3.2e-05, 6.4e-05, 0.000128, 0.000256, 0.000512, 0.001024, 0.002048, 0.004096, 0.008192, 0.016384, 0.032768, 0.065536, 0.131072, 0.262144, 0.524288, 1.048576, 2.097152, 4.194304, 8.388608, 16.777216 };
+static const double bytes_bounds[15] = { 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304, 8388608 };
+
+int prom_bounds(const struct prom_buckets *b, const char *metric, const double **bound)
+{
+	const struct metric_info *m = catalog_find(metric);
+
+	for (int i = 0; b && i < b->n; i++)
+		if (!strcmp(b->m[i].metric, metric)) {
+			*bound = b->m[i].bound;
+			return b->m[i].n;
+		}
+	if (m && m->unit == UNIT_BYTES) {
+		*bound = bytes_bounds;
+		return 15;
+	}
+	*bound = seconds_bounds;
+	return 25;
+}
+
+static void render_hist(struct strbuf *out, const struct prom_name *pn, const struct series *ser,
+			const struct prom_buckets *b)
+{
+	const struct histogram *h = ser->hist;
+	const double *bound;
+	int nb = prom_bounds(b, ser->name, &bound);
+	uint64_t cum = 0;
+	uint32_t i = 0;
+	char le[64];
+
+	for (int k = 0; k < nb; k++) {
+		/* every layout bucket that starts at or below the bound */
+		while (i < HIST_BUCKETS && (double)hist_bucket_lower(i) * pn->scale <= bound[k])
+			cum += h->buckets[i++];
+		snprintf(le, sizeof(le), "le=\"%.9g\"", bound[k]);
+		strbuf_addf(out, "%s_bucket", pn->base);
+		labels(out, ser, le);
+		strbuf_addf(out, " %llu\n", (unsigned long long)cum);
+	}
+	strbuf_addf(out, "%s_bucket", pn->base);
+	labels(out, ser, "le=\"+Inf\"");
+	strbuf_addf(out, " %llu\n", (unsigned long long)h->count);
+	strbuf_addf(out, "%s_sum", pn->base);
+	labels(out, ser, NULL);
+	strbuf_addf(out, " %.9g\n", (double)h->sum * pn->scale);
+	strbuf_addf(out, "%s_count", pn->base);
+	labels(out, ser, NULL);
+	strbuf_addf(out, " %llu\n", (unsigned long long)h->count);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct series *x = *(const struct series *const *)a;
+	const struct series *y = *(const struct series *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+void prom_render(const struct snapshot *s, const struct prom_buckets *b, struct strbuf *out)
+{
+	const struct series **order;
+	struct prom_name pn;
+
+	order = malloc(s->nseries * sizeof(*order) + 1);
+	if (!order)
+		return;
+	for (uint32_t i = 0; i < s->nseries; i++)
+		order[i] = &s->series[i];
+	/* stable grouping by name: qsort is not stable, but equal names only
+	 * need to be adjacent, not ordered among themselves */
+	qsort(order, s->nseries, sizeof(*order), by_name);
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		const struct series *ser = order[i];
+
+		name_of(ser, &pn);
+		if (i == 0 || strcmp(order[i - 1]->name, ser->name) != 0) {
+			strbuf_addf(out, "# HELP %s %s\n# TYPE %s %s\n", pn.base, pn.help, pn.base,
+				    ser->kind == SERIES_COUNTER ? "counter" :
+				    ser->kind == SERIES_GAUGE ? "gauge" : "histogram");
+		}
+		if (ser->kind == SERIES_HISTOGRAM) {
+			render_hist(out, &pn, ser, b);
+			continue;
+		}
+		strbuf_adds(out, pn.base);
+		labels(out, ser, NULL);
+		if (ser->kind == SERIES_COUNTER && pn.scale == 1.0)
+			strbuf_addf(out, " %llu\n", (unsigned long long)ser->counter.value);
+		else if (ser->kind == SERIES_COUNTER)
+			strbuf_addf(out, " %.9g\n", (double)ser->counter.value * pn.scale);
+		else
+			strbuf_addf(out, " %.17g\n", ser->gauge.last * pn.scale);
+	}
+	free(order);
+}
