@@ -299,9 +299,16 @@ install: all
 		$(DESTDIR)$(SYSCONFDIR)/faultline/
 	install -m 0644 etc/rules/*.yaml $(DESTDIR)$(SYSCONFDIR)/faultline/rules/
 	install -m 0644 runbooks/*.md $(DESTDIR)$(PREFIX)/share/faultline/runbooks/
+	install -d $(DESTDIR)$(PREFIX)/share/faultline/grafana
+	install -m 0644 etc/grafana/*.json $(DESTDIR)$(PREFIX)/share/faultline/grafana/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	for c in faultline faultline-probe faultline-rules faultline-alerter; do \
+		install -m 0644 etc/bash-completion/faultline \
+			$(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$c; \
+	done
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	for u in etc/systemd/*.service; do \
 		sed 's|/usr/bin/faultline|$(PREFIX)/bin/faultline|' $$u > \
@@ -314,6 +321,8 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/faultline
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(wildcard man/*.1)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,faultline \
+		faultline-probe faultline-rules faultline-alerter)
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/lib/systemd/system/,$(notdir $(wildcard etc/systemd/*.service)))
 	@for f in probe.yaml alerter.yaml topology.yaml $(notdir $(wildcard etc/rules/*.yaml)); do \
 		d=$(DESTDIR)$(SYSCONFDIR)/faultline; [ -f $$d/$$f ] || d=$$d/rules; \

@@ -188,6 +188,7 @@ static void usage(FILE *out)
 "                        alerter.yaml when installed there)\n"
 "  -r, --redis URL       override the config's redis\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
+"      --log-format FMT  text (default), json or logfmt, for log shippers\n"
 "  -m, --metrics-addr A  serve the alerter's own metrics (notifications sent and\n"
 "                        failed per receiver, dead letters, held entries,\n"
 "                        Redis errors) as Prometheus text on http://A/metrics,\n"
@@ -1154,6 +1155,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "redis", required_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "log-format", required_argument, NULL, 'F' },
 		{ "print-config", no_argument, NULL, 'P' },
 		{ "config-reference", no_argument, NULL, 'C' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
@@ -1180,6 +1182,10 @@ int main(int argc, char **argv)
 		case 'm': metrics_addr = optarg; break;
 		case 'P': fputs(alerter_default_config, stdout); return 0;
 		case 'C': return print_config_reference();
+		case 'F':
+			if (log_format_option("faultline-alerter", optarg))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-alerter %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;

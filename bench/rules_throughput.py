@@ -27,10 +27,10 @@ import tempfile
 import time
 
 KINDS = [  # (faultline expr, prometheus expr); the threshold varies per rule
-    ("rate(tcp.in_csum_errors[5m]) > {t}", "rate(tcp_in_csum_errors[5m]) > {t}"),
-    ("avg_over_time(cpu.utilization{{cpu=\"all\"}}[5m]) > {t}",
+    ("rate(faultline_tcp_in_csum_errors_total[5m]) > {t}", "rate(tcp_in_csum_errors[5m]) > {t}"),
+    ("avg_over_time(faultline_cpu_utilization_ratio{{cpu=\"all\"}}[5m]) > {t}",
      "avg_over_time(cpu_utilization{{cpu=\"all\"}}[5m]) > {t}"),
-    ("drive.wear_used_pct >= {t}", "drive_wear_used_pct >= {t}"),
+    ("faultline_drive_wear_used_ratio >= {t}", "drive_wear_used_ratio >= {t}"),
 ]
 
 
@@ -41,22 +41,22 @@ def series(host, h):
     rack, sw = "r%d" % (h // 20), "sw%d" % (h // 80)
     bad = h % 10 == 0
     return [
-        ('tcp.in_csum_errors{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
+        ('faultline_tcp_in_csum_errors_total{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
          'tcp_in_csum_errors{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
          "0+%dx{n}" % (120 if bad else 0)),
-        ('cpu.utilization{host="%s",rack="%s",switch="%s",cpu="all"}' % (host, rack, sw),
+        ('faultline_cpu_utilization_ratio{host="%s",rack="%s",switch="%s",cpu="all"}' % (host, rack, sw),
          'cpu_utilization{host="%s",rack="%s",switch="%s",cpu="all"}' % (host, rack, sw),
          "%s+0x{n}" % ("0.97" if h % 7 == 0 else "0.35")),
-        ('drive.wear_used_pct{host="%s",rack="%s",switch="%s",device="nvme0n1",model="M"}'
+        ('faultline_drive_wear_used_ratio{host="%s",rack="%s",switch="%s",device="nvme0n1",model="M"}'
          % (host, rack, sw),
-         'drive_wear_used_pct{host="%s",rack="%s",switch="%s",device="nvme0n1",model="M"}'
+         'drive_wear_used_ratio{host="%s",rack="%s",switch="%s",device="nvme0n1",model="M"}'
          % (host, rack, sw),
-         "%d+0x{n}" % (93 if h % 9 == 0 else 40)),
+         "%s+0x{n}" % ("0.93" if h % 9 == 0 else "0.4")),
     ]
 
 
 def thresholds(k, i):
-    return [0.5 + i, 0.9 - 0.001 * i, 90 - 0.01 * i][k]
+    return [0.5 + i, 0.9 - 0.001 * i, 0.9 - 0.0001 * i][k]
 
 
 def fires(k, h, t):
@@ -65,7 +65,7 @@ def fires(k, h, t):
         return h % 10 == 0 and 2.0 > t
     if k == 1:
         return (0.97 if h % 7 == 0 else 0.35) > t
-    return (93 if h % 9 == 0 else 40) >= t
+    return (0.93 if h % 9 == 0 else 0.4) >= t
 
 
 def write(d, hosts, nrules, minutes):

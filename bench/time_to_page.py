@@ -165,7 +165,7 @@ class Trial:
         url = "unix://" + sock
         rules = os.path.join(d, "fl-rules.yaml")
         write(rules, "groups:\n  - name: ttp\n    rules:\n      - alert: TcpChecksumErrors\n"
-              "        expr: increase(tcp.in_csum_errors[10s]) > 0\n"
+              "        expr: increase(faultline_tcp_in_csum_errors_total[10s]) > 0\n"
               "        severity: page\n")
         acfg = os.path.join(d, "fl-alerter.yaml")
         write(acfg, "redis: %s\nreceivers:\n  - name: rx\n    url: http://127.0.0.1:18080/faultline\n"

@@ -21,7 +21,7 @@ static void ignore(const char *json, void *arg)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char yaml[] = "groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
-				   "        expr: drive.temperature_c > 60\n";
+				   "        expr: faultline_drive_temperature_celsius > 60\n";
 	struct ruleset rs = { 0 };
 	struct engine *e;
 	struct alert a;

@@ -92,6 +92,7 @@ static void usage(FILE *out)
 "      --config-reference   print every config key (type, bounds, default,\n"
 "                           description) as a Markdown table and exit\n"
 "  -l, --log-level LEVEL    error, warn, info or debug\n"
+"      --log-format FMT     text (default), json or logfmt, for log shippers\n"
 "  -h, --help               this text\n"
 "  -V, --version            print the version\n"
 "\n"
@@ -267,7 +268,7 @@ static int cmd_profile(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
-enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG, OPT_CONFIG_REFERENCE };
+enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG, OPT_CONFIG_REFERENCE, OPT_LOG_FORMAT };
 
 /* The config reference from the schema table, with the built-in defaults. */
 static int print_config_reference(void)
@@ -300,6 +301,7 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
 		{ "config-reference", no_argument, NULL, OPT_CONFIG_REFERENCE },
+		{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -326,6 +328,10 @@ int main(int argc, char **argv)
 		case OPT_ONCE: once = 1; break;
 		case OPT_PRINT_CONFIG: fputs(probe_default_config, stdout); return 0;
 		case OPT_CONFIG_REFERENCE: return print_config_reference();
+		case OPT_LOG_FORMAT:
+			if (log_format_option("faultline-probe", optarg))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-probe %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;

@@ -63,7 +63,7 @@ static int load_string_map(const struct cfg *c, const struct cfg_node *map, cons
 }
 
 /*
- * metrics_buckets: {block.latency: [0.0005, 0.001, 0.005]}: /metrics bucket
+ * metrics_buckets: {faultline_block_latency_seconds: [0.0005, 0.001, 0.005]}: /metrics bucket
  * bounds per histogram metric, in its exposed unit (seconds, bytes),
  * strictly increasing.  A metric given again replaces its bounds.
  */
@@ -78,10 +78,14 @@ static int load_buckets(const struct cfg *c, const struct cfg_node *root,
 	for (size_t i = 0; i < map->nchild; i++) {
 		const struct cfg_node *kv = &map->child[i];
 		const struct metric_info *m = catalog_find(kv->key);
+		char why[200];
 		int slot;
 
 		((struct cfg_node *)kv)->used = 1;
-		if (!m || m->kind != SERIES_HISTOGRAM)
+		if (!m)
+			return cfg_error(c, kv, err, errlen, "metrics_buckets: %s",
+					 catalog_unknown(kv->key, why, sizeof(why)));
+		if (m->kind != SERIES_HISTOGRAM)
 			return cfg_error(c, kv, err, errlen, "metrics_buckets: '%s' is not a "
 					 "histogram metric (`faultline metrics` lists them)", kv->key);
 		if (kv->type != CFG_SEQ || !kv->nchild || kv->nchild > PROM_MAX_BOUNDS)

@@ -16,20 +16,24 @@ struct prom_name {
 	const char *help;
 };
 
+/*
+ * The metric's one name, scale and help from the catalog (lib/model/catalog.h);
+ * a series the catalog does not know (none should reach here) is exposed
+ * under faultline_ + its wire name, unscaled.
+ */
 static void name_of(const struct series *ser, struct prom_name *pn)
 {
-	const struct metric_info *m = catalog_find(ser->name);
-	const char *suffix = "";
+	const struct metric_info *m = catalog_find_wire(ser->name);
 	size_t off;
 
-	pn->scale = 1.0;
-	pn->help = m ? m->help : "faultline metric.";
-	if (m && (m->unit == UNIT_NS || m->unit == UNIT_US)) {
-		suffix = "_seconds";
-		pn->scale = m->unit == UNIT_NS ? 1e-9 : 1e-6;
-	} else if (m && m->unit == UNIT_BYTES) {
-		suffix = "_bytes";
+	if (m) {
+		snprintf(pn->base, sizeof(pn->base), "%s", m->name);
+		pn->scale = m->scale;
+		pn->help = m->help;
+		return;
 	}
+	pn->scale = 1.0;
+	pn->help = "faultline metric.";
 	off = (size_t)snprintf(pn->base, sizeof(pn->base), "faultline_");
 	for (const char *p = ser->name; *p && off + 1 < sizeof(pn->base); p++) {
 		char c = *p;
@@ -38,12 +42,8 @@ static void name_of(const struct series *ser, struct prom_name *pn)
 				  (c >= '0' && c <= '9') || c == '_' ? c : '_';
 	}
 	pn->base[off] = '\0';
-	if (strlen(suffix) && (off < strlen(suffix) ||
-			       strcmp(pn->base + off - strlen(suffix), suffix) != 0))
-		strncat(pn->base, suffix, sizeof(pn->base) - off - 1);
-	if (ser->kind == SERIES_COUNTER)
-		strncat(pn->base, "_total", sizeof(pn->base) - strlen(pn->base) - 1);
 }
+
 
 /* {k="v",...,extra} ; extra is an already formatted pair or NULL */
 static void labels(struct strbuf *out, const struct series *ser, const char *extra)
@@ -85,7 +85,7 @@ static void render_hist(struct strbuf *out, const struct prom_name *pn, const st
 {
 	const struct histogram *h = ser->hist;
 	const double *bound;
-	int nb = prom_bounds(b, ser->name, &bound);
+	int nb = prom_bounds(b, pn->base, &bound);
 	uint64_t cum = 0;
 	uint32_t i = 0;
 	char le[64];

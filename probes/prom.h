@@ -30,7 +30,7 @@
 /* Bucket bounds (in the exposed unit: seconds, bytes) set per metric. */
 struct prom_buckets {
 	struct {
-		char metric[64];		/* the catalog name, block.latency */
+		char metric[64];		/* the metric, faultline_block_latency_seconds */
 		double bound[PROM_MAX_BOUNDS];	/* strictly increasing, > 0 */
 		int n;
 	} m[PROM_MAX_CUSTOM];

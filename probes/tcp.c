@@ -172,7 +172,7 @@ static int emit_pair(struct snapshot *s, char *head, char *vals)
 
 		snake_case(h, snake, sizeof(snake));
 		snprintf(metric, sizeof(metric), "%s.%s", proto, snake);
-		mi = catalog_find(metric);
+		mi = catalog_find_wire(metric);
 		if (!mi)
 			continue;
 		errno = 0;

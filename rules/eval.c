@@ -144,7 +144,7 @@ static void vindex_free(struct vindex *ix)
 
 static int matches(const struct node *sel, const struct series *s)
 {
-	if (s->name_hash != sel->metric_hash || strcmp(s->name, sel->metric))
+	if (s->name_hash != sel->metric_hash || strcmp(s->name, sel->wire))
 		return 0;
 	for (int i = 0; i < sel->nm; i++) {
 		const struct expr_matcher *m = &sel->m[i];
@@ -383,6 +383,7 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 					  : scalar_of(ser);
 			if (isnan(v))
 				continue;
+			v *= sel->scale;	/* the wire's ns, us, percent: into the metric's unit */
 			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
 			if (push(out, l, nl, v))
 				return -ENOMEM;

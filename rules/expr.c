@@ -127,7 +127,7 @@ static void next(struct parser *ps)
 				return;
 			}
 			t->t = T_DURATION;
-			t->num = (double)t->ns;
+			t->num = (double)t->ns / 1e9;	/* seconds, the unit of every duration */
 			return;
 		}
 		n = (size_t)(ps->p - start);
@@ -340,13 +340,18 @@ static struct node *parse_selector(struct parser *ps)
 
 	if (!n)
 		return NULL;
+	const struct metric_info *mi = catalog_find(ps->cur.text);
+
 	n->metric = strdup(ps->cur.text);
-	n->metric_hash = snapshot_name_hash(ps->cur.text);
-	if (!catalog_find(n->metric)) {
-		fail(ps, n->line, n->col, "unknown metric '%s' (`faultline metrics` lists them)",
-		     n->metric);
+	if (!mi) {
+		char why[200];
+
+		fail(ps, n->line, n->col, "%s", catalog_unknown(ps->cur.text, why, sizeof(why)));
 		return n;
 	}
+	n->wire = mi->wire;
+	n->metric_hash = snapshot_name_hash(mi->wire);
+	n->scale = mi->scale;
 	next(ps);
 	if (ps->cur.t == T_LBRACE) {
 		next(ps);
@@ -489,7 +494,7 @@ static struct node *parse_primary(struct parser *ps)
 				fail(ps, a ? a->line : line, a ? a->col : col,
 				     "%s needs a range selector such as metric[5m]", n->fn);
 			else if (fi->id == FN_QUANTILE &&
-				 catalog_find(a->metric)->kind != SERIES_HISTOGRAM)
+				 catalog_find_wire(a->wire)->kind != SERIES_HISTOGRAM)
 				fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
 				     a->metric);
 			else if (fi->id == FN_QUANTILE && n->args[0]->t != N_NUM)

@@ -15,10 +15,12 @@
  *   agg      := ("sum"|"min"|"max"|"avg"|"count") [ "by" "(" LABEL,* ")" ] "(" expr ")"
  *               [ "by" "(" LABEL,* ")" ]
  *
- * Metric names are dotted (block.latency, tcp.in_csum_errors) and must be
- * ones faultline produces (lib/model/catalog.c): an unknown metric is an error,
- * not an empty result.  Numbers may carry a duration unit (250ms, 5m),
- * which makes them nanoseconds, the unit of every latency.
+ * Metric names are the catalog's (lib/model/catalog.h), the same as on
+ * /metrics: faultline_block_latency_seconds, faultline_tcp_in_csum_errors_total;
+ * an unknown metric is an error, not an empty result, and an old dotted
+ * name (block.latency) is refused naming the new one.  Values are in base
+ * units (seconds, bytes, ratios 0..1), and a number with a duration unit
+ * (250ms, 5m) is that many seconds, so `> 20ms` means 0.02 s as in Grafana.
  *
  * Functions: rate, increase, delta, avg_over_time, min_over_time,
  * max_over_time (over a range selector), quantile(q, hist[range]) on the
@@ -92,8 +94,10 @@ struct node {
 	double num;
 	char *str;
 	/* selector */
-	char *metric;
-	uint32_t metric_hash;	/* snapshot_name_hash(metric) */
+	char *metric;		/* its one name, as written (for messages) */
+	const char *wire;	/* the snapshots' series name (the catalog's) */
+	uint32_t metric_hash;	/* snapshot_name_hash(wire) */
+	double scale;		/* wire value x scale = the value in the metric's unit */
 	struct expr_matcher *m;
 	int nm;
 	uint64_t range_ns;

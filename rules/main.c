@@ -86,6 +86,7 @@ static void usage(FILE *out)
 "                        Prometheus text on http://A/metrics, e.g.\n"
 "                        127.0.0.1:9465 (default: off)\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
+"      --log-format FMT  text (default), json or logfmt, for log shippers\n"
 "  -h, --help            this text\n"
 "  -V, --version         print the version\n");
 }
@@ -475,6 +476,7 @@ int main(int argc, char **argv)
 		{ "replay", required_argument, NULL, 'P' },
 		{ "replay-speed", required_argument, NULL, 'S' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "log-format", required_argument, NULL, 'F' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -572,6 +574,10 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			log_set_level(lv);
+			break;
+		case 'F':
+			if (log_format_option("faultline-rules", optarg))
+				return 2;
 			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-rules %s\n", FL_VERSION); return 0;

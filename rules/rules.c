@@ -231,7 +231,7 @@ no_expr:
 				 "compares CPU profiles; drop expr");
 	if (bl && r->expr && expr_is_comparison(r->expr))
 		return cfg_error(c, ex, err, errlen, "expr: a baseline rule's expression is the "
-				 "value to compare (e.g. avg_over_time(cpu.utilization[10s])), not a "
+				 "value to compare (e.g. avg_over_time(faultline_cpu_utilization_ratio[10s])), not a "
 				 "condition");
 	return cfg_check_unknown(c, n, RULE_KEYS, err, errlen);
 }

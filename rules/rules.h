@@ -6,7 +6,7 @@
  *       interval: 1s
  *       rules:
  *         - alert: TcpChecksumErrors
- *           expr: rate(tcp.in_csum_errors[1m]) > 1
+ *           expr: rate(faultline_tcp_in_csum_errors_total[1m]) > 1
  *           for: 30s
  *           keep_firing_for: 2m
  *           severity: page

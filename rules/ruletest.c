@@ -49,7 +49,7 @@ static int parse_series(const char *s, struct input *in, char *err, size_t errle
 	snprintf(in->metric, sizeof(in->metric), "%.*s", (int)ml, s);
 	in->mi = catalog_find(in->metric);
 	if (!in->mi) {
-		snprintf(err, errlen, "unknown metric '%s'", in->metric);
+		catalog_unknown(in->metric, err, errlen);
 		return -1;
 	}
 	for (const char *p = b ? b + 1 : NULL; p && *p && *p != '}';) {
@@ -244,26 +244,29 @@ static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step
 		for (j = i; j < nin && !strcmp(in[j].host, in[i].host); j++) {
 			const struct metric_info *mi = in[j].mi;
 			struct series *ser;
+			double wire;
 
 			for (int h = 0; h < in[j].nhlabels; h++)
 				snapshot_set_label(&s, in[j].hlabels[h].key, in[j].hlabels[h].value);
 			if (step >= (uint64_t)in[j].n || !in[j].have[step])
 				continue;
-			ser = snapshot_add_labels(&s, in[j].metric, mi->kind, in[j].labels,
+			/* values are in the metric's unit; snapshots hold the wire's */
+			wire = in[j].v[step] / mi->scale;
+			ser = snapshot_add_labels(&s, mi->wire, mi->kind, in[j].labels,
 						  (uint32_t)in[j].nlabels);
 			if (!ser)
 				continue;
 			any = 1;
 			if (mi->kind == SERIES_COUNTER) {
-				ser->counter.value = (uint64_t)in[j].v[step];
+				ser->counter.value = (uint64_t)llround(fmax(wire, 0));
 			} else if (mi->kind == SERIES_HISTOGRAM) {
 				if (!in[j].cum && !(in[j].cum = calloc(1, sizeof(*in[j].cum))))
 					continue;
-				hist_record_n(in[j].cum, (uint64_t)fmax(in[j].v[step], 0),
+				hist_record_n(in[j].cum, (uint64_t)llround(fmax(wire, 0)),
 					      in[j].count);
 				*ser->hist = *in[j].cum;
 			} else {
-				ser->gauge.last = ser->gauge.min = ser->gauge.max = in[j].v[step];
+				ser->gauge.last = ser->gauge.min = ser->gauge.max = wire;
 				ser->gauge.n = 1;
 			}
 		}

@@ -7,8 +7,8 @@
  *     - name: a worn drive warns after 10 minutes
  *       interval: 1m                     # spacing of input values
  *       input_series:
- *         - series: 'drive.wear_used_pct{host="db-1",rack="r1",device="nvme0n1",model="M"}'
- *           values: '85 88 91 92 93+1x10'  # "a+bxn": a, a+b, ... n more; "_": no sample
+ *         - series: 'faultline_drive_wear_used_ratio{host="db-1",rack="r1",device="nvme0n1",model="M"}'
+ *           values: '0.85 0.88 0.91 0.92 0.93+0.01x10'  # "a+bxn": a, a+b, ... n more; "_": no sample
  *       alert_rule_test:
  *         - eval_time: 15m
  *           alertname: DriveWornOut
@@ -18,10 +18,11 @@
  * The `host` label names the host; rack, switch, row and site become the
  * host's own labels; the rest are the series' labels.  Series kinds come
  * from the metric catalog.  A histogram's value is one latency (or size)
- * observed `count` times in that step (default 100), e.g. 25e6 for 25 ms:
+ * observed `count` times in that step (default 100), in the metric's unit
+ * (0.025 for 25 ms):
  *
- *         - series: 'block.latency{host="db-1",device="sda",op="write",model="M"}'
- *           values: '2e6+0x20'
+ *         - series: 'faultline_block_latency_seconds{host="db-1",device="sda",op="write",model="M"}'
+ *           values: '0.002+0x20'
  *           count: 500
  *
  * At

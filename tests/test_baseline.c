@@ -45,7 +45,7 @@ Test(stats, mann_whitney_against_reference_values)
 static const char *yaml =
 	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
 	"      - alert: PostDeployCpuRegression\n"
-	"        expr: avg_over_time(cpu.utilization{cpu=\"all\"}[10s])\n"
+	"        expr: avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[10s])\n"
 	"        baseline: {service: api, window: 10m, min_change: 0.2, alpha: 0.01}\n"
 	"        severity: warning\n"
 	"        annotations: {summary: \"{{ $labels.service }} {{ $labels.version }}: CPU x{{ $value }}\"}\n"
@@ -185,7 +185,7 @@ Test(baseline, a_deploy_to_every_host_is_judged_against_its_own_past)
 static const char *hist_yaml =
 	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
 	"      - alert: PostDeployWriteLatencyRegression\n"
-	"        expr: quantile(0.99, block.latency{op=\"write\"}[1m])\n"
+	"        expr: quantile(0.99, faultline_block_latency_seconds{op=\"write\"}[1m])\n"
 	"        baseline: {service: api, window: 10m, min_change: 0.5, alpha: 0.01}\n"
 	"        annotations: {summary: \"write p99 x{{ $value }}\"}\n";
 
@@ -263,7 +263,7 @@ Test(baseline, rule_file_errors)
 		struct ruleset rs = { 0 };
 
 		snprintf(y, sizeof(y), "groups:\n  - name: g\n    rules:\n      - alert: A\n"
-			 "        expr: cpu.utilization\n        %s\n", bad[i][0]);
+			 "        expr: faultline_cpu_utilization_ratio\n        %s\n", bad[i][0]);
 		cr_expect_neq(rules_parse(&rs, "b.yaml", y, strlen(y), err, sizeof(err)), 0, "%s",
 			      bad[i][0]);
 		cr_expect(strstr(err, "b.yaml:6:") && strstr(err, bad[i][1]), "%s: %s", bad[i][0],
@@ -272,7 +272,7 @@ Test(baseline, rule_file_errors)
 	}
 	{
 		const char *y = "groups:\n  - name: g\n    rules:\n      - alert: A\n"
-				"        expr: cpu.utilization > 0.5\n"
+				"        expr: faultline_cpu_utilization_ratio > 0.5\n"
 				"        baseline: {window: 10m}\n";
 		char err[256];
 		struct ruleset rs = { 0 };
@@ -350,7 +350,7 @@ Test(baseline, a_profile_shift_on_every_host_is_not_a_regression)
 Test(baseline, profile_baseline_rule_errors)
 {
 	const char *y = "groups:\n  - name: g\n    rules:\n      - alert: A\n"
-			"        expr: cpu.utilization\n"
+			"        expr: faultline_cpu_utilization_ratio\n"
 			"        baseline: {window: 10m, profile_share: 5}\n";
 	char err[256];
 	struct ruleset rs = { 0 };
@@ -366,7 +366,7 @@ Test(baseline, profile_baseline_rule_errors)
 static const char *any_service_yaml =
 	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
 	"      - alert: PostDeployCpuRegression\n"
-	"        expr: avg_over_time(cpu.utilization{cpu=\"all\"}[10s])\n"
+	"        expr: avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[10s])\n"
 	"        baseline: {window: 10m, min_change: 0.2, alpha: 0.01}\n";
 
 /*

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/helpers.h"
 #include "model/snapshot.h"
@@ -131,6 +132,30 @@ Test(cli, man_pages_render_and_cover_every_option)
 		     "man/faultline.1 does not describe every command");
 }
 
+/* Bash completion offers subcommands and, from each binary's --help, its options. */
+Test(cli, bash_completion_offers_commands_and_options)
+{
+	static const struct {
+		const char *line, *want;
+	} cases[] = {
+		{ "faultline ru", "rules" },
+		{ "faultline rules ''", "check test" },
+		{ "faultline deploy mark --ser", "--service" },
+		{ "faultline metrics --m", "--markdown" },
+		{ "faultline-rules --st", "--stale" },
+		{ "faultline-probe --config-r", "--config-reference" },
+		{ "faultline-alerter --log-level i", "info" },
+	};
+
+	if (access("/usr/share/bash-completion/bash_completion", R_OK))
+		cr_skip_test("bash-completion is not installed (make deps installs it)");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(test_sh("cd %s/.. && test \"$(tests/tools/complete.sh %s %s)\" = '%s'",
+				     test_out_dir(), test_out_dir(), cases[i].line, cases[i].want), 0,
+			     "completing '%s' did not offer exactly '%s'", cases[i].line,
+			     cases[i].want);
+}
+
 Test(cli, install_stays_inside_destdir_and_uninstall_removes_it, .timeout = 120)
 {
 	char dir[] = "/tmp/fl-install.XXXXXX";
@@ -144,8 +169,9 @@ Test(cli, install_stays_inside_destdir_and_uninstall_removes_it, .timeout = 120)
 			     "test -f %s/etc/faultline/rules/faultline.yaml && "
 			     "test -f %s/etc/faultline/probe.yaml && "
 			     "test -f %s/usr/share/faultline/runbooks/host-silent.md && "
-			     "test -f %s/usr/share/man/man8/faultline-probe.8", dir, dir, dir,
-			     dir, dir), 0, "something is missing from the staged install");
+			     "test -f %s/usr/share/man/man8/faultline-probe.8 && "
+			     "test -f %s/usr/share/bash-completion/completions/faultline-rules", dir, dir,
+			     dir, dir, dir, dir), 0, "something is missing from the staged install");
 	/* the installed engine finds nothing of the source tree: from /, it says where it looked */
 	cr_assert_eq(test_sh("cd / && %s/usr/bin/faultline-rules --once --redis "
 			     "unix:///nonexistent 2>&1 | grep -q '/etc/faultline'", dir), 0);
@@ -168,6 +194,52 @@ Test(cli, logs_carry_syslog_priorities_when_stderr_is_the_journal)
 	cr_assert_eq(test_sh("%s/faultline-rules --rules /nonexistent 2>&1 | "
 			     "grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T.*faultline-rules\\[[0-9]+\\] error: '",
 			     test_out_dir()), 0);
+}
+
+/*
+ * The Grafana dashboard loads as a dashboard model and queries only metrics
+ * faultline has, in their units (tests/tools/check_dashboard.py; PromQL too
+ * where promtool is installed); and the checker is not blind: a query on a
+ * metric that does not exist, or a counter graphed raw, fails it.
+ */
+Test(cli, grafana_dashboard_is_valid_and_speaks_the_vocabulary)
+{
+	cr_assert_eq(test_sh("cd %s/.. && python3 tests/tools/check_dashboard.py "
+			     "etc/grafana/faultline-host.json %s/faultline >&2", test_out_dir(),
+			     test_out_dir()), 0, "etc/grafana/faultline-host.json does not check");
+	cr_assert_eq(test_sh("cd %s/.. && d=$(mktemp) && sed 's/faultline_tcp_bad_csum_total/"
+			     "faultline_tcp_bad_checksums_total/' etc/grafana/faultline-host.json "
+			     "> $d && python3 tests/tools/check_dashboard.py $d %s/faultline | "
+			     "grep -q 'faultline_tcp_bad_checksums_total is not a faultline metric'; "
+			     "r=$?; rm -f $d; exit $r", test_out_dir(), test_out_dir()), 0,
+		     "an unknown metric passed the dashboard check");
+	cr_assert_eq(test_sh("cd %s/.. && d=$(mktemp) && sed 's/\"rate(faultline_tcp_in_csum_/"
+			     "\"(faultline_tcp_in_csum_/' etc/grafana/faultline-host.json > $d && "
+			     "! cmp -s $d etc/grafana/faultline-host.json && "
+			     "python3 tests/tools/check_dashboard.py $d %s/faultline | "
+			     "grep -q 'counter faultline_tcp_in_csum_errors_total outside rate'; "
+			     "r=$?; rm -f $d; exit $r", test_out_dir(), test_out_dir()), 0,
+		     "a raw counter passed the dashboard check");
+}
+
+/* --log-format json and logfmt: one parseable line per message, for log shippers. */
+Test(cli, logs_in_json_and_logfmt)
+{
+	/* json: each line one object with ts, level, prog, pid and msg */
+	cr_assert_eq(test_sh("%s/faultline-rules --log-format json --rules /nonexistent 2>&1 "
+			     ">/dev/null | python3 -c 'import json, sys\n"
+			     "ls = [json.loads(l) for l in sys.stdin]\n"
+			     "assert ls and all(set(l) == {\"ts\", \"level\", \"prog\", \"pid\", "
+			     "\"msg\"} for l in ls), ls\n"
+			     "assert any(l[\"level\"] == \"error\" and "
+			     "\"/nonexistent\" in l[\"msg\"] for l in ls), ls'", test_out_dir()), 0,
+		     "--log-format json did not write one JSON object per line");
+	cr_assert_eq(test_sh("%s/faultline-rules --log-format logfmt --rules /nonexistent 2>&1 "
+			     ">/dev/null | grep -Eq '^ts=[0-9T:.-]+Z level=error "
+			     "prog=faultline-rules pid=[0-9]+ msg=\".*nonexistent'", test_out_dir()),
+		     0, "--log-format logfmt did not write a logfmt line");
+	cr_assert_eq(test_sh("%s/faultline-probe --log-format xml 2>/dev/null", test_out_dir()),
+		     2, "a bad --log-format is not a usage error");
 }
 
 Test(cli, systemd_units_verify)

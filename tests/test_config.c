@@ -109,12 +109,19 @@ Test(config, errors_name_file_line_column_and_key)
 		{ "labels:\n  rack: [1]\n", "labels.rack: expected a string value" },
 		{ "labels:\n  \"\": r1\n", "labels: keys must be non-empty" },
 		{ "spool:\n  path: [1]\n", "path: expected a string" },
-		{ "metrics_buckets:\n  tcp.in_segs: [1]\n",
-		  "probe.yaml:2:16: metrics_buckets: 'tcp.in_segs' is not a histogram metric" },
-		{ "metrics_buckets:\n  block.latency: [0.01, 0.001]\n",
-		  "probe.yaml:2:25: metrics_buckets.block.latency: expected positive numbers in "
+		{ "metrics_buckets:\n  faultline_tcp_in_segs_total: [1]\n",
+		  "probe.yaml:2:32: metrics_buckets: 'faultline_tcp_in_segs_total' is not a histogram "
+		  "metric" },
+		/* the old dotted name: refused, naming the metric */
+		{ "metrics_buckets:\n  block.latency: [0.01]\n",
+		  "probe.yaml:2:18: metrics_buckets: 'block.latency' is now "
+		  "faultline_block_latency_seconds, in seconds" },
+		{ "metrics_buckets:\n  faultline_block_latency_seconds: [0.01, 0.001]\n",
+		  "probe.yaml:2:43: metrics_buckets.faultline_block_latency_seconds: expected positive "
+		  "numbers in "
 		  "increasing order (in seconds)" },
-		{ "metrics_buckets:\n  block.latency: 5\n", "expected a list of 1 to 64 bounds" },
+		{ "metrics_buckets:\n  faultline_block_latency_seconds: 5\n",
+		  "expected a list of 1 to 64 bounds" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct probe_config cfg;
@@ -197,10 +204,11 @@ Test(config, metrics_buckets)
 	struct probe_config cfg;
 	char err[512] = "";
 
-	cr_assert_eq(parse("metrics_buckets:\n  block.latency: [0.001, 0.01, 0.1]\n"
-			   "  block.size: [4096, 65536]\n", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(parse("metrics_buckets:\n  faultline_block_latency_seconds: [0.001, 0.01, 0.1]\n"
+			   "  faultline_block_size_bytes: [4096, 65536]\n", &cfg, err, sizeof(err)), 0,
+		     "%s", err);
 	cr_assert_eq(cfg.buckets.n, 2);
-	cr_expect_str_eq(cfg.buckets.m[0].metric, "block.latency");
+	cr_expect_str_eq(cfg.buckets.m[0].metric, "faultline_block_latency_seconds");
 	cr_expect_eq(cfg.buckets.m[0].n, 3);
 	cr_expect_float_eq(cfg.buckets.m[0].bound[2], 0.1, 1e-12);
 	cr_expect_eq(cfg.buckets.m[1].n, 2);

@@ -79,7 +79,7 @@ static const char *rule_yaml(const char *rollup)
 	static char y[512];
 
 	snprintf(y, sizeof(y), "groups:\n  - name: g\n    rules:\n"
-		 "      - alert: Hot\n        expr: cpu.utilization{cpu=\"all\"} > 0.9\n"
+		 "      - alert: Hot\n        expr: faultline_cpu_utilization_ratio{cpu=\"all\"} > 0.9\n"
 		 "        rollup: %s\n", rollup);
 	return y;
 }
@@ -354,7 +354,7 @@ Test(domains, rule_labels_override_series_labels_once)
 {
 	static const char yaml[] =
 		"groups:\n  - name: g\n    rules:\n"
-		"      - alert: Hot\n        expr: cpu.utilization{cpu=\"all\"} > 0.9\n"
+		"      - alert: Hot\n        expr: faultline_cpu_utilization_ratio{cpu=\"all\"} > 0.9\n"
 		"        severity: page\n        labels: {cpu: total, team: infra}\n";
 	static struct fleet f;
 	struct test_events ev = { 0 };

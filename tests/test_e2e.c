@@ -94,7 +94,7 @@ Test(e2e, bad_checksums_page_with_the_peer_and_resolve, .init = setup, .fini = t
 	f = fopen(rules, "w");
 	fputs("groups:\n  - name: e2e\n    interval: 1s\n    rules:\n"
 	      "      - alert: E2eChecksumErrors\n"
-	      "        expr: rate(tcp.in_csum_errors[5s]) > 0.5\n"
+	      "        expr: rate(faultline_tcp_in_csum_errors_total[5s]) > 0.5\n"
 	      "        severity: page\n"
 	      "        annotations: {summary: \"{{ $labels.host }}: {{ $value }} corrupt segments/s\"}\n"
 	      "        evidence: [csum_peers]\n", f);

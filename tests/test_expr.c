@@ -15,17 +15,17 @@
 Test(expr, valid_grammar)
 {
 	static const char *const ok[] = {
-		"tcp.in_csum_errors",
-		"rate(tcp.in_csum_errors[1m]) > 0.5",
-		"quantile(0.99, block.latency{op=\"write\",device=~\"nvme.*\"}[5m]) > 50ms",
-		"sum by (switch) (rate(tcp.bad_csum[5m])) > 10",
-		"max(cpu.utilization_max{cpu!=\"all\"}) by (host) >= 0.95",
-		"peer_ratio(quantile(0.99, block.latency{op=\"write\"}[10m]), \"model\") > 3",
-		"drive.wear_used_pct >= 90 or drive.smart_passed == 0",
-		"cpu.utilization{cpu=\"all\"} > 0.9 unless cgroup.throttled_count > 0",
-		"-(1 + 2) * 3 / 4 % 5 - abs(delta(drive.temperature_c[1h]))",
-		"avg_over_time(cpu.utilization{cpu=\"all\"}[10m]) > bool 0.5",
-		"count(drive.smart_available == 0) > 0 and increase(block.errors[5m]) > 0",
+		"faultline_tcp_in_csum_errors_total",
+		"rate(faultline_tcp_in_csum_errors_total[1m]) > 0.5",
+		"quantile(0.99, faultline_block_latency_seconds{op=\"write\",device=~\"nvme.*\"}[5m]) > 50ms",
+		"sum by (switch) (rate(faultline_tcp_bad_csum_total[5m])) > 10",
+		"max(faultline_cpu_utilization_max_ratio{cpu!=\"all\"}) by (host) >= 0.95",
+		"peer_ratio(quantile(0.99, faultline_block_latency_seconds{op=\"write\"}[10m]), \"model\") > 3",
+		"faultline_drive_wear_used_ratio >= 0.9 or faultline_drive_smart_passed == 0",
+		"faultline_cpu_utilization_ratio{cpu=\"all\"} > 0.9 unless faultline_cgroup_throttled_cgroups > 0",
+		"-(1 + 2) * 3 / 4 % 5 - abs(delta(faultline_drive_temperature_celsius[1h]))",
+		"avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[10m]) > bool 0.5",
+		"count(faultline_drive_smart_available == 0) > 0 and increase(faultline_block_errors_total[5m]) > 0",
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct node *n;
@@ -37,7 +37,7 @@ Test(expr, valid_grammar)
 	struct node *n;
 	char err[256];
 
-	expr_parse("rate(tcp.in_csum_errors[5m]) + quantile(0.5, block.latency[1h])", &n, err,
+	expr_parse("rate(faultline_tcp_in_csum_errors_total[5m]) + quantile(0.5, faultline_block_latency_seconds[1h])", &n, err,
 		   sizeof(err));
 	cr_assert_eq(expr_max_range(n), 3600ULL * 1000000000ULL);
 	expr_free(n);
@@ -50,33 +50,41 @@ Test(expr, every_error_has_a_position)
 	} bad[] = {
 		{ "", "1:1: empty expression" },
 		{ "tcp.no_such_metric > 1", "1:1: unknown metric 'tcp.no_such_metric'" },
-		{ "rate(tcp.in_csum_errors) > 1", "1:6: rate needs a range selector" },
-		{ "quantile(0.9, tcp.in_segs[5m])", "1:15: quantile needs a histogram" },
-		{ "quantile(block.latency[5m])", "1:1: quantile takes 2 arguments" },
-		{ "block.ios{op=write}", "1:14: expected a quoted value for label 'op'" },
-		{ "block.ios{op~\"w\"}", "1:13: unexpected character '~'" },
-		{ "block.ios{op=\"w\"", "1:17: expected ',' or '}'" },
-		{ "rate(block.ios[5q])", "1:16: '5q' is not a number or a duration" },
-		{ "block.ios[5]", "1:11: expected a range like [5m]" },
-		{ "sum by (host rate(block.ios[1m]))", "1:14: expected a label or ')'" },
+		/* the old dotted names are refused, naming the metric and its unit */
+		{ "quantile(0.99, block.latency[5m]) > 20000000",
+		  "1:16: 'block.latency' is now faultline_block_latency_seconds, in seconds (the old "
+		  "name counted nanoseconds)" },
+		{ "drive.wear_used_pct > 90", "1:1: 'drive.wear_used_pct' is now "
+		  "faultline_drive_wear_used_ratio, in ratio 0..1 (the old name counted percent)" },
+		{ "rate(tcp.in_csum_errors[1m]) > 1",
+		  "1:6: 'tcp.in_csum_errors' is now faultline_tcp_in_csum_errors_total" },
+		{ "rate(faultline_tcp_in_csum_errors_total) > 1", "1:6: rate needs a range selector" },
+		{ "quantile(0.9, faultline_tcp_in_segs_total[5m])", "1:15: quantile needs a histogram" },
+		{ "quantile(faultline_block_latency_seconds[5m])", "1:1: quantile takes 2 arguments" },
+		{ "faultline_block_ios_total{op=write}", "1:30: expected a quoted value for label 'op'" },
+		{ "faultline_block_ios_total{op~\"w\"}", "1:29: unexpected character '~'" },
+		{ "faultline_block_ios_total{op=\"w\"", "1:33: expected ',' or '}'" },
+		{ "rate(faultline_block_ios_total[5q])", "1:32: '5q' is not a number or a duration" },
+		{ "faultline_block_ios_total[5]", "1:27: expected a range like [5m]" },
+		{ "sum by (host rate(faultline_block_ios_total[1m]))", "1:14: expected a label or ')'" },
 		{ "(1 + 2", "1:7: expected ')'" },
 		{ "1 +", "1:4: expected an expression, found 'end of expression'" },
-		{ "tcp.in_segs = 3", "1:13: '=' is not a comparison" },
-		{ "tcp.in_segs 3", "1:13: unexpected '3' after the expression" },
+		{ "faultline_tcp_in_segs_total = 3", "1:29: '=' is not a comparison" },
+		{ "faultline_tcp_in_segs_total 3", "1:29: unexpected '3' after the expression" },
 		{ "\"open", "1:1: unterminated string" },
-		{ "block.ios{device=~\"(\"}", "1:11: '(' is not a valid regular expression" },
-		{ "peer_ratio(drive.wear_used_pct, model)", "1:33: unknown metric 'model'" },
-		{ "tcp.in_segs >\n  and 3", "2:3: expected an expression, found 'and'" },
+		{ "faultline_block_ios_total{device=~\"(\"}", "1:27: '(' is not a valid regular expression" },
+		{ "peer_ratio(faultline_drive_wear_used_ratio, model)", "1:45: unknown metric 'model'" },
+		{ "faultline_tcp_in_segs_total >\n  and 3", "2:3: expected an expression, found 'and'" },
 		/* PromQL that faultline does not have is named as such, never "unknown metric" */
-		{ "irate(tcp.in_segs[1m])", "1:1: PromQL's irate() is not supported" },
+		{ "irate(faultline_tcp_in_segs_total[1m])", "1:1: PromQL's irate() is not supported" },
 		{ "histogram_quantile(0.9, x)", "1:1: PromQL's histogram_quantile() is not "
 		  "supported by faultline's rule language; faultline's histograms" },
-		{ "topk (3, tcp.in_segs)", "1:1: PromQL's topk() is not supported" },
-		{ "frob(tcp.in_segs)", "1:1: unknown function 'frob' (the functions are: rate," },
-		{ "rate(tcp.in_segs[1m] offset 5m)", "1:22: PromQL's 'offset' is not supported" },
-		{ "sum without (host) (tcp.in_segs)", "1:5: PromQL's 'without' is not supported" },
-		{ "tcp.in_segs > on(host) tcp.out_segs", "1:15: PromQL's 'on' is not supported" },
-		{ "tcp.in_segs / ignoring(x) tcp.out_segs", "1:15: PromQL's 'ignoring' is not" },
+		{ "topk (3, faultline_tcp_in_segs_total)", "1:1: PromQL's topk() is not supported" },
+		{ "frob(faultline_tcp_in_segs_total)", "1:1: unknown function 'frob' (the functions are: rate," },
+		{ "rate(faultline_tcp_in_segs_total[1m] offset 5m)", "1:38: PromQL's 'offset' is not supported" },
+		{ "sum without (host) (faultline_tcp_in_segs_total)", "1:5: PromQL's 'without' is not supported" },
+		{ "faultline_tcp_in_segs_total > on(host) faultline_tcp_out_segs_total", "1:31: PromQL's 'on' is not supported" },
+		{ "faultline_tcp_in_segs_total / ignoring(x) faultline_tcp_out_segs_total", "1:31: PromQL's 'ignoring' is not" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct node *n = NULL;
@@ -113,6 +121,9 @@ static void build_fleet(void)
 			/* cumulative: 100 writes per 10 s; h2's are 10x slower */
 			for (int k = 0; k <= t; k++)
 				hist_record_n(lat->hist, h == 1 ? 5000000 : 500000, 100);
+			/* io stall, counted in us: h3 stalls 100 ms of every second */
+			snapshot_add_counter(s, "psi.some", h == 2 ? (uint64_t)t * 1000000 : 0,
+					     "resource", "io", NULL);
 		}
 		fleet[h].host = hosts[h];
 		fleet[h].snaps = snaps[h];
@@ -174,52 +185,83 @@ Test(expr, hostile_nesting_is_an_error_not_a_crash)
 	expr_free(n);
 }
 
+/*
+ * One vocabulary: values are in the metric's base unit whatever the wire
+ * counts in, and a duration literal is seconds.  The examples the issue
+ * gave: a "20 ms" p99 threshold does not fire on 0.5 ms writes, and 100 ms/s
+ * of io stall is above 50ms.
+ */
+Test(expr, values_and_durations_are_in_base_units, .init = build_fleet, .fini = free_fleet)
+{
+	struct value v;
+
+	v = run("quantile(0.99, faultline_block_latency_seconds{op=\"write\"}[1m]) > 0.02");
+	cr_assert_eq(v.n, 0, "a 20 ms threshold fired on 0.5 and 5 ms writes");
+	value_free(&v);
+	v = run("quantile(0.99, faultline_block_latency_seconds{op=\"write\"}[1m]) > 1ms");
+	cr_assert_eq(v.n, 1, "only h2's 5 ms writes are above 1 ms");
+	cr_assert(fabs(v.e[0].v - 0.005) < 0.005 / 32, "p99 %g s", v.e[0].v);
+	value_free(&v);
+	v = run("rate(faultline_psi_some_seconds_total{resource=\"io\"}[1m]) > 50ms");
+	cr_assert_eq(v.n, 1, "100 ms/s of io stall is above 50ms");
+	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h3");
+	cr_assert(fabs(v.e[0].v - 0.1) < 1e-9, "stall %g s/s", v.e[0].v);
+	value_free(&v);
+	v = run("faultline_drive_wear_used_ratio > 0.9");
+	cr_assert_eq(v.n, 1, "wear is a ratio: 95 %% is 0.95");
+	cr_assert(fabs(v.e[0].v - 0.95) < 1e-12, "wear %g", v.e[0].v);
+	value_free(&v);
+	v = run("5m == bool 300");
+	cr_assert(!v.is_vector && v.scalar == 1, "5m is not 300 s");
+	value_free(&v);
+}
+
 Test(expr, evaluation_over_a_fleet, .init = build_fleet, .fini = free_fleet)
 {
 	struct value v;
 
-	v = run("rate(tcp.in_csum_errors[1m]) > 1");
+	v = run("rate(faultline_tcp_in_csum_errors_total[1m]) > 1");
 	cr_assert_eq(v.n, 1);
 	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h1");
 	cr_assert_str_eq(velem_label(&v.e[0], "switch"), "sw1");
 	cr_assert(fabs(v.e[0].v - 5.0) < 1e-9, "rate %f", v.e[0].v);
 	value_free(&v);
 
-	v = run("increase(tcp.in_csum_errors[1m])");
+	v = run("increase(faultline_tcp_in_csum_errors_total[1m])");
 	cr_assert_eq(v.n, 4);
 	value_free(&v);
 
-	v = run("quantile(0.99, block.latency{op=\"write\"}[1m]) > 2ms");
+	v = run("quantile(0.99, faultline_block_latency_seconds{op=\"write\"}[1m]) > 2ms");
 	cr_assert_eq(v.n, 1, "only h2's writes are slow");
 	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h2");
-	cr_assert(fabs(v.e[0].v - 5e6) < 5e6 / 32, "p99 %f", v.e[0].v);
+	cr_assert(fabs(v.e[0].v - 5e-3) < 5e-3 / 32, "p99 %f s", v.e[0].v);
 	value_free(&v);
 
-	v = run("sum by (switch) (rate(tcp.in_csum_errors[1m]))");
+	v = run("sum by (switch) (rate(faultline_tcp_in_csum_errors_total[1m]))");
 	cr_assert_eq(v.n, 2);
 	for (size_t i = 0; i < v.n; i++)
 		cr_assert_eq(v.e[i].nlabels, 1, "aggregation keeps only the by labels");
 	value_free(&v);
 
-	v = run("count by (switch) (drive.wear_used_pct)");
+	v = run("count by (switch) (faultline_drive_wear_used_ratio)");
 	cr_assert_eq(v.n, 2);
 	value_free(&v);
 
-	v = run("peer_ratio(drive.wear_used_pct, \"model\") > 1.02");
+	v = run("peer_ratio(faultline_drive_wear_used_ratio, \"model\") > 1.02");
 	/* model A: 20, 21, 22 -> median 21: h3 (22/21 = 1.048) exceeds; B alone: ratio 1 */
 	cr_assert_eq(v.n, 1);
 	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h3");
 	value_free(&v);
 
-	v = run("drive.wear_used_pct >= 90 or rate(tcp.in_csum_errors[1m]) > 1");
+	v = run("faultline_drive_wear_used_ratio >= 0.9 or rate(faultline_tcp_in_csum_errors_total[1m]) > 1");
 	cr_assert_eq(v.n, 2);
 	value_free(&v);
 
-	v = run("drive.wear_used_pct > 0 unless drive.wear_used_pct >= 90");
+	v = run("faultline_drive_wear_used_ratio > 0 unless faultline_drive_wear_used_ratio >= 0.9");
 	cr_assert_eq(v.n, 3);
 	value_free(&v);
 
-	v = run("drive.wear_used_pct > bool 50");
+	v = run("faultline_drive_wear_used_ratio > bool 0.5");
 	cr_assert_eq(v.n, 4);
 	for (size_t i = 0; i < v.n; i++)
 		cr_assert(v.e[i].v == 0 || v.e[i].v == 1);
@@ -242,12 +284,12 @@ Test(expr, regex_matchers_have_prometheus_semantics, .init = build_fleet, .fini 
 		const char *expr;
 		size_t n;
 	} cases[] = {
-		{ "drive.wear_used_pct{device=~\"nvme\\\\d+n1\"}", 4 },
-		{ "drive.wear_used_pct{device=~\"nvme\\\\d\"}", 0 },	/* anchored: not a prefix */
-		{ "drive.wear_used_pct{device=~\"(?i)NVME0N1\"}", 4 },
-		{ "drive.wear_used_pct{device!~\"\\\\w+\"}", 0 },
-		{ "drive.wear_used_pct{model=~\"A|B\"}", 4 },
-		{ "drive.wear_used_pct{model=~\"B\"}", 1 },
+		{ "faultline_drive_wear_used_ratio{device=~\"nvme\\\\d+n1\"}", 4 },
+		{ "faultline_drive_wear_used_ratio{device=~\"nvme\\\\d\"}", 0 },	/* anchored: not a prefix */
+		{ "faultline_drive_wear_used_ratio{device=~\"(?i)NVME0N1\"}", 4 },
+		{ "faultline_drive_wear_used_ratio{device!~\"\\\\w+\"}", 0 },
+		{ "faultline_drive_wear_used_ratio{model=~\"A|B\"}", 4 },
+		{ "faultline_drive_wear_used_ratio{model=~\"B\"}", 1 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -49,7 +49,7 @@ static struct engine_counts counts(void)
 static void setup(void)
 {
 	static const char yaml[] = "groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
-				   "        expr: drive.temperature_c > 60\n";
+				   "        expr: faultline_drive_temperature_celsius > 60\n";
 	struct ruleset rs = { 0 };
 	char err[256];
 

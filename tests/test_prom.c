@@ -165,7 +165,7 @@ Test(prom, custom_bounds)
 	struct series *h;
 	const char *t;
 
-	snprintf(pb.m[0].metric, sizeof(pb.m[0].metric), "block.latency");
+	snprintf(pb.m[0].metric, sizeof(pb.m[0].metric), "faultline_block_latency_seconds");
 	pb.m[0].bound[0] = 0.001;
 	pb.m[0].bound[1] = 0.01;
 	pb.m[0].n = 2;

@@ -552,7 +552,7 @@ static void rules_setup(void)
 	snprintf(rules_yaml, sizeof(rules_yaml), "%s/rules.yaml", redis.dir);
 	f = fopen(rules_yaml, "w");
 	fputs("groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
-	      "        expr: drive.temperature_c > 60\n        severity: page\n", f);
+	      "        expr: faultline_drive_temperature_celsius > 60\n        severity: page\n", f);
 	fclose(f);
 	hot = 0;
 	holding = 0;
@@ -686,7 +686,7 @@ Test(restarts, a_bad_reload_keeps_the_engine_and_its_alerts, .init = rules_setup
 	fputs("groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n        expr: ", f);
 	for (int i = 0; i < 20000; i++)
 		fputc('-', f);
-	fputs("drive.temperature_c > 60\n", f);
+	fputs("faultline_drive_temperature_celsius > 60\n", f);
 	fclose(f);
 	kill(rules, SIGHUP);
 	sleep(2);

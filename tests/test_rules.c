@@ -25,21 +25,21 @@ Test(rules, file_errors_are_positioned)
 	static const struct {
 		const char *yaml, *want;
 	} bad[] = {
-		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: \"rate(tcp.in_csum_errors[1m) > 1\"\n",
-		  "r.yaml:5:42: expr: expected ']'" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: \"rate(faultline_tcp_in_csum_errors_total[1m) > 1\"\n",
+		  "r.yaml:5:58: expr: expected ']'" },
 		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.nope > 1\n",
 		  "r.yaml:5:15: expr: unknown metric 'tcp.nope'" },
-		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        for: soon\n",
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total > 1\n        for: soon\n",
 		  "r.yaml:6:14: for: expected a duration" },
-		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        severty: page\n",
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total > 1\n        severty: page\n",
 		  "r.yaml:6:18: severty: unknown key" },
-		{ "groups:\n  - name: g\n    rules:\n      - expr: tcp.in_segs > 1\n",
+		{ "groups:\n  - name: g\n    rules:\n      - expr: faultline_tcp_in_segs_total > 1\n",
 		  "alert: every rule needs a name" },
-		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        evidence: [flames]\n",
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total > 1\n        evidence: [flames]\n",
 		  "r.yaml:6:20: evidence: 'flames' is not one of" },
-		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: tcp.in_segs > 1\n        rollup: {min_hosts: 2}\n",
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total > 1\n        rollup: {min_hosts: 2}\n",
 		  "rollup: needs by" },
-		{ "groups:\n  - name: g\n    rules:\n      - record: x:y\n        expr: tcp.in_segs\n",
+		{ "groups:\n  - name: g\n    rules:\n      - record: x:y\n        expr: faultline_tcp_in_segs_total\n",
 		  "r.yaml:4:17: record: recording rules are not supported" },
 		{ "groups: 3\n", "groups: expected a list" },
 	};
@@ -124,7 +124,7 @@ Test(rules, unsupported_templates_are_refused_where_they_are)
 		struct ruleset rs = { 0 };
 
 		snprintf(yaml, sizeof(yaml), "groups:\n  - name: g\n    rules:\n      - alert: A\n"
-			 "        expr: tcp.curr_estab > 3\n        annotations: {summary: %s}\n",
+			 "        expr: faultline_tcp_curr_estab > 3\n        annotations: {summary: %s}\n",
 			 cases[i].summary);
 		cr_expect_neq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0,
 			      "accepted %s", cases[i].summary);
@@ -138,7 +138,7 @@ Test(rules, unsupported_templates_are_refused_where_they_are)
 static const char *rules_yaml =
 	"groups:\n  - name: net\n    rules:\n"
 	"      - alert: TcpChecksumErrors\n"
-	"        expr: rate(tcp.in_csum_errors[1m]) > 0.5\n"
+	"        expr: rate(faultline_tcp_in_csum_errors_total[1m]) > 0.5\n"
 	"        keep_firing_for: 20s\n"
 	"        severity: page\n"
 	"        annotations: {summary: \"{{ $labels.host }} corrupt segments\"}\n"
@@ -294,7 +294,7 @@ Test(rules, the_same_errors_spread_over_racks_are_host_alerts_only, .timeout = 6
 Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 {
 	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: Hot\n"
-			   "        expr: drive.temperature_c > 60\n        for: 20s\n"
+			   "        expr: faultline_drive_temperature_celsius > 60\n        for: 20s\n"
 			   "        keep_firing_for: 15s\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
@@ -356,8 +356,8 @@ Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 Test(rules, range_functions_follow_reordered_and_gapped_series)
 {
 	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: Exact\n"
-			   "        expr: increase(tcp.in_csum_errors{k=\"a\"}[20s]) == 20 or "
-			   "increase(tcp.in_csum_errors{k=\"b\"}[20s]) == 40\n";
+			   "        expr: increase(faultline_tcp_in_csum_errors_total{k=\"a\"}[20s]) == 20 or "
+			   "increase(faultline_tcp_in_csum_errors_total{k=\"b\"}[20s]) == 40\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
 	struct engine *e;
@@ -400,9 +400,9 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 {
 	const char *yaml = "groups:\n  - name: g\n    rules:\n"
 			   "      - alert: Exact\n"
-			   "        expr: increase(tcp.in_csum_errors[1m]) == 60\n"
+			   "        expr: increase(faultline_tcp_in_csum_errors_total[1m]) == 60\n"
 			   "      - alert: Base\n"
-			   "        expr: avg_over_time(cpu.utilization{cpu=\"all\"}[1m])\n"
+			   "        expr: avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[1m])\n"
 			   "        baseline: {service: api, window: 15m}\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
@@ -441,8 +441,8 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 Test(rules, and_keeps_peer_comparisons_whole)
 {
 	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: HotVsPeers\n"
-			   "        expr: drive.temperature_c > 5 and "
-			   "peer_ratio(drive.temperature_c, \"model\") > 2\n";
+			   "        expr: faultline_drive_temperature_celsius > 5 and "
+			   "peer_ratio(faultline_drive_temperature_celsius, \"model\") > 2\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
 	struct engine *e;
@@ -481,7 +481,7 @@ Test(rules, nested_domains_and_topology, .timeout = 60)
 		"  \"h1[3-6]\": {switch: sw2, rack: r4}\n";
 	static const char *yaml =
 		"groups:\n  - name: net\n    rules:\n"
-		"      - alert: Csum\n        expr: rate(tcp.in_csum_errors[1m]) > 0.5\n"
+		"      - alert: Csum\n        expr: rate(faultline_tcp_in_csum_errors_total[1m]) > 0.5\n"
 		"        rollup: {by: [switch, rack], min_hosts: 3, min_fraction: 0.5}\n";
 	/* 5 of 8 behind sw1 (a switch alert; its racks are not looked at again),
 	 * 3 of 4 in rack r3 under sw2 (3/8 of sw2: no switch alert, a rack alert) */
@@ -549,8 +549,8 @@ Test(rules, rule_unit_test_reports_a_wrong_expectation)
 		   "  - name: healthy drive\n"
 		   "    interval: 1m\n"
 		   "    input_series:\n"
-		   "      - series: 'drive.wear_used_pct{host=\"db-9\",device=\"sda\",model=\"M\"}'\n"
-		   "        values: '95+0x20'\n"
+		   "      - series: 'faultline_drive_wear_used_ratio{host=\"db-9\",device=\"sda\",model=\"M\"}'\n"
+		   "        values: '0.95+0x20'\n"
 		   "    alert_rule_test:\n"
 		   "      - eval_time: 15m\n"
 		   "        alertname: DriveWornOut\n"
@@ -611,8 +611,8 @@ Test(rules, evaluation_errors_are_counted_not_dropped)
 {
 	/* passes `rules check` today, fails every evaluation: and needs two vectors */
 	const char *yaml = "groups:\n  - name: g\n    rules:\n"
-			   "      - alert: Broken\n        expr: 1 and drive.temperature_c > 60\n"
-			   "      - alert: Fine\n        expr: drive.temperature_c > 60\n";
+			   "      - alert: Broken\n        expr: 1 and faultline_drive_temperature_celsius > 60\n"
+			   "      - alert: Fine\n        expr: faultline_drive_temperature_celsius > 60\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
 	struct engine_counts counts;
@@ -665,8 +665,8 @@ Test(rules, rule_tests_compare_labels_exactly_and_annotations)
 
 		fprintf(f, "rule_files: [%s/etc/rules/faultline.yaml]\nevaluation_interval: 1m\n"
 			"tests:\n  - name: worn\n    interval: 1m\n    input_series:\n"
-			"      - series: 'drive.wear_used_pct{host=\"db-9\",device=\"sda\",model=\"M\"}'\n"
-			"        values: '95+0x20'\n    alert_rule_test:\n      - eval_time: 15m\n"
+			"      - series: 'faultline_drive_wear_used_ratio{host=\"db-9\",device=\"sda\",model=\"M\"}'\n"
+			"        values: '0.95+0x20'\n    alert_rule_test:\n      - eval_time: 15m\n"
 			"        alertname: DriveWornOut\n        exp_alerts:\n%s", cwd, exp[i]);
 		fclose(f);
 		out = open_memstream(&buf, &len);

@@ -5,6 +5,11 @@
  * one format ("2026-11-30T13:41:23Z faultline-probe[123] warn: ...") hold
  * across the fleet.  Messages should say what happened and, for warnings and
  * errors, what the operator can do about it.
+ *
+ * --log-format picks the line format for log shippers: text (the default,
+ * above), json (one object per line: ts with milliseconds, level, prog, pid,
+ * msg) or logfmt (ts=... level=warn prog=... pid=... msg="...").  Under
+ * systemd every format is prefixed with the syslog priority ("<4>").
  */
 #ifndef FL_LOG_H
 #define FL_LOG_H
@@ -17,6 +22,23 @@ enum log_level {
 	LOG_INFO,
 	LOG_DEBUG,
 };
+
+enum log_format {
+	LOG_FORMAT_TEXT = 0,
+	LOG_FORMAT_JSON,
+	LOG_FORMAT_LOGFMT,
+};
+
+/* Parse "text", "json" or "logfmt". Returns 0, or -EINVAL for anything else. */
+int log_parse_format(const char *s, enum log_format *format);
+void log_set_format(enum log_format format);
+
+/*
+ * The --log-format option of every daemon: set it from arg, or say on
+ * stderr what was expected ("PROG: --log-format: expected text, json or
+ * logfmt, found 'x'") and return -EINVAL (the caller exits 2).
+ */
+int log_format_option(const char *prog, const char *arg);
 
 /* Set the program name shown in each line (no copy is made). */
 void log_init(const char *progname);

@@ -1,160 +1,161 @@
 /*
- * catalog.c - the metric table; see catalog.h.  Keep README.md's metric
- * reference in step with this (`faultline metrics` prints it).
+ * catalog.c - the metric table; see catalog.h.  docs/metrics.md is what
+ * `faultline metrics --markdown` prints from it (a test keeps them equal).
  */
 #include "model/catalog.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const struct metric_info catalog[] = {
 	/* block: bpf/block.bpf.c via probes/block.c */
-	{ "block.ios", SERIES_COUNTER, UNIT_NONE, "device, op",
+	{ "faultline_block_ios_total", "block.ios", SERIES_COUNTER, UNIT_NONE, 1, "device, op",
 	  "Block requests completed (op: read, write, flush, discard, other)." },
-	{ "block.bytes", SERIES_COUNTER, UNIT_BYTES, "device, op",
+	{ "faultline_block_bytes_total", "block.bytes", SERIES_COUNTER, UNIT_BYTES, 1, "device, op",
 	  "Bytes transferred by completed block requests." },
-	{ "block.errors", SERIES_COUNTER, UNIT_NONE, "device, op, class",
+	{ "faultline_block_errors_total", "block.errors", SERIES_COUNTER, UNIT_NONE, 1, "device, op, class",
 	  "Block requests completed with an error status, by class: io, timeout, medium, other." },
-	{ "block.inflight", SERIES_GAUGE, UNIT_NONE, "device, op",
+	{ "faultline_block_inflight", "block.inflight", SERIES_GAUGE, UNIT_NONE, 1, "device, op",
 	  "Requests in flight on the disk (read, write), from the kernel's own counts." },
-	{ "block.untimed", SERIES_COUNTER, UNIT_NONE, "device, op",
+	{ "faultline_block_untimed_total", "block.untimed", SERIES_COUNTER, UNIT_NONE, 1, "device, op",
 	  "Completions whose issue time was unknown (issued before the probe started)." },
-	{ "block.latency", SERIES_HISTOGRAM, UNIT_NS, "device, op, model",
+	{ "faultline_block_latency_seconds", "block.latency", SERIES_HISTOGRAM, UNIT_SECONDS, 1e-9, "device, op, model",
 	  "Device time of block requests, issue to completion." },
-	{ "block.queue_latency", SERIES_HISTOGRAM, UNIT_NS, "device, op, model",
+	{ "faultline_block_queue_latency_seconds", "block.queue_latency", SERIES_HISTOGRAM, UNIT_SECONDS, 1e-9, "device, op, model",
 	  "Queue time of block requests, allocation to issue (when the kernel records it)." },
-	{ "block.size", SERIES_HISTOGRAM, UNIT_BYTES, "device, op",
+	{ "faultline_block_size_bytes", "block.size", SERIES_HISTOGRAM, UNIT_BYTES, 1, "device, op",
 	  "Size of completed block requests." },
-	{ "block.device_overflow", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_block_device_overflow_total", "block.device_overflow", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Completions not counted because more devices were seen than block.max_devices." },
 	/* tcp / udp: /proc/net/snmp via probes/tcp.c */
-	{ "tcp.in_segs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments received." },
-	{ "tcp.out_segs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments sent." },
-	{ "tcp.retrans_segs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments retransmitted." },
-	{ "tcp.in_errs", SERIES_COUNTER, UNIT_NONE, "", "TCP segments received in error." },
-	{ "tcp.in_csum_errors", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_tcp_in_segs_total", "tcp.in_segs", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP segments received." },
+	{ "faultline_tcp_out_segs_total", "tcp.out_segs", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP segments sent." },
+	{ "faultline_tcp_retrans_segs_total", "tcp.retrans_segs", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP segments retransmitted." },
+	{ "faultline_tcp_in_errs_total", "tcp.in_errs", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP segments received in error." },
+	{ "faultline_tcp_in_csum_errors_total", "tcp.in_csum_errors", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "TCP segments received with a bad checksum (corruption on the path)." },
-	{ "tcp.out_rsts", SERIES_COUNTER, UNIT_NONE, "", "TCP resets sent." },
-	{ "tcp.attempt_fails", SERIES_COUNTER, UNIT_NONE, "", "TCP connection attempts failed." },
-	{ "tcp.estab_resets", SERIES_COUNTER, UNIT_NONE, "", "TCP established connections reset." },
-	{ "tcp.curr_estab", SERIES_GAUGE, UNIT_NONE, "", "TCP connections currently established." },
-	{ "tcpext.listen_overflows", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_tcp_out_rsts_total", "tcp.out_rsts", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP resets sent." },
+	{ "faultline_tcp_attempt_fails_total", "tcp.attempt_fails", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP connection attempts failed." },
+	{ "faultline_tcp_estab_resets_total", "tcp.estab_resets", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP established connections reset." },
+	{ "faultline_tcp_curr_estab", "tcp.curr_estab", SERIES_GAUGE, UNIT_NONE, 1, "", "TCP connections currently established." },
+	{ "faultline_tcpext_listen_overflows_total", "tcpext.listen_overflows", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Connections dropped because a listen queue was full." },
-	{ "tcpext.listen_drops", SERIES_COUNTER, UNIT_NONE, "", "SYNs to a listener dropped." },
-	{ "tcpext.tcp_timeouts", SERIES_COUNTER, UNIT_NONE, "", "TCP retransmission timeouts." },
-	{ "tcpext.tcp_syn_retrans", SERIES_COUNTER, UNIT_NONE, "", "SYN and SYN-ACK retransmits." },
-	{ "tcpext.tcp_lost_retransmit", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_tcpext_listen_drops_total", "tcpext.listen_drops", SERIES_COUNTER, UNIT_NONE, 1, "", "SYNs to a listener dropped." },
+	{ "faultline_tcpext_tcp_timeouts_total", "tcpext.tcp_timeouts", SERIES_COUNTER, UNIT_NONE, 1, "", "TCP retransmission timeouts." },
+	{ "faultline_tcpext_tcp_syn_retrans_total", "tcpext.tcp_syn_retrans", SERIES_COUNTER, UNIT_NONE, 1, "", "SYN and SYN-ACK retransmits." },
+	{ "faultline_tcpext_tcp_lost_retransmit_total", "tcpext.tcp_lost_retransmit", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Retransmitted segments that were lost again." },
-	{ "tcpext.tcp_rcv_q_drop", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_tcpext_tcp_rcv_q_drop_total", "tcpext.tcp_rcv_q_drop", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Segments dropped because the receive queue was full." },
-	{ "tcp.bad_csum", SERIES_COUNTER, UNIT_NONE, "interface, peer",
+	{ "faultline_tcp_bad_csum_total", "tcp.bad_csum", SERIES_COUNTER, UNIT_NONE, 1, "interface, peer",
 	  "TCP segments with a bad checksum by receiving interface and source address (BPF on "
 	  "tcp:tcp_bad_csum): which peers, hence which switch, the corruption came from." },
-	{ "tcp.retransmits", SERIES_COUNTER, UNIT_NONE, "peer",
+	{ "faultline_tcp_retransmits_total", "tcp.retransmits", SERIES_COUNTER, UNIT_NONE, 1, "peer",
 	  "TCP retransmissions by destination address (BPF on tcp:tcp_retransmit_skb)." },
-	{ "tcp.peer_overflow", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_tcp_peer_overflow_total", "tcp.peer_overflow", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Bad-checksum or retransmit events not attributed because the peer table was full." },
-	{ "link.rx_crc_errors", SERIES_COUNTER, UNIT_NONE, "interface",
+	{ "faultline_link_rx_crc_errors_total", "link.rx_crc_errors", SERIES_COUNTER, UNIT_NONE, 1, "interface",
 	  "Frames received with a CRC error (rtnetlink stats64)." },
-	{ "link.rx_frame_errors", SERIES_COUNTER, UNIT_NONE, "interface",
+	{ "faultline_link_rx_frame_errors_total", "link.rx_frame_errors", SERIES_COUNTER, UNIT_NONE, 1, "interface",
 	  "Frames received with an alignment/frame error." },
-	{ "link.rx_errors", SERIES_COUNTER, UNIT_NONE, "interface", "Receive errors, all kinds." },
-	{ "link.rx_dropped", SERIES_COUNTER, UNIT_NONE, "interface",
+	{ "faultline_link_rx_errors_total", "link.rx_errors", SERIES_COUNTER, UNIT_NONE, 1, "interface", "Receive errors, all kinds." },
+	{ "faultline_link_rx_dropped_total", "link.rx_dropped", SERIES_COUNTER, UNIT_NONE, 1, "interface",
 	  "Received frames dropped by the kernel." },
-	{ "link.rx_missed_errors", SERIES_COUNTER, UNIT_NONE, "interface",
+	{ "faultline_link_rx_missed_errors_total", "link.rx_missed_errors", SERIES_COUNTER, UNIT_NONE, 1, "interface",
 	  "Frames the NIC missed (receive ring full)." },
-	{ "udp.in_datagrams", SERIES_COUNTER, UNIT_NONE, "", "UDP datagrams received." },
-	{ "udp.out_datagrams", SERIES_COUNTER, UNIT_NONE, "", "UDP datagrams sent." },
-	{ "udp.in_errors", SERIES_COUNTER, UNIT_NONE, "", "UDP datagrams received in error." },
-	{ "udp.in_csum_errors", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_udp_in_datagrams_total", "udp.in_datagrams", SERIES_COUNTER, UNIT_NONE, 1, "", "UDP datagrams received." },
+	{ "faultline_udp_out_datagrams_total", "udp.out_datagrams", SERIES_COUNTER, UNIT_NONE, 1, "", "UDP datagrams sent." },
+	{ "faultline_udp_in_errors_total", "udp.in_errors", SERIES_COUNTER, UNIT_NONE, 1, "", "UDP datagrams received in error." },
+	{ "faultline_udp_in_csum_errors_total", "udp.in_csum_errors", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "UDP datagrams received with a bad checksum." },
-	{ "udp.rcvbuf_errors", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_udp_rcvbuf_errors_total", "udp.rcvbuf_errors", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "UDP datagrams dropped for lack of receive buffer." },
 	/* cpu: bpf/sched.bpf.c via probes/cpu.c */
-	{ "cpu.busy", SERIES_COUNTER, UNIT_NS, "cpu",
+	{ "faultline_cpu_busy_seconds_total", "cpu.busy", SERIES_COUNTER, UNIT_SECONDS, 1e-9, "cpu",
 	  "Time the CPU ran anything but its idle task, exact (from sched_switch)." },
-	{ "cpu.idle", SERIES_COUNTER, UNIT_NS, "cpu",
+	{ "faultline_cpu_idle_seconds_total", "cpu.idle", SERIES_COUNTER, UNIT_SECONDS, 1e-9, "cpu",
 	  "Time the CPU ran its idle task since the probe started (each interval minus busy)." },
-	{ "cpu.utilization", SERIES_GAUGE, UNIT_RATIO, "cpu",
+	{ "faultline_cpu_utilization_ratio", "cpu.utilization", SERIES_GAUGE, UNIT_RATIO, 1, "cpu",
 	  "Busy share of the last interval, 0..1; cpu=\"all\" is the host average." },
-	{ "cpu.utilization_max", SERIES_GAUGE, UNIT_RATIO, "cpu",
+	{ "faultline_cpu_utilization_max_ratio", "cpu.utilization_max", SERIES_GAUGE, UNIT_RATIO, 1, "cpu",
 	  "Highest busy share of any 100 ms sub-window of the interval; cpu=\"all\" is the "
 	  "highest of any CPU. Bursts survive averaging and rollups (max)." },
-	{ "sched.runq_latency", SERIES_HISTOGRAM, UNIT_NS, "",
+	{ "faultline_sched_runq_latency_seconds", "sched.runq_latency", SERIES_HISTOGRAM, UNIT_SECONDS, 1e-9, "",
 	  "Run-queue latency: from wakeup or preemption until the task runs." },
-	{ "sched.iowait", SERIES_HISTOGRAM, UNIT_NS, "",
+	{ "faultline_sched_iowait_seconds", "sched.iowait", SERIES_HISTOGRAM, UNIT_SECONDS, 1e-9, "",
 	  "I/O wait: from a task sleeping in iowait until it is woken (includes I/O held "
 	  "by blk-throttle, which the block tracepoints cannot see)." },
 	/* throttle: cgroup files, /proc/pressure, sysfs via probes/throttle.c */
-	{ "cgroup.throttled_time", SERIES_COUNTER, UNIT_NS, "cgroup",
+	{ "faultline_cgroup_throttled_seconds_total", "cgroup.throttled_time", SERIES_COUNTER, UNIT_SECONDS, 1e-9, "cgroup",
 	  "Time the cgroup's tasks were held back by their CPU quota (top 10 cgroups by "
 	  "throttled time in the interval)." },
-	{ "cgroup.nr_throttled", SERIES_COUNTER, UNIT_NONE, "cgroup",
+	{ "faultline_cgroup_throttled_periods_total", "cgroup.nr_throttled", SERIES_COUNTER, UNIT_NONE, 1, "cgroup",
 	  "Quota periods in which the cgroup was throttled." },
-	{ "cgroup.nr_periods", SERIES_COUNTER, UNIT_NONE, "cgroup",
+	{ "faultline_cgroup_periods_total", "cgroup.nr_periods", SERIES_COUNTER, UNIT_NONE, 1, "cgroup",
 	  "Quota periods the cgroup had runnable tasks in." },
-	{ "cgroup.throttled_count", SERIES_GAUGE, UNIT_NONE, "",
+	{ "faultline_cgroup_throttled_cgroups", "cgroup.throttled_count", SERIES_GAUGE, UNIT_NONE, 1, "",
 	  "Cgroups throttled during the interval (all of them, not only the top 10)." },
-	{ "psi.some", SERIES_COUNTER, UNIT_US, "resource[, cgroup]",
+	{ "faultline_psi_some_seconds_total", "psi.some", SERIES_COUNTER, UNIT_SECONDS, 1e-6, "resource[, cgroup]",
 	  "Pressure stall time: some tasks stalled on cpu, io or memory (host, or a v2 cgroup)." },
-	{ "psi.full", SERIES_COUNTER, UNIT_US, "resource[, cgroup]",
+	{ "faultline_psi_full_seconds_total", "psi.full", SERIES_COUNTER, UNIT_SECONDS, 1e-6, "resource[, cgroup]",
 	  "Pressure stall time: all non-idle tasks stalled on io or memory." },
-	{ "cpu.thermal_throttle", SERIES_COUNTER, UNIT_NONE, "cpu",
+	{ "faultline_cpu_thermal_throttles_total", "cpu.thermal_throttle", SERIES_COUNTER, UNIT_NONE, 1, "cpu",
 	  "Thermal throttling events of the core (absent where the hardware does not expose it)." },
-	{ "cpu.frequency", SERIES_GAUGE, UNIT_NONE, "cpu",
-	  "Current CPU frequency in Hz (absent without cpufreq)." },
-	{ "cpu.frequency_ratio", SERIES_GAUGE, UNIT_RATIO, "cpu",
+	{ "faultline_cpu_frequency_hertz", "cpu.frequency", SERIES_GAUGE, UNIT_HERTZ, 1, "cpu",
+	  "Current CPU frequency (absent without cpufreq)." },
+	{ "faultline_cpu_frequency_ratio", "cpu.frequency_ratio", SERIES_GAUGE, UNIT_RATIO, 1, "cpu",
 	  "Current over maximum CPU frequency (absent without cpufreq)." },
-	{ "probe.feature_present", SERIES_GAUGE, UNIT_NONE, "feature",
+	{ "faultline_probe_feature_present", "probe.feature_present", SERIES_GAUGE, UNIT_NONE, 1, "feature",
 	  "1 if the machine exposes the feature (thermal_throttle, cpufreq), 0 if its series are "
 	  "absent because it does not." },
 	/* drive: SMART via probes/drive.c (every drive.interval) */
-	{ "drive.smart_available", SERIES_GAUGE, UNIT_NONE, "device, model",
+	{ "faultline_drive_smart_available", "drive.smart_available", SERIES_GAUGE, UNIT_NONE, 1, "device, model",
 	  "1 if the drive's SMART data was read, 0 if not (virtual disk, no smartctl, error: "
 	  "the reason is in the drive record and the probe log)." },
-	{ "drive.wear_used_pct", SERIES_GAUGE, UNIT_NONE, "device, model",
-	  "Rated endurance used, percent (NVMe percentage used, ATA wear attributes, SCSI "
+	{ "faultline_drive_wear_used_ratio", "drive.wear_used_pct", SERIES_GAUGE, UNIT_RATIO, 0.01, "device, model",
+	  "Rated endurance used, 0..1 (NVMe percentage used, ATA wear attributes, SCSI "
 	  "endurance indicator); absent for drives without one (HDDs)." },
-	{ "drive.spare_pct", SERIES_GAUGE, UNIT_NONE, "device, model", "Available spare, percent." },
-	{ "drive.media_errors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	{ "faultline_drive_spare_ratio", "drive.spare_pct", SERIES_GAUGE, UNIT_RATIO, 0.01, "device, model", "Available spare, 0..1." },
+	{ "faultline_drive_media_errors", "drive.media_errors", SERIES_GAUGE, UNIT_NONE, 1, "device, model",
 	  "Uncorrectable media errors (NVMe media errors, ATA reported uncorrectable, SCSI "
 	  "uncorrected)." },
-	{ "drive.reallocated_sectors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	{ "faultline_drive_reallocated_sectors", "drive.reallocated_sectors", SERIES_GAUGE, UNIT_NONE, 1, "device, model",
 	  "Reallocated sectors (SCSI: grown defects)." },
-	{ "drive.pending_sectors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	{ "faultline_drive_pending_sectors", "drive.pending_sectors", SERIES_GAUGE, UNIT_NONE, 1, "device, model",
 	  "Sectors waiting to be reallocated." },
-	{ "drive.crc_errors", SERIES_GAUGE, UNIT_NONE, "device, model",
+	{ "faultline_drive_crc_errors", "drive.crc_errors", SERIES_GAUGE, UNIT_NONE, 1, "device, model",
 	  "Interface CRC errors (cabling, backplane)." },
-	{ "drive.temperature_c", SERIES_GAUGE, UNIT_NONE, "device, model", "Drive temperature, C." },
-	{ "drive.power_on_hours", SERIES_GAUGE, UNIT_NONE, "device, model", "Power-on hours." },
-	{ "drive.smart_passed", SERIES_GAUGE, UNIT_NONE, "device, model",
+	{ "faultline_drive_temperature_celsius", "drive.temperature_c", SERIES_GAUGE, UNIT_CELSIUS, 1, "device, model", "Drive temperature." },
+	{ "faultline_drive_power_on_seconds", "drive.power_on_hours", SERIES_GAUGE, UNIT_SECONDS, 3600, "device, model", "Time the drive has been powered on (SMART power-on hours)." },
+	{ "faultline_drive_smart_passed", "drive.smart_passed", SERIES_GAUGE, UNIT_NONE, 1, "device, model",
 	  "1 if the drive's overall SMART assessment passed, 0 if it failed." },
-	{ "drive.critical_warning", SERIES_GAUGE, UNIT_NONE, "device, model",
+	{ "faultline_drive_critical_warning", "drive.critical_warning", SERIES_GAUGE, UNIT_NONE, 1, "device, model",
 	  "NVMe critical warning bits (0 = none; the record names them)." },
 	/* profile: bpf/profile.bpf.c via probes/profile.c */
-	{ "profile.samples", SERIES_COUNTER, UNIT_NONE, "", "CPU profile samples taken." },
-	{ "profile.dropped", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_profile_samples_total", "profile.samples", SERIES_COUNTER, UNIT_NONE, 1, "", "CPU profile samples taken." },
+	{ "faultline_profile_dropped_total", "profile.dropped", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Profile samples lost because the kernel-side tables were full." },
-	{ "profile.rate_hz", SERIES_GAUGE, UNIT_NONE, "",
+	{ "faultline_profile_rate_hertz", "profile.rate_hz", SERIES_GAUGE, UNIT_HERTZ, 1, "",
 	  "Current sampling rate per CPU (higher during a requested burst)." },
-	{ "profile.unresolved_frames_ratio", SERIES_GAUGE, UNIT_RATIO, "",
+	{ "faultline_profile_unresolved_frames_ratio", "profile.unresolved_frames_ratio", SERIES_GAUGE, UNIT_RATIO, 1, "",
 	  "Share of frames in the last window that kept module+offset (no symbol)." },
-	{ "profile.truncated_user_stacks_ratio", SERIES_GAUGE, UNIT_RATIO, "",
+	{ "faultline_profile_truncated_user_stacks_ratio", "profile.truncated_user_stacks_ratio", SERIES_GAUGE, UNIT_RATIO, 1, "",
 	  "Share of user stacks in the last window that did not reach a program or thread "
 	  "entry point (missing frame pointers)." },
 	/* the probe itself */
-	{ "probe.collect_duration", SERIES_GAUGE, UNIT_NS, "",
+	{ "faultline_probe_collect_duration_seconds", "probe.collect_duration", SERIES_GAUGE, UNIT_SECONDS, 1e-9, "",
 	  "Time the probe spent collecting the last snapshot." },
-	{ "probe.store_written", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_probe_store_written_total", "probe.store_written", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Snapshots acknowledged by Redis." },
-	{ "probe.store_dropped", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_probe_store_dropped_total", "probe.store_dropped", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Snapshots dropped because the spool was full during a Redis outage." },
-	{ "probe.store_errors", SERIES_COUNTER, UNIT_NONE, "",
+	{ "faultline_probe_store_errors_total", "probe.store_errors", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Snapshots Redis refused (logged with the reason)." },
-	{ "probe.store_spooled", SERIES_GAUGE, UNIT_NONE, "",
+	{ "faultline_probe_store_spooled", "probe.store_spooled", SERIES_GAUGE, UNIT_NONE, 1, "",
 	  "Snapshots waiting to be written to Redis." },
-	{ "probe.store_connected", SERIES_GAUGE, UNIT_NONE, "",
+	{ "faultline_probe_store_connected", "probe.store_connected", SERIES_GAUGE, UNIT_NONE, 1, "",
 	  "1 while the probe has a working Redis connection." },
-	{ NULL, 0, 0, NULL, NULL },
+	{ NULL, NULL, 0, 0, 0, NULL, NULL },
 };
 
 const struct metric_info *catalog_find(const char *name)
@@ -163,4 +164,37 @@ const struct metric_info *catalog_find(const char *name)
 		if (strcmp(m->name, name) == 0)
 			return m;
 	return NULL;
+}
+
+const struct metric_info *catalog_find_wire(const char *wire)
+{
+	for (const struct metric_info *m = catalog; m->name; m++)
+		if (strcmp(m->wire, wire) == 0)
+			return m;
+	return NULL;
+}
+
+const char *catalog_unit_name(enum metric_unit unit)
+{
+	static const char *const names[] = {
+		[UNIT_NONE] = "", [UNIT_SECONDS] = "seconds", [UNIT_BYTES] = "bytes",
+		[UNIT_RATIO] = "ratio 0..1", [UNIT_CELSIUS] = "celsius", [UNIT_HERTZ] = "hertz",
+	};
+	return names[unit];
+}
+
+char *catalog_unknown(const char *name, char *buf, size_t len)
+{
+	const struct metric_info *m = catalog_find_wire(name);
+
+	if (!m)
+		snprintf(buf, len, "unknown metric '%s' (`faultline metrics` lists them)", name);
+	else if (m->scale != 1)
+		snprintf(buf, len, "'%s' is now %s, in %s (the old name counted %s)", name, m->name,
+			 catalog_unit_name(m->unit), m->scale == 1e-9 ? "nanoseconds" :
+			 m->scale == 1e-6 ? "microseconds" : m->scale == 0.01 ? "percent" :
+			 m->scale == 3600 ? "hours" : "another unit");
+	else
+		snprintf(buf, len, "'%s' is now %s", name, m->name);
+	return buf;
 }

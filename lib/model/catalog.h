@@ -1,34 +1,59 @@
 /*
- * catalog.h - every metric faultline produces: name, kind, unit, meaning.
+ * catalog.h - every metric faultline produces: its one name, kind, unit and
+ * meaning.
  *
- * One table serves the Prometheus exporter (HELP text, unit suffixes and
- * scaling), the rules engine (unknown metric names are errors, not silent
- * empty results) and the README's metric reference.  Names are dotted,
- * `subsystem.what`; labels are listed for documentation.
+ * A metric has one name and one unit everywhere a person meets it: rules,
+ * rule tests, /metrics, `faultline metrics` and the docs.  Names follow
+ * Prometheus' conventions (faultline_block_latency_seconds,
+ * faultline_tcp_in_csum_errors_total, faultline_drive_wear_used_ratio) and
+ * values are in base units: seconds, bytes, ratios 0..1, degrees Celsius,
+ * hertz.  So a threshold means the same in a rule and in a Grafana panel.
+ *
+ * Snapshots carry each series under its wire name (block.latency) in the
+ * unit the kernel counts in (ns, us, percent), exactly; `scale` turns a wire
+ * value into the base unit.  Wire names are the storage encoding only: a
+ * rule that uses one is refused with the metric's name.
  */
 #ifndef FL_CATALOG_H
 #define FL_CATALOG_H
 
 #include "model/snapshot.h"
 
+/* The base unit of a metric's values (what it is in rules and on /metrics). */
 enum metric_unit {
 	UNIT_NONE,
-	UNIT_NS,	/* exported to Prometheus as seconds */
+	UNIT_SECONDS,
 	UNIT_BYTES,
-	UNIT_US,	/* exported to Prometheus as seconds */
-	UNIT_RATIO,
+	UNIT_RATIO,	/* 0..1 */
+	UNIT_CELSIUS,
+	UNIT_HERTZ,
 };
 
 struct metric_info {
-	const char *name;
+	const char *name;	/* the one name: faultline_block_latency_seconds */
+	const char *wire;	/* the snapshot's series name: block.latency */
 	enum series_kind kind;
 	enum metric_unit unit;
+	double scale;		/* base unit = wire value x scale (1e-9 for ns) */
 	const char *labels;
 	const char *help;
 };
 
-/* The entry for name, or NULL if faultline does not produce it. */
+/* The entry named name, or NULL if faultline does not produce it. */
 const struct metric_info *catalog_find(const char *name);
+
+/* The entry whose snapshot series are called wire, or NULL. */
+const struct metric_info *catalog_find_wire(const char *wire);
+
+/*
+ * Why name is not a metric, for an error message: "unknown metric 'x'", or,
+ * for a wire name (block.latency), that the metric is called
+ * faultline_block_latency_seconds and in which unit.  Returns buf.
+ */
+char *catalog_unknown(const char *name, char *buf, size_t len);
+
+/* The unit's name for people ("seconds", "ratio 0..1", "" for a count). */
+const char *catalog_unit_name(enum metric_unit unit);
 
 /* All entries, terminated by one with a NULL name. */
 extern const struct metric_info catalog[];
