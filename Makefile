@@ -9,6 +9,7 @@
 #   make fuzz       build the libFuzzer targets and run each for FUZZ_TIME s
 #   make bench      benchmarks, each printing ratios against a peer
 #   make install    install binaries, etc/ and runbooks under PREFIX
+#   make deb        a Debian package of the same (OUT/faultline_VERSION_ARCH.deb)
 #   make vmlinux    regenerate bpf/vmlinux.h from this kernel's BTF
 #
 # vmlinux.h is checked in (bpf/vmlinux.h), not generated at build time.
@@ -43,7 +44,14 @@ CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' -I/usr/in
 INCS := -iquote . -Ilib -I$(OUT) -I$(OUT)/gen
 # Each binary records only the shared libraries it calls.
 LDFLAGS += -Wl,--as-needed
-LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lpthread -lm
+# Debian's hardening (lintian checks the package for it): stack protector,
+# fortified libc calls, read-only relocations bound at start.
+CFLAGS += -fstack-protector-strong
+LDFLAGS += -Wl,-z,relro,-z,now
+ifneq ($(SAN),1)
+CFLAGS += -D_FORTIFY_SOURCE=2
+endif
+LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lmicrohttpd -lcrypt -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -81,7 +89,7 @@ RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT
 	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
-.PHONY: all check-deps deps run demo test asan chaos fuzz bench install uninstall clean vmlinux
+.PHONY: all check-deps deps run demo test asan chaos fuzz bench install uninstall clean vmlinux deb
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -158,8 +166,8 @@ $(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # faultline-rules serves /metrics with the probe's event loop and server.
-$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(OUT)/probes/loop.o \
-		$(OUT)/probes/metrics_server.o $(LIBS_A)
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(OUT)/probes/metrics_server.o \
+		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(OUT)/alerter_default_config.c: etc/alerter.yaml scripts/embed.sh
@@ -171,8 +179,8 @@ $(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
 
 ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 
-$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(OUT)/probes/loop.o \
-		$(OUT)/probes/metrics_server.o $(LIBS_A)
+$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(OUT)/probes/metrics_server.o \
+		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Test binaries link the library and the probe's objects (minus main).
@@ -311,9 +319,13 @@ install: all
 	done
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	for u in etc/systemd/*.service; do \
-		sed 's|/usr/bin/faultline|$(PREFIX)/bin/faultline|' $$u > \
+		sed -e 's|/usr/bin/faultline|$(PREFIX)/bin/faultline|' -e 's|/usr/share/faultline|$(PREFIX)/share/faultline|' $$u > \
 			$(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	done
+
+# A Debian package (dpkg-deb; lintian-checked when lintian is installed).
+deb: all
+	scripts/deb.sh $(OUT) $(VERSION)
 
 # Removes what install put there (configs an admin edited stay, with a note).
 uninstall:

@@ -110,6 +110,7 @@ struct alerter_config {
 	uint64_t claim_idle_ns;		/* another alerter's entry is taken over after this */
 	char log_level[16];
 	char metrics_addr[64];		/* the alerter's own /metrics; "" off */
+	char web_config[256];		/* its TLS and basic auth (exporter-toolkit file) */
 };
 
 /* The embedded default (etc/alerter.yaml). */

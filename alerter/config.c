@@ -317,6 +317,8 @@ const struct cfg_field alerter_config_schema[] = {
 		     "Another alerter's entry is taken over after this (at least 1s)"),
 	CFG_CHARS("log_level", AC, log_level, "error, warn, info or debug"),
 	CFG_CHARS("metrics_addr", AC, metrics_addr, "The alerter's own /metrics; empty: off"),
+	CFG_CHARS("web_config", AC, web_config, "TLS and basic auth for /metrics: a web config "
+		  "file as Prometheus exporters take; empty: plain HTTP"),
 };
 const size_t alerter_config_nschema = sizeof(alerter_config_schema) /
 				      sizeof(alerter_config_schema[0]);

@@ -25,7 +25,6 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/promtext.h"
-#include "probes/loop.h"
 #include "probes/metrics_server.h"
 #include "core/notify.h"
 #include "store/store.h"
@@ -189,6 +188,9 @@ static void usage(FILE *out)
 "  -r, --redis URL       override the config's redis\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
 "      --log-format FMT  text (default), json or logfmt, for log shippers\n"
+"      --web-config FILE TLS and basic auth for /metrics (Prometheus'\n"
+"                        exporter-toolkit web config format; default: the\n"
+"                        config's web_config)\n"
 "  -m, --metrics-addr A  serve the alerter's own metrics (notifications sent and\n"
 "                        failed per receiver, dead letters, held entries,\n"
 "                        Redis errors) as Prometheus text on http://A/metrics,\n"
@@ -1156,6 +1158,7 @@ int main(int argc, char **argv)
 		{ "redis", required_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "log-format", required_argument, NULL, 'F' },
+		{ "web-config", required_argument, NULL, 'W' },
 		{ "print-config", no_argument, NULL, 'P' },
 		{ "config-reference", no_argument, NULL, 'C' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
@@ -1164,7 +1167,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	const char *config = NULL, *redis = NULL, *level = NULL, *metrics_addr = NULL;
-	struct loop *loop = NULL;
+	const char *web_config = NULL;
 	struct metrics_server *metrics = NULL;
 	struct strbuf ms = STRBUF_INIT;
 	uint64_t metrics_at = 0;
@@ -1186,6 +1189,7 @@ int main(int argc, char **argv)
 			if (log_format_option("faultline-alerter", optarg))
 				return 2;
 			break;
+		case 'W': web_config = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-alerter %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -1225,11 +1229,12 @@ int main(int argc, char **argv)
 		 al.cfg.consumer, al.redis_shown, al.cfg.nreceivers, al.cfg.nroutes);
 	if (!metrics_addr)
 		metrics_addr = al.cfg.metrics_addr;
+	if (!web_config)
+		web_config = al.cfg.web_config;
 	if (metrics_addr[0]) {
-		loop = loop_new();
-		metrics = loop ? metrics_server_start(loop, metrics_addr, err, sizeof(err)) : NULL;
+		metrics = metrics_server_start(metrics_addr, web_config, err, sizeof(err));
 		if (!metrics) {
-			log_error("metrics: %s", loop ? err : "out of memory");
+			log_error("metrics: %s", err);
 			return 1;
 		}
 		log_info("serving the alerter's metrics on http://%s/metrics", metrics_addr);
@@ -1288,10 +1293,8 @@ int main(int argc, char **argv)
 				strbuf_reset(&ms);
 				render_metrics(&al, &ms);
 				metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
-				metrics_server_reap(metrics, 10 * NSEC_PER_SEC);
 				metrics_at = now + 500 * NSEC_PER_MSEC;
 			}
-			loop_run_for(loop, NSEC_PER_MSEC);	/* waiting scrapes, at most 1 ms */
 		}
 	}
 	notify_stopping();
@@ -1318,7 +1321,6 @@ int main(int argc, char **argv)
 	strmap_free(&al.held);
 	alerter_config_free(&al.cfg);
 	metrics_server_stop(metrics);
-	loop_free(loop);
 	strbuf_release(&ms);
 	return 0;
 }

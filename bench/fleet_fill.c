@@ -6,7 +6,7 @@
  *
  * Each host hN (rack r<N/20>, switch sw<N/80>) gets SECONDS snapshots,
  * one a second ending now, with the series bench/rules_throughput.py's
- * rules read: tcp.in_csum_errors (every 10th host 2/s), cpu.utilization
+ * rules read: tcp.in_csum_errors (every 10th host 2/s), cpu.host_utilization
  * {cpu="all"} (every 7th host 0.97, else 0.35) and drive.wear_used_pct
  * (every 9th host 93, else 40), written through the probe's own store.
  */
@@ -52,8 +52,7 @@ int main(int argc, char **argv)
 			snapshot_set_label(&s, "switch", sw);
 			snapshot_add_counter(&s, "tcp.in_csum_errors",
 					     h % 10 == 0 ? (uint64_t)t * 2 : 0, NULL);
-			snapshot_add_gauge(&s, "cpu.utilization", h % 7 == 0 ? 0.97 : 0.35, "cpu",
-					   "all", NULL);
+			snapshot_add_gauge(&s, "cpu.host_utilization", h % 7 == 0 ? 0.97 : 0.35, NULL);
 			snapshot_add_gauge(&s, "drive.wear_used_pct", h % 9 == 0 ? 93 : 40,
 					   "device", "nvme0n1", "model", "M", NULL);
 			store_put_snapshot(st, &s);

@@ -28,8 +28,8 @@ import time
 
 KINDS = [  # (faultline expr, prometheus expr); the threshold varies per rule
     ("rate(faultline_tcp_in_csum_errors_total[5m]) > {t}", "rate(tcp_in_csum_errors[5m]) > {t}"),
-    ("avg_over_time(faultline_cpu_utilization_ratio{{cpu=\"all\"}}[5m]) > {t}",
-     "avg_over_time(cpu_utilization{{cpu=\"all\"}}[5m]) > {t}"),
+    ("avg_over_time(faultline_host_cpu_utilization_ratio[5m]) > {t}",
+     "avg_over_time(host_cpu_utilization[5m]) > {t}"),
     ("faultline_drive_wear_used_ratio >= {t}", "drive_wear_used_ratio >= {t}"),
 ]
 
@@ -44,8 +44,8 @@ def series(host, h):
         ('faultline_tcp_in_csum_errors_total{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
          'tcp_in_csum_errors{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
          "0+%dx{n}" % (120 if bad else 0)),
-        ('faultline_cpu_utilization_ratio{host="%s",rack="%s",switch="%s",cpu="all"}' % (host, rack, sw),
-         'cpu_utilization{host="%s",rack="%s",switch="%s",cpu="all"}' % (host, rack, sw),
+        ('faultline_host_cpu_utilization_ratio{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
+         'host_cpu_utilization{host="%s",rack="%s",switch="%s"}' % (host, rack, sw),
          "%s+0x{n}" % ("0.97" if h % 7 == 0 else "0.35")),
         ('faultline_drive_wear_used_ratio{host="%s",rack="%s",switch="%s",device="nvme0n1",model="M"}'
          % (host, rack, sw),
@@ -89,7 +89,7 @@ def write(d, hosts, nrules, minutes):
             inputs_pr += ["      - series: '%s'" % pr, "        values: '%s'" % v]
     expected = 0
     checks_fl, checks_pr = [], []
-    extra = {0: "", 1: ', cpu: "all"', 2: ", device: nvme0n1, model: M"}
+    extra = {0: "", 1: "", 2: ", device: nvme0n1, model: M"}
     for name, k, t in rules:
         exp = [h for h in range(hosts) if fires(k, h, t)]
         expected += len(exp)

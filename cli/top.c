@@ -134,6 +134,14 @@ static void print_cpu(const struct snapshot *old, const struct snapshot *cur, do
 		       m ? 100 * m->gauge.last : 0);
 		any = 1;
 	}
+	{
+		const struct series *hu = snapshot_find(cur, "cpu.host_utilization{}");
+		const struct series *hm = snapshot_find(cur, "cpu.host_utilization_max{}");
+
+		if (hu)
+			printf("   all %3.0f%% (100ms max %3.0f%%)", 100 * hu->gauge.last,
+			       hm ? 100 * hm->gauge.last : 0);
+	}
 	if (!any)
 		printf("(no cpu series: BPF off?)");
 	printf("\n     run-queue latency p99 %s (%" PRIu64 " waits)   I/O wait p99 %s (%" PRIu64

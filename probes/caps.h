@@ -11,6 +11,8 @@
  *   drive         CAP_SYS_RAWIO (ATA SMART), CAP_SYS_ADMIN (NVMe admin
  *                 commands), also for the smartctl it runs
  *   store writer  nothing (it only talks to Redis)
+ *   /metrics      nothing (libmicrohttpd's thread, started from a thread
+ *                 that dropped everything first)
  *
  * Capabilities, and the bounding set that limits what a program it execs
  * can have, are per thread in Linux, so each thread calls caps_keep() for

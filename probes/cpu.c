@@ -6,10 +6,10 @@
  *   cpu.busy{cpu}              busy ns, cumulative (exact, from sched_switch)
  *   cpu.idle{cpu}              idle ns since the probe started (interval - busy)
  *   cpu.utilization{cpu}       busy share of the last interval, 0..1;
- *                              cpu="all" is the host average
+ *                              (cpu.host_utilization: the host average)
  *   cpu.utilization_max{cpu}   the highest 100 ms sub-window of the interval,
  *                              so a burst survives averaging and rollups;
- *                              cpu="all" is the highest of any CPU
+ *                              (cpu.host_utilization_max: the highest of any CPU)
  *   sched.runq_latency         histogram, runnable -> running
  *   sched.iowait               histogram, asleep in iowait -> woken
  *
@@ -231,8 +231,8 @@ static int cpu_collect(void *priv, struct snapshot *s)
 		cp->prev_busy[c] = total;
 	}
 	if (counted &&
-	    (!snapshot_add_gauge(s, "cpu.utilization", sum_util / counted, "cpu", "all", NULL) ||
-	     !snapshot_add_gauge(s, "cpu.utilization_max", max_util, "cpu", "all", NULL)))
+	    (!snapshot_add_gauge(s, "cpu.host_utilization", sum_util / counted, NULL) ||
+	     !snapshot_add_gauge(s, "cpu.host_utilization_max", max_util, NULL)))
 		return -ENOMEM;
 	cp->prev_now = now;
 	if ((ret = add_lat(s, cp, 0)) || (ret = add_lat(s, cp, 1)))

@@ -85,6 +85,8 @@ static void usage(FILE *out)
 "  -H, --host NAME          host name in keys and alerts (default: hostname)\n"
 "  -i, --interval DUR       sampling interval (default 1s)\n"
 "  -m, --metrics-addr ADDR  /metrics listen address, HOST:PORT; \"\" disables\n"
+"      --web-config FILE    TLS and basic auth for /metrics (Prometheus'\n"
+"                           exporter-toolkit web config format)\n"
 "      --no-bpf             run the /proc-based collectors only\n"
 "      --once               collect one snapshot, print it as Prometheus text\n"
 "                           to stdout and exit (no Redis)\n"
@@ -177,7 +179,6 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 		strbuf_reset(&p->prom);
 		prom_render(&s, &p->cfg.buckets, &p->prom);
 		metrics_server_set_body(p->metrics, strbuf_str(&p->prom), p->prom.len);
-		metrics_server_reap(p->metrics, 10 * NSEC_PER_SEC);
 	}
 	snapshot_free(&s);
 }
@@ -268,7 +269,47 @@ static int cmd_profile(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
-enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG, OPT_CONFIG_REFERENCE, OPT_LOG_FORMAT };
+struct metrics_start {
+	const struct probe_config *cfg;
+	struct metrics_server *m;
+	char err[512];
+};
+
+static void *metrics_start_thread(void *arg)
+{
+	struct metrics_start *ms = arg;
+	char err[256];
+
+	if (caps_keep(caps_none, err, sizeof(err)))
+		log_warn("/metrics server keeps every capability: %s", err);
+	ms->m = metrics_server_start(ms->cfg->metrics_addr, ms->cfg->web_config, ms->err,
+				     sizeof(ms->err));
+	return NULL;
+}
+
+/*
+ * Start /metrics from a thread that first gives up every capability: the
+ * server's own thread inherits its creator's, and the one thread that talks
+ * to the network should hold none of root's powers.  NULL with err on failure.
+ */
+static struct metrics_server *start_metrics_unprivileged(const struct probe_config *cfg,
+							 char *err, size_t errlen)
+{
+	struct metrics_start ms = { .cfg = cfg };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, metrics_start_thread, &ms)) {
+		snprintf(err, errlen, "/metrics: cannot start a thread");
+		return NULL;
+	}
+	pthread_join(t, NULL);
+	if (!ms.m)
+		snprintf(err, errlen, "%s", ms.err);
+	return ms.m;
+}
+
+enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG, OPT_CONFIG_REFERENCE, OPT_LOG_FORMAT,
+       OPT_WEB_CONFIG };
 
 /* The config reference from the schema table, with the built-in defaults. */
 static int print_config_reference(void)
@@ -302,12 +343,13 @@ int main(int argc, char **argv)
 		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
 		{ "config-reference", no_argument, NULL, OPT_CONFIG_REFERENCE },
 		{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+		{ "web-config", required_argument, NULL, OPT_WEB_CONFIG },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	const char *config = NULL, *redis = NULL, *host = NULL, *interval = NULL;
-	const char *metrics = NULL, *level = NULL;
+	const char *metrics = NULL, *level = NULL, *web_config = NULL;
 	static const int sigs[] = { SIGINT, SIGTERM, 0 };
 	int no_bpf = 0, once = 0, c, rc = 1;
 	struct probe p = { 0 };
@@ -332,6 +374,7 @@ int main(int argc, char **argv)
 			if (log_format_option("faultline-probe", optarg))
 				return 2;
 			break;
+		case OPT_WEB_CONFIG: web_config = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-probe %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -380,6 +423,10 @@ int main(int argc, char **argv)
 	if (host) {
 		free(p.cfg.host);
 		p.cfg.host = strdup(host);
+	}
+	if (web_config) {
+		free(p.cfg.web_config);
+		p.cfg.web_config = strdup(web_config);
 	}
 	if (metrics) {
 		free(p.cfg.metrics_addr);
@@ -484,7 +531,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (p.cfg.metrics_addr[0]) {
-		p.metrics = metrics_server_start(p.loop, p.cfg.metrics_addr, err, sizeof(err));
+		p.metrics = start_metrics_unprivileged(&p.cfg, err, sizeof(err));
 		if (!p.metrics) {
 			log_error("%s", err);
 			goto out;

@@ -1,171 +1,302 @@
 /*
- * metrics_server.c - GET /metrics over HTTP/1.0; see metrics_server.h.
+ * metrics_server.c - /metrics on libmicrohttpd; see metrics_server.h.
  *
- * Each connection: read until the end of the request head (or 8 KiB), then
- * write the response, then close.  At most MAX_CONNS at once; beyond that
- * new connections are closed straight away.
+ * The listening socket is ours (so a port in use is said plainly, with what
+ * to do); libmicrohttpd serves it from one epoll thread with a connection
+ * limit and an idle timeout.  The body lives behind a mutex: the daemon's
+ * thread replaces it, the server's thread copies it into each response.  Its
+ * gzip'd form is made on the first scrape that asks for it and kept until
+ * the body changes.
  */
 #include "probes/metrics_server.h"
 
-#include <arpa/inet.h>
+#include <crypt.h>
 #include <errno.h>
+#include <libgen.h>
+#include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
-#include "core/log.h"
-#include "core/timeutil.h"
+#include "core/config.h"
+#include "core/config_schema.h"
 
-#define MAX_CONNS 16
-#define REQ_MAX 8192
+#define CONNECTION_LIMIT 256
+#define IDLE_TIMEOUT_S 10
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-struct conn {
-	int fd;
-	char req[REQ_MAX];
-	size_t req_len;
-	char *resp;
-	size_t resp_len, resp_off;
-	uint64_t accepted_ns;
-	struct metrics_server *srv;
+struct web_user {
+	char *name;
+	char *hash;	/* bcrypt */
+};
+
+/* The web config file (exporter-toolkit's format, the part faultline serves). */
+struct web_config {
+	char *cert_file;
+	char *key_file;
+	struct web_user *users;
+	size_t nusers;
 };
 
 struct metrics_server {
-	struct loop *loop;
+	struct MHD_Daemon *d;
 	int lfd;
+	pthread_mutex_t lock;
 	char *body;
-	size_t body_len;
-	struct conn conns[MAX_CONNS];
+	size_t len;
+	char *gz;		/* body gzip'd, or NULL until a client asks */
+	size_t gzlen;
+	char *cert, *key;	/* PEM text, for libmicrohttpd */
+	struct web_config web;
 };
 
-static void conn_close(struct conn *c)
+/* ---- the web config file ------------------------------------------------ */
+
+static void web_config_free(struct web_config *w)
 {
-	loop_del_fd(c->srv->loop, c->fd);
-	close(c->fd);
-	free(c->resp);
-	c->resp = NULL;
-	c->fd = -1;
+	free(w->cert_file);
+	free(w->key_file);
+	for (size_t i = 0; i < w->nusers; i++) {
+		free(w->users[i].name);
+		free(w->users[i].hash);
+	}
+	free(w->users);
+	memset(w, 0, sizeof(*w));
 }
 
-static void build_response(struct conn *c)
+static int parse_users(const struct cfg *c, const struct cfg_node *map, const char *key,
+		       void *base, char *err, size_t errlen)
 {
-	struct metrics_server *m = c->srv;
-	char head[256];
-	const char *status = "200 OK", *ctype = "text/plain; version=0.0.4; charset=utf-8";
-	const char *body = m->body ? m->body : "";
-	size_t blen = m->body ? m->body_len : 0;
-	int n;
+	struct web_config *w = base;
+	const struct cfg_node *u;
+	int ret = cfg_map(c, map, key, &u, err, errlen);
 
-	if (strncmp(c->req, "GET ", 4) != 0) {
-		status = "405 Method Not Allowed";
-		body = "only GET is supported\n";
-		blen = strlen(body);
-	} else if (strncmp(c->req + 4, "/metrics", 8) != 0 ||
-		   (c->req[12] != ' ' && c->req[12] != '?')) {
-		status = "404 Not Found";
-		body = "faultline-probe serves /metrics\n";
-		blen = strlen(body);
+	if (ret || !u)
+		return ret;
+	w->users = calloc(u->nchild + 1, sizeof(*w->users));
+	if (!w->users)
+		return -ENOMEM;
+	for (size_t i = 0; i < u->nchild; i++) {
+		const struct cfg_node *e = &u->child[i];
+
+		((struct cfg_node *)e)->used = 1;
+		if (e->type != CFG_SCALAR || strncmp(e->value, "$2", 2))
+			return cfg_error(c, e, err, errlen, "%s.%s: expected a bcrypt hash "
+					 "($2y$..., as `htpasswd -nBC 10 USER` makes)", key, e->key);
+		w->users[w->nusers].name = strdup(e->key);
+		w->users[w->nusers].hash = strdup(e->value);
+		if (!w->users[w->nusers].name || !w->users[w->nusers].hash)
+			return -ENOMEM;
+		w->nusers++;
 	}
-	n = snprintf(head, sizeof(head),
-		     "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		     "Connection: close\r\n\r\n", status, ctype, blen);
-	c->resp = malloc((size_t)n + blen);
-	if (!c->resp)
-		return;
-	memcpy(c->resp, head, (size_t)n);
-	memcpy(c->resp + n, body, blen);
-	c->resp_len = (size_t)n + blen;
-	c->resp_off = 0;
+	return 0;
 }
 
-static void on_conn(struct loop *l, int fd, uint32_t events, void *arg)
-{
-	struct conn *c = arg;
-	ssize_t n;
+#define WC struct web_config
+static const struct cfg_field web_schema[] = {
+	CFG_STRING("tls_server_config.cert_file", WC, cert_file, "the server's certificate (PEM)"),
+	CFG_STRING("tls_server_config.key_file", WC, key_file, "its private key (PEM)"),
+	CFG_CUSTOM("basic_auth_users", parse_users, "map of bcrypt hashes",
+		   "user -> bcrypt hash of the password"),
+};
+#undef WC
 
-	(void)fd;
-	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
-		conn_close(c);
-		return;
-	}
-	if (!c->resp) {
-		n = read(c->fd, c->req + c->req_len, REQ_MAX - 1 - c->req_len);
-		if (n <= 0) {
-			if (n < 0 && errno == EAGAIN)
-				return;
-			conn_close(c);
-			return;
-		}
-		c->req_len += (size_t)n;
-		c->req[c->req_len] = '\0';
-		if (!strstr(c->req, "\r\n\r\n") && !strstr(c->req, "\n\n")) {
-			if (c->req_len >= REQ_MAX - 1)
-				conn_close(c);
-			return;
-		}
-		build_response(c);
-		if (!c->resp) {
-			conn_close(c);
-			return;
-		}
-		loop_mod_fd(l, c->fd, EPOLLOUT);
-	}
-	while (c->resp_off < c->resp_len) {
-		n = send(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EAGAIN)
-				return;
-			break;
-		}
-		c->resp_off += (size_t)n;
-	}
-	conn_close(c);
+/* path, or dir/path when path is relative (exporter-toolkit's rule). */
+static char *relative_to(const char *file, const char *path)
+{
+	char *copy, *dir, *out;
+
+	if (path[0] == '/')
+		return strdup(path);
+	copy = strdup(file);
+	if (!copy)
+		return NULL;
+	dir = dirname(copy);
+	out = malloc(strlen(dir) + strlen(path) + 2);
+	if (out)
+		sprintf(out, "%s/%s", dir, path);
+	free(copy);
+	return out;
 }
 
-static void on_accept(struct loop *l, int fd, uint32_t events, void *arg)
+static int load_pem(const char *cfgfile, const char *path, char **out, char *err, size_t errlen)
 {
-	struct metrics_server *m = arg;
-	int cfd;
+	char *full = relative_to(cfgfile, path);
+	size_t len;
+	int ret;
 
-	(void)events;
-	while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		struct conn *c = NULL;
-
-		for (int i = 0; i < MAX_CONNS; i++) {
-			if (m->conns[i].fd < 0) {
-				c = &m->conns[i];
-				break;
-			}
-		}
-		if (!c) {
-			/*
-			 * Every slot is taken: the newcomer gets the slot of the
-			 * oldest connection that has not finished its request (idle or
-			 * slow clients), so they can never lock a scraper out.
-			 */
-			for (int i = 0; i < MAX_CONNS; i++)
-				if (!m->conns[i].resp &&
-				    (!c || m->conns[i].accepted_ns < c->accepted_ns))
-					c = &m->conns[i];
-			if (!c) {
-				close(cfd);	/* all are answering: they finish soon */
-				continue;
-			}
-			conn_close(c);
-		}
-		c->fd = cfd;
-		c->req_len = 0;
-		c->accepted_ns = time_mono_ns();
-		c->srv = m;
-		if (loop_add_fd(l, cfd, EPOLLIN | EPOLLRDHUP, on_conn, c)) {
-			close(cfd);
-			c->fd = -1;
-		}
-	}
+	if (!full)
+		return -ENOMEM;
+	ret = cfg_read_file(full, out, &len, err, errlen);
+	free(full);
+	return ret;
 }
+
+static int web_config_load(struct metrics_server *m, const char *path, char *err, size_t errlen)
+{
+	struct cfg c;
+	int ret = cfg_load_file(&c, path, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = cfg_apply(&c, web_schema, sizeof(web_schema) / sizeof(web_schema[0]), &m->web, err,
+			errlen);
+	if (!ret && !m->web.cert_file != !m->web.key_file)
+		ret = cfg_error(&c, cfg_get(c.root, "tls_server_config"), err, errlen,
+				"tls_server_config: needs both cert_file and key_file");
+	cfg_free(&c);
+	if (!ret && m->web.cert_file &&
+	    ((ret = load_pem(path, m->web.cert_file, &m->cert, err, errlen)) ||
+	     (ret = load_pem(path, m->web.key_file, &m->key, err, errlen))))
+		return ret;
+	return ret;
+}
+
+/* ---- serving ------------------------------------------------------------- */
+
+/* gzip body into *out (malloc'd).  Returns 0 or -ENOMEM. */
+static int gzip_body(const char *body, size_t len, char **out, size_t *outlen)
+{
+	z_stream zs = { 0 };
+	uLong cap = compressBound((uLong)len) + 32;
+	char *buf = malloc(cap);
+
+	if (!buf || deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(buf);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)body;
+	zs.avail_in = (uInt)len;
+	zs.next_out = (Bytef *)buf;
+	zs.avail_out = (uInt)cap;
+	if (deflate(&zs, Z_FINISH) != Z_STREAM_END) {
+		deflateEnd(&zs);
+		free(buf);
+		return -ENOMEM;
+	}
+	*out = buf;
+	*outlen = zs.total_out;
+	deflateEnd(&zs);
+	return 0;
+}
+
+/* 1 if Accept-Encoding lists gzip (or *) with a q above 0. */
+static int accepts_gzip(struct MHD_Connection *c)
+{
+	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_ACCEPT_ENCODING);
+
+	while (ae && *ae) {
+		size_t n = strcspn(ae, ","), k = 0;
+		char tok[64], *q;
+
+		for (size_t i = 0; i < n && k + 1 < sizeof(tok); i++)
+			if (ae[i] != ' ' && ae[i] != '\t')
+				tok[k++] = ae[i];	/* "gzip; q=0.5" -> "gzip;q=0.5" */
+		tok[k] = '\0';
+		q = strstr(tok, ";q=");
+		if (q)
+			*q = '\0';
+		if ((!strcasecmp(tok, "gzip") || !strcmp(tok, "*")) && (!q || strtod(q + 3, NULL) > 0))
+			return 1;
+		ae += n + (ae[n] == ',');
+	}
+	return 0;
+}
+
+/* 1 if the request carries a user and password of the web config. */
+static int authorized(const struct metrics_server *m, struct MHD_Connection *c)
+{
+	char *pass = NULL, *user;
+	int ok = 0;
+
+	if (!m->web.nusers)
+		return 1;
+	user = MHD_basic_auth_get_username_password(c, &pass);
+	for (size_t i = 0; user && pass && i < m->web.nusers && !ok; i++)
+		if (!strcmp(user, m->web.users[i].name)) {
+			struct crypt_data cd = { 0 };
+			const char *h = crypt_r(pass, m->web.users[i].hash, &cd);
+
+			ok = h && !strcmp(h, m->web.users[i].hash);
+		}
+	MHD_free(user);
+	MHD_free(pass);
+	return ok;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status, const char *text)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text,
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_len, void **con_cls)
+{
+	struct metrics_server *m = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	int gz;
+
+	(void)version;
+	(void)upload;
+	(void)upload_len;
+	(void)con_cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	if (!authorized(m, c)) {
+		static const char no[] = "Unauthorized\n";
+
+		r = MHD_create_response_from_buffer(sizeof(no) - 1, (void *)no,
+						    MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		ret = MHD_queue_basic_auth_fail_response(c, "faultline", r);
+		MHD_destroy_response(r);
+		return ret;
+	}
+	if (!strcmp(url, "/"))
+		return answer(c, MHD_HTTP_OK, "faultline: metrics at /metrics\n");
+	if (strcmp(url, "/metrics"))
+		return answer(c, MHD_HTTP_NOT_FOUND, "not found; metrics are at /metrics\n");
+	gz = accepts_gzip(c);
+	pthread_mutex_lock(&m->lock);
+	if (gz && !m->gz && gzip_body(m->body ? m->body : "", m->len, &m->gz, &m->gzlen))
+		gz = 0;
+	r = gz ? MHD_create_response_from_buffer(m->gzlen, m->gz, MHD_RESPMEM_MUST_COPY)
+	       : MHD_create_response_from_buffer(m->len, m->body ? m->body : (char *)"",
+						 MHD_RESPMEM_MUST_COPY);
+	pthread_mutex_unlock(&m->lock);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	if (gz)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ---- starting and stopping ---------------------------------------------- */
 
 static int split_addr(const char *addr, char *host, size_t hlen, char *port, size_t plen)
 {
@@ -188,55 +319,84 @@ static int split_addr(const char *addr, char *host, size_t hlen, char *port, siz
 	return port[0] ? 0 : -1;
 }
 
-struct metrics_server *metrics_server_start(struct loop *l, const char *addr, char *err,
-					    size_t errlen)
+/* A listening socket for addr, or -1 with the reason (and what to do) in err. */
+static int listen_on(const char *addr, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *res = NULL;
-	struct metrics_server *m;
 	char host[256], port[32];
-	int fd = -1, one = 1, rc;
+	int fd, one = 1, rc;
 
 	if (split_addr(addr, host, sizeof(host), port, sizeof(port))) {
 		snprintf(err, errlen, "metrics_addr '%s': expected HOST:PORT, e.g. 127.0.0.1:9464",
 			 addr);
-		return NULL;
+		return -1;
 	}
 	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (rc) {
 		snprintf(err, errlen, "metrics_addr '%s': %s", addr, gai_strerror(rc));
-		return NULL;
+		return -1;
 	}
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 16)) {
+	    bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 128)) {
 		snprintf(err, errlen, "metrics_addr '%s': cannot listen: %s%s", addr,
 			 strerror(errno),
 			 errno == EADDRINUSE ? " (another probe or exporter on that port? "
 					       "set metrics_addr or --metrics-addr)" : "");
 		if (fd >= 0)
 			close(fd);
-		freeaddrinfo(res);
-		return NULL;
+		fd = -1;
 	}
 	freeaddrinfo(res);
-	m = calloc(1, sizeof(*m));
+	return fd;
+}
+
+struct metrics_server *metrics_server_start(const char *addr, const char *web_config, char *err,
+					    size_t errlen)
+{
+	struct metrics_server *m = calloc(1, sizeof(*m));
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+
 	if (!m) {
-		close(fd);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	m->loop = l;
-	m->lfd = fd;
-	for (int i = 0; i < MAX_CONNS; i++)
-		m->conns[i].fd = -1;
-	if (loop_add_fd(l, fd, EPOLLIN, on_accept, m)) {
-		close(fd);
-		free(m);
-		snprintf(err, errlen, "metrics server: event loop full");
-		return NULL;
+	pthread_mutex_init(&m->lock, NULL);
+	m->lfd = -1;
+	if (web_config && web_config[0] && web_config_load(m, web_config, err, errlen))
+		goto fail;
+	if ((m->lfd = listen_on(addr, err, errlen)) < 0)
+		goto fail;
+	if (m->cert)
+		flags |= MHD_USE_TLS;
+	m->d = m->cert ?
+		MHD_start_daemon(flags, 0, NULL, NULL, handle, m,
+				 MHD_OPTION_LISTEN_SOCKET, m->lfd,
+				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+				 MHD_OPTION_HTTPS_MEM_CERT, m->cert,
+				 MHD_OPTION_HTTPS_MEM_KEY, m->key, MHD_OPTION_END) :
+		MHD_start_daemon(flags, 0, NULL, NULL, handle, m,
+				 MHD_OPTION_LISTEN_SOCKET, m->lfd,
+				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+				 MHD_OPTION_END);
+	if (!m->d) {
+		snprintf(err, errlen, "metrics_addr '%s': libmicrohttpd would not start%s", addr,
+			 m->cert ? " (is the TLS certificate and key a matching PEM pair?)" : "");
+		goto fail;
 	}
 	return m;
+fail:
+	if (m->lfd >= 0)
+		close(m->lfd);
+	web_config_free(&m->web);
+	free(m->cert);
+	free(m->key);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	return NULL;
 }
 
 void metrics_server_set_body(struct metrics_server *m, const char *body, size_t len)
@@ -247,29 +407,27 @@ void metrics_server_set_body(struct metrics_server *m, const char *body, size_t 
 		return;
 	memcpy(b, body, len);
 	b[len] = '\0';
+	pthread_mutex_lock(&m->lock);
 	free(m->body);
+	free(m->gz);
 	m->body = b;
-	m->body_len = len;
-}
-
-void metrics_server_reap(struct metrics_server *m, uint64_t max_age_ns)
-{
-	uint64_t now = time_mono_ns();
-
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (m->conns[i].fd >= 0 && now - m->conns[i].accepted_ns > max_age_ns)
-			conn_close(&m->conns[i]);
+	m->len = len;
+	m->gz = NULL;
+	m->gzlen = 0;
+	pthread_mutex_unlock(&m->lock);
 }
 
 void metrics_server_stop(struct metrics_server *m)
 {
 	if (!m)
 		return;
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (m->conns[i].fd >= 0)
-			conn_close(&m->conns[i]);
-	loop_del_fd(m->loop, m->lfd);
+	MHD_stop_daemon(m->d);
 	close(m->lfd);
+	web_config_free(&m->web);
+	free(m->cert);
+	free(m->key);
 	free(m->body);
+	free(m->gz);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

@@ -1,12 +1,25 @@
 /*
- * metrics_server.h - a small HTTP/1.0 server for GET /metrics on the
- * probe's event loop.
+ * metrics_server.h - the /metrics endpoint of the probe, the rules engine
+ * and the alerter, on libmicrohttpd.
  *
- * Scrapes are served from the last snapshot already rendered by the
- * sampling loop, so a scrape costs a socket write, not a collection.  All
- * sockets are non-blocking and the sampling loop reaps connections that
- * linger (metrics_server_reap), so a slow or stuck client never delays
- * sampling.
+ * Scrapes are served from the last body the daemon rendered
+ * (metrics_server_set_body), so a scrape costs a copy, never a collection,
+ * and the server's own thread never touches the sampling loop.
+ * libmicrohttpd gives what a scraper expects: many concurrent connections
+ * (idle or slow clients time out and never lock a scraper out), HEAD, and
+ * keep-alive; on top of it the body is sent gzip'd to clients that accept
+ * it (compressed once per body, not per scrape).
+ *
+ * An optional web config file, in the format of Prometheus' exporter-toolkit
+ * (--web.config.file), adds TLS and basic auth:
+ *
+ *   tls_server_config:
+ *     cert_file: /etc/faultline/tls/server.crt   # relative: to the file
+ *     key_file: /etc/faultline/tls/server.key
+ *   basic_auth_users:
+ *     prometheus: $2y$10$...                     # bcrypt, as htpasswd -B
+ *
+ * Any other key is an error with its file:line:col, never ignored.
  */
 #ifndef FL_METRICS_SERVER_H
 #define FL_METRICS_SERVER_H
@@ -14,23 +27,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "probes/loop.h"
-
 struct metrics_server;
 
 /*
  * Listen on addr ("127.0.0.1:9464", "[::1]:9464", ":9464" for all
- * addresses) and serve on loop l.  Returns NULL with a reason in err.
+ * addresses) with the web config file web_config (NULL or "": plain HTTP,
+ * no auth) and serve from the server's own thread.  Returns NULL with a
+ * reason in err.
  */
-struct metrics_server *metrics_server_start(struct loop *l, const char *addr, char *err,
+struct metrics_server *metrics_server_start(const char *addr, const char *web_config, char *err,
 					    size_t errlen);
 
-/* Replace the body served for /metrics (copied). */
+/* Replace the body served for /metrics (copied; any thread). */
 void metrics_server_set_body(struct metrics_server *m, const char *body, size_t len);
 
-/* Close connections open longer than max_age_ns (slow or stuck clients). */
-void metrics_server_reap(struct metrics_server *m, uint64_t max_age_ns);
-
+/* Stop serving and free m (NULL is fine). */
 void metrics_server_stop(struct metrics_server *m);
 
 #endif

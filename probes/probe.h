@@ -25,6 +25,7 @@ struct probe_config {
 	char *redis_url;
 	uint64_t redis_timeout_ns;
 	char *metrics_addr;
+	char *web_config;		/* exporter-toolkit web config for /metrics; "" none */
 	int bpf;
 	char *log_level;
 	struct label *labels;

@@ -183,6 +183,8 @@ const struct cfg_field probe_config_schema[] = {
 		     "Connect and command timeout for Redis"),
 	CFG_STRING("metrics_addr", PC, metrics_addr, "Prometheus /metrics listen address; "
 		   "empty: off"),
+	CFG_STRING("web_config", PC, web_config, "TLS and basic auth for /metrics: a web config "
+		   "file as Prometheus exporters take; empty: plain HTTP"),
 	CFG_CUSTOM("metrics_buckets", parse_buckets, "map of number lists", "/metrics bucket bounds per histogram "
 		   "metric, in its exposed unit"),
 	CFG_BOOL("bpf", PC, bpf, "Load the BPF collectors (false: /proc-based ones only)"),
@@ -244,10 +246,11 @@ int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
 	cfg->host = strdup("");
 	cfg->redis_url = strdup("");
 	cfg->metrics_addr = strdup("");
+	cfg->web_config = strdup("");
 	cfg->log_level = strdup("info");
 	cfg->smartctl = strdup("/usr/sbin/smartctl");
 	cfg->spool_path = strdup("");
-	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->log_level ||
+	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->web_config || !cfg->log_level ||
 	    !cfg->smartctl || !cfg->spool_path)
 		return -ENOMEM;
 	return probe_config_parse(cfg, "<built-in etc/probe.yaml>", probe_default_config,
@@ -273,6 +276,7 @@ void probe_config_free(struct probe_config *cfg)
 	free(cfg->host);
 	free(cfg->redis_url);
 	free(cfg->metrics_addr);
+	free(cfg->web_config);
 	free(cfg->log_level);
 	free(cfg->smartctl);
 	free(cfg->spool_path);

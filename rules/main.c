@@ -21,7 +21,6 @@
 #include "rules/engine.h"
 #include "core/backoff.h"
 #include "core/log.h"
-#include "probes/loop.h"
 #include "probes/metrics_server.h"
 #include "core/notify.h"
 #include "store/profile_store.h"
@@ -87,9 +86,17 @@ static void usage(FILE *out)
 "                        127.0.0.1:9465 (default: off)\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
 "      --log-format FMT  text (default), json or logfmt, for log shippers\n"
+"      --web-config FILE TLS and basic auth for /metrics (Prometheus'\n"
+"                        exporter-toolkit web config format)\n"
+"  -b, --runbook-base B  prefix relative runbooks (runbooks/x.md) with B, a\n"
+"                        URL (https://wiki/ops) or file:///usr/share/faultline,\n"
+"                        so pages link where they are (default: as written)\n"
 "  -h, --help            this text\n"
 "  -V, --version         print the version\n");
 }
+
+/* --runbook-base: where relative runbooks live (a URL, or the installed share dir) */
+static const char *runbook_base;
 
 static int load_all(struct ruleset *rs, char **files, int nfiles)
 {
@@ -102,6 +109,11 @@ static int load_all(struct ruleset *rs, char **files, int nfiles)
 			rules_free(rs);
 			return -1;
 		}
+	}
+	if (rules_runbook_base(rs, runbook_base, err, sizeof(err))) {
+		log_error("--runbook-base: %s", err);
+		rules_free(rs);
+		return -1;
 	}
 	return 0;
 }
@@ -477,6 +489,8 @@ int main(int argc, char **argv)
 		{ "replay-speed", required_argument, NULL, 'S' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "log-format", required_argument, NULL, 'F' },
+		{ "web-config", required_argument, NULL, 'W' },
+		{ "runbook-base", required_argument, NULL, 'b' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -488,8 +502,7 @@ int main(int argc, char **argv)
 	uint64_t replay_from = 0, replay_to = 0, clock_ms = 0, replay_t0 = 0;
 	double speed = 0;	/* replay: simulated seconds per second; 0: flat out */
 	const char *url = "unix:///run/faultline/redis.sock", *topo_path = NULL;
-	const char *metrics_addr = NULL;
-	struct loop *loop = NULL;
+	const char *metrics_addr = NULL, *web_config = NULL;
 	struct metrics_server *metrics = NULL;
 	struct strbuf ms = STRBUF_INIT;
 	struct topology topo = { 0 };
@@ -502,7 +515,7 @@ int main(int argc, char **argv)
 	char err[512], *end;
 
 	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:d:g:n:P:S:l:m:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "R:t:r:i:s:d:g:n:P:S:l:m:b:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'R':
@@ -579,6 +592,8 @@ int main(int argc, char **argv)
 			if (log_format_option("faultline-rules", optarg))
 				return 2;
 			break;
+		case 'W': web_config = optarg; break;
+		case 'b': runbook_base = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-rules %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -625,10 +640,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (metrics_addr && metrics_addr[0]) {
-		loop = loop_new();
-		metrics = loop ? metrics_server_start(loop, metrics_addr, err, sizeof(err)) : NULL;
+		metrics = metrics_server_start(metrics_addr, web_config, err, sizeof(err));
 		if (!metrics) {
-			log_error("%s", loop ? err : "cannot create the event loop");
+			log_error("%s", err);
 			return 1;
 		}
 	}
@@ -777,7 +791,6 @@ int main(int argc, char **argv)
 			render_metrics(e, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
 				       (double)(t_eval - t_read) / 1e9);
 			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
-			metrics_server_reap(metrics, 10 * NSEC_PER_SEC);
 		}
 		int nrules = 0;
 
@@ -795,10 +808,7 @@ int main(int argc, char **argv)
 		if (replay_to) {
 			continue;
 		} else if (spent < interval) {
-			if (loop)
-				loop_run_for(loop, interval - spent);	/* serves /metrics */
-			else
-				usleep((useconds_t)((interval - spent) / 1000));
+			usleep((useconds_t)((interval - spent) / 1000));
 		} else if (!overrun_said || t0 - overrun_said >= 60 * NSEC_PER_SEC) {
 			log_warn("an evaluation took %.2f s, longer than the %.2f s interval: alerts "
 				 "lag; raise --interval or split the rules over two instances",
@@ -822,7 +832,6 @@ int main(int argc, char **argv)
 	if (rc)
 		redisFree(rc);
 	metrics_server_stop(metrics);
-	loop_free(loop);
 	strbuf_release(&ms);
 	engine_free(e);
 	topology_free(&topo);

@@ -417,3 +417,28 @@ int topology_apply(const struct topology *t, struct snapshot *s)
 	}
 	return 0;
 }
+
+int rules_runbook_base(struct ruleset *rs, const char *base, char *err, size_t errlen)
+{
+	size_t bl = base ? strlen(base) : 0;
+
+	while (bl && base[bl - 1] == '/')
+		bl--;
+	for (int g = 0; bl && g < rs->ngroups; g++)
+		for (int i = 0; i < rs->groups[g].nrules; i++) {
+			struct rule *r = &rs->groups[g].rules[i];
+			char out[sizeof(r->runbook)];
+
+			if (!r->runbook[0] || r->runbook[0] == '/' || strstr(r->runbook, "://"))
+				continue;
+			if ((size_t)snprintf(out, sizeof(out), "%.*s/%s", (int)bl, base,
+					     r->runbook) >= sizeof(out)) {
+				snprintf(err, errlen, "rule %s: runbook %s under %.*s is longer than %zu "
+					 "characters", r->name, r->runbook, (int)bl, base,
+					 sizeof(out) - 1);
+				return -EINVAL;
+			}
+			memcpy(r->runbook, out, sizeof(out));
+		}
+	return 0;
+}

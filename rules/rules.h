@@ -106,6 +106,15 @@ int rules_load(struct ruleset *rs, const char *path, char *err, size_t errlen);
 void rules_free(struct ruleset *rs);
 
 /*
+ * Make every relative runbook (runbooks/slow-writes.md) base/runbook, so a
+ * page names where it is: base is a URL (https://wiki/ops) or the installed
+ * share directory (file:///usr/share/faultline).  Runbooks with a scheme or
+ * an absolute path are left as written; NULL or "" base changes nothing.
+ * Returns 0, or -EINVAL (the rule whose runbook would be too long in err).
+ */
+int rules_runbook_base(struct ruleset *rs, const char *base, char *err, size_t errlen);
+
+/*
  * Annotation templates (template.c says which part of Go's text/template):
  * check one at load — 0, or -EINVAL with the reason in why and the byte
  * offset in *off — and expand one into out.

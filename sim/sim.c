@@ -497,7 +497,7 @@ static double regress_growth(const struct cond *c)
 /* The host's CPU use this second, per CPU and overall, and its maxima. */
 static double cpu_series(struct host *h, struct snapshot *s, uint64_t t_s)
 {
-	double u[NCPUS], all = 0, want;
+	double u[NCPUS], all = 0, all_max = 0, want;
 	char cpu[8];
 
 	want = (h->c.base > 0 ? h->c.base : h->cpu_base) * h->c.load * regress_growth(&h->c);
@@ -516,9 +516,12 @@ static double cpu_series(struct host *h, struct snapshot *s, uint64_t t_s)
 		snapshot_add_gauge(s, "cpu.utilization", u[k], "cpu", cpu, NULL);
 		snapshot_add_gauge(s, "cpu.utilization_max", mx, "cpu", cpu, NULL);
 		all += u[k] / NCPUS;
+		if (mx > all_max)
+			all_max = mx;
 	}
-	snapshot_add_gauge(s, "cpu.utilization", all, "cpu", "all", NULL);
-	snapshot_add_gauge(s, "cpu.utilization_max", clamp01(all + 0.05), "cpu", "all", NULL);
+	/* the host aggregates are their own series, not a cpu="all" among the CPUs */
+	snapshot_add_gauge(s, "cpu.host_utilization", all, NULL);
+	snapshot_add_gauge(s, "cpu.host_utilization_max", all_max, NULL);
 	return all;
 }
 

@@ -131,9 +131,8 @@ static int seed_profile(redisContext *c, const char *host)
 	pid_t hot;
 	int ret;
 
-	if (!test_is_root())
+	if (!test_is_root() || !mkdtemp(dir))
 		return -1;
-	mkdtemp(dir);
 	snprintf(path, sizeof(path), "%s/hot.c", dir);
 	f = fopen(path, "w");
 	fputs(src, f);

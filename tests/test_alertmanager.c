@@ -70,7 +70,8 @@ static void setup(void)
 
 		snprintf(c1, sizeof(c1), "--config.file=%s", cfg);
 		snprintf(c2, sizeof(c2), "--storage.path=%s", data);
-		freopen("/dev/null", "w", stderr);
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(126);
 		execl(AM_BIN, AM_BIN, c1, c2, listen, "--cluster.listen-address=",
 		      (char *)NULL);
 		_exit(127);

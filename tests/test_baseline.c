@@ -45,7 +45,7 @@ Test(stats, mann_whitney_against_reference_values)
 static const char *yaml =
 	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
 	"      - alert: PostDeployCpuRegression\n"
-	"        expr: avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[10s])\n"
+	"        expr: avg_over_time(faultline_host_cpu_utilization_ratio[10s])\n"
 	"        baseline: {service: api, window: 10m, min_change: 0.2, alpha: 0.01}\n"
 	"        severity: warning\n"
 	"        annotations: {summary: \"{{ $labels.service }} {{ $labels.version }}: CPU x{{ $value }}\"}\n"
@@ -94,7 +94,7 @@ static void run_with(const char *rules_yaml, engine_profile_fn profiles, double 
 					cpu *= regress;
 			}
 			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
-			snapshot_add_gauge(&s, "cpu.utilization", cpu, "cpu", "all", NULL);
+			snapshot_add_gauge(&s, "cpu.host_utilization", cpu, NULL);
 			cr_assert_eq(engine_add_snapshot(e, &s), 0);
 			snapshot_free(&s);
 		}
@@ -366,7 +366,7 @@ Test(baseline, profile_baseline_rule_errors)
 static const char *any_service_yaml =
 	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
 	"      - alert: PostDeployCpuRegression\n"
-	"        expr: avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[10s])\n"
+	"        expr: avg_over_time(faultline_host_cpu_utilization_ratio[10s])\n"
 	"        baseline: {window: 10m, min_change: 0.2, alpha: 0.01}\n";
 
 /*
@@ -406,7 +406,7 @@ static void run_services(const struct deploy *d, const double *regress, int nd,
 					cpu *= regress[i];
 			}
 			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
-			snapshot_add_gauge(&s, "cpu.utilization", cpu, "cpu", "all", NULL);
+			snapshot_add_gauge(&s, "cpu.host_utilization", cpu, NULL);
 			cr_assert_eq(engine_add_snapshot(e, &s), 0);
 			snapshot_free(&s);
 		}

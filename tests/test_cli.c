@@ -242,6 +242,63 @@ Test(cli, logs_in_json_and_logfmt)
 		     2, "a bad --log-format is not a usage error");
 }
 
+static int deb_installed_by_us;
+
+static void purge_deb(void)
+{
+	if (deb_installed_by_us)
+		test_sh("dpkg --purge faultline >/dev/null 2>&1");
+	deb_installed_by_us = 0;
+}
+
+/*
+ * make deb: lintian finds no error (scripts/deb.sh fails on one), the
+ * package installs with dpkg -i, its units start the installed binaries
+ * with the installed configs, and dpkg --purge leaves nothing behind.
+ */
+Test(cli, debian_package_installs_and_purges, .fini = purge_deb, .timeout = 600)
+{
+	if (!test_is_root())
+		cr_skip_test("dpkg -i needs root");
+	if (test_sh("dpkg-query -W -f='${Status}' faultline 2>/dev/null | grep -q installed") == 0)
+		cr_skip_test("a faultline package is installed on this machine; not touching it");
+	cr_assert_eq(test_sh("cd %s/.. && make --no-print-directory -s deb OUT=%s >&2",
+			     test_out_dir(), test_out_dir()), 0, "make deb failed");
+	deb_installed_by_us = 1;
+	cr_assert_eq(test_sh("dpkg -i %s/faultline_*.deb >&2", test_out_dir()), 0,
+		     "dpkg -i failed");
+	cr_assert_eq(test_sh("/usr/bin/faultline-rules --version && /usr/bin/faultline --version && "
+			     "/usr/bin/faultline-alerter --version && "
+			     "/usr/bin/faultline-probe --version >/dev/null"), 0);
+	/* every unit starts an installed binary; the configs are conffiles in /etc/faultline */
+	cr_assert_eq(test_sh("for u in /lib/systemd/system/faultline-*.service; do "
+			     "b=$(sed -n 's/^ExecStart=\\([^ ]*\\).*/\\1/p' $u); "
+			     "test -x \"$b\" || { echo \"$u starts '$b'\" >&2; exit 1; }; done"), 0,
+		     "a unit's ExecStart is not an installed binary");
+	/* the engine's unit points relative runbooks at the installed ones */
+	cr_assert_eq(test_sh("b=$(grep -o 'runbook-base file://[^ ]*' "
+			     "/lib/systemd/system/faultline-rules.service | sed 's|.*file://||') && "
+			     "test -f \"$b/runbooks/host-silent.md\""), 0,
+		     "the rules unit's --runbook-base does not hold the runbooks");
+	cr_assert_eq(test_sh("dpkg-query -W -f='${Conffiles}' faultline | "
+			     "grep -q '/etc/faultline/probe.yaml' && "
+			     "dpkg-query -W -f='${Conffiles}' faultline | "
+			     "grep -q '/etc/faultline/rules/faultline.yaml'"), 0,
+		     "the configs are not conffiles");
+	/* installed, the engine finds its rules in /etc/faultline from anywhere */
+	cr_assert_eq(test_sh("cd / && faultline-rules --once --redis unix:///nonexistent 2>&1 | "
+			     "grep -q 'unix:///nonexistent'"), 0);
+	cr_assert_eq(test_sh("zcat /usr/share/man/man8/faultline-probe.8.gz | grep -qF 'log\\-format' && "
+			     "test -f /usr/share/bash-completion/completions/faultline && "
+			     "test -f /usr/share/faultline/grafana/faultline-host.json"), 0);
+	cr_assert_eq(test_sh("dpkg --purge faultline >&2"), 0, "dpkg --purge failed");
+	deb_installed_by_us = 0;
+	cr_assert_eq(test_sh("test ! -e /usr/bin/faultline-rules && test ! -e /etc/faultline && "
+			     "test ! -e /usr/share/faultline && "
+			     "test ! -e /lib/systemd/system/faultline-probe.service"), 0,
+		     "purge left files behind");
+}
+
 Test(cli, systemd_units_verify)
 {
 	if (test_sh("command -v systemd-analyze >/dev/null") != 0)

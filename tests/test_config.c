@@ -103,8 +103,8 @@ Test(config, errors_name_file_line_column_and_key)
 		{ "drive:\n  smartclt: x\n",
 		  "probe.yaml:2:13: smartclt: unknown key (valid here: interval, timeout, smartctl)" },
 		{ "colour: red\n", "colour: unknown key (valid here: host, interval, redis, "
-		  "redis_timeout, metrics_addr, metrics_buckets, bpf, log_level, labels, deploy_watch, "
-		  "retention, spool, block, drive, profile)" },
+		  "redis_timeout, metrics_addr, web_config, metrics_buckets, bpf, log_level, labels, "
+		  "deploy_watch, retention, spool, block, drive, profile)" },
 		{ "a: &x 1\nb: *x\n", "aliases are not supported" },
 		{ "labels:\n  rack: [1]\n", "labels.rack: expected a string value" },
 		{ "labels:\n  \"\": r1\n", "labels: keys must be non-empty" },

@@ -251,11 +251,22 @@ Test(cpu, runq_latency_rises_when_two_spinners_share_a_cpu, .init = open_cpu,
 	hist_subtract(&d, find(&s1, "sched.runq_latency{}")->hist,
 		      find(&s0, "sched.runq_latency{}")->hist);
 	cr_assert_gt(d.count, 50);
-	/* two CPU-bound tasks on one CPU each wait roughly a slice (ms) per turn */
-	uint64_t p99 = hist_quantile(&d, 0.99);
+	/*
+	 * Two CPU-bound tasks on one CPU each wait roughly a slice (ms) per
+	 * turn: hundreds of waits of 1 ms or more in 2 s.  Counted, not as a
+	 * host-wide p99, which the short waits of whatever else runs on a busy
+	 * machine would dilute.
+	 */
+	uint64_t slow = 0;
 
-	cr_assert_geq(p99, 1000000, "runq p99 %llu ns with two spinners on one CPU",
-		      (unsigned long long)p99);
+	for (uint32_t i = 0; i < HIST_BUCKETS; i++)
+		if (hist_bucket_lower(i) >= 1000000)
+			slow += d.buckets[i];
+	cr_log_info("runq: %llu of %llu waits of 1 ms or more, p99 %llu ns",
+		    (unsigned long long)slow, (unsigned long long)d.count,
+		    (unsigned long long)hist_quantile(&d, 0.99));
+	cr_assert_geq(slow, 100, "only %llu runq waits of 1 ms or more with two spinners on "
+		      "one CPU for 2 s", (unsigned long long)slow);
 	snapshot_free(&s0);
 	snapshot_free(&s1);
 }

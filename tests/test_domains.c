@@ -79,7 +79,7 @@ static const char *rule_yaml(const char *rollup)
 	static char y[512];
 
 	snprintf(y, sizeof(y), "groups:\n  - name: g\n    rules:\n"
-		 "      - alert: Hot\n        expr: faultline_cpu_utilization_ratio{cpu=\"all\"} > 0.9\n"
+		 "      - alert: Hot\n        expr: faultline_host_cpu_utilization_ratio > 0.9\n"
 		 "        rollup: %s\n", rollup);
 	return y;
 }
@@ -110,8 +110,7 @@ static void evaluate(const struct fleet *f, const char *yaml, int labels, struct
 				snapshot_set_label(&s, "switch", f->sw[i]);
 			if (labels & 4)
 				snapshot_set_label(&s, "rack", f->rack[i]);
-			snapshot_add_gauge(&s, "cpu.utilization", f->hit[i] ? 0.99 : 0.3, "cpu", "all",
-					   NULL);
+			snapshot_add_gauge(&s, "cpu.host_utilization", f->hit[i] ? 0.99 : 0.3, NULL);
 			cr_assert_eq(engine_add_snapshot(e, &s), 0);
 			snapshot_free(&s);
 		}
@@ -354,7 +353,7 @@ Test(domains, rule_labels_override_series_labels_once)
 {
 	static const char yaml[] =
 		"groups:\n  - name: g\n    rules:\n"
-		"      - alert: Hot\n        expr: faultline_cpu_utilization_ratio{cpu=\"all\"} > 0.9\n"
+		"      - alert: Hot\n        expr: faultline_host_cpu_utilization_ratio > 0.9\n"
 		"        severity: page\n        labels: {cpu: total, team: infra}\n";
 	static struct fleet f;
 	struct test_events ev = { 0 };

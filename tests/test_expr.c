@@ -19,12 +19,12 @@ Test(expr, valid_grammar)
 		"rate(faultline_tcp_in_csum_errors_total[1m]) > 0.5",
 		"quantile(0.99, faultline_block_latency_seconds{op=\"write\",device=~\"nvme.*\"}[5m]) > 50ms",
 		"sum by (switch) (rate(faultline_tcp_bad_csum_total[5m])) > 10",
-		"max(faultline_cpu_utilization_max_ratio{cpu!=\"all\"}) by (host) >= 0.95",
+		"max(faultline_cpu_utilization_max_ratio) by (host) >= 0.95",
 		"peer_ratio(quantile(0.99, faultline_block_latency_seconds{op=\"write\"}[10m]), \"model\") > 3",
 		"faultline_drive_wear_used_ratio >= 0.9 or faultline_drive_smart_passed == 0",
-		"faultline_cpu_utilization_ratio{cpu=\"all\"} > 0.9 unless faultline_cgroup_throttled_cgroups > 0",
+		"faultline_host_cpu_utilization_ratio > 0.9 unless faultline_cgroup_throttled_cgroups > 0",
 		"-(1 + 2) * 3 / 4 % 5 - abs(delta(faultline_drive_temperature_celsius[1h]))",
-		"avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[10m]) > bool 0.5",
+		"avg_over_time(faultline_host_cpu_utilization_ratio[10m]) > bool 0.5",
 		"count(faultline_drive_smart_available == 0) > 0 and increase(faultline_block_errors_total[5m]) > 0",
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {

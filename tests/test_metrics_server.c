@@ -1,31 +1,26 @@
 /*
- * test_metrics_server.c - the /metrics server (probes/metrics_server.c,
- * also faultline-rules'): 20 idle connections, more than its 16 slots, do
- * not lock a scraper out; wrong paths and methods are answered, not hung.
+ * test_metrics_server.c - the /metrics server of the probe, the rules
+ * engine and the alerter (probes/metrics_server.c, on libmicrohttpd): 64
+ * idle connections do not lock a scraper out; wrong paths and methods are
+ * answered, not hung; HEAD and gzip as scrapers use them; TLS and basic auth
+ * from an exporter-toolkit web config, checked with curl; a bad web config
+ * is an error with its position.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <crypt.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "probes/loop.h"
 #include "probes/metrics_server.h"
 #include "core/timeutil.h"
+#include "tests/helpers.h"
 
-static struct loop *loop;
-static volatile int serving;
-
-static void *serve(void *arg)
-{
-	(void)arg;
-	while (serving)
-		loop_run_for(loop, 50 * NSEC_PER_MSEC);
-	return NULL;
-}
+#define BODY "# TYPE faultline_up gauge\nfaultline_up 1\n"
 
 static int connect_to(int port)
 {
@@ -62,40 +57,139 @@ static int ask(int port, const char *req, char *buf, size_t len)
 	return (int)got;
 }
 
+/* Start a server on a free loopback port with web config wc; *port is it. */
+static struct metrics_server *start(const char *wc, int *port)
+{
+	struct metrics_server *m = NULL;
+	char err[512] = "", addr[32];
+
+	*port = 0;
+	for (int p = 20000 + getpid() % 20000, tries = 0; tries < 50 && !m; tries++, p++) {
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", p);
+		if ((m = metrics_server_start(addr, wc, err, sizeof(err))))
+			*port = p;
+		else if (!strstr(err, "Address already in use"))
+			break;
+	}
+	cr_assert_not_null(m, "%s", err);
+	metrics_server_set_body(m, BODY, strlen(BODY));
+	return m;
+}
+
 Test(metrics_server, idle_connections_do_not_lock_out_a_scrape)
 {
 	struct metrics_server *m;
-	pthread_t t;
-	char err[256], addr[32], buf[4096];
-	int port = 0, idle[20];
+	char buf[4096];
+	int port, idle[64];
 
-	loop = loop_new();
-	cr_assert_not_null(loop);
-	for (int p = 20000 + getpid() % 20000, tries = 0; tries < 50 && !port; tries++, p++) {
-		snprintf(addr, sizeof(addr), "127.0.0.1:%d", p);
-		m = metrics_server_start(loop, addr, err, sizeof(err));
-		if (m)
-			port = p;
-	}
-	cr_assert(port, "%s", err);
-	metrics_server_set_body(m, "faultline_up 1\n", 15);
-	serving = 1;
-	pthread_create(&t, NULL, serve, NULL);
-	for (int i = 0; i < 20; i++)
+	m = start(NULL, &port);
+	for (int i = 0; i < 64; i++)
 		idle[i] = connect_to(port);	/* connect, say nothing */
 	usleep(200000);
 	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0,
-		     "no answer with 20 idle connections open");
-	cr_assert(strstr(buf, "200 OK") && strstr(buf, "faultline_up 1\n"), "%s", buf);
+		     "no answer with 64 idle connections open");
+	cr_assert(strstr(buf, " 200 OK") && strstr(buf, "faultline_up 1\n"), "%s", buf);
+	cr_assert(strstr(buf, "text/plain; version=0.0.4"), "%s", buf);
 	cr_assert_gt(ask(port, "GET /other HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
-	cr_assert(strstr(buf, "404"), "%s", buf);
+	cr_assert(strstr(buf, " 404 "), "%s", buf);
 	cr_assert_gt(ask(port, "POST /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
-	cr_assert(strstr(buf, "405"), "%s", buf);
-	serving = 0;
-	pthread_join(t, NULL);
-	for (int i = 0; i < 20; i++)
+	cr_assert(strstr(buf, " 405 ") && strstr(buf, "GET, HEAD"), "%s", buf);
+	for (int i = 0; i < 64; i++)
 		if (idle[i] >= 0)
 			close(idle[i]);
 	metrics_server_stop(m);
-	loop_free(loop);
+}
+
+Test(metrics_server, head_and_gzip)
+{
+	struct metrics_server *m;
+	char buf[4096];
+	int port;
+
+	m = start(NULL, &port);
+	cr_assert_gt(ask(port, "HEAD /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
+	cr_assert(strstr(buf, " 200 OK"), "%s", buf);
+	cr_assert_null(strstr(buf, "faultline_up"), "HEAD sent a body: %s", buf);
+	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\nAccept-Encoding: gzip\r\n\r\n", buf,
+			 sizeof(buf)), 0);
+	cr_assert(strstr(buf, "Content-Encoding: gzip"), "%s", buf);
+	cr_assert_null(strstr(buf, "faultline_up"), "the gzip'd body is plain text");
+	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\nAccept-Encoding: gzip;q=0\r\n\r\n", buf,
+			 sizeof(buf)), 0);
+	cr_assert(!strstr(buf, "Content-Encoding: gzip") && strstr(buf, "faultline_up 1"),
+		  "gzip;q=0 still got gzip: %s", buf);
+	/* a real client decompresses it to the body */
+	cr_assert_eq(test_sh("test \"$(curl -s --compressed http://127.0.0.1:%d/metrics)\" = "
+			     "\"$(printf '%%s' '" BODY "')\"", port), 0);
+	metrics_server_stop(m);
+}
+
+/* TLS and basic auth from a web config file, as Prometheus' exporters take it. */
+Test(metrics_server, tls_and_basic_auth_from_a_web_config, .timeout = 60)
+{
+	char dir[] = "/tmp/fl-web.XXXXXX", wc[300], *salt;
+	struct crypt_data cd = { 0 };
+	struct metrics_server *m;
+	const char *hash;
+	int port;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(test_sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout "
+			     "server.key -out server.crt -days 1 -subj /CN=localhost "
+			     ">/dev/null 2>&1", dir), 0, "openssl could not make a certificate");
+	salt = crypt_gensalt_ra("$2b$", 5, NULL, 0);
+	cr_assert_not_null(salt);
+	hash = crypt_r("s3cret", salt, &cd);
+	free(salt);
+	cr_assert(hash && !strncmp(hash, "$2b$", 4));
+	snprintf(wc, sizeof(wc), "%s/web.yml", dir);
+	f = fopen(wc, "w");
+	/* the key and certificate relative to the file, as exporter-toolkit reads them */
+	fprintf(f, "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		   "basic_auth_users:\n  prometheus: '%s'\n", hash);
+	fclose(f);
+	m = start(wc, &port);
+	cr_assert_eq(test_sh("curl -sk -o /dev/null -w '%%{http_code}' "
+			     "https://127.0.0.1:%d/metrics | grep -qx 401", port), 0,
+		     "no credentials were not refused");
+	cr_assert_eq(test_sh("curl -sk -o /dev/null -w '%%{http_code}' -u prometheus:wrong "
+			     "https://127.0.0.1:%d/metrics | grep -qx 401", port), 0,
+		     "a wrong password was not refused");
+	cr_assert_eq(test_sh("curl -sk -u prometheus:s3cret https://127.0.0.1:%d/metrics | "
+			     "grep -qx 'faultline_up 1'", port), 0, "the right password got no body");
+	cr_assert_neq(test_sh("curl -s -m 5 http://127.0.0.1:%d/metrics 2>/dev/null | "
+			      "grep -q faultline_up", port), 0, "plain HTTP served on a TLS port");
+	metrics_server_stop(m);
+	test_sh("rm -rf %s", dir);
+}
+
+Test(metrics_server, a_bad_web_config_is_refused_with_its_position)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "tls_server_config:\n  cert_file: a.crt\n  client_auth_type: RequireAnyClientCert\n",
+		  "web.yml:3:21: client_auth_type: unknown key (valid here: cert_file, key_file)" },
+		{ "tls_server_config:\n  cert_file: a.crt\n", "needs both cert_file and key_file" },
+		{ "basic_auth_users:\n  alice: plaintext\n", "web.yml:2:10: basic_auth_users.alice: "
+		  "expected a bcrypt hash" },
+		{ "http_server_config:\n  http2: true\n", "web.yml:2:3: http_server_config: unknown "
+		  "key (valid here: tls_server_config, basic_auth_users)" },
+	};
+	char dir[] = "/tmp/fl-web.XXXXXX", wc[300], err[512];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(wc, sizeof(wc), "%s/web.yml", dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = fopen(wc, "w");
+
+		fputs(cases[i].text, f);
+		fclose(f);
+		err[0] = '\0';
+		cr_assert_null(metrics_server_start("127.0.0.1:0", wc, err, sizeof(err)),
+			       "case %zu accepted", i);
+		cr_expect(strstr(err, cases[i].want), "case %zu: %s", i, err);
+	}
+	test_sh("rm -rf %s", dir);
 }

@@ -701,18 +701,28 @@ Test(restarts, a_bad_reload_keeps_the_engine_and_its_alerts, .init = rules_setup
 static pid_t probe;
 static char probe_yaml[300], spool_file[300];
 
-static void write_probe_cfg(int bpf)
+/* The probe's config; metrics_port 0: no /metrics. */
+static void write_probe_cfg_metrics(int bpf, int metrics_port)
 {
+	char metrics[32] = "\"\"";
 	FILE *f;
+
+	if (metrics_port)
+		snprintf(metrics, sizeof(metrics), "127.0.0.1:%d", metrics_port);
 
 	snprintf(probe_yaml, sizeof(probe_yaml), "%s/probe.yaml", redis.dir);
 	snprintf(spool_file, sizeof(spool_file), "%s/probe.spool", redis.dir);
 	f = fopen(probe_yaml, "w");
-	fprintf(f, "host: spool-1\ninterval: 250ms\nredis: \"%s\"\nmetrics_addr: \"\"\n"
+	fprintf(f, "host: spool-1\ninterval: 250ms\nredis: \"%s\"\nmetrics_addr: %s\n"
 		"bpf: %s\nspool:\n  path: %s\nblock: {enabled: false}\n"
-		"profile: {enabled: %s}\n", redis.url, bpf ? "true" : "false", spool_file,
-		bpf ? "true" : "false");
+		"profile: {enabled: %s}\n", redis.url, metrics, bpf ? "true" : "false",
+		spool_file, bpf ? "true" : "false");
 	fclose(f);
+}
+
+static void write_probe_cfg(int bpf)
+{
+	write_probe_cfg_metrics(bpf, 0);
 }
 
 static void start_probe(void)
@@ -838,14 +848,15 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
      .fini = probe_teardown, .timeout = 60)
 {
 	char path[512], line[256];
-	int threads = 0;
+	int threads = 0, powerless = 0, port = test_free_port();
 	FILE *f;
 	DIR *d;
 	struct dirent *de;
 
 	if (!probe_with_threads())
 		cr_skip_test("needs root and BPF (the capabilities to drop)");
-	write_probe_cfg(1);
+	/* with /metrics on: its thread faces the network and must hold nothing */
+	write_probe_cfg_metrics(1, port);
 	start_probe();
 	sleep(3);
 	snprintf(path, sizeof(path), "/proc/%d/task", probe);
@@ -877,9 +888,13 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 		}
 		if (atoi(de->d_name) == probe)
 			cr_assert(eff & (1ULL << 39), "the main thread lost CAP_BPF");
+		powerless += eff == 0;
 	}
 	closedir(d);
-	cr_assert_geq(threads, 3, "expected the main, store and collector threads");
+	cr_assert_geq(threads, 4, "expected the main, store, /metrics and collector threads");
+	/* the store writer and the /metrics server hold no capability at all */
+	cr_assert_geq(powerless, 2, "%d thread(s) without capabilities; the store writer and "
+		      "/metrics should both be", powerless);
 	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);
 }
 

@@ -7,6 +7,7 @@
  * a silent host.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,7 +403,7 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 			   "      - alert: Exact\n"
 			   "        expr: increase(faultline_tcp_in_csum_errors_total[1m]) == 60\n"
 			   "      - alert: Base\n"
-			   "        expr: avg_over_time(faultline_cpu_utilization_ratio{cpu=\"all\"}[1m])\n"
+			   "        expr: avg_over_time(faultline_host_cpu_utilization_ratio[1m])\n"
 			   "        baseline: {service: api, window: 15m}\n";
 	struct ruleset rs = { 0 };
 	struct test_events ev = { 0 };
@@ -418,7 +419,7 @@ Test(rules, history_beyond_the_longest_range_is_thinned)
 
 		snapshot_init(&s, "h", t0 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
 		snapshot_add_counter(&s, "tcp.in_csum_errors", (uint64_t)t, NULL);
-		snapshot_add_gauge(&s, "cpu.utilization", 0.5, "cpu", "all", NULL);
+		snapshot_add_gauge(&s, "cpu.host_utilization", 0.5, NULL);
 		if (t % 7 < 3)	/* a series that comes and goes */
 			snapshot_add_gauge(&s, "cpu.utilization", 0.4, "cpu", "1", NULL);
 		cr_assert_eq(engine_take_snapshot(e, &s), 0);
@@ -675,4 +676,32 @@ Test(rules, rule_tests_compare_labels_exactly_and_annotations)
 		free(buf);
 		unlink(path);
 	}
+}
+
+/* Relative runbooks point where they are once a base is given; URLs and absolute paths stay. */
+Test(rules, runbook_base_makes_relative_runbooks_resolvable)
+{
+	static const char yaml[] = "groups:\n  - name: g\n    rules:\n"
+		"      - alert: A\n        expr: faultline_tcp_curr_estab > 3\n"
+		"        runbook: runbooks/a.md\n"
+		"      - alert: B\n        expr: faultline_tcp_curr_estab > 3\n"
+		"        runbook: https://wiki.example/ops/b\n"
+		"      - alert: C\n        expr: faultline_tcp_curr_estab > 3\n"
+		"        runbook: /srv/runbooks/c.md\n";
+	struct ruleset rs = { 0 };
+	char err[256], longbase[300];
+
+	cr_assert_eq(rules_parse(&rs, "r.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rules_runbook_base(&rs, "file:///usr/share/faultline/", err, sizeof(err)), 0);
+	cr_assert_str_eq(rs.groups[0].rules[0].runbook,
+			 "file:///usr/share/faultline/runbooks/a.md");
+	cr_assert_str_eq(rs.groups[0].rules[1].runbook, "https://wiki.example/ops/b");
+	cr_assert_str_eq(rs.groups[0].rules[2].runbook, "/srv/runbooks/c.md");
+	rules_free(&rs);
+	memset(longbase, 'x', sizeof(longbase) - 1);
+	longbase[sizeof(longbase) - 1] = '\0';
+	cr_assert_eq(rules_parse(&rs, "r.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rules_runbook_base(&rs, longbase, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "rule A: runbook runbooks/a.md"), "%s", err);
+	rules_free(&rs);
 }

@@ -159,7 +159,7 @@ static uint64_t csum_of(redisContext *c, const char *host, int *count)
 	x = snapshot_find(&l.s, "tcp.in_csum_errors{}");
 	cr_assert_not_null(x);
 	v = x->counter.value;
-	cr_expect_not_null(snapshot_find(&l.s, "cpu.utilization{cpu=all}"));
+	cr_expect_not_null(snapshot_find(&l.s, "cpu.host_utilization{}"));
 	int drives = 0;
 
 	for (uint32_t i = 0; i < l.s.nseries; i++)

@@ -76,10 +76,16 @@ const struct metric_info catalog[] = {
 	{ "faultline_cpu_idle_seconds_total", "cpu.idle", SERIES_COUNTER, UNIT_SECONDS, 1e-9, "cpu",
 	  "Time the CPU ran its idle task since the probe started (each interval minus busy)." },
 	{ "faultline_cpu_utilization_ratio", "cpu.utilization", SERIES_GAUGE, UNIT_RATIO, 1, "cpu",
-	  "Busy share of the last interval, 0..1; cpu=\"all\" is the host average." },
-	{ "faultline_cpu_utilization_max_ratio", "cpu.utilization_max", SERIES_GAUGE, UNIT_RATIO, 1, "cpu",
-	  "Highest busy share of any 100 ms sub-window of the interval; cpu=\"all\" is the "
-	  "highest of any CPU. Bursts survive averaging and rollups (max)." },
+	  "Busy share of the last interval, 0..1." },
+	{ "faultline_cpu_utilization_max_ratio", "cpu.utilization_max", SERIES_GAUGE, UNIT_RATIO, 1,
+	  "cpu", "Highest busy share of any 100 ms sub-window of the interval. Bursts survive "
+	  "averaging and rollups (max)." },
+	{ "faultline_host_cpu_utilization_ratio", "cpu.host_utilization", SERIES_GAUGE, UNIT_RATIO, 1,
+	  "", "Busy share of all the host's CPUs over the last interval (their average; a series "
+	  "of its own, so a sum over the per-CPU series counts nothing twice)." },
+	{ "faultline_host_cpu_utilization_max_ratio", "cpu.host_utilization_max", SERIES_GAUGE,
+	  UNIT_RATIO, 1, "", "Highest 100 ms busy share of any of the host's CPUs in the "
+	  "interval." },
 	{ "faultline_sched_runq_latency_seconds", "sched.runq_latency", SERIES_HISTOGRAM, UNIT_SECONDS, 1e-9, "",
 	  "Run-queue latency: from wakeup or preemption until the task runs." },
 	{ "faultline_sched_iowait_seconds", "sched.iowait", SERIES_HISTOGRAM, UNIT_SECONDS, 1e-9, "",
