@@ -265,6 +265,32 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 	value_free(&v);
 }
 
+int engine_query(struct engine *e, const struct node *n, uint64_t now_ms, struct value *out,
+		 char *err, size_t errlen)
+{
+	struct host_window *win = calloc(e->nhosts + 1, sizeof(*win));
+	size_t nlive = 0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!win) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < e->nhosts; i++) {
+		const struct host_state *h = &e->hosts[i];
+
+		if (!h->n || h->snaps[h->n - 1].ts_ms + e->opts.stale_ms < now_ms)
+			continue;	/* silent: left out, as every rule leaves it out */
+		win[nlive].host = h->name;
+		win[nlive].snaps = h->snaps;
+		win[nlive++].n = h->n;
+	}
+	ret = eval(n, win, nlive, out, err, errlen);
+	free(win);
+	return ret;
+}
+
 void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 {
 	struct host_window *win = calloc(e->nhosts + 1, sizeof(*win));

@@ -138,6 +138,16 @@ int engine_take_snapshot(struct engine *e, struct snapshot *s);
 int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, char *err,
 		      size_t errlen);
 
+/*
+ * Evaluate expression n over the hosts that are live at now_ms (as rules
+ * see them) into *out (the caller frees it with value_free).  For rule
+ * tests' promql_expr_test.  Returns 0, or -EINVAL with the reason in err.
+ */
+struct node;
+struct value;
+int engine_query(struct engine *e, const struct node *n, uint64_t now_ms, struct value *out,
+		 char *err, size_t errlen);
+
 /* Evaluate every rule at now_ms and emit state changes through cb. */
 void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *arg);
 

@@ -142,13 +142,32 @@ static void vindex_free(struct vindex *ix)
 	free(ix->slot);
 }
 
-static int matches(const struct node *sel, const struct series *s)
+/* The value of label key of series s of snapshot snap as its element shows it. */
+static const char *elem_label(const struct snapshot *snap, const struct series *s,
+			      const char *key)
+{
+	const char *v = series_label(s, key);
+
+	for (uint32_t i = 0; !v && i < snap->nlabels; i++)
+		if (!strcmp(snap->labels[i].key, key))
+			v = snap->labels[i].value;
+	if (!v && !strcmp(key, "host"))
+		v = snap->host;
+	return v;
+}
+
+/*
+ * Whether series s of snapshot snap is one sel selects.  Matchers see the
+ * labels its element carries — the series' own, the host's (rack, switch)
+ * and host — as PromQL's see the labels a target brings.
+ */
+static int matches(const struct node *sel, const struct snapshot *snap, const struct series *s)
 {
 	if (s->name_hash != sel->metric_hash || strcmp(s->name, sel->wire))
 		return 0;
 	for (int i = 0; i < sel->nm; i++) {
 		const struct expr_matcher *m = &sel->m[i];
-		const char *v = series_label(s, m->label);
+		const char *v = elem_label(snap, s, m->label);
 
 		if (!v)
 			v = "";
@@ -377,7 +396,7 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			double v;
 			int nl;
 
-			if (!matches(sel, ser))
+			if (!matches(sel, s, ser))
 				continue;
 			v = rf != RF_NONE ? range_fn(rf, &hosts[h], ser, sel->range_ns, q)
 					  : scalar_of(ser);
@@ -714,7 +733,7 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 		for (uint32_t i = 0; i < se->nseries; i++) {
 			const struct series *x = &se->series[i], *y;
 
-			if (x->kind != SERIES_HISTOGRAM || !matches(sel, x))
+			if (x->kind != SERIES_HISTOGRAM || !matches(sel, se, x))
 				continue;
 			y = snapshot_find_same(ss, x, i);
 			if (y && y->kind == SERIES_HISTOGRAM)

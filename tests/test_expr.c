@@ -211,6 +211,13 @@ Test(expr, values_and_durations_are_in_base_units, .init = build_fleet, .fini = 
 	cr_assert_eq(v.n, 1, "wear is a ratio: 95 %% is 0.95");
 	cr_assert(fabs(v.e[0].v - 0.95) < 1e-12, "wear %g", v.e[0].v);
 	value_free(&v);
+	/* matchers see a host's labels and host, as its elements carry them */
+	v = run("faultline_drive_wear_used_ratio{switch=\"sw1\"}");
+	cr_assert_eq(v.n, 3, "switch is a host label of h1..h3: %zu", v.n);
+	value_free(&v);
+	v = run("faultline_drive_wear_used_ratio{host=~\"h[23]\",switch!=\"sw2\"}");
+	cr_assert_eq(v.n, 2, "%zu", v.n);
+	value_free(&v);
 	v = run("5m == bool 300");
 	cr_assert(!v.is_vector && v.scalar == 1, "5m is not 300 s");
 	value_free(&v);

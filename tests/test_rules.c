@@ -581,7 +581,8 @@ Test(rules, malformed_rule_test_files_are_errors_not_crashes)
 		  "tests: []\n", "rule_files: at most 16" },
 		/* promtool's keys faultline does not do are refused, never ignored */
 		{ "rule_files: [x]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
-		  "    promql_expr_test: []\n", ":5:23: promql_expr_test: promtool's, not supported" },
+		  "    promql_expr_test:\n      - expr: x\n        exp_sampels: []\n",
+		  ":7:22: exp_sampels: unknown key (valid here: expr, eval_time, exp_samples)" },
 		{ "rule_files: [x]\nexternal_labels: {a: b}\ntests: []\n",
 		  ":2:18: external_labels: promtool's, not supported" },
 		{ "rule_files: [x]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
@@ -704,4 +705,37 @@ Test(rules, runbook_base_makes_relative_runbooks_resolvable)
 	cr_assert_eq(rules_runbook_base(&rs, longbase, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "rule A: runbook runbooks/a.md"), "%s", err);
 	rules_free(&rs);
+}
+
+/* promql_expr_test: the samples must be exactly the expected ones; a wrong value fails, saying what came. */
+Test(rules, promql_expr_test_compares_samples)
+{
+	char path[] = "/tmp/fl-ruletest-XXXXXX", cwd[512], *buf = NULL;
+	size_t len = 0;
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w"), *out;
+
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	fprintf(f, "rule_files: [%s/etc/rules/faultline.yaml]\nevaluation_interval: 10s\n"
+		"tests:\n  - name: temperatures\n    interval: 10s\n    input_series:\n"
+		"      - series: 'faultline_drive_temperature_celsius{host=\"a\",rack=\"r1\",device=\"sda\"}'\n"
+		"        values: '40+1x10'\n"
+		"      - series: 'faultline_drive_temperature_celsius{host=\"b\",rack=\"r2\",device=\"sda\"}'\n"
+		"        values: '30+0x10'\n"
+		"    promql_expr_test:\n"
+		"      - expr: max(faultline_drive_temperature_celsius)\n        eval_time: 30s\n"
+		"        exp_samples:\n          - labels: '{}'\n            value: 43\n"
+		"      - expr: faultline_drive_temperature_celsius{rack=\"r2\"}\n        eval_time: 30s\n"
+		"        exp_samples:\n"
+		"          - labels: 'faultline_drive_temperature_celsius{device=\"sda\",host=\"b\",rack=\"r2\"}'\n"
+		"            value: 31\n", cwd);
+	fclose(f);
+	out = open_memstream(&buf, &len);
+	cr_expect_eq(ruletest_run(path, out), 1, "a wrong value passed");
+	fclose(out);
+	cr_expect(strstr(buf, "faultline_drive_temperature_celsius{rack=\"r2\"}: expected 1 "
+			 "sample(s), got 1: {device=\"sda\",host=\"b\",rack=\"r2\"} 30"), "%s", buf);
+	cr_expect_null(strstr(buf, "max(faultline"), "the right one failed: %s", buf);
+	free(buf);
+	unlink(path);
 }
