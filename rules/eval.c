@@ -234,7 +234,9 @@ static double scalar_of(const struct series *s)
 enum range_fn {
 	RF_NONE = FN_NONE, RF_INCREASE = FN_INCREASE, RF_RATE = FN_RATE, RF_DELTA = FN_DELTA,
 	RF_AVG = FN_AVG_OVER_TIME, RF_MIN = FN_MIN_OVER_TIME, RF_MAX = FN_MAX_OVER_TIME,
-	RF_QUANTILE = FN_QUANTILE,
+	RF_QUANTILE = FN_QUANTILE, RF_SUM = FN_SUM_OVER_TIME, RF_COUNT = FN_COUNT_OVER_TIME,
+	RF_LAST = FN_LAST_OVER_TIME, RF_STDDEV = FN_STDDEV_OVER_TIME, RF_CHANGES = FN_CHANGES,
+	RF_RESETS = FN_RESETS,
 };
 
 /*
@@ -311,8 +313,8 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	uint32_t hint = (uint32_t)(latest - h->snaps[h->n - 1].series);
 	const struct series *first = NULL, *prev = NULL, *x = NULL;
 	uint64_t first_ts = 0;
-	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0;
-	size_t cnt = 0;
+	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0, sumsq = 0;
+	size_t cnt = 0, changes = 0, resets = 0;
 
 	if (fn == RF_DELTA || fn == RF_QUANTILE)
 		return ends_fn(fn, h, latest, from, hint, q);
@@ -337,16 +339,23 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 			acc += first->counter.value >= x->counter.value ?
 			       (double)(first->counter.value - x->counter.value) :
 			       (double)first->counter.value;
-		first = x;
-		first_ts = s->ts_ms;
 
 		double v = scalar_of(x);
+
+		/* first is the next newer sample: did the value change, or go down? */
+		if (first) {
+			changes += scalar_of(first) != v;
+			resets += scalar_of(first) < v;
+		}
+		first = x;
+		first_ts = s->ts_ms;
 
 		if (v < mn)
 			mn = v;
 		if (v > mx)
 			mx = v;
 		sum += v;
+		sumsq += v * v;
 		cnt++;
 	}
 	if (!cnt)
@@ -364,6 +373,21 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 		return mn;
 	case RF_MAX:
 		return mx;
+	case RF_SUM:
+		return sum;
+	case RF_COUNT:
+		return (double)cnt;
+	case RF_LAST:
+		return scalar_of(prev);
+	case RF_STDDEV: {
+		double mean = sum / (double)cnt, var = sumsq / (double)cnt - mean * mean;
+
+		return sqrt(var > 0 ? var : 0);
+	}
+	case RF_CHANGES:
+		return (double)changes;
+	case RF_RESETS:
+		return (double)resets;
 	case RF_QUANTILE: {
 		struct histogram d;
 
@@ -402,7 +426,9 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 					  : scalar_of(ser);
 			if (isnan(v))
 				continue;
-			v *= sel->scale;	/* the wire's ns, us, percent: into the metric's unit */
+			/* the wire's ns, us, percent into the metric's unit; counts stay counts */
+			if (rf != RF_COUNT && rf != RF_CHANGES && rf != RF_RESETS)
+				v *= sel->scale;
 			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
 			if (push(out, l, nl, v))
 				return -ENOMEM;
@@ -807,6 +833,72 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 	return ret;
 }
 
+/* The scalar argument i of call n (clamp's bounds): 0, or -EINVAL. */
+static int scalar_arg(const struct node *n, int i, const struct host_window *hosts, size_t nh,
+		      double *out, char *err, size_t errlen)
+{
+	struct value v = { 0 };
+	int ret = eval(n->args[i], hosts, nh, &v, err, errlen);
+
+	if (!ret && v.is_vector) {
+		snprintf(err, errlen, "%d:%d: %s's argument %d is a number, not a vector",
+			 n->args[i]->line, n->args[i]->col, n->fn, i + 1);
+		ret = -EINVAL;
+	}
+	*out = v.scalar;
+	value_free(&v);
+	return ret;
+}
+
+static double apply_fn(enum expr_fn fn, double x, double lo, double hi)
+{
+	switch (fn) {
+	case FN_ABS: return fabs(x);
+	case FN_CEIL: return ceil(x);
+	case FN_FLOOR: return floor(x);
+	case FN_ROUND: return floor(x + 0.5);	/* PromQL rounds half up */
+	case FN_SQRT: return sqrt(x);
+	case FN_EXP: return exp(x);
+	case FN_LN: return log(x);
+	case FN_LOG2: return log2(x);
+	case FN_LOG10: return log10(x);
+	case FN_CLAMP_MIN: return fmax(x, lo);
+	case FN_CLAMP_MAX: return fmin(x, hi);
+	case FN_CLAMP: return lo > hi ? NAN : fmin(fmax(x, lo), hi);
+	default: return NAN;
+	}
+}
+
+/* abs, ceil, ..., clamp: the function of each element (or of a scalar). */
+static int eval_elementwise(const struct node *n, const struct host_window *hosts, size_t nh,
+			    struct value *out, char *err, size_t errlen)
+{
+	double lo = -INFINITY, hi = INFINITY;
+	int ret = eval(n->args[0], hosts, nh, out, err, errlen);
+
+	if (ret)
+		return ret;
+	if (n->fn_id == FN_CLAMP_MIN || n->fn_id == FN_CLAMP)
+		ret = scalar_arg(n, 1, hosts, nh, &lo, err, errlen);
+	if (!ret && n->fn_id == FN_CLAMP_MAX)
+		ret = scalar_arg(n, 1, hosts, nh, &hi, err, errlen);
+	if (!ret && n->fn_id == FN_CLAMP)
+		ret = scalar_arg(n, 2, hosts, nh, &hi, err, errlen);
+	if (ret) {
+		value_free(out);
+		return ret;
+	}
+	if (n->fn_id == FN_CLAMP && lo > hi && out->is_vector) {
+		value_free(out);	/* as PromQL: an empty vector */
+		out->is_vector = 1;
+		return 0;
+	}
+	for (size_t i = 0; i < out->n; i++)
+		out->e[i].v = apply_fn(n->fn_id, out->e[i].v, lo, hi);
+	out->scalar = apply_fn(n->fn_id, out->scalar, lo, hi);
+	return 0;
+}
+
 int eval(const struct node *n, const struct host_window *hosts, size_t nh, struct value *out,
 	 char *err, size_t errlen)
 {
@@ -842,21 +934,16 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 	case N_CALL:
 		if (n->fn_id == FN_QUANTILE)
 			return eval_selector(n->args[1], n->fn_id, n->args[0]->num, hosts, nh, out);
-		if (n->fn_id == FN_ABS || n->fn_id == FN_PEER_RATIO) {
+		if (n->fn_id == FN_PEER_RATIO) {
 			ret = eval(n->args[0], hosts, nh, &a, err, errlen);
 			if (ret)
 				return ret;
-			if (n->fn_id == FN_PEER_RATIO) {
-				ret = a.is_vector ? peer_ratio(&a, n->args[1]->str, out) : -EINVAL;
-				value_free(&a);
-				return ret;
-			}
-			*out = a;
-			for (size_t i = 0; i < out->n; i++)
-				out->e[i].v = fabs(out->e[i].v);
-			out->scalar = fabs(out->scalar);
-			return 0;
+			ret = a.is_vector ? peer_ratio(&a, n->args[1]->str, out) : -EINVAL;
+			value_free(&a);
+			return ret;
 		}
+		if (n->fn_id >= FN_ABS && n->fn_id <= FN_CLAMP)
+			return eval_elementwise(n, hosts, nh, out, err, errlen);
 		return eval_selector(n->args[0], n->fn_id, 0, hosts, nh, out);
 	case N_AGG:
 		ret = eval(n->args[0], hosts, nh, &a, err, errlen);

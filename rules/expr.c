@@ -242,7 +242,24 @@ static const struct expr_fn_info fns[] = {
 	{ "min_over_time", FN_MIN_OVER_TIME, 1, 1, 0 },
 	{ "max_over_time", FN_MAX_OVER_TIME, 1, 1, 0 },
 	{ "quantile", FN_QUANTILE, 2, 1, 0 },
+	{ "sum_over_time", FN_SUM_OVER_TIME, 1, 1, 0 },
+	{ "count_over_time", FN_COUNT_OVER_TIME, 1, 1, 0 },
+	{ "last_over_time", FN_LAST_OVER_TIME, 1, 1, 0 },
+	{ "stddev_over_time", FN_STDDEV_OVER_TIME, 1, 1, 0 },
+	{ "changes", FN_CHANGES, 1, 1, 0 },
+	{ "resets", FN_RESETS, 1, 1, 0 },
 	{ "abs", FN_ABS, 1, 0, 0 },
+	{ "ceil", FN_CEIL, 1, 0, 0 },
+	{ "floor", FN_FLOOR, 1, 0, 0 },
+	{ "round", FN_ROUND, 1, 0, 0 },
+	{ "sqrt", FN_SQRT, 1, 0, 0 },
+	{ "exp", FN_EXP, 1, 0, 0 },
+	{ "ln", FN_LN, 1, 0, 0 },
+	{ "log2", FN_LOG2, 1, 0, 0 },
+	{ "log10", FN_LOG10, 1, 0, 0 },
+	{ "clamp_min", FN_CLAMP_MIN, 2, 0, 0 },
+	{ "clamp_max", FN_CLAMP_MAX, 2, 0, 0 },
+	{ "clamp", FN_CLAMP, 3, 0, 0 },
 	{ "peer_ratio", FN_PEER_RATIO, 2, 0, 0 },
 	{ "sum", FN_SUM, 1, 0, 1 },
 	{ "min", FN_MIN, 1, 0, 1 },
@@ -259,18 +276,14 @@ static const struct {
 	{ "histogram_quantile", "faultline's histograms are merged exactly: use "
 				"quantile(0.99, metric[5m])" },
 	{ "quantile_over_time", "use quantile(q, histogram[range]) for a histogram" },
-	{ "sum_over_time", "use increase() for counters or avg_over_time()" },
-	{ "count_over_time", NULL }, { "stddev_over_time", NULL }, { "last_over_time", NULL },
 	{ "present_over_time", NULL }, { "absent", "a host that stops reporting pages "
 						   "HostSilent on its own" },
 	{ "absent_over_time", "a host that stops reporting pages HostSilent on its own" },
 	{ "topk", NULL }, { "bottomk", NULL }, { "predict_linear", NULL }, { "deriv", NULL },
-	{ "changes", NULL }, { "resets", NULL }, { "clamp", NULL }, { "clamp_min", NULL },
-	{ "clamp_max", NULL }, { "label_replace", NULL }, { "label_join", NULL },
+	{ "label_replace", NULL }, { "label_join", NULL },
 	{ "vector", NULL }, { "scalar", NULL }, { "time", NULL }, { "timestamp", NULL },
 	{ "stddev", NULL }, { "stdvar", NULL }, { "count_values", NULL }, { "group", NULL },
-	{ "round", NULL }, { "ceil", NULL }, { "floor", NULL }, { "exp", NULL }, { "ln", NULL },
-	{ "log2", NULL }, { "log10", NULL }, { "sqrt", NULL }, { "sort", NULL },
+	{ "sort", NULL },
 	{ "sort_desc", NULL }, { "holt_winters", NULL }, { "day_of_week", NULL },
 	{ "hour", NULL }, { "minute", NULL }, { "month", NULL }, { "year", NULL },
 };
@@ -278,7 +291,7 @@ static const struct {
 /* A call of name, which is not one of ours: say so, with a hint where we have one. */
 static void unknown_function(struct parser *ps, int line, int col, const char *name)
 {
-	char list[400];
+	char list[800];
 	size_t off = 0;
 
 	for (size_t i = 0; i < sizeof(promql_fns) / sizeof(promql_fns[0]); i++)

@@ -70,9 +70,13 @@ enum expr_fn {
 	FN_NONE,
 	/* over a range selector, per series */
 	FN_INCREASE, FN_RATE, FN_DELTA, FN_AVG_OVER_TIME, FN_MIN_OVER_TIME, FN_MAX_OVER_TIME,
-	FN_QUANTILE,
-	/* over a vector */
-	FN_ABS, FN_PEER_RATIO,
+	FN_QUANTILE, FN_SUM_OVER_TIME, FN_COUNT_OVER_TIME, FN_LAST_OVER_TIME,
+	FN_STDDEV_OVER_TIME, FN_CHANGES, FN_RESETS,
+	/* over a vector, element by element */
+	FN_ABS, FN_CEIL, FN_FLOOR, FN_ROUND, FN_SQRT, FN_EXP, FN_LN, FN_LOG2, FN_LOG10,
+	FN_CLAMP_MIN, FN_CLAMP_MAX, FN_CLAMP,
+	/* over a vector, across elements */
+	FN_PEER_RATIO,
 	/* aggregations (`sum by (x) (...)`) */
 	FN_SUM, FN_AVG, FN_MIN, FN_MAX, FN_COUNT,
 };

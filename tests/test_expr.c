@@ -218,6 +218,37 @@ Test(expr, values_and_durations_are_in_base_units, .init = build_fleet, .fini = 
 	v = run("faultline_drive_wear_used_ratio{host=~\"h[23]\",switch!=\"sw2\"}");
 	cr_assert_eq(v.n, 2, "%zu", v.n);
 	value_free(&v);
+	/* PromQL's range and element functions; counts are counts, whatever the unit */
+	v = run("count_over_time(faultline_psi_some_seconds_total{host=\"h3\"}[1m])");
+	cr_assert(v.n == 1 && v.e[0].v == 3, "count_over_time: %zu, %g", v.n, v.n ? v.e[0].v : 0);
+	value_free(&v);
+	v = run("changes(faultline_tcp_in_csum_errors_total[1m]) > 0");
+	cr_assert(v.n == 1 && v.e[0].v == 2, "changes: h1's counter moved twice");
+	value_free(&v);
+	v = run("resets(faultline_tcp_in_csum_errors_total[1m]) > 0");
+	cr_assert_eq(v.n, 0, "no counter went down");
+	value_free(&v);
+	v = run("sum_over_time(faultline_psi_some_seconds_total{host=\"h3\"}[1m])");
+	cr_assert(v.n == 1 && fabs(v.e[0].v - 3.0) < 1e-9, "sum_over_time in seconds: %g",
+		  v.n ? v.e[0].v : 0);
+	value_free(&v);
+	v = run("last_over_time(faultline_drive_wear_used_ratio{host=\"h4\"}[1m])");
+	cr_assert(v.n == 1 && fabs(v.e[0].v - 0.95) < 1e-12);
+	value_free(&v);
+	v = run("clamp_max(faultline_drive_wear_used_ratio, 0.5) == 0.5");
+	cr_assert_eq(v.n, 1, "only h4's 0.95 is clamped to 0.5");
+	value_free(&v);
+	v = run("round(faultline_drive_wear_used_ratio * 10) == 10");
+	cr_assert_eq(v.n, 1, "9.5 rounds up to 10");
+	value_free(&v);
+	v = run("clamp(faultline_drive_wear_used_ratio, 1, 0)");
+	cr_assert(v.is_vector && v.n == 0, "clamp with min > max is an empty vector");
+	value_free(&v);
+	v = run("ceil(stddev_over_time(faultline_drive_wear_used_ratio[1m]))");
+	cr_assert_eq(v.n, 4);
+	for (size_t i = 0; i < v.n; i++)
+		cr_assert_eq(v.e[i].v, 0, "a constant gauge has no spread");
+	value_free(&v);
 	v = run("5m == bool 300");
 	cr_assert(!v.is_vector && v.scalar == 1, "5m is not 300 s");
 	value_free(&v);
