@@ -540,11 +540,27 @@ out:
 	return ret;
 }
 
-/* The grouping labels of e under n's "by" clause; absent labels are "". */
+#define GROUP_KEY_MAX (SNAPSHOT_MAX_LABELS * 2 + 1)
+
+/*
+ * The grouping labels of e under n's clause: by (labels), absent ones as
+ * ""; or without (labels), every label of e but those (sorted, as e's).
+ */
 static int group_key(const struct node *n, const struct velem *e, struct label *key, int max)
 {
 	int nk = 0;
 
+	if (n->without) {
+		for (int i = 0; i < e->nlabels && nk < max; i++) {
+			int dropped = 0;
+
+			for (int b = 0; b < n->nby && !dropped; b++)
+				dropped = !strcmp(e->labels[i].key, n->by[b]);
+			if (!dropped)
+				key[nk++] = e->labels[i];
+		}
+		return nk;
+	}
 	for (int b = 0; b < n->nby && nk < max; b++) {
 		const char *v = velem_label(e, n->by[b]);
 
@@ -592,7 +608,7 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 	struct grouped *g = malloc((in->n + 1) * sizeof(*g));
 	struct group *grp = malloc((in->n + 1) * sizeof(*grp));
 	char *done = calloc(in->n + 1, 1);
-	struct label key[16], other[16];
+	struct label key[GROUP_KEY_MAX], other[GROUP_KEY_MAX];
 	size_t ngrp = 0;
 	int ret = 0;
 
@@ -602,7 +618,7 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 		goto out;
 	}
 	for (size_t i = 0; i < in->n; i++) {
-		int nk = group_key(n, &in->e[i], key, 16);
+		int nk = group_key(n, &in->e[i], key, GROUP_KEY_MAX);
 
 		g[i].hash = labels_hash(key, nk);
 		g[i].i = i;
@@ -618,7 +634,7 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 
 			if (done[j])
 				continue;
-			nk = group_key(n, &in->e[g[j].i], key, 16);
+			nk = group_key(n, &in->e[g[j].i], key, GROUP_KEY_MAX);
 			*gr = (struct group){ .first = g[j].i, .mn = INFINITY, .mx = -INFINITY };
 			for (size_t k = j; k < e; k++) {
 				const struct velem *x = &in->e[g[k].i];
@@ -627,9 +643,11 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 				if (done[k])
 					continue;
 				if (k != j) {
-					group_key(n, x, other, 16);
+					/* without: the keys themselves can differ, too */
+					same = group_key(n, x, other, GROUP_KEY_MAX) == nk;
 					for (int b = 0; b < nk && same; b++)
-						same = !strcmp(key[b].value, other[b].value);
+						same = !strcmp(key[b].key, other[b].key) &&
+						       !strcmp(key[b].value, other[b].value);
 				}
 				if (!same)
 					continue;
@@ -645,7 +663,7 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 	qsort(grp, ngrp, sizeof(*grp), group_cmp);
 	for (size_t i = 0; i < ngrp && !ret; i++) {
 		const struct group *gr = &grp[i];
-		int nk = group_key(n, &in->e[gr->first], key, 16);
+		int nk = group_key(n, &in->e[gr->first], key, GROUP_KEY_MAX);
 		double x;
 
 		sort_labels(key, nk);

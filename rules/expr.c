@@ -51,7 +51,7 @@ static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
 
 /* PromQL keywords faultline's grammar does not have (docs/rules.md lists the differences). */
 static const char *const promql_keywords[] = {
-	"offset", "without", "on", "ignoring", "group_left", "group_right", "atan2",
+	"offset", "on", "ignoring", "group_left", "group_right", "atan2",
 };
 
 static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
@@ -316,10 +316,12 @@ const struct expr_fn_info *expr_fn_find(const char *name)
 	return NULL;
 }
 
+/* by (labels) or without (labels), the word being the current token. */
 static int parse_by(struct parser *ps, struct node *n)
 {
-	next(ps);	/* "by" */
-	if (expect(ps, T_LPAREN, "'(' after by"))
+	n->without = !strcmp(ps->cur.text, "without");
+	next(ps);	/* "by" / "without" */
+	if (expect(ps, T_LPAREN, n->without ? "'(' after without" : "'(' after by"))
 		return -1;
 	while (ps->cur.t == T_IDENT) {
 		char **b = realloc(n->by, (size_t)(n->nby + 1) * sizeof(*b));
@@ -333,7 +335,8 @@ static int parse_by(struct parser *ps, struct node *n)
 			break;
 		next(ps);
 	}
-	return expect(ps, T_RPAREN, "a label or ')' in by (...)");
+	return expect(ps, T_RPAREN, n->without ? "a label or ')' in without (...)" :
+		      "a label or ')' in by (...)");
 }
 
 static int add_arg(struct node *n, struct node *a)
@@ -466,14 +469,14 @@ static struct node *parse_primary(struct parser *ps)
 			n->fn = strdup(ps->cur.text);
 			n->fn_id = fi->id;
 			next(ps);
-			if (is_word(ps, "by") && parse_by(ps, n))
+			if ((is_word(ps, "by") || is_word(ps, "without")) && parse_by(ps, n))
 				break;
 			if (expect(ps, T_LPAREN, "'(' after the aggregation"))
 				break;
 			add_arg(n, parse_expr(ps));
 			if (ps->failed || expect(ps, T_RPAREN, "')' closing the aggregation"))
 				break;
-			if (is_word(ps, "by") && !n->by)
+			if ((is_word(ps, "by") || is_word(ps, "without")) && !n->by)
 				parse_by(ps, n);
 			break;
 		}

@@ -112,6 +112,7 @@ struct node {
 	int nargs;
 	char **by;
 	int nby;
+	int without;		/* by holds the labels dropped (without), not kept */
 	/* binary */
 	enum bin_op op;
 	int bool_mod;

@@ -82,7 +82,7 @@ Test(expr, every_error_has_a_position)
 		{ "topk (3, faultline_tcp_in_segs_total)", "1:1: PromQL's topk() is not supported" },
 		{ "frob(faultline_tcp_in_segs_total)", "1:1: unknown function 'frob' (the functions are: rate," },
 		{ "rate(faultline_tcp_in_segs_total[1m] offset 5m)", "1:38: PromQL's 'offset' is not supported" },
-		{ "sum without (host) (faultline_tcp_in_segs_total)", "1:5: PromQL's 'without' is not supported" },
+		{ "sum without (host (faultline_tcp_in_segs_total)", "1:19: expected a label or ')' in without (...)" },
 		{ "faultline_tcp_in_segs_total > on(host) faultline_tcp_out_segs_total", "1:31: PromQL's 'on' is not supported" },
 		{ "faultline_tcp_in_segs_total / ignoring(x) faultline_tcp_out_segs_total", "1:31: PromQL's 'ignoring' is not" },
 	};
@@ -248,6 +248,20 @@ Test(expr, values_and_durations_are_in_base_units, .init = build_fleet, .fini = 
 	cr_assert_eq(v.n, 4);
 	for (size_t i = 0; i < v.n; i++)
 		cr_assert_eq(v.e[i].v, 0, "a constant gauge has no spread");
+	value_free(&v);
+	/* without: every label but those */
+	v = run("sum without (host, switch) (faultline_drive_wear_used_ratio)");
+	cr_assert_eq(v.n, 2, "one sum per device and model: %zu", v.n);
+	for (size_t i = 0; i < v.n; i++) {
+		const char *model = velem_label(&v.e[i], "model");
+
+		cr_assert_null(velem_label(&v.e[i], "host"));
+		cr_assert(model && fabs(v.e[i].v - (!strcmp(model, "A") ? 0.63 : 0.95)) < 1e-9,
+			  "model %s: %g", model, v.e[i].v);
+	}
+	value_free(&v);
+	v = run("count without (host) (faultline_drive_wear_used_ratio)");
+	cr_assert_eq(v.n, 2, "A on sw1 (3 hosts), B on sw2");
 	value_free(&v);
 	v = run("5m == bool 300");
 	cr_assert(!v.is_vector && v.scalar == 1, "5m is not 300 s");
