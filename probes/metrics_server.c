@@ -2,9 +2,10 @@
  * metrics_server.c - /metrics on libmicrohttpd; see metrics_server.h.
  *
  * The listening socket is ours (so a port in use is said plainly, with what
- * to do); libmicrohttpd serves it from one epoll thread with a connection
- * limit and an idle timeout.  The body lives behind a mutex: the daemon's
- * thread replaces it, the server's thread copies it into each response.  Its
+ * to do) until libmicrohttpd takes it over, serves it from one epoll thread
+ * with a connection limit and an idle timeout, and closes it when stopped.
+ * The body lives behind a mutex: the daemon's thread replaces it, the
+ * server's thread copies it into each response.  Its
  * gzip'd form is made on the first scrape that asks for it and kept until
  * the body changes.
  */
@@ -421,8 +422,7 @@ void metrics_server_stop(struct metrics_server *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->d);
-	close(m->lfd);
+	MHD_stop_daemon(m->d);	/* closes the listening socket it was given, too */
 	web_config_free(&m->web);
 	free(m->cert);
 	free(m->key);
