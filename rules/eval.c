@@ -410,11 +410,22 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 
 	out->is_vector = 1;
 	for (size_t h = 0; h < nh; h++) {
+		struct host_window w = hosts[h];
 		const struct snapshot *s;
 
-		if (!hosts[h].n)
+		if (!w.n)
 			continue;
-		s = &hosts[h].snaps[hosts[h].n - 1];
+		if (sel->offset_ns) {
+			/* as of offset ago: the window ends at the snapshot then */
+			uint64_t at = w.snaps[w.n - 1].ts_ms - sel->offset_ns / 1000000;
+			ssize_t last = sel->offset_ns / 1000000 > w.snaps[w.n - 1].ts_ms ? -1 :
+				       last_at(&w, at);
+
+			if (last < 0)
+				continue;	/* no history that old */
+			w.n = (size_t)last + 1;
+		}
+		s = &w.snaps[w.n - 1];
 		for (uint32_t i = 0; i < s->nseries; i++) {
 			const struct series *ser = &s->series[i];
 			double v;
@@ -422,8 +433,7 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 
 			if (!matches(sel, s, ser))
 				continue;
-			v = rf != RF_NONE ? range_fn(rf, &hosts[h], ser, sel->range_ns, q)
-					  : scalar_of(ser);
+			v = rf != RF_NONE ? range_fn(rf, &w, ser, sel->range_ns, q) : scalar_of(ser);
 			if (isnan(v))
 				continue;
 			/* the wire's ns, us, percent into the metric's unit; counts stay counts */

@@ -51,7 +51,7 @@ static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
 
 /* PromQL keywords faultline's grammar does not have (docs/rules.md lists the differences). */
 static const char *const promql_keywords[] = {
-	"offset", "on", "ignoring", "group_left", "group_right", "atan2",
+	"on", "ignoring", "group_left", "group_right", "atan2",
 };
 
 static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
@@ -425,7 +425,19 @@ static struct node *parse_selector(struct parser *ps)
 		}
 		n->range_ns = ps->cur.ns;
 		next(ps);
-		expect(ps, T_RBRACK, "']'");
+		if (expect(ps, T_RBRACK, "']'"))
+			return n;
+	}
+	if (is_word(ps, "offset")) {
+		next(ps);
+		if (ps->cur.t != T_DURATION || !ps->cur.ns) {
+			fail(ps, ps->cur.line, ps->cur.col, "expected a duration after offset, such "
+			     "as offset 1h, found '%s' (negative offsets are not supported)",
+			     ps->cur.text);
+			return n;
+		}
+		n->offset_ns = ps->cur.ns;
+		next(ps);
 	}
 	return n;
 }
@@ -729,7 +741,7 @@ uint64_t expr_max_range(const struct node *n)
 	if (!n)
 		return 0;
 	if (n->t == N_SEL)
-		m = n->range_ns;
+		m = n->range_ns + n->offset_ns;	/* history kept must reach back that far */
 	for (int i = 0; i < n->nargs; i++)
 		if ((x = expr_max_range(n->args[i])) > m)
 			m = x;

@@ -105,6 +105,7 @@ struct node {
 	struct expr_matcher *m;
 	int nm;
 	uint64_t range_ns;
+	uint64_t offset_ns;	/* "offset 1h": evaluated as of that long ago */
 	/* call / aggregation */
 	char *fn;		/* its name, for messages */
 	enum expr_fn fn_id;

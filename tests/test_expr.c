@@ -81,7 +81,7 @@ Test(expr, every_error_has_a_position)
 		  "supported by faultline's rule language; faultline's histograms" },
 		{ "topk (3, faultline_tcp_in_segs_total)", "1:1: PromQL's topk() is not supported" },
 		{ "frob(faultline_tcp_in_segs_total)", "1:1: unknown function 'frob' (the functions are: rate," },
-		{ "rate(faultline_tcp_in_segs_total[1m] offset 5m)", "1:38: PromQL's 'offset' is not supported" },
+		{ "rate(faultline_tcp_in_segs_total[1m] offset -5m)", "1:45: expected a duration after offset" },
 		{ "sum without (host (faultline_tcp_in_segs_total)", "1:19: expected a label or ')' in without (...)" },
 		{ "faultline_tcp_in_segs_total > on(host) faultline_tcp_out_segs_total", "1:31: PromQL's 'on' is not supported" },
 		{ "faultline_tcp_in_segs_total / ignoring(x) faultline_tcp_out_segs_total", "1:31: PromQL's 'ignoring' is not" },
@@ -262,6 +262,17 @@ Test(expr, values_and_durations_are_in_base_units, .init = build_fleet, .fini = 
 	value_free(&v);
 	v = run("count without (host) (faultline_drive_wear_used_ratio)");
 	cr_assert_eq(v.n, 2, "A on sw1 (3 hosts), B on sw2");
+	value_free(&v);
+	/* offset: as of that long ago (snapshots are 10 s apart; h1 counts 0, 50, 100) */
+	v = run("faultline_tcp_in_csum_errors_total{host=\"h1\"} offset 10s");
+	cr_assert(v.n == 1 && v.e[0].v == 50, "offset 10s: %g", v.n ? v.e[0].v : -1);
+	value_free(&v);
+	v = run("rate(faultline_tcp_in_csum_errors_total{host=\"h1\"}[10s] offset 10s)");
+	cr_assert(v.n == 1 && fabs(v.e[0].v - 5) < 1e-9, "rate as of 10 s ago: %g",
+		  v.n ? v.e[0].v : -1);
+	value_free(&v);
+	v = run("faultline_tcp_in_csum_errors_total offset 1h");
+	cr_assert_eq(v.n, 0, "no history an hour back: nothing, not the newest values");
 	value_free(&v);
 	v = run("5m == bool 300");
 	cr_assert(!v.is_vector && v.scalar == 1, "5m is not 300 s");
