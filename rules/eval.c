@@ -597,7 +597,7 @@ static int grouped_cmp(const void *a, const void *b)
 
 struct group {
 	size_t first;		/* index of the group's first element */
-	double acc, mn, mx;
+	double acc, accsq, mn, mx;
 	size_t cnt;
 };
 
@@ -663,6 +663,7 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 					continue;
 				done[k] = 1;
 				gr->acc += x->v;
+				gr->accsq += x->v * x->v;
 				gr->mn = x->v < gr->mn ? x->v : gr->mn;
 				gr->mx = x->v > gr->mx ? x->v : gr->mx;
 				gr->cnt++;
@@ -680,7 +681,12 @@ static int eval_agg(const struct node *n, const struct value *in, struct value *
 		x = n->fn_id == FN_SUM ? gr->acc :
 		    n->fn_id == FN_AVG ? gr->acc / (double)gr->cnt :
 		    n->fn_id == FN_MIN ? gr->mn : n->fn_id == FN_MAX ? gr->mx :
-		    (double)gr->cnt;
+		    n->fn_id == FN_GROUP ? 1 : n->fn_id == FN_COUNT ? (double)gr->cnt :
+		    /* population variance, as PromQL's stdvar and stddev */
+		    fmax(gr->accsq / (double)gr->cnt -
+			 (gr->acc / (double)gr->cnt) * (gr->acc / (double)gr->cnt), 0);
+		if (n->fn_id == FN_STDDEV)
+			x = sqrt(x);
 		ret = push(out, key, nk, x);
 	}
 out:
@@ -861,6 +867,39 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 	return ret;
 }
 
+/*
+ * absent(v): nothing when v has elements; else one element of value 1 with
+ * the labels v's selector pins with '=' (absent(x{device="sda"}) is
+ * {device="sda"} 1), as PromQL does.
+ */
+static int eval_absent(const struct node *n, const struct host_window *hosts, size_t nh,
+		       struct value *out, char *err, size_t errlen)
+{
+	const struct node *sel = n->args[0];
+	struct label l[16];
+	struct value v = { 0 };
+	int nl = 0, ret = eval(n->args[0], hosts, nh, &v, err, errlen);
+
+	if (ret)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->is_vector = 1;
+	if (!v.is_vector || v.n) {
+		value_free(&v);
+		return 0;
+	}
+	value_free(&v);
+	while (sel && sel->t == N_CALL && sel->nargs)
+		sel = sel->args[sel->nargs - 1];	/* absent(rate(x{a="b"}[5m])) */
+	for (int i = 0; sel && sel->t == N_SEL && i < sel->nm && nl < 16; i++)
+		if (sel->m[i].op == '=') {
+			l[nl].key = sel->m[i].label;
+			l[nl++].value = sel->m[i].value;
+		}
+	sort_labels(l, nl);
+	return push(out, l, nl, 1);
+}
+
 /* The scalar argument i of call n (clamp's bounds): 0, or -EINVAL. */
 static int scalar_arg(const struct node *n, int i, const struct host_window *hosts, size_t nh,
 		      double *out, char *err, size_t errlen)
@@ -972,6 +1011,8 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 		}
 		if (n->fn_id >= FN_ABS && n->fn_id <= FN_CLAMP)
 			return eval_elementwise(n, hosts, nh, out, err, errlen);
+		if (n->fn_id == FN_ABSENT)
+			return eval_absent(n, hosts, nh, out, err, errlen);
 		return eval_selector(n->args[0], n->fn_id, 0, hosts, nh, out);
 	case N_AGG:
 		ret = eval(n->args[0], hosts, nh, &a, err, errlen);

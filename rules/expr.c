@@ -266,6 +266,10 @@ static const struct expr_fn_info fns[] = {
 	{ "max", FN_MAX, 1, 0, 1 },
 	{ "avg", FN_AVG, 1, 0, 1 },
 	{ "count", FN_COUNT, 1, 0, 1 },
+	{ "group", FN_GROUP, 1, 0, 1 },
+	{ "stddev", FN_STDDEV, 1, 0, 1 },
+	{ "stdvar", FN_STDVAR, 1, 0, 1 },
+	{ "absent", FN_ABSENT, 1, 0, 0 },
 };
 
 /* Hints for PromQL functions faultline does not have. */
@@ -276,13 +280,12 @@ static const struct {
 	{ "histogram_quantile", "faultline's histograms are merged exactly: use "
 				"quantile(0.99, metric[5m])" },
 	{ "quantile_over_time", "use quantile(q, histogram[range]) for a histogram" },
-	{ "present_over_time", NULL }, { "absent", "a host that stops reporting pages "
-						   "HostSilent on its own" },
+	{ "present_over_time", NULL },
 	{ "absent_over_time", "a host that stops reporting pages HostSilent on its own" },
 	{ "topk", NULL }, { "bottomk", NULL }, { "predict_linear", NULL }, { "deriv", NULL },
 	{ "label_replace", NULL }, { "label_join", NULL },
 	{ "vector", NULL }, { "scalar", NULL }, { "time", NULL }, { "timestamp", NULL },
-	{ "stddev", NULL }, { "stdvar", NULL }, { "count_values", NULL }, { "group", NULL },
+	{ "count_values", NULL },
 	{ "sort", NULL },
 	{ "sort_desc", NULL }, { "holt_winters", NULL }, { "day_of_week", NULL },
 	{ "hour", NULL }, { "minute", NULL }, { "month", NULL }, { "year", NULL },

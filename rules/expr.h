@@ -76,9 +76,9 @@ enum expr_fn {
 	FN_ABS, FN_CEIL, FN_FLOOR, FN_ROUND, FN_SQRT, FN_EXP, FN_LN, FN_LOG2, FN_LOG10,
 	FN_CLAMP_MIN, FN_CLAMP_MAX, FN_CLAMP,
 	/* over a vector, across elements */
-	FN_PEER_RATIO,
+	FN_PEER_RATIO, FN_ABSENT,
 	/* aggregations (`sum by (x) (...)`) */
-	FN_SUM, FN_AVG, FN_MIN, FN_MAX, FN_COUNT,
+	FN_SUM, FN_AVG, FN_MIN, FN_MAX, FN_COUNT, FN_GROUP, FN_STDDEV, FN_STDVAR,
 };
 
 struct expr_fn_info {

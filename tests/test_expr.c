@@ -131,22 +131,32 @@ static void build_fleet(void)
 	}
 }
 
+/*
+ * The expression last run: a value borrows label strings from the AST it
+ * came from (by () keys, absent()'s labels), so the AST lives until the
+ * next run or the end of the test, as a rule's does in the engine.
+ */
+static struct node *last_expr;
+
 static void free_fleet(void)
 {
+	expr_free(last_expr);
+	last_expr = NULL;
 	for (int h = 0; h < 4; h++)
 		for (int t = 0; t < 3; t++)
 			snapshot_free(&snaps[h][t]);
 }
 
+
 static struct value run(const char *src)
 {
-	struct node *n;
 	struct value v;
 	char err[256];
 
-	cr_assert_eq(expr_parse(src, &n, err, sizeof(err)), 0, "%s: %s", src, err);
-	cr_assert_eq(eval(n, fleet, 4, &v, err, sizeof(err)), 0, "%s: %s", src, err);
-	expr_free(n);
+	expr_free(last_expr);
+	last_expr = NULL;
+	cr_assert_eq(expr_parse(src, &last_expr, err, sizeof(err)), 0, "%s: %s", src, err);
+	cr_assert_eq(eval(last_expr, fleet, 4, &v, err, sizeof(err)), 0, "%s: %s", src, err);
 	return v;
 }
 
@@ -273,6 +283,30 @@ Test(expr, values_and_durations_are_in_base_units, .init = build_fleet, .fini = 
 	value_free(&v);
 	v = run("faultline_tcp_in_csum_errors_total offset 1h");
 	cr_assert_eq(v.n, 0, "no history an hour back: nothing, not the newest values");
+	value_free(&v);
+	/* absent, group, stddev, stdvar as PromQL's */
+	v = run("absent(faultline_drive_wear_used_ratio{device=\"nope\",model=~\"A\"})");
+	cr_assert(v.n == 1 && v.e[0].v == 1 && v.e[0].nlabels == 1, "absent: %zu", v.n);
+	cr_assert_str_eq(velem_label(&v.e[0], "device"), "nope");
+	value_free(&v);
+	v = run("absent(rate(faultline_tcp_in_csum_errors_total[1m]))");
+	cr_assert_eq(v.n, 0, "present: absent is empty");
+	value_free(&v);
+	v = run("group by (switch) (faultline_drive_wear_used_ratio)");
+	cr_assert(v.n == 2 && v.e[0].v == 1 && v.e[1].v == 1);
+	value_free(&v);
+	v = run("stddev(faultline_drive_wear_used_ratio)");
+	{
+		double m = (0.20 + 0.21 + 0.22 + 0.95) / 4, var = 0, w[] = { 0.20, 0.21, 0.22, 0.95 };
+
+		for (int i = 0; i < 4; i++)
+			var += (w[i] - m) * (w[i] - m) / 4;
+		cr_assert(v.n == 1 && fabs(v.e[0].v - sqrt(var)) < 1e-9, "stddev %g, want %g",
+			  v.n ? v.e[0].v : -1, sqrt(var));
+		value_free(&v);
+		v = run("stdvar(faultline_drive_wear_used_ratio)");
+		cr_assert(v.n == 1 && fabs(v.e[0].v - var) < 1e-9, "stdvar %g", v.n ? v.e[0].v : -1);
+	}
 	value_free(&v);
 	v = run("5m == bool 300");
 	cr_assert(!v.is_vector && v.scalar == 1, "5m is not 300 s");
