@@ -409,7 +409,21 @@ static void run_collector(const char *smartctl, uint64_t timeout_ns, struct snap
 	(void)error;
 }
 
-Test(drive, missing_smartctl_is_reported_and_the_collector_keeps_running, .timeout = 60)
+/*
+ * Whatever the test's outcome: the hanging smartctl is killed and the fake
+ * tree removed.  (The pattern's "[/]" keeps pkill from matching the shell
+ * that runs it, which used to die before its rm -rf.)
+ */
+static void remove_fake_sysfs(void)
+{
+	if (fake[0])
+		test_sh("pkill -f '[/]%s/smartctl' 2>/dev/null; rm -rf %s", fake + 1, fake);
+	fake[0] = '\0';
+	unsetenv("FL_SYS_BLOCK");
+}
+
+Test(drive, missing_smartctl_is_reported_and_the_collector_keeps_running,
+     .fini = remove_fake_sysfs, .timeout = 60)
 {
 	struct snapshot s;
 	const struct series *ser;
@@ -422,11 +436,9 @@ Test(drive, missing_smartctl_is_reported_and_the_collector_keeps_running, .timeo
 	cr_assert_null(snapshot_find(&s, "drive.smart_available{device=loop7,model=unknown}"),
 		       "loop devices must be skipped");
 	snapshot_free(&s);
-	test_sh("rm -rf %s", fake);
-	unsetenv("FL_SYS_BLOCK");
 }
 
-Test(drive, hanging_smartctl_times_out, .timeout = 60)
+Test(drive, hanging_smartctl_times_out, .fini = remove_fake_sysfs, .timeout = 60)
 {
 	struct snapshot s;
 	char smartctl[512];
@@ -438,7 +450,6 @@ Test(drive, hanging_smartctl_times_out, .timeout = 60)
 	cr_assert_lt(time_mono_ns() - t0, 10 * NSEC_PER_SEC, "the timeout did not fire");
 	cr_assert_not_null(snapshot_find(&s, "drive.smart_available{device=sdz,model=unknown}"));
 	snapshot_free(&s);
-	test_sh("pkill -f '%s/smartctl' 2>/dev/null; rm -rf %s", fake, fake);
 	unsetenv("FL_SYS_BLOCK");
 }
 
