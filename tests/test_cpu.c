@@ -94,6 +94,28 @@ static double proc_stat_busy_s(int cpu)
 	return (double)busy / (double)sysconf(_SC_CLK_TCK);
 }
 
+/*
+ * pid's time on a CPU so far, in s, as the scheduler counts it
+ * (/proc/PID/schedstat): the same clock as sched_switch, so it includes
+ * what a hypervisor took from the vCPU while the task was on it, which the
+ * tick-based /proc/stat of a guest without steal accounting does not.
+ */
+static double task_run_s(pid_t pid)
+{
+	unsigned long long ns = 0;
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(f);
+	}
+	return (double)ns / 1e9;
+}
+
 static const struct series *find(const struct snapshot *s, const char *key)
 {
 	return snapshot_find(s, key);
@@ -107,7 +129,7 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	double best_max = 0, best_util = 0, utils[16];
 	int nutils = 0;
 	uint64_t busy0 = 0, busy1 = 0;
-	double stat0 = 0, stat1 = 0;
+	double stat0 = 0, stat1 = 0, run0 = 0, run1 = 0;
 	uint64_t test_start = time_mono_ns();
 	struct rollup r;
 	struct snapshot out;
@@ -132,10 +154,12 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 		if (i == 1) {
 			busy0 = b->counter.value;
 			stat0 = proc_stat_busy_s(target);
+			run0 = task_run_s(child);
 		}
 		if (i == 7) {
 			busy1 = b->counter.value;
 			stat1 = proc_stat_busy_s(target);
+			run1 = task_run_s(child);
 		}
 		if (i >= 1) {
 			cr_assert_not_null(u);
@@ -156,17 +180,23 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 
 	/*
 	 * 3 bursts of 300 ms in the 6 s between i=1 and i=7, plus whatever else
-	 * the shared machine ran there: at least the bursts, and what the
-	 * kernel's own accounting says (10 ms ticks, read a moment apart).
+	 * the shared machine ran there.  Every bit of the burster's own time on
+	 * the CPU (the scheduler's count) is in it; and no more than that and
+	 * what the kernel's tick accounting saw besides (read a moment apart;
+	 * this VM's guest reports no steal, so time the host takes from the vCPU
+	 * during a burst shows in the scheduler's count, not in /proc/stat).
 	 */
-	double busy_s = (double)(busy1 - busy0) / 1e9, stat_s = stat1 - stat0;
+	double busy_s = (double)(busy1 - busy0) / 1e9, stat_s = stat1 - stat0, run_s = run1 - run0;
 
-	cr_log_info("CPU %d busy %.3f s in 6 s (/proc/stat: %.2f s)", target, busy_s, stat_s);
+	cr_log_info("CPU %d busy %.3f s in 6 s (burster on it %.3f s, /proc/stat %.2f s)", target,
+		    busy_s, run_s, stat_s);
 	cr_assert_geq(busy_s, 0.85, "CPU %d busy %.3f s in 6 s, below its three 300 ms bursts",
 		      target, busy_s);
-	cr_assert(fabs(busy_s - stat_s) <= 0.2 * stat_s + 0.4,
-		  "CPU %d busy %.3f s in 6 s, the kernel's accounting says %.2f s", target, busy_s,
-		  stat_s);
+	cr_assert_geq(busy_s, run_s - 0.05, "CPU %d busy %.3f s, less than the %.3f s its burster "
+		      "alone ran", target, busy_s, run_s);
+	cr_assert_leq(busy_s, fmax(stat_s, run_s) * 1.2 + 0.4,
+		      "CPU %d busy %.3f s in 6 s; the burster ran %.3f s and the kernel's "
+		      "accounting says %.2f s", target, busy_s, run_s, stat_s);
 	{
 		char kidle[64];
 		struct snapshot t;
