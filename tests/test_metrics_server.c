@@ -124,16 +124,27 @@ Test(metrics_server, head_and_gzip)
 	metrics_server_stop(m);
 }
 
-/* TLS and basic auth from a web config file, as Prometheus' exporters take it. */
-Test(metrics_server, tls_and_basic_auth_from_a_web_config, .timeout = 60)
+/* The web config's directory, removed whatever the test's outcome. */
+static char dir[32];
+
+static void remove_dir(void)
 {
-	char dir[] = "/tmp/fl-web.XXXXXX", wc[300], *salt;
+	if (dir[0])
+		test_sh("rm -rf %s", dir);
+	dir[0] = '\0';
+}
+
+/* TLS and basic auth from a web config file, as Prometheus' exporters take it. */
+Test(metrics_server, tls_and_basic_auth_from_a_web_config, .fini = remove_dir, .timeout = 60)
+{
+	char wc[300], *salt;
 	struct crypt_data cd = { 0 };
 	struct metrics_server *m;
 	const char *hash;
 	int port;
 	FILE *f;
 
+	snprintf(dir, sizeof(dir), "/tmp/fl-web.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(test_sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout "
 			     "server.key -out server.crt -days 1 -subj /CN=localhost "
@@ -161,10 +172,9 @@ Test(metrics_server, tls_and_basic_auth_from_a_web_config, .timeout = 60)
 	cr_assert_neq(test_sh("curl -s -m 5 http://127.0.0.1:%d/metrics 2>/dev/null | "
 			      "grep -q faultline_up", port), 0, "plain HTTP served on a TLS port");
 	metrics_server_stop(m);
-	test_sh("rm -rf %s", dir);
 }
 
-Test(metrics_server, a_bad_web_config_is_refused_with_its_position)
+Test(metrics_server, a_bad_web_config_is_refused_with_its_position, .fini = remove_dir)
 {
 	static const struct {
 		const char *text, *want;
@@ -177,8 +187,9 @@ Test(metrics_server, a_bad_web_config_is_refused_with_its_position)
 		{ "http_server_config:\n  http2: true\n", "web.yml:2:3: http_server_config: unknown "
 		  "key (valid here: tls_server_config, basic_auth_users)" },
 	};
-	char dir[] = "/tmp/fl-web.XXXXXX", wc[300], err[512];
+	char wc[300], err[512];
 
+	snprintf(dir, sizeof(dir), "/tmp/fl-web.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(wc, sizeof(wc), "%s/web.yml", dir);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -191,5 +202,4 @@ Test(metrics_server, a_bad_web_config_is_refused_with_its_position)
 			       "case %zu accepted", i);
 		cr_expect(strstr(err, cases[i].want), "case %zu: %s", i, err);
 	}
-	test_sh("rm -rf %s", dir);
 }
