@@ -265,6 +265,15 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 	value_free(&v);
 }
 
+/*
+ * Whether host h reports (has a snapshot no older than the stale
+ * threshold at now): the hosts every rule and every query looks at.
+ */
+static int host_live(const struct engine *e, const struct host_state *h, uint64_t now)
+{
+	return h->n && h->snaps[h->n - 1].ts_ms + e->opts.stale_ms >= now;
+}
+
 int engine_query(struct engine *e, const struct node *n, uint64_t now_ms, struct value *out,
 		 char *err, size_t errlen)
 {
@@ -280,7 +289,7 @@ int engine_query(struct engine *e, const struct node *n, uint64_t now_ms, struct
 	for (size_t i = 0; i < e->nhosts; i++) {
 		const struct host_state *h = &e->hosts[i];
 
-		if (!h->n || h->snaps[h->n - 1].ts_ms + e->opts.stale_ms < now_ms)
+		if (!host_live(e, h, now_ms))
 			continue;	/* silent: left out, as every rule leaves it out */
 		win[nlive].host = h->name;
 		win[nlive].snaps = h->snaps;
@@ -323,7 +332,7 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 			bad[nbad].value = history_recent_bad(h, now);
 			nbad++;
 		}
-		if (!h->n || last + e->opts.stale_ms < now) {
+		if (!host_live(e, h, now)) {
 			if (last + e->opts.stale_ms >= now)
 				continue;	/* nothing yet, but not for long */
 			slabels[nsilent].key = "host";
