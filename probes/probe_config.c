@@ -250,8 +250,8 @@ int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
 	cfg->log_level = strdup("info");
 	cfg->smartctl = strdup("/usr/sbin/smartctl");
 	cfg->spool_path = strdup("");
-	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->web_config || !cfg->log_level ||
-	    !cfg->smartctl || !cfg->spool_path)
+	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->web_config ||
+	    !cfg->log_level || !cfg->smartctl || !cfg->spool_path)
 		return -ENOMEM;
 	return probe_config_parse(cfg, "<built-in etc/probe.yaml>", probe_default_config,
 				  strlen(probe_default_config), err, errlen);
@@ -259,15 +259,13 @@ int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
 
 int probe_config_load(struct probe_config *cfg, const char *path, char *err, size_t errlen)
 {
-	char *text;
-	size_t len;
-	int ret;
+	struct cfg c;
+	int ret = cfg_load_file(&c, path, err, errlen);
 
-	ret = cfg_read_file(path, &text, &len, err, errlen);
 	if (ret)
 		return ret;
-	ret = probe_config_parse(cfg, path, text, len, err, errlen);
-	free(text);
+	ret = cfg_apply(&c, probe_config_schema, probe_config_nschema, cfg, err, errlen);
+	cfg_free(&c);
 	return ret;
 }
 
