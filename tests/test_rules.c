@@ -7,6 +7,7 @@
  * a silent host.
  */
 #include <criterion/criterion.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -535,16 +536,40 @@ Test(rules, shipped_rule_unit_tests_pass, .timeout = 120)
 	}
 }
 
+/*
+ * Run the rule test file text (a printf format over args) through
+ * ruletest_run from a temporary file; its report into *report (freed by
+ * the caller).  Returns what ruletest_run returned.
+ */
+static int run_ruletest(char **report, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int run_ruletest(char **report, const char *fmt, ...)
+{
+	char path[] = "/tmp/fl-ruletest-XXXXXX";
+	size_t len = 0;
+	int fd = mkstemp(path), ret;
+	FILE *f = fdopen(fd, "w"), *out;
+	va_list ap;
+
+	cr_assert_not_null(f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+	out = open_memstream(report, &len);
+	ret = ruletest_run(path, out);
+	fclose(out);
+	unlink(path);
+	return ret;
+}
+
 /* A wrong expectation fails, saying what fired instead, where. */
 Test(rules, rule_unit_test_reports_a_wrong_expectation)
 {
-	char path[] = "/tmp/fl-ruletest-XXXXXX", *buf = NULL, cwd[512];
-	size_t len = 0;
-	int fd = mkstemp(path);
-	FILE *f = fdopen(fd, "w"), *out;
+	char *buf = NULL, cwd[512];
 
 	cr_assert(getcwd(cwd, sizeof(cwd)));
-	fprintf(f, "rule_files: [%s/etc/rules/faultline.yaml]\n"
+	cr_expect_eq(run_ruletest(&buf, "rule_files: [%s/etc/rules/faultline.yaml]\n"
 		   "evaluation_interval: 1m\n"
 		   "tests:\n"
 		   "  - name: healthy drive\n"
@@ -555,16 +580,11 @@ Test(rules, rule_unit_test_reports_a_wrong_expectation)
 		   "    alert_rule_test:\n"
 		   "      - eval_time: 15m\n"
 		   "        alertname: DriveWornOut\n"
-		   "        exp_alerts: []\n", cwd);
-	fclose(f);
-	out = open_memstream(&buf, &len);
-	cr_expect_eq(ruletest_run(path, out), 1);
-	fclose(out);
+		   "        exp_alerts: []\n", cwd), 1);
 	cr_expect(strstr(buf, ":10:9: test 'healthy drive': at 15m, DriveWornOut: expected 0"),
 		  "%s", buf);
 	cr_expect(strstr(buf, "host=db-9"), "%s", buf);
 	free(buf);
-	unlink(path);
 }
 
 Test(rules, malformed_rule_test_files_are_errors_not_crashes)
@@ -593,19 +613,11 @@ Test(rules, malformed_rule_test_files_are_errors_not_crashes)
 		  ":2:21: evaluaton_interval: unknown key" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char path[] = "/tmp/fl-ruletest-XXXXXX", *buf = NULL;
-		size_t len = 0;
-		int fd = mkstemp(path);
-		FILE *f = fdopen(fd, "w"), *out;
+		char *buf = NULL;
 
-		fputs(cases[i].text, f);
-		fclose(f);
-		out = open_memstream(&buf, &len);
-		cr_expect_lt(ruletest_run(path, out), 0, "case %zu accepted", i);
-		fclose(out);
+		cr_expect_lt(run_ruletest(&buf, "%s", cases[i].text), 0, "case %zu accepted", i);
 		cr_expect(strstr(buf, cases[i].want), "case %zu: %s", i, buf);
 		free(buf);
-		unlink(path);
 	}
 }
 
@@ -660,22 +672,16 @@ Test(rules, rule_tests_compare_labels_exactly_and_annotations)
 
 	cr_assert(getcwd(cwd, sizeof(cwd)));
 	for (int i = 0; i < 3; i++) {
-		char path[] = "/tmp/fl-ruletest-XXXXXX", *buf = NULL;
-		size_t len = 0;
-		int fd = mkstemp(path);
-		FILE *f = fdopen(fd, "w"), *out;
-
-		fprintf(f, "rule_files: [%s/etc/rules/faultline.yaml]\nevaluation_interval: 1m\n"
+		char *buf = NULL;
+		int ret = run_ruletest(&buf, "rule_files: [%s/etc/rules/faultline.yaml]\n"
+			"evaluation_interval: 1m\n"
 			"tests:\n  - name: worn\n    interval: 1m\n    input_series:\n"
 			"      - series: 'faultline_drive_wear_used_ratio{host=\"db-9\",device=\"sda\",model=\"M\"}'\n"
 			"        values: '0.95+0x20'\n    alert_rule_test:\n      - eval_time: 15m\n"
 			"        alertname: DriveWornOut\n        exp_alerts:\n%s", cwd, exp[i]);
-		fclose(f);
-		out = open_memstream(&buf, &len);
-		cr_expect_eq(ruletest_run(path, out), i < 2 ? 1 : 0, "case %d: %s", i, buf);
-		fclose(out);
+
+		cr_expect_eq(ret, i < 2 ? 1 : 0, "case %d: %s", i, buf);
 		free(buf);
-		unlink(path);
 	}
 }
 
@@ -710,13 +716,11 @@ Test(rules, runbook_base_makes_relative_runbooks_resolvable)
 /* promql_expr_test: the samples must be exactly the expected ones; a wrong value fails, saying what came. */
 Test(rules, promql_expr_test_compares_samples)
 {
-	char path[] = "/tmp/fl-ruletest-XXXXXX", cwd[512], *buf = NULL;
-	size_t len = 0;
-	int fd = mkstemp(path);
-	FILE *f = fdopen(fd, "w"), *out;
+	char cwd[512], *buf = NULL;
 
 	cr_assert(getcwd(cwd, sizeof(cwd)));
-	fprintf(f, "rule_files: [%s/etc/rules/faultline.yaml]\nevaluation_interval: 10s\n"
+	cr_expect_eq(run_ruletest(&buf, "rule_files: [%s/etc/rules/faultline.yaml]\n"
+		"evaluation_interval: 10s\n"
 		"tests:\n  - name: temperatures\n    interval: 10s\n    input_series:\n"
 		"      - series: 'faultline_drive_temperature_celsius{host=\"a\",rack=\"r1\",device=\"sda\"}'\n"
 		"        values: '40+1x10'\n"
@@ -728,14 +732,9 @@ Test(rules, promql_expr_test_compares_samples)
 		"      - expr: faultline_drive_temperature_celsius{rack=\"r2\"}\n        eval_time: 30s\n"
 		"        exp_samples:\n"
 		"          - labels: 'faultline_drive_temperature_celsius{device=\"sda\",host=\"b\",rack=\"r2\"}'\n"
-		"            value: 31\n", cwd);
-	fclose(f);
-	out = open_memstream(&buf, &len);
-	cr_expect_eq(ruletest_run(path, out), 1, "a wrong value passed");
-	fclose(out);
+		"            value: 31\n", cwd), 1, "a wrong value passed");
 	cr_expect(strstr(buf, "faultline_drive_temperature_celsius{rack=\"r2\"}: expected 1 "
 			 "sample(s), got 1: {device=\"sda\",host=\"b\",rack=\"r2\"} 30"), "%s", buf);
 	cr_expect_null(strstr(buf, "max(faultline"), "the right one failed: %s", buf);
 	free(buf);
-	unlink(path);
 }
