@@ -1,0 +1,28 @@
+/*
+ * eval_internal.h - what eval.c and vector_fns.c share, and nobody else.
+ */
+#ifndef FL_EVAL_INTERNAL_H
+#define FL_EVAL_INTERNAL_H
+
+#include "rules/eval.h"
+
+/* Append an element with labels l (borrowed, sorted by key) and value x. */
+int value_push(struct value *v, const struct label *l, int nl, double x);
+
+/* Sort labels by key; the hash of a sorted label set. */
+void labels_sort(struct label *l, int nl);
+uint64_t labels_hash(const struct label *l, int nl);
+
+/* sum/avg/min/max/count/group/stddev/stdvar by (or without) labels of in. */
+int eval_agg(const struct node *n, const struct value *in, struct value *out);
+
+/* Each element of in over the median of the elements with the same label. */
+int peer_ratio(const struct value *in, const char *label, struct value *out);
+
+/* absent(x) and the element functions abs ... clamp of call n. */
+int eval_absent(const struct node *n, const struct host_window *hosts, size_t nh,
+		struct value *out, char *err, size_t errlen);
+int eval_elementwise(const struct node *n, const struct host_window *hosts, size_t nh,
+		     struct value *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * vector_fns.c - functions over a vector's elements: aggregations (sum,
+ * avg, min, max, count, group, stddev, stdvar by/without labels),
+ * peer_ratio, absent, and the element functions (abs ... clamp); see
+ * eval_internal.h.  eval.c builds the vectors; these combine them.
+ */
+#include "rules/eval_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP_KEY_MAX (SNAPSHOT_MAX_LABELS * 2 + 1)
+
+/*
+ * The grouping labels of e under n's clause: by (labels), absent ones as
+ * ""; or without (labels), every label of e but those (sorted, as e's).
+ */
+static int group_key(const struct node *n, const struct velem *e, struct label *key, int max)
+{
+	int nk = 0;
+
+	if (n->without) {
+		for (int i = 0; i < e->nlabels && nk < max; i++) {
+			int dropped = 0;
+
+			for (int b = 0; b < n->nby && !dropped; b++)
+				dropped = !strcmp(e->labels[i].key, n->by[b]);
+			if (!dropped)
+				key[nk++] = e->labels[i];
+		}
+		return nk;
+	}
+	for (int b = 0; b < n->nby && nk < max; b++) {
+		const char *v = velem_label(e, n->by[b]);
+
+		key[nk].key = n->by[b];
+		key[nk].value = (char *)(v ? v : "");
+		nk++;
+	}
+	return nk;
+}
+
+struct grouped {
+	uint64_t hash;		/* of the element's group key */
+	size_t i;		/* element index */
+};
+
+static int grouped_cmp(const void *a, const void *b)
+{
+	const struct grouped *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+struct group {
+	size_t first;		/* index of the group's first element */
+	double acc, accsq, mn, mx;
+	size_t cnt;
+};
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * sum/min/max/avg/count by (labels): elements are sorted by the hash of
+ * their group key, so each group is found in O(n log n); groups come out
+ * in the order of their first element, values summed in input order.
+ */
+int eval_agg(const struct node *n, const struct value *in, struct value *out)
+{
+	struct grouped *g = malloc((in->n + 1) * sizeof(*g));
+	struct group *grp = malloc((in->n + 1) * sizeof(*grp));
+	char *done = calloc(in->n + 1, 1);
+	struct label key[GROUP_KEY_MAX], other[GROUP_KEY_MAX];
+	size_t ngrp = 0;
+	int ret = 0;
+
+	out->is_vector = 1;
+	if (!g || !grp || !done) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < in->n; i++) {
+		int nk = group_key(n, &in->e[i], key, GROUP_KEY_MAX);
+
+		g[i].hash = labels_hash(key, nk);
+		g[i].i = i;
+	}
+	qsort(g, in->n, sizeof(*g), grouped_cmp);
+	for (size_t s = 0, e; s < in->n; s = e) {
+		for (e = s + 1; e < in->n && g[e].hash == g[s].hash; e++)
+			;
+		/* One hash, almost always one key: split the run by exact key. */
+		for (size_t j = s; j < e; j++) {
+			struct group *gr = &grp[ngrp];
+			int nk;
+
+			if (done[j])
+				continue;
+			nk = group_key(n, &in->e[g[j].i], key, GROUP_KEY_MAX);
+			*gr = (struct group){ .first = g[j].i, .mn = INFINITY, .mx = -INFINITY };
+			for (size_t k = j; k < e; k++) {
+				const struct velem *x = &in->e[g[k].i];
+				int same = 1;
+
+				if (done[k])
+					continue;
+				if (k != j) {
+					/* without: the keys themselves can differ, too */
+					same = group_key(n, x, other, GROUP_KEY_MAX) == nk;
+					for (int b = 0; b < nk && same; b++)
+						same = !strcmp(key[b].key, other[b].key) &&
+						       !strcmp(key[b].value, other[b].value);
+				}
+				if (!same)
+					continue;
+				done[k] = 1;
+				gr->acc += x->v;
+				gr->accsq += x->v * x->v;
+				gr->mn = x->v < gr->mn ? x->v : gr->mn;
+				gr->mx = x->v > gr->mx ? x->v : gr->mx;
+				gr->cnt++;
+			}
+			ngrp++;
+		}
+	}
+	qsort(grp, ngrp, sizeof(*grp), group_cmp);
+	for (size_t i = 0; i < ngrp && !ret; i++) {
+		const struct group *gr = &grp[i];
+		int nk = group_key(n, &in->e[gr->first], key, GROUP_KEY_MAX);
+		double x;
+
+		labels_sort(key, nk);
+		x = n->fn_id == FN_SUM ? gr->acc :
+		    n->fn_id == FN_AVG ? gr->acc / (double)gr->cnt :
+		    n->fn_id == FN_MIN ? gr->mn : n->fn_id == FN_MAX ? gr->mx :
+		    n->fn_id == FN_GROUP ? 1 : n->fn_id == FN_COUNT ? (double)gr->cnt :
+		    /* population variance, as PromQL's stdvar and stddev */
+		    fmax(gr->accsq / (double)gr->cnt -
+			 (gr->acc / (double)gr->cnt) * (gr->acc / (double)gr->cnt), 0);
+		if (n->fn_id == FN_STDDEV)
+			x = sqrt(x);
+		ret = value_push(out, key, nk, x);
+	}
+out:
+	free(g);
+	free(grp);
+	free(done);
+	return ret;
+}
+
+struct peer {
+	const char *group;	/* the peer label's value, "" if absent */
+	double v;
+	size_t i;
+};
+
+static int peer_cmp(const void *a, const void *b)
+{
+	const struct peer *x = a, *y = b;
+	int c = strcmp(x->group, y->group);
+
+	if (c)
+		return c;
+	return x->v < y->v ? -1 : x->v > y->v;
+}
+
+/*
+ * peer_ratio(v, label): each element divided by the median of the
+ * elements with the same value of label (its peers, itself included).
+ * Sorting by (group, value) finds every group's median in O(n log n).
+ */
+int peer_ratio(const struct value *in, const char *label, struct value *out)
+{
+	struct peer *p = malloc((in->n + 1) * sizeof(*p));
+	double *med = malloc((in->n + 1) * sizeof(*med));
+	int ret = 0;
+
+	out->is_vector = 1;
+	if (!p || !med) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < in->n; i++) {
+		const char *g = velem_label(&in->e[i], label);
+
+		p[i] = (struct peer){ .group = g ? g : "", .v = in->e[i].v, .i = i };
+	}
+	qsort(p, in->n, sizeof(*p), peer_cmp);
+	for (size_t s = 0, e; s < in->n; s = e) {
+		size_t m;
+		double x;
+
+		for (e = s + 1; e < in->n && !strcmp(p[e].group, p[s].group); e++)
+			;
+		m = e - s;
+		x = m % 2 ? p[s + m / 2].v : (p[s + m / 2 - 1].v + p[s + m / 2].v) / 2;
+		for (size_t k = s; k < e; k++)
+			med[p[k].i] = x;
+	}
+	for (size_t i = 0; i < in->n && !ret; i++)
+		if (med[i] != 0)
+			ret = value_push(out, in->e[i].labels, in->e[i].nlabels, in->e[i].v / med[i]);
+out:
+	free(p);
+	free(med);
+	return ret;
+}
+
+/*
+ * absent(v): nothing when v has elements; else one element of value 1 with
+ * the labels v's selector pins with '=' (absent(x{device="sda"}) is
+ * {device="sda"} 1), as PromQL does.
+ */
+int eval_absent(const struct node *n, const struct host_window *hosts, size_t nh,
+		       struct value *out, char *err, size_t errlen)
+{
+	const struct node *sel = n->args[0];
+	struct label l[16];
+	struct value v = { 0 };
+	int nl = 0, ret = eval(n->args[0], hosts, nh, &v, err, errlen);
+
+	if (ret)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->is_vector = 1;
+	if (!v.is_vector || v.n) {
+		value_free(&v);
+		return 0;
+	}
+	value_free(&v);
+	while (sel && sel->t == N_CALL && sel->nargs)
+		sel = sel->args[sel->nargs - 1];	/* absent(rate(x{a="b"}[5m])) */
+	for (int i = 0; sel && sel->t == N_SEL && i < sel->nm && nl < 16; i++)
+		if (sel->m[i].op == '=') {
+			l[nl].key = sel->m[i].label;
+			l[nl++].value = sel->m[i].value;
+		}
+	labels_sort(l, nl);
+	return value_push(out, l, nl, 1);
+}
+
+/* The scalar argument i of call n (clamp's bounds): 0, or -EINVAL. */
+static int scalar_arg(const struct node *n, int i, const struct host_window *hosts, size_t nh,
+		      double *out, char *err, size_t errlen)
+{
+	struct value v = { 0 };
+	int ret = eval(n->args[i], hosts, nh, &v, err, errlen);
+
+	if (!ret && v.is_vector) {
+		snprintf(err, errlen, "%d:%d: %s's argument %d is a number, not a vector",
+			 n->args[i]->line, n->args[i]->col, n->fn, i + 1);
+		ret = -EINVAL;
+	}
+	*out = v.scalar;
+	value_free(&v);
+	return ret;
+}
+
+static double apply_fn(enum expr_fn fn, double x, double lo, double hi)
+{
+	switch (fn) {
+	case FN_ABS: return fabs(x);
+	case FN_CEIL: return ceil(x);
+	case FN_FLOOR: return floor(x);
+	case FN_ROUND: return floor(x + 0.5);	/* PromQL rounds half up */
+	case FN_SQRT: return sqrt(x);
+	case FN_EXP: return exp(x);
+	case FN_LN: return log(x);
+	case FN_LOG2: return log2(x);
+	case FN_LOG10: return log10(x);
+	case FN_CLAMP_MIN: return fmax(x, lo);
+	case FN_CLAMP_MAX: return fmin(x, hi);
+	case FN_CLAMP: return lo > hi ? NAN : fmin(fmax(x, lo), hi);
+	default: return NAN;
+	}
+}
+
+/* abs, ceil, ..., clamp: the function of each element (or of a scalar). */
+int eval_elementwise(const struct node *n, const struct host_window *hosts, size_t nh,
+			    struct value *out, char *err, size_t errlen)
+{
+	double lo = -INFINITY, hi = INFINITY;
+	int ret = eval(n->args[0], hosts, nh, out, err, errlen);
+
+	if (ret)
+		return ret;
+	if (n->fn_id == FN_CLAMP_MIN || n->fn_id == FN_CLAMP)
+		ret = scalar_arg(n, 1, hosts, nh, &lo, err, errlen);
+	if (!ret && n->fn_id == FN_CLAMP_MAX)
+		ret = scalar_arg(n, 1, hosts, nh, &hi, err, errlen);
+	if (!ret && n->fn_id == FN_CLAMP)
+		ret = scalar_arg(n, 2, hosts, nh, &hi, err, errlen);
+	if (ret) {
+		value_free(out);
+		return ret;
+	}
+	if (n->fn_id == FN_CLAMP && lo > hi && out->is_vector) {
+		value_free(out);	/* as PromQL: an empty vector */
+		out->is_vector = 1;
+		return 0;
+	}
+	for (size_t i = 0; i < out->n; i++)
+		out->e[i].v = apply_fn(n->fn_id, out->e[i].v, lo, hi);
+	out->scalar = apply_fn(n->fn_id, out->scalar, lo, hi);
+	return 0;
+}
+
