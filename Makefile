@@ -86,7 +86,7 @@ SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
 RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/eval.o $(OUT)/rules/vector_fns.o $(OUT)/rules/rules.o $(OUT)/rules/template.o \
 	$(OUT)/rules/engine.o \
 	$(OUT)/rules/history.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
-	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o
+	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
 .PHONY: all check-deps deps run demo test asan chaos fuzz bench install uninstall clean vmlinux deb
@@ -253,7 +253,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
 		fuzz_rules) extra="rules/expr.c rules/rules.c rules/template.c";; \
-		fuzz_ruletest) extra="rules/expr.c rules/rules.c rules/template.c rules/eval.c rules/vector_fns.c $(ENGINE_SRCS) rules/ruletest.c";; \
+		fuzz_ruletest) extra="rules/expr.c rules/rules.c rules/template.c rules/eval.c rules/vector_fns.c $(ENGINE_SRCS) rules/ruletest.c rules/ruletest_expr.c";; \
 		fuzz_alert) extra="rules/expr.c rules/rules.c rules/template.c rules/eval.c rules/vector_fns.c $(ENGINE_SRCS)";; \
 		fuzz_scenario) extra="sim/scenario.c";; \
 		fuzz_topology) extra="rules/expr.c rules/rules.c rules/template.c";; \
