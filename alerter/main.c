@@ -1288,7 +1288,7 @@ int main(int argc, char **argv)
 			curl_multi_poll(al.multi, NULL, 0, 50, NULL);
 		running_before = running;
 		if (metrics) {
-			/* render at most every 500 ms; serve waiting scrapes without blocking */
+			/* render at most every 500 ms; the server thread answers scrapes from it */
 			if (now >= metrics_at) {
 				strbuf_reset(&ms);
 				render_metrics(&al, &ms);
