@@ -182,9 +182,11 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	 * 3 bursts of 300 ms in the 6 s between i=1 and i=7, plus whatever else
 	 * the shared machine ran there.  Every bit of the burster's own time on
 	 * the CPU (the scheduler's count) is in it; and no more than that and
-	 * what the kernel's tick accounting saw besides (read a moment apart;
-	 * this VM's guest reports no steal, so time the host takes from the vCPU
-	 * during a burst shows in the scheduler's count, not in /proc/stat).
+	 * what the kernel's tick accounting saw besides (read a moment apart).
+	 * This fails now and then right after test_cli in CI: cpu.busy about 2 s
+	 * above both the burster's 0.90 s and /proc/stat's 0.92 s.  That is a
+	 * real overcount of the probe (an idle stretch counted busy), not yet
+	 * found; the bound stays so that it keeps showing.
 	 */
 	double busy_s = (double)(busy1 - busy0) / 1e9, stat_s = stat1 - stat0, run_s = run1 - run0;
 
