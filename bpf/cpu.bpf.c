@@ -3,11 +3,23 @@
  * cpu.bpf.c - exact CPU busy time and scheduling latencies from the
  * scheduler's tracepoints (tp_btf).
  *
- * Busy time: every sched_switch closes the run that was on the CPU; if it
- * was not the idle task (pid 0), its duration is busy time, added to the
- * CPU's total and split across the 100 ms windows it spans.  No sampling,
- * so a 300 ms burst is seen as exactly 300 ms.  A CPU that runs one task
- * without switching has an open run; user space adds it up to "now".
+ * Busy time: every sched_switch closes the run of the task leaving the CPU
+ * (prev); unless it is the idle task (pid 0), its duration is busy time,
+ * added to the CPU's total and split across the 100 ms windows it spans.
+ * No sampling, so a 300 ms burst is seen as exactly 300 ms.  A CPU that
+ * runs one task without switching has an open run; user space adds it up
+ * to "now".
+ *
+ * Some kernels never run tracepoints in the context of some tasks.
+ * Firecracker's PVM guests are one: no event fires while the idle task or
+ * the guest agent is current, so the switch *out of* idle is never seen,
+ * and "idle since the last switch" would lose every run that follows idle,
+ * while "busy since the last switch" would count the idle stretch after a
+ * hidden task.  So a run is "since the last switch" only if that switch put
+ * prev on the CPU; otherwise its length is the scheduler's own count.  A
+ * task whose switch-out was missed is remembered as hidden, and user space
+ * does not count its open run (CPU_RUNS_HIDDEN); what it ran is not known
+ * and not counted.
  *
  * Latencies use one array indexed by pid (pid_max entries, set by user
  * space), not a hash: the entry holds when the task became runnable (woken
@@ -57,6 +69,18 @@ struct {
 	__type(value, __u64);
 } task_ts SEC(".maps");
 
+/* 1 for a pid whose switch-out a CPU missed (see the top of the file) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 32768);	/* pid_max */
+	__type(key, __u32);
+	__type(value, __u8);
+} hidden SEC(".maps");
+
+#define SCHED_NORMAL 0
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
+
 static __always_inline __u32 bucket(__u64 v)
 {
 	__u32 b = hist_bucket_index(v);
@@ -71,9 +95,11 @@ static __always_inline struct sched_lat *lat_slot(void)
 	return bpf_map_lookup_elem(&lat, &k);
 }
 
-/* Add busy time [from, to) to the windows it spans. */
+/* Add busy time [from, to) to the windows it spans (the ring holds the last SCHED_WINDOWS). */
 static __always_inline void add_busy(struct cpu_busy *b, __u64 from, __u64 to)
 {
+	if (to - from > SCHED_WINDOWS * SCHED_WINDOW_NS)
+		from = to - SCHED_WINDOWS * SCHED_WINDOW_NS;
 	for (int i = 0; i < SCHED_WINDOWS && from < to; i++) {
 		__u64 w = from / SCHED_WINDOW_NS;
 		__u64 end = (w + 1) * SCHED_WINDOW_NS;
@@ -124,6 +150,38 @@ int BPF_PROG(sched_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
+static __always_inline void set_hidden(__u32 pid, __u8 v)
+{
+	__u8 *h;
+
+	if (!pid || pid >= pid_max)
+		return;
+	h = bpf_map_lookup_elem(&hidden, &pid);
+	if (h && *h != v)
+		*h = v;
+}
+
+/*
+ * How long prev ran up to now: "since" (the last switch seen here) if that
+ * switch put prev on the CPU; else, for a task of the fair class, its run
+ * time since it was picked (sum_exec_runtime - prev_sum_exec_runtime, which
+ * the scheduler updates before the tracepoint), at most "since"; else 0: a
+ * real-time task that followed a run we could not see is not counted.
+ */
+static __always_inline __u64 prev_run_ns(struct cpu_busy *b, struct task_struct *prev,
+					 __u32 prev_pid, __u64 since)
+{
+	__u32 policy = prev->policy;
+	__u64 ran;
+
+	if (prev_pid == b->cur_pid)
+		return since;
+	if (policy != SCHED_NORMAL && policy != SCHED_BATCH && policy != SCHED_IDLE)
+		return 0;
+	ran = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime;
+	return ran < since ? ran : since;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -137,12 +195,25 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	if (b) {
 		b->seq++;
 		barrier();
-		if (b->last_ns && !b->idle && now > b->last_ns) {
-			b->busy_ns += now - b->last_ns;
-			add_busy(b, b->last_ns, now);
+		if (b->last_ns && prev_pid && now > b->last_ns) {
+			__u64 ran = prev_run_ns(b, prev, prev_pid, now - b->last_ns);
+
+			b->busy_ns += ran;
+			add_busy(b, now - ran, now);
 		}
+		/* what was put on the CPU last did not leave it in sight */
+		if (b->last_ns && prev_pid != b->cur_pid)
+			set_hidden(b->cur_pid, 1);
+		set_hidden(prev_pid, 0);
 		b->last_ns = now;
-		b->idle = next_pid == 0;
+		b->cur_pid = next_pid;
+		if (!next_pid) {
+			b->running = CPU_RUNS_IDLE;
+		} else {
+			__u8 *h = next_pid < pid_max ? bpf_map_lookup_elem(&hidden, &next_pid) : 0;
+
+			b->running = h && *h ? CPU_RUNS_HIDDEN : CPU_RUNS_TASK;
+		}
 		barrier();
 		b->seq++;
 	}

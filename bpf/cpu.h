@@ -6,6 +6,11 @@
  * and a ring of 100 ms sub-windows.  A sequence count (odd while writing)
  * lets user space read an entry consistently without a syscall.
  *
+ * Busy time up to last_ns is final.  After it, user space adds the open
+ * run only while a task whose switch-out the probe will see is on the CPU
+ * (CPU_RUNS_TASK); otherwise the time is settled by the next switch seen,
+ * which may place busy time in windows that already closed.
+ *
  * Per CPU slot (sharded like the block tables): run-queue latency (wakeup
  * or preemption -> running) and I/O wait (switched out in iowait ->
  * woken) histograms in the fleet layout, cut off at 2^40 ns.
@@ -17,11 +22,17 @@
 #define SCHED_WINDOWS 64		/* ring: 6.4 s of sub-windows */
 #define SCHED_LAT_BUCKETS ((40 - HIST_G + 1) * HIST_SUB)
 
+/* What the last switch seen on a CPU put on it (cpu_busy.running) */
+#define CPU_RUNS_TASK 0		/* a task whose switch-out will be seen */
+#define CPU_RUNS_IDLE 1		/* the idle task */
+#define CPU_RUNS_HIDDEN 2	/* a task whose switch-outs were not seen before */
+
 struct cpu_busy {
 	__u64 seq;		/* odd while sched_switch updates the entry */
 	__u64 busy_ns;		/* busy time up to last_ns */
 	__u64 last_ns;		/* time of the last switch on this CPU, 0 = none yet */
-	__u64 idle;		/* 1 while the idle task runs */
+	__u32 running;		/* CPU_RUNS_*: may user space count the open run? */
+	__u32 cur_pid;		/* what the last switch seen put on the CPU */
 	__u64 win_id[SCHED_WINDOWS];	/* which 100 ms window each ring slot holds */
 	__u64 win_busy[SCHED_WINDOWS];	/* busy ns in it, up to last_ns */
 } __attribute__((aligned(64)));

@@ -35,6 +35,12 @@
 
 #define SCHED_SLOTS_MAX 16
 
+/* A CPU's window ring as one read saw it, to notice windows filled later */
+struct seen_windows {
+	uint64_t id[SCHED_WINDOWS];
+	uint64_t busy[SCHED_WINDOWS];
+};
+
 struct cpu_probe {
 	struct cpu_bpf *skel;
 	struct cpu_busy *busy;
@@ -46,6 +52,7 @@ struct cpu_probe {
 	uint64_t prev_now;
 	uint64_t *prev_busy;	/* per CPU, at prev_now */
 	uint64_t *idle;		/* per CPU, idle ns accumulated since the probe started */
+	struct seen_windows *seen;	/* per CPU, the ring as the last read saw it */
 	struct histogram *scratch;
 };
 
@@ -84,6 +91,7 @@ static int cpu_open(void **priv, const struct probe_config *cfg, char *err, size
 	bpf_map__set_max_entries(cp->skel->maps.busy, (__u32)cp->ncpu);
 	bpf_map__set_max_entries(cp->skel->maps.lat, cp->nslots);
 	bpf_map__set_max_entries(cp->skel->maps.task_ts, pid_max);
+	bpf_map__set_max_entries(cp->skel->maps.hidden, pid_max);
 	ret = cpu_bpf__load(cp->skel);
 	if (!ret)
 		ret = cpu_bpf__attach(cp->skel);
@@ -97,8 +105,9 @@ static int cpu_open(void **priv, const struct probe_config *cfg, char *err, size
 	cp->lat = bpfmap_mmap(cp->skel->maps.lat, &cp->lat_len);
 	cp->prev_busy = calloc((size_t)cp->ncpu, sizeof(*cp->prev_busy));
 	cp->idle = calloc((size_t)cp->ncpu, sizeof(*cp->idle));
+	cp->seen = calloc((size_t)cp->ncpu, sizeof(*cp->seen));
 	cp->scratch = calloc(1, sizeof(*cp->scratch));
-	if (!cp->busy || !cp->lat || !cp->prev_busy || !cp->idle || !cp->scratch) {
+	if (!cp->busy || !cp->lat || !cp->prev_busy || !cp->idle || !cp->seen || !cp->scratch) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "cannot map the scheduler probe's tables: %s",
 			 strerror(errno));
@@ -137,29 +146,38 @@ static uint64_t open_overlap(const struct cpu_busy *b, uint64_t from, uint64_t t
 {
 	uint64_t lo, hi;
 
-	if (b->idle || !b->last_ns)
+	if (b->running != CPU_RUNS_TASK || !b->last_ns)
 		return 0;
 	lo = b->last_ns > from ? b->last_ns : from;
 	hi = now < to ? now : to;
 	return hi > lo ? hi - lo : 0;
 }
 
-static double window_max(const struct cpu_busy *b, uint64_t since, uint64_t now)
+/*
+ * The busiest 100 ms window this read learned of: the windows that closed
+ * since the last read, and older ones (still in the ring) that a switch
+ * seen only now filled in after that read, as after a run that began where
+ * the probe could not see it.  Updates *seen.
+ */
+static double window_max(const struct cpu_busy *b, struct seen_windows *seen, uint64_t since,
+			 uint64_t now)
 {
 	uint64_t w0 = (since + SCHED_WINDOW_NS - 1) / SCHED_WINDOW_NS;
 	uint64_t w1 = now / SCHED_WINDOW_NS;	/* exclusive: the current one is not over */
+	uint64_t first = w1 > SCHED_WINDOWS ? w1 - SCHED_WINDOWS : 0;
 	double best = 0;
 
-	if (w1 > w0 + SCHED_WINDOWS)
-		w0 = w1 - SCHED_WINDOWS;
-	for (uint64_t w = w0; w < w1; w++) {
+	for (uint64_t w = first; w < w1; w++) {
 		uint32_t r = (uint32_t)(w % SCHED_WINDOWS);
 		uint64_t closed = b->win_id[r] == w ? b->win_busy[r] : 0;
 		uint64_t busy = closed + open_overlap(b, w * SCHED_WINDOW_NS,
 						      (w + 1) * SCHED_WINDOW_NS, now);
+		int news = w >= w0 || seen->id[r] != w || seen->busy[r] != busy;
 		double u = (double)busy / (double)SCHED_WINDOW_NS;
 
-		if (u > best)
+		seen->id[r] = w;
+		seen->busy[r] = busy;
+		if (news && u > best)
 			best = u > 1.0 ? 1.0 : u;
 	}
 	return best;
@@ -204,12 +222,16 @@ static int cpu_collect(void *priv, struct snapshot *s)
 		if (read_busy(cp, c, &b) || !b.last_ns)
 			continue;	/* offline, or not switched yet */
 		total = b.busy_ns + open_overlap(&b, b.last_ns, now, now);
+		/* the open run counted last time may close a few µs shorter
+		 * by the scheduler's clock: a counter never goes back */
+		if (total < cp->prev_busy[c])
+			total = cp->prev_busy[c];
 		snprintf(cpu, sizeof(cpu), "%d", c);
 		if (!snapshot_add_counter(s, "cpu.busy", total, "cpu", cpu, NULL))
 			return -ENOMEM;
-		if (cp->prev_now && cp->prev_busy[c] && total >= cp->prev_busy[c] && span) {
+		if (cp->prev_now && cp->prev_busy[c] && span) {
 			double u = (double)(total - cp->prev_busy[c]) / (double)span;
-			double m = window_max(&b, cp->prev_now, now);
+			double m = window_max(&b, &cp->seen[c], cp->prev_now, now);
 
 			uint64_t d = total - cp->prev_busy[c];
 
@@ -253,6 +275,7 @@ static void cpu_close(void *priv)
 	cpu_bpf__destroy(cp->skel);
 	free(cp->prev_busy);
 	free(cp->idle);
+	free(cp->seen);
 	free(cp->scratch);
 	free(cp);
 }

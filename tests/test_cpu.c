@@ -75,9 +75,17 @@ static pid_t bursty(int cpu, uint64_t burst_ms, uint64_t period_ms)
  * everything but idle and iowait), the independent measure cpu.busy is
  * checked against on a machine other tests and builds share.
  */
-static double proc_stat_busy_s(int cpu)
+/*
+ * CPU cpu's time in /proc/stat, in s: busy (user nice system irq softirq
+ * steal) into *busy_s, and every column together as the return value.  The
+ * guest's ticks stop only while a vCPU is halted in idle (and are made up as
+ * idle when it wakes); ticks missing from the total are time the hypervisor
+ * took from the vCPU while a task was on it, which a guest without steal
+ * accounting cannot attribute, and sched_switch counts as busy.
+ */
+static double proc_stat_s(int cpu, double *busy_s)
 {
-	unsigned long long v[10] = { 0 }, busy = 0;
+	unsigned long long v[10] = { 0 }, busy = 0, total = 0;
 	char line[512], name[16];
 	FILE *f = fopen("/proc/stat", "r");
 
@@ -88,10 +96,12 @@ static double proc_stat_busy_s(int cpu)
 			       &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
 			/* user nice system [idle] [iowait] irq softirq steal */
 			busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+			total = busy + v[3] + v[4];
 		}
 	if (f)
 		fclose(f);
-	return (double)busy / (double)sysconf(_SC_CLK_TCK);
+	*busy_s = (double)busy / (double)sysconf(_SC_CLK_TCK);
+	return (double)total / (double)sysconf(_SC_CLK_TCK);
 }
 
 /*
@@ -129,7 +139,8 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	double best_max = 0, best_util = 0, utils[16];
 	int nutils = 0;
 	uint64_t busy0 = 0, busy1 = 0;
-	double stat0 = 0, stat1 = 0, run0 = 0, run1 = 0;
+	double stat0 = 0, stat1 = 0, run0 = 0, run1 = 0, ticks0 = 0, ticks1 = 0;
+	uint64_t wall0 = 0, wall1 = 0;
 	uint64_t test_start = time_mono_ns();
 	struct rollup r;
 	struct snapshot out;
@@ -153,12 +164,14 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 		cr_assert_not_null(b, "no cpu.busy for CPU %d", target);
 		if (i == 1) {
 			busy0 = b->counter.value;
-			stat0 = proc_stat_busy_s(target);
+			ticks0 = proc_stat_s(target, &stat0);
+			wall0 = time_mono_ns();
 			run0 = task_run_s(child);
 		}
 		if (i == 7) {
 			busy1 = b->counter.value;
-			stat1 = proc_stat_busy_s(target);
+			ticks1 = proc_stat_s(target, &stat1);
+			wall1 = time_mono_ns();
 			run1 = task_run_s(child);
 		}
 		if (i >= 1) {
@@ -182,23 +195,29 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	 * 3 bursts of 300 ms in the 6 s between i=1 and i=7, plus whatever else
 	 * the shared machine ran there.  Every bit of the burster's own time on
 	 * the CPU (the scheduler's count) is in it; and no more than that and
-	 * what the kernel's tick accounting saw besides (read a moment apart).
-	 * This fails now and then right after test_cli in CI: cpu.busy about 2 s
-	 * above both the burster's 0.90 s and /proc/stat's 0.92 s.  That is a
-	 * real overcount of the probe (an idle stretch counted busy), not yet
-	 * found; the bound stays so that it keeps showing.
+	 * what the kernel's tick accounting saw besides (read a moment apart),
+	 * plus the ticks the CPU lost altogether: time the hypervisor took from
+	 * the vCPU while some task was on it, which a guest without steal
+	 * accounting cannot tell from the task running.  The upper bound caught
+	 * a real bug: on this PVM guest no tracepoint fires while the idle task
+	 * or the guest agent is current, and the probe counted the idle stretch
+	 * after a hidden agent task as busy (2.86 s against 0.92 s of ticks);
+	 * the lower one catches the opposite, a run after idle not counted.
 	 */
 	double busy_s = (double)(busy1 - busy0) / 1e9, stat_s = stat1 - stat0, run_s = run1 - run0;
+	double wall_s = (double)(wall1 - wall0) / 1e9;
+	double lost_s = fmax(0, wall_s - (ticks1 - ticks0) - 0.05);
 
-	cr_log_info("CPU %d busy %.3f s in 6 s (burster on it %.3f s, /proc/stat %.2f s)", target,
-		    busy_s, run_s, stat_s);
+	cr_log_info("CPU %d busy %.3f s in %.2f s (burster on it %.3f s, /proc/stat %.2f s busy, "
+		    "%.2f s of ticks lost)", target, busy_s, wall_s, run_s, stat_s, lost_s);
 	cr_assert_geq(busy_s, 0.85, "CPU %d busy %.3f s in 6 s, below its three 300 ms bursts",
 		      target, busy_s);
 	cr_assert_geq(busy_s, run_s - 0.05, "CPU %d busy %.3f s, less than the %.3f s its burster "
 		      "alone ran", target, busy_s, run_s);
-	cr_assert_leq(busy_s, fmax(stat_s, run_s) * 1.2 + 0.4,
-		      "CPU %d busy %.3f s in 6 s; the burster ran %.3f s and the kernel's "
-		      "accounting says %.2f s", target, busy_s, run_s, stat_s);
+	cr_assert_leq(busy_s, fmax(stat_s + lost_s, run_s) * 1.2 + 0.4,
+		      "CPU %d busy %.3f s in %.2f s; the burster ran %.3f s and the kernel's "
+		      "accounting says %.2f s busy, %.2f s not accounted at all", target, busy_s,
+		      wall_s, run_s, stat_s, lost_s);
 	{
 		char kidle[64];
 		struct snapshot t;
