@@ -4,7 +4,7 @@
  * Vectors are built by walking each host's newest snapshot for series
  * that match a selector; range functions then walk the same host's older
  * snapshots for the same series (by canonical key).  Binary operations
- * between vectors match elements with identical label sets.
+ * are vector_match.c's.
  */
 #include "rules/eval.h"
 #include "rules/eval_internal.h"
@@ -81,66 +81,6 @@ int value_push(struct value *v, const struct label *l, int nl, double x)
 	e->v = x;
 	v->n++;
 	return 0;
-}
-
-static int labels_equal(const struct velem *a, const struct velem *b)
-{
-	if (a->hash != b->hash || a->nlabels != b->nlabels)
-		return 0;
-	for (int i = 0; i < a->nlabels; i++)
-		if (strcmp(a->labels[i].key, b->labels[i].key) ||
-		    strcmp(a->labels[i].value, b->labels[i].value))
-			return 0;
-	return 1;
-}
-
-/*
- * An open-addressing index of a vector's elements by label set, so that
- * matching two vectors of n elements is O(n), not O(n^2).  slot[] holds
- * element index + 1; 0 is empty.
- */
-struct vindex {
-	const struct value *v;
-	size_t *slot;
-	size_t mask;
-};
-
-static int vindex_build(struct vindex *ix, const struct value *v)
-{
-	size_t size = 16;
-
-	while (size < v->n * 2)
-		size *= 2;
-	ix->v = v;
-	ix->mask = size - 1;
-	ix->slot = calloc(size, sizeof(*ix->slot));
-	if (!ix->slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < v->n; i++) {
-		size_t at = v->e[i].hash & ix->mask;
-
-		while (ix->slot[at])
-			at = (at + 1) & ix->mask;
-		ix->slot[at] = i + 1;
-	}
-	return 0;
-}
-
-/* The first element of the indexed vector with like's labels, or NULL. */
-static const struct velem *vindex_find(const struct vindex *ix, const struct velem *like)
-{
-	for (size_t at = like->hash & ix->mask; ix->slot[at]; at = (at + 1) & ix->mask) {
-		const struct velem *e = &ix->v->e[ix->slot[at] - 1];
-
-		if (labels_equal(e, like))
-			return e;
-	}
-	return NULL;
-}
-
-static void vindex_free(struct vindex *ix)
-{
-	free(ix->slot);
 }
 
 /* The value of label key of series s of snapshot snap as its element shows it. */
@@ -446,109 +386,6 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 		}
 	}
 	return 0;
-}
-
-static int cmp_true(enum bin_op op, double a, double b)
-{
-	switch (op) {
-	case OP_EQ: return a == b;
-	case OP_NE: return a != b;
-	case OP_GT: return a > b;
-	case OP_LT: return a < b;
-	case OP_GE: return a >= b;
-	case OP_LE: return a <= b;
-	default: return 0;
-	}
-}
-
-static double arith(enum bin_op op, double a, double b)
-{
-	switch (op) {
-	case OP_ADD: return a + b;
-	case OP_SUB: return a - b;
-	case OP_MUL: return a * b;
-	case OP_DIV: return b != 0 ? a / b : NAN;
-	case OP_MOD: return b != 0 ? fmod(a, b) : NAN;
-	default: return NAN;
-	}
-}
-
-static int is_cmp(enum bin_op op)
-{
-	return op >= OP_EQ && op <= OP_LE;
-}
-
-static int eval_bin(const struct node *n, const struct value *l, const struct value *r,
-		    struct value *out, char *err, size_t errlen)
-{
-	const struct value *vec = l->is_vector ? l : r;
-	struct vindex ri = { 0 }, li = { 0 };
-	int ret = 0;
-
-	if (n->op == OP_AND || n->op == OP_OR || n->op == OP_UNLESS) {
-		if (!l->is_vector || !r->is_vector) {
-			snprintf(err, errlen, "%d:%d: and/or/unless need vectors on both sides",
-				 n->line, n->col);
-			return -EINVAL;
-		}
-		out->is_vector = 1;
-		if (vindex_build(&ri, r) || vindex_build(&li, l)) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < l->n && !ret; i++) {
-			int in_r = vindex_find(&ri, &l->e[i]) != NULL;
-
-			if ((n->op == OP_UNLESS) != in_r || n->op == OP_OR)
-				ret = value_push(out, l->e[i].labels, l->e[i].nlabels, l->e[i].v);
-		}
-		for (size_t k = 0; n->op == OP_OR && k < r->n && !ret; k++)
-			if (!vindex_find(&li, &r->e[k]))
-				ret = value_push(out, r->e[k].labels, r->e[k].nlabels, r->e[k].v);
-		goto out;
-	}
-	if (!l->is_vector && !r->is_vector) {
-		out->scalar = is_cmp(n->op) ? cmp_true(n->op, l->scalar, r->scalar)
-					    : arith(n->op, l->scalar, r->scalar);
-		return 0;
-	}
-	out->is_vector = 1;
-	if (l->is_vector && r->is_vector && vindex_build(&ri, r))
-		return -ENOMEM;
-	for (size_t i = 0; i < vec->n && !ret; i++) {
-		double a, b, x;
-
-		if (l->is_vector && r->is_vector) {
-			const struct velem *m = vindex_find(&ri, &l->e[i]);
-
-			if (!m)
-				continue;
-			a = l->e[i].v;
-			b = m->v;
-		} else {
-			a = l->is_vector ? vec->e[i].v : l->scalar;
-			b = r->is_vector ? vec->e[i].v : r->scalar;
-		}
-		if (is_cmp(n->op)) {
-			int t = cmp_true(n->op, a, b);
-
-			if (n->bool_mod)
-				x = t;
-			else if (t)
-				x = vec->e[i].v;
-			else
-				continue;
-		} else {
-			x = arith(n->op, a, b);
-			if (isnan(x))
-				continue;
-		}
-		ret = value_push(out, vec->e[i].labels, vec->e[i].nlabels, x);
-	}
-out:
-	vindex_free(&ri);
-	vindex_free(&li);
-	return ret;
 }
 
 int eval_is_quantile(const struct node *n, double *q)

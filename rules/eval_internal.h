@@ -25,4 +25,12 @@ int eval_absent(const struct node *n, const struct host_window *hosts, size_t nh
 int eval_elementwise(const struct node *n, const struct host_window *hosts, size_t nh,
 		     struct value *out, char *err, size_t errlen);
 
+/*
+ * l op r for binary node n (arithmetic, comparison, and/or/unless), with
+ * PromQL's vector matching (on/ignoring, group_left/group_right).  Returns
+ * 0, or -EINVAL with "line:col: reason" in err (e.g. many-to-many).
+ */
+int eval_bin(const struct node *n, const struct value *l, const struct value *r,
+	     struct value *out, char *err, size_t errlen);
+
 #endif

@@ -51,7 +51,7 @@ static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
 
 /* PromQL keywords faultline's grammar does not have (docs/rules.md lists the differences). */
 static const char *const promql_keywords[] = {
-	"on", "ignoring", "group_left", "group_right", "atan2",
+	"atan2",
 };
 
 static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
@@ -320,26 +320,74 @@ const struct expr_fn_info *expr_fn_find(const char *name)
 }
 
 /* by (labels) or without (labels), the word being the current token. */
-static int parse_by(struct parser *ps, struct node *n)
+/* "(" LABEL,* ")" after what into *list; what names the clause in errors. */
+static int parse_label_list(struct parser *ps, char ***list, int *n, const char *what)
 {
-	n->without = !strcmp(ps->cur.text, "without");
-	next(ps);	/* "by" / "without" */
-	if (expect(ps, T_LPAREN, n->without ? "'(' after without" : "'(' after by"))
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), "'(' after %s", what);
+	if (expect(ps, T_LPAREN, msg))
 		return -1;
 	while (ps->cur.t == T_IDENT) {
-		char **b = realloc(n->by, (size_t)(n->nby + 1) * sizeof(*b));
+		char **b = realloc(*list, (size_t)(*n + 1) * sizeof(*b));
 
 		if (!b)
 			return -1;
-		n->by = b;
-		n->by[n->nby++] = strdup(ps->cur.text);
+		*list = b;
+		(*list)[(*n)++] = strdup(ps->cur.text);
 		next(ps);
 		if (ps->cur.t != T_COMMA)
 			break;
 		next(ps);
 	}
-	return expect(ps, T_RPAREN, n->without ? "a label or ')' in without (...)" :
-		      "a label or ')' in by (...)");
+	snprintf(msg, sizeof(msg), "a label or ')' in %s (...)", what);
+	return expect(ps, T_RPAREN, msg);
+}
+
+static int parse_by(struct parser *ps, struct node *n)
+{
+	n->without = !strcmp(ps->cur.text, "without");
+	next(ps);	/* "by" / "without" */
+	return parse_label_list(ps, &n->by, &n->nby, n->without ? "without" : "by");
+}
+
+/*
+ * After a binary operator: on (...) / ignoring (...) and group_left /
+ * group_right [(...)] into m (a node that only carries them).  Grouping
+ * makes no sense for and/or/unless, as in PromQL.
+ */
+static int parse_matching(struct parser *ps, struct node *m, enum bin_op op)
+{
+	if (!is_word(ps, "on") && !is_word(ps, "ignoring")) {
+		if (is_word(ps, "group_left") || is_word(ps, "group_right"))
+			fail(ps, ps->cur.line, ps->cur.col, "%s needs on (...) or ignoring (...) "
+			     "before it", ps->cur.text);
+		return ps->failed ? -1 : 0;
+	}
+	m->match_on = is_word(ps, "on");
+	next(ps);
+	if (parse_label_list(ps, &m->match, &m->nmatch, m->match_on ? "on" : "ignoring"))
+		return -1;
+	if (!is_word(ps, "group_left") && !is_word(ps, "group_right"))
+		return 0;
+	if (op == OP_AND || op == OP_OR || op == OP_UNLESS) {
+		fail(ps, ps->cur.line, ps->cur.col, "no grouping allowed for and, or, unless");
+		return -1;
+	}
+	m->card = is_word(ps, "group_left") ? CARD_MANY_TO_ONE : CARD_ONE_TO_MANY;
+	next(ps);
+	if (ps->cur.t == T_LPAREN &&
+	    parse_label_list(ps, &m->include, &m->ninclude,
+			     m->card == CARD_MANY_TO_ONE ? "group_left" : "group_right"))
+		return -1;
+	for (int i = 0; m->match_on && i < m->ninclude; i++)
+		for (int k = 0; k < m->nmatch; k++)
+			if (!strcmp(m->include[i], m->match[k])) {
+				fail(ps, ps->cur.line, ps->cur.col, "label '%s' must not occur in "
+				     "both on (...) and the grouping clause", m->include[i]);
+				return -1;
+			}
+	return 0;
 }
 
 static int add_arg(struct node *n, struct node *a)
@@ -562,8 +610,12 @@ static struct node *parse_primary(struct parser *ps)
 	return n;
 }
 
+/*
+ * The node for l op r, with the vector matching parsed into m (moved; m
+ * is then empty).
+ */
 static struct node *binary(struct parser *ps, enum bin_op op, struct node *l, struct node *r,
-			   int line, int col)
+			   int line, int col, struct node *m)
 {
 	struct node *n = new_node(ps, N_BIN, line, col);
 
@@ -575,7 +627,26 @@ static struct node *binary(struct parser *ps, enum bin_op op, struct node *l, st
 	n->op = op;
 	n->l = l;
 	n->r = r;
+	n->match_on = m->match_on;
+	n->match = m->match;
+	n->nmatch = m->nmatch;
+	n->card = m->card;
+	n->include = m->include;
+	n->ninclude = m->ninclude;
+	memset(m, 0, sizeof(*m));
 	return n;
+}
+
+/* Free what parse_matching left in m when no node took it. */
+static void matching_free(struct node *m)
+{
+	for (int i = 0; i < m->nmatch; i++)
+		free(m->match[i]);
+	for (int i = 0; i < m->ninclude; i++)
+		free(m->include[i]);
+	free(m->match);
+	free(m->include);
+	memset(m, 0, sizeof(*m));
 }
 
 static struct node *parse_unary(struct parser *ps)
@@ -606,8 +677,14 @@ static struct node *parse_mul(struct parser *ps)
 		enum bin_op op = is_op(ps, "*") ? OP_MUL : is_op(ps, "/") ? OP_DIV : OP_MOD;
 		int line = ps->cur.line, col = ps->cur.col;
 
+		struct node m = { 0 };
+
 		next(ps);
-		l = binary(ps, op, l, parse_unary(ps), line, col);
+		if (parse_matching(ps, &m, op)) {
+			matching_free(&m);
+			return l;
+		}
+		l = binary(ps, op, l, parse_unary(ps), line, col, &m);
 	}
 	return l;
 }
@@ -620,8 +697,14 @@ static struct node *parse_add(struct parser *ps)
 		enum bin_op op = is_op(ps, "+") ? OP_ADD : OP_SUB;
 		int line = ps->cur.line, col = ps->cur.col;
 
+		struct node m = { 0 };
+
 		next(ps);
-		l = binary(ps, op, l, parse_mul(ps), line, col);
+		if (parse_matching(ps, &m, op)) {
+			matching_free(&m);
+			return l;
+		}
+		l = binary(ps, op, l, parse_mul(ps), line, col, &m);
 	}
 	return l;
 }
@@ -638,13 +721,18 @@ static struct node *parse_cmp(struct parser *ps)
 	for (size_t i = 0; !ps->failed && i < sizeof(ops) / sizeof(ops[0]); i++) {
 		if (is_op(ps, ops[i].s)) {
 			int line = ps->cur.line, col = ps->cur.col, b = 0;
+			struct node m = { 0 };
 
 			next(ps);
 			if (is_word(ps, "bool")) {
 				b = 1;
 				next(ps);
 			}
-			l = binary(ps, ops[i].op, l, parse_add(ps), line, col);
+			if (parse_matching(ps, &m, ops[i].op)) {
+				matching_free(&m);
+				return l;
+			}
+			l = binary(ps, ops[i].op, l, parse_add(ps), line, col, &m);
 			if (l)
 				l->bool_mod = b;
 			break;
@@ -663,8 +751,14 @@ static struct node *parse_and(struct parser *ps)
 		enum bin_op op = is_word(ps, "and") ? OP_AND : OP_UNLESS;
 		int line = ps->cur.line, col = ps->cur.col;
 
+		struct node m = { 0 };
+
 		next(ps);
-		l = binary(ps, op, l, parse_cmp(ps), line, col);
+		if (parse_matching(ps, &m, op)) {
+			matching_free(&m);
+			return l;
+		}
+		l = binary(ps, op, l, parse_cmp(ps), line, col, &m);
 	}
 	return l;
 }
@@ -676,8 +770,14 @@ static struct node *parse_expr(struct parser *ps)
 	while (!ps->failed && is_word(ps, "or")) {
 		int line = ps->cur.line, col = ps->cur.col;
 
+		struct node m = { 0 };
+
 		next(ps);
-		l = binary(ps, OP_OR, l, parse_and(ps), line, col);
+		if (parse_matching(ps, &m, OP_OR)) {
+			matching_free(&m);
+			return l;
+		}
+		l = binary(ps, OP_OR, l, parse_and(ps), line, col, &m);
 	}
 	return l;
 }
@@ -728,6 +828,7 @@ void expr_free(struct node *n)
 	free(n->by);
 	expr_free(n->l);
 	expr_free(n->r);
+	matching_free(n);
 	free(n);
 }
 

@@ -2,11 +2,13 @@
  * expr.h - faultline's rule expression language: a small PromQL.
  *
  *   expr     := or
- *   or       := and ( "or" and )*
- *   and      := cmp ( ("and" | "unless") cmp )*
- *   cmp      := add [ ("==" | "!=" | ">" | "<" | ">=" | "<=") ["bool"] add ]
- *   add      := mul ( ("+" | "-") mul )*
- *   mul      := unary ( ("*" | "/" | "%") unary )*
+ *   or       := and ( "or" [match] and )*
+ *   and      := cmp ( ("and" | "unless") [match] cmp )*
+ *   cmp      := add [ ("==" | "!=" | ">" | "<" | ">=" | "<=") ["bool"] [match] add ]
+ *   add      := mul ( ("+" | "-") [match] mul )*
+ *   mul      := unary ( ("*" | "/" | "%") [match] unary )*
+ *   match    := ("on" | "ignoring") "(" LABEL,* ")"
+ *               [ ("group_left" | "group_right") [ "(" LABEL,* ")" ] ]
  *   unary    := "-" unary | primary
  *   primary  := NUMBER [unit] | STRING | "(" expr ")" | agg | call | selector
  *   selector := METRIC [ "{" matcher ("," matcher)* "}" ] [ "[" DURATION "]" ]
@@ -52,6 +54,9 @@ enum bin_op {
 	OP_EQ, OP_NE, OP_GT, OP_LT, OP_GE, OP_LE,
 	OP_AND, OP_OR, OP_UNLESS,
 };
+
+/* How a binary operation pairs elements (PromQL's cardinality) */
+enum match_card { CARD_ONE_TO_ONE, CARD_MANY_TO_ONE, CARD_ONE_TO_MANY };
 
 struct expr_matcher {
 	char *label;
@@ -118,6 +123,13 @@ struct node {
 	enum bin_op op;
 	int bool_mod;
 	struct node *l, *r;
+	/* vector matching: on (...) / ignoring (...), group_left / group_right (...) */
+	int match_on;		/* match holds the labels matched on (else those ignored) */
+	char **match;
+	int nmatch;
+	enum match_card card;
+	char **include;		/* labels copied from the "one" side */
+	int ninclude;
 };
 
 /*

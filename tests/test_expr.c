@@ -5,6 +5,7 @@
  * set operations).
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,10 @@ Test(expr, every_error_has_a_position)
 		{ "frob(faultline_tcp_in_segs_total)", "1:1: unknown function 'frob' (the functions are: rate," },
 		{ "rate(faultline_tcp_in_segs_total[1m] offset -5m)", "1:45: expected a duration after offset" },
 		{ "sum without (host (faultline_tcp_in_segs_total)", "1:19: expected a label or ')' in without (...)" },
-		{ "faultline_tcp_in_segs_total > on(host) faultline_tcp_out_segs_total", "1:31: PromQL's 'on' is not supported" },
-		{ "faultline_tcp_in_segs_total / ignoring(x) faultline_tcp_out_segs_total", "1:31: PromQL's 'ignoring' is not" },
+		{ "faultline_tcp_in_segs_total > group_left faultline_tcp_out_segs_total", "1:31: group_left needs on (...) or ignoring (...) before it" },
+		{ "faultline_tcp_in_segs_total and on(host) group_left faultline_tcp_out_segs_total", "1:42: no grouping allowed for and, or, unless" },
+		{ "faultline_tcp_in_segs_total / on(host) group_left(host) faultline_tcp_out_segs_total", "1:57: label 'host' must not occur in both on (...) and the grouping clause" },
+		{ "faultline_tcp_in_segs_total / ignoring(x faultline_tcp_out_segs_total", "1:42: expected a label or ')' in ignoring (...)" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct node *n = NULL;
@@ -368,6 +371,92 @@ Test(expr, evaluation_over_a_fleet, .init = build_fleet, .fini = free_fleet)
 	cr_assert(!v.is_vector);
 	cr_assert_eq(v.scalar, 7);
 	value_free(&v);
+}
+
+/*
+ * Vector matching as in PromQL: on/ignoring choose the labels that pair
+ * elements, group_left/group_right allow many-to-one and copy labels from
+ * the "one" side; the result's labels follow Prometheus' resultMetric, and
+ * many-to-many is an error, not a guess.
+ */
+Test(expr, vector_matching_has_prometheus_semantics, .init = build_fleet, .fini = free_fleet)
+{
+	struct value v;
+	struct node *n = NULL;
+	char err[256];
+
+	/* many drives to one host rate: the drive's labels, times its host's rate */
+	v = run("faultline_drive_wear_used_ratio * on(host) group_left "
+		"rate(faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert_eq(v.n, 4);
+	for (size_t i = 0; i < v.n; i++) {
+		cr_assert_not_null(velem_label(&v.e[i], "device"), "the many side's labels stay");
+		if (!strcmp(velem_label(&v.e[i], "host"), "h1"))
+			cr_assert(fabs(v.e[i].v - 0.2 * 5) < 1e-9, "h1: %f", v.e[i].v);
+		else
+			cr_assert_eq(v.e[i].v, 0);
+	}
+	value_free(&v);
+
+	/* one-to-one on(host): only the on labels remain */
+	v = run("rate(faultline_tcp_in_csum_errors_total[1m]) + on(host) "
+		"faultline_drive_wear_used_ratio");
+	cr_assert_eq(v.n, 4);
+	for (size_t i = 0; i < v.n; i++)
+		cr_assert_eq(v.e[i].nlabels, 1, "on(host) keeps host alone");
+	value_free(&v);
+
+	/* ignoring(device, model): matched on host and switch, those dropped; x/0 gives nothing */
+	v = run("faultline_drive_wear_used_ratio / ignoring(device, model) "
+		"rate(faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert_eq(v.n, 1);
+	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h1");
+	cr_assert_null(velem_label(&v.e[0], "model"));
+	cr_assert_not_null(velem_label(&v.e[0], "switch"));
+	cr_assert(fabs(v.e[0].v - 0.2 / 5) < 1e-9);
+	value_free(&v);
+
+	/* group_left(model) copies the model from the one side */
+	v = run("rate(faultline_tcp_in_csum_errors_total[1m]) > on(host) group_left(model) "
+		"faultline_drive_wear_used_ratio");
+	cr_assert_eq(v.n, 1, "a filter: only h1's rate is above its wear");
+	cr_assert_str_eq(velem_label(&v.e[0], "model"), "A");
+	cr_assert(fabs(v.e[0].v - 5) < 1e-9, "a filter keeps the left value");
+	value_free(&v);
+
+	/* group_right: the right side is the many */
+	v = run("sum by (switch) (rate(faultline_tcp_in_csum_errors_total[1m])) "
+		"* on(switch) group_right faultline_drive_wear_used_ratio");
+	cr_assert_eq(v.n, 4);
+	for (size_t i = 0; i < v.n; i++)
+		cr_assert_not_null(velem_label(&v.e[i], "device"));
+	value_free(&v);
+
+	/* set operations on a subset of the labels */
+	v = run("faultline_drive_wear_used_ratio and on(host) "
+		"(rate(faultline_tcp_in_csum_errors_total[1m]) > 1)");
+	cr_assert_eq(v.n, 1);
+	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h1");
+	cr_assert_not_null(velem_label(&v.e[0], "device"), "and keeps the left element whole");
+	value_free(&v);
+
+	/* three drives per switch on each side: many-to-many is an error */
+	cr_assert_eq(expr_parse("faultline_drive_wear_used_ratio + on(switch) "
+				"faultline_drive_wear_used_ratio", &n, err, sizeof(err)), 0);
+	cr_assert_eq(eval(n, fleet, 4, &v, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "1:33: found duplicate series for the match group {switch=\"sw1\"}"),
+		  "%s", err);
+	value_free(&v);
+	expr_free(n);
+	/* many left to one right without group_left: an error that says to add it */
+	cr_assert_eq(expr_parse("faultline_drive_wear_used_ratio + on(switch) "
+				"sum by (switch) (faultline_drive_wear_used_ratio)", &n, err,
+				sizeof(err)), 0);
+	cr_assert_eq(eval(n, fleet, 4, &v, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "many-to-one matching must be explicit (group_left/group_right)"),
+		  "%s", err);
+	value_free(&v);
+	expr_free(n);
 }
 
 /*
