@@ -177,8 +177,36 @@ enum range_fn {
 	RF_AVG = FN_AVG_OVER_TIME, RF_MIN = FN_MIN_OVER_TIME, RF_MAX = FN_MAX_OVER_TIME,
 	RF_QUANTILE = FN_QUANTILE, RF_SUM = FN_SUM_OVER_TIME, RF_COUNT = FN_COUNT_OVER_TIME,
 	RF_LAST = FN_LAST_OVER_TIME, RF_STDDEV = FN_STDDEV_OVER_TIME, RF_CHANGES = FN_CHANGES,
-	RF_RESETS = FN_RESETS,
+	RF_RESETS = FN_RESETS, RF_IRATE = FN_IRATE, RF_IDELTA = FN_IDELTA, RF_DERIV = FN_DERIV,
+	RF_PREDICT = FN_PREDICT_LINEAR, RF_PRESENT = FN_PRESENT_OVER_TIME,
+	RF_QOT = FN_QUANTILE_OVER_TIME,
 };
+
+static int double_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* PromQL's quantile of n sorted values: linear between the closest ranks. */
+double quantile_sorted(const double *v, size_t n, double q)
+{
+	double rank, w;
+	size_t lo, hi;
+
+	if (!n || isnan(q))
+		return NAN;
+	if (q < 0)
+		return -INFINITY;
+	if (q > 1)
+		return INFINITY;
+	rank = q * (double)(n - 1);
+	lo = (size_t)rank;
+	hi = lo + 1 < n ? lo + 1 : lo;
+	w = rank - (double)lo;
+	return v[lo] * (1 - w) + v[hi] * w;
+}
 
 /*
  * The same series as x (of h->snaps[i]) in h->snaps[i - 1], following the
@@ -253,9 +281,11 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	uint64_t now = h->snaps[h->n - 1].ts_ms, from = now - range_ns / 1000000;
 	uint32_t hint = (uint32_t)(latest - h->snaps[h->n - 1].series);
 	const struct series *first = NULL, *prev = NULL, *x = NULL;
-	uint64_t first_ts = 0;
-	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0, sumsq = 0;
-	size_t cnt = 0, changes = 0, resets = 0;
+	uint64_t first_ts = 0, prev_ts = 0, second_ts = 0;
+	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0, sumsq = 0, second = NAN;
+	double st = 0, stt = 0, stv = 0;	/* least squares, t in s relative to now */
+	double *all = NULL;			/* quantile_over_time's values */
+	size_t cnt = 0, changes = 0, resets = 0, cap = 0;
 
 	if (fn == RF_DELTA || fn == RF_QUANTILE)
 		return ends_fn(fn, h, latest, from, hint, q);
@@ -274,8 +304,10 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 		x = i + 1 == h->n ? latest : older(h, i + 1, x, latest, hint);
 		if (!x || x->kind != latest->kind)
 			continue;
-		if (!prev)
+		if (!prev) {
 			prev = x;	/* the newest sample */
+			prev_ts = s->ts_ms;
+		}
 		if (first && x->kind == SERIES_COUNTER)
 			acc += first->counter.value >= x->counter.value ?
 			       (double)(first->counter.value - x->counter.value) :
@@ -291,6 +323,29 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 		first = x;
 		first_ts = s->ts_ms;
 
+		if (cnt == 1) {
+			second = v;	/* the sample before the newest */
+			second_ts = s->ts_ms;
+		}
+		if (fn == RF_DERIV || fn == RF_PREDICT) {
+			double t = ((double)s->ts_ms - (double)now) / 1000.0;
+
+			st += t;
+			stt += t * t;
+			stv += t * v;
+		}
+		if (fn == RF_QOT) {
+			if (cnt == cap) {
+				double *b = realloc(all, (cap = cap ? cap * 2 : 64) * sizeof(*b));
+
+				if (!b) {
+					free(all);
+					return NAN;
+				}
+				all = b;
+			}
+			all[cnt] = v;
+		}
 		if (v < mn)
 			mn = v;
 		if (v > mx)
@@ -302,6 +357,40 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	if (!cnt)
 		return NAN;
 	switch (fn) {
+	case RF_IRATE:
+	case RF_IDELTA: {
+		double last = scalar_of(prev), d;
+
+		if (cnt < 2 || prev_ts <= second_ts)
+			return NAN;
+		d = last - second;
+		if (fn == RF_IDELTA)
+			return d;
+		if (prev->kind == SERIES_COUNTER && last < second)
+			d = last;	/* a reset: the counter restarted from 0 */
+		return d / ((double)(prev_ts - second_ts) / 1000.0);
+	}
+	case RF_DERIV:
+	case RF_PREDICT: {
+		/* least squares over (t, v); predict_linear's horizon comes as q */
+		double n = (double)cnt, den = n * stt - st * st, slope, icpt;
+
+		if (cnt < 2 || den == 0)
+			return NAN;
+		slope = (n * stv - st * sum) / den;
+		icpt = (sum - slope * st) / n;	/* the fit's value now (t = 0) */
+		return fn == RF_DERIV ? slope : icpt + slope * q;
+	}
+	case RF_PRESENT:
+		return 1;
+	case RF_QOT: {
+		double r;
+
+		qsort(all, cnt, sizeof(*all), double_cmp);
+		r = quantile_sorted(all, cnt, q);
+		free(all);
+		return r;
+	}
 	case RF_INCREASE:
 		return cnt > 1 ? acc : NAN;
 	case RF_RATE:
@@ -378,7 +467,7 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			if (isnan(v))
 				continue;
 			/* the wire's ns, us, percent into the metric's unit; counts stay counts */
-			if (rf != RF_COUNT && rf != RF_CHANGES && rf != RF_RESETS)
+			if (rf != RF_COUNT && rf != RF_CHANGES && rf != RF_RESETS && rf != RF_PRESENT)
 				v *= sel->scale;
 			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
 			if (value_push(out, l, nl, v))
@@ -501,6 +590,67 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 	return ret;
 }
 
+/* The scalar that argument a of call n evaluates to (a parameter such as topk's k). */
+static int eval_param(const struct node *n, const struct node *a, const struct host_window *hosts,
+		      size_t nh, double *x, char *err, size_t errlen)
+{
+	struct value v;
+	int ret = eval(a, hosts, nh, &v, err, errlen);
+
+	if (ret)
+		return ret;
+	if (v.is_vector) {
+		snprintf(err, errlen, "%d:%d: %s's parameter must be a scalar, not a vector",
+			 a->line, a->col, n->fn);
+		ret = -EINVAL;
+	}
+	*x = v.scalar;
+	value_free(&v);
+	return ret;
+}
+
+/* The evaluation time in s: the newest snapshot of any host. */
+static double eval_time(const struct host_window *hosts, size_t nh)
+{
+	uint64_t t = 0;
+
+	for (size_t h = 0; h < nh; h++)
+		if (hosts[h].n && hosts[h].snaps[hosts[h].n - 1].ts_ms > t)
+			t = hosts[h].snaps[hosts[h].n - 1].ts_ms;
+	return (double)t / 1000.0;
+}
+
+/* time(), vector(s), scalar(v) */
+static int eval_misc(const struct node *n, const struct host_window *hosts, size_t nh,
+		     struct value *out, char *err, size_t errlen)
+{
+	struct value a;
+	int ret;
+
+	if (n->fn_id == FN_TIME) {
+		out->scalar = eval_time(hosts, nh);
+		return 0;
+	}
+	if ((ret = eval(n->args[0], hosts, nh, &a, err, errlen)))
+		return ret;
+	if (n->fn_id == FN_VECTOR) {
+		if (a.is_vector) {
+			snprintf(err, errlen, "%d:%d: vector() takes a scalar", n->line, n->col);
+			ret = -EINVAL;
+		} else {
+			out->is_vector = 1;
+			ret = value_push(out, NULL, 0, a.scalar);
+		}
+	} else if (!a.is_vector) {
+		snprintf(err, errlen, "%d:%d: scalar() takes a vector", n->line, n->col);
+		ret = -EINVAL;
+	} else {
+		out->scalar = a.n == 1 ? a.e[0].v : NAN;	/* as PromQL: one element or NaN */
+	}
+	value_free(&a);
+	return ret;
+}
+
 int eval(const struct node *n, const struct host_window *hosts, size_t nh, struct value *out,
 	 char *err, size_t errlen)
 {
@@ -548,17 +698,33 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 			return eval_elementwise(n, hosts, nh, out, err, errlen);
 		if (n->fn_id == FN_ABSENT)
 			return eval_absent(n, hosts, nh, out, err, errlen);
+		if (n->fn_id == FN_TIME || n->fn_id == FN_VECTOR || n->fn_id == FN_SCALAR)
+			return eval_misc(n, hosts, nh, out, err, errlen);
+		if (n->fn_id == FN_PREDICT_LINEAR || n->fn_id == FN_QUANTILE_OVER_TIME) {
+			/* the argument that is not the range selector is a scalar parameter */
+			int pi = n->fn_id == FN_PREDICT_LINEAR;
+			double q;
+
+			ret = eval_param(n, n->args[pi], hosts, nh, &q, err, errlen);
+			return ret ? ret : eval_selector(n->args[1 - pi], n->fn_id, q, hosts, nh, out);
+		}
 		return eval_selector(n->args[0], n->fn_id, 0, hosts, nh, out);
-	case N_AGG:
-		ret = eval(n->args[0], hosts, nh, &a, err, errlen);
+	case N_AGG: {
+		double param = 0;
+
+		if (n->nargs == 2 && (ret = eval_param(n, n->args[0], hosts, nh, &param, err,
+						       errlen)))
+			return ret;
+		ret = eval(n->args[n->nargs - 1], hosts, nh, &a, err, errlen);
 		if (!ret && !a.is_vector) {
 			snprintf(err, errlen, "%d:%d: %s needs a vector", n->line, n->col, n->fn);
 			ret = -EINVAL;
 		}
 		if (!ret)
-			ret = eval_agg(n, &a, out);
+			ret = n->nargs == 2 ? eval_agg_param(n, param, &a, out) : eval_agg(n, &a, out);
 		value_free(&a);
 		return ret;
+	}
 	case N_BIN:
 		ret = eval(n->l, hosts, nh, &a, err, errlen);
 		if (!ret && n->op == OP_AND && a.is_vector && host_local(n->r)) {

@@ -16,6 +16,16 @@ uint64_t labels_hash(const struct label *l, int nl);
 /* sum/avg/min/max/count/group/stddev/stdvar by (or without) labels of in. */
 int eval_agg(const struct node *n, const struct value *in, struct value *out);
 
+/*
+ * topk/bottomk (k elements of each group, their labels kept) and
+ * quantile (param-quantile of each group, the group's labels) by (or
+ * without) labels of in.
+ */
+int eval_agg_param(const struct node *n, double param, const struct value *in, struct value *out);
+
+/* PromQL's quantile q of n sorted values (linear between the closest ranks). */
+double quantile_sorted(const double *v, size_t n, double q);
+
 /* Each element of in over the median of the elements with the same label. */
 int peer_ratio(const struct value *in, const char *label, struct value *out);
 

@@ -241,13 +241,19 @@ static const struct expr_fn_info fns[] = {
 	{ "avg_over_time", FN_AVG_OVER_TIME, 1, 1, 0 },
 	{ "min_over_time", FN_MIN_OVER_TIME, 1, 1, 0 },
 	{ "max_over_time", FN_MAX_OVER_TIME, 1, 1, 0 },
-	{ "quantile", FN_QUANTILE, 2, 1, 0 },
+	{ "quantile", FN_QUANTILE, 2, 2, 0 },
 	{ "sum_over_time", FN_SUM_OVER_TIME, 1, 1, 0 },
 	{ "count_over_time", FN_COUNT_OVER_TIME, 1, 1, 0 },
 	{ "last_over_time", FN_LAST_OVER_TIME, 1, 1, 0 },
 	{ "stddev_over_time", FN_STDDEV_OVER_TIME, 1, 1, 0 },
 	{ "changes", FN_CHANGES, 1, 1, 0 },
 	{ "resets", FN_RESETS, 1, 1, 0 },
+	{ "irate", FN_IRATE, 1, 1, 0 },
+	{ "idelta", FN_IDELTA, 1, 1, 0 },
+	{ "deriv", FN_DERIV, 1, 1, 0 },
+	{ "predict_linear", FN_PREDICT_LINEAR, 2, 1, 0 },
+	{ "present_over_time", FN_PRESENT_OVER_TIME, 1, 1, 0 },
+	{ "quantile_over_time", FN_QUANTILE_OVER_TIME, 2, 2, 0 },
 	{ "abs", FN_ABS, 1, 0, 0 },
 	{ "ceil", FN_CEIL, 1, 0, 0 },
 	{ "floor", FN_FLOOR, 1, 0, 0 },
@@ -270,21 +276,35 @@ static const struct expr_fn_info fns[] = {
 	{ "stddev", FN_STDDEV, 1, 0, 1 },
 	{ "stdvar", FN_STDVAR, 1, 0, 1 },
 	{ "absent", FN_ABSENT, 1, 0, 0 },
+	{ "scalar", FN_SCALAR, 1, 0, 0 },
+	{ "time", FN_TIME, 0, 0, 0 },
+	{ "vector", FN_VECTOR, 1, 0, 0 },
+	{ "topk", FN_TOPK, 2, 0, 1 },
+	{ "bottomk", FN_BOTTOMK, 2, 0, 1 },
 };
+
+/* quantile by (...) (q, v) and quantile(q, instant vector): PromQL's aggregation */
+static const struct expr_fn_info quantile_agg = { "quantile", FN_QUANTILE_AGG, 2, 0, 1 };
+
+/* Whether the next word after the current token is w (no token consumed). */
+static int peek_word(const struct parser *ps, const char *w)
+{
+	const char *q = ps->p;
+	size_t n = strlen(w);
+
+	while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+		q++;
+	return !strncmp(q, w, n) && !isalnum((unsigned char)q[n]) && q[n] != '_';
+}
 
 /* Hints for PromQL functions faultline does not have. */
 static const struct {
 	const char *name, *hint;
 } promql_fns[] = {
-	{ "irate", "faultline's counters are exact per second: use rate(x[1m])" },
 	{ "histogram_quantile", "faultline's histograms are merged exactly: use "
 				"quantile(0.99, metric[5m])" },
-	{ "quantile_over_time", "use quantile(q, histogram[range]) for a histogram" },
-	{ "present_over_time", NULL },
 	{ "absent_over_time", "a host that stops reporting pages HostSilent on its own" },
-	{ "topk", NULL }, { "bottomk", NULL }, { "predict_linear", NULL }, { "deriv", NULL },
-	{ "label_replace", NULL }, { "label_join", NULL },
-	{ "vector", NULL }, { "scalar", NULL }, { "time", NULL }, { "timestamp", NULL },
+	{ "label_replace", NULL }, { "label_join", NULL }, { "timestamp", NULL },
 	{ "count_values", NULL },
 	{ "sort", NULL },
 	{ "sort_desc", NULL }, { "holt_winters", NULL }, { "day_of_week", NULL },
@@ -525,6 +545,9 @@ static struct node *parse_primary(struct parser *ps)
 		break;
 	case T_IDENT:
 		fi = expr_fn_find(ps->cur.text);
+		/* quantile by (...) (q, v): PromQL's aggregation, not our histogram quantile */
+		if (fi && fi->id == FN_QUANTILE && (peek_word(ps, "by") || peek_word(ps, "without")))
+			fi = &quantile_agg;
 		if (fi && fi->aggregation) {
 			n = new_node(ps, N_AGG, line, col);
 			if (!n)
@@ -537,6 +560,11 @@ static struct node *parse_primary(struct parser *ps)
 			if (expect(ps, T_LPAREN, "'(' after the aggregation"))
 				break;
 			add_arg(n, parse_expr(ps));
+			if (fi->nargs == 2 && !ps->failed) {
+				if (expect(ps, T_COMMA, "',' after the aggregation's parameter"))
+					break;
+				add_arg(n, parse_expr(ps));
+			}
 			if (ps->failed || expect(ps, T_RPAREN, "')' closing the aggregation"))
 				break;
 			if ((is_word(ps, "by") || is_word(ps, "without")) && !n->by)
@@ -565,10 +593,19 @@ static struct node *parse_primary(struct parser *ps)
 
 			if (n->nargs != want) {
 				fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
-				     want > 1 ? "s" : "", n->nargs);
+				     want != 1 ? "s" : "", n->nargs);
 				break;
 			}
-			const struct node *a = n->args[want - 1];
+			if (fi->id == FN_QUANTILE && n->args[1] &&
+			    (n->args[1]->t != N_SEL || !n->args[1]->range_ns)) {
+				/* quantile(q, v) of an instant vector: PromQL's aggregation */
+				n->t = N_AGG;
+				n->fn_id = FN_QUANTILE_AGG;
+				if (is_word(ps, "by") || is_word(ps, "without"))
+					parse_by(ps, n);
+				break;
+			}
+			const struct node *a = fi->range ? n->args[fi->range - 1] : NULL;
 			if (fi->range && (!a || a->t != N_SEL || !a->range_ns))
 				fail(ps, a ? a->line : line, a ? a->col : col,
 				     "%s needs a range selector such as metric[5m]", n->fn);

@@ -76,21 +76,25 @@ enum expr_fn {
 	/* over a range selector, per series */
 	FN_INCREASE, FN_RATE, FN_DELTA, FN_AVG_OVER_TIME, FN_MIN_OVER_TIME, FN_MAX_OVER_TIME,
 	FN_QUANTILE, FN_SUM_OVER_TIME, FN_COUNT_OVER_TIME, FN_LAST_OVER_TIME,
-	FN_STDDEV_OVER_TIME, FN_CHANGES, FN_RESETS,
+	FN_STDDEV_OVER_TIME, FN_CHANGES, FN_RESETS, FN_IRATE, FN_IDELTA, FN_DERIV,
+	FN_PREDICT_LINEAR, FN_PRESENT_OVER_TIME, FN_QUANTILE_OVER_TIME,
 	/* over a vector, element by element */
 	FN_ABS, FN_CEIL, FN_FLOOR, FN_ROUND, FN_SQRT, FN_EXP, FN_LN, FN_LOG2, FN_LOG10,
 	FN_CLAMP_MIN, FN_CLAMP_MAX, FN_CLAMP,
 	/* over a vector, across elements */
-	FN_PEER_RATIO, FN_ABSENT,
-	/* aggregations (`sum by (x) (...)`) */
+	FN_PEER_RATIO, FN_ABSENT, FN_SCALAR,
+	/* of nothing or a scalar */
+	FN_TIME, FN_VECTOR,
+	/* aggregations (`sum by (x) (...)`); the last three take a parameter first */
 	FN_SUM, FN_AVG, FN_MIN, FN_MAX, FN_COUNT, FN_GROUP, FN_STDDEV, FN_STDVAR,
+	FN_TOPK, FN_BOTTOMK, FN_QUANTILE_AGG,
 };
 
 struct expr_fn_info {
 	const char *name;
 	enum expr_fn id;
 	int nargs;		/* arguments a call takes */
-	int range;		/* its last argument is a range selector */
+	int range;		/* which argument (1-based) is a range selector; 0: none */
 	int aggregation;
 };
 

@@ -315,3 +315,93 @@ int eval_elementwise(const struct node *n, const struct host_window *hosts, size
 	return 0;
 }
 
+
+struct ranked {
+	uint64_t hash;		/* of the group key */
+	const struct label *key;	/* the group key (sorted), in a pool */
+	int nk;
+	double v;
+	size_t i;		/* element index */
+};
+
+static int ranked_cmp(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	if (x->nk != y->nk)
+		return x->nk < y->nk ? -1 : 1;
+	for (int k = 0; k < x->nk; k++) {
+		int c = strcmp(x->key[k].key, y->key[k].key);
+
+		if (c || (c = strcmp(x->key[k].value, y->key[k].value)))
+			return c;
+	}
+	/* NaN ranks below every number, as in PromQL's topk */
+	if (isnan(x->v) || isnan(y->v))
+		return isnan(x->v) ? (isnan(y->v) ? 0 : -1) : 1;
+	return x->v < y->v ? -1 : x->v > y->v;
+}
+
+static int same_group(const struct ranked *x, const struct ranked *y)
+{
+	if (x->hash != y->hash || x->nk != y->nk)
+		return 0;
+	for (int k = 0; k < x->nk; k++)
+		if (strcmp(x->key[k].key, y->key[k].key) || strcmp(x->key[k].value, y->key[k].value))
+			return 0;
+	return 1;
+}
+
+/*
+ * topk / bottomk / quantile by (labels): the elements sorted by (group
+ * key, value), so each group is a run, in O(n log n).
+ */
+int eval_agg_param(const struct node *n, double param, const struct value *in, struct value *out)
+{
+	struct ranked *r = malloc((in->n + 1) * sizeof(*r));
+	struct label *pool = malloc((in->n + 1) * GROUP_KEY_MAX * sizeof(*pool));
+	double *vals = malloc((in->n + 1) * sizeof(*vals));
+	int ret = 0;
+
+	out->is_vector = 1;
+	if (!r || !pool || !vals) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < in->n; i++) {
+		struct label *key = pool + i * GROUP_KEY_MAX;
+		int nk = group_key(n, &in->e[i], key, GROUP_KEY_MAX);
+
+		labels_sort(key, nk);
+		r[i] = (struct ranked){ .hash = labels_hash(key, nk), .key = key, .nk = nk,
+					.v = in->e[i].v, .i = i };
+	}
+	qsort(r, in->n, sizeof(*r), ranked_cmp);
+	for (size_t s = 0, e; s < in->n && !ret; s = e) {
+		size_t len, k;
+
+		for (e = s + 1; e < in->n && same_group(&r[s], &r[e]); e++)
+			;
+		len = e - s;
+		if (n->fn_id == FN_QUANTILE_AGG) {
+			for (size_t j = 0; j < len; j++)
+				vals[j] = r[s + j].v;
+			ret = value_push(out, r[s].key, r[s].nk, quantile_sorted(vals, len, param));
+			continue;
+		}
+		/* k < 1 selects nothing; a fractional k is truncated, as in PromQL */
+		k = param >= 1 ? (param < (double)len ? (size_t)param : len) : 0;
+		for (size_t j = 0; j < k && !ret; j++) {
+			const struct velem *x = &in->e[r[n->fn_id == FN_TOPK ? e - 1 - j : s + j].i];
+
+			ret = value_push(out, x->labels, x->nlabels, x->v);
+		}
+	}
+out:
+	free(r);
+	free(pool);
+	free(vals);
+	return ret;
+}

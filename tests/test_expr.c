@@ -77,10 +77,13 @@ Test(expr, every_error_has_a_position)
 		{ "peer_ratio(faultline_drive_wear_used_ratio, model)", "1:45: unknown metric 'model'" },
 		{ "faultline_tcp_in_segs_total >\n  and 3", "2:3: expected an expression, found 'and'" },
 		/* PromQL that faultline does not have is named as such, never "unknown metric" */
-		{ "irate(faultline_tcp_in_segs_total[1m])", "1:1: PromQL's irate() is not supported" },
+		{ "label_join(faultline_tcp_in_segs_total, \"a\", \",\", \"b\")", "1:1: PromQL's label_join() is not supported" },
+		{ "irate(faultline_tcp_in_segs_total)", "1:7: irate needs a range selector" },
+		{ "predict_linear(3, faultline_tcp_in_segs_total[1m])", "1:16: predict_linear needs a range selector" },
+		{ "time(3)", "1:1: time takes 0 arguments, found 1" },
 		{ "histogram_quantile(0.9, x)", "1:1: PromQL's histogram_quantile() is not "
 		  "supported by faultline's rule language; faultline's histograms" },
-		{ "topk (3, faultline_tcp_in_segs_total)", "1:1: PromQL's topk() is not supported" },
+		{ "topk (faultline_tcp_in_segs_total)", "1:34: expected ',' after the aggregation's parameter" },
 		{ "frob(faultline_tcp_in_segs_total)", "1:1: unknown function 'frob' (the functions are: rate," },
 		{ "rate(faultline_tcp_in_segs_total[1m] offset -5m)", "1:45: expected a duration after offset" },
 		{ "sum without (host (faultline_tcp_in_segs_total)", "1:19: expected a label or ')' in without (...)" },
@@ -371,6 +374,99 @@ Test(expr, evaluation_over_a_fleet, .init = build_fleet, .fini = free_fleet)
 	cr_assert(!v.is_vector);
 	cr_assert_eq(v.scalar, 7);
 	value_free(&v);
+}
+
+/* A host's value in v, or NAN. */
+static double host_value(const struct value *v, const char *host)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (velem_label(&v->e[i], "host") && !strcmp(velem_label(&v->e[i], "host"), host))
+			return v->e[i].v;
+	return NAN;
+}
+
+/*
+ * More of PromQL, with its semantics: instant rates and deltas from the
+ * last two samples, least-squares deriv and predict_linear, quantiles over
+ * time and across elements (PromQL's interpolation), topk/bottomk keeping
+ * the elements' labels, time(), vector(), scalar().
+ */
+Test(expr, promql_functions_mean_what_they_mean_in_prometheus, .init = build_fleet,
+     .fini = free_fleet)
+{
+	struct value v;
+	struct node *n = NULL;
+	char err[256];
+
+	/* h1's counter: 0, 50, 100 at 0, 10, 20 s */
+	v = run("irate(faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert_eq(v.n, 4);
+	cr_assert(fabs(host_value(&v, "h1") - 5) < 1e-9, "irate %f", host_value(&v, "h1"));
+	cr_assert_eq(host_value(&v, "h2"), 0);
+	value_free(&v);
+	v = run("idelta(faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert(fabs(host_value(&v, "h1") - 50) < 1e-9);
+	value_free(&v);
+	v = run("deriv(faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert(fabs(host_value(&v, "h1") - 5) < 1e-9, "deriv %f", host_value(&v, "h1"));
+	value_free(&v);
+	v = run("predict_linear(faultline_tcp_in_csum_errors_total[1m], 1m)");
+	cr_assert(fabs(host_value(&v, "h1") - 400) < 1e-6, "predict %f", host_value(&v, "h1"));
+	cr_assert(fabs(host_value(&v, "h2") - 7) < 1e-9);
+	value_free(&v);
+	v = run("quantile_over_time(0.5, faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert(fabs(host_value(&v, "h1") - 50) < 1e-9);
+	value_free(&v);
+	v = run("present_over_time(faultline_drive_wear_used_ratio[1m])");
+	cr_assert_eq(v.n, 4);
+	cr_assert_eq(v.e[0].v, 1);
+	value_free(&v);
+
+	/* wear: h1 0.20, h2 0.21, h3 0.22 (sw1), h4 0.95 (sw2) */
+	v = run("topk(1, faultline_drive_wear_used_ratio)");
+	cr_assert_eq(v.n, 1);
+	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h4");
+	cr_assert_str_eq(velem_label(&v.e[0], "device"), "nvme0n1", "topk keeps the labels");
+	value_free(&v);
+	v = run("topk by (switch) (1, faultline_drive_wear_used_ratio)");
+	cr_assert_eq(v.n, 2);
+	cr_assert(fabs(host_value(&v, "h3") - 0.22) < 1e-9 && fabs(host_value(&v, "h4") - 0.95) < 1e-9);
+	value_free(&v);
+	v = run("bottomk(2, faultline_drive_wear_used_ratio)");
+	cr_assert_eq(v.n, 2);
+	cr_assert(!isnan(host_value(&v, "h1")) && !isnan(host_value(&v, "h2")));
+	value_free(&v);
+	v = run("quantile(0.5, faultline_drive_wear_used_ratio)");
+	cr_assert_eq(v.n, 1);
+	cr_assert(fabs(v.e[0].v - 0.215) < 1e-9, "median %f (PromQL interpolates)", v.e[0].v);
+	value_free(&v);
+	v = run("quantile by (switch) (0.5, faultline_drive_wear_used_ratio)");
+	cr_assert_eq(v.n, 2);
+	value_free(&v);
+	v = run("quantile(0.5, faultline_drive_wear_used_ratio) without (host, device, model)");
+	cr_assert_eq(v.n, 2, "one per switch");
+	value_free(&v);
+
+	v = run("time()");
+	cr_assert(!v.is_vector && v.scalar == 1020, "time() %f", v.scalar);
+	value_free(&v);
+	v = run("vector(1)");
+	cr_assert(v.is_vector && v.n == 1 && v.e[0].nlabels == 0);
+	value_free(&v);
+	v = run("faultline_drive_wear_used_ratio > 0.5 * scalar(max(faultline_drive_wear_used_ratio))");
+	cr_assert_eq(v.n, 1);
+	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h4");
+	value_free(&v);
+	v = run("scalar(faultline_drive_wear_used_ratio)");
+	cr_assert(!v.is_vector && isnan(v.scalar), "four elements: NaN");
+	value_free(&v);
+
+	cr_assert_eq(expr_parse("topk(faultline_drive_wear_used_ratio, faultline_drive_wear_used_ratio)",
+				&n, err, sizeof(err)), 0);
+	cr_assert_eq(eval(n, fleet, 4, &v, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "1:6: topk's parameter must be a scalar"), "%s", err);
+	value_free(&v);
+	expr_free(n);
 }
 
 /*
