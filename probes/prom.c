@@ -59,25 +59,14 @@ static void labels(struct strbuf *out, const struct series *ser, const char *ext
 	strbuf_adds(out, "}");
 }
 
-/* 1 us .. 16.8 s and 512 B .. 8 MiB, by powers of two */
-static const double seconds_bounds[25] = { 1e-06, 2e-06, 4e-06, 8e-06, 1.6e-05, 3.2e-05, 6.4e-05, 0.000128, 0.000256, 0.000512, 0.001024, 0.002048, 0.004096, 0.008192, 0.016384, 0.032768, 0.065536, 0.131072, 0.262144, 0.524288, 1.048576, 2.097152, 4.194304, 8.388608, 16.777216 };
-static const double bytes_bounds[15] = { 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304, 8388608 };
-
 int prom_bounds(const struct prom_buckets *b, const char *metric, const double **bound)
 {
-	const struct metric_info *m = catalog_find(metric);
-
 	for (int i = 0; b && i < b->n; i++)
 		if (!strcmp(b->m[i].metric, metric)) {
 			*bound = b->m[i].bound;
 			return b->m[i].n;
 		}
-	if (m && m->unit == UNIT_BYTES) {
-		*bound = bytes_bounds;
-		return 15;
-	}
-	*bound = seconds_bounds;
-	return 25;
+	return catalog_hist_bounds(catalog_find(metric), bound, NULL);
 }
 
 static void render_hist(struct strbuf *out, const struct prom_name *pn, const struct series *ser,

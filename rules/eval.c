@@ -108,8 +108,11 @@ static int matches(const struct node *sel, const struct snapshot *snap, const st
 		return 0;
 	for (int i = 0; i < sel->nm; i++) {
 		const struct expr_matcher *m = &sel->m[i];
-		const char *v = elem_label(snap, s, m->label);
+		const char *v;
 
+		if (sel->hist_part == 1 && !strcmp(m->label, "le"))
+			continue;	/* the bucket's own label: le_selected() */
+		v = elem_label(snap, s, m->label);
 		if (!v)
 			v = "";
 		switch (m->op) {
@@ -432,6 +435,122 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	return NAN;
 }
 
+/* Whether the le matchers of bucket selector sel accept le. */
+static int le_selected(const struct node *sel, const char *le)
+{
+	for (int i = 0; i < sel->nm; i++) {
+		const struct expr_matcher *m = &sel->m[i];
+
+		if (strcmp(m->label, "le"))
+			continue;
+		if ((m->op == '=' && strcmp(le, m->value)) || (m->op == '!' && !strcmp(le, m->value)) ||
+		    (m->op == '~' && !promregex_match(&m->re, le)) ||
+		    (m->op == '^' && promregex_match(&m->re, le)))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Push the elements histogram d of series ser stands for under selector
+ * sel (a _bucket, _sum or _count), each value divided by per (1, or the
+ * seconds of a rate): for _bucket one element per bound and +Inf, with an
+ * le label, counting the observations whose layout bucket starts at or
+ * below the bound, exactly as /metrics does (probes/prom.h).
+ */
+static int push_hist_part(const struct node *sel, const struct snapshot *s,
+			  const struct series *ser, const struct histogram *d, double per,
+			  struct value *out)
+{
+	struct label l[SNAPSHOT_MAX_LABELS * 2 + 2];
+	int nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])) - 1);
+	uint64_t cum = 0;
+	uint32_t i = 0;
+	int ret = 0;
+
+	if (sel->hist_part == 2)
+		return value_push(out, l, nl, (double)d->sum * sel->hist_scale / per);
+	if (sel->hist_part == 3)
+		return value_push(out, l, nl, (double)d->count / per);
+	for (int k = 0; k <= sel->nbounds && !ret; k++) {
+		const char *le = k < sel->nbounds ? sel->le[k] : "+Inf";
+
+		if (k < sel->nbounds)
+			while (i < HIST_BUCKETS &&
+			       (double)hist_bucket_lower(i) * sel->hist_scale <= sel->bounds[k])
+				cum += d->buckets[i++];
+		else
+			cum = d->count;
+		if (!le_selected(sel, le))
+			continue;
+		l[nl] = (struct label){ .key = "le", .value = (char *)le };
+		labels_sort(l, nl + 1);
+		ret = value_push(out, l, nl + 1, (double)cum / per);
+		/* take le out again: the next bound puts its own in */
+		for (int a = 0, b = 0; a <= nl; a++)
+			if (strcmp(l[a].key, "le"))
+				l[b++] = l[a];
+	}
+	return ret;
+}
+
+/*
+ * A histogram's _bucket, _sum or _count, instant or under rate, irate,
+ * increase, delta, idelta: from the increase between the two samples the
+ * function looks at (the oldest in the range and the newest, or the last
+ * two), as counters; a histogram that went down restarted from zero.
+ */
+static int eval_hist_part(const struct node *sel, enum range_fn rf, const struct host_window *w,
+			  const struct series *latest, struct value *out)
+{
+	const struct snapshot *s = &w->snaps[w->n - 1];
+	uint32_t hint = (uint32_t)(latest - s->series);
+	const struct series *older = NULL;
+	uint64_t now = s->ts_ms, older_ts = 0;
+	struct histogram *d, scratch;
+	double per = 1;
+	int ret;
+
+	if (latest->kind != SERIES_HISTOGRAM)
+		return 0;
+	if (rf == RF_NONE)
+		return push_hist_part(sel, s, latest, series_hist(latest, &scratch), 1, out);
+	if (rf == RF_IRATE || rf == RF_IDELTA) {
+		for (size_t i = w->n - 1; i-- > 0 && !older;) {
+			if (w->snaps[i].ts_ms + sel->range_ns / 1000000 < now)
+				break;
+			older = snapshot_find_same(&w->snaps[i], latest, hint);
+			older_ts = w->snaps[i].ts_ms;
+		}
+	} else {
+		uint64_t from = now - sel->range_ns / 1000000;
+
+		for (size_t i = (size_t)(last_at(w, from - 1) + 1); i + 1 < w->n && !older; i++) {
+			older = snapshot_find_same(&w->snaps[i], latest, hint);
+			older_ts = w->snaps[i].ts_ms;
+		}
+	}
+	if (!older || older->kind != SERIES_HISTOGRAM || older_ts >= now)
+		return 0;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	{
+		struct histogram o;
+		const struct histogram *hn = series_hist(latest, d), *ho = series_hist(older, &o);
+
+		if (hn->count >= ho->count)
+			series_hist_delta(d, latest, older);
+		else if (hn != d)
+			*d = *hn;	/* restarted: all of it is new */
+	}
+	if (rf == RF_RATE || rf == RF_IRATE)
+		per = (double)(now - older_ts) / 1000.0;
+	ret = push_hist_part(sel, s, latest, d, per, out);
+	free(d);
+	return ret;
+}
+
 static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			 const struct host_window *hosts, size_t nh, struct value *out)
 {
@@ -463,6 +582,11 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 
 			if (!matches(sel, s, ser))
 				continue;
+			if (sel->hist_part) {
+				if (eval_hist_part(sel, rf, &w, ser, out))
+					return -ENOMEM;
+				continue;
+			}
 			v = rf != RF_NONE ? range_fn(rf, &w, ser, sel->range_ns, q) : scalar_of(ser);
 			if (isnan(v))
 				continue;
@@ -700,6 +824,20 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 			return eval_absent(n, hosts, nh, out, err, errlen);
 		if (n->fn_id == FN_TIME || n->fn_id == FN_VECTOR || n->fn_id == FN_SCALAR)
 			return eval_misc(n, hosts, nh, out, err, errlen);
+		if (n->fn_id == FN_HISTOGRAM_QUANTILE) {
+			double q;
+
+			if ((ret = eval_param(n, n->args[0], hosts, nh, &q, err, errlen)))
+				return ret;
+			if ((ret = eval(n->args[1], hosts, nh, &a, err, errlen)))
+				return ret;
+			ret = a.is_vector ? histogram_quantile(q, &a, out) : -EINVAL;
+			if (ret == -EINVAL)
+				snprintf(err, errlen, "%d:%d: histogram_quantile takes a vector of "
+					 "buckets", n->line, n->col);
+			value_free(&a);
+			return ret;
+		}
 		if (n->fn_id == FN_PREDICT_LINEAR || n->fn_id == FN_QUANTILE_OVER_TIME) {
 			/* the argument that is not the range selector is a scalar parameter */
 			int pi = n->fn_id == FN_PREDICT_LINEAR;

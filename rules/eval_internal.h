@@ -23,6 +23,13 @@ int eval_agg(const struct node *n, const struct value *in, struct value *out);
  */
 int eval_agg_param(const struct node *n, double param, const struct value *in, struct value *out);
 
+/*
+ * histogram_quantile(q, in): in's elements grouped by their labels but le,
+ * each group a classic histogram (le = upper bound, cumulative counts), and
+ * the quantile interpolated within its bucket as Prometheus does.
+ */
+int histogram_quantile(double q, const struct value *in, struct value *out);
+
 /* PromQL's quantile q of n sorted values (linear between the closest ranks). */
 double quantile_sorted(const double *v, size_t n, double q);
 

@@ -277,6 +277,7 @@ static const struct expr_fn_info fns[] = {
 	{ "stdvar", FN_STDVAR, 1, 0, 1 },
 	{ "absent", FN_ABSENT, 1, 0, 0 },
 	{ "scalar", FN_SCALAR, 1, 0, 0 },
+	{ "histogram_quantile", FN_HISTOGRAM_QUANTILE, 2, 0, 0 },
 	{ "time", FN_TIME, 0, 0, 0 },
 	{ "vector", FN_VECTOR, 1, 0, 0 },
 	{ "topk", FN_TOPK, 2, 0, 1 },
@@ -301,8 +302,6 @@ static int peek_word(const struct parser *ps, const char *w)
 static const struct {
 	const char *name, *hint;
 } promql_fns[] = {
-	{ "histogram_quantile", "faultline's histograms are merged exactly: use "
-				"quantile(0.99, metric[5m])" },
 	{ "absent_over_time", "a host that stops reporting pages HostSilent on its own" },
 	{ "label_replace", NULL }, { "label_join", NULL }, { "timestamp", NULL },
 	{ "count_values", NULL },
@@ -430,6 +429,11 @@ static struct node *parse_selector(struct parser *ps)
 	const struct metric_info *mi = catalog_find(ps->cur.text);
 
 	n->metric = strdup(ps->cur.text);
+	if (!mi && (mi = catalog_find_hist_part(ps->cur.text, &n->hist_part))) {
+		/* x_bucket{le=...}, x_sum, x_count: the histogram as /metrics shows it */
+		n->hist_scale = mi->scale;
+		n->nbounds = catalog_hist_bounds(mi, &n->bounds, &n->le);
+	}
 	if (!mi) {
 		char why[200];
 
@@ -438,7 +442,7 @@ static struct node *parse_selector(struct parser *ps)
 	}
 	n->wire = mi->wire;
 	n->metric_hash = snapshot_name_hash(mi->wire);
-	n->scale = mi->scale;
+	n->scale = n->hist_part == 2 ? mi->scale : n->hist_part ? 1 : mi->scale;
 	next(ps);
 	if (ps->cur.t == T_LBRACE) {
 		next(ps);
@@ -609,13 +613,25 @@ static struct node *parse_primary(struct parser *ps)
 			if (fi->range && (!a || a->t != N_SEL || !a->range_ns))
 				fail(ps, a ? a->line : line, a ? a->col : col,
 				     "%s needs a range selector such as metric[5m]", n->fn);
+			else if (fi->range && a->hist_part && fi->id != FN_RATE &&
+				 fi->id != FN_IRATE && fi->id != FN_INCREASE && fi->id != FN_DELTA &&
+				 fi->id != FN_IDELTA)
+				fail(ps, a->line, a->col, "%s of %s: a histogram's _bucket, _sum and "
+				     "_count take rate, irate, increase, delta and idelta", n->fn,
+				     a->metric);
 			else if (fi->id == FN_QUANTILE &&
-				 catalog_find_wire(a->wire)->kind != SERIES_HISTOGRAM)
+				 (a->hist_part || catalog_find_wire(a->wire)->kind != SERIES_HISTOGRAM))
 				fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
 				     a->metric);
 			else if (fi->id == FN_QUANTILE && n->args[0]->t != N_NUM)
 				fail(ps, n->args[0]->line, n->args[0]->col,
 				     "quantile's first argument is a number between 0 and 1");
+			else if (fi->id == FN_HISTOGRAM_QUANTILE && n->args[1]->t == N_SEL &&
+				 !n->args[1]->hist_part &&
+				 catalog_find_wire(n->args[1]->wire)->kind == SERIES_HISTOGRAM)
+				fail(ps, n->args[1]->line, n->args[1]->col, "histogram_quantile takes "
+				     "buckets: rate(%s_bucket[5m]), or quantile(q, %s[5m]) for the "
+				     "merged histogram", n->args[1]->metric, n->args[1]->metric);
 			else if (fi->id == FN_PEER_RATIO && n->args[1]->t != N_STR)
 				fail(ps, n->args[1]->line, n->args[1]->col,
 				     "peer_ratio's second argument is a quoted label name");

@@ -82,7 +82,7 @@ enum expr_fn {
 	FN_ABS, FN_CEIL, FN_FLOOR, FN_ROUND, FN_SQRT, FN_EXP, FN_LN, FN_LOG2, FN_LOG10,
 	FN_CLAMP_MIN, FN_CLAMP_MAX, FN_CLAMP,
 	/* over a vector, across elements */
-	FN_PEER_RATIO, FN_ABSENT, FN_SCALAR,
+	FN_PEER_RATIO, FN_ABSENT, FN_SCALAR, FN_HISTOGRAM_QUANTILE,
 	/* of nothing or a scalar */
 	FN_TIME, FN_VECTOR,
 	/* aggregations (`sum by (x) (...)`); the last three take a parameter first */
@@ -115,6 +115,12 @@ struct node {
 	int nm;
 	uint64_t range_ns;
 	uint64_t offset_ns;	/* "offset 1h": evaluated as of that long ago */
+	/* a histogram's _bucket (1), _sum (2) or _count (3), as on /metrics */
+	int hist_part;
+	double hist_scale;	/* the histogram's wire value x hist_scale = base unit */
+	const double *bounds;	/* _bucket: the upper bounds (base unit), and their le */
+	const char *const *le;
+	int nbounds;
 	/* call / aggregation */
 	char *fn;		/* its name, for messages */
 	enum expr_fn fn_id;

@@ -405,3 +405,137 @@ out:
 	free(vals);
 	return ret;
 }
+
+struct hbucket {
+	uint64_t hash;		/* of the element's labels but le */
+	const struct velem *e;
+	double upper;		/* le */
+};
+
+/* Order by group (labels but le), then by upper bound. */
+static int hbucket_cmp(const void *a, const void *b)
+{
+	const struct hbucket *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->upper < y->upper ? -1 : x->upper > y->upper;
+}
+
+/* Whether x and y have the same labels but le. */
+static int same_but_le(const struct velem *x, const struct velem *y)
+{
+	int i = 0, k = 0;
+
+	for (;;) {
+		while (i < x->nlabels && !strcmp(x->labels[i].key, "le"))
+			i++;
+		while (k < y->nlabels && !strcmp(y->labels[k].key, "le"))
+			k++;
+		if (i == x->nlabels || k == y->nlabels)
+			return i == x->nlabels && k == y->nlabels;
+		if (strcmp(x->labels[i].key, y->labels[k].key) ||
+		    strcmp(x->labels[i].value, y->labels[k].value))
+			return 0;
+		i++;
+		k++;
+	}
+}
+
+/* Prometheus' bucketQuantile over one group's buckets, sorted by upper bound. */
+static double bucket_quantile(double q, struct hbucket *b, size_t n)
+{
+	double rank, start = 0, end, count, prev = 0;
+
+	if (isnan(q))
+		return NAN;
+	if (q < 0)
+		return -INFINITY;
+	if (q > 1)
+		return INFINITY;
+	if (n < 2 || !isinf(b[n - 1].upper))
+		return NAN;	/* no +Inf bucket: not a histogram */
+	/* counts that go down (buckets scraped apart) are read as monotone */
+	{
+		double total = 0;
+		size_t at;
+
+		for (size_t i = 0; i < n; i++)
+			total = fmax(total, b[i].e->v);
+		if (total == 0)
+			return NAN;
+		rank = q * total;
+		prev = 0;
+		for (at = 0; at < n; at++) {
+			double c = fmax(prev, b[at].e->v);
+
+			if (c >= rank)
+				break;
+			prev = c;
+		}
+		if (at >= n - 1)
+			return b[n - 2].upper;	/* in the +Inf bucket: the highest finite bound */
+		if (at == 0 && b[0].upper <= 0)
+			return b[0].upper;
+		end = b[at].upper;
+		count = fmax(prev, b[at].e->v);
+		if (at > 0) {
+			start = b[at - 1].upper;
+			count -= prev;
+			rank -= prev;
+		}
+		return count > 0 ? start + (end - start) * (rank / count) : start;
+	}
+}
+
+int histogram_quantile(double q, const struct value *in, struct value *out)
+{
+	struct hbucket *b = malloc((in->n + 1) * sizeof(*b));
+	struct label key[GROUP_KEY_MAX];
+	size_t nb = 0;
+	int ret = 0;
+
+	out->is_vector = 1;
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < in->n; i++) {
+		const char *le = velem_label(&in->e[i], "le");
+		char *end;
+		int nk = 0;
+
+		if (!le)
+			continue;	/* not a bucket, as Prometheus ignores it */
+		b[nb].upper = strtod(le, &end);
+		if (end == le || *end)
+			continue;
+		for (int k = 0; k < in->e[i].nlabels && nk < GROUP_KEY_MAX; k++)
+			if (strcmp(in->e[i].labels[k].key, "le"))
+				key[nk++] = in->e[i].labels[k];
+		b[nb].hash = labels_hash(key, nk);
+		b[nb].e = &in->e[i];
+		nb++;
+	}
+	qsort(b, nb, sizeof(*b), hbucket_cmp);
+	for (size_t s = 0, e; s < nb && !ret; s = e) {
+		int nk = 0;
+
+		for (e = s + 1; e < nb && b[e].hash == b[s].hash; e++)
+			;
+		/* one hash is almost always one group; a collision would mix two: skip it */
+		for (size_t k = s + 1; k < e; k++)
+			if (!same_but_le(b[s].e, b[k].e))
+				goto next;
+		for (int k = 0; k < b[s].e->nlabels && nk < GROUP_KEY_MAX; k++)
+			if (strcmp(b[s].e->labels[k].key, "le"))
+				key[nk++] = b[s].e->labels[k];
+		{
+			double x = bucket_quantile(q, &b[s], e - s);
+
+			if (!isnan(x))
+				ret = value_push(out, key, nk, x);
+		}
+next:;
+	}
+	free(b);
+	return ret;
+}

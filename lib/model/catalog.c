@@ -172,6 +172,64 @@ const struct metric_info *catalog_find(const char *name)
 	return NULL;
 }
 
+static const double seconds_bounds[25] = {
+	1e-06, 2e-06, 4e-06, 8e-06, 1.6e-05, 3.2e-05, 6.4e-05, 0.000128, 0.000256, 0.000512,
+	0.001024, 0.002048, 0.004096, 0.008192, 0.016384, 0.032768, 0.065536, 0.131072,
+	0.262144, 0.524288, 1.048576, 2.097152, 4.194304, 8.388608, 16.777216
+};
+static const char *const seconds_le[25] = {
+	"1e-06", "2e-06", "4e-06", "8e-06", "1.6e-05", "3.2e-05", "6.4e-05", "0.000128",
+	"0.000256", "0.000512", "0.001024", "0.002048", "0.004096", "0.008192", "0.016384",
+	"0.032768", "0.065536", "0.131072", "0.262144", "0.524288", "1.048576", "2.097152",
+	"4.194304", "8.388608", "16.777216"
+};
+static const double bytes_bounds[15] = {
+	512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576,
+	2097152, 4194304, 8388608
+};
+static const char *const bytes_le[15] = {
+	"512", "1024", "2048", "4096", "8192", "16384", "32768", "65536", "131072", "262144",
+	"524288", "1048576", "2097152", "4194304", "8388608"
+};
+
+int catalog_hist_bounds(const struct metric_info *m, const double **bound,
+			const char *const **le)
+{
+	if (m && m->unit == UNIT_BYTES) {
+		*bound = bytes_bounds;
+		if (le)
+			*le = bytes_le;
+		return 15;
+	}
+	*bound = seconds_bounds;
+	if (le)
+		*le = seconds_le;
+	return 25;
+}
+
+const struct metric_info *catalog_find_hist_part(const char *name, int *part)
+{
+	static const char *const suffix[] = { "_bucket", "_sum", "_count" };
+	size_t len = strlen(name);
+
+	for (int i = 0; i < 3; i++) {
+		size_t sl = strlen(suffix[i]);
+		char base[128];
+		const struct metric_info *m;
+
+		if (len <= sl || len - sl >= sizeof(base) || strcmp(name + len - sl, suffix[i]))
+			continue;
+		memcpy(base, name, len - sl);
+		base[len - sl] = '\0';
+		m = catalog_find(base);
+		if (m && m->kind == SERIES_HISTOGRAM) {
+			*part = i + 1;
+			return m;
+		}
+	}
+	return NULL;
+}
+
 const struct metric_info *catalog_find_wire(const char *wire)
 {
 	for (const struct metric_info *m = catalog; m->name; m++)

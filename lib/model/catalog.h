@@ -42,6 +42,19 @@ struct metric_info {
 /* The entry named name, or NULL if faultline does not produce it. */
 const struct metric_info *catalog_find(const char *name);
 
+/*
+ * Histograms as Prometheus sees them (/metrics, and _bucket/_sum/_count in
+ * rules): a fixed bucket set per unit, powers of two, for seconds 1 us ..
+ * 16.8 s (25 bounds), for bytes 512 B .. 8 MiB (15).  Sets *bound to the
+ * upper bounds in the base unit and *le to their "le" label values (as
+ * /metrics prints them, %.9g); returns how many (+Inf not included).
+ */
+int catalog_hist_bounds(const struct metric_info *m, const double **bound,
+			const char *const **le);
+
+/* The histogram whose _bucket, _sum or _count name is name; *part: 1, 2, 3. */
+const struct metric_info *catalog_find_hist_part(const char *name, int *part);
+
 /* The entry whose snapshot series are called wire, or NULL. */
 const struct metric_info *catalog_find_wire(const char *wire);
 
