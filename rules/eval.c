@@ -75,7 +75,8 @@ int value_push(struct value *v, const struct label *l, int nl, double x)
 	e->labels = malloc(((size_t)nl + 1) * sizeof(*e->labels));
 	if (!e->labels)
 		return -ENOMEM;
-	memcpy(e->labels, l, (size_t)nl * sizeof(*l));
+	if (nl)
+		memcpy(e->labels, l, (size_t)nl * sizeof(*l));
 	e->nlabels = nl;
 	e->hash = labels_hash(e->labels, nl);
 	e->v = x;
@@ -824,6 +825,8 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 			return eval_absent(n, hosts, nh, out, err, errlen);
 		if (n->fn_id == FN_TIME || n->fn_id == FN_VECTOR || n->fn_id == FN_SCALAR)
 			return eval_misc(n, hosts, nh, out, err, errlen);
+		if (n->fn_id == FN_LABEL_REPLACE || n->fn_id == FN_LABEL_JOIN)
+			return eval_label_fn(n, hosts, nh, out, err, errlen);
 		if (n->fn_id == FN_HISTOGRAM_QUANTILE) {
 			double q;
 

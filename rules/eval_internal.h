@@ -30,6 +30,10 @@ int eval_agg_param(const struct node *n, double param, const struct value *in, s
  */
 int histogram_quantile(double q, const struct value *in, struct value *out);
 
+/* label_replace and label_join (call n) */
+int eval_label_fn(const struct node *n, const struct host_window *hosts, size_t nh,
+		  struct value *out, char *err, size_t errlen);
+
 /* PromQL's quantile q of n sorted values (linear between the closest ranks). */
 double quantile_sorted(const double *v, size_t n, double q);
 

@@ -13,6 +13,7 @@
 
 #include "model/catalog.h"
 #include "model/snapshot.h"
+#include "core/strmap.h"
 #include "core/timeutil.h"
 
 enum tok_type {
@@ -278,6 +279,8 @@ static const struct expr_fn_info fns[] = {
 	{ "absent", FN_ABSENT, 1, 0, 0 },
 	{ "scalar", FN_SCALAR, 1, 0, 0 },
 	{ "histogram_quantile", FN_HISTOGRAM_QUANTILE, 2, 0, 0 },
+	{ "label_replace", FN_LABEL_REPLACE, 5, 0, 0 },
+	{ "label_join", FN_LABEL_JOIN, -3, 0, 0 },
 	{ "time", FN_TIME, 0, 0, 0 },
 	{ "vector", FN_VECTOR, 1, 0, 0 },
 	{ "topk", FN_TOPK, 2, 0, 1 },
@@ -303,7 +306,7 @@ static const struct {
 	const char *name, *hint;
 } promql_fns[] = {
 	{ "absent_over_time", "a host that stops reporting pages HostSilent on its own" },
-	{ "label_replace", NULL }, { "label_join", NULL }, { "timestamp", NULL },
+	{ "timestamp", NULL },
 	{ "count_values", NULL },
 	{ "sort", NULL },
 	{ "sort_desc", NULL }, { "holt_winters", NULL }, { "day_of_week", NULL },
@@ -517,6 +520,50 @@ static struct node *parse_selector(struct parser *ps)
 	return n;
 }
 
+static int valid_label_name(const char *s)
+{
+	if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	return 1;
+}
+
+/*
+ * label_replace(v, "dst", "replacement", "src", "regex") and
+ * label_join(v, "dst", "separator", "src", ...): every argument after the
+ * vector a quoted string, dst a label name, the regex valid.
+ */
+static void parse_label_fn(struct parser *ps, struct node *n)
+{
+	char why[200];
+
+	for (int i = 1; i < n->nargs; i++)
+		if (n->args[i]->t != N_STR) {
+			fail(ps, n->args[i]->line, n->args[i]->col, "%s's argument %d is a quoted "
+			     "string", n->fn, i + 1);
+			return;
+		}
+	/* the destination; label_join's sources (label_replace's may be any name) */
+	for (int i = 1; i < n->nargs; i += i == 1 ? 2 : 1)
+		if ((i == 1 || n->fn_id == FN_LABEL_JOIN) && !valid_label_name(n->args[i]->str)) {
+			fail(ps, n->args[i]->line, n->args[i]->col, "'%s' is not a valid label "
+			     "name", n->args[i]->str);
+			return;
+		}
+	n->lf = calloc(1, sizeof(*n->lf));
+	if (!n->lf || !(n->lf->index = calloc(1, sizeof(struct strmap)))) {
+		fail(ps, n->line, n->col, "out of memory");
+		return;
+	}
+	strmap_init(n->lf->index);
+	if (n->fn_id == FN_LABEL_REPLACE &&
+	    promregex_compile(&n->lf->re, n->args[4]->str, why, sizeof(why)))
+		fail(ps, n->args[4]->line, n->args[4]->col, "'%s' is not a valid regular "
+		     "expression: %s", n->args[4]->str, why);
+}
+
 static struct node *parse_primary(struct parser *ps)
 {
 	const struct expr_fn_info *fi;
@@ -595,9 +642,18 @@ static struct node *parse_primary(struct parser *ps)
 			/* arity and argument kinds */
 			int want = fi->nargs;
 
-			if (n->nargs != want) {
+			if (want < 0 && n->nargs < -want) {
+				fail(ps, line, col, "%s takes at least %d arguments, found %d", n->fn,
+				     -want, n->nargs);
+				break;
+			}
+			if (want >= 0 && n->nargs != want) {
 				fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
 				     want != 1 ? "s" : "", n->nargs);
+				break;
+			}
+			if (fi->id == FN_LABEL_REPLACE || fi->id == FN_LABEL_JOIN) {
+				parse_label_fn(ps, n);
 				break;
 			}
 			if (fi->id == FN_QUANTILE && n->args[1] &&
@@ -872,6 +928,16 @@ void expr_free(struct node *n)
 			promregex_free(&n->m[i].re);
 	}
 	free(n->m);
+	if (n->lf) {
+		promregex_free(&n->lf->re);
+		for (size_t i = 0; i < n->lf->nmade; i++)
+			free(n->lf->made[i]);
+		free(n->lf->made);
+		if (n->lf->index)
+			strmap_free(n->lf->index);
+		free(n->lf->index);
+		free(n->lf);
+	}
 	free(n->fn);
 	for (int i = 0; i < n->nargs; i++)
 		expr_free(n->args[i]);

@@ -55,6 +55,19 @@ enum bin_op {
 	OP_AND, OP_OR, OP_UNLESS,
 };
 
+/*
+ * What label_replace and label_join keep: the compiled regex, and every
+ * label value they made, interned (an element's labels are borrowed from
+ * the expression, eval.h), at most LABEL_FN_MAX_VALUES distinct ones.
+ */
+#define LABEL_FN_MAX_VALUES 100000
+struct label_fn {
+	struct prom_regex re;
+	char **made;
+	size_t nmade;
+	void *index;		/* struct strmap: value -> index in made */
+};
+
 /* How a binary operation pairs elements (PromQL's cardinality) */
 enum match_card { CARD_ONE_TO_ONE, CARD_MANY_TO_ONE, CARD_ONE_TO_MANY };
 
@@ -82,7 +95,7 @@ enum expr_fn {
 	FN_ABS, FN_CEIL, FN_FLOOR, FN_ROUND, FN_SQRT, FN_EXP, FN_LN, FN_LOG2, FN_LOG10,
 	FN_CLAMP_MIN, FN_CLAMP_MAX, FN_CLAMP,
 	/* over a vector, across elements */
-	FN_PEER_RATIO, FN_ABSENT, FN_SCALAR, FN_HISTOGRAM_QUANTILE,
+	FN_PEER_RATIO, FN_ABSENT, FN_SCALAR, FN_HISTOGRAM_QUANTILE, FN_LABEL_REPLACE, FN_LABEL_JOIN,
 	/* of nothing or a scalar */
 	FN_TIME, FN_VECTOR,
 	/* aggregations (`sum by (x) (...)`); the last three take a parameter first */
@@ -93,7 +106,7 @@ enum expr_fn {
 struct expr_fn_info {
 	const char *name;
 	enum expr_fn id;
-	int nargs;		/* arguments a call takes */
+	int nargs;		/* arguments a call takes; -n: at least n */
 	int range;		/* which argument (1-based) is a range selector; 0: none */
 	int aggregation;
 };
@@ -122,6 +135,7 @@ struct node {
 	const char *const *le;
 	int nbounds;
 	/* call / aggregation */
+	struct label_fn *lf;	/* label_replace / label_join: regex and made label values */
 	char *fn;		/* its name, for messages */
 	enum expr_fn fn_id;
 	struct node **args;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strmap.h"
+
 #define GROUP_KEY_MAX (SNAPSHOT_MAX_LABELS * 2 + 1)
 
 /*
@@ -537,5 +539,99 @@ int histogram_quantile(double q, const struct value *in, struct value *out)
 next:;
 	}
 	free(b);
+	return ret;
+}
+
+/* The label value v, interned in lf (it must outlive the values that borrow it). */
+static const char *label_fn_intern(struct label_fn *lf, const char *v)
+{
+	uint32_t at;
+	char **m;
+
+	if (strmap_get(lf->index, v, &at))
+		return lf->made[at];
+	if (lf->nmade >= LABEL_FN_MAX_VALUES)
+		return NULL;
+	m = realloc(lf->made, (lf->nmade + 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	lf->made = m;
+	if (!(m[lf->nmade] = strdup(v)) || strmap_put(lf->index, v, (uint32_t)lf->nmade)) {
+		free(m[lf->nmade]);
+		return NULL;
+	}
+	return lf->made[lf->nmade++];
+}
+
+/*
+ * label_replace(v, dst, replacement, src, regex): where regex matches all
+ * of src's value, dst becomes the expanded replacement (removed if empty);
+ * elsewhere the element is unchanged.  label_join(v, dst, sep, src...):
+ * dst becomes the sources' values joined by sep.  As in PromQL.
+ */
+int eval_label_fn(const struct node *n, const struct host_window *hosts, size_t nh,
+		  struct value *out, char *err, size_t errlen)
+{
+	struct value in;
+	struct label l[GROUP_KEY_MAX + 1];
+	char made[1024];
+	const char *dst = n->args[1]->str;
+	int ret = eval(n->args[0], hosts, nh, &in, err, errlen);
+
+	if (ret)
+		return ret;
+	out->is_vector = 1;
+	if (!in.is_vector) {
+		snprintf(err, errlen, "%d:%d: %s takes a vector", n->line, n->col, n->fn);
+		ret = -EINVAL;
+	}
+	for (size_t i = 0; !ret && i < in.n; i++) {
+		const struct velem *e = &in.e[i];
+		const char *v = made;
+		int nl = 0, r = 1;
+
+		if (n->fn_id == FN_LABEL_REPLACE) {
+			const char *src = velem_label(e, n->args[3]->str);
+
+			r = promregex_expand(&n->lf->re, src ? src : "", n->args[2]->str, made,
+					     sizeof(made));
+		} else {
+			size_t off = 0;
+
+			made[0] = '\0';
+			for (int k = 3; k < n->nargs && off < sizeof(made); k++) {
+				const char *src = velem_label(e, n->args[k]->str);
+
+				off += (size_t)snprintf(made + off, sizeof(made) - off, "%s%s",
+							k > 3 ? n->args[2]->str : "", src ? src : "");
+			}
+			r = off < sizeof(made) ? 1 : -ENOSPC;
+		}
+		if (r < 0) {
+			snprintf(err, errlen, "%d:%d: %s: %s", n->line, n->col, n->fn,
+				 r == -ENOSPC ? "the new label value is longer than 1023 bytes" :
+				 "the replacement refers to a group badly");
+			ret = -EINVAL;
+			break;
+		}
+		if (!r) {
+			ret = value_push(out, e->labels, e->nlabels, e->v);
+			continue;
+		}
+		if (*made && !(v = label_fn_intern(n->lf, made))) {
+			snprintf(err, errlen, "%d:%d: %s made more than %d distinct label values",
+				 n->line, n->col, n->fn, LABEL_FN_MAX_VALUES);
+			ret = -EINVAL;
+			break;
+		}
+		for (int k = 0; k < e->nlabels && nl < GROUP_KEY_MAX; k++)
+			if (strcmp(e->labels[k].key, dst))
+				l[nl++] = e->labels[k];
+		if (*made)
+			l[nl++] = (struct label){ .key = (char *)dst, .value = (char *)v };
+		labels_sort(l, nl);
+		ret = value_push(out, l, nl, e->v);
+	}
+	value_free(&in);
 	return ret;
 }

@@ -79,7 +79,7 @@ Test(expr, every_error_has_a_position)
 		{ "peer_ratio(faultline_drive_wear_used_ratio, model)", "1:45: unknown metric 'model'" },
 		{ "faultline_tcp_in_segs_total >\n  and 3", "2:3: expected an expression, found 'and'" },
 		/* PromQL that faultline does not have is named as such, never "unknown metric" */
-		{ "label_join(faultline_tcp_in_segs_total, \"a\", \",\", \"b\")", "1:1: PromQL's label_join() is not supported" },
+		{ "count_values(\"v\", faultline_tcp_in_segs_total)", "1:1: PromQL's count_values() is not supported" },
 		{ "irate(faultline_tcp_in_segs_total)", "1:7: irate needs a range selector" },
 		{ "predict_linear(3, faultline_tcp_in_segs_total[1m])", "1:16: predict_linear needs a range selector" },
 		{ "time(3)", "1:1: time takes 0 arguments, found 1" },
@@ -536,6 +536,52 @@ Test(expr, classic_histograms_and_histogram_quantile, .init = build_fleet, .fini
 		  "%s", err);
 	cr_assert_neq(expr_parse("quantile(0.9, faultline_block_latency_seconds_bucket[1m])", &n,
 				 err, sizeof(err)), 0);
+}
+
+/* label_replace and label_join as in PromQL; made values outlive their inputs */
+Test(expr, label_replace_and_label_join, .init = build_fleet, .fini = free_fleet)
+{
+	struct value v;
+	struct node *n = NULL;
+	char err[256];
+
+	v = run("label_replace(faultline_drive_wear_used_ratio, \"bus\", \"${1}-x\", \"device\", "
+		"\"(nvme|sd)[0-9].*\")");
+	cr_assert_eq(v.n, 4);
+	for (size_t i = 0; i < v.n; i++) {
+		cr_assert_str_eq(velem_label(&v.e[i], "bus"), "nvme-x");
+		cr_assert_str_eq(velem_label(&v.e[i], "device"), "nvme0n1", "the source stays");
+	}
+	value_free(&v);
+	v = run("sum by (bus) (label_replace(faultline_drive_wear_used_ratio, \"bus\", \"$1\", "
+		"\"device\", \"(nvme|sd).*\"))");
+	cr_assert_eq(v.n, 1);
+	cr_assert_str_eq(velem_label(&v.e[0], "bus"), "nvme");
+	cr_assert(fabs(v.e[0].v - 1.58) < 1e-9, "%f", v.e[0].v);
+	value_free(&v);
+	v = run("label_replace(faultline_drive_wear_used_ratio, \"device\", \"\", \"device\", \".*\")");
+	cr_assert_null(velem_label(&v.e[0], "device"), "an empty value removes the label");
+	value_free(&v);
+	v = run("label_replace(faultline_drive_wear_used_ratio, \"x\", \"y\", \"device\", \"sda\")");
+	cr_assert_eq(v.n, 4);
+	cr_assert_null(velem_label(&v.e[0], "x"), "no match: unchanged");
+	value_free(&v);
+	v = run("label_join(faultline_drive_wear_used_ratio, \"where\", \"/\", \"switch\", \"host\")");
+	cr_assert_eq(v.n, 4);
+	for (size_t i = 0; i < v.n; i++)
+		if (!strcmp(velem_label(&v.e[i], "host"), "h4"))
+			cr_assert_str_eq(velem_label(&v.e[i], "where"), "sw2/h4");
+	value_free(&v);
+
+	cr_assert_neq(expr_parse("label_replace(faultline_drive_wear_used_ratio, \"1bad\", \"\", "
+				 "\"device\", \".*\")", &n, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "1:48: '1bad' is not a valid label name"), "%s", err);
+	cr_assert_neq(expr_parse("label_replace(faultline_drive_wear_used_ratio, \"a\", \"\", "
+				 "\"device\", \"(\")", &n, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "1:67: '(' is not a valid regular expression"), "%s", err);
+	cr_assert_neq(expr_parse("label_join(faultline_drive_wear_used_ratio, \"a\")", &n, err,
+				 sizeof(err)), 0);
+	cr_assert(strstr(err, "1:1: label_join takes at least 3 arguments, found 2"), "%s", err);
 }
 
 /*

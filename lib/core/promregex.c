@@ -49,3 +49,23 @@ void promregex_free(struct prom_regex *re)
 		pcre2_code_free(re->code);
 	re->md = re->code = NULL;
 }
+
+int promregex_expand(const struct prom_regex *re, const char *s, const char *replacement,
+		     char *out, size_t outlen)
+{
+	PCRE2_SIZE len = outlen;
+	int rc;
+
+	if (!re->code || !outlen)
+		return -EINVAL;
+	rc = pcre2_substitute(re->code, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0,
+			      PCRE2_SUBSTITUTE_REPLACEMENT_ONLY | PCRE2_SUBSTITUTE_UNSET_EMPTY |
+			      PCRE2_SUBSTITUTE_UNKNOWN_UNSET,
+			      re->md, NULL, (PCRE2_SPTR)replacement, PCRE2_ZERO_TERMINATED,
+			      (PCRE2_UCHAR *)out, &len);
+	if (rc == 0)
+		return 0;	/* no match */
+	if (rc < 0)
+		return rc == PCRE2_ERROR_NOMEMORY ? -ENOSPC : -EINVAL;
+	return 1;
+}

@@ -28,6 +28,17 @@ int promregex_compile(struct prom_regex *re, const char *pattern, char *err, siz
 /* 1 if the whole of s matches, else 0. */
 int promregex_match(const struct prom_regex *re, const char *s);
 
+/*
+ * If re matches the whole of s, write replacement with $1, ${1}, $name,
+ * ${name} expanded (unset or unknown groups empty; $$ is a $) to out and
+ * return 1; return 0 if it does not match; -ENOSPC if out is too small,
+ * -EINVAL for a bad reference in replacement.  (Go's Expand, which
+ * Prometheus' label_replace uses, reads "$1x" as group "1x"; here it is
+ * group 1 then "x": write "${1}x" for both.)
+ */
+int promregex_expand(const struct prom_regex *re, const char *s, const char *replacement,
+		     char *out, size_t outlen);
+
 /* Free re (a zeroed re is fine). */
 void promregex_free(struct prom_regex *re);
 
