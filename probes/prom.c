@@ -93,7 +93,7 @@ static void render_hist(struct strbuf *out, const struct prom_name *pn, const st
 	strbuf_addf(out, " %llu\n", (unsigned long long)h->count);
 	strbuf_addf(out, "%s_sum", pn->base);
 	labels(out, ser, NULL);
-	strbuf_addf(out, " %.9g\n", (double)h->sum * pn->scale);
+	strbuf_addf(out, " %.9g\n", catalog_to_base((double)h->sum, pn->scale));
 	strbuf_addf(out, "%s_count", pn->base);
 	labels(out, ser, NULL);
 	strbuf_addf(out, " %llu\n", (unsigned long long)h->count);
@@ -138,9 +138,9 @@ void prom_render(const struct snapshot *s, const struct prom_buckets *b, struct 
 		if (ser->kind == SERIES_COUNTER && pn.scale == 1.0)
 			strbuf_addf(out, " %llu\n", (unsigned long long)ser->counter.value);
 		else if (ser->kind == SERIES_COUNTER)
-			strbuf_addf(out, " %.9g\n", (double)ser->counter.value * pn.scale);
+			strbuf_addf(out, " %.9g\n", catalog_to_base((double)ser->counter.value, pn.scale));
 		else
-			strbuf_addf(out, " %.17g\n", ser->gauge.last * pn.scale);
+			strbuf_addf(out, " %.17g\n", catalog_to_base(ser->gauge.last, pn.scale));
 	}
 	free(order);
 }

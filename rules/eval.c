@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "core/fnv.h"
+#include "model/catalog.h"
 #include "model/histogram.h"
 #include "core/strmap.h"
 
@@ -470,7 +471,7 @@ static int push_hist_part(const struct node *sel, const struct snapshot *s,
 	int ret = 0;
 
 	if (sel->hist_part == 2)
-		return value_push(out, l, nl, (double)d->sum * sel->hist_scale / per);
+		return value_push(out, l, nl, catalog_to_base((double)d->sum, sel->hist_scale) / per);
 	if (sel->hist_part == 3)
 		return value_push(out, l, nl, (double)d->count / per);
 	for (int k = 0; k <= sel->nbounds && !ret; k++) {
@@ -593,7 +594,7 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 				continue;
 			/* the wire's ns, us, percent into the metric's unit; counts stay counts */
 			if (rf != RF_COUNT && rf != RF_CHANGES && rf != RF_RESETS && rf != RF_PRESENT)
-				v *= sel->scale;
+				v = catalog_to_base(v, sel->scale);
 			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
 			if (value_push(out, l, nl, v))
 				return -ENOMEM;

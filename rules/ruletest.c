@@ -254,7 +254,7 @@ static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step
 			if (step >= (uint64_t)in[j].n || !in[j].have[step])
 				continue;
 			/* values are in the metric's unit; snapshots hold the wire's */
-			wire = in[j].v[step] / mi->scale;
+			wire = catalog_to_wire(in[j].v[step], mi->scale);
 			ser = snapshot_add_labels(&s, mi->wire, mi->kind, in[j].labels,
 						  (uint32_t)in[j].nlabels);
 			if (!ser)

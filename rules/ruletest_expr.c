@@ -14,6 +14,35 @@
 /* ---- promql_expr_test --------------------------------------------------- */
 
 /*
+ * Whether PromQL's result of n keeps metric name (its __name__): a
+ * selector's, through label_replace/label_join, topk/bottomk, a filtering
+ * comparison and and/or/unless; arithmetic and other functions drop it.
+ */
+static int keeps_name(const struct node *n, const char *name)
+{
+	switch (n->t) {
+	case N_SEL:
+		return !n->range_ns && !strcmp(name, n->metric);
+	case N_CALL:
+		return (n->fn_id == FN_LABEL_REPLACE || n->fn_id == FN_LABEL_JOIN) &&
+		       keeps_name(n->args[0], name);
+	case N_AGG:
+		return (n->fn_id == FN_TOPK || n->fn_id == FN_BOTTOMK) &&
+		       keeps_name(n->args[1], name);
+	case N_BIN:
+		if (n->op == OP_AND || n->op == OP_UNLESS)
+			return keeps_name(n->l, name);
+		if (n->op == OP_OR)
+			return keeps_name(n->l, name) || keeps_name(n->r, name);
+		if (n->op >= OP_EQ && n->op <= OP_LE && !n->bool_mod)
+			return keeps_name(n->l, name) || (n->l->t == N_NUM && keeps_name(n->r, name));
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
  * An expected sample's labels, 'name{k="v",...}' or '{k="v"}' (promtool's
  * form), into name (may be empty) and l[] (malloc'd strings, sorted by key
  * as velem labels are).  Returns the number of labels, or -1.
@@ -104,8 +133,7 @@ int ruletest_expr_check(const struct cfg *c, const struct cfg_node *ck, struct e
 							       SNAPSHOT_MAX_LABELS * 2) : 0;
 		int matched = 0;
 
-		if (nl < 0 || !end || *end ||
-		    (name[0] && (n->t != N_SEL || strcmp(name, n->metric)))) {
+		if (nl < 0 || !end || *end || (name[0] && !keeps_name(n, name))) {
 			if (nl < 0 || !end || *end)
 				fprintf(out, "%s:%d:%d: exp_samples: expected labels: 'name{k=\"v\"}' "
 					"and a number value\n", c->file, sx->line, sx->col);

@@ -17,9 +17,9 @@ libhiredis-dev redis-server libmsgpack-dev libyaml-dev \
 libcurl4-openssl-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler \
 libnl-3-dev libnl-route-3-dev libpcre2-dev libatasmart-dev smartmontools libjson-c-dev \
 libcriterion-dev libfuse3-dev fuse3 fio iproute2 util-linux kmod \
-protobuf-compiler libxml2-utils chromium python3 prometheus-alertmanager curl \
+protobuf-compiler libxml2-utils chromium python3 prometheus-alertmanager prometheus curl \
 bash-completion groff-base lintian libmicrohttpd-dev libcrypt-dev"
-BENCH_PKGS="prometheus-node-exporter prometheus libbpf-tools valgrind python3 linux-perf"
+BENCH_PKGS="prometheus-node-exporter libbpf-tools valgrind python3 linux-perf"
 
 check=0
 for arg in "$@"; do
@@ -53,8 +53,17 @@ fi
 echo "deps.sh: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null
+# Packages installed here must not start their daemons (redis-server,
+# prometheus, alertmanager would listen on the machine's addresses):
+# faultline's tests start their own, on temporary sockets and loopback.  A
+# policy-rc.d that refuses is Debian's way; an admin's own one is kept.
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	policy=/usr/sbin/policy-rc.d
+	printf '#!/bin/sh\nexit 101\n' > "$policy"
+	chmod 755 "$policy"
+	trap 'rm -f "$policy"' EXIT
+fi
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $missing >/dev/null
-# The Debian redis-server package starts a system instance; faultline never
-# uses it (it runs its own on a unix socket), so leave it as the admin set it.
 echo "deps.sh: done"

@@ -537,6 +537,19 @@ Test(rules, shipped_rule_unit_tests_pass, .timeout = 120)
 }
 
 /*
+ * Rule and rule-test files written from Prometheus habits mean the same to
+ * faultline and to promtool: both accept the rules, both pass the tests,
+ * both fail them when an expectation is wrong (tests/tools/promtool_compat.sh).
+ */
+Test(rules, promtool_agrees_on_prometheus_shaped_files, .timeout = 120)
+{
+	if (test_sh("command -v promtool >/dev/null") != 0)
+		cr_skip_test("promtool is not installed (make deps installs Debian's prometheus)");
+	cr_assert_eq(test_sh("tests/tools/promtool_compat.sh %s/faultline >&2", test_out_dir()), 0,
+		     "faultline and promtool disagree (above)");
+}
+
+/*
  * Run the rule test file text (a printf format over args) through
  * ruletest_run from a temporary file; its report into *report (freed by
  * the caller).  Returns what ruletest_run returned.

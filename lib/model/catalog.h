@@ -39,6 +39,32 @@ struct metric_info {
 	const char *help;
 };
 
+/*
+ * wire x scale, and its inverse, rounded as a person expects: a scale that
+ * is 1/N (0.01, 1e-9) divides by N, so 95 % is 0.95 exactly, not
+ * 0.9500000000000001 as 95 * 0.01 is.
+ */
+static inline double catalog_scale_inverse(double scale)
+{
+	double d = 1.0 / scale, r = __builtin_nearbyint(d);
+
+	return scale < 1 && r > 0 && __builtin_fabs(d - r) < 1e-6 * r ? r : 0;
+}
+
+static inline double catalog_to_base(double wire, double scale)
+{
+	double n = catalog_scale_inverse(scale);
+
+	return n ? wire / n : wire * scale;
+}
+
+static inline double catalog_to_wire(double base, double scale)
+{
+	double n = catalog_scale_inverse(scale);
+
+	return n ? base * n : base / scale;
+}
+
 /* The entry named name, or NULL if faultline does not produce it. */
 const struct metric_info *catalog_find(const char *name);
 
