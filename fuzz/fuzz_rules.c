@@ -1,7 +1,8 @@
 /*
- * fuzz_rules.c - libFuzzer target for rule files and the expression
- * language: the input is tried both as a whole rule file and as a bare
- * expression; either gives a result or a positioned error, never a crash.
+ * fuzz_rules.c - libFuzzer target for rule files, the expression language
+ * and annotation templates: the input is tried as a whole rule file, as a
+ * bare expression and as a template (checked, then rendered whatever the
+ * check said); each gives a result or a positioned error, never a crash.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +23,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	if (expr_parse(text, &n, err, sizeof(err)) == 0)
 		expr_free(n);
+	{
+		struct label l[2] = { { "device", "sda" }, { "host", "h1" } };
+		char out[256];
+		size_t off;
+
+		rules_template_check(text, err, sizeof(err), &off);
+		rules_template(text, 1.5, l, 2, out, sizeof(out));
+	}
 	rules_parse(&rs, "fuzz.yaml", text, size, err, sizeof(err));
 	rules_free(&rs);
 	free(text);

@@ -94,6 +94,17 @@ Test(rules, template_functions)
 		/* "{{- " and " -}}" trim the white space beside them, as in Go */
 		{ "x = \n  {{- $value -}}  \n%", 2, "x =2%" },
 		{ "a {{ $value }} b", 2, "a 2 b" },
+		/* control structures as Go's */
+		{ "{{ if gt $value 1.0 }}big{{ else }}small{{ end }}", 2, "big" },
+		{ "{{ if gt $value 1.0 }}big{{ else }}small{{ end }}", 0.5, "small" },
+		{ "{{ if eq $labels.host \"db-1\" }}db{{ else if ge $value 3 }}hot{{ else }}-{{ end }}", 9, "db" },
+		{ "{{ if ne $labels.host \"db-1\" }}x{{ else if ge $value 3 }}hot{{ else }}-{{ end }}", 9, "hot" },
+		{ "{{ if and (gt $value 1) (not (eq $labels.device \"sdb\")) }}ok{{ end }}", 2, "ok" },
+		{ "{{ if or (lt $value 1) $labels.nosuch }}y{{ else }}n{{ end }}", 2, "n" },
+		{ "{{ if $value }}nonzero{{ end }}{{ if $labels.nosuch }}never{{ end }}", 3, "nonzero" },
+		{ "{{ range $k, $v := $labels }}{{ $k }}={{ $v }};{{ end }}", 0, "device=sda;host=db-1;" },
+		{ "{{ range $labels }}[{{ . | toUpper }}]{{ end }}", 0, "[SDA][DB-1]" },
+		{ "{{ range $k, $v := $labels -}}\n  {{ if eq $k \"host\" }}{{ $v }}{{ end }}\n{{- end }}", 0, "db-1" },
 	};
 	struct label l[2] = { { "device", "sda" }, { "host", "db-1" } };
 	char out[128], why[256];
@@ -113,11 +124,16 @@ Test(rules, unsupported_templates_are_refused_where_they_are)
 	static const struct {
 		const char *summary, *want;
 	} cases[] = {
-		{ "\"{{ if gt $value 1.0 }}big{{ end }}\"", "t.yaml:6:36: annotations.summary: 'if' is not supported" },
+		{ "\"{{ with $value }}big{{ end }}\"", "t.yaml:6:36: annotations.summary: 'with' is not supported" },
+		{ "\"{{ if gt $value 1.0 }}big\"", "t.yaml:6:36: annotations.summary: 'if' without its {{ end }}" },
+		{ "\"{{ if frob $value 1 }}big{{ end }}\"", "'frob' is not a condition" },
+		{ "\"x{{ end }}\"", "'end' without an if or range before it" },
+		{ "\"{{ else }}\"", "'else' without an if or range before it" },
+		{ "\"{{ $k }}\"", "'$k' is not defined here" },
+		{ "\"{{ range $k, $v := $value }}{{ end }}\"", "range goes over $labels" },
 		{ "\"{{ $value | frob }}\"", "t.yaml:6:45: annotations.summary: template function 'frob'" },
 		{ "\"{{ $externalURL }}\"", "'$externalURL' is not supported" },
 		{ "\"{{ printf \\\"%d %s\\\" $value }}\"", "printf needs a quoted format with one conversion" },
-		{ "\"{{ range $labels }}x{{ end }}\"", "'range' is not supported" },
 		{ "\"{{ $value\"", "'{{' without its '}}'" },
 	};
 
