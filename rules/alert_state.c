@@ -267,7 +267,10 @@ void alert_state_eval_failed(struct engine *e, const struct rule *r, struct rule
 	if (ri->err_said_ms && now - ri->err_said_ms < 60000)
 		return;
 	ri->err_said_ms = now;
-	log_warn("rule %s: evaluation failed: %s; its alerts keep their state", r->name, err);
+	if (r->record)
+		log_warn("recording rule %s: %s", r->name, err);
+	else
+		log_warn("rule %s: evaluation failed: %s; its alerts keep their state", r->name, err);
 }
 
 /* ---- checkpoint ------------------------------------------------------- */

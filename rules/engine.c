@@ -221,6 +221,46 @@ void engine_hold_silent(struct engine *e, uint64_t until_ms)
 	e->silent_grace_until_ms = until_ms;
 }
 
+/*
+ * A recording rule: its result kept in the hosts' history (history_record),
+ * where the rules after it, in this evaluation and later ones, select it.
+ * An element without a host label has no history to live in: it is an
+ * evaluation error, logged and counted, never dropped quietly.
+ */
+static void record_rule(struct engine *e, const struct rule *r, struct rule_inst *ri,
+			struct host_window *win, size_t nlive, uint64_t now)
+{
+	struct value v;
+	char err[256];
+	size_t hostless = 0;
+
+	if (eval(r->expr, win, nlive, &v, err, sizeof(err))) {
+		alert_state_eval_failed(e, r, ri, now, err);
+		return;
+	}
+	hostless = v.is_vector ? 0 : 1;
+	for (size_t i = 0; v.is_vector && i < v.n; i++) {
+		const char *host = velem_label(&v.e[i], "host");
+		uint32_t hi;
+
+		if (!host || !strmap_get(&e->host_index, host, &hi) || !e->hosts[hi].n) {
+			hostless++;
+			continue;
+		}
+		if (history_record(&e->hosts[hi], r, &v.e[i])) {
+			alert_state_eval_failed(e, r, ri, now, "out of memory");
+			break;
+		}
+	}
+	if (hostless) {
+		snprintf(err, sizeof(err), "%zu result(s) without a host label not recorded: "
+			 "faultline keeps history per host (keep host in the aggregation's by)",
+			 hostless);
+		alert_state_eval_failed(e, r, ri, now, err);
+	}
+	value_free(&v);
+}
+
 static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		     struct host_window *win, const struct host_state **live, size_t nlive,
 		     uint64_t now, engine_event_cb cb, void *arg)
@@ -230,6 +270,10 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 	char err[256];
 	int nm = 0, nout;
 
+	if (r->record) {
+		record_rule(e, r, ri, win, nlive, now);
+		return;
+	}
 	if (r->baseline.window_ns) {
 		baseline_run(e, r, ri, win, nlive, now, cb, arg);
 		return;

@@ -110,6 +110,14 @@ struct match {
 /* Undecodable entries of h within BAD_WINDOW_MS before now. */
 int history_recent_bad(const struct host_state *h, uint64_t now);
 
+/*
+ * Keep element x of recording rule r's result in host h's newest snapshot:
+ * a gauge named r->name with x's labels but host and h's own (rack,
+ * switch...), r's labels over them; updated if that snapshot has it
+ * already.  Returns 0 or -ENOMEM.
+ */
+int history_record(struct host_state *h, const struct rule *r, const struct velem *x);
+
 /* alert_state.c */
 void alert_state_free_instance(struct instance *in);
 /* Update rule r's instances with this evaluation's matches, emitting changes. */

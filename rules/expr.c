@@ -37,6 +37,8 @@ struct parser {
 	size_t errlen;
 	int failed;
 	int depth;		/* nesting: parentheses, calls, unary minus */
+	char *const *names;	/* recording rules' outputs, metrics as well */
+	int nnames;
 	int nodes;		/* nodes made: a chain "1+1+1..." nests by this */
 };
 
@@ -136,8 +138,10 @@ static void next(struct parser *ps)
 		t->t = T_NUM;
 		return;
 	}
-	if (isalpha((unsigned char)c) || c == '_') {
-		while (*ps->p && (isalnum((unsigned char)*ps->p) || *ps->p == '_' || *ps->p == '.') &&
+	if (isalpha((unsigned char)c) || c == '_' || c == ':') {
+		/* ':' as in recorded names (level:metric:operations) */
+		while (*ps->p && (isalnum((unsigned char)*ps->p) || *ps->p == '_' || *ps->p == '.' ||
+				  *ps->p == ':') &&
 		       n + 1 < sizeof(t->text)) {
 			t->text[n++] = *ps->p;
 			advance_char(ps);
@@ -437,6 +441,15 @@ static struct node *parse_selector(struct parser *ps)
 		n->hist_scale = mi->scale;
 		n->nbounds = catalog_hist_bounds(mi, &n->bounds, &n->le);
 	}
+	for (int i = 0; !mi && !n->hist_part && i < ps->nnames; i++)
+		if (!strcmp(ps->names[i], ps->cur.text)) {
+			/* a recording rule's output: a gauge in the host's history */
+			n->wire = n->metric;
+			n->metric_hash = snapshot_name_hash(n->metric);
+			n->scale = 1;
+			next(ps);
+			goto matchers;
+		}
 	if (!mi) {
 		char why[200];
 
@@ -447,6 +460,7 @@ static struct node *parse_selector(struct parser *ps)
 	n->metric_hash = snapshot_name_hash(mi->wire);
 	n->scale = n->hist_part == 2 ? mi->scale : n->hist_part ? 1 : mi->scale;
 	next(ps);
+matchers:
 	if (ps->cur.t == T_LBRACE) {
 		next(ps);
 		while (ps->cur.t == T_IDENT) {
@@ -893,8 +907,14 @@ static struct node *parse_expr(struct parser *ps)
 
 int expr_parse(const char *text, struct node **out, char *err, size_t errlen)
 {
+	return expr_parse_names(text, NULL, 0, out, err, errlen);
+}
+
+int expr_parse_names(const char *text, char *const *names, int nnames, struct node **out,
+		     char *err, size_t errlen)
+{
 	struct parser ps = { .src = text, .p = text, .line = 1, .col = 1, .err = err,
-			     .errlen = errlen };
+			     .errlen = errlen, .names = names, .nnames = nnames };
 	struct node *n;
 
 	*out = NULL;

@@ -161,6 +161,13 @@ struct node {
  * in err (positions 1-based, within text).
  */
 int expr_parse(const char *text, struct node **out, char *err, size_t errlen);
+
+/*
+ * The same, where the names[0..nnames) (recording rules' outputs) are
+ * metrics too: gauges the engine writes into the hosts' history.
+ */
+int expr_parse_names(const char *text, char *const *names, int nnames, struct node **out,
+		     char *err, size_t errlen);
 void expr_free(struct node *n);
 
 /* Longest range any selector in n asks for (ns); 0 if none. */

@@ -158,6 +158,56 @@ size_t engine_history(const struct engine *e, const char *host)
 	return strmap_get(&e->host_index, host, &i) ? e->hosts[i].n : 0;
 }
 
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
+}
+
+int history_record(struct host_state *h, const struct rule *r, const struct velem *x)
+{
+	struct snapshot *s = &h->snaps[h->n - 1];
+	struct label l[SNAPSHOT_MAX_LABELS];
+	struct series *ser = NULL;
+	uint32_t nl = 0;
+
+	for (int i = 0; i < x->nlabels && nl < SNAPSHOT_MAX_LABELS; i++) {
+		const struct label *k = &x->labels[i];
+		int own = !strcmp(k->key, "host");
+
+		for (uint32_t j = 0; !own && j < s->nlabels; j++)
+			own = !strcmp(s->labels[j].key, k->key) && !strcmp(s->labels[j].value, k->value);
+		for (int j = 0; !own && j < r->nlabels; j++)
+			own = !strcmp(r->labels[j].key, k->key);
+		if (!own)
+			l[nl++] = *k;
+	}
+	for (int j = 0; j < r->nlabels && nl < SNAPSHOT_MAX_LABELS; j++)
+		l[nl++] = r->labels[j];
+	qsort(l, nl, sizeof(*l), label_cmp);	/* as the series' own are */
+	/* recorded in this snapshot already (no new one came since)? */
+	for (uint32_t i = 0; i < s->nseries && !ser; i++) {
+		struct series *c = &s->series[i];
+		int same = c->kind == SERIES_GAUGE && c->nlabels == nl && !strcmp(c->name, r->name);
+
+		for (uint32_t k = 0; same && k < nl; k++)
+			same = !strcmp(c->labels[k].key, l[k].key) &&
+			       !strcmp(c->labels[k].value, l[k].value);
+		if (same)
+			ser = c;
+	}
+	if (!ser) {
+		ser = snapshot_add_labels(s, r->name, SERIES_GAUGE, l, nl);
+		if (!ser)
+			return -ENOMEM;
+		/* range functions walk back through the links: give the new series its own */
+		if (h->n > 1)
+			snapshot_link(s, &h->snaps[h->n - 2]);
+	}
+	ser->gauge.last = ser->gauge.min = ser->gauge.max = ser->gauge.sum = x->v;
+	ser->gauge.n = 1;
+	return 0;
+}
+
 int engine_add_snapshot(struct engine *e, const struct snapshot *s)
 {
 	struct snapshot copy;

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include <fnmatch.h>
 #include "core/timeutil.h"
+#include "model/catalog.h"
 
 #define RULE_KEYS "alert, expr, for, keep_firing_for, severity, labels, annotations, runbook, " \
 		  "rollup, evidence, baseline"
@@ -105,19 +106,82 @@ static int parse_baseline(struct rule_baseline *b, const struct cfg *c, const st
 	return 0;
 }
 
-static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node *n, char *err,
-		      size_t errlen)
+/* Parse ex (an expr: node) into r, errors positioned in the file. */
+static int parse_expr_of(struct rule *r, const struct ruleset *rs, const struct cfg *c,
+			 const struct cfg_node *ex, char *err, size_t errlen)
+{
+	char eerr[256];
+
+	r->expr_text = strdup(ex->value);
+	if (expr_parse_names(ex->value, rs->records, rs->nrecords, &r->expr, eerr, sizeof(eerr))) {
+		int eline = atoi(eerr), ecol = atoi(strchr(eerr, ':') + 1);
+		const char *msg = strchr(strchr(eerr, ':') + 1, ':') + 2;
+		/* positions inside the expression, mapped onto the file (quoted scalars
+		 * start one column later) */
+		int line = ex->line + eline - 1;
+		int col = eline == 1 ? ex->col + ecol - 1 + (ex->quoted ? 1 : 0) : ecol;
+
+		snprintf(err, errlen, "%s:%d:%d: expr: %s", c->file, line, col, msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A metric name as Prometheus allows one: [a-zA-Z_:][a-zA-Z0-9_:]* */
+static int valid_metric_name(const char *s)
+{
+	if (!*s || !(isalpha((unsigned char)*s) || *s == '_' || *s == ':'))
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != ':')
+			return 0;
+	return 1;
+}
+
+/*
+ * A recording rule: record (the new metric), expr, labels.  Its output is
+ * kept per host (see engine.h), so it is a metric the later rules can
+ * select like any other.
+ */
+static int parse_record(struct rule *r, const struct ruleset *rs, const struct cfg *c,
+			const struct cfg_node *n, char *err, size_t errlen)
+{
+	const struct cfg_node *rec = cfg_get(n, "record"), *ex = cfg_get(n, "expr");
+	int part, ret;
+
+	r->record = 1;
+	if (rec->type != CFG_SCALAR || !rec->value || !valid_metric_name(rec->value) ||
+	    strlen(rec->value) >= sizeof(r->name))
+		return cfg_error(c, rec, err, errlen, "record: expected a metric name such as "
+				 "host:csum_errors:rate1m");
+	if (catalog_find(rec->value) || catalog_find_hist_part(rec->value, &part))
+		return cfg_error(c, rec, err, errlen, "record: %s is a metric faultline already "
+				 "has; record under a name of its own (level:metric:operations)",
+				 rec->value);
+	snprintf(r->name, sizeof(r->name), "%s", rec->value);
+	if ((ret = read_map(c, n, "labels", &r->labels, &r->nlabels, err, errlen)) ||
+	    (ret = cfg_check_unknown(c, n, "record, expr, labels", err, errlen)))
+		return ret;
+	if (!ex || ex->type != CFG_SCALAR)
+		return cfg_error(c, ex ? ex : n, err, errlen, "expr: recording rule %s needs an "
+				 "expression", r->name);
+	return parse_expr_of(r, rs, c, ex, err, errlen);
+}
+
+static int parse_rule(struct rule *r, const struct ruleset *rs, const struct cfg *c,
+		      const struct cfg_node *n, char *err, size_t errlen)
 {
 	const struct cfg_node *ex, *roll, *ev, *bl;
-	char eerr[256];
 	int ret;
 
 	if (n->type != CFG_MAP)
 		return cfg_error(c, n, err, errlen, "rules: each rule is a map");
-	if (cfg_get(n, "record"))
-		return cfg_error(c, cfg_get(n, "record"), err, errlen, "record: recording rules "
-				 "are not supported: faultline evaluates alerting rules over its "
-				 "own history (write the expression into the alert's expr)");
+	if (cfg_get(n, "record")) {
+		if (cfg_get(n, "alert"))
+			return cfg_error(c, cfg_get(n, "alert"), err, errlen, "a rule is either "
+					 "alert: or record:, not both");
+		return parse_record(r, rs, c, n, err, errlen);
+	}
 	if ((ret = copy(c, n, "alert", r->name, sizeof(r->name), err, errlen)) ||
 	    (ret = cfg_duration(c, n, "for", &r->for_ns, err, errlen)) ||
 	    (ret = cfg_duration(c, n, "keep_firing_for", &r->keep_firing_for_ns, err, errlen)) ||
@@ -137,18 +201,8 @@ static int parse_rule(struct rule *r, const struct cfg *c, const struct cfg_node
 	if (!ex || ex->type != CFG_SCALAR)
 		return cfg_error(c, ex ? ex : n, err, errlen, "expr: rule %s needs an expression",
 				 r->name);
-	r->expr_text = strdup(ex->value);
-	if (expr_parse(ex->value, &r->expr, eerr, sizeof(eerr))) {
-		int eline = atoi(eerr), ecol = atoi(strchr(eerr, ':') + 1);
-		const char *msg = strchr(strchr(eerr, ':') + 1, ':') + 2;
-		/* positions inside the expression, mapped onto the file (quoted scalars
-		 * start one column later) */
-		int line = ex->line + eline - 1;
-		int col = eline == 1 ? ex->col + ecol - 1 + (ex->quoted ? 1 : 0) : ecol;
-
-		snprintf(err, errlen, "%s:%d:%d: expr: %s", c->file, line, col, msg);
-		return -EINVAL;
-	}
+	if ((ret = parse_expr_of(r, rs, c, ex, err, errlen)))
+		return ret;
 no_expr:
 	if ((ret = cfg_map(c, n, "rollup", &roll, err, errlen)))
 		return ret;
@@ -251,6 +305,33 @@ int rules_parse(struct ruleset *rs, const char *name, const char *text, size_t l
 		ret = cfg_error(&c, groups, err, errlen, "groups: expected a list of rule groups");
 		goto out;
 	}
+	/* every recording rule's name first: a rule may select one a later group records */
+	for (size_t g = 0; g < groups->nchild; g++) {
+		const struct cfg_node *rl = cfg_get(&groups->child[g], "rules");
+
+		for (size_t i = 0; rl && rl->type == CFG_SEQ && i < rl->nchild; i++) {
+			const struct cfg_node *rec = cfg_get(&rl->child[i], "record");
+			char **nr;
+
+			if (!rec || rec->type != CFG_SCALAR || !rec->value)
+				continue;
+			for (int k = 0; k < rs->nrecords; k++)
+				if (!strcmp(rs->records[k], rec->value)) {
+					ret = cfg_error(&c, rec, err, errlen, "record: %s is recorded "
+							"by another rule already", rec->value);
+					goto out;
+				}
+			nr = realloc(rs->records, (size_t)(rs->nrecords + 1) * sizeof(*nr));
+			if (!nr || !(nr[rs->nrecords] = strdup(rec->value))) {
+				if (nr)
+					rs->records = nr;
+				ret = -ENOMEM;
+				goto out;
+			}
+			rs->records = nr;
+			rs->nrecords++;
+		}
+	}
 	for (size_t g = 0; g < groups->nchild; g++) {
 		const struct cfg_node *gn = &groups->child[g], *rl;
 		struct rule_group *grp, *ng;
@@ -282,7 +363,7 @@ int rules_parse(struct ruleset *rs, const char *name, const char *text, size_t l
 			goto out;
 		}
 		for (size_t i = 0; i < rl->nchild; i++) {
-			ret = parse_rule(&grp->rules[grp->nrules++], &c, &rl->child[i], err, errlen);
+			ret = parse_rule(&grp->rules[grp->nrules++], rs, &c, &rl->child[i], err, errlen);
 			if (ret)
 				goto out;
 		}
@@ -331,6 +412,9 @@ void rules_free(struct ruleset *rs)
 		free(rs->groups[g].rules);
 	}
 	free(rs->groups);
+	for (int i = 0; i < rs->nrecords; i++)
+		free(rs->records[i]);
+	free(rs->records);
 	memset(rs, 0, sizeof(*rs));
 }
 

@@ -65,7 +65,8 @@ struct rule_baseline {
 #define RULE_MAX_ROLLUP 4		/* domain levels of one rollup */
 
 struct rule {
-	char name[128];
+	char name[128];			/* the alert's, or the recorded metric's */
+	int record;			/* a recording rule: name is what it records */
 	char *expr_text;
 	struct node *expr;
 	uint64_t for_ns, keep_firing_for_ns;
@@ -94,6 +95,8 @@ struct rule_group {
 struct ruleset {
 	struct rule_group *groups;
 	int ngroups;
+	char **records;			/* every recording rule's name, for the parser */
+	int nrecords;
 };
 
 /*

@@ -107,7 +107,8 @@ int ruletest_expr_check(const struct cfg *c, const struct cfg_node *ck, struct e
 	int *used = NULL;
 
 	cfg_string(c, ck, "expr", &expr, err, sizeof(err));
-	if (!expr || expr_parse(expr, &n, err, sizeof(err)) ||
+	if (!expr || expr_parse_names(expr, engine_rules(e)->records, engine_rules(e)->nrecords, &n,
+				      err, sizeof(err)) ||
 	    engine_query(e, n, now_ms, &v, err, sizeof(err))) {
 		fprintf(out, "%s:%d:%d: test '%s': promql_expr_test %s: %s\n", c->file, ck->line,
 			ck->col, test, expr ? expr : "(no expr)", expr ? err : "expr is required");

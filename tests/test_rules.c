@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rules/engine.h"
+#include "rules/eval.h"
 #include "tests/helpers.h"
 #include "rules/rules.h"
 #include "rules/ruletest.h"
@@ -41,8 +42,19 @@ Test(rules, file_errors_are_positioned)
 		  "r.yaml:6:20: evidence: 'flames' is not one of" },
 		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total > 1\n        rollup: {min_hosts: 2}\n",
 		  "rollup: needs by" },
-		{ "groups:\n  - name: g\n    rules:\n      - record: x:y\n        expr: faultline_tcp_in_segs_total\n",
-		  "r.yaml:4:17: record: recording rules are not supported" },
+		/* recording rules: a metric name of their own, their keys, their uses */
+		{ "groups:\n  - name: g\n    rules:\n      - record: 1x\n        expr: faultline_tcp_in_segs_total\n",
+		  "r.yaml:4:17: record: expected a metric name" },
+		{ "groups:\n  - name: g\n    rules:\n      - record: faultline_tcp_in_segs_total\n        expr: faultline_tcp_in_segs_total\n",
+		  "r.yaml:4:17: record: faultline_tcp_in_segs_total is a metric faultline already has" },
+		{ "groups:\n  - name: g\n    rules:\n      - record: x:y\n        expr: faultline_tcp_in_segs_total\n        for: 1m\n",
+		  "r.yaml:6:14: for: unknown key" },
+		{ "groups:\n  - name: g\n    rules:\n      - record: x:y\n        alert: A\n        expr: faultline_tcp_in_segs_total\n",
+		  "r.yaml:5:16: a rule is either alert: or record:" },
+		{ "groups:\n  - name: g\n    rules:\n      - record: x:y\n        expr: faultline_tcp_in_segs_total\n      - record: x:y\n        expr: faultline_tcp_in_segs_total\n",
+		  "r.yaml:6:17: record: x:y is recorded by another rule already" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: x:z > 1\n",
+		  "r.yaml:5:15: expr: unknown metric 'x:z'" },
 		{ "groups: 3\n", "groups: expected a list" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -59,6 +71,20 @@ Test(rules, file_errors_are_positioned)
 
 	cr_assert_eq(rules_load(&rs, "etc/rules/faultline.yaml", err, sizeof(err)), 0, "%s", err);
 	rules_free(&rs);
+	/* an alert may select what a later group records */
+	{
+		const char *ok = "groups:\n  - name: a\n    rules:\n      - alert: A\n"
+				 "        expr: 'host:segs:rate1m > 1'\n  - name: b\n    rules:\n"
+				 "      - record: host:segs:rate1m\n"
+				 "        expr: rate(faultline_tcp_in_segs_total[1m])\n"
+				 "        labels: {source: rec}\n";
+
+		cr_assert_eq(rules_parse(&rs, "r.yaml", ok, strlen(ok), err, sizeof(err)), 0, "%s",
+			     err);
+		cr_assert_eq(rs.nrecords, 1);
+		cr_assert(rs.groups[1].rules[0].record);
+		rules_free(&rs);
+	}
 }
 
 Test(rules, annotation_templates)
@@ -306,6 +332,69 @@ Test(rules, the_same_errors_spread_over_racks_are_host_alerts_only, .timeout = 6
 		json_object_put(o);
 	}
 	test_events_free(&ev);
+}
+
+/*
+ * Recording rules keep their output in each host's history: a later rule
+ * selects it now and over a range (max_over_time sees the recorded past,
+ * not just this round), the rule's labels are on it, and a result without
+ * a host label is an evaluation error, counted, not dropped quietly.
+ */
+Test(rules, recording_rules_keep_history_per_host)
+{
+	const char *yaml = "groups:\n  - name: g\n    rules:\n"
+			   "      - record: host:drive_temp:max\n"
+			   "        expr: max by (host) (faultline_drive_temperature_celsius)\n"
+			   "        labels: {source: rec}\n"
+			   "      - alert: WasHot\n"
+			   "        expr: max_over_time(host:drive_temp:max{source=\"rec\"}[30s]) > 60\n"
+			   "      - record: fleet:drive_temp:max\n"
+			   "        expr: max(faultline_drive_temperature_celsius)\n";
+	struct ruleset rs = { 0 };
+	struct test_events ev = { 0 };
+	struct engine_counts counts;
+	struct engine *e;
+	struct value v;
+	struct node *n;
+	char err[256];
+	uint64_t t0 = 1764500000000ULL, now = t0;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 30000 }), 0);
+	/* host a is hot (70) for the first 10 s only; b never */
+	for (int t = 0; t <= 30; t += 5) {
+		const char *hosts[2] = { "a", "b" };
+
+		now = t0 + (uint64_t)t * 1000;
+		for (int h = 0; h < 2; h++) {
+			struct snapshot s;
+
+			snapshot_init(&s, hosts[h], now, 5000, (uint64_t)t, 1);
+			snapshot_add_gauge(&s, "drive.temperature_c", h == 0 && t <= 10 ? 70 : 40,
+					   "device", "sda", NULL);
+			engine_add_snapshot(e, &s);
+			snapshot_free(&s);
+		}
+		engine_eval(e, now, test_events_collect, &ev);
+	}
+	/* at 30 s a is cool, but the recorded history still holds its 70 */
+	cr_assert_eq(ev.n, 1, "WasHot fired %d times", ev.n);
+	cr_assert(strstr(ev.json[0], "\"host\":\"a\""), "%s", ev.json[0]);
+	cr_assert_eq(expr_parse_names("host:drive_temp:max", engine_rules(e)->records,
+				      engine_rules(e)->nrecords, &n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_query(e, n, now, &v, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(v.n, 2);
+	for (size_t i = 0; i < v.n; i++) {
+		cr_assert_str_eq(velem_label(&v.e[i], "source"), "rec");
+		cr_assert_eq(v.e[i].v, 40);
+	}
+	value_free(&v);
+	expr_free(n);
+	/* the fleet-wide max has no host: an error each round, not a quiet loss */
+	engine_counts(e, &counts);
+	cr_assert_geq(counts.eval_errors, 7, "%llu", (unsigned long long)counts.eval_errors);
+	test_events_free(&ev);
+	engine_free(e);
 }
 
 /* In-process: for, keep_firing_for, resolution, and a host going silent. */
