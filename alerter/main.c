@@ -95,9 +95,10 @@ static const char *const format_names[] = {
 };
 
 /*
- * The alerter's own metrics, for /metrics, named after Alertmanager's
- * where it has the same thing (notifications per integration, failures by
- * reason, alerts received by status).
+ * The alerter's own metrics, for /metrics, under Alertmanager's names
+ * where it has the same thing (alertmanager_notifications_total per
+ * integration, _failed_total by reason, alerts received by status), so
+ * the alerts and dashboards kept for Alertmanager read them unchanged.
  */
 /* {receiver="...",integration="..."[,reason="..."]}, the name escaped (it is the config's) */
 static void receiver_labels(struct strbuf *sb, const struct receiver *r, const char *reason)
@@ -117,30 +118,30 @@ static void render_metrics(const struct alerter *al, struct strbuf *sb)
 
 	for (int i = 0; i < al->ngroups; i++)
 		held += (size_t)al->groups[i]->nids;
-	strbuf_adds(sb, "# HELP faultline_alerter_notifications_total Notifications delivered "
+	strbuf_adds(sb, "# HELP alertmanager_notifications_total Notifications delivered "
 		    "(2xx), per receiver and integration.\n"
-		    "# TYPE faultline_alerter_notifications_total counter\n");
+		    "# TYPE alertmanager_notifications_total counter\n");
 	for (int r = 0; r < cfg->nreceivers; r++) {
-		strbuf_adds(sb, "faultline_alerter_notifications_total");
+		strbuf_adds(sb, "alertmanager_notifications_total");
 		receiver_labels(sb, &cfg->receivers[r], NULL);
 		strbuf_addf(sb, " %llu\n", (unsigned long long)al->sent[r]);
 	}
-	strbuf_adds(sb, "# HELP faultline_alerter_notifications_failed_total Notification "
+	strbuf_adds(sb, "# HELP alertmanager_notifications_failed_total Notification "
 		    "attempts that failed: retried (5xx, timeout, refused connection) or refused "
 		    "(4xx, dead-lettered).\n"
-		    "# TYPE faultline_alerter_notifications_failed_total counter\n");
+		    "# TYPE alertmanager_notifications_failed_total counter\n");
 	for (int r = 0; r < cfg->nreceivers; r++) {
-		strbuf_adds(sb, "faultline_alerter_notifications_failed_total");
+		strbuf_adds(sb, "alertmanager_notifications_failed_total");
 		receiver_labels(sb, &cfg->receivers[r], "retried");
 		strbuf_addf(sb, " %llu\n", (unsigned long long)al->failed[r]);
-		strbuf_adds(sb, "faultline_alerter_notifications_failed_total");
+		strbuf_adds(sb, "alertmanager_notifications_failed_total");
 		receiver_labels(sb, &cfg->receivers[r], "refused");
 		strbuf_addf(sb, " %llu\n", (unsigned long long)al->refused[r]);
 	}
-	strbuf_addf(sb, "# HELP faultline_alerter_alerts_received_total Alert events read from "
-		    "fl:alerts, by status.\n# TYPE faultline_alerter_alerts_received_total counter\n"
-		    "faultline_alerter_alerts_received_total{status=\"firing\"} %llu\n"
-		    "faultline_alerter_alerts_received_total{status=\"resolved\"} %llu\n",
+	strbuf_addf(sb, "# HELP alertmanager_alerts_received_total Alert events read from "
+		    "fl:alerts, by status.\n# TYPE alertmanager_alerts_received_total counter\n"
+		    "alertmanager_alerts_received_total{status=\"firing\"} %llu\n"
+		    "alertmanager_alerts_received_total{status=\"resolved\"} %llu\n",
 		    (unsigned long long)al->received[1], (unsigned long long)al->received[0]);
 	strbuf_addf(sb, "# HELP faultline_alerter_dead_letters_total Entries and notifications "
 		    "written to fl:alerts:dead.\n# TYPE faultline_alerter_dead_letters_total counter\n"

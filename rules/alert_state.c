@@ -264,6 +264,8 @@ void alert_state_eval_failed(struct engine *e, const struct rule *r, struct rule
 			uint64_t now, const char *err)
 {
 	e->eval_errors++;
+	if (e->cur_group >= 0)
+		e->gstats[e->cur_group].failures++;
 	if (ri->err_said_ms && now - ri->err_said_ms < 60000)
 		return;
 	ri->err_said_ms = now;

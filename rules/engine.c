@@ -74,11 +74,15 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 	if (!e->opts.stale_ms)
 		e->opts.stale_ms = 5000;
 	e->nstate = n;
+	e->cur_group = -1;
 	e->state = calloc((size_t)n + ENGINE_BUILTINS, sizeof(*e->state));
-	if (!e->state) {
+	e->gstats = calloc((size_t)e->rules.ngroups + 1, sizeof(*e->gstats));
+	if (!e->state || !e->gstats) {
 		free(rules);
 		free(e->state);
+		free(e->gstats);
 		e->state = NULL;
+		e->gstats = NULL;
 		rules_free(&e->rules);
 		return -ENOMEM;
 	}
@@ -122,6 +126,7 @@ static void engine_release(struct engine *e)
 		baseline_verdicts_free(&e->state[i]);
 	}
 	free(e->state);
+	free(e->gstats);
 	for (size_t i = 0; i < e->nhosts; i++) {
 		for (size_t k = 0; k < e->hosts[i].n; k++)
 			snapshot_free(&e->hosts[i].snaps[k]);
@@ -200,6 +205,13 @@ const struct ruleset *engine_rules(const struct engine *e)
 const struct engine_opts *engine_options(const struct engine *e)
 {
 	return &e->opts;
+}
+
+void engine_group_stats(const struct engine *e, int g, struct engine_group_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (g >= 0 && g < e->rules.ngroups)
+		*out = e->gstats[g];
 }
 
 void engine_counts(const struct engine *e, struct engine_counts *out)
@@ -393,10 +405,17 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 		win[nlive].n = h->n;
 		live[nlive++] = h;
 	}
-	for (int g = 0; g < e->rules.ngroups; g++)
+	for (int g = 0; g < e->rules.ngroups; g++) {
+		uint64_t t0 = time_mono_ns();
+
+		e->cur_group = g;
 		for (int i = 0; i < e->rules.groups[g].nrules; i++, rule++)
 			run_rule(e, &e->rules.groups[g].rules[i], &e->state[rule], win, live, nlive,
 				 now, cb, arg);
+		e->gstats[g].evaluations += (uint64_t)e->rules.groups[g].nrules;
+		e->gstats[g].last_duration_s = (double)(time_mono_ns() - t0) / 1e9;
+	}
+	e->cur_group = -1;
 	/*
 	 * HostSilent, rolled up over all hosts (silent ones included in the
 	 * totals); not while probes may still be draining their spools after a

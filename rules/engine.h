@@ -72,6 +72,16 @@ struct engine_opts {
 
 struct engine;
 
+/* A group's evaluations, for /metrics (Prometheus' prometheus_rule_group_* names). */
+struct engine_group_stats {
+	uint64_t evaluations;		/* rule evaluations, ever */
+	uint64_t failures;		/* of them, failed */
+	double last_duration_s;		/* the group's last evaluation */
+};
+
+/* Group g's (of engine_rules(e)->groups) stats into *out. */
+void engine_group_stats(const struct engine *e, int g, struct engine_group_stats *out);
+
 /* What the daemon reports about the engine (its /metrics). */
 struct engine_counts {
 	size_t hosts;			/* hosts with history */

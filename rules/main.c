@@ -329,6 +329,37 @@ static int restore_state(struct engine *e, redisContext *rc, struct emit_ctx *ec
 	return 0;
 }
 
+/* Whether the last rule (re)load succeeded, and when one last did (s since the epoch). */
+static int last_reload_ok = 1;
+static double last_reload_ok_s;
+
+/*
+ * One line per rule group of what (0 evaluations, 1 failures, 2 last
+ * duration, 3 rules, 4 interval), labelled rule_group="FILE;GROUP" as
+ * Prometheus labels its groups.
+ */
+static void render_groups(const struct engine *e, struct strbuf *sb, const char *name, int what)
+{
+	const struct ruleset *rs = engine_rules(e);
+	char id[512];
+
+	for (int g = 0; g < rs->ngroups; g++) {
+		struct engine_group_stats st;
+
+		engine_group_stats(e, g, &st);
+		snprintf(id, sizeof(id), "%s;%s", rs->groups[g].file, rs->groups[g].name);
+		strbuf_addf(sb, "%s{", name);
+		promtext_label(sb, "rule_group", id, 1);
+		switch (what) {
+		case 0: strbuf_addf(sb, "} %llu\n", (unsigned long long)st.evaluations); break;
+		case 1: strbuf_addf(sb, "} %llu\n", (unsigned long long)st.failures); break;
+		case 2: strbuf_addf(sb, "} %.6f\n", st.last_duration_s); break;
+		case 3: strbuf_addf(sb, "} %d\n", rs->groups[g].nrules); break;
+		default: strbuf_addf(sb, "} %.3f\n", (double)rs->groups[g].interval_ns / 1e9); break;
+		}
+	}
+}
+
 static void render_host_bad(const char *host, uint64_t n, void *arg)
 {
 	strbuf_adds(arg, "faultline_rules_host_undecodable_entries_total{");
@@ -367,17 +398,40 @@ static void render_metrics(const struct engine *e, struct strbuf *sb, int redis_
 		    "the host that could not be read.\n"
 		    "# TYPE faultline_rules_host_undecodable_entries_total counter\n");
 	engine_undecodable(e, render_host_bad, sb);
-	strbuf_addf(sb, "# HELP faultline_rules_evaluation_errors_total Rule evaluations that "
-		    "failed (logged).\n# TYPE faultline_rules_evaluation_errors_total counter\n"
-		    "faultline_rules_evaluation_errors_total %llu\n",
-		    (unsigned long long)n.eval_errors);
+	/* per group, under the names Prometheus uses for its own rule groups */
+	strbuf_adds(sb, "# HELP prometheus_rule_evaluations_total Rule evaluations, per group.\n"
+		    "# TYPE prometheus_rule_evaluations_total counter\n");
+	render_groups(e, sb, "prometheus_rule_evaluations_total", 0);
+	strbuf_adds(sb, "# HELP prometheus_rule_evaluation_failures_total Rule evaluations that "
+		    "failed (logged), per group.\n"
+		    "# TYPE prometheus_rule_evaluation_failures_total counter\n");
+	render_groups(e, sb, "prometheus_rule_evaluation_failures_total", 1);
+	strbuf_adds(sb, "# HELP prometheus_rule_group_last_duration_seconds How long the group's "
+		    "last evaluation took.\n"
+		    "# TYPE prometheus_rule_group_last_duration_seconds gauge\n");
+	render_groups(e, sb, "prometheus_rule_group_last_duration_seconds", 2);
+	strbuf_adds(sb, "# HELP prometheus_rule_group_rules The number of rules in the group.\n"
+		    "# TYPE prometheus_rule_group_rules gauge\n");
+	render_groups(e, sb, "prometheus_rule_group_rules", 3);
+	strbuf_adds(sb, "# HELP prometheus_rule_group_interval_seconds The group's interval.\n"
+		    "# TYPE prometheus_rule_group_interval_seconds gauge\n");
+	render_groups(e, sb, "prometheus_rule_group_interval_seconds", 4);
+	strbuf_addf(sb, "# HELP prometheus_config_last_reload_successful Whether the last rule "
+		    "(re)load succeeded.\n# TYPE prometheus_config_last_reload_successful gauge\n"
+		    "prometheus_config_last_reload_successful %d\n"
+		    "# HELP prometheus_config_last_reload_success_timestamp_seconds When the rules "
+		    "last (re)loaded successfully.\n"
+		    "# TYPE prometheus_config_last_reload_success_timestamp_seconds gauge\n"
+		    "prometheus_config_last_reload_success_timestamp_seconds %.3f\n",
+		    last_reload_ok, last_reload_ok_s);
 	strbuf_addf(sb, "# HELP faultline_rules_events_total Alert events emitted.\n"
 		    "# TYPE faultline_rules_events_total counter\nfaultline_rules_events_total %ld\n",
 		    events);
-	strbuf_addf(sb, "# HELP faultline_rules_events_queued Alert events not yet in fl:alerts.\n"
-		    "# TYPE faultline_rules_events_queued gauge\nfaultline_rules_events_queued %d\n",
-		    queued);
-	strbuf_addf(sb, "# HELP faultline_rules_evaluation_seconds Time the last evaluation took.\n"
+	strbuf_addf(sb, "# HELP prometheus_notifications_queue_length Alert events not yet in "
+		    "fl:alerts.\n# TYPE prometheus_notifications_queue_length gauge\n"
+		    "prometheus_notifications_queue_length %d\n", queued);
+	strbuf_addf(sb, "# HELP faultline_rules_evaluation_seconds The last evaluation round, "
+		    "every group.\n"
 		    "# TYPE faultline_rules_evaluation_seconds gauge\n"
 		    "faultline_rules_evaluation_seconds %.6f\n", eval_s);
 	strbuf_addf(sb, "# HELP faultline_rules_redis_up 1 while the engine's Redis answers.\n"
@@ -630,6 +684,7 @@ int main(int argc, char **argv)
 
 		if (engine_init(&e, &rs, &eopts))
 			return 1;
+		last_reload_ok_s = (double)time_wall_ns() / 1e9;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -691,10 +746,13 @@ int main(int argc, char **argv)
 			struct ruleset nrs;
 
 			reload = 0;
-			if (load_all(&nrs, files, nfiles) == 0 && engine_reload(e, &nrs) == 0)
+			last_reload_ok = load_all(&nrs, files, nfiles) == 0 && engine_reload(e, &nrs) == 0;
+			if (last_reload_ok) {
+				last_reload_ok_s = (double)time_wall_ns() / 1e9;
 				log_info("reloaded %d rule file(s)", nfiles);
-			else
+			} else {
 				log_warn("reload failed (see above); keeping the running rules");
+			}
 		}
 		if (!rc) {
 			rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));

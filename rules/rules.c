@@ -349,6 +349,7 @@ int rules_parse(struct ruleset *rs, const char *name, const char *text, size_t l
 		grp = &rs->groups[rs->ngroups++];
 		memset(grp, 0, sizeof(*grp));
 		grp->interval_ns = NSEC_PER_SEC;
+		snprintf(grp->file, sizeof(grp->file), "%s", name);
 		if ((ret = copy(&c, gn, "name", grp->name, sizeof(grp->name), err, errlen)) ||
 		    (ret = cfg_duration(&c, gn, "interval", &grp->interval_ns, err, errlen)))
 			goto out;

@@ -87,6 +87,7 @@ struct rule {
 
 struct rule_group {
 	char name[128];
+	char file[256];			/* the file it came from, as given */
 	uint64_t interval_ns;
 	struct rule *rules;
 	int nrules;

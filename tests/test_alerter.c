@@ -679,7 +679,7 @@ Test(alerter, serves_its_own_metrics, .init = setup, .fini = teardown, .timeout 
 	for (int i = 0; i < 40 && !found; i++) {
 		usleep(250000);
 		found = test_scrape(port, buf, 1 << 16) > 0 &&
-			strstr(buf, "faultline_alerter_notifications_total{receiver=\"hook\","
+			strstr(buf, "alertmanager_notifications_total{receiver=\"hook\","
 				    "integration=\"webhook\"} 1\n");
 	}
 	cr_assert(found, "the delivery is not counted: %.3000s", buf);
@@ -693,7 +693,7 @@ Test(alerter, serves_its_own_metrics, .init = setup, .fini = teardown, .timeout 
 			strstr(buf, "faultline_alerter_dead_letters_total 1\n");
 	}
 	cr_assert(found, "the refusal is not counted: %.3000s", buf);
-	cr_expect(strstr(buf, "faultline_alerter_alerts_received_total{status=\"firing\"} 2\n"),
+	cr_expect(strstr(buf, "alertmanager_alerts_received_total{status=\"firing\"} 2\n"),
 		  "%.3000s", buf);
 	cr_expect(strstr(buf, "faultline_alerter_redis_up 1\n"));
 	free(buf);

@@ -929,6 +929,21 @@ Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
 	cr_assert(found, "no count of bad-1's unreadable entries on /metrics: %.2000s", buf);
 	cr_assert(strstr(buf, "faultline_rules_undecodable_entries_total 4\n"), "%.2000s", buf);
 	cr_assert(strstr(buf, "faultline_rules_redis_up 1\n"));
+	/* its rule groups, under Prometheus' names for its own */
+	{
+		char want[512];
+		const char *at;
+
+		snprintf(want, sizeof(want), "prometheus_rule_evaluations_total{rule_group=\"%s;",
+			 rules_yaml);
+		at = strstr(buf, want);
+		cr_assert(at, "no %s in %.3000s", want, buf);
+		cr_assert(atoi(strchr(at, '}') + 2) > 0, "no evaluations counted: %.200s", at);
+		cr_assert(strstr(buf, "prometheus_rule_evaluation_failures_total{rule_group="));
+		cr_assert(strstr(buf, "prometheus_rule_group_last_duration_seconds{rule_group="));
+		cr_assert(strstr(buf, "prometheus_config_last_reload_successful 1\n"), "%.3000s", buf);
+		cr_assert(strstr(buf, "prometheus_notifications_queue_length "));
+	}
 	free(buf);
 	redisFree(c);
 }
