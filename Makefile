@@ -73,7 +73,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/bpf/%.bpf.o)
 SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/%.skel.h)
 PROBE_SRCS := $(wildcard probes/*.c)
-PROBE_OBJS := $(PROBE_SRCS:%.c=$(OUT)/%.o)
+PROBE_OBJS := $(PROBE_SRCS:%.c=$(OUT)/%.o) $(OUT)/gen/metrics.pb-c.o
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(OUT)/%.o)
 TEST_SRCS := $(wildcard tests/test_*.c)
@@ -140,6 +140,16 @@ $(OUT)/gen/profile.pb-c.o: $(OUT)/gen/profile.pb-c.c
 	$(CC) -O2 -g -std=gnu11 $(if $(filter 1,$(SAN)),-fsanitize=address$(,)undefined) -I$(OUT)/gen -c $< -o $@
 
 $(MODEL_OBJS) $(STORE_OBJS) $(TEST_BINS): $(OUT)/gen/profile.pb-c.h
+
+# Prometheus' protobuf exposition (native histograms on /metrics), the same way.
+$(OUT)/gen/metrics.pb-c.c $(OUT)/gen/metrics.pb-c.h: proto/metrics.proto | check-deps
+	@mkdir -p $(OUT)/gen
+	protoc-c --proto_path=proto --c_out=$(OUT)/gen $<
+
+$(OUT)/gen/metrics.pb-c.o: $(OUT)/gen/metrics.pb-c.c
+	$(CC) -O2 -g -std=gnu11 $(if $(filter 1,$(SAN)),-fsanitize=address$(,)undefined) -I$(OUT)/gen -c $< -o $@
+
+$(PROBE_OBJS) $(TEST_BINS): $(OUT)/gen/metrics.pb-c.h
 
 # The embedded default probe config is etc/probe.yaml itself.
 $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh

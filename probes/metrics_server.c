@@ -31,6 +31,8 @@
 #define CONNECTION_LIMIT 256
 #define IDLE_TIMEOUT_S 10
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define PROTO_CONTENT_TYPE "application/vnd.google.protobuf; " \
+	"proto=io.prometheus.client.MetricFamily; encoding=delimited"
 
 struct web_user {
 	char *name;
@@ -53,6 +55,10 @@ struct metrics_server {
 	size_t len;
 	char *gz;		/* body gzip'd, or NULL until a client asks */
 	size_t gzlen;
+	char *proto;		/* the protobuf exposition, or NULL if the daemon has none */
+	size_t plen;
+	char *pgz;		/* proto gzip'd, or NULL until a client asks */
+	size_t pgzlen;
 	char *cert, *key;	/* PEM text, for libmicrohttpd */
 	struct web_config web;
 };
@@ -187,6 +193,18 @@ static int gzip_body(const char *body, size_t len, char **out, size_t *outlen)
 	return 0;
 }
 
+/*
+ * 1 if the Accept header asks for Prometheus' protobuf exposition (as a
+ * scraper with native histograms enabled does, before text).
+ */
+static int wants_proto(struct MHD_Connection *c)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+
+	return a && strstr(a, "application/vnd.google.protobuf") &&
+	       strstr(a, "io.prometheus.client.MetricFamily");
+}
+
 /* 1 if Accept-Encoding lists gzip (or *) with a q above 0. */
 static int accepts_gzip(struct MHD_Connection *c)
 {
@@ -255,7 +273,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	struct metrics_server *m = cls;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
-	int gz;
+	int gz, proto;
 
 	(void)version;
 	(void)upload;
@@ -280,16 +298,25 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return answer(c, MHD_HTTP_NOT_FOUND, "not found; metrics are at /metrics\n");
 	gz = accepts_gzip(c);
 	pthread_mutex_lock(&m->lock);
-	if (gz && !m->gz && gzip_body(m->body ? m->body : "", m->len, &m->gz, &m->gzlen))
-		gz = 0;
-	r = gz ? MHD_create_response_from_buffer(m->gzlen, m->gz, MHD_RESPMEM_MUST_COPY)
-	       : MHD_create_response_from_buffer(m->len, m->body ? m->body : (char *)"",
-						 MHD_RESPMEM_MUST_COPY);
+	/* Prometheus asks for protobuf (native histograms) first when it wants it */
+	proto = m->proto && wants_proto(c);
+	{
+		const char *body = proto ? m->proto : m->body ? m->body : "";
+		size_t len = proto ? m->plen : m->len;
+		char **zip = proto ? &m->pgz : &m->gz;
+		size_t *ziplen = proto ? &m->pgzlen : &m->gzlen;
+
+		if (gz && !*zip && gzip_body(body, len, zip, ziplen))
+			gz = 0;
+		r = gz ? MHD_create_response_from_buffer(*ziplen, *zip, MHD_RESPMEM_MUST_COPY)
+		       : MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	}
 	pthread_mutex_unlock(&m->lock);
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				proto ? PROTO_CONTENT_TYPE : CONTENT_TYPE);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
 	if (gz)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -418,6 +445,23 @@ void metrics_server_set_body(struct metrics_server *m, const char *body, size_t 
 	pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_server_set_proto(struct metrics_server *m, const void *data, size_t len)
+{
+	char *b = malloc(len + 1);
+
+	if (!b)
+		return;
+	memcpy(b, data, len);
+	pthread_mutex_lock(&m->lock);
+	free(m->proto);
+	free(m->pgz);
+	m->proto = b;
+	m->plen = len;
+	m->pgz = NULL;
+	m->pgzlen = 0;
+	pthread_mutex_unlock(&m->lock);
+}
+
 void metrics_server_stop(struct metrics_server *m)
 {
 	if (!m)
@@ -428,6 +472,8 @@ void metrics_server_stop(struct metrics_server *m)
 	free(m->key);
 	free(m->body);
 	free(m->gz);
+	free(m->proto);
+	free(m->pgz);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

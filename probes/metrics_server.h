@@ -41,6 +41,12 @@ struct metrics_server *metrics_server_start(const char *addr, const char *web_co
 /* Replace the body served for /metrics (copied; any thread). */
 void metrics_server_set_body(struct metrics_server *m, const char *body, size_t len);
 
+/*
+ * Also serve data (Prometheus' protobuf exposition, prom_render_proto) to
+ * scrapers whose Accept asks for it; copied, any thread.
+ */
+void metrics_server_set_proto(struct metrics_server *m, const void *data, size_t len);
+
 /* Stop serving and free m (NULL is fine). */
 void metrics_server_stop(struct metrics_server *m);
 

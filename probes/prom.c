@@ -45,6 +45,17 @@ static void name_of(const struct series *ser, struct prom_name *pn)
 }
 
 
+void prom_metric_name(const struct series *ser, char *name, size_t len, double *scale,
+		      const char **help)
+{
+	struct prom_name pn;
+
+	name_of(ser, &pn);
+	snprintf(name, len, "%s", pn.base);
+	*scale = pn.scale;
+	*help = pn.help;
+}
+
 /* {k="v",...,extra} ; extra is an already formatted pair or NULL */
 static void labels(struct strbuf *out, const struct series *ser, const char *extra)
 {

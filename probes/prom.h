@@ -40,6 +40,23 @@ struct prom_buckets {
 /* Append s rendered as Prometheus text to out; b (NULL: defaults) sets bounds. */
 void prom_render(const struct snapshot *s, const struct prom_buckets *b, struct strbuf *out);
 
+/*
+ * Append s to out in Prometheus' protobuf exposition (length-delimited
+ * io.prometheus.client.MetricFamily messages, proto/metrics.proto): the
+ * same families, names, labels and values as prom_render, and every
+ * histogram as a native histogram (schema 4; prom_proto.c states the
+ * error) besides its classic buckets.  Returns 0 or -ENOMEM.
+ */
+int prom_render_proto(const struct snapshot *s, const struct prom_buckets *b, struct strbuf *out);
+
+/* The content type of prom_render_proto's output, as a scraper asks for it. */
+#define PROM_PROTO_CONTENT_TYPE "application/vnd.google.protobuf; " \
+	"proto=io.prometheus.client.MetricFamily; encoding=delimited"
+
+/* Series ser's exposed name (into name), scale (wire x scale = base unit) and help. */
+void prom_metric_name(const struct series *ser, char *name, size_t len, double *scale,
+		      const char **help);
+
 /* The bounds metric is exposed with under b (NULL: defaults); returns how many. */
 int prom_bounds(const struct prom_buckets *b, const char *metric, const double **bound);
 

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "probes/prom.h"
+#include "metrics.pb-c.h"
+#include "model/histogram.h"
 #include "core/promtext.h"
 
 static const char *count_of(const char *hay, const char *needle, int *n)
@@ -203,4 +205,121 @@ Test(prom, label_values_are_escaped)
 	cr_assert_str_eq(strbuf_str(&sb),
 			 "m{receiver=\"on \\\"call\\\"\\\\\\nteam\",integration=\"webhook\"} 1\n");
 	strbuf_release(&sb);
+}
+
+/* Split delimited MetricFamily messages; returns how many (at most max). */
+static int unpack_families(const struct strbuf *b, Io__Prometheus__Client__MetricFamily **out,
+			   int max)
+{
+	size_t off = 0;
+	int n = 0;
+
+	while (off < b->len && n < max) {
+		uint64_t len = 0;
+		int shift = 0;
+
+		while (off < b->len) {
+			uint8_t c = (uint8_t)b->buf[off++];
+
+			len |= (uint64_t)(c & 0x7f) << shift;
+			shift += 7;
+			if (!(c & 0x80))
+				break;
+		}
+		cr_assert_leq(off + len, b->len, "a message runs past the end");
+		out[n] = io__prometheus__client__metric_family__unpack(NULL, len,
+								      (const uint8_t *)b->buf + off);
+		cr_assert_not_null(out[n], "message %d does not unpack", n);
+		n++;
+		off += len;
+	}
+	return n;
+}
+
+/*
+ * The protobuf exposition: the same families as the text, and each
+ * histogram as a native one (schema 4) whose counts add up, whose zero
+ * bucket holds the zeros, and whose quantiles are within the stated 7.6 %
+ * of the fleet layout's; classic buckets equal the text's.
+ */
+Test(prom, protobuf_exposition_with_native_histograms)
+{
+	struct snapshot s;
+	struct series *h;
+	struct strbuf text = STRBUF_INIT, pb = STRBUF_INIT;
+	Io__Prometheus__Client__MetricFamily *mf[8];
+	int n, seen_hist = 0;
+
+	snapshot_init(&s, "h", 1000, 1000, 1, 1);
+	snapshot_add_counter(&s, "tcp.in_csum_errors", 42, NULL);
+	snapshot_add_gauge(&s, "drive.wear_used_pct", 95, "device", "sda", NULL);
+	h = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op", "write",
+			 NULL);
+	hist_record_n(h->hist, 5000000, 900);		/* 5 ms */
+	hist_record_n(h->hist, 50000000, 95);		/* 50 ms */
+	hist_record_n(h->hist, 0, 5);
+	prom_render(&s, NULL, &text);
+	cr_assert_eq(prom_render_proto(&s, NULL, &pb), 0);
+	n = unpack_families(&pb, mf, 8);
+	cr_assert_eq(n, 3, "one family per metric");
+	for (int i = 0; i < n; i++) {
+		Io__Prometheus__Client__MetricFamily *f = mf[i];
+
+		cr_assert_eq(f->n_metric, 1);
+		cr_assert(strstr(text.buf, f->name), "%s is not in the text exposition", f->name);
+		if (!strcmp(f->name, "faultline_tcp_in_csum_errors_total")) {
+			cr_assert_eq(f->type, IO__PROMETHEUS__CLIENT__METRIC_TYPE__COUNTER);
+			cr_assert_eq(f->metric[0]->counter->value, 42);
+		} else if (!strcmp(f->name, "faultline_drive_wear_used_ratio")) {
+			cr_assert_eq(f->metric[0]->gauge->value, 0.95, "base units, divided exactly");
+			cr_assert_str_eq(f->metric[0]->label[0]->name, "device");
+		} else {
+			const Io__Prometheus__Client__Histogram *x = f->metric[0]->histogram;
+			uint64_t total = x->zero_count, cum = 0;
+			int64_t c = 0;
+			int k = 0;
+			double p50 = 0, p99 = 0;
+			char want[160];
+
+			seen_hist = 1;
+			cr_assert_str_eq(f->name, "faultline_block_latency_seconds");
+			cr_assert_eq(f->type, IO__PROMETHEUS__CLIENT__METRIC_TYPE__HISTOGRAM);
+			cr_assert_eq(x->sample_count, 1000);
+			cr_assert_eq(x->schema, 4);
+			cr_assert_eq(x->zero_count, 5, "the zeros are the zero bucket");
+			cr_assert_eq(x->zero_threshold, 0);
+			/* decode spans and deltas; the quantile is the bucket's upper bound */
+			for (size_t sp = 0, d = 0; sp < x->n_positive_span; sp++) {
+				k += x->positive_span[sp]->offset;
+				for (uint32_t j = 0; j < x->positive_span[sp]->length; j++, k++) {
+					double upper = pow(2, (double)k / 16);
+
+					c += x->positive_delta[d++];
+					cr_assert_gt(c, 0, "an empty bucket inside a span");
+					total += (uint64_t)c;
+					cum += (uint64_t)c;
+					if (!p50 && cum + x->zero_count >= 500)
+						p50 = upper;
+					if (!p99 && cum + x->zero_count >= 990)
+						p99 = upper;
+				}
+			}
+			cr_assert_eq(total, 1000, "native counts add up to %llu",
+				     (unsigned long long)total);
+			cr_assert(fabs(p50 - 0.005) / 0.005 < 0.076, "native p50 %g vs 5 ms", p50);
+			cr_assert(fabs(p99 - 0.05) / 0.05 < 0.076, "native p99 %g vs 50 ms", p99);
+			/* classic buckets: the text's, bound for bound */
+			cr_assert_eq(x->n_bucket, 25);
+			for (size_t b = 0; b < x->n_bucket; b++) {
+				snprintf(want, sizeof(want), "le=\"%.9g\"} %llu\n", x->bucket[b]->upper_bound,
+					 (unsigned long long)x->bucket[b]->cumulative_count);
+				cr_assert(strstr(text.buf, want), "text lacks %s", want);
+			}
+		}
+		io__prometheus__client__metric_family__free_unpacked(f, NULL);
+	}
+	cr_assert(seen_hist);
+	strbuf_release(&text);
+	strbuf_release(&pb);
+	snapshot_free(&s);
 }
