@@ -29,7 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t off;
 
 		rules_template_check(text, err, sizeof(err), &off);
-		rules_template(text, 1.5, l, 2, out, sizeof(out));
+		{
+			struct rules_template_ctx ctx = { "https://fl.example/", l, 1 };
+
+			rules_template(text, 1.5, l, 2, &ctx, out, sizeof(out));
+		}
 	}
 	rules_parse(&rs, "fuzz.yaml", text, size, err, sizeof(err));
 	rules_free(&rs);

@@ -130,8 +130,10 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	a.nlabels = alert_state_labels(r, in->labels, in->nlabels, labels);
 	a.labels = labels;
 	for (int i = 0; i < r->nannotations; i++) {
-		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, text[i],
-			       sizeof(text[i]));
+		struct rules_template_ctx ctx = engine_template_ctx(e);
+
+		rules_template(r->annotations[i].value, in->value, in->labels, in->nlabels, &ctx,
+			       text[i], sizeof(text[i]));
 		ann[i].key = r->annotations[i].key;
 		ann[i].value = text[i];
 	}

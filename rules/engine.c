@@ -477,8 +477,10 @@ void engine_firing(const struct engine *e, const char *alertname, engine_firing_
 				if (l && ann && text) {
 					n = alert_state_labels(r, in->labels, in->nlabels, l);
 					for (int j = 0; j < r->nannotations; j++) {
+						struct rules_template_ctx ctx = engine_template_ctx(e);
+
 						rules_template(r->annotations[j].value, in->value, in->labels,
-							       in->nlabels, text[j], sizeof(text[j]));
+							       in->nlabels, &ctx, text[j], sizeof(text[j]));
 						ann[j].key = r->annotations[j].key;
 						ann[j].value = text[j];
 					}

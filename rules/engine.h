@@ -68,6 +68,12 @@ struct engine_opts {
 	char domains[RULE_MAX_ROLLUP][64];
 	int ndomains;
 	void *load_profile_arg;
+	/*
+	 * Templates' $externalLabels (not owned: outlive the engine), as
+	 * promtool's external_labels; $externalURL is generator_url.
+	 */
+	const struct label *external_labels;
+	int nexternal_labels;
 };
 
 struct engine;

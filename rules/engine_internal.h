@@ -108,6 +108,14 @@ struct match {
 	uint64_t base_ms;
 };
 
+/* What annotation templates see of the engine ($externalURL, $externalLabels). */
+static inline struct rules_template_ctx engine_template_ctx(const struct engine *e)
+{
+	return (struct rules_template_ctx){ .external_url = e->opts.generator_url,
+					    .external_labels = e->opts.external_labels,
+					    .nexternal = e->opts.nexternal_labels };
+}
+
 /* history.c */
 /* Undecodable entries of h within BAD_WINDOW_MS before now. */
 int history_recent_bad(const struct host_state *h, uint64_t now);

@@ -124,8 +124,16 @@ int rules_runbook_base(struct ruleset *rs, const char *base, char *err, size_t e
  * offset in *off — and expand one into out.
  */
 int rules_template_check(const char *tmpl, char *why, size_t wl, size_t *off);
+
+/* What a template sees beside the alert: $externalURL, $externalLabels.NAME. */
+struct rules_template_ctx {
+	const char *external_url;
+	const struct label *external_labels;
+	int nexternal;
+};
+
 void rules_template(const char *tmpl, double value, const struct label *labels, int nlabels,
-		    char *out, size_t len);
+		    const struct rules_template_ctx *ctx, char *out, size_t len);
 
 /* A topology: host name globs -> domain labels (etc/topology.yaml). */
 struct topology_entry {

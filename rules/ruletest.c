@@ -349,6 +349,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0, *ets = NULL, *qts = NULL;
 	struct ruleset rs = { 0 };
 	struct engine *e;
+	struct label ext[32];		/* external_labels: strings in c, which outlives e */
 	char err[512], *name = NULL;
 	int nin = 0, failed = 0;
 
@@ -390,7 +391,22 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 			failed = 1;
 			goto done;
 		}
-	engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = interval / NSEC_PER_MSEC * 3 + 1 });
+	{
+		/* promtool's external_labels and external_url, for $externalLabels / $externalURL */
+		struct engine_opts eo = { .stale_ms = interval / NSEC_PER_MSEC * 3 + 1 };
+		const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t, "external_url");
+
+		/* (check_keys made sure of their shape) */
+		for (size_t k = 0; xl && k < xl->nchild && k < sizeof(ext) / sizeof(ext[0]); k++) {
+			ext[k].key = xl->child[k].key;
+			ext[k].value = xl->child[k].value ? xl->child[k].value : (char *)"";
+			eo.nexternal_labels++;
+		}
+		eo.external_labels = ext;
+		if (xu)
+			snprintf(eo.generator_url, sizeof(eo.generator_url), "%s", xu->value);
+		engine_init(&e, &rs, &eo);
+	}
 	if (set_deploys(c, e, cfg_get(t, "deploys"), out)) {
 		engine_free(e);
 		failed = 1;
@@ -561,8 +577,7 @@ done:
 
 /* Keys promtool knows that faultline's rule tests do not do: refused, never ignored. */
 static const char *const not_supported[] = {
-	"external_labels", "external_url", "group_eval_order",
-	"fuzzy_compare",
+	"group_eval_order", "fuzzy_compare",
 };
 
 /* map's keys are among known (comma separated); 0, or -1 with the message written to out. */
@@ -606,9 +621,22 @@ static int check_keys(const struct cfg *c, FILE *out)
 
 		const struct cfg_node *pq = cfg_get(t, "promql_expr_test");
 
+		const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t,
+											  "external_url");
+
 		if (keys_known(c, t, "name, interval, input_series, alert_rule_test, "
-			       "promql_expr_test, deploys", out))
+			       "promql_expr_test, deploys, external_labels, external_url", out))
 			return -1;
+		if (xl && (xl->type != CFG_MAP || xl->nchild > 32)) {
+			fprintf(out, "%s:%d:%d: external_labels: expected a map of at most 32 label "
+				"names to values\n", c->file, xl->line, xl->col);
+			return -1;
+		}
+		if (xu && (xu->type != CFG_SCALAR || !xu->value || strlen(xu->value) >= 200)) {
+			fprintf(out, "%s:%d:%d: external_url: expected a URL (at most 199 bytes)\n",
+				c->file, xu->line, xu->col);
+			return -1;
+		}
 		for (size_t k = 0; pq && pq->type == CFG_SEQ && k < pq->nchild; k++) {
 			const struct cfg_node *es = cfg_get(&pq->child[k], "exp_samples");
 

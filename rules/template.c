@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum tmpl_arg { ARG_VALUE, ARG_LABEL, ARG_VAR };
+enum tmpl_arg { ARG_VALUE, ARG_LABEL, ARG_VAR, ARG_EXTURL, ARG_EXTLABEL };
 enum tmpl_fn { TF_NONE, TF_HUMANIZE, TF_HUMANIZE1024, TF_DURATION, TF_PERCENT, TF_TITLE,
 	       TF_UPPER, TF_LOWER, TF_PRINTF };
 
@@ -93,9 +93,19 @@ static int tmpl_arg_of(const char *w, struct tmpl_action *a)
 		snprintf(a->label, sizeof(a->label), "%s", w + 8);
 		return 0;
 	}
+	if (!strcmp(w, "$externalURL") || !strcmp(w, ".ExternalURL")) {
+		a->arg = ARG_EXTURL;
+		return 0;
+	}
+	if ((!strncmp(w, "$externalLabels.", 16) && w[16]) ||
+	    (!strncmp(w, ".ExternalLabels.", 16) && w[16])) {
+		a->arg = ARG_EXTLABEL;
+		snprintf(a->label, sizeof(a->label), "%s", w + 16);
+		return 0;
+	}
 	/* a range's variables ($k, $v) and its dot; whether one is in scope is checked later */
-	if ((w[0] == '$' && w[1] && strcmp(w, "$labels") && strcmp(w, "$externalURL") &&
-	     strcmp(w, "$externalLabels")) || !strcmp(w, ".")) {
+	if ((w[0] == '$' && w[1] && strcmp(w, "$labels") && strcmp(w, "$externalLabels")) ||
+	    !strcmp(w, ".")) {
 		a->arg = ARG_VAR;
 		snprintf(a->label, sizeof(a->label), "%s", w);
 		return 0;
@@ -313,7 +323,7 @@ static void tmpl_render(const struct tmpl_action *a, double value, const struct 
 	const char *sv = NULL;
 	char num[64];
 
-	if (a->arg == ARG_VAR) {
+	if (a->arg == ARG_VAR || a->arg == ARG_EXTURL || a->arg == ARG_EXTLABEL) {
 		sv = var ? var : "";
 		value = strtod(sv, NULL);
 	} else if (a->arg == ARG_LABEL) {
@@ -805,10 +815,29 @@ struct tenv {
 	double value;
 	const struct label *labels;
 	int nlabels;
+	const struct rules_template_ctx *ctx;
 	const char *kvar, *vvar;	/* names in scope */
 	const char *k, *v;		/* their values */
 	const struct tenv *up;		/* an enclosing range's */
 };
+
+/* The string an ARG_VAR, ARG_EXTURL or ARG_EXTLABEL argument a stands for ("" if none). */
+static const char *tenv_var(const struct tenv *env, const char *name);
+
+static const char *tenv_arg(const struct tenv *env, const struct tmpl_action *a)
+{
+	const struct rules_template_ctx *c = env->ctx;
+
+	if (a->arg == ARG_EXTURL)
+		return c && c->external_url ? c->external_url : "";
+	if (a->arg == ARG_EXTLABEL) {
+		for (int i = 0; c && i < c->nexternal; i++)
+			if (!strcmp(c->external_labels[i].key, a->label))
+				return c->external_labels[i].value;
+		return "";
+	}
+	return tenv_var(env, a->label);
+}
 
 static const char *tenv_var(const struct tenv *env, const char *name)
 {
@@ -840,8 +869,8 @@ static int texpr_operand(const struct texpr *x, const struct tenv *env, const ch
 			*num = env->value;
 			return 1;
 		}
-		if (x->arg.arg == ARG_VAR) {
-			*s = tenv_var(env, x->arg.label);
+		if (x->arg.arg != ARG_LABEL) {
+			*s = tenv_arg(env, &x->arg);
 		} else {
 			for (int i = 0; i < env->nlabels; i++)
 				if (!strcmp(env->labels[i].key, x->arg.label))
@@ -918,7 +947,8 @@ static void tmpl_exec(const struct tnode *n, const struct tenv *env, char *out, 
 
 			if (!tmpl_parse_action(n->s, n->e, &a, why, sizeof(why), &at)) {
 				tmpl_render(&a, env->value, env->labels, env->nlabels,
-					    a.arg == ARG_VAR ? tenv_var(env, a.label) : NULL, piece,
+					    a.arg != ARG_VALUE && a.arg != ARG_LABEL ? tenv_arg(env, &a) :
+					    NULL, piece,
 					    sizeof(piece));
 				*o += (size_t)snprintf(out + *o, len - *o, "%s", piece);
 				if (*o >= len)
@@ -955,9 +985,9 @@ static void tmpl_exec(const struct tnode *n, const struct tenv *env, char *out, 
 }
 
 void rules_template(const char *t, double value, const struct label *labels, int nlabels,
-		    char *out, size_t len)
+		    const struct rules_template_ctx *ctx, char *out, size_t len)
 {
-	struct tenv env = { .value = value, .labels = labels, .nlabels = nlabels };
+	struct tenv env = { .value = value, .labels = labels, .nlabels = nlabels, .ctx = ctx };
 	struct tnode *n;
 	char why[200];
 	size_t off, o = 0;

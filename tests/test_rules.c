@@ -92,7 +92,7 @@ Test(rules, annotation_templates)
 	struct label l[2] = { { "device", "sda" }, { "host", "db-1" } };
 	char out[128];
 
-	rules_template("{{ $labels.host }}/{{$labels.device}} at {{ $value }}%", 91.5, l, 2, out,
+	rules_template("{{ $labels.host }}/{{$labels.device}} at {{ $value }}%", 91.5, l, 2, NULL, out,
 		       sizeof(out));
 	cr_assert_str_eq(out, "db-1/sda at 91.5%");
 }
@@ -131,15 +131,20 @@ Test(rules, template_functions)
 		{ "{{ range $k, $v := $labels }}{{ $k }}={{ $v }};{{ end }}", 0, "device=sda;host=db-1;" },
 		{ "{{ range $labels }}[{{ . | toUpper }}]{{ end }}", 0, "[SDA][DB-1]" },
 		{ "{{ range $k, $v := $labels -}}\n  {{ if eq $k \"host\" }}{{ $v }}{{ end }}\n{{- end }}", 0, "db-1" },
+		/* what the engine adds: promtool's external_url and external_labels */
+		{ "{{ $externalURL }}/alerts?dc={{ $externalLabels.dc }}", 0, "https://fl.example/alerts?dc=eu-1" },
+		{ "{{ if eq $externalLabels.dc \"eu-1\" }}EU{{ end }}{{ $externalLabels.nosuch }}", 0, "EU" },
 	};
 	struct label l[2] = { { "device", "sda" }, { "host", "db-1" } };
+	struct label ext[1] = { { "dc", "eu-1" } };
+	struct rules_template_ctx ctx = { "https://fl.example", ext, 1 };
 	char out[128], why[256];
 	size_t off;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cr_assert_eq(rules_template_check(cases[i].tmpl, why, sizeof(why), &off), 0,
 			     "%s: %s", cases[i].tmpl, why);
-		rules_template(cases[i].tmpl, cases[i].value, l, 2, out, sizeof(out));
+		rules_template(cases[i].tmpl, cases[i].value, l, 2, &ctx, out, sizeof(out));
 		cr_expect_str_eq(out, cases[i].want, "%s", cases[i].tmpl);
 	}
 }
@@ -158,7 +163,7 @@ Test(rules, unsupported_templates_are_refused_where_they_are)
 		{ "\"{{ $k }}\"", "'$k' is not defined here" },
 		{ "\"{{ range $k, $v := $value }}{{ end }}\"", "range goes over $labels" },
 		{ "\"{{ $value | frob }}\"", "t.yaml:6:45: annotations.summary: template function 'frob'" },
-		{ "\"{{ $externalURL }}\"", "'$externalURL' is not supported" },
+		{ "\"{{ $externalLabels }}\"", "'$externalLabels' is not supported" },
 		{ "\"{{ printf \\\"%d %s\\\" $value }}\"", "printf needs a quoted format with one conversion" },
 		{ "\"{{ $value\"", "'{{' without its '}}'" },
 	};
@@ -721,8 +726,13 @@ Test(rules, malformed_rule_test_files_are_errors_not_crashes)
 		{ "rule_files: [x]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
 		  "    promql_expr_test:\n      - expr: x\n        exp_sampels: []\n",
 		  ":7:22: exp_sampels: unknown key (valid here: expr, eval_time, exp_samples)" },
+		{ "rule_files: [x]\ngroup_eval_order: [a]\ntests: []\n",
+		  ":2:19: group_eval_order: promtool's, not supported" },
+		/* external_labels belong to a test, as in promtool */
 		{ "rule_files: [x]\nexternal_labels: {a: b}\ntests: []\n",
-		  ":2:18: external_labels: promtool's, not supported" },
+		  ":2:18: external_labels: unknown key" },
+		{ "rule_files: [x]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
+		  "    external_labels: [a]\n", ":5:22: external_labels: expected a map" },
 		{ "rule_files: [x]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
 		  "    alert_rule_test:\n      - eval_time: 1m\n        alertname: A\n"
 		  "        exp_alerts:\n          - exp_lables: {a: b}\n",
