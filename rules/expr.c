@@ -517,6 +517,12 @@ matchers:
 		}
 		n->range_ns = ps->cur.ns;
 		next(ps);
+		if (ps->cur.t == T_IDENT && ps->cur.text[0] == ':') {
+			fail(ps, ps->cur.line, ps->cur.col, "subqueries ([range:step]) are not "
+			     "supported: rules see every 1 s sample; use a range function of the "
+			     "metric, or record the inner expression (record:) and range over it");
+			return n;
+		}
 		if (expect(ps, T_RBRACK, "']'"))
 			return n;
 	}
