@@ -13,6 +13,8 @@
 # promtool is not installed.
 set -u
 fl=${1:?usage: promtool_compat.sh path/to/faultline}
+# absolute: the tests run from the test files' directory
+fl=$(cd "$(dirname "$fl")" && pwd)/$(basename "$fl")
 dir=$(dirname "$0")/../rules/promtool
 command -v promtool >/dev/null || { echo "promtool_compat: no promtool" >&2; exit 77; }
 bad=0
