@@ -184,7 +184,7 @@ enum range_fn {
 	RF_LAST = FN_LAST_OVER_TIME, RF_STDDEV = FN_STDDEV_OVER_TIME, RF_CHANGES = FN_CHANGES,
 	RF_RESETS = FN_RESETS, RF_IRATE = FN_IRATE, RF_IDELTA = FN_IDELTA, RF_DERIV = FN_DERIV,
 	RF_PREDICT = FN_PREDICT_LINEAR, RF_PRESENT = FN_PRESENT_OVER_TIME,
-	RF_QOT = FN_QUANTILE_OVER_TIME,
+	RF_QOT = FN_QUANTILE_OVER_TIME, RF_STDVAR = FN_STDVAR_OVER_TIME,
 };
 
 static int double_cmp(const void *a, const void *b)
@@ -414,10 +414,13 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 		return (double)cnt;
 	case RF_LAST:
 		return scalar_of(prev);
-	case RF_STDDEV: {
+	case RF_STDDEV:
+	case RF_STDVAR: {
+		/* population variance, as PromQL's */
 		double mean = sum / (double)cnt, var = sumsq / (double)cnt - mean * mean;
 
-		return sqrt(var > 0 ? var : 0);
+		var = var > 0 ? var : 0;
+		return fn == RF_STDVAR ? var : sqrt(var);
 	}
 	case RF_CHANGES:
 		return (double)changes;
@@ -595,6 +598,8 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			/* the wire's ns, us, percent into the metric's unit; counts stay counts */
 			if (rf != RF_COUNT && rf != RF_CHANGES && rf != RF_RESETS && rf != RF_PRESENT)
 				v = catalog_to_base(v, sel->scale);
+			if (rf == RF_STDVAR)
+				v = catalog_to_base(v, sel->scale);	/* a variance is in unit^2 */
 			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
 			if (value_push(out, l, nl, v))
 				return -ENOMEM;

@@ -251,6 +251,7 @@ static const struct expr_fn_info fns[] = {
 	{ "count_over_time", FN_COUNT_OVER_TIME, 1, 1, 0 },
 	{ "last_over_time", FN_LAST_OVER_TIME, 1, 1, 0 },
 	{ "stddev_over_time", FN_STDDEV_OVER_TIME, 1, 1, 0 },
+	{ "stdvar_over_time", FN_STDVAR_OVER_TIME, 1, 1, 0 },
 	{ "changes", FN_CHANGES, 1, 1, 0 },
 	{ "resets", FN_RESETS, 1, 1, 0 },
 	{ "irate", FN_IRATE, 1, 1, 0 },

@@ -418,6 +418,13 @@ Test(expr, promql_functions_mean_what_they_mean_in_prometheus, .init = build_fle
 	cr_assert(fabs(host_value(&v, "h1") - 400) < 1e-6, "predict %f", host_value(&v, "h1"));
 	cr_assert(fabs(host_value(&v, "h2") - 7) < 1e-9);
 	value_free(&v);
+	/* h1's counter 0, 50, 100: variance 5000/3; a ratio's variance is in ratio^2 */
+	v = run("stdvar_over_time(faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert(fabs(host_value(&v, "h1") - 5000.0 / 3) < 1e-6, "%f", host_value(&v, "h1"));
+	value_free(&v);
+	v = run("stddev_over_time(faultline_tcp_in_csum_errors_total[1m])");
+	cr_assert(fabs(host_value(&v, "h1") - sqrt(5000.0 / 3)) < 1e-6);
+	value_free(&v);
 	v = run("quantile_over_time(0.5, faultline_tcp_in_csum_errors_total[1m])");
 	cr_assert(fabs(host_value(&v, "h1") - 50) < 1e-9);
 	value_free(&v);
