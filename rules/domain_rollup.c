@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "rules/stats.h"
 #include "core/strmap.h"
 
@@ -298,6 +299,29 @@ static int level_init(struct level *lv, const char *label, const struct host_sta
 	return ret ? ret : !labelled;
 }
 
+/*
+ * A level no live host has a label for is skipped; said once (per rule and
+ * level, until a reload) where someone wrote it — a rule's rollup.by or
+ * --domains — since that is most often a typo.  The built-in default
+ * levels (site, agg, switch, rack) are skipped quietly: fleets without a
+ * site or agg label are normal.
+ */
+static void say_level_skipped(struct engine *e, const struct rule *r, const char *label)
+{
+	char key[256];
+	uint32_t v;
+	int builtin = r == &e->silent_rule || r == &e->undecodable_rule;
+
+	if (builtin && e->domains_default)
+		return;
+	snprintf(key, sizeof(key), "%s/%s", r->name, label);
+	if (strmap_get(&e->said_levels, key, &v) || strmap_put(&e->said_levels, key, 1))
+		return;
+	log_warn("%s: failure-domain level '%s' is skipped: no host has a '%s' label (a typo in "
+		 "%s, or a topology without that level?)", r->name, label, label,
+		 builtin ? "--domains" : "rollup.by");
+}
+
 static void level_free(struct level *lv)
 {
 	free(lv->dom);
@@ -334,10 +358,13 @@ int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int n
 			ret = got;
 			goto out;
 		}
-		if (got == 1)
+		if (got == 1) {
 			level_free(&sr.lv[sr.nlv]);	/* no topology for this level */
-		else
+			if (nlive)
+				say_level_skipped(e, r, r->rollup_by[l]);
+		} else {
 			sr.nlv++;
+		}
 	}
 	for (int i = 0; i < nm; i++) {
 		int32_t h = sr.mlive[i] = match_live(&sr, i);

@@ -91,9 +91,11 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 	/* HostSilent: built in, rolled up through every domain level */
 	snprintf(e->silent_rule.name, sizeof(e->silent_rule.name), "HostSilent");
 	snprintf(e->silent_rule.severity, sizeof(e->silent_rule.severity), "page");
+	strmap_init(&e->said_levels);
 	if (!e->opts.ndomains) {
 		static const char *const levels[] = { "site", "agg", "switch", "rack" };
 
+		e->domains_default = 1;
 		for (int l = 0; l < 4; l++)
 			snprintf(e->opts.domains[l], sizeof(e->opts.domains[l]), "%s", levels[l]);
 		e->opts.ndomains = 4;
@@ -134,6 +136,7 @@ static void engine_release(struct engine *e)
 	}
 	free(e->hosts);
 	strmap_free(&e->host_index);
+	strmap_free(&e->said_levels);
 	free(e->deploys);
 	rules_free(&e->rules);
 	memset(e, 0, sizeof(*e));
@@ -146,6 +149,7 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 
 	if (ret)
 		return ret;
+	fresh.domains_default = e->domains_default;	/* the options were filled in once */
 	/* keep alert state of rules that survived, by name */
 	for (int i = 0; i < fresh.nstate + ENGINE_BUILTINS; i++)
 		for (int k = 0; k < e->nstate + ENGINE_BUILTINS; k++)

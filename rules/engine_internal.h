@@ -40,6 +40,8 @@ struct engine {
 	uint64_t eval_errors;		/* rule evaluations that failed, ever */
 	struct engine_group_stats *gstats;	/* per group of rules */
 	int cur_group;			/* the group being evaluated; -1: none */
+	int domains_default;		/* opts.domains are the built-in levels */
+	struct strmap said_levels;	/* "rule/level" skipped levels already logged */
 	uint64_t silent_grace_until_ms;	/* no new HostSilent before (spools draining) */
 	uint64_t bad_name_said_ms;
 	uint64_t inhibited;		/* host alerts explained by a domain alert */

@@ -402,6 +402,58 @@ Test(rules, recording_rules_keep_history_per_host)
 	engine_free(e);
 }
 
+/*
+ * A failure-domain level no host has a label for is skipped, and said
+ * (once) where someone wrote it: a typo in rollup.by is not a quiet no-op.
+ */
+Test(rules, a_rollup_level_no_host_has_is_said_once)
+{
+	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: Hot\n"
+			   "        expr: faultline_drive_temperature_celsius > 60\n"
+			   "        rollup: {by: [swtich], min_hosts: 2}\n";
+	char path[] = "/tmp/fl-stderr-XXXXXX", buf[4096] = "";
+	int fd = mkstemp(path), saved = dup(2), said = 0;
+	struct ruleset rs = { 0 };
+	struct test_events ev = { 0 };
+	struct engine *e;
+	char err[256];
+	FILE *f;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 30000 }), 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	for (int t = 0; t < 3; t++) {
+		for (int h = 0; h < 3; h++) {
+			struct snapshot s;
+			char host[8];
+
+			snprintf(host, sizeof(host), "h%d", h);
+			snapshot_init(&s, host, 1764500000000ULL + (uint64_t)t * 1000, 1000,
+				      (uint64_t)t, 1);
+			snapshot_set_label(&s, "switch", "sw1");
+			snapshot_add_gauge(&s, "drive.temperature_c", 70, "device", "sda", NULL);
+			engine_add_snapshot(e, &s);
+			snapshot_free(&s);
+		}
+		engine_eval(e, 1764500000000ULL + (uint64_t)t * 1000, test_events_collect, &ev);
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	f = fdopen(fd, "r");
+	rewind(f);
+	for (char line[512]; fgets(line, sizeof(line), f);)
+		said += strstr(line, "Hot: failure-domain level 'swtich' is skipped: no host has a "
+			       "'swtich' label (a typo in rollup.by") != NULL;
+	fclose(f);
+	unlink(path);
+	cr_assert_eq(said, 1, "said %d times: %s", said, buf);
+	cr_assert_eq(ev.n, 3, "the hits stay host alerts (%d events)", ev.n);
+	test_events_free(&ev);
+	engine_free(e);
+}
+
 /* In-process: for, keep_firing_for, resolution, and a host going silent. */
 Test(rules, for_keep_firing_for_resolution_and_silent_hosts)
 {
