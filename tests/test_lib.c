@@ -18,6 +18,7 @@
 #include "core/jsonc.h"
 #include "model/drive.h"
 #include "model/host_entry.h"
+#include "model/catalog.h"
 
 Test(backoff, alertmanagers_schedule_jittered_and_capped)
 {
@@ -308,4 +309,23 @@ Test(silence, regex_matchers_are_anchored_re2)
 	matcher_free(&m);
 	cr_expect_neq(matcher_parse(&m, "device=~(", err, sizeof(err)), 0);
 	cr_expect(strstr(err, "not a valid regular expression: "), "%s", err);
+}
+
+/* Each metric has one name and one wire name, and both lookups find every entry. */
+Test(lib, catalog_lookups_find_every_metric_once)
+{
+	size_t n = 0;
+
+	for (const struct metric_info *m = catalog; m->name; m++, n++) {
+		cr_assert_eq(catalog_find(m->name), m, "%s", m->name);
+		cr_assert_eq(catalog_find_wire(m->wire), m, "%s", m->wire);
+		for (const struct metric_info *o = catalog; o < m; o++) {
+			cr_assert(strcmp(o->name, m->name), "%s twice", m->name);
+			cr_assert(strcmp(o->wire, m->wire), "wire %s twice", m->wire);
+		}
+	}
+	cr_assert_gt(n, 50);
+	cr_assert_null(catalog_find("faultline_nosuch_total"));
+	cr_assert_null(catalog_find_wire("nosuch.metric"));
+	cr_assert_null(catalog_find(""));
 }

@@ -5,6 +5,8 @@
 #include "model/catalog.h"
 
 #include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 const struct metric_info catalog[] = {
@@ -164,12 +166,69 @@ const struct metric_info catalog[] = {
 	{ NULL, NULL, 0, 0, 0, NULL, NULL },
 };
 
+/*
+ * The catalog by name and by wire name, sorted once, for binary search:
+ * the probe looks every series up each second when it renders /metrics.
+ */
+static const struct metric_info **by_name, **by_wire;
+static size_t ncatalog;
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct metric_info *const *)a)->name,
+		      (*(const struct metric_info *const *)b)->name);
+}
+
+static int cmp_wire(const void *a, const void *b)
+{
+	return strcmp((*(const struct metric_info *const *)a)->wire,
+		      (*(const struct metric_info *const *)b)->wire);
+}
+
+static void index_build(void)
+{
+	for (ncatalog = 0; catalog[ncatalog].name; ncatalog++)
+		;
+	by_name = malloc((ncatalog + 1) * sizeof(*by_name));
+	by_wire = malloc((ncatalog + 1) * sizeof(*by_wire));
+	if (!by_name || !by_wire) {
+		free(by_name);
+		free(by_wire);
+		by_name = by_wire = NULL;
+		return;		/* lookups fall back to a linear search */
+	}
+	for (size_t i = 0; i < ncatalog; i++)
+		by_name[i] = by_wire[i] = &catalog[i];
+	qsort(by_name, ncatalog, sizeof(*by_name), cmp_name);
+	qsort(by_wire, ncatalog, sizeof(*by_wire), cmp_wire);
+}
+
+static const struct metric_info *lookup(const char *key, int wire)
+{
+	struct metric_info like = { .name = key, .wire = key };
+	const struct metric_info *lp = &like, **hit;
+
+	pthread_once(&index_once, index_build);
+	if (!by_name) {
+		for (const struct metric_info *m = catalog; m->name; m++)
+			if (!strcmp(wire ? m->wire : m->name, key))
+				return m;
+		return NULL;
+	}
+	hit = bsearch(&lp, wire ? by_wire : by_name, ncatalog, sizeof(*hit),
+		      wire ? cmp_wire : cmp_name);
+	return hit ? *hit : NULL;
+}
+
 const struct metric_info *catalog_find(const char *name)
 {
-	for (const struct metric_info *m = catalog; m->name; m++)
-		if (strcmp(m->name, name) == 0)
-			return m;
-	return NULL;
+	return lookup(name, 0);
+}
+
+const struct metric_info *catalog_find_wire(const char *wire)
+{
+	return lookup(wire, 1);
 }
 
 static const double seconds_bounds[25] = {
@@ -230,13 +289,6 @@ const struct metric_info *catalog_find_hist_part(const char *name, int *part)
 	return NULL;
 }
 
-const struct metric_info *catalog_find_wire(const char *wire)
-{
-	for (const struct metric_info *m = catalog; m->name; m++)
-		if (strcmp(m->wire, wire) == 0)
-			return m;
-	return NULL;
-}
 
 const char *catalog_unit_name(enum metric_unit unit)
 {
