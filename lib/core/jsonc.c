@@ -45,7 +45,7 @@ int jsonc_append(struct strbuf *out, json_object *o)
 
 	if (!text) {
 		strbuf_add(out, "", 0);
-		out->failed = 1;
+		strbuf_mark_failed(out);
 		return -ENOMEM;
 	}
 	strbuf_adds(out, text);

@@ -134,6 +134,11 @@ const char *strbuf_str(const struct strbuf *sb)
 	return sb->buf ? sb->buf : "";
 }
 
+void strbuf_mark_failed(struct strbuf *sb)
+{
+	sb->failed = 1;
+}
+
 int strbuf_failed(const struct strbuf *sb)
 {
 	return sb->failed;

@@ -42,4 +42,11 @@ void fputs_xml(const char *s, FILE *out);
 const char *strbuf_str(const struct strbuf *sb);
 int strbuf_failed(const struct strbuf *sb);
 
+/*
+ * Mark sb failed from outside (what a caller could not render, such as a
+ * JSON object json-c would not serialize), so strbuf_failed() reports it
+ * like an allocation failure.
+ */
+void strbuf_mark_failed(struct strbuf *sb);
+
 #endif

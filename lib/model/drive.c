@@ -707,7 +707,7 @@ void drive_to_json(const struct drive_record *r, struct strbuf *out)
 	json_object *o = drive_json(r);
 
 	if (!o) {
-		out->failed = 1;
+		strbuf_mark_failed(out);
 		return;
 	}
 	jsonc_append(out, o);

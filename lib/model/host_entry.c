@@ -18,7 +18,7 @@ int host_entry_encode(const struct snapshot *s, struct strbuf *out)
 	if (!o || !l) {
 		json_object_put(o);
 		json_object_put(l);
-		out->failed = 1;
+		strbuf_mark_failed(out);
 		return -ENOMEM;
 	}
 	json_object_object_add(o, "last_seen_ms", json_object_new_int64((int64_t)s->ts_ms));
