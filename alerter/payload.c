@@ -26,6 +26,7 @@
 #include "model/profile.h"
 #include "store/profile_store.h"
 #include "model/snapshot.h"
+#include "store/drives.h"
 #include "store/store.h"
 #include "core/timeutil.h"
 
@@ -264,16 +265,14 @@ static json_object *drive_evidence(const struct alert *a, redisContext *rc)
 {
 	const char *host = a->nhosts ? a->hosts[0] : alert_label(a, "host");
 	const char *dev = alert_label(a, "device");
-	redisReply *r;
+	char *json;
 	json_object *o = NULL;
 
 	if (!host || !dev)
 		return json_object_new_string("the alert names no host and device");
-	r = redisCommand(rc, "HGET fl:{%s}:drives %s", host, dev);
-	if (r && r->type == REDIS_REPLY_STRING)
-		o = json_tokener_parse(r->str);
-	if (r)
-		freeReplyObject(r);
+	if ((json = drives_get_json(rc, host, dev)))
+		o = json_tokener_parse(json);
+	free(json);
 	return o ? o : json_object_new_string("no drive record for that device");
 }
 

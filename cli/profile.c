@@ -102,8 +102,7 @@ int cmd_profile_burst(int argc, char **argv)
 	unsigned long hz = 199;
 	uint64_t dur = 10 * NSEC_PER_SEC;
 	redisContext *rc;
-	redisReply *r;
-	char err[256], key[300], val[16], host[256] = "", *end;
+	char err[256], host[256] = "", *end;
 	int c;
 
 	optind = 1;
@@ -148,12 +147,11 @@ int cmd_profile_burst(int argc, char **argv)
 		fprintf(stderr, "faultline profile burst: %s\n", err);
 		return 1;
 	}
-	snprintf(key, sizeof(key), "fl:{%s}:profile:burst", host);
-	snprintf(val, sizeof(val), "%lu", hz);
-	r = redisCommand(rc, "SET %s %s PX %llu", key, val,
-			 (unsigned long long)(dur / NSEC_PER_MSEC));
-	if (r)
-		freeReplyObject(r);
+	if (profile_burst_set(rc, host, hz, dur / NSEC_PER_MSEC, err, sizeof(err))) {
+		fprintf(stderr, "faultline profile burst: %s\n", err);
+		redisFree(rc);
+		return 1;
+	}
 	redisFree(rc);
 	fprintf(stderr, "faultline profile burst: %s samples at %lu Hz for %.0f s (within a second)\n",
 		host, hz, (double)dur / 1e9);

@@ -34,6 +34,7 @@
 #include "model/profile.h"
 #include "profile.skel.h"
 #include "bpf/profile.h"
+#include "store/profile_store.h"
 #include "store/store.h"
 #include "probes/symbolize.h"
 #include "core/timeutil.h"
@@ -273,9 +274,9 @@ static void flush(struct profiler *pr, uint64_t duration_ns)
 /* The burst rate requested for this host, or 0. */
 static uint32_t burst_requested(struct profiler *pr, redisContext **rc)
 {
-	char err[256], key[300];
-	redisReply *r;
-	uint32_t hz = 0;
+	char err[256];
+	uint32_t hz;
+	long got;
 
 	if (!pr->redis_url[0])
 		return 0;
@@ -284,16 +285,13 @@ static uint32_t burst_requested(struct profiler *pr, redisContext **rc)
 		if (!*rc)
 			return 0;
 	}
-	snprintf(key, sizeof(key), "fl:{%s}:profile:burst", pr->host);
-	r = redisCommand(*rc, "GET %s", key);
-	if (!r) {
+	got = profile_burst_get(*rc, pr->host);
+	if (got < 0) {
 		redisFree(*rc);
 		*rc = NULL;
 		return 0;
 	}
-	if (r->type == REDIS_REPLY_STRING)
-		hz = (uint32_t)strtoul(r->str, NULL, 10);
-	freeReplyObject(r);
+	hz = (uint32_t)got;
 	return hz > 999 ? 999 : hz;
 }
 
@@ -461,15 +459,12 @@ static int profile_collect(void *priv, struct snapshot *s)
 static int profile_publish(void *priv, struct store *st, const char *host)
 {
 	struct profiler *pr = priv;
-	char key[300];
 
 	pthread_mutex_lock(&pr->lock);
 	for (int i = 0; i < pr->npending; i++) {
 		struct blob *b = &pr->pending[i];
 
-		snprintf(key, sizeof(key), "fl:{%s}:%s", host, b->hourly ? "p3600" : "p10");
-		store_put_stream(st, key, b->ts_ms, b->hourly ? 30ULL * 86400 * 1000 : 3600 * 1000,
-				 b->data, b->len);
+		profile_store_put(st, host, b->hourly, b->ts_ms, b->data, b->len);
 		free(b->data);
 	}
 	pr->npending = 0;

@@ -32,6 +32,7 @@
 #include "model/profile.h"
 #include "model/rollup.h"
 #include "model/snapshot.h"
+#include "store/profile_store.h"
 #include "store/store.h"
 #include "core/timeutil.h"
 
@@ -667,10 +668,7 @@ static void host_profile(struct sim *sm, struct host *h, uint64_t ts_ms)
 		profile_add(&p, "api", "api-server", 4242, frames, depth, (uint64_t)n);
 	}
 	if (profile_encode(&p, &blob, &len) == 0) {
-		char key[300];
-
-		snprintf(key, sizeof(key), "fl:{%s}:p10", h->name);
-		store_put_stream(sm->st, key, ts_ms, 3600 * 1000, blob, len);
+		profile_store_put(sm->st, h->name, 0, ts_ms, blob, len);
 		sm->stats->profiles++;
 		free(blob);
 	}

@@ -11,6 +11,7 @@
 
 #include "tests/helpers.h"
 #include "store/store.h"
+#include "store/profile_store.h"
 #include "core/timeutil.h"
 
 static struct test_redis redis;
@@ -353,6 +354,46 @@ Test(store, outage_beyond_spool_drops_oldest_and_counts, .init = setup, .fini = 
 		     (unsigned long long)stats.dropped, got.n);
 	cr_assert_geq(got.n, 9);
 	cr_assert_eq(got.seqs[got.n - 1], 24, "the newest survive");
+	redisFree(c);
+	store_close(st);
+}
+
+/*
+ * The profile keys through their one owner (store/profile_store.h): a
+ * burst request is read back, then expires; windows put for a host are
+ * merged back from its tier.
+ */
+Test(store, profile_burst_and_windows_round_trip, .init = setup, .fini = teardown)
+{
+	struct store *st = open_store(100);
+	struct profile p, into;
+	char *blob;
+	size_t len;
+	char err[256];
+	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	const char *frames[2] = { "main", "hot_loop" };
+
+	cr_assert_not_null(c, "%s", err);
+	cr_assert_eq(profile_burst_get(c, "web-1"), 0, "no burst asked yet");
+	cr_assert_eq(profile_burst_set(c, "web-1", 499, 300, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(profile_burst_get(c, "web-1"), 499);
+	cr_assert_eq(profile_burst_get(c, "web-2"), 0, "the burst is per host");
+	usleep(600000);
+	cr_assert_eq(profile_burst_get(c, "web-1"), 0, "the burst outlived its time");
+
+	profile_init(&p, "web-1");
+	profile_add(&p, "api", "api-server", 42, frames, 2, 7);
+	cr_assert_eq(profile_encode(&p, &blob, &len), 0);
+	cr_assert_eq(profile_store_put(st, "web-1", 0, 1764500000000ULL, blob, len), 0);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	profile_init(&into, "web-1");
+	cr_assert_eq(profile_read_merge(c, "web-1", "p10", 0, 0, NULL, &into, NULL, err,
+					sizeof(err)), 1, "%s", err);
+	cr_assert_eq(profile_read_merge(c, "web-1", "p3600", 0, 0, NULL, &into, NULL, err,
+					sizeof(err)), 0, "an hourly window was not asked for");
+	free(blob);
+	profile_free(&p);
+	profile_free(&into);
 	redisFree(c);
 	store_close(st);
 }

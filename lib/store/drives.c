@@ -42,6 +42,20 @@ static redisReply *hgetall(redisContext *c, const char *key, char *err, size_t e
 	return NULL;
 }
 
+char *drives_get_json(redisContext *c, const char *host, const char *device)
+{
+	char key[320], *json = NULL;
+	redisReply *r;
+
+	store_key_drives(key, sizeof(key), host);
+	r = redisCommand(c, "HGET %s %s", key, device);
+	if (r && r->type == REDIS_REPLY_STRING)
+		json = strndup(r->str, r->len);
+	if (r)
+		freeReplyObject(r);
+	return json;
+}
+
 int drives_load(redisContext *c, const char *host, drives_record_cb cb, void *arg, char *err,
 		size_t errlen)
 {

@@ -26,6 +26,12 @@ void drives_put(struct store *st, const char *host, const struct drive_record *r
 		const char *day);
 
 /*
+ * Host's record of device as stored (JSON, malloc'd; the caller frees),
+ * or NULL if there is none or Redis did not answer.
+ */
+char *drives_get_json(redisContext *c, const char *host, const char *device);
+
+/*
  * Call cb with each drive record of host; an entry that is not a record
  * is skipped.  Returns the number given to cb, or -EIO (reason in err).
  */

@@ -3,7 +3,9 @@
  */
 #include "store/profile_store.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "store/store.h"
 
@@ -42,4 +44,55 @@ int profile_read_merge(redisContext *rc, const char *host, const char *tier, uin
 	if (bad)
 		*bad = m.bad;
 	return n < 0 ? n : (int)m.windows;
+}
+
+int profile_store_put(struct store *st, const char *host, int hourly, uint64_t ts_ms,
+		      const void *blob, size_t len)
+{
+	char key[300];
+
+	snprintf(key, sizeof(key), "fl:{%s}:%s", host, hourly ? "p3600" : "p10");
+	return store_put_stream(st, key, ts_ms, hourly ? 30ULL * 86400 * 1000 : 3600 * 1000, blob,
+				len);
+}
+
+static void burst_key(char *key, size_t len, const char *host)
+{
+	snprintf(key, len, "fl:{%s}:profile:burst", host);
+}
+
+int profile_burst_set(redisContext *rc, const char *host, unsigned long hz, uint64_t ttl_ms,
+		      char *err, size_t errlen)
+{
+	char key[300], val[32];
+	redisReply *r;
+	int ret = 0;
+
+	burst_key(key, sizeof(key), host);
+	snprintf(val, sizeof(val), "%lu", hz);
+	r = redisCommand(rc, "SET %s %s PX %llu", key, val, (unsigned long long)ttl_ms);
+	if (!r || r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "redis SET %s: %s", key,
+			 r ? r->str : rc->errstr[0] ? rc->errstr : "no answer");
+		ret = -EIO;
+	}
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+long profile_burst_get(redisContext *rc, const char *host)
+{
+	char key[300];
+	redisReply *r;
+	long hz = 0;
+
+	burst_key(key, sizeof(key), host);
+	r = redisCommand(rc, "GET %s", key);
+	if (!r)
+		return -EIO;
+	if (r->type == REDIS_REPLY_STRING)
+		hz = (long)strtoul(r->str, NULL, 10);
+	freeReplyObject(r);
+	return hz;
 }

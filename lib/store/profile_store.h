@@ -1,8 +1,16 @@
 /*
- * profile_store.h - read a host's CPU profile windows back from Redis
- * (fl:{H}:p10, fl:{H}:p3600) and merge them; shared by `faultline
- * profile`, the alerter's evidence and the rules engine's profile
- * baselines.
+ * profile_store.h - a host's CPU profiles in Redis, the one place that
+ * names their keys:
+ *
+ *   fl:{H}:p10            stream of 10 s profile windows (msgpack, kept 1 h)
+ *   fl:{H}:p3600          stream of hourly top-stack profiles (kept 30 d)
+ *   fl:{H}:profile:burst  string: a sampling rate in Hz, with a TTL; the
+ *                         probe samples at it until the key expires
+ *                         (`faultline profile burst`)
+ *
+ * Written by the probe (and the simulator) through the store's spool; read
+ * back and merged by `faultline profile`, the alerter's evidence and the
+ * rules engine's profile baselines.
  */
 #ifndef FL_PROFILE_STORE_H
 #define FL_PROFILE_STORE_H
@@ -13,6 +21,29 @@
 #include <hiredis/hiredis.h>
 
 #include "model/profile.h"
+
+struct store;
+
+/*
+ * Queue profile window blob (len bytes, ts_ms) for host: hourly into
+ * fl:{H}:p3600, else fl:{H}:p10, each trimmed to its retention.  Returns
+ * what store_put_stream returns.
+ */
+int profile_store_put(struct store *st, const char *host, int hourly, uint64_t ts_ms,
+		      const void *blob, size_t len);
+
+/*
+ * Ask host's probe to sample at hz for ttl_ms (SET fl:{H}:profile:burst).
+ * Returns 0, or -EIO with the reason in err.
+ */
+int profile_burst_set(redisContext *rc, const char *host, unsigned long hz, uint64_t ttl_ms,
+		      char *err, size_t errlen);
+
+/*
+ * The burst rate asked for host, 0 if none; -EIO if Redis did not answer
+ * (the caller reconnects).
+ */
+long profile_burst_get(redisContext *rc, const char *host);
 
 /*
  * Merge host's windows in tier ("p10" or "p3600") with from_ms <= ts <=
