@@ -97,10 +97,10 @@ def write(d, hosts, nrules, minutes):
             out += ["      - eval_time: %dm" % n, "        alertname: %s" % name,
                     "        exp_alerts:%s" % ("" if exp else " []")]
         for h in exp:
-            checks_fl.append("          - exp_labels: {host: %s}" % names[h])
-            # promtool wants every label of an alert
-            checks_pr.append("          - exp_labels: {host: %s, rack: r%d, switch: sw%d%s}"
-                             % (names[h], h // 20, h // 80, extra[k]))
+            # both want every label of an alert, exactly
+            for out in (checks_fl, checks_pr):
+                out.append("          - exp_labels: {host: %s, rack: r%d, switch: sw%d%s}"
+                           % (names[h], h // 20, h // 80, extra[k]))
     # faultline's engine evaluates every interval; promtool too
     head = ["evaluation_interval: 1m", "tests:", "  - interval: 1m", "    input_series:"]
     with open(os.path.join(d, "fl-rules.yaml"), "w") as f:
@@ -130,7 +130,7 @@ def best_of(cmd, runs, cwd, may_fail=False):
                                                     why[0] if why else p.stderr[-200:]))
             return None
         if p.returncode != 0:
-            sys.exit("%s failed:\n%s%s" % (cmd[0], p.stdout[-2000:], p.stderr[-2000:]))
+            sys.exit("%s failed:\n%s%s" % (cmd[0], p.stdout[:1500], p.stderr[:1500]))
         best = dt if best is None else min(best, dt)
     return best
 
@@ -162,8 +162,10 @@ def redis_run(out, d, hosts, runs):
                        check=True, stdout=subprocess.DEVNULL)
         cold, steady, events = None, None, 0
         for _ in range(runs):
-            subprocess.run(["redis-cli", "-s", sock, "DEL", "fl:alerts"], check=True,
-                           stdout=subprocess.DEVNULL)
+            # a fresh start each run: no events yet, and no checkpoint of what fired
+            # (the engine resumes from fl:rules:alerts and would not fire again)
+            subprocess.run(["redis-cli", "-s", sock, "DEL", "fl:alerts", "fl:rules:alerts"],
+                           check=True, stdout=subprocess.DEVNULL)
             p = subprocess.run([os.path.join(out, "faultline-rules"), "--intervals", "4",
                                 "--rules", "fl-rules.yaml", "--redis", url, "--stale", "10m"],
                                cwd=d, capture_output=True, text=True)
