@@ -27,13 +27,14 @@
 #include "core/promtext.h"
 #include "probes/metrics_server.h"
 #include "core/notify.h"
+#include "store/alert_stream.h"
 #include "store/store.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
 
-#define STREAM "fl:alerts"
-#define DEAD_STREAM "fl:alerts:dead"
-#define GROUP "alerter"
+#define STREAM ALERT_STREAM_NAME		/* for messages; store/alert_stream.h owns them */
+#define DEAD_STREAM ALERT_STREAM_DEAD_NAME
+#define GROUP ALERT_STREAM_GROUP
 #define PAGE 100			/* entries per XREADGROUP / XAUTOCLAIM page */
 
 struct group {
@@ -224,8 +225,8 @@ static void redis_lost(struct alerter *al)
 	al->redis_retry_at_ns = time_mono_ns() + backoff_next(&al->redis_backoff);
 }
 
-/* Redis answered `what` with an error: log (rate-limited) and back off. */
-static void redis_refused(struct alerter *al, const char *what, const char *msg)
+/* Redis answered an error (msg: "COMMAND KEY: error"): log (rate-limited) and back off. */
+static void redis_refused(struct alerter *al, const char *msg)
 {
 	uint64_t now = time_mono_ns(), delay = backoff_next(&al->redis_backoff);
 
@@ -233,14 +234,33 @@ static void redis_refused(struct alerter *al, const char *what, const char *msg)
 
 	if (!al->redis_error_said_ns || now - al->redis_error_said_ns >= 10 * NSEC_PER_SEC) {
 		if (strstr(msg, "WRONGTYPE"))
-			log_error("%s: %s: the key %s is not a stream; rename or delete it "
+			log_error("%s: the key %s is not a stream; rename or delete it "
 				  "(redis-cli TYPE %s) — alerts cannot be read until then",
-				  what, msg, STREAM, STREAM);
+				  msg, STREAM, STREAM);
 		else
-			log_error("%s: %s; retrying in %.1f s", what, msg, (double)delay / 1e9);
+			log_error("%s; retrying in %.1f s", msg, (double)delay / 1e9);
 		al->redis_error_said_ns = now;
 	}
 	al->redis_retry_at_ns = now + delay;
+}
+
+/*
+ * What an alert_stream call returned, applied: a dropped connection is
+ * dropped here too, a refusal backs off; a stream or group that is gone
+ * (Redis restarted empty) reconnects, which creates the group again.
+ * Returns ret, or -1 for any failure.
+ */
+static int redis_result(struct alerter *al, int ret, const char *err)
+{
+	if (ret == ALERT_STREAM_LOST) {
+		redis_lost(al);
+	} else if (ret == ALERT_STREAM_REFUSED) {
+		redis_refused(al, err);
+	} else if (ret == ALERT_STREAM_NOGROUP) {
+		redis_refused(al, err);
+		redis_lost(al);
+	}
+	return ret < 0 ? -1 : ret;
 }
 
 /* 1 when Redis work may run now. */
@@ -251,8 +271,7 @@ static int redis_ready(struct alerter *al)
 
 static int ensure_redis(struct alerter *al)
 {
-	char err[256];
-	redisReply *r;
+	char err[300];
 
 	if (al->rc)
 		return 0;
@@ -266,14 +285,9 @@ static int ensure_redis(struct alerter *al)
 		al->redis_retry_at_ns = time_mono_ns() + delay;
 		return -1;
 	}
-	r = redisCommand(al->rc, "XGROUP CREATE %s %s 0 MKSTREAM", STREAM, GROUP);
-	if (!r) {
-		redis_lost(al);
+	if (redis_result(al, alert_stream_create_group(al->rc, err, sizeof(err)), err) < 0 &&
+	    !al->rc)
 		return -1;
-	}
-	if (r->type == REDIS_REPLY_ERROR && !strstr(r->str, "BUSYGROUP"))
-		redis_refused(al, "XGROUP CREATE " STREAM, r->str);
-	freeReplyObject(r);
 	log_info("connected to %s", al->redis_shown);
 	backoff_reset(&al->redis_backoff);
 	al->read_pending = 1;	/* what we held may be ours again, or gone */
@@ -289,8 +303,8 @@ static int ensure_redis(struct alerter *al)
 static int ack(struct alerter *al, char (*ids)[32], int n)
 {
 	const char **argv;
-	redisReply *r;
-	int ret = -1;
+	char err[300];
+	int ret;
 
 	for (int i = 0; i < n; i++)
 		strmap_del(&al->held, ids[i]);
@@ -298,26 +312,14 @@ static int ack(struct alerter *al, char (*ids)[32], int n)
 		return 0;
 	if (!al->rc)
 		return -1;
-	argv = malloc((size_t)(n + 3) * sizeof(*argv));
+	argv = malloc((size_t)n * sizeof(*argv));
 	if (!argv)
 		return -1;
-	argv[0] = "XACK";
-	argv[1] = STREAM;
-	argv[2] = GROUP;
 	for (int i = 0; i < n; i++)
-		argv[3 + i] = ids[i];
-	r = redisCommandArgv(al->rc, n + 3, argv, NULL);
+		argv[i] = ids[i];
+	ret = redis_result(al, alert_stream_ack(al->rc, argv, n, err, sizeof(err)), err);
 	free(argv);
-	if (!r) {
-		redis_lost(al);
-		return -1;
-	}
-	if (r->type == REDIS_REPLY_ERROR)
-		redis_refused(al, "XACK " STREAM, r->str);
-	else
-		ret = 0;
-	freeReplyObject(r);
-	return ret;
+	return ret < 0 ? -1 : 0;
 }
 
 static int ack_one(struct alerter *al, const char *id)
@@ -337,45 +339,25 @@ static int ack_one(struct alerter *al, const char *id)
 static int dead_letter(struct alerter *al, const char *reason, const char *group,
 		       const char *receiver, const char *ids, const char *body, size_t len)
 {
-	const char *argv[] = { "XADD", DEAD_STREAM, "MAXLEN", "~", "100000", "*",
-			       "reason", reason, "group", group, "receiver", receiver,
-			       "entries", ids, "body", body };
-	size_t lens[16];
-	redisReply *r;
-	int ret = -1;
+	char err[300];
+	int ret;
 
-	for (int i = 0; i < 16; i++)
-		lens[i] = strlen(argv[i]);
-	lens[15] = len;
 	if (!al->rc)
 		return -1;
-	r = redisCommandArgv(al->rc, 16, argv, lens);
-	if (!r) {
-		redis_lost(al);
-		return -1;
-	}
-	if (r->type == REDIS_REPLY_ERROR)
-		redis_refused(al, "XADD " DEAD_STREAM, r->str);
-	else
-		ret = 0;
-	freeReplyObject(r);
+	ret = redis_result(al, alert_stream_dead_letter(al->rc, reason, group, receiver, ids, body,
+							len, err, sizeof(err)), err);
 	al->dead_letters += ret == 0;
-	return ret;
+	return ret < 0 ? -1 : 0;
 }
 
 /* Append a record of what happened to a notification (sent, silenced). */
 static void record(struct alerter *al, const char *what, const char *group, const char *detail)
 {
-	redisReply *r;
+	char err[300];
 
-	if (!al->rc)
-		return;
-	r = redisCommand(al->rc, "XADD fl:notifications MAXLEN ~ 100000 * what %s group %s "
-			 "detail %s", what, group, detail ? detail : "");
-	if (!r)
+	if (al->rc && alert_stream_record(al->rc, what, group, detail, err, sizeof(err)) ==
+	    ALERT_STREAM_LOST)
 		redis_lost(al);
-	else
-		freeReplyObject(r);
 }
 
 /* Stream ids "ms-seq" in stream order (-1, 0, 1). */
@@ -873,50 +855,21 @@ static void free_groups(struct alerter *al)
  * delivered, so it is dead-lettered).  Copies the last id into last.
  * Returns the number of entries, or -1 if the reply is not of that shape.
  */
-static int take_entries(struct alerter *al, const redisReply *entries, char *last, size_t lastlen)
+static void take_entry(const char *id, const char *event, size_t len, const char *why,
+		       void *arg)
 {
-	int n = 0;
+	struct alerter *al = arg;
+	uint32_t dummy;
 
-	if (entries->type != REDIS_REPLY_ARRAY)
-		return -1;
-	for (size_t i = 0; i < entries->elements; i++) {
-		const redisReply *e = entries->element[i], *f, *id;
-		int found = 0;
-
-		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-		    (id = e->element[0])->type != REDIS_REPLY_STRING)
-			return -1;
-		f = e->element[1];
-		n++;
-		if (last)
-			snprintf(last, lastlen, "%s", id->str);
-		if (f->type == REDIS_REPLY_ARRAY) {
-			for (size_t k = 0; k + 1 < f->elements; k += 2) {
-				if (f->element[k]->type != REDIS_REPLY_STRING ||
-				    f->element[k + 1]->type != REDIS_REPLY_STRING)
-					continue;
-				if (!strcmp(f->element[k]->str, "e")) {
-					take_event(al, id->str, f->element[k + 1]->str,
-						   f->element[k + 1]->len);
-					found = 1;
-					break;
-				}
-			}
-		}
-		if (!found) {
-			const char *why = f->type == REDIS_REPLY_ARRAY ? "no \"e\" field"
-				: "trimmed from the stream before it was delivered";
-			uint32_t dummy;
-
-			if (strmap_get(&al->held, id->str, &dummy))
-				continue;
-			log_error("%s entry %s: %s; dead-lettered to %s", STREAM, id->str, why,
-				  DEAD_STREAM);
-			if (dead_letter(al, why, "", "", id->str, "", 0) == 0)
-				ack_one(al, id->str);
-		}
+	if (event) {
+		take_event(al, id, event, len);
+		return;
 	}
-	return n;
+	if (strmap_get(&al->held, id, &dummy))
+		return;
+	log_error("%s entry %s: %s; dead-lettered to %s", STREAM, id, why, DEAD_STREAM);
+	if (dead_letter(al, why, "", "", id, "", 0) == 0)
+		ack_one(al, id);
 }
 
 /*
@@ -927,49 +880,11 @@ static int take_entries(struct alerter *al, const redisReply *entries, char *las
 static int read_entries(struct alerter *al, const char *from, int block_ms, char *last,
 			size_t lastlen)
 {
-	char count[16], block[16];
-	const char *argv[11] = { "XREADGROUP", "GROUP", GROUP, al->cfg.consumer, "COUNT", count };
-	int argc = 6, n = 0;
-	redisReply *r;
+	char err[300];
+	int n = redis_result(al, alert_stream_read(al->rc, al->cfg.consumer, from, PAGE, block_ms,
+						   take_entry, al, last, lastlen, err,
+						   sizeof(err)), err);
 
-	snprintf(count, sizeof(count), "%d", PAGE);
-	if (block_ms) {
-		snprintf(block, sizeof(block), "%d", block_ms);
-		argv[argc++] = "BLOCK";
-		argv[argc++] = block;
-	}
-	argv[argc++] = "STREAMS";
-	argv[argc++] = STREAM;
-	argv[argc++] = from;
-	r = redisCommandArgv(al->rc, argc, argv, NULL);
-	if (!r) {
-		redis_lost(al);
-		return -1;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		int nogroup = !strncmp(r->str, "NOGROUP", 7);
-
-		redis_refused(al, "XREADGROUP " STREAM, r->str);
-		freeReplyObject(r);
-		if (nogroup) {
-			/* the stream or group went away (Redis restarted empty): recreate */
-			redis_lost(al);
-		}
-		return -1;
-	}
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
-		const redisReply *st = r->element[0];
-
-		if (st->type != REDIS_REPLY_ARRAY || st->elements != 2 ||
-		    (n = take_entries(al, st->element[1], last, lastlen)) < 0) {
-			redis_refused(al, "XREADGROUP " STREAM, "unexpected reply shape");
-			n = -1;
-		}
-	} else if (r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_ARRAY) {
-		redis_refused(al, "XREADGROUP " STREAM, "unexpected reply type");
-		n = -1;
-	}
-	freeReplyObject(r);
 	if (n > 0)
 		backoff_reset(&al->redis_backoff);
 	return n;
@@ -1003,44 +918,32 @@ static void read_own_pending(struct alerter *al)
  */
 static void refresh_held(struct alerter *al)
 {
-	const char **argv = NULL;
-	int argc = 0, cap = 0;
-	redisReply *r;
+	const char **ids = NULL;
+	char err[300];
+	int n = 0, cap = 0;
 
 	for (int gi = 0; gi < al->ngroups; gi++) {
 		const struct group *g = al->groups[gi];
 
 		for (int i = 0; i < g->nids; i++) {
-			if (argc + 6 >= cap) {
+			if (n == cap) {
 				int ncap = cap ? cap * 2 : 64;
-				const char **n = realloc(argv, (size_t)ncap * sizeof(*n));
+				const char **m = realloc(ids, (size_t)ncap * sizeof(*m));
 
-				if (!n) {
-					free(argv);
+				if (!m) {
+					free(ids);
 					return;
 				}
-				argv = n;
+				ids = m;
 				cap = ncap;
 			}
-			if (!argc) {
-				argv[argc++] = "XCLAIM";
-				argv[argc++] = STREAM;
-				argv[argc++] = GROUP;
-				argv[argc++] = al->cfg.consumer;
-				argv[argc++] = "0";
-			}
-			argv[argc++] = g->ids[i];
+			ids[n++] = g->ids[i];
 		}
 	}
-	if (argc) {
-		argv[argc++] = "JUSTID";
-		r = redisCommandArgv(al->rc, argc, argv, NULL);
-		if (!r)
-			redis_lost(al);
-		else
-			freeReplyObject(r);
-	}
-	free(argv);
+	if (n && al->rc && alert_stream_hold(al->rc, al->cfg.consumer, ids, n, err, sizeof(err)) ==
+	    ALERT_STREAM_LOST)
+		redis_lost(al);
+	free(ids);
 }
 
 /*
@@ -1062,51 +965,19 @@ static uint64_t claim_every(const struct alerter_config *cfg)
  */
 static void claim_orphans(struct alerter *al)
 {
-	char cursor[32] = "0-0", idle[16];
-	int pages = 0, total = 0;
+	char cursor[32] = "0-0", err[300];
+	int pages = 0, total = 0, n;
 
-	snprintf(idle, sizeof(idle), "%llu",
-		 (unsigned long long)(al->cfg.claim_idle_ns / NSEC_PER_MSEC));
 	refresh_held(al);
 	do {
-		const char *argv[] = { "XAUTOCLAIM", STREAM, GROUP, al->cfg.consumer, idle, cursor,
-				       "COUNT", "100" };
-		redisReply *r;
-		int n;
-
 		if (!al->rc)
 			return;
-		r = redisCommandArgv(al->rc, 8, argv, NULL);
-		if (!r) {
-			redis_lost(al);
+		n = redis_result(al, alert_stream_claim(al->rc, al->cfg.consumer,
+							al->cfg.claim_idle_ns / NSEC_PER_MSEC, cursor,
+							take_entry, al, err, sizeof(err)), err);
+		if (n < 0)
 			return;
-		}
-		if (r->type == REDIS_REPLY_ERROR) {
-			redis_refused(al, "XAUTOCLAIM " STREAM, r->str);
-			freeReplyObject(r);
-			return;
-		}
-		if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    (n = take_entries(al, r->element[1], NULL, 0)) < 0) {
-			redis_refused(al, "XAUTOCLAIM " STREAM, "unexpected reply shape");
-			freeReplyObject(r);
-			return;
-		}
 		total += n;
-		/* Redis >= 7: ids that were pending but deleted from the stream */
-		if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_ARRAY)
-			for (size_t i = 0; i < r->element[2]->elements; i++)
-				if (r->element[2]->element[i]->type == REDIS_REPLY_STRING) {
-					const char *id = r->element[2]->element[i]->str;
-
-					log_error("%s entry %s was trimmed before it was delivered; "
-						  "dead-lettered to %s", STREAM, id, DEAD_STREAM);
-					dead_letter(al, "trimmed from the stream before it was "
-						    "delivered", "", "", id, "", 0);
-				}
-		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-		freeReplyObject(r);
 	} while (strcmp(cursor, "0-0") && ++pages < 10000);
 	if (total)
 		log_info("took over %d %s entr%s idle for %.0f s or more (another alerter died?)",

@@ -317,7 +317,7 @@ static void say_level_skipped(struct engine *e, const struct rule *r, const char
 	snprintf(key, sizeof(key), "%s/%s", r->name, label);
 	if (strmap_get(&e->said_levels, key, &v) || strmap_put(&e->said_levels, key, 1))
 		return;
-	log_warn("%s: failure-domain level '%s' is skipped: no host has a '%s' label (a typo in "
+	log_info("%s: failure-domain level '%s' is skipped: no host has a '%s' label (a typo in "
 		 "%s, or a topology without that level?)", r->name, label, label,
 		 builtin ? "--domains" : "rollup.by");
 }

@@ -1,0 +1,242 @@
+/*
+ * alert_stream.c - the alert events stream, its consumer group, dead
+ * letters and notification records; see alert_stream.h.
+ */
+#include "store/alert_stream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STREAM ALERT_STREAM_NAME
+#define DEAD_STREAM ALERT_STREAM_DEAD_NAME
+#define GROUP ALERT_STREAM_GROUP
+#define NOTIFICATIONS "fl:notifications"
+
+/*
+ * How a command went: r NULL (connection dropped), an error reply, or
+ * fine (0).  what names the command in err.
+ */
+static int answer(redisContext *rc, const redisReply *r, const char *what, char *err,
+		  size_t errlen)
+{
+	if (!r) {
+		snprintf(err, errlen, "%s: %s", what, rc->errstr[0] ? rc->errstr : "no answer");
+		return ALERT_STREAM_LOST;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s: %s", what, r->str);
+		return strncmp(r->str, "NOGROUP", 7) ? ALERT_STREAM_REFUSED : ALERT_STREAM_NOGROUP;
+	}
+	return 0;
+}
+
+int alert_stream_create_group(redisContext *rc, char *err, size_t errlen)
+{
+	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", STREAM, GROUP);
+	int ret = answer(rc, r, "XGROUP CREATE " STREAM, err, errlen);
+
+	if (ret == ALERT_STREAM_REFUSED && strstr(r->str, "BUSYGROUP"))
+		ret = 0;	/* it exists */
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+/*
+ * Give each entry of an XREADGROUP / XAUTOCLAIM entry list to cb.
+ * Returns how many, or -1 if the reply is not of that shape.
+ */
+static int each_entry(const redisReply *entries, alert_stream_cb cb, void *arg, char *last,
+		      size_t lastlen)
+{
+	int n = 0;
+
+	if (entries->type != REDIS_REPLY_ARRAY)
+		return -1;
+	for (size_t i = 0; i < entries->elements; i++) {
+		const redisReply *e = entries->element[i], *f, *id;
+		const redisReply *event = NULL;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    (id = e->element[0])->type != REDIS_REPLY_STRING)
+			return -1;
+		f = e->element[1];
+		n++;
+		if (last)
+			snprintf(last, lastlen, "%s", id->str);
+		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements && !event;
+		     k += 2)
+			if (f->element[k]->type == REDIS_REPLY_STRING &&
+			    f->element[k + 1]->type == REDIS_REPLY_STRING &&
+			    !strcmp(f->element[k]->str, "e"))
+				event = f->element[k + 1];
+		if (event)
+			cb(id->str, event->str, event->len, NULL, arg);
+		else
+			cb(id->str, NULL, 0, f->type == REDIS_REPLY_ARRAY ? "no \"e\" field" :
+			   "trimmed from the stream before it was delivered", arg);
+	}
+	return n;
+}
+
+int alert_stream_read(redisContext *rc, const char *consumer, const char *from, int count,
+		      int block_ms, alert_stream_cb cb, void *arg, char *last, size_t lastlen,
+		      char *err, size_t errlen)
+{
+	char cnt[16], block[16];
+	const char *argv[11] = { "XREADGROUP", "GROUP", GROUP, consumer, "COUNT", cnt };
+	int argc = 6, n = 0, ret;
+	redisReply *r;
+
+	snprintf(cnt, sizeof(cnt), "%d", count);
+	if (block_ms) {
+		snprintf(block, sizeof(block), "%d", block_ms);
+		argv[argc++] = "BLOCK";
+		argv[argc++] = block;
+	}
+	argv[argc++] = "STREAMS";
+	argv[argc++] = STREAM;
+	argv[argc++] = from;
+	r = redisCommandArgv(rc, argc, argv, NULL);
+	if ((ret = answer(rc, r, "XREADGROUP " STREAM, err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
+		const redisReply *st = r->element[0];
+
+		if (st->type != REDIS_REPLY_ARRAY || st->elements != 2 ||
+		    (n = each_entry(st->element[1], cb, arg, last, lastlen)) < 0) {
+			snprintf(err, errlen, "XREADGROUP " STREAM ": unexpected reply shape");
+			n = ALERT_STREAM_REFUSED;
+		}
+	} else if (r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "XREADGROUP " STREAM ": unexpected reply type");
+		n = ALERT_STREAM_REFUSED;
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+int alert_stream_ack(redisContext *rc, const char *const *ids, int n, char *err, size_t errlen)
+{
+	const char **argv;
+	redisReply *r;
+	int ret;
+
+	if (n <= 0)
+		return 0;
+	argv = malloc((size_t)(n + 3) * sizeof(*argv));
+	if (!argv) {
+		snprintf(err, errlen, "XACK " STREAM ": out of memory");
+		return ALERT_STREAM_REFUSED;
+	}
+	argv[0] = "XACK";
+	argv[1] = STREAM;
+	argv[2] = GROUP;
+	memcpy(argv + 3, ids, (size_t)n * sizeof(*ids));
+	r = redisCommandArgv(rc, n + 3, argv, NULL);
+	free(argv);
+	ret = answer(rc, r, "XACK " STREAM, err, errlen);
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+int alert_stream_hold(redisContext *rc, const char *consumer, const char *const *ids, int n,
+		      char *err, size_t errlen)
+{
+	const char **argv;
+	redisReply *r;
+	int ret;
+
+	if (n <= 0)
+		return 0;
+	argv = malloc((size_t)(n + 6) * sizeof(*argv));
+	if (!argv) {
+		snprintf(err, errlen, "XCLAIM " STREAM ": out of memory");
+		return ALERT_STREAM_REFUSED;
+	}
+	argv[0] = "XCLAIM";
+	argv[1] = STREAM;
+	argv[2] = GROUP;
+	argv[3] = consumer;
+	argv[4] = "0";
+	memcpy(argv + 5, ids, (size_t)n * sizeof(*ids));
+	argv[5 + n] = "JUSTID";
+	r = redisCommandArgv(rc, n + 6, argv, NULL);
+	free(argv);
+	ret = answer(rc, r, "XCLAIM " STREAM, err, errlen);
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
+		       char cursor[32], alert_stream_cb cb, void *arg, char *err, size_t errlen)
+{
+	char idle[24];
+	const char *argv[] = { "XAUTOCLAIM", STREAM, GROUP, consumer, idle, cursor, "COUNT", "100" };
+	redisReply *r;
+	int n, ret;
+
+	snprintf(idle, sizeof(idle), "%llu", (unsigned long long)idle_ms);
+	r = redisCommandArgv(rc, 8, argv, NULL);
+	if ((ret = answer(rc, r, "XAUTOCLAIM " STREAM, err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING ||
+	    (n = each_entry(r->element[1], cb, arg, NULL, 0)) < 0) {
+		snprintf(err, errlen, "XAUTOCLAIM " STREAM ": unexpected reply shape");
+		freeReplyObject(r);
+		return ALERT_STREAM_REFUSED;
+	}
+	/* Redis >= 7: ids that were pending but are gone from the stream */
+	if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_ARRAY)
+		for (size_t i = 0; i < r->element[2]->elements; i++)
+			if (r->element[2]->element[i]->type == REDIS_REPLY_STRING)
+				cb(r->element[2]->element[i]->str, NULL, 0,
+				   "trimmed from the stream before it was delivered", arg);
+	snprintf(cursor, 32, "%s", r->element[0]->str);
+	freeReplyObject(r);
+	return n;
+}
+
+int alert_stream_dead_letter(redisContext *rc, const char *reason, const char *group,
+			     const char *receiver, const char *ids, const char *body, size_t len,
+			     char *err, size_t errlen)
+{
+	const char *argv[] = { "XADD", DEAD_STREAM, "MAXLEN", "~", "100000", "*",
+			       "reason", reason, "group", group, "receiver", receiver,
+			       "entries", ids, "body", body };
+	size_t lens[16];
+	redisReply *r;
+	int ret;
+
+	for (int i = 0; i < 16; i++)
+		lens[i] = strlen(argv[i]);
+	lens[15] = len;
+	r = redisCommandArgv(rc, 16, argv, lens);
+	ret = answer(rc, r, "XADD " DEAD_STREAM, err, errlen);
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+int alert_stream_record(redisContext *rc, const char *what, const char *group,
+			const char *detail, char *err, size_t errlen)
+{
+	redisReply *r = redisCommand(rc, "XADD %s MAXLEN ~ 100000 * what %s group %s detail %s",
+				     NOTIFICATIONS, what, group, detail ? detail : "");
+	int ret = answer(rc, r, "XADD " NOTIFICATIONS, err, errlen);
+
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}

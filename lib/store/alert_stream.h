@@ -1,0 +1,92 @@
+/*
+ * alert_stream.h - the alert events stream as its consumer (the alerter)
+ * reads it, and the two streams the alerter writes beside it.  The one
+ * place that names them; the rules engine's side (appending events, its
+ * checkpoint) is store.h's.
+ *
+ *   fl:alerts          stream; each entry {e: event JSON (model/alert.h)};
+ *                      written by faultline-rules, read by the consumer
+ *                      group "alerter" (one consumer per alerter process)
+ *   fl:alerts:dead     stream of dead letters, one shape for every reason:
+ *                      {reason, group, receiver, entries, body}
+ *   fl:notifications   stream of what became of each notification:
+ *                      {what, group, detail}
+ *
+ * Both written streams are capped at about 100,000 entries (MAXLEN ~).
+ * Every function takes the connection and says how it went the same way:
+ * >= 0 on success, ALERT_STREAM_LOST when the connection dropped (the
+ * caller reconnects), ALERT_STREAM_REFUSED when Redis answered an error or
+ * a reply of a shape it should not have (why in err, with the command), and
+ * from reads ALERT_STREAM_NOGROUP when the stream or the group is gone
+ * (Redis restarted empty: create the group again).
+ */
+#ifndef FL_ALERT_STREAM_H
+#define FL_ALERT_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#define ALERT_STREAM_LOST (-1)
+#define ALERT_STREAM_REFUSED (-2)
+#define ALERT_STREAM_NOGROUP (-3)
+
+/* The streams' and the group's names, for messages only. */
+#define ALERT_STREAM_NAME "fl:alerts"
+#define ALERT_STREAM_DEAD_NAME "fl:alerts:dead"
+#define ALERT_STREAM_GROUP "alerter"
+
+/*
+ * One entry read: its id and its event (len bytes), or event NULL and why
+ * it has none ("no \"e\" field", or trimmed from the stream while pending).
+ */
+typedef void (*alert_stream_cb)(const char *id, const char *event, size_t len, const char *why,
+				void *arg);
+
+/* Create the consumer group (and the stream) unless it exists. */
+int alert_stream_create_group(redisContext *rc, char *err, size_t errlen);
+
+/*
+ * XREADGROUP for consumer from `from`: ">" for new entries (waiting up to
+ * block_ms, 0: not at all), or an id to page through the consumer's own
+ * pending list; at most count entries, each given to cb.  *last (lastlen)
+ * gets the id of the last one.  Returns how many, 0 when none.
+ */
+int alert_stream_read(redisContext *rc, const char *consumer, const char *from, int count,
+		      int block_ms, alert_stream_cb cb, void *arg, char *last, size_t lastlen,
+		      char *err, size_t errlen);
+
+/* Acknowledge ids[0..n) (one XACK). */
+int alert_stream_ack(redisContext *rc, const char *const *ids, int n, char *err, size_t errlen);
+
+/*
+ * Keep ids[0..n) the consumer's own: reset their idle time (XCLAIM to it,
+ * JUSTID), so another consumer's claim does not take entries still in hand.
+ */
+int alert_stream_hold(redisContext *rc, const char *consumer, const char *const *ids, int n,
+		      char *err, size_t errlen);
+
+/*
+ * One page of taking over entries other consumers left idle for idle_ms
+ * (XAUTOCLAIM from cursor, which is advanced; "0-0" again when done):
+ * each given to cb; pending entries already deleted from the stream come
+ * with why set.  Returns how many.
+ */
+int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
+		       char cursor[32], alert_stream_cb cb, void *arg, char *err, size_t errlen);
+
+/*
+ * Append a dead letter: why, the group and receiver (empty when it never
+ * reached one), the stream entries it stands for, and the event or
+ * notification body (len bytes).
+ */
+int alert_stream_dead_letter(redisContext *rc, const char *reason, const char *group,
+			     const char *receiver, const char *ids, const char *body, size_t len,
+			     char *err, size_t errlen);
+
+/* Append a record of what became of a notification (sent, silenced...). */
+int alert_stream_record(redisContext *rc, const char *what, const char *group,
+			const char *detail, char *err, size_t errlen);
+
+#endif
