@@ -874,8 +874,13 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 	}
 	case N_BIN:
 		ret = eval(n->l, hosts, nh, &a, err, errlen);
-		if (!ret && n->op == OP_AND && a.is_vector && host_local(n->r)) {
-			/* only the hosts the left side kept can match on the right */
+		if (!ret && n->op == OP_AND && a.is_vector && host_local(n->r) && !n->match_on &&
+		    !n->nmatch) {
+			/*
+			 * only the hosts the left side kept can match on the right
+			 * (matching on all labels, host among them; on/ignoring may
+			 * pair elements of different hosts)
+			 */
 			ret = eval_on_hosts_of(n->r, &a, hosts, nh, &b, err, errlen);
 		} else if (!ret) {
 			ret = eval(n->r, hosts, nh, &b, err, errlen);

@@ -659,6 +659,12 @@ Test(expr, vector_matching_has_prometheus_semantics, .init = build_fleet, .fini 
 	cr_assert_not_null(velem_label(&v.e[0], "device"), "and keeps the left element whole");
 	value_free(&v);
 
+	/* and on(switch): a right element of another host of the switch still matches */
+	v = run("faultline_drive_wear_used_ratio{host!=\"h1\"} and on(switch) "
+		"(rate(faultline_tcp_in_csum_errors_total[1m]) > 1)");
+	cr_assert_eq(v.n, 2, "h2's and h3's drives, behind sw1 where h1's errors are (%zu)", v.n);
+	value_free(&v);
+
 	/* three drives per switch on each side: many-to-many is an error */
 	cr_assert_eq(expr_parse("faultline_drive_wear_used_ratio + on(switch) "
 				"faultline_drive_wear_used_ratio", &n, err, sizeof(err)), 0);
