@@ -671,8 +671,12 @@ static int host_local(const struct node *n)
 {
 	if (!n)
 		return 1;
-	if (n->t == N_AGG || (n->t == N_CALL && n->fn_id == FN_PEER_RATIO))
-		return 0;
+	if (n->t == N_AGG || (n->t == N_CALL && (n->fn_id == FN_PEER_RATIO ||
+						 n->fn_id == FN_ABSENT || n->fn_id == FN_SCALAR ||
+						 n->fn_id == FN_TIME)))
+		return 0;	/* they look across hosts */
+	if (n->t == N_BIN && (n->match_on || n->nmatch))
+		return 0;	/* on/ignoring may pair elements of different hosts */
 	for (int i = 0; i < n->nargs; i++)
 		if (!host_local(n->args[i]))
 			return 0;
