@@ -239,62 +239,6 @@ static int expect(struct parser *ps, enum tok_type t, const char *what)
 
 static struct node *parse_expr(struct parser *ps);
 
-static const struct expr_fn_info fns[] = {
-	{ "rate", FN_RATE, 1, 1, 0 },
-	{ "increase", FN_INCREASE, 1, 1, 0 },
-	{ "delta", FN_DELTA, 1, 1, 0 },
-	{ "avg_over_time", FN_AVG_OVER_TIME, 1, 1, 0 },
-	{ "min_over_time", FN_MIN_OVER_TIME, 1, 1, 0 },
-	{ "max_over_time", FN_MAX_OVER_TIME, 1, 1, 0 },
-	{ "quantile", FN_QUANTILE, 2, 2, 0 },
-	{ "sum_over_time", FN_SUM_OVER_TIME, 1, 1, 0 },
-	{ "count_over_time", FN_COUNT_OVER_TIME, 1, 1, 0 },
-	{ "last_over_time", FN_LAST_OVER_TIME, 1, 1, 0 },
-	{ "stddev_over_time", FN_STDDEV_OVER_TIME, 1, 1, 0 },
-	{ "stdvar_over_time", FN_STDVAR_OVER_TIME, 1, 1, 0 },
-	{ "changes", FN_CHANGES, 1, 1, 0 },
-	{ "resets", FN_RESETS, 1, 1, 0 },
-	{ "irate", FN_IRATE, 1, 1, 0 },
-	{ "idelta", FN_IDELTA, 1, 1, 0 },
-	{ "deriv", FN_DERIV, 1, 1, 0 },
-	{ "predict_linear", FN_PREDICT_LINEAR, 2, 1, 0 },
-	{ "present_over_time", FN_PRESENT_OVER_TIME, 1, 1, 0 },
-	{ "quantile_over_time", FN_QUANTILE_OVER_TIME, 2, 2, 0 },
-	{ "abs", FN_ABS, 1, 0, 0 },
-	{ "ceil", FN_CEIL, 1, 0, 0 },
-	{ "floor", FN_FLOOR, 1, 0, 0 },
-	{ "round", FN_ROUND, 1, 0, 0 },
-	{ "sqrt", FN_SQRT, 1, 0, 0 },
-	{ "exp", FN_EXP, 1, 0, 0 },
-	{ "ln", FN_LN, 1, 0, 0 },
-	{ "log2", FN_LOG2, 1, 0, 0 },
-	{ "log10", FN_LOG10, 1, 0, 0 },
-	{ "clamp_min", FN_CLAMP_MIN, 2, 0, 0 },
-	{ "clamp_max", FN_CLAMP_MAX, 2, 0, 0 },
-	{ "clamp", FN_CLAMP, 3, 0, 0 },
-	{ "peer_ratio", FN_PEER_RATIO, 2, 0, 0 },
-	{ "sum", FN_SUM, 1, 0, 1 },
-	{ "min", FN_MIN, 1, 0, 1 },
-	{ "max", FN_MAX, 1, 0, 1 },
-	{ "avg", FN_AVG, 1, 0, 1 },
-	{ "count", FN_COUNT, 1, 0, 1 },
-	{ "group", FN_GROUP, 1, 0, 1 },
-	{ "stddev", FN_STDDEV, 1, 0, 1 },
-	{ "stdvar", FN_STDVAR, 1, 0, 1 },
-	{ "absent", FN_ABSENT, 1, 0, 0 },
-	{ "scalar", FN_SCALAR, 1, 0, 0 },
-	{ "histogram_quantile", FN_HISTOGRAM_QUANTILE, 2, 0, 0 },
-	{ "label_replace", FN_LABEL_REPLACE, 5, 0, 0 },
-	{ "label_join", FN_LABEL_JOIN, -3, 0, 0 },
-	{ "time", FN_TIME, 0, 0, 0 },
-	{ "vector", FN_VECTOR, 1, 0, 0 },
-	{ "topk", FN_TOPK, 2, 0, 1 },
-	{ "bottomk", FN_BOTTOMK, 2, 0, 1 },
-};
-
-/* quantile by (...) (q, v) and quantile(q, instant vector): PromQL's aggregation */
-static const struct expr_fn_info quantile_agg = { "quantile", FN_QUANTILE_AGG, 2, 0, 1 };
-
 /* Whether the next word after the current token is w (no token consumed). */
 static int peek_word(const struct parser *ps, const char *w)
 {
@@ -306,44 +250,13 @@ static int peek_word(const struct parser *ps, const char *w)
 	return !strncmp(q, w, n) && !isalnum((unsigned char)q[n]) && q[n] != '_';
 }
 
-/* Hints for PromQL functions faultline does not have. */
-static const struct {
-	const char *name, *hint;
-} promql_fns[] = {
-	{ "absent_over_time", "a host that stops reporting pages HostSilent on its own" },
-	{ "timestamp", NULL },
-	{ "count_values", NULL },
-	{ "sort", NULL },
-	{ "sort_desc", NULL }, { "holt_winters", NULL }, { "day_of_week", NULL },
-	{ "hour", NULL }, { "minute", NULL }, { "month", NULL }, { "year", NULL },
-};
-
 /* A call of name, which is not one of ours: say so, with a hint where we have one. */
 static void unknown_function(struct parser *ps, int line, int col, const char *name)
 {
-	char list[800];
-	size_t off = 0;
+	char msg[1024];
 
-	for (size_t i = 0; i < sizeof(promql_fns) / sizeof(promql_fns[0]); i++)
-		if (!strcmp(promql_fns[i].name, name)) {
-			fail(ps, line, col, "PromQL's %s() is not supported by faultline's rule "
-			     "language%s%s", name, promql_fns[i].hint ? "; " : "",
-			     promql_fns[i].hint ? promql_fns[i].hint : "");
-			return;
-		}
-	list[0] = 0;
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]) && off < sizeof(list); i++)
-		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
-					fns[i].name);
-	fail(ps, line, col, "unknown function '%s' (the functions are: %s)", name, list);
-}
-
-const struct expr_fn_info *expr_fn_find(const char *name)
-{
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (!strcmp(fns[i].name, name))
-			return &fns[i];
-	return NULL;
+	expr_fn_unknown(name, msg, sizeof(msg));
+	fail(ps, line, col, "%s", msg);
 }
 
 /* by (labels) or without (labels), the word being the current token. */
@@ -619,7 +532,7 @@ static struct node *parse_primary(struct parser *ps)
 		fi = expr_fn_find(ps->cur.text);
 		/* quantile by (...) (q, v): PromQL's aggregation, not our histogram quantile */
 		if (fi && fi->id == FN_QUANTILE && (peek_word(ps, "by") || peek_word(ps, "without")))
-			fi = &quantile_agg;
+			fi = expr_fn_quantile_agg();
 		if (fi && fi->aggregation) {
 			n = new_node(ps, N_AGG, line, col);
 			if (!n)

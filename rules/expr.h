@@ -37,6 +37,7 @@
 #define FL_EXPR_H
 
 #include "core/promregex.h"
+#include <stddef.h>
 #include <stdint.h>
 
 enum node_type {
@@ -111,8 +112,18 @@ struct expr_fn_info {
 	int aggregation;
 };
 
-/* The function or aggregation called name, or NULL. */
+/* The function or aggregation called name, or NULL (expr_fns.c). */
 const struct expr_fn_info *expr_fn_find(const char *name);
+
+/* PromQL's quantile aggregation (quantile by (x) (q, v)), which shares quantile's name. */
+const struct expr_fn_info *expr_fn_quantile_agg(void);
+
+/*
+ * Why name is not a function of the language, into msg: a PromQL function
+ * faultline does not have (with a hint where it has another way), or an
+ * unknown one (with the list of those it has).
+ */
+void expr_fn_unknown(const char *name, char *msg, size_t len);
 
 struct node {
 	enum node_type t;
