@@ -323,3 +323,28 @@ Test(cli, options_that_would_be_ignored_are_errors)
 			     "timeout 10 %s/faultline-probe --config $f 2>&1 | grep -q 'cannot write in "
 			     "/nonexistent/dir'; r=$?; rm -f $f; exit $r", test_out_dir()), 0);
 }
+
+/*
+ * `rules check` reads its files in order into one rule set, as
+ * faultline-rules loads them: a file may select what an earlier one
+ * records, not what a later one does.
+ */
+Test(cli, rules_check_reads_files_in_order_as_the_daemon_does, .timeout = 30)
+{
+	char dir[] = "/tmp/fl-check.XXXXXX";
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(test_sh("printf 'groups:\\n  - name: a\\n    rules:\\n      - record: "
+			     "host:x:rate1m\\n        expr: rate(faultline_tcp_in_segs_total[1m])\\n'"
+			     " > %s/rec.yaml && printf 'groups:\\n  - name: b\\n    rules:\\n"
+			     "      - alert: X\\n        expr: host:x:rate1m > 1\\n' > %s/alert.yaml",
+			     dir, dir), 0);
+	cr_expect_eq(test_sh("%s/faultline rules check %s/rec.yaml %s/alert.yaml >/dev/null",
+			     test_out_dir(), dir, dir), 0, "a later file selects an earlier record");
+	cr_expect_eq(test_sh("%s/faultline rules check %s/alert.yaml %s/rec.yaml 2>&1 | grep -q "
+			     "\"alert.yaml:5:15: expr: unknown metric 'host:x:rate1m'\"",
+			     test_out_dir(), dir, dir), 0, "an earlier file cannot select a later record");
+	cr_expect_neq(test_sh("%s/faultline rules check %s/rec.yaml %s/rec.yaml >/dev/null 2>&1",
+			      test_out_dir(), dir, dir), 0, "a name recorded twice across files");
+	test_sh("rm -rf %s", dir);
+}
