@@ -195,10 +195,10 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	 * 3 bursts of 300 ms in the 6 s between i=1 and i=7, plus whatever else
 	 * the shared machine ran there.  Every bit of the burster's own time on
 	 * the CPU (the scheduler's count) is in it; and no more than that and
-	 * what the kernel's tick accounting saw besides (read a moment apart),
-	 * plus the ticks the CPU lost altogether: time the hypervisor took from
-	 * the vCPU while some task was on it, which a guest without steal
-	 * accounting cannot tell from the task running.  The upper bound caught
+	 * what the kernel's tick accounting saw besides (read a moment apart).
+	 * Ticks the CPU lost altogether (time the hypervisor took from the vCPU,
+	 * which this guest does not report as steal) are logged, not allowed
+	 * for: none were lost when the bound failed.  The upper bound caught
 	 * a real bug: on this PVM guest no tracepoint fires while the idle task
 	 * or the guest agent is current, and the probe counted the idle stretch
 	 * after a hidden agent task as busy (2.86 s against 0.92 s of ticks);
@@ -214,9 +214,9 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 		      target, busy_s);
 	cr_assert_geq(busy_s, run_s - 0.05, "CPU %d busy %.3f s, less than the %.3f s its burster "
 		      "alone ran", target, busy_s, run_s);
-	cr_assert_leq(busy_s, fmax(stat_s + lost_s, run_s) * 1.2 + 0.4,
+	cr_assert_leq(busy_s, fmax(stat_s, run_s) * 1.2 + 0.4,
 		      "CPU %d busy %.3f s in %.2f s; the burster ran %.3f s and the kernel's "
-		      "accounting says %.2f s busy, %.2f s not accounted at all", target, busy_s,
+		      "accounting says %.2f s busy (%.2f s not accounted at all)", target, busy_s,
 		      wall_s, run_s, stat_s, lost_s);
 	{
 		char kidle[64];
