@@ -179,9 +179,10 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 		strbuf_reset(&p->prom);
 		prom_render(&s, &p->cfg.buckets, &p->prom);
 		metrics_server_set_body(p->metrics, strbuf_str(&p->prom), p->prom.len);
-		/* and the protobuf form, for scrapers that want native histograms */
+		/* the protobuf form (native histograms) once a scraper has asked for it */
 		strbuf_reset(&p->prom);
-		if (prom_render_proto(&s, &p->cfg.buckets, &p->prom) == 0)
+		if (metrics_server_proto_asked(p->metrics) &&
+		    prom_render_proto(&s, &p->cfg.buckets, &p->prom) == 0)
 			metrics_server_set_proto(p->metrics, p->prom.buf, p->prom.len);
 	}
 	snapshot_free(&s);

@@ -59,6 +59,7 @@ struct metrics_server {
 	size_t plen;
 	char *pgz;		/* proto gzip'd, or NULL until a client asks */
 	size_t pgzlen;
+	int proto_asked;	/* a scraper asked for protobuf: the daemon renders it */
 	char *cert, *key;	/* PEM text, for libmicrohttpd */
 	struct web_config web;
 };
@@ -299,7 +300,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	gz = accepts_gzip(c);
 	pthread_mutex_lock(&m->lock);
 	/* Prometheus asks for protobuf (native histograms) first when it wants it */
-	proto = m->proto && wants_proto(c);
+	proto = wants_proto(c);
+	if (proto)
+		m->proto_asked = 1;
+	proto = proto && m->proto;	/* text until the daemon renders protobuf too */
 	{
 		const char *body = proto ? m->proto : m->body ? m->body : "";
 		size_t len = proto ? m->plen : m->len;
@@ -427,39 +431,44 @@ fail:
 	return NULL;
 }
 
-void metrics_server_set_body(struct metrics_server *m, const char *body, size_t len)
+/* Replace one served body (copied, NUL-terminated) and drop its gzip'd form. */
+static void set_served(struct metrics_server *m, char **body, size_t *len, char **gz,
+		       size_t *gzlen, const void *data, size_t n)
 {
-	char *b = malloc(len + 1);
+	char *b = malloc(n + 1);
 
 	if (!b)
 		return;
-	memcpy(b, body, len);
-	b[len] = '\0';
+	memcpy(b, data, n);
+	b[n] = '\0';
 	pthread_mutex_lock(&m->lock);
-	free(m->body);
-	free(m->gz);
-	m->body = b;
-	m->len = len;
-	m->gz = NULL;
-	m->gzlen = 0;
+	free(*body);
+	free(*gz);
+	*body = b;
+	*len = n;
+	*gz = NULL;
+	*gzlen = 0;
 	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_server_set_body(struct metrics_server *m, const char *body, size_t len)
+{
+	set_served(m, &m->body, &m->len, &m->gz, &m->gzlen, body, len);
 }
 
 void metrics_server_set_proto(struct metrics_server *m, const void *data, size_t len)
 {
-	char *b = malloc(len + 1);
+	set_served(m, &m->proto, &m->plen, &m->pgz, &m->pgzlen, data, len);
+}
 
-	if (!b)
-		return;
-	memcpy(b, data, len);
+int metrics_server_proto_asked(struct metrics_server *m)
+{
+	int asked;
+
 	pthread_mutex_lock(&m->lock);
-	free(m->proto);
-	free(m->pgz);
-	m->proto = b;
-	m->plen = len;
-	m->pgz = NULL;
-	m->pgzlen = 0;
+	asked = m->proto_asked;
 	pthread_mutex_unlock(&m->lock);
+	return asked;
 }
 
 void metrics_server_stop(struct metrics_server *m)

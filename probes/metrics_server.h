@@ -47,6 +47,12 @@ void metrics_server_set_body(struct metrics_server *m, const char *body, size_t 
  */
 void metrics_server_set_proto(struct metrics_server *m, const void *data, size_t len);
 
+/*
+ * Whether a scraper has asked for protobuf: until one does, a daemon need
+ * not render it (scrapers get text meanwhile, which they all take).
+ */
+int metrics_server_proto_asked(struct metrics_server *m);
+
 /* Stop serving and free m (NULL is fine). */
 void metrics_server_stop(struct metrics_server *m);
 

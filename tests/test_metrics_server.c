@@ -107,6 +107,34 @@ Test(metrics_server, idle_connections_do_not_lock_out_a_scrape)
 	metrics_server_stop(m);
 }
 
+/*
+ * Protobuf is rendered only once a scraper asks for it: until then such a
+ * scraper gets text, and the daemon is told; then it gets protobuf.
+ */
+Test(metrics_server, protobuf_once_a_scraper_asks)
+{
+	static const char req[] = "GET /metrics HTTP/1.0\r\nAccept: application/vnd.google.protobuf;"
+				  "proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,"
+				  "text/plain;version=0.0.4;q=0.3\r\n\r\n";
+	struct metrics_server *m;
+	char buf[4096];
+	int port;
+
+	m = start(NULL, &port);
+	cr_assert_eq(metrics_server_proto_asked(m), 0);
+	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
+	cr_assert_eq(metrics_server_proto_asked(m), 0, "a text scrape asked for nothing new");
+	cr_assert_gt(ask(port, req, buf, sizeof(buf)), 0);
+	cr_assert(strstr(buf, "text/plain") && strstr(buf, "faultline_up 1"),
+		  "no protobuf yet, so text: %s", buf);
+	cr_assert_eq(metrics_server_proto_asked(m), 1);
+	metrics_server_set_proto(m, "\x03" "abc", 4);
+	cr_assert_gt(ask(port, req, buf, sizeof(buf)), 0);
+	cr_assert(strstr(buf, "application/vnd.google.protobuf") && strstr(buf, "\x03" "abc"),
+		  "%s", buf);
+	metrics_server_stop(m);
+}
+
 Test(metrics_server, head_and_gzip)
 {
 	struct metrics_server *m;
