@@ -86,18 +86,15 @@ static void render_hist(struct strbuf *out, const struct prom_name *pn, const st
 	const struct histogram *h = ser->hist;
 	const double *bound;
 	int nb = prom_bounds(b, pn->base, &bound);
-	uint64_t cum = 0;
-	uint32_t i = 0;
+	uint64_t cum[PROM_MAX_BOUNDS];
 	char le[64];
 
+	hist_cumulative(h, pn->scale, bound, nb, cum);
 	for (int k = 0; k < nb; k++) {
-		/* every layout bucket that starts at or below the bound */
-		while (i < HIST_BUCKETS && (double)hist_bucket_lower(i) * pn->scale <= bound[k])
-			cum += h->buckets[i++];
 		snprintf(le, sizeof(le), "le=\"%.9g\"", bound[k]);
 		strbuf_addf(out, "%s_bucket", pn->base);
 		labels(out, ser, le);
-		strbuf_addf(out, " %llu\n", (unsigned long long)cum);
+		strbuf_addf(out, " %llu\n", (unsigned long long)cum[k]);
 	}
 	strbuf_addf(out, "%s_bucket", pn->base);
 	labels(out, ser, "le=\"+Inf\"");

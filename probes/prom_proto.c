@@ -167,8 +167,7 @@ static int metric_fill(Io__Prometheus__Client__Metric *m, const struct series *s
 		const struct histogram *src;
 		const double *bound;
 		int nb = prom_bounds(b, name, &bound);
-		uint64_t cum = 0;
-		uint32_t i = 0;
+		uint64_t cum[PROM_MAX_BOUNDS];
 
 		if (!h || !d) {
 			free(h);
@@ -186,6 +185,7 @@ static int metric_fill(Io__Prometheus__Client__Metric *m, const struct series *s
 			free(d);
 			return -ENOMEM;
 		}
+		hist_cumulative(src, scale, bound, nb, cum);
 		for (int k = 0; k < nb; k++) {
 			Io__Prometheus__Client__Bucket *bk = calloc(1, sizeof(*bk));
 
@@ -193,11 +193,9 @@ static int metric_fill(Io__Prometheus__Client__Metric *m, const struct series *s
 				free(d);
 				return -ENOMEM;
 			}
-			while (i < HIST_BUCKETS && (double)hist_bucket_lower(i) * scale <= bound[k])
-				cum += src->buckets[i++];
 			io__prometheus__client__bucket__init(bk);
 			bk->has_cumulative_count = bk->has_upper_bound = 1;
-			bk->cumulative_count = cum;
+			bk->cumulative_count = cum[k];
 			bk->upper_bound = bound[k];
 			h->bucket[h->n_bucket++] = bk;
 		}

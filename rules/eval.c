@@ -469,28 +469,23 @@ static int push_hist_part(const struct node *sel, const struct snapshot *s,
 {
 	struct label l[SNAPSHOT_MAX_LABELS * 2 + 2];
 	int nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])) - 1);
-	uint64_t cum = 0;
-	uint32_t i = 0;
+	uint64_t cum[32];	/* catalog_hist_bounds: at most 25 */
 	int ret = 0;
 
 	if (sel->hist_part == 2)
 		return value_push(out, l, nl, catalog_to_base((double)d->sum, sel->hist_scale) / per);
 	if (sel->hist_part == 3)
 		return value_push(out, l, nl, (double)d->count / per);
+	hist_cumulative(d, sel->hist_scale, sel->bounds, sel->nbounds, cum);
 	for (int k = 0; k <= sel->nbounds && !ret; k++) {
 		const char *le = k < sel->nbounds ? sel->le[k] : "+Inf";
+		uint64_t c = k < sel->nbounds ? cum[k] : d->count;
 
-		if (k < sel->nbounds)
-			while (i < HIST_BUCKETS &&
-			       (double)hist_bucket_lower(i) * sel->hist_scale <= sel->bounds[k])
-				cum += d->buckets[i++];
-		else
-			cum = d->count;
 		if (!le_selected(sel, le))
 			continue;
 		l[nl] = (struct label){ .key = "le", .value = (char *)le };
 		labels_sort(l, nl + 1);
-		ret = value_push(out, l, nl + 1, (double)cum / per);
+		ret = value_push(out, l, nl + 1, (double)c / per);
 		/* take le out again: the next bound puts its own in */
 		for (int a = 0, b = 0; a <= nl; a++)
 			if (strcmp(l[a].key, "le"))

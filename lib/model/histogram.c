@@ -179,3 +179,16 @@ int hist_subtract_sparse(struct histogram *dst, const struct hist_sparse *newer,
 	dst->sum -= older->sum;
 	return 0;
 }
+
+void hist_cumulative(const struct histogram *h, double scale, const double *bound, int n,
+		     uint64_t *cum)
+{
+	uint64_t c = 0;
+	uint32_t i = 0;
+
+	for (int k = 0; k < n; k++) {
+		while (i < HIST_BUCKETS && (double)hist_bucket_lower(i) * scale <= bound[k])
+			c += h->buckets[i++];
+		cum[k] = c;
+	}
+}

@@ -47,6 +47,15 @@ static inline void hist_record(struct histogram *h, uint64_t v)
 
 /* Smallest and largest value that land in bucket idx (inclusive). */
 uint64_t hist_bucket_lower(uint32_t idx);
+
+/*
+ * Classic cumulative counts of h at the increasing upper bounds
+ * bound[0..n) (in a unit where a layout bucket starts at its lower bound x
+ * scale) into cum[0..n): each counts the observations whose layout bucket
+ * starts at or below the bound.  What /metrics and the rules' _bucket show.
+ */
+void hist_cumulative(const struct histogram *h, double scale, const double *bound, int n,
+		     uint64_t *cum);
 uint64_t hist_bucket_upper(uint32_t idx);
 
 /* dst += src, bucket-wise (merge across hosts or time). */
