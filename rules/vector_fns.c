@@ -118,10 +118,9 @@ int eval_agg(const struct node *n, const struct value *in, struct value *out)
 					continue;
 				if (k != j) {
 					/* without: the keys themselves can differ, too */
-					same = group_key(n, x, other, GROUP_KEY_MAX) == nk;
-					for (int b = 0; b < nk && same; b++)
-						same = !strcmp(key[b].key, other[b].key) &&
-						       !strcmp(key[b].value, other[b].value);
+					int no = group_key(n, x, other, GROUP_KEY_MAX);
+
+					same = labels_same(key, nk, other, no);
 				}
 				if (!same)
 					continue;
@@ -348,12 +347,7 @@ static int ranked_cmp(const void *a, const void *b)
 
 static int same_group(const struct ranked *x, const struct ranked *y)
 {
-	if (x->hash != y->hash || x->nk != y->nk)
-		return 0;
-	for (int k = 0; k < x->nk; k++)
-		if (strcmp(x->key[k].key, y->key[k].key) || strcmp(x->key[k].value, y->key[k].value))
-			return 0;
-	return 1;
+	return x->hash == y->hash && labels_same(x->key, x->nk, y->key, y->nk);
 }
 
 /*

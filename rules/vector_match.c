@@ -59,12 +59,7 @@ static void sig_of(const struct node *n, const struct velem *e, struct label *po
 
 static int sig_equal(const struct sig *a, const struct sig *b)
 {
-	if (a->hash != b->hash || a->n != b->n)
-		return 0;
-	for (int i = 0; i < a->n; i++)
-		if (strcmp(a->l[i].key, b->l[i].key) || strcmp(a->l[i].value, b->l[i].value))
-			return 0;
-	return 1;
+	return a->hash == b->hash && labels_same(a->l, a->n, b->l, b->n);
 }
 
 /*

@@ -121,58 +121,49 @@ int alert_stream_read(redisContext *rc, const char *consumer, const char *from, 
 	return n;
 }
 
-int alert_stream_ack(redisContext *rc, const char *const *ids, int n, char *err, size_t errlen)
+/*
+ * One command of head[0..nh), then ids[0..n), then tail (NULL: none),
+ * named what in err.
+ */
+static int ids_command(redisContext *rc, const char *const *head, int nh, const char *const *ids,
+		       int n, const char *tail, const char *what, char *err, size_t errlen)
 {
-	const char **argv;
+	const char **argv = malloc((size_t)(nh + n + 1) * sizeof(*argv));
 	redisReply *r;
-	int ret;
+	int argc = 0, ret;
 
-	if (n <= 0)
-		return 0;
-	argv = malloc((size_t)(n + 3) * sizeof(*argv));
 	if (!argv) {
-		snprintf(err, errlen, "XACK " STREAM ": out of memory");
+		snprintf(err, errlen, "%s: out of memory", what);
 		return ALERT_STREAM_REFUSED;
 	}
-	argv[0] = "XACK";
-	argv[1] = STREAM;
-	argv[2] = GROUP;
-	memcpy(argv + 3, ids, (size_t)n * sizeof(*ids));
-	r = redisCommandArgv(rc, n + 3, argv, NULL);
+	for (int i = 0; i < nh; i++)
+		argv[argc++] = head[i];
+	for (int i = 0; i < n; i++)
+		argv[argc++] = ids[i];
+	if (tail)
+		argv[argc++] = tail;
+	r = redisCommandArgv(rc, argc, argv, NULL);
 	free(argv);
-	ret = answer(rc, r, "XACK " STREAM, err, errlen);
+	ret = answer(rc, r, what, err, errlen);
 	if (r)
 		freeReplyObject(r);
 	return ret;
 }
 
+int alert_stream_ack(redisContext *rc, const char *const *ids, int n, char *err, size_t errlen)
+{
+	const char *const head[] = { "XACK", STREAM, GROUP };
+
+	return n <= 0 ? 0 : ids_command(rc, head, 3, ids, n, NULL, "XACK " STREAM, err, errlen);
+}
+
 int alert_stream_hold(redisContext *rc, const char *consumer, const char *const *ids, int n,
 		      char *err, size_t errlen)
 {
-	const char **argv;
-	redisReply *r;
-	int ret;
+	const char *const head[] = { "XCLAIM", STREAM, GROUP, consumer, "0" };
 
-	if (n <= 0)
-		return 0;
-	argv = malloc((size_t)(n + 6) * sizeof(*argv));
-	if (!argv) {
-		snprintf(err, errlen, "XCLAIM " STREAM ": out of memory");
-		return ALERT_STREAM_REFUSED;
-	}
-	argv[0] = "XCLAIM";
-	argv[1] = STREAM;
-	argv[2] = GROUP;
-	argv[3] = consumer;
-	argv[4] = "0";
-	memcpy(argv + 5, ids, (size_t)n * sizeof(*ids));
-	argv[5 + n] = "JUSTID";
-	r = redisCommandArgv(rc, n + 6, argv, NULL);
-	free(argv);
-	ret = answer(rc, r, "XCLAIM " STREAM, err, errlen);
-	if (r)
-		freeReplyObject(r);
-	return ret;
+	return n <= 0 ? 0 : ids_command(rc, head, 5, ids, n, "JUSTID", "XCLAIM " STREAM, err,
+					errlen);
 }
 
 int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
