@@ -78,7 +78,7 @@ CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(OUT)/%.o)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
-TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o
+TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o $(OUT)/tests/cluster.o
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
@@ -282,6 +282,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 			dict=-dict=fuzz/dicts/yaml.dict ;; \
 		fuzz_rules) dict=-dict=fuzz/dicts/expr.dict ;; \
 		fuzz_smartctl_json|fuzz_alert|fuzz_host_entry) dict=-dict=fuzz/dicts/json.dict ;; \
+		fuzz_cluster) dict=-dict=fuzz/dicts/resp.dict ;; \
 		esac; \
 		echo "fuzz: running $$t for $(FUZZ_TIME) s $$dict"; \
 		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 $$dict \

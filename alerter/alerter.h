@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct redisContext;	/* a connection from store_connect (store/store.h) */
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "core/config_schema.h"
 #include "model/alert.h"
@@ -141,7 +141,7 @@ struct group_alert {
  */
 int payload_build(const struct alerter_config *cfg, const struct receiver *r,
 		  const char *group_key, const struct label *group_labels, int ngroup_labels,
-		  struct group_alert *const *alerts, int n, struct redisContext *rc, struct strbuf *out);
+		  struct group_alert *const *alerts, int n, struct conn *rc, struct strbuf *out);
 
 /* sha256=HMAC-SHA256(secret, ts "." body) as lowercase hex, into out (72 bytes). */
 void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, char *out);

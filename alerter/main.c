@@ -27,14 +27,16 @@
 #include "core/promtext.h"
 #include "probes/metrics_server.h"
 #include "core/notify.h"
+#include "store/conn.h"
 #include "store/alert_stream.h"
+#include "store/keyspace.h"
 #include "store/store.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
 
-#define STREAM ALERT_STREAM_NAME		/* for messages; store/alert_stream.h owns them */
-#define DEAD_STREAM ALERT_STREAM_DEAD_NAME
-#define GROUP ALERT_STREAM_GROUP
+#define STREAM KEY_ALERTS		/* for messages; store/keyspace.h owns them */
+#define DEAD_STREAM KEY_ALERTS_DEAD
+#define GROUP KEY_ALERTS_GROUP
 #define PAGE 100			/* entries per XREADGROUP / XAUTOCLAIM page */
 
 struct group {
@@ -67,7 +69,7 @@ struct group {
 
 struct alerter {
 	struct alerter_config cfg;
-	redisContext *rc;
+	struct conn *rc;
 	char redis_shown[512];		/* the URL with its password masked, for logs */
 	CURLM *multi;
 	struct group **groups;
@@ -217,9 +219,9 @@ static void usage(FILE *out)
 static void redis_lost(struct alerter *al)
 {
 	log_warn("lost the redis connection to %s (%s); reconnecting", al->redis_shown,
-		 al->rc && al->rc->errstr[0] ? al->rc->errstr : "error");
+		 al->rc && conn_errstr(al->rc)[0] ? conn_errstr(al->rc) : "error");
 	if (al->rc)
-		redisFree(al->rc);
+		conn_close(al->rc);
 	al->rc = NULL;
 	al->redis_errors++;
 	al->redis_retry_at_ns = time_mono_ns() + backoff_next(&al->redis_backoff);
@@ -277,7 +279,7 @@ static int ensure_redis(struct alerter *al)
 		return 0;
 	if (time_mono_ns() < al->redis_retry_at_ns)
 		return -1;
-	al->rc = store_connect(al->cfg.redis_url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	al->rc = conn_open(al->cfg.redis_url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!al->rc) {
 		uint64_t delay = backoff_next(&al->redis_backoff);
 
@@ -1096,7 +1098,7 @@ int main(int argc, char **argv)
 	al.multi = curl_multi_init();
 	strmap_init(&al.held);
 	backoff_init(&al.redis_backoff, 0, 10 * NSEC_PER_SEC);
-	store_url_redacted(al.cfg.redis_url, al.redis_shown, sizeof(al.redis_shown));
+	conn_url_redacted(al.cfg.redis_url, al.redis_shown, sizeof(al.redis_shown));
 	log_info("consuming %s as %s/%s from %s; %d receiver(s), %d route(s)", STREAM, GROUP,
 		 al.cfg.consumer, al.redis_shown, al.cfg.nreceivers, al.cfg.nroutes);
 	if (!metrics_addr)
@@ -1188,7 +1190,7 @@ int main(int argc, char **argv)
 	curl_multi_cleanup(al.multi);
 	curl_global_cleanup();
 	if (al.rc)
-		redisFree(al.rc);
+		conn_close(al.rc);
 	silence_free_all(al.silences, al.nsilences);
 	strmap_free(&al.held);
 	alerter_config_free(&al.cfg);

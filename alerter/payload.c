@@ -119,7 +119,7 @@ static json_object *common(struct group_alert *const *as, int n, int annotations
 
 /* ---- evidence ---------------------------------------------------------- */
 
-static size_t load_profiles(redisContext *rc, char **hosts, uint32_t nhosts, uint64_t from,
+static size_t load_profiles(struct conn *rc, char **hosts, uint32_t nhosts, uint64_t from,
 			    uint64_t to, struct profile *p)
 {
 	char err[128];
@@ -127,7 +127,7 @@ static size_t load_profiles(redisContext *rc, char **hosts, uint32_t nhosts, uin
 
 	profile_init(p, "");
 	for (uint32_t i = 0; i < nhosts; i++) {
-		int n = profile_read_merge(rc, hosts[i], "p10", from, to, NULL, p, NULL, err,
+		int n = profile_read_merge(rc, hosts[i], 0, from, to, NULL, p, NULL, err,
 					   sizeof(err));
 
 		if (n > 0)
@@ -201,7 +201,7 @@ static json_object *services_json(const struct profile *p)
 
 /* CPU evidence for the affected hosts of a. */
 static json_object *cpu_evidence(const struct alerter_config *cfg, const struct alert *a,
-				 redisContext *rc)
+				 struct conn *rc)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
 	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
@@ -261,7 +261,7 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 	return o;
 }
 
-static json_object *drive_evidence(const struct alert *a, redisContext *rc)
+static json_object *drive_evidence(const struct alert *a, struct conn *rc)
 {
 	const char *host = a->nhosts ? a->hosts[0] : alert_label(a, "host");
 	const char *dev = alert_label(a, "device");
@@ -302,7 +302,7 @@ static int peers_cb(struct snapshot *s, void *arg)
 	return 0;
 }
 
-static json_object *csum_evidence(const struct alert *a, redisContext *rc)
+static json_object *csum_evidence(const struct alert *a, struct conn *rc)
 {
 	struct peers_arg pa = { json_object_new_array() };
 	char err[128];
@@ -366,7 +366,7 @@ static json_object *faultline_json(const struct alert *a)
 
 /* Add evidence for each alert to fl (an array), while the document stays small. */
 static int add_evidence(const struct alerter_config *cfg, json_object *doc, json_object *evs,
-			struct group_alert *const *as, int n, redisContext *rc)
+			struct group_alert *const *as, int n, struct conn *rc)
 {
 	int truncated = 0;
 
@@ -396,7 +396,7 @@ static int add_evidence(const struct alerter_config *cfg, json_object *doc, json
 
 static json_object *alertmanager_doc(const struct alerter_config *cfg, const struct receiver *r,
 				     const char *group_key, const struct label *gl, int ngl,
-				     struct group_alert *const *as, int n, redisContext *rc)
+				     struct group_alert *const *as, int n, struct conn *rc)
 {
 	json_object *doc = json_object_new_object(), *alerts = json_object_new_array();
 	json_object *fl = json_object_new_object(), *fla = json_object_new_array();
@@ -447,7 +447,7 @@ static void add_section(json_object *blocks, const char *mrkdwn)
 
 static json_object *slack_doc(const struct alerter_config *cfg, const struct receiver *r,
 			      const char *group_key, const struct label *gl, int ngl,
-			      struct group_alert *const *as, int n, redisContext *rc)
+			      struct group_alert *const *as, int n, struct conn *rc)
 {
 	json_object *am = alertmanager_doc(cfg, r, group_key, gl, ngl, as, n, rc);
 	json_object *doc = json_object_new_object(), *blocks = json_object_new_array(), *x;
@@ -512,7 +512,7 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 
 static json_object *pagerduty_doc(const struct alerter_config *cfg, const struct receiver *r,
 				  const char *group_key, const struct label *gl, int ngl,
-				  struct group_alert *const *as, int n, redisContext *rc)
+				  struct group_alert *const *as, int n, struct conn *rc)
 {
 	json_object *am = alertmanager_doc(cfg, r, group_key, gl, ngl, as, n, rc);
 	json_object *doc = json_object_new_object(), *pl = json_object_new_object(), *fl;
@@ -600,7 +600,7 @@ static json_object *alertmanager_api_doc(const struct receiver *r, struct group_
 
 int payload_build(const struct alerter_config *cfg, const struct receiver *r,
 		  const char *group_key, const struct label *gl, int ngl,
-		  struct group_alert *const *as, int n, redisContext *rc, struct strbuf *out)
+		  struct group_alert *const *as, int n, struct conn *rc, struct strbuf *out)
 {
 	json_object *doc;
 

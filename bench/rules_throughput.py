@@ -163,8 +163,8 @@ def redis_run(out, d, hosts, runs):
         cold, steady, events = None, None, 0
         for _ in range(runs):
             # a fresh start each run: no events yet, and no checkpoint of what fired
-            # (the engine resumes from fl:rules:alerts and would not fire again)
-            subprocess.run(["redis-cli", "-s", sock, "DEL", "fl:alerts", "fl:rules:alerts"],
+            # (the engine resumes from {fl:alerts}:rules and would not fire again)
+            subprocess.run(["redis-cli", "-s", sock, "DEL", "fl:alerts", "{fl:alerts}:rules"],
                            check=True, stdout=subprocess.DEVNULL)
             p = subprocess.run([os.path.join(out, "faultline-rules"), "--intervals", "4",
                                 "--rules", "fl-rules.yaml", "--redis", url, "--stale", "10m"],

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/conn.h"
 #include "model/catalog.h"
 #include "core/config.h"
 #include "model/drive.h"
@@ -50,7 +51,7 @@ int cmd_deploy(int argc, char **argv)
 	const char *service = NULL;
 	struct deploy d = { 0 };
 	uint64_t since = 7ULL * 24 * 3600 * NSEC_PER_SEC;
-	redisContext *rc;
+	struct conn *rc;
 	char err[512];
 	int ret = 0, all = 0;
 
@@ -124,7 +125,7 @@ int cmd_deploy(int argc, char **argv)
 		fprintf(stderr, "faultline deploy: unknown subcommand '%s' (try --help)\n", sub);
 		return 2;
 	}
-	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline deploy: %s\n", err);
 		return 1;
@@ -147,6 +148,6 @@ int cmd_deploy(int argc, char **argv)
 			fprintf(stderr, "%d deploy marker(s)\n", n);
 		}
 	}
-	redisFree(rc);
+	conn_close(rc);
 	return ret;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/conn.h"
 #include "model/catalog.h"
 #include "core/config.h"
 #include "model/drive.h"
@@ -56,7 +57,7 @@ static uint64_t parse_when(const char *s)
 	return *end ? 0 : d;
 }
 
-static int load_range(redisContext *rc, const char *host, int hourly, uint64_t from, uint64_t to,
+static int load_range(struct conn *rc, const char *host, int hourly, uint64_t from, uint64_t to,
 		      const char *service, struct profile *out)
 {
 	char err[256];
@@ -64,7 +65,7 @@ static int load_range(redisContext *rc, const char *host, int hourly, uint64_t f
 	int n;
 
 	profile_init(out, host);
-	n = profile_read_merge(rc, host, hourly ? "p3600" : "p10", from, to, service, out, &bad,
+	n = profile_read_merge(rc, host, hourly, from, to, service, out, &bad,
 			       err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "faultline profile: %s\n", err);
@@ -101,7 +102,7 @@ int cmd_profile_burst(int argc, char **argv)
 	const char *url = "unix:///run/faultline/redis.sock";
 	unsigned long hz = 199;
 	uint64_t dur = 10 * NSEC_PER_SEC;
-	redisContext *rc;
+	struct conn *rc;
 	char err[256], host[256] = "", *end;
 	int c;
 
@@ -142,17 +143,17 @@ int cmd_profile_burst(int argc, char **argv)
 	}
 	if (!host[0])
 		gethostname(host, sizeof(host) - 1);
-	rc = store_connect(url, NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline profile burst: %s\n", err);
 		return 1;
 	}
 	if (profile_burst_set(rc, host, hz, dur / NSEC_PER_MSEC, err, sizeof(err))) {
 		fprintf(stderr, "faultline profile burst: %s\n", err);
-		redisFree(rc);
+		conn_close(rc);
 		return 1;
 	}
-	redisFree(rc);
+	conn_close(rc);
 	fprintf(stderr, "faultline profile burst: %s samples at %lu Hz for %.0f s (within a second)\n",
 		host, hz, (double)dur / 1e9);
 	return 0;
@@ -182,7 +183,7 @@ int cmd_profile(int argc, char **argv)
 	long top = 0;
 	int c, hourly = 0, ret = 0;
 	struct profile p, base;
-	redisContext *rc;
+	struct conn *rc;
 
 	if (argc > 1 && !strcmp(argv[1], "burst"))
 		return cmd_profile_burst(argc - 1, argv + 1);
@@ -233,13 +234,13 @@ int cmd_profile(int argc, char **argv)
 	}
 	if (!outpath && !top && !diff)
 		top = 20;
-	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline profile: %s\n", err);
 		return 1;
 	}
 	if (load_range(rc, host, hourly, from, to, service, &p)) {
-		redisFree(rc);
+		conn_close(rc);
 		return 1;
 	}
 	if (diff) {
@@ -291,6 +292,6 @@ int cmd_profile(int argc, char **argv)
 		profile_free(&base);
 out:
 	profile_free(&p);
-	redisFree(rc);
+	conn_close(rc);
 	return ret;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/conn.h"
 #include "model/catalog.h"
 #include "core/config.h"
 #include "model/drive.h"
@@ -54,7 +55,7 @@ int cmd_report(int argc, char **argv)
 	struct wear_row *rows;
 	size_t n, kept = 0;
 	int c, format = 't';
-	redisContext *rc;
+	struct conn *rc;
 	char err[512];
 
 	if (argc < 2 || strcmp(argv[1], "wear")) {
@@ -102,17 +103,17 @@ int cmd_report(int argc, char **argv)
 			"watch, ok or unknown\n", verdict);
 		return 2;
 	}
-	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline report wear: %s\n", err);
 		return 1;
 	}
 	if (wear_load(rc, &rows, &n, err, sizeof(err))) {
 		fprintf(stderr, "faultline report wear: %s\n", err);
-		redisFree(rc);
+		conn_close(rc);
 		return 1;
 	}
-	redisFree(rc);
+	conn_close(rc);
 	for (size_t i = 0; i < n; i++) {
 		wear_assess(&rows[i], today);
 		if ((rack && strcmp(rows[i].rack, rack)) ||

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/conn.h"
 #include "model/catalog.h"
 #include "core/config.h"
 #include "model/drive.h"
@@ -39,7 +40,7 @@ int cmd_silence(int argc, char **argv)
 	struct silence s = { 0 };
 	uint64_t dur = 2 * 3600 * NSEC_PER_SEC, now = time_wall_ns() / NSEC_PER_MSEC;
 	const char *id = NULL;
-	redisContext *rc;
+	struct conn *rc;
 	char err[512];
 	int ret = 0;
 
@@ -81,7 +82,7 @@ int cmd_silence(int argc, char **argv)
 			return 2;
 		}
 	}
-	rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline silence: %s\n", err);
 		return 1;
@@ -131,6 +132,6 @@ int cmd_silence(int argc, char **argv)
 	}
 	for (int i = 0; i < s.nm; i++)
 		matcher_free(&s.m[i]);
-	redisFree(rc);
+	conn_close(rc);
 	return ret;
 }

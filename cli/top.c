@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/conn.h"
 #include "model/catalog.h"
 #include "core/config.h"
 #include "model/drive.h"
@@ -336,7 +337,7 @@ static void top_on_signal(int sig)
 #define TOP_WAIT_ROUNDS 10
 
 /* 1 if fl:hosts registers host (or Redis cannot say). */
-static int host_known(redisContext *rc, const char *host)
+static int host_known(struct conn *rc, const char *host)
 {
 	char **names, err[256];
 	size_t n;
@@ -351,7 +352,7 @@ static int host_known(redisContext *rc, const char *host)
 }
 
 /* Say that host is unknown, and which hosts are (the first 20). */
-static void top_unknown_host(redisContext *rc, const char *host)
+static void top_unknown_host(struct conn *rc, const char *host)
 {
 	char **names, err[256];
 	size_t n;
@@ -384,7 +385,7 @@ int cmd_top(int argc, char **argv)
 	uint64_t interval = NSEC_PER_SEC, last_seq = UINT64_MAX;
 	long count = -1;
 	int c, tty = isatty(STDOUT_FILENO), waited = 0;
-	redisContext *rc = NULL;
+	struct conn *rc = NULL;
 
 	while ((c = getopt_long(argc, argv, "r:H:i:n:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -419,7 +420,7 @@ int cmd_top(int argc, char **argv)
 		int n;
 
 		if (!rc) {
-			rc = store_connect(url, NSEC_PER_SEC, err, sizeof(err));
+			rc = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
 			if (!rc) {
 				fprintf(stderr, "faultline top: %s (retrying)\n", err);
 				usleep((useconds_t)(interval / 1000));
@@ -429,7 +430,7 @@ int cmd_top(int argc, char **argv)
 		n = store_read_latest(rc, host, 1, 2, keep_cb, &p, NULL, err, sizeof(err));
 		if (n < 0) {
 			fprintf(stderr, "faultline top: %s (retrying)\n", err);
-			redisFree(rc);
+			conn_close(rc);
 			rc = NULL;
 		} else if (p.n < 2) {
 			if (!waited++)
@@ -438,7 +439,7 @@ int cmd_top(int argc, char **argv)
 			/* a probe just starting registers within seconds; a typo never does */
 			if (waited == TOP_WAIT_ROUNDS && !host_known(rc, host)) {
 				top_unknown_host(rc, host);
-				redisFree(rc);
+				conn_close(rc);
 				return 1;
 			}
 		} else if (p.s[1].seq != last_seq) {
@@ -453,6 +454,6 @@ int cmd_top(int argc, char **argv)
 			usleep((useconds_t)(interval / 1000));
 	}
 	if (rc)
-		redisFree(rc);
+		conn_close(rc);
 	return 0;
 }

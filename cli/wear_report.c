@@ -182,7 +182,7 @@ void wear_sort(struct wear_row *rows, size_t n)
 struct wear_loading {
 	struct wear_row *rows;
 	size_t n, cap;
-	redisContext *c;
+	struct conn *c;
 	int failed;		/* -EIO / -ENOMEM: stop */
 	char *err;
 	size_t errlen;
@@ -244,7 +244,7 @@ static void add_host(const char *host, const struct host_entry *e, void *arg)
 		ld->failed = -EIO;
 }
 
-int wear_load(redisContext *c, struct wear_row **rows, size_t *n, char *err, size_t errlen)
+int wear_load(struct conn *c, struct wear_row **rows, size_t *n, char *err, size_t errlen)
 {
 	struct wear_loading ld = { .c = c, .err = err, .errlen = errlen };
 

@@ -23,7 +23,7 @@
 
 #include <stdio.h>
 
-struct redisContext;	/* a connection from store_connect (store/store.h) */
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "model/drive.h"
 
@@ -63,7 +63,7 @@ void wear_sort(struct wear_row *rows, size_t n);
  * Read every host's drive records and wear history from Redis into a
  * malloc'd array.  Returns 0 or -EIO with a reason in err.
  */
-int wear_load(struct redisContext *c, struct wear_row **rows, size_t *n, char *err, size_t errlen);
+int wear_load(struct conn *c, struct wear_row **rows, size_t *n, char *err, size_t errlen);
 
 void wear_free(struct wear_row *rows, size_t n);
 

@@ -1,7 +1,7 @@
 /*
  * fuzz_alert.c - libFuzzer target for what the alerter and the rules
  * engine read back from Redis: an fl:alerts event (alert_parse) and an
- * entry of the rules' alert checkpoint fl:rules:alerts
+ * entry of the rules' alert checkpoint {fl:alerts}:rules
  * (engine_state_import).  A result or an error, never a crash.
  */
 #include <stdint.h>

@@ -35,6 +35,7 @@
 #include "model/profile.h"
 #include "probes/prom.h"
 #include "model/rollup.h"
+#include "store/conn.h"
 #include "store/store.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
@@ -80,8 +81,9 @@ static void usage(FILE *out)
 "                           /etc/faultline/probe.yaml or /usr/local/etc/faultline/\n"
 "                           probe.yaml when installed there)\n"
 "                           (the built-in defaults are etc/probe.yaml)\n"
-"  -r, --redis URL          redis://[[user]:pass@]host[:port][/db] or\n"
-"                           unix:///path/redis.sock\n"
+"  -r, --redis URL          redis://[[user]:pass@]host[:port][/db],\n"
+"                           unix:///path/redis.sock or, for a Redis Cluster,\n"
+"                           redis-cluster://[[user]:pass@]h1:port,h2:port\n"
 "  -H, --host NAME          host name in keys and alerts (default: hostname)\n"
 "  -i, --interval DUR       sampling interval (default 1s)\n"
 "  -m, --metrics-addr ADDR  /metrics listen address, HOST:PORT; \"\" disables\n"
@@ -557,7 +559,7 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < p.ncoll; i++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s",
 				 p.coll[i]->name);
-		store_url_redacted(p.cfg.redis_url, shown, sizeof(shown));
+		conn_url_redacted(p.cfg.redis_url, shown, sizeof(shown));
 		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s",
 			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
 			 shown, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)", names);

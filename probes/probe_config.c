@@ -178,7 +178,7 @@ const struct cfg_field probe_config_schema[] = {
 		   "empty: the system hostname"),
 	CFG_DURATION("interval", PC, interval_ns, 10 * NSEC_PER_MSEC, 3600 * NSEC_PER_SEC,
 		     "One snapshot of every collector per interval"),
-	CFG_STRING("redis", PC, redis_url, "Where snapshots go: redis://... or unix:///...sock"),
+	CFG_STRING("redis", PC, redis_url, "Where snapshots go: redis://..., unix:///...sock or redis-cluster://h1:p,h2:p"),
 	CFG_DURATION("redis_timeout", PC, redis_timeout_ns, NSEC_PER_MSEC, 600 * NSEC_PER_SEC,
 		     "Connect and command timeout for Redis"),
 	CFG_STRING("metrics_addr", PC, metrics_addr, "Prometheus /metrics listen address; "

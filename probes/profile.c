@@ -28,6 +28,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "store/conn.h"
 #include "probes/caps.h"
 #include "core/log.h"
 #include "probes/probe.h"
@@ -272,7 +273,7 @@ static void flush(struct profiler *pr, uint64_t duration_ns)
 }
 
 /* The burst rate requested for this host, or 0. */
-static uint32_t burst_requested(struct profiler *pr, redisContext **rc)
+static uint32_t burst_requested(struct profiler *pr, struct conn **rc)
 {
 	char err[256];
 	uint32_t hz;
@@ -281,13 +282,13 @@ static uint32_t burst_requested(struct profiler *pr, redisContext **rc)
 	if (!pr->redis_url[0])
 		return 0;
 	if (!*rc) {
-		*rc = store_connect(pr->redis_url, NSEC_PER_SEC, err, sizeof(err));
+		*rc = conn_open(pr->redis_url, NSEC_PER_SEC, err, sizeof(err));
 		if (!*rc)
 			return 0;
 	}
 	got = profile_burst_get(*rc, pr->host);
 	if (got < 0) {
-		redisFree(*rc);
+		conn_close(*rc);
 		*rc = NULL;
 		return 0;
 	}
@@ -299,7 +300,7 @@ static void *profiler_thread(void *arg)
 {
 	struct profiler *pr = arg;
 	uint64_t window_start = time_mono_ns(), last_burst_check = 0;
-	redisContext *rc = NULL;
+	struct conn *rc = NULL;
 	char cerr[256];
 
 	if (caps_keep(caps_profiler, cerr, sizeof(cerr)))
@@ -334,7 +335,7 @@ static void *profiler_thread(void *arg)
 		}
 	}
 	if (rc)
-		redisFree(rc);
+		conn_close(rc);
 	return NULL;
 }
 

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct redisContext;	/* a connection from store_connect (store/store.h) */
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "store/deploy.h"
 #include "rules/rules.h"
@@ -151,7 +151,7 @@ int engine_take_snapshot(struct engine *e, struct snapshot *s);
  * up to until_ms (0: the newest; a replay reads up to the time it is
  * evaluating).  Returns the number read, or -EIO.
  */
-int engine_load_redis(struct engine *e, struct redisContext *rc, uint64_t until_ms, char *err,
+int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char *err,
 		      size_t errlen);
 
 /*

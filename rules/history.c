@@ -292,7 +292,7 @@ int history_recent_bad(const struct host_state *h, uint64_t now)
 	return n;
 }
 
-int engine_load_redis(struct engine *e, redisContext *rc, uint64_t until_ms, char *err,
+int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char *err,
 		      size_t errlen)
 {
 	struct load_arg la = { e, 0, until_ms ? until_ms : time_wall_ns() / NSEC_PER_MSEC, NULL };

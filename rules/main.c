@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "probes/metrics_server.h"
 #include "core/notify.h"
+#include "store/conn.h"
 #include "store/profile_store.h"
 #include "store/store.h"
 #include "core/promtext.h"
@@ -62,7 +63,8 @@ static void usage(FILE *out)
 "                        from ./etc, /etc/faultline or /usr/local/etc/faultline)\n"
 "  -t, --topology FILE   host globs -> rack/switch/... labels (default\n"
 "                        topology.yaml from the same places, when present)\n"
-"  -r, --redis URL       default unix:///run/faultline/redis.sock\n"
+"  -r, --redis URL       default unix:///run/faultline/redis.sock; also redis://...\n"
+"                        and redis-cluster://h1:port,h2:port (a Redis Cluster)\n"
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
 "  -g, --generator-url U where an alert comes from, for Alertmanager and\n"
@@ -121,7 +123,7 @@ static int load_all(struct ruleset *rs, char **files, int nfiles)
 #define MAX_QUEUED_EVENTS 100000
 
 struct emit_ctx {
-	redisContext *rc;
+	struct conn *rc;
 	int once;
 	int n;			/* events this interval */
 	char **queue;		/* events not yet in fl:alerts, oldest first */
@@ -147,7 +149,7 @@ static int redis_profiles(void *arg, const char *host, uint64_t from_ms, uint64_
 
 	if (!c->rc)
 		return -1;
-	n = profile_read_merge(c->rc, host, "p10", from_ms, to_ms, NULL, into, NULL, err,
+	n = profile_read_merge(c->rc, host, 0, from_ms, to_ms, NULL, into, NULL, err,
 			       sizeof(err));
 	if (n < 0)
 		log_warn("profile baseline: %s", err);
@@ -313,7 +315,7 @@ static void restore_one(const char *fp, const char *json, void *arg)
  * Take the alert checkpoint back (start-up): what fired before a restart
  * keeps firing with its startsAt, or resolves at the first evaluation.
  */
-static int restore_state(struct engine *e, redisContext *rc, struct emit_ctx *ectx, uint64_t now)
+static int restore_state(struct engine *e, struct conn *rc, struct emit_ctx *ectx, uint64_t now)
 {
 	struct restore_ctx r = { e, ectx, now, 0, 0 };
 	char err[256];
@@ -485,7 +487,7 @@ static int keep_deploy(const struct deploy *d, void *arg)
  * (the last day and their windows); nothing to do without baseline rules.
  */
 /* The deploy markers baseline rules may judge at time now (ms). */
-static int load_deploys(struct engine *e, redisContext *rc, uint64_t now, char *err,
+static int load_deploys(struct engine *e, struct conn *rc, uint64_t now, char *err,
 			size_t errlen)
 {
 	uint64_t back = 0;
@@ -564,7 +566,7 @@ int main(int argc, char **argv)
 	struct ruleset rs;
 	struct engine *e = NULL;
 	struct engine_opts domain_opts = { 0 };
-	redisContext *rc = NULL;
+	struct conn *rc = NULL;
 	enum log_level lv;
 	char err[512], *end;
 
@@ -701,7 +703,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	store_url_redacted(url, err, sizeof(err));
+	conn_url_redacted(url, err, sizeof(err));
 	log_info("evaluating %d rule group(s) every %.1f s against %s", engine_rules(e)->ngroups,
 		 (double)interval / 1e9, err);
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
@@ -755,7 +757,7 @@ int main(int argc, char **argv)
 			}
 		}
 		if (!rc) {
-			rc = store_connect(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+			rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 			if (!rc) {
 				if (!outage_since && restored)
 					outage_since = t0;
@@ -775,7 +777,7 @@ int main(int argc, char **argv)
 		if (!restored && !once && !replay_to) {
 			ctx.rc = rc;
 			if (restore_state(e, rc, &ctx, now)) {
-				redisFree(rc);
+				conn_close(rc);
 				rc = NULL;
 				redis_wait(&redis_bo, "the alert checkpoint cannot be read");
 				continue;
@@ -784,7 +786,7 @@ int main(int argc, char **argv)
 		restored = 1;
 		nread = engine_load_redis(e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
 		if (nread < 0) {
-			redisFree(rc);
+			conn_close(rc);
 			rc = NULL;
 			if (!outage_since)
 				outage_since = t0;
@@ -828,7 +830,7 @@ int main(int argc, char **argv)
 			     (ctx.n || ctx.state_dirty || !state_written ||
 			      t0 - state_written >= CHECKPOINT_EVERY_NS);
 		if (flush_events(&ctx, e, with_state)) {
-			redisFree(rc);
+			conn_close(rc);
 			if (!outage_since)
 				outage_since = t0;
 			rc = ctx.rc = NULL;
@@ -888,7 +890,7 @@ int main(int argc, char **argv)
 		free(ctx.queue[i]);
 	free(ctx.queue);
 	if (rc)
-		redisFree(rc);
+		conn_close(rc);
 	metrics_server_stop(metrics);
 	strbuf_release(&ms);
 	engine_free(e);

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include "core/timeutil.h"
 #include "model/snapshot.h"
+#include "store/conn.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -257,22 +258,22 @@ int test_snapshot_gaps(const char *url, const char *host, uint64_t from_ms, uint
 {
 	struct gap_arg g = { 0, 0, 0 };
 	char err[256];
-	redisContext *c = store_connect(url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *c = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
 	int n;
 
 	if (!c)
 		return -1;
 	n = store_read_range(c, host, 1, from_ms, to_ms, 0, gap_cb, &g, NULL, err, sizeof(err));
-	redisFree(c);
+	conn_close(c);
 	*count = g.count;
 	*missing = g.missing;
 	return n < 0 ? -1 : 0;
 }
 
-redisContext *test_redis_connect(const struct test_redis *r)
+struct conn *test_redis_connect(const struct test_redis *r)
 {
 	char err[256];
-	redisContext *c = store_connect(r->url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *c = conn_open(r->url, NSEC_PER_SEC, err, sizeof(err));
 
 	cr_assert_not_null(c, "%s", err);
 	return c;

@@ -26,9 +26,13 @@ int test_redis_start(struct test_redis *r);
 /* The same with an append-only file, so data survives a restart. */
 int test_redis_start_persistent(struct test_redis *r);
 
-/* A connection to r (store_connect); the test fails if there is none. */
-struct redisContext;
-struct redisContext *test_redis_connect(const struct test_redis *r);
+/*
+ * A connection to r (conn_open); the test fails if there is none.  Tests
+ * inspect the layout through it with conn_commandf(c, NULL, ...), as
+ * redis-cli would.
+ */
+struct conn;
+struct conn *test_redis_connect(const struct test_redis *r);
 
 /* Stop it (SIGKILL when stop_hard, else SIGTERM) and wait; keeps the dir. */
 void test_redis_stop(struct test_redis *r, int hard);

@@ -20,6 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
 #include "alerter/alerter.h"
 #include "tests/helpers.h"
 #include "tests/receiver.h"
@@ -85,12 +88,12 @@ static void teardown(void)
 	test_redis_destroy(&redis);
 }
 
-static redisContext *conn(void)
+static struct conn *conn(void)
 {
 	return test_redis_connect(&redis);
 }
 
-static void emit(redisContext *c, const char *name, const char *fp, const char *status,
+static void emit(struct conn *c, const char *name, const char *fp, const char *status,
 		 const char *extra_labels, const char *faultline)
 {
 	char json[2048], t[40];
@@ -102,12 +105,12 @@ static void emit(redisContext *c, const char *name, const char *fp, const char *
 		 status, fp, name, extra_labels ? extra_labels : "", name,
 		 alert_format_time(time_wall_ns() / NSEC_PER_MSEC, t, sizeof(t)),
 		 faultline ? ",\"faultline\":" : "", faultline ? faultline : "");
-	freeReplyObject(redisCommand(c, "XADD fl:alerts * e %s", json));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
-static long long pending(redisContext *c)
+static long long pending(struct conn *c)
 {
-	redisReply *r = redisCommand(c, "XPENDING fl:alerts alerter");
+	redisReply *r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter");
 	long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
 
 	if (r)
@@ -116,7 +119,7 @@ static long long pending(redisContext *c)
 }
 
 /* Put a real profile window of a hot test program into fl:{host}:p10. */
-static int seed_profile(redisContext *c, const char *host)
+static int seed_profile(struct conn *c, const char *host)
 {
 	static const char src[] =
 		"#include <stdlib.h>\n#include <time.h>\nstatic volatile unsigned long s;\n"
@@ -157,7 +160,7 @@ static int seed_profile(redisContext *c, const char *host)
 		return -1;
 	p.ts_ms = time_wall_ns() / NSEC_PER_MSEC;
 	profile_encode(&p, &buf, &len);
-	freeReplyObject(redisCommand(c, "XADD fl:{%s}:p10 %llu-0 d %b", host,
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{%s}:p10 %llu-0 d %b", host,
 				     (unsigned long long)p.ts_ms, buf, len));
 	free(buf);
 	profile_free(&p);
@@ -167,7 +170,7 @@ static int seed_profile(redisContext *c, const char *host)
 Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	json_object *doc, *x, *a0;
 	char ts[64], sig[128], want[80];
 	int have_profile = seed_profile(c, "db-1") == 0;
@@ -219,13 +222,13 @@ Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini 
 	for (int i = 0; i < 20 && pending(c) != 0; i++)
 		usleep(100000);
 	cr_assert_eq(pending(c), 0, "delivered but not acknowledged");
-	redisFree(c);
+	conn_close(c);
 	if (!have_profile)
 		cr_skip_test("needs root and BPF for the evidence part");
 }
 
 /* One synthetic 10 s profile window of host at ts_ms: main;f counted n times each. */
-static void put_window(redisContext *c, const char *host, uint64_t ts_ms, const char *const *fn,
+static void put_window(struct conn *c, const char *host, uint64_t ts_ms, const char *const *fn,
 		       const uint64_t *n, int nfn)
 {
 	struct profile p;
@@ -242,7 +245,7 @@ static void put_window(redisContext *c, const char *host, uint64_t ts_ms, const 
 		cr_assert_eq(profile_add(&p, "api", "api", 42, frames, 2, n[i]), 0);
 	}
 	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
-	freeReplyObject(redisCommand(c, "XADD fl:{%s}:p10 %llu-0 d %b", host,
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{%s}:p10 %llu-0 d %b", host,
 				     (unsigned long long)ts_ms, buf, len));
 	free(buf);
 	profile_free(&p);
@@ -255,7 +258,7 @@ static void put_window(redisContext *c, const char *host, uint64_t ts_ms, const 
 Test(alerter, deploy_alert_names_the_function_that_grew, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, at = now - 15 * 60000;
 	const char *fns[] = { "parse_request", "compress_block", "write_log" };
 	const uint64_t before[] = { 600, 200, 200 }, after[] = { 400, 500, 100 };
@@ -280,13 +283,13 @@ Test(alerter, deploy_alert_names_the_function_that_grew, .init = setup, .fini = 
 	cr_expect(!strstr(g, "parse_request"), "%.600s", g);
 	cr_expect(strstr(g, "\"share_before\":0.2") && strstr(g, "\"share_after\":0.5"), "%.600s",
 		  g);
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(alerter, outage_503_for_30s_then_200_loses_and_doubles_nothing, .init = setup,
      .fini = teardown, .timeout = 120)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	char k1[80], k2[80];
 
 	pthread_mutex_lock(&rx.lock);
@@ -362,13 +365,13 @@ Test(alerter, outage_503_for_30s_then_200_loses_and_doubles_nothing, .init = set
 		  "the last LinkErrors notification is not the resolution");
 	pthread_mutex_unlock(&rx.lock);
 	cr_assert_eq(pending(c), 0, "entries left unacknowledged");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(alerter, kill_9_mid_delivery_then_restart_loses_nothing, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 
 	pthread_mutex_lock(&rx.lock);
 	rx.delay_ms = 3000;
@@ -387,13 +390,13 @@ Test(alerter, kill_9_mid_delivery_then_restart_loses_nothing, .init = setup, .fi
 		usleep(100000);
 	cr_assert_eq(pending(c), 0);
 	cr_assert(strstr(rx.req[1].body, "HostSilent"));
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(alerter, client_error_is_dead_lettered_with_reason, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	redisReply *r;
 
 	rx.status = 400;
@@ -405,7 +408,7 @@ Test(alerter, client_error_is_dead_lettered_with_reason, .init = setup, .fini = 
 	cr_assert_eq(pending(c), 0);
 	sleep(2);
 	cr_assert_eq(rx_count(), 1, "a 400 must not be retried");
-	r = redisCommand(c, "XRANGE fl:alerts:dead - +");
+	r = conn_commandf(c, NULL, "XRANGE fl:alerts:dead - +");
 	cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
 	int found = 0;
 
@@ -415,13 +418,13 @@ Test(alerter, client_error_is_dead_lettered_with_reason, .init = setup, .fini = 
 				"refused by the test receiver");
 	cr_assert(found, "the dead letter does not say why, in the receiver's words");
 	freeReplyObject(r);
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(alerter, silenced_alert_is_recorded_not_sent_and_grouping_merges, .init = setup,
      .fini = teardown, .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	struct silence s = { 0 };
 	char err[256];
 	redisReply *r;
@@ -446,7 +449,7 @@ Test(alerter, silenced_alert_is_recorded_not_sent_and_grouping_merges, .init = s
 	cr_assert(!strstr(rx.req[0].body, "Quiet"), "the silenced alert was sent");
 	cr_assert(strstr(rx.req[0].body, "6666666666666661") &&
 		  strstr(rx.req[0].body, "6666666666666662"), "the group did not merge both");
-	r = redisCommand(c, "XRANGE fl:notifications - +");
+	r = conn_commandf(c, NULL, "XRANGE fl:notifications - +");
 	int silenced = 0;
 
 	for (size_t i = 0; r && i < r->elements; i++)
@@ -455,7 +458,7 @@ Test(alerter, silenced_alert_is_recorded_not_sent_and_grouping_merges, .init = s
 	freeReplyObject(r);
 	cr_assert(silenced, "the silenced alert was not recorded");
 	cr_assert_eq(pending(c), 0);
-	redisFree(c);
+	conn_close(c);
 }
 
 static struct group_alert *mk(const char *json)
@@ -612,7 +615,7 @@ Test(alerter, loopback_is_decided_by_the_url_parser)
 Test(alerter, webhook_tokens_and_secrets_never_reach_the_log, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	char logpath[320], bin[256], line[2048];
 	int leaked = 0, lines = 0;
 	pid_t pid;
@@ -656,7 +659,7 @@ Test(alerter, webhook_tokens_and_secrets_never_reach_the_log, .init = setup, .fi
 	cr_assert_eq(test_sh("%s --print-config | grep -Ev '^ *#' | grep -Eiq "
 			     "'secret|token|password'", bin), 1,
 		     "--print-config prints a secret");
-	redisFree(c);
+	conn_close(c);
 }
 
 /*
@@ -665,7 +668,7 @@ Test(alerter, webhook_tokens_and_secrets_never_reach_the_log, .init = setup, .fi
  */
 Test(alerter, serves_its_own_metrics, .init = setup, .fini = teardown, .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	char *buf = malloc(1 << 16);
 	int port = test_free_port(), found = 0;
 	FILE *f = fopen(cfgpath, "a");
@@ -697,5 +700,5 @@ Test(alerter, serves_its_own_metrics, .init = setup, .fini = teardown, .timeout 
 		  "%.3000s", buf);
 	cr_expect(strstr(buf, "faultline_alerter_redis_up 1\n"));
 	free(buf);
-	redisFree(c);
+	conn_close(c);
 }

@@ -19,6 +19,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "store/conn.h"
 #include "model/alert.h"
 #include "tests/helpers.h"
 #include "tests/receiver.h"
@@ -116,7 +117,7 @@ static void teardown(void)
 }
 
 /* An event as faultline-rules writes it: fingerprint from its labels, as both compute it. */
-static void emit(redisContext *c, int firing, uint64_t starts, uint64_t ends, char fp[17])
+static void emit(struct conn *c, int firing, uint64_t starts, uint64_t ends, char fp[17])
 {
 	struct label l[] = { { "alertname", "TcpChecksumErrors" }, { "severity", "page" },
 			     { "switch", "sw001" } };
@@ -137,7 +138,7 @@ static void emit(redisContext *c, int firing, uint64_t starts, uint64_t ends, ch
 	a.nhosts = 3;
 	a.total_hosts = 16;
 	cr_assert_eq(alert_encode(&a, &sb), 0);
-	freeReplyObject(redisCommand(c, "XADD fl:alerts * e %b", strbuf_str(&sb), sb.len));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %b", strbuf_str(&sb), sb.len));
 	strbuf_release(&sb);
 }
 
@@ -159,7 +160,7 @@ static int am_notifications(const char *st)
 Test(alertmanager, alerts_reach_a_real_alertmanager_and_resolve, .init = setup,
      .fini = teardown, .timeout = 90)
 {
-	redisContext *c = test_redis_connect(&redis);
+	struct conn *c = test_redis_connect(&redis);
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char fp[17];
 	const char *am_fp = NULL;
@@ -228,5 +229,5 @@ Test(alertmanager, alerts_reach_a_real_alertmanager_and_resolve, .init = setup,
 		usleep(500000);
 	}
 	cr_expect(!active, "still active in Alertmanager after resolving");
-	redisFree(c);
+	conn_close(c);
 }

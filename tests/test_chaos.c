@@ -30,6 +30,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
 #include "model/alert.h"
 #include "tests/helpers.h"
 #include "tests/receiver.h"
@@ -82,14 +85,14 @@ static pid_t spawn(const char *bin, const char *cfg_flag, const char *cfg)
 	return pid;
 }
 
-static redisContext *conn(void)
+static struct conn *conn(void)
 {
 	return test_redis_connect(&redis);
 }
 
-static long long count_range(redisContext *c, const char *key, uint64_t from, uint64_t to)
+static long long count_range(struct conn *c, const char *key, uint64_t from, uint64_t to)
 {
-	redisReply *r = redisCommand(c, "XRANGE %s %llu %llu", key, (unsigned long long)from,
+	redisReply *r = conn_commandf(c, NULL, "XRANGE %s %llu %llu", key, (unsigned long long)from,
 				     (unsigned long long)to);
 	long long n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
 
@@ -119,7 +122,7 @@ Test(chaos, redis_away_under_a_probe_loses_nothing_and_an_empty_redis_is_refille
 	uint64_t from, to;
 	long long got, want;
 	long count, missing;
-	redisContext *c;
+	struct conn *c;
 	redisReply *r;
 
 	probe_config(cfg, sizeof(cfg));
@@ -148,14 +151,14 @@ Test(chaos, redis_away_under_a_probe_loses_nothing_and_an_empty_redis_is_refille
 	from = time_wall_ns() / NSEC_PER_MSEC;
 	sleep(4);
 	c = conn();
-	r = redisCommand(c, "HEXISTS fl:hosts chaos-1");
+	r = conn_commandf(c, NULL, "HEXISTS fl:hosts chaos-1");
 	cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1,
 		  "the host is not registered again in an empty Redis");
 	freeReplyObject(r);
 	got = count_range(c, "fl:{chaos-1}:s1", from, time_wall_ns() / NSEC_PER_MSEC);
 	cr_log_info("after Redis came back empty: %lld snapshots in 4 s", got);
 	cr_assert_geq(got, 8, "the probe stopped writing to an empty Redis");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(chaos, kill_9_of_the_probe_loses_only_its_dead_time, .init = setup, .fini = teardown,
@@ -164,7 +167,7 @@ Test(chaos, kill_9_of_the_probe_loses_only_its_dead_time, .init = setup, .fini =
 	char cfg[300];
 	uint64_t killed, back;
 	long long before, after;
-	redisContext *c;
+	struct conn *c;
 
 	probe_config(cfg, sizeof(cfg));
 	child = spawn("faultline-probe", "--config", cfg);
@@ -183,12 +186,12 @@ Test(chaos, kill_9_of_the_probe_loses_only_its_dead_time, .init = setup, .fini =
 		    "after its restart", before, after);
 	cr_assert_geq(before, 4, "what was written before the kill is gone");
 	cr_assert_geq(after, 4, "the restarted probe does not write");
-	redisFree(c);
+	conn_close(c);
 }
 
 /* ---- webhook receiver ----------------------------------------------------- */
 
-static void emit(redisContext *c, const char *fp, const char *group, int firing,
+static void emit(struct conn *c, const char *fp, const char *group, int firing,
 		 uint64_t starts)
 {
 	char json[1024], t[40], e[40];
@@ -199,7 +202,7 @@ static void emit(redisContext *c, const char *fp, const char *group, int firing,
 		 firing ? "firing" : "resolved", fp, group, alert_format_time(starts, t, sizeof(t)),
 		 firing ? "" : ",\"endsAt\":\"",
 		 firing ? "" : alert_format_time(starts + 1000, e, sizeof(e)), firing ? "" : "\"");
-	freeReplyObject(redisCommand(c, "XADD fl:alerts * e %s", json));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
 /* Index of the first request answered 200 carrying fp with status, or -1. */
@@ -219,7 +222,7 @@ Test(chaos, a_receiver_refusing_failing_and_hanging_gets_every_page_in_order, .i
 	static const char *const fps[] = { "c0c0000000000001", "c0c0000000000002",
 					   "c0c0000000000003" };
 	char cfg[300];
-	redisContext *c = conn();
+	struct conn *c = conn();
 	FILE *f;
 
 	/* a port that refuses now and will be the receiver's later */
@@ -317,6 +320,6 @@ Test(chaos, a_receiver_refusing_failing_and_hanging_gets_every_page_in_order, .i
 			    "(s): %s", secs, secs, secs, dup, gaps);
 		cr_assert_not(bad, "a retry gap outside 0.2..61 s: %s", gaps);
 	}
-	redisFree(c);
+	conn_close(c);
 	rx_stop();
 }

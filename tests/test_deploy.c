@@ -12,6 +12,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "store/conn.h"
+#include "store/keyspace.h"
 #include "store/deploy.h"
 #include "tests/helpers.h"
 #include "probes/probe.h"
@@ -55,7 +57,7 @@ TestSuite(deploy, .init = setup, .fini = teardown, .timeout = 30);
 Test(deploy, mark_list_filter_and_cover)
 {
 	char err[256];
-	redisContext *rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *rc = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	struct deploy a = { .ts_ms = 1000000 }, b = { .ts_ms = 2000000 };
 	struct seen s = { 0 };
 
@@ -85,13 +87,13 @@ Test(deploy, mark_list_filter_and_cover)
 	cr_expect(deploy_covers(&a, "web-2"));
 	cr_expect(!deploy_covers(&a, "web-7"));
 	cr_expect(deploy_covers(&b, "anything"));
-	redisFree(rc);
+	conn_close(rc);
 }
 
 Test(deploy, bad_markers_and_foreign_entries)
 {
 	char err[256];
-	redisContext *rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *rc = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	struct deploy d = { 0 };
 	struct seen s = { 0 };
 	redisReply *r;
@@ -106,22 +108,22 @@ Test(deploy, bad_markers_and_foreign_entries)
 
 	/* someone else's entry in the stream is skipped, not fatal; so is a marker
 	 * of a kind this version does not know (it would be misjudged) */
-	r = redisCommand(rc, "XADD fl:deploys * hello world");
+	r = conn_commandf(rc, NULL, "XADD fl:deploys * hello world");
 	freeReplyObject(r);
-	r = redisCommand(rc, "XADD fl:deploys * service api version 3 hosts * ts_ms 5 kind canary");
+	r = conn_commandf(rc, NULL, "XADD fl:deploys * service api version 3 hosts * ts_ms 5 kind canary");
 	freeReplyObject(r);
 	snprintf(d.version, sizeof(d.version), "2");
 	cr_assert_eq(deploy_mark(rc, &d, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(deploy_list(rc, 0, NULL, collect, &s, err, sizeof(err)), 1);
 	cr_expect_str_eq(s.d[0].version, "2");
-	redisFree(rc);
+	conn_close(rc);
 }
 
 /* A rollback is a marker of its own kind, written and read back as one (CLI too). */
 Test(deploy, rollback_marks)
 {
 	char err[256], cmd[600];
-	redisContext *rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *rc = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	struct deploy d = { .ts_ms = 1000000, .rollback = 1 };
 	struct seen s = { 0 };
 
@@ -142,23 +144,23 @@ Test(deploy, rollback_marks)
 	cr_expect_str_eq(s.d[1].service, "db");
 	cr_expect_str_eq(s.d[1].version, "rollback", "a rollback without --version");
 	cr_expect(!s.d[2].rollback);
-	redisFree(rc);
+	conn_close(rc);
 }
 
 Test(deploy, markers_older_than_90_days_are_trimmed)
 {
 	char err[256];
-	redisContext *rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *rc = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	redisReply *r;
 
 	cr_assert(rc, "%s", err);
 	/* 200 markers 100 days ago (ids at that time), then one now */
 	for (int i = 0; i < 200; i++) {
-		r = redisCommand(rc, "XADD fl:deploys %llu-%d service old version %d hosts * "
-				 "ts_ms %llu", (unsigned long long)(now - DEPLOY_RETENTION_MS -
+		r = conn_commandf(rc, NULL, "XADD fl:deploys %llu-%d service old version %d hosts * "
+				 "ts_ms %llu", (unsigned long long)(now - KEY_DEPLOYS_RETENTION_MS -
 								     10ULL * 86400000), i, i,
-				 (unsigned long long)(now - DEPLOY_RETENTION_MS - 10ULL * 86400000));
+				 (unsigned long long)(now - KEY_DEPLOYS_RETENTION_MS - 10ULL * 86400000));
 		cr_assert(r && r->type == REDIS_REPLY_STRING);
 		freeReplyObject(r);
 	}
@@ -167,11 +169,11 @@ Test(deploy, markers_older_than_90_days_are_trimmed)
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "3");
 	cr_assert_eq(deploy_mark(rc, &d, err, sizeof(err)), 0, "%s", err);
-	r = redisCommand(rc, "XLEN fl:deploys");
+	r = conn_commandf(rc, NULL, "XLEN fl:deploys");
 	/* MINID ~ trims whole radix-tree nodes: most of the old ones go */
 	cr_expect_lt(r->integer, 200, "XLEN %lld", r->integer);
 	freeReplyObject(r);
-	redisFree(rc);
+	conn_close(rc);
 }
 
 Test(deploy, cli_mark_and_list)
@@ -227,7 +229,7 @@ Test(deploy, probe_marks_a_deploy_when_the_build_id_changes)
 	struct store_opts o = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
 				.spool_max_entries = 64 };
 	struct store *st;
-	redisContext *rc;
+	struct conn *rc;
 	struct seen s = { 0 };
 	void *priv;
 
@@ -255,7 +257,7 @@ Test(deploy, probe_marks_a_deploy_when_the_build_id_changes)
 	deploy_watch_collector.publish(priv, st, "web-1");
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 
-	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert(rc, "%s", err);
 	cr_assert_eq(deploy_list(rc, 0, NULL, keep, &s, err, sizeof(err)), 1, "%s", err);
 	cr_assert_eq(sym_file_build_id(bin, id, sizeof(id)), 0);
@@ -268,7 +270,7 @@ Test(deploy, probe_marks_a_deploy_when_the_build_id_changes)
 	deploy_watch_collector.close(priv);
 	store_close(st);
 	probe_config_free(&cfg);
-	redisFree(rc);
+	conn_close(rc);
 }
 
 Test(deploy, deploy_watch_config_errors)

@@ -18,6 +18,9 @@
 #include <atasmart.h>
 #include <json-c/json.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
 #include "core/config.h"
 #include "model/drive.h"
 #include "tests/helpers.h"
@@ -470,7 +473,7 @@ Test(drive, this_vm_virtio_disk_reports_no_smart, .timeout = 60)
 
 /* ---- wear report --------------------------------------------------------- */
 
-static void seed_drive(redisContext *c, const char *host, const char *dev, const char *serial,
+static void seed_drive(struct conn *c, const char *host, const char *dev, const char *serial,
 		       const char *model, double wear, double poh, double hist_wear_30d_ago,
 		       int64_t today)
 {
@@ -489,12 +492,12 @@ static void seed_drive(redisContext *c, const char *host, const char *dev, const
 	drive_set(&r, DF_SPARE_PCT, 100, "test");
 	drive_set(&r, DF_SPARE_THRESHOLD_PCT, 10, "test");
 	drive_to_json(&r, &sb);
-	freeReplyObject(redisCommand(c, "HSET fl:{%s}:drives %s %s", host, dev, strbuf_str(&sb)));
+	freeReplyObject(conn_commandf(c, NULL, "HSET fl:{%s}:drives %s %s", host, dev, strbuf_str(&sb)));
 	if (hist_wear_30d_ago >= 0) {
-		freeReplyObject(redisCommand(c, "HSET fl:{%s}:drives:wear:%s %s %f,0,0", host, serial,
+		freeReplyObject(conn_commandf(c, NULL, "HSET fl:{%s}:drives:wear:%s %s %f,0,0", host, serial,
 					     wear_format_day(today - 30, day, sizeof(day)),
 					     hist_wear_30d_ago));
-		freeReplyObject(redisCommand(c, "HSET fl:{%s}:drives:wear:%s %s %f,0,0", host, serial,
+		freeReplyObject(conn_commandf(c, NULL, "HSET fl:{%s}:drives:wear:%s %s %f,0,0", host, serial,
 					     wear_format_day(today, day, sizeof(day)), wear));
 	}
 	strbuf_release(&sb);
@@ -504,17 +507,17 @@ Test(drive, wear_report_rows_projection_sorting_and_formats, .timeout = 60)
 {
 	struct test_redis redis;
 	struct wear_row *rows;
-	redisContext *c;
+	struct conn *c;
 	size_t n;
 	char err[256], day[16];
 	int64_t today = wear_parse_day("2026-11-30");
 
 	cr_assert_eq(test_redis_start(&redis), 0);
-	c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	c = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
-	freeReplyObject(redisCommand(c, "HSET fl:hosts db-1 {\"labels\":{\"rack\":\"r1\"}}"));
-	freeReplyObject(redisCommand(c, "HSET fl:hosts db-2 {\"labels\":{\"rack\":\"r2\"}}"));
-	freeReplyObject(redisCommand(c, "HSET fl:hosts web-1 {\"labels\":{}}"));
+	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts db-1 {\"labels\":{\"rack\":\"r1\"}}"));
+	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts db-2 {\"labels\":{\"rack\":\"r2\"}}"));
+	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts web-1 {\"labels\":{}}"));
 	/* 60 % now, 50 % 30 days ago: 10 %/30d, 100 % in 120 days -> watch */
 	seed_drive(c, "db-1", "nvme0n1", "S1", "MODEL-A", 60, 20000, 50, today);
 	/* 95 % used: replace */
@@ -578,6 +581,6 @@ Test(drive, wear_report_rows_projection_sorting_and_formats, .timeout = 60)
 	cr_assert_eq(circles, 4 + 2, "4 drives + 2 legend entries");
 	free(buf);
 	wear_free(rows, n);
-	redisFree(c);
+	conn_close(c);
 	test_redis_destroy(&redis);
 }

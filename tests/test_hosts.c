@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
 #include "rules/engine.h"
 #include "tests/helpers.h"
 #include "model/snapshot.h"
@@ -35,7 +38,7 @@ static int count(const struct test_events *ev, const char *alertname, const char
 }
 
 static struct test_redis redis;
-static redisContext *rc;
+static struct conn *rc;
 static struct engine *e;
 
 static struct engine_counts counts(void)
@@ -54,7 +57,7 @@ static void setup(void)
 	char err[256];
 
 	cr_assert_eq(test_redis_start(&redis), 0);
-	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert_not_null(rc, "%s", err);
 	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 5000 }), 0);
@@ -63,7 +66,7 @@ static void setup(void)
 static void teardown(void)
 {
 	engine_free(e);
-	redisFree(rc);
+	conn_close(rc);
 	test_redis_destroy(&redis);
 }
 
@@ -84,9 +87,9 @@ static void put(const char *host, uint64_t ts, const char *inside, double temp)
 		size_t len;
 
 		cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
-		freeReplyObject(redisCommand(rc, "XADD fl:{%s}:s1 %llu-0 d %b", host,
+		freeReplyObject(conn_commandf(rc, NULL, "XADD fl:{%s}:s1 %llu-0 d %b", host,
 					     (unsigned long long)ts, buf, len));
-		freeReplyObject(redisCommand(rc, "HSET fl:hosts %s {}", host));
+		freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts %s {}", host));
 		free(buf);
 	} else {
 		store_put_snapshot(st, &s);
@@ -112,7 +115,7 @@ Test(hosts, unreadable_entries_page_the_streams_host, .init = setup, .fini = tea
 	put("good-1", now - 2000, NULL, 30);
 	put("bad-1", now - 2000, NULL, 30);
 	for (int i = 0; i < 4; i++)
-		freeReplyObject(redisCommand(rc, "XADD fl:{bad-1}:s1 %llu-0 d garbage%d",
+		freeReplyObject(conn_commandf(rc, NULL, "XADD fl:{bad-1}:s1 %llu-0 d garbage%d",
 					     (unsigned long long)(now - 1500 + i * 100), i));
 	eval_at(now, &ev);
 	cr_assert_eq(count(&ev, "HostUndecodable", "bad-1", "firing"), 1,
@@ -133,8 +136,8 @@ Test(hosts, a_wrong_type_stream_is_unreadable_too, .init = setup, .fini = teardo
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	struct test_events ev = { 0 };
 
-	freeReplyObject(redisCommand(rc, "SET fl:{odd-1}:s1 x"));
-	freeReplyObject(redisCommand(rc, "HSET fl:hosts odd-1 {}"));
+	freeReplyObject(conn_commandf(rc, NULL, "SET fl:{odd-1}:s1 x"));
+	freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts odd-1 {}"));
 	for (int i = 0; i < 3; i++)
 		eval_at(now + (uint64_t)i * 1000, &ev);
 	cr_assert_eq(count(&ev, "HostUndecodable", "odd-1", "firing"), 1);
@@ -181,7 +184,7 @@ Test(hosts, a_host_that_never_wrote_is_silent, .init = setup, .fini = teardown)
 	struct test_events ev = { 0 };
 
 	put("up-1", now - 1000, NULL, 30);
-	freeReplyObject(redisCommand(rc, "HSET fl:hosts never-1 {}"));
+	freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts never-1 {}"));
 	eval_at(now, &ev);
 	cr_assert_eq(count(&ev, "HostSilent", "never-1", "firing"), 0, "no grace at all");
 	put("up-1", now + 5000, NULL, 30);
@@ -202,7 +205,7 @@ Test(hosts, an_overlong_host_name_does_not_grow_the_engine, .init = setup, .fini
 	memset(name, 'h', 300);
 	name[300] = '\0';
 	put("up-1", now - 1000, NULL, 30);
-	freeReplyObject(redisCommand(rc, "HSET fl:hosts %s {}", name));
+	freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts %s {}", name));
 	eval_at(now, &ev);
 	before = counts().hosts;
 	for (int i = 1; i <= 5; i++)

@@ -11,6 +11,7 @@
 #include "model/alert.h"
 #include "store/silence.h"
 #include "core/backoff.h"
+#include "store/conn.h"
 #include "store/store.h"
 #include "core/strbuf.h"
 #include "core/strmap.h"
@@ -109,12 +110,12 @@ Test(store, url_password_is_masked)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char out[256], err[256];
-		struct store_url u;
+		struct conn_url u;
 
-		store_url_redacted(cases[i].in, out, sizeof(out));
+		conn_url_redacted(cases[i].in, out, sizeof(out));
 		cr_assert_str_eq(out, cases[i].out);
 		/* and a parse error does not print it either */
-		store_url_parse("redis://:hunter2@db:notaport", &u, err, sizeof(err));
+		conn_url_parse("redis://:hunter2@db:notaport", &u, err, sizeof(err));
 		cr_assert_null(strstr(err, "hunter2"), "%s", err);
 	}
 }

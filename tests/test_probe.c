@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tests/helpers.h"
+#include "store/conn.h"
 #include "store/store.h"
 #include "core/timeutil.h"
 
@@ -108,7 +109,7 @@ static int latest_cb(struct snapshot *s, void *arg)
 	return 0;
 }
 
-static int read_latest(redisContext *c, struct latest *l)
+static int read_latest(struct conn *c, struct latest *l)
 {
 	char err[256];
 
@@ -118,17 +119,17 @@ static int read_latest(redisContext *c, struct latest *l)
 	return store_read_latest(c, host, 1, 1, latest_cb, l, NULL, err, sizeof(err));
 }
 
-static redisContext *conn(void)
+static struct conn *conn(void)
 {
 	char err[256];
-	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *c = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 
 	cr_assert_not_null(c, "%s", err);
 	return c;
 }
 
 /* Wait until the probe has written a snapshot with seq >= want. */
-static uint64_t wait_seq(redisContext *c, uint64_t want, int seconds)
+static uint64_t wait_seq(struct conn *c, uint64_t want, int seconds)
 {
 	struct latest l = { 0 };
 	uint64_t seq = 0;
@@ -204,7 +205,7 @@ static size_t http_get(int port, const char *path, char *out, size_t outlen)
 Test(probe, direct_writes_to_loop_device_are_counted, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	struct latest before = { 0 }, after = { 0 };
 	uint64_t ios0 = 0, lat0 = 0, seq;
 	const int N = 300;
@@ -258,7 +259,7 @@ Test(probe, direct_writes_to_loop_device_are_counted, .init = setup, .fini = tea
 
 	snapshot_free(&before.s);
 	snapshot_free(&after.s);
-	redisFree(c);
+	conn_close(c);
 }
 
 struct seqs {
@@ -278,13 +279,13 @@ static int seq_cb(struct snapshot *s, void *arg)
 Test(probe, redis_outage_of_10s_loses_no_snapshot, .init = setup, .fini = teardown,
      .timeout = 90)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	struct seqs *q = calloc(1, sizeof(*q));
 	uint64_t before, after;
 	char err[256];
 
 	before = wait_seq(c, 2, 15);
-	redisFree(c);
+	conn_close(c);
 	test_redis_stop(&redis, 0);	/* SIGTERM: the AOF keeps what was written */
 	sleep(10);
 	cr_assert_eq(test_redis_restart(&redis), 0);
@@ -301,5 +302,5 @@ Test(probe, redis_outage_of_10s_loses_no_snapshot, .init = setup, .fini = teardo
 	cr_assert_leq(q->v[0], before, "snapshots before the outage are missing");
 	cr_assert_geq(q->v[q->n - 1], after);
 	free(q);
-	redisFree(c);
+	conn_close(c);
 }

@@ -29,6 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
 #include "model/alert.h"
 #include "tests/helpers.h"
 #include "tests/receiver.h"
@@ -104,13 +107,13 @@ static void teardown(void)
 	test_redis_destroy(&redis);
 }
 
-static redisContext *conn(void)
+static struct conn *conn(void)
 {
 	return test_redis_connect(&redis);
 }
 
 /* Append one event for alert `fp` (rack label `rack`), starting at starts_ms. */
-static void emit(redisContext *c, const char *fp, const char *rack, const char *status,
+static void emit(struct conn *c, const char *fp, const char *rack, const char *status,
 		 uint64_t starts_ms)
 {
 	char json[1024], t[40], e[40];
@@ -123,19 +126,19 @@ static void emit(redisContext *c, const char *fp, const char *rack, const char *
 		 strcmp(status, "resolved") ? "" : ",\"endsAt\":\"",
 		 strcmp(status, "resolved") ? "" : alert_format_time(starts_ms + 1000, e, sizeof(e)),
 		 strcmp(status, "resolved") ? "" : "\"");
-	freeReplyObject(redisCommand(c, "XADD fl:alerts * e %s", json));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
-static long long xpending(redisContext *c, const char *consumer)
+static long long xpending(struct conn *c, const char *consumer)
 {
 	redisReply *r;
 	long long n = -1;
 
 	if (consumer) {
-		r = redisCommand(c, "XPENDING fl:alerts alerter - + 100000 %s", consumer);
+		r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter - + 100000 %s", consumer);
 		n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
 	} else {
-		r = redisCommand(c, "XPENDING fl:alerts alerter");
+		r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter");
 		n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
 	}
 	if (r)
@@ -144,7 +147,7 @@ static long long xpending(redisContext *c, const char *consumer)
 }
 
 /* Wait until the group has `n` pending entries (read, not settled). */
-static int wait_pending(redisContext *c, long long n, int seconds)
+static int wait_pending(struct conn *c, long long n, int seconds)
 {
 	for (int i = 0; i < seconds * 10; i++) {
 		if (xpending(c, NULL) == n)
@@ -191,7 +194,7 @@ static int wait_all_delivered(int n, int seconds)
 Test(restarts, alerter_reads_back_its_whole_pending_list, .init = setup, .fini = teardown,
      .timeout = 120)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	int got;
 
@@ -211,13 +214,13 @@ Test(restarts, alerter_reads_back_its_whole_pending_list, .init = setup, .fini =
 	cr_log_info("%d of 150 alerts delivered after kill -9 and restart", got);
 	cr_assert_eq(got, 150, "only %d of 150 pending alerts were delivered after a restart", got);
 	cr_assert(wait_pending(c, 0, 10), "entries left pending after delivery");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, kill_9_twice_during_an_outage_loses_nothing, .init = setup, .fini = teardown,
      .timeout = 90)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17], b[17];
 
@@ -235,13 +238,13 @@ Test(restarts, kill_9_twice_during_an_outage_loses_nothing, .init = setup, .fini
 	start_alerter(0, cfg_up);
 	cr_assert_eq(wait_all_delivered(2, 30), 2, "a page was lost across two crashes");
 	cr_assert(wait_pending(c, 0, 10));
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, redis_restart_then_alerter_restart_loses_nothing, .init = setup, .fini = teardown,
      .timeout = 90)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17], b[17];
 
@@ -251,7 +254,7 @@ Test(restarts, redis_restart_then_alerter_restart_loses_nothing, .init = setup, 
 	emit(c, a, "r1", "firing", now);
 	emit(c, b, "r2", "firing", now);
 	cr_assert(wait_pending(c, 2, 15));
-	redisFree(c);
+	conn_close(c);
 	/* Redis restarts (its append-only file keeps the stream) under the alerter */
 	test_redis_stop(&redis, 0);
 	cr_assert_eq(test_redis_restart(&redis), 0);
@@ -263,13 +266,13 @@ Test(restarts, redis_restart_then_alerter_restart_loses_nothing, .init = setup, 
 	start_alerter(0, cfg_up);
 	cr_assert_eq(wait_all_delivered(2, 30), 2, "a page was lost across a Redis restart");
 	cr_assert(wait_pending(c, 0, 10));
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, running_alerter_takes_over_a_dead_alerters_events, .init = setup,
      .fini = teardown, .timeout = 90)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17], b[17], other[300];
 	redisReply *r;
@@ -279,9 +282,9 @@ Test(restarts, running_alerter_takes_over_a_dead_alerters_events, .init = setup,
 	/* "ghost" reads two events and dies without settling them */
 	emit(c, a, "r1", "firing", now);
 	emit(c, b, "r2", "firing", now);
-	r = redisCommand(c, "XGROUP CREATE fl:alerts alerter 0 MKSTREAM");
+	r = conn_commandf(c, NULL, "XGROUP CREATE fl:alerts alerter 0 MKSTREAM");
 	freeReplyObject(r);
-	r = redisCommand(c, "XREADGROUP GROUP alerter ghost COUNT 10 STREAMS fl:alerts >");
+	r = conn_commandf(c, NULL, "XREADGROUP GROUP alerter ghost COUNT 10 STREAMS fl:alerts >");
 	cr_assert(r && r->type == REDIS_REPLY_ARRAY, "the ghost read nothing");
 	freeReplyObject(r);
 	cr_assert_eq(xpending(c, "ghost"), 2);
@@ -292,13 +295,13 @@ Test(restarts, running_alerter_takes_over_a_dead_alerters_events, .init = setup,
 	cr_assert_eq(wait_all_delivered(2, 20), 2, "a dead alerter's events were never delivered");
 	cr_assert(wait_pending(c, 0, 10));
 	cr_assert_eq(xpending(c, "ghost"), 0);
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, held_events_are_not_taken_from_a_live_alerter, .init = setup, .fini = teardown,
      .timeout = 90)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17], other[300];
 
@@ -315,7 +318,7 @@ Test(restarts, held_events_are_not_taken_from_a_live_alerter, .init = setup, .fi
 	/* the holder dies: now the survivor takes it over */
 	stop_alerter(0, SIGKILL);
 	cr_assert_eq(wait_all_delivered(1, 20), 1);
-	redisFree(c);
+	conn_close(c);
 }
 
 /* The idempotency key of the first 200 that carried fp, into key. */
@@ -337,7 +340,7 @@ static int key_of(const char *fp, char *key, size_t len, int nth)
 Test(restarts, idempotency_key_survives_a_restart, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17], b[17], k1[80] = "", k2[80] = "";
 
@@ -361,13 +364,13 @@ Test(restarts, idempotency_key_survives_a_restart, .init = setup, .fini = teardo
 	cr_assert_eq(key_of(b, k2, sizeof(k2), 1), 0);
 	cr_assert(k1[0], "no idempotency key");
 	cr_assert_str_eq(k1, k2, "the redelivery after a restart carries another key");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, a_new_incident_is_never_a_duplicate, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17], k1[80] = "", k2[80] = "";
 
@@ -388,20 +391,20 @@ Test(restarts, a_new_incident_is_never_a_duplicate, .init = setup, .fini = teard
 	cr_assert_eq(key_of(a, k2, sizeof(k2), 1), 0);
 	cr_assert_str_neq(k1, k2, "two incidents share an idempotency key");
 	cr_assert(wait_pending(c, 0, 10));
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, wrong_type_alert_stream_backs_off_and_recovers, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17], line[1024];
 	int lines = 0, named = 0;
 	FILE *f;
 
 	fp_of(0, a);
-	freeReplyObject(redisCommand(c, "SET fl:alerts not-a-stream"));
+	freeReplyObject(conn_commandf(c, NULL, "SET fl:alerts not-a-stream"));
 	start_alerter(0, cfg_up);
 	sleep(4);
 	f = fopen(alerter_log, "r");
@@ -415,28 +418,28 @@ Test(restarts, wrong_type_alert_stream_backs_off_and_recovers, .init = setup, .f
 	cr_assert_lt(lines, 20, "%d log lines in 4 s: a busy loop", lines);
 	cr_assert(named, "the log does not say fl:alerts is not a stream");
 	/* the operator fixes it: alerts flow without a restart */
-	freeReplyObject(redisCommand(c, "DEL fl:alerts"));
-	freeReplyObject(redisCommand(c, "XGROUP CREATE fl:alerts alerter 0 MKSTREAM"));
+	freeReplyObject(conn_commandf(c, NULL, "DEL fl:alerts"));
+	freeReplyObject(conn_commandf(c, NULL, "XGROUP CREATE fl:alerts alerter 0 MKSTREAM"));
 	emit(c, a, "r1", "firing", now);
 	cr_assert_eq(wait_all_delivered(1, 30), 1, "no delivery after the key was fixed");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, group_destroyed_under_a_running_alerter_is_recreated, .init = setup,
      .fini = teardown, .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char a[17];
 
 	fp_of(0, a);
 	start_alerter(0, cfg_up);
 	sleep(1);
-	freeReplyObject(redisCommand(c, "XGROUP DESTROY fl:alerts alerter"));
+	freeReplyObject(conn_commandf(c, NULL, "XGROUP DESTROY fl:alerts alerter"));
 	sleep(1);
 	emit(c, a, "r1", "firing", now);
 	cr_assert_eq(wait_all_delivered(1, 30), 1, "no delivery after NOGROUP");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, redis_password_never_reaches_the_log, .init = setup, .fini = teardown,
@@ -605,9 +608,9 @@ static int wait_drive_hot(const char *status, int n, int seconds)
 	return drive_hot(status, NULL, 0);
 }
 
-static long long checkpointed(redisContext *c)
+static long long checkpointed(struct conn *c)
 {
-	redisReply *r = redisCommand(c, "HLEN fl:rules:alerts");
+	redisReply *r = conn_commandf(c, NULL, "HLEN {fl:alerts}:rules");
 	long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 
 	if (r)
@@ -618,7 +621,7 @@ static long long checkpointed(redisContext *c)
 Test(restarts, rules_killed_while_firing_resolve_and_fire_again_after_restart,
      .init = rules_setup, .fini = rules_teardown, .timeout = 120)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	char starts[4][40];
 
 	start_alerter(0, cfg_up);
@@ -638,13 +641,13 @@ Test(restarts, rules_killed_while_firing_resolve_and_fire_again_after_restart,
 	cr_assert_eq(wait_drive_hot("firing", 2, 20), 2, "the second incident was not paged");
 	drive_hot("firing", starts, 4);
 	cr_assert_str_neq(starts[0], starts[1], "two incidents with one startsAt");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, rules_restarted_while_firing_do_not_page_twice, .init = rules_setup,
      .fini = rules_teardown, .timeout = 90)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	char starts[4][40];
 
 	start_alerter(0, cfg_up);
@@ -667,13 +670,13 @@ Test(restarts, rules_restarted_while_firing_do_not_page_twice, .init = rules_set
 	cr_assert_eq(drive_hot("firing", NULL, 0), 1);
 	hot = 0;
 	cr_assert_eq(wait_drive_hot("resolved", 1, 20), 1);
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, a_bad_reload_keeps_the_engine_and_its_alerts, .init = rules_setup,
      .fini = rules_teardown, .timeout = 90)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	FILE *f;
 	int status;
 
@@ -693,7 +696,7 @@ Test(restarts, a_bad_reload_keeps_the_engine_and_its_alerts, .init = rules_setup
 	cr_assert_eq(waitpid(rules, &status, WNOHANG), 0, "faultline-rules died on a bad reload");
 	hot = 0;
 	cr_assert_eq(wait_drive_hot("resolved", 1, 20), 1, "the old rules stopped working");
-	redisFree(c);
+	conn_close(c);
 }
 
 /* ---- the probe ------------------------------------------------------------ */
@@ -759,9 +762,9 @@ static void probe_teardown(void)
 	teardown();
 }
 
-static long long stream_len(redisContext *c, uint64_t from_ms, uint64_t to_ms)
+static long long stream_len(struct conn *c, uint64_t from_ms, uint64_t to_ms)
 {
-	redisReply *r = redisCommand(c, "XRANGE fl:{spool-1}:s1 %llu %llu",
+	redisReply *r = conn_commandf(c, NULL, "XRANGE fl:{spool-1}:s1 %llu %llu",
 				     (unsigned long long)from_ms, (unsigned long long)to_ms);
 	long long n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
 
@@ -803,7 +806,7 @@ Test(restarts, probe_stops_cleanly_on_sigterm, .init = setup, .fini = probe_tear
 Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
      .fini = probe_teardown, .timeout = 90)
 {
-	redisContext *c;
+	struct conn *c;
 	uint64_t down_from, down_to, stopped, asked;
 	struct stat st;
 	long long during, before;
@@ -841,7 +844,7 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 		      "only %lld snapshots taken before the restart survived it", before);
 	cr_assert_geq(during, 4, "the restarted probe's own spool was lost");
 	cr_assert_neq(stat(spool_file, &st), 0, "the spool file was not removed once sent");
-	redisFree(c);
+	conn_close(c);
 }
 
 Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup,
@@ -901,14 +904,14 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
      .fini = rules_teardown, .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
 	char bin[256], addr[64], *buf = malloc(1 << 16);
 	int port = test_free_port(), found = 0;
 
-	freeReplyObject(redisCommand(c, "HSET fl:hosts bad-1 {}"));
+	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts bad-1 {}"));
 	for (int i = 0; i < 4; i++)
-		freeReplyObject(redisCommand(c, "XADD fl:{bad-1}:s1 %llu-0 d garbage",
+		freeReplyObject(conn_commandf(c, NULL, "XADD fl:{bad-1}:s1 %llu-0 d garbage",
 					     (unsigned long long)(now + (uint64_t)i)));
 	snprintf(bin, sizeof(bin), "%s/faultline-rules", test_out_dir());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -945,7 +948,7 @@ Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
 		cr_assert(strstr(buf, "prometheus_notifications_queue_length "));
 	}
 	free(buf);
-	redisFree(c);
+	conn_close(c);
 }
 
 /* Notifications answered 200 that carried HostSilent (any status). */
@@ -1090,15 +1093,15 @@ Test(restarts, every_daemon_tells_systemd_ready_watchdog_and_stopping, .init = r
 Test(restarts, events_redis_refuses_are_sent_again_not_dropped, .init = rules_setup,
      .fini = rules_teardown, .timeout = 60)
 {
-	redisContext *c = conn();
+	struct conn *c = conn();
 
-	freeReplyObject(redisCommand(c, "SET fl:alerts not-a-stream"));
+	freeReplyObject(conn_commandf(c, NULL, "SET fl:alerts not-a-stream"));
 	start_rules();
 	hot = 1;
 	sleep(3);	/* the firing event is refused (WRONGTYPE) every interval */
-	freeReplyObject(redisCommand(c, "DEL fl:alerts"));
+	freeReplyObject(conn_commandf(c, NULL, "DEL fl:alerts"));
 	start_alerter(0, cfg_up);
 	cr_assert_eq(wait_drive_hot("firing", 1, 20), 1,
 		     "a firing event Redis refused once was dropped, never paged");
-	redisFree(c);
+	conn_close(c);
 }

@@ -20,6 +20,7 @@
 #include "tests/helpers.h"
 #include "rules/rules.h"
 #include "rules/ruletest.h"
+#include "store/conn.h"
 #include "store/store.h"
 #include "core/timeutil.h"
 
@@ -236,7 +237,7 @@ static void run_fleet_reload(const char *yaml, const struct topology *topo, cons
 	struct ruleset rs = { 0 };
 	struct engine *e;
 	struct store *st;
-	redisContext *rc;
+	struct conn *rc;
 	char err[512];
 	uint64_t t0 = time_wall_ns() / NSEC_PER_MSEC - 30000;
 
@@ -252,7 +253,7 @@ static void run_fleet_reload(const char *yaml, const struct topology *topo, cons
 
 		cr_assert_eq(engine_init(&e, &rs, &eo), 0);
 	}
-	rc = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	rc = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	if (reload) {
 		struct ruleset again = { 0 };
 
@@ -266,7 +267,7 @@ static void run_fleet_reload(const char *yaml, const struct topology *topo, cons
 		cr_assert_eq(engine_load_redis(e, rc, 0, err, sizeof(err)), 16 * 4, "%s", err);
 	}
 	engine_eval(e, t0 + 30000, test_events_collect, ev);
-	redisFree(rc);
+	conn_close(rc);
 	engine_free(e);
 	test_redis_destroy(&redis);
 }

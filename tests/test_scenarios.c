@@ -27,6 +27,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "store/conn.h"
 #include "model/alert.h"
 #include "tests/helpers.h"
 #include "tests/receiver.h"
@@ -77,13 +78,13 @@ static int64_t jint(struct json_object *o, const char *key)
 /* What fl:alerts' consumer group still has to deliver: entries not read plus pending. */
 static long undelivered(void)
 {
-	redisContext *c = redisConnectUnix(redis.sock);
+	struct conn *c = test_redis_connect(&redis);
 	redisReply *r;
 	long left = -1;
 
-	if (!c || c->err)
+	if (!c)
 		goto out;
-	r = redisCommand(c, "XINFO GROUPS fl:alerts");
+	r = conn_commandf(c, NULL, "XINFO GROUPS fl:alerts");
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
 		redisReply *g = r->element[0];
 
@@ -97,7 +98,7 @@ static long undelivered(void)
 		freeReplyObject(r);
 out:
 	if (c)
-		redisFree(c);
+		conn_close(c);
 	return left;
 }
 

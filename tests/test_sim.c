@@ -13,6 +13,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "store/conn.h"
 #include "store/deploy.h"
 #include "tests/helpers.h"
 #include "sim/scenario.h"
@@ -145,7 +146,7 @@ static int keep_last(struct snapshot *s, void *arg)
 	return 0;
 }
 
-static uint64_t csum_of(redisContext *c, const char *host, int *count)
+static uint64_t csum_of(struct conn *c, const char *host, int *count)
 {
 	struct last l = { 0 };
 	char err[256];
@@ -201,7 +202,7 @@ Test(sim, writes_the_fleet_and_its_faults, .init = setup, .fini = teardown, .tim
 	struct scenario sc;
 	struct sim_stats st;
 	struct sim_opts o = { .url = redis.url, .seed = 1, .profiles = 1, .timeline = timeline };
-	redisContext *c;
+	struct conn *c;
 	redisReply *r;
 	int n, deploys = 0;
 
@@ -215,12 +216,12 @@ Test(sim, writes_the_fleet_and_its_faults, .init = setup, .fini = teardown, .tim
 	cr_expect_eq(st.deploys, 1);
 	cr_expect_geq(st.profiles, 16 * 2);
 
-	c = redisConnectUnix(redis.sock);
-	cr_assert(c && !c->err);
-	r = redisCommand(c, "HLEN fl:hosts");
+	c = test_redis_connect(&redis);
+	cr_assert(c);
+	r = conn_commandf(c, NULL, "HLEN fl:hosts");
 	cr_expect_eq(r->integer, 16);
 	freeReplyObject(r);
-	r = redisCommand(c, "HGET fl:hosts sw000-r0001-h02");
+	r = conn_commandf(c, NULL, "HGET fl:hosts sw000-r0001-h02");
 	cr_assert_eq(r->type, REDIS_REPLY_STRING);
 	cr_expect(strstr(r->str, "\"rack\":\"r0001\"") && strstr(r->str, "\"switch\":\"sw000\""),
 		  "%s", r->str);
@@ -233,13 +234,13 @@ Test(sim, writes_the_fleet_and_its_faults, .init = setup, .fini = teardown, .tim
 	cr_expect_eq(n, 20, "a silenced host went on writing (%d snapshots)", n);
 	cr_expect_eq(deploy_list(c, 0, NULL, count_deploy, &deploys, err, sizeof(err)), 1, "%s",
 		     err);
-	r = redisCommand(c, "XLEN fl:{sw000-r0000-h00}:p10");
+	r = conn_commandf(c, NULL, "XLEN fl:{sw000-r0000-h00}:p10");
 	cr_expect_geq(r->integer, 2);
 	freeReplyObject(r);
-	r = redisCommand(c, "HLEN fl:{sw000-r0000-h00}:drives:wear:SIM00000000");
+	r = conn_commandf(c, NULL, "HLEN fl:{sw000-r0000-h00}:drives:wear:SIM00000000");
 	cr_expect_geq(r->integer, 30, "a month of wear history");
 	freeReplyObject(r);
-	redisFree(c);
+	conn_close(c);
 
 	struct json_object *tl = json_object_from_file(timeline), *evs, *ev, *hosts;
 
@@ -275,7 +276,7 @@ Test(sim, new_functions_aggregation_and_rollback, .init = setup, .fini = teardow
 	struct sim_stats st;
 	struct sim_opts o = { .url = redis.url, .seed = 1, .profiles = 1 };
 	int sd[2] = { 0, 0 };
-	redisContext *c;
+	struct conn *c;
 	redisReply *r;
 	int with_gzip = 0;
 
@@ -284,14 +285,14 @@ Test(sim, new_functions_aggregation_and_rollback, .init = setup, .fini = teardow
 	o.start_ms = time_wall_ns() / NSEC_PER_MSEC / 10000 * 10000 - 40000;
 	cr_assert_eq(sim_run(&sc, &o, &st, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(st.deploys, 2);
-	c = redisConnectUnix(redis.sock);
-	cr_assert(c && !c->err);
-	r = redisCommand(c, "HGET fl:hosts sw003-r0003-h00");
+	c = test_redis_connect(&redis);
+	cr_assert(c);
+	r = conn_commandf(c, NULL, "HGET fl:hosts sw003-r0003-h00");
 	cr_assert_eq(r->type, REDIS_REPLY_STRING);
 	cr_expect(strstr(r->str, "\"agg\":\"agg01\""), "%s", r->str);
 	freeReplyObject(r);
 	/* windows ending at 10 s and 20 s carry the new stack; after the rollback none */
-	r = redisCommand(c, "XRANGE fl:{sw000-r0000-h00}:p10 - +");
+	r = conn_commandf(c, NULL, "XRANGE fl:{sw000-r0000-h00}:p10 - +");
 	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
 	for (size_t i = 0; i < r->elements; i++) {
 		redisReply *blob = r->element[i]->element[1]->element[1];
@@ -303,7 +304,7 @@ Test(sim, new_functions_aggregation_and_rollback, .init = setup, .fini = teardow
 	}
 	cr_expect_geq(with_gzip, 2, "gzip_body in %d profile windows", with_gzip);
 	freeReplyObject(r);
-	r = redisCommand(c, "XRANGE fl:{sw001-r0001-h00}:p10 - +");
+	r = conn_commandf(c, NULL, "XRANGE fl:{sw001-r0001-h00}:p10 - +");
 	for (size_t i = 0; i < r->elements; i++) {
 		redisReply *blob = r->element[i]->element[1]->element[1];
 
@@ -312,7 +313,7 @@ Test(sim, new_functions_aggregation_and_rollback, .init = setup, .fini = teardow
 	freeReplyObject(r);
 	cr_expect_eq(deploy_list(c, 0, NULL, count_kinds, sd, err, sizeof(err)), 2, "%s", err);
 	cr_expect_eq(sd[1], 1);
-	redisFree(c);
+	conn_close(c);
 	scenario_free(&sc);
 }
 

@@ -9,6 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
+#include "store/keyspace.h"
 #include "tests/helpers.h"
 #include "store/store.h"
 #include "store/profile_store.h"
@@ -66,10 +70,10 @@ static int collect_cb(struct snapshot *s, void *arg)
 	return 0;
 }
 
-static redisContext *conn(void)
+static struct conn *conn(void)
 {
 	char err[256];
-	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *c = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 
 	cr_assert_not_null(c, "%s", err);
 	return c;
@@ -77,28 +81,28 @@ static redisContext *conn(void)
 
 Test(store_url, parses_forms)
 {
-	struct store_url u;
+	struct conn_url u;
 	char err[256];
 
-	cr_assert_eq(store_url_parse("redis://127.0.0.1:6380/2", &u, err, sizeof(err)), 0);
+	cr_assert_eq(conn_url_parse("redis://127.0.0.1:6380/2", &u, err, sizeof(err)), 0);
 	cr_assert_str_eq(u.host, "127.0.0.1");
 	cr_assert_eq(u.port, 6380);
 	cr_assert_eq(u.db, 2);
-	cr_assert_eq(store_url_parse("redis://:s3cret@db.example:7000", &u, err, sizeof(err)), 0);
+	cr_assert_eq(conn_url_parse("redis://:s3cret@db.example:7000", &u, err, sizeof(err)), 0);
 	cr_assert_str_eq(u.password, "s3cret");
 	cr_assert_str_eq(u.user, "");
-	cr_assert_eq(store_url_parse("redis://fl:pw@h", &u, err, sizeof(err)), 0);
+	cr_assert_eq(conn_url_parse("redis://fl:pw@h", &u, err, sizeof(err)), 0);
 	cr_assert_str_eq(u.user, "fl");
 	cr_assert_str_eq(u.password, "pw");
 	cr_assert_eq(u.port, 6379);
-	cr_assert_eq(store_url_parse("unix:///run/x.sock?db=3&password=p", &u, err, sizeof(err)), 0);
+	cr_assert_eq(conn_url_parse("unix:///run/x.sock?db=3&password=p", &u, err, sizeof(err)), 0);
 	cr_assert_str_eq(u.path, "/run/x.sock");
 	cr_assert_eq(u.db, 3);
 	cr_assert_str_eq(u.password, "p");
-	cr_assert_neq(store_url_parse("http://x", &u, err, sizeof(err)), 0);
+	cr_assert_neq(conn_url_parse("http://x", &u, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "expected redis://"), "%s", err);
-	cr_assert_neq(store_url_parse("redis://h:99999", &u, err, sizeof(err)), 0);
-	cr_assert_neq(store_url_parse("rediss://h", &u, err, sizeof(err)), 0);
+	cr_assert_neq(conn_url_parse("redis://h:99999", &u, err, sizeof(err)), 0);
+	cr_assert_neq(conn_url_parse("rediss://h", &u, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "TLS"), "%s", err);
 }
 
@@ -106,7 +110,7 @@ Test(store, keys_carry_host_hash_tag)
 {
 	char k[128];
 
-	store_key(k, sizeof(k), "db-17", 60);
+	key_tier(k, sizeof(k), "db-17", 60);
 	cr_assert_str_eq(k, "fl:{db-17}:s60");
 	cr_assert(store_host_valid("db-17.r12.example"));
 	cr_assert(!store_host_valid("bad{host}"));
@@ -118,7 +122,7 @@ Test(store, write_and_read_back, .init = setup, .fini = teardown)
 	struct store *st = open_store(100);
 	struct collect got = { 0 };
 	struct store_stats stats;
-	redisContext *c;
+	struct conn *c;
 	redisReply *r;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL;
@@ -146,15 +150,15 @@ Test(store, write_and_read_back, .init = setup, .fini = teardown)
 	cr_assert_eq(got.seqs[0], 17, "latest come oldest first");
 	cr_assert_eq(got.seqs[2], 19);
 
-	r = redisCommand(c, "HGET fl:hosts web-1");
+	r = conn_commandf(c, NULL, "HGET fl:hosts web-1");
 	cr_assert_eq(r->type, REDIS_REPLY_STRING);
 	cr_assert(strstr(r->str, "\"rack\":\"r7\""), "%s", r->str);
 	cr_assert(strstr(r->str, "\"last_seen_ms\":"), "%s", r->str);
 	freeReplyObject(r);
-	r = redisCommand(c, "EXISTS fl:{web-1}:s1");
+	r = conn_commandf(c, NULL, "EXISTS fl:{web-1}:s1");
 	cr_assert_eq(r->integer, 1);
 	freeReplyObject(r);
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
 }
 
@@ -166,7 +170,7 @@ Test(store, pipelined_read_of_many_hosts, .init = setup, .fini = teardown)
 	const char *hosts[3] = { "web-1", "broken", "web-1" };
 	uint64_t t0 = 1764500000000ULL, from[3] = { t0 + 7000, 0, t0 + 9000 };
 	size_t bad = 0;
-	redisContext *c;
+	struct conn *c;
 	redisReply *r;
 	char err[256];
 
@@ -179,7 +183,7 @@ Test(store, pipelined_read_of_many_hosts, .init = setup, .fini = teardown)
 	}
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 	c = conn();
-	r = redisCommand(c, "SET fl:{broken}:s1 not-a-stream");
+	r = conn_commandf(c, NULL, "SET fl:{broken}:s1 not-a-stream");
 	freeReplyObject(r);
 	cr_assert_eq(store_read_ranges(c, hosts, from, 3, 1, 0, collect_cb, &got, NULL, &bad, err,
 				       sizeof(err)), 4, "%s", err);
@@ -187,7 +191,7 @@ Test(store, pipelined_read_of_many_hosts, .init = setup, .fini = teardown)
 	cr_expect_eq(got.seqs[0], 7);
 	cr_expect_eq(got.seqs[2], 9);
 	cr_expect_eq(got.seqs[3], 9, "the second read of web-1 starts at its own from");
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
 }
 
@@ -195,7 +199,7 @@ Test(store, replayed_write_is_not_a_duplicate, .init = setup, .fini = teardown)
 {
 	struct store *st = open_store(100);
 	struct snapshot s;
-	redisContext *c;
+	struct conn *c;
 	redisReply *r;
 
 	make_snap(&s, 1764500000000ULL, 1);
@@ -210,13 +214,13 @@ Test(store, replayed_write_is_not_a_duplicate, .init = setup, .fini = teardown)
 	snapshot_free(&s);
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 	c = conn();
-	r = redisCommand(c, "XLEN fl:{web-1}:s1");
+	r = conn_commandf(c, NULL, "XLEN fl:{web-1}:s1");
 	/* first attempt of the replay is treated like the clock case, so it
 	 * is written once more under a fresh id; nothing is lost either way */
 	cr_assert_geq(r->integer, 2);
 	cr_assert_leq(r->integer, 3);
 	freeReplyObject(r);
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
 }
 
@@ -229,7 +233,7 @@ Test(store, retention_trims_by_age, .init = setup, .fini = teardown)
 	};
 	char err[256];
 	struct store *st = store_open(&o, err, sizeof(err));
-	redisContext *c;
+	struct conn *c;
 	redisReply *r;
 	uint64_t t0 = 1764500000000ULL;
 
@@ -248,25 +252,25 @@ Test(store, retention_trims_by_age, .init = setup, .fini = teardown)
 	snapshot_free(&s);
 	store_flush(st, 5 * NSEC_PER_SEC);
 	c = conn();
-	r = redisCommand(c, "XLEN fl:{web-1}:s1");
+	r = conn_commandf(c, NULL, "XLEN fl:{web-1}:s1");
 	/* MINID ~ trims whole stream nodes (100 entries each) */
 	cr_assert_lt(r->integer, 150, "XLEN %lld after the old entries aged out", r->integer);
 	freeReplyObject(r);
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
 }
 
 Test(store, garbage_entries_are_skipped_and_counted, .init = setup, .fini = teardown)
 {
 	struct collect got = { 0 };
-	redisContext *c = conn();
+	struct conn *c = conn();
 	size_t bad = 0;
 	char err[256];
 	struct store *st = open_store(10);
 	struct snapshot s;
 
-	freeReplyObject(redisCommand(c, "XADD fl:{web-1}:s1 1000-0 d garbage"));
-	freeReplyObject(redisCommand(c, "XADD fl:{web-1}:s1 1500-0 other field"));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{web-1}:s1 1000-0 d garbage"));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{web-1}:s1 1500-0 other field"));
 	make_snap(&s, 2000, 7);
 	store_put_snapshot(st, &s);
 	snapshot_free(&s);
@@ -275,7 +279,7 @@ Test(store, garbage_entries_are_skipped_and_counted, .init = setup, .fini = tear
 				      sizeof(err)), 1);
 	cr_assert_eq(bad, 2);
 	cr_assert_eq(got.seqs[0], 7);
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
 }
 
@@ -284,7 +288,7 @@ Test(store, outage_within_spool_loses_nothing, .init = setup, .fini = teardown, 
 	struct store *st = open_store(1000);
 	struct collect got = { 0 };
 	struct store_stats stats;
-	redisContext *c;
+	struct conn *c;
 	char err[256];
 	uint64_t t0 = 1764500000000ULL, i = 0;
 
@@ -323,7 +327,7 @@ Test(store, outage_within_spool_loses_nothing, .init = setup, .fini = teardown, 
 				      sizeof(err)), 50, "%s", err);
 	for (size_t k = 0; k < got.n; k++)
 		cr_assert_eq(got.seqs[k], 10 + k, "out of order or missing at %zu", k);
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
 }
 
@@ -333,7 +337,7 @@ Test(store, outage_beyond_spool_drops_oldest_and_counts, .init = setup, .fini = 
 	struct store *st = open_store(10);
 	struct collect got = { 0 };
 	struct store_stats stats;
-	redisContext *c;
+	struct conn *c;
 	char err[256];
 
 	test_redis_stop(&redis, 1);
@@ -354,7 +358,7 @@ Test(store, outage_beyond_spool_drops_oldest_and_counts, .init = setup, .fini = 
 		     (unsigned long long)stats.dropped, got.n);
 	cr_assert_geq(got.n, 9);
 	cr_assert_eq(got.seqs[got.n - 1], 24, "the newest survive");
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
 }
 
@@ -370,7 +374,7 @@ Test(store, profile_burst_and_windows_round_trip, .init = setup, .fini = teardow
 	char *blob;
 	size_t len;
 	char err[256];
-	redisContext *c = store_connect(redis.url, NSEC_PER_SEC, err, sizeof(err));
+	struct conn *c = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	const char *frames[2] = { "main", "hot_loop" };
 
 	cr_assert_not_null(c, "%s", err);
@@ -387,13 +391,43 @@ Test(store, profile_burst_and_windows_round_trip, .init = setup, .fini = teardow
 	cr_assert_eq(profile_store_put(st, "web-1", 0, 1764500000000ULL, blob, len), 0);
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 	profile_init(&into, "web-1");
-	cr_assert_eq(profile_read_merge(c, "web-1", "p10", 0, 0, NULL, &into, NULL, err,
+	cr_assert_eq(profile_read_merge(c, "web-1", 0, 0, 0, NULL, &into, NULL, err,
 					sizeof(err)), 1, "%s", err);
-	cr_assert_eq(profile_read_merge(c, "web-1", "p3600", 0, 0, NULL, &into, NULL, err,
+	cr_assert_eq(profile_read_merge(c, "web-1", 1, 0, 0, NULL, &into, NULL, err,
 					sizeof(err)), 0, "an hourly window was not asked for");
 	free(blob);
 	profile_free(&p);
 	profile_free(&into);
-	redisFree(c);
+	conn_close(c);
 	store_close(st);
+}
+
+static void count_state(const char *fp, const char *json, void *arg)
+{
+	(void)json;
+	cr_expect_str_eq(fp, "fp1");
+	(*(int *)arg)++;
+}
+
+/*
+ * A single server set up before the checkpoint moved into fl:alerts' slot
+ * keeps its firing alerts: the old hash is taken over on first read.
+ */
+Test(store, legacy_alert_checkpoint_is_taken_over, .init = setup, .fini = teardown)
+{
+	struct conn *c = conn();
+	redisReply *r;
+	char err[256];
+	int n = 0;
+
+	freeReplyObject(conn_commandf(c, NULL, "HSET %s fp1 {}", KEY_ALERTS_STATE_LEGACY));
+	cr_expect_eq(store_alerts_state_read(c, count_state, &n, err, sizeof(err)), 1, "%s", err);
+	cr_expect_eq(n, 1);
+	r = conn_commandf(c, NULL, "EXISTS %s", KEY_ALERTS_STATE_LEGACY);
+	cr_expect_eq(r->integer, 0, "the legacy key is gone");
+	freeReplyObject(r);
+	r = conn_commandf(c, NULL, "HLEN %s", KEY_ALERTS_STATE);
+	cr_expect_eq(r->integer, 1);
+	freeReplyObject(r);
+	conn_close(c);
 }

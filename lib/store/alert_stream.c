@@ -9,20 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAM ALERT_STREAM_NAME
-#define DEAD_STREAM ALERT_STREAM_DEAD_NAME
-#define GROUP ALERT_STREAM_GROUP
-#define NOTIFICATIONS "fl:notifications"
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
+#include "store/keyspace.h"
+
+#define STREAM KEY_ALERTS
+#define DEAD_STREAM KEY_ALERTS_DEAD
+#define GROUP KEY_ALERTS_GROUP
+#define NOTIFICATIONS KEY_NOTIFICATIONS
 
 /*
  * How a command went: r NULL (connection dropped), an error reply, or
  * fine (0).  what names the command in err.
  */
-static int answer(redisContext *rc, const redisReply *r, const char *what, char *err,
+static int answer(struct conn *rc, const redisReply *r, const char *what, char *err,
 		  size_t errlen)
 {
 	if (!r) {
-		snprintf(err, errlen, "%s: %s", what, rc->errstr[0] ? rc->errstr : "no answer");
+		snprintf(err, errlen, "%s: %s", what, conn_errstr(rc)[0] ? conn_errstr(rc) : "no answer");
 		return ALERT_STREAM_LOST;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
@@ -32,9 +37,9 @@ static int answer(redisContext *rc, const redisReply *r, const char *what, char 
 	return 0;
 }
 
-int alert_stream_create_group(redisContext *rc, char *err, size_t errlen)
+int alert_stream_create_group(struct conn *rc, char *err, size_t errlen)
 {
-	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", STREAM, GROUP);
+	redisReply *r = conn_commandf(rc, STREAM, "XGROUP CREATE %s %s 0 MKSTREAM", STREAM, GROUP);
 	int ret = answer(rc, r, "XGROUP CREATE " STREAM, err, errlen);
 
 	if (ret == ALERT_STREAM_REFUSED && strstr(r->str, "BUSYGROUP"))
@@ -81,7 +86,7 @@ static int each_entry(const redisReply *entries, alert_stream_cb cb, void *arg, 
 	return n;
 }
 
-int alert_stream_read(redisContext *rc, const char *consumer, const char *from, int count,
+int alert_stream_read(struct conn *rc, const char *consumer, const char *from, int count,
 		      int block_ms, alert_stream_cb cb, void *arg, char *last, size_t lastlen,
 		      char *err, size_t errlen)
 {
@@ -99,7 +104,7 @@ int alert_stream_read(redisContext *rc, const char *consumer, const char *from, 
 	argv[argc++] = "STREAMS";
 	argv[argc++] = STREAM;
 	argv[argc++] = from;
-	r = redisCommandArgv(rc, argc, argv, NULL);
+	r = conn_command(rc, STREAM, argc, argv, NULL);
 	if ((ret = answer(rc, r, "XREADGROUP " STREAM, err, errlen))) {
 		if (r)
 			freeReplyObject(r);
@@ -125,7 +130,7 @@ int alert_stream_read(redisContext *rc, const char *consumer, const char *from, 
  * One command of head[0..nh), then ids[0..n), then tail (NULL: none),
  * named what in err.
  */
-static int ids_command(redisContext *rc, const char *const *head, int nh, const char *const *ids,
+static int ids_command(struct conn *rc, const char *const *head, int nh, const char *const *ids,
 		       int n, const char *tail, const char *what, char *err, size_t errlen)
 {
 	const char **argv = malloc((size_t)(nh + n + 1) * sizeof(*argv));
@@ -142,7 +147,7 @@ static int ids_command(redisContext *rc, const char *const *head, int nh, const 
 		argv[argc++] = ids[i];
 	if (tail)
 		argv[argc++] = tail;
-	r = redisCommandArgv(rc, argc, argv, NULL);
+	r = conn_command(rc, argv[1], argc, argv, NULL);
 	free(argv);
 	ret = answer(rc, r, what, err, errlen);
 	if (r)
@@ -150,14 +155,14 @@ static int ids_command(redisContext *rc, const char *const *head, int nh, const 
 	return ret;
 }
 
-int alert_stream_ack(redisContext *rc, const char *const *ids, int n, char *err, size_t errlen)
+int alert_stream_ack(struct conn *rc, const char *const *ids, int n, char *err, size_t errlen)
 {
 	const char *const head[] = { "XACK", STREAM, GROUP };
 
 	return n <= 0 ? 0 : ids_command(rc, head, 3, ids, n, NULL, "XACK " STREAM, err, errlen);
 }
 
-int alert_stream_hold(redisContext *rc, const char *consumer, const char *const *ids, int n,
+int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *ids, int n,
 		      char *err, size_t errlen)
 {
 	const char *const head[] = { "XCLAIM", STREAM, GROUP, consumer, "0" };
@@ -166,7 +171,7 @@ int alert_stream_hold(redisContext *rc, const char *consumer, const char *const 
 					errlen);
 }
 
-int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
+int alert_stream_claim(struct conn *rc, const char *consumer, uint64_t idle_ms,
 		       char cursor[32], alert_stream_cb cb, void *arg, char *err, size_t errlen)
 {
 	char idle[24];
@@ -175,7 +180,7 @@ int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
 	int n, ret;
 
 	snprintf(idle, sizeof(idle), "%llu", (unsigned long long)idle_ms);
-	r = redisCommandArgv(rc, 8, argv, NULL);
+	r = conn_command(rc, argv[1], 8, argv, NULL);
 	if ((ret = answer(rc, r, "XAUTOCLAIM " STREAM, err, errlen))) {
 		if (r)
 			freeReplyObject(r);
@@ -199,11 +204,11 @@ int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
 	return n;
 }
 
-int alert_stream_dead_letter(redisContext *rc, const char *reason, const char *group,
+int alert_stream_dead_letter(struct conn *rc, const char *reason, const char *group,
 			     const char *receiver, const char *ids, const char *body, size_t len,
 			     char *err, size_t errlen)
 {
-	const char *argv[] = { "XADD", DEAD_STREAM, "MAXLEN", "~", "100000", "*",
+	const char *argv[] = { "XADD", DEAD_STREAM, "MAXLEN", "~", KEY_STREAM_MAXLEN, "*",
 			       "reason", reason, "group", group, "receiver", receiver,
 			       "entries", ids, "body", body };
 	size_t lens[16];
@@ -213,17 +218,18 @@ int alert_stream_dead_letter(redisContext *rc, const char *reason, const char *g
 	for (int i = 0; i < 16; i++)
 		lens[i] = strlen(argv[i]);
 	lens[15] = len;
-	r = redisCommandArgv(rc, 16, argv, lens);
+	r = conn_command(rc, argv[1], 16, argv, lens);
 	ret = answer(rc, r, "XADD " DEAD_STREAM, err, errlen);
 	if (r)
 		freeReplyObject(r);
 	return ret;
 }
 
-int alert_stream_record(redisContext *rc, const char *what, const char *group,
+int alert_stream_record(struct conn *rc, const char *what, const char *group,
 			const char *detail, char *err, size_t errlen)
 {
-	redisReply *r = redisCommand(rc, "XADD %s MAXLEN ~ 100000 * what %s group %s detail %s",
+	redisReply *r = conn_commandf(rc, NOTIFICATIONS, "XADD %s MAXLEN ~ " KEY_STREAM_MAXLEN
+				     " * what %s group %s detail %s",
 				     NOTIFICATIONS, what, group, detail ? detail : "");
 	int ret = answer(rc, r, "XADD " NOTIFICATIONS, err, errlen);
 

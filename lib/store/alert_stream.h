@@ -26,16 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+struct conn;	/* conn.h */
 
 #define ALERT_STREAM_LOST (-1)
 #define ALERT_STREAM_REFUSED (-2)
 #define ALERT_STREAM_NOGROUP (-3)
 
-/* The streams' and the group's names, for messages only. */
-#define ALERT_STREAM_NAME "fl:alerts"
-#define ALERT_STREAM_DEAD_NAME "fl:alerts:dead"
-#define ALERT_STREAM_GROUP "alerter"
 
 /*
  * One entry read: its id and its event (len bytes), or event NULL and why
@@ -45,7 +41,7 @@ typedef void (*alert_stream_cb)(const char *id, const char *event, size_t len, c
 				void *arg);
 
 /* Create the consumer group (and the stream) unless it exists. */
-int alert_stream_create_group(redisContext *rc, char *err, size_t errlen);
+int alert_stream_create_group(struct conn *rc, char *err, size_t errlen);
 
 /*
  * XREADGROUP for consumer from `from`: ">" for new entries (waiting up to
@@ -53,18 +49,18 @@ int alert_stream_create_group(redisContext *rc, char *err, size_t errlen);
  * pending list; at most count entries, each given to cb.  *last (lastlen)
  * gets the id of the last one.  Returns how many, 0 when none.
  */
-int alert_stream_read(redisContext *rc, const char *consumer, const char *from, int count,
+int alert_stream_read(struct conn *rc, const char *consumer, const char *from, int count,
 		      int block_ms, alert_stream_cb cb, void *arg, char *last, size_t lastlen,
 		      char *err, size_t errlen);
 
 /* Acknowledge ids[0..n) (one XACK). */
-int alert_stream_ack(redisContext *rc, const char *const *ids, int n, char *err, size_t errlen);
+int alert_stream_ack(struct conn *rc, const char *const *ids, int n, char *err, size_t errlen);
 
 /*
  * Keep ids[0..n) the consumer's own: reset their idle time (XCLAIM to it,
  * JUSTID), so another consumer's claim does not take entries still in hand.
  */
-int alert_stream_hold(redisContext *rc, const char *consumer, const char *const *ids, int n,
+int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *ids, int n,
 		      char *err, size_t errlen);
 
 /*
@@ -73,7 +69,7 @@ int alert_stream_hold(redisContext *rc, const char *consumer, const char *const 
  * each given to cb; pending entries already deleted from the stream come
  * with why set.  Returns how many.
  */
-int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
+int alert_stream_claim(struct conn *rc, const char *consumer, uint64_t idle_ms,
 		       char cursor[32], alert_stream_cb cb, void *arg, char *err, size_t errlen);
 
 /*
@@ -81,12 +77,12 @@ int alert_stream_claim(redisContext *rc, const char *consumer, uint64_t idle_ms,
  * reached one), the stream entries it stands for, and the event or
  * notification body (len bytes).
  */
-int alert_stream_dead_letter(redisContext *rc, const char *reason, const char *group,
+int alert_stream_dead_letter(struct conn *rc, const char *reason, const char *group,
 			     const char *receiver, const char *ids, const char *body, size_t len,
 			     char *err, size_t errlen);
 
 /* Append a record of what became of a notification (sent, silenced...). */
-int alert_stream_record(redisContext *rc, const char *what, const char *group,
+int alert_stream_record(struct conn *rc, const char *what, const char *group,
 			const char *detail, char *err, size_t errlen);
 
 #endif

@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
+#include "store/keyspace.h"
 #include "core/log.h"
 #include "store/store.h"
 #include "core/timeutil.h"
@@ -70,7 +74,7 @@ static int prepare(struct deploy *d, char ts[24], const char *fv[2 * DEPLOY_FIEL
 	return 0;
 }
 
-int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
+int deploy_mark(struct conn *c, struct deploy *d, char *err, size_t errlen)
 {
 	char ts[24], minid[24];
 	const char *fv[2 * DEPLOY_FIELDS], *argv[6 + 2 * DEPLOY_FIELDS];
@@ -80,19 +84,19 @@ int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	snprintf(minid, sizeof(minid), "%llu", (unsigned long long)
-		 (d->ts_ms > DEPLOY_RETENTION_MS ? d->ts_ms - DEPLOY_RETENTION_MS : 0));
+		 (d->ts_ms > KEY_DEPLOYS_RETENTION_MS ? d->ts_ms - KEY_DEPLOYS_RETENTION_MS : 0));
 	argv[argc++] = "XADD";
-	argv[argc++] = DEPLOY_KEY;
+	argv[argc++] = KEY_DEPLOYS;
 	argv[argc++] = "MINID";
 	argv[argc++] = "~";
 	argv[argc++] = minid;
 	argv[argc++] = "*";
 	for (int i = 0; i < 2 * DEPLOY_FIELDS; i++)
 		argv[argc++] = fv[i];
-	r = redisCommandArgv(c, argc, argv, NULL);
+	r = conn_command(c, KEY_DEPLOYS, argc, argv, NULL);
 	if (!r || r->type != REDIS_REPLY_STRING) {
-		snprintf(err, errlen, "redis: XADD %s: %s", DEPLOY_KEY,
-			 r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+		snprintf(err, errlen, "redis: XADD %s: %s", KEY_DEPLOYS,
+			 r && r->type == REDIS_REPLY_ERROR ? r->str : conn_errstr(c));
 		if (r)
 			freeReplyObject(r);
 		return -EIO;
@@ -108,7 +112,7 @@ int deploy_queue(struct store *st, struct deploy *d, char *err, size_t errlen)
 	const char *fv[2 * DEPLOY_FIELDS];
 	int ret = prepare(d, ts, fv, err, errlen);
 
-	return ret ? ret : store_put_fields(st, DEPLOY_KEY, d->ts_ms, DEPLOY_RETENTION_MS, fv,
+	return ret ? ret : store_put_fields(st, KEY_DEPLOYS, d->ts_ms, KEY_DEPLOYS_RETENTION_MS, fv,
 					    DEPLOY_FIELDS);
 }
 
@@ -148,7 +152,7 @@ static int from_entry(struct deploy *d, const redisReply *id, const redisReply *
 	return d->service[0] && d->version[0] && d->ts_ms ? 0 : -EINVAL;
 }
 
-int deploy_list(redisContext *c, uint64_t since_ms, const char *service, deploy_cb cb,
+int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_cb cb,
 		void *arg, char *err, size_t errlen)
 {
 	char start[32] = "-";
@@ -158,12 +162,12 @@ int deploy_list(redisContext *c, uint64_t since_ms, const char *service, deploy_
 	if (since_ms)
 		snprintf(start, sizeof(start), "%llu", (unsigned long long)since_ms);
 	for (;;) {
-		redisReply *r = redisCommand(c, "XRANGE " DEPLOY_KEY " %s + COUNT 1000", start);
+		redisReply *r = conn_commandf(c, KEY_DEPLOYS, "XRANGE " KEY_DEPLOYS " %s + COUNT 1000", start);
 		size_t got;
 
 		if (!r || r->type != REDIS_REPLY_ARRAY) {
-			snprintf(err, errlen, "redis: XRANGE %s: %s", DEPLOY_KEY,
-				 r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+			snprintf(err, errlen, "redis: XRANGE %s: %s", KEY_DEPLOYS,
+				 r && r->type == REDIS_REPLY_ERROR ? r->str : conn_errstr(c));
 			if (r)
 				freeReplyObject(r);
 			return -EIO;
@@ -178,7 +182,7 @@ int deploy_list(redisContext *c, uint64_t since_ms, const char *service, deploy_
 			if (i + 1 == r->elements)
 				snprintf(start, sizeof(start), "(%s", e->element[0]->str);
 			if (from_entry(&d, e->element[0], e->element[1])) {
-				log_warn("%s entry %s is not a deploy marker; skipped", DEPLOY_KEY,
+				log_warn("%s entry %s is not a deploy marker; skipped", KEY_DEPLOYS,
 					 e->element[0]->str ? e->element[0]->str : "?");
 				continue;
 			}

@@ -12,12 +12,11 @@
 #ifndef FL_DEPLOY_H
 #define FL_DEPLOY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
-#define DEPLOY_KEY "fl:deploys"
-#define DEPLOY_RETENTION_MS (90ULL * 24 * 3600 * 1000)
 
 struct deploy {
 	char id[32];		/* stream entry id, filled in by deploy_mark */
@@ -39,7 +38,7 @@ int deploy_validate(const struct deploy *d, char *err, size_t errlen);
  * Append d to fl:deploys (ts_ms 0 means now) and fill in d->id.
  * Returns 0, -EINVAL (invalid marker) or -EIO (Redis; reason in err).
  */
-int deploy_mark(redisContext *c, struct deploy *d, char *err, size_t errlen);
+int deploy_mark(struct conn *c, struct deploy *d, char *err, size_t errlen);
 
 struct store;
 /*
@@ -57,7 +56,7 @@ typedef int (*deploy_cb)(const struct deploy *d, void *arg);
  * warning, never fatal.  A non-zero return from cb stops the walk.
  * Returns the number of markers passed to cb, or -EIO.
  */
-int deploy_list(redisContext *c, uint64_t since_ms, const char *service, deploy_cb cb,
+int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_cb cb,
 		void *arg, char *err, size_t errlen);
 
 /* Whether d covers host (its hosts glob matches the name). */

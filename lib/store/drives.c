@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
+#include "store/keyspace.h"
 #include "core/strbuf.h"
 #include "store/store.h"
 
@@ -17,38 +21,38 @@ void drives_put(struct store *st, const char *host, const struct drive_record *r
 	char key[320], point[128];
 
 	drive_to_json(r, &sb);
-	store_key_drives(key, sizeof(key), host);
+	key_drives(key, sizeof(key), host);
 	if (!strbuf_failed(&sb))
 		store_put_hash(st, key, r->device, strbuf_str(&sb), sb.len);
 	strbuf_release(&sb);
 	if (!day || !r->serial[0] || strcmp(r->status, "ok"))
 		return;
-	store_key_wear(key, sizeof(key), host, r->serial);
+	key_wear(key, sizeof(key), host, r->serial);
 	drive_wear_point_format(r, point, sizeof(point));
 	store_put_hash(st, key, day, point, strlen(point));
 }
 
 /* HGETALL key: the reply (an array), or NULL with the reason in err. */
-static redisReply *hgetall(redisContext *c, const char *key, char *err, size_t errlen)
+static redisReply *hgetall(struct conn *c, const char *key, char *err, size_t errlen)
 {
-	redisReply *r = redisCommand(c, "HGETALL %s", key);
+	redisReply *r = conn_commandf(c, key, "HGETALL %s", key);
 
 	if (r && r->type == REDIS_REPLY_ARRAY)
 		return r;
 	snprintf(err, errlen, "redis HGETALL %s: %s", key,
-		 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" : c->errstr);
+		 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" : conn_errstr(c));
 	if (r)
 		freeReplyObject(r);
 	return NULL;
 }
 
-char *drives_get_json(redisContext *c, const char *host, const char *device)
+char *drives_get_json(struct conn *c, const char *host, const char *device)
 {
 	char key[320], *json = NULL;
 	redisReply *r;
 
-	store_key_drives(key, sizeof(key), host);
-	r = redisCommand(c, "HGET %s %s", key, device);
+	key_drives(key, sizeof(key), host);
+	r = conn_commandf(c, key, "HGET %s %s", key, device);
 	if (r && r->type == REDIS_REPLY_STRING)
 		json = strndup(r->str, r->len);
 	if (r)
@@ -56,14 +60,14 @@ char *drives_get_json(redisContext *c, const char *host, const char *device)
 	return json;
 }
 
-int drives_load(redisContext *c, const char *host, drives_record_cb cb, void *arg, char *err,
+int drives_load(struct conn *c, const char *host, drives_record_cb cb, void *arg, char *err,
 		size_t errlen)
 {
 	char key[320];
 	redisReply *r;
 	int n = 0;
 
-	store_key_drives(key, sizeof(key), host);
+	key_drives(key, sizeof(key), host);
 	if (!(r = hgetall(c, key, err, errlen)))
 		return -EIO;
 	for (size_t i = 0; i + 1 < r->elements; i += 2) {
@@ -79,14 +83,14 @@ int drives_load(redisContext *c, const char *host, drives_record_cb cb, void *ar
 	return n;
 }
 
-int drives_wear_history(redisContext *c, const char *host, const char *serial,
+int drives_wear_history(struct conn *c, const char *host, const char *serial,
 			drives_wear_cb cb, void *arg, char *err, size_t errlen)
 {
 	char key[400];
 	redisReply *r;
 	int n = 0;
 
-	store_key_wear(key, sizeof(key), host, serial);
+	key_wear(key, sizeof(key), host, serial);
 	if (!(r = hgetall(c, key, err, errlen)))
 		return -EIO;
 	for (size_t i = 0; i + 1 < r->elements; i += 2) {

@@ -12,7 +12,7 @@
 #ifndef FL_DRIVES_H
 #define FL_DRIVES_H
 
-#include <hiredis/hiredis.h>
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "model/drive.h"
 
@@ -29,14 +29,14 @@ void drives_put(struct store *st, const char *host, const struct drive_record *r
  * Host's record of device as stored (JSON, malloc'd; the caller frees),
  * or NULL if there is none or Redis did not answer.
  */
-char *drives_get_json(redisContext *c, const char *host, const char *device);
+char *drives_get_json(struct conn *c, const char *host, const char *device);
 
 /*
  * Call cb with each drive record of host; an entry that is not a record
  * is skipped.  Returns the number given to cb, or -EIO (reason in err).
  */
 typedef void (*drives_record_cb)(const struct drive_record *r, void *arg);
-int drives_load(redisContext *c, const char *host, drives_record_cb cb, void *arg, char *err,
+int drives_load(struct conn *c, const char *host, drives_record_cb cb, void *arg, char *err,
 		size_t errlen);
 
 /*
@@ -46,7 +46,7 @@ int drives_load(redisContext *c, const char *host, drives_record_cb cb, void *ar
  */
 typedef void (*drives_wear_cb)(const char *day, double wear, double bytes, double hours,
 			       void *arg);
-int drives_wear_history(redisContext *c, const char *host, const char *serial,
+int drives_wear_history(struct conn *c, const char *host, const char *serial,
 			drives_wear_cb cb, void *arg, char *err, size_t errlen);
 
 #endif

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
+#include "store/keyspace.h"
 #include "store/store.h"
 
 struct merge_ctx {
@@ -31,7 +35,7 @@ static int merge_window(const char *blob, size_t len, void *arg)
 	return 0;
 }
 
-int profile_read_merge(redisContext *rc, const char *host, const char *tier, uint64_t from_ms,
+int profile_read_merge(struct conn *rc, const char *host, int hourly, uint64_t from_ms,
 		       uint64_t to_ms, const char *service, struct profile *into, size_t *bad,
 		       char *err, size_t errlen)
 {
@@ -39,7 +43,10 @@ int profile_read_merge(redisContext *rc, const char *host, const char *tier, uin
 	char key[300];
 	int n;
 
-	snprintf(key, sizeof(key), "fl:{%s}:%s", host, tier);
+	if (key_profile(key, sizeof(key), host, hourly) < 0) {
+		snprintf(err, errlen, "host name too long");
+		return -EINVAL;
+	}
 	n = store_read_blobs(rc, key, from_ms, to_ms, merge_window, &m, err, errlen);
 	if (bad)
 		*bad = m.bad;
@@ -51,29 +58,25 @@ int profile_store_put(struct store *st, const char *host, int hourly, uint64_t t
 {
 	char key[300];
 
-	snprintf(key, sizeof(key), "fl:{%s}:%s", host, hourly ? "p3600" : "p10");
-	return store_put_stream(st, key, ts_ms, hourly ? 30ULL * 86400 * 1000 : 3600 * 1000, blob,
-				len);
+	if (key_profile(key, sizeof(key), host, hourly) < 0)
+		return -EINVAL;
+	return store_put_stream(st, key, ts_ms,
+				hourly ? KEY_P3600_RETENTION_MS : KEY_P10_RETENTION_MS, blob, len);
 }
 
-static void burst_key(char *key, size_t len, const char *host)
-{
-	snprintf(key, len, "fl:{%s}:profile:burst", host);
-}
-
-int profile_burst_set(redisContext *rc, const char *host, unsigned long hz, uint64_t ttl_ms,
+int profile_burst_set(struct conn *rc, const char *host, unsigned long hz, uint64_t ttl_ms,
 		      char *err, size_t errlen)
 {
 	char key[300], val[32];
 	redisReply *r;
 	int ret = 0;
 
-	burst_key(key, sizeof(key), host);
+	key_profile_burst(key, sizeof(key), host);
 	snprintf(val, sizeof(val), "%lu", hz);
-	r = redisCommand(rc, "SET %s %s PX %llu", key, val, (unsigned long long)ttl_ms);
+	r = conn_commandf(rc, key, "SET %s %s PX %llu", key, val, (unsigned long long)ttl_ms);
 	if (!r || r->type == REDIS_REPLY_ERROR) {
 		snprintf(err, errlen, "redis SET %s: %s", key,
-			 r ? r->str : rc->errstr[0] ? rc->errstr : "no answer");
+			 r ? r->str : conn_errstr(rc)[0] ? conn_errstr(rc) : "no answer");
 		ret = -EIO;
 	}
 	if (r)
@@ -81,14 +84,14 @@ int profile_burst_set(redisContext *rc, const char *host, unsigned long hz, uint
 	return ret;
 }
 
-long profile_burst_get(redisContext *rc, const char *host)
+long profile_burst_get(struct conn *rc, const char *host)
 {
 	char key[300];
 	redisReply *r;
 	long hz = 0;
 
-	burst_key(key, sizeof(key), host);
-	r = redisCommand(rc, "GET %s", key);
+	key_profile_burst(key, sizeof(key), host);
+	r = conn_commandf(rc, key, "GET %s", key);
 	if (!r)
 		return -EIO;
 	if (r->type == REDIS_REPLY_STRING)

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "model/profile.h"
 
@@ -36,23 +36,23 @@ int profile_store_put(struct store *st, const char *host, int hourly, uint64_t t
  * Ask host's probe to sample at hz for ttl_ms (SET fl:{H}:profile:burst).
  * Returns 0, or -EIO with the reason in err.
  */
-int profile_burst_set(redisContext *rc, const char *host, unsigned long hz, uint64_t ttl_ms,
+int profile_burst_set(struct conn *rc, const char *host, unsigned long hz, uint64_t ttl_ms,
 		      char *err, size_t errlen);
 
 /*
  * The burst rate asked for host, 0 if none; -EIO if Redis did not answer
  * (the caller reconnects).
  */
-long profile_burst_get(redisContext *rc, const char *host);
+long profile_burst_get(struct conn *rc, const char *host);
 
 /*
- * Merge host's windows in tier ("p10" or "p3600") with from_ms <= ts <=
+ * Merge host's 10 s windows (hourly: its hourly ones) with from_ms <= ts <=
  * to_ms (0 = open end) into *into (initialised by the caller), only rows
  * of service (NULL: all).  Windows that do not decode are skipped and
  * counted in *bad (may be NULL).  Returns the number merged, or -EIO with
  * the reason in err.
  */
-int profile_read_merge(redisContext *rc, const char *host, const char *tier, uint64_t from_ms,
+int profile_read_merge(struct conn *rc, const char *host, int hourly, uint64_t from_ms,
 		       uint64_t to_ms, const char *service, struct profile *into, size_t *bad,
 		       char *err, size_t errlen);
 

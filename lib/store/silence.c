@@ -9,6 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
+#include "store/conn.h"
+#include "store/keyspace.h"
 #include <json-c/json.h>
 
 #include "core/timeutil.h"
@@ -125,7 +129,7 @@ static int from_json(struct silence *s, const char *text)
 	return s->nm ? 0 : -1;
 }
 
-int silence_add(redisContext *c, struct silence *s, char *err, size_t errlen)
+int silence_add(struct conn *c, struct silence *s, char *err, size_t errlen)
 {
 	json_object *o;
 	redisReply *r;
@@ -133,10 +137,10 @@ int silence_add(redisContext *c, struct silence *s, char *err, size_t errlen)
 	snprintf(s->id, sizeof(s->id), "%llx-%x", (unsigned long long)(time_wall_ns() / 1000),
 		 (unsigned)getpid());
 	o = to_json(s);
-	r = redisCommand(c, "HSET fl:silences %s %s", s->id, json_object_to_json_string(o));
+	r = conn_commandf(c, KEY_SILENCES, "HSET " KEY_SILENCES " %s %s", s->id, json_object_to_json_string(o));
 	json_object_put(o);
 	if (!r || r->type == REDIS_REPLY_ERROR) {
-		snprintf(err, errlen, "redis: %s", r ? r->str : c->errstr);
+		snprintf(err, errlen, "redis: %s", r ? r->str : conn_errstr(c));
 		if (r)
 			freeReplyObject(r);
 		return -EIO;
@@ -145,14 +149,14 @@ int silence_add(redisContext *c, struct silence *s, char *err, size_t errlen)
 	return 0;
 }
 
-int silence_expire(redisContext *c, const char *id, char *err, size_t errlen)
+int silence_expire(struct conn *c, const char *id, char *err, size_t errlen)
 {
-	redisReply *r = redisCommand(c, "HGET fl:silences %s", id);
+	redisReply *r = conn_commandf(c, KEY_SILENCES, "HGET " KEY_SILENCES " %s", id);
 	struct silence s;
 	json_object *o;
 
 	if (!r) {
-		snprintf(err, errlen, "redis: %s", c->errstr);
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		return -EIO;
 	}
 	if (r->type != REDIS_REPLY_STRING || from_json(&s, r->str)) {
@@ -163,7 +167,7 @@ int silence_expire(redisContext *c, const char *id, char *err, size_t errlen)
 	freeReplyObject(r);
 	s.ends_ms = time_wall_ns() / NSEC_PER_MSEC;
 	o = to_json(&s);
-	r = redisCommand(c, "HSET fl:silences %s %s", id, json_object_to_json_string(o));
+	r = conn_commandf(c, KEY_SILENCES, "HSET " KEY_SILENCES " %s %s", id, json_object_to_json_string(o));
 	json_object_put(o);
 	for (int i = 0; i < s.nm; i++)
 		matcher_free(&s.m[i]);
@@ -172,16 +176,16 @@ int silence_expire(redisContext *c, const char *id, char *err, size_t errlen)
 	return r ? 0 : -EIO;
 }
 
-int silence_load(redisContext *c, struct silence **out, char *err, size_t errlen)
+int silence_load(struct conn *c, struct silence **out, char *err, size_t errlen)
 {
-	redisReply *r = redisCommand(c, "HGETALL fl:silences");
+	redisReply *r = conn_commandf(c, KEY_SILENCES, "HGETALL " KEY_SILENCES);
 	struct silence *s;
 	int n = 0;
 
 	*out = NULL;
 	if (!r || r->type != REDIS_REPLY_ARRAY) {
 		snprintf(err, errlen, "redis: %s", r && r->type == REDIS_REPLY_ERROR ? r->str :
-			 c->errstr);
+			 conn_errstr(c));
 		if (r)
 			freeReplyObject(r);
 		return -EIO;

@@ -12,7 +12,7 @@
 #include "core/promregex.h"
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "model/alert.h"
 
@@ -41,14 +41,14 @@ void matcher_free(struct matcher *m);
 int matcher_match(const struct matcher *m, const struct alert *a);
 
 /* Store a new silence (id filled in). Returns 0 or -EIO. */
-int silence_add(redisContext *c, struct silence *s, char *err, size_t errlen);
+int silence_add(struct conn *c, struct silence *s, char *err, size_t errlen);
 /* Set a silence's end to now. Returns 0, -ENOENT or -EIO. */
-int silence_expire(redisContext *c, const char *id, char *err, size_t errlen);
+int silence_expire(struct conn *c, const char *id, char *err, size_t errlen);
 /*
  * Load every silence (active and expired) into a malloc'd array.
  * Returns the count or -EIO.
  */
-int silence_load(redisContext *c, struct silence **out, char *err, size_t errlen);
+int silence_load(struct conn *c, struct silence **out, char *err, size_t errlen);
 void silence_free_all(struct silence *s, int n);
 
 /* The first silence active at now_ms that matches a, or NULL. */

@@ -11,6 +11,8 @@
  */
 #include "store/store.h"
 
+#include <hiredis/hiredis.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -26,10 +28,11 @@
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "model/host_entry.h"
+#include "store/conn.h"
+#include "store/keyspace.h"
 
 const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
 
-#define HOSTS_KEY "fl:hosts"
 
 #define BATCH_MAX 128
 #define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
@@ -70,199 +73,7 @@ struct store {
 	struct store_stats stats;
 };
 
-/* ---- URL, connect, keys ------------------------------------------------- */
-
-static int copy_part(char *dst, size_t dstlen, const char *src, size_t n)
-{
-	if (n >= dstlen)
-		return -1;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-	return 0;
-}
-
-int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen)
-{
-	const char *p, *at, *slash, *colon, *q;
-	char shown[600];
-
-	memset(u, 0, sizeof(*u));
-	u->port = 6379;
-	if (strncmp(url, "unix://", 7) == 0) {
-		p = url + 7;
-		q = strchr(p, '?');
-		if (copy_part(u->path, sizeof(u->path), p, q ? (size_t)(q - p) : strlen(p)) ||
-		    u->path[0] != '/')
-			goto bad;
-		while (q && *q) {
-			const char *amp;
-
-			q++;
-			amp = strchr(q, '&');
-			if (strncmp(q, "db=", 3) == 0)
-				u->db = atoi(q + 3);
-			else if (strncmp(q, "password=", 9) == 0)
-				copy_part(u->password, sizeof(u->password), q + 9,
-					  amp ? (size_t)(amp - q - 9) : strlen(q + 9));
-			else if (strncmp(q, "user=", 5) == 0)
-				copy_part(u->user, sizeof(u->user), q + 5,
-					  amp ? (size_t)(amp - q - 5) : strlen(q + 5));
-			else
-				goto bad;
-			q = amp;
-		}
-		return 0;
-	}
-	if (strncmp(url, "rediss://", 9) == 0) {
-		store_url_redacted(url, shown, sizeof(shown));
-		snprintf(err, errlen, "redis URL '%s': TLS (rediss://) is not supported by this "
-			 "build; use a local stunnel or a unix socket", shown);
-		return -EINVAL;
-	}
-	if (strncmp(url, "redis://", 8) != 0)
-		goto bad;
-	p = url + 8;
-	slash = strchr(p, '/');
-	at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
-	if (at) {
-		colon = memchr(p, ':', (size_t)(at - p));
-		if (colon) {
-			if (copy_part(u->user, sizeof(u->user), p, (size_t)(colon - p)) ||
-			    copy_part(u->password, sizeof(u->password), colon + 1,
-				      (size_t)(at - colon - 1)))
-				goto bad;
-		} else if (copy_part(u->password, sizeof(u->password), p, (size_t)(at - p))) {
-			goto bad;
-		}
-		p = at + 1;
-	}
-	colon = memchr(p, ':', slash ? (size_t)(slash - p) : strlen(p));
-	if (copy_part(u->host, sizeof(u->host), p,
-		      colon ? (size_t)(colon - p) : slash ? (size_t)(slash - p) : strlen(p)) ||
-	    !u->host[0])
-		goto bad;
-	if (colon) {
-		char *end;
-		long port = strtol(colon + 1, &end, 10);
-
-		if (port <= 0 || port > 65535 || (end != slash && *end))
-			goto bad;
-		u->port = (int)port;
-	}
-	if (slash && slash[1]) {
-		char *end;
-
-		u->db = (int)strtol(slash + 1, &end, 10);
-		if (*end || u->db < 0)
-			goto bad;
-	}
-	return 0;
-bad:
-	store_url_redacted(url, shown, sizeof(shown));
-	snprintf(err, errlen, "redis URL '%s': expected redis://[[user]:password@]host[:port][/db] "
-		 "or unix:///path/to/redis.sock[?db=N&password=P]", shown);
-	return -EINVAL;
-}
-
-void store_url_redacted(const char *url, char *out, size_t len)
-{
-	const char *p, *at, *slash, *colon, *q;
-
-	snprintf(out, len, "%s", url);
-	if (!strncmp(url, "redis://", 8) || !strncmp(url, "rediss://", 9)) {
-		p = strstr(url, "://") + 3;
-		slash = strchr(p, '/');
-		at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
-		if (!at)
-			return;
-		colon = memchr(p, ':', (size_t)(at - p));
-		snprintf(out, len, "%.*s****%s", (int)((colon ? colon + 1 : p) - url), url, at);
-		return;
-	}
-	q = strstr(url, "password=");
-	if (q && (q[-1] == '?' || q[-1] == '&')) {
-		const char *amp = strchr(q, '&');
-
-		snprintf(out, len, "%.*s****%s", (int)(q + 9 - url), url, amp ? amp : "");
-	}
-}
-
-static struct timeval tv_of(uint64_t ns)
-{
-	struct timeval tv = { .tv_sec = (time_t)(ns / NSEC_PER_SEC),
-			      .tv_usec = (suseconds_t)(ns % NSEC_PER_SEC / 1000) };
-	return tv;
-}
-
-static int simple_command(redisContext *c, char *err, size_t errlen, const char *what,
-			  int argc, const char **argv)
-{
-	redisReply *r = redisCommandArgv(c, argc, argv, NULL);
-	int ret = 0;
-
-	if (!r) {
-		snprintf(err, errlen, "%s: %s", what, c->errstr);
-		return -EIO;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		snprintf(err, errlen, "%s: %s", what, r->str);
-		ret = -EACCES;
-	}
-	freeReplyObject(r);
-	return ret;
-}
-
-redisContext *store_connect(const char *url, uint64_t timeout_ns, char *err, size_t errlen)
-{
-	struct timeval tv = tv_of(timeout_ns ? timeout_ns : 2 * NSEC_PER_SEC);
-	struct store_url u;
-	redisContext *c;
-
-	if (store_url_parse(url, &u, err, errlen))
-		return NULL;
-	/*
-	 * hiredis writes with write(2): a peer that went away would kill the
-	 * process with SIGPIPE instead of returning EPIPE.  Nothing in faultline
-	 * wants SIGPIPE's default action.
-	 */
-	signal(SIGPIPE, SIG_IGN);
-	c = u.path[0] ? redisConnectUnixWithTimeout(u.path, tv)
-		      : redisConnectWithTimeout(u.host, u.port, tv);
-	if (!c) {
-		snprintf(err, errlen, "redis %s: out of memory", u.path[0] ? u.path : u.host);
-		return NULL;
-	}
-	if (c->err) {
-		snprintf(err, errlen, "redis %s: %s", u.path[0] ? u.path : u.host, c->errstr);
-		goto fail;
-	}
-	redisSetTimeout(c, tv);
-	if (!u.path[0])
-		redisEnableKeepAlive(c);
-	if (u.password[0]) {
-		const char *argv[3] = { "AUTH", u.user[0] ? u.user : u.password, u.password };
-
-		if (simple_command(c, err, errlen, "redis AUTH", u.user[0] ? 3 : 2, argv))
-			goto fail;
-	}
-	if (u.db) {
-		char db[16];
-		const char *argv[2] = { "SELECT", db };
-
-		snprintf(db, sizeof(db), "%d", u.db);
-		if (simple_command(c, err, errlen, "redis SELECT", 2, argv))
-			goto fail;
-	}
-	return c;
-fail:
-	redisFree(c);
-	return NULL;
-}
-
-int store_key(char *buf, size_t len, const char *host, uint32_t tier)
-{
-	return snprintf(buf, len, "fl:{%s}:s%u", host, tier);
-}
+/* ---- keys ---------------------------------------------------------------- */
 
 int store_host_valid(const char *name)
 {
@@ -345,7 +156,7 @@ static void spool_push(struct store *st, struct spool_item *it)
 
 /* ---- writer thread ------------------------------------------------------ */
 
-static int append_item(redisContext *c, struct spool_item *it)
+static int append_item(struct conn *c, struct spool_item *it)
 {
 	char id[48], minid[32];
 	const char *argv[6 + 2 * STORE_MAX_FIELDS];
@@ -381,7 +192,7 @@ static int append_item(redisContext *c, struct spool_item *it)
 		ARG(it->blob, it->bloblen);
 	}
 #undef ARG
-	return redisAppendCommandArgv(c, argc, argv, lens);
+	return conn_append(c, it->key, argc, argv, lens);
 }
 
 static int transient_error(const char *msg)
@@ -444,7 +255,7 @@ static void *writer_main(void *arg)
 	struct store *st = arg;
 	struct spool_item *batch[BATCH_MAX];
 	uint64_t backoff = BACKOFF_MIN_NS;
-	redisContext *c = NULL;
+	struct conn *c = NULL;
 	int was_down = 0;
 	char err[256];
 
@@ -454,7 +265,7 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&st->lock);
 	while (!st->stop) {
 		size_t nb, sent = 0, got = 0;
-		int ioerr = 0, slow = 0;
+		int ioerr = 0, slow = 0;	/* ioerr 1: an append failed, 2: a reply */
 
 		if (st->n == 0) {
 			pthread_cond_broadcast(&st->drained);
@@ -463,7 +274,7 @@ static void *writer_main(void *arg)
 		}
 		if (!c) {
 			pthread_mutex_unlock(&st->lock);
-			c = store_connect(st->url, st->opts.timeout_ns, err, sizeof(err));
+			c = conn_open(st->url, st->opts.timeout_ns, err, sizeof(err));
 			pthread_mutex_lock(&st->lock);
 			if (!c) {
 				if (!was_down)
@@ -476,12 +287,7 @@ static void *writer_main(void *arg)
 				backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
 				continue;
 			}
-			if (was_down)
-				log_info("redis is back; draining %zu spooled entries", st->n);
-			was_down = 0;
-			backoff = BACKOFF_MIN_NS;
 			st->stats.reconnects++;
-			st->stats.connected = 1;
 		}
 		nb = st->n < BATCH_MAX ? st->n : BATCH_MAX;
 		for (size_t i = 0; i < nb; i++)
@@ -493,31 +299,49 @@ static void *writer_main(void *arg)
 			if (batch[i]->done)
 				continue;
 			batch[i]->attempts++;
-			if (append_item(c, batch[i]) != REDIS_OK) {
+			if (append_item(c, batch[i])) {
 				ioerr = 1;
 				break;
 			}
 			sent++;
 		}
-		for (size_t i = 0; i < nb && !ioerr && got < sent; i++) {
+		/*
+		 * On a cluster one node may fail while the others answer: every
+		 * reply is read, and what failed stays spooled for the next try.
+		 */
+		for (size_t i = 0; i < nb && ioerr != 1 && got < sent; i++) {
 			redisReply *r;
 
 			if (batch[i]->done)
 				continue;
-			if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
-				ioerr = 1;
-				break;
-			}
 			got++;
+			r = conn_reply(c);
+			if (!r) {
+				ioerr = 2;
+				continue;
+			}
 			slow |= handle_reply(st, batch[i], r);
 			freeReplyObject(r);
 		}
 		if (ioerr) {
-			log_warn("lost the redis connection (%s); spooling until it returns",
-				 c->errstr[0] ? c->errstr : "unknown error");
-			redisFree(c);
-			c = NULL;
+			if (!was_down)
+				log_warn("lost the redis connection (%s); spooling until it returns",
+					 conn_errstr(c)[0] ? conn_errstr(c) : "unknown error");
 			was_down = 1;
+			/*
+			 * A single server's conn is opened again; a cluster's keeps
+			 * its slot map and reconnects the node that failed (or
+			 * finds its replica promoted) by itself.
+			 */
+			if (!conn_is_cluster(c)) {
+				conn_close(c);
+				c = NULL;
+			}
+		} else if (got) {
+			if (was_down)
+				log_info("redis is back; draining %zu spooled entries", st->n);
+			was_down = 0;
+			backoff = BACKOFF_MIN_NS;
 		}
 
 		pthread_mutex_lock(&st->lock);
@@ -529,14 +353,15 @@ static void *writer_main(void *arg)
 				st->stats.written++;
 			item_free(it);
 		}
-		if (ioerr)
-			st->stats.connected = 0;
-		if (slow || ioerr)
+		st->stats.connected = !ioerr;
+		if (slow || ioerr) {
 			wait_ns(st, backoff);
+			if (ioerr)
+				backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+		}
 	}
 	pthread_mutex_unlock(&st->lock);
-	if (c)
-		redisFree(c);
+	conn_close(c);
 	return NULL;
 }
 
@@ -731,10 +556,10 @@ out:
 
 struct store *store_open(const struct store_opts *opts, char *err, size_t errlen)
 {
-	struct store_url u;
+	struct conn_url u;
 	struct store *st;
 
-	if (store_url_parse(opts->url, &u, err, errlen))
+	if (conn_url_parse(opts->url, &u, err, errlen))
 		return NULL;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -815,7 +640,7 @@ static struct spool_item *host_item(const struct snapshot *s)
 		return NULL;
 	it->kind = ITEM_HSET;
 	it->host_registry = 1;
-	snprintf(it->key, sizeof(it->key), "%s", HOSTS_KEY);
+	snprintf(it->key, sizeof(it->key), "%s", KEY_HOSTS);
 	snprintf(it->field, sizeof(it->field), "%s", s->host);
 	host_entry_encode(s, &sb);
 	if (strbuf_failed(&sb)) {
@@ -840,7 +665,7 @@ int store_put_snapshot(struct store *st, const struct snapshot *s)
 	if (!it)
 		return -ENOMEM;
 	it->kind = ITEM_XADD;
-	store_key(it->key, sizeof(it->key), s->host, s->tier);
+	key_tier(it->key, sizeof(it->key), s->host, s->tier);
 	it->ts_ms = s->ts_ms;
 	ret_ms = st->opts.retention_ms[slot];
 	it->minid = ret_ms && s->ts_ms > ret_ms ? s->ts_ms - ret_ms : 0;
@@ -1103,7 +928,7 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 	return delivered;
 }
 
-int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
+int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t from_ms,
 		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
 		     size_t *bad, char *err, size_t errlen)
 {
@@ -1112,16 +937,16 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
 	redisReply *r;
 	int ret;
 
-	store_key(key, sizeof(key), host, tier);
+	key_tier(key, sizeof(key), host, tier);
 	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
 	if (to_ms)
 		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
 	else
 		snprintf(to, sizeof(to), "+");
 	snprintf(count, sizeof(count), "%zu", max);
-	r = redisCommandArgv(c, max ? 6 : 4, argv, NULL);
+	r = conn_command(c, key, max ? 6 : 4, argv, NULL);
 	if (!r) {
-		snprintf(err, errlen, "redis: %s", c->errstr);
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		return -EIO;
 	}
 	{
@@ -1135,7 +960,7 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
 
 #define READ_PIPELINE 512	/* XRANGEs in flight per round trip */
 
-int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
+int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
 		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
 		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen)
 {
@@ -1152,10 +977,10 @@ int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t 
 			char key[320], from[32];
 			const char *argv[4] = { "XRANGE", key, from, to };
 
-			store_key(key, sizeof(key), hosts[at + i], tier);
+			key_tier(key, sizeof(key), hosts[at + i], tier);
 			snprintf(from, sizeof(from), "%" PRIu64, from_ms[at + i]);
-			if (redisAppendCommandArgv(c, 4, argv, NULL) != REDIS_OK) {
-				snprintf(err, errlen, "redis: %s", c->errstr);
+			if (conn_append(c, key, 4, argv, NULL)) {
+				snprintf(err, errlen, "redis: %s", conn_errstr(c));
 				return -EIO;
 			}
 		}
@@ -1163,8 +988,9 @@ int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t 
 			redisReply *r;
 			int got;
 
-			if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
-				snprintf(err, errlen, "redis: %s", c->errstr);
+			r = conn_reply(c);
+			if (!r) {
+				snprintf(err, errlen, "redis: %s", conn_errstr(c));
 				return -EIO;
 			}
 			struct read_ctx rc = { .host = hosts[at + i], .index = at + i,
@@ -1187,7 +1013,7 @@ int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t 
 	return delivered;
 }
 
-int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
+int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t count,
 		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen)
 {
 	char key[320], n[32];
@@ -1195,11 +1021,11 @@ int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t c
 	redisReply *r;
 	int ret;
 
-	store_key(key, sizeof(key), host, tier);
+	key_tier(key, sizeof(key), host, tier);
 	snprintf(n, sizeof(n), "%zu", count ? count : 1);
-	r = redisCommandArgv(c, 6, argv, NULL);
+	r = conn_command(c, key, 6, argv, NULL);
 	if (!r) {
-		snprintf(err, errlen, "redis: %s", c->errstr);
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		return -EIO;
 	}
 	{
@@ -1211,7 +1037,7 @@ int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t c
 	return ret;
 }
 
-int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_t to_ms,
+int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t to_ms,
 		     store_blob_cb cb, void *arg, char *err, size_t errlen)
 {
 	char from[32], to[32];
@@ -1224,9 +1050,9 @@ int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_
 		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
 	else
 		snprintf(to, sizeof(to), "+");
-	r = redisCommandArgv(c, 4, argv, NULL);
+	r = conn_command(c, key, 4, argv, NULL);
 	if (!r) {
-		snprintf(err, errlen, "redis: %s", c->errstr);
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		return -EIO;
 	}
 	if (r->type != REDIS_REPLY_ARRAY) {
@@ -1242,7 +1068,8 @@ int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_
 			continue;
 		f = e->element[1];
 		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2) {
-			if (strcmp(f->element[k]->str, "d"))
+			if (f->element[k]->type != REDIS_REPLY_STRING ||
+			    f->element[k + 1]->type != REDIS_REPLY_STRING || strcmp(f->element[k]->str, "d"))
 				continue;
 			n++;
 			if (cb(f->element[k + 1]->str, f->element[k + 1]->len, arg))
@@ -1256,40 +1083,44 @@ out:
 
 /* ---- alerts ------------------------------------------------------------- */
 
-#define ALERTS_STREAM "fl:alerts"
-#define ALERTS_STATE "fl:rules:alerts"
 
-int store_alerts_commit(redisContext *c, char *const *events, int nevents,
+int store_alerts_commit(struct conn *c, char *const *events, int nevents,
 			const char *const *fps, const char *const *states, int nstates,
 			char *refused, char *err, size_t errlen)
 {
 	int queued = 0, taken = 0, ret = 0;
 	redisReply *r = NULL;
 
-	redisAppendCommand(c, "MULTI");
+	/* every command routes by KEY_ALERTS: the checkpoint shares its slot */
+	if (conn_appendf(c, KEY_ALERTS, "MULTI"))
+		goto io;
 	queued++;
 	for (int i = 0; i < nevents; i++, queued++)
-		redisAppendCommand(c, "XADD %s MAXLEN ~ 100000 * e %s", ALERTS_STREAM, events[i]);
+		if (conn_appendf(c, KEY_ALERTS, "XADD %s MAXLEN ~ " KEY_STREAM_MAXLEN " * e %s", KEY_ALERTS,
+				 events[i]))
+			goto io;
 	if (nstates >= 0) {
-		redisAppendCommand(c, "DEL %s", ALERTS_STATE);
+		if (conn_appendf(c, KEY_ALERTS, "DEL %s", KEY_ALERTS_STATE))
+			goto io;
 		queued++;
 		for (int i = 0; i < nstates; i++, queued++)
-			redisAppendCommand(c, "HSET %s %s %s", ALERTS_STATE, fps[i], states[i]);
+			if (conn_appendf(c, KEY_ALERTS, "HSET %s %s %s", KEY_ALERTS_STATE, fps[i],
+					 states[i]))
+				goto io;
 	}
-	redisAppendCommand(c, "EXEC");
+	if (conn_appendf(c, KEY_ALERTS, "EXEC"))
+		goto io;
 	queued++;
 	/* MULTI's +OK and each QUEUED; an error here aborts the transaction */
 	for (int i = 0; i < queued - 1; i++) {
-		if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
-			snprintf(err, errlen, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
-			return -EIO;
-		}
+		r = conn_reply(c);
+		if (!r)
+			goto io;
 		freeReplyObject(r);
 	}
-	if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
-		snprintf(err, errlen, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
-		return -EIO;
-	}
+	r = conn_reply(c);
+	if (!r)
+		goto io;
 	if (r->type != REDIS_REPLY_ARRAY) {
 		snprintf(err, errlen, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str :
 			 "transaction aborted");
@@ -1303,7 +1134,7 @@ int store_alerts_commit(redisContext *c, char *const *events, int nevents,
 
 		if (bad && !err[0])
 			snprintf(err, errlen, "redis refused %s: %s", (int)i < nevents ?
-				 "an alert event for " ALERTS_STREAM : "the checkpoint " ALERTS_STATE,
+				 "an alert event for " KEY_ALERTS : "the checkpoint " KEY_ALERTS_STATE,
 				 x->str);
 		if ((int)i < nevents) {
 			refused[i] = (char)bad;
@@ -1314,25 +1145,44 @@ int store_alerts_commit(redisContext *c, char *const *events, int nevents,
 out:
 	freeReplyObject(r);
 	return ret;
+io:
+	snprintf(err, errlen, "redis: %s", conn_errstr(c));
+	return -EIO;
 }
 
-int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const char *json,
+int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const char *json,
 							void *arg),
 			    void *arg, char *err, size_t errlen)
 {
 	char cursor[32] = "0";
 	int n = 0;
 
+	/*
+	 * A single server set up before the checkpoint moved into fl:alerts'
+	 * slot still has it under its old name: take it over once (RENAMENX
+	 * does nothing when the new one exists).  A cluster never had it.
+	 */
+	if (!conn_is_cluster(c)) {
+		redisReply *r = conn_commandf(c, KEY_ALERTS_STATE, "RENAMENX %s %s",
+					      KEY_ALERTS_STATE_LEGACY, KEY_ALERTS_STATE);
+
+		if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+			log_info("redis: took over the alert checkpoint " KEY_ALERTS_STATE_LEGACY
+				 " as " KEY_ALERTS_STATE);
+		if (r)
+			freeReplyObject(r);
+	}
 	do {
-		redisReply *r = redisCommand(c, "HSCAN %s %s COUNT 500", ALERTS_STATE, cursor);
+		redisReply *r = conn_commandf(c, KEY_ALERTS_STATE, "HSCAN %s %s COUNT 500",
+					      KEY_ALERTS_STATE, cursor);
 		const redisReply *kv;
 
 		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
 		    r->element[0]->type != REDIS_REPLY_STRING ||
 		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY) {
-			snprintf(err, errlen, "redis HSCAN %s: %s", ALERTS_STATE,
+			snprintf(err, errlen, "redis HSCAN %s: %s", KEY_ALERTS_STATE,
 				 r && r->type == REDIS_REPLY_ERROR ? r->str :
-				 r ? "unexpected reply" : c->errstr);
+				 r ? "unexpected reply" : conn_errstr(c));
 			if (r)
 				freeReplyObject(r);
 			return -EIO;
@@ -1350,16 +1200,16 @@ int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const ch
 	return n;
 }
 
-int store_host_names(redisContext *c, char ***names, size_t *n, char *err, size_t errlen)
+int store_host_names(struct conn *c, char ***names, size_t *n, char *err, size_t errlen)
 {
-	redisReply *r = redisCommand(c, "HKEYS %s", HOSTS_KEY);
+	redisReply *r = conn_commandf(c, KEY_HOSTS, "HKEYS %s", KEY_HOSTS);
 
 	*names = NULL;
 	*n = 0;
 	if (!r || r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis HKEYS %s: %s", HOSTS_KEY,
+		snprintf(err, errlen, "redis HKEYS %s: %s", KEY_HOSTS,
 			 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
-			 c->errstr);
+			 conn_errstr(c));
 		if (r)
 			freeReplyObject(r);
 		return -EIO;
@@ -1395,16 +1245,16 @@ void store_host_names_free(char **names, size_t n)
 	free(names);
 }
 
-int store_host_entries(redisContext *c, store_host_entry_cb cb, void *arg, char *err,
+int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *err,
 		       size_t errlen)
 {
-	redisReply *r = redisCommand(c, "HGETALL %s", HOSTS_KEY);
+	redisReply *r = conn_commandf(c, KEY_HOSTS, "HGETALL %s", KEY_HOSTS);
 	int n = 0;
 
 	if (!r || r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis HGETALL %s: %s", HOSTS_KEY,
+		snprintf(err, errlen, "redis HGETALL %s: %s", KEY_HOSTS,
 			 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
-			 c->errstr);
+			 conn_errstr(c));
 		if (r)
 			freeReplyObject(r);
 		return -EIO;
@@ -1418,7 +1268,7 @@ int store_host_entries(redisContext *c, store_host_entry_cb cb, void *arg, char 
 			continue;
 		if (host_entry_decode(v->str, v->len, &e, why, sizeof(why))) {
 			log_warn("%s: the entry of host '%.80s' is not readable (%s); left out",
-				 HOSTS_KEY, k->str, why);
+				 KEY_HOSTS, k->str, why);
 			continue;
 		}
 		cb(k->str, &e, arg);
@@ -1429,12 +1279,3 @@ int store_host_entries(redisContext *c, store_host_entry_cb cb, void *arg, char 
 	return n;
 }
 
-int store_key_drives(char *buf, size_t len, const char *host)
-{
-	return snprintf(buf, len, "fl:{%s}:drives", host);
-}
-
-int store_key_wear(char *buf, size_t len, const char *host, const char *serial)
-{
-	return snprintf(buf, len, "fl:{%s}:drives:wear:%s", host, serial);
-}

@@ -1,24 +1,8 @@
 /*
  * store.h - faultline's Redis layout, a non-blocking writer, and readers.
  *
- * Keys (DESIGN.md, Storage) carry the host in a hash tag so that a Redis
- * Cluster keeps all of a host's keys on one shard:
- *
- *   fl:{H}:s1  fl:{H}:s60  fl:{H}:s3600   snapshot streams, one per tier;
- *                                          entry id = snapshot ts (ms), field
- *                                          "d" = msgpack snapshot
- *   fl:hosts                               hash host -> JSON {last_seen_ms,
- *                                          labels}
- *   fl:{H}:p10  fl:{H}:p3600               profile windows (10 s, hourly top)
- *   fl:{H}:drives                          hash device -> drive record JSON
- *   fl:{H}:drives:wear:SERIAL              hash YYYY-MM-DD -> "wear,bytes,hours"
- *   fl:alerts                              stream of alert events, field "e"
- *                                          (lib/model/alert.h); consumer group
- *                                          "alerter"
- *   fl:rules:alerts                        hash fingerprint -> JSON of a firing
- *                                          alert (rules/engine.h checkpoint);
- *                                          written with its events in one
- *                                          MULTI/EXEC, read at start
+ * The snapshot tiers, the host registry and the rules' alert checkpoint;
+ * keyspace.h documents every key (DESIGN.md, Storage).
  *
  * Streams are trimmed by age with XADD MINID ~ (retention per tier), so the
  * retention is in time whatever the interval.
@@ -31,8 +15,11 @@
  * loses nothing and a longer one loses the oldest data first.  Writes are
  * idempotent: a replayed XADD whose id already exists is counted as written.
  *
- * Readers use a plain synchronous hiredis connection (store_connect) from
- * the caller's thread.
+ * The writer works the same on a Redis Cluster (conn.h): each entry goes
+ * to its key's node, and an entry whose node is away (a master failing
+ * over) stays spooled, in order, until the slot map names its new master.
+ *
+ * Readers take a struct conn (conn_open) used from the caller's thread.
  */
 #ifndef FL_STORE_H
 #define FL_STORE_H
@@ -40,43 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
-
 #include "model/snapshot.h"
 
 #define STORE_TIERS 3
 extern const uint32_t store_tiers[STORE_TIERS];	/* 1, 60, 3600 */
 
-struct store_url {
-	char host[256];		/* TCP host, or "" for unix */
-	int port;
-	char path[256];		/* unix socket path, or "" */
-	char user[128];
-	char password[256];
-	int db;
-};
-
-/*
- * Parse "redis://[[user]:password@]host[:port][/db]" or
- * "unix:///path/to.sock[?db=N&password=P]".  Returns 0 or -EINVAL with a
- * reason in err.
- */
-int store_url_parse(const char *url, struct store_url *u, char *err, size_t errlen);
-
-/*
- * url with its password replaced by "****", for logs and messages: no
- * faultline binary prints a Redis password.
- */
-void store_url_redacted(const char *url, char *out, size_t len);
-
-/*
- * Connect, AUTH and SELECT as the URL says, with a connect timeout and a
- * command timeout (ns).  Returns a context, or NULL with a reason in err.
- */
-redisContext *store_connect(const char *url, uint64_t timeout_ns, char *err, size_t errlen);
-
-/* Key name of host's stream for tier seconds ("fl:{db-1}:s60"). */
-int store_key(char *buf, size_t len, const char *host, uint32_t tier);
+struct conn;	/* a connection from conn_open (store/conn.h) */
 
 /* 1 if name is usable as a host (letters, digits, . _ - : only). */
 int store_host_valid(const char *name);
@@ -177,7 +133,7 @@ void store_close(struct store *st);
  * Returns the number delivered, or -EIO with a reason in err.
  */
 typedef int (*store_snapshot_cb)(struct snapshot *s, void *arg);
-int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t from_ms,
+int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t from_ms,
 		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
 		     size_t *bad, char *err, size_t errlen);
 
@@ -194,7 +150,7 @@ int store_read_range(redisContext *c, const char *host, uint32_t tier, uint64_t 
  * delivered, or -EIO if the connection failed.
  */
 typedef void (*store_bad_cb)(size_t host_index, uint64_t entry_ms, const char *why, void *arg);
-int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t *from_ms,
+int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
 		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
 		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen);
 
@@ -204,23 +160,23 @@ int store_read_ranges(redisContext *c, const char *const *hosts, const uint64_t 
  * delivered or -EIO.
  */
 typedef int (*store_blob_cb)(const char *blob, size_t len, void *arg);
-int store_read_blobs(redisContext *c, const char *key, uint64_t from_ms, uint64_t to_ms,
+int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t to_ms,
 		     store_blob_cb cb, void *arg, char *err, size_t errlen);
 
 /* The newest `count` snapshots, oldest first. Same contract as above. */
-int store_read_latest(redisContext *c, const char *host, uint32_t tier, size_t count,
+int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t count,
 		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen);
 
 /*
  * Append events (JSON, lib/model/alert.h) to fl:alerts and, when nstates >= 0,
- * replace the rules' alert checkpoint with fps[i] -> states[i], in
+ * replace the rules' alert checkpoint ({fl:alerts}:rules) with fps[i] -> states[i], in
  * one MULTI/EXEC.  refused[i] (nevents of them) says whether Redis refused
  * event i (a wrong-type fl:alerts, OOM): such events stay with the caller
  * to be sent again, never dropped; err then names the first refusal.
  * Returns how many events Redis took, or -EIO when the exchange failed
  * (nothing written; err says why).
  */
-int store_alerts_commit(redisContext *c, char *const *events, int nevents,
+int store_alerts_commit(struct conn *c, char *const *events, int nevents,
 			const char *const *fps, const char *const *states, int nstates,
 			char *refused, char *err, size_t errlen);
 
@@ -229,7 +185,7 @@ int store_alerts_commit(redisContext *c, char *const *events, int nevents,
  * free with store_host_names_free).  Entries that are not strings are
  * skipped.  Returns 0, or -EIO / -ENOMEM with the reason in err.
  */
-int store_host_names(redisContext *c, char ***names, size_t *n, char *err, size_t errlen);
+int store_host_names(struct conn *c, char ***names, size_t *n, char *err, size_t errlen);
 void store_host_names_free(char **names, size_t n);
 
 /*
@@ -239,18 +195,14 @@ void store_host_names_free(char **names, size_t n);
  */
 struct host_entry;
 typedef void (*store_host_entry_cb)(const char *host, const struct host_entry *e, void *arg);
-int store_host_entries(redisContext *c, store_host_entry_cb cb, void *arg, char *err,
+int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *err,
 		       size_t errlen);
-
-/* Key names of host's drive records and of a drive's wear history. */
-int store_key_drives(char *buf, size_t len, const char *host);
-int store_key_wear(char *buf, size_t len, const char *host, const char *serial);
 
 /*
  * Call cb(fp, json, arg) for every entry of the rules' alert checkpoint.
  * Returns the number of entries, or -EIO (err says why).
  */
-int store_alerts_state_read(redisContext *c, void (*cb)(const char *fp, const char *json,
+int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const char *json,
 							void *arg),
 			    void *arg, char *err, size_t errlen);
 

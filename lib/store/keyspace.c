@@ -1,0 +1,51 @@
+/*
+ * keyspace.c - key names of faultline's Redis layout; see keyspace.h.
+ */
+#include "store/keyspace.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static int name(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int name(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			buf[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return n;
+}
+
+int key_tier(char *buf, size_t len, const char *host, uint32_t tier)
+{
+	return name(buf, len, "fl:{%s}:s%u", host, tier);
+}
+
+int key_profile(char *buf, size_t len, const char *host, int hourly)
+{
+	return name(buf, len, "fl:{%s}:%s", host, hourly ? "p3600" : "p10");
+}
+
+int key_profile_burst(char *buf, size_t len, const char *host)
+{
+	return name(buf, len, "fl:{%s}:profile:burst", host);
+}
+
+int key_drives(char *buf, size_t len, const char *host)
+{
+	return name(buf, len, "fl:{%s}:drives", host);
+}
+
+int key_wear(char *buf, size_t len, const char *host, const char *serial)
+{
+	return name(buf, len, "fl:{%s}:drives:wear:%s", host, serial);
+}

@@ -1,0 +1,87 @@
+/*
+ * keyspace.h - faultline's Redis layout: every key, what it holds, who
+ * writes and reads it, how long it lives, and where a cluster keeps it.
+ *
+ * This header and keyspace.c are the only places that spell a key; the
+ * typed functions of lib/store (store.h, alert_stream.h, deploy.h,
+ * drives.h, profile_store.h, silence.h) are the only code that issues a
+ * Redis command, through a struct conn (conn.h).
+ *
+ * Per-host keys carry the host in a hash tag, {H}, so a Redis Cluster keeps
+ * all of one host's keys in one slot (CRC16(H) mod 16384) and one host's
+ * writes and reads touch one node:
+ *
+ *   key                          type    writer            readers            retention
+ *   fl:{H}:s1                    stream  probe, sim        rules, CLI top     store.retention (1 h)
+ *   fl:{H}:s60                   stream  probe, sim        rules (baselines)  (7 d)
+ *   fl:{H}:s3600                 stream  probe, sim        CLI, reports       (90 d)
+ *       entry id = snapshot ts (ms), field "d" = msgpack snapshot
+ *       (model/snapshot.h); trimmed by age with XADD MINID ~
+ *   fl:{H}:p10                   stream  probe             alerter, CLI       1 h
+ *   fl:{H}:p3600                 stream  probe             alerter, CLI       30 d
+ *       profile windows (10 s, hourly top), field "d" = model/profile.h blob
+ *   fl:{H}:profile:burst         string  CLI profile       probe              TTL of the burst
+ *       requested sampling rate (Hz) for a burst profile
+ *   fl:{H}:drives                hash    probe             alerter, CLI       kept
+ *       device -> drive record JSON (model/drive.h)
+ *   fl:{H}:drives:wear:SERIAL    hash    probe             CLI wear report    kept
+ *       YYYY-MM-DD -> "wear,bytes,hours"
+ *
+ * Fleet-wide keys have no host and live in the slot of their own name.
+ * Each is one small key written at a low rate (a host registration per
+ * probe per minute, a deploy or silence by hand, an alert event per state
+ * change), so one slot carries them comfortably; spreading them would buy
+ * nothing and would break the transactions below:
+ *
+ *   fl:hosts                     hash    probe, sim        rules, CLI         kept
+ *       host -> JSON {last_seen_ms, labels} (model/host_entry.h)    slot 6256
+ *   fl:deploys                   stream  CLI deploy, probe rules              90 d
+ *       deploy markers (deploy.h)                                  slot 3313
+ *   fl:silences                  hash    CLI silence       alerter            until expired
+ *       id -> silence JSON (silence.h)                             slot 9711
+ *   fl:alerts                    stream  rules             alerter (group     ~100,000 entries
+ *       field "e" = event JSON (model/alert.h)  "alerter")         slot 1464
+ *   {fl:alerts}:rules            hash    rules             rules (at start)   replaced each commit
+ *       fingerprint -> JSON of a firing alert: the rules engine's checkpoint,
+ *       written with its events in one MULTI/EXEC.  Its hash tag puts it in
+ *       fl:alerts' slot (1464), which is what lets that
+ *       transaction run on a cluster.  Single-server installs before this
+ *       layout kept it as fl:rules:alerts; it is renamed on first read.
+ *   fl:alerts:dead               stream  alerter           operators          ~100,000 entries
+ *       dead letters {reason, group, receiver, entries, body}      slot 6460
+ *   fl:notifications             stream  alerter           operators, tests   ~100,000 entries
+ *       what became of each notification {what, group, detail}     slot 14376
+ */
+#ifndef FL_STORE_KEYSPACE_H
+#define FL_STORE_KEYSPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KEY_HOSTS "fl:hosts"
+#define KEY_DEPLOYS "fl:deploys"
+#define KEY_SILENCES "fl:silences"
+#define KEY_ALERTS "fl:alerts"
+#define KEY_ALERTS_STATE "{fl:alerts}:rules"
+#define KEY_ALERTS_STATE_LEGACY "fl:rules:alerts"
+#define KEY_ALERTS_DEAD "fl:alerts:dead"
+#define KEY_NOTIFICATIONS "fl:notifications"
+#define KEY_ALERTS_GROUP "alerter"	/* fl:alerts' consumer group */
+
+/* Retentions the layout fixes (the snapshot tiers' are configured). */
+#define KEY_DEPLOYS_RETENTION_MS (90ULL * 24 * 3600 * 1000)
+#define KEY_P10_RETENTION_MS (3600ULL * 1000)
+#define KEY_P3600_RETENTION_MS (30ULL * 24 * 3600 * 1000)
+#define KEY_STREAM_MAXLEN "100000"	/* fl:alerts and what the alerter writes */
+
+/*
+ * Each writes a key name into buf (len bytes) and returns its length, or
+ * -ENAMETOOLONG when it does not fit (buf then holds "").
+ */
+int key_tier(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H}:s60 */
+int key_profile(char *buf, size_t len, const char *host, int hourly);	/* fl:{H}:p10 */
+int key_profile_burst(char *buf, size_t len, const char *host);
+int key_drives(char *buf, size_t len, const char *host);
+int key_wear(char *buf, size_t len, const char *host, const char *serial);
+
+#endif
