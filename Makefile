@@ -84,7 +84,7 @@ FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
 SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
 RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
-	$(OUT)/rules/engine.o \
+	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
 	$(OUT)/rules/history.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
 	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
@@ -253,7 +253,7 @@ chaos: all
 	FL_OUT=$(OUT) $(OUT)/tests/test_hosts --jobs=1
 
 ENGINE_SRCS := rules/engine.c rules/history.c rules/alert_state.c rules/domain_rollup.c \
-	rules/baseline.c rules/stats.c
+	rules/baseline.c rules/stats.c rules/fleet.c rules/shard.c rules/worker.c
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -iquote . -Ilib -I$(OUT)/gen -I/usr/include/libnl3 \
 	-fsanitize=fuzzer,address,undefined
 fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/gen/profile.pb-c.c

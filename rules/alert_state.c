@@ -305,6 +305,46 @@ static json_object *labels_obj(const struct label *l, int n)
 	return o;
 }
 
+/* The checkpoint record of in (rule r), or NULL on -ENOMEM. */
+static json_object *instance_json(const struct rule *r, const struct instance *in)
+{
+	json_object *o = json_object_new_object(), *hosts;
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "rule", json_object_new_string(r->name));
+	json_object_object_add(o, "severity", json_object_new_string(r->severity));
+	json_object_object_add(o, "labels", labels_obj(in->labels, in->nlabels));
+	json_object_object_add(o, "since_ms", json_object_new_int64((int64_t)in->since_ms));
+	json_object_object_add(o, "fired_ms", json_object_new_int64((int64_t)in->fired_ms));
+	json_object_object_add(o, "last_true_ms",
+			       json_object_new_int64((int64_t)in->last_true_ms));
+	json_object_object_add(o, "value", json_object_new_double(
+			       isfinite(in->value) ? in->value : 0.0));
+	hosts = json_object_new_array();
+	for (int h = 0; h < in->nhosts; h++)
+		json_object_array_add(hosts, json_object_new_string(in->hosts[h]));
+	json_object_object_add(o, "hosts", hosts);
+	json_object_object_add(o, "total_hosts", json_object_new_int(in->total_hosts));
+	json_object_object_add(o, "domain_label",
+			       json_object_new_string(in->domain_label));
+	json_object_object_add(o, "domain_value",
+			       json_object_new_string(in->domain_value));
+	json_object_object_add(o, "deploy_service",
+			       json_object_new_string(in->deploy_service));
+	json_object_object_add(o, "deploy_at_ms",
+			       json_object_new_int64((int64_t)in->deploy_at_ms));
+	json_object_object_add(o, "deploy_base_ms",
+			       json_object_new_int64((int64_t)in->deploy_base_ms));
+	return o;
+}
+
+static const char *json_text(json_object *o)
+{
+	return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					      JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
 int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
 {
 	int n = 0;
@@ -314,44 +354,49 @@ int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
 
 		for (int k = 0; r && k < e->state[i].n; k++) {
 			const struct instance *in = &e->state[i].inst[k];
-			json_object *o, *hosts;
+			json_object *o;
 
 			if (!in->firing)
 				continue;
-			o = json_object_new_object();
+			o = instance_json(r, in);
 			if (!o)
 				return -ENOMEM;
-			json_object_object_add(o, "rule", json_object_new_string(r->name));
-			json_object_object_add(o, "severity", json_object_new_string(r->severity));
-			json_object_object_add(o, "labels", labels_obj(in->labels, in->nlabels));
-			json_object_object_add(o, "since_ms", json_object_new_int64((int64_t)in->since_ms));
-			json_object_object_add(o, "fired_ms", json_object_new_int64((int64_t)in->fired_ms));
-			json_object_object_add(o, "last_true_ms",
-					       json_object_new_int64((int64_t)in->last_true_ms));
-			json_object_object_add(o, "value", json_object_new_double(
-					       isfinite(in->value) ? in->value : 0.0));
-			hosts = json_object_new_array();
-			for (int h = 0; h < in->nhosts; h++)
-				json_object_array_add(hosts, json_object_new_string(in->hosts[h]));
-			json_object_object_add(o, "hosts", hosts);
-			json_object_object_add(o, "total_hosts", json_object_new_int(in->total_hosts));
-			json_object_object_add(o, "domain_label",
-					       json_object_new_string(in->domain_label));
-			json_object_object_add(o, "domain_value",
-					       json_object_new_string(in->domain_value));
-			json_object_object_add(o, "deploy_service",
-					       json_object_new_string(in->deploy_service));
-			json_object_object_add(o, "deploy_at_ms",
-					       json_object_new_int64((int64_t)in->deploy_at_ms));
-			json_object_object_add(o, "deploy_base_ms",
-					       json_object_new_int64((int64_t)in->deploy_base_ms));
-			cb(in->fp, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-								   JSON_C_TO_STRING_NOSLASHESCAPE), arg);
+			cb(in->fp, json_text(o), arg);
 			json_object_put(o);
 			n++;
 		}
 	}
 	return n;
+}
+
+int engine_forget(struct engine *e, int (*keep)(const char *json, void *arg), void *arg)
+{
+	int dropped = 0;
+
+	for (int i = 0; i < e->nstate + ENGINE_BUILTINS; i++) {
+		const struct rule *r = rule_of_state(e, i);
+		struct rule_inst *ri = &e->state[i];
+
+		for (int k = 0; r && k < ri->n;) {
+			json_object *o = instance_json(r, &ri->inst[k]);
+			int drop = o && !keep(json_text(o), arg);
+
+			json_object_put(o);
+			if (!drop) {
+				k++;
+				continue;
+			}
+			alert_state_free_instance(&ri->inst[k]);
+			ri->inst[k] = ri->inst[--ri->n];
+			dropped++;
+		}
+		/* a verdict is judged again by whoever judges now */
+		if (r && r->baseline.window_ns && e->opts.fleet &&
+		    !e->opts.fleet->owns_fleet(e->opts.fleet->arg))
+			baseline_verdicts_free(ri);
+	}
+	history_forget_hosts(e);
+	return dropped;
 }
 
 static const char *obj_str(json_object *o, const char *key)

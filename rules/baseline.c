@@ -17,6 +17,7 @@
 #include "model/alert.h"
 #include "store/deploy.h"
 #include "rules/eval.h"
+#include "rules/fleet.h"
 #include "core/fnv.h"
 #include "core/log.h"
 #include "model/profile.h"
@@ -119,48 +120,40 @@ static int deploy_side(const char *host, void *arg)
 }
 
 /*
- * The q-quantiles of r's histograms merged over (t - span, t], across the
- * deployed hosts into *dv and across the others into *pv (NAN if none).
+ * r's histograms merged over (t - span, t]: the deployed hosts' into *dh,
+ * the others' into *ph.
  */
-static void merged_quantiles_at(const struct engine *e, const struct rule *r,
-				const struct deploy *d, const struct host_window *win, size_t nwin,
-				uint64_t t, uint64_t span, double q, double *dv, double *pv,
-				int *seen)
+static void merge_hists_at(const struct engine *e, const struct rule *r, const struct deploy *d,
+			   const struct host_window *win, size_t nwin, uint64_t t, uint64_t span,
+			   struct histogram *dh, struct histogram *ph, int *seen)
 {
 	struct histogram *m = calloc(2, sizeof(*m));
 	struct side_arg a = { e, d, r->baseline.window_ns / NSEC_PER_MSEC, seen };
 
-	*dv = *pv = NAN;
 	if (!m)
 		return;
 	if (eval_merge_quantile_hist(r->expr, win, nwin, t, span, deploy_side, &a, m) > 0) {
-		if (m[0].count)
-			*dv = (double)hist_quantile(&m[0], q);
-		if (m[1].count)
-			*pv = (double)hist_quantile(&m[1], q);
+		hist_merge(dh, &m[0]);
+		hist_merge(ph, &m[1]);
 	}
 	free(m);
 }
 
 /*
- * r's expression over the live hosts as they were at t (their history cut
- * at t), averaged over the deployed hosts into *dv and over the others
- * into *pv (NAN where none reported); for quantile(q, hist[...]), the
- * q-quantile of each side's histograms merged over the slot (t - step, t].
- * Deployed hosts that reported are flagged in seen[] (indexed like
- * e->hosts).
+ * Slot k of b: r's expression over the live hosts as they were at t (their
+ * history cut at t), summed and counted over the deployed hosts and over
+ * the others; for quantile(q, hist[...]), each side's histograms merged
+ * over the slot (t - step, t].  Deployed hosts that reported are flagged
+ * in seen[] (indexed like e->hosts).
  */
-static void value_at(const struct engine *e, const struct rule *r, const struct deploy *d,
-		     const struct host_window *win, size_t nwin, struct host_window *cut,
-		     uint64_t t, uint64_t step_ms, double *dv, double *pv, int *seen)
+static void slot_at(const struct engine *e, const struct rule *r, const struct deploy *d,
+		    const struct host_window *win, size_t nwin, struct host_window *cut,
+		    uint64_t t, uint64_t step_ms, struct fleet_bpart *b, int k, int *seen)
 {
-	double dsum = 0, psum = 0;
-	size_t dn = 0, pn = 0, ncut = 0;
+	size_t ncut = 0;
 	struct value v = { 0 };
 	char err[256];
-	double q;
 
-	*dv = *pv = NAN;
 	for (size_t h = 0; h < nwin; h++) {
 		size_t n = win[h].n;
 
@@ -172,13 +165,13 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 		cut[ncut] = win[h];
 		cut[ncut++].n = n;
 	}
-	/* a percentile's baseline merges the slot's histograms, never averages percentiles */
-	if (ncut && eval_is_quantile(r->expr, &q)) {
-		merged_quantiles_at(e, r, d, cut, ncut, t, step_ms, q, dv, pv, seen);
-		return;
-	}
 	if (!ncut)
 		return;
+	/* a percentile's baseline merges the slot's histograms, never averages percentiles */
+	if (b->quantile) {
+		merge_hists_at(e, r, d, cut, ncut, t, step_ms, &b->dh[k], &b->ph[k], seen);
+		return;
+	}
 	if (eval(r->expr, cut, ncut, &v, err, sizeof(err))) {
 		/* a slot of a baseline (many per verdict): logged once a minute at most */
 		static uint64_t said_ms;
@@ -190,35 +183,25 @@ static void value_at(const struct engine *e, const struct rule *r, const struct 
 		}
 		return;
 	}
-	if (!v.is_vector) {
-		value_free(&v);
-		return;
-	}
-	for (size_t i = 0; i < v.n; i++) {
+	for (size_t i = 0; v.is_vector && i < v.n; i++) {
 		const char *host = velem_label(&v.e[i], "host");
 		int side;
 
 		if (!host || isnan(v.e[i].v))
 			continue;
 		side = side_of(e, d, r->baseline.window_ns / NSEC_PER_MSEC, host);
-		if (side < 0)
-			continue;
 		if (side == 0) {
 			uint32_t idx;
 
-			dsum += v.e[i].v;
-			dn++;
+			b->dsum[k] += v.e[i].v;
+			b->dn[k]++;
 			if (strmap_get(&e->host_index, host, &idx))
 				seen[idx] = 1;
-		} else {
-			psum += v.e[i].v;
-			pn++;
+		} else if (side > 0) {
+			b->psum[k] += v.e[i].v;
+			b->pn[k]++;
 		}
 	}
-	if (dn)
-		*dv = dsum / (double)dn;
-	if (pn)
-		*pv = psum / (double)pn;
 	value_free(&v);
 }
 
@@ -233,42 +216,112 @@ static size_t finite_values(const double *x, size_t n, double *out)
 	return m;
 }
 
-/* The verdict's hosts: those flagged in seen[] (indexed like e->hosts), of nwin live. */
-static void verdict_hosts(const struct engine *e, struct verdict *v, const int *seen, size_t nwin)
+/* The deployed hosts flagged in seen[] (indexed like e->hosts) into b. */
+static void part_hosts(const struct engine *e, struct fleet_bpart *b, const int *seen)
 {
-	v->total = (int)nwin;
-	v->hosts = calloc(e->nhosts + 1, sizeof(char *));
-	for (size_t h = 0; v->hosts && h < e->nhosts; h++)
+	for (size_t h = 0; h < e->nhosts; h++)
 		if (seen[h])
-			v->hosts[v->nhosts++] = strdup(e->hosts[h].name);
+			fleet_bpart_add_host(b, e->hosts[h].name);
 }
 
 /*
- * Judge deploy d for baseline rule r: BASELINE_POINTS values of the
- * deployed hosts' mean before the deploy and as many after, the same for
- * the undeployed peers; fills v.  The comparison with peers uses each
- * side's values relative to its own pre-deploy median, so a load shift
- * that moves everybody cancels out.
+ * What this engine's hosts contribute to the verdict on deploy d for
+ * baseline rule r (win: its live hosts): 2 x BASELINE_POINTS slots of the
+ * window before the deploy and as many after (sums, counts, histograms),
+ * both whole windows' histograms, or, for a profile rule, the four merged
+ * profiles.  b was initialised for r's kind.
  */
-static void judge(const struct engine *e, const struct rule *r, const struct deploy *d,
-		  const struct host_window *win, size_t nwin, struct verdict *v)
+static void compute_part(const struct engine *e, const struct rule *r, const struct deploy *d,
+			 const struct host_window *win, size_t nwin, struct fleet_bpart *b)
 {
-	const struct rule_baseline *b = &r->baseline;
-	uint64_t w = b->window_ns / NSEC_PER_MSEC, step = w / BASELINE_POINTS;
-	double dser[2 * BASELINE_POINTS], pser[2 * BASELINE_POINTS];
-	double db[BASELINE_POINTS], da[BASELINE_POINTS], pb[BASELINE_POINTS], pa[BASELINE_POINTS];
+	const struct rule_baseline *bl = &r->baseline;
+	uint64_t w = bl->window_ns / NSEC_PER_MSEC, step = w / BASELINE_POINTS;
 	struct host_window *cut = calloc(nwin + 1, sizeof(*cut));
 	int *seen = calloc(e->nhosts + 1, sizeof(int));
-	size_t ndb, nda, npb, npa;
-	double self_change, self_p, change, p, mdb, mpb, q, qb[2], qa[2];
 
+	b->total = (int)nwin;
 	if (!cut || !seen || !step)
 		goto out;
-	for (int k = 0; k < 2 * BASELINE_POINTS; k++) {
+	if (bl->profile_share) {
+		for (size_t h = 0; e->opts.load_profile && h < nwin; h++) {
+			int side = side_of(e, d, w, win[h].host), mine = side == 0, nb, na;
+			uint32_t idx;
+
+			if (side < 0)
+				continue;
+			nb = e->opts.load_profile(e->opts.load_profile_arg, win[h].host,
+						  d->ts_ms - w, d->ts_ms - 1,
+						  &b->prof[mine ? 0 : 2]);
+			na = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms,
+						  d->ts_ms + w, &b->prof[mine ? 1 : 3]);
+			if (mine && nb > 0 && na > 0 &&
+			    strmap_get(&e->host_index, win[h].host, &idx))
+				seen[idx] = 1;
+		}
+		part_hosts(e, b, seen);
+		goto out;
+	}
+	for (int k = 0; k < FLEET_SLOTS; k++) {
 		/* slot k covers (t - step, t]; the before slots end just before the deploy */
 		uint64_t t = d->ts_ms - w + (uint64_t)(k + 1) * step - 1;
 
-		value_at(e, r, d, win, nwin, cut, t, step, &dser[k], &pser[k], seen);
+		slot_at(e, r, d, win, nwin, cut, t, step, b, k, seen);
+	}
+	if (b->quantile) {
+		merge_hists_at(e, r, d, win, nwin, d->ts_ms - 1, w, &b->wd[0], &b->wp[0], NULL);
+		merge_hists_at(e, r, d, win, nwin, d->ts_ms + w - 1, w, &b->wd[1], &b->wp[1],
+			       NULL);
+	}
+	part_hosts(e, b, seen);
+out:
+	free(cut);
+	free(seen);
+}
+
+/* Slot k's value for one side of merged partial b (NAN: nobody reported). */
+static double slot_value(const struct fleet_bpart *b, int k, int peers, double q)
+{
+	if (b->quantile) {
+		const struct histogram *h = peers ? &b->ph[k] : &b->dh[k];
+
+		return h->count ? (double)hist_quantile(h, q) : NAN;
+	}
+	if (peers)
+		return b->pn[k] ? b->psum[k] / (double)b->pn[k] : NAN;
+	return b->dn[k] ? b->dsum[k] / (double)b->dn[k] : NAN;
+}
+
+static void verdict_hosts(struct verdict *v, const struct fleet_bpart *b)
+{
+	v->total = b->total;
+	v->hosts = calloc((size_t)b->nhosts + 1, sizeof(char *));
+	for (int h = 0; v->hosts && h < b->nhosts; h++)
+		v->hosts[v->nhosts++] = strdup(b->hosts[h]);
+}
+
+/*
+ * Judge deploy d for baseline rule r from the merged partial b: the
+ * deployed hosts' mean (or merged percentile) in BASELINE_POINTS slots
+ * before the deploy and as many after, the same for the undeployed peers;
+ * fills v.  The comparison with peers uses each side's values relative to
+ * its own pre-deploy median, so a load shift that moves everybody cancels
+ * out.
+ */
+static void judge(const struct rule *r, const struct deploy *d, const struct fleet_bpart *bp,
+		  struct verdict *v)
+{
+	const struct rule_baseline *b = &r->baseline;
+	double dser[FLEET_SLOTS], pser[FLEET_SLOTS];
+	double db[BASELINE_POINTS], da[BASELINE_POINTS], pb[BASELINE_POINTS], pa[BASELINE_POINTS];
+	size_t ndb, nda, npb, npa;
+	double self_change, self_p, change, p, mdb, mpb, q = 0, qb[2] = { NAN, NAN },
+	       qa[2] = { NAN, NAN };
+
+	if (bp->quantile)
+		eval_is_quantile(r->expr, &q);
+	for (int k = 0; k < FLEET_SLOTS; k++) {
+		dser[k] = slot_value(bp, k, 0, q);
+		pser[k] = slot_value(bp, k, 1, q);
 	}
 	ndb = finite_values(dser, BASELINE_POINTS, db);
 	nda = finite_values(dser + BASELINE_POINTS, BASELINE_POINTS, da);
@@ -278,7 +331,7 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 		log_info("%s: deploy %s %s: too little data around it to judge (%zu before, "
 			 "%zu after of %d)", r->name, d->service, d->version, ndb, nda,
 			 BASELINE_POINTS);
-		goto out;
+		return;
 	}
 	self_p = stats_mann_whitney_greater(da, nda, db, ndb);
 	{
@@ -293,12 +346,15 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 	 * Percentiles: the size of the change is read off the whole windows'
 	 * merged distributions (the slots only test its significance).
 	 */
-	int merged = eval_is_quantile(r->expr, &q);
-
-	if (merged) {
-		merged_quantiles_at(e, r, d, win, nwin, d->ts_ms - 1, w, q, &qb[0], &qb[1], NULL);
-		merged_quantiles_at(e, r, d, win, nwin, d->ts_ms + w - 1, w, q, &qa[0], &qa[1],
-				    NULL);
+	if (bp->quantile) {
+		for (int s = 0; s < 2; s++) {
+			qb[s] = (double)hist_quantile(s ? &bp->wp[0] : &bp->wd[0], q);
+			qa[s] = (double)hist_quantile(s ? &bp->wp[1] : &bp->wd[1], q);
+			if (!(s ? bp->wp[0].count : bp->wd[0].count))
+				qb[s] = NAN;
+			if (!(s ? bp->wp[1].count : bp->wd[1].count))
+				qa[s] = NAN;
+		}
 		self_change = qa[0] / fmax(qb[0], 1e-12) - 1;
 	}
 	change = self_change;
@@ -318,7 +374,7 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 		pchange = stats_median(tmp, npa);
 		memcpy(tmp, da, nda * sizeof(double));
 		change = stats_median(tmp, nda) / fmax(pchange, 1e-12) - 1;
-		if (merged)
+		if (bp->quantile)
 			change = (1 + self_change) / fmax(qa[1] / fmax(qb[1], 1e-12), 1e-12) - 1;
 		v->fires = v->fires && change >= b->min_change && p < b->alpha;
 	}
@@ -327,10 +383,7 @@ static void judge(const struct engine *e, const struct rule *r, const struct dep
 		 r->name, d->service, d->version, self_change * 100, self_p, change * 100,
 		 npa ? "undeployed peers" : "before (no undeployed peers)", p,
 		 v->fires ? "regression" : "no regression");
-	verdict_hosts(e, v, seen, nwin);
-out:
-	free(cut);
-	free(seen);
+	verdict_hosts(v, bp);
 }
 
 /* Share of f's samples in p (total share, stacks containing it), or 0. */
@@ -343,59 +396,34 @@ static double share_of(const struct profile_delta *d, size_t n, const char *f, i
 }
 
 /*
- * Judge deploy d for profile baseline rule r: merge the deployed hosts'
- * profiles of the window before the deploy and of the window after it,
- * and the same for the undeployed peers; the function whose share grew
- * most beyond the peers' growth, if that is at least profile_share points
- * and significant (two-proportion z-test on sample counts), fires.
+ * Judge deploy d for profile baseline rule r from the merged partial b:
+ * the deployed hosts' profiles of the window before the deploy and of the
+ * window after it, and the same for the undeployed peers; the function
+ * whose share grew most beyond the peers' growth, if that is at least
+ * profile_share points and significant (two-proportion z-test on sample
+ * counts), fires.
  */
-static void judge_profile(const struct engine *e, const struct rule *r, const struct deploy *d,
-			  const struct host_window *win, size_t nwin, struct verdict *v)
+static void judge_profile(const struct rule *r, const struct deploy *d,
+			  const struct fleet_bpart *bp, struct verdict *v)
 {
 	const struct rule_baseline *b = &r->baseline;
-	uint64_t w = b->window_ns / NSEC_PER_MSEC;
-	struct profile db, da, pb, pa;
+	const struct profile *db = &bp->prof[0], *da = &bp->prof[1], *pb = &bp->prof[2],
+			     *pa = &bp->prof[3];
 	struct profile_delta *dd = NULL, *pd = NULL;
 	size_t ndd = 0, npd = 0;
-	int *seen = calloc(e->nhosts + 1, sizeof(int));
 	double best = 0;
 
-	if (!seen)
-		return;
-	if (!e->opts.load_profile) {
-		log_info("%s: no profile source (profile baselines read Redis)", r->name);
-		free(seen);
-		return;
-	}
-	profile_init(&db, "");
-	profile_init(&da, "");
-	profile_init(&pb, "");
-	profile_init(&pa, "");
-	for (size_t h = 0; h < nwin; h++) {
-		int side = side_of(e, d, w, win[h].host), mine = side == 0, nb, na;
-		uint32_t idx;
-
-		if (side < 0)
-			continue;
-		nb = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms - w,
-					  d->ts_ms - 1, mine ? &db : &pb);
-		na = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms,
-					  d->ts_ms + w, mine ? &da : &pa);
-
-		if (mine && nb > 0 && na > 0 && strmap_get(&e->host_index, win[h].host, &idx))
-			seen[idx] = 1;
-	}
-	if (!db.total || !da.total) {
+	if (!db->total || !da->total) {
 		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it",
 			 r->name, d->service, d->version);
-		goto out;
+		return;
 	}
-	ndd = profile_diff(&db, &da, &dd);
-	if (pb.total && pa.total)
-		npd = profile_diff(&pb, &pa, &pd);
+	ndd = profile_diff(db, da, &dd);
+	if (pb->total && pa->total)
+		npd = profile_diff(pb, pa, &pd);
 	for (size_t i = 0; i < ndd; i++) {
-		double p1 = dd[i].base, p2 = dd[i].target, n1 = (double)db.total,
-		       n2 = (double)da.total, pool = (p1 * n1 + p2 * n2) / (n1 + n2);
+		double p1 = dd[i].base, p2 = dd[i].target, n1 = (double)db->total,
+		       n2 = (double)da->total, pool = (p1 * n1 + p2 * n2) / (n1 + n2);
 		double grew = p2 - p1, peers = npd ? share_of(pd, npd, dd[i].name, 1) -
 						     share_of(pd, npd, dd[i].name, 0) : 0;
 		double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2)), pval;
@@ -416,15 +444,97 @@ static void judge_profile(const struct engine *e, const struct rule *r, const st
 	else
 		log_info("%s: deploy %s %s: no function's CPU share grew beyond the peers'",
 			 r->name, d->service, d->version);
-	verdict_hosts(e, v, seen, nwin);
-out:
+	verdict_hosts(v, bp);
 	free(dd);
 	free(pd);
-	profile_free(&db);
-	profile_free(&da);
-	profile_free(&pb);
-	profile_free(&pa);
-	free(seen);
+}
+
+/* Collects the other workers' partials of one verdict. */
+struct gather_arg {
+	struct fleet_bpart *b;
+	size_t bad;
+};
+
+static void gather_part(const void *blob, size_t len, void *arg)
+{
+	struct gather_arg *g = arg;
+
+	if (fleet_bpart_merge_blob(g->b, blob, len))
+		g->bad++;
+}
+
+/* Evaluations a judge waits for every worker's partial before judging without. */
+#define GATHER_PATIENCE 60
+
+/*
+ * The verdict on deploy d (key) for r into v: judged from this engine's
+ * hosts alone, or, sharded, from every worker's partial (this one's
+ * published first), by the worker that judges the fleet.  Returns 1 when
+ * v holds a verdict, 0 when it must wait (some worker has not published
+ * yet, or this worker does not judge).
+ */
+static int verdict_for(struct engine *e, const struct rule *r, const struct deploy *d,
+		       const char *key, const struct host_window *win, size_t nwin,
+		       struct verdict *v)
+{
+	const struct engine_fleet *f = e->opts.fleet;
+	struct fleet_bpart b;
+	double q;
+	int ready = 1, own_total = 0;
+
+	if (fleet_bpart_init(&b, !r->baseline.profile_share && eval_is_quantile(r->expr, &q)))
+		return 0;
+	if (!f || strcmp(v->published, key)) {
+		compute_part(e, r, d, win, nwin, &b);
+		if (!e->opts.load_profile && r->baseline.profile_share)
+			log_info("%s: no profile source (profile baselines read Redis)", r->name);
+	}
+	if (f) {
+		char topic[400];
+		struct gather_arg g = { &b, 0 };
+
+		snprintf(topic, sizeof(topic), "baseline/%s/%s", r->name, key);
+		if (strcmp(v->published, key)) {
+			char *blob;
+			size_t len;
+
+			if (fleet_bpart_encode(&b, &blob, &len) == 0) {
+				if (f->publish(f->arg, topic, blob, len) == 0)
+					snprintf(v->published, sizeof(v->published), "%s", key);
+				free(blob);
+			}
+			/* the judge counts its own part from what it computed, once */
+		}
+		if (!f->owns_fleet(f->arg) || strcmp(v->published, key)) {
+			fleet_bpart_free(&b);
+			return 0;
+		}
+		if (!b.total && !b.nhosts)
+			compute_part(e, r, d, win, nwin, &b);	/* published earlier */
+		own_total = b.total;
+		ready = f->gather(f->arg, topic, gather_part, &g);
+		if (ready == 0 && ++v->waited < GATHER_PATIENCE) {
+			fleet_bpart_free(&b);
+			return 0;
+		}
+		if (ready <= 0)
+			log_warn("%s: deploy %s: judged without %s (not every worker published its "
+				 "part within %d evaluations)", r->name, key,
+				 ready < 0 ? "the other workers' parts" : "some workers' parts",
+				 GATHER_PATIENCE);
+		if (g.bad)
+			log_warn("%s: deploy %s: %zu worker part(s) could not be read", r->name, key,
+				 g.bad);
+		log_info("%s: deploy %s: judged from this worker's part (%d host(s)) and those "
+			 "of the other workers (%d host(s) in all, %d deployed with data)",
+			 r->name, key, own_total, b.total, b.nhosts);
+	}
+	if (r->baseline.profile_share)
+		judge_profile(r, d, &b, v);
+	else
+		judge(r, d, &b, v);
+	fleet_bpart_free(&b);
+	return 1;
 }
 
 /*
@@ -493,16 +603,18 @@ void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		}
 		snprintf(key, sizeof(key), "%s@%s@%" PRIu64, d->service, d->version, d->ts_ms);
 		if (strcmp(v->key, key)) {
-			char service[sizeof(v->service)];
+			if (strcmp(v->pending, key)) {
+				/* a new deploy to judge: forget the last one's verdict */
+				char service[sizeof(v->service)];
 
-			memcpy(service, v->service, sizeof(service));
-			baseline_verdict_free(v);
-			memcpy(v->service, service, sizeof(service));
+				memcpy(service, v->service, sizeof(service));
+				baseline_verdict_free(v);
+				memcpy(v->service, service, sizeof(service));
+				snprintf(v->pending, sizeof(v->pending), "%s", key);
+			}
+			if (!verdict_for(e, r, d, key, win, nwin, v))
+				continue;
 			snprintf(v->key, sizeof(v->key), "%s", key);
-			if (r->baseline.profile_share)
-				judge_profile(e, r, d, win, nwin, v);
-			else
-				judge(e, r, d, win, nwin, v);
 		}
 		if (!v->fires)
 			continue;

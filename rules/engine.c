@@ -294,9 +294,17 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 		baseline_run(e, r, ri, win, nlive, now, cb, arg);
 		return;
 	}
-	if (eval(r->expr, win, nlive, &v, err, sizeof(err))) {
-		alert_state_eval_failed(e, r, ri, now, err);
-		return;
+	{
+		struct eval_peer_hook hook = { e->opts.fleet, r->name, 0 };
+		int ret;
+
+		eval_set_peer_hook(e->opts.fleet ? &hook : NULL);
+		ret = eval(r->expr, win, nlive, &v, err, sizeof(err));
+		eval_set_peer_hook(NULL);
+		if (ret) {
+			alert_state_eval_failed(e, r, ri, now, err);
+			return;
+		}
 	}
 	if (!v.is_vector) {
 		value_free(&v);

@@ -52,6 +52,28 @@ typedef int (*engine_profile_fn)(void *arg, const char *host, uint64_t from_ms, 
 typedef void (*engine_event_cb)(const char *json, void *arg);
 
 /*
+ * Sharded workers (rules/shard.h): which hosts this engine evaluates, and
+ * how it merges the comparisons that span the fleet with the other
+ * workers' partial aggregates.  Not set: one engine sees the whole fleet.
+ */
+struct engine_fleet {
+	void *arg;
+	/* whether this worker evaluates host */
+	int (*owns_host)(void *arg, const char *host);
+	/* whether this worker judges the fleet-wide alerts (deploy verdicts) */
+	int (*owns_fleet)(void *arg);
+	/* publish this worker's partial aggregate of topic (replacing its previous one) */
+	int (*publish)(void *arg, const char *topic, const void *blob, size_t len);
+	/*
+	 * Call cb with every other live worker's latest partial of topic.
+	 * Returns 1 when every live worker has published one, 0 when some
+	 * have not yet, < 0 when they cannot be read.
+	 */
+	int (*gather)(void *arg, const char *topic,
+		      void (*cb)(const void *blob, size_t len, void *cbarg), void *cbarg);
+};
+
+/*
  * What the daemon sets beside the rules.  Kept by the engine as a whole,
  * so a reload (engine_reload) can never drop one.
  */
@@ -74,6 +96,7 @@ struct engine_opts {
 	 */
 	const struct label *external_labels;
 	int nexternal_labels;
+	const struct engine_fleet *fleet;	/* sharded workers; not owned */
 };
 
 struct engine;
@@ -184,6 +207,14 @@ void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *ar
  * starts again after a restart.
  */
 typedef void (*engine_state_cb)(const char *fp, const char *json, void *arg);
+
+/*
+ * Sharded workers: drop, without resolving, every alert (firing or pending)
+ * whose checkpoint record keep() rejects, and the history of every host
+ * opts.fleet->owns_host no longer claims: another worker evaluates them
+ * now.  Returns how many alerts were dropped.
+ */
+int engine_forget(struct engine *e, int (*keep)(const char *json, void *arg), void *arg);
 
 /* Call cb(host, count) for every host with unreadable entries so far. */
 void engine_undecodable(const struct engine *e,

@@ -86,6 +86,10 @@ struct verdict {
 	char **hosts;			/* deployed hosts with data */
 	int nhosts, total;
 	char function[256];		/* profile baselines: the function that grew */
+	/* sharded workers */
+	char pending[300];		/* the deploy being judged (key), not judged yet */
+	char published[300];		/* the deploy whose part this worker published */
+	int waited;			/* evaluations the judge waited for parts */
 };
 
 struct rule_inst {
@@ -119,6 +123,9 @@ static inline struct rules_template_ctx engine_template_ctx(const struct engine 
 }
 
 /* history.c */
+/* Drop the history of the hosts opts.fleet no longer gives this engine. */
+void history_forget_hosts(struct engine *e);
+
 /* Undecodable entries of h within BAD_WINDOW_MS before now. */
 int history_recent_bad(const struct host_state *h, uint64_t now);
 

@@ -70,6 +70,21 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 			     int (*side)(const char *host, void *arg), void *arg,
 			     struct histogram out[2]);
 
+/*
+ * Sharded workers (rules/shard.h): while set, peer_ratio divides by each
+ * group's median over the whole fleet, merging this worker's values with
+ * the other workers' through fleet (rules/fleet.h); topics
+ * "peer/RULE/LABEL/SEQ".  The engine sets it around each alerting rule's
+ * evaluation and clears it after (NULL).
+ */
+struct engine_fleet;
+struct eval_peer_hook {
+	const struct engine_fleet *fleet;
+	const char *rule;
+	int seq;		/* peer_ratio calls in this evaluation so far */
+};
+void eval_set_peer_hook(struct eval_peer_hook *h);
+
 /* Value of label key of e, or NULL. */
 const char *velem_label(const struct velem *e, const char *key);
 

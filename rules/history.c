@@ -49,6 +49,39 @@ static struct host_state *host_of(struct engine *e, const char *name)
 	return &e->hosts[e->nhosts++];
 }
 
+static int owned(const struct engine *e, const char *host)
+{
+	const struct engine_fleet *f = e->opts.fleet;
+
+	return !f || f->owns_host(f->arg, host);
+}
+
+void history_forget_hosts(struct engine *e)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < e->nhosts; i++) {
+		struct host_state *h = &e->hosts[i];
+
+		if (owned(e, h->name)) {
+			if (kept != i)
+				e->hosts[kept] = *h;
+			kept++;
+			continue;
+		}
+		for (size_t k = 0; k < h->n; k++)
+			snapshot_free(&h->snaps[k]);
+		free(h->snaps);
+	}
+	if (kept == e->nhosts)
+		return;
+	e->nhosts = kept;
+	strmap_free(&e->host_index);
+	strmap_init(&e->host_index);
+	for (size_t i = 0; i < e->nhosts; i++)
+		strmap_put(&e->host_index, e->hosts[i].name, (uint32_t)i);
+}
+
 /*
  * History older than the longest range a non-baseline rule reads is only
  * read by baselines, in slots of window/30 (30 s for a 15 min window), so
@@ -324,6 +357,8 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 			}
 			continue;
 		}
+		if (!owned(e, all[i]))
+			continue;	/* another worker's (sharded) */
 		h = host_of(e, all[i]);
 		if (!h)
 			continue;

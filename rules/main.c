@@ -19,6 +19,7 @@
 
 #include "core/config.h"
 #include "rules/engine.h"
+#include "rules/worker.h"
 #include "core/backoff.h"
 #include "core/log.h"
 #include "probes/metrics_server.h"
@@ -49,7 +50,7 @@ static void usage(FILE *out)
 "                       [--interval 1s] [--stale 5s] [--domains site,agg,switch,rack]\n"
 "                       [--once | --intervals N |\n"
 "                       --replay FROM,TO]\n"
-"                       [--log-level L]\n"
+"                       [--shard [--worker-id NAME]] [--log-level L]\n"
 "\n"
 "Evaluate faultline rules (etc/rules/*.yaml; `faultline rules check` validates\n"
 "them) against the snapshots probes write to Redis, roll host matches up by\n"
@@ -80,6 +81,12 @@ static void usage(FILE *out)
 "                        goes, then exit: what the rules would have paged\n"
 "                        (faultline sim --ends-now writes such history)\n"
 "      --replay-speed X  replay X times faster than real time (default: flat out)\n"
+"      --shard           one of several workers sharing the fleet: the hosts are\n"
+"                        split among the live workers by failure domain through\n"
+"                        Redis leases, a dead worker's share is taken over within\n"
+"                        3 intervals (at least 3 s), fleet-wide comparisons merge\n"
+"                        every worker's partial aggregates (docs/rules.md)\n"
+"      --worker-id NAME  this worker's name among them (default hostname-pid)\n"
 "  -n, --intervals N     evaluate N intervals, then exit (events go to\n"
 "                        fl:alerts as usual; each interval's timing is logged)\n"
 "  -m, --metrics-addr A  serve the engine's own metrics (hosts, unreadable\n"
@@ -124,6 +131,7 @@ static int load_all(struct ruleset *rs, char **files, int nfiles)
 
 struct emit_ctx {
 	struct conn *rc;
+	struct worker *worker;	/* --shard: commits are fenced by its leases */
 	int once;
 	int n;			/* events this interval */
 	char **queue;		/* events not yet in fl:alerts, oldest first */
@@ -242,7 +250,7 @@ static void state_buf_free(struct state_buf *b)
  * -EIO if the exchange failed: the events stay queued, in order, and the
  * checkpoint is written again with them.
  */
-static int flush_events(struct emit_ctx *c, const struct engine *e, int with_state)
+static int flush_events(struct emit_ctx *c, struct engine *e, int with_state)
 {
 	struct state_buf sb = { 0 };
 	char err[256], *refused;
@@ -250,7 +258,8 @@ static int flush_events(struct emit_ctx *c, const struct engine *e, int with_sta
 
 	if (!c->nqueue && !with_state)
 		return 0;
-	if (with_state && (engine_state_export(e, keep_state, &sb) < 0 || sb.failed)) {
+	if (with_state && !c->worker &&
+	    (engine_state_export(e, keep_state, &sb) < 0 || sb.failed)) {
 		log_error("out of memory writing the alert checkpoint; retrying next interval");
 		state_buf_free(&sb);
 		with_state = 0;
@@ -262,10 +271,31 @@ static int flush_events(struct emit_ctx *c, const struct engine *e, int with_sta
 		c->state_dirty = 1;
 		return 0;	/* nothing sent; all stays queued for the next interval */
 	}
-	taken = store_alerts_commit(c->rc, c->queue, c->nqueue, (const char *const *)sb.fps,
-				    (const char *const *)sb.states, with_state ? sb.n : -1, refused,
-				    err, sizeof(err));
+	if (c->worker)
+		taken = worker_commit(c->worker, e, c->rc, c->queue, c->nqueue, with_state,
+				      refused, err, sizeof(err));
+	else
+		taken = store_alerts_commit(c->rc, c->queue, c->nqueue,
+					    (const char *const *)sb.fps,
+					    (const char *const *)sb.states, with_state ? sb.n : -1,
+					    refused, err, sizeof(err));
 	state_buf_free(&sb);
+	if (taken == -ESTALE) {
+		/* a partition changed hands: its events are its new owner's; the rest wait */
+		int kept = 0;
+
+		log_warn("%s; %d alert event(s) wait for the next interval", err, c->nqueue);
+		for (int i = 0; i < c->nqueue; i++) {
+			if (refused[i] == 1)
+				c->queue[kept++] = c->queue[i];
+			else
+				free(c->queue[i]);
+		}
+		c->nqueue = kept;
+		c->state_dirty = 1;
+		free(refused);
+		return 0;
+	}
 	if (taken < 0) {
 		log_warn("%d alert event(s) and the alert checkpoint not written (%s); will retry",
 			 c->nqueue, err);
@@ -548,6 +578,8 @@ int main(int argc, char **argv)
 		{ "web-config", required_argument, NULL, 'W' },
 		{ "runbook-base", required_argument, NULL, 'b' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
+		{ "shard", no_argument, NULL, 'H' },
+		{ "worker-id", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -567,6 +599,9 @@ int main(int argc, char **argv)
 	struct engine *e = NULL;
 	struct engine_opts domain_opts = { 0 };
 	struct conn *rc = NULL;
+	struct worker *worker = NULL;
+	int shard = 0;
+	const char *worker_name = NULL;
 	enum log_level lv;
 	char err[512], *end;
 
@@ -649,6 +684,8 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'W': web_config = optarg; break;
+		case 'H': shard = 1; break;
+		case 'w': worker_name = optarg; break;
 		case 'b': runbook_base = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-rules %s\n", FL_VERSION); return 0;
@@ -684,6 +721,23 @@ int main(int argc, char **argv)
 		memcpy(eopts.generator_url, domain_opts.generator_url, sizeof(eopts.generator_url));
 		eopts.ndomains = domain_opts.ndomains;
 
+		if (worker_name && !shard) {
+			fprintf(stderr, "faultline-rules: --worker-id names a --shard worker\n");
+			return 2;
+		}
+		if (shard && once) {
+			fprintf(stderr, "faultline-rules: --shard does not go with --once (a what-if "
+				"run sees the whole fleet)\n");
+			return 2;
+		}
+		if (shard) {
+			worker = worker_new(worker_name, interval, &rs, &eopts, err, sizeof(err));
+			if (!worker) {
+				log_error("%s", err);
+				rules_free(&rs);
+				return 1;
+			}
+		}
 		if (engine_init(&e, &rs, &eopts))
 			return 1;
 		last_reload_ok_s = (double)time_wall_ns() / 1e9;
@@ -708,7 +762,7 @@ int main(int argc, char **argv)
 		 (double)interval / 1e9, err);
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
 	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
-	struct emit_ctx ctx = { .once = once };
+	struct emit_ctx ctx = { .once = once, .worker = worker };
 	long events_total = 0;
 	int restored = 0, with_state;
 	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
@@ -774,7 +828,7 @@ int main(int argc, char **argv)
 		 * checkpoint), so that it keeps its startsAt or resolves.  A what-if
 		 * run (--once, --replay) neither reads nor writes it.
 		 */
-		if (!restored && !once && !replay_to) {
+		if (!restored && !once && !replay_to && !worker) {
 			ctx.rc = rc;
 			if (restore_state(e, rc, &ctx, now)) {
 				conn_close(rc);
@@ -784,6 +838,15 @@ int main(int argc, char **argv)
 			}
 		}
 		restored = 1;
+		if (worker) {
+			ctx.rc = rc;
+			if (worker_round(worker, e, rc, now, emit_event, &ctx, err, sizeof(err))) {
+				conn_close(rc);
+				rc = ctx.rc = NULL;
+				redis_wait(&redis_bo, err);
+				continue;
+			}
+		}
 		nread = engine_load_redis(e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
 		if (nread < 0) {
 			conn_close(rc);
@@ -826,7 +889,7 @@ int main(int argc, char **argv)
 		engine_set_profile_loader(e, redis_profiles, &ctx);
 		t_read = time_mono_ns();
 		engine_eval(e, now, emit_event, &ctx);
-		with_state = !once && !replay_to &&
+		with_state = !once && (!replay_to || worker) &&
 			     (ctx.n || ctx.state_dirty || !state_written ||
 			      t0 - state_written >= CHECKPOINT_EVERY_NS);
 		if (flush_events(&ctx, e, with_state)) {
@@ -882,7 +945,9 @@ int main(int argc, char **argv)
 			 "to fl:alerts", (double)(replay_to - replay_from) / 1000, replay_from,
 			 replay_to, events_total);
 	if ((ctx.nqueue || ctx.state_dirty) && rc)
-		flush_events(&ctx, e, !once && !replay_to);
+		flush_events(&ctx, e, !once && (!replay_to || worker));
+	if (worker && rc)
+		worker_leave(worker, rc);
 	if (ctx.nqueue)
 		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
 			  "start re-evaluates and re-emits what still holds", ctx.nqueue);
@@ -894,6 +959,7 @@ int main(int argc, char **argv)
 	metrics_server_stop(metrics);
 	strbuf_release(&ms);
 	engine_free(e);
+	worker_free(worker);
 	topology_free(&topo);
 	return 0;
 }

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/strmap.h"
+#include "rules/fleet.h"
 
 #define GROUP_KEY_MAX (SNAPSHOT_MAX_LABELS * 2 + 1)
 
@@ -175,6 +177,51 @@ static int peer_cmp(const void *a, const void *b)
 	return x->v < y->v ? -1 : x->v > y->v;
 }
 
+static struct eval_peer_hook *peer_hook;
+
+void eval_set_peer_hook(struct eval_peer_hook *h)
+{
+	peer_hook = h;
+}
+
+/*
+ * Sharded: each group's median over the whole fleet, from this worker's
+ * values p[0..n) (sorted by group) and the other workers' histograms,
+ * into med[] (indexed like the input).
+ */
+static int fleet_medians(const struct peer *p, size_t n, const char *label, double *med)
+{
+	size_t ngroups = 0;
+	char **groups = malloc((n + 1) * sizeof(*groups));
+	struct histogram *h = calloc(n + 1, sizeof(*h));
+	char topic[300];
+	int ret = 0;
+
+	if (!groups || !h) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t s = 0, e; s < n; s = e) {
+		for (e = s; e < n && !strcmp(p[e].group, p[s].group); e++)
+			fleet_peer_record(&h[ngroups], p[e].v);
+		groups[ngroups++] = (char *)p[s].group;
+	}
+	snprintf(topic, sizeof(topic), "peer/%s/%s/%d", peer_hook->rule, label, peer_hook->seq++);
+	if (fleet_peer_merge(peer_hook->fleet, topic, groups, h, ngroups) < 0)
+		log_warn("%s: peer medians from this worker's hosts only (the other workers' "
+			 "parts cannot be read)", topic);
+	for (size_t s = 0, e, g = 0; s < n; s = e, g++) {
+		double m = fleet_peer_median(&h[g]);
+
+		for (e = s; e < n && !strcmp(p[e].group, p[s].group); e++)
+			med[p[e].i] = m;
+	}
+out:
+	free(groups);
+	free(h);
+	return ret;
+}
+
 /*
  * peer_ratio(v, label): each element divided by the median of the
  * elements with the same value of label (its peers, itself included).
@@ -197,6 +244,10 @@ int peer_ratio(const struct value *in, const char *label, struct value *out)
 		p[i] = (struct peer){ .group = g ? g : "", .v = in->e[i].v, .i = i };
 	}
 	qsort(p, in->n, sizeof(*p), peer_cmp);
+	if (peer_hook) {
+		ret = fleet_medians(p, in->n, label, med);
+		goto divide;
+	}
 	for (size_t s = 0, e; s < in->n; s = e) {
 		size_t m;
 		double x;
@@ -208,8 +259,9 @@ int peer_ratio(const struct value *in, const char *label, struct value *out)
 		for (size_t k = s; k < e; k++)
 			med[p[k].i] = x;
 	}
+divide:
 	for (size_t i = 0; i < in->n && !ret; i++)
-		if (med[i] != 0)
+		if (med[i] != 0 && !isnan(med[i]))
 			ret = value_push(out, in->e[i].labels, in->e[i].nlabels, in->e[i].v / med[i]);
 out:
 	free(p);

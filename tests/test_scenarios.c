@@ -29,28 +29,52 @@
 
 #include "store/conn.h"
 #include "model/alert.h"
+#include "tests/cluster.h"
 #include "tests/helpers.h"
 #include "tests/receiver.h"
 #include "core/timeutil.h"
 
 static struct test_redis redis;
-static pid_t alerter;
+static struct test_cluster cluster;
+static const char *url, *dir;	/* the Redis (or cluster) this scenario runs on */
+static pid_t alerters[2];
+static int nalerters = 1, nworkers = 1;
 
 static void setup(void)
 {
 	cr_assert_eq(test_redis_start(&redis), 0);
+	url = redis.url;
+	dir = redis.dir;
+	rx_start();
+}
+
+/*
+ * On a real Redis Cluster (3 masters, 3 replicas), with 3 sharded rules
+ * workers and 2 alerters on one consumer group.
+ */
+static void setup_cluster(void)
+{
+	cr_assert_eq(test_cluster_start(&cluster, 3, 1), 0, "cannot start a Redis Cluster");
+	url = cluster.url;
+	dir = cluster.dir;
+	nworkers = 3;
+	nalerters = 2;
 	rx_start();
 }
 
 static void teardown(void)
 {
-	if (alerter > 0) {
-		kill(alerter, SIGTERM);
-		waitpid(alerter, NULL, 0);
-		alerter = 0;
-	}
+	for (int i = 0; i < 2; i++)
+		if (alerters[i] > 0) {
+			kill(alerters[i], SIGTERM);
+			waitpid(alerters[i], NULL, 0);
+			alerters[i] = 0;
+		}
 	rx_stop();
-	test_redis_destroy(&redis);
+	if (cluster.n)
+		test_cluster_destroy(&cluster);
+	else
+		test_redis_destroy(&redis);
 }
 
 static struct json_object *read_json(const char *path)
@@ -78,13 +102,14 @@ static int64_t jint(struct json_object *o, const char *key)
 /* What fl:alerts' consumer group still has to deliver: entries not read plus pending. */
 static long undelivered(void)
 {
-	struct conn *c = test_redis_connect(&redis);
+	char err[256];
+	struct conn *c = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
 	redisReply *r;
 	long left = -1;
 
 	if (!c)
 		goto out;
-	r = conn_commandf(c, NULL, "XINFO GROUPS fl:alerts");
+	r = conn_commandf(c, "fl:alerts", "XINFO GROUPS fl:alerts");
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
 		redisReply *g = r->element[0];
 
@@ -285,8 +310,8 @@ static struct json_object *wear_rows(void)
 
 	if (rows)
 		return rows;
-	snprintf(path, sizeof(path), "%s/wear.json", redis.dir);
-	if (test_sh("%s/faultline report wear --json --redis %s >%s", test_out_dir(), redis.url,
+	snprintf(path, sizeof(path), "%s/wear.json", dir);
+	if (test_sh("%s/faultline report wear --json --redis %s >%s", test_out_dir(), url,
 		    path))
 		return NULL;
 	return rows = json_object_from_file(path);
@@ -407,39 +432,57 @@ static void score(struct json_object *tl)
  */
 static void run_scenario(const char *name, const char *must_contain)
 {
-	char timeline[400], cfg[400], cmd[2048];
+	char timeline[400], cfg[400], cmd[4096];
 	const char *out = test_out_dir();
 	struct json_object *tl;
 	FILE *f;
 
-	snprintf(timeline, sizeof(timeline), "%s/timeline.json", redis.dir);
+	snprintf(timeline, sizeof(timeline), "%s/timeline.json", dir);
 	cr_assert_eq(test_sh("%s/faultline sim --scenario scenarios/%s.yaml --redis %s --ends-now "
-			     "--timeline %s >%s/sim.log 2>&1", out, name, redis.url, timeline,
-			     redis.dir), 0, "faultline sim failed (see %s/sim.log)", redis.dir);
+			     "--timeline %s >%s/sim.log 2>&1", out, name, url, timeline,
+			     dir), 0, "faultline sim failed (see %s/sim.log)", dir);
 	tl = read_json(timeline);
-	snprintf(cfg, sizeof(cfg), "%s/alerter.yaml", redis.dir);
-	f = fopen(cfg, "w");
-	cr_assert(f);
-	fprintf(f, "redis: %s\nconsumer: scenarios\ngroup_wait: 0s\ngroup_interval: 1s\n"
-		"receivers:\n  - name: pager\n    url: http://127.0.0.1:%d/page\n    secret: x\n",
-		redis.url, rx.port);
-	fclose(f);
-	alerter = fork();
-	if (alerter == 0) {
-		char bin[300];
+	for (int a = 0; a < nalerters; a++) {
+		snprintf(cfg, sizeof(cfg), "%s/alerter%d.yaml", dir, a);
+		f = fopen(cfg, "w");
+		cr_assert(f);
+		fprintf(f, "redis: %s\nconsumer: scenarios-%d\ngroup_wait: 0s\n"
+			"group_interval: 1s\nreceivers:\n  - name: pager\n"
+			"    url: http://127.0.0.1:%d/page\n    secret: x\n", url, a, rx.port);
+		fclose(f);
+		alerters[a] = fork();
+		if (alerters[a] == 0) {
+			char bin[300];
 
-		snprintf(bin, sizeof(bin), "%s/faultline-alerter", out);
-		execl(bin, bin, "--config", cfg, "--log-level", "warn", (char *)NULL);
-		_exit(127);
+			snprintf(bin, sizeof(bin), "%s/faultline-alerter", out);
+			execl(bin, bin, "--config", cfg, "--log-level", "warn", (char *)NULL);
+			_exit(127);
+		}
 	}
 	/*
 	 * 60x real time: a minute of the scenario per second, so the alerter
 	 * sees a fault's firing and resolution seconds apart, as it would live
-	 * (minutes apart), rather than in one batch.
+	 * (minutes apart), rather than in one batch.  Sharded: nworkers
+	 * workers replay side by side, splitting the fleet among themselves.
 	 */
-	snprintf(cmd, sizeof(cmd), "%s/faultline-rules --rules etc/rules/faultline.yaml --redis %s "
-		 "--replay %lld,%lld --replay-speed 60 --log-level warn", out, redis.url,
-		 (long long)jint(tl, "start_ms"), (long long)jint(tl, "end_ms"));
+	if (nworkers == 1) {
+		snprintf(cmd, sizeof(cmd), "%s/faultline-rules --rules etc/rules/faultline.yaml "
+			 "--redis %s --replay %lld,%lld --replay-speed 60 --log-level warn", out,
+			 url, (long long)jint(tl, "start_ms"), (long long)jint(tl, "end_ms"));
+	} else {
+		int n = 0;
+
+		for (int w = 0; w < nworkers; w++)
+			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+				      "%s/faultline-rules --rules etc/rules/faultline.yaml "
+				      "--redis %s --replay %lld,%lld --replay-speed 60 --shard "
+				      "--worker-id w%d --log-level info 2>%s/worker%d.log & p%d=$!; ",
+				      out, url, (long long)jint(tl, "start_ms"),
+				      (long long)jint(tl, "end_ms"), w, dir, w, w);
+		for (int w = 0; w < nworkers; w++)
+			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "%swait $p%d", w ? " && " : "",
+				      w);
+	}
 	cr_assert_eq(test_sh("%s", cmd), 0, "%s failed", cmd);
 
 	/* delivered: the stream drained and no notification for 3 s */
@@ -554,4 +597,35 @@ Test(scenarios, new_hot_function, .init = setup, .fini = teardown, .timeout = 30
 Test(scenarios, relative_thresholds, .init = setup, .fini = teardown, .timeout = 240)
 {
 	run_scenario("relative-thresholds", NULL);
+}
+
+/*
+ * Scale-out (issue 15): the same scenarios on a Redis Cluster (3 masters, 3
+ * replicas) with 3 sharded rules workers replaying side by side and 2
+ * alerters on one consumer group: every expected page once, at the right
+ * domain, with the same evidence; nothing else.
+ */
+Test(scenarios_cluster, sad_switch, .init = setup_cluster, .fini = teardown, .timeout = 300)
+{
+	run_scenario("sad-switch", "\"peer\":\"10.");
+}
+
+Test(scenarios_cluster, sad_server, .init = setup_cluster, .fini = teardown, .timeout = 300)
+{
+	run_scenario("sad-server", NULL);
+}
+
+Test(scenarios_cluster, regression, .init = setup_cluster, .fini = teardown, .timeout = 300)
+{
+	run_scenario("regression", "json_parse");
+	/*
+	 * The fleet's two sites went to w0 and w1 and the fleet-wide verdicts to
+	 * w2 (rendezvous hashing of fixed names): w2 judged every deploy from
+	 * the parts the others published, having no host of its own.
+	 */
+	cr_expect_eq(test_sh("grep -q 'judged from this worker.s part (0 host(s)) and those of "
+			     "the other workers (64 host(s)' %s/worker2.log", dir), 0,
+		     "w2 did not judge the deploy from w0's and w1's parts (%s/worker2.log)", dir);
+	cr_expect_eq(test_sh("grep -q 'took partition' %s/worker0.log && "
+			     "grep -q 'took partition' %s/worker1.log", dir, dir), 0);
 }

@@ -49,3 +49,18 @@ int key_wear(char *buf, size_t len, const char *host, const char *serial)
 {
 	return name(buf, len, "fl:{%s}:drives:wear:%s", host, serial);
 }
+
+int key_lease(char *buf, size_t len, int part)
+{
+	return name(buf, len, "{fl:alerts}:lease:%d", part);
+}
+
+int key_part_state(char *buf, size_t len, int part)
+{
+	return name(buf, len, "{fl:alerts}:rules:%d", part);
+}
+
+int key_partial(char *buf, size_t len, const char *topic)
+{
+	return name(buf, len, "{fl:alerts}:partial:%s", topic);
+}

@@ -47,6 +47,18 @@
  *       fl:alerts' slot (1464), which is what lets that
  *       transaction run on a cluster.  Single-server installs before this
  *       layout kept it as fl:rules:alerts; it is renamed on first read.
+ *
+ *   Several faultline-rules workers (workers.h) coordinate beside fl:alerts,
+ *   in its slot (1464) so a lease check and a commit are one transaction:
+ *   {fl:alerts}:workers          hash    rules workers     rules workers      entries expire
+ *       worker -> expiry (ms, Redis' clock): who is alive
+ *   {fl:alerts}:lease:P          string  rules workers     rules workers      TTL (3 intervals)
+ *       the worker evaluating partition P (0..64; 64: fleet-wide alerts)
+ *   {fl:alerts}:rules:P          hash    rules workers     the next owner     replaced each commit
+ *       partition P's checkpoint (as {fl:alerts}:rules for one engine)
+ *   {fl:alerts}:partial:TOPIC    hash    rules workers     rules workers      TTL
+ *       worker -> its partial aggregate of TOPIC (a fleet-wide comparison)
+ *
  *   fl:alerts:dead               stream  alerter           operators          ~100,000 entries
  *       dead letters {reason, group, receiver, entries, body}      slot 6460
  *   fl:notifications             stream  alerter           operators, tests   ~100,000 entries
@@ -67,6 +79,7 @@
 #define KEY_ALERTS_DEAD "fl:alerts:dead"
 #define KEY_NOTIFICATIONS "fl:notifications"
 #define KEY_ALERTS_GROUP "alerter"	/* fl:alerts' consumer group */
+#define KEY_WORKERS "{fl:alerts}:workers"
 
 /* Retentions the layout fixes (the snapshot tiers' are configured). */
 #define KEY_DEPLOYS_RETENTION_MS (90ULL * 24 * 3600 * 1000)
@@ -83,5 +96,8 @@ int key_profile(char *buf, size_t len, const char *host, int hourly);	/* fl:{H}:
 int key_profile_burst(char *buf, size_t len, const char *host);
 int key_drives(char *buf, size_t len, const char *host);
 int key_wear(char *buf, size_t len, const char *host, const char *serial);
+int key_lease(char *buf, size_t len, int part);		/* {fl:alerts}:lease:P */
+int key_part_state(char *buf, size_t len, int part);	/* {fl:alerts}:rules:P */
+int key_partial(char *buf, size_t len, const char *topic);	/* {fl:alerts}:partial:T */
 
 #endif

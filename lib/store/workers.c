@@ -1,0 +1,352 @@
+/*
+ * workers.c - rules workers' membership, leases, fenced commits and
+ * partial aggregates in Redis; see workers.h.
+ */
+#include "store/workers.h"
+
+#include <hiredis/hiredis.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/conn.h"
+#include "store/keyspace.h"
+
+/* Every command here routes by fl:alerts: all the keys share its slot. */
+#define ROUTE KEY_ALERTS
+
+static int io_error(struct conn *c, redisReply *r, const char *what, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "redis %s: %s", what,
+		 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
+		 conn_errstr(c));
+	if (r)
+		freeReplyObject(r);
+	return -EIO;
+}
+
+static int redis_time_ms(struct conn *c, uint64_t *now_ms, char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(c, ROUTE, "TIME");
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+		return io_error(c, r, "TIME", err, errlen);
+	*now_ms = strtoull(r->element[0]->str, NULL, 10) * 1000 +
+		  strtoull(r->element[1]->str, NULL, 10) / 1000;
+	freeReplyObject(r);
+	return 0;
+}
+
+void workers_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int workers_heartbeat(struct conn *c, const char *me, uint64_t ttl_ms, char ***live,
+		      size_t *nlive, uint64_t *now_ms, char *err, size_t errlen)
+{
+	redisReply *r;
+	char **names;
+	size_t n = 0;
+
+	*live = NULL;
+	*nlive = 0;
+	if (redis_time_ms(c, now_ms, err, errlen))
+		return -EIO;
+	r = conn_commandf(c, ROUTE, "HSET %s %s %" PRIu64, KEY_WORKERS, me, *now_ms + ttl_ms);
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return io_error(c, r, "HSET " KEY_WORKERS, err, errlen);
+	freeReplyObject(r);
+	r = conn_commandf(c, ROUTE, "HGETALL %s", KEY_WORKERS);
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return io_error(c, r, "HGETALL " KEY_WORKERS, err, errlen);
+	names = calloc(r->elements / 2 + 1, sizeof(*names));
+	if (!names) {
+		freeReplyObject(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		const redisReply *k = r->element[i], *v = r->element[i + 1];
+
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+			continue;
+		if (strtoull(v->str, NULL, 10) > *now_ms) {
+			names[n] = strdup(k->str);
+			n += names[n] != NULL;
+		} else {
+			/* a worker that stopped beating: forget it (best effort) */
+			redisReply *d = conn_commandf(c, ROUTE, "HDEL %s %s", KEY_WORKERS, k->str);
+
+			if (d)
+				freeReplyObject(d);
+		}
+	}
+	freeReplyObject(r);
+	*live = names;
+	*nlive = n;
+	return 0;
+}
+
+/*
+ * KEYS: every partition's lease; ARGV: me, ttl ms, then one want flag per
+ * key.  Takes free leases wanted, renews mine wanted, releases mine not
+ * wanted; returns 1/0 per key: held by me afterwards.
+ */
+static const char LEASE_SCRIPT[] =
+	"local res = {}\n"
+	"for i, k in ipairs(KEYS) do\n"
+	"  local cur = redis.call('GET', k)\n"
+	"  res[i] = 0\n"
+	"  if ARGV[i + 2] == '1' then\n"
+	"    if not cur then redis.call('SET', k, ARGV[1], 'PX', ARGV[2]); res[i] = 1\n"
+	"    elseif cur == ARGV[1] then redis.call('PEXPIRE', k, ARGV[2]); res[i] = 1 end\n"
+	"  elseif cur == ARGV[1] then redis.call('DEL', k) end\n"
+	"end\n"
+	"return res\n";
+
+int workers_leases(struct conn *c, const char *me, uint64_t ttl_ms, const char *want,
+		   char *held, char *err, size_t errlen)
+{
+	enum { N = WORKERS_NPART };
+	static char keys[N][48], flags[N][2];
+	const char *argv[3 + N + 2 + N];
+	char nk[16], ttl[32];
+	int argc = 0;
+	redisReply *r;
+
+	snprintf(nk, sizeof(nk), "%d", N);
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, ttl_ms);
+	argv[argc++] = "EVAL";
+	argv[argc++] = LEASE_SCRIPT;
+	argv[argc++] = nk;
+	for (int p = 0; p < N; p++) {
+		key_lease(keys[p], sizeof(keys[p]), p);
+		argv[argc++] = keys[p];
+	}
+	argv[argc++] = me;
+	argv[argc++] = ttl;
+	for (int p = 0; p < N; p++) {
+		flags[p][0] = want[p] ? '1' : '0';
+		flags[p][1] = '\0';
+		argv[argc++] = flags[p];
+	}
+	r = conn_command(c, ROUTE, argc, argv, NULL);
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != N)
+		return io_error(c, r, "EVAL (partition leases)", err, errlen);
+	for (int p = 0; p < N; p++)
+		held[p] = r->element[p]->type == REDIS_REPLY_INTEGER && r->element[p]->integer == 1;
+	freeReplyObject(r);
+	return 0;
+}
+
+int workers_leave(struct conn *c, const char *me, char *err, size_t errlen)
+{
+	char want[WORKERS_NPART] = { 0 }, held[WORKERS_NPART];
+	redisReply *r;
+
+	if (workers_leases(c, me, 1000, want, held, err, errlen))
+		return -EIO;
+	r = conn_commandf(c, ROUTE, "HDEL %s %s", KEY_WORKERS, me);
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return io_error(c, r, "HDEL " KEY_WORKERS, err, errlen);
+	freeReplyObject(r);
+	return 0;
+}
+
+/* WATCH the leases in held[] and check they are still me's; -ESTALE with lost[] if not. */
+static int watch_leases(struct conn *c, const char *me, const char *held, char *lost,
+			char *err, size_t errlen)
+{
+	static char keys[WORKERS_NPART][48];
+	const char *argv[1 + WORKERS_NPART];
+	int idx[WORKERS_NPART], n = 0, stale = 0;
+	redisReply *r;
+
+	memset(lost, 0, WORKERS_NPART);
+	for (int p = 0; p < WORKERS_NPART; p++)
+		if (held[p]) {
+			key_lease(keys[p], sizeof(keys[p]), p);
+			idx[n++] = p;
+		}
+	if (!n)
+		return 0;
+	argv[0] = "WATCH";
+	for (int i = 0; i < n; i++)
+		argv[1 + i] = keys[idx[i]];
+	r = conn_command(c, ROUTE, 1 + n, argv, NULL);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		return io_error(c, r, "WATCH (leases)", err, errlen);
+	freeReplyObject(r);
+	argv[0] = "MGET";
+	r = conn_command(c, ROUTE, 1 + n, argv, NULL);
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n)
+		return io_error(c, r, "MGET (leases)", err, errlen);
+	for (int i = 0; i < n; i++) {
+		const redisReply *v = r->element[i];
+
+		if (v->type != REDIS_REPLY_STRING || strcmp(v->str, me)) {
+			lost[idx[i]] = 1;
+			stale = 1;
+		}
+	}
+	freeReplyObject(r);
+	if (stale) {
+		r = conn_commandf(c, ROUTE, "UNWATCH");
+		if (r)
+			freeReplyObject(r);
+		snprintf(err, errlen, "a partition lease is no longer this worker's");
+		return -ESTALE;
+	}
+	return 0;
+}
+
+int workers_commit(struct conn *c, const char *me, const char *held, char *const *events,
+		   int nevents, const struct workers_state *states, int ns, char *refused,
+		   char *lost, char *err, size_t errlen)
+{
+	int queued = 0, taken = 0, ret;
+	redisReply *r = NULL;
+	char key[64];
+
+	ret = watch_leases(c, me, held, lost, err, errlen);
+	if (ret)
+		return ret;
+	if (conn_appendf(c, ROUTE, "MULTI"))
+		goto io;
+	queued++;
+	for (int i = 0; i < nevents; i++, queued++)
+		if (conn_appendf(c, ROUTE, "XADD %s MAXLEN ~ " KEY_STREAM_MAXLEN " * e %s",
+				 KEY_ALERTS, events[i]))
+			goto io;
+	for (int s = 0; s < ns; s++) {
+		key_part_state(key, sizeof(key), states[s].part);
+		if (conn_appendf(c, ROUTE, "DEL %s", key))
+			goto io;
+		queued++;
+		for (int i = 0; i < states[s].n; i++, queued++)
+			if (conn_appendf(c, ROUTE, "HSET %s %s %s", key, states[s].fps[i],
+					 states[s].states[i]))
+				goto io;
+	}
+	if (conn_appendf(c, ROUTE, "EXEC"))
+		goto io;
+	queued++;
+	for (int i = 0; i < queued - 1; i++) {
+		r = conn_reply(c);
+		if (!r)
+			goto io;
+		freeReplyObject(r);
+	}
+	r = conn_reply(c);
+	if (!r)
+		goto io;
+	if (r->type == REDIS_REPLY_NIL) {
+		/* a watched lease changed (expired, taken) between WATCH and EXEC */
+		freeReplyObject(r);
+		memcpy(lost, held, WORKERS_NPART);
+		snprintf(err, errlen, "a partition lease changed during the commit");
+		return -ESTALE;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str :
+			 "transaction aborted");
+		freeReplyObject(r);
+		return -EIO;
+	}
+	err[0] = '\0';
+	for (size_t i = 0; i < r->elements; i++) {
+		int bad = r->element[i]->type == REDIS_REPLY_ERROR;
+
+		if (bad && !err[0])
+			snprintf(err, errlen, "redis refused %s: %s", (int)i < nevents ?
+				 "an alert event for " KEY_ALERTS : "a partition checkpoint",
+				 r->element[i]->str);
+		if ((int)i < nevents) {
+			refused[i] = (char)bad;
+			taken += !bad;
+		}
+	}
+	freeReplyObject(r);
+	return taken;
+io:
+	snprintf(err, errlen, "redis: %s", conn_errstr(c));
+	return -EIO;
+}
+
+int workers_state_read(struct conn *c, int part,
+		       void (*cb)(const char *fp, const char *json, void *arg), void *arg,
+		       char *err, size_t errlen)
+{
+	char key[64];
+	redisReply *r;
+	int n = 0;
+
+	key_part_state(key, sizeof(key), part);
+	r = conn_commandf(c, ROUTE, "HGETALL %s", key);
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return io_error(c, r, "HGETALL (partition checkpoint)", err, errlen);
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		if (r->element[i]->type != REDIS_REPLY_STRING ||
+		    r->element[i + 1]->type != REDIS_REPLY_STRING)
+			continue;
+		cb(r->element[i]->str, r->element[i + 1]->str, arg);
+		n++;
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+int workers_partial_put(struct conn *c, const char *topic, const char *me, const char *blob,
+			size_t len, uint64_t ttl_ms, char *err, size_t errlen)
+{
+	char key[400];
+	redisReply *r;
+
+	if (key_partial(key, sizeof(key), topic) < 0) {
+		snprintf(err, errlen, "partial topic too long: %.60s...", topic);
+		return -EINVAL;
+	}
+	if (conn_appendf(c, ROUTE, "HSET %s %s %b", key, me, blob, len) ||
+	    conn_appendf(c, ROUTE, "PEXPIRE %s %" PRIu64, key, ttl_ms))
+		return io_error(c, NULL, "HSET (partial)", err, errlen);
+	for (int i = 0; i < 2; i++) {
+		r = conn_reply(c);
+		if (!r || r->type == REDIS_REPLY_ERROR)
+			return io_error(c, r, "HSET (partial)", err, errlen);
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
+int workers_partials_read(struct conn *c, const char *topic,
+			  void (*cb)(const char *worker, const char *blob, size_t len, void *arg),
+			  void *arg, char *err, size_t errlen)
+{
+	char key[400];
+	redisReply *r;
+	int n = 0;
+
+	if (key_partial(key, sizeof(key), topic) < 0) {
+		snprintf(err, errlen, "partial topic too long: %.60s...", topic);
+		return -EINVAL;
+	}
+	r = conn_commandf(c, ROUTE, "HGETALL %s", key);
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return io_error(c, r, "HGETALL (partials)", err, errlen);
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		if (r->element[i]->type != REDIS_REPLY_STRING ||
+		    r->element[i + 1]->type != REDIS_REPLY_STRING)
+			continue;
+		cb(r->element[i]->str, r->element[i + 1]->str, r->element[i + 1]->len, arg);
+		n++;
+	}
+	freeReplyObject(r);
+	return n;
+}

@@ -1,0 +1,89 @@
+/*
+ * workers.h - how several faultline-rules processes share one fleet
+ * through Redis: membership, partition leases, per-partition alert
+ * checkpoints and the partial aggregates they exchange.
+ *
+ * The fleet is cut into WORKERS_PARTS partitions by the outermost failure
+ * domain the rules roll up by (rules/shard.h says which), plus one more,
+ * WORKERS_FLEET, for alerts about the fleet as a whole (post-deploy
+ * verdicts).  A worker evaluates the hosts of the partitions whose lease
+ * it holds; it writes its alert events, and the checkpoint of each
+ * partition it holds, in one transaction that fails if any of its leases
+ * changed hands meanwhile (WATCH), so two workers never page for one
+ * partition.
+ *
+ * Every key lives in fl:alerts' slot (hash tag {fl:alerts}): on a cluster
+ * the leases, the checkpoints and fl:alerts are on one node, which is what
+ * lets one transaction cover them (keyspace.h lists them).  Times are
+ * Redis' own clock (TIME), so the workers' clocks need not agree.
+ */
+#ifndef FL_STORE_WORKERS_H
+#define FL_STORE_WORKERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct conn;
+
+#define WORKERS_PARTS 64			/* domain partitions */
+#define WORKERS_FLEET WORKERS_PARTS		/* the fleet-wide partition */
+#define WORKERS_NPART (WORKERS_PARTS + 1)
+#define WORKERS_NAME_MAX 128
+
+/*
+ * Say that worker `me` lives for ttl_ms more (Redis' clock) and read who
+ * else does: *live gets their names (me included; free with
+ * workers_names_free), *now_ms Redis' time.  Entries of workers that
+ * expired are removed.  Returns 0 or -EIO (err says why).
+ */
+int workers_heartbeat(struct conn *c, const char *me, uint64_t ttl_ms, char ***live,
+		      size_t *nlive, uint64_t *now_ms, char *err, size_t errlen);
+void workers_names_free(char **names, size_t n);
+
+/* Leave: drop me from the members and release every lease I hold. */
+int workers_leave(struct conn *c, const char *me, char *err, size_t errlen);
+
+/*
+ * For each partition p, want[p] 1: take its lease if free, or renew it if
+ * mine, for ttl_ms; 0: release it if mine.  held[p] is set to whether me
+ * holds it afterwards.  One atomic script.  Returns 0 or -EIO.
+ */
+int workers_leases(struct conn *c, const char *me, uint64_t ttl_ms, const char *want,
+		   char *held, char *err, size_t errlen);
+
+/* One partition's checkpoint to write: fps[i] -> states[i] (JSON). */
+struct workers_state {
+	int part;
+	int n;
+	const char *const *fps;
+	const char *const *states;
+};
+
+/*
+ * Append events to fl:alerts and replace the checkpoints of states[0..ns)
+ * in one MULTI/EXEC, only if me still holds every partition in held[]
+ * (WORKERS_NPART flags).  refused[i] as store_alerts_commit.  Returns how
+ * many events Redis took; -ESTALE when a lease is no longer mine (nothing
+ * written; lost[p] set for each); -EIO when the exchange failed.
+ */
+int workers_commit(struct conn *c, const char *me, const char *held, char *const *events,
+		   int nevents, const struct workers_state *states, int ns, char *refused,
+		   char *lost, char *err, size_t errlen);
+
+/* Call cb(fp, json, arg) for every entry of partition part's checkpoint. */
+int workers_state_read(struct conn *c, int part,
+		       void (*cb)(const char *fp, const char *json, void *arg), void *arg,
+		       char *err, size_t errlen);
+
+/*
+ * Partial aggregates: worker me's part of `topic` (a rule and what it
+ * merges, e.g. "baseline/CpuRegression/api@2.1@1700000000000"), kept
+ * ttl_ms; workers_partials_read calls cb with every worker's.
+ */
+int workers_partial_put(struct conn *c, const char *topic, const char *me, const char *blob,
+			size_t len, uint64_t ttl_ms, char *err, size_t errlen);
+int workers_partials_read(struct conn *c, const char *topic,
+			  void (*cb)(const char *worker, const char *blob, size_t len, void *arg),
+			  void *arg, char *err, size_t errlen);
+
+#endif

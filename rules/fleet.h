@@ -1,0 +1,64 @@
+/*
+ * fleet.h - partial aggregates of fleet-wide comparisons, as sharded rules
+ * workers publish and merge them (fleet.c says the formats).
+ */
+#ifndef FL_RULES_FLEET_H
+#define FL_RULES_FLEET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/histogram.h"
+#include "model/profile.h"
+#include "rules/engine.h"
+
+/* ---- peer_ratio ---- */
+
+/* Record value v (>= 0; less counts as 0) in a peer group's histogram. */
+void fleet_peer_record(struct histogram *h, double v);
+
+/* The median of a peer group's (merged) histogram, or NAN when empty. */
+double fleet_peer_median(const struct histogram *h);
+
+/*
+ * Publish this worker's peer groups (groups[i] -> hists[i]) under topic
+ * and add every other worker's histograms of the same groups into hists.
+ * Returns 0, or < 0 when the exchange failed (hists then hold this
+ * worker's part only).
+ */
+int fleet_peer_merge(const struct engine_fleet *f, const char *topic, char *const *groups,
+		     struct histogram *hists, size_t n);
+
+/* ---- deploy baselines ---- */
+
+#define FLEET_SLOTS 60		/* 2 x BASELINE_POINTS: before, then after */
+
+/* A deploy verdict's inputs over some hosts; sums of per-host parts. */
+struct fleet_bpart {
+	int quantile;			/* percentile rule: the slots are histograms */
+	double dsum[FLEET_SLOTS], psum[FLEET_SLOTS];	/* deployed / peers: sum of values */
+	uint64_t dn[FLEET_SLOTS], pn[FLEET_SLOTS];	/* ... and how many */
+	struct histogram *dh, *ph;	/* percentile rules: [FLEET_SLOTS] each */
+	struct histogram wd[2], wp[2];	/* whole windows, before [0] and after [1] */
+	struct profile prof[4];		/* profile rules: deployed before, after; peers */
+	int has_prof;
+	char **hosts;			/* deployed hosts with data */
+	int nhosts;
+	int total;			/* hosts looked at */
+};
+
+int fleet_bpart_init(struct fleet_bpart *b, int quantile);
+void fleet_bpart_free(struct fleet_bpart *b);
+int fleet_bpart_add_host(struct fleet_bpart *b, const char *host);
+
+/* Encode b into *out (malloc'd, *outlen bytes).  Returns 0 or -ENOMEM. */
+int fleet_bpart_encode(const struct fleet_bpart *b, char **out, size_t *outlen);
+
+/*
+ * Add the partial in blob (another worker's fleet_bpart_encode) into b.
+ * Returns 0, or -EINVAL when blob is not one of b's kind (b may then hold
+ * part of it).
+ */
+int fleet_bpart_merge_blob(struct fleet_bpart *b, const void *blob, size_t len);
+
+#endif
