@@ -262,9 +262,24 @@ int worker_commit(struct worker *w, struct engine *e, struct conn *c, char *cons
 {
 	struct split sp = { .w = w };
 	struct workers_state st[WORKERS_NPART];
-	char lost[WORKERS_NPART];
-	int ns = 0, ret;
+	char lost[WORKERS_NPART], want[WORKERS_NPART], held[WORKERS_NPART];
+	int ns = 0, ret, any = 0;
 
+	/*
+	 * Renew the leases first: reading and evaluating may have outlasted
+	 * them (a first read of a large fleet's history).  One that expired
+	 * and nobody took is this worker's again, its checkpoint untouched
+	 * meanwhile; one another worker took is lost.
+	 */
+	memcpy(want, shard_held(w->shard), sizeof(want));
+	if (workers_leases(c, worker_id(w), w->ttl_ms, want, held, err, errlen))
+		return -EIO;
+	for (int p = 0; p < WORKERS_NPART; p++) {
+		lost[p] = want[p] && !held[p];
+		any |= lost[p];
+	}
+	if (any)
+		goto stale;
 	if (with_state) {
 		if (engine_state_export(e, split_state, &sp) < 0 || sp.failed) {
 			split_free(&sp);
@@ -282,6 +297,7 @@ int worker_commit(struct worker *w, struct engine *e, struct conn *c, char *cons
 	split_free(&sp);
 	if (ret != -ESTALE)
 		return ret;
+stale:
 	shard_drop(w->shard, lost);
 	engine_forget(e, keep_alert, w);
 	for (int i = 0; i < n; i++) {

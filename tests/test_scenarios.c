@@ -39,6 +39,9 @@ static struct test_cluster cluster;
 static const char *url, *dir;	/* the Redis (or cluster) this scenario runs on */
 static pid_t alerters[2];
 static int nalerters = 1, nworkers = 1;
+static int replay_speed = 60;
+/* wall seconds after the replay starts to kill -9 worker w0 / alerter 0 (0: never) */
+static int kill_worker_at_s, kill_alerter_at_s;
 
 static void setup(void)
 {
@@ -138,6 +141,8 @@ struct seen {
 	uint64_t fired_at_ms;		/* firedAt of the first firing (startsAt is `for` earlier) */
 	uint64_t resolved_at_ms;	/* endsAt of the resolution */
 	int claimed;			/* an expectation accounted for it */
+	char starts[40];		/* startsAt of the current firing */
+	int restarted;			/* firing again with another startsAt: paged twice */
 };
 
 /* The entry of faultline.alerts or faultline.evidence with this fingerprint. */
@@ -285,6 +290,12 @@ static int collect(struct seen *s, int max)
 				if (state == 1 && !s[j].evidence &&
 				    (ev = by_fingerprint(body, "evidence", fp)))
 					s[j].evidence = json_object_get(ev);
+				if (state == 1 && s[j].last == 1 && jstr(a, "startsAt") &&
+				    strcmp(s[j].starts, jstr(a, "startsAt")))
+					s[j].restarted++;
+				if (state == 1 && jstr(a, "startsAt"))
+					snprintf(s[j].starts, sizeof(s[j].starts), "%s",
+						 jstr(a, "startsAt"));
 				if (state != s[j].last) {
 					s[j].firing += state == 1;
 					s[j].resolved += state == 2;
@@ -420,6 +431,8 @@ static void score(struct json_object *tl)
 	for (int j = 0; j < ns; j++) {
 		cr_expect(s[j].claimed, "paged for nothing the scenario injected: %s (domain %s=%s)",
 			  s[j].id, s[j].dlabel, s[j].dvalue);
+		cr_expect_eq(s[j].restarted, 0, "%s fired again with a new startsAt while firing "
+			     "(paged twice)", s[j].id);
 		json_object_put(s[j].labels);
 		json_object_put(s[j].evidence);
 	}
@@ -447,7 +460,8 @@ static void run_scenario(const char *name, const char *must_contain)
 		f = fopen(cfg, "w");
 		cr_assert(f);
 		fprintf(f, "redis: %s\nconsumer: scenarios-%d\ngroup_wait: 0s\n"
-			"group_interval: 1s\nreceivers:\n  - name: pager\n"
+			"group_interval: 1s\ndelivery:\n  claim_idle: 2s\nreceivers:\n"
+			"  - name: pager\n"
 			"    url: http://127.0.0.1:%d/page\n    secret: x\n", url, a, rx.port);
 		fclose(f);
 		alerters[a] = fork();
@@ -467,21 +481,29 @@ static void run_scenario(const char *name, const char *must_contain)
 	 */
 	if (nworkers == 1) {
 		snprintf(cmd, sizeof(cmd), "%s/faultline-rules --rules etc/rules/faultline.yaml "
-			 "--redis %s --replay %lld,%lld --replay-speed 60 --log-level warn", out,
-			 url, (long long)jint(tl, "start_ms"), (long long)jint(tl, "end_ms"));
+			 "--redis %s --replay %lld,%lld --replay-speed %d --log-level warn", out,
+			 url, (long long)jint(tl, "start_ms"), (long long)jint(tl, "end_ms"),
+			 replay_speed);
 	} else {
 		int n = 0;
 
 		for (int w = 0; w < nworkers; w++)
 			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
 				      "%s/faultline-rules --rules etc/rules/faultline.yaml "
-				      "--redis %s --replay %lld,%lld --replay-speed 60 --shard "
+				      "--redis %s --replay %lld,%lld --replay-speed %d --shard "
 				      "--worker-id w%d --log-level info 2>%s/worker%d.log & p%d=$!; ",
 				      out, url, (long long)jint(tl, "start_ms"),
-				      (long long)jint(tl, "end_ms"), w, dir, w, w);
-		for (int w = 0; w < nworkers; w++)
-			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "%swait $p%d", w ? " && " : "",
-				      w);
+				      (long long)jint(tl, "end_ms"), replay_speed, w, dir, w, w);
+		if (kill_worker_at_s)
+			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+				      "(sleep %d; kill -9 $p0) & k=$!; ", kill_worker_at_s);
+		if (kill_alerter_at_s)
+			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+				      "(sleep %d; kill -9 %d) & ", kill_alerter_at_s, (int)alerters[0]);
+		for (int w = kill_worker_at_s ? 1 : 0; w < nworkers; w++)
+			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "wait $p%d && ", w);
+		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "%s",
+			      kill_worker_at_s ? "wait $k" : "true");
 	}
 	cr_assert_eq(test_sh("%s", cmd), 0, "%s failed", cmd);
 
@@ -628,4 +650,22 @@ Test(scenarios_cluster, regression, .init = setup_cluster, .fini = teardown, .ti
 		     "w2 did not judge the deploy from w0's and w1's parts (%s/worker2.log)", dir);
 	cr_expect_eq(test_sh("grep -q 'took partition' %s/worker0.log && "
 			     "grep -q 'took partition' %s/worker1.log", dir, dir), 0);
+}
+
+/*
+ * kill -9 of the rules worker that evaluates sw001 (w0 holds site0) while
+ * the switch's alert fires, and of one alerter: w0's partition is taken
+ * over with its checkpoint (the page keeps its startsAt and resolves once),
+ * and the other alerter claims the dead one's pending entries.
+ */
+Test(scenarios_cluster, worker_and_alerter_killed, .init = setup_cluster, .fini = teardown,
+     .timeout = 300)
+{
+	replay_speed = 20;	/* the 10 min scenario in 30 s: the takeover fits in it */
+	kill_worker_at_s = 9;	/* replay ~3:00, sw001's page firing since ~1:45 */
+	kill_alerter_at_s = 12;
+	run_scenario("sad-switch", "\"peer\":\"10.");
+	cr_expect_eq(test_sh("grep -q 'took over 1 firing alert' %s/worker1.log %s/worker2.log",
+			     dir, dir), 0,
+		     "no worker took over w0's firing alert (%s/worker*.log)", dir);
 }
