@@ -266,6 +266,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_ruletest) extra="rules/expr.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/vector_fns.c rules/vector_match.c $(ENGINE_SRCS) rules/ruletest.c rules/ruletest_expr.c";; \
 		fuzz_alert) extra="rules/expr.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/vector_fns.c rules/vector_match.c $(ENGINE_SRCS)";; \
 		fuzz_scenario) extra="sim/scenario.c";; \
+		fuzz_partials) extra="rules/fleet.c rules/shard.c";; \
 		fuzz_topology) extra="rules/expr.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/gen/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
@@ -281,7 +282,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_config|fuzz_probe_config|fuzz_alerter_config|fuzz_topology|fuzz_scenario|fuzz_ruletest) \
 			dict=-dict=fuzz/dicts/yaml.dict ;; \
 		fuzz_rules) dict=-dict=fuzz/dicts/expr.dict ;; \
-		fuzz_smartctl_json|fuzz_alert|fuzz_host_entry) dict=-dict=fuzz/dicts/json.dict ;; \
+		fuzz_smartctl_json|fuzz_alert|fuzz_host_entry|fuzz_partials) dict=-dict=fuzz/dicts/json.dict ;; \
 		fuzz_cluster) dict=-dict=fuzz/dicts/resp.dict ;; \
 		esac; \
 		echo "fuzz: running $$t for $(FUZZ_TIME) s $$dict"; \

@@ -202,6 +202,35 @@ const char *shard_me(const struct shard *s)
 	return s->me;
 }
 
+/* One log line for the partitions flagged in which: "took partitions 3-7, 12, 64 (fleet)". */
+static void say_changes(const struct shard *s, const char *which, const char *verb)
+{
+	char list[400];
+	size_t at = 0;
+	int n = 0;
+
+	list[0] = '\0';
+	for (int p = 0; p < WORKERS_NPART; p++) {
+		int q = p;
+
+		if (!which[p])
+			continue;
+		while (q + 1 < WORKERS_PARTS && which[q + 1])
+			q++;
+		if (at < sizeof(list))
+			at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%d", n ? ", " : "", p);
+		if (q > p && at < sizeof(list))
+			at += (size_t)snprintf(list + at, sizeof(list) - at, "-%d", q);
+		if (p == WORKERS_FLEET && at < sizeof(list))
+			at += (size_t)snprintf(list + at, sizeof(list) - at, " (fleet-wide alerts)");
+		n += q - p + 1;
+		p = q;
+	}
+	if (n)
+		log_info("worker %s: %s %d partition(s): %s; holds %zu of %d, %zu worker(s) live",
+			 s->me, verb, n, list, shard_held_count(s), WORKERS_NPART, s->nlive);
+}
+
 int shard_tick(struct shard *s, struct conn *c, char *err, size_t errlen)
 {
 	char want[WORKERS_NPART], held[WORKERS_NPART];
@@ -232,12 +261,10 @@ int shard_tick(struct shard *s, struct conn *c, char *err, size_t errlen)
 	for (int p = 0; p < WORKERS_NPART; p++) {
 		s->gained[p] = held[p] && !s->held[p];
 		s->lost[p] = !held[p] && s->held[p];
-		if (s->gained[p] || s->lost[p])
-			log_info("worker %s: %s partition %d%s", s->me,
-				 s->gained[p] ? "took" : "handed over", p,
-				 p == WORKERS_FLEET ? " (fleet-wide alerts)" : "");
 	}
 	memcpy(s->held, held, sizeof(held));
+	say_changes(s, s->gained, "took");
+	say_changes(s, s->lost, "handed over");
 	return 0;
 }
 
