@@ -412,13 +412,21 @@ static size_t engine_hosts(const struct engine *e)
 	return n.hosts;
 }
 
-static void render_metrics(const struct engine *e, struct strbuf *sb, int redis_up, int queued,
-			   long events, double eval_s)
+static void render_metrics(const struct engine *e, const struct worker *w, struct strbuf *sb,
+			   int redis_up, int queued, long events, double eval_s)
 {
 	struct engine_counts n;
 
 	engine_counts(e, &n);
 	strbuf_reset(sb);
+	if (w)
+		strbuf_addf(sb, "# HELP faultline_rules_worker_partitions Partitions of the fleet "
+			    "this --shard worker holds (of 65).\n"
+			    "# TYPE faultline_rules_worker_partitions gauge\n"
+			    "faultline_rules_worker_partitions %zu\n"
+			    "# HELP faultline_rules_workers_live Live --shard workers this one sees.\n"
+			    "# TYPE faultline_rules_workers_live gauge\n"
+			    "faultline_rules_workers_live %zu\n", worker_partitions(w), worker_peers(w));
 	strbuf_addf(sb, "# HELP faultline_rules_hosts Hosts the engine knows (fl:hosts).\n"
 		    "# TYPE faultline_rules_hosts gauge\nfaultline_rules_hosts %zu\n", n.hosts);
 	strbuf_addf(sb, "# HELP faultline_rules_undecodable_entries_total Stream entries that "
@@ -911,7 +919,7 @@ int main(int argc, char **argv)
 		}
 		notify_watchdog();
 		if (metrics) {
-			render_metrics(e, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
+			render_metrics(e, worker, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
 				       (double)(t_eval - t_read) / 1e9);
 			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
 		}
