@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store/conn.h"
+#include "store/keyspace.h"
 #include "model/catalog.h"
 #include "core/config.h"
 #include "model/drive.h"
@@ -73,8 +74,13 @@ static int load_range(struct conn *rc, const char *host, int hourly, uint64_t fr
 	}
 	if (bad)
 		fprintf(stderr, "faultline profile: skipped %zu undecodable windows\n", bad);
-	fprintf(stderr, "faultline profile: fl:{%s}:%s: %d windows, %llu samples\n", host,
-		hourly ? "p3600" : "p10", n, (unsigned long long)out->total);
+	{
+		char key[300];
+
+		key_profile(key, sizeof(key), host, hourly);
+		fprintf(stderr, "faultline profile: %s: %d windows, %llu samples\n", key, n,
+			(unsigned long long)out->total);
+	}
 	return 0;
 }
 

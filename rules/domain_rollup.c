@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "rules/fleet.h"
 #include "rules/stats.h"
 #include "core/strmap.h"
 
@@ -75,6 +76,7 @@ struct search {
 	struct level lv[RULE_MAX_ROLLUP];
 	int nlv;
 	size_t nlive, nhit;
+	uint32_t pop, pop_hits;		/* the concentration test's population: the fleet's */
 	int32_t *live_of;		/* e->hosts index -> live index, or -1 */
 	int32_t *mlive;			/* per match: its host's live index, or -1 */
 	uint8_t *mark;			/* scratch, per live host */
@@ -160,7 +162,7 @@ static int significant(const struct search *sr, uint32_t hits, uint32_t total)
 	if ((double)hits / total >= r->rollup_min_fraction)
 		return 1;
 	return r->rollup_alpha > 0 &&
-	       stats_hypergeom_tail(sr->nlive, sr->nhit, total, hits) < r->rollup_alpha;
+	       stats_hypergeom_tail(sr->pop, sr->pop_hits, total, hits) < r->rollup_alpha;
 }
 
 /*
@@ -373,6 +375,21 @@ int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int n
 		if (h >= 0 && !is_hit[h]) {
 			is_hit[h] = 1;
 			hits[sr.nhit++] = (uint32_t)h;
+		}
+	}
+	/*
+	 * Sharded, the concentration test draws from the whole fleet: the
+	 * other workers' hosts and hits join this worker's (a sum, so no host
+	 * moves); the domains themselves are all within this worker.
+	 */
+	sr.pop = nlive;
+	sr.pop_hits = sr.nhit;
+	if (e->opts.fleet && r->rollup_alpha > 0) {
+		uint64_t n = nlive, k = sr.nhit;
+
+		if (fleet_population(e->opts.fleet, r->name, &n, &k) == 0 && n <= UINT32_MAX) {
+			sr.pop = (uint32_t)n;
+			sr.pop_hits = (uint32_t)k;
 		}
 	}
 	if (sr.nlv && sr.nhit) {

@@ -155,6 +155,55 @@ int fleet_peer_merge(const struct engine_fleet *f, const char *topic, char *cons
 	return ret < 0 ? ret : 0;
 }
 
+/* ---- rollup populations ------------------------------------------------------- */
+
+struct pop_sum {
+	uint64_t n, k;
+	size_t bad;
+};
+
+static void add_pop(const void *blob, size_t len, void *arg)
+{
+	struct pop_sum *p = arg;
+	char text[64];
+	unsigned long long n, k;
+
+	if (len >= sizeof(text)) {
+		p->bad++;
+		return;
+	}
+	memcpy(text, blob, len);
+	text[len] = '\0';
+	if (sscanf(text, "%llu %llu", &n, &k) != 2 || k > n) {
+		p->bad++;
+		return;
+	}
+	p->n += n;
+	p->k += k;
+}
+
+int fleet_population(const struct engine_fleet *f, const char *rule, uint64_t *n, uint64_t *k)
+{
+	char topic[300], text[64];
+	struct pop_sum sum = { *n, *k, 0 };
+	int ret;
+
+	snprintf(topic, sizeof(topic), "rollup/%s", rule);
+	snprintf(text, sizeof(text), "%llu %llu", (unsigned long long)*n, (unsigned long long)*k);
+	ret = f->publish(f->arg, topic, text, strlen(text));
+	if (ret < 0)
+		return ret;
+	ret = f->gather(f->arg, topic, add_pop, &sum);
+	if (ret < 0)
+		return ret;
+	if (sum.bad)
+		log_warn("%s: %zu population part(s) from other workers could not be read", topic,
+			 sum.bad);
+	*n = sum.n;
+	*k = sum.k;
+	return 0;
+}
+
 /* ---- baseline partials ----------------------------------------------------------- */
 
 int fleet_bpart_init(struct fleet_bpart *b, int quantile)

@@ -29,6 +29,16 @@ double fleet_peer_median(const struct histogram *h);
 int fleet_peer_merge(const struct engine_fleet *f, const char *topic, char *const *groups,
 		     struct histogram *hists, size_t n);
 
+/* ---- rollups ---- */
+
+/*
+ * A rollup's concentration test draws from the whole fleet: add the other
+ * workers' live hosts and hits for rule (their previous interval's) to
+ * this worker's *n and *k, after publishing these.  Returns 0, or < 0
+ * (then *n and *k are this worker's alone).
+ */
+int fleet_population(const struct engine_fleet *f, const char *rule, uint64_t *n, uint64_t *k);
+
 /* ---- deploy baselines ---- */
 
 #define FLEET_SLOTS 60		/* 2 x BASELINE_POINTS: before, then after */

@@ -42,6 +42,8 @@ static int nalerters = 1, nworkers = 1;
 static int replay_speed = 60;
 /* wall seconds after the replay starts to kill -9 worker w0 / alerter 0 (0: never) */
 static int kill_worker_at_s, kill_alerter_at_s;
+/* ... and the master holding fl:alerts (its replica is promoted) */
+static int kill_master_at_s;
 
 static void setup(void)
 {
@@ -500,6 +502,15 @@ static void run_scenario(const char *name, const char *must_contain)
 		if (kill_alerter_at_s)
 			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
 				      "(sleep %d; kill -9 %d) & ", kill_alerter_at_s, (int)alerters[0]);
+		if (kill_master_at_s) {
+			/* fl:alerts' slot (1464): events, checkpoints and leases all live there */
+			int m = test_cluster_master_of(&cluster, 1464);
+
+			cr_assert_geq(m, 0);
+			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+				      "(sleep %d; kill -9 %d) & ", kill_master_at_s, (int)cluster.pid[m]);
+			cluster.pid[m] = 0;	/* reaped by the shell's kill, not teardown */
+		}
 		for (int w = kill_worker_at_s ? 1 : 0; w < nworkers; w++)
 			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "wait $p%d && ", w);
 		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "%s",
@@ -717,4 +728,17 @@ Test(scenarios_cluster, worker_and_alerter_killed, .init = setup_cluster, .fini 
 	cr_expect_eq(test_sh("grep -q 'took over 1 firing alert' %s/worker1.log %s/worker2.log",
 			     dir, dir), 0,
 		     "no worker took over w0's firing alert (%s/worker*.log)", dir);
+}
+
+/*
+ * The master holding fl:alerts, the leases and the checkpoints is killed
+ * (SIGKILL) while the switch's page fires: its replica is promoted, the
+ * workers and the alerters reconnect through the refreshed slot map, and
+ * every expected page arrives once.
+ */
+Test(scenarios_cluster, master_killed, .init = setup_cluster, .fini = teardown, .timeout = 300)
+{
+	replay_speed = 20;
+	kill_master_at_s = 8;
+	run_scenario("sad-switch", "\"peer\":\"10.");
 }
