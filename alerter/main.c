@@ -459,6 +459,54 @@ static void drop_alert(struct group_alert *ga)
  * notification that carries it is delivered.  A firing event whose startsAt
  * differs from the firing alert held is a new incident, never a duplicate.
  */
+/* Record that ga's entry is the newest of its alert this alerter took (several alerters). */
+static void mark_latest(struct alerter *al, const struct group_alert *ga)
+{
+	char err[256];
+
+	if (redis_ready(al))
+		redis_result(al, alert_stream_mark_latest(al->rc, ga->a.fingerprint, ga->entry_id,
+							  err, sizeof(err)), err);
+}
+
+/*
+ * Drop from g the alerts another alerter has since taken a newer event of
+ * (several alerters on one group): that state is the other's to notify,
+ * and this one's would arrive after it, out of date.  Their entries stay
+ * in g->ids and are acknowledged with g's next notification.
+ */
+static void drop_superseded(struct alerter *al, struct group *g)
+{
+	const char **fps = calloc((size_t)g->nalerts + 1, sizeof(*fps));
+	const char **ids = calloc((size_t)g->nalerts + 1, sizeof(*ids));
+	char *newer = calloc((size_t)g->nalerts + 1, 1), err[256];
+	int n = g->nalerts;
+
+	if (!fps || !ids || !newer || !redis_ready(al))
+		goto out;
+	for (int i = 0; i < n; i++) {
+		fps[i] = g->alerts[i]->a.fingerprint;
+		ids[i] = g->alerts[i]->entry_id;
+	}
+	if (redis_result(al, alert_stream_superseded(al->rc, fps, ids, n, newer, err,
+						     sizeof(err)), err) < 0)
+		goto out;
+	for (int i = n - 1; i >= 0; i--) {
+		if (!newer[i])
+			continue;
+		log_info("%s %s: another alerter took a newer event of this alert; leaving it "
+			 "to that one", alert_label(&g->alerts[i]->a, "alertname"),
+			 g->alerts[i]->a.fingerprint);
+		drop_alert(g->alerts[i]);
+		g->alerts[i] = g->alerts[--g->nalerts];
+		g->changed = 1;
+	}
+out:
+	free(fps);
+	free(ids);
+	free(newer);
+}
+
 static void take_event(struct alerter *al, const char *id, const char *json, size_t len)
 {
 	struct group_alert *ga;
@@ -533,6 +581,7 @@ static void take_event(struct alerter *al, const char *id, const char *json, siz
 		drop_alert(held);
 		g->alerts[i] = ga;
 		hold(al, g, id);
+		mark_latest(al, ga);
 		return;
 	}
 	{
@@ -547,6 +596,7 @@ static void take_event(struct alerter *al, const char *id, const char *json, siz
 		g->changed = 1;
 	}
 	hold(al, g, id);
+	mark_latest(al, ga);
 }
 
 /* ---- delivery ---------------------------------------------------------- */
@@ -703,6 +753,9 @@ static void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 	due = now >= group_due_at(al, g);
 	if (!due || al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
 		return;
+	drop_superseded(al, g);
+	if (!g->nalerts)
+		return;		/* its entries are acknowledged on the next pass */
 	repeat = g->sent_once && !g->changed;
 	g->repeats = repeat ? g->repeats + 1 : 0;
 	strbuf_reset(&g->body);

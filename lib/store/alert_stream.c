@@ -237,3 +237,80 @@ int alert_stream_record(struct conn *rc, const char *what, const char *group,
 		freeReplyObject(r);
 	return ret;
 }
+
+/* Stream ids "ms-seq" in order: -1, 0, 1. */
+static int id_cmp(const char *a, const char *b)
+{
+	unsigned long long am = 0, as = 0, bm = 0, bs = 0;
+
+	sscanf(a, "%llu-%llu", &am, &as);
+	sscanf(b, "%llu-%llu", &bm, &bs);
+	if (am != bm)
+		return am < bm ? -1 : 1;
+	return as < bs ? -1 : as > bs;
+}
+
+/* KEYS[1]: the fingerprint's key; ARGV: id, ttl ms.  Keeps the newer id. */
+static const char MARK_SCRIPT[] =
+	"local cur = redis.call('GET', KEYS[1])\n"
+	"local function n(id) local m, s = string.match(id, '(%d+)-(%d+)')\n"
+	"  return tonumber(m), tonumber(s) end\n"
+	"if cur then\n"
+	"  local cm, cs = n(cur)\n"
+	"  local im, is = n(ARGV[1])\n"
+	"  if cm > im or (cm == im and cs >= is) then return 0 end\n"
+	"end\n"
+	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+	"return 1\n";
+
+int alert_stream_mark_latest(struct conn *rc, const char *fingerprint, const char *id,
+			     char *err, size_t errlen)
+{
+	char key[96];
+	redisReply *r;
+	int ret;
+
+	key_alert_latest(key, sizeof(key), fingerprint);
+	r = conn_commandf(rc, STREAM, "EVAL %s 1 %s %s %llu", MARK_SCRIPT, key, id,
+			  (unsigned long long)KEY_ALERT_LATEST_TTL_MS);
+	ret = answer(rc, r, "EVAL (latest entry of an alert)", err, errlen);
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+int alert_stream_superseded(struct conn *rc, const char *const *fps, const char *const *ids,
+			    int n, char *newer, char *err, size_t errlen)
+{
+	const char **argv = calloc((size_t)n + 1, sizeof(*argv));
+	char (*keys)[96] = calloc((size_t)n + 1, sizeof(*keys));
+	redisReply *r = NULL;
+	int ret;
+
+	memset(newer, 0, (size_t)n);
+	if (!argv || !keys) {
+		free(argv);
+		free(keys);
+		snprintf(err, errlen, "out of memory");
+		return ALERT_STREAM_REFUSED;
+	}
+	argv[0] = "MGET";
+	for (int i = 0; i < n; i++) {
+		key_alert_latest(keys[i], sizeof(keys[i]), fps[i]);
+		argv[1 + i] = keys[i];
+	}
+	r = n ? conn_command(rc, STREAM, n + 1, argv, NULL) : NULL;
+	ret = n ? answer(rc, r, "MGET (latest entries of alerts)", err, errlen) : 0;
+	if (!ret && n && (r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n)) {
+		snprintf(err, errlen, "MGET (latest entries of alerts): unexpected reply shape");
+		ret = ALERT_STREAM_REFUSED;
+	}
+	for (int i = 0; !ret && i < n; i++)
+		newer[i] = r->element[i]->type == REDIS_REPLY_STRING &&
+			   id_cmp(r->element[i]->str, ids[i]) > 0;
+	if (r)
+		freeReplyObject(r);
+	free(argv);
+	free(keys);
+	return ret;
+}

@@ -81,6 +81,24 @@ int alert_stream_dead_letter(struct conn *rc, const char *reason, const char *gr
 			     const char *receiver, const char *ids, const char *body, size_t len,
 			     char *err, size_t errlen);
 
+/*
+ * Several alerters share the stream, and the events of one alert may reach
+ * different ones: each records the newest entry it took per fingerprint
+ * ({fl:alerts}:latest:FP, kept 7 days; kept only if newer than what is
+ * there), and before notifying asks which of its alerts another alerter
+ * has since taken a newer event of, so it never sends a state another
+ * alerter superseded.
+ */
+int alert_stream_mark_latest(struct conn *rc, const char *fingerprint, const char *id,
+			     char *err, size_t errlen);
+
+/*
+ * For each fps[i], newer[i] = 1 when an entry newer than ids[i] was taken
+ * for it.  Returns 0 or an ALERT_STREAM_ error (newer[] then all 0).
+ */
+int alert_stream_superseded(struct conn *rc, const char *const *fps, const char *const *ids,
+			    int n, char *newer, char *err, size_t errlen);
+
 /* Append a record of what became of a notification (sent, silenced...). */
 int alert_stream_record(struct conn *rc, const char *what, const char *group,
 			const char *detail, char *err, size_t errlen);

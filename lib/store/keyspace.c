@@ -64,3 +64,8 @@ int key_partial(char *buf, size_t len, const char *topic)
 {
 	return name(buf, len, "{fl:alerts}:partial:%s", topic);
 }
+
+int key_alert_latest(char *buf, size_t len, const char *fingerprint)
+{
+	return name(buf, len, "{fl:alerts}:latest:%s", fingerprint);
+}

@@ -59,6 +59,10 @@
  *   {fl:alerts}:partial:TOPIC    hash    rules workers     rules workers      TTL
  *       worker -> its partial aggregate of TOPIC (a fleet-wide comparison)
  *
+ *   {fl:alerts}:latest:FP        string  alerters          alerters           7 d
+ *       the newest fl:alerts entry any alerter took for alert FP: an alerter
+ *       never notifies a state another one superseded
+ *
  *   fl:alerts:dead               stream  alerter           operators          ~100,000 entries
  *       dead letters {reason, group, receiver, entries, body}      slot 6460
  *   fl:notifications             stream  alerter           operators, tests   ~100,000 entries
@@ -99,5 +103,7 @@ int key_wear(char *buf, size_t len, const char *host, const char *serial);
 int key_lease(char *buf, size_t len, int part);		/* {fl:alerts}:lease:P */
 int key_part_state(char *buf, size_t len, int part);	/* {fl:alerts}:rules:P */
 int key_partial(char *buf, size_t len, const char *topic);	/* {fl:alerts}:partial:T */
+int key_alert_latest(char *buf, size_t len, const char *fingerprint);	/* {fl:alerts}:latest:FP */
+#define KEY_ALERT_LATEST_TTL_MS (7ULL * 24 * 3600 * 1000)
 
 #endif
