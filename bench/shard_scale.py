@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from fleet_scale import start_redis
+
 LINE = re.compile(r"interval: read (\d+) snapshot\(s\) in ([\d.]+) ms, evaluated (\d+) rule\(s\) "
                   r"over (\d+) host\(s\) in ([\d.]+) ms")
 
@@ -88,14 +90,7 @@ def start_cluster(d, masters=3):
 
 
 def start_single(d):
-    sock = os.path.join(d, "redis.sock")
-    p = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
-                          "--appendonly", "no", "--dir", d],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.05)
+    p, sock = start_redis(d)
     return p, "unix://" + sock
 
 

@@ -67,15 +67,6 @@ struct conn {
 	struct conn_stats stats;
 };
 
-static int copy_part(char *dst, size_t dstlen, const char *src, size_t n)
-{
-	if (n >= dstlen)
-		return -1;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-	return 0;
-}
-
 /* ---- slots ------------------------------------------------------------- */
 
 /* CRC16-CCITT (XMODEM): polynomial 0x1021, initial 0, as Redis Cluster uses. */
@@ -111,8 +102,10 @@ static int reply_addr(const redisReply *node, struct conn_addr *a)
 	    node->element[0]->type != REDIS_REPLY_STRING ||
 	    node->element[1]->type != REDIS_REPLY_INTEGER ||
 	    node->element[1]->integer <= 0 || node->element[1]->integer > 65535 ||
-	    copy_part(a->host, sizeof(a->host), node->element[0]->str, node->element[0]->len))
+	    node->element[0]->len >= sizeof(a->host))
 		return -1;
+	memcpy(a->host, node->element[0]->str, node->element[0]->len);
+	a->host[node->element[0]->len] = '\0';
 	a->port = (int)node->element[1]->integer;
 	return 0;
 }
@@ -580,33 +573,11 @@ static redisReply *exchange(struct conn *c, int slot, int node, const char *cmd,
 	return NULL;
 }
 
-redisReply *conn_command(struct conn *c, const char *route, int argc, const char **argv,
-			 const size_t *lens)
+/* Send formatted cmd (len bytes, -1: formatting failed) routed by route; frees it. */
+static redisReply *command_formatted(struct conn *c, const char *route, char *cmd, int len)
 {
-	char *cmd;
-	int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
 	redisReply *r;
 
-	if (len < 0) {
-		set_err(c, "out of memory");
-		return NULL;
-	}
-	c->errstr[0] = '\0';
-	r = exchange(c, slot_of(c, route), -1, cmd, (size_t)len);
-	redisFreeCommand(cmd);
-	return r;
-}
-
-redisReply *conn_commandf(struct conn *c, const char *route, const char *fmt, ...)
-{
-	va_list ap;
-	char *cmd;
-	int len;
-	redisReply *r;
-
-	va_start(ap, fmt);
-	len = redisvFormatCommand(&cmd, fmt, ap);
-	va_end(ap);
 	if (len < 0) {
 		set_err(c, "bad command format or out of memory");
 		return NULL;
@@ -615,6 +586,27 @@ redisReply *conn_commandf(struct conn *c, const char *route, const char *fmt, ..
 	r = exchange(c, slot_of(c, route), -1, cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return r;
+}
+
+redisReply *conn_command(struct conn *c, const char *route, int argc, const char **argv,
+			 const size_t *lens)
+{
+	char *cmd = NULL;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+
+	return command_formatted(c, route, cmd, len);
+}
+
+redisReply *conn_commandf(struct conn *c, const char *route, const char *fmt, ...)
+{
+	va_list ap;
+	char *cmd = NULL;
+	int len;
+
+	va_start(ap, fmt);
+	len = redisvFormatCommand(&cmd, fmt, ap);
+	va_end(ap);
+	return command_formatted(c, route, cmd, len);
 }
 
 /* ---- pipelines ------------------------------------------------------------ */

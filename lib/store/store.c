@@ -30,6 +30,7 @@
 #include "model/host_entry.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/store_internal.h"
 
 const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
 
@@ -1084,28 +1085,28 @@ out:
 /* ---- alerts ------------------------------------------------------------- */
 
 
-int store_alerts_commit(struct conn *c, char *const *events, int nevents,
-			const char *const *fps, const char *const *states, int nstates,
-			char *refused, char *err, size_t errlen)
+int alerts_transaction(struct conn *c, char *const *events, int nevents,
+		       const struct alerts_state *st, int ns, char *refused, char *err,
+		       size_t errlen)
 {
 	int queued = 0, taken = 0, ret = 0;
 	redisReply *r = NULL;
 
-	/* every command routes by KEY_ALERTS: the checkpoint shares its slot */
+	/* every command routes by KEY_ALERTS: the checkpoints share its slot */
 	if (conn_appendf(c, KEY_ALERTS, "MULTI"))
 		goto io;
 	queued++;
 	for (int i = 0; i < nevents; i++, queued++)
-		if (conn_appendf(c, KEY_ALERTS, "XADD %s MAXLEN ~ " KEY_STREAM_MAXLEN " * e %s", KEY_ALERTS,
-				 events[i]))
+		if (conn_appendf(c, KEY_ALERTS, "XADD %s MAXLEN ~ " KEY_STREAM_MAXLEN " * e %s",
+				 KEY_ALERTS, events[i]))
 			goto io;
-	if (nstates >= 0) {
-		if (conn_appendf(c, KEY_ALERTS, "DEL %s", KEY_ALERTS_STATE))
+	for (int s = 0; s < ns; s++) {
+		if (conn_appendf(c, KEY_ALERTS, "DEL %s", st[s].key))
 			goto io;
 		queued++;
-		for (int i = 0; i < nstates; i++, queued++)
-			if (conn_appendf(c, KEY_ALERTS, "HSET %s %s %s", KEY_ALERTS_STATE, fps[i],
-					 states[i]))
+		for (int i = 0; i < st[s].n; i++, queued++)
+			if (conn_appendf(c, KEY_ALERTS, "HSET %s %s %s", st[s].key, st[s].fps[i],
+					 st[s].states[i]))
 				goto io;
 	}
 	if (conn_appendf(c, KEY_ALERTS, "EXEC"))
@@ -1121,6 +1122,11 @@ int store_alerts_commit(struct conn *c, char *const *events, int nevents,
 	r = conn_reply(c);
 	if (!r)
 		goto io;
+	if (r->type == REDIS_REPLY_NIL) {
+		snprintf(err, errlen, "a watched key changed during the transaction");
+		ret = -ESTALE;
+		goto out;
+	}
 	if (r->type != REDIS_REPLY_ARRAY) {
 		snprintf(err, errlen, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str :
 			 "transaction aborted");
@@ -1134,8 +1140,7 @@ int store_alerts_commit(struct conn *c, char *const *events, int nevents,
 
 		if (bad && !err[0])
 			snprintf(err, errlen, "redis refused %s: %s", (int)i < nevents ?
-				 "an alert event for " KEY_ALERTS : "the checkpoint " KEY_ALERTS_STATE,
-				 x->str);
+				 "an alert event for " KEY_ALERTS : "an alert checkpoint", x->str);
 		if ((int)i < nevents) {
 			refused[i] = (char)bad;
 			taken += !bad;
@@ -1148,6 +1153,15 @@ out:
 io:
 	snprintf(err, errlen, "redis: %s", conn_errstr(c));
 	return -EIO;
+}
+
+int store_alerts_commit(struct conn *c, char *const *events, int nevents,
+			const char *const *fps, const char *const *states, int nstates,
+			char *refused, char *err, size_t errlen)
+{
+	struct alerts_state st = { KEY_ALERTS_STATE, nstates, fps, states };
+
+	return alerts_transaction(c, events, nevents, &st, nstates >= 0, refused, err, errlen);
 }
 
 int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const char *json,

@@ -14,6 +14,7 @@
 
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/store_internal.h"
 
 /* Every command here routes by fl:alerts: all the keys share its slot. */
 #define ROUTE KEY_ALERTS
@@ -211,73 +212,23 @@ int workers_commit(struct conn *c, const char *me, const char *held, char *const
 		   int nevents, const struct workers_state *states, int ns, char *refused,
 		   char *lost, char *err, size_t errlen)
 {
-	int queued = 0, taken = 0, ret;
-	redisReply *r = NULL;
-	char key[64];
+	struct alerts_state st[WORKERS_NPART];
+	char keys[WORKERS_NPART][64];
+	int ret;
 
 	ret = watch_leases(c, me, held, lost, err, errlen);
 	if (ret)
 		return ret;
-	if (conn_appendf(c, ROUTE, "MULTI"))
-		goto io;
-	queued++;
-	for (int i = 0; i < nevents; i++, queued++)
-		if (conn_appendf(c, ROUTE, "XADD %s MAXLEN ~ " KEY_STREAM_MAXLEN " * e %s",
-				 KEY_ALERTS, events[i]))
-			goto io;
-	for (int s = 0; s < ns; s++) {
-		key_part_state(key, sizeof(key), states[s].part);
-		if (conn_appendf(c, ROUTE, "DEL %s", key))
-			goto io;
-		queued++;
-		for (int i = 0; i < states[s].n; i++, queued++)
-			if (conn_appendf(c, ROUTE, "HSET %s %s %s", key, states[s].fps[i],
-					 states[s].states[i]))
-				goto io;
+	for (int i = 0; i < ns && i < WORKERS_NPART; i++) {
+		key_part_state(keys[i], sizeof(keys[i]), states[i].part);
+		st[i] = (struct alerts_state){ keys[i], states[i].n, states[i].fps,
+					       states[i].states };
 	}
-	if (conn_appendf(c, ROUTE, "EXEC"))
-		goto io;
-	queued++;
-	for (int i = 0; i < queued - 1; i++) {
-		r = conn_reply(c);
-		if (!r)
-			goto io;
-		freeReplyObject(r);
-	}
-	r = conn_reply(c);
-	if (!r)
-		goto io;
-	if (r->type == REDIS_REPLY_NIL) {
-		/* a watched lease changed (expired, taken) between WATCH and EXEC */
-		freeReplyObject(r);
+	ret = alerts_transaction(c, events, nevents, st, ns < WORKERS_NPART ? ns : WORKERS_NPART,
+				 refused, err, errlen);
+	if (ret == -ESTALE)	/* a watched lease changed (expired, taken) before EXEC */
 		memcpy(lost, held, WORKERS_NPART);
-		snprintf(err, errlen, "a partition lease changed during the commit");
-		return -ESTALE;
-	}
-	if (r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str :
-			 "transaction aborted");
-		freeReplyObject(r);
-		return -EIO;
-	}
-	err[0] = '\0';
-	for (size_t i = 0; i < r->elements; i++) {
-		int bad = r->element[i]->type == REDIS_REPLY_ERROR;
-
-		if (bad && !err[0])
-			snprintf(err, errlen, "redis refused %s: %s", (int)i < nevents ?
-				 "an alert event for " KEY_ALERTS : "a partition checkpoint",
-				 r->element[i]->str);
-		if ((int)i < nevents) {
-			refused[i] = (char)bad;
-			taken += !bad;
-		}
-	}
-	freeReplyObject(r);
-	return taken;
-io:
-	snprintf(err, errlen, "redis: %s", conn_errstr(c));
-	return -EIO;
+	return ret;
 }
 
 int workers_state_read(struct conn *c, int part,
