@@ -7,6 +7,8 @@
  */
 #include "probes/symbolize.h"
 
+#include "probes/perfmap.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -57,6 +59,8 @@ struct proc {
 	char service[128];
 	struct mapping *maps;
 	size_t nmaps;
+	struct perfmap *pm;	/* JIT names (/tmp/perf-PID.map), once looked for */
+	int pm_tried;
 };
 
 struct symbolizer {
@@ -89,6 +93,7 @@ struct symbolizer *sym_new(void)
 static void proc_clear(struct proc *p)
 {
 	free(p->maps);
+	perfmap_free(p->pm);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -556,9 +561,23 @@ static const struct esym *elf_lookup(const struct elf_syms *es, uint64_t vaddr)
 	return e;
 }
 
+/*
+ * A name for addr from p's perf map (code a JIT made), looked for the
+ * first time one is needed.
+ */
+static const char *jit_name(struct proc *p, uint64_t addr)
+{
+	if (!p->pm_tried) {
+		p->pm = perfmap_open(p->pid);
+		p->pm_tried = 1;
+	}
+	return p->pm ? perfmap_lookup(p->pm, addr) : NULL;
+}
+
 int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len)
 {
 	struct proc *p = find_proc(s, pid);
+	const char *jit;
 
 	if (!p) {
 		snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
@@ -586,8 +605,18 @@ int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_
 				break;
 			}
 		}
+		/* anonymous executable memory: what a JIT compiled, if it says */
+		if (!m->elf && (jit = jit_name(p, addr))) {
+			snprintf(buf, len, "%s", jit);
+			return 1;
+		}
 		snprintf(buf, len, "%s+0x%llx", m->module, (unsigned long long)file_off);
 		return 0;
+	}
+	/* mapped after the process was first seen: JIT code, if it says */
+	if ((jit = jit_name(p, addr))) {
+		snprintf(buf, len, "%s", jit);
+		return 1;
 	}
 	snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
 	return 0;
