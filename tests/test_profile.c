@@ -2,7 +2,8 @@
  * test_profile.c - the continuous profiler against real programs this test
  * builds: a known hot function (with and without frame pointers) named in
  * >= 80 % of its samples, kernel frames of a syscall loop resolved, a
- * process that lives 40 ms still named; pprof that decodes strictly (and
+ * process that lives 40 ms still named, Node's JS functions named from its
+ * perf map; pprof that decodes strictly (and
  * with protoc), SVG that is well-formed and renders; the diff table; the
  * window codec against bad input.
  */
@@ -216,6 +217,63 @@ Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .ti
 		    (unsigned long long)hit, (unsigned long long)all);
 	cr_assert_gt(all, 0, "no samples of the short-lived processes");
 	cr_assert_geq(hit * 100, all * 60, "short-lived processes' frames were not named");
+	profile_free(&p);
+}
+
+/*
+ * A real JIT: Node with --perf-basic-prof, spinning in a JS function.  Its
+ * samples are in code V8 compiled into anonymous memory, named only by the
+ * perf map Node writes (/tmp/perf-PID.map): >= 80 % of them name fib.
+ */
+Test(profile, node_js_functions_are_named_from_its_perf_map, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct profile p;
+	uint64_t all = 0, hit = 0;
+	char js[128];
+	FILE *f;
+	pid_t node;
+
+	if (test_sh("command -v node >/dev/null") != 0)
+		cr_skip_test("needs node (Debian's nodejs)");
+	snprintf(js, sizeof(js), "%s/fib.js", dir);
+	f = fopen(js, "w");
+	cr_assert(f);
+	fputs("function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n"
+	      "const end = Date.now() + 4000; let x = 0;\n"
+	      "while (Date.now() < end) x += fib(24);\n", f);
+	fclose(f);
+	node = fork();
+	if (node == 0) {
+		execlp("node", "node", "--perf-basic-prof", js, (char *)NULL);
+		_exit(127);
+	}
+	usleep(800000);		/* past start-up: V8 has compiled fib */
+	profile_now(&p, 2 * NSEC_PER_SEC, 199);
+	waitpid(node, NULL, 0);
+	{
+		char map[64];
+
+		snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)node);
+		unlink(map);
+	}
+	for (uint32_t r = 0; r < p.nrows; r++) {
+		const uint32_t *st = p.stacks[p.rows[r].stack];
+		int found = 0;
+
+		if (strcmp(p.strings[p.rows[r].comm], "node"))
+			continue;
+		all += p.rows[r].count;
+		for (uint32_t i = 0; i < st[0]; i++)
+			found |= strstr(p.strings[st[1 + i]], "fib ") &&
+				 strstr(p.strings[st[1 + i]], "fib.js");
+		hit += found ? p.rows[r].count : 0;
+	}
+	cr_log_info("node --perf-basic-prof: %llu/%llu samples name the JS function fib",
+		    (unsigned long long)hit, (unsigned long long)all);
+	cr_assert_gt(all, 50, "too few samples of node (%llu)", (unsigned long long)all);
+	cr_assert_geq(hit * 100, all * 80, "only %llu of %llu samples name fib",
+		      (unsigned long long)hit, (unsigned long long)all);
 	profile_free(&p);
 }
 
