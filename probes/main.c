@@ -71,6 +71,7 @@ static void usage(FILE *out)
 	fprintf(out,
 "Usage: faultline-probe [OPTIONS]\n"
 "       faultline-probe profile [--duration 30s] [-o cpu.pb.gz] [--rate 99]\n"
+"                               [--pid PID | --cgroup PATH]\n"
 "\n"
 "Measure this host every interval (block I/O latency from BPF, TCP/UDP\n"
 "errors from /proc) and write snapshots and their 1 min / 1 h rollups to\n"
@@ -207,16 +208,29 @@ static void on_signal(struct loop *l, int signo, void *arg)
 	loop_stop(l);
 }
 
-/* faultline-probe profile --duration DUR -o FILE [--rate HZ] */
+/* pid as text, for one message */
+static const char *optarg_pid(uint32_t pid)
+{
+	static char buf[16];
+
+	snprintf(buf, sizeof(buf), "%u", pid);
+	return buf;
+}
+
+/* faultline-probe profile --duration DUR -o FILE [--rate HZ] [--pid PID | --cgroup PATH] */
 static int cmd_profile(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "rate", required_argument, NULL, 'F' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "cgroup", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct profile_one_filter only = { 0 };
+	char *end;
 	uint64_t duration = 30 * NSEC_PER_SEC;
 	const char *outpath = "cpu.pb.gz";
 	unsigned long hz = 99;
@@ -225,7 +239,7 @@ static int cmd_profile(int argc, char **argv)
 	char err[512], host[256] = "";
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "d:o:F:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:o:F:p:g:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (duration_parse(optarg, &duration) || duration < 100 * NSEC_PER_MSEC) {
@@ -242,11 +256,32 @@ static int cmd_profile(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'p':
+			only.pid = (uint32_t)strtoul(optarg, &end, 10);
+			if (*end || !only.pid || kill((pid_t)only.pid, 0)) {
+				fprintf(stderr, "faultline-probe profile: --pid '%s': no such process\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'g':
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(only.cgroup)) {
+				fprintf(stderr, "faultline-probe profile: --cgroup '%s': expected a cgroup "
+					"path such as /system.slice/nginx.service (as in "
+					"/proc/PID/cgroup)\n", optarg);
+				return 2;
+			}
+			snprintf(only.cgroup, sizeof(only.cgroup), "%s", optarg);
+			break;
 		case 'h':
-			printf("Usage: faultline-probe profile [--duration 30s] [-o FILE] [--rate 99]\n\n"
+			printf("Usage: faultline-probe profile [--duration 30s] [-o FILE] [--rate 99]\n"
+			       "                               [--pid PID | --cgroup PATH]\n\n"
 			       "Profile every CPU of this host once, without Redis, like a one-shot\n"
 			       "profiler, and write FILE: .svg a flame graph, .folded folded stacks,\n"
-			       "anything else gzip'd pprof (default cpu.pb.gz; `go tool pprof` reads it).\n");
+			       "anything else gzip'd pprof (default cpu.pb.gz; `go tool pprof` reads it).\n"
+			       "--pid keeps one process (its threads included), --cgroup the processes\n"
+			       "of a cgroup and those below it (the path /proc/PID/cgroup shows: v2, or\n"
+			       "the cpu controller's under v1).\n");
 			return 0;
 		default:
 			return 2;
@@ -258,9 +293,15 @@ static int cmd_profile(int argc, char **argv)
 	free(cfg.host);
 	cfg.host = strdup(host);
 	libbpf_set_print(libbpf_log);
-	fprintf(stderr, "faultline-probe: profiling all CPUs at %lu Hz for %.1f s...\n", hz,
-		(double)duration / 1e9);
-	ret = profile_oneshot(&cfg, duration, (uint32_t)hz, &p, err, sizeof(err));
+	fprintf(stderr, "faultline-probe: profiling all CPUs at %lu Hz for %.1f s%s%s%s...\n", hz,
+		(double)duration / 1e9, only.pid ? ", pid " : only.cgroup[0] ? ", cgroup " : "",
+		only.pid ? optarg_pid(only.pid) : "", only.cgroup);
+	if (only.pid && only.cgroup[0]) {
+		fprintf(stderr, "faultline-probe profile: --pid or --cgroup, not both\n");
+		probe_config_free(&cfg);
+		return 2;
+	}
+	ret = profile_oneshot(&cfg, duration, (uint32_t)hz, &only, &p, err, sizeof(err));
 	probe_config_free(&cfg);
 	if (ret) {
 		log_error("%s", err);

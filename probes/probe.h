@@ -96,12 +96,21 @@ extern const struct collector profile_collector;
 extern const struct collector deploy_watch_collector;
 
 struct profile;
+
+/* What a one-shot profile keeps: pid 0 and cgroup "" keep everything. */
+struct profile_one_filter {
+	uint32_t pid;			/* one process (its threads included) */
+	char cgroup[256];		/* a cgroup path, e.g. /system.slice/nginx.service */
+};
+
 /*
  * Profile this host for duration_ns at hz without Redis (the one-shot
- * `faultline-probe profile`).  *out is initialised.  Returns 0 or -errno.
+ * `faultline-probe profile`), keeping the samples only lets through (NULL:
+ * all).  *out is initialised.  Returns 0 or -errno.
  */
 int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32_t hz,
-		    struct profile *out, char *err, size_t errlen);
+		    const struct profile_one_filter *only, struct profile *out, char *err,
+		    size_t errlen);
 
 /* drive collector, for tests: wait for its first scan. */
 int drive_wait_scan(void *priv, uint64_t timeout_ns);

@@ -50,6 +50,7 @@ struct blob {
 };
 
 struct profiler {
+	struct profile_one_filter only;	/* one-shot: only this process or cgroup */
 	struct profile_bpf *skel;
 	int ncpu;
 	int *pfds;
@@ -134,6 +135,25 @@ static int on_proc(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/*
+ * Whether samples of process tgid go in the profile: all of them, or
+ * (one-shot --pid / --cgroup) those of one process, or of the processes in
+ * a cgroup and the cgroups below it.
+ */
+static int wanted(const struct profiler *pr, uint32_t tgid)
+{
+	const char *cg;
+	size_t n = strlen(pr->only.cgroup);
+
+	if (pr->only.pid && tgid != pr->only.pid)
+		return 0;
+	if (!n)
+		return 1;
+	cg = sym_cgroup(pr->sym, tgid);
+	return !strncmp(cg, pr->only.cgroup, n) && (cg[n] == '\0' || cg[n] == '/' ||
+						     pr->only.cgroup[n - 1] == '/');
+}
+
 /* Drain generation `g` of the kernel maps into pr->window. */
 static void drain(struct profiler *pr, int g)
 {
@@ -163,8 +183,10 @@ static void drain(struct profiler *pr, int g)
 		prev = &key;
 		if (bpf_map_lookup_elem(counts, &next, &count) || !count)
 			continue;
-		samples += count;
 		sym_process(pr->sym, next.tgid, NULL);
+		if (!wanted(pr, next.tgid))
+			continue;
+		samples += count;
 		/* user part, root first */
 		if (next.user_stack >= 0 &&
 		    bpf_map_lookup_elem(stacks, &next.user_stack, ips) == 0) {
@@ -484,9 +506,13 @@ static void profile_close(void *priv)
 }
 
 int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32_t hz,
-		    struct profile *out, char *err, size_t errlen)
+		    const struct profile_one_filter *only, struct profile *out, char *err,
+		    size_t errlen)
 {
 	struct profiler pr = { 0 };
+
+	if (only)
+		pr.only = *only;
 	uint64_t start, now;
 	int ret;
 

@@ -57,6 +57,7 @@ struct proc {
 	uint64_t generation;
 	char comm[16];
 	char service[128];
+	char cgroup[256];	/* its cgroup path (v2, else the cpu controller's) */
 	struct mapping *maps;
 	size_t nmaps;
 	struct perfmap *pm;	/* JIT names (/tmp/perf-PID.map), once looked for */
@@ -433,9 +434,12 @@ static void read_cgroup(uint32_t pid, char *out, size_t len)
 		if (!p)
 			continue;
 		p[strcspn(p, "\n")] = '\0';
-		/* prefer the v2 line ("0::/..."), else the cpu controller's */
-		if (!strncmp(line, "0::", 3) || strstr(line, ":cpu,") || strstr(line, ":cpu:") ||
-		    !out[0])
+		/*
+		 * prefer the v2 line ("0::/..."), else the cpu controller's; a
+		 * hybrid host's v2 root ("0::/") says nothing over a v1 path
+		 */
+		if ((!strncmp(line, "0::", 3) && (strcmp(p + 1, "/") || !out[0])) ||
+		    strstr(line, ":cpu,") || strstr(line, ":cpu:") || !out[0])
 			snprintf(out, len, "%s", p + 1);
 		if (!strncmp(line, "0::", 3) && strcmp(p + 1, "/"))
 			break;
@@ -522,8 +526,16 @@ int sym_process(struct symbolizer *s, uint32_t pid, const char *comm)
 		}
 	}
 	read_cgroup(pid, cg, sizeof(cg));
+	snprintf(p->cgroup, sizeof(p->cgroup), "%s", cg);
 	sym_service_of(cg, p->comm, p->service, sizeof(p->service));
 	return 0;
+}
+
+const char *sym_cgroup(struct symbolizer *s, uint32_t pid)
+{
+	struct proc *p = find_proc(s, pid);
+
+	return p ? p->cgroup : "";
 }
 
 int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm)

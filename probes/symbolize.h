@@ -46,6 +46,9 @@ int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm);
  */
 int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len);
 
+/* pid's cgroup path, v2 or the cpu controller's ("" if unknown). */
+const char *sym_cgroup(struct symbolizer *s, uint32_t pid);
+
 /* comm and service of pid ("" if unknown). */
 const char *sym_comm(struct symbolizer *s, uint32_t pid);
 const char *sym_service(struct symbolizer *s, uint32_t pid);

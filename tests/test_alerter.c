@@ -151,7 +151,7 @@ static int seed_profile(struct conn *c, const char *host)
 	probe_config_defaults(&cfg, err, sizeof(err));
 	free(cfg.host);
 	cfg.host = strdup(host);
-	ret = profile_oneshot(&cfg, 2 * NSEC_PER_SEC, 99, &p, err, sizeof(err));
+	ret = profile_oneshot(&cfg, 2 * NSEC_PER_SEC, 99, NULL, &p, err, sizeof(err));
 	probe_config_free(&cfg);
 	kill(hot, SIGKILL);
 	waitpid(hot, NULL, 0);

@@ -84,7 +84,8 @@ static pid_t run(const char *name, const char *secs, int syscalls)
 	return pid;
 }
 
-static void profile_now(struct profile *p, uint64_t ns, uint32_t hz)
+static void profile_only(struct profile *p, uint64_t ns, uint32_t hz,
+			 const struct profile_one_filter *only)
 {
 	struct probe_config cfg;
 	char err[512];
@@ -93,13 +94,18 @@ static void profile_now(struct profile *p, uint64_t ns, uint32_t hz)
 	probe_config_defaults(&cfg, err, sizeof(err));
 	free(cfg.host);
 	cfg.host = strdup("test");
-	ret = profile_oneshot(&cfg, ns, hz, p, err, sizeof(err));
+	ret = profile_oneshot(&cfg, ns, hz, only, p, err, sizeof(err));
 	probe_config_free(&cfg);
 	if (ret)
 		cr_skip_test("the BPF profiler does not load here: %s", err);
 }
 
 /* Samples of comm, and of those the ones with a frame equal to fn (or ending "_[k]" named). */
+static void profile_now(struct profile *p, uint64_t ns, uint32_t hz)
+{
+	profile_only(p, ns, hz, NULL);
+}
+
 static void share_of(const struct profile *p, const char *comm, const char *fn, uint64_t *all,
 		     uint64_t *hit)
 {
@@ -218,6 +224,55 @@ Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .ti
 	cr_assert_gt(all, 0, "no samples of the short-lived processes");
 	cr_assert_geq(hit * 100, all * 60, "short-lived processes' frames were not named");
 	profile_free(&p);
+}
+
+/*
+ * --pid keeps one process, --cgroup the processes of a cgroup (a real v1
+ * cpu cgroup this test makes): the other hot program, sampled as much,
+ * is not in the profile.
+ */
+Test(profile, one_shot_keeps_one_process_or_one_cgroup, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct profile_one_filter only = { 0 };
+	struct profile p;
+	uint64_t all, hit, other, dummy;
+	char cg[128];
+	pid_t a = run("flhotfp", "6", 0), b = run("flhotnofp", "6", 0);
+
+	usleep(200000);
+	only.pid = (uint32_t)b;
+	profile_only(&p, NSEC_PER_SEC, 199, &only);
+	share_of(&p, "flhotnofp", "hot_function", &all, &hit);
+	share_of(&p, "flhotfp", NULL, &other, &dummy);
+	cr_expect_gt(all, 20, "the chosen process was sampled (%llu)", (unsigned long long)all);
+	cr_expect_eq(other, 0, "--pid let %llu samples of another process in",
+		     (unsigned long long)other);
+	cr_expect_eq(p.total, all, "only the chosen process's samples");
+	profile_free(&p);
+
+	/* a cgroup of the cpu controller holding only flhotfp */
+	snprintf(cg, sizeof(cg), "/fl-prof-test-%d", (int)getpid());
+	if (test_sh("mkdir -p /sys/fs/cgroup/cpu%s && echo %d > /sys/fs/cgroup/cpu%s/cgroup.procs",
+		    cg, (int)a, cg) == 0) {
+		memset(&only, 0, sizeof(only));
+		snprintf(only.cgroup, sizeof(only.cgroup), "%s", cg);
+		profile_only(&p, NSEC_PER_SEC, 199, &only);
+		share_of(&p, "flhotfp", NULL, &all, &dummy);
+		share_of(&p, "flhotnofp", NULL, &other, &dummy);
+		cr_expect_gt(all, 20, "the cgroup's process was sampled (%llu)",
+			     (unsigned long long)all);
+		cr_expect_eq(other, 0, "--cgroup let %llu samples of another process in",
+			     (unsigned long long)other);
+		profile_free(&p);
+	} else {
+		cr_log_warn("no v1 cpu controller at /sys/fs/cgroup/cpu: --cgroup not checked");
+	}
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+	test_sh("rmdir /sys/fs/cgroup/cpu%s 2>/dev/null", cg);	/* empty once both are gone */
 }
 
 /*
