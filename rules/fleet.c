@@ -327,7 +327,7 @@ static double jnum(json_object *a, size_t i)
 	return json_object_get_double(json_object_array_get_idx(a, i));
 }
 
-int fleet_bpart_merge_blob(struct fleet_bpart *b, const void *blob, size_t len)
+static int merge_blob(struct fleet_bpart *b, const void *blob, size_t len)
 {
 	const char *p = blob;
 	uint32_t tlen;
@@ -405,5 +405,47 @@ int fleet_bpart_merge_blob(struct fleet_bpart *b, const void *blob, size_t len)
 	ret = 0;
 out:
 	json_object_put(o);
+	return ret;
+}
+
+/* dst += src, part by part (both of one kind). */
+static int bpart_add(struct fleet_bpart *dst, const struct fleet_bpart *src)
+{
+	for (int k = 0; k < FLEET_SLOTS; k++) {
+		dst->dsum[k] += src->dsum[k];
+		dst->dn[k] += src->dn[k];
+		dst->psum[k] += src->psum[k];
+		dst->pn[k] += src->pn[k];
+		if (dst->quantile) {
+			hist_merge(&dst->dh[k], &src->dh[k]);
+			hist_merge(&dst->ph[k], &src->ph[k]);
+		}
+	}
+	for (int w = 0; w < 2; w++) {
+		hist_merge(&dst->wd[w], &src->wd[w]);
+		hist_merge(&dst->wp[w], &src->wp[w]);
+	}
+	for (int i = 0; i < 4; i++)
+		if (profile_merge(&dst->prof[i], &src->prof[i], NULL) < 0)
+			return -ENOMEM;
+	for (int i = 0; i < src->nhosts; i++)
+		if (fleet_bpart_add_host(dst, src->hosts[i]))
+			return -ENOMEM;
+	dst->total += src->total;
+	return 0;
+}
+
+int fleet_bpart_merge_blob(struct fleet_bpart *b, const void *blob, size_t len)
+{
+	struct fleet_bpart part;
+	int ret;
+
+	/* decoded whole first: a part that fails half way adds nothing */
+	if (fleet_bpart_init(&part, b->quantile))
+		return -ENOMEM;
+	ret = merge_blob(&part, blob, len);
+	if (!ret)
+		ret = bpart_add(b, &part);
+	fleet_bpart_free(&part);
 	return ret;
 }

@@ -66,8 +66,8 @@ int fleet_bpart_encode(const struct fleet_bpart *b, char **out, size_t *outlen);
 
 /*
  * Add the partial in blob (another worker's fleet_bpart_encode) into b.
- * Returns 0, or -EINVAL when blob is not one of b's kind (b may then hold
- * part of it).
+ * Returns 0, or -EINVAL when blob is not one of b's kind (b unchanged), or
+ * -ENOMEM.
  */
 int fleet_bpart_merge_blob(struct fleet_bpart *b, const void *blob, size_t len);
 

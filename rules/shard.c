@@ -336,6 +336,12 @@ void shard_drop(struct shard *s, const char *lost)
 		}
 }
 
+void shard_untake(struct shard *s, int p)
+{
+	s->held[p] = 0;
+	s->gained[p] = 0;
+}
+
 int shard_part_of_alert(const struct shard *s, const char *json)
 {
 	json_object *o = json_tokener_parse(json), *v, *labels;

@@ -102,6 +102,13 @@ int shard_part_of_host(const struct shard *s, const char *host);
  */
 int shard_part_of_alert(const struct shard *s, const char *json);
 
+/*
+ * Count partition p as not held although its lease is: its checkpoint
+ * could not be taken over yet, and the next round, renewing the lease,
+ * finds it gained again.
+ */
+void shard_untake(struct shard *s, int p);
+
 /* Forget partitions this worker lost (after a failed fenced commit). */
 void shard_drop(struct shard *s, const char *lost);
 

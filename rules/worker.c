@@ -198,8 +198,18 @@ int worker_round(struct worker *w, struct engine *e, struct conn *c, uint64_t no
 
 		if (!shard_gained(w->shard, p))
 			continue;
-		if (workers_state_read(c, p, import_one, &ic, err, errlen) < 0)
-			return -EIO;	/* taken again next round: imports are idempotent */
+		if (workers_state_read(c, p, import_one, &ic, err, errlen) < 0) {
+			/*
+			 * Not taken over yet: this partition and every later one
+			 * gained this round count as not held, so the next round
+			 * finds them gained again and imports them (imports are
+			 * idempotent); meanwhile their hosts are not evaluated.
+			 */
+			for (int q = p; q < WORKERS_NPART; q++)
+				if (shard_gained(w->shard, q))
+					shard_untake(w->shard, q);
+			return -EIO;
+		}
 		if (ic.restored || ic.resolved)
 			log_info("worker %s: partition %d: took over %d firing alert(s) (%d of "
 				 "rules no longer loaded resolved)", worker_id(w), p, ic.restored,
