@@ -51,7 +51,7 @@ LDFLAGS += -Wl,-z,relro,-z,now
 ifneq ($(SAN),1)
 CFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LDLIBS := -lbpf -lelf -lz -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lmicrohttpd -lcrypt -lpthread -lm
+LDLIBS := -lbpf -lelf -lz -lzstd -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lmicrohttpd -lcrypt -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -85,7 +85,7 @@ FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
 RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
 	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
-	$(OUT)/rules/history.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
+	$(OUT)/rules/history.o $(OUT)/rules/columns.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
 	$(OUT)/rules/baseline.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
@@ -252,7 +252,7 @@ chaos: all
 	FL_OUT=$(OUT) $(OUT)/tests/test_restarts --jobs=1
 	FL_OUT=$(OUT) $(OUT)/tests/test_hosts --jobs=1
 
-ENGINE_SRCS := rules/engine.c rules/history.c rules/alert_state.c rules/domain_rollup.c \
+ENGINE_SRCS := rules/engine.c rules/history.c rules/columns.c rules/alert_state.c rules/domain_rollup.c \
 	rules/baseline.c rules/stats.c rules/fleet.c rules/shard.c rules/worker.c
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -iquote . -Ilib -I$(OUT)/gen -I/usr/include/libnl3 \
 	-fsanitize=fuzzer,address,undefined

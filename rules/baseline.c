@@ -157,10 +157,11 @@ static void slot_at(const struct engine *e, const struct rule *r, const struct d
 	for (size_t h = 0; h < nwin; h++) {
 		size_t n = win[h].n;
 
-		while (n && win[h].snaps[n - 1].ts_ms > t)
-			n--;
+		long last = columns_last_at(win[h].c, t);
+
+		n = last + 1 < (long)n ? (size_t)(last + 1) : n;
 		/* a host that was silent around t says nothing about t */
-		if (!n || win[h].snaps[n - 1].ts_ms + e->opts.stale_ms + step_ms <= t)
+		if (!n || columns_ts(win[h].c, n - 1) + e->opts.stale_ms + step_ms <= t)
 			continue;
 		cut[ncut] = win[h];
 		cut[ncut++].n = n;

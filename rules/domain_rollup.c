@@ -89,9 +89,9 @@ static const char *host_label(const struct host_state *h, const char *key)
 {
 	const struct snapshot *s;
 
-	if (!h->n)
+	if (!columns_len(&h->hist))
 		return NULL;	/* nothing readable yet: no labels */
-	s = &h->snaps[h->n - 1];
+	s = &h->hist.newest;
 
 	for (uint32_t i = 0; i < s->nlabels; i++)
 		if (!strcmp(s->labels[i].key, key))

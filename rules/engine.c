@@ -44,6 +44,24 @@ static int flat_rules(struct ruleset *rs, struct rule ***out)
 	return n;
 }
 
+static void history_name(const char *wire, void *arg)
+{
+	struct engine *e = arg;
+
+	if (!wire || !*wire)
+		e->history_all = 1;	/* a selector without a name: anything may be read */
+	else if (strmap_put(&e->history_names, wire, 1))
+		e->history_all = 1;	/* out of memory: keep everything rather than lose it */
+}
+
+static int keeps_history(const struct series *def, void *arg)
+{
+	const struct engine *e = arg;
+	uint32_t v;
+
+	return e->history_all || strmap_get(&e->history_names, def->name, &v);
+}
+
 static int engine_setup(struct engine *e, struct ruleset *rs, const struct engine_opts *opts)
 {
 	struct rule **rules;
@@ -71,6 +89,12 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 	e->dense_ms = dense / NSEC_PER_MSEC + 5000;
 	if (opts)
 		e->opts = *opts;
+	strmap_init(&e->history_names);
+	e->history_all = e->opts.keep_all_history;
+	for (int i = 0; i < n; i++)
+		expr_history_names(rules[i]->expr, rules[i]->baseline.window_ns != 0, history_name, e);
+	e->keep_policy.keeps = keeps_history;
+	e->keep_policy.gen = 1;
 	if (!e->opts.stale_ms)
 		e->opts.stale_ms = 5000;
 	e->nstate = n;
@@ -129,14 +153,12 @@ static void engine_release(struct engine *e)
 	}
 	free(e->state);
 	free(e->gstats);
-	for (size_t i = 0; i < e->nhosts; i++) {
-		for (size_t k = 0; k < e->hosts[i].n; k++)
-			snapshot_free(&e->hosts[i].snaps[k]);
-		free(e->hosts[i].snaps);
-	}
+	for (size_t i = 0; i < e->nhosts; i++)
+		columns_free(&e->hosts[i].hist);
 	free(e->hosts);
 	strmap_free(&e->host_index);
 	strmap_free(&e->said_levels);
+	strmap_free(&e->history_names);
 	free(e->deploys);
 	rules_free(&e->rules);
 	memset(e, 0, sizeof(*e));
@@ -165,6 +187,8 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 	fresh.ndeploys = e->ndeploys;
 	e->deploys = NULL;
 	e->ndeploys = 0;
+	/* the hosts' columns ask the new rules again what keeps history */
+	fresh.keep_policy.gen = e->keep_policy.gen + 1;
 	fresh.hosts = e->hosts;
 	fresh.nhosts = e->nhosts;
 	fresh.cap = e->cap;
@@ -259,11 +283,11 @@ static void record_rule(struct engine *e, const struct rule *r, struct rule_inst
 		const char *host = velem_label(&v.e[i], "host");
 		uint32_t hi;
 
-		if (!host || !strmap_get(&e->host_index, host, &hi) || !e->hosts[hi].n) {
+		if (!host || !strmap_get(&e->host_index, host, &hi) || !columns_len(&e->hosts[hi].hist)) {
 			hostless++;
 			continue;
 		}
-		if (history_record(&e->hosts[hi], r, &v.e[i])) {
+		if (history_record(e, &e->hosts[hi], r, &v.e[i])) {
 			alert_state_eval_failed(e, r, ri, now, "out of memory");
 			break;
 		}
@@ -339,7 +363,9 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
  */
 static int host_live(const struct engine *e, const struct host_state *h, uint64_t now)
 {
-	return h->n && h->snaps[h->n - 1].ts_ms + e->opts.stale_ms >= now;
+	size_t n = columns_len(&h->hist);
+
+	return n && columns_ts(&h->hist, n - 1) + e->opts.stale_ms >= now;
 }
 
 int engine_query(struct engine *e, const struct node *n, uint64_t now_ms, struct value *out,
@@ -360,8 +386,8 @@ int engine_query(struct engine *e, const struct node *n, uint64_t now_ms, struct
 		if (!host_live(e, h, now_ms))
 			continue;	/* silent: left out, as every rule leaves it out */
 		win[nlive].host = h->name;
-		win[nlive].snaps = h->snaps;
-		win[nlive++].n = h->n;
+		win[nlive].c = &h->hist;
+		win[nlive++].n = columns_len(&h->hist);
 	}
 	ret = eval(n, win, nlive, out, err, errlen);
 	free(win);
@@ -386,9 +412,10 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 	for (size_t i = 0; i < e->nhosts; i++) {
 		struct host_state *h = &e->hosts[i];
 		/* a host never read since fl:hosts named it counts from then */
-		uint64_t last = h->n ? h->snaps[h->n - 1].ts_ms : h->first_seen_ms;
+		size_t n = columns_len(&h->hist);
+		uint64_t last = n ? columns_ts(&h->hist, n - 1) : h->first_seen_ms;
 
-		if (!h->n && !h->first_seen_ms)
+		if (!n && !h->first_seen_ms)
 			continue;
 		all[nall++] = h;
 		if (history_recent_bad(h, now) >= BAD_BOUND) {
@@ -413,8 +440,8 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 			continue;
 		}
 		win[nlive].host = h->name;
-		win[nlive].snaps = h->snaps;
-		win[nlive].n = h->n;
+		win[nlive].c = &h->hist;
+		win[nlive].n = n;
 		live[nlive++] = h;
 	}
 	for (int g = 0; g < e->rules.ngroups; g++) {

@@ -97,6 +97,12 @@ struct engine_opts {
 	const struct label *external_labels;
 	int nexternal_labels;
 	const struct engine_fleet *fleet;	/* sharded workers; not owned */
+	/*
+	 * Keep every series' history, not only what the rules read back in
+	 * time (rules/columns.h): for ad-hoc queries (rule unit tests'
+	 * promql_expr_test) over any series.
+	 */
+	int keep_all_history;
 };
 
 struct engine;
@@ -167,6 +173,13 @@ int engine_add_snapshot(struct engine *e, const struct snapshot *s);
 
 /* How many snapshots of host the engine holds (0 for an unknown host). */
 size_t engine_history(const struct engine *e, const char *host);
+
+/*
+ * Bytes the hosts' history holds (columns_bytes summed; walks every kept
+ * histogram, so for summaries, not for every interval) and, in *points,
+ * the points it holds.
+ */
+size_t engine_history_bytes(const struct engine *e, size_t *points);
 int engine_take_snapshot(struct engine *e, struct snapshot *s);
 
 /*

@@ -47,13 +47,18 @@ struct engine {
 	uint64_t inhibited;		/* host alerts explained by a domain alert */
 	struct deploy *deploys;		/* markers baseline rules judge, oldest first */
 	int ndeploys;
+	/*
+	 * The series names the rules read back in time (expr_history_names):
+	 * only they keep history; history_all: every series does.
+	 */
+	struct strmap history_names;
+	int history_all;
+	struct columns_policy keep_policy;	/* arg set at use: the engine moves on reload */
 };
 
 struct host_state {
 	char name[200];			/* store_host_valid: shorter than 200 */
-	struct snapshot *snaps;		/* oldest first */
-	size_t n, cap;
-	size_t thinned;			/* snaps[0..thinned) are THIN_MS apart */
+	struct columns hist;		/* its history; the newest point decoded */
 	uint64_t first_seen_ms;		/* when fl:hosts first named it */
 	uint64_t read_ms;		/* newest entry id read, decodable or not */
 	uint64_t bad_ms[8];		/* ids (or read times) of the last undecodable entries */
@@ -135,7 +140,8 @@ int history_recent_bad(const struct host_state *h, uint64_t now);
  * switch...), r's labels over them; updated if that snapshot has it
  * already.  Returns 0 or -ENOMEM.
  */
-int history_record(struct host_state *h, const struct rule *r, const struct velem *x);
+int history_record(struct engine *e, struct host_state *h, const struct rule *r,
+		   const struct velem *x);
 
 /* alert_state.c */
 void alert_state_free_instance(struct instance *in);

@@ -1,10 +1,10 @@
 /*
  * eval.c - expression evaluation; see eval.h.
  *
- * Vectors are built by walking each host's newest snapshot for series
- * that match a selector; range functions then walk the same host's older
- * snapshots for the same series (by canonical key).  Binary operations
- * are vector_match.c's.
+ * Vectors are built by walking each host's newest snapshot (or, for a
+ * window cut short, the columns held at its end) for series that match a
+ * selector; range functions then walk that series' column back over the
+ * window (rules/columns.h).  Binary operations are vector_match.c's.
  */
 #include "rules/eval.h"
 #include "rules/eval_internal.h"
@@ -167,25 +167,6 @@ static int elem_labels(const struct snapshot *s, const struct series *ser, struc
 	return n;
 }
 
-/* d = newer - older for two histogram series, whichever form each is in. */
-static void series_hist_delta(struct histogram *d, const struct series *newer,
-			      const struct series *older)
-{
-	struct histogram o;
-
-	if (newer->sparse && older->sparse) {
-		hist_subtract_sparse(d, newer->sparse, older->sparse);
-		return;
-	}
-	hist_subtract(d, series_hist(newer, d), series_hist(older, &o));
-}
-
-static double scalar_of(const struct series *s)
-{
-	return s->kind == SERIES_COUNTER ? (double)s->counter.value :
-	       s->kind == SERIES_GAUGE ? s->gauge.last : NAN;
-}
-
 /* The range functions, named as the parser resolved them (expr.h). */
 enum range_fn {
 	RF_NONE = FN_NONE, RF_INCREASE = FN_INCREASE, RF_RATE = FN_RATE, RF_DELTA = FN_DELTA,
@@ -223,127 +204,111 @@ double quantile_sorted(const double *v, size_t n, double q)
 	return v[lo] * (1 - w) + v[hi] * w;
 }
 
-/*
- * The same series as x (of h->snaps[i]) in h->snaps[i - 1], following the
- * link the engine set when the snapshot arrived (snapshot_link), else by
- * looking it up; NULL if absent.
- */
-static const struct series *older(const struct host_window *h, size_t i,
-				  const struct series *x, const struct series *latest,
-				  uint32_t hint)
+/* Index of the last point of window w at or before t, or -1. */
+static ssize_t last_at(const struct host_window *w, uint64_t t)
 {
-	const struct snapshot *p = &h->snaps[i - 1];
+	long i = columns_last_at(w->c, t);
 
-	if (x && x->link == SERIES_LINK_NONE)
-		return NULL;
-	if (x && x->link && x->link <= p->nseries)
-		return &p->series[x->link - 1];
-	return snapshot_find_same(p, latest, hint);
+	return i >= (long)w->n ? (ssize_t)w->n - 1 : (ssize_t)i;
 }
 
-/* Index of h's last snapshot at or before t, or -1. */
-static ssize_t last_at(const struct host_window *h, uint64_t t)
+/*
+ * Histogram column k's d = value at point a - value at point b (both
+ * held), or d = the value at a when some bucket went down (a restart).
+ */
+static void hist_delta_at(struct histogram *d, const struct columns *c, uint32_t k, size_t a,
+			  size_t b)
 {
-	size_t lo = 0, hi = h->n;
+	struct histogram o;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (h->snaps[mid].ts_ms <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (ssize_t)lo - 1;
+	columns_hist(c, k, a, d);
+	columns_hist(c, k, b, &o);
+	hist_subtract(d, d, &o);
 }
 
 /*
  * delta and quantile read only a window's first and last samples: find the
- * first by binary search and one lookup (with the series' index as the
- * hint) instead of walking every snapshot in between.  Returns NAN when
+ * first by binary search and a walk to the first point that holds the
+ * series, instead of walking every point in between.  Returns NAN when
  * the window holds fewer than two samples.
  */
-static double ends_fn(enum range_fn fn, const struct host_window *h, const struct series *latest,
-		      uint64_t from, uint32_t hint, double q)
+static double ends_fn(enum range_fn fn, const struct host_window *w, uint32_t k, uint64_t from,
+		      double q)
 {
-	const struct series *first = NULL;
+	const struct columns *c = w->c;
+	size_t end = w->n - 1, first = end;
 	struct histogram d;
 
-	for (size_t i = (size_t)(last_at(h, from - 1) + 1); i + 1 < h->n && !first; i++) {
-		first = snapshot_find_same(&h->snaps[i], latest, hint);
-		if (first && first->kind != latest->kind)
-			first = NULL;
-	}
-	if (!first)
+	for (size_t i = (size_t)(last_at(w, from - 1) + 1); i < end; i++)
+		if (columns_has(c, k, i)) {
+			first = i;
+			break;
+		}
+	if (first == end)
 		return NAN;
 	if (fn == RF_DELTA)
-		return scalar_of(latest) - scalar_of(first);
-	if (latest->kind != SERIES_HISTOGRAM)
+		return columns_scalar(c, k, end, NULL) - columns_scalar(c, k, first, NULL);
+	if (c->col[k].def.kind != SERIES_HISTOGRAM)
 		return NAN;
-	series_hist_delta(&d, latest, first);
+	hist_delta_at(&d, c, k, end, first);
 	return d.count ? (double)hist_quantile(&d, q) : NAN;
 }
 
-#define PREFETCH_AHEAD 6
-
 /*
- * Apply a range function to series latest (of the host's newest snapshot)
- * of one host: walk back over the snapshots inside the range.
+ * Apply a range function to column k of one host (held at the window's
+ * end): walk back over the points inside the range, down one array.
  */
-static double range_fn(enum range_fn fn, const struct host_window *h, const struct series *latest,
+static double range_fn(enum range_fn fn, const struct host_window *w, uint32_t k,
 		       uint64_t range_ns, double q)
 {
-	uint64_t now = h->snaps[h->n - 1].ts_ms, from = now - range_ns / 1000000;
-	uint32_t hint = (uint32_t)(latest - h->snaps[h->n - 1].series);
-	const struct series *first = NULL, *prev = NULL, *x = NULL;
-	uint64_t first_ts = 0, prev_ts = 0, second_ts = 0;
+	const struct columns *c = w->c;
+	size_t end = w->n - 1;
+	uint64_t now = columns_ts(c, end), from = now - range_ns / 1000000;
+	int counter = c->col[k].def.kind == SERIES_COUNTER, have_first = 0;
+	uint64_t first_ts = 0, prev_ts = 0, second_ts = 0, first_u = 0;
 	double acc = 0, mn = INFINITY, mx = -INFINITY, sum = 0, sumsq = 0, second = NAN;
+	double prev_v = NAN, first_v = NAN;
 	double st = 0, stt = 0, stv = 0;	/* least squares, t in s relative to now */
 	double *all = NULL;			/* quantile_over_time's values */
 	size_t cnt = 0, changes = 0, resets = 0, cap = 0;
 
 	if (fn == RF_DELTA || fn == RF_QUANTILE)
-		return ends_fn(fn, h, latest, from, hint, q);
-	for (size_t i = h->n; i-- > 0;) {
-		const struct snapshot *s = &h->snaps[i];
+		return ends_fn(fn, w, k, from, q);
+	for (size_t i = end + 1; i-- > 0;) {
+		uint64_t ts = columns_ts(c, i);
+		int has;
+		double v;
 
-		if (s->ts_ms < from)
+		if (ts < from)
 			break;
-		/*
-		 * Each step is a cache miss in another snapshot; a series almost
-		 * always sits at the same index in all of them, so ask for the
-		 * one PREFETCH_AHEAD steps back now and the walk overlaps misses.
-		 */
-		if (i >= PREFETCH_AHEAD && hint < h->snaps[i - PREFETCH_AHEAD].nseries)
-			__builtin_prefetch(&h->snaps[i - PREFETCH_AHEAD].series[hint]);
-		x = i + 1 == h->n ? latest : older(h, i + 1, x, latest, hint);
-		if (!x || x->kind != latest->kind)
+		v = columns_scalar(c, k, i, &has);
+		if (!has)
 			continue;
-		if (!prev) {
-			prev = x;	/* the newest sample */
-			prev_ts = s->ts_ms;
+		if (!cnt) {
+			prev_v = v;	/* the newest sample */
+			prev_ts = ts;
 		}
-		if (first && x->kind == SERIES_COUNTER)
-			acc += first->counter.value >= x->counter.value ?
-			       (double)(first->counter.value - x->counter.value) :
-			       (double)first->counter.value;
+		if (have_first && counter) {
+			uint64_t x = columns_counter(c, k, i);
 
-		double v = scalar_of(x);
-
+			acc += first_u >= x ? (double)(first_u - x) : (double)first_u;
+		}
 		/* first is the next newer sample: did the value change, or go down? */
-		if (first) {
-			changes += scalar_of(first) != v;
-			resets += scalar_of(first) < v;
+		if (have_first) {
+			changes += first_v != v;
+			resets += first_v < v;
 		}
-		first = x;
-		first_ts = s->ts_ms;
+		have_first = 1;
+		first_v = v;
+		first_u = counter ? columns_counter(c, k, i) : 0;
+		first_ts = ts;
 
 		if (cnt == 1) {
 			second = v;	/* the sample before the newest */
-			second_ts = s->ts_ms;
+			second_ts = ts;
 		}
 		if (fn == RF_DERIV || fn == RF_PREDICT) {
-			double t = ((double)s->ts_ms - (double)now) / 1000.0;
+			double t = ((double)ts - (double)now) / 1000.0;
 
 			st += t;
 			stt += t * t;
@@ -374,15 +339,15 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	switch (fn) {
 	case RF_IRATE:
 	case RF_IDELTA: {
-		double last = scalar_of(prev), d;
+		double d;
 
 		if (cnt < 2 || prev_ts <= second_ts)
 			return NAN;
-		d = last - second;
+		d = prev_v - second;
 		if (fn == RF_IDELTA)
 			return d;
-		if (prev->kind == SERIES_COUNTER && last < second)
-			d = last;	/* a reset: the counter restarted from 0 */
+		if (counter && prev_v < second)
+			d = prev_v;	/* a reset: the counter restarted from 0 */
 		return d / ((double)(prev_ts - second_ts) / 1000.0);
 	}
 	case RF_DERIV:
@@ -410,8 +375,6 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 		return cnt > 1 ? acc : NAN;
 	case RF_RATE:
 		return cnt > 1 && now > first_ts ? acc / ((double)(now - first_ts) / 1000.0) : NAN;
-	case RF_DELTA:
-		return cnt > 1 ? scalar_of(prev) - scalar_of(first) : NAN;
 	case RF_AVG:
 		return sum / (double)cnt;
 	case RF_MIN:
@@ -423,7 +386,7 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 	case RF_COUNT:
 		return (double)cnt;
 	case RF_LAST:
-		return scalar_of(prev);
+		return prev_v;
 	case RF_STDDEV:
 	case RF_STDVAR: {
 		/* population variance, as PromQL's */
@@ -436,14 +399,8 @@ static double range_fn(enum range_fn fn, const struct host_window *h, const stru
 		return (double)changes;
 	case RF_RESETS:
 		return (double)resets;
-	case RF_QUANTILE: {
-		struct histogram d;
-
-		if (cnt < 2 || latest->kind != SERIES_HISTOGRAM)
-			return NAN;
-		series_hist_delta(&d, prev, first);
-		return d.count ? (double)hist_quantile(&d, q) : NAN;
-	}
+	case RF_DELTA:		/* ends_fn */
+	case RF_QUANTILE:
 	case RF_NONE:
 		break;
 	}
@@ -509,106 +466,144 @@ static int push_hist_part(const struct node *sel, const struct snapshot *s,
  * increase, delta, idelta: from the increase between the two samples the
  * function looks at (the oldest in the range and the newest, or the last
  * two), as counters; a histogram that went down restarted from zero.
+ * Column k (series def) is held at the window's end.
  */
 static int eval_hist_part(const struct node *sel, enum range_fn rf, const struct host_window *w,
-			  const struct series *latest, struct value *out)
+			  const struct series *def, uint32_t k, struct value *out)
 {
-	const struct snapshot *s = &w->snaps[w->n - 1];
-	uint32_t hint = (uint32_t)(latest - s->series);
-	const struct series *older = NULL;
-	uint64_t now = s->ts_ms, older_ts = 0;
-	struct histogram *d, scratch;
+	const struct columns *c = w->c;
+	const struct snapshot *s = &c->newest;
+	size_t end = w->n - 1, older = end;
+	uint64_t now = columns_ts(c, end);
+	struct histogram *d;
 	double per = 1;
 	int ret;
 
-	if (latest->kind != SERIES_HISTOGRAM)
-		return 0;
-	if (rf == RF_NONE)
-		return push_hist_part(sel, s, latest, series_hist(latest, &scratch), 1, out);
-	if (rf == RF_IRATE || rf == RF_IDELTA) {
-		for (size_t i = w->n - 1; i-- > 0 && !older;) {
-			if (w->snaps[i].ts_ms + sel->range_ns / 1000000 < now)
-				break;
-			older = snapshot_find_same(&w->snaps[i], latest, hint);
-			older_ts = w->snaps[i].ts_ms;
-		}
-	} else {
-		uint64_t from = now - sel->range_ns / 1000000;
-
-		for (size_t i = (size_t)(last_at(w, from - 1) + 1); i + 1 < w->n && !older; i++) {
-			older = snapshot_find_same(&w->snaps[i], latest, hint);
-			older_ts = w->snaps[i].ts_ms;
-		}
-	}
-	if (!older || older->kind != SERIES_HISTOGRAM || older_ts >= now)
+	if (def->kind != SERIES_HISTOGRAM)
 		return 0;
 	d = malloc(sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	{
-		struct histogram o;
-		const struct histogram *hn = series_hist(latest, d), *ho = series_hist(older, &o);
-
-		if (hn->count >= ho->count)
-			series_hist_delta(d, latest, older);
-		else if (hn != d)
-			*d = *hn;	/* restarted: all of it is new */
+	if (rf == RF_NONE) {
+		columns_hist(c, k, end, d);
+		ret = push_hist_part(sel, s, def, d, 1, out);
+		free(d);
+		return ret;
 	}
+	if (rf == RF_IRATE || rf == RF_IDELTA) {
+		for (size_t i = end; i-- > 0;) {
+			if (columns_ts(c, i) + sel->range_ns / 1000000 < now)
+				break;
+			if (columns_has(c, k, i)) {
+				older = i;
+				break;
+			}
+		}
+	} else {
+		uint64_t from = now - sel->range_ns / 1000000;
+
+		for (size_t i = (size_t)(last_at(w, from - 1) + 1); i < end; i++)
+			if (columns_has(c, k, i)) {
+				older = i;
+				break;
+			}
+	}
+	if (older == end || columns_ts(c, older) >= now) {
+		free(d);
+		return 0;
+	}
+	/* a histogram that went down restarted: all of it is new */
+	hist_delta_at(d, c, k, end, older);
 	if (rf == RF_RATE || rf == RF_IRATE)
-		per = (double)(now - older_ts) / 1000.0;
-	ret = push_hist_part(sel, s, latest, d, per, out);
+		per = (double)(now - columns_ts(c, older)) / 1000.0;
+	ret = push_hist_part(sel, s, def, d, per, out);
 	free(d);
 	return ret;
+}
+
+/*
+ * Call fn(def, column, arg) for every series window w holds at its end:
+ * the newest snapshot's series in their order, or for a window cut short
+ * the columns that hold a value at its last point.  Stops at the first
+ * non-zero return and returns it.
+ */
+static int each_at_end(const struct host_window *w,
+		       int (*fn)(const struct series *def, uint32_t k, void *arg), void *arg)
+{
+	const struct columns *c = w->c;
+	int ret = 0;
+
+	if (w->n == columns_len(c)) {
+		for (uint32_t i = 0; i < c->newest.nseries && !ret; i++)
+			if (c->newest.series[i].link)
+				ret = fn(&c->newest.series[i], columns_of(&c->newest.series[i]), arg);
+		return ret;
+	}
+	for (uint32_t k = 0; k < c->ncol && !ret; k++)
+		if (columns_has(c, k, w->n - 1))
+			ret = fn(&c->col[k].def, k, arg);
+	return ret;
+}
+
+struct sel_arg {
+	const struct node *sel;
+	enum range_fn rf;
+	double q;
+	const struct host_window *w;
+	struct value *out;
+};
+
+static int select_one(const struct series *def, uint32_t k, void *arg)
+{
+	struct sel_arg *a = arg;
+	const struct node *sel = a->sel;
+	const struct snapshot *s = &a->w->c->newest;
+	struct label l[SNAPSHOT_MAX_LABELS * 2 + 1];
+	enum range_fn rf = a->rf;
+	double v;
+	int nl;
+
+	if (!matches(sel, s, def))
+		return 0;
+	if (sel->hist_part)
+		return eval_hist_part(sel, rf, a->w, def, k, a->out) ? -ENOMEM : 0;
+	v = rf != RF_NONE ? range_fn(rf, a->w, k, sel->range_ns, a->q)
+			  : columns_scalar(a->w->c, k, a->w->n - 1, NULL);
+	if (isnan(v))
+		return 0;
+	/* the wire's ns, us, percent into the metric's unit; counts stay counts */
+	if (rf != RF_COUNT && rf != RF_CHANGES && rf != RF_RESETS && rf != RF_PRESENT)
+		v = catalog_to_base(v, sel->scale);
+	if (rf == RF_STDVAR)
+		v = catalog_to_base(v, sel->scale);	/* a variance is in unit^2 */
+	nl = elem_labels(s, def, l, (int)(sizeof(l) / sizeof(l[0])));
+	return value_push(a->out, l, nl, v) ? -ENOMEM : 0;
 }
 
 static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			 const struct host_window *hosts, size_t nh, struct value *out)
 {
-	struct label l[SNAPSHOT_MAX_LABELS * 2 + 1];
-	enum range_fn rf = (enum range_fn)fn;
+	struct sel_arg a = { sel, (enum range_fn)fn, q, NULL, out };
 
 	out->is_vector = 1;
 	for (size_t h = 0; h < nh; h++) {
 		struct host_window w = hosts[h];
-		const struct snapshot *s;
 
 		if (!w.n)
 			continue;
 		if (sel->offset_ns) {
-			/* as of offset ago: the window ends at the snapshot then */
-			uint64_t at = w.snaps[w.n - 1].ts_ms - sel->offset_ns / 1000000;
-			ssize_t last = sel->offset_ns / 1000000 > w.snaps[w.n - 1].ts_ms ? -1 :
-				       last_at(&w, at);
+			/* as of offset ago: the window ends at the point then */
+			uint64_t last_ts = columns_ts(w.c, w.n - 1);
+			uint64_t at = last_ts - sel->offset_ns / 1000000;
+			ssize_t last = sel->offset_ns / 1000000 > last_ts ? -1 : last_at(&w, at);
 
 			if (last < 0)
 				continue;	/* no history that old */
 			w.n = (size_t)last + 1;
 		}
-		s = &w.snaps[w.n - 1];
-		for (uint32_t i = 0; i < s->nseries; i++) {
-			const struct series *ser = &s->series[i];
-			double v;
-			int nl;
-
-			if (!matches(sel, s, ser))
-				continue;
-			if (sel->hist_part) {
-				if (eval_hist_part(sel, rf, &w, ser, out))
-					return -ENOMEM;
-				continue;
-			}
-			v = rf != RF_NONE ? range_fn(rf, &w, ser, sel->range_ns, q) : scalar_of(ser);
-			if (isnan(v))
-				continue;
-			/* the wire's ns, us, percent into the metric's unit; counts stay counts */
-			if (rf != RF_COUNT && rf != RF_CHANGES && rf != RF_RESETS && rf != RF_PRESENT)
-				v = catalog_to_base(v, sel->scale);
-			if (rf == RF_STDVAR)
-				v = catalog_to_base(v, sel->scale);	/* a variance is in unit^2 */
-			nl = elem_labels(s, ser, l, (int)(sizeof(l) / sizeof(l[0])));
-			if (value_push(out, l, nl, v))
-				return -ENOMEM;
-		}
+		a.w = &w;
+		if (each_at_end(&w, select_one, &a))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -622,22 +617,45 @@ int eval_is_quantile(const struct node *n, double *q)
 	return 1;
 }
 
+struct merge_arg {
+	const struct node *sel;
+	const struct host_window *w;
+	size_t start, end;
+	struct histogram *out;
+	int merged;
+};
+
+static int merge_one(const struct series *def, uint32_t k, void *arg)
+{
+	struct merge_arg *a = arg;
+	const struct columns *c = a->w->c;
+	struct histogram d;
+
+	if (def->kind != SERIES_HISTOGRAM || !matches(a->sel, &c->newest, def))
+		return 0;
+	if (columns_has(c, k, a->start))
+		hist_delta_at(&d, c, k, a->end, a->start);
+	else
+		columns_hist(c, k, a->end, &d);	/* it began inside the span */
+	hist_merge(a->out, &d);
+	a->merged++;
+	return 0;
+}
+
 int eval_merge_quantile_hist(const struct node *n, const struct host_window *hosts, size_t nh,
 			     uint64_t to_ms, uint64_t span_ms,
 			     int (*side)(const char *host, void *arg), void *arg,
 			     struct histogram out[2])
 {
-	const struct node *sel;
-	struct histogram d;
+	struct merge_arg a = { 0 };
 	double q;
-	int merged = 0;
 
 	if (!eval_is_quantile(n, &q))
 		return -EINVAL;
-	sel = n->args[1];
+	a.sel = n->args[1];
 	for (size_t h = 0; h < nh; h++) {
 		ssize_t end = last_at(&hosts[h], to_ms), start;
-		const struct snapshot *se, *ss;
+		struct host_window w = hosts[h];
 		int k;
 
 		if (end < 0 || (k = side(hosts[h].host, arg)) < 0 || k > 1)
@@ -647,23 +665,14 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 			start = 0;	/* the host's history begins inside the span */
 		if (start == end)
 			continue;
-		se = &hosts[h].snaps[end];
-		ss = &hosts[h].snaps[start];
-		for (uint32_t i = 0; i < se->nseries; i++) {
-			const struct series *x = &se->series[i], *y;
-
-			if (x->kind != SERIES_HISTOGRAM || !matches(sel, se, x))
-				continue;
-			y = snapshot_find_same(ss, x, i);
-			if (y && y->kind == SERIES_HISTOGRAM)
-				series_hist_delta(&d, x, y);
-			else if (series_hist(x, &d) != &d)
-				d = *x->hist;	/* the series began inside the span */
-			hist_merge(&out[k], &d);
-			merged++;
-		}
+		w.n = (size_t)end + 1;
+		a.w = &w;
+		a.start = (size_t)start;
+		a.end = (size_t)end;
+		a.out = &out[k];
+		each_at_end(&w, merge_one, &a);
 	}
-	return merged;
+	return a.merged;
 }
 
 /*
@@ -719,7 +728,7 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 	for (size_t h = 0; sub && h < nh; h++) {
 		uint32_t v;
 
-		if (hosts[h].n && strmap_get(&named, hosts[h].snaps[hosts[h].n - 1].host, &v))
+		if (hosts[h].n && strmap_get(&named, hosts[h].host, &v))
 			sub[ns++] = hosts[h];
 	}
 	strmap_free(&named);
@@ -755,8 +764,8 @@ static double eval_time(const struct host_window *hosts, size_t nh)
 	uint64_t t = 0;
 
 	for (size_t h = 0; h < nh; h++)
-		if (hosts[h].n && hosts[h].snaps[hosts[h].n - 1].ts_ms > t)
-			t = hosts[h].snaps[hosts[h].n - 1].ts_ms;
+		if (hosts[h].n && columns_ts(hosts[h].c, hosts[h].n - 1) > t)
+			t = columns_ts(hosts[h].c, hosts[h].n - 1);
 	return (double)t / 1000.0;
 }
 

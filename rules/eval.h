@@ -1,9 +1,10 @@
 /*
  * eval.h - evaluate rule expressions over a fleet's recent snapshots.
  *
- * The caller keeps, per host, its recent 1 s snapshots oldest first (as
- * many as the longest range in its rules needs) and asks for the value of
- * an expression at the newest of them.  The result is a scalar or an
+ * The caller keeps, per host, its recent 1 s snapshots as columns
+ * (rules/columns.h: as many as the longest range in its rules needs) and
+ * asks for the value of an expression at the newest of them, or at an
+ * older point (a window cut short: offset, baselines).  The result is a scalar or an
  * instant vector: elements with labels (the series' labels, the host's own
  * labels such as rack and switch, and host=NAME) and a value.  A rule
  * fires for every element its expression returns.
@@ -14,14 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rules/columns.h"
 #include "rules/expr.h"
 #include "model/histogram.h"
 #include "model/snapshot.h"
 
 struct host_window {
 	const char *host;
-	struct snapshot *snaps;		/* oldest first */
-	size_t n;
+	const struct columns *c;	/* the host's history */
+	size_t n;			/* its first n points: the window ends at point n - 1 */
 };
 
 /*

@@ -914,3 +914,16 @@ uint64_t expr_max_range(const struct node *n)
 		m = x;
 	return m;
 }
+
+void expr_history_names(const struct node *n, int all, void (*fn)(const char *wire, void *arg),
+			void *arg)
+{
+	if (!n)
+		return;
+	if (n->t == N_SEL && (all || n->range_ns || n->offset_ns))
+		fn(n->wire, arg);
+	for (int i = 0; i < n->nargs; i++)
+		expr_history_names(n->args[i], all, fn, arg);
+	expr_history_names(n->l, all, fn, arg);
+	expr_history_names(n->r, all, fn, arg);
+}

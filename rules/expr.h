@@ -185,6 +185,15 @@ void expr_free(struct node *n);
 uint64_t expr_max_range(const struct node *n);
 
 /*
+ * Call fn with the series name (wire) of every selector of n that reads
+ * back in time: one with a range or an offset, or, when all is set (a
+ * baseline, which evaluates n as of past instants), every selector.  The
+ * rules engine keeps history only for these (rules/columns.h).
+ */
+void expr_history_names(const struct node *n, int all, void (*fn)(const char *wire, void *arg),
+			void *arg);
+
+/*
  * Whether n filters rather than computes: its top is a comparison without
  * `bool` or a set operation (and, or, unless).
  */

@@ -1,7 +1,8 @@
 /*
- * history.c - the hosts' snapshot history: kept per host, thinned
- * where only baselines read it, read from Redis (pipelined), with unreadable
- * and future-dated entries accounted for; see engine.h.
+ * history.c - the hosts' snapshot history: kept per host as columns
+ * (columns.h), thinned where only baselines read it, read from Redis
+ * (pipelined), with unreadable and future-dated entries accounted for;
+ * see engine.h.
  */
 #include "rules/engine_internal.h"
 
@@ -69,9 +70,7 @@ void history_forget_hosts(struct engine *e)
 			kept++;
 			continue;
 		}
-		for (size_t k = 0; k < h->n; k++)
-			snapshot_free(&h->snaps[k]);
-		free(h->snaps);
+		columns_free(&h->hist);
 	}
 	if (kept == e->nhosts)
 		return;
@@ -85,110 +84,41 @@ void history_forget_hosts(struct engine *e)
 /*
  * History older than the longest range a non-baseline rule reads is only
  * read by baselines, in slots of window/30 (30 s for a 15 min window), so
- * one snapshot per THIN_MS is kept there.  With the shipped rules that is
- * 300 snapshots at full resolution plus 150 thinned instead of 1,800.
+ * one point per THIN_MS is kept there (columns.h).  With the shipped rules
+ * that is 300 points at full resolution plus 150 thinned instead of 1,800.
  */
 #define THIN_MS 10000
-
-/*
- * Remove h->snaps[i] (0 < i < n - 1) from the middle of the history.  The
- * strings it owns that its older neighbour shares go back to that
- * neighbour (ownership moves to the newest holder; snapshot_share_strings),
- * and its newer neighbour is linked to the older one.
- */
-static void drop_middle(struct host_state *h, size_t i)
-{
-	struct snapshot *older = &h->snaps[i - 1], *gone = &h->snaps[i];
-
-	for (uint32_t k = 0; k < gone->nseries; k++) {
-		struct series *x = &gone->series[k], *y;
-
-		if (x->borrowed || !x->link || x->link == SERIES_LINK_NONE ||
-		    x->link > older->nseries)
-			continue;
-		y = &older->series[x->link - 1];
-		if (y->borrowed && y->name == x->name) {
-			y->borrowed = 0;
-			x->borrowed = 1;
-		}
-	}
-	snapshot_free(gone);
-	memmove(&h->snaps[i], &h->snaps[i + 1], (h->n - i - 1) * sizeof(*h->snaps));
-	h->n--;
-	snapshot_link(&h->snaps[i], &h->snaps[i - 1]);
-}
-
-/* Thin the snapshots that aged past e->dense_ms to one per THIN_MS. */
-static void thin(const struct engine *e, struct host_state *h)
-{
-	uint64_t boundary;
-	size_t i;
-
-	if (h->n < 3 || e->dense_ms >= e->keep_ms)
-		return;
-	boundary = h->snaps[h->n - 1].ts_ms - e->dense_ms;
-	for (i = h->thinned ? h->thinned : 1; i + 1 < h->n && h->snaps[i].ts_ms < boundary;) {
-		if (h->snaps[i].ts_ms - h->snaps[i - 1].ts_ms < THIN_MS)
-			drop_middle(h, i);
-		else
-			i++;
-	}
-	h->thinned = i;
-}
 
 int engine_take_snapshot(struct engine *e, struct snapshot *s)
 {
 	struct host_state *h = host_of(e, s->host);
-	struct snapshot *added;
-	size_t drop = 0;
 
-	if (!h)
-		goto nomem;
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? h->cap * 2 : 16;
-		struct snapshot *n = realloc(h->snaps, cap * sizeof(*n));
-
-		if (!n)
-			goto nomem;
-		h->snaps = n;
-		h->cap = cap;
-	}
-	added = &h->snaps[h->n];
-	*added = *s;
-	memset(s, 0, sizeof(*s));
-	/* kept for minutes: histograms in their compact form (30x smaller) */
-	if (topology_apply(e->opts.topology, added) || snapshot_compact(added)) {
-		snapshot_free(added);
+	if (!h || topology_apply(e->opts.topology, s)) {
+		snapshot_free(s);
 		return -ENOMEM;
 	}
-	/*
-	 * Range functions follow each series back through these links, and
-	 * the kept snapshots share one copy of each series' strings.
-	 */
-	if (h->n) {
-		snapshot_link(added, &h->snaps[h->n - 1]);
-		snapshot_share_strings(added, &h->snaps[h->n - 1]);
-	}
-	h->n++;
-	while (drop < h->n && h->snaps[drop].ts_ms + e->keep_ms < added->ts_ms)
-		snapshot_free(&h->snaps[drop++]);
-	if (drop) {
-		memmove(h->snaps, h->snaps + drop, (h->n - drop) * sizeof(*h->snaps));
-		h->n -= drop;
-		h->thinned = h->thinned > drop ? h->thinned - drop : 0;
-	}
-	thin(e, h);
-	return 0;
-nomem:
-	snapshot_free(s);
-	return -ENOMEM;
+	e->keep_policy.arg = e;
+	return columns_push(&h->hist, s, e->keep_ms, e->dense_ms, THIN_MS, &e->keep_policy);
 }
 
 size_t engine_history(const struct engine *e, const char *host)
 {
 	uint32_t i;
 
-	return strmap_get(&e->host_index, host, &i) ? e->hosts[i].n : 0;
+	return strmap_get(&e->host_index, host, &i) ? columns_len(&e->hosts[i].hist) : 0;
+}
+
+size_t engine_history_bytes(const struct engine *e, size_t *points)
+{
+	size_t b = 0, n = 0;
+
+	for (size_t i = 0; i < e->nhosts; i++) {
+		b += columns_bytes(&e->hosts[i].hist);
+		n += columns_len(&e->hosts[i].hist);
+	}
+	if (points)
+		*points = n;
+	return b;
 }
 
 static int label_cmp(const void *a, const void *b)
@@ -196,9 +126,10 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
 }
 
-int history_record(struct host_state *h, const struct rule *r, const struct velem *x)
+int history_record(struct engine *e, struct host_state *h, const struct rule *r,
+		   const struct velem *x)
 {
-	struct snapshot *s = &h->snaps[h->n - 1];
+	struct snapshot *s = &h->hist.newest;
 	struct label l[SNAPSHOT_MAX_LABELS];
 	struct series *ser = NULL;
 	uint32_t nl = 0;
@@ -232,13 +163,12 @@ int history_record(struct host_state *h, const struct rule *r, const struct vele
 		ser = snapshot_add_labels(s, r->name, SERIES_GAUGE, l, nl);
 		if (!ser)
 			return -ENOMEM;
-		/* range functions walk back through the links: give the new series its own */
-		if (h->n > 1)
-			snapshot_link(s, &h->snaps[h->n - 2]);
 	}
 	ser->gauge.last = ser->gauge.min = ser->gauge.max = ser->gauge.sum = x->v;
 	ser->gauge.n = 1;
-	return 0;
+	/* range functions over it read its column */
+	e->keep_policy.arg = e;
+	return columns_set_newest(&h->hist, ser, &e->keep_policy);
 }
 
 int engine_add_snapshot(struct engine *e, const struct snapshot *s)
@@ -285,7 +215,8 @@ static int load_cb(struct snapshot *s, void *arg)
 	}
 	if (h && s->ts_ms > h->read_ms)
 		h->read_ms = s->ts_ms;
-	if (h && h->n && s->ts_ms <= h->snaps[h->n - 1].ts_ms)
+	if (h && columns_len(&h->hist) &&
+	    s->ts_ms <= columns_ts(&h->hist, columns_len(&h->hist) - 1))
 		return 0;	/* not newer than what we hold */
 	engine_take_snapshot(la->e, s);
 	la->n++;
@@ -347,6 +278,7 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 	}
 	for (size_t i = 0; i < nall; i++) {
 		struct host_state *h;
+		uint64_t held;
 
 		if (!store_host_valid(all[i])) {
 			if (!e->bad_name_said_ms || la.now - e->bad_name_said_ms >= 60000) {
@@ -364,9 +296,12 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 			continue;
 		if (!h->first_seen_ms)
 			h->first_seen_ms = la.now;
-		from[n] = (h->read_ms > (h->n ? h->snaps[h->n - 1].ts_ms : 0) ? h->read_ms
-			   : h->n ? h->snaps[h->n - 1].ts_ms : 0);
+		held = columns_len(&h->hist) ? columns_ts(&h->hist, columns_len(&h->hist) - 1) : 0;
+		from[n] = h->read_ms > held ? h->read_ms : held;
 		from[n] = from[n] ? from[n] + 1 : 0;
+		/* nothing older than the rules look at: a first read is keep_ms, not the stream */
+		if (la.now > e->keep_ms && from[n] < la.now - e->keep_ms)
+			from[n] = la.now - e->keep_ms;
 		la.hosts[n] = (uint32_t)(h - e->hosts);
 		names[n++] = all[i];	/* not h->name: a later host_of may move it */
 	}

@@ -948,10 +948,16 @@ int main(int argc, char **argv)
 		}
 	}
 	notify_stopping();
-	if (replay_to)
+	if (replay_to) {
+		size_t points, bytes = engine_history_bytes(e, &points);
+
 		log_info("replayed %.0f s of history (%" PRIu64 " to %" PRIu64 "): %ld event(s) "
 			 "to fl:alerts", (double)(replay_to - replay_from) / 1000, replay_from,
 			 replay_to, events_total);
+		log_info("history held: %zu point(s) of %zu host(s) in %.1f MB, %.1f KB per host",
+			 points, engine_hosts(e), (double)bytes / 1e6,
+			 engine_hosts(e) ? (double)bytes / 1e3 / (double)engine_hosts(e) : 0.0);
+	}
 	if ((ctx.nqueue || ctx.state_dirty) && rc)
 		flush_events(&ctx, e, !once && (!replay_to || worker));
 	if (worker && rc)

@@ -393,7 +393,8 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		}
 	{
 		/* promtool's external_labels and external_url, for $externalLabels / $externalURL */
-		struct engine_opts eo = { .stale_ms = interval / NSEC_PER_MSEC * 3 + 1 };
+		struct engine_opts eo = { .stale_ms = interval / NSEC_PER_MSEC * 3 + 1,
+					  .keep_all_history = 1 };
 		const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t, "external_url");
 
 		/* (check_keys made sure of their shape) */

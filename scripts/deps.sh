@@ -13,7 +13,7 @@ set -eu
 
 PKGS="build-essential pkg-config clang llvm libbpf-dev bpftool \
 libelf-dev libdw-dev zlib1g-dev \
-libhiredis-dev redis-server libmsgpack-dev libyaml-dev \
+libhiredis-dev redis-server libmsgpack-dev libyaml-dev libzstd-dev zstd \
 libcurl4-openssl-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler \
 libnl-3-dev libnl-route-3-dev libpcre2-dev libatasmart-dev smartmontools libjson-c-dev \
 libcriterion-dev libfuse3-dev fuse3 fio iproute2 util-linux kmod \

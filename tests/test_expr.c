@@ -110,6 +110,7 @@ Test(expr, every_error_has_a_position)
 
 /* A fleet of 4 hosts, 3 snapshots 10 s apart. */
 static struct snapshot snaps[4][3];
+static struct columns cols[4];		/* the same, as the engine keeps them */
 static struct host_window fleet[4];
 static const char *hosts[4] = { "h1", "h2", "h3", "h4" };
 
@@ -135,8 +136,16 @@ static void build_fleet(void)
 			snapshot_add_counter(s, "psi.some", h == 2 ? (uint64_t)t * 1000000 : 0,
 					     "resource", "io", NULL);
 		}
+		columns_init(&cols[h]);
+		for (int t = 0; t < 3; t++) {
+			struct snapshot copy;
+
+			cr_assert_eq(snapshot_copy(&copy, &snaps[h][t]), 0);
+			cr_assert_eq(columns_push(&cols[h], &copy, UINT64_MAX / 2, UINT64_MAX / 2,
+						  10000, NULL), 0);
+		}
 		fleet[h].host = hosts[h];
-		fleet[h].snaps = snaps[h];
+		fleet[h].c = &cols[h];
 		fleet[h].n = 3;
 	}
 }
@@ -152,9 +161,11 @@ static void free_fleet(void)
 {
 	expr_free(last_expr);
 	last_expr = NULL;
-	for (int h = 0; h < 4; h++)
+	for (int h = 0; h < 4; h++) {
 		for (int t = 0; t < 3; t++)
 			snapshot_free(&snaps[h][t]);
+		columns_free(&cols[h]);
+	}
 }
 
 

@@ -960,57 +960,102 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
 }
 
 #define READ_PIPELINE 512	/* XRANGEs in flight per round trip */
+/*
+ * Entries per XRANGE: a host with more is read again from after its last
+ * one in the next round, so a first read of minutes of a whole fleet's
+ * history never holds more than READ_PIPELINE x READ_PAGE replies at once
+ * (a read of 500 hosts x 30 min in one round was 2 GB of replies, and
+ * timed out).  The steady state reads one entry per host: one round.
+ */
+#define READ_PAGE 128
+
+struct read_page {
+	size_t host;			/* index into hosts */
+	char from[48];			/* "MS" or "(MS-SEQ" (after that entry) */
+};
 
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
 		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
 		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen)
 {
-	char to[32] = "+";
-
+	struct read_page *todo = malloc((n + 1) * sizeof(*todo));
+	char to[32] = "+", count[16];
+	size_t ntodo = n;
 	int delivered = 0;
 
+	if (!todo) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	if (to_ms)
 		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
-	for (size_t at = 0; at < n; at += READ_PIPELINE) {
-		size_t batch = n - at < READ_PIPELINE ? n - at : READ_PIPELINE;
-
-		for (size_t i = 0; i < batch; i++) {
-			char key[320], from[32];
-			const char *argv[4] = { "XRANGE", key, from, to };
-
-			key_tier(key, sizeof(key), hosts[at + i], tier);
-			snprintf(from, sizeof(from), "%" PRIu64, from_ms[at + i]);
-			if (conn_append(c, key, 4, argv, NULL)) {
-				snprintf(err, errlen, "redis: %s", conn_errstr(c));
-				return -EIO;
-			}
-		}
-		for (size_t i = 0; i < batch; i++) {
-			redisReply *r;
-			int got;
-
-			r = conn_reply(c);
-			if (!r) {
-				snprintf(err, errlen, "redis: %s", conn_errstr(c));
-				return -EIO;
-			}
-			struct read_ctx rc = { .host = hosts[at + i], .index = at + i,
-					       .bad_cb = bad_cb, .arg = arg };
-
-			got = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
-			if (got < 0) {
-				if (bad_cb)
-					bad_cb(at + i, 0, err, arg);
-				else
-					log_warn("reading %s: %s", hosts[at + i], err);
-				if (bad)
-					(*bad)++;
-			} else {
-				delivered += got;
-			}
-			freeReplyObject(r);
-		}
+	snprintf(count, sizeof(count), "%d", READ_PAGE);
+	for (size_t i = 0; i < n; i++) {
+		todo[i].host = i;
+		snprintf(todo[i].from, sizeof(todo[i].from), "%" PRIu64, from_ms[i]);
 	}
+	while (ntodo) {
+		size_t more = 0;	/* hosts with another page: todo[0..more) next round */
+
+		for (size_t at = 0; at < ntodo; at += READ_PIPELINE) {
+			size_t batch = ntodo - at < READ_PIPELINE ? ntodo - at : READ_PIPELINE;
+
+			for (size_t i = 0; i < batch; i++) {
+				char key[320];
+				const char *argv[6] = { "XRANGE", key, todo[at + i].from, to, "COUNT",
+							count };
+
+				key_tier(key, sizeof(key), hosts[todo[at + i].host], tier);
+				if (conn_append(c, key, 6, argv, NULL)) {
+					snprintf(err, errlen, "redis: %s", conn_errstr(c));
+					free(todo);
+					return -EIO;
+				}
+			}
+			for (size_t i = 0; i < batch; i++) {
+				size_t h = todo[at + i].host;
+				redisReply *r;
+				int got;
+
+				r = conn_reply(c);
+				if (!r) {
+					snprintf(err, errlen, "redis: %s", conn_errstr(c));
+					free(todo);
+					return -EIO;
+				}
+				struct read_ctx rc = { .host = hosts[h], .index = h,
+						       .bad_cb = bad_cb, .arg = arg };
+
+				got = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+				if (got < 0) {
+					if (bad_cb)
+						bad_cb(h, 0, err, arg);
+					else
+						log_warn("reading %s: %s", hosts[h], err);
+					if (bad)
+						(*bad)++;
+				} else {
+					delivered += got;
+				}
+				/* a full page: read on after its last entry (more <= at + i) */
+				if (r->type == REDIS_REPLY_ARRAY && r->elements == READ_PAGE) {
+					const redisReply *last = r->element[READ_PAGE - 1];
+
+					if (last->type == REDIS_REPLY_ARRAY && last->elements >= 1 &&
+					    last->element[0]->type == REDIS_REPLY_STRING &&
+					    last->element[0]->len < 40) {
+						todo[more].host = h;
+						snprintf(todo[more].from, sizeof(todo[more].from),
+							 "(%s", last->element[0]->str);
+						more++;
+					}
+				}
+				freeReplyObject(r);
+			}
+		}
+		ntodo = more;
+	}
+	free(todo);
 	return delivered;
 }
 

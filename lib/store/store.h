@@ -138,10 +138,12 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
 		     size_t *bad, char *err, size_t errlen);
 
 /*
- * store_read_range for many hosts in one pipelined exchange: each
- * hosts[i]'s snapshots with from_ms[i] <= ts <= to_ms (0: open), hosts in order, each host's
- * oldest first; same callback contract, except that cb returning
- * non-zero skips only the rest of that host's snapshots.  A host whose read Redis refuses (e.g. WRONGTYPE)
+ * store_read_range for many hosts in pipelined exchanges: each hosts[i]'s
+ * snapshots with from_ms[i] <= ts <= to_ms (0: open), each host's oldest
+ * first, in pages of a bounded number of entries (a host with more is read
+ * on in a later round, after the other hosts' first pages); same callback
+ * contract, except that cb returning non-zero skips only the rest of that
+ * page of the host's snapshots.  A host whose read Redis refuses (e.g. WRONGTYPE)
  * is skipped and counted in *bad.  A snapshot is always filed under the
  * host of the stream it came from, whatever host it names inside.  Every
  * entry that does not decode (and every refused read, entry_ms 0) is

@@ -1,0 +1,901 @@
+/*
+ * columns.c - one host's history as columns; see columns.h.
+ */
+#include "rules/columns.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+void columns_init(struct columns *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+static void def_free(struct series *d)
+{
+	free(d->name);
+	for (uint32_t i = 0; i < d->nlabels; i++) {
+		free(d->labels[i].key);
+		free(d->labels[i].value);
+	}
+	free(d->labels);
+}
+
+/* d = the identity of ser (name, labels, kind, id), strings copied. */
+static int def_copy(struct series *d, const struct series *ser)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = ser->kind;
+	d->id = ser->id;
+	d->name_hash = ser->name_hash;
+	d->name = strdup(ser->name);
+	d->labels = calloc(ser->nlabels + 1, sizeof(*d->labels));
+	if (!d->name || !d->labels)
+		goto nomem;
+	for (uint32_t i = 0; i < ser->nlabels; i++) {
+		d->labels[i].key = strdup(ser->labels[i].key);
+		d->labels[i].value = strdup(ser->labels[i].value);
+		d->nlabels = i + 1;
+		if (!d->labels[i].key || !d->labels[i].value)
+			goto nomem;
+	}
+	return 0;
+nomem:
+	def_free(d);
+	return -ENOMEM;
+}
+
+static int same_identity(const struct series *a, const struct series *b)
+{
+	if (a->id != b->id || a->kind != b->kind || a->nlabels != b->nlabels ||
+	    strcmp(a->name, b->name))
+		return 0;
+	for (uint32_t i = 0; i < a->nlabels; i++)
+		if (strcmp(a->labels[i].key, b->labels[i].key) ||
+		    strcmp(a->labels[i].value, b->labels[i].value))
+			return 0;
+	return 1;
+}
+
+static int bit(const uint64_t *b, size_t slot)
+{
+	return (int)((b[slot / 64] >> (slot % 64)) & 1);
+}
+
+static void set_bit(uint64_t *b, size_t slot)
+{
+	b[slot / 64] |= 1ULL << (slot % 64);
+}
+
+static void clear_bit(uint64_t *b, size_t slot)
+{
+	b[slot / 64] &= ~(1ULL << (slot % 64));
+}
+
+static size_t words(size_t cap)
+{
+	return (cap + 63) / 64;
+}
+
+/* Slot of the i-th point of ring g (i may run one past its end). */
+static size_t wrap(const struct col_ring *g, size_t i)
+{
+	size_t s = g->head + i;
+
+	return s >= g->cap ? s - g->cap : s;
+}
+
+/* ---- packed histograms (columns.h) -------------------------------------- */
+
+enum { PACK_FULL = 0, PACK_DELTA = 1 };
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Our own bytes: never malformed. */
+static uint64_t get_varint(const uint8_t **p)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (**p & 0x80) {
+		v |= (uint64_t)(*(*p)++ & 0x7f) << shift;
+		shift += 7;
+	}
+	v |= (uint64_t)*(*p)++ << shift;
+	return v;
+}
+
+/* The first n bytes of buf as a malloc'd copy, or NULL. */
+static uint8_t *dup_bytes(const uint8_t *buf, size_t n)
+{
+	uint8_t *b = malloc(n);
+
+	if (b)
+		memcpy(b, buf, n);
+	return b;
+}
+
+/* Room for any packed histogram: tag, count, sum, runs, each run two varints. */
+#define PACK_MAX (1 + 3 * 10 + HIST_BUCKETS * (5 + 10))
+
+/* s packed in full. */
+static uint8_t *pack_full(const struct hist_sparse *s)
+{
+	uint8_t buf[PACK_MAX];
+	size_t n = 0;
+	long prev = -1;
+
+	buf[n++] = PACK_FULL;
+	n += put_varint(buf + n, s->count);
+	n += put_varint(buf + n, s->sum);
+	n += put_varint(buf + n, s->nruns);
+	for (uint32_t i = 0; i < s->nruns; i++) {
+		n += put_varint(buf + n, (uint64_t)((long)s->runs[i].index - prev - 1));
+		n += put_varint(buf + n, s->runs[i].count);
+		prev = s->runs[i].index;
+	}
+	return dup_bytes(buf, n);
+}
+
+/* h (dense) packed in full. */
+static uint8_t *pack_full_dense(const struct histogram *h)
+{
+	uint8_t buf[PACK_MAX];
+	size_t n = 0, nruns = 0;
+	long prev = -1;
+
+	for (size_t i = 0; i < HIST_BUCKETS; i++)
+		nruns += h->buckets[i] != 0;
+	buf[n++] = PACK_FULL;
+	n += put_varint(buf + n, h->count);
+	n += put_varint(buf + n, h->sum);
+	n += put_varint(buf + n, nruns);
+	for (size_t i = 0; i < HIST_BUCKETS; i++) {
+		if (!h->buckets[i])
+			continue;
+		n += put_varint(buf + n, (uint64_t)((long)i - prev - 1));
+		n += put_varint(buf + n, h->buckets[i]);
+		prev = (long)i;
+	}
+	return dup_bytes(buf, n);
+}
+
+/*
+ * newer packed as its increase over older, or NULL with *grew = 0 when
+ * some bucket (or the count or sum) went down: then it is stored in full.
+ */
+static uint8_t *pack_delta(const struct hist_sparse *newer, const struct hist_sparse *older,
+			   int *grew)
+{
+	uint8_t buf[PACK_MAX], *runs;
+	size_t n = 0, nruns = 0, j = 0;
+	long prev = -1;
+
+	*grew = newer->count >= older->count && newer->sum >= older->sum;
+	if (!*grew)
+		return NULL;
+	/* the run count goes first but is known last: runs go after the worst case */
+	runs = buf + 1 + 3 * 10;
+	for (uint32_t i = 0; i < newer->nruns; i++) {
+		const struct hist_run *r = &newer->runs[i];
+		uint64_t was = 0;
+
+		for (; j < older->nruns && older->runs[j].index < r->index; j++)
+			if (older->runs[j].count) {
+				*grew = 0;	/* a bucket emptied */
+				return NULL;
+			}
+		if (j < older->nruns && older->runs[j].index == r->index)
+			was = older->runs[j++].count;
+		if (r->count < was) {
+			*grew = 0;
+			return NULL;
+		}
+		if (r->count == was)
+			continue;
+		n += put_varint(runs + n, (uint64_t)((long)r->index - prev - 1));
+		n += put_varint(runs + n, r->count - was);
+		prev = r->index;
+		nruns++;
+	}
+	for (; j < older->nruns; j++)
+		if (older->runs[j].count) {
+			*grew = 0;
+			return NULL;
+		}
+	{
+		uint8_t head[1 + 3 * 10];
+		size_t h = 0;
+		uint8_t *b;
+
+		head[h++] = PACK_DELTA;
+		h += put_varint(head + h, newer->count - older->count);
+		h += put_varint(head + h, newer->sum - older->sum);
+		h += put_varint(head + h, nruns);
+		b = malloc(h + n);
+		if (b) {
+			memcpy(b, head, h);
+			memcpy(b + h, runs, n);
+		}
+		return b;
+	}
+}
+
+/* Apply packed point b to h: set it (full, h is overwritten) or add it (delta). */
+static void unpack(struct histogram *h, const uint8_t *b)
+{
+	int delta = *b++ == PACK_DELTA;
+	uint64_t count = get_varint(&b), sum = get_varint(&b), nruns = get_varint(&b);
+	long idx = -1;
+
+	if (!delta) {
+		memset(h->buckets, 0, sizeof(h->buckets));
+		h->count = h->sum = 0;
+	}
+	h->count += count;
+	h->sum += sum;
+	for (uint64_t i = 0; i < nruns; i++) {
+		idx += (long)get_varint(&b) + 1;
+		h->buckets[idx] += get_varint(&b);
+	}
+}
+
+/* The packed points of column k in ring r, by slot. */
+static uint8_t **packed(const struct column *col, int r)
+{
+	return (uint8_t **)col->v[r];
+}
+
+/* Column k's histogram at slot s of ring r (held there) into out. */
+static void hist_at(const struct columns *c, const struct column *col, int r, size_t s,
+		    struct histogram *out)
+{
+	const struct col_ring *g = &c->ring[r];
+	size_t chain[COLUMNS_HIST_CHAIN + 2], n = 0;
+
+	/* back to the full point this one builds on: at most COLUMNS_HIST_CHAIN */
+	for (;;) {
+		chain[n++] = s;
+		if (packed(col, r)[s][0] == PACK_FULL || n == COLUMNS_HIST_CHAIN + 2)
+			break;
+		s = s ? s - 1 : g->cap - 1;
+	}
+	while (n-- > 0)
+		unpack(out, packed(col, r)[chain[n]]);
+}
+
+int columns_hist(const struct columns *c, uint32_t k, size_t i, struct histogram *out)
+{
+	int r;
+	size_t s;
+
+	if (!c->col[k].keep) {
+		if (!columns_has(c, k, i))
+			return -ENOENT;
+		unpack(out, c->col[k].last.h);
+		return 0;
+	}
+	s = columns_slot(c, i, &r);
+	if (!bit(c->col[k].present[r], s))
+		return -ENOENT;
+	hist_at(c, &c->col[k], r, s, out);
+	return 0;
+}
+
+/*
+ * Ring r's first point (slot s) of histogram column col is about to
+ * leave: if the point after it is a delta on it, store that one in full.
+ */
+static void rebase_next(struct columns *c, struct column *col, int r, size_t s)
+{
+	const struct col_ring *g = &c->ring[r];
+	size_t next = s + 1 >= g->cap ? 0 : s + 1;
+	struct histogram *h;
+	uint8_t *full;
+
+	if (g->n < 2 || !bit(col->present[r], next) || packed(col, r)[next][0] != PACK_DELTA)
+		return;
+	h = malloc(sizeof(*h));
+	if (!h)
+		return;		/* left as is: hist_at stops at its chain bound */
+	hist_at(c, col, r, next, h);
+	full = pack_full_dense(h);
+	free(h);
+	if (!full)
+		return;
+	free(packed(col, r)[next]);
+	packed(col, r)[next] = full;
+}
+
+static void column_free(struct column *col, const struct columns *c)
+{
+	if (!col->keep && col->now && col->def.kind == SERIES_HISTOGRAM)
+		free(col->last.h);
+	for (int r = 0; r < 2; r++) {
+		if (col->def.kind == SERIES_HISTOGRAM && col->v[r])
+			for (size_t s = 0; s < c->ring[r].cap; s++)
+				if (bit(col->present[r], s))
+					free(packed(col, r)[s]);
+		free(col->v[r]);
+		free(col->present[r]);
+	}
+	def_free(&col->def);
+}
+
+static void newest_free(struct columns *c)
+{
+	snapshot_free(&c->newest);
+	memset(&c->newest, 0, sizeof(c->newest));
+}
+
+void columns_free(struct columns *c)
+{
+	for (uint32_t k = 0; k < c->ncol; k++)
+		column_free(&c->col[k], c);
+	free(c->col);
+	free(c->by_id);
+	for (int r = 0; r < 2; r++)
+		free(c->ring[r].ts);
+	if (c->newest.host)
+		newest_free(c);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- the id index ------------------------------------------------------- */
+
+static int index_rebuild(struct columns *c)
+{
+	uint32_t n = 16;
+
+	while (n < 2 * c->ncol + 2)
+		n *= 2;
+	if (n != c->nby_id) {
+		uint32_t *t = calloc(n, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		free(c->by_id);
+		c->by_id = t;
+		c->nby_id = n;
+	} else {
+		memset(c->by_id, 0, n * sizeof(*c->by_id));
+	}
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		uint32_t h = (uint32_t)c->col[k].def.id & (n - 1);
+
+		while (c->by_id[h])
+			h = (h + 1) & (n - 1);
+		c->by_id[h] = k + 1;
+	}
+	return 0;
+}
+
+/* The column of series ser, or -1. */
+static long find_column(const struct columns *c, const struct series *ser)
+{
+	if (!c->nby_id)
+		return -1;
+	for (uint32_t h = (uint32_t)ser->id & (c->nby_id - 1); c->by_id[h];
+	     h = (h + 1) & (c->nby_id - 1))
+		if (same_identity(&c->col[c->by_id[h] - 1].def, ser))
+			return (long)c->by_id[h] - 1;
+	return -1;
+}
+
+/*
+ * Give column col its rings (it had only its newest value): that value
+ * moves to the newest dense point.  Returns 0 or -ENOMEM.
+ */
+static int column_keep(struct columns *c, struct column *col)
+{
+	const struct col_ring *d = &c->ring[1];
+
+	for (int r = 0; r < 2; r++) {
+		if (!c->ring[r].cap)
+			continue;
+		col->v[r] = calloc(c->ring[r].cap, sizeof(uint64_t));
+		col->present[r] = calloc(words(c->ring[r].cap), sizeof(uint64_t));
+		if (!col->v[r] || !col->present[r]) {
+			for (int q = 0; q <= r; q++) {
+				free(col->v[q]);
+				free(col->present[q]);
+				col->v[q] = NULL;
+				col->present[q] = NULL;
+			}
+			return -ENOMEM;
+		}
+	}
+	col->keep = 1;
+	if (col->now && d->n) {
+		size_t s = (d->head + d->n - 1) % d->cap;
+
+		((uint64_t *)col->v[1])[s] = col->last.u;	/* any of the union's members */
+		col->present[1][s / 64] |= 1ULL << (s % 64);
+		col->chain = 0;
+	}
+	col->now = 0;
+	return 0;
+}
+
+static int policy_keeps(const struct columns_policy *p, const struct series *def)
+{
+	return !p || !p->keeps || p->keeps(def, p->arg);
+}
+
+/* A new column for series ser, holding no point yet; its index or -ENOMEM. */
+static long add_column(struct columns *c, const struct series *ser,
+		       const struct columns_policy *policy)
+{
+	struct column *col;
+
+	if (c->ncol == c->capcol) {
+		uint32_t cap = c->capcol ? c->capcol * 2 : 16;
+		struct column *n = realloc(c->col, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		c->col = n;
+		c->capcol = cap;
+	}
+	col = &c->col[c->ncol];
+	memset(col, 0, sizeof(*col));
+	if (def_copy(&col->def, ser))
+		return -ENOMEM;
+	col->keep = policy_keeps(policy, ser);
+	for (int r = 0; r < 2 && col->keep; r++) {
+		if (!c->ring[r].cap)
+			continue;
+		col->v[r] = calloc(c->ring[r].cap, sizeof(uint64_t));
+		col->present[r] = calloc(words(c->ring[r].cap), sizeof(uint64_t));
+		if (!col->v[r] || !col->present[r]) {
+			c->ncol++;	/* column_free below frees what it has */
+			column_free(col, c);
+			c->ncol--;
+			return -ENOMEM;
+		}
+	}
+	c->ncol++;
+	if (c->ncol * 2 + 2 > c->nby_id) {
+		if (index_rebuild(c)) {
+			c->ncol--;
+			column_free(col, c);
+			return -ENOMEM;
+		}
+	} else {
+		uint32_t h = (uint32_t)ser->id & (c->nby_id - 1);
+
+		while (c->by_id[h])
+			h = (h + 1) & (c->nby_id - 1);
+		c->by_id[h] = c->ncol;
+	}
+	return (long)c->ncol - 1;
+}
+
+/* ---- rings -------------------------------------------------------------- */
+
+/* Room for one more point in ring r: grown by a quarter, points moved to slots 0.. */
+static int ring_reserve(struct columns *c, int r)
+{
+	struct col_ring *g = &c->ring[r];
+	size_t cap = g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 4;
+	uint64_t *ts;
+
+	if (g->n < g->cap)
+		return 0;
+	ts = malloc(cap * sizeof(*ts));
+	if (!ts)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		struct column *col = &c->col[k];
+		uint64_t *v, *p;
+
+		if (!col->keep)
+			continue;
+		v = calloc(cap, sizeof(*v));
+		p = calloc(words(cap), sizeof(*p));
+		if (!v || !p) {
+			free(v);
+			free(p);
+			free(ts);
+			return -ENOMEM;	/* columns 0..k-1 grew: harmless, rings unchanged */
+		}
+		for (size_t i = 0; i < g->n; i++) {
+			size_t s = wrap(g, i);
+
+			v[i] = ((uint64_t *)col->v[r])[s];
+			if (bit(col->present[r], s))
+				set_bit(p, i);
+		}
+		free(col->v[r]);
+		free(col->present[r]);
+		col->v[r] = v;
+		col->present[r] = p;
+	}
+	for (size_t i = 0; i < g->n; i++)
+		ts[i] = g->ts[wrap(g, i)];
+	free(g->ts);
+	g->ts = ts;
+	g->head = 0;
+	g->cap = cap;
+	return 0;
+}
+
+/* Drop ring r's oldest point. */
+static void drop_oldest(struct columns *c, int r)
+{
+	struct col_ring *g = &c->ring[r];
+	size_t s = g->head;
+
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		struct column *col = &c->col[k];
+
+		if (!col->keep || !bit(col->present[r], s))
+			continue;
+		if (col->def.kind == SERIES_HISTOGRAM) {
+			rebase_next(c, col, r, s);
+			free(packed(col, r)[s]);
+		}
+		clear_bit(col->present[r], s);
+		col->live--;
+	}
+	g->head = wrap(g, 1);
+	g->n--;
+}
+
+/* Move the dense ring's oldest point to the end of the thin ring (room made). */
+static void move_to_thin(struct columns *c)
+{
+	struct col_ring *d = &c->ring[1], *t = &c->ring[0];
+	size_t from = d->head, to = wrap(t, t->n);
+
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		struct column *col = &c->col[k];
+
+		if (!col->keep)
+			continue;
+		if (bit(col->present[1], from)) {
+			/* a ring's first point is full (columns.h): it moves as it is */
+			if (col->def.kind == SERIES_HISTOGRAM)
+				rebase_next(c, col, 1, from);
+			((uint64_t *)col->v[0])[to] = ((uint64_t *)col->v[1])[from];
+			set_bit(col->present[0], to);
+			clear_bit(col->present[1], from);
+		} else {
+			clear_bit(col->present[0], to);
+		}
+	}
+	t->ts[to] = d->ts[from];
+	t->n++;
+	d->head = wrap(d, 1);
+	d->n--;
+}
+
+/* Remove the columns no point holds any more. */
+static void collect(struct columns *c)
+{
+	int removed = 0;
+
+	for (uint32_t k = c->ncol; k-- > 0;) {
+		if (c->col[k].live)
+			continue;
+		column_free(&c->col[k], c);
+		c->ncol--;
+		removed = 1;
+		if (k == c->ncol)
+			continue;
+		c->col[k] = c->col[c->ncol];
+		for (uint32_t i = 0; i < c->newest.nseries; i++)
+			if (c->newest.series[i].link == c->ncol + 1)
+				c->newest.series[i].link = k + 1;
+	}
+	if (removed)
+		index_rebuild(c);	/* -ENOMEM keeps the old (larger) table: still valid */
+}
+
+/*
+ * Age points out as of t: drop what is older than keep_ms, move what is
+ * older than dense_ms to the thin ring (one per thin_ms) or drop it.
+ */
+static int age(struct columns *c, uint64_t t, uint64_t keep_ms, uint64_t dense_ms,
+	       uint64_t thin_ms)
+{
+	struct col_ring *d = &c->ring[1], *th = &c->ring[0];
+
+	while (th->n && th->ts[th->head] + keep_ms < t)
+		drop_oldest(c, 0);
+	while (d->n) {
+		uint64_t ts = d->ts[d->head];
+
+		if (ts + keep_ms < t) {
+			drop_oldest(c, 1);
+			continue;
+		}
+		if (dense_ms >= keep_ms || ts + dense_ms >= t)
+			break;
+		/* aged past the dense part: kept one per thin_ms */
+		if (th->n && ts - th->ts[wrap(th, th->n - 1)] < thin_ms) {
+			drop_oldest(c, 1);
+			continue;
+		}
+		if (ring_reserve(c, 0))
+			return -ENOMEM;
+		move_to_thin(c);
+	}
+	return 0;
+}
+
+/*
+ * The histogram column col's point before dense slot s as prev (the
+ * previous newest snapshot) holds it, or NULL when it is not there or
+ * not directly before.
+ */
+static const struct hist_sparse *prev_hist(const struct columns *c, const struct column *col,
+					   uint32_t k, const struct snapshot *prev, uint32_t hint,
+					   size_t s)
+{
+	const struct col_ring *d = &c->ring[1];
+	size_t before = s ? s - 1 : d->cap - 1;
+
+	if (d->n < 2 || !bit(col->present[1], before) || !prev)
+		return NULL;
+	if (hint < prev->nseries && prev->series[hint].link == k + 1)
+		return prev->series[hint].sparse;
+	for (uint32_t i = 0; i < prev->nseries; i++)
+		if (prev->series[i].link == k + 1)
+			return prev->series[i].sparse;
+	return NULL;
+}
+
+/*
+ * Give series ser (index i of the new newest snapshot; prev: the one before
+ * it, or NULL) its column and its value at dense slot s; again: ser was
+ * placed there before and its value changed (columns_set_newest).
+ */
+/* ser's histogram in its compact form (kept by the newest snapshot). */
+static int make_sparse(struct series *ser)
+{
+	if (ser->sparse || !ser->hist)
+		return ser->sparse ? 0 : -EINVAL;
+	ser->sparse = hist_sparse_of(ser->hist);
+	if (!ser->sparse)
+		return -ENOMEM;
+	free(ser->hist);
+	ser->hist = NULL;
+	return 0;
+}
+
+/* Column col (keep 0) holds ser's value at the newest point. */
+static int place_newest_only(struct column *col, struct series *ser, int again)
+{
+	if (col->now && (!again || ser->kind == SERIES_HISTOGRAM))
+		return 0;	/* the same series twice in one snapshot: the first counts */
+	if (ser->kind == SERIES_HISTOGRAM) {
+		int ret = make_sparse(ser);
+
+		if (ret)
+			return ret;
+		col->last.h = pack_full(ser->sparse);
+		if (!col->last.h)
+			return -ENOMEM;
+	} else if (ser->kind == SERIES_COUNTER) {
+		col->last.u = ser->counter.value;
+	} else {
+		col->last.d = ser->gauge.last;
+	}
+	if (!col->now)
+		col->live++;
+	col->now = 1;
+	return 0;
+}
+
+static int place(struct columns *c, struct series *ser, size_t s, long hint,
+		 const struct snapshot *prev, uint32_t i, int again,
+		 const struct columns_policy *policy)
+{
+	long k = -1;
+	struct column *col;
+
+	if (hint >= 0 && (uint32_t)hint < c->ncol && same_identity(&c->col[hint].def, ser))
+		k = hint;
+	if (k < 0)
+		k = find_column(c, ser);
+	if (k < 0)
+		k = add_column(c, ser, policy);
+	if (k < 0)
+		return (int)k;
+	col = &c->col[k];
+	ser->link = (uint32_t)k + 1;
+	if (!col->keep)
+		return place_newest_only(col, ser, again);
+	if (bit(col->present[1], s)) {
+		if (!again || ser->kind == SERIES_HISTOGRAM)
+			return 0;	/* the same series twice in one snapshot: the first counts */
+		/* a value set again (columns_set_newest) */
+		if (ser->kind == SERIES_COUNTER)
+			((uint64_t *)col->v[1])[s] = ser->counter.value;
+		else
+			((double *)col->v[1])[s] = ser->gauge.last;
+		return 0;
+	}
+	if (ser->kind == SERIES_HISTOGRAM) {
+		const struct hist_sparse *older;
+		uint8_t *b = NULL;
+		int grew = 0, ret = make_sparse(ser);
+
+		if (ret)
+			return ret;
+		older = col->chain < COLUMNS_HIST_CHAIN ?
+			prev_hist(c, col, (uint32_t)k, prev, i, s) : NULL;
+		if (older)
+			b = pack_delta(ser->sparse, older, &grew);
+		if (b) {
+			col->chain++;
+		} else if (older && grew) {
+			return -ENOMEM;
+		} else {
+			b = pack_full(ser->sparse);
+			if (!b)
+				return -ENOMEM;
+			col->chain = 0;
+		}
+		packed(col, 1)[s] = b;
+	} else if (ser->kind == SERIES_COUNTER) {
+		((uint64_t *)col->v[1])[s] = ser->counter.value;
+	} else {
+		((double *)col->v[1])[s] = ser->gauge.last;
+	}
+	set_bit(col->present[1], s);
+	col->live++;
+	return 0;
+}
+
+/* The newest point is about to change: the keep-0 columns' values go. */
+static void forget_newest_only(struct columns *c)
+{
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		struct column *col = &c->col[k];
+
+		if (col->keep || !col->now)
+			continue;
+		if (col->def.kind == SERIES_HISTOGRAM)
+			free(col->last.h);
+		col->now = 0;
+		col->live--;
+	}
+}
+
+/* The policy changed (a reload): columns it now keeps get their rings. */
+static void follow_policy(struct columns *c, const struct columns_policy *policy)
+{
+	for (uint32_t k = 0; k < c->ncol; k++)
+		if (!c->col[k].keep && policy_keeps(policy, &c->col[k].def))
+			column_keep(c, &c->col[k]);	/* -ENOMEM: asked again next gen */
+	c->policy_gen = policy ? policy->gen : 0;
+}
+
+int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64_t dense_ms,
+		 uint64_t thin_ms, const struct columns_policy *policy)
+{
+	struct col_ring *d = &c->ring[1];
+	const struct snapshot *prev = &c->newest;
+	uint32_t *hints = NULL;
+	size_t slot;
+	int ret;
+
+	ret = age(c, s->ts_ms, keep_ms, dense_ms, thin_ms);
+	if (!ret)
+		ret = ring_reserve(c, 1);
+	if (!ret && columns_len(c) && s->nseries) {
+		/* consecutive snapshots of a host list their series in the same order */
+		hints = malloc(s->nseries * sizeof(*hints));
+		if (!hints)
+			ret = -ENOMEM;
+		for (uint32_t i = 0; hints && i < s->nseries; i++)
+			hints[i] = i < prev->nseries ? prev->series[i].link : 0;
+	}
+	if (ret) {
+		snapshot_free(s);
+		return ret;
+	}
+	if (c->policy_gen != (policy ? policy->gen : 0))
+		follow_policy(c, policy);
+	forget_newest_only(c);
+	slot = wrap(d, d->n);
+	for (uint32_t k = 0; k < c->ncol; k++)
+		if (c->col[k].keep)
+			clear_bit(c->col[k].present[1], slot);
+	d->ts[slot] = s->ts_ms;
+	d->n++;
+	for (uint32_t i = 0; i < s->nseries && !ret; i++) {
+		s->series[i].link = 0;
+		ret = place(c, &s->series[i], slot, hints ? (long)hints[i] - 1 : -1,
+			    prev->host ? prev : NULL, i, 0, policy);
+	}
+	free(hints);
+	if (ret) {
+		/* take the half-placed point back out; its histograms stay with s */
+		forget_newest_only(c);
+		for (uint32_t k = 0; k < c->ncol; k++) {
+			if (!c->col[k].keep || !bit(c->col[k].present[1], slot))
+				continue;
+			if (c->col[k].def.kind == SERIES_HISTOGRAM)
+				free(packed(&c->col[k], 1)[slot]);
+			clear_bit(c->col[k].present[1], slot);
+			c->col[k].live--;
+		}
+		d->n--;
+		snapshot_free(s);
+		collect(c);
+		return ret;
+	}
+	if (c->newest.host)
+		newest_free(c);
+	c->newest = *s;
+	memset(s, 0, sizeof(*s));
+	collect(c);
+	return 0;
+}
+
+int columns_set_newest(struct columns *c, struct series *ser, const struct columns_policy *policy)
+{
+	const struct col_ring *d = &c->ring[1];
+
+	if (!d->n || ser->kind == SERIES_HISTOGRAM)
+		return -EINVAL;
+	return place(c, ser, wrap(d, d->n - 1), ser->link ? (long)ser->link - 1 : -1, NULL, 0, 1,
+		     policy);
+}
+
+long columns_last_at(const struct columns *c, uint64_t t)
+{
+	size_t lo = 0, hi = columns_len(c);
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (columns_ts(c, mid) <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+size_t columns_bytes(const struct columns *c)
+{
+	size_t b = sizeof(*c) + c->capcol * sizeof(*c->col) + c->nby_id * sizeof(uint32_t);
+
+	for (int r = 0; r < 2; r++)
+		b += malloc_usable_size(c->ring[r].ts);
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		const struct column *col = &c->col[k];
+
+		b += malloc_usable_size(col->def.name) + malloc_usable_size(col->def.labels);
+		if (!col->keep && col->now && col->def.kind == SERIES_HISTOGRAM)
+			b += malloc_usable_size(col->last.h);
+		for (uint32_t i = 0; i < col->def.nlabels; i++)
+			b += malloc_usable_size(col->def.labels[i].key) +
+			     malloc_usable_size(col->def.labels[i].value);
+		for (int r = 0; r < 2; r++) {
+			b += malloc_usable_size(col->v[r]) + malloc_usable_size(col->present[r]);
+			if (col->def.kind != SERIES_HISTOGRAM || !col->v[r])
+				continue;
+			for (size_t s = 0; s < c->ring[r].cap; s++)
+				if (bit(col->present[r], s))
+					b += malloc_usable_size(packed(col, r)[s]);
+		}
+	}
+	return b;
+}

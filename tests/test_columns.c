@@ -1,0 +1,298 @@
+/*
+ * test_columns.c - the rules engine's compact history (rules/columns.h):
+ * every point it keeps reads back exactly as the snapshot it came from —
+ * counters, gauges (NaN and infinities bit for bit), histograms (packed in
+ * full or as deltas, across resets and empty windows), series that come
+ * and go — and it keeps the points it promises (every one of the dense
+ * part, one per thin_ms before it, none past keep_ms).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/histogram.h"
+#include "model/snapshot.h"
+#include "rules/columns.h"
+
+#define STEP_MS 1000
+#define KEEP_MS 200000
+#define DENSE_MS 60000
+#define THIN_MS 10000
+#define NPOINTS 600
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A gauge value, now and then one a careless codec would lose. */
+static double odd_gauge(void)
+{
+	switch (next_rand() % 8) {
+	case 0: return NAN;
+	case 1: return INFINITY;
+	case 2: return -INFINITY;
+	case 3: return -0.0;
+	case 4: return 5e-324;		/* the smallest subnormal */
+	default: return (double)(next_rand() % 1000000) / 7.0 - 50000;
+	}
+}
+
+/*
+ * Point t of a host: two counters (one resets every 97 points), gauges,
+ * two histograms (one grows in a few buckets, one is emptied now and then
+ * as a restarted probe's would be, and has empty windows), and series
+ * that are absent from some points.
+ */
+static void make_point(struct snapshot *s, int t, uint64_t *ctr, struct histogram *grow,
+		       struct histogram *restart)
+{
+	struct series *x;
+
+	snapshot_init(s, "h1", 1000000 + (uint64_t)t * STEP_MS, STEP_MS, (uint64_t)t, 1);
+	snapshot_set_label(s, "rack", "r1");
+	*ctr += next_rand() % 1000;
+	snapshot_add_counter(s, "tcp.in_segs", *ctr, NULL);
+	snapshot_add_counter(s, "tcp.in_csum_errors", (uint64_t)(t % 97) * 3, NULL);
+	if (t % 13 != 5)	/* a gap every 13 points */
+		snapshot_add_gauge(s, "cpu.utilization", odd_gauge(), "cpu", "0", NULL);
+	snapshot_add_gauge(s, "drive.wear_used_pct", 42.5, "device", "sda", NULL);
+	for (int k = 0, n = (int)(next_rand() % 4); k < n; k++)
+		hist_record_n(grow, 1000 + next_rand() % 50000000, 1 + next_rand() % 20);
+	x = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op", "read",
+			 NULL);
+	*x->hist = *grow;
+	if (t % 41 == 0)
+		memset(restart, 0, sizeof(*restart));	/* a restart: back to empty */
+	else if (t % 7 < 3)
+		hist_record_n(restart, 100 + next_rand() % 1000000, 1 + next_rand() % 5);
+	if (t % 11 != 3) {
+		x = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op",
+				 "write", NULL);
+		*x->hist = *restart;
+	}
+	if (t >= 100 && t < 300)	/* a series that comes and goes for good */
+		snapshot_add_gauge(s, "cgroup.tmp", (double)t, "cgroup", "/job", NULL);
+}
+
+/* The column of the series with key key (series_key), or -1. */
+static long column_of(const struct columns *c, const char *key)
+{
+	char buf[512];
+
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		series_key(&c->col[k].def, buf, sizeof(buf));
+		if (!strcmp(buf, key))
+			return (long)k;
+	}
+	return -1;
+}
+
+/* Point i of c holds exactly what snapshot want holds. */
+static void check_point(const struct columns *c, size_t i, const struct snapshot *want)
+{
+	uint32_t present = 0;
+	struct histogram *got = malloc(sizeof(*got));
+
+	cr_assert_not_null(got);
+	cr_assert_eq(columns_ts(c, i), want->ts_ms);
+	for (uint32_t j = 0; j < want->nseries; j++) {
+		const struct series *x = &want->series[j];
+		char key[512];
+		long k;
+
+		series_key(x, key, sizeof(key));
+		k = column_of(c, key);
+		cr_assert_geq(k, 0, "point %zu: no column for %s", i, key);
+		cr_assert(columns_has(c, (uint32_t)k, i), "point %zu: %s missing", i, key);
+		if (x->kind == SERIES_COUNTER) {
+			cr_assert_eq(columns_counter(c, (uint32_t)k, i), x->counter.value);
+		} else if (x->kind == SERIES_GAUGE) {
+			double v = columns_scalar(c, (uint32_t)k, i, NULL);
+
+			cr_assert(!memcmp(&v, &x->gauge.last, sizeof(v)),
+				  "point %zu: %s is %g, want %g", i, key, v, x->gauge.last);
+		} else {
+			struct histogram scratch;
+
+			cr_assert_eq(columns_hist(c, (uint32_t)k, i, got), 0);
+			cr_assert(hist_equal(got, series_hist(x, &scratch)),
+				  "point %zu: histogram %s differs", i, key);
+		}
+	}
+	/* and nothing else */
+	for (uint32_t k = 0; k < c->ncol; k++)
+		present += (uint32_t)columns_has(c, k, i);
+	cr_assert_eq(present, want->nseries, "point %zu holds %u series, want %u", i, present,
+		     want->nseries);
+	free(got);
+}
+
+Test(columns, every_kept_point_reads_back_exactly)
+{
+	static struct snapshot ref[NPOINTS];
+	struct histogram *grow = calloc(1, sizeof(*grow)), *restart = calloc(1, sizeof(*restart));
+	struct columns c;
+	uint64_t ctr = 0;
+
+	cr_assert(grow && restart);
+	columns_init(&c);
+	for (int t = 0; t < NPOINTS; t++) {
+		struct snapshot copy;
+		uint64_t now = 1000000 + (uint64_t)t * STEP_MS, prev_thin = 0;
+		size_t n;
+		int idx = 0;
+
+		make_point(&ref[t], t, &ctr, grow, restart);
+		cr_assert_eq(snapshot_copy(&copy, &ref[t]), 0);
+		cr_assert_eq(columns_push(&c, &copy, KEEP_MS, DENSE_MS, THIN_MS, NULL), 0);
+		n = columns_len(&c);
+		cr_assert_str_eq(c.newest.host, "h1");
+		cr_assert_eq(c.newest.ts_ms, now);
+		/* the promised points: all of the dense part, thinned before it */
+		for (size_t i = 0; i < n; i++) {
+			uint64_t ts = columns_ts(&c, i);
+
+			cr_assert_geq(ts + KEEP_MS, now, "point older than keep_ms kept");
+			if (ts + DENSE_MS < now) {
+				cr_assert(!prev_thin || ts - prev_thin >= THIN_MS,
+					  "thin points %lu and %lu too close", (unsigned long)prev_thin,
+					  (unsigned long)ts);
+				prev_thin = ts;
+			}
+			idx = (int)((ts - 1000000) / STEP_MS);
+			if (t % 50 == 0 || t >= NPOINTS - 3 || i + 20 >= n)
+				check_point(&c, i, &ref[idx]);
+		}
+		cr_assert_eq(n - (size_t)(c.ring[0].n), t < DENSE_MS / STEP_MS ?
+			     (size_t)t + 1 : (size_t)DENSE_MS / STEP_MS + 1,
+			     "the dense part holds every point of the last dense_ms");
+	}
+	/* the series that went away took its column with it */
+	cr_assert_eq(column_of(&c, "cgroup.tmp{cgroup=/job}"), -1);
+	columns_free(&c);
+	for (int t = 0; t < NPOINTS; t++)
+		snapshot_free(&ref[t]);
+	free(grow);
+	free(restart);
+}
+
+Test(columns, packed_histograms_are_small)
+{
+	struct histogram *h = calloc(1, sizeof(*h));
+	struct columns c;
+	size_t before;
+
+	cr_assert_not_null(h);
+	columns_init(&c);
+	/* a disk: ~200 I/Os a second over tens of buckets, for 5 minutes */
+	for (int t = 0; t < 300; t++) {
+		struct snapshot s;
+		struct series *x;
+
+		snapshot_init(&s, "h1", 1000000 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+		for (int k = 0; k < 200; k++)
+			hist_record(h, 20000 + next_rand() % 5000000);
+		x = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda", NULL);
+		*x->hist = *h;
+		cr_assert_eq(columns_push(&c, &s, 1000000, 1000000, 10000, NULL), 0);
+	}
+	before = columns_bytes(&c);
+	/* a hist_sparse per point would be ~16 bytes a bucket: packed is far less */
+	cr_assert_lt(before / 300, hist_nonempty(h) * 16 / 2, "%zu bytes a point, %zu buckets",
+		     before / 300, hist_nonempty(h));
+	columns_free(&c);
+	free(h);
+}
+
+Test(columns, recorded_values_join_the_newest_point)
+{
+	struct columns c;
+	struct series *r;
+
+	columns_init(&c);
+	for (int t = 0; t < 3; t++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h1", 1000 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+		snapshot_add_counter(&s, "tcp.in_segs", (uint64_t)t, NULL);
+		cr_assert_eq(columns_push(&c, &s, 100000, 100000, 10000, NULL), 0);
+		r = snapshot_add_gauge(&c.newest, "job:ratio", 0.5 * t, NULL);
+		cr_assert_not_null(r);
+		cr_assert_eq(columns_set_newest(&c, r, NULL), 0);
+		r->gauge.last = 0.25 * t;	/* re-recorded in the same interval */
+		cr_assert_eq(columns_set_newest(&c, r, NULL), 0);
+	}
+	for (size_t i = 0; i < 3; i++)
+		cr_assert_eq(columns_scalar(&c, columns_of(r), i, NULL), 0.25 * (double)i);
+	columns_free(&c);
+}
+
+static int keeps_segs(const struct series *def, void *arg)
+{
+	const char *only = arg;
+
+	return !only || !strcmp(def->name, only);
+}
+
+Test(columns, a_policy_keeps_only_what_is_read_back)
+{
+	struct columns_policy p = { keeps_segs, "tcp.in_segs", 1 };
+	struct columns c;
+	long cpu, segs;
+
+	columns_init(&c);
+	for (int t = 0; t < 10; t++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h1", 1000 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+		snapshot_add_counter(&s, "tcp.in_segs", (uint64_t)t * 10, NULL);
+		snapshot_add_gauge(&s, "cpu.utilization", 0.5 + t, "cpu", "0", NULL);
+		if (t == 9)
+			p = (struct columns_policy){ keeps_segs, NULL, 2 };	/* a reload: all */
+		cr_assert_eq(columns_push(&c, &s, 100000, 100000, 10000, &p), 0);
+	}
+	segs = column_of(&c, "tcp.in_segs{}");
+	cpu = column_of(&c, "cpu.utilization{cpu=0}");
+	cr_assert(segs >= 0 && cpu >= 0);
+	for (size_t i = 0; i < 10; i++)
+		cr_assert_eq(columns_counter(&c, (uint32_t)segs, i), i * 10);
+	/* cpu kept only its newest value until the reload, then history from there */
+	for (size_t i = 0; i < 8; i++)
+		cr_assert(!columns_has(&c, (uint32_t)cpu, i), "point %zu", i);
+	cr_assert_eq(columns_scalar(&c, (uint32_t)cpu, 8, NULL), 8.5);
+	cr_assert_eq(columns_scalar(&c, (uint32_t)cpu, 9, NULL), 9.5);
+	/* and a newest-only histogram reads back at the newest point */
+	{
+		struct snapshot s;
+		struct histogram *h = calloc(1, sizeof(*h)), *got = calloc(1, sizeof(*got));
+		struct series *x;
+		long lat;
+
+		cr_assert(h && got);
+		p = (struct columns_policy){ keeps_segs, "tcp.in_segs", 3 };
+		snapshot_init(&s, "h1", 20000, 1000, 20, 1);
+		hist_record_n(h, 123456, 7);
+		x = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda", NULL);
+		*x->hist = *h;
+		cr_assert_eq(columns_push(&c, &s, 100000, 100000, 10000, &p), 0);
+		lat = column_of(&c, "block.latency{device=sda}");
+		cr_assert_geq(lat, 0);
+		cr_assert_eq(c.col[lat].keep, 0);
+		cr_assert_eq(columns_hist(&c, (uint32_t)lat, columns_len(&c) - 1, got), 0);
+		cr_assert(hist_equal(got, h));
+		cr_assert_eq(columns_hist(&c, (uint32_t)lat, columns_len(&c) - 2, got), -ENOENT);
+		free(h);
+		free(got);
+	}
+	columns_free(&c);
+}
