@@ -4,10 +4,12 @@
  */
 #include <criterion/criterion.h>
 #include <msgpack.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/snapshot.h"
+#include "model/snapshot_zstd.h"
 
 static void build(struct snapshot *s)
 {
@@ -131,6 +133,137 @@ Test(snapshot, sparse_encoding_is_compact)
 	snapshot_free(&s);
 }
 
+/* s encoded as plain msgpack, as every entry before compression (and the inside of a frame). */
+static void encode_plain(const struct snapshot *s, char **buf, size_t *len)
+{
+	char err[256];
+	void *plain;
+	size_t plen;
+
+	cr_assert_eq(snapshot_encode(s, buf, len), 0);
+	if (!snapshot_zstd_is_frame(*buf, *len))
+		return;
+	cr_assert_eq(snapshot_zstd_unpack(*buf, *len, SNAPSHOT_MAX_BYTES, &plain, &plen, err,
+					  sizeof(err)), 0, "%s", err);
+	free(*buf);
+	*buf = plain;
+	*len = plen;
+}
+
+/* A probe's 1 s snapshot as the simulator writes one: what compression is for. */
+static void build_probe_like(struct snapshot *s, uint32_t tier)
+{
+	snapshot_init(s, "sw000-r0000-h00", 1796151420000ULL, tier * 1000, 30, tier);
+	snapshot_set_label(s, "rack", "r0000");
+	snapshot_set_label(s, "switch", "sw000");
+	for (int c = 0; c < 4; c++) {
+		char cpu[4];
+
+		snprintf(cpu, sizeof(cpu), "%d", c);
+		snapshot_add_gauge(s, "cpu.utilization", 0.29 + c / 100.0, "cpu", cpu, NULL);
+		snapshot_add_gauge(s, "cpu.utilization_max", 0.41 + c / 97.0, "cpu", cpu, NULL);
+	}
+	snapshot_add_counter(s, "tcp.in_segs", 9642834, NULL);
+	snapshot_add_counter(s, "tcp.out_segs", 9274708, NULL);
+	snapshot_add_counter(s, "tcp.in_csum_errors", 0, NULL);
+	for (int op = 0; op < 2; op++) {
+		const char *name = op ? "write" : "read";
+		struct series *h;
+
+		snapshot_add_counter(s, "block.ios", 348352 + op, "device", "sda", "op", name, NULL);
+		snapshot_add_counter(s, "block.bytes", 5707399168ULL, "device", "sda", "op", name,
+				     NULL);
+		h = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "model",
+				 "SAMSUNG MZ7LH960HAJR-00005", "op", name, NULL);
+		for (uint64_t v = 20000; v < 20000000; v = v * 11 / 10)
+			hist_record_n(h->hist, v, 1 + v % 97);
+	}
+	snapshot_add_gauge(s, "drive.wear_used_pct", 47.1, "device", "sda", "model",
+			   "SAMSUNG MZ7LH960HAJR-00005", NULL);
+	snapshot_add_gauge(s, "drive.temperature_c", 36, "device", "sda", "model",
+			   "SAMSUNG MZ7LH960HAJR-00005", NULL);
+}
+
+Test(snapshot, entries_are_compressed_and_round_trip)
+{
+	for (uint32_t tier = 1; tier <= 60; tier += 59) {
+		struct snapshot s, d;
+		char err[256], *z, *plain;
+		size_t zlen, plen;
+
+		build_probe_like(&s, tier);
+		cr_assert_eq(snapshot_encode(&s, &z, &zlen), 0);
+		cr_assert(snapshot_zstd_is_frame(z, zlen), "tier %u not compressed", tier);
+		encode_plain(&s, &plain, &plen);
+		cr_assert_lt(zlen * 3, plen, "tier %u: %zu bytes compressed of %zu", tier, zlen, plen);
+		cr_assert_eq(snapshot_decode(z, zlen, &d, err, sizeof(err)), 0, "%s", err);
+		assert_same(&s, &d);
+		snapshot_free(&d);
+		/* an entry written before compression reads the same */
+		cr_assert_eq(snapshot_decode(plain, plen, &d, err, sizeof(err)), 0, "%s", err);
+		assert_same(&s, &d);
+		snapshot_free(&d);
+		free(z);
+		free(plain);
+		snapshot_free(&s);
+	}
+}
+
+Test(snapshot, compression_can_be_turned_off)
+{
+	struct snapshot s;
+	char *buf;
+	size_t len;
+
+	setenv("FAULTLINE_WIRE_COMPRESS", "0", 1);	/* read once per process: this test's */
+	build_probe_like(&s, 1);
+	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	cr_assert(!snapshot_zstd_is_frame(buf, len));
+	cr_assert_eq((unsigned char)buf[0] & 0xf0, 0x80, "not a msgpack map");
+	free(buf);
+	snapshot_free(&s);
+}
+
+Test(snapshot, bad_frames_are_errors_that_say_why)
+{
+	struct snapshot s, d;
+	char err[256], *z, *mut;
+	size_t zlen, off;
+	uint64_t x = 0x2545F4914F6CDD1DULL;
+
+	build_probe_like(&s, 1);
+	cr_assert_eq(snapshot_encode(&s, &z, &zlen), 0);
+	cr_assert(snapshot_zstd_is_frame(z, zlen));
+	/* every truncation */
+	for (size_t cut = 4; cut < zlen; cut++) {
+		err[0] = '\0';
+		cr_assert_neq(snapshot_decode(z, cut, &d, err, sizeof(err)), 0, "cut at %zu", cut);
+		cr_assert_neq(err[0], '\0');
+	}
+	/* a dictionary this build does not have: the frame header's dictionary id */
+	mut = malloc(zlen);
+	memcpy(mut, z, zlen);
+	cr_assert_eq(mut[4] & 3, 1, "a one-byte dictionary id");
+	off = 5 + !((mut[4] >> 5) & 1);	/* a window byte unless single-segment */
+	cr_assert_eq(mut[off], 1);
+	mut[off] = 7;
+	cr_assert_neq(snapshot_decode(mut, zlen, &d, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "dictionary 7"), "%s", err);
+	/* random damage: an error or a snapshot, never a crash (ASan/fuzz_snapshot) */
+	for (int iter = 0; iter < 5000; iter++) {
+		memcpy(mut, z, zlen);
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		mut[4 + x % (zlen - 4)] = (char)(x >> 32);
+		if (snapshot_decode(mut, zlen, &d, err, sizeof(err)) == 0)
+			snapshot_free(&d);
+	}
+	free(mut);
+	free(z);
+	snapshot_free(&s);
+}
+
 Test(snapshot, every_truncation_is_an_error)
 {
 	struct snapshot s, d;
@@ -138,7 +271,7 @@ Test(snapshot, every_truncation_is_an_error)
 	size_t len;
 
 	build(&s);
-	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	encode_plain(&s, &buf, &len);
 	for (size_t cut = 0; cut < len; cut++) {
 		err[0] = '\0';
 		cr_assert_neq(snapshot_decode(buf, cut, &d, err, sizeof(err)), 0,
@@ -158,7 +291,7 @@ Test(snapshot, random_mutations_never_crash)
 	int ok = 0;
 
 	build(&s);
-	cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
+	encode_plain(&s, &buf, &len);
 	mut = malloc(len);
 	for (int iter = 0; iter < 20000; iter++) {
 		memcpy(mut, buf, len);

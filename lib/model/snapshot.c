@@ -8,6 +8,7 @@
  * decode_*() check every type and bound while copying into the model.
  */
 #include "model/snapshot.h"
+#include "model/snapshot_zstd.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -537,6 +538,23 @@ int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
 		msgpack_sbuffer_destroy(&sb);
 		return -ENOMEM;
 	}
+	/* compressed when that is smaller (snapshot_zstd.h) */
+	{
+		void *z;
+		size_t zlen;
+		int ret = snapshot_zstd_pack(sb.data, sb.size, s->tier, &z, &zlen);
+
+		if (ret == -ENOMEM) {
+			msgpack_sbuffer_destroy(&sb);
+			return -ENOMEM;
+		}
+		if (!ret) {
+			msgpack_sbuffer_destroy(&sb);
+			*out = z;
+			*outlen = zlen;
+			return 0;
+		}
+	}
 	*out = sb.data;
 	*outlen = sb.size;
 	return 0;
@@ -801,6 +819,21 @@ int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, 
 		FAIL(-EINVAL, "snapshot: empty input");
 	if (len > SNAPSHOT_MAX_BYTES)
 		FAIL(-E2BIG, "snapshot: %zu bytes, at most %u allowed", len, SNAPSHOT_MAX_BYTES);
+	if (snapshot_zstd_is_frame(buf, len)) {
+		void *plain;
+		size_t plen;
+
+		ret = snapshot_zstd_unpack(buf, len, SNAPSHOT_MAX_BYTES, &plain, &plen, err, errlen);
+		if (ret)
+			return ret;
+		if (snapshot_zstd_is_frame(plain, plen)) {
+			free(plain);
+			FAIL(-EINVAL, "snapshot: a zstd frame inside a zstd frame");
+		}
+		ret = snapshot_decode(plain, plen, s, err, errlen);
+		free(plain);
+		return ret;
+	}
 	if (wire_check(buf, len, WIRE_MAX_DEPTH, &off))
 		FAIL(-EINVAL, "snapshot: not well-formed msgpack (truncated, or a container larger than the input)");
 	if (off != len)

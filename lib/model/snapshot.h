@@ -25,7 +25,9 @@
  *   hist v     [ count, sum, [ gap, n, gap, n, ... ] ]   (sparse: gap is
  *              the number of empty buckets skipped since the last one)
  *
- * Unknown top-level keys are ignored (forward compatibility); a newer major
+ * An entry is this msgpack, or the same compressed as a zstd frame with a
+ * dictionary (snapshot_zstd.h) when that is smaller; snapshot_decode reads
+ * both.  Unknown top-level keys are ignored (forward compatibility); a newer major
  * "v" is rejected.  snapshot_decode() treats its input as hostile: bounded
  * sizes, every type checked, never crashes (see fuzz/fuzz_snapshot.c).
  */
