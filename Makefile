@@ -305,7 +305,11 @@ $(OUT)/bench/fleet_fill: bench/fleet_fill.c $(LIBS_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INCS) $^ $(LDLIBS) -o $@
 
-bench: all $(OUT)/bench/fleet_fill
+$(OUT)/bench/codec_cost: bench/codec_cost.c $(LIBS_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INCS) $^ $(LDLIBS) -o $@
+
+bench: all $(OUT)/bench/fleet_fill $(OUT)/bench/codec_cost
 	@scripts/deps.sh --bench --check 2>/dev/null || scripts/deps.sh --bench
 	bench/run.sh $(OUT)
 

@@ -1,7 +1,9 @@
 /*
- * fuzz_snapshot.c - libFuzzer target for snapshot_decode(), the parser of
- * every byte that comes back from Redis.  Whatever decodes must re-encode
- * and decode to the same thing.
+ * fuzz_snapshot.c - libFuzzer target for snapshot_decode() and
+ * snapshot_decode_compact() (the rules engine's), the parsers of every byte
+ * that comes back from Redis, plain msgpack or a zstd frame.  Whatever
+ * decodes must re-encode and decode to the same thing, and the two must
+ * agree on what decodes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +17,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256], *buf;
 	size_t len;
 
-	if (snapshot_decode(data, size, &s, err, sizeof(err)) != 0)
+	int plain = snapshot_decode(data, size, &s, err, sizeof(err));
+	int compact = snapshot_decode_compact(data, size, &t, err, sizeof(err));
+
+	if (!compact) {
+		struct histogram a, b;
+
+		if (plain || t.nseries != s.nseries)
+			abort();
+		for (uint32_t i = 0; i < t.nseries; i++)
+			if (t.series[i].kind == SERIES_HISTOGRAM &&
+			    !hist_equal(series_hist(&s.series[i], &a), series_hist(&t.series[i], &b)))
+				abort();
+		snapshot_free(&t);
+	} else if (!plain) {
+		abort();
+	}
+	if (plain)
 		return 0;
 	if (snapshot_encode(&s, &buf, &len) == 0) {
 		if (snapshot_decode(buf, len, &t, err, sizeof(err)) != 0)

@@ -674,7 +674,83 @@ static int decode_hist(const msgpack_object *o, struct histogram *h, const char 
 	return 0;
 }
 
-static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i,
+/*
+ * The same wire histogram straight into its compact form (no dense
+ * histogram on the way): for readers that keep histograms compact.
+ */
+static int decode_hist_sparse(const msgpack_object *o, struct hist_sparse **out,
+			      const char *what, char *err, size_t errlen)
+{
+	const msgpack_object *runs;
+	struct hist_sparse *h;
+	uint64_t total = 0, idx = 0, gap, cnt;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
+		FAIL(-EINVAL, "%s: histogram must be [count, sum, runs]", what);
+	runs = &o->via.array.ptr[2];
+	if (runs->type != MSGPACK_OBJECT_ARRAY || runs->via.array.size % 2)
+		FAIL(-EINVAL, "%s: histogram runs must be an array of (gap, count) pairs", what);
+	if (runs->via.array.size / 2 > HIST_BUCKETS)
+		FAIL(-E2BIG, "%s: more runs than buckets", what);
+	h = malloc(sizeof(*h) + runs->via.array.size / 2 * sizeof(h->runs[0]));
+	if (!h)
+		FAIL(-ENOMEM, "%s: out of memory", what);
+	h->nruns = 0;
+	if (wire_u64(&o->via.array.ptr[0], &h->count) || wire_u64(&o->via.array.ptr[1], &h->sum)) {
+		free(h);
+		FAIL(-EINVAL, "%s: histogram count and sum must be unsigned integers", what);
+	}
+	for (uint32_t i = 0; i < runs->via.array.size; i += 2) {
+		const char *why = NULL;
+
+		if (wire_u64(&runs->via.array.ptr[i], &gap) ||
+		    wire_u64(&runs->via.array.ptr[i + 1], &cnt))
+			why = "is not two unsigned integers";
+		else if (gap >= HIST_BUCKETS || idx + gap >= HIST_BUCKETS)
+			why = "reaches beyond the last bucket";
+		else if (cnt == 0)
+			why = "has count 0";
+		else if (total + cnt < total)
+			why = "overflows the counts";
+		if (why) {
+			free(h);
+			FAIL(-EINVAL, "%s: histogram run %u %s", what, i / 2, why);
+		}
+		idx += gap;
+		h->runs[h->nruns].index = (uint32_t)idx;
+		h->runs[h->nruns++].count = cnt;
+		total += cnt;
+		idx++;
+	}
+	if (total != h->count) {
+		uint64_t c = h->count;
+
+		free(h);
+		FAIL(-EINVAL, "%s: histogram count %llu does not match its buckets (%llu)", what,
+		     (unsigned long long)c, (unsigned long long)total);
+	}
+	*out = h;
+	return 0;
+}
+
+/* "series[I]" into what (room for 24): on every series, so not snprintf. */
+static void series_what(char *what, uint32_t i)
+{
+	char digits[12];
+	int n = 0, k = 0;
+
+	do
+		digits[n++] = (char)('0' + i % 10);
+	while ((i /= 10));
+	memcpy(what, "series[", 7);
+	k = 7;
+	while (n)
+		what[k++] = digits[--n];
+	what[k++] = ']';
+	what[k] = '\0';
+}
+
+static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i, int compact,
 			 char *err, size_t errlen)
 {
 	const msgpack_object *a, *v;
@@ -686,7 +762,7 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 	char *name;
 	int ret;
 
-	snprintf(what, sizeof(what), "series[%u]", i);
+	series_what(what, i);
 	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
 		FAIL(-EINVAL, "%s: must be [name, labels, kind, value]", what);
 	a = o->via.array.ptr;
@@ -706,11 +782,18 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 		FAIL(-EINVAL, "%s (%.*s): kind must be 0, 1 or 2", what,
 		     (int)(a[0].via.str.size < 64 ? a[0].via.str.size : 64), a[0].via.str.ptr);
 	}
-	ser = snapshot_add_labels(s, name, (enum series_kind)kind, labels, nlabels);
+	/* compact: no dense histogram allocated only to be compacted (kind set below) */
+	ser = snapshot_add_labels(s, name, compact && kind == SERIES_HISTOGRAM ? SERIES_COUNTER :
+				  (enum series_kind)kind, labels, nlabels);
 	free(name);
 	labels_free(labels, nlabels);
 	if (!ser)
 		FAIL(-ENOMEM, "%s: out of memory", what);
+	if (compact && kind == SERIES_HISTOGRAM) {
+		ser->kind = SERIES_HISTOGRAM;
+		ser->hist = NULL;
+		return decode_hist_sparse(&a[3], &ser->sparse, what, err, errlen);
+	}
 	v = &a[3];
 	switch (ser->kind) {
 	case SERIES_COUNTER:
@@ -743,7 +826,8 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 	return 0;
 }
 
-static int decode_top(const msgpack_object *root, struct snapshot *s, char *err, size_t errlen)
+static int decode_top(const msgpack_object *root, struct snapshot *s, int compact, char *err,
+		      size_t errlen)
 {
 	const msgpack_object *series = NULL, *labels = NULL;
 	uint64_t version = 0, tier = 1;
@@ -801,14 +885,15 @@ static int decode_top(const msgpack_object *root, struct snapshot *s, char *err,
 		FAIL(-E2BIG, "snapshot: %u series, at most %d allowed", series->via.array.size,
 		     SNAPSHOT_MAX_SERIES);
 	for (uint32_t i = 0; i < series->via.array.size; i++) {
-		ret = decode_series(&series->via.array.ptr[i], s, i, err, errlen);
+		ret = decode_series(&series->via.array.ptr[i], s, i, compact, err, errlen);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, size_t errlen)
+static int decode(const void *buf, size_t len, struct snapshot *s, int compact, char *err,
+		  size_t errlen)
 {
 	msgpack_unpacked msg;
 	size_t off = 0;
@@ -830,7 +915,7 @@ int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, 
 			free(plain);
 			FAIL(-EINVAL, "snapshot: a zstd frame inside a zstd frame");
 		}
-		ret = snapshot_decode(plain, plen, s, err, errlen);
+		ret = decode(plain, plen, s, compact, err, errlen);
 		free(plain);
 		return ret;
 	}
@@ -848,9 +933,20 @@ int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, 
 		msgpack_unpacked_destroy(&msg);
 		FAIL(-ENOMEM, "snapshot: out of memory");
 	}
-	ret = decode_top(&msg.data, s, err, errlen);
+	ret = decode_top(&msg.data, s, compact, err, errlen);
 	msgpack_unpacked_destroy(&msg);
 	if (ret)
 		snapshot_free(s);
 	return ret;
+}
+
+int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, size_t errlen)
+{
+	return decode(buf, len, s, 0, err, errlen);
+}
+
+int snapshot_decode_compact(const void *buf, size_t len, struct snapshot *s, char *err,
+			    size_t errlen)
+{
+	return decode(buf, len, s, 1, err, errlen);
 }

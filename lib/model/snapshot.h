@@ -212,4 +212,12 @@ int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen);
 int snapshot_decode(const void *buf, size_t len, struct snapshot *s,
 		    char *err, size_t errlen);
 
+/*
+ * The same, histograms decoded straight into their compact form
+ * (series.sparse; read them with series_hist()), for readers that keep
+ * them (the rules engine): no dense 7.6 KiB histogram per series on the way.
+ */
+int snapshot_decode_compact(const void *buf, size_t len, struct snapshot *s,
+			    char *err, size_t errlen);
+
 #endif

@@ -843,6 +843,7 @@ void store_close(struct store *st)
  */
 struct read_ctx {
 	const char *host;		/* NULL: not checked */
+	int compact;			/* histograms decoded compact (snapshot_decode_compact) */
 	size_t index;			/* the host's index for bad_cb */
 	store_bad_cb bad_cb;
 	void *arg;
@@ -898,7 +899,8 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 			    fv->type != REDIS_REPLY_STRING)
 				continue;
 			found = 1;
-			if (snapshot_decode(fv->str, fv->len, &s, derr, sizeof(derr))) {
+			if ((rc && rc->compact ? snapshot_decode_compact : snapshot_decode)(
+				    fv->str, fv->len, &s, derr, sizeof(derr))) {
 				entry_bad(rc, e, derr, bad);
 				break;
 			}
@@ -1023,7 +1025,7 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 					free(todo);
 					return -EIO;
 				}
-				struct read_ctx rc = { .host = hosts[h], .index = h,
+				struct read_ctx rc = { .host = hosts[h], .index = h, .compact = 1,
 						       .bad_cb = bad_cb, .arg = arg };
 
 				got = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);

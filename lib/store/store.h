@@ -143,7 +143,8 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
  * first, in pages of a bounded number of entries (a host with more is read
  * on in a later round, after the other hosts' first pages); same callback
  * contract, except that cb returning non-zero skips only the rest of that
- * page of the host's snapshots.  A host whose read Redis refuses (e.g. WRONGTYPE)
+ * page of the host's snapshots, and histograms arrive in their compact form
+ * (snapshot_decode_compact: read them with series_hist()).  A host whose read Redis refuses (e.g. WRONGTYPE)
  * is skipped and counted in *bad.  A snapshot is always filed under the
  * host of the stream it came from, whatever host it names inside.  Every
  * entry that does not decode (and every refused read, entry_ms 0) is

@@ -1,0 +1,105 @@
+/*
+ * codec_cost.c - what reading an entry costs, plain and compressed.
+ *
+ *   codec_cost FILE...
+ *
+ * Each FILE is one stream entry's "d" field as Redis holds it (written by
+ * `faultline sim`: a zstd frame, snapshot_zstd.h).  For every file, the
+ * plain msgpack inside it (what every entry was before compression) and the
+ * frame are each decoded until about 0.2 s has passed; printed: the bytes
+ * and the ns per decode of each, and their ratio.  CPU time, so a busy
+ * machine slows both sides alike.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model/snapshot.h"
+#include "model/snapshot_zstd.h"
+
+static double cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* ns per snapshot_decode of buf, over ~0.2 s of CPU. */
+static double decode_ns(const void *buf, size_t len)
+{
+	double t0 = cpu_ns(), t;
+	long n = 0;
+
+	do {
+		struct snapshot s;
+		char err[256];
+
+		for (int i = 0; i < 64; i++, n++) {
+			if (snapshot_decode(buf, len, &s, err, sizeof(err))) {
+				fprintf(stderr, "codec_cost: %s\n", err);
+				exit(1);
+			}
+			snapshot_free(&s);
+		}
+		t = cpu_ns();
+	} while (t - t0 < 2e8);
+	return (t - t0) / (double)n;
+}
+
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) ||
+	    !(buf = malloc((size_t)n)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "codec_cost: cannot read %s\n", path);
+		exit(1);
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	double zb = 0, pb = 0, zns = 0, pns = 0;
+	int n = 0;
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fprintf(argc < 2 ? stderr : stdout, "usage: codec_cost FILE...\n"
+			"  decode cost of stream entries (as Redis holds them), plain and compressed\n");
+		return argc < 2 ? 2 : 0;
+	}
+	for (int i = 1; i < argc; i++) {
+		size_t zlen, plen;
+		void *z = slurp(argv[i], &zlen), *plain;
+		char err[256];
+
+		if (!snapshot_zstd_is_frame(z, zlen)) {
+			fprintf(stderr, "codec_cost: %s is not compressed (FAULTLINE_WIRE_COMPRESS=0?)\n",
+				argv[i]);
+			return 1;
+		}
+		if (snapshot_zstd_unpack(z, zlen, SNAPSHOT_MAX_BYTES, &plain, &plen, err,
+					 sizeof(err))) {
+			fprintf(stderr, "codec_cost: %s: %s\n", argv[i], err);
+			return 1;
+		}
+		zb += (double)zlen;
+		pb += (double)plen;
+		pns += decode_ns(plain, plen);
+		zns += decode_ns(z, zlen);
+		n++;
+		free(z);
+		free(plain);
+	}
+	printf("%d entries: plain %.0f bytes %.0f ns, compressed %.0f bytes %.0f ns "
+	       "(%.2fx the bytes, %.2fx the decode time)\n", n, pb / n, pns / n, zb / n, zns / n,
+	       zb / pb, zns / pns);
+	return 0;
+}
