@@ -30,6 +30,7 @@ comparisons.
 """
 import argparse
 import http.server
+import socket
 import json
 import os
 import re
@@ -42,6 +43,10 @@ import threading
 import time
 
 RETENTION = {"s1": 15 * 60, "s60": 7 * 24 * 60, "s3600": 90 * 24, "p10": 360}
+SERIES_PER_ENTRY = 30   # a simulated host's series per entry (faultline sim)
+# wave 1 (a chain of decoded snapshots per host, README history): what the
+# rules engine held per host per kept snapshot, and what that came to
+WAVE1_BYTES_PER_SNAPSHOT = 3900
 LINE = re.compile(r"interval: read (\d+) snapshot\(s\) in ([\d.]+) ms, evaluated (\d+) rule\(s\) "
                   r"over (\d+) host\(s\) in ([\d.]+) ms")
 
@@ -124,15 +129,43 @@ def measure_rules(out, sock, d, hosts, history, intervals):
             "rules_rss_mb": usage.ru_maxrss / 1024}
 
 
-def measure_memory(out, d):
+def raw_entries(sock, key, count):
+    """The "d" field of a stream's first count entries, as Redis holds them."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    f = s.makefile("rb")
+
+    def parse():
+        line = f.readline()
+        t, rest = line[:1], line[1:-2]
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [parse() for _ in range(n)]
+        if t == b"$":
+            n = int(rest)
+            return None if n < 0 else f.read(n + 2)[:-2]
+        return rest
+    args = [b"XRANGE", key.encode(), b"-", b"+", b"COUNT", str(count).encode()]
+    s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in args))
+    res = parse() or []
+    s.close()
+    return [dict(zip(fl[::2], fl[1::2]))[b"d"] for _, fl in res]
+
+
+def measure_memory(out, d, compressed):
     """Bytes per entry of each tier, from 20 simulated hosts with 3 h of history
     (enough entries that a stream's fixed overhead is amortised), projected to
-    a full retention window per host."""
+    a full retention window per host; compressed False writes the entries as
+    every entry was before compression (FAULTLINE_WIRE_COMPRESS=0).  With
+    compressed, also the cost of decoding an entry (bench/codec_cost)."""
     srv, sock = start_redis(d)
+    env = dict(os.environ)
+    if not compressed:
+        env["FAULTLINE_WIRE_COMPRESS"] = "0"
     try:
         subprocess.run([os.path.join(out, "faultline"), "sim", "--redis", "unix://" + sock,
                         "--hosts", "20", "--hosts-per-rack", "20", "--racks-per-switch", "4",
-                        "--duration", "3h", "--ends-now"], check=True,
+                        "--duration", "3h", "--ends-now"], check=True, env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         per_entry = {}
         for tier in ("s1", "s60", "p10"):
@@ -147,12 +180,58 @@ def measure_memory(out, d):
         drives = statistics.mean(int(redis_cmd(sock, "MEMORY", "USAGE",
                                                "fl:{%s}:drives" % host_name(i), "SAMPLES", "0")
                                      or 0) for i in range(20))
+        costs = {}
+        if compressed:
+            for tier in ("s1", "s60"):
+                files = []
+                for k, blob in enumerate(raw_entries(sock, "fl:{%s}:%s" % (host_name(0), tier),
+                                                     20)):
+                    files.append(os.path.join(d, "%s-%d" % (tier, k)))
+                    with open(files[-1], "wb") as f:
+                        f.write(blob)
+                r = subprocess.run([os.path.join(out, "bench", "codec_cost")] + files,
+                                   capture_output=True, text=True, check=True)
+                costs[tier] = r.stdout.strip()
     finally:
         srv.terminate()
         srv.wait()
     proj = {t: per_entry[t] * RETENTION[t] for t in RETENTION}
     proj["drives"] = drives
-    return {"per_entry": per_entry, "projected": proj}
+    return {"per_entry": per_entry, "projected": proj, "costs": costs}
+
+
+def measure_history(out, d, hosts, intervals):
+    """The rules engine's history with the shipped rules' full window (keep_ms:
+    the longest baseline's two windows, ~30 min): `hosts` hosts written for
+    that long, the last `intervals` replayed; the engine's own count of what
+    its history holds (columns_bytes) and its peak resident memory."""
+    srv, sock = start_redis(d)
+    try:
+        seconds = 1900
+        tl = os.path.join(d, "timeline.json")
+        subprocess.run([os.path.join(out, "faultline"), "sim", "--redis", "unix://" + sock,
+                        "--hosts", str(hosts), "--hosts-per-rack", "20", "--racks-per-switch",
+                        "4", "--duration", "%ds" % seconds, "--ends-now", "--no-profiles",
+                        "--timeline", tl], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        with open(tl) as f:
+            end = json.load(f)["end_ms"]
+        p = subprocess.Popen([os.path.join(out, "faultline-rules"), "--rules",
+                              "etc/rules/faultline.yaml", "--redis", "unix://" + sock,
+                              "--replay", "%d,%d" % (end - intervals * 1000, end), "--stale",
+                              "30s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        err = p.stderr.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        m = re.search(r"history held: (\d+) point\(s\) of (\d+) host\(s\) in ([\d.]+) MB, "
+                      r"([\d.]+) KB per host", err)
+        if status != 0 or not m:
+            sys.exit("fleet_scale: faultline-rules (history) failed:\n" + err[-2000:])
+        return {"hosts": hosts, "points": int(m.group(1)) / max(int(m.group(2)), 1),
+                "kb_per_host": float(m.group(4)), "rss_kb_per_host": usage.ru_maxrss / hosts}
+    finally:
+        srv.terminate()
+        srv.wait()
 
 
 def used_per_host(sock, hosts):
@@ -208,14 +287,25 @@ def main():
     ap.add_argument("--history", type=int, default=150, help="seconds of history written")
     ap.add_argument("--intervals", type=int, default=30, help="intervals replayed and timed")
     ap.add_argument("--alerts", type=int, default=2000)
+    ap.add_argument("--history-hosts", type=int, default=500,
+                    help="hosts for the rules-history measurement (1900 s each)")
     a = ap.parse_args()
     out = os.path.abspath(a.out)
     if not shutil.which("redis-server"):
         sys.exit("fleet_scale: redis-server not found")
     res = []
-    d = tempfile.mkdtemp(prefix="fl-scale-mem-")
-    print("fleet_scale: Redis bytes per entry (20 hosts, 3 h of history) ...", flush=True)
-    mem = measure_memory(out, d)
+    print("fleet_scale: Redis bytes per entry (20 hosts, 3 h of history), plain and "
+          "compressed ...", flush=True)
+    mems = []
+    for compressed in (False, True):
+        d = tempfile.mkdtemp(prefix="fl-scale-mem-")
+        mems.append(measure_memory(out, d, compressed))
+        shutil.rmtree(d, ignore_errors=True)
+    plain, mem = mems
+    print("fleet_scale: rules history at the shipped rules' window (%d hosts, 1900 s) ..."
+          % a.history_hosts, flush=True)
+    d = tempfile.mkdtemp(prefix="fl-scale-hist-")
+    hist = measure_history(out, d, a.history_hosts, 20)
     shutil.rmtree(d, ignore_errors=True)
     for hosts in (int(x) for x in a.sizes.split(",")):
         d = tempfile.mkdtemp(prefix="fl-scale-")
@@ -231,15 +321,34 @@ def main():
             srv.terminate()
             srv.wait()
             shutil.rmtree(d, ignore_errors=True)
-    p = mem["projected"]
-    print("\nfleet_scale: Redis per host at full retention (DESIGN.md tiers), measured per entry")
-    print("  %-6s %10s %9s %12s" % ("tier", "B/entry", "entries", "MB per host"))
+    p, pp = mem["projected"], plain["projected"]
+    print("\nfleet_scale: Redis per host at full retention (DESIGN.md tiers), measured per entry;"
+          " plain = every entry as before compression (FAULTLINE_WIRE_COMPRESS=0)")
+    print("  %-6s %9s %11s %9s %10s %13s %7s" % ("tier", "entries", "plain B/e", "B/entry",
+                                               "plain MB", "MB per host", "ratio"))
     for t in ("s1", "s60", "s3600", "p10"):
-        print("  %-6s %10.0f %9d %12.2f" % (t, mem["per_entry"][t], RETENTION[t], p[t] / 1e6))
-    print("  %-6s %10s %9s %12.3f" % ("drives", "", "", p["drives"] / 1e6))
-    total = sum(p.values())
-    print("  total %.1f MB per host; x1,000 hosts = %.1f GB, x10,000 = %.0f GB" %
-          (total / 1e6, total * 1e3 / 1e9, total * 1e4 / 1e9))
+        print("  %-6s %9d %11.0f %9.0f %10.2f %13.2f %6.2fx" %
+              (t, RETENTION[t], plain["per_entry"][t], mem["per_entry"][t], pp[t] / 1e6,
+               p[t] / 1e6, p[t] / pp[t] if pp[t] else 0))
+    print("  %-6s %9s %11s %9s %10.3f %13.3f" % ("drives", "", "", "", pp["drives"] / 1e6,
+                                                p["drives"] / 1e6))
+    total, ptotal = sum(p.values()), sum(pp.values())
+    print("  total %.1f MB per host (plain %.1f MB: %.2fx, %.1fx smaller; target <= 4 MB); "
+          "x10,000 hosts = %.0f GB" % (total / 1e6, ptotal / 1e6, total / ptotal,
+                                      ptotal / total, total * 1e4 / 1e9))
+    print("  s60: %.1f bytes per series per minute entry (%d series; a gauge keeps last, min,"
+          " max, sum, n) beside Prometheus' ~1.3 bytes per sample" %
+          (mem["per_entry"]["s60"] / SERIES_PER_ENTRY, SERIES_PER_ENTRY))
+    for t, line in sorted(mem["costs"].items()):
+        print("  decode %s: %s" % (t, line))
+    w1 = WAVE1_BYTES_PER_SNAPSHOT * hist["points"]
+    print("\nfleet_scale: rules history, shipped rules, %d hosts x 1900 s (the engine keeps "
+          "%.0f points per host: every second of 5 min, then one per 10 s)" %
+          (hist["hosts"], hist["points"]))
+    print("  history held %.1f KB per host (columns), peak RSS %.1f KB per host; wave 1's "
+          "snapshot chain: %.0f KB per host for the same points (%.1fx smaller; target "
+          "<= 100 KB)" % (hist["kb_per_host"], hist["rss_kb_per_host"], w1 / 1e3,
+                          w1 / 1e3 / hist["kb_per_host"]))
     print("\nfleet_scale: shipped rules every 1 s over a live simulated fleet; alerter delivery")
     print("  %7s %5s %12s %12s %10s %10s %12s %12s %12s" %
           ("hosts", "rules", "eval p50 ms", "eval max ms", "read ms", "new/host",

@@ -13,38 +13,42 @@ void columns_init(struct columns *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/*
+ * A column's identity lives in one allocation: the label array, then the
+ * name and every key and value, each NUL-terminated (labels points at the
+ * block, also when there are none).  One malloc instead of 1 + 2 per label.
+ */
 static void def_free(struct series *d)
 {
-	free(d->name);
-	for (uint32_t i = 0; i < d->nlabels; i++) {
-		free(d->labels[i].key);
-		free(d->labels[i].value);
-	}
 	free(d->labels);
 }
 
 /* d = the identity of ser (name, labels, kind, id), strings copied. */
 static int def_copy(struct series *d, const struct series *ser)
 {
+	size_t need = ser->nlabels * sizeof(*d->labels) + strlen(ser->name) + 1;
+	char *p;
+
+	for (uint32_t i = 0; i < ser->nlabels; i++)
+		need += strlen(ser->labels[i].key) + strlen(ser->labels[i].value) + 2;
 	memset(d, 0, sizeof(*d));
+	d->labels = malloc(need);
+	if (!d->labels)
+		return -ENOMEM;
 	d->kind = ser->kind;
 	d->id = ser->id;
 	d->name_hash = ser->name_hash;
-	d->name = strdup(ser->name);
-	d->labels = calloc(ser->nlabels + 1, sizeof(*d->labels));
-	if (!d->name || !d->labels)
-		goto nomem;
+	d->nlabels = ser->nlabels;
+	p = (char *)(d->labels + ser->nlabels);
+	d->name = p;
+	p = stpcpy(p, ser->name) + 1;
 	for (uint32_t i = 0; i < ser->nlabels; i++) {
-		d->labels[i].key = strdup(ser->labels[i].key);
-		d->labels[i].value = strdup(ser->labels[i].value);
-		d->nlabels = i + 1;
-		if (!d->labels[i].key || !d->labels[i].value)
-			goto nomem;
+		d->labels[i].key = p;
+		p = stpcpy(p, ser->labels[i].key) + 1;
+		d->labels[i].value = p;
+		p = stpcpy(p, ser->labels[i].value) + 1;
 	}
 	return 0;
-nomem:
-	def_free(d);
-	return -ENOMEM;
 }
 
 static int same_identity(const struct series *a, const struct series *b)
@@ -231,6 +235,42 @@ static uint8_t *pack_delta(const struct hist_sparse *newer, const struct hist_sp
 		}
 		return b;
 	}
+}
+
+/* newer (dense) as its increase over older, or NULL (*grew 0: something went down). */
+static uint8_t *pack_delta_dense(const struct histogram *newer, const struct histogram *older,
+				 int *grew)
+{
+	uint8_t buf[PACK_MAX];
+	size_t n = 0, nruns = 0, h = 0;
+	long prev = -1;
+	uint8_t head[1 + 3 * 10], *b;
+
+	*grew = newer->count >= older->count && newer->sum >= older->sum;
+	for (size_t i = 0; *grew && i < HIST_BUCKETS; i++) {
+		if (newer->buckets[i] < older->buckets[i]) {
+			*grew = 0;
+			break;
+		}
+		if (newer->buckets[i] == older->buckets[i])
+			continue;
+		n += put_varint(buf + n, (uint64_t)((long)i - prev - 1));
+		n += put_varint(buf + n, newer->buckets[i] - older->buckets[i]);
+		prev = (long)i;
+		nruns++;
+	}
+	if (!*grew)
+		return NULL;
+	head[h++] = PACK_DELTA;
+	h += put_varint(head + h, newer->count - older->count);
+	h += put_varint(head + h, newer->sum - older->sum);
+	h += put_varint(head + h, nruns);
+	b = malloc(h + n);
+	if (b) {
+		memcpy(b, head, h);
+		memcpy(b + h, buf, n);
+	}
+	return b;
 }
 
 /* Apply packed point b to h: set it (full, h is overwritten) or add it (delta). */
@@ -485,11 +525,11 @@ static long add_column(struct columns *c, const struct series *ser,
 
 /* ---- rings -------------------------------------------------------------- */
 
-/* Room for one more point in ring r: grown by a quarter, points moved to slots 0.. */
+/* Room for one more point in ring r: grown by an eighth, points moved to slots 0.. */
 static int ring_reserve(struct columns *c, int r)
 {
 	struct col_ring *g = &c->ring[r];
-	size_t cap = g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 4;
+	size_t cap = g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 8;
 	uint64_t *ts;
 
 	if (g->n < g->cap)
@@ -554,6 +594,40 @@ static void drop_oldest(struct columns *c, int r)
 	g->n--;
 }
 
+/*
+ * The histogram just moved to thin slot `to` (in full) stored as its
+ * increase over the thin point before it, when that one holds the series
+ * and the chain is not at its bound: thin points are 10 s apart, so the
+ * increase is most of a full point's buckets but small counts.
+ */
+static void thin_delta(struct columns *c, struct column *col, size_t to)
+{
+	const struct col_ring *t = &c->ring[0];
+	size_t before = to ? to - 1 : t->cap - 1;
+	struct histogram *h;
+	uint8_t *d;
+	int grew;
+
+	if (!t->n || !bit(col->present[0], before) || col->thin_chain >= COLUMNS_HIST_CHAIN) {
+		col->thin_chain = 0;
+		return;
+	}
+	h = malloc(2 * sizeof(*h));
+	if (!h)
+		return;		/* stays full */
+	hist_at(c, col, 0, before, &h[0]);
+	unpack(&h[1], packed(col, 0)[to]);
+	d = pack_delta_dense(&h[1], &h[0], &grew);
+	free(h);
+	if (!d) {
+		col->thin_chain = 0;
+		return;
+	}
+	free(packed(col, 0)[to]);
+	packed(col, 0)[to] = d;
+	col->thin_chain++;
+}
+
 /* Move the dense ring's oldest point to the end of the thin ring (room made). */
 static void move_to_thin(struct columns *c)
 {
@@ -572,6 +646,8 @@ static void move_to_thin(struct columns *c)
 			((uint64_t *)col->v[0])[to] = ((uint64_t *)col->v[1])[from];
 			set_bit(col->present[0], to);
 			clear_bit(col->present[1], from);
+			if (col->def.kind == SERIES_HISTOGRAM)
+				thin_delta(c, col, to);
 		} else {
 			clear_bit(col->present[0], to);
 		}
@@ -882,12 +958,9 @@ size_t columns_bytes(const struct columns *c)
 	for (uint32_t k = 0; k < c->ncol; k++) {
 		const struct column *col = &c->col[k];
 
-		b += malloc_usable_size(col->def.name) + malloc_usable_size(col->def.labels);
+		b += malloc_usable_size(col->def.labels);	/* the identity's one block */
 		if (!col->keep && col->now && col->def.kind == SERIES_HISTOGRAM)
 			b += malloc_usable_size(col->last.h);
-		for (uint32_t i = 0; i < col->def.nlabels; i++)
-			b += malloc_usable_size(col->def.labels[i].key) +
-			     malloc_usable_size(col->def.labels[i].value);
 		for (int r = 0; r < 2; r++) {
 			b += malloc_usable_size(col->v[r]) + malloc_usable_size(col->present[r]);
 			if (col->def.kind != SERIES_HISTOGRAM || !col->v[r])

@@ -29,11 +29,12 @@
  * COLUMNS_HIST_CHAIN of them after a full one, and a ring's first point of
  * a column is always full (the next one is rebased when the first leaves),
  * so reading any point applies at most COLUMNS_HIST_CHAIN deltas.  A
- * histogram that went down (a restarted probe) is stored in full.  Thin
- * points are all full.  ~60 bytes a point instead of a hist_sparse's ~650.
+ * histogram that went down (a restarted probe) is stored in full.  A point
+ * moving to the thin ring becomes a delta on the thin point before it in
+ * the same way.  ~60 bytes a point instead of a hist_sparse's ~650.
  *
- * Ring capacities grow by a quarter (not doubling) and slots wrap by a
- * compare, so a ring is at most ~25 % larger than it needs.  A column no
+ * Ring capacities grow by an eighth (not doubling) and slots wrap by a
+ * compare, so a ring is at most ~12 % larger than it needs.  A column no
  * point holds any more is removed.
  *
  * Most series a probe sends are never read back in time: no rule applies a
@@ -65,6 +66,7 @@ struct column {
 	uint64_t *present[2];		/* per ring: a bit per slot */
 	size_t live;			/* points that hold this series, both rings */
 	unsigned chain;			/* histograms: deltas since the newest full point */
+	unsigned thin_chain;		/* the same, in the thin ring */
 	int keep;			/* 1: history in the rings; 0: only the newest point */
 	int now;			/* keep 0: whether the newest point holds it */
 	union {
