@@ -7,7 +7,8 @@
  * `faultline sim`: a zstd frame, snapshot_zstd.h).  For every file, the
  * plain msgpack inside it (what every entry was before compression) and the
  * frame are each decoded until about 0.2 s has passed; printed: the bytes
- * and the ns per decode of each, and their ratio.  CPU time, so a busy
+ * and the ns per decode of each, their ratio, and the ns it costs a writer
+ * (the probe) to compress one.  CPU time, so a busy
  * machine slows both sides alike.
  */
 #include <errno.h>
@@ -49,6 +50,25 @@ static double decode_ns(const void *buf, size_t len)
 	return (t - t0) / (double)n;
 }
 
+/* ns per snapshot_zstd_pack of the plain entry buf (what a writer adds), over ~0.2 s. */
+static double pack_ns(const void *buf, size_t len, uint32_t tier)
+{
+	double t0 = cpu_ns(), t;
+	long n = 0;
+
+	do {
+		for (int i = 0; i < 64; i++, n++) {
+			void *z;
+			size_t zlen;
+
+			if (snapshot_zstd_pack(buf, len, tier, &z, &zlen) == 0)
+				free(z);
+		}
+		t = cpu_ns();
+	} while (t - t0 < 2e8);
+	return (t - t0) / (double)n;
+}
+
 static void *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -67,7 +87,7 @@ static void *slurp(const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
-	double zb = 0, pb = 0, zns = 0, pns = 0;
+	double zb = 0, pb = 0, zns = 0, pns = 0, cns = 0;
 	int n = 0;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -90,6 +110,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "codec_cost: %s: %s\n", argv[i], err);
 			return 1;
 		}
+		{
+			struct snapshot s;
+
+			if (snapshot_decode(plain, plen, &s, err, sizeof(err))) {
+				fprintf(stderr, "codec_cost: %s: %s\n", argv[i], err);
+				return 1;
+			}
+			cns += pack_ns(plain, plen, s.tier);
+			snapshot_free(&s);
+		}
 		zb += (double)zlen;
 		pb += (double)plen;
 		pns += decode_ns(plain, plen);
@@ -98,8 +128,8 @@ int main(int argc, char **argv)
 		free(z);
 		free(plain);
 	}
-	printf("%d entries: plain %.0f bytes %.0f ns, compressed %.0f bytes %.0f ns "
-	       "(%.2fx the bytes, %.2fx the decode time)\n", n, pb / n, pns / n, zb / n, zns / n,
-	       zb / pb, zns / pns);
+	printf("%d entries: plain %.0f bytes decoded in %.0f ns, compressed %.0f bytes in %.0f ns "
+	       "(%.2fx the bytes, %.2fx the decode time); compressing one costs its writer "
+	       "%.0f ns\n", n, pb / n, pns / n, zb / n, zns / n, zb / pb, zns / pns, cns / n);
 	return 0;
 }

@@ -7,7 +7,8 @@ redis-server, the layout every single-box install runs.  Side by side, on
 the same simulated fleet (--hosts, spread over many sites so it can be
 shared; the same --seed writes the same history to both):
 
-  single    one unsharded worker on one redis-server
+  single    one unsharded worker on one redis-server (TCP loopback, as the
+            cluster's nodes)
   sharded   1, 2 and 4 `faultline-rules --shard` workers on a Redis Cluster of
             3 masters (redis-cli --cluster create on loopback ports)
 
@@ -38,7 +39,6 @@ import sys
 import tempfile
 import time
 
-from fleet_scale import start_redis
 
 LINE = re.compile(r"interval: read (\d+) snapshot\(s\) in ([\d.]+) ms, evaluated (\d+) rule\(s\) "
                   r"over (\d+) host\(s\) in ([\d.]+) ms")
@@ -90,8 +90,19 @@ def start_cluster(d, masters=3):
 
 
 def start_single(d):
-    p, sock = start_redis(d)
-    return p, "unix://" + sock
+    """One redis-server reached over TCP loopback, as the cluster's nodes are
+    and as a rules engine on its own machine reaches its Redis (a unix socket
+    would make the peer cheaper for a reason sharding has nothing to do with)."""
+    port = free_port()
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save",
+                          "", "--appendonly", "no", "--dir", d],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if subprocess.run(["redis-cli", "-p", str(port), "PING"], capture_output=True,
+                          text=True).stdout.strip() == "PONG":
+            break
+        time.sleep(0.05)
+    return p, "redis://127.0.0.1:%d" % port
 
 
 def simulate(out, url, d, args, name):

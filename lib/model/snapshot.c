@@ -204,37 +204,36 @@ uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n)
 	return h;
 }
 
-struct series *snapshot_add_labels(struct snapshot *s, const char *name,
-				   enum series_kind kind,
-				   const struct label *labels, uint32_t nlabels)
+/*
+ * Add a series whose name and labels (sorted by key, unique) the snapshot
+ * takes over: no copies.  On failure they are freed and NULL is returned.
+ */
+static struct series *add_owned(struct snapshot *s, char *name, enum series_kind kind,
+				struct label *labels, uint32_t nlabels)
 {
 	struct series *ser;
 
 	if (nlabels > SNAPSHOT_MAX_LABELS || s->nseries >= SNAPSHOT_MAX_SERIES ||
 	    !key_valid(name))
-		return NULL;
+		goto fail;
 	for (uint32_t i = 0; i < nlabels; i++)
 		if (!key_valid(labels[i].key))
-			return NULL;
+			goto fail;
 	if (s->nseries == s->cap) {
 		uint32_t cap = s->cap ? s->cap * 2 : 16;
 		struct series *n = realloc(s->series, cap * sizeof(*n));
 
 		if (!n)
-			return NULL;
+			goto fail;
 		s->series = n;
 		s->cap = cap;
 	}
 	ser = &s->series[s->nseries];
 	memset(ser, 0, sizeof(*ser));
 	ser->kind = kind;
-	ser->name = strdup(name);
-	ser->labels = labels_dup(labels, nlabels);
-	if (!ser->name || (nlabels && !ser->labels))
-		goto fail;
+	ser->name = name;
+	ser->labels = labels;
 	ser->nlabels = nlabels;
-	if (nlabels > 1)
-		qsort(ser->labels, nlabels, sizeof(*ser->labels), label_cmp);
 	/* finding a series in an older snapshot then compares one integer first */
 	ser->id = snapshot_labels_hash(fnv64_str(FNV64_OFFSET, ser->name), ser->labels,
 				       ser->nlabels);
@@ -247,9 +246,30 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 	s->nseries++;
 	return ser;
 fail:
-	free(ser->name);
-	labels_free(ser->labels, nlabels);
+	free(name);
+	labels_free(labels, nlabels);
 	return NULL;
+}
+
+struct series *snapshot_add_labels(struct snapshot *s, const char *name,
+				   enum series_kind kind,
+				   const struct label *labels, uint32_t nlabels)
+{
+	struct label *l;
+	char *n;
+
+	if (nlabels > SNAPSHOT_MAX_LABELS || !key_valid(name))
+		return NULL;
+	n = strdup(name);
+	l = labels_dup(labels, nlabels);
+	if (!n || (nlabels && !l)) {
+		free(n);
+		labels_free(l, nlabels);
+		return NULL;
+	}
+	if (nlabels > 1)
+		qsort(l, nlabels, sizeof(*l), label_cmp);
+	return add_owned(s, n, kind, l, nlabels);
 }
 
 static struct series *add_va(struct snapshot *s, const char *name,
@@ -782,13 +802,14 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 		FAIL(-EINVAL, "%s (%.*s): kind must be 0, 1 or 2", what,
 		     (int)(a[0].via.str.size < 64 ? a[0].via.str.size : 64), a[0].via.str.ptr);
 	}
-	/* compact: no dense histogram allocated only to be compacted (kind set below) */
-	ser = snapshot_add_labels(s, name, compact && kind == SERIES_HISTOGRAM ? SERIES_COUNTER :
-				  (enum series_kind)kind, labels, nlabels);
-	free(name);
-	labels_free(labels, nlabels);
+	/*
+	 * The decoded strings are the series' own (no copies); compact: no
+	 * dense histogram allocated only to be compacted (kind set below).
+	 */
+	ser = add_owned(s, name, compact && kind == SERIES_HISTOGRAM ? SERIES_COUNTER :
+			(enum series_kind)kind, labels, nlabels);
 	if (!ser)
-		FAIL(-ENOMEM, "%s: out of memory", what);
+		FAIL(-ENOMEM, "%s: out of memory, or a name or label key that is not valid", what);
 	if (compact && kind == SERIES_HISTOGRAM) {
 		ser->kind = SERIES_HISTOGRAM;
 		ser->hist = NULL;
