@@ -84,14 +84,40 @@ static int load_range(struct conn *rc, const char *host, int hourly, uint64_t fr
 	return 0;
 }
 
-static void print_top_functions(const struct profile *p, size_t n)
+static int by_flat(const void *a, const void *b)
+{
+	const struct profile_func *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * The n functions with the most CPU as `pprof -top` prints them: flat (the
+ * samples they were the leaf of), flat%, sum% (the running total of flat%),
+ * cum (the samples they were anywhere on the stack of) and cum%; sorted by
+ * flat, or by cum with cum set (`pprof -top -cum`).
+ */
+static void print_top_functions(const struct profile *p, size_t n, int cum)
 {
 	struct profile_func *f;
 	size_t nf = profile_functions(p, &f);
+	double sum = 0;
 
-	printf("%8s %8s  %s\n", "SELF%", "TOTAL%", "FUNCTION");
-	for (size_t i = 0; i < nf && i < n; i++)
-		printf("%7.2f%% %7.2f%%  %s\n", 100 * f[i].self, 100 * f[i].total, f[i].name);
+	if (!cum)
+		qsort(f, nf, sizeof(*f), by_flat);	/* profile_functions sorts by total */
+	printf("Showing top %zu of %zu functions, %llu samples\n", n < nf ? n : nf, nf,
+	       (unsigned long long)p->total);
+	printf("%10s %7s %7s %10s %7s  %s\n", "flat", "flat%", "sum%", "cum", "cum%", "function");
+	for (size_t i = 0; i < nf && i < n; i++) {
+		sum += f[i].self;
+		printf("%10.0f %6.2f%% %6.2f%% %10.0f %6.2f%%  %s\n", f[i].self * (double)p->total,
+		       100 * f[i].self, 100 * sum, f[i].total * (double)p->total, 100 * f[i].total,
+		       f[i].name);
+	}
 	free(f);
 }
 
@@ -177,6 +203,7 @@ int cmd_profile(int argc, char **argv)
 		{ "service", required_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 't' },
+		{ "cum", no_argument, NULL, 'c' },
 		{ "diff", required_argument, NULL, 'd' },
 		{ "hourly", no_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
@@ -187,13 +214,14 @@ int cmd_profile(int argc, char **argv)
 	char host[256] = "", err[256];
 	uint64_t from = 0, to = 0, around = 0, window = 10 * 60 * NSEC_PER_SEC;
 	long top = 0;
-	int c, hourly = 0, ret = 0;
+	int c, hourly = 0, ret = 0, cum = 0;
+	char *end;
 	struct profile p, base;
 	struct conn *rc;
 
 	if (argc > 1 && !strcmp(argv[1], "burst"))
 		return cmd_profile_burst(argc - 1, argv + 1);
-	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:o:t:d:yh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:o:t:d:ych", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': url = optarg; break;
 		case 'H': snprintf(host, sizeof(host), "%s", optarg); break;
@@ -208,18 +236,29 @@ int cmd_profile(int argc, char **argv)
 			break;
 		case 'S': service = optarg; break;
 		case 'o': outpath = optarg; break;
-		case 't': top = atol(optarg); break;
+		case 't':
+			top = strtol(optarg, &end, 10);
+			if (end == optarg || *end || top <= 0) {
+				fprintf(stderr, "faultline profile: --top: expected a positive number, "
+					"not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c': cum = 1; break;
 		case 'd': diff = optarg; break;
 		case 'y': hourly = 1; break;
 		case 'h':
 			printf("Usage: faultline profile [--host H] [--redis URL]\n"
 			       "         [--since WHEN] [--until WHEN] | [--around WHEN [--window 10m]]\n"
-			       "         [--service S] [--hourly] [-o FILE] [--top N] [--diff SINCE..UNTIL]\n"
+			       "         [--service S] [--hourly] [-o FILE] [--top N [--cum]]\n"
+			       "         [--diff SINCE..UNTIL]\n"
 			       "       faultline profile burst [--host H] [--rate 199] [--for 10s]\n\n"
 			       "Merge a host's 10 s profile windows (or hourly profiles) from Redis and\n"
 			       "write FILE: .svg an interactive flame graph, .folded folded stacks,\n"
 			       "anything else gzip'd pprof (`go tool pprof`); -o - prints folded stacks.\n"
-			       "--top N prints the N functions with the most CPU (self and total share).\n"
+			       "--top N prints the N functions with the most CPU as `pprof -top` does:\n"
+			       "flat (samples they were the leaf of), flat%%, sum%%, cum (samples they were\n"
+			       "on the stack of), cum%%; sorted by flat, or by cum with --cum.\n"
 			       "--diff compares against a base range: the table lists the functions whose\n"
 			       "CPU share grew or shrank most, and an .svg output is a differential flame\n"
 			       "graph (red grew, blue shrank).  WHEN: now, a duration ago (15m), epoch\n"
@@ -270,7 +309,7 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "faultline profile: no samples for %s in that range (is the probe "
 			"running with profile.enabled?)\n", host);
 	if (top)
-		print_top_functions(&p, (size_t)top);
+		print_top_functions(&p, (size_t)top, cum);
 	if (diff) {
 		struct profile_delta *d;
 		size_t nd = profile_diff(&base, &p, &d);

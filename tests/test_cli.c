@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "tests/helpers.h"
+#include "model/profile.h"
 #include "model/snapshot.h"
+#include "store/profile_store.h"
 #include "store/store.h"
 #include "core/timeutil.h"
 
@@ -40,7 +42,8 @@ Test(cli, bad_arguments_are_exit_2)
 	static const char *const bad[] = {
 		"silence bogus", "deploy bogus", "rules bogus x", "report wear --verdict bogus",
 		"profile burst --rate 0", "profile burst --for 1ms", "profile burst --bogus",
-		"profile burst extra", "top --interval 1ms",
+		"profile burst extra", "top --interval 1ms", "profile --top bogus",
+		"profile --top 0",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(run(bad[i]), 2, "faultline %s: not exit 2", bad[i]);
@@ -347,4 +350,65 @@ Test(cli, rules_check_reads_files_in_order_as_the_daemon_does, .timeout = 30)
 	cr_expect_neq(test_sh("%s/faultline rules check %s/rec.yaml %s/rec.yaml >/dev/null 2>&1",
 			      test_out_dir(), dir, dir), 0, "a name recorded twice across files");
 	test_sh("rm -rf %s", dir);
+}
+
+/*
+ * `faultline profile --top` reads like `pprof -top`: flat, flat%, sum%, cum,
+ * cum%, sorted by flat (the leaf), or by cum with --cum.
+ */
+Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60)
+{
+	const char *leaf_a[] = { "main", "work", "hash" };	/* 600 samples, leaf hash */
+	const char *leaf_b[] = { "main", "io_wait" };		/* 400 samples, leaf io_wait */
+	struct test_redis redis;
+	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
+	char err[256], out[300], buf[4096] = "";
+	struct profile p;
+	struct store *st;
+	size_t len, n;
+	char *blob;
+	FILE *f;
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	o.url = redis.url;
+	st = store_open(&o, err, sizeof(err));
+	cr_assert_not_null(st, "%s", err);
+	profile_init(&p, "prof-1");
+	p.rate_hz = 99;
+	p.duration_ms = 10000;
+	p.ts_ms = time_wall_ns() / NSEC_PER_MSEC - 60000;
+	profile_add(&p, "api.service", "api", 42, leaf_a, 3, 600);
+	profile_add(&p, "api.service", "api", 42, leaf_b, 2, 400);
+	cr_assert_eq(profile_encode(&p, &blob, &len), 0);
+	cr_assert_eq(profile_store_put(st, "prof-1", 0, p.ts_ms, blob, len), 0);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	store_close(st);
+	free(blob);
+	profile_free(&p);
+	for (int cum = 0; cum < 2; cum++) {
+		snprintf(out, sizeof(out), "%s/top%d.out", redis.dir, cum);
+		cr_assert_eq(test_sh("%s/faultline profile --redis %s --host prof-1 --top 3 %s "
+				     ">%s 2>/dev/null", test_out_dir(), redis.url,
+				     cum ? "--cum" : "", out), 0);
+		f = fopen(out, "r");
+		cr_assert_not_null(f);
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		cr_assert(strstr(buf, "flat%") && strstr(buf, "sum%") && strstr(buf, "cum%"), "%s",
+			  buf);
+		if (!cum) {
+			/* hash (600 flat) first, then io_wait (400); main has no flat */
+			cr_assert(strstr(buf, "hash") && strstr(buf, "io_wait") &&
+				  strstr(buf, "hash") < strstr(buf, "io_wait"), "%s", buf);
+			cr_assert(strstr(buf, "60.00%  60.00%"), "hash's flat% and sum%%:\n%s", buf);
+			cr_assert(strstr(buf, "40.00% 100.00%"), "io_wait's sum%% is 100%%:\n%s", buf);
+		} else {
+			/* main is on every stack: cum 1000, first */
+			cr_assert(strstr(buf, "main") && strstr(buf, "main") < strstr(buf, "hash"),
+				  "%s", buf);
+			cr_assert(strstr(buf, "1000 100.00%  main"), "%s", buf);
+		}
+	}
+	test_redis_stop(&redis, 0);
 }

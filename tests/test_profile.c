@@ -300,6 +300,9 @@ Test(profile, node_js_functions_are_named_from_its_perf_map, .init = setup, .fin
 	fclose(f);
 	node = fork();
 	if (node == 0) {
+		/* V8 writes an isolate log where it runs: the test's directory, not the tree */
+		if (chdir(dir))
+			_exit(127);
 		execlp("node", "node", "--perf-basic-prof", js, (char *)NULL);
 		_exit(127);
 	}
