@@ -386,6 +386,7 @@ void columns_free(struct columns *c)
 		column_free(&c->col[k], c);
 	free(c->col);
 	free(c->by_id);
+	free(c->hash);
 	for (int r = 0; r < 2; r++)
 		free(c->ring[r].ts);
 	if (c->newest.host)
@@ -837,6 +838,26 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint,
 	return 0;
 }
 
+/* c->hash for the newest snapshot's series (left invalid on -ENOMEM). */
+static void index_newest(struct columns *c)
+{
+	const struct snapshot *s = &c->newest;
+
+	c->nhash = 0;
+	if (s->nseries > c->caphash) {
+		uint32_t cap = s->nseries + 16;
+		uint32_t *h = realloc(c->hash, cap * sizeof(*h));
+
+		if (!h)
+			return;
+		c->hash = h;
+		c->caphash = cap;
+	}
+	for (uint32_t i = 0; i < s->nseries; i++)
+		c->hash[i] = s->series[i].name_hash;
+	c->nhash = s->nseries;
+}
+
 /* The newest point is about to change: the keep-0 columns' values go. */
 static void forget_newest_only(struct columns *c)
 {
@@ -920,6 +941,7 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64
 		newest_free(c);
 	c->newest = *s;
 	memset(s, 0, sizeof(*s));
+	index_newest(c);
 	collect(c);
 	return 0;
 }
@@ -930,8 +952,13 @@ int columns_set_newest(struct columns *c, struct series *ser, const struct colum
 
 	if (!d->n || ser->kind == SERIES_HISTOGRAM)
 		return -EINVAL;
-	return place(c, ser, wrap(d, d->n - 1), ser->link ? (long)ser->link - 1 : -1, NULL, 0, 1,
-		     policy);
+	int ret;
+
+	ret = place(c, ser, wrap(d, d->n - 1), ser->link ? (long)ser->link - 1 : -1, NULL, 0, 1,
+		    policy);
+	if (c->nhash != c->newest.nseries)
+		index_newest(c);	/* a series added to the newest snapshot */
+	return ret;
 }
 
 long columns_last_at(const struct columns *c, uint64_t t)
@@ -951,7 +978,8 @@ long columns_last_at(const struct columns *c, uint64_t t)
 
 size_t columns_bytes(const struct columns *c)
 {
-	size_t b = sizeof(*c) + c->capcol * sizeof(*c->col) + c->nby_id * sizeof(uint32_t);
+	size_t b = sizeof(*c) + c->capcol * sizeof(*c->col) + c->nby_id * sizeof(uint32_t) +
+		   c->caphash * sizeof(uint32_t);
 
 	for (int r = 0; r < 2; r++)
 		b += malloc_usable_size(c->ring[r].ts);

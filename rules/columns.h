@@ -93,6 +93,14 @@ struct columns {
 	uint32_t *by_id;		/* open addressing on def.id: column + 1, 0 empty */
 	uint32_t nby_id;		/* a power of two, >= 2 * ncol */
 	unsigned policy_gen;		/* the policy's gen the columns follow */
+	/*
+	 * newest.series[i].name_hash, packed: a selector scans these 4-byte
+	 * hashes, not the ~100-byte series, to find its candidates (at 10,000
+	 * hosts the newest snapshots are out of cache when a rule walks them).
+	 * Valid while nhash == newest.nseries.
+	 */
+	uint32_t *hash;
+	uint32_t nhash, caphash;
 	struct snapshot newest;		/* valid when the history is not empty */
 };
 

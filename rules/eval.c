@@ -523,20 +523,31 @@ static int eval_hist_part(const struct node *sel, enum range_fn rf, const struct
 
 /*
  * Call fn(def, column, arg) for every series window w holds at its end:
- * the newest snapshot's series in their order, or for a window cut short
- * the columns that hold a value at its last point.  Stops at the first
- * non-zero return and returns it.
+ * the newest snapshot's series in their order (only those whose name
+ * hashes to name_hash, when the columns' hash index is current: fn must
+ * check the name itself anyway), or for a window cut short the columns
+ * that hold a value at its last point.  Stops at the first non-zero
+ * return and returns it.
  */
-static int each_at_end(const struct host_window *w,
+static int each_at_end(const struct host_window *w, uint32_t name_hash,
 		       int (*fn)(const struct series *def, uint32_t k, void *arg), void *arg)
 {
 	const struct columns *c = w->c;
 	int ret = 0;
 
 	if (w->n == columns_len(c)) {
+		const struct series *ser = c->newest.series;
+
+		if (c->nhash == c->newest.nseries) {
+			/* only the series named like the selector's metric: 4-byte hashes */
+			for (uint32_t i = 0; i < c->nhash && !ret; i++)
+				if (c->hash[i] == name_hash && ser[i].link)
+					ret = fn(&ser[i], columns_of(&ser[i]), arg);
+			return ret;
+		}
 		for (uint32_t i = 0; i < c->newest.nseries && !ret; i++)
-			if (c->newest.series[i].link)
-				ret = fn(&c->newest.series[i], columns_of(&c->newest.series[i]), arg);
+			if (ser[i].link)
+				ret = fn(&ser[i], columns_of(&ser[i]), arg);
 		return ret;
 	}
 	for (uint32_t k = 0; k < c->ncol && !ret; k++)
@@ -602,7 +613,9 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			w.n = (size_t)last + 1;
 		}
 		a.w = &w;
-		if (each_at_end(&w, select_one, &a))
+		if (h + 2 < nh && hosts[h + 2].c->hash)
+			__builtin_prefetch(hosts[h + 2].c->hash);	/* the walk's next misses */
+		if (each_at_end(&w, sel->metric_hash, select_one, &a))
 			return -ENOMEM;
 	}
 	return 0;
@@ -670,7 +683,7 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 		a.start = (size_t)start;
 		a.end = (size_t)end;
 		a.out = &out[k];
-		each_at_end(&w, merge_one, &a);
+		each_at_end(&w, a.sel->metric_hash, merge_one, &a);
 	}
 	return a.merged;
 }
