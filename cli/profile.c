@@ -279,6 +279,11 @@ int cmd_profile(int argc, char **argv)
 	}
 	if (!outpath && !top && !diff)
 		top = 20;
+	if (cum && !top) {
+		fprintf(stderr, "faultline profile: --cum sorts the --top table; with -o or --diff "
+			"give --top N too\n");
+		return 2;
+	}
 	rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline profile: %s\n", err);

@@ -51,16 +51,10 @@ static int def_copy(struct series *d, const struct series *ser)
 	return 0;
 }
 
+/* A column is one series of one kind (a series that changes kind starts a new column). */
 static int same_identity(const struct series *a, const struct series *b)
 {
-	if (a->id != b->id || a->kind != b->kind || a->nlabels != b->nlabels ||
-	    strcmp(a->name, b->name))
-		return 0;
-	for (uint32_t i = 0; i < a->nlabels; i++)
-		if (strcmp(a->labels[i].key, b->labels[i].key) ||
-		    strcmp(a->labels[i].value, b->labels[i].value))
-			return 0;
-	return 1;
+	return a->kind == b->kind && snapshot_same_series(a, b);
 }
 
 static int bit(const uint64_t *b, size_t slot)

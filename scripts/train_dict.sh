@@ -12,7 +12,8 @@
 # new dictionary id: entries already written name the id they were
 # compressed with, and a reader needs that dictionary to read them.
 set -eu
-out=${1:-build}
+out=$(cd "${1:-build}" && pwd)
+cd "$(dirname "$0")/.."		# writes lib/model/snapshot_dict.c, reads bench/
 tmp=$(mktemp -d /tmp/fl-dict.XXXXXX)
 trap 'redis-cli -s "$tmp/r.sock" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 redis-server --port 0 --unixsocket "$tmp/r.sock" --save '' --appendonly no \
@@ -25,40 +26,18 @@ FAULTLINE_WIRE_COMPRESS=0 "$out/faultline" sim --redis "unix://$tmp/r.sock" --ho
 	--hosts-per-rack 10 --duration 3h --ends-now >/dev/null 2>&1
 mkdir -p "$tmp/s1" "$tmp/roll"
 python3 - "$tmp" <<'PY'
-import os, socket, sys
+import os, sys
+sys.path.insert(0, "bench")
+from fleet_scale import raw_entries   # the one reader of raw stream entries
 tmp = sys.argv[1]
-s = socket.socket(socket.AF_UNIX)
-s.connect(os.path.join(tmp, "r.sock"))
-f = s.makefile("rb")
-
-def cmd(*a):
-    out = b"*%d\r\n" % len(a)
-    for x in a:
-        x = x.encode()
-        out += b"$%d\r\n%s\r\n" % (len(x), x)
-    s.sendall(out)
-    return parse()
-
-def parse():
-    line = f.readline()
-    t, rest = line[:1], line[1:-2]
-    if t == b"*":
-        n = int(rest)
-        return None if n < 0 else [parse() for _ in range(n)]
-    if t == b"$":
-        n = int(rest)
-        return None if n < 0 else f.read(n + 2)[:-2]
-    return rest
-
+sock = os.path.join(tmp, "r.sock")
 n = 0
 for h in range(10):
     host = "sw000-r%04d-h%02d" % (h // 10, h % 10)
     for tier, sub, count in (("s1", "s1", 200), ("s60", "roll", 180), ("s3600", "roll", 3)):
-        for eid, fields in cmd("XRANGE", "fl:{%s}:%s" % (host, tier), "-", "+", "COUNT",
-                               str(count)) or []:
-            d = dict(zip(fields[::2], fields[1::2]))
+        for blob in raw_entries(sock, "fl:{%s}:%s" % (host, tier), count):
             with open(os.path.join(tmp, sub, "%s-%d" % (tier, n)), "wb") as o:
-                o.write(d[b"d"])
+                o.write(blob)
             n += 1
 print("train_dict: %d entries" % n, file=sys.stderr)
 PY

@@ -358,7 +358,7 @@ int series_key(const struct series *ser, char *buf, size_t len)
 }
 
 /* Labels are kept sorted, so equal series have equal label arrays. */
-static int same_series(const struct series *a, const struct series *b)
+int snapshot_same_series(const struct series *a, const struct series *b)
 {
 	if (a->id != b->id || a->nlabels != b->nlabels || strcmp(a->name, b->name))
 		return 0;
@@ -372,10 +372,10 @@ static int same_series(const struct series *a, const struct series *b)
 struct series *snapshot_find_same(const struct snapshot *s, const struct series *like,
 				  uint32_t hint)
 {
-	if (hint < s->nseries && same_series(&s->series[hint], like))
+	if (hint < s->nseries && snapshot_same_series(&s->series[hint], like))
 		return &s->series[hint];
 	for (uint32_t i = 0; i < s->nseries; i++)
-		if (i != hint && same_series(&s->series[i], like))
+		if (i != hint && snapshot_same_series(&s->series[i], like))
 			return &s->series[i];
 	return NULL;
 }

@@ -195,6 +195,12 @@ int series_key(const struct series *ser, char *buf, size_t len);
 struct series *snapshot_find_same(const struct snapshot *s, const struct series *like,
 				  uint32_t hint);
 
+/*
+ * Whether a and b are the same series: same name and labels (compared as
+ * strings after their ids; kinds not compared).
+ */
+int snapshot_same_series(const struct series *a, const struct series *b);
+
 /* Find a series by canonical key, or NULL (linear; for tests and tools). */
 struct series *snapshot_find(const struct snapshot *s, const char *key);
 

@@ -29,6 +29,9 @@ static void setup(void)
 	const char *env = getenv("FAULTLINE_WIRE_COMPRESS");
 
 	compress_on = !env || strcmp(env, "0");
+	if (env && strcmp(env, "0") && strcmp(env, "1"))
+		fprintf(stderr, "FAULTLINE_WIRE_COMPRESS=%.32s: expected 0 (plain entries) or 1 "
+			"(compressed, the default); compressing\n", env);
 	cdict[0] = ZSTD_createCDict(snapshot_dict1, snapshot_dict1_len, LEVEL_SNAPSHOT);
 	cdict[1] = ZSTD_createCDict(snapshot_dict2, snapshot_dict2_len, LEVEL_ROLLUP);
 	ddict[0] = ZSTD_createDDict(snapshot_dict1, snapshot_dict1_len);

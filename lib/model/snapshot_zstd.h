@@ -20,7 +20,8 @@
  * error that says so (a newer writer: upgrade the reader).
  *
  * FAULTLINE_WIRE_COMPRESS=0 in the environment writes plain msgpack (for
- * training a dictionary, and for tools that read entries themselves).
+ * training a dictionary, and for tools that read entries themselves); 1 or
+ * unset compresses; any other value is reported on stderr and compresses.
  */
 #ifndef FL_SNAPSHOT_ZSTD_H
 #define FL_SNAPSHOT_ZSTD_H
