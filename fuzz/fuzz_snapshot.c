@@ -3,13 +3,36 @@
  * snapshot_decode_compact() (the rules engine's), the parsers of every byte
  * that comes back from Redis, plain msgpack or a zstd frame.  Whatever
  * decodes must re-encode and decode to the same thing, and the two must
- * agree on what decodes.
+ * agree on what decodes.  Decoded like the previous input (the rules
+ * engine's snapshot_decode_like), it must decode the same too.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/snapshot.h"
+
+/* The last input that decoded, as the template of the next (a host's newest). */
+static struct snapshot prev;
+
+/* Decoded like prev, data must give what t (its compact decode) holds. */
+static void check_like(const uint8_t *data, size_t size, const struct snapshot *t)
+{
+	struct snapshot u;
+	char err[256];
+
+	if (snapshot_decode_like(data, size, &u, prev.host ? &prev : NULL, err, sizeof(err)))
+		abort();
+	if (u.nseries != t->nseries || strcmp(u.host, t->host))
+		abort();
+	for (uint32_t i = 0; i < u.nseries; i++)
+		if (u.series[i].id != t->series[i].id || strcmp(u.series[i].name, t->series[i].name) ||
+		    !snapshot_same_series(&u.series[i], &t->series[i]))
+			abort();
+	if (snapshot_adopt_strings(&u, &prev) == 0 && prev.host)
+		snapshot_free(&prev);
+	prev = u;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (t.series[i].kind == SERIES_HISTOGRAM &&
 			    !hist_equal(series_hist(&s.series[i], &a), series_hist(&t.series[i], &b)))
 				abort();
+		check_like(data, size, &t);
 		snapshot_free(&t);
 	} else if (!plain) {
 		abort();

@@ -771,14 +771,21 @@ static int place_newest_only(struct column *col, struct series *ser, int again)
 	return 0;
 }
 
-static int place(struct columns *c, struct series *ser, size_t s, long hint,
+/*
+ * Place series ser (the i-th of the snapshot at slot s) in its column:
+ * column hint when it is the series' (sure: it is, if the kind is the
+ * same: ser repeats, by its very strings, a series of the newest that is
+ * in that column), else the column found by id, else a new one.
+ */
+static int place(struct columns *c, struct series *ser, size_t s, long hint, int sure,
 		 const struct snapshot *prev, uint32_t i, int again,
 		 const struct columns_policy *policy)
 {
 	long k = -1;
 	struct column *col;
 
-	if (hint >= 0 && (uint32_t)hint < c->ncol && same_identity(&c->col[hint].def, ser))
+	if (hint >= 0 && (uint32_t)hint < c->ncol &&
+	    (sure ? c->col[hint].def.kind == ser->kind : same_identity(&c->col[hint].def, ser)))
 		k = hint;
 	if (k < 0)
 		k = find_column(c, ser);
@@ -876,6 +883,8 @@ static void follow_policy(struct columns *c, const struct columns_policy *policy
 	c->policy_gen = policy ? policy->gen : 0;
 }
 
+#define HINT_SURE (1u << 31)	/* a hint place() need not check (columns are far fewer) */
+
 int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64_t dense_ms,
 		 uint64_t thin_ms, const struct columns_policy *policy)
 {
@@ -889,12 +898,22 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64
 	if (!ret)
 		ret = ring_reserve(c, 1);
 	if (!ret && columns_len(c) && s->nseries) {
-		/* consecutive snapshots of a host list their series in the same order */
+		/*
+		 * consecutive snapshots of a host list their series in the same
+		 * order; one decoded like the newest says which series it repeats
+		 */
 		hints = malloc(s->nseries * sizeof(*hints));
 		if (!hints)
 			ret = -ENOMEM;
-		for (uint32_t i = 0; hints && i < s->nseries; i++)
-			hints[i] = i < prev->nseries ? prev->series[i].link : 0;
+		for (uint32_t i = 0; hints && i < s->nseries; i++) {
+			const struct series *x = &s->series[i];
+			uint32_t j = x->like ? x->like - 1 : i;
+			const struct series *p = j < prev->nseries ? &prev->series[j] : NULL;
+
+			hints[i] = p && p->link != SERIES_LINK_NONE ? p->link : 0;
+			if (hints[i] && x->like && p->name == x->name && p->labels == x->labels)
+				hints[i] |= HINT_SURE;
+		}
 	}
 	if (ret) {
 		snapshot_free(s);
@@ -911,7 +930,9 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64
 	d->n++;
 	for (uint32_t i = 0; i < s->nseries && !ret; i++) {
 		s->series[i].link = 0;
-		ret = place(c, &s->series[i], slot, hints ? (long)hints[i] - 1 : -1,
+		ret = place(c, &s->series[i], slot,
+			    hints ? (long)(hints[i] & ~HINT_SURE) - 1 : -1,
+			    hints && (hints[i] & HINT_SURE),
 			    prev->host ? prev : NULL, i, 0, policy);
 	}
 	free(hints);
@@ -931,7 +952,12 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64
 		collect(c);
 		return ret;
 	}
-	if (c->newest.host)
+	/*
+	 * s may use the newest's strings (decoded like it, store_read_ranges):
+	 * they become s's.  Should a copy fail, the old newest is leaked rather
+	 * than freed under s.
+	 */
+	if (snapshot_adopt_strings(s, &c->newest) == 0 && c->newest.host)
 		newest_free(c);
 	c->newest = *s;
 	memset(s, 0, sizeof(*s));
@@ -948,7 +974,7 @@ int columns_set_newest(struct columns *c, struct series *ser, const struct colum
 		return -EINVAL;
 	int ret;
 
-	ret = place(c, ser, wrap(d, d->n - 1), ser->link ? (long)ser->link - 1 : -1, NULL, 0, 1,
+	ret = place(c, ser, wrap(d, d->n - 1), ser->link ? (long)ser->link - 1 : -1, 0, NULL, 0, 1,
 		    policy);
 	if (c->nhash != c->newest.nseries)
 		index_newest(c);	/* a series added to the newest snapshot */

@@ -115,8 +115,9 @@ void columns_free(struct columns *c);
  * form) as the newest point, taking it over: s is left empty.  Points older
  * than keep_ms before s are dropped; points older than dense_ms are kept
  * one per thin_ms.  Every series of the new newest snapshot is linked to
- * its column.  Returns 0, or -ENOMEM (then s is freed and the history is
- * as before, but for points aged out).
+ * its column.  s may borrow the newest's strings (snapshot_decode_like
+ * with c->newest): it adopts them.  Returns 0, or -ENOMEM (then s is freed
+ * and the history is as before, but for points aged out).
  */
 int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64_t dense_ms,
 		 uint64_t thin_ms, const struct columns_policy *policy);

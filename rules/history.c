@@ -223,6 +223,15 @@ static int load_cb(struct snapshot *s, void *arg)
 	return 0;
 }
 
+/* Entries decode like the host's newest snapshot; columns_push adopts the strings. */
+static const struct snapshot *like_cb(size_t idx, void *arg)
+{
+	struct load_arg *la = arg;
+	const struct columns *c = &la->e->hosts[la->hosts[idx]].hist;
+
+	return c->newest.host ? &c->newest : NULL;
+}
+
 static void bad_cb(size_t idx, uint64_t entry_ms, const char *why, void *arg)
 {
 	struct load_arg *la = arg;
@@ -260,6 +269,8 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 		      size_t errlen)
 {
 	struct load_arg la = { e, 0, until_ms ? until_ms : time_wall_ns() / NSEC_PER_MSEC, NULL };
+	struct store_readers readers = { .snapshot = load_cb, .bad = bad_cb, .like = like_cb,
+					 .arg = &la };
 	const char **names = NULL;
 	uint64_t *from = NULL;
 	char **all = NULL;
@@ -305,8 +316,7 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 		la.hosts[n] = (uint32_t)(h - e->hosts);
 		names[n++] = all[i];	/* not h->name: a later host_of may move it */
 	}
-	ret = store_read_ranges(rc, names, from, n, 1, until_ms, load_cb, &la, bad_cb, NULL, err,
-				errlen);
+	ret = store_read_ranges(rc, names, from, n, 1, until_ms, &readers, NULL, err, errlen);
 out:
 	free(names);
 	free(from);

@@ -110,8 +110,9 @@ static int read_all(struct conn *c, int n, struct per_host *p)
 		hosts[i] = names[i];
 	}
 	memset(p, 0, sizeof(*p));
-	got = store_read_ranges(c, hosts, from, (size_t)n, 1, 0, count_cb, p, NULL, NULL, err,
-				sizeof(err));
+	struct store_readers rd = { .snapshot = count_cb, .arg = p };
+
+	got = store_read_ranges(c, hosts, from, (size_t)n, 1, 0, &rd, NULL, err, sizeof(err));
 	cr_assert_geq(got, 0, "%s", err);
 	return got;
 }

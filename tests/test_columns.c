@@ -186,6 +186,55 @@ Test(columns, every_kept_point_reads_back_exactly)
 	free(restart);
 }
 
+/*
+ * The engine's read path: each point decoded like the newest one held
+ * (snapshot_decode_like), its strings adopted on push, columns found by
+ * what it repeats.  Every point reads back as the one decoded plain, and
+ * the history has the same columns.
+ */
+Test(columns, points_decoded_like_the_newest_read_back_the_same)
+{
+	static struct snapshot ref[NPOINTS];
+	struct histogram *grow = calloc(1, sizeof(*grow)), *restart = calloc(1, sizeof(*restart));
+	struct columns like, plain;
+	uint64_t ctr = 0;
+	char err[256];
+
+	cr_assert(grow && restart);
+	columns_init(&like);
+	columns_init(&plain);
+	for (int t = 0; t < NPOINTS; t++) {
+		struct snapshot a, b;
+		size_t len, n;
+		char *buf;
+
+		make_point(&ref[t], t, &ctr, grow, restart);
+		cr_assert_eq(snapshot_encode(&ref[t], &buf, &len), 0);
+		cr_assert_eq(snapshot_decode_like(buf, len, &a, like.newest.host ? &like.newest : NULL,
+						  err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(snapshot_decode_compact(buf, len, &b, err, sizeof(err)), 0, "%s", err);
+		free(buf);
+		if (t > 0)	/* tcp.in_segs, in every point */
+			cr_assert(a.series[0].borrowed, "point %d repeats nothing", t);
+		cr_assert_eq(columns_push(&like, &a, KEEP_MS, DENSE_MS, THIN_MS, NULL), 0);
+		cr_assert_eq(columns_push(&plain, &b, KEEP_MS, DENSE_MS, THIN_MS, NULL), 0);
+		for (uint32_t i = 0; i < like.newest.nseries; i++)
+			cr_assert(!like.newest.series[i].borrowed, "point %d: series %u not adopted",
+				  t, i);
+		cr_assert_eq(like.ncol, plain.ncol, "point %d: %u columns, %u decoded plain", t,
+			     like.ncol, plain.ncol);
+		n = columns_len(&like);
+		for (size_t i = n > 3 ? n - 3 : 0; i < n; i++)
+			check_point(&like, i, &ref[(columns_ts(&like, i) - 1000000) / STEP_MS]);
+	}
+	columns_free(&like);
+	columns_free(&plain);
+	for (int t = 0; t < NPOINTS; t++)
+		snapshot_free(&ref[t]);
+	free(grow);
+	free(restart);
+}
+
 Test(columns, packed_histograms_are_small)
 {
 	struct histogram *h = calloc(1, sizeof(*h));

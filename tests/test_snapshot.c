@@ -516,27 +516,6 @@ Test(snapshot, find_same_with_and_without_hint)
 	snapshot_free(&b);
 }
 
-/* snapshot_link: each series points at itself in the previous snapshot, wherever it is. */
-Test(snapshot, link_to_previous_snapshot)
-{
-	struct snapshot a, b;
-
-	snapshot_init(&a, "h", 1000, 1000, 1, 1);
-	snapshot_init(&b, "h", 2000, 1000, 2, 1);
-	snapshot_add_counter(&a, "tcp.in_segs", 1, NULL);
-	snapshot_add_gauge(&a, "cpu.utilization", 0.5, "cpu", "0", NULL);
-	snapshot_add_gauge(&b, "cpu.utilization", 0.6, "cpu", "0", NULL);
-	snapshot_add_gauge(&b, "cpu.utilization", 0.6, "cpu", "1", NULL);
-	snapshot_add_counter(&b, "tcp.in_segs", 2, NULL);
-	snapshot_link(&b, &a);
-	cr_expect_eq(b.series[0].link, 2, "cpu 0 is a's second series");
-	cr_expect_eq(b.series[1].link, SERIES_LINK_NONE, "cpu 1 was not in a");
-	cr_expect_eq(b.series[2].link, 1, "tcp.in_segs is a's first series");
-	cr_expect_eq(a.series[0].link, 0, "nobody linked a");
-	snapshot_free(&a);
-	snapshot_free(&b);
-}
-
 /* A compacted snapshot encodes, copies and reads back like the dense one. */
 Test(snapshot, compact_histograms_encode_and_copy_the_same)
 {
@@ -565,25 +544,132 @@ Test(snapshot, compact_histograms_encode_and_copy_the_same)
 	snapshot_free(&d);
 }
 
-/* Shared strings: the newest snapshot owns them; freeing oldest first is clean. */
-Test(snapshot, shared_strings_move_to_the_newest)
+static void encode_or_fail(const struct snapshot *s, char **buf, size_t *len)
 {
-	struct snapshot s[3];
+	cr_assert_eq(snapshot_encode(s, buf, len), 0);
+}
 
-	for (int i = 0; i < 3; i++) {
-		snapshot_init(&s[i], "h", 1000 * (uint64_t)(i + 1), 1000, (uint64_t)i, 1);
-		snapshot_add_gauge(&s[i], "cpu.utilization", 0.5, "cpu", "0", NULL);
-		if (i < 2)	/* a series that disappears after the second snapshot */
-			snapshot_add_counter(&s[i], "tcp.in_segs", 1, NULL);
-		if (i) {
-			snapshot_link(&s[i], &s[i - 1]);
-			snapshot_share_strings(&s[i], &s[i - 1]);
-		}
+/*
+ * The next snapshot of a host, decoded like the one before: a series added
+ * in front (every later one shifted), one gone, one relabelled.
+ */
+static void next_of(struct snapshot *b)
+{
+	struct series *h;
+
+	cr_assert_eq(snapshot_init(b, "db-17", 1764500001123ULL, 1000, 43, 1), 0);
+	cr_assert_eq(snapshot_set_label(b, "rack", "r12"), 0);
+	cr_assert_not_null(snapshot_add_counter(b, "tcp.in_segs", 5, NULL));
+	cr_assert_not_null(snapshot_add_counter(b, "tcp.in_csum_errors", 18, NULL));
+	cr_assert_not_null(snapshot_add_counter(b, "block.ios", 99, "op", "read",
+						"device", "nvme0n1", NULL));
+	h = snapshot_add(b, "block.latency", SERIES_HISTOGRAM, "device", "nvme0n1", "op",
+			 "write", NULL);
+	cr_assert_not_null(h);
+	hist_record_n(h->hist, 1000000, 3);
+}
+
+/* Decoded like the previous snapshot: repeated series share its strings, and values are read. */
+Test(snapshot, decode_like_shares_repeated_series)
+{
+	struct snapshot a, b, da, db, want;
+	char *ea, *eb, err[256];
+	size_t la, lb;
+
+	build(&a);
+	next_of(&b);
+	encode_or_fail(&a, &ea, &la);
+	encode_or_fail(&b, &eb, &lb);
+	cr_assert_eq(snapshot_decode_compact(ea, la, &da, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_decode_like(eb, lb, &db, &da, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_decode_compact(eb, lb, &want, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(db.nseries, want.nseries);
+	cr_expect_eq(db.ts_ms, want.ts_ms);
+	for (uint32_t i = 0; i < db.nseries; i++) {
+		struct histogram x, y;
+
+		cr_expect_eq(db.series[i].id, want.series[i].id, "series %u id", i);
+		cr_expect_eq(db.series[i].name_hash, want.series[i].name_hash, "series %u", i);
+		cr_expect(snapshot_same_series(&db.series[i], &want.series[i]), "series %u", i);
+		cr_assert_eq(db.series[i].kind, want.series[i].kind, "series %u kind", i);
+		if (db.series[i].kind == SERIES_HISTOGRAM)
+			cr_expect(hist_equal(series_hist(&db.series[i], &x),
+					     series_hist(&want.series[i], &y)), "series %u", i);
+		else
+			cr_expect_eq(db.series[i].counter.value, want.series[i].counter.value);
 	}
-	cr_expect_eq(s[0].series[0].name, s[2].series[0].name, "not shared");
-	cr_expect(s[0].series[0].borrowed && s[1].series[0].borrowed && !s[2].series[0].borrowed);
-	cr_expect(!s[1].series[1].borrowed, "the last holder of a vanished series owns it");
-	cr_expect_str_eq(s[2].series[0].labels[0].value, "0");
-	for (int i = 0; i < 3; i++)
-		snapshot_free(&s[i]);	/* ASan/valgrind: no double free, no leak */
+	/* a: csum_errors, ios{write}, temperature, latency; b: in_segs, csum_errors, ios{read}, latency */
+	cr_expect(!db.series[0].borrowed, "tcp.in_segs is new");
+	cr_expect(db.series[1].borrowed && db.series[1].name == da.series[0].name &&
+		  db.series[1].like == 1, "tcp.in_csum_errors (shifted by one) not shared");
+	cr_expect(!db.series[2].borrowed, "block.ios{op=read} is not a's block.ios{op=write}");
+	cr_expect(db.series[3].borrowed && db.series[3].labels == da.series[3].labels,
+		  "block.latency not shared");
+	cr_expect_eq(db.series[1].counter.value, 18);
+	cr_assert_eq(snapshot_adopt_strings(&db, &da), 0);
+	cr_expect(!db.series[1].borrowed && !db.series[3].borrowed && !db.series[1].like);
+	cr_expect(da.series[0].borrowed && da.series[3].borrowed && !da.series[1].borrowed);
+	snapshot_free(&da);	/* ASan: db's strings outlive it */
+	cr_expect_str_eq(db.series[3].labels[1].value, "write");
+	cr_expect_str_eq(db.series[1].name, "tcp.in_csum_errors");
+	snapshot_free(&db);
+	snapshot_free(&want);
+	snapshot_free(&a);
+	snapshot_free(&b);
+	free(ea);
+	free(eb);
+}
+
+/*
+ * Freeing a snapshot decoded like another before adopting leaves the other
+ * whole; adopting from a snapshot it was not decoded like copies.
+ */
+Test(snapshot, decode_like_without_adopting_and_adopting_elsewhere)
+{
+	struct snapshot a, da, db, dc, other;
+	char *ea, err[256];
+	size_t la;
+
+	build(&a);
+	encode_or_fail(&a, &ea, &la);
+	cr_assert_eq(snapshot_decode_compact(ea, la, &da, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_decode_like(ea, la, &db, &da, err, sizeof(err)), 0, "%s", err);
+	for (uint32_t i = 0; i < db.nseries; i++)
+		cr_expect(db.series[i].borrowed, "series %u of the same snapshot not shared", i);
+	snapshot_free(&db);
+	cr_expect_str_eq(da.series[1].labels[0].value, "nvme0n1", "freeing db took da's strings");
+	cr_assert_eq(snapshot_decode_like(ea, la, &dc, &da, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_copy(&other, &da), 0);
+	cr_assert_eq(snapshot_adopt_strings(&dc, &other), 0);
+	for (uint32_t i = 0; i < dc.nseries; i++) {
+		cr_expect(!dc.series[i].borrowed && dc.series[i].name != da.series[i].name,
+			  "series %u not copied", i);
+		cr_expect(!da.series[i].borrowed && !other.series[i].borrowed);
+	}
+	snapshot_free(&da);
+	snapshot_free(&other);
+	cr_expect_str_eq(dc.series[3].name, "block.latency");
+	snapshot_free(&dc);
+	snapshot_free(&a);
+	free(ea);
+}
+
+/* An entry that fails to decode like another leaves the other as it was. */
+Test(snapshot, decode_like_failure_leaves_the_template)
+{
+	struct snapshot a, da, db;
+	char *ea, err[256];
+	size_t la;
+
+	build(&a);
+	encode_or_fail(&a, &ea, &la);
+	cr_assert_eq(snapshot_decode_compact(ea, la, &da, err, sizeof(err)), 0, "%s", err);
+	cr_expect_neq(snapshot_decode_like(ea, la - 3, &db, &da, err, sizeof(err)), 0,
+		      "a truncated entry decoded");
+	for (uint32_t i = 0; i < da.nseries; i++)
+		cr_expect(!da.series[i].borrowed);
+	cr_expect_str_eq(da.series[0].name, "tcp.in_csum_errors");
+	snapshot_free(&da);
+	snapshot_free(&a);
+	free(ea);
 }

@@ -185,8 +185,10 @@ Test(store, pipelined_read_of_many_hosts, .init = setup, .fini = teardown)
 	c = conn();
 	r = conn_commandf(c, NULL, "SET fl:{broken}:s1 not-a-stream");
 	freeReplyObject(r);
-	cr_assert_eq(store_read_ranges(c, hosts, from, 3, 1, 0, collect_cb, &got, NULL, &bad, err,
-				       sizeof(err)), 4, "%s", err);
+	struct store_readers rd = { .snapshot = collect_cb, .arg = &got };
+
+	cr_assert_eq(store_read_ranges(c, hosts, from, 3, 1, 0, &rd, &bad, err, sizeof(err)), 4,
+		     "%s", err);
 	cr_expect_eq(bad, 1, "the WRONGTYPE host was not counted");
 	cr_expect_eq(got.seqs[0], 7);
 	cr_expect_eq(got.seqs[2], 9);

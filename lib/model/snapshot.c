@@ -207,16 +207,20 @@ uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n)
 /*
  * Add a series whose name and labels (sorted by key, unique) the snapshot
  * takes over: no copies.  On failure they are freed and NULL is returned.
+ * With same (a series of another snapshot with these very strings, see
+ * snapshot_decode_like), they stay same's: the series borrows them, with
+ * same's id and name hash, and nothing is freed on failure.
  */
-static struct series *add_owned(struct snapshot *s, char *name, enum series_kind kind,
-				struct label *labels, uint32_t nlabels)
+static struct series *add_series(struct snapshot *s, char *name, enum series_kind kind,
+				 struct label *labels, uint32_t nlabels, const struct series *same,
+				 uint32_t same_index)
 {
 	struct series *ser;
 
 	if (nlabels > SNAPSHOT_MAX_LABELS || s->nseries >= SNAPSHOT_MAX_SERIES ||
-	    !key_valid(name))
+	    (!same && !key_valid(name)))
 		goto fail;
-	for (uint32_t i = 0; i < nlabels; i++)
+	for (uint32_t i = 0; i < nlabels && !same; i++)
 		if (!key_valid(labels[i].key))
 			goto fail;
 	if (s->nseries == s->cap) {
@@ -234,10 +238,17 @@ static struct series *add_owned(struct snapshot *s, char *name, enum series_kind
 	ser->name = name;
 	ser->labels = labels;
 	ser->nlabels = nlabels;
-	/* finding a series in an older snapshot then compares one integer first */
-	ser->id = snapshot_labels_hash(fnv64_str(FNV64_OFFSET, ser->name), ser->labels,
-				       ser->nlabels);
-	ser->name_hash = snapshot_name_hash(ser->name);
+	if (same) {
+		ser->id = same->id;
+		ser->name_hash = same->name_hash;
+		ser->borrowed = 1;
+		ser->like = same_index + 1;
+	} else {
+		/* finding a series in an older snapshot then compares one integer first */
+		ser->id = snapshot_labels_hash(fnv64_str(FNV64_OFFSET, ser->name), ser->labels,
+					       ser->nlabels);
+		ser->name_hash = snapshot_name_hash(ser->name);
+	}
 	if (kind == SERIES_HISTOGRAM) {
 		ser->hist = calloc(1, sizeof(*ser->hist));
 		if (!ser->hist)
@@ -246,9 +257,17 @@ static struct series *add_owned(struct snapshot *s, char *name, enum series_kind
 	s->nseries++;
 	return ser;
 fail:
-	free(name);
-	labels_free(labels, nlabels);
+	if (!same) {
+		free(name);
+		labels_free(labels, nlabels);
+	}
 	return NULL;
+}
+
+static struct series *add_owned(struct snapshot *s, char *name, enum series_kind kind,
+				struct label *labels, uint32_t nlabels)
+{
+	return add_series(s, name, kind, labels, nlabels, NULL, 0);
 }
 
 struct series *snapshot_add_labels(struct snapshot *s, const char *name,
@@ -404,32 +423,38 @@ const struct histogram *series_hist(const struct series *ser, struct histogram *
 	return scratch;
 }
 
-void snapshot_link(struct snapshot *s, const struct snapshot *prev)
+int snapshot_adopt_strings(struct snapshot *s, struct snapshot *like)
 {
-	for (uint32_t i = 0; i < s->nseries; i++) {
-		const struct series *p = snapshot_find_same(prev, &s->series[i], i);
+	int ret = 0;
 
-		s->series[i].link = p ? (uint32_t)(p - prev->series) + 1 : SERIES_LINK_NONE;
-	}
-}
-
-void snapshot_share_strings(struct snapshot *s, struct snapshot *prev)
-{
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		struct series *x = &s->series[i], *p;
+		struct label *l;
+		char *n;
 
-		if (!x->link || x->link == SERIES_LINK_NONE || x->link > prev->nseries ||
-		    x->borrowed)
+		if (!x->borrowed || !x->like)
 			continue;
-		p = &prev->series[x->link - 1];
-		if (p->borrowed)
+		p = like && x->like <= like->nseries ? &like->series[x->like - 1] : NULL;
+		if (p && !p->borrowed && p->name == x->name && p->labels == x->labels) {
+			p->borrowed = 1;
+			x->borrowed = 0;
+			x->like = 0;
 			continue;
-		free(x->name);
-		labels_free(x->labels, x->nlabels);
-		x->name = p->name;
-		x->labels = p->labels;
-		p->borrowed = 1;
+		}
+		n = strdup(x->name);
+		l = labels_dup(x->labels, x->nlabels);
+		if (!n || (x->nlabels && !l)) {
+			free(n);
+			labels_free(l, x->nlabels);
+			ret = -ENOMEM;
+			continue;
+		}
+		x->name = n;
+		x->labels = l;
+		x->borrowed = 0;
+		x->like = 0;
 	}
+	return ret;
 }
 
 struct series *snapshot_find(const struct snapshot *s, const char *key)
@@ -770,9 +795,58 @@ static void series_what(char *what, uint32_t i)
 	what[k] = '\0';
 }
 
-static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i, int compact,
-			 char *err, size_t errlen)
+/* Whether msgpack string o is the C string c, byte for byte. */
+static int wire_str_is(const msgpack_object *o, const char *c)
 {
+	return o->type == MSGPACK_OBJECT_STR && strnlen(c, o->via.str.size + 1) == o->via.str.size &&
+	       !memcmp(o->via.str.ptr, c, o->via.str.size);
+}
+
+/*
+ * Whether wire series a ([name, labels, kind, value], checked to be an
+ * array of 4) has p's name and p's labels, in p's (sorted) order, as
+ * encoders write them.  p owns its strings (a borrowed one may go away).
+ */
+static int wire_same_series(const msgpack_object *a, const struct series *p)
+{
+	const msgpack_object *m = &a[1];
+
+	if (p->borrowed || m->type != MSGPACK_OBJECT_MAP || m->via.map.size != p->nlabels ||
+	    !wire_str_is(&a[0], p->name))
+		return 0;
+	for (uint32_t i = 0; i < p->nlabels; i++)
+		if (!wire_str_is(&m->via.map.ptr[i].key, p->labels[i].key) ||
+		    !wire_str_is(&m->via.map.ptr[i].val, p->labels[i].value))
+			return 0;
+	return 1;
+}
+
+/*
+ * The series of like that wire series o (the i-th) repeats, or NULL: like's
+ * series as far from i as the last match was (*shift: a series added or
+ * gone shifts every later one), else one nearer or farther, else the i-th.
+ */
+static const struct series *like_series(const struct snapshot *like, const msgpack_object *o,
+					uint32_t i, long *shift)
+{
+	long at[4] = { (long)i + *shift, (long)i + *shift - 1, (long)i + *shift + 1, (long)i };
+
+	if (!like || o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
+		return NULL;
+	for (int k = 0; k < 4; k++) {
+		if (at[k] < 0 || at[k] >= (long)like->nseries || (k == 3 && at[3] == at[0]) ||
+		    !wire_same_series(o->via.array.ptr, &like->series[at[k]]))
+			continue;
+		*shift = at[k] - (long)i;
+		return &like->series[at[k]];
+	}
+	return NULL;
+}
+
+static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i, int compact,
+			 const struct snapshot *like, long *shift, char *err, size_t errlen)
+{
+	const struct series *same = like_series(like, o, i, shift);
 	const msgpack_object *a, *v;
 	struct label *labels = NULL;
 	struct series *ser;
@@ -786,19 +860,27 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
 		FAIL(-EINVAL, "%s: must be [name, labels, kind, value]", what);
 	a = o->via.array.ptr;
-	name = get_str(&a[0]);
-	if (!name || !name[0]) {
-		free(name);
-		FAIL(-EINVAL, "%s: name must be a non-empty string", what);
-	}
-	ret = decode_labels(&a[1], &labels, &nlabels, what, err, errlen);
-	if (ret) {
-		free(name);
-		return ret;
+	if (same) {
+		name = same->name;
+		labels = same->labels;
+		nlabels = same->nlabels;
+	} else {
+		name = get_str(&a[0]);
+		if (!name || !name[0]) {
+			free(name);
+			FAIL(-EINVAL, "%s: name must be a non-empty string", what);
+		}
+		ret = decode_labels(&a[1], &labels, &nlabels, what, err, errlen);
+		if (ret) {
+			free(name);
+			return ret;
+		}
 	}
 	if (wire_u64(&a[2], &kind) || kind > SERIES_HISTOGRAM) {
-		free(name);
-		labels_free(labels, nlabels);
+		if (!same) {
+			free(name);
+			labels_free(labels, nlabels);
+		}
 		FAIL(-EINVAL, "%s (%.*s): kind must be 0, 1 or 2", what,
 		     (int)(a[0].via.str.size < 64 ? a[0].via.str.size : 64), a[0].via.str.ptr);
 	}
@@ -806,8 +888,9 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 	 * The decoded strings are the series' own (no copies); compact: no
 	 * dense histogram allocated only to be compacted (kind set below).
 	 */
-	ser = add_owned(s, name, compact && kind == SERIES_HISTOGRAM ? SERIES_COUNTER :
-			(enum series_kind)kind, labels, nlabels);
+	ser = add_series(s, name, compact && kind == SERIES_HISTOGRAM ? SERIES_COUNTER :
+			 (enum series_kind)kind, labels, nlabels, same,
+			 same ? (uint32_t)(same - like->series) : 0);
 	if (!ser)
 		FAIL(-ENOMEM, "%s: out of memory, or a name or label key that is not valid", what);
 	if (compact && kind == SERIES_HISTOGRAM) {
@@ -847,9 +930,10 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 	return 0;
 }
 
-static int decode_top(const msgpack_object *root, struct snapshot *s, int compact, char *err,
-		      size_t errlen)
+static int decode_top(const msgpack_object *root, struct snapshot *s, int compact,
+		      const struct snapshot *like, char *err, size_t errlen)
 {
+	long shift = 0;
 	const msgpack_object *series = NULL, *labels = NULL;
 	uint64_t version = 0, tier = 1;
 	int have_host = 0, have_ts = 0, ret;
@@ -906,15 +990,16 @@ static int decode_top(const msgpack_object *root, struct snapshot *s, int compac
 		FAIL(-E2BIG, "snapshot: %u series, at most %d allowed", series->via.array.size,
 		     SNAPSHOT_MAX_SERIES);
 	for (uint32_t i = 0; i < series->via.array.size; i++) {
-		ret = decode_series(&series->via.array.ptr[i], s, i, compact, err, errlen);
+		ret = decode_series(&series->via.array.ptr[i], s, i, compact, like, &shift, err,
+				    errlen);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-static int decode(const void *buf, size_t len, struct snapshot *s, int compact, char *err,
-		  size_t errlen)
+static int decode(const void *buf, size_t len, struct snapshot *s, int compact,
+		  const struct snapshot *like, char *err, size_t errlen)
 {
 	msgpack_unpacked msg;
 	size_t off = 0;
@@ -936,7 +1021,7 @@ static int decode(const void *buf, size_t len, struct snapshot *s, int compact, 
 			free(plain);
 			FAIL(-EINVAL, "snapshot: a zstd frame inside a zstd frame");
 		}
-		ret = decode(plain, plen, s, compact, err, errlen);
+		ret = decode(plain, plen, s, compact, like, err, errlen);
 		free(plain);
 		return ret;
 	}
@@ -954,7 +1039,7 @@ static int decode(const void *buf, size_t len, struct snapshot *s, int compact, 
 		msgpack_unpacked_destroy(&msg);
 		FAIL(-ENOMEM, "snapshot: out of memory");
 	}
-	ret = decode_top(&msg.data, s, compact, err, errlen);
+	ret = decode_top(&msg.data, s, compact, like, err, errlen);
 	msgpack_unpacked_destroy(&msg);
 	if (ret)
 		snapshot_free(s);
@@ -963,11 +1048,17 @@ static int decode(const void *buf, size_t len, struct snapshot *s, int compact, 
 
 int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, size_t errlen)
 {
-	return decode(buf, len, s, 0, err, errlen);
+	return decode(buf, len, s, 0, NULL, err, errlen);
 }
 
 int snapshot_decode_compact(const void *buf, size_t len, struct snapshot *s, char *err,
 			    size_t errlen)
 {
-	return decode(buf, len, s, 1, err, errlen);
+	return decode(buf, len, s, 1, NULL, err, errlen);
+}
+
+int snapshot_decode_like(const void *buf, size_t len, struct snapshot *s,
+			 const struct snapshot *like, char *err, size_t errlen)
+{
+	return decode(buf, len, s, 1, like, err, errlen);
 }

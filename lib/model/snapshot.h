@@ -85,7 +85,13 @@ struct series {
 		struct histogram *hist;		/* dense; NULL once compacted */
 	};
 	struct hist_sparse *sparse;	/* compacted histogram (snapshot_compact) */
-	int borrowed;			/* name and labels belong to a newer snapshot */
+	/*
+	 * Name and labels belong to another snapshot: the one this was
+	 * decoded like (until snapshot_adopt_strings), or the one that
+	 * adopted them.  Not freed with this series.
+	 */
+	int borrowed;
+	uint32_t like;	/* 1 + the index of the series of the snapshot decoded like */
 };
 
 struct snapshot {
@@ -125,24 +131,6 @@ int snapshot_compact(struct snapshot *s);
  * form expanded into scratch.
  */
 const struct histogram *series_hist(const struct series *ser, struct histogram *scratch);
-
-/*
- * Link every series of s to the same series in prev (the host's snapshot
- * before s): see series.link.  O(series) when both hold the same series in
- * the same order, as consecutive snapshots of one host do.
- */
-void snapshot_link(struct snapshot *s, const struct snapshot *prev);
-
-/*
- * For a reader that keeps a host's snapshots in order and frees them
- * oldest first (the rules engine): every series of s that is linked to the
- * same series in prev (snapshot_link first) takes over prev's name and
- * label strings instead of keeping its own copies, and prev's series are
- * marked borrowed.  Ownership moves to the newest snapshot, so freeing the
- * oldest first never frees a string a newer one still uses.  Saves the
- * strings of every series of every kept snapshot but one.
- */
-void snapshot_share_strings(struct snapshot *s, struct snapshot *prev);
 
 /* Initialise an empty snapshot. host is copied. Returns 0 or -ENOMEM. */
 int snapshot_init(struct snapshot *s, const char *host, uint64_t ts_ms,
@@ -225,5 +213,27 @@ int snapshot_decode(const void *buf, size_t len, struct snapshot *s,
  */
 int snapshot_decode_compact(const void *buf, size_t len, struct snapshot *s,
 			    char *err, size_t errlen);
+
+/*
+ * snapshot_decode_compact for a reader that keeps a host's newest snapshot
+ * and decodes the next one (the rules engine): every series that repeats
+ * one of like's (NULL: none), name and labels byte for byte, uses like's
+ * strings, id and name hash instead of copying, sorting and hashing its
+ * own: most of a decode's cost, as consecutive snapshots of a host repeat
+ * their series in the same order.  Such series are borrowed
+ * (series.borrowed, .like) until snapshot_adopt_strings(s, like); s may be
+ * freed before that, like must not be.
+ */
+int snapshot_decode_like(const void *buf, size_t len, struct snapshot *s,
+			 const struct snapshot *like, char *err, size_t errlen);
+
+/*
+ * s, decoded like `like` (snapshot_decode_like), takes over the strings it
+ * borrows from it, before like is freed: like's series are marked borrowed.
+ * A string s borrows from elsewhere (it was decoded like another snapshot)
+ * is copied.  Returns 0, or -ENOMEM when a copy failed: then s still
+ * borrows it, and like must be kept (leaked) rather than freed.
+ */
+int snapshot_adopt_strings(struct snapshot *s, struct snapshot *like);
 
 #endif

@@ -846,6 +846,7 @@ struct read_ctx {
 	int compact;			/* histograms decoded compact (snapshot_decode_compact) */
 	size_t index;			/* the host's index for bad_cb */
 	store_bad_cb bad_cb;
+	store_like_cb like;		/* decode like the host's newest (store_read_ranges) */
 	void *arg;
 };
 
@@ -899,8 +900,12 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 			    fv->type != REDIS_REPLY_STRING)
 				continue;
 			found = 1;
-			if ((rc && rc->compact ? snapshot_decode_compact : snapshot_decode)(
-				    fv->str, fv->len, &s, derr, sizeof(derr))) {
+			if (rc && rc->like ?
+				    snapshot_decode_like(fv->str, fv->len, &s,
+							 rc->like(rc->index, rc->arg), derr,
+							 sizeof(derr)) :
+				    (rc && rc->compact ? snapshot_decode_compact : snapshot_decode)(
+					    fv->str, fv->len, &s, derr, sizeof(derr))) {
 				entry_bad(rc, e, derr, bad);
 				break;
 			}
@@ -977,8 +982,8 @@ struct read_page {
 };
 
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
-		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
-		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen)
+		      size_t n, uint32_t tier, uint64_t to_ms, const struct store_readers *rd,
+		      size_t *bad, char *err, size_t errlen)
 {
 	struct read_page *todo = malloc((n + 1) * sizeof(*todo));
 	char to[32] = "+", count[16];
@@ -1026,12 +1031,14 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 					return -EIO;
 				}
 				struct read_ctx rc = { .host = hosts[h], .index = h, .compact = 1,
-						       .bad_cb = bad_cb, .arg = arg };
+						       .bad_cb = rd->bad, .like = rd->like,
+						       .arg = rd->arg };
 
-				got = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+				got = deliver_entries(r, 0, rd->snapshot, rd->arg, &rc, bad, err,
+						      errlen);
 				if (got < 0) {
-					if (bad_cb)
-						bad_cb(h, 0, err, arg);
+					if (rd->bad)
+						rd->bad(h, 0, err, rd->arg);
 					else
 						log_warn("reading %s: %s", hosts[h], err);
 					if (bad)

@@ -148,14 +148,27 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
  * is skipped and counted in *bad.  A snapshot is always filed under the
  * host of the stream it came from, whatever host it names inside.  Every
  * entry that does not decode (and every refused read, entry_ms 0) is
- * reported to bad_cb with the host's index, the entry's id (ms) and why,
- * or logged as a warning when bad_cb is NULL.  Returns the number
+ * reported to rd->bad with the host's index, the entry's id (ms) and why,
+ * or logged as a warning when it is NULL.  Returns the number
  * delivered, or -EIO if the connection failed.
  */
 typedef void (*store_bad_cb)(size_t host_index, uint64_t entry_ms, const char *why, void *arg);
+/*
+ * The snapshot host host_index's next one most likely repeats (its newest
+ * as the reader keeps it), or NULL: entries are decoded like it
+ * (snapshot_decode_like), and the reader's cb must adopt the strings
+ * (snapshot_adopt_strings) before it frees that snapshot.
+ */
+typedef const struct snapshot *(*store_like_cb)(size_t host_index, void *arg);
+struct store_readers {
+	store_snapshot_cb snapshot;	/* each decoded snapshot */
+	store_bad_cb bad;		/* NULL: undecodable entries logged as warnings */
+	store_like_cb like;		/* NULL: decoded without a template */
+	void *arg;			/* passed to each */
+};
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
-		      size_t n, uint32_t tier, uint64_t to_ms, store_snapshot_cb cb, void *arg,
-		      store_bad_cb bad_cb, size_t *bad, char *err, size_t errlen);
+		      size_t n, uint32_t tier, uint64_t to_ms, const struct store_readers *rd,
+		      size_t *bad, char *err, size_t errlen);
 
 /*
  * Raw entries of any stream: call cb with each entry's "d" field, oldest
