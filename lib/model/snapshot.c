@@ -795,11 +795,18 @@ static void series_what(char *what, uint32_t i)
 	what[k] = '\0';
 }
 
-/* Whether msgpack string o is the C string c, byte for byte. */
+/* Whether msgpack string o is the C string c, byte for byte (one pass: they are short). */
 static int wire_str_is(const msgpack_object *o, const char *c)
 {
-	return o->type == MSGPACK_OBJECT_STR && strnlen(c, o->via.str.size + 1) == o->via.str.size &&
-	       !memcmp(o->via.str.ptr, c, o->via.str.size);
+	const char *p = o->via.str.ptr;
+	uint32_t n = o->via.str.size, i;
+
+	if (o->type != MSGPACK_OBJECT_STR)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (c[i] != p[i] || !c[i])
+			return 0;
+	return c[n] == '\0';
 }
 
 /*
