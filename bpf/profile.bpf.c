@@ -6,12 +6,22 @@
  * The first sample of a process it has not seen (or not seen since its
  * last exec) sends its pid to user space through a ring buffer, so the
  * mappings of short-lived processes are read while they still exist.
+ *
+ * User stacks: with unwind_dwarf set, a process whose mappings user space
+ * has published (unwind_procs, probes/unwind.h) is walked here with its
+ * files' call frame information, one bpf_loop step per frame, falling back
+ * to frame pointers where a frame has no rule; the stack is kept by hash
+ * in the generation's dwarf_stacks.  Other processes, and every process
+ * without unwind_dwarf, use bpf_get_stackid (frame pointers only).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
 #include "profile.h"
+
+const volatile bool unwind_dwarf = false;	/* set before load */
 
 __u32 gen;		/* generation written now; user space flips it */
 __u64 dropped;		/* samples lost to full maps */
@@ -43,6 +53,165 @@ struct {
 } seen SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* sized by user space before load */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UNWIND_MAX_PROCS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
+
+struct dwarf_stacks_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UNWIND_MAX_STACKS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct unwind_stack);
+};
+
+struct dwarf_stacks_map dwarf_stacks0 SEC(".maps");
+struct dwarf_stacks_map dwarf_stacks1 SEC(".maps");
+
+/* The walk in progress on this CPU (too big for the BPF stack). */
+struct fl_walk_state {
+	__u64 pc, sp, bp;
+	__u64 hash;
+	struct unwind_stack st;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_walk_state);
+} unwind_scratch SEC(".maps");
+
+struct fl_walk {
+	struct fl_walk_state *st;
+	struct unwind_proc *up;
+};
+
+/* The row of mapping mp for address pc, or NULL: the last row at or before it. */
+static const struct unwind_row *find_row(const struct unwind_map *mp, __u64 pc, int leaf)
+{
+	__u64 addr = pc - mp->bias - (leaf ? 0 : 1);	/* a return address is past its call */
+	__u32 lo = mp->first, hi = mp->first + mp->count;
+	const struct unwind_row *r;
+
+	if (addr >> 32 || !mp->count)
+		return NULL;
+	for (int k = 0; k < UNWIND_BSEARCH_STEPS && lo + 1 < hi; k++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return NULL;
+		if (r->pc <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	r = bpf_map_lookup_elem(&unwind_rows, &lo);
+	return r && r->pc <= addr ? r : NULL;
+}
+
+/* One frame: record pc, then step to the caller. Returns 1 to stop. */
+static long unwind_step(__u32 i, void *arg)
+{
+	struct fl_walk *w = arg;
+	struct fl_walk_state *st = w->st;
+	struct unwind_proc *up = w->up;
+	const struct unwind_row *row = NULL;
+	__u64 pc = st->pc, bp = st->bp, cfa, ra = 0;
+	__u32 n = st->st.n, nmaps = up->n;
+
+	if (n >= UNWIND_MAX_FRAMES || !pc)
+		return 1;
+	st->st.ip[n & (UNWIND_MAX_FRAMES - 1)] = pc;
+	st->st.n = n + 1;
+	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
+	for (__u32 j = 0; j < UNWIND_MAX_MAPS && j < nmaps; j++) {
+		const struct unwind_map *mp = &up->m[j];
+
+		if (pc >= mp->start && pc < mp->end) {
+			row = find_row(mp, pc, n == 0);
+			break;
+		}
+	}
+	if (row && row->cfa == UNWIND_CFA_STOP)
+		return 1;
+	if (row && row->cfa != UNWIND_CFA_NONE) {
+		if (row->cfa == UNWIND_CFA_RSP)
+			cfa = st->sp + (__s64)row->cfa_off;
+		else if (row->cfa == UNWIND_CFA_RBP)
+			cfa = bp + (__s64)row->cfa_off;
+		else
+			cfa = st->sp + 8 + ((pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+			return 1;
+		if (row->rbp == UNWIND_RBP_AT &&
+		    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)row->rbp_off)))
+			return 1;
+		st->sp = cfa;
+	} else {
+		/* no rule: the frame pointer chain, if this frame keeps one */
+		__u64 fp = bp;
+
+		if (!fp || fp < st->sp ||
+		    bpf_probe_read_user(&ra, sizeof(ra), (void *)(fp + 8)) ||
+		    bpf_probe_read_user(&bp, sizeof(bp), (void *)fp))
+			return 1;
+		st->sp = fp + 16;
+	}
+	st->bp = bp;
+	st->pc = ra;
+	return ra ? 0 : 1;
+}
+
+/*
+ * Walk the current task's user stack with its published mappings into
+ * this CPU's scratch.  Returns the state (st.n frames), or NULL when the
+ * process has no published mappings.
+ */
+static struct fl_walk_state *dwarf_walk(struct bpf_perf_event_data *ctx, __u32 tgid)
+{
+	struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	__u32 zero = 0;
+	struct fl_walk_state *st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	struct fl_walk w;
+
+	if (!up || !st)
+		return NULL;
+	if (ctx->regs.ip < 0x800000000000ULL) {	/* sampled in user space */
+		st->pc = ctx->regs.ip;
+		st->sp = ctx->regs.sp;
+		st->bp = ctx->regs.bp;
+	} else {
+		/* sampled in the kernel: the user registers saved on entry */
+		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		if (!ur)
+			return NULL;
+		st->pc = BPF_CORE_READ(ur, ip);
+		st->sp = BPF_CORE_READ(ur, sp);
+		st->bp = BPF_CORE_READ(ur, bp);
+	}
+	st->hash = 0xcbf29ce484222325ULL;
+	st->st.n = 0;
+	w.st = st;
+	w.up = up;
+	bpf_loop(UNWIND_MAX_FRAMES, unwind_step, &w, 0);
+	return st->st.n ? st : NULL;
+}
+
+struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 * 1024);
 } procs SEC(".maps");
@@ -65,7 +234,19 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 		counts = &counts0;
 		stacks = &stacks0;
 	}
-	k.user_stack = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK);
+	if (unwind_dwarf) {
+		struct fl_walk_state *st = dwarf_walk(ctx, k.tgid);
+		long ret = st ? bpf_map_update_elem(gen & 1 ? (void *)&dwarf_stacks1 :
+						    (void *)&dwarf_stacks0, &st->hash, &st->st,
+						    BPF_NOEXIST) : -1;
+
+		if (st && (ret == 0 || ret == -17 /* EEXIST: the same stack again */)) {
+			k.unwound = 1;
+			k.user_hash = st->hash;
+		}
+	}
+	if (!k.unwound)
+		k.user_stack = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK);
 	k.kern_stack = bpf_get_stackid(ctx, stacks, 0);
 	v = bpf_map_lookup_elem(counts, &k);
 	if (v) {

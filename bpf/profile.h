@@ -16,9 +16,60 @@
 
 struct profile_key {
 	__u32 tgid;
-	__s32 user_stack;	/* stack map id, or negative errno */
+	__s32 user_stack;	/* stack map id, or negative errno (unwound: 0) */
 	__s32 kern_stack;
+	__u32 unwound;		/* 1: the user stack is dwarf_stacks[user_hash] */
+	__u64 user_hash;
+};
+
+/*
+ * DWARF unwinding (probes/unwind.h): rows of call frame information, one
+ * array for every file; per process its executable mappings.
+ */
+#define UNWIND_MAX_FRAMES 64	/* a power of two */
+#define UNWIND_MAX_MAPS 48
+#define UNWIND_MAX_PROCS 8192
+#define UNWIND_MAX_STACKS 8192
+#define UNWIND_BSEARCH_STEPS 24	/* rows of one file < 2^24 */
+
+enum unwind_cfa {
+	UNWIND_CFA_NONE = 0,	/* no rule here: frame pointers */
+	UNWIND_CFA_RSP,		/* CFA = rsp + cfa_off */
+	UNWIND_CFA_RBP,		/* CFA = rbp + cfa_off */
+	UNWIND_CFA_PLT,		/* CFA = rsp + 8 (+ 8 when (rip & 15) >= cfa_off) */
+	UNWIND_CFA_STOP,	/* the outermost frame: return address undefined */
+};
+
+enum unwind_rbp {
+	UNWIND_RBP_SAME = 0,	/* the caller's rbp is this frame's */
+	UNWIND_RBP_AT,		/* saved at CFA + rbp_off */
+};
+
+struct unwind_row {
+	__u32 pc;		/* ELF address from which the rule holds */
+	__u8 cfa;		/* enum unwind_cfa */
+	__u8 rbp;		/* enum unwind_rbp */
+	__s16 rbp_off;
+	__s32 cfa_off;
+	__u32 pad;		/* an array map's elements are 8-byte aligned (mmap stride) */
+};
+
+/* One executable mapping: addresses [start, end) are ELF address + bias. */
+struct unwind_map {
+	__u64 start, end, bias;
+	__u32 first, count;	/* its file's rows in the rows array */
+};
+
+struct unwind_proc {
+	__u32 n;
 	__u32 pad;
+	struct unwind_map m[UNWIND_MAX_MAPS];	/* sorted by start */
+};
+
+struct unwind_stack {
+	__u32 n;
+	__u32 pad;
+	__u64 ip[UNWIND_MAX_FRAMES];	/* leaf first, as bpf_get_stackid gives */
 };
 
 /* Sent once per new process, so user space can snapshot its mappings. */

@@ -42,6 +42,7 @@ struct probe_config {
 	uint64_t profile_rate_hz;
 	uint64_t profile_window_ns;
 	uint64_t profile_hourly_top;
+	uint64_t profile_unwind_rows;
 	int profile_enabled;
 	uint64_t drive_interval_ns;
 	uint64_t drive_timeout_ns;

@@ -221,6 +221,9 @@ const struct cfg_field probe_config_schema[] = {
 		     "One profile window per period goes to fl:{H}:p10"),
 	CFG_UINT("profile.hourly_top", PC, profile_hourly_top, 10, 100000,
 		 "Stacks kept in each hourly profile"),
+	CFG_UINT("profile.unwind_rows", PC, profile_unwind_rows, 0, 1ULL << 26,
+		 "Rows of call frame information held in the kernel for DWARF unwinding "
+		 "(16 bytes each); 0: user stacks by frame pointers only"),
 };
 const size_t probe_config_nschema = sizeof(probe_config_schema) / sizeof(probe_config_schema[0]);
 #undef PC

@@ -38,6 +38,7 @@
 #include "store/profile_store.h"
 #include "store/store.h"
 #include "probes/symbolize.h"
+#include "probes/unwind.h"
 #include "core/timeutil.h"
 
 #define PENDING_MAX 16
@@ -59,6 +60,8 @@ struct profiler {
 	struct ring_buffer *rb;
 	struct bpf_link *exec_link;
 	struct symbolizer *sym;
+	struct unwinder *unw;		/* NULL: frame pointers only */
+	uint32_t unwind_rows;		/* profile.unwind_rows */
 	char host[200];
 	char redis_url[512];
 	uint64_t window_ns;
@@ -132,7 +135,36 @@ static int on_proc(void *ctx, void *data, size_t len)
 	comm[16] = '\0';
 	/* a known pid arriving again has exec'd: its mappings changed */
 	sym_process_refresh(pr->sym, e->tgid, comm);
+	if (pr->unw)
+		unwinder_add_process(pr->unw, e->tgid);
 	return 0;
+}
+
+/*
+ * The user stack of key k from generation g's maps into ips (leaf first);
+ * returns its depth, 0 if there is none.
+ */
+static int user_stack(struct profiler *pr, int g, const struct profile_key *k, uint64_t *ips)
+{
+	int stacks = bpf_map__fd(g ? pr->skel->maps.stacks1 : pr->skel->maps.stacks0);
+	int depth = 0;
+
+	if (k->unwound) {
+		struct unwind_stack us;
+		int dstacks = bpf_map__fd(g ? pr->skel->maps.dwarf_stacks1 :
+					  pr->skel->maps.dwarf_stacks0);
+
+		if (bpf_map_lookup_elem(dstacks, &k->user_hash, &us))
+			return 0;
+		for (; depth < (int)us.n && depth < UNWIND_MAX_FRAMES; depth++)
+			ips[depth] = us.ip[depth];
+		return depth;
+	}
+	if (k->user_stack < 0 || bpf_map_lookup_elem(stacks, &k->user_stack, ips))
+		return 0;
+	while (depth < PROFILE_STACK_DEPTH && ips[depth])
+		depth++;
+	return depth;
 }
 
 /*
@@ -188,12 +220,9 @@ static void drain(struct profiler *pr, int g)
 			continue;
 		samples += count;
 		/* user part, root first */
-		if (next.user_stack >= 0 &&
-		    bpf_map_lookup_elem(stacks, &next.user_stack, ips) == 0) {
-			int depth = 0;
+		int depth = user_stack(pr, g, &next, ips);
 
-			while (depth < PROFILE_STACK_DEPTH && ips[depth])
-				depth++;
+		if (depth) {
 			ustacks += count;
 			if (!sym_stack_complete(pr->sym, next.tgid, ips, depth))
 				truncated += count;
@@ -225,11 +254,27 @@ static void drain(struct profiler *pr, int g)
 	}
 	/* empty the generation for its next turn */
 	for (size_t i = 0; i < nkeys; i++) {
-		if (keys[i].user_stack >= 0)
+		if (keys[i].unwound)
+			bpf_map_delete_elem(bpf_map__fd(g ? pr->skel->maps.dwarf_stacks1 :
+							pr->skel->maps.dwarf_stacks0),
+					    &keys[i].user_hash);
+		else if (keys[i].user_stack >= 0)
 			bpf_map_delete_elem(stacks, &keys[i].user_stack);
 		if (keys[i].kern_stack >= 0)
 			bpf_map_delete_elem(stacks, &keys[i].kern_stack);
 		bpf_map_delete_elem(counts, &keys[i]);
+	}
+	/*
+	 * the mappings of every process sampled, read again: what it dlopen'ed
+	 * since gets its table (files already loaded are not read again)
+	 */
+	for (size_t i = 0; pr->unw && i < nkeys; i++) {
+		size_t j = 0;
+
+		while (j < i && keys[j].tgid != keys[i].tgid)
+			j++;
+		if (j == i)
+			unwinder_add_process(pr->unw, keys[i].tgid);
 	}
 	free(keys);
 	pthread_mutex_lock(&pr->lock);
@@ -382,12 +427,27 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 	profile_init(&pr->window, pr->host);
 	profile_init(&pr->hour, pr->host);
 	pthread_mutex_init(&pr->lock, NULL);
-	pr->skel = profile_bpf__open_and_load();
-	if (!pr->skel) {
+	pr->skel = profile_bpf__open();
+	if (pr->skel) {
+		pr->skel->rodata->unwind_dwarf = pr->unwind_rows > 0;
+		bpf_map__set_max_entries(pr->skel->maps.unwind_rows,
+					 pr->unwind_rows ? pr->unwind_rows : 1);
+	}
+	if (!pr->skel || profile_bpf__load(pr->skel)) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot load the BPF profiler: %s; needs CAP_BPF and "
 			 "CAP_PERFMON and BTF; pass --no-bpf to run without it", strerror(errno));
 		return ret;
+	}
+	if (pr->unwind_rows) {
+		char uerr[256];
+
+		pr->unw = unwinder_new(bpf_map__fd(pr->skel->maps.unwind_rows), pr->unwind_rows,
+				       bpf_map__fd(pr->skel->maps.unwind_procs), uerr, sizeof(uerr));
+		if (!pr->unw)
+			log_warn("profile: %s; user stacks unwind with frame pointers only", uerr);
+		else if (pr->only.pid)
+			unwinder_add_process(pr->unw, pr->only.pid);	/* before its first sample */
 	}
 	pr->exec_link = bpf_program__attach(pr->skel->progs.profile_exec);
 	if (!pr->exec_link)
@@ -422,6 +482,7 @@ static void profiler_stop(struct profiler *pr)
 		close_events(pr);
 	ring_buffer__free(pr->rb);
 	bpf_link__destroy(pr->exec_link);
+	unwinder_free(pr->unw);
 	profile_bpf__destroy(pr->skel);
 	sym_free(pr->sym);
 	profile_free(&pr->window);
@@ -443,6 +504,7 @@ static int profile_open(void **priv, const struct probe_config *cfg, char *err, 
 	snprintf(pr->redis_url, sizeof(pr->redis_url), "%s", cfg->redis_url);
 	pr->window_ns = cfg->profile_window_ns;
 	pr->hourly_top = (uint32_t)cfg->profile_hourly_top;
+	pr->unwind_rows = (uint32_t)cfg->profile_unwind_rows;
 	ret = profiler_start(pr, (uint32_t)cfg->profile_rate_hz, err, errlen);
 	if (ret) {
 		profiler_stop(pr);
@@ -518,6 +580,7 @@ int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32
 
 	snprintf(pr.host, sizeof(pr.host), "%s", cfg->host);
 	pr.window_ns = duration_ns;
+	pr.unwind_rows = (uint32_t)cfg->profile_unwind_rows;
 	ret = profiler_start(&pr, hz, err, errlen);
 	if (ret) {
 		profiler_stop(&pr);

@@ -1,0 +1,87 @@
+/*
+ * unwind.h - DWARF call frame information for the BPF profiler's stack
+ * walker (bpf/profile.bpf.c), so binaries built without frame pointers
+ * (Debian's libc and most of its programs) unwind to main.
+ *
+ * Each executable file a sampled process maps has its .eh_frame turned
+ * into a sorted table of rows: from this address on, the canonical frame
+ * address (CFA) is rsp or rbp plus an offset (or the PLT's rule), the
+ * return address is at CFA-8, and the caller's rbp is unchanged or saved
+ * at CFA+offset (bpf/profile.h, struct unwind_row).  Tables are built with
+ * libdw (dwarf_cfi_addrframe), once per file (by device and inode: one
+ * copy for every process mapping it), into one BPF array shared by all;
+ * each process gets a list of its executable mappings pointing at their
+ * tables (struct unwind_proc, keyed by pid).  Rows are not recycled: when
+ * the array is full, files not yet loaded unwind with frame pointers.
+ *
+ * Supported rules (x86-64): CFA = rsp+N or rbp+N, the PLT expression
+ * (rsp+8, +8 more past the push), return address at CFA-8 or undefined
+ * (the outermost frame), rbp same value or at CFA+N.  Anything else (DWARF
+ * expressions in general, registers other than rsp/rbp as the CFA base)
+ * makes a row "no rule here": the walker falls back to frame pointers, as
+ * it does in code without CFI (JIT code) and files it has no table for.
+ * arm64 is future work.
+ */
+#ifndef FL_UNWIND_H
+#define FL_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "bpf/profile.h"
+
+/* A loadable segment of an ELF file: maps a file offset to an address. */
+struct unwind_load {
+	uint64_t offset, vaddr, filesz;
+};
+
+/* The rows of one file, sorted by pc (ELF virtual addresses). */
+struct unwind_table {
+	struct unwind_row *rows;
+	size_t nrows;
+	struct unwind_load *loads;	/* executable PT_LOAD segments */
+	size_t nloads;
+	size_t fdes, unsupported;	/* FDEs read; rows with a rule not supported */
+};
+
+/*
+ * Build the table of the ELF file open on fd from its .eh_frame (through
+ * .eh_frame_hdr's sorted index).  Returns 0, -ENOENT (no .eh_frame_hdr:
+ * nothing to unwind with), -EINVAL (not a 64-bit ELF, or addresses past
+ * 4 GiB) or -ENOMEM, with a reason in err.
+ */
+int unwind_table_build(int fd, struct unwind_table *t, char *err, size_t errlen);
+void unwind_table_free(struct unwind_table *t);
+
+/*
+ * The row for ELF address pc in t (the last row at or before it), or
+ * NULL: what the BPF walker looks up, for tests.
+ */
+const struct unwind_row *unwind_table_find(const struct unwind_table *t, uint64_t pc);
+
+struct unwinder;
+
+/*
+ * An unwinder filling the BPF maps rows_fd (an array of struct
+ * unwind_row, max_rows entries, mmap-able) and procs_fd (pid -> struct
+ * unwind_proc).  Returns NULL with a reason in err.
+ */
+struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, int procs_fd, char *err,
+			      size_t errlen);
+void unwinder_free(struct unwinder *u);
+
+/*
+ * Read pid's executable mappings (through /proc/PID/root for containers),
+ * build the tables of files not seen before, and publish the process's
+ * mapping list for the walker.  Returns the number of mappings with a
+ * table, or -errno (the process is gone).
+ */
+int unwinder_add_process(struct unwinder *u, uint32_t pid);
+
+/* Rows used, of how many; files with a table; files without one. */
+void unwinder_stats(const struct unwinder *u, uint32_t *rows, uint32_t *max_rows,
+		    uint32_t *files, uint32_t *failed);
+
+#endif
