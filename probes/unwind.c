@@ -468,6 +468,15 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		log_debug("profile: %s: no unwind table (%s); frame pointers only", path, err);
 		return NULL;
 	}
+	if (t.nrows > u->max_rows / 4) {
+		/* one giant (node: ~1M rows) would leave nothing for the rest */
+		log_info("profile: %s has %zu unwind rows, more than a quarter of "
+			 "profile.unwind_rows (%u); it unwinds with frame pointers only",
+			 path, t.nrows, u->max_rows);
+		u->failed++;
+		unwind_table_free(&t);
+		return NULL;
+	}
 	if (t.nrows > u->max_rows - u->used) {
 		if (!u->said_full)
 			log_warn("profile: the unwind table is full (%u rows); %s and files loaded "

@@ -15,7 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+
 #include "tests/helpers.h"
+#include "probes/unwind.h"
 #include "model/pprof.h"
 #include "probes/probe.h"
 #include "model/profile.h"
@@ -84,8 +89,9 @@ static pid_t run(const char *name, const char *secs, int syscalls)
 	return pid;
 }
 
-static void profile_only(struct profile *p, uint64_t ns, uint32_t hz,
-			 const struct profile_one_filter *only)
+/* One-shot profile; unwind_rows < 0: the configured default (DWARF), 0: frame pointers. */
+static void profile_unwinding(struct profile *p, uint64_t ns, uint32_t hz,
+			      const struct profile_one_filter *only, long unwind_rows)
 {
 	struct probe_config cfg;
 	char err[512];
@@ -94,10 +100,18 @@ static void profile_only(struct profile *p, uint64_t ns, uint32_t hz,
 	probe_config_defaults(&cfg, err, sizeof(err));
 	free(cfg.host);
 	cfg.host = strdup("test");
+	if (unwind_rows >= 0)
+		cfg.profile_unwind_rows = (uint64_t)unwind_rows;
 	ret = profile_oneshot(&cfg, ns, hz, only, p, err, sizeof(err));
 	probe_config_free(&cfg);
 	if (ret)
 		cr_skip_test("the BPF profiler does not load here: %s", err);
+}
+
+static void profile_only(struct profile *p, uint64_t ns, uint32_t hz,
+			 const struct profile_one_filter *only)
+{
+	profile_unwinding(p, ns, hz, only, -1);
 }
 
 /* Samples of comm, and of those the ones with a frame equal to fn (or ending "_[k]" named). */
@@ -195,6 +209,149 @@ Test(profile, hot_function_and_kernel_frames_are_named, .init = setup, .fini = t
 		      (unsigned long long)(kall - khit), (unsigned long long)kall);
 	cr_assert_geq(hit, khit, "a fully named kernel sample is not counted as named");
 	profile_free(&p);
+}
+
+/*
+ * Of the samples of process pid, how many unwound to where the program or
+ * the thread began: through libc's entry to the frame it calls (main) or
+ * through start_thread to the thread's function.  *named: how many name
+ * frame `want` (NULL: not asked).
+ */
+static void complete_share(const struct profile *p, uint32_t pid, const char *want,
+			   uint64_t *all, uint64_t *complete, uint64_t *named)
+{
+	*all = *complete = *named = 0;
+	for (uint32_t r = 0; r < p->nrows; r++) {
+		const uint32_t *st = p->stacks[p->rows[r].stack];
+		int done = 0, has = 0;
+
+		if (p->rows[r].pid != pid)
+			continue;
+		*all += p->rows[r].count;
+		for (uint32_t i = 0; i + 1 < st[0]; i++) {
+			const char *name = p->strings[st[1 + i]];
+
+			done |= !strcmp(name, "__libc_start_call_main") || !strcmp(name, "start_thread");
+		}
+		for (uint32_t i = 0; want && i < st[0]; i++)
+			has |= !strcmp(p->strings[st[1 + i]], want);
+		*complete += done ? p->rows[r].count : 0;
+		*named += has ? p->rows[r].count : 0;
+	}
+}
+
+static pid_t spawn_sh(const char *cmd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * Stock Debian binaries, built without frame pointers, unwound in the
+ * kernel with their .eh_frame: >= 90 % of each one's samples reach where
+ * it began (main called from libc, or a thread's start).  With frame
+ * pointers only, the same xz does not: the DWARF walk is what does it.
+ */
+Test(profile, stock_binaries_unwind_through_libc_to_main, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+	static const struct {
+		const char *name, *cmd, *frame;	/* frame: a function its stacks must name */
+	} progs[] = {
+		{ "xz", "exec xz -9 -T1 -c < /dev/urandom > /dev/null", NULL },
+		{ "gzip", "exec gzip -9 -c < /dev/urandom > /dev/null", NULL },
+		{ "python3", "exec python3 -c 'while True: sum(i * i for i in range(1000))'",
+		  "Py_BytesMain" },
+		{ "openssl", "exec openssl speed -seconds 30 sha256 > /dev/null 2>&1", NULL },
+	};
+	uint64_t all, complete, named;
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct profile_one_filter only = { 0 };
+		struct profile p;
+		pid_t pid = spawn_sh(progs[i].cmd);
+
+		usleep(300000);
+		only.pid = (uint32_t)pid;
+		profile_only(&p, 2 * NSEC_PER_SEC, 99, &only);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		complete_share(&p, (uint32_t)pid, progs[i].frame, &all, &complete, &named);
+		cr_log_info("%s: %llu of %llu samples unwound to where it began", progs[i].name,
+			    (unsigned long long)complete, (unsigned long long)all);
+		cr_assert_geq(all, 40, "%s: too few samples (%llu)", progs[i].name,
+			      (unsigned long long)all);
+		cr_expect_geq(complete * 100, all * 90, "%s: only %llu of %llu samples unwound",
+			      progs[i].name, (unsigned long long)complete, (unsigned long long)all);
+		if (progs[i].frame)
+			cr_expect_geq(named * 100, all * 90, "%s: %s in only %llu of %llu samples",
+				      progs[i].name, progs[i].frame, (unsigned long long)named,
+				      (unsigned long long)all);
+		profile_free(&p);
+	}
+	/* the same xz by frame pointers only */
+	{
+		struct profile_one_filter only = { 0 };
+		struct profile p;
+		pid_t pid = spawn_sh(progs[0].cmd);
+
+		usleep(300000);
+		only.pid = (uint32_t)pid;
+		profile_unwinding(&p, 2 * NSEC_PER_SEC, 99, &only, 0);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		complete_share(&p, (uint32_t)pid, NULL, &all, &complete, &named);
+		cr_log_info("xz by frame pointers: %llu of %llu samples unwound",
+			    (unsigned long long)complete, (unsigned long long)all);
+		cr_assert_geq(all, 40);
+		cr_expect_lt(complete * 100, all * 50, "xz unwinds without CFI: not a test of it");
+		profile_free(&p);
+	}
+}
+
+/*
+ * The table of the libc this test runs on: a function's first instruction
+ * has the call's rule (CFA = rsp + 8, rbp untouched), almost every rule is
+ * one the walker supports, and files that are not ELF are refused.
+ */
+Test(profile, unwind_table_of_libc)
+{
+	struct unwind_table t;
+	const struct unwind_row *r;
+	Dl_info info;
+	char err[256];
+	int fd;
+
+	cr_assert(dladdr((void *)qsort, &info) && info.dli_fname && info.dli_saddr);
+	fd = open(info.dli_fname, O_RDONLY);
+	cr_assert_geq(fd, 0, "%s", info.dli_fname);
+	cr_assert_eq(unwind_table_build(fd, &t, err, sizeof(err)), 0, "%s", err);
+	close(fd);
+	cr_log_info("%s: %zu rows from %zu FDEs, %zu rules not supported", info.dli_fname,
+		    t.nrows, t.fdes, t.unsupported);
+	cr_expect_gt(t.fdes, 1000);
+	cr_expect_gt(t.nrows, t.fdes, "one row per FDE: the rules inside functions are lost");
+	cr_expect_lt(t.unsupported * 100, t.nrows, "%zu of %zu rules not supported", t.unsupported,
+		     t.nrows);
+	for (size_t i = 1; i < t.nrows; i++)
+		cr_assert_gt(t.rows[i].pc, t.rows[i - 1].pc, "rows not sorted at %zu", i);
+	r = unwind_table_find(&t, (uint64_t)((char *)info.dli_saddr - (char *)info.dli_fbase));
+	cr_assert_not_null(r);
+	cr_expect_eq(r->cfa, UNWIND_CFA_RSP);
+	cr_expect_eq(r->cfa_off, 8, "at qsort's entry the CFA is rsp+%d", r->cfa_off);
+	cr_expect_eq(r->rbp, UNWIND_RBP_SAME);
+	cr_assert_eq(t.nloads, 1);
+	unwind_table_free(&t);
+
+	fd = open("/etc/passwd", O_RDONLY);
+	cr_expect_eq(unwind_table_build(fd, &t, err, sizeof(err)), -EINVAL);
+	cr_expect_str_eq(err, "not a 64-bit ELF file");
+	close(fd);
 }
 
 Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .timeout = 60)

@@ -1,0 +1,37 @@
+/*
+ * fuzz_unwind.c - libFuzzer target for unwind_table_build() (probes/unwind.h),
+ * which reads the ELF files every sampled process maps: whatever it is
+ * given, it must not crash, and a table it builds must be sorted with
+ * rules the BPF walker knows.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "probes/unwind.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct unwind_table t;
+	char err[256];
+	int fd = memfd_create("fuzz_unwind", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (write(fd, data, size) != (ssize_t)size) {
+		close(fd);
+		return 0;
+	}
+	if (unwind_table_build(fd, &t, err, sizeof(err)) == 0) {
+		for (size_t i = 0; i < t.nrows; i++)
+			if ((i && t.rows[i].pc <= t.rows[i - 1].pc) || t.rows[i].cfa > UNWIND_CFA_STOP ||
+			    t.rows[i].rbp > UNWIND_RBP_AT)
+				abort();
+		if (t.nrows && unwind_table_find(&t, t.rows[0].pc) != &t.rows[0])
+			abort();
+		unwind_table_free(&t);
+	}
+	close(fd);
+	return 0;
+}
