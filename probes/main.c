@@ -226,10 +226,12 @@ static int cmd_profile(int argc, char **argv)
 		{ "rate", required_argument, NULL, 'F' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, 'g' },
+		{ "unwind", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct profile_one_filter only = { 0 };
+	int frame_pointers = 0;
 	char *end;
 	uint64_t duration = 30 * NSEC_PER_SEC;
 	const char *outpath = "cpu.pb.gz";
@@ -239,8 +241,16 @@ static int cmd_profile(int argc, char **argv)
 	char err[512], host[256] = "";
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "d:o:F:p:g:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:o:F:p:g:u:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'u':
+			if (strcmp(optarg, "dwarf") && strcmp(optarg, "fp")) {
+				fprintf(stderr, "faultline-probe profile: --unwind '%s': expected dwarf "
+					"or fp\n", optarg);
+				return 2;
+			}
+			frame_pointers = !strcmp(optarg, "fp");
+			break;
 		case 'd':
 			if (duration_parse(optarg, &duration) || duration < 100 * NSEC_PER_MSEC) {
 				fprintf(stderr, "faultline-probe profile: --duration '%s': expected a "
@@ -275,13 +285,17 @@ static int cmd_profile(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: faultline-probe profile [--duration 30s] [-o FILE] [--rate 99]\n"
-			       "                               [--pid PID | --cgroup PATH]\n\n"
+			       "                               [--pid PID | --cgroup PATH]\n"
+			       "                               [--unwind dwarf|fp]\n\n"
 			       "Profile every CPU of this host once, without Redis, like a one-shot\n"
 			       "profiler, and write FILE: .svg a flame graph, .folded folded stacks,\n"
 			       "anything else gzip'd pprof (default cpu.pb.gz; `go tool pprof` reads it).\n"
 			       "--pid keeps one process (its threads included), --cgroup the processes\n"
 			       "of a cgroup and those below it (the path /proc/PID/cgroup shows: v2, or\n"
-			       "the cpu controller's under v1).\n");
+			       "the cpu controller's under v1).  User stacks unwind with each binary's\n"
+			       "call frame information (--unwind dwarf, the default), or with frame\n"
+			       "pointers only (--unwind fp: programs built without them show their\n"
+			       "hot function and little else).\n");
 			return 0;
 		default:
 			return 2;
@@ -292,6 +306,8 @@ static int cmd_profile(int argc, char **argv)
 	gethostname(host, sizeof(host) - 1);
 	free(cfg.host);
 	cfg.host = strdup(host);
+	if (frame_pointers)
+		cfg.profile_unwind_rows = 0;
 	libbpf_set_print(libbpf_log);
 	fprintf(stderr, "faultline-probe: profiling all CPUs at %lu Hz for %.1f s%s%s%s...\n", hz,
 		(double)duration / 1e9, only.pid ? ", pid " : only.cgroup[0] ? ", cgroup " : "",
