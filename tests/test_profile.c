@@ -581,21 +581,73 @@ Test(profile, pprof_is_strictly_valid_and_totals_match)
 	profile_free(&p);
 }
 
-Test(profile, svg_is_well_formed_and_renders, .timeout = 60)
+/* The id ("fN") of the first frame named name in svg, from its data-n attribute. */
+static int frame_id(const char *svg, const char *name, char *id, size_t len)
 {
-	struct profile base = synthetic(0.1), p = synthetic(0.3);
+	char want[128], buf[1 << 16];
+	const char *at;
+	size_t n;
+	FILE *f = fopen(svg, "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	snprintf(want, sizeof(want), "data-n=\"%s\"", name);
+	at = strstr(buf, want);
+	while (at && at > buf && strncmp(at, "id=\"f", 5))
+		at--;
+	if (!at || at == buf || sscanf(at, "id=\"%31[^\"]\"", id) != 1 || strlen(id) >= len)
+		return -1;
+	return 0;
+}
+
+Test(profile, svg_is_well_formed_and_renders, .timeout = 90)
+{
+	struct profile base = synthetic(0.1), p = synthetic(0.3), many;
 	const char *svg = "/tmp/fl-flame.svg", *png = "/tmp/fl-flame.png";
+	char id[32], dom[64];
+	int nframes;
 
 	cr_assert_eq(profile_export(&p, NULL, svg, "test <flame> & graph"), 0);
 	cr_assert_eq(test_sh("xmllint --noout %s", svg), 0, "flame graph SVG is not well-formed");
 	cr_assert_eq(test_sh("grep -q '<title>f (300 samples' %s", svg), 0, "no hover title");
 	cr_assert_eq(test_sh("grep -q 'function search' %s", svg), 0, "no search");
+	/* the root at the top: "all" above the processes, the processes above main */
+	cr_assert_eq(test_sh("grep -q 'data-n=\"all\"><title>all[^<]*</title><rect x=\"0.0\" "
+			     "y=\"60\"' %s", svg), 0, "\"all\" is not the top row");
+	cr_assert_eq(test_sh("grep -q 'data-d=\"3\"[^>]*data-n=\"work\"><title>[^<]*</title>"
+			     "<rect x=\"[0-9.]*\" y=\"108\"' %s", svg), 0,
+		     "work (all > api > main > work) is not on the fourth row");
 	cr_assert_eq(profile_export(&p, &base, "/tmp/fl-flame-diff.svg", "diff"), 0);
 	cr_assert_eq(test_sh("xmllint --noout /tmp/fl-flame-diff.svg"), 0);
 	cr_assert_eq(test_sh("grep -q 'was 10.00%%' /tmp/fl-flame-diff.svg"), 0,
 		     "the differential graph does not carry the base share");
+	/* 3,000 one-sample stacks beside one of 100,000: merged, and their samples kept */
+	profile_init(&many, "h");
+	many.rate_hz = 99;
+	for (int i = 0; i < 3000; i++) {
+		char name[32];
+		const char *st[2] = { "main", name };
+
+		snprintf(name, sizeof(name), "sliver_%d", i);
+		profile_add(&many, "s", "many", 7, st, 2, 1);
+	}
+	{
+		const char *st[2] = { "main", "big" };
+
+		profile_add(&many, "s", "many", 7, st, 2, 100000);
+	}
+	cr_assert_eq(profile_export(&many, NULL, "/tmp/fl-flame-many.svg", "many"), 0);
+	cr_assert_eq(test_sh("xmllint --noout /tmp/fl-flame-many.svg"), 0);
+	cr_assert_eq(test_sh("grep -q 'data-s=\"3000\" data-n=\"\\[3000 small frames\\]\"' "
+			     "/tmp/fl-flame-many.svg"), 0, "the slivers are not merged into one frame");
+	nframes = test_sh("test $(grep -c 'class=\"f\"' /tmp/fl-flame-many.svg) -lt 10");
+	cr_assert_eq(nframes, 0, "slivers drawn one by one");
+	profile_free(&many);
 	if (test_sh("command -v chromium >/dev/null") != 0)
-		cr_skip_test("chromium is not installed: SVG rendering not checked");
+		cr_skip_test("chromium is not installed: rendering, zoom and search not checked");
 	test_sh("rm -f %s", png);
 	cr_assert_eq(test_sh("timeout 60 chromium --headless --no-sandbox --disable-gpu "
 			     "--disable-quic --no-first-run --disable-background-networking "
@@ -605,7 +657,28 @@ Test(profile, svg_is_well_formed_and_renders, .timeout = 60)
 	/* a blank 1200x300 PNG is ~2 KB; frames and text make it much larger */
 	cr_assert_eq(test_sh("test $(stat -c %%s %s) -gt 8000", png), 0,
 		     "the rendered flame graph looks blank");
-	test_sh("rm -rf %s %s /tmp/fl-flame-diff.svg /tmp/fl-chr-%d", svg, png, getpid());
+	/*
+	 * The script, run by a browser: a link zoomed into api's "work" (650 of
+	 * 1,000 samples) and searching "^(f|g)$" (300 + 350) shows work at full
+	 * width, f at 300/650 of it, db's idle_loop hidden, and 65 % matched.
+	 */
+	cr_assert_eq(frame_id(svg, "work", id, sizeof(id)), 0);
+	snprintf(dom, sizeof(dom), "/tmp/fl-flame-dom-%d.txt", getpid());
+	cr_assert_eq(test_sh("timeout 60 chromium --headless --no-sandbox --disable-gpu "
+			     "--disable-quic --no-first-run --disable-background-networking "
+			     "--disable-component-update --disable-sync --user-data-dir=/tmp/fl-chr-%d "
+			     "--dump-dom 'file://%s#z=%s&q=%%5E(f%%7Cg)%%24' > %s 2>/dev/null",
+			     getpid(), svg, id, dom), 0, "chromium failed");
+	cr_assert_eq(test_sh("grep -q 'Matched: 65.0%% of samples (2 frames)' %s", dom), 0,
+		     "search did not report 65.0%% matched");
+	cr_assert_eq(test_sh("grep -q 'data-n=\"work\"><title>[^<]*</title><rect x=\"0.0\" "
+			     "y=\"108\" width=\"1200.0\"' %s", dom), 0, "work not zoomed to the width");
+	cr_assert_eq(test_sh("grep -q 'data-n=\"f\"><title>[^<]*</title><rect x=\"0.0\" "
+			     "y=\"124\" width=\"553.8\"' %s", dom), 0, "f not scaled with work");
+	cr_assert_eq(test_sh("grep -q 'data-n=\"idle_loop\" style=\"display: none;\"' %s", dom),
+		     0, "db's idle_loop still shown while zoomed into api's work");
+	test_sh("rm -rf %s %s %s /tmp/fl-flame-diff.svg /tmp/fl-flame-many.svg /tmp/fl-chr-%d", svg,
+		png, dom, getpid());
 	profile_free(&base);
 	profile_free(&p);
 }
