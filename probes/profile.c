@@ -195,6 +195,8 @@ static void drain(struct profiler *pr, int g)
 	static uint64_t ips[PROFILE_STACK_DEPTH];
 	char names[2 * PROFILE_STACK_DEPTH][160];
 	const char *frames[2 * PROFILE_STACK_DEPTH];
+	static struct sym_where sw[2 * PROFILE_STACK_DEPTH];
+	static struct profile_where where[2 * PROFILE_STACK_DEPTH];
 	struct profile_key *keys = NULL;
 	size_t nkeys = 0, cap = 0;
 	uint64_t samples = 0, unresolved = 0, nframes = 0, truncated = 0, ustacks = 0;
@@ -227,8 +229,14 @@ static void drain(struct profiler *pr, int g)
 			if (!sym_stack_complete(pr->sym, next.tgid, ips, depth))
 				truncated += count;
 			for (int i = depth - 1; i >= 0; i--, n++) {
-				un += !sym_user(pr->sym, next.tgid, ips[i], names[n], sizeof(names[n]));
+				int named = sym_user_where(pr->sym, next.tgid, ips[i], names[n],
+							   sizeof(names[n]), &sw[n]);
+
+				un += !named;
 				frames[n] = names[n];
+				where[n] = (struct profile_where){
+					sw[n].known ? sw[n].file : NULL, sw[n].build_id,
+					sw[n].offset, named };
 			}
 		}
 		if (next.kern_stack >= 0 &&
@@ -238,19 +246,25 @@ static void drain(struct profiler *pr, int g)
 			while (depth < PROFILE_STACK_DEPTH && ips[depth])
 				depth++;
 			for (int i = depth - 1; i >= 0; i--, n++) {
-				un += !sym_kernel(pr->sym, ips[i], names[n], sizeof(names[n]));
+				int named = sym_kernel(pr->sym, ips[i], names[n], sizeof(names[n]));
+
+				un += !named;
 				frames[n] = names[n];
+				where[n] = (struct profile_where){
+					"[kernel.kallsyms]", sym_kernel_build_id(pr->sym), ips[i], named };
 			}
 		}
 		if (n == 0) {
 			snprintf(names[0], sizeof(names[0]), "[no stack]");
+			where[0] = (struct profile_where){ 0 };
 			frames[n++] = names[0];
 			un++;
 		}
 		unresolved += (uint64_t)un * count;
 		nframes += (uint64_t)n * count;
-		profile_add(&pr->window, sym_service(pr->sym, next.tgid), sym_comm(pr->sym, next.tgid),
-			    next.tgid, frames, (uint32_t)n, count);
+		profile_add_at(&pr->window, sym_service(pr->sym, next.tgid),
+			       sym_comm(pr->sym, next.tgid), next.tgid, frames, where, (uint32_t)n,
+			       count);
 	}
 	/* empty the generation for its next turn */
 	for (size_t i = 0; i < nkeys; i++) {

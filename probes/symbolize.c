@@ -38,7 +38,8 @@ struct phdr {
 };
 
 struct elf_syms {
-	char key[160];
+	char key[160];		/* the build id, or "ino:DEV:INO:MTIME" without one */
+	char path[256];		/* as the first process that mapped it names it */
 	char *strings;		/* one buffer for all names */
 	struct esym *syms;
 	size_t nsyms;
@@ -65,6 +66,7 @@ struct proc {
 };
 
 struct symbolizer {
+	char kernel_build_id[64];	/* from /sys/kernel/notes, "" if unknown */
 	struct ksym *ksyms;
 	size_t nksyms;
 	struct elf_syms **elfs;
@@ -128,12 +130,50 @@ static int ksym_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The running kernel's GNU build id from its notes (ELF note records). */
+static void read_kernel_build_id(char *out, size_t len)
+{
+	unsigned char buf[4096];
+	size_t n, off = 0;
+	FILE *f = fopen("/sys/kernel/notes", "re");
+
+	out[0] = '\0';
+	if (!f)
+		return;
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	while (off + 12 <= n) {
+		uint32_t namesz, descsz, type;
+		size_t name_at = off + 12, desc_at;
+
+		memcpy(&namesz, buf + off, 4);
+		memcpy(&descsz, buf + off + 4, 4);
+		memcpy(&type, buf + off + 8, 4);
+		desc_at = name_at + ((namesz + 3) & ~3u);
+		if (desc_at + descsz > n)
+			return;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(buf + name_at, "GNU", 4) &&
+		    descsz * 2 < len) {
+			for (uint32_t i = 0; i < descsz; i++)
+				sprintf(out + 2 * i, "%02x", buf[desc_at + i]);
+			return;
+		}
+		off = desc_at + ((descsz + 3) & ~3u);
+	}
+}
+
+const char *sym_kernel_build_id(const struct symbolizer *s)
+{
+	return s->kernel_build_id;
+}
+
 int sym_load_kernel(struct symbolizer *s)
 {
 	char line[512];
 	size_t cap = 0;
 	FILE *f = fopen("/proc/kallsyms", "r");
 
+	read_kernel_build_id(s->kernel_build_id, sizeof(s->kernel_build_id));
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
@@ -342,6 +382,16 @@ static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
 	}
 	s->elfs = n;
 	snprintf(es->key, sizeof(es->key), "%s", key);
+	{
+		/* the path in the process's own mount namespace, not /proc/PID/root/... */
+		const char *in = path;
+
+		if (!strncmp(in, "/proc/", 6) && (in = strstr(in + 6, "/root/")))
+			in += 5;
+		else
+			in = path;
+		snprintf(es->path, sizeof(es->path), "%s", in);
+	}
 	read_symbols(e, es, 1);
 	elf_end(e);
 	close(fd);
@@ -588,9 +638,17 @@ static const char *jit_name(struct proc *p, uint64_t addr)
 
 int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len)
 {
+	return sym_user_where(s, pid, addr, buf, len, NULL);
+}
+
+int sym_user_where(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len,
+		   struct sym_where *w)
+{
 	struct proc *p = find_proc(s, pid);
 	const char *jit;
 
+	if (w)
+		memset(w, 0, sizeof(*w));
 	if (!p) {
 		snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
 		return 0;
@@ -602,6 +660,13 @@ int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_
 		if (addr < m->start || addr >= m->end)
 			continue;
 		file_off = addr - m->start + m->offset;
+		if (w) {
+			snprintf(w->file, sizeof(w->file), "%s", m->elf ? m->elf->path : m->module);
+			if (m->elf && strncmp(m->elf->key, "ino:", 4))
+				snprintf(w->build_id, sizeof(w->build_id), "%s", m->elf->key);
+			w->offset = file_off;
+			w->known = 1;
+		}
 		if (m->elf) {
 			for (size_t k = 0; k < m->elf->nphdrs; k++) {
 				const struct phdr *ph = &m->elf->phdrs[k];

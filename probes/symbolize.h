@@ -24,6 +24,9 @@ void sym_free(struct symbolizer *s);
 /* Load /proc/kallsyms. Returns the number of symbols, or -errno. */
 int sym_load_kernel(struct symbolizer *s);
 
+/* The running kernel's build id (hex, from /sys/kernel/notes), "" if unknown. */
+const char *sym_kernel_build_id(const struct symbolizer *s);
+
 /*
  * Name of kernel address addr ("do_syscall_64_[k]") into buf.  Returns 1
  * if resolved, 0 if only an address could be given.
@@ -45,6 +48,18 @@ int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm);
  * Returns 1 if resolved to a symbol, 0 otherwise.
  */
 int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len);
+
+/* Where a user address's code lives, for tools that symbolize again (pprof). */
+struct sym_where {
+	char file[256];		/* the mapped file's path in the process, or "[anon]" etc. */
+	char build_id[160];	/* hex GNU build id, "" if it has none */
+	uint64_t offset;	/* the address's offset in the file */
+	int known;		/* 0: in no mapping the process had when read */
+};
+
+/* sym_user, and where addr's code lives into *w (may be NULL). */
+int sym_user_where(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len,
+		   struct sym_where *w);
 
 /* pid's cgroup path, v2 or the cpu controller's ("" if unknown). */
 const char *sym_cgroup(struct symbolizer *s, uint32_t pid);

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 
 #include "tests/helpers.h"
+#include "probes/symbolize.h"
 #include "probes/unwind.h"
 #include "model/pprof.h"
 #include "probes/probe.h"
@@ -522,6 +523,105 @@ Test(profile, diff_puts_the_grown_function_first)
 	free(d);
 	profile_free(&base);
 	profile_free(&target);
+}
+
+/*
+ * pprof that tools can symbolize again: a stock xz profiled for real has a
+ * mapping per file with its build id, every located frame's address
+ * inside its mapping, a symbol-named frame's address naming the same
+ * function when addr2line reads the file at that offset, xz's own frames
+ * (stripped: no symbol) as addresses without a line, not as names, and
+ * kernel frames in a "[kernel.kallsyms]" mapping.  The window codec keeps
+ * the locations.
+ */
+Test(profile, pprof_mappings_and_addresses_symbolize_again, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct profile_one_filter only = { 0 };
+	struct profile p, back;
+	pid_t pid = spawn_sh("exec xz -9 -T1 -c < /dev/urandom > /dev/null");
+	uint8_t *gz, *raw;
+	size_t gzlen, rawlen, lzma_checked = 0, unnamed_xz = 0, kernel = 0;
+	Perftools__Profiles__Profile *pb;
+	char err[256], *enc;
+	size_t enclen;
+
+	usleep(300000);
+	only.pid = (uint32_t)pid;
+	profile_only(&p, 2 * NSEC_PER_SEC, 99, &only);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_gt(p.total, 40);
+	cr_assert_gt(p.nmaps, 1, "no mappings recorded");
+	cr_assert_eq(profile_encode(&p, &enc, &enclen), 0);
+	cr_assert_eq(profile_decode(enc, enclen, &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(back.nmaps, p.nmaps, "the window codec lost mappings");
+	for (uint32_t st = 0; st < p.nstacks; st++)
+		for (uint32_t i = 0; p.locs && st < p.cap_locs && p.locs[st] && i < p.stacks[st][0];
+		     i++)
+			cr_assert(back.locs && back.locs[st] &&
+				  back.locs[st][i].addr == p.locs[st][i].addr &&
+				  back.locs[st][i].map == p.locs[st][i].map,
+				  "stack %u frame %u's location lost in the codec", st, i);
+	free(enc);
+	profile_free(&back);
+
+	cr_assert_eq(pprof_encode(&p, &gz, &gzlen), 0);
+	cr_assert_eq(pprof_gunzip(gz, gzlen, &raw, &rawlen), 0);
+	pb = perftools__profiles__profile__unpack(NULL, rawlen, raw);
+	cr_assert_not_null(pb);
+	cr_assert_eq(pb->n_mapping, p.nmaps);
+	for (size_t m = 0; m < pb->n_mapping; m++) {
+		const char *file = pb->string_table[pb->mapping[m]->filename];
+		char want[160];
+
+		cr_assert_eq(pb->mapping[m]->id, m + 1);
+		if (file[0] != '/')
+			continue;
+		cr_assert_eq(sym_file_build_id(file, want, sizeof(want)), 0, "%s", file);
+		cr_expect_str_eq(pb->string_table[pb->mapping[m]->build_id], want,
+				 "%s: build id differs from the file's", file);
+	}
+	for (size_t i = 0; i < pb->n_location; i++) {
+		const Perftools__Profiles__Location *l = pb->location[i];
+		const Perftools__Profiles__Mapping *m;
+		const char *file, *fn;
+		uint64_t off;
+
+		if (!l->mapping_id)
+			continue;
+		cr_assert_leq(l->mapping_id, pb->n_mapping);
+		m = pb->mapping[l->mapping_id - 1];
+		cr_assert(l->address >= m->memory_start && l->address <= m->memory_limit,
+			  "location %llu outside its mapping", (unsigned long long)l->id);
+		file = pb->string_table[m->filename];
+		off = l->address - m->memory_start + m->file_offset;
+		if (!strcmp(file, "[kernel.kallsyms]")) {
+			kernel++;
+			continue;
+		}
+		if (strstr(file, "/xz") && !l->n_line)
+			unnamed_xz++;
+		if (!strstr(file, "liblzma") || l->n_line != 1)
+			continue;
+		fn = pb->string_table[pb->function[l->line[0]->function_id - 1]->name];
+		if (strchr(fn, '+') || lzma_checked >= 5)
+			continue;
+		/* the file's own symbols at that offset (liblzma's text: offset == address) */
+		cr_expect_eq(test_sh("test \"$(addr2line -f -e %s 0x%llx | head -1)\" = '%s'", file,
+				     (unsigned long long)off, fn), 0,
+			     "%s+0x%llx is not %s by addr2line", file, (unsigned long long)off, fn);
+		lzma_checked++;
+	}
+	cr_log_info("%zu mappings, %zu locations; %zu liblzma addresses re-symbolized, %zu xz "
+		    "frames as bare addresses, %zu kernel locations", pb->n_mapping, pb->n_location,
+		    lzma_checked, unnamed_xz, kernel);
+	cr_expect_gt(lzma_checked, 0, "no named liblzma frame to check");
+	cr_expect_gt(unnamed_xz, 0, "xz's stripped frames are not bare addresses");
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	free(gz);
+	free(raw);
+	profile_free(&p);
 }
 
 Test(profile, pprof_is_strictly_valid_and_totals_match)

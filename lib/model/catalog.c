@@ -149,7 +149,8 @@ const struct metric_info catalog[] = {
 	  "Share of frames in the last window that kept module+offset (no symbol)." },
 	{ "faultline_profile_truncated_user_stacks_ratio", "profile.truncated_user_stacks_ratio", SERIES_GAUGE, UNIT_RATIO, 1, "",
 	  "Share of user stacks in the last window that did not reach a program or thread "
-	  "entry point (missing frame pointers)." },
+	  "entry point (no call frame information and no frame pointers, JIT code, a full "
+	  "unwind table)." },
 	/* the probe itself */
 	{ "faultline_probe_collect_duration_seconds", "probe.collect_duration", SERIES_GAUGE, UNIT_SECONDS, 1e-9, "",
 	  "Time the probe spent collecting the last snapshot." },

@@ -34,6 +34,10 @@ void profile_free(struct profile *p)
 	for (uint32_t i = 0; i < p->nstacks; i++)
 		free(p->stacks[i]);
 	free(p->stacks);
+	for (uint32_t i = 0; i < p->nstacks && p->locs; i++)
+		free(p->locs[i]);
+	free(p->locs);
+	free(p->maps);
 	free(p->rows);
 	strmap_free(&p->string_index);
 	strmap_free(&p->stack_index);
@@ -97,6 +101,54 @@ nomem:
 	return UINT32_MAX;
 }
 
+/* 1 + the index of the mapping (file, build_id), added if new; 0 on -ENOMEM. */
+static uint32_t intern_map(struct profile *p, uint32_t file, uint32_t build_id)
+{
+	for (uint32_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].file == file && p->maps[i].build_id == build_id)
+			return i + 1;
+	if (p->nmaps == p->cap_maps) {
+		uint32_t cap = p->cap_maps ? p->cap_maps * 2 : 16;
+		struct profile_map *m = realloc(p->maps, cap * sizeof(*m));
+
+		if (!m)
+			return 0;
+		p->maps = m;
+		p->cap_maps = cap;
+	}
+	p->maps[p->nmaps] = (struct profile_map){ file, build_id };
+	return ++p->nmaps;
+}
+
+/* Stack st's locations (n frames) from loc, unless it has them already. */
+static int set_locs(struct profile *p, uint32_t st, const struct profile_loc *loc, uint32_t n)
+{
+	if (st >= p->cap_locs) {
+		uint32_t cap = p->cap_stacks > st ? p->cap_stacks : st + 1;
+		struct profile_loc **l = realloc(p->locs, cap * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		memset(l + p->cap_locs, 0, (cap - p->cap_locs) * sizeof(*l));
+		p->locs = l;
+		p->cap_locs = cap;
+	}
+	if (p->locs[st] || !n)
+		return 0;
+	p->locs[st] = malloc(n * sizeof(*loc));
+	if (!p->locs[st])
+		return -ENOMEM;
+	memcpy(p->locs[st], loc, n * sizeof(*loc));
+	return 0;
+}
+
+/* The location of frame i of stack st, or NULL. */
+static const struct profile_loc *loc_of(const struct profile *p, uint32_t st, uint32_t i)
+{
+	return p->locs && st < p->cap_locs && p->locs[st] && p->locs[st][i].map ?
+	       &p->locs[st][i] : NULL;
+}
+
 static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t pid,
 		   uint32_t stack, uint64_t count)
 {
@@ -129,6 +181,13 @@ static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t 
 int profile_add(struct profile *p, const char *service, const char *comm, uint32_t pid,
 		const char *const *frames, uint32_t n, uint64_t count)
 {
+	return profile_add_at(p, service, comm, pid, frames, NULL, n, count);
+}
+
+int profile_add_at(struct profile *p, const char *service, const char *comm, uint32_t pid,
+		   const char *const *frames, const struct profile_where *where, uint32_t n,
+		   uint64_t count)
+{
 	uint32_t idx[PROFILE_MAX_DEPTH], st, sv, cm;
 
 	if (n > PROFILE_MAX_DEPTH)
@@ -141,12 +200,48 @@ int profile_add(struct profile *p, const char *service, const char *comm, uint32
 	st = intern_stack(p, idx, n);
 	if (sv == UINT32_MAX || cm == UINT32_MAX || st == UINT32_MAX)
 		return -ENOMEM;
+	if (where && !(st < p->cap_locs && p->locs[st])) {
+		static __thread struct profile_loc loc[PROFILE_MAX_DEPTH];
+		int any = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t f, b;
+
+			memset(&loc[i], 0, sizeof(loc[i]));
+			if (!where[i].file)
+				continue;
+			f = profile_intern(p, where[i].file);
+			b = profile_intern(p, where[i].build_id ? where[i].build_id : "");
+			if (f == UINT32_MAX || b == UINT32_MAX || !(loc[i].map = intern_map(p, f, b)))
+				return -ENOMEM;
+			loc[i].addr = where[i].addr;
+			loc[i].named = where[i].named ? 1 : 0;
+			any = 1;
+		}
+		if (any && set_locs(p, st, loc, n))
+			return -ENOMEM;
+	}
 	return add_row(p, sv, cm, pid, st, count);
+}
+
+/* Frame i of stack st of p as a profile_where into w (file NULL: none). */
+static void where_of(const struct profile *p, uint32_t st, uint32_t i, struct profile_where *w)
+{
+	const struct profile_loc *l = loc_of(p, st, i);
+
+	memset(w, 0, sizeof(*w));
+	if (!l || l->map > p->nmaps)
+		return;
+	w->file = p->strings[p->maps[l->map - 1].file];
+	w->build_id = p->strings[p->maps[l->map - 1].build_id];
+	w->addr = l->addr;
+	w->named = (int)l->named;
 }
 
 int profile_merge(struct profile *dst, const struct profile *src, const char *service)
 {
 	const char *frames[PROFILE_MAX_DEPTH];
+	static __thread struct profile_where where[PROFILE_MAX_DEPTH];
 
 	for (uint32_t r = 0; r < src->nrows; r++) {
 		const struct profile_row *row = &src->rows[r];
@@ -155,10 +250,12 @@ int profile_merge(struct profile *dst, const struct profile *src, const char *se
 
 		if (service && strcmp(src->strings[row->service], service))
 			continue;
-		for (uint32_t i = 0; i < st[0]; i++)
+		for (uint32_t i = 0; i < st[0]; i++) {
 			frames[i] = src->strings[st[1 + i]];
-		ret = profile_add(dst, src->strings[row->service], src->strings[row->comm], 0,
-				  frames, st[0], row->count);
+			where_of(src, row->stack, i, &where[i]);
+		}
+		ret = profile_add_at(dst, src->strings[row->service], src->strings[row->comm], 0,
+				     frames, where, st[0], row->count);
 		if (ret)
 			return ret;
 	}
@@ -179,7 +276,7 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 8);
+	msgpack_pack_map(&pk, p->nmaps ? 10 : 8);
 	wire_pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, PROFILE_VERSION);
 	wire_pack_str(&pk, "host");
@@ -211,6 +308,27 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 		msgpack_pack_uint32(&pk, p->rows[i].stack);
 		msgpack_pack_uint64(&pk, p->rows[i].count);
 	}
+	if (p->nmaps) {
+		wire_pack_str(&pk, "map");
+		msgpack_pack_array(&pk, p->nmaps);
+		for (uint32_t i = 0; i < p->nmaps; i++) {
+			msgpack_pack_array(&pk, 2);
+			msgpack_pack_uint32(&pk, p->maps[i].file);
+			msgpack_pack_uint32(&pk, p->maps[i].build_id);
+		}
+		wire_pack_str(&pk, "loc");
+		msgpack_pack_array(&pk, p->nstacks);
+		for (uint32_t i = 0; i < p->nstacks; i++) {
+			int has = i < p->cap_locs && p->locs[i];
+
+			msgpack_pack_array(&pk, has ? 3 * p->stacks[i][0] : 0);
+			for (uint32_t k = 0; has && k < p->stacks[i][0]; k++) {
+				msgpack_pack_uint32(&pk, p->locs[i][k].map);
+				msgpack_pack_uint64(&pk, p->locs[i][k].addr);
+				msgpack_pack_uint32(&pk, p->locs[i][k].named);
+			}
+		}
+	}
 	if (!sb.data) {
 		msgpack_sbuffer_destroy(&sb);
 		return -ENOMEM;
@@ -224,7 +342,7 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
 {
-	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL;
+	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL, *maps = NULL, *locs = NULL;
 	msgpack_unpacked msg;
 	size_t off = 0;
 	uint64_t v, version = 0;
@@ -263,6 +381,10 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 			stk = val;
 		else if (wire_key_is(k, "rows"))
 			rows = val;
+		else if (wire_key_is(k, "map"))
+			maps = val;
+		else if (wire_key_is(k, "loc"))
+			locs = val;
 	}
 	if (version != PROFILE_VERSION)
 		FAIL("profile: version %llu, this build reads %d", (unsigned long long)version,
@@ -318,6 +440,46 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 			FAIL("profile: row %u refers past the tables", i);
 		if (add_row(p, (uint32_t)f[0], (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3], f[4]))
 			FAIL("profile: out of memory");
+	}
+	if (maps || locs) {
+		if (!maps || !locs || maps->type != MSGPACK_OBJECT_ARRAY ||
+		    locs->type != MSGPACK_OBJECT_ARRAY || locs->via.array.size != p->nstacks)
+			FAIL("profile: 'map' and 'loc' must be arrays, 'loc' one entry per stack");
+		for (uint32_t i = 0; i < maps->via.array.size; i++) {
+			const msgpack_object *m = &maps->via.array.ptr[i];
+			uint64_t fi, bi;
+
+			if (m->type != MSGPACK_OBJECT_ARRAY || m->via.array.size != 2 ||
+			    wire_u64(&m->via.array.ptr[0], &fi) || wire_u64(&m->via.array.ptr[1], &bi) ||
+			    fi >= p->nstrings || bi >= p->nstrings)
+				FAIL("profile: mapping %u must be [file, build_id] string indexes", i);
+			if (intern_map(p, (uint32_t)fi, (uint32_t)bi) != i + 1)
+				FAIL("profile: mapping %u is a duplicate", i);
+		}
+		for (uint32_t i = 0; i < p->nstacks; i++) {
+			const msgpack_object *l = &locs->via.array.ptr[i];
+			struct profile_loc loc[PROFILE_MAX_DEPTH];
+			uint32_t n = p->stacks[i][0];
+
+			if (l->type != MSGPACK_OBJECT_ARRAY ||
+			    (l->via.array.size && l->via.array.size != 3 * n))
+				FAIL("profile: 'loc' of stack %u must hold 3 values per frame", i);
+			if (!l->via.array.size)
+				continue;
+			for (uint32_t k = 0; k < n; k++) {
+				uint64_t m, named;
+
+				if (wire_u64(&l->via.array.ptr[3 * k], &m) || m > p->nmaps ||
+				    wire_u64(&l->via.array.ptr[3 * k + 1], &loc[k].addr) ||
+				    wire_u64(&l->via.array.ptr[3 * k + 2], &named) || named > 1)
+					FAIL("profile: location %u of stack %u is not [map, addr, named]",
+					     k, i);
+				loc[k].map = (uint32_t)m;
+				loc[k].named = (uint32_t)named;
+			}
+			if (set_locs(p, i, loc, n))
+				FAIL("profile: out of memory");
+		}
 	}
 	msgpack_unpacked_destroy(&msg);
 	return 0;

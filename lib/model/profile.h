@@ -7,11 +7,23 @@
  * host is a profile; so is the merge of many windows (rows with the same
  * service, comm and stack are added; pid is dropped to 0 when merging).
  *
+ * Where each frame's code lives, when the profiler knew it: a mapping (a
+ * file by path and build id, or "[kernel.kallsyms]") and an address in it
+ * (the file offset; for the kernel the address itself), and whether the
+ * frame's name came from a symbol (else the name is "module+0xoffset",
+ * for people, and tools should symbolize the address).  Stacks merge by
+ * frame names, so a frame's location is the first one sampled for that
+ * stack: an address inside the named function.
+ *
  * Wire form (msgpack, version 1):
  *   { "v": 1, "host": str, "ts": ms (end), "dur": ms, "hz": rate,
  *     "str": [ str... ], "stk": [ [ idx... ]... ],
- *     "rows": [ [ service, comm, pid, stack, count ]... ] }
- * profile_decode() treats input as hostile (bounds on every index).
+ *     "rows": [ [ service, comm, pid, stack, count ]... ],
+ *     "map": [ [ file, build_id ]... ],               (optional: string indexes)
+ *     "loc": [ [ map, addr, named, map, addr, named... ]... ] }  (per stack, per
+ *                                           frame; map 0: unknown; [] for none)
+ * profile_decode() treats input as hostile (bounds on every index); windows
+ * written before "map"/"loc" existed decode without locations.
  */
 #ifndef FL_PROFILE_H
 #define FL_PROFILE_H
@@ -28,6 +40,23 @@ struct profile_row {
 	uint64_t count;
 };
 
+struct profile_map {
+	uint32_t file, build_id;	/* string indexes */
+};
+
+struct profile_loc {
+	uint32_t map;		/* 1 + index into maps; 0: not known */
+	uint32_t named;		/* the frame's name is a symbol's */
+	uint64_t addr;
+};
+
+/* Where a frame added by profile_add_at lives (file NULL: not known). */
+struct profile_where {
+	const char *file, *build_id;
+	uint64_t addr;
+	int named;
+};
+
 struct profile {
 	char host[200];
 	uint64_t ts_ms, duration_ms;
@@ -42,6 +71,10 @@ struct profile {
 	uint32_t nrows, cap_rows;
 	struct strmap row_index;
 	uint64_t total;
+	struct profile_map *maps;
+	uint32_t nmaps, cap_maps;
+	struct profile_loc **locs;	/* per stack: a location per frame, or NULL */
+	uint32_t cap_locs;
 };
 
 int profile_init(struct profile *p, const char *host);
@@ -57,6 +90,11 @@ uint32_t profile_intern(struct profile *p, const char *s);
  */
 int profile_add(struct profile *p, const char *service, const char *comm, uint32_t pid,
 		const char *const *frames, uint32_t n, uint64_t count);
+
+/* The same with where each frame's code lives (where may be NULL). */
+int profile_add_at(struct profile *p, const char *service, const char *comm, uint32_t pid,
+		   const char *const *frames, const struct profile_where *where, uint32_t n,
+		   uint64_t count);
 
 /*
  * dst += src, optionally only rows whose service equals `service` (NULL:
