@@ -619,6 +619,21 @@ Test(profile, pprof_mappings_and_addresses_symbolize_again, .init = setup, .fini
 	cr_expect_gt(lzma_checked, 0, "no named liblzma frame to check");
 	cr_expect_gt(unnamed_xz, 0, "xz's stripped frames are not bare addresses");
 	perftools__profiles__profile__free_unpacked(pb, NULL);
+	/* and pprof itself reads the mappings with their build ids */
+	{
+		char path[64], want[160];
+
+		snprintf(path, sizeof(path), "/tmp/fl-pprof-map-%d.pb.gz", getpid());
+		cr_assert_eq(profile_export(&p, NULL, path, "t"), 0);
+		cr_assert_eq(sym_file_build_id("/usr/bin/xz", want, sizeof(want)), 0);
+		if (test_sh("command -v go >/dev/null") == 0)
+			cr_expect_eq(test_sh("go tool pprof -raw %s 2>&1 | sed -n '/^Mappings/,$p' | "
+					     "grep -q '/0x0 /usr/bin/xz %s'", path, want), 0,
+				     "go tool pprof does not list xz's mapping with its build id");
+		else
+			cr_log_warn("go is not installed: go tool pprof not run (make deps installs it)");
+		test_sh("rm -f %s", path);
+	}
 	free(gz);
 	free(raw);
 	profile_free(&p);

@@ -207,7 +207,7 @@ int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
 		m->file_offset = 0;
 		m->filename = p->maps[k].file;
 		m->build_id = p->maps[k].build_id;
-		m->has_functions = 1;
+		m->has_functions = 1;	/* until a location without a symbol says otherwise */
 		mapp[k] = m;
 	}
 	/*
@@ -246,6 +246,9 @@ int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
 
 					lc->mapping_id = l->map;
 					lc->address = base == KERNEL_START ? l->addr : base + l->addr;
+					/* tools symbolize a mapping only if it says it lacks functions */
+					if (!l->named)
+						maps[l->map - 1].has_functions = 0;
 				}
 				if (!l || l->named) {
 					perftools__profiles__line__init(&lines[nloc - 1]);
