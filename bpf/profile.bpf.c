@@ -53,6 +53,11 @@ struct {
 } seen SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} procs SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);		/* sized by user space before load */
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -83,6 +88,8 @@ struct dwarf_stacks_map dwarf_stacks1 SEC(".maps");
 struct fl_walk_state {
 	__u64 pc, sp, bp;
 	__u64 hash;
+	__u32 leaf_unmapped;	/* the leaf is in no published mapping (dlopen? JIT?) */
+	__u32 pad;
 	struct unwind_stack st;
 };
 
@@ -144,6 +151,8 @@ static long unwind_step(__u32 i, void *arg)
 			row = find_row(mp, pc, n == 0);
 			break;
 		}
+		if (j + 1 == nmaps && n == 0)
+			st->leaf_unmapped = 1;
 	}
 	if (row && row->cfa == UNWIND_CFA_STOP)
 		return 1;
@@ -205,16 +214,32 @@ static struct fl_walk_state *dwarf_walk(struct bpf_perf_event_data *ctx, __u32 t
 	}
 	st->hash = 0xcbf29ce484222325ULL;
 	st->st.n = 0;
+	st->leaf_unmapped = 0;
 	w.st = st;
 	w.up = up;
 	bpf_loop(UNWIND_MAX_FRAMES, unwind_step, &w, 0);
+	/*
+	 * code in no published mapping: a library loaded since (dlopen), or JIT
+	 * code; ask user space to read the mappings again, at most once a second
+	 */
+	if (st->leaf_unmapped) {
+		__u64 now = bpf_ktime_get_ns();
+
+		if (now - up->asked_ns > 1000000000ULL) {
+			struct profile_proc_event *e;
+
+			up->asked_ns = now;
+			e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
+			if (e) {
+				e->tgid = tgid;
+				bpf_get_current_comm(e->comm, sizeof(e->comm));
+				bpf_ringbuf_submit(e, 0);
+			}
+		}
+	}
 	return st->st.n ? st : NULL;
 }
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
-} procs SEC(".maps");
 
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)

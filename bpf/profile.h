@@ -63,6 +63,7 @@ struct unwind_map {
 struct unwind_proc {
 	__u32 n;
 	__u32 pad;
+	__u64 asked_ns;		/* when a sample last asked for the mappings again */
 	struct unwind_map m[UNWIND_MAX_MAPS];	/* sorted by start */
 };
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -557,6 +558,13 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid)
 	}
 	fclose(fp);
 	qsort(up->m, up->n, sizeof(up->m[0]), map_cmp);
+	{
+		/* read now: the walker asks again no sooner than a second from now */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		up->asked_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	}
 	ret = up->n ? bpf_map_update_elem(u->procs_fd, &pid, up, BPF_ANY) : 0;
 	if (ret)
 		ret = -errno;

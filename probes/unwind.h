@@ -75,7 +75,9 @@ void unwinder_free(struct unwinder *u);
 /*
  * Read pid's executable mappings (through /proc/PID/root for containers),
  * build the tables of files not seen before, and publish the process's
- * mapping list for the walker.  Returns the number of mappings with a
+ * mapping list for the walker.  The walker asks for this again (through
+ * the profiler's ring buffer, at most once a second) when a sample's leaf
+ * is in none of them: a library dlopen'ed since, or JIT code.  Returns the number of mappings with a
  * table, or -errno (the process is gone).
  */
 int unwinder_add_process(struct unwinder *u, uint32_t pid);

@@ -316,6 +316,58 @@ Test(profile, stock_binaries_unwind_through_libc_to_main, .init = setup, .fini =
 }
 
 /*
+ * A library loaded after the process was first sampled (python3 spins,
+ * then imports bz2 — dlopen of _bz2 and libbz2 — and compresses):
+ * the walker notices code outside the mappings it has and asks for them
+ * again, so >= 80 % of the samples in libbz2 unwind to where python began.
+ */
+Test(profile, dlopened_library_unwinds_once_noticed, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct profile_one_filter only = { 0 };
+	struct profile p;
+	uint64_t all = 0, complete = 0;
+	char script[128], cmd[256];
+	FILE *f;
+	pid_t pid;
+
+	snprintf(script, sizeof(script), "%s/dl.py", dir);
+	f = fopen(script, "w");
+	cr_assert_not_null(f);
+	/* busy before the import: sampled, and its mappings read, without libbz2 */
+	fputs("import time\nt = time.time() + 0.7\nwhile time.time() < t:\n    pass\n"
+	      "import bz2\nd = bytes(range(256)) * 4000\nwhile True:\n    bz2.compress(d, 9)\n",
+	      f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "exec python3 %s", script);
+	pid = spawn_sh(cmd);
+	usleep(100000);
+	only.pid = (uint32_t)pid;
+	profile_only(&p, 4 * NSEC_PER_SEC, 99, &only);	/* asks at most once a second */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (uint32_t r = 0; r < p.nrows; r++) {
+		const uint32_t *st = p.stacks[p.rows[r].stack];
+		int bz = 0, done = 0;
+
+		for (uint32_t i = 0; i < st[0]; i++) {
+			const char *name = p.strings[st[1 + i]];
+
+			bz |= !!strstr(name, "libbz2") || !strncmp(name, "BZ2_", 4);
+			done |= i + 1 < st[0] && !strcmp(name, "__libc_start_call_main");
+		}
+		all += bz ? p.rows[r].count : 0;
+		complete += bz && done ? p.rows[r].count : 0;
+	}
+	cr_log_info("dlopen'ed libbz2: %llu of %llu samples unwound to main",
+		    (unsigned long long)complete, (unsigned long long)all);
+	cr_assert_geq(all, 40, "too few samples in libbz2 (%llu)", (unsigned long long)all);
+	cr_expect_geq(complete * 100, all * 80, "only %llu of %llu libbz2 samples unwound",
+		      (unsigned long long)complete, (unsigned long long)all);
+	profile_free(&p);
+}
+
+/*
  * The table of the libc this test runs on: a function's first instruction
  * has the call's rule (CFA = rsp + 8, rbp untouched), almost every rule is
  * one the walker supports, and files that are not ELF are refused.
