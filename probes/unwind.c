@@ -27,6 +27,7 @@
 #include <bpf/bpf.h>
 
 #include "core/log.h"
+#include "probes/symbolize.h"
 
 #define REG_RBP 6
 #define REG_RSP 7
@@ -367,6 +368,7 @@ struct file_rows {
 	dev_t dev;
 	ino_t ino;
 	int64_t mtime;
+	char build_id[80];		/* "" without one */
 	uint32_t first, count;		/* count 0: no table */
 	struct unwind_load *loads;
 	size_t nloads;
@@ -462,6 +464,27 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	f->mtime = st.st_mtime;
+	/* the same build in another container (another inode): its rows again */
+	if (sym_file_build_id(path, f->build_id, sizeof(f->build_id)))
+		f->build_id[0] = '\0';
+	for (size_t i = 0; f->build_id[0] && i + 1 < u->nfiles; i++) {
+		const struct file_rows *o = &u->files[i];
+
+		if (strcmp(o->build_id, f->build_id))
+			continue;
+		close(fd);
+		f->first = o->first;
+		f->count = o->count;
+		f->loads = o->count ? malloc(o->nloads * sizeof(*o->loads)) : NULL;
+		if (o->count && !f->loads) {
+			f->count = 0;
+			return NULL;
+		}
+		if (f->loads)
+			memcpy(f->loads, o->loads, o->nloads * sizeof(*o->loads));
+		f->nloads = o->nloads;
+		return f->count ? f : NULL;
+	}
 	ret = unwind_table_build(fd, &t, err, sizeof(err));
 	close(fd);
 	if (ret) {

@@ -8,11 +8,15 @@
  * address (CFA) is rsp or rbp plus an offset (or the PLT's rule), the
  * return address is at CFA-8, and the caller's rbp is unchanged or saved
  * at CFA+offset (bpf/profile.h, struct unwind_row).  Tables are built with
- * libdw (dwarf_cfi_addrframe), once per file (by device and inode: one
- * copy for every process mapping it), into one BPF array shared by all;
+ * libdw (dwarf_cfi_addrframe), once per file (by device and inode, and by
+ * GNU build id, so the same build in another container's image is one
+ * copy too), into one BPF array shared by all;
  * each process gets a list of its executable mappings pointing at their
  * tables (struct unwind_proc, keyed by pid).  Rows are not recycled: when
  * the array is full, files not yet loaded unwind with frame pointers.
+ *
+ * Only .eh_frame is read (every Debian binary has it; .debug_frame, in
+ * separate debug files or objects built without unwind tables, is not).
  *
  * Supported rules (x86-64): CFA = rsp+N or rbp+N, the PLT expression
  * (rsp+8, +8 more past the push), return address at CFA-8 or undefined
