@@ -123,6 +123,25 @@ static void close_events(struct profiler *pr)
 	}
 }
 
+/*
+ * Whether samples of process tgid go in the profile: all of them, or
+ * (one-shot --pid / --cgroup) those of one process, or of the processes in
+ * a cgroup and the cgroups below it.
+ */
+static int wanted(const struct profiler *pr, uint32_t tgid)
+{
+	const char *cg;
+	size_t n = strlen(pr->only.cgroup);
+
+	if (pr->only.pid && tgid != pr->only.pid)
+		return 0;
+	if (!n)
+		return 1;
+	cg = sym_cgroup(pr->sym, tgid);
+	return !strncmp(cg, pr->only.cgroup, n) && (cg[n] == '\0' || cg[n] == '/' ||
+						     pr->only.cgroup[n - 1] == '/');
+}
+
 static int on_proc(void *ctx, void *data, size_t len)
 {
 	struct profiler *pr = ctx;
@@ -135,7 +154,8 @@ static int on_proc(void *ctx, void *data, size_t len)
 	comm[16] = '\0';
 	/* a known pid arriving again has exec'd: its mappings changed */
 	sym_process_refresh(pr->sym, e->tgid, comm);
-	if (pr->unw)
+	/* tables only for what the profile keeps: a one-shot --pid needs one process's */
+	if (pr->unw && wanted(pr, e->tgid))
 		unwinder_add_process(pr->unw, e->tgid);
 	return 0;
 }
@@ -165,25 +185,6 @@ static int user_stack(struct profiler *pr, int g, const struct profile_key *k, u
 	while (depth < PROFILE_STACK_DEPTH && ips[depth])
 		depth++;
 	return depth;
-}
-
-/*
- * Whether samples of process tgid go in the profile: all of them, or
- * (one-shot --pid / --cgroup) those of one process, or of the processes in
- * a cgroup and the cgroups below it.
- */
-static int wanted(const struct profiler *pr, uint32_t tgid)
-{
-	const char *cg;
-	size_t n = strlen(pr->only.cgroup);
-
-	if (pr->only.pid && tgid != pr->only.pid)
-		return 0;
-	if (!n)
-		return 1;
-	cg = sym_cgroup(pr->sym, tgid);
-	return !strncmp(cg, pr->only.cgroup, n) && (cg[n] == '\0' || cg[n] == '/' ||
-						     pr->only.cgroup[n - 1] == '/');
 }
 
 /* Drain generation `g` of the kernel maps into pr->window. */
@@ -287,7 +288,7 @@ static void drain(struct profiler *pr, int g)
 
 		while (j < i && keys[j].tgid != keys[i].tgid)
 			j++;
-		if (j == i)
+		if (j == i && wanted(pr, keys[i].tgid))
 			unwinder_add_process(pr->unw, keys[i].tgid);
 	}
 	free(keys);

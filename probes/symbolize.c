@@ -63,6 +63,7 @@ struct proc {
 	size_t nmaps;
 	struct perfmap *pm;	/* JIT names (/tmp/perf-PID.map), once looked for */
 	int pm_tried;
+	uint64_t reread;	/* 1 + the generation its mappings were last read again in */
 };
 
 struct symbolizer {
@@ -694,6 +695,16 @@ int sym_user_where(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf,
 	if ((jit = jit_name(p, addr))) {
 		snprintf(buf, len, "%s", jit);
 		return 1;
+	}
+	/* or a library loaded since (dlopen): read its mappings again, once a window */
+	if (p->reread != s->generation + 1) {
+		char comm[sizeof(p->comm)];
+
+		memcpy(comm, p->comm, sizeof(comm));
+		if (sym_process_refresh(s, pid, comm) == 0 && (p = find_proc(s, pid))) {
+			p->reread = s->generation + 1;
+			return sym_user_where(s, pid, addr, buf, len, w);
+		}
 	}
 	snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
 	return 0;

@@ -253,6 +253,25 @@ static pid_t spawn_sh(const char *cmd)
 }
 
 /*
+ * Run cmd (sh -c), let it start for settle_us, profile it alone (--pid)
+ * for ns at 99 Hz (unwind_rows as profile_unwinding), kill it.  Returns
+ * its pid, which the profile's rows carry.
+ */
+static uint32_t profile_command(const char *cmd, useconds_t settle_us, uint64_t ns,
+				long unwind_rows, struct profile *p)
+{
+	struct profile_one_filter only = { 0 };
+	pid_t pid = spawn_sh(cmd);
+
+	usleep(settle_us);
+	only.pid = (uint32_t)pid;
+	profile_unwinding(p, ns, 99, &only, unwind_rows);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return (uint32_t)pid;
+}
+
+/*
  * Stock Debian binaries, built without frame pointers, unwound in the
  * kernel with their .eh_frame: >= 90 % of each one's samples reach where
  * it began (main called from libc, or a thread's start).  With frame
@@ -273,16 +292,10 @@ Test(profile, stock_binaries_unwind_through_libc_to_main, .init = setup, .fini =
 	uint64_t all, complete, named;
 
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
-		struct profile_one_filter only = { 0 };
 		struct profile p;
-		pid_t pid = spawn_sh(progs[i].cmd);
+		uint32_t pid = profile_command(progs[i].cmd, 300000, 2 * NSEC_PER_SEC, -1, &p);
 
-		usleep(300000);
-		only.pid = (uint32_t)pid;
-		profile_only(&p, 2 * NSEC_PER_SEC, 99, &only);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		complete_share(&p, (uint32_t)pid, progs[i].frame, &all, &complete, &named);
+		complete_share(&p, pid, progs[i].frame, &all, &complete, &named);
 		cr_log_info("%s: %llu of %llu samples unwound to where it began", progs[i].name,
 			    (unsigned long long)complete, (unsigned long long)all);
 		cr_assert_geq(all, 40, "%s: too few samples (%llu)", progs[i].name,
@@ -297,16 +310,10 @@ Test(profile, stock_binaries_unwind_through_libc_to_main, .init = setup, .fini =
 	}
 	/* the same xz by frame pointers only */
 	{
-		struct profile_one_filter only = { 0 };
 		struct profile p;
-		pid_t pid = spawn_sh(progs[0].cmd);
+		uint32_t pid = profile_command(progs[0].cmd, 300000, 2 * NSEC_PER_SEC, 0, &p);
 
-		usleep(300000);
-		only.pid = (uint32_t)pid;
-		profile_unwinding(&p, 2 * NSEC_PER_SEC, 99, &only, 0);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		complete_share(&p, (uint32_t)pid, NULL, &all, &complete, &named);
+		complete_share(&p, pid, NULL, &all, &complete, &named);
 		cr_log_info("xz by frame pointers: %llu of %llu samples unwound",
 			    (unsigned long long)complete, (unsigned long long)all);
 		cr_assert_geq(all, 40);
@@ -324,12 +331,10 @@ Test(profile, stock_binaries_unwind_through_libc_to_main, .init = setup, .fini =
 Test(profile, dlopened_library_unwinds_once_noticed, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	struct profile_one_filter only = { 0 };
 	struct profile p;
 	uint64_t all = 0, complete = 0;
 	char script[128], cmd[256];
 	FILE *f;
-	pid_t pid;
 
 	snprintf(script, sizeof(script), "%s/dl.py", dir);
 	f = fopen(script, "w");
@@ -340,12 +345,7 @@ Test(profile, dlopened_library_unwinds_once_noticed, .init = setup, .fini = tear
 	      f);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "exec python3 %s", script);
-	pid = spawn_sh(cmd);
-	usleep(100000);
-	only.pid = (uint32_t)pid;
-	profile_only(&p, 4 * NSEC_PER_SEC, 99, &only);	/* asks at most once a second */
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	profile_command(cmd, 100000, 4 * NSEC_PER_SEC, -1, &p);	/* asks at most once a second */
 	for (uint32_t r = 0; r < p.nrows; r++) {
 		const uint32_t *st = p.stacks[p.rows[r].stack];
 		int bz = 0, done = 0;
@@ -589,20 +589,15 @@ Test(profile, diff_puts_the_grown_function_first)
 Test(profile, pprof_mappings_and_addresses_symbolize_again, .init = setup, .fini = teardown,
      .timeout = 60)
 {
-	struct profile_one_filter only = { 0 };
 	struct profile p, back;
-	pid_t pid = spawn_sh("exec xz -9 -T1 -c < /dev/urandom > /dev/null");
 	uint8_t *gz, *raw;
 	size_t gzlen, rawlen, lzma_checked = 0, unnamed_xz = 0, kernel = 0;
 	Perftools__Profiles__Profile *pb;
 	char err[256], *enc;
 	size_t enclen;
 
-	usleep(300000);
-	only.pid = (uint32_t)pid;
-	profile_only(&p, 2 * NSEC_PER_SEC, 99, &only);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	profile_command("exec xz -9 -T1 -c < /dev/urandom > /dev/null", 300000, 2 * NSEC_PER_SEC,
+			-1, &p);
 	cr_assert_gt(p.total, 40);
 	cr_assert_gt(p.nmaps, 1, "no mappings recorded");
 	cr_assert_eq(profile_encode(&p, &enc, &enclen), 0);
