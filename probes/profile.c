@@ -61,6 +61,8 @@ struct profiler {
 	struct bpf_link *exec_link;
 	struct symbolizer *sym;
 	struct unwinder *unw;		/* NULL: frame pointers only */
+	uint32_t unw_todo[256];		/* processes announced, their tables not built yet */
+	uint32_t nunw_todo;
 	uint32_t unwind_rows;		/* profile.unwind_rows */
 	char host[200];
 	char redis_url[512];
@@ -142,6 +144,21 @@ static int wanted(const struct profiler *pr, uint32_t tgid)
 						     pr->only.cgroup[n - 1] == '/');
 }
 
+/*
+ * After the unwinder started its rows over, every process announces itself
+ * again at its next sample (and gets its tables back): forget who was seen.
+ */
+static void forget_seen_after_reset(struct profiler *pr)
+{
+	int fd = bpf_map__fd(pr->skel->maps.seen);
+	uint32_t next;
+
+	if (!unwinder_take_reset(pr->unw))
+		return;
+	while (bpf_map_get_next_key(fd, NULL, &next) == 0 && bpf_map_delete_elem(fd, &next) == 0)
+		;
+}
+
 static int on_proc(void *ctx, void *data, size_t len)
 {
 	struct profiler *pr = ctx;
@@ -154,10 +171,42 @@ static int on_proc(void *ctx, void *data, size_t len)
 	comm[16] = '\0';
 	/* a known pid arriving again has exec'd: its mappings changed */
 	sym_process_refresh(pr->sym, e->tgid, comm);
-	/* tables only for what the profile keeps: a one-shot --pid needs one process's */
-	if (pr->unw && wanted(pr, e->tgid))
-		unwinder_add_process(pr->unw, e->tgid);
+	/*
+	 * tables only for what the profile keeps (a one-shot --pid needs one
+	 * process's), built after the ring buffer is read: every announced
+	 * process's mappings are snapshotted first, as a 40 ms one cannot wait
+	 */
+	if (pr->unw && wanted(pr, e->tgid) && pr->nunw_todo < sizeof(pr->unw_todo) / 4)
+		pr->unw_todo[pr->nunw_todo++] = e->tgid;
 	return 0;
+}
+
+/*
+ * Read the ring buffer for up to timeout_ms, then build the announced
+ * processes' tables for at most 10 ms, the rest next time round: a host's
+ * first second announces every process, and building their tables must not
+ * keep a 40 ms process waiting to have its mappings read.
+ */
+static void poll_processes(struct profiler *pr, int timeout_ms)
+{
+	uint64_t start;
+	uint32_t done = 0;
+
+	ring_buffer__poll(pr->rb, pr->nunw_todo ? 0 : timeout_ms);
+	start = time_mono_ns();
+	while (done < pr->nunw_todo && time_mono_ns() - start < 10 * NSEC_PER_MSEC) {
+		uint32_t j = 0;
+
+		while (j < done && pr->unw_todo[j] != pr->unw_todo[done])
+			j++;
+		if (j == done)
+			unwinder_add_process(pr->unw, pr->unw_todo[done]);
+		done++;
+	}
+	memmove(pr->unw_todo, pr->unw_todo + done, (pr->nunw_todo - done) * sizeof(uint32_t));
+	pr->nunw_todo -= done;
+	if (pr->unw)
+		forget_seen_after_reset(pr);
 }
 
 /*
@@ -291,6 +340,8 @@ static void drain(struct profiler *pr, int g)
 		if (j == i && wanted(pr, keys[i].tgid))
 			unwinder_add_process(pr->unw, keys[i].tgid);
 	}
+	if (pr->unw)
+		forget_seen_after_reset(pr);
 	free(keys);
 	pthread_mutex_lock(&pr->lock);
 	pr->samples += samples;
@@ -397,7 +448,7 @@ static void *profiler_thread(void *arg)
 			break;
 		}
 		pthread_mutex_unlock(&pr->lock);
-		ring_buffer__poll(pr->rb, 100);
+		poll_processes(pr, 100);
 		now = time_mono_ns();
 		if (now - last_burst_check >= NSEC_PER_SEC) {
 			uint32_t want = burst_requested(pr, &rc);
@@ -458,7 +509,8 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 		char uerr[256];
 
 		pr->unw = unwinder_new(bpf_map__fd(pr->skel->maps.unwind_rows), pr->unwind_rows,
-				       bpf_map__fd(pr->skel->maps.unwind_procs), uerr, sizeof(uerr));
+				       pr->unwind_rows / 4, bpf_map__fd(pr->skel->maps.unwind_procs),
+				       uerr, sizeof(uerr));
 		if (!pr->unw)
 			log_warn("profile: %s; user stacks unwind with frame pointers only", uerr);
 		else if (pr->only.pid)
@@ -603,7 +655,7 @@ int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32
 	}
 	start = time_mono_ns();
 	while ((now = time_mono_ns()) - start < duration_ns)
-		ring_buffer__poll(pr.rb, 100);
+		poll_processes(&pr, 100);
 	flush(&pr, now - start);
 	*out = pr.window;
 	profile_init(&pr.window, pr.host);	/* ownership moved to *out */

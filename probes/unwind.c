@@ -378,14 +378,55 @@ struct unwinder {
 	int rows_fd, procs_fd;
 	struct unwind_row *rows;	/* the BPF array, mmap'd */
 	uint32_t max_rows, used;
+	uint32_t max_file_rows;		/* a bigger file stays on frame pointers */
 	struct file_rows *files;
 	size_t nfiles;
 	uint32_t failed;
 	int said_full;
+	uint64_t reset_ms;		/* when the rows were last started over */
+	int reset_unseen;		/* a reset the caller has not been told of */
 };
 
-struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, int procs_fd, char *err,
-			      size_t errlen)
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Start the rows over: forget every file and every published process (the
+ * walker falls back to frame pointers until they are published again), so
+ * the files in use now get rows rather than those of processes long gone.
+ */
+static void unwinder_reset(struct unwinder *u)
+{
+	uint32_t next;
+
+	/* each deletion makes the next first key the one to take */
+	while (bpf_map_get_next_key(u->procs_fd, NULL, &next) == 0 &&
+	       bpf_map_delete_elem(u->procs_fd, &next) == 0)
+		;
+	for (size_t i = 0; i < u->nfiles; i++)
+		free(u->files[i].loads);
+	u->nfiles = 0;
+	u->used = 0;
+	u->said_full = 0;
+	u->reset_ms = mono_ms();
+	u->reset_unseen = 1;
+}
+
+int unwinder_take_reset(struct unwinder *u)
+{
+	int r = u->reset_unseen;
+
+	u->reset_unseen = 0;
+	return r;
+}
+
+struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, uint32_t max_file_rows,
+			      int procs_fd, char *err, size_t errlen)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 	size_t len = (size_t)max_rows * sizeof(struct unwind_row);
@@ -403,6 +444,7 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, int procs_fd, char
 	u->rows_fd = rows_fd;
 	u->procs_fd = procs_fd;
 	u->max_rows = max_rows;
+	u->max_file_rows = max_file_rows;
 	return u;
 }
 
@@ -430,8 +472,12 @@ void unwinder_stats(const struct unwinder *u, uint32_t *rows, uint32_t *max_rows
 	*failed = u->failed;
 }
 
-/* The rows of the file at path, built and loaded the first time; NULL if none. */
-static const struct file_rows *file_rows_of(struct unwinder *u, const char *path)
+/*
+ * The rows of the file at path, built and loaded the first time; NULL if
+ * none.  *reset is set when the rows were started over to make room (the
+ * caller's earlier results are void).
+ */
+static const struct file_rows *file_rows_of(struct unwinder *u, const char *path, int *reset)
 {
 	struct unwind_table t;
 	struct file_rows *f, *n;
@@ -492,14 +538,31 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		log_debug("profile: %s: no unwind table (%s); frame pointers only", path, err);
 		return NULL;
 	}
-	if (t.nrows > u->max_rows / 4) {
-		/* one giant (node: ~1M rows) would leave nothing for the rest */
-		log_info("profile: %s has %zu unwind rows, more than a quarter of "
-			 "profile.unwind_rows (%u); it unwinds with frame pointers only",
-			 path, t.nrows, u->max_rows);
+	if (t.nrows > u->max_file_rows) {
+		/* one giant (node: ~370,000 rows) would leave little for the rest */
+		log_info("profile: %s has %zu unwind rows, more than %u (a quarter of "
+			 "profile.unwind_rows); it unwinds with frame pointers only",
+			 path, t.nrows, u->max_file_rows);
 		u->failed++;
 		unwind_table_free(&t);
 		return NULL;
+	}
+	if (t.nrows > u->max_rows - u->used && u->used &&
+	    (!u->reset_ms || mono_ms() - u->reset_ms >= 60000)) {
+		/* full of files processes mapped over time: start over, at most once a minute */
+		char bid[sizeof(f->build_id)];
+
+		log_info("profile: the unwind table is full (%u rows); starting it over for the "
+			 "processes running now", u->max_rows);
+		memcpy(bid, f->build_id, sizeof(bid));
+		unwinder_reset(u);
+		*reset = 1;
+		f = &u->files[u->nfiles++];	/* the array is kept: room for one */
+		memset(f, 0, sizeof(*f));
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+		f->mtime = st.st_mtime;
+		memcpy(f->build_id, bid, sizeof(bid));
 	}
 	if (t.nrows > u->max_rows - u->used) {
 		if (!u->said_full)
@@ -547,6 +610,9 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid)
 		free(up);
 		return ret;
 	}
+	int reset = 0, again = 1;
+
+restart:
 	while (fgets(line, sizeof(line), fp) && up->n < UNWIND_MAX_MAPS) {
 		unsigned long long start, end, off;
 		char perms[8], file[768] = "", rooted[1024];
@@ -561,7 +627,15 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid)
 		if (name[0] != '/')
 			continue;	/* anonymous (JIT), [vdso]: frame pointers */
 		snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, name);
-		f = file_rows_of(u, rooted);
+		f = file_rows_of(u, rooted, &reset);
+		if (reset && again) {
+			/* the rows the mappings read so far pointed at are gone: read them again */
+			again = 0;
+			reset = 0;
+			memset(up, 0, sizeof(*up));
+			rewind(fp);
+			goto restart;
+		}
 		if (!f)
 			continue;
 		for (size_t i = 0; i < f->nloads; i++) {

@@ -12,8 +12,10 @@
  * GNU build id, so the same build in another container's image is one
  * copy too), into one BPF array shared by all;
  * each process gets a list of its executable mappings pointing at their
- * tables (struct unwind_proc, keyed by pid).  Rows are not recycled: when
- * the array is full, files not yet loaded unwind with frame pointers.
+ * tables (struct unwind_proc, keyed by pid).  When the array is full the
+ * rows start over (at most once a minute): every file and process is
+ * forgotten and the processes running now are loaded again as they are
+ * sampled, so files of processes long gone do not hold the space.
  *
  * Only .eh_frame is read (every Debian binary has it; .debug_frame, in
  * separate debug files or objects built without unwind tables, is not).
@@ -70,10 +72,11 @@ struct unwinder;
 /*
  * An unwinder filling the BPF maps rows_fd (an array of struct
  * unwind_row, max_rows entries, mmap-able) and procs_fd (pid -> struct
- * unwind_proc).  Returns NULL with a reason in err.
+ * unwind_proc); a file of more than max_file_rows rows stays on frame
+ * pointers.  Returns NULL with a reason in err.
  */
-struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, int procs_fd, char *err,
-			      size_t errlen);
+struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, uint32_t max_file_rows,
+			      int procs_fd, char *err, size_t errlen);
 void unwinder_free(struct unwinder *u);
 
 /*
@@ -85,6 +88,13 @@ void unwinder_free(struct unwinder *u);
  * table, or -errno (the process is gone).
  */
 int unwinder_add_process(struct unwinder *u, uint32_t pid);
+
+/*
+ * 1 once after the unwinder started its rows over (they were full): every
+ * published process was forgotten, and the caller should have processes
+ * announce themselves again (the profiler clears its "seen" map).
+ */
+int unwinder_take_reset(struct unwinder *u);
 
 /* Rows used, of how many; files with a table; files without one. */
 void unwinder_stats(const struct unwinder *u, uint32_t *rows, uint32_t *max_rows,

@@ -7,6 +7,7 @@
  * with protoc), SVG that is well-formed and renders; the diff table; the
  * window codec against bad input.
  */
+#include <bpf/bpf.h>
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -365,6 +366,57 @@ Test(profile, dlopened_library_unwinds_once_noticed, .init = setup, .fini = tear
 	cr_expect_geq(complete * 100, all * 80, "only %llu of %llu libbz2 samples unwound",
 		      (unsigned long long)complete, (unsigned long long)all);
 	profile_free(&p);
+}
+
+/*
+ * When its rows are full the unwinder starts them over: a `sleep` and then
+ * a perl (each ~30,000 rows with libc) do not fit 40,000 rows together;
+ * loading perl forgets sleep (its process entry is gone, the caller is
+ * told to have processes announce themselves again), and perl's files get
+ * the rows.  Real BPF maps (root).
+ */
+Test(profile, unwinder_starts_its_rows_over_when_full, .init = setup, .fini = teardown)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
+				  40000, &mmapable);
+	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc),
+				   16, NULL);
+	pid_t a = spawn_sh("exec sleep 30"), b = spawn_sh("exec perl -e 'sleep 30'");
+	uint32_t key, used, max, files, failed;
+	struct unwind_proc up;
+	struct unwinder *u;
+	char err[256];
+
+	cr_assert_geq(rows, 0, "cannot create the rows array: %s", strerror(errno));
+	cr_assert_geq(procs, 0);
+	u = unwinder_new(rows, 40000, 40000, procs, err, sizeof(err));
+	cr_assert_not_null(u, "%s", err);
+	usleep(300000);		/* both exec'd */
+	cr_assert_gt(unwinder_add_process(u, (uint32_t)a), 0);
+	cr_assert_eq(unwinder_take_reset(u), 0);
+	key = (uint32_t)a;
+	cr_assert_eq(bpf_map_lookup_elem(procs, &key, &up), 0, "sleep not published");
+	cr_assert_gt(unwinder_add_process(u, (uint32_t)b), 0);
+	cr_expect_eq(unwinder_take_reset(u), 1, "full, and not started over");
+	cr_expect_eq(unwinder_take_reset(u), 0, "a reset is told once");
+	cr_expect_neq(bpf_map_lookup_elem(procs, &key, &up), 0, "sleep still published after the reset");
+	key = (uint32_t)b;
+	cr_assert_eq(bpf_map_lookup_elem(procs, &key, &up), 0, "perl not published");
+	unwinder_stats(u, &used, &max, &files, &failed);
+	cr_log_info("after the reset: %u of %u rows, %u files, %u without a table", used, max,
+		    files, failed);
+	cr_expect_leq(used, max);
+	for (uint32_t i = 0; i < up.n; i++)
+		cr_expect_leq(up.m[i].first + up.m[i].count, used,
+			      "perl's mapping %u points past the rows in use", i);
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+	unwinder_free(u);
+	close(rows);
+	close(procs);
 }
 
 /*
