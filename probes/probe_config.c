@@ -157,6 +157,21 @@ static int parse_log_level(const struct cfg *c, const struct cfg_node *map, cons
 	return ret;
 }
 
+/* 0 (frame pointers only) or enough rows for libc within a file's quarter share. */
+static int parse_unwind_rows(const struct cfg *c, const struct cfg_node *map, const char *key,
+			     void *base, char *err, size_t errlen)
+{
+	struct probe_config *cfg = base;
+	int ret = cfg_uint(c, map, key, 0, 1ULL << 26, &cfg->profile_unwind_rows, err, errlen);
+
+	if (!ret && cfg->profile_unwind_rows && cfg->profile_unwind_rows < 131072)
+		ret = cfg_error(c, cfg_get(map, key), err, errlen,
+				"%s: %llu rows cannot hold libc's (~28,000) within the quarter one "
+				"file may take; 0 turns DWARF unwinding off, else at least 131072",
+				key, (unsigned long long)cfg->profile_unwind_rows);
+	return ret;
+}
+
 static int parse_host(const struct cfg *c, const struct cfg_node *map, const char *key,
 		      void *base, char *err, size_t errlen)
 {
@@ -221,9 +236,10 @@ const struct cfg_field probe_config_schema[] = {
 		     "One profile window per period goes to fl:{H}:p10"),
 	CFG_UINT("profile.hourly_top", PC, profile_hourly_top, 10, 100000,
 		 "Stacks kept in each hourly profile"),
-	CFG_UINT("profile.unwind_rows", PC, profile_unwind_rows, 0, 1ULL << 26,
-		 "Rows of call frame information held in the kernel for DWARF unwinding "
-		 "(16 bytes each); 0: user stacks by frame pointers only"),
+	CFG_CUSTOM_AT("profile.unwind_rows", parse_unwind_rows, "integer", CFG_F_UINT, PC,
+		      profile_unwind_rows, "Rows of call frame information held in the kernel "
+		      "for DWARF unwinding (16 bytes each): 0 (user stacks by frame pointers "
+		      "only) or 131072 .. 67108864"),
 };
 const size_t probe_config_nschema = sizeof(probe_config_schema) / sizeof(probe_config_schema[0]);
 #undef PC
