@@ -121,9 +121,7 @@ int pprof_gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen)
 static const struct profile_loc *frame_loc(const struct profile *p, uint32_t s, uint32_t i,
 					   char *key)
 {
-	const struct profile_loc *l = p->locs && s < p->cap_locs && p->locs[s] &&
-				      p->locs[s][i].map && p->locs[s][i].map <= p->nmaps ?
-				      &p->locs[s][i] : NULL;
+	const struct profile_loc *l = profile_frame_loc(p, s, i);
 
 	/* a named frame's location carries its function: one per (address, name) */
 	if (l)

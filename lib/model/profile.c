@@ -142,11 +142,10 @@ static int set_locs(struct profile *p, uint32_t st, const struct profile_loc *lo
 	return 0;
 }
 
-/* The location of frame i of stack st, or NULL. */
-static const struct profile_loc *loc_of(const struct profile *p, uint32_t st, uint32_t i)
+const struct profile_loc *profile_frame_loc(const struct profile *p, uint32_t st, uint32_t i)
 {
-	return p->locs && st < p->cap_locs && p->locs[st] && p->locs[st][i].map ?
-	       &p->locs[st][i] : NULL;
+	return p->locs && st < p->cap_locs && p->locs[st] && p->locs[st][i].map &&
+	       p->locs[st][i].map <= p->nmaps ? &p->locs[st][i] : NULL;
 }
 
 static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t pid,
@@ -227,10 +226,10 @@ int profile_add_at(struct profile *p, const char *service, const char *comm, uin
 /* Frame i of stack st of p as a profile_where into w (file NULL: none). */
 static void where_of(const struct profile *p, uint32_t st, uint32_t i, struct profile_where *w)
 {
-	const struct profile_loc *l = loc_of(p, st, i);
+	const struct profile_loc *l = profile_frame_loc(p, st, i);
 
 	memset(w, 0, sizeof(*w));
-	if (!l || l->map > p->nmaps)
+	if (!l)
 		return;
 	w->file = p->strings[p->maps[l->map - 1].file];
 	w->build_id = p->strings[p->maps[l->map - 1].build_id];

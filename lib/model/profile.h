@@ -91,6 +91,9 @@ uint32_t profile_intern(struct profile *p, const char *s);
 int profile_add(struct profile *p, const char *service, const char *comm, uint32_t pid,
 		const char *const *frames, uint32_t n, uint64_t count);
 
+/* Where frame i of stack st lives (a mapping that exists), or NULL. */
+const struct profile_loc *profile_frame_loc(const struct profile *p, uint32_t st, uint32_t i);
+
 /* The same with where each frame's code lives (where may be NULL). */
 int profile_add_at(struct profile *p, const char *service, const char *comm, uint32_t pid,
 		   const char *const *frames, const struct profile_where *where, uint32_t n,
