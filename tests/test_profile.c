@@ -219,22 +219,28 @@ Test(profile, hot_function_and_kernel_frames_are_named, .init = setup, .fini = t
  * through start_thread to the thread's function.  *named: how many name
  * frame `want` (NULL: not asked).
  */
+static int reached_entry(const struct profile *p, const uint32_t *st)
+{
+	for (uint32_t i = 0; i + 1 < st[0]; i++) {
+		const char *name = p->strings[st[1 + i]];
+
+		if (!strcmp(name, "__libc_start_call_main") || !strcmp(name, "start_thread"))
+			return 1;
+	}
+	return 0;
+}
+
 static void complete_share(const struct profile *p, uint32_t pid, const char *want,
 			   uint64_t *all, uint64_t *complete, uint64_t *named)
 {
 	*all = *complete = *named = 0;
 	for (uint32_t r = 0; r < p->nrows; r++) {
 		const uint32_t *st = p->stacks[p->rows[r].stack];
-		int done = 0, has = 0;
+		int done = reached_entry(p, st), has = 0;
 
 		if (p->rows[r].pid != pid)
 			continue;
 		*all += p->rows[r].count;
-		for (uint32_t i = 0; i + 1 < st[0]; i++) {
-			const char *name = p->strings[st[1 + i]];
-
-			done |= !strcmp(name, "__libc_start_call_main") || !strcmp(name, "start_thread");
-		}
 		for (uint32_t i = 0; want && i < st[0]; i++)
 			has |= !strcmp(p->strings[st[1 + i]], want);
 		*complete += done ? p->rows[r].count : 0;
@@ -349,13 +355,12 @@ Test(profile, dlopened_library_unwinds_once_noticed, .init = setup, .fini = tear
 	profile_command(cmd, 100000, 4 * NSEC_PER_SEC, -1, &p);	/* asks at most once a second */
 	for (uint32_t r = 0; r < p.nrows; r++) {
 		const uint32_t *st = p.stacks[p.rows[r].stack];
-		int bz = 0, done = 0;
+		int bz = 0, done = reached_entry(&p, st);
 
 		for (uint32_t i = 0; i < st[0]; i++) {
 			const char *name = p.strings[st[1 + i]];
 
 			bz |= !!strstr(name, "libbz2") || !strncmp(name, "BZ2_", 4);
-			done |= i + 1 < st[0] && !strcmp(name, "__libc_start_call_main");
 		}
 		all += bz ? p.rows[r].count : 0;
 		complete += bz && done ? p.rows[r].count : 0;
