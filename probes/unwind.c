@@ -26,6 +26,7 @@
 
 #include <bpf/bpf.h>
 
+#include "core/fnv.h"
 #include "core/log.h"
 #include "probes/symbolize.h"
 
@@ -384,6 +385,11 @@ struct unwinder {
 	uint32_t failed;
 	int said_full;
 	uint64_t reset_ms;		/* when the rows were last started over */
+	/* per pid, a hash of its executable mappings as last published */
+	struct {
+		uint32_t pid, n;
+		uint64_t maps;
+	} seen[4096];
 	int reset_unseen;		/* a reset the caller has not been told of */
 };
 
@@ -413,6 +419,7 @@ static void unwinder_reset(struct unwinder *u)
 	u->nfiles = 0;
 	u->used = 0;
 	u->said_full = 0;
+	memset(u->seen, 0, sizeof(u->seen));
 	u->reset_ms = mono_ms();
 	u->reset_unseen = 1;
 }
@@ -611,7 +618,25 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid)
 		return ret;
 	}
 	int reset = 0, again = 1;
+	uint64_t h = FNV64_OFFSET;
+	size_t slot = pid % (sizeof(u->seen) / sizeof(u->seen[0]));
 
+	/*
+	 * mappings as they were when last published (every window re-reads
+	 * the processes it sampled): nothing to open, build or publish
+	 */
+	while (fgets(line, sizeof(line), fp)) {
+		const char *perms = strchr(line, ' ');
+
+		if (perms && strlen(perms) > 3 && perms[3] == 'x')	/* " r-xp" */
+			h = fnv64_str(h, line);
+	}
+	if (u->seen[slot].pid == pid && u->seen[slot].maps == h) {
+		fclose(fp);
+		free(up);
+		return (int)u->seen[slot].n;
+	}
+	rewind(fp);
 restart:
 	while (fgets(line, sizeof(line), fp) && up->n < UNWIND_MAX_MAPS) {
 		unsigned long long start, end, off;
@@ -663,10 +688,16 @@ restart:
 		up->asked_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	}
 	ret = up->n ? bpf_map_update_elem(u->procs_fd, &pid, up, BPF_ANY) : 0;
-	if (ret)
+	if (ret) {
 		ret = -errno;
-	else
+	} else {
 		ret = (int)up->n;
+		if (again) {	/* not after a reset mid-read: that pass may be partial */
+			u->seen[slot].pid = pid;
+			u->seen[slot].n = up->n;
+			u->seen[slot].maps = h;
+		}
+	}
 	free(up);
 	return ret;
 }
