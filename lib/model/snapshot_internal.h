@@ -1,0 +1,27 @@
+/*
+ * snapshot_internal.h - what snapshot.c (the model, the encoder) and
+ * snapshot_decode.c share; not for other files.
+ */
+#ifndef FL_SNAPSHOT_INTERNAL_H
+#define FL_SNAPSHOT_INTERNAL_H
+
+#include "model/snapshot.h"
+
+/* Free labels l[0..n) and the array. */
+void snapshot_labels_free(struct label *l, uint32_t n);
+
+/* qsort comparison of labels by key. */
+int snapshot_label_cmp(const void *a, const void *b);
+
+/*
+ * Add a series whose name and labels (sorted by key, unique) the snapshot
+ * takes over: no copies.  On failure they are freed and NULL is returned.
+ * With same (a series of another snapshot with these very strings, see
+ * snapshot_decode_like), they stay same's: the series borrows them, with
+ * same's id and name hash, and nothing is freed on failure.
+ */
+struct series *snapshot_add_series(struct snapshot *s, char *name, enum series_kind kind,
+				   struct label *labels, uint32_t nlabels, const struct series *same,
+				   uint32_t same_index);
+
+#endif
