@@ -4,7 +4,10 @@
  * that comes back from Redis, plain msgpack or a zstd frame.  Whatever
  * decodes must re-encode and decode to the same thing, and the two must
  * agree on what decodes.  Decoded like the previous input (the rules
- * engine's snapshot_decode_like), it must decode the same too.
+ * engine's snapshot_decode_like), it must decode the same too.  Decoded on
+ * the previous input as its base (snapshot_decode_on: rollup deltas), it
+ * must not crash; and what decodes, written as a delta on the previous
+ * input where that fits, must decode on it to the very same bits.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +17,47 @@
 
 /* The last input that decoded, as the template of the next (a host's newest). */
 static struct snapshot prev;
+/* The same, decoded whole: the base of the next delta. */
+static struct snapshot base;
+static int have_base;
+
+static int same_bits(double a, double b)
+{
+	return !memcmp(&a, &b, sizeof(double));
+}
+
+/* s written as a delta on base decodes on it to s, value for value. */
+static void check_delta(const struct snapshot *s)
+{
+	struct snapshot d;
+	char err[256], *buf;
+	size_t len;
+
+	if (!have_base || !snapshot_delta_fits(s, &base) ||
+	    snapshot_encode_delta(s, &base, &buf, &len))
+		return;
+	if (snapshot_decode_on(buf, len, &d, &base, 0, err, sizeof(err)))
+		abort();
+	if (d.nseries != s->nseries)
+		abort();
+	for (uint32_t i = 0; i < d.nseries; i++) {
+		const struct series *x = &s->series[i], *y = &d.series[i];
+
+		if (x->kind != y->kind)
+			abort();
+		if (x->kind == SERIES_COUNTER && (x->counter.value != y->counter.value ||
+						  x->counter.increase != y->counter.increase))
+			abort();
+		if (x->kind == SERIES_GAUGE &&
+		    (!same_bits(x->gauge.last, y->gauge.last) ||
+		     !same_bits(x->gauge.min, y->gauge.min) ||
+		     !same_bits(x->gauge.max, y->gauge.max) ||
+		     !same_bits(x->gauge.sum, y->gauge.sum) || x->gauge.n != y->gauge.n))
+			abort();
+	}
+	snapshot_free(&d);
+	free(buf);
+}
 
 /* Decoded like prev, data must give what t (its compact decode) holds. */
 static void check_like(const uint8_t *data, size_t size, const struct snapshot *t)
@@ -42,6 +86,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	int plain = snapshot_decode(data, size, &s, err, sizeof(err));
 	int compact = snapshot_decode_compact(data, size, &t, err, sizeof(err));
+	struct snapshot on;
+
+	/* a delta on the previous input (or a whole entry, base ignored) */
+	if (snapshot_decode_on(data, size, &on, have_base ? &base : NULL, 1, err, sizeof(err)) == 0)
+		snapshot_free(&on);
 
 	if (!compact) {
 		struct histogram a, b;
@@ -59,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (plain)
 		return 0;
+	check_delta(&s);
 	if (snapshot_encode(&s, &buf, &len) == 0) {
 		if (snapshot_decode(buf, len, &t, err, sizeof(err)) != 0)
 			abort();
@@ -67,6 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snapshot_free(&t);
 		free(buf);
 	}
-	snapshot_free(&s);
+	if (have_base)
+		snapshot_free(&base);
+	base = s;
+	have_base = 1;
 	return 0;
 }

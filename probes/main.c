@@ -148,11 +148,11 @@ static int collect(struct probe *p, struct snapshot *s)
 }
 
 /* A finished rollup window goes to Redis like any snapshot. */
-static void put_rollup(const struct snapshot *out, void *arg)
+static void put_rollup(const struct snapshot *out, const struct snapshot *base, void *arg)
 {
 	struct probe *p = arg;
 
-	store_put_snapshot(p->store, out);
+	store_put_rollup(p->store, out, base);
 }
 
 static void on_tick(struct loop *l, uint64_t expirations, void *arg)

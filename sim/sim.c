@@ -426,11 +426,11 @@ static void record_latency(struct host *h, int op, uint64_t ios, double base_ms)
 		      ios - 8 * each);
 }
 
-static void put_rollup(const struct snapshot *out, void *arg)
+static void put_rollup(const struct snapshot *out, const struct snapshot *base, void *arg)
 {
 	struct sim *sm = arg;
 
-	store_put_snapshot(sm->st, out);
+	store_put_rollup(sm->st, out, base);
 	sm->stats->rollups++;
 }
 

@@ -351,7 +351,7 @@ static void fill_wrong_version(msgpack_packer *pk)
 {
 	msgpack_pack_map(pk, 4);
 	str(pk, "v");
-	msgpack_pack_uint32(pk, 2);
+	msgpack_pack_uint32(pk, 3);
 	str(pk, "host");
 	str(pk, "h1");
 	str(pk, "ts");
@@ -436,7 +436,7 @@ Test(snapshot, wrong_types_and_values_named_in_error)
 	char err[256];
 
 	cr_assert_neq(decode_packed(fill_wrong_version, err, sizeof(err)), 0);
-	cr_assert(strstr(err, "version 2"), "%s", err);
+	cr_assert(strstr(err, "version 3"), "%s", err);
 	cr_assert_neq(decode_packed(fill_host_not_string, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "'host'"), "%s", err);
 	cr_assert_neq(decode_packed(fill_hist_count_mismatch, err, sizeof(err)), 0);

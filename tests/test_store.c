@@ -5,6 +5,7 @@
  * beyond it).
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -360,6 +361,167 @@ Test(store, outage_beyond_spool_drops_oldest_and_counts, .init = setup, .fini = 
 		     (unsigned long long)stats.dropped, got.n);
 	cr_assert_geq(got.n, 9);
 	cr_assert_eq(got.seqs[got.n - 1], 24, "the newest survive");
+	conn_close(c);
+	store_close(st);
+}
+
+/* Minute window m of web-1 (tier 60): counters that grow, a gauge that stays. */
+static void make_rollup(struct snapshot *s, uint64_t t0, uint64_t m)
+{
+	struct series *c;
+
+	snapshot_init(s, "web-1", t0 + (m + 1) * 60000, 60000, m, 60);
+	c = snapshot_add_counter(s, "tcp.in_segs", 1000000 + m * m * 7919, NULL);
+	c->counter.increase = m ? (2 * m - 1) * 7919 : 0;
+	for (int d = 0; d < 8; d++) {
+		char dev[8] = { 's', 'd', (char)('a' + d) };
+
+		c = snapshot_add_counter(s, "block.bytes", (1ULL << 42) * (d + 1) + m * 4096,
+					 "device", dev, NULL);
+		c->counter.increase = m ? 4096 : 0;
+	}
+	c = snapshot_add_gauge(s, "drive.temperature_c", 40, NULL);
+	c->gauge.n = 60;
+	c->gauge.sum = 2400;
+}
+
+struct rollups {
+	uint64_t ts[256], value[256];
+	size_t n;
+};
+
+static int rollup_cb(struct snapshot *s, void *arg)
+{
+	struct rollups *r = arg;
+	struct series *c = snapshot_find(s, "tcp.in_segs{}");
+
+	if (r->n < 256 && c) {
+		r->ts[r->n] = s->ts_ms;
+		r->value[r->n++] = c->counter.value;
+	}
+	return 0;
+}
+
+/* Entries of key that do not decode on their own (deltas), of all. */
+static size_t count_deltas(struct conn *c, const char *key, size_t *all)
+{
+	redisReply *r = conn_commandf(c, key, "XRANGE %s - +", key);
+	size_t deltas = 0;
+
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *d = r->element[i]->element[1]->element[1];
+		struct snapshot s;
+		char err[256];
+
+		if (snapshot_decode(d->str, d->len, &s, err, sizeof(err)) == -ENOLINK)
+			deltas++;
+		else
+			snapshot_free(&s);
+	}
+	*all = r->elements;
+	freeReplyObject(r);
+	return deltas;
+}
+
+/*
+ * Minute rollups through store_put_rollup land as deltas on the entry
+ * before them, except each hour's first; a read from any minute, of one
+ * host or of many, gets every window from there on, value for value.
+ */
+Test(store, rollups_chain_as_deltas_and_read_back_from_any_minute, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	struct store *st = open_store(1000);
+	uint64_t t0 = 1796166000000ULL;	/* an hour's start */
+	struct snapshot prev = { 0 };
+	struct rollups got = { 0 };
+	size_t all, bad = 0;
+	struct conn *c;
+	char err[256];
+
+	for (uint64_t m = 0; m < 130; m++) {
+		struct snapshot s;
+
+		make_rollup(&s, t0, m);
+		cr_assert_eq(store_put_rollup(st, &s, m ? &prev : NULL), 0);
+		/* acknowledged before the next: a delta goes only on a base Redis holds */
+		cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+		if (m)
+			snapshot_free(&prev);
+		prev = s;
+	}
+	snapshot_free(&prev);
+	c = conn();
+	/* all but minute 0 and each hour's first (60, 120) */
+	size_t nd = count_deltas(c, "fl:{web-1}:s60", &all);
+
+	cr_assert_eq(nd, 127, "%zu of %zu", nd, all);
+	cr_assert_eq(all, 130);
+	/* from minute 75: the chain is read from 60, delivered from 75 */
+	cr_assert_eq(store_read_range(c, "web-1", 60, t0 + 76 * 60000, 0, 0, rollup_cb, &got,
+				      &bad, err, sizeof(err)), 130 - 75, "%s", err);
+	cr_assert_eq(bad, 0);
+	for (size_t k = 0; k < got.n; k++) {
+		cr_assert_eq(got.ts[k], t0 + (76 + k) * 60000);
+		cr_assert_eq(got.value[k], 1000000 + (75 + k) * (75 + k) * 7919, "minute %zu",
+			     75 + k);
+	}
+	/* at most max, from where asked */
+	got.n = 0;
+	cr_assert_eq(store_read_range(c, "web-1", 60, t0 + 119 * 60000, 0, 3, rollup_cb, &got,
+				      &bad, err, sizeof(err)), 3, "%s", err);
+	cr_assert_eq(got.ts[0], t0 + 119 * 60000);
+	cr_assert_eq(got.value[2], 1000000 + 120 * 120 * 7919);
+	/* many hosts' reads (the pipelined reader) follow the chain too */
+	{
+		const char *hosts[] = { "web-1", "nosuch" };
+		uint64_t from[] = { t0 + 30 * 60000, 0 };
+		struct store_readers rd = { .snapshot = rollup_cb, .arg = &got };
+
+		got.n = 0;
+		cr_assert_eq(store_read_ranges(c, hosts, from, 2, 60, 0, &rd, &bad, err,
+					       sizeof(err)), 101, "%s", err);
+		cr_assert_eq(got.value[0], 1000000 + 29 * 29 * 7919);
+		cr_assert_eq(bad, 0);
+	}
+	conn_close(c);
+	store_close(st);
+}
+
+/*
+ * Redis restarted empty: the writer cannot know what it holds, so the
+ * next rollup is written whole, not as a delta on an entry that is gone.
+ */
+Test(store, a_rollup_after_redis_restarted_empty_is_written_whole, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	struct store *st = open_store(1000);
+	uint64_t t0 = 1796166000000ULL;
+	struct snapshot w[4];
+	struct rollups got = { 0 };
+	size_t bad = 0, all;
+	struct conn *c;
+	char err[256];
+
+	for (uint64_t m = 0; m < 4; m++) {
+		make_rollup(&w[m], t0, m);
+		if (m == 3) {
+			test_redis_stop(&redis, 1);
+			cr_assert_eq(test_redis_restart(&redis), 0);
+		}
+		cr_assert_eq(store_put_rollup(st, &w[m], m ? &w[m - 1] : NULL), 0);
+		cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	}
+	c = conn();
+	cr_assert_eq(count_deltas(c, "fl:{web-1}:s60", &all), 0);
+	cr_assert_eq(all, 1);
+	cr_assert_eq(store_read_range(c, "web-1", 60, 0, 0, 0, rollup_cb, &got, &bad, err,
+				      sizeof(err)), 1, "%s", err);
+	cr_assert_eq(bad, 0);
+	cr_assert_eq(got.value[0], 1000000 + 9 * 7919);
+	for (int m = 0; m < 4; m++)
+		snapshot_free(&w[m]);
 	conn_close(c);
 	store_close(st);
 }

@@ -24,6 +24,8 @@ void rollup_free(struct rollup *r)
 	strmap_free(&r->acc_index);
 	if (r->have_prev)
 		snapshot_free(&r->prev);
+	if (r->have_last)
+		snapshot_free(&r->last);
 	strmap_free(&r->prev_index);
 	memset(r, 0, sizeof(*r));
 }
@@ -171,9 +173,14 @@ int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emi
 		return 0;
 	if (rollup_pending(r) && rollup_window_of(r, s->ts_ms) != r->window_start_ms &&
 	    rollup_finish(r, &out) == 0) {
-		emit(&out, arg);
+		emit(&out, r->have_last ? &r->last : NULL, arg);
 		rollup_cascade(r + 1, n - 1, &out, emit, arg);
-		snapshot_free(&out);
+		/* kept as the next window's base, compact: its histograms are not used */
+		if (r->have_last)
+			snapshot_free(&r->last);
+		r->last = out;
+		r->have_last = 1;
+		snapshot_compact(&r->last);
 	}
 	return rollup_add(r, s);
 }

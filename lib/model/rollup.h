@@ -32,6 +32,8 @@ struct rollup {
 	struct snapshot prev;		/* last tier-1 input (for deltas) */
 	struct strmap prev_index;
 	int have_prev;
+	struct snapshot last;		/* the window emitted last (a delta's base) */
+	int have_last;
 	uint64_t window_start_ms;	/* 0 when the window is empty */
 	uint64_t inputs;		/* snapshots in this window */
 	uint64_t seq;			/* sequence of emitted rollups */
@@ -67,12 +69,18 @@ static inline int rollup_pending(const struct rollup *r)
  */
 int rollup_finish(struct rollup *r, struct snapshot *out);
 
-typedef void (*rollup_emit_fn)(const struct snapshot *out, void *arg);
+/*
+ * base: the window this rollup emitted before out (NULL: none yet), for a
+ * writer that stores out as a delta on it (snapshot_encode_delta; its
+ * histograms are compact).
+ */
+typedef void (*rollup_emit_fn)(const struct snapshot *out, const struct snapshot *base,
+			       void *arg);
 
 /*
  * Feed s into a cascade of rollups r[0..n) (finest first, e.g. minute then
  * hour): when s falls in a new window of r[0], the finished window is
- * passed to emit and fed on to r[1], and so on.  Returns 0, or -ENOMEM
+ * passed to emit (with the one before it) and fed on to r[1], and so on.  Returns 0, or -ENOMEM
  * (logged by the caller) when s could not be added.
  */
 int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emit_fn emit,

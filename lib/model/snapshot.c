@@ -7,6 +7,7 @@
 #include "model/snapshot_zstd.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,7 +496,83 @@ static void pack_sparse(msgpack_packer *pk, const struct hist_sparse *h)
 	}
 }
 
-static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t tier)
+/*
+ * Pack a gauge's double in the fewest bytes that hold it exactly: an
+ * integer when it is one (drive gauges, counts, sums of them), a float32
+ * when that is exact, else a float64.  Readers take any of the three.
+ */
+static void pack_num(msgpack_packer *pk, double x)
+{
+	if (isfinite(x) && x == trunc(x) && fabs(x) < 0x1p63 && !(x == 0 && signbit(x))) {
+		if (x >= 0)
+			msgpack_pack_uint64(pk, (uint64_t)x);
+		else
+			msgpack_pack_int64(pk, (int64_t)x);
+	} else if (!isnan(x) && (double)(float)x == x) {
+		msgpack_pack_float(pk, (float)x);
+	} else {
+		msgpack_pack_double(pk, x);
+	}
+}
+
+/* Whether a gauge held one value, to the bit, over its window of more than one. */
+static int gauge_constant(const struct gauge_value *g)
+{
+	return g->n > 1 && !memcmp(&g->min, &g->last, sizeof(double)) &&
+	       !memcmp(&g->max, &g->last, sizeof(double));
+}
+
+/* Whether a constant gauge's sum is last x n to the bit (then it is not written). */
+static int gauge_sum_implied(const struct gauge_value *g)
+{
+	double implied = g->last * (double)g->n;
+
+	return !memcmp(&implied, &g->sum, sizeof(double));
+}
+
+/*
+ * The series of base that a delta may refer ser to: the same series and
+ * kind (NULL without a base).  hint: ser's index, where a probe's next
+ * window has it.
+ */
+static const struct series *base_of(const struct snapshot *base, const struct series *ser,
+				    uint32_t hint)
+{
+	const struct series *b;
+
+	if (!base)
+		return NULL;
+	b = snapshot_find_same(base, ser, hint);
+	return b && b->kind == ser->kind ? b : NULL;
+}
+
+/* A counter that is its base's value plus its increase: written [nil, increase]. */
+static int counter_on_base(const struct series *ser, const struct series *b)
+{
+	return b && b->counter.value + ser->counter.increase >= b->counter.value &&
+	       b->counter.value + ser->counter.increase == ser->counter.value;
+}
+
+/* A constant gauge at its base's last value: written [nil, n] or [nil, n, sum]. */
+static int gauge_on_base(const struct series *ser, const struct series *b)
+{
+	return b && gauge_constant(&ser->gauge) &&
+	       !memcmp(&b->gauge.last, &ser->gauge.last, sizeof(double));
+}
+
+/* Whether s needs version 2 of the wire form (the forms version 1 readers lack). */
+static int needs_v2(const struct snapshot *s, const struct snapshot *base)
+{
+	if (base)
+		return 1;
+	for (uint32_t i = 0; i < s->nseries; i++)
+		if (s->series[i].kind == SERIES_GAUGE && gauge_constant(&s->series[i].gauge))
+			return 1;
+	return 0;
+}
+
+static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t tier,
+			const struct series *b)
 {
 	const struct gauge_value *g = &ser->gauge;
 
@@ -509,19 +586,33 @@ static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t t
 			msgpack_pack_uint64(pk, ser->counter.value);
 		} else {
 			msgpack_pack_array(pk, 2);
-			msgpack_pack_uint64(pk, ser->counter.value);
+			if (counter_on_base(ser, b))
+				msgpack_pack_nil(pk);
+			else
+				msgpack_pack_uint64(pk, ser->counter.value);
 			msgpack_pack_uint64(pk, ser->counter.increase);
 		}
 		break;
 	case SERIES_GAUGE:
 		if (g->n <= 1 && g->min == g->last && g->max == g->last) {
-			msgpack_pack_double(pk, g->last);
+			pack_num(pk, g->last);
+		} else if (gauge_constant(g)) {
+			int implied = gauge_sum_implied(g);
+
+			msgpack_pack_array(pk, implied ? 2 : 3);
+			if (gauge_on_base(ser, b))
+				msgpack_pack_nil(pk);
+			else
+				pack_num(pk, g->last);
+			msgpack_pack_uint64(pk, g->n);
+			if (!implied)
+				pack_num(pk, g->sum);
 		} else {
 			msgpack_pack_array(pk, 5);
-			msgpack_pack_double(pk, g->last);
-			msgpack_pack_double(pk, g->min);
-			msgpack_pack_double(pk, g->max);
-			msgpack_pack_double(pk, g->sum);
+			pack_num(pk, g->last);
+			pack_num(pk, g->min);
+			pack_num(pk, g->max);
+			pack_num(pk, g->sum);
 			msgpack_pack_uint64(pk, g->n);
 		}
 		break;
@@ -534,16 +625,37 @@ static void pack_series(msgpack_packer *pk, const struct series *ser, uint32_t t
 	}
 }
 
-int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
+uint64_t snapshot_delta_span_ms(uint32_t tier)
 {
+	if (tier >= 86400 || tier <= 1)
+		return 0;
+	/* a chain of at most 60 minutes, or of 24 hours */
+	return tier < 3600 ? 3600000ULL : 86400000ULL;
+}
+
+int snapshot_delta_fits(const struct snapshot *s, const struct snapshot *base)
+{
+	uint64_t span = snapshot_delta_span_ms(s->tier), iv = (uint64_t)s->tier * 1000;
+
+	if (!span || !base || base->tier != s->tier || strcmp(base->host, s->host) ||
+	    s->ts_ms < iv || base->ts_ms != s->ts_ms - iv || base->ts_ms < iv)
+		return 0;
+	/* both windows start in the same span: a reader from the span's start meets a whole entry */
+	return (base->ts_ms - iv) / span == (s->ts_ms - iv) / span;
+}
+
+static int encode(const struct snapshot *s, const struct snapshot *base, char **out,
+		  size_t *outlen)
+{
+	int v2 = needs_v2(s, base);
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 8);
+	msgpack_pack_map(&pk, base ? 9 : 8);
 	wire_pack_str(&pk, "v");
-	msgpack_pack_uint32(&pk, SNAPSHOT_VERSION);
+	msgpack_pack_uint32(&pk, v2 ? SNAPSHOT_VERSION : 1);
 	wire_pack_str(&pk, "host");
 	wire_pack_str(&pk, s->host);
 	wire_pack_str(&pk, "ts");
@@ -554,12 +666,16 @@ int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
 	msgpack_pack_uint64(&pk, s->seq);
 	wire_pack_str(&pk, "tier");
 	msgpack_pack_uint32(&pk, s->tier);
+	if (base) {
+		wire_pack_str(&pk, "base");
+		msgpack_pack_uint64(&pk, base->ts_ms);
+	}
 	wire_pack_str(&pk, "lbl");
 	pack_labels(&pk, s->labels, s->nlabels);
 	wire_pack_str(&pk, "s");
 	msgpack_pack_array(&pk, s->nseries);
 	for (uint32_t i = 0; i < s->nseries; i++)
-		pack_series(&pk, &s->series[i], s->tier);
+		pack_series(&pk, &s->series[i], s->tier, base_of(base, &s->series[i], i));
 	/* sbuffer grows by realloc; a failed realloc leaves data NULL */
 	if (!sb.data && s->nseries) {
 		msgpack_sbuffer_destroy(&sb);
@@ -587,3 +703,15 @@ int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
 	return 0;
 }
 
+int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen)
+{
+	return encode(s, NULL, out, outlen);
+}
+
+int snapshot_encode_delta(const struct snapshot *s, const struct snapshot *base, char **out,
+			  size_t *outlen)
+{
+	if (!snapshot_delta_fits(s, base))
+		return -EINVAL;
+	return encode(s, base, out, outlen);
+}

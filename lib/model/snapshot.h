@@ -13,17 +13,32 @@
  * `tier` says which: 1 for a probe's 1 s snapshot, 60 and 3600 for the
  * minute and hour rollups (rollup.h).
  *
- * Wire form (version 1), a msgpack map with short keys so that fields can be
- * added without breaking readers:
+ * Wire form (version 2; version 1 lacks the forms marked v2 and "base"), a
+ * msgpack map with short keys so that fields can be added without
+ * breaking readers:
  *
- *   { "v": 1, "host": str, "ts": u64 ms (wall, end of interval),
+ *   { "v": 2, "host": str, "ts": u64 ms (wall, end of interval),
  *     "iv": u64 ms (interval covered), "seq": u64, "tier": u32,
+ *     "base": u64 ms (v2, a delta entry: the ts of the entry it is on),
  *     "lbl": { str: str }, "s": [ series... ] }
  *   series     [ name, { str: str }, kind (0 counter, 1 gauge, 2 hist), v ]
  *   counter v  u64 | [ value, increase ]
- *   gauge v    float | [ last, min, max, sum, n ]
+ *              | [ nil, increase ]  (v2 delta: the base's value + increase)
+ *   gauge v    num | [ last, min, max, sum, n ]
+ *              | [ last, n ] | [ last, n, sum ]  (v2: one value all window,
+ *                min = max = last; sum = last x n to the bit unless given)
+ *              last is nil in a delta: the base's last
+ *   num        float64, float32 or integer: whichever holds it exactly
  *   hist v     [ count, sum, [ gap, n, gap, n, ... ] ]   (sparse: gap is
  *              the number of empty buckets skipped since the last one)
+ *
+ * A writer uses "v": 1 when an entry needs none of the v2 forms, so that a
+ * reader of the version before reads it.  Deltas are for rollups: a minute
+ * (or hour) rollup written on the entry of the window just before it, in
+ * the same hour (day): counters whose value follows from the base's, and
+ * gauges that stayed at the base's value, are a byte or two.  A chain
+ * never crosses an hour (day) boundary, so a reader that starts at one
+ * always meets a whole entry first (snapshot_delta_span_ms).
  *
  * An entry is this msgpack, or the same compressed as a zstd frame with a
  * dictionary (snapshot_zstd.h) when that is smaller; snapshot_decode reads
@@ -39,7 +54,7 @@
 
 #include "model/histogram.h"
 
-#define SNAPSHOT_VERSION 1
+#define SNAPSHOT_VERSION 2
 #define SNAPSHOT_MAX_SERIES 200000
 #define SNAPSHOT_MAX_LABELS 32
 #define SNAPSHOT_MAX_STR 1024
@@ -199,6 +214,26 @@ struct series *snapshot_find(const struct snapshot *s, const char *key);
 int snapshot_encode(const struct snapshot *s, char **out, size_t *outlen);
 
 /*
+ * How far a chain of deltas of a tier-`tier` entry may reach: the span
+ * (ms, aligned on the wall clock) whose first entry is always whole; 0 for
+ * tiers that are never deltas (1 s snapshots).
+ */
+uint64_t snapshot_delta_span_ms(uint32_t tier);
+
+/*
+ * Whether s may be written as a delta on base: the same host and tier, base
+ * the window just before s, both in one span.
+ */
+int snapshot_delta_fits(const struct snapshot *s, const struct snapshot *base);
+
+/*
+ * Encode s as a delta on base (see above); a reader needs base to decode
+ * it.  Returns 0, -EINVAL when !snapshot_delta_fits(s, base), or -ENOMEM.
+ */
+int snapshot_encode_delta(const struct snapshot *s, const struct snapshot *base, char **out,
+			  size_t *outlen);
+
+/*
  * Decode len bytes of untrusted input into s (uninitialised).  Returns 0,
  * or -EINVAL / -E2BIG / -ENOMEM with a reason naming the field in err (a
  * caller buffer of errlen bytes); s holds nothing to free on failure.
@@ -226,6 +261,15 @@ int snapshot_decode_compact(const void *buf, size_t len, struct snapshot *s,
  */
 int snapshot_decode_like(const void *buf, size_t len, struct snapshot *s,
 			 const struct snapshot *like, char *err, size_t errlen);
+
+/*
+ * snapshot_decode (compact: snapshot_decode_compact) of an entry that may
+ * be a delta: base is the entry before it as decoded (NULL: none).  A
+ * delta on anything but base (none given, another ts, a series the base
+ * lacks) is -ENOLINK with the reason in err; a whole entry ignores base.
+ */
+int snapshot_decode_on(const void *buf, size_t len, struct snapshot *s,
+		       const struct snapshot *base, int compact, char *err, size_t errlen);
 
 /*
  * s, decoded like `like` (snapshot_decode_like), takes over the strings it

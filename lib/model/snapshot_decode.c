@@ -269,8 +269,46 @@ static const struct series *like_series(const struct snapshot *like, const msgpa
 	return NULL;
 }
 
+/*
+ * The series of base a delta value of ser (series i) stands on: the same
+ * series and kind, or NULL (then the value is -ENOLINK).
+ */
+static const struct series *base_series(const struct snapshot *base, const struct series *ser,
+					uint32_t i)
+{
+	const struct series *b = base ? snapshot_find_same(base, ser, i) : NULL;
+
+	return b && b->kind == ser->kind ? b : NULL;
+}
+
+/* A gauge's [last, n] or [last, n, sum]: one value all window (last nil: the base's). */
+static int decode_constant_gauge(const msgpack_object *v, struct series *ser,
+				 const struct snapshot *base, uint32_t i, const char *what,
+				 char *err, size_t errlen)
+{
+	const msgpack_object *a = v->via.array.ptr;
+	struct gauge_value *g = &ser->gauge;
+
+	if (a[0].type == MSGPACK_OBJECT_NIL) {
+		const struct series *b = base_series(base, ser, i);
+
+		if (!b)
+			FAIL(-ENOLINK, "%s (%s): a delta on a base entry that lacks the series",
+			     what, ser->name);
+		g->last = b->gauge.last;
+	} else if (get_f64(&a[0], &g->last)) {
+		return -1;
+	}
+	if (wire_u64(&a[1], &g->n))
+		return -1;
+	g->min = g->max = g->last;
+	g->sum = g->last * (double)g->n;
+	return v->via.array.size == 3 ? get_f64(&a[2], &g->sum) : 0;
+}
+
 static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i, int compact,
-			 const struct snapshot *like, long *shift, char *err, size_t errlen)
+			 const struct snapshot *like, const struct snapshot *base, long *shift,
+			 char *err, size_t errlen)
 {
 	const struct series *same = like_series(like, o, i, shift);
 	const msgpack_object *a, *v;
@@ -330,26 +368,46 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 		if (wire_u64(v, &ser->counter.value) == 0)
 			return 0;
 		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 2 &&
+		    v->via.array.ptr[0].type == MSGPACK_OBJECT_NIL &&
+		    !wire_u64(&v->via.array.ptr[1], &ser->counter.increase)) {
+			const struct series *b = base_series(base, ser, i);
+
+			if (!b)
+				FAIL(-ENOLINK, "%s (%s): a delta on a base entry that lacks the series",
+				     what, ser->name);
+			ser->counter.value = b->counter.value + ser->counter.increase;
+			if (ser->counter.value < b->counter.value)
+				FAIL(-EINVAL, "%s (%s): the base's value + increase overflows",
+				     what, ser->name);
+			return 0;
+		}
+		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 2 &&
 		    !wire_u64(&v->via.array.ptr[0], &ser->counter.value) &&
 		    !wire_u64(&v->via.array.ptr[1], &ser->counter.increase))
 			return 0;
-		FAIL(-EINVAL, "%s (%s): counter value must be u64 or [value, increase]",
-		     what, ser->name);
+		FAIL(-EINVAL, "%s (%s): counter value must be u64, [value, increase] or "
+		     "[nil, increase]", what, ser->name);
 	case SERIES_GAUGE:
 		if (get_f64(v, &ser->gauge.last) == 0) {
 			ser->gauge.min = ser->gauge.max = ser->gauge.sum = ser->gauge.last;
 			ser->gauge.n = 1;
 			return 0;
 		}
-		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 5 &&
+		if (v->type == MSGPACK_OBJECT_ARRAY &&
+		    (v->via.array.size == 2 || v->via.array.size == 3)) {
+			/* 0, -ENOLINK, or -1: not numbers (said below) */
+			ret = decode_constant_gauge(v, ser, base, i, what, err, errlen);
+			if (ret != -1)
+				return ret;
+		} else if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 5 &&
 		    !get_f64(&v->via.array.ptr[0], &ser->gauge.last) &&
 		    !get_f64(&v->via.array.ptr[1], &ser->gauge.min) &&
 		    !get_f64(&v->via.array.ptr[2], &ser->gauge.max) &&
 		    !get_f64(&v->via.array.ptr[3], &ser->gauge.sum) &&
 		    !wire_u64(&v->via.array.ptr[4], &ser->gauge.n))
 			return 0;
-		FAIL(-EINVAL, "%s (%s): gauge value must be a number or [last, min, max, sum, n]",
-		     what, ser->name);
+		FAIL(-EINVAL, "%s (%s): gauge value must be a number, [last, min, max, sum, n], "
+		     "[last, n] or [last, n, sum]", what, ser->name);
 	case SERIES_HISTOGRAM:
 		return decode_hist(v, ser->hist, what, err, errlen);
 	}
@@ -357,12 +415,13 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 }
 
 static int decode_top(const msgpack_object *root, struct snapshot *s, int compact,
-		      const struct snapshot *like, char *err, size_t errlen)
+		      const struct snapshot *like, const struct snapshot *base, char *err,
+		      size_t errlen)
 {
 	long shift = 0;
 	const msgpack_object *series = NULL, *labels = NULL;
-	uint64_t version = 0, tier = 1;
-	int have_host = 0, have_ts = 0, ret;
+	uint64_t version = 0, tier = 1, base_ts = 0;
+	int have_host = 0, have_ts = 0, have_base = 0, ret;
 
 	if (root->type != MSGPACK_OBJECT_MAP)
 		FAIL(-EINVAL, "snapshot: top level must be a map");
@@ -392,19 +451,30 @@ static int decode_top(const msgpack_object *root, struct snapshot *s, int compac
 		} else if (wire_key_is(k, "tier")) {
 			if (wire_u64(v, &tier) || tier == 0 || tier > UINT32_MAX)
 				FAIL(-EINVAL, "snapshot: 'tier' must be a positive integer (seconds)");
+		} else if (wire_key_is(k, "base")) {
+			if (wire_u64(v, &base_ts))
+				FAIL(-EINVAL, "snapshot: 'base' must be an unsigned integer (ms)");
+			have_base = 1;
 		} else if (wire_key_is(k, "lbl")) {
 			labels = v;
 		} else if (wire_key_is(k, "s")) {
 			series = v;
 		}
 	}
-	if (version != SNAPSHOT_VERSION)
-		FAIL(-EINVAL, "snapshot: version %llu, this build reads version %d",
+	if (version < 1 || version > SNAPSHOT_VERSION)
+		FAIL(-EINVAL, "snapshot: version %llu, this build reads versions 1 to %d",
 		     (unsigned long long)version, SNAPSHOT_VERSION);
 	if (!have_host || !have_ts || !series)
 		FAIL(-EINVAL, "snapshot: missing field '%s'",
 		     !have_host ? "host" : !have_ts ? "ts" : "s");
 	s->tier = (uint32_t)tier;
+	if (have_base && (!base || base->ts_ms != base_ts || base->tier != s->tier))
+		FAIL(-ENOLINK, "snapshot: a delta on the entry at %llu ms, %s",
+		     (unsigned long long)base_ts,
+		     !base ? "which was not read (missing, or the read began after it)" :
+		     "but the entry before it is another");
+	if (!have_base)
+		base = NULL;
 	if (labels) {
 		ret = decode_labels(labels, &s->labels, &s->nlabels, "snapshot", err, errlen);
 		if (ret)
@@ -416,8 +486,8 @@ static int decode_top(const msgpack_object *root, struct snapshot *s, int compac
 		FAIL(-E2BIG, "snapshot: %u series, at most %d allowed", series->via.array.size,
 		     SNAPSHOT_MAX_SERIES);
 	for (uint32_t i = 0; i < series->via.array.size; i++) {
-		ret = decode_series(&series->via.array.ptr[i], s, i, compact, like, &shift, err,
-				    errlen);
+		ret = decode_series(&series->via.array.ptr[i], s, i, compact, like, base, &shift,
+				    err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -425,7 +495,7 @@ static int decode_top(const msgpack_object *root, struct snapshot *s, int compac
 }
 
 static int decode(const void *buf, size_t len, struct snapshot *s, int compact,
-		  const struct snapshot *like, char *err, size_t errlen)
+		  const struct snapshot *like, const struct snapshot *base, char *err, size_t errlen)
 {
 	msgpack_unpacked msg;
 	size_t off = 0;
@@ -447,7 +517,7 @@ static int decode(const void *buf, size_t len, struct snapshot *s, int compact,
 			free(plain);
 			FAIL(-EINVAL, "snapshot: a zstd frame inside a zstd frame");
 		}
-		ret = decode(plain, plen, s, compact, like, err, errlen);
+		ret = decode(plain, plen, s, compact, like, base, err, errlen);
 		free(plain);
 		return ret;
 	}
@@ -465,7 +535,7 @@ static int decode(const void *buf, size_t len, struct snapshot *s, int compact,
 		msgpack_unpacked_destroy(&msg);
 		FAIL(-ENOMEM, "snapshot: out of memory");
 	}
-	ret = decode_top(&msg.data, s, compact, like, err, errlen);
+	ret = decode_top(&msg.data, s, compact, like, base, err, errlen);
 	msgpack_unpacked_destroy(&msg);
 	if (ret)
 		snapshot_free(s);
@@ -474,17 +544,23 @@ static int decode(const void *buf, size_t len, struct snapshot *s, int compact,
 
 int snapshot_decode(const void *buf, size_t len, struct snapshot *s, char *err, size_t errlen)
 {
-	return decode(buf, len, s, 0, NULL, err, errlen);
+	return decode(buf, len, s, 0, NULL, NULL, err, errlen);
 }
 
 int snapshot_decode_compact(const void *buf, size_t len, struct snapshot *s, char *err,
 			    size_t errlen)
 {
-	return decode(buf, len, s, 1, NULL, err, errlen);
+	return decode(buf, len, s, 1, NULL, NULL, err, errlen);
 }
 
 int snapshot_decode_like(const void *buf, size_t len, struct snapshot *s,
 			 const struct snapshot *like, char *err, size_t errlen)
 {
-	return decode(buf, len, s, 1, like, err, errlen);
+	return decode(buf, len, s, 1, like, NULL, err, errlen);
+}
+
+int snapshot_decode_on(const void *buf, size_t len, struct snapshot *s,
+		       const struct snapshot *base, int compact, char *err, size_t errlen)
+{
+	return decode(buf, len, s, compact, NULL, base, err, errlen);
 }

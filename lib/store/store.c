@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/strmap.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "model/host_entry.h"
@@ -58,6 +59,16 @@ struct spool_item {
 	char *blob;
 	size_t bloblen;
 	int nfields;
+	/*
+	 * A rollup (tier > 1) is a link of its stream's chain: blob is the
+	 * whole entry; delta (or NULL) the same on the entry at base_ts, sent
+	 * instead when the writer knows that entry is the stream's newest.
+	 */
+	int chain;
+	char *delta;
+	size_t deltalen;
+	uint64_t base_ts;
+	int sent_delta;		/* what the last append sent */
 };
 
 struct store {
@@ -96,13 +107,14 @@ static void item_free(struct spool_item *it)
 {
 	if (it) {
 		free(it->blob);
+		free(it->delta);
 		free(it);
 	}
 }
 
 static size_t item_bytes(const struct spool_item *it)
 {
-	return sizeof(*it) + it->bloblen;
+	return sizeof(*it) + it->bloblen + it->deltalen;
 }
 
 /* Remove the entry at ring position pos (0 = head), shifting the tail. */
@@ -179,7 +191,10 @@ static int append_item(struct conn *c, struct spool_item *it)
 		ARG(id, strlen(id));
 		if (it->kind == ITEM_XADD) {
 			ARG("d", 1);
-			ARG(it->blob, it->bloblen);
+			if (it->sent_delta)
+				ARG(it->delta, it->deltalen);
+			else
+				ARG(it->blob, it->bloblen);
 		} else {
 			const char *f = it->blob;
 
@@ -196,6 +211,63 @@ static int append_item(struct conn *c, struct spool_item *it)
 	return conn_append(c, it->key, argc, argv, lens);
 }
 
+/*
+ * The writer's view of each rollup stream's newest entry, for deltas: the
+ * ts of the last entry Redis acknowledged on this connection.  Forgotten
+ * when the connection is lost (Redis may have restarted empty, or a
+ * replica without the last writes taken over) and when Redis refuses an
+ * entry; then the stream's next entry is sent whole.  An entry whose base
+ * is still unacknowledged (both in one pipeline, as when a spool drains)
+ * is sent whole too: a delta never lands without its base.
+ */
+struct chain_view {
+	struct strmap index;	/* stream key -> slot in ts[] */
+	uint64_t *ts;		/* 0: not known */
+	uint32_t n, cap;
+};
+
+static uint64_t chain_newest(const struct chain_view *cv, const char *key)
+{
+	uint32_t i;
+
+	return strmap_get(&cv->index, key, &i) ? cv->ts[i] : 0;
+}
+
+static void chain_set(struct chain_view *cv, const char *key, uint64_t ts)
+{
+	uint32_t i;
+
+	if (strmap_get(&cv->index, key, &i)) {
+		cv->ts[i] = ts;
+		return;
+	}
+	if (cv->n == cv->cap) {
+		uint32_t cap = cv->cap ? cv->cap * 2 : 64;
+		uint64_t *t = realloc(cv->ts, cap * sizeof(*t));
+
+		if (!t)
+			return;		/* not known: sent whole */
+		cv->ts = t;
+		cv->cap = cap;
+	}
+	if (strmap_put(&cv->index, key, cv->n))
+		return;
+	cv->ts[cv->n++] = ts;
+}
+
+static void chain_reset(struct chain_view *cv)
+{
+	for (uint32_t i = 0; i < cv->n; i++)
+		cv->ts[i] = 0;
+}
+
+static void chain_free(struct chain_view *cv)
+{
+	strmap_free(&cv->index);
+	free(cv->ts);
+	memset(cv, 0, sizeof(*cv));
+}
+
 static int transient_error(const char *msg)
 {
 	static const char *const prefixes[] = { "LOADING", "OOM", "BUSY", "TRYAGAIN",
@@ -208,8 +280,11 @@ static int transient_error(const char *msg)
 }
 
 /* Interpret one reply for it. Returns 1 to back off (transient error). */
-static int handle_reply(struct store *st, struct spool_item *it, redisReply *r)
+static int handle_reply(struct store *st, struct chain_view *cv, struct spool_item *it,
+			redisReply *r)
 {
+	if (it->chain)
+		chain_set(cv, it->key, r->type != REDIS_REPLY_ERROR ? it->ts_ms : 0);
 	if (r->type != REDIS_REPLY_ERROR) {
 		it->done = 1;
 		return 0;
@@ -256,6 +331,7 @@ static void *writer_main(void *arg)
 	struct store *st = arg;
 	struct spool_item *batch[BATCH_MAX];
 	uint64_t backoff = BACKOFF_MIN_NS;
+	struct chain_view cv = { 0 };
 	struct conn *c = NULL;
 	int was_down = 0;
 	char err[256];
@@ -300,6 +376,8 @@ static void *writer_main(void *arg)
 			if (batch[i]->done)
 				continue;
 			batch[i]->attempts++;
+			batch[i]->sent_delta = batch[i]->delta &&
+					       chain_newest(&cv, batch[i]->key) == batch[i]->base_ts;
 			if (append_item(c, batch[i])) {
 				ioerr = 1;
 				break;
@@ -321,10 +399,11 @@ static void *writer_main(void *arg)
 				ioerr = 2;
 				continue;
 			}
-			slow |= handle_reply(st, batch[i], r);
+			slow |= handle_reply(st, &cv, batch[i], r);
 			freeReplyObject(r);
 		}
 		if (ioerr) {
+			chain_reset(&cv);
 			if (!was_down)
 				log_warn("lost the redis connection (%s); spooling until it returns",
 					 conn_errstr(c)[0] ? conn_errstr(c) : "unknown error");
@@ -363,6 +442,7 @@ static void *writer_main(void *arg)
 	}
 	pthread_mutex_unlock(&st->lock);
 	conn_close(c);
+	chain_free(&cv);
 	return NULL;
 }
 
@@ -654,11 +734,12 @@ static struct spool_item *host_item(const struct snapshot *s)
 	return it;
 }
 
-int store_put_snapshot(struct store *st, const struct snapshot *s)
+/* Queue s (a delta on base too, when it fits; see struct spool_item). */
+static int put_snapshot(struct store *st, const struct snapshot *s, const struct snapshot *base)
 {
 	struct spool_item *it;
 	int slot = tier_slot(s->tier), pending;
-	uint64_t ret_ms;
+	uint64_t ret_ms, span = snapshot_delta_span_ms(s->tier);
 
 	if (slot < 0)
 		return -EINVAL;
@@ -670,9 +751,23 @@ int store_put_snapshot(struct store *st, const struct snapshot *s)
 	it->ts_ms = s->ts_ms;
 	ret_ms = st->opts.retention_ms[slot];
 	it->minid = ret_ms && s->ts_ms > ret_ms ? s->ts_ms - ret_ms : 0;
+	/* trimmed at a span's start, where a chain begins whole: no delta loses its base */
+	if (span)
+		it->minid -= it->minid % span;
+	it->chain = span != 0;
 	if (snapshot_encode(s, &it->blob, &it->bloblen)) {
 		free(it);
 		return -ENOMEM;
+	}
+	if (snapshot_delta_fits(s, base) &&
+	    snapshot_encode_delta(s, base, &it->delta, &it->deltalen) == 0) {
+		it->base_ts = base->ts_ms;
+		/* a delta that is not smaller is not worth a chain */
+		if (it->deltalen >= it->bloblen) {
+			free(it->delta);
+			it->delta = NULL;
+			it->deltalen = 0;
+		}
 	}
 	spool_push(st, it);
 
@@ -702,6 +797,16 @@ int store_put_snapshot(struct store *st, const struct snapshot *s)
 			spool_push(st, h);
 	}
 	return 0;
+}
+
+int store_put_snapshot(struct store *st, const struct snapshot *s)
+{
+	return put_snapshot(st, s, NULL);
+}
+
+int store_put_rollup(struct store *st, const struct snapshot *s, const struct snapshot *base)
+{
+	return put_snapshot(st, s, base);
 }
 
 int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
@@ -848,7 +953,48 @@ struct read_ctx {
 	store_bad_cb bad_cb;
 	store_like_cb like;		/* decode like the host's newest (store_read_ranges) */
 	void *arg;
+	/*
+	 * A rollup tier's chain (snapshot.h: deltas): the entry before the
+	 * next, as decoded, and where delivery begins (the read starts
+	 * earlier, at the chain's whole entry).
+	 */
+	int chain;
+	struct snapshot *base;		/* NULL: none yet */
+	uint64_t deliver_from;
+	size_t max;			/* entries to deliver at most (0: all) */
 };
+
+/* The base rc holds (NULL: none), then s as the next entry's. */
+static void chain_advance(struct read_ctx *rc, struct snapshot *s)
+{
+	if (!rc->base) {
+		rc->base = malloc(sizeof(*rc->base));
+		if (!rc->base) {
+			snapshot_free(s);
+			return;
+		}
+	} else {
+		snapshot_free(rc->base);
+	}
+	*rc->base = *s;
+}
+
+static void chain_end(struct read_ctx *rc)
+{
+	if (rc->base) {
+		snapshot_free(rc->base);
+		free(rc->base);
+		rc->base = NULL;
+	}
+}
+
+/* Where a read of tier from from_ms must start: a chain's whole entry. */
+static uint64_t chain_start(uint32_t tier, uint64_t from_ms)
+{
+	uint64_t span = snapshot_delta_span_ms(tier);
+
+	return span ? from_ms - from_ms % span : from_ms;
+}
 
 static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char *why,
 		      size_t *bad)
@@ -868,7 +1014,7 @@ static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char
 }
 
 static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, void *arg,
-			   const struct read_ctx *rc, size_t *bad, char *err, size_t errlen)
+			   struct read_ctx *rc, size_t *bad, char *err, size_t errlen)
 {
 	int delivered = 0;
 
@@ -885,7 +1031,7 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 		redisReply *e = r->element[i], *fields;
 		struct snapshot s;
 		char derr[256];
-		int found = 0;
+		int found = 0, ret, early;
 
 		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
 		    e->element[1]->type != REDIS_REPLY_ARRAY) {
@@ -900,13 +1046,29 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 			    fv->type != REDIS_REPLY_STRING)
 				continue;
 			found = 1;
-			if (rc && rc->like ?
-				    snapshot_decode_like(fv->str, fv->len, &s,
-							 rc->like(rc->index, rc->arg), derr,
-							 sizeof(derr)) :
-				    (rc && rc->compact ? snapshot_decode_compact : snapshot_decode)(
-					    fv->str, fv->len, &s, derr, sizeof(derr))) {
-				entry_bad(rc, e, derr, bad);
+			if (rc && rc->chain)
+				ret = snapshot_decode_on(fv->str, fv->len, &s, rc->base, rc->compact,
+							 derr, sizeof(derr));
+			else if (rc && rc->like)
+				ret = snapshot_decode_like(fv->str, fv->len, &s,
+							   rc->like(rc->index, rc->arg), derr,
+							   sizeof(derr));
+			else
+				ret = (rc && rc->compact ? snapshot_decode_compact : snapshot_decode)(
+					fv->str, fv->len, &s, derr, sizeof(derr));
+			/* read only as the base of the first entry asked for */
+			early = rc && rc->chain &&
+				(ret ? e->element[0]->type == REDIS_REPLY_STRING &&
+				       strtoull(e->element[0]->str, NULL, 10) < rc->deliver_from :
+				       s.ts_ms < rc->deliver_from);
+			if (ret) {
+				if (rc && rc->chain)
+					chain_end(rc);
+				if (early)
+					log_debug("%s: entry before the range read: %s",
+						  rc->host ? rc->host : "?", derr);
+				else
+					entry_bad(rc, e, derr, bad);
 				break;
 			}
 			if (rc && rc->host && strcmp(s.host, rc->host)) {
@@ -922,12 +1084,18 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 				free(s.host);
 				s.host = h;
 			}
-			delivered++;
-			if (cb(&s, arg)) {
-				snapshot_free(&s);
-				return delivered;
+			if (early) {
+				chain_advance(rc, &s);
+				break;
 			}
-			snapshot_free(&s);
+			delivered++;
+			ret = cb(&s, arg);
+			if (rc && rc->chain)
+				chain_advance(rc, &s);
+			else
+				snapshot_free(&s);
+			if (ret || (rc && rc->max && (size_t)delivered >= rc->max))
+				return delivered;
 			break;
 		}
 		if (!found)
@@ -942,26 +1110,28 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
 {
 	char key[320], from[32], to[32], count[32];
 	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
+	struct read_ctx rc = { .host = host, .chain = snapshot_delta_span_ms(tier) != 0,
+			       .deliver_from = from_ms, .max = max };
+	uint64_t start = chain_start(tier, from_ms);
 	redisReply *r;
 	int ret;
 
 	key_tier(key, sizeof(key), host, tier);
-	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
+	snprintf(from, sizeof(from), "%" PRIu64, start);
 	if (to_ms)
 		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
 	else
 		snprintf(to, sizeof(to), "+");
-	snprintf(count, sizeof(count), "%zu", max);
+	/* a chain's entries before from_ms come on top: at most a span's */
+	snprintf(count, sizeof(count), "%" PRIu64,
+		 (uint64_t)max + (from_ms - start) / ((uint64_t)tier * 1000) + 1);
 	r = conn_command(c, key, max ? 6 : 4, argv, NULL);
 	if (!r) {
 		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		return -EIO;
 	}
-	{
-		struct read_ctx rc = { .host = host };
-
-		ret = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
-	}
+	ret = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+	chain_end(&rc);
 	freeReplyObject(r);
 	return ret;
 }
@@ -986,11 +1156,16 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 		      size_t *bad, char *err, size_t errlen)
 {
 	struct read_page *todo = malloc((n + 1) * sizeof(*todo));
+	/* a rollup tier's chains: each host's entry before its next page */
+	int chain = snapshot_delta_span_ms(tier) != 0;
+	struct snapshot **bases = chain ? calloc(n + 1, sizeof(*bases)) : NULL;
 	char to[32] = "+", count[16];
 	size_t ntodo = n;
 	int delivered = 0;
 
-	if (!todo) {
+	if (!todo || (chain && !bases)) {
+		free(todo);
+		free(bases);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -999,7 +1174,8 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 	snprintf(count, sizeof(count), "%d", READ_PAGE);
 	for (size_t i = 0; i < n; i++) {
 		todo[i].host = i;
-		snprintf(todo[i].from, sizeof(todo[i].from), "%" PRIu64, from_ms[i]);
+		snprintf(todo[i].from, sizeof(todo[i].from), "%" PRIu64,
+			 chain_start(tier, from_ms[i]));
 	}
 	while (ntodo) {
 		size_t more = 0;	/* hosts with another page: todo[0..more) next round */
@@ -1015,8 +1191,8 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 				key_tier(key, sizeof(key), hosts[todo[at + i].host], tier);
 				if (conn_append(c, key, 6, argv, NULL)) {
 					snprintf(err, errlen, "redis: %s", conn_errstr(c));
-					free(todo);
-					return -EIO;
+					delivered = -EIO;
+					goto out;
 				}
 			}
 			for (size_t i = 0; i < batch; i++) {
@@ -1027,15 +1203,19 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 				r = conn_reply(c);
 				if (!r) {
 					snprintf(err, errlen, "redis: %s", conn_errstr(c));
-					free(todo);
-					return -EIO;
+					delivered = -EIO;
+					goto out;
 				}
 				struct read_ctx rc = { .host = hosts[h], .index = h, .compact = 1,
 						       .bad_cb = rd->bad, .like = rd->like,
-						       .arg = rd->arg };
+						       .arg = rd->arg, .chain = chain,
+						       .base = chain ? bases[h] : NULL,
+						       .deliver_from = from_ms[h] };
 
 				got = deliver_entries(r, 0, rd->snapshot, rd->arg, &rc, bad, err,
 						      errlen);
+				if (chain)
+					bases[h] = rc.base;
 				if (got < 0) {
 					if (rd->bad)
 						rd->bad(h, 0, err, rd->arg);
@@ -1064,6 +1244,13 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 		}
 		ntodo = more;
 	}
+out:
+	for (size_t i = 0; chain && i < n; i++) {
+		struct read_ctx rc = { .base = bases[i] };
+
+		chain_end(&rc);
+	}
+	free(bases);
 	free(todo);
 	return delivered;
 }

@@ -86,6 +86,14 @@ int store_spool_check(const void *buf, size_t len, size_t max_bytes);
 int store_put_snapshot(struct store *st, const struct snapshot *s);
 
 /*
+ * The same for a rollup (tier 60 or 3600), with base the window before it
+ * (rollup_cascade's; NULL: none): when Redis is known to hold base as the
+ * stream's newest entry, s is written as a delta on it (snapshot.h), else
+ * whole.  Readers of the tier follow the chain (store_read_range).
+ */
+int store_put_rollup(struct store *st, const struct snapshot *s, const struct snapshot *base);
+
+/*
  * Queue XADD key (id ts_ms, field "d" = blob) trimmed to retention_ms (0:
  * no trimming), like snapshots.  Used for profile windows (fl:{H}:p10,
  * fl:{H}:p3600).  Returns 0 or -ENOMEM.
