@@ -4,7 +4,9 @@
  *   codec_cost FILE...
  *
  * Each FILE is one stream entry's "d" field as Redis holds it (written by
- * `faultline sim`: a zstd frame, snapshot_zstd.h).  For every file, the
+ * `faultline sim`: a zstd frame, snapshot_zstd.h), in the stream's order:
+ * a rollup that is a delta (snapshot.h) is decoded on the file before it,
+ * as a reader of the stream does.  For every file, the
  * plain msgpack inside it (what every entry was before compression) and the
  * frame are each decoded until about 0.2 s has passed; printed: the bytes
  * and the ns per decode of each, their ratio, and the ns it costs a writer
@@ -28,8 +30,8 @@ static double cpu_ns(void)
 	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-/* ns per snapshot_decode of buf, over ~0.2 s of CPU. */
-static double decode_ns(const void *buf, size_t len)
+/* ns per decode of buf (on base, when it is a delta), over ~0.2 s of CPU. */
+static double decode_ns(const void *buf, size_t len, const struct snapshot *base)
 {
 	double t0 = cpu_ns(), t;
 	long n = 0;
@@ -39,7 +41,7 @@ static double decode_ns(const void *buf, size_t len)
 		char err[256];
 
 		for (int i = 0; i < 64; i++, n++) {
-			if (snapshot_decode(buf, len, &s, err, sizeof(err))) {
+			if (snapshot_decode_on(buf, len, &s, base, 0, err, sizeof(err))) {
 				fprintf(stderr, "codec_cost: %s\n", err);
 				exit(1);
 			}
@@ -88,7 +90,8 @@ static void *slurp(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
 	double zb = 0, pb = 0, zns = 0, pns = 0, cns = 0;
-	int n = 0;
+	struct snapshot prev;
+	int n = 0, have_prev = 0;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fprintf(argc < 2 ? stderr : stdout, "usage: codec_cost FILE...\n"
@@ -113,17 +116,22 @@ int main(int argc, char **argv)
 		{
 			struct snapshot s;
 
-			if (snapshot_decode(plain, plen, &s, err, sizeof(err))) {
-				fprintf(stderr, "codec_cost: %s: %s\n", argv[i], err);
+			if (snapshot_decode_on(plain, plen, &s, have_prev ? &prev : NULL, 0, err,
+					       sizeof(err))) {
+				fprintf(stderr, "codec_cost: %s: %s (give a stream's entries in order)\n",
+					argv[i], err);
 				return 1;
 			}
 			cns += pack_ns(plain, plen, s.tier);
-			snapshot_free(&s);
+			zb += (double)zlen;
+			pb += (double)plen;
+			pns += decode_ns(plain, plen, have_prev ? &prev : NULL);
+			zns += decode_ns(z, zlen, have_prev ? &prev : NULL);
+			if (have_prev)
+				snapshot_free(&prev);
+			prev = s;
+			have_prev = 1;
 		}
-		zb += (double)zlen;
-		pb += (double)plen;
-		pns += decode_ns(plain, plen);
-		zns += decode_ns(z, zlen);
 		n++;
 		free(z);
 		free(plain);
@@ -131,5 +139,7 @@ int main(int argc, char **argv)
 	printf("%d entries: plain %.0f bytes decoded in %.0f ns, compressed %.0f bytes in %.0f ns "
 	       "(%.2fx the bytes, %.2fx the decode time); compressing one costs its writer "
 	       "%.0f ns\n", n, pb / n, pns / n, zb / n, zns / n, zb / pb, zns / pns, cns / n);
+	if (have_prev)
+		snapshot_free(&prev);
 	return 0;
 }

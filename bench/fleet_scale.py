@@ -12,8 +12,10 @@ in a redis-server of its own:
             with the wall clock).  Each interval's log line gives the time
             spent reading and evaluating: median and worst, and the
             engine's peak resident memory.
-  redis     bytes per entry of each tier, measured with MEMORY USAGE on
-            20 simulated hosts with 3 hours of history, and the projection
+  redis     bytes per entry of each tier: what Redis frees when each
+            stream of 20 simulated hosts with 3 hours of history (sim seed
+            7, one the zstd dictionaries were not trained on) is deleted
+            (used_memory before and after), and the projection
             to a full retention window per host (DESIGN.md: s1 15 min, s60
             7 days, s3600 90 days, p10 1 hour; an hourly rollup holds the
             same series as a minute one, so its entries are sized like
@@ -47,6 +49,10 @@ SERIES_PER_ENTRY = 30   # a simulated host's series per entry (faultline sim)
 # wave 1 (a chain of decoded snapshots per host, README history): what the
 # rules engine held per host per kept snapshot, and what that came to
 WAVE1_BYTES_PER_SNAPSHOT = 3900
+# wave 1's Redis per host at that retention (plain msgpack entries, MEMORY USAGE)
+WAVE1_REDIS_PER_HOST = 39.9e6
+# the simulator seed of the Redis figures: never one scripts/train_dict.sh trains on
+MEASURE_SEED = "7"
 LINE = re.compile(r"interval: read (\d+) snapshot\(s\) in ([\d.]+) ms, evaluated (\d+) rule\(s\) "
                   r"over (\d+) host\(s\) in ([\d.]+) ms")
 
@@ -152,12 +158,23 @@ def raw_entries(sock, key, count):
     return [dict(zip(fl[::2], fl[1::2]))[b"d"] for _, fl in res]
 
 
+def key_bytes(sock, key):
+    """What Redis holds for key: used_memory before and after deleting it.
+    (MEMORY USAGE estimates a stream from its nodes' listpacks; this is the
+    allocator's own count, node slack and all.)"""
+    before = int(re.search(r"used_memory:(\d+)", redis_cmd(sock, "INFO", "memory")).group(1))
+    redis_cmd(sock, "DEL", key)
+    after = int(re.search(r"used_memory:(\d+)", redis_cmd(sock, "INFO", "memory")).group(1))
+    return before - after
+
+
 def measure_memory(out, d, compressed):
     """Bytes per entry of each tier, from 20 simulated hosts with 3 h of history
     (enough entries that a stream's fixed overhead is amortised), projected to
-    a full retention window per host; compressed False writes the entries as
-    every entry was before compression (FAULTLINE_WIRE_COMPRESS=0).  With
-    compressed, also the cost of decoding an entry (bench/codec_cost)."""
+    a full retention window per host; compressed False writes the entries
+    plain (FAULTLINE_WIRE_COMPRESS=0; still version 2: deltas and compact
+    numbers).  With compressed, also the cost of decoding an entry
+    (bench/codec_cost)."""
     srv, sock = start_redis(d)
     env = dict(os.environ)
     if not compressed:
@@ -165,21 +182,8 @@ def measure_memory(out, d, compressed):
     try:
         subprocess.run([os.path.join(out, "faultline"), "sim", "--redis", "unix://" + sock,
                         "--hosts", "20", "--hosts-per-rack", "20", "--racks-per-switch", "4",
-                        "--duration", "3h", "--ends-now"], check=True, env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        per_entry = {}
-        for tier in ("s1", "s60", "p10"):
-            sizes, entries = 0, 0
-            for i in range(20):
-                key = "fl:{%s}:%s" % (host_name(i), tier)
-                entries += int(redis_cmd(sock, "XLEN", key) or 0)
-                sizes += int(redis_cmd(sock, "MEMORY", "USAGE", key, "SAMPLES", "0") or 0)
-            per_entry[tier] = sizes / entries if entries else 0
-        # an hourly rollup holds the same series as a minute one
-        per_entry["s3600"] = per_entry["s60"]
-        drives = statistics.mean(int(redis_cmd(sock, "MEMORY", "USAGE",
-                                               "fl:{%s}:drives" % host_name(i), "SAMPLES", "0")
-                                     or 0) for i in range(20))
+                        "--duration", "3h", "--ends-now", "--seed", MEASURE_SEED], check=True,
+                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         costs = {}
         if compressed:
             for tier in ("s1", "s60"):
@@ -192,6 +196,18 @@ def measure_memory(out, d, compressed):
                 r = subprocess.run([os.path.join(out, "bench", "codec_cost")] + files,
                                    capture_output=True, text=True, check=True)
                 costs[tier] = r.stdout.strip()
+        per_entry = {}
+        for tier in ("s1", "s60", "p10"):
+            sizes, entries = 0, 0
+            for i in range(20):
+                key = "fl:{%s}:%s" % (host_name(i), tier)
+                entries += int(redis_cmd(sock, "XLEN", key) or 0)
+                sizes += key_bytes(sock, key)
+            per_entry[tier] = sizes / entries if entries else 0
+        # an hourly rollup holds the same series as a minute one
+        per_entry["s3600"] = per_entry["s60"]
+        drives = statistics.mean(key_bytes(sock, "fl:{%s}:drives" % host_name(i))
+                                 for i in range(20))
     finally:
         srv.terminate()
         srv.wait()
@@ -323,7 +339,7 @@ def main():
             shutil.rmtree(d, ignore_errors=True)
     p, pp = mem["projected"], plain["projected"]
     print("\nfleet_scale: Redis per host at full retention (DESIGN.md tiers), measured per entry;"
-          " plain = every entry as before compression (FAULTLINE_WIRE_COMPRESS=0)")
+          " (seed %s, bytes Redis frees per key); plain = FAULTLINE_WIRE_COMPRESS=0" % MEASURE_SEED)
     print("  %-6s %9s %11s %9s %10s %13s %7s" % ("tier", "entries", "plain B/e", "B/entry",
                                                "plain MB", "MB per host", "ratio"))
     for t in ("s1", "s60", "s3600", "p10"):
@@ -333,9 +349,10 @@ def main():
     print("  %-6s %9s %11s %9s %10.3f %13.3f" % ("drives", "", "", "", pp["drives"] / 1e6,
                                                 p["drives"] / 1e6))
     total, ptotal = sum(p.values()), sum(pp.values())
-    print("  total %.1f MB per host (plain %.1f MB: %.2fx, %.1fx smaller; target <= 4 MB); "
-          "x10,000 hosts = %.0f GB" % (total / 1e6, ptotal / 1e6, total / ptotal,
-                                      ptotal / total, total * 1e4 / 1e9))
+    print("  total %.1f MB per host (plain %.1f MB: %.2fx; wave 1's layout %.1f MB: %.1fx "
+          "smaller; target <= 4 MB); x10,000 hosts = %.0f GB" %
+          (total / 1e6, ptotal / 1e6, total / ptotal, WAVE1_REDIS_PER_HOST / 1e6,
+           WAVE1_REDIS_PER_HOST / total, total * 1e4 / 1e9))
     print("  s60: %.1f bytes per series per minute entry (%d series; a gauge keeps last, min,"
           " max, sum, n) beside Prometheus' ~1.3 bytes per sample" %
           (mem["per_entry"]["s60"] / SERIES_PER_ENTRY, SERIES_PER_ENTRY))

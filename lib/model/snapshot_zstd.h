@@ -6,11 +6,14 @@
  * entry holds: the keys, the metric names, the label keys and values, the
  * shape of each histogram.  zstd with a dictionary that already holds them
  * (scripts/train_dict.sh, from a simulated fleet) stores mostly the
- * values: a 1 s snapshot of ~1.7 KB becomes ~270 bytes, a minute rollup of
- * ~2.2 KB ~500 bytes.  Two dictionaries, one per kind of entry:
+ * values.  Dictionaries go in pairs, one per kind of entry; writers use the
+ * newest pair, readers every pair there has been:
  *
- *   id 1   1 s snapshots (tier 1), level 3 (the probe writes one a second)
- *   id 2   rollups (tiers 60 and 3600), level 9 (one a minute)
+ *   id 1, 2   version 1 entries: 1 s snapshots (level 3), rollups (level 9)
+ *   id 3, 4   version 2 (snapshot.h: deltas, compact numbers): 1 s
+ *             snapshots at level 5 (the probe writes one a second; ~260
+ *             bytes of ~1.6 KB), rollups at level 9 (one a minute; ~420
+ *             bytes of ~1.9 KB), trained on simulator seeds no bench uses
  *
  * An entry is a zstd frame (magic 28 b5 2f fd) naming its dictionary id,
  * or plain msgpack (a map: first byte 0x8N or 0xde/0xdf), as every entry

@@ -13,10 +13,12 @@
  *
  *   key                          type    writer            readers            retention
  *   fl:{H}:s1                    stream  probe, sim        rules, CLI top     store.retention (1 h)
- *   fl:{H}:s60                   stream  probe, sim        rules (baselines)  (7 d)
- *   fl:{H}:s3600                 stream  probe, sim        CLI, reports       (90 d)
+ *   fl:{H}:s60                   stream  probe, sim        tools              (7 d)
+ *   fl:{H}:s3600                 stream  probe, sim        tools              (90 d)
  *       entry id = snapshot ts (ms), field "d" = msgpack snapshot
- *       (model/snapshot.h); trimmed by age with XADD MINID ~
+ *       (model/snapshot.h); trimmed by age with XADD MINID ~; a rollup
+ *       may be a delta on the entry before it, within an hour (a day):
+ *       trimmed at such a span's start, read from it (store.h)
  *   fl:{H}:p10                   stream  probe             alerter, CLI       1 h
  *   fl:{H}:p3600                 stream  probe             alerter, CLI       30 d
  *       profile windows (10 s, hourly top), field "d" = model/profile.h blob

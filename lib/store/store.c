@@ -1089,11 +1089,18 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 				break;
 			}
 			delivered++;
+			if (rc && rc->chain) {
+				/* the next entry's base, whatever cb does with s */
+				struct snapshot keep;
+
+				if (snapshot_copy(&keep, &s)) {
+					chain_end(rc);
+				} else {
+					chain_advance(rc, &keep);
+				}
+			}
 			ret = cb(&s, arg);
-			if (rc && rc->chain)
-				chain_advance(rc, &s);
-			else
-				snapshot_free(&s);
+			snapshot_free(&s);
 			if (ret || (rc && rc->max && (size_t)delivered >= rc->max))
 				return delivered;
 			break;

@@ -137,7 +137,9 @@ void store_close(struct store *st);
  * one; cb returns non-zero to stop.  cb may keep the snapshot by moving
  * *s out and zeroing it (what is left is freed after cb returns).  Entries
  * that fail to decode are skipped and counted in *bad (may be NULL) rather
- * than failing the read.
+ * than failing the read.  A rollup tier's deltas (snapshot.h) are read on
+ * the entry before them: the read starts at from_ms's hour (day) and
+ * delivers from from_ms; an entry whose base is missing is counted bad.
  * Returns the number delivered, or -EIO with a reason in err.
  */
 typedef int (*store_snapshot_cb)(struct snapshot *s, void *arg);
