@@ -11,9 +11,10 @@
  *
  *   id 1, 2   version 1 entries: 1 s snapshots (level 3), rollups (level 9)
  *   id 3, 4   version 2 (snapshot.h: deltas, compact numbers): 1 s
- *             snapshots at level 5 (the probe writes one a second; ~260
- *             bytes of ~1.6 KB), rollups at level 9 (one a minute; ~420
- *             bytes of ~1.9 KB), trained on simulator seeds no bench uses
+ *             snapshots at level 3 (the probe writes one a second: level 5
+ *             would save ~14 % of a real host's bytes for 3x the CPU),
+ *             rollups at level 9 (one a minute); trained on simulator
+ *             seeds no bench uses
  *
  * An entry is a zstd frame (magic 28 b5 2f fd) naming its dictionary id,
  * or plain msgpack (a map: first byte 0x8N or 0xde/0xdf), as every entry
