@@ -245,7 +245,7 @@ Test(snapshot, bad_frames_are_errors_that_say_why)
 	memcpy(mut, z, zlen);
 	cr_assert_eq(mut[4] & 3, 1, "a one-byte dictionary id");
 	off = 5 + !((mut[4] >> 5) & 1);	/* a window byte unless single-segment */
-	cr_assert_eq(mut[off], 1);
+	cr_assert_eq(mut[off], 3, "the 1 s snapshots' dictionary of version 2");
 	mut[off] = 7;
 	cr_assert_neq(snapshot_decode(mut, zlen, &d, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "dictionary 7"), "%s", err);
