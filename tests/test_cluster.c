@@ -75,6 +75,34 @@ static void put(struct store *st, const char *host, uint64_t ts, uint64_t seq)
 	snapshot_free(&s);
 }
 
+/* Minute rollup m of host from hour_ms (tier 60), a delta on prev when it can be. */
+static void put_rollup(struct store *st, const char *host, uint64_t hour_ms, uint64_t m,
+		       struct snapshot *prev)
+{
+	struct snapshot s;
+	struct series *c;
+
+	snapshot_init(&s, host, hour_ms + (m + 1) * 60000, 60000, m, 60);
+	for (int d = 0; d < 8; d++) {
+		char dev[8] = { 's', 'd', (char)('a' + d) };
+
+		c = snapshot_add_counter(&s, "block.bytes", (1ULL << 40) + m * 4096, "device", dev,
+					 NULL);
+		c->counter.increase = 4096;
+	}
+	cr_assert_eq(store_put_rollup(st, &s, m ? prev : NULL), 0);
+	if (m)
+		snapshot_free(prev);
+	*prev = s;
+}
+
+static int count_rollup(struct snapshot *s, void *arg)
+{
+	(void)s;
+	++*(size_t *)arg;
+	return 0;
+}
+
 struct per_host {
 	size_t n[64];
 	uint64_t last[64];
@@ -388,7 +416,14 @@ Test(cluster, writer_rides_through_a_master_failover, .init = start3x2, .fini = 
 		cr_assert_geq(victim, 0);
 	}
 	survivor = (victim + 1) % cl.n;
+	/* and h-0's minute rollups, deltas on the one before, across the failover */
+	uint64_t hour = (t0 / 3600000 - 1) * 3600000;
+	struct snapshot prev = { 0 };
+	size_t rollups = 0, bad = 0;
+	char err[256];
+
 	for (int round = 0; round < 60; round++) {
+		put_rollup(st, "h-0", hour, (uint64_t)round, &prev);
 		seq++;
 		for (int h = 0; h < 30; h++) {
 			char host[32];
@@ -412,6 +447,11 @@ Test(cluster, writer_rides_through_a_master_failover, .init = start3x2, .fini = 
 	cr_expect(!p.out_of_order);
 	for (int h = 0; h < 30; h++)
 		cr_expect_eq(p.n[h], (size_t)seq, "host h-%d: %zu of %d", h, p.n[h], seq);
+	/* every rollup decodes: no delta landed without its base on the promoted replica */
+	cr_expect_eq(store_read_range(c, "h-0", 60, 0, 0, 0, count_rollup, &rollups, &bad, err,
+				      sizeof(err)), 60, "%s", err);
+	cr_expect_eq(bad, 0);
+	snapshot_free(&prev);
 	conn_close(c);
 }
 

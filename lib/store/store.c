@@ -268,6 +268,20 @@ static void chain_free(struct chain_view *cv)
 	memset(cv, 0, sizeof(*cv));
 }
 
+/*
+ * A count that changes whenever the connection's view of where keys live
+ * does (a redirect followed, the slot map read again, a node reconnected):
+ * a failover may have promoted a replica that missed the last write, so
+ * the chains start over (whole entries) when it moves.
+ */
+static uint64_t topology_epoch(const struct conn *c)
+{
+	struct conn_stats cs;
+
+	conn_get_stats(c, &cs);
+	return cs.moved + cs.ask + cs.refreshes + cs.reconnects;
+}
+
 static int transient_error(const char *msg)
 {
 	static const char *const prefixes[] = { "LOADING", "OOM", "BUSY", "TRYAGAIN",
@@ -332,6 +346,7 @@ static void *writer_main(void *arg)
 	struct spool_item *batch[BATCH_MAX];
 	uint64_t backoff = BACKOFF_MIN_NS;
 	struct chain_view cv = { 0 };
+	uint64_t epoch = 0;
 	struct conn *c = NULL;
 	int was_down = 0;
 	char err[256];
@@ -365,6 +380,10 @@ static void *writer_main(void *arg)
 				continue;
 			}
 			st->stats.reconnects++;
+		}
+		if (topology_epoch(c) != epoch) {
+			epoch = topology_epoch(c);
+			chain_reset(&cv);
 		}
 		nb = st->n < BATCH_MAX ? st->n : BATCH_MAX;
 		for (size_t i = 0; i < nb; i++)
