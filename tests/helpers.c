@@ -117,6 +117,14 @@ void test_redis_destroy(struct test_redis *r)
 		test_sh("rm -rf '%s'", r->dir);
 }
 
+uint64_t test_rand(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
 int test_sh(const char *fmt, ...)
 {
 	char cmd[4096];

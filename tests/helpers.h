@@ -43,6 +43,12 @@ int test_redis_restart(struct test_redis *r);
 /* Stop and remove the directory. */
 void test_redis_destroy(struct test_redis *r);
 
+/*
+ * The next of a xorshift64 sequence in *state (never 0): the same inputs
+ * every run, so a property test that fails fails again.
+ */
+uint64_t test_rand(uint64_t *state);
+
 /* Run a shell command; returns its exit status, or -1. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -17,6 +17,7 @@
 #include "model/histogram.h"
 #include "model/snapshot.h"
 #include "rules/columns.h"
+#include "tests/helpers.h"
 
 #define STEP_MS 1000
 #define KEEP_MS 200000
@@ -28,10 +29,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return test_rand(&rng);
 }
 
 /* A gauge value, now and then one a careless codec would lose. */

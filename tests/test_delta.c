@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +17,13 @@
 #include "model/rollup.h"
 #include "model/snapshot.h"
 #include "model/snapshot_zstd.h"
+#include "tests/helpers.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return test_rand(&rng);
 }
 
 static int same_bits(double a, double b)
@@ -233,6 +232,46 @@ Test(delta, a_delta_without_its_base_is_an_error_that_says_so)
 	snapshot_free(&a);
 	snapshot_free(&b);
 	snapshot_free(&c);
+}
+
+static void str(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str(pk, strlen(s));
+	msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+/* A base's value (nil) in an entry that names no base is an error, not a zero. */
+Test(delta, nil_outside_a_delta_is_an_error)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct snapshot got;
+	char err[256];
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 5);
+	str(&pk, "v");
+	msgpack_pack_uint32(&pk, 2);
+	str(&pk, "host");
+	str(&pk, "db-7");
+	str(&pk, "ts");
+	msgpack_pack_uint64(&pk, 1796166060000ULL);
+	str(&pk, "tier");
+	msgpack_pack_uint32(&pk, 60);
+	str(&pk, "s");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_array(&pk, 4);
+	str(&pk, "drive.temperature_c");
+	msgpack_pack_map(&pk, 0);
+	msgpack_pack_uint8(&pk, 1);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_nil(&pk);
+	msgpack_pack_uint8(&pk, 60);
+	cr_assert_eq(snapshot_decode_on(sb.data, sb.size, &got, NULL, 1, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "drive.temperature_c") && strstr(err, "not a delta"), "%s", err);
+	msgpack_sbuffer_destroy(&sb);
 }
 
 Test(delta, a_base_that_lacks_a_series_is_an_error_not_a_guess)

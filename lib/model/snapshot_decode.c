@@ -270,15 +270,21 @@ static const struct series *like_series(const struct snapshot *like, const msgpa
 }
 
 /*
- * The series of base a delta value of ser (series i) stands on: the same
- * series and kind, or NULL (then the value is -ENOLINK).
+ * The series of base a nil value of ser (series i) stands for, into *b:
+ * the same series and kind.  -EINVAL when the entry is not a delta (no
+ * base), -ENOLINK when its base lacks the series.
  */
-static const struct series *base_series(const struct snapshot *base, const struct series *ser,
-					uint32_t i)
+static int base_series(const struct snapshot *base, const struct series *ser, uint32_t i,
+		       const struct series **b, const char *what, char *err, size_t errlen)
 {
-	const struct series *b = base ? snapshot_find_same(base, ser, i) : NULL;
-
-	return b && b->kind == ser->kind ? b : NULL;
+	if (!base)
+		FAIL(-EINVAL, "%s (%s): nil (the base's value) in an entry that is not a delta",
+		     what, ser->name);
+	*b = snapshot_find_same(base, ser, i);
+	if (!*b || (*b)->kind != ser->kind)
+		FAIL(-ENOLINK, "%s (%s): a delta on a base entry that lacks the series", what,
+		     ser->name);
+	return 0;
 }
 
 /* A gauge's [last, n] or [last, n, sum]: one value all window (last nil: the base's). */
@@ -290,20 +296,25 @@ static int decode_constant_gauge(const msgpack_object *v, struct series *ser,
 	struct gauge_value *g = &ser->gauge;
 
 	if (a[0].type == MSGPACK_OBJECT_NIL) {
-		const struct series *b = base_series(base, ser, i);
+		const struct series *b;
+		int ret = base_series(base, ser, i, &b, what, err, errlen);
 
-		if (!b)
-			FAIL(-ENOLINK, "%s (%s): a delta on a base entry that lacks the series",
-			     what, ser->name);
+		if (ret)
+			return ret;
 		g->last = b->gauge.last;
 	} else if (get_f64(&a[0], &g->last)) {
-		return -1;
+		goto bad;
 	}
 	if (wire_u64(&a[1], &g->n))
-		return -1;
+		goto bad;
 	g->min = g->max = g->last;
 	g->sum = g->last * (double)g->n;
-	return v->via.array.size == 3 ? get_f64(&a[2], &g->sum) : 0;
+	if (v->via.array.size == 3 && get_f64(&a[2], &g->sum))
+		goto bad;
+	return 0;
+bad:
+	FAIL(-EINVAL, "%s (%s): a constant gauge must be [last, n] or [last, n, sum] (last a "
+	     "number, or nil in a delta)", what, ser->name);
 }
 
 static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i, int compact,
@@ -370,11 +381,11 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 2 &&
 		    v->via.array.ptr[0].type == MSGPACK_OBJECT_NIL &&
 		    !wire_u64(&v->via.array.ptr[1], &ser->counter.increase)) {
-			const struct series *b = base_series(base, ser, i);
+			const struct series *b;
 
-			if (!b)
-				FAIL(-ENOLINK, "%s (%s): a delta on a base entry that lacks the series",
-				     what, ser->name);
+			ret = base_series(base, ser, i, &b, what, err, errlen);
+			if (ret)
+				return ret;
 			ser->counter.value = b->counter.value + ser->counter.increase;
 			if (ser->counter.value < b->counter.value)
 				FAIL(-EINVAL, "%s (%s): the base's value + increase overflows",
@@ -394,12 +405,9 @@ static int decode_series(const msgpack_object *o, struct snapshot *s, uint32_t i
 			return 0;
 		}
 		if (v->type == MSGPACK_OBJECT_ARRAY &&
-		    (v->via.array.size == 2 || v->via.array.size == 3)) {
-			/* 0, -ENOLINK, or -1: not numbers (said below) */
-			ret = decode_constant_gauge(v, ser, base, i, what, err, errlen);
-			if (ret != -1)
-				return ret;
-		} else if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 5 &&
+		    (v->via.array.size == 2 || v->via.array.size == 3))
+			return decode_constant_gauge(v, ser, base, i, what, err, errlen);
+		if (v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 5 &&
 		    !get_f64(&v->via.array.ptr[0], &ser->gauge.last) &&
 		    !get_f64(&v->via.array.ptr[1], &ser->gauge.min) &&
 		    !get_f64(&v->via.array.ptr[2], &ser->gauge.max) &&
