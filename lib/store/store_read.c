@@ -1,0 +1,409 @@
+/*
+ * store_read.c - the readers of the snapshot tiers and of raw streams; see
+ * store.h.  A reply is decoded entry by entry; an entry that does not
+ * decode is counted and named, never fatal.  Rollup tiers may hold deltas
+ * (model/snapshot.h): their reads start at the chain's whole entry and
+ * keep the entry before as the next one's base.
+ */
+#include "store/store.h"
+
+#include <hiredis/hiredis.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "store/conn.h"
+#include "store/keyspace.h"
+
+/*
+ * What the readers do besides delivering: the stream's host (a snapshot
+ * naming another host inside is filed under the stream's, never under a
+ * phantom host), and whom to tell about entries that do not decode.
+ */
+struct read_ctx {
+	const char *host;		/* NULL: not checked */
+	int compact;			/* histograms decoded compact (snapshot_decode_compact) */
+	size_t index;			/* the host's index for bad_cb */
+	store_bad_cb bad_cb;
+	store_like_cb like;		/* decode like the host's newest (store_read_ranges) */
+	void *arg;
+	/*
+	 * A rollup tier's chain (snapshot.h: deltas): the entry before the
+	 * next, as decoded, and where delivery begins (the read starts
+	 * earlier, at the chain's whole entry).
+	 */
+	int chain;
+	struct snapshot *base;		/* NULL: none yet */
+	uint64_t deliver_from;
+	size_t max;			/* entries to deliver at most (0: all) */
+};
+
+/* The base rc holds (NULL: none), then s as the next entry's. */
+static void chain_advance(struct read_ctx *rc, struct snapshot *s)
+{
+	if (!rc->base) {
+		rc->base = malloc(sizeof(*rc->base));
+		if (!rc->base) {
+			snapshot_free(s);
+			return;
+		}
+	} else {
+		snapshot_free(rc->base);
+	}
+	*rc->base = *s;
+}
+
+static void chain_end(struct read_ctx *rc)
+{
+	if (rc->base) {
+		snapshot_free(rc->base);
+		free(rc->base);
+		rc->base = NULL;
+	}
+}
+
+/* Where a read of tier from from_ms must start: a chain's whole entry. */
+static uint64_t chain_start(uint32_t tier, uint64_t from_ms)
+{
+	uint64_t span = snapshot_delta_span_ms(tier);
+
+	return span ? from_ms - from_ms % span : from_ms;
+}
+
+static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char *why,
+		      size_t *bad)
+{
+	uint64_t ms = 0;
+
+	if (bad)
+		(*bad)++;
+	if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 &&
+	    e->element[0]->type == REDIS_REPLY_STRING)
+		ms = strtoull(e->element[0]->str, NULL, 10);
+	if (rc && rc->bad_cb)
+		rc->bad_cb(rc->index, ms, why, rc->arg);
+	else
+		log_warn("%s: skipping stream entry %" PRIu64 ": %s", rc && rc->host ? rc->host : "?",
+			 ms, why);
+}
+
+static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, void *arg,
+			   struct read_ctx *rc, size_t *bad, char *err, size_t errlen)
+{
+	int delivered = 0;
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "redis: %s", r->str);
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: unexpected reply type %d to XRANGE", r->type);
+		return -EIO;
+	}
+	for (size_t k = 0; k < r->elements; k++) {
+		size_t i = reverse ? r->elements - 1 - k : k;
+		redisReply *e = r->element[i], *fields;
+		struct snapshot s;
+		char derr[256];
+		int found = 0, ret, early;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    e->element[1]->type != REDIS_REPLY_ARRAY) {
+			entry_bad(rc, e, "not a stream entry with fields", bad);
+			continue;
+		}
+		fields = e->element[1];
+		for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+			redisReply *fk = fields->element[f], *fv = fields->element[f + 1];
+
+			if (fk->type != REDIS_REPLY_STRING || strcmp(fk->str, "d") ||
+			    fv->type != REDIS_REPLY_STRING)
+				continue;
+			found = 1;
+			if (rc && rc->chain)
+				ret = snapshot_decode_on(fv->str, fv->len, &s, rc->base, rc->compact,
+							 derr, sizeof(derr));
+			else if (rc && rc->like)
+				ret = snapshot_decode_like(fv->str, fv->len, &s,
+							   rc->like(rc->index, rc->arg), derr,
+							   sizeof(derr));
+			else
+				ret = (rc && rc->compact ? snapshot_decode_compact : snapshot_decode)(
+					fv->str, fv->len, &s, derr, sizeof(derr));
+			/* read only as the base of the first entry asked for */
+			early = rc && rc->chain &&
+				(ret ? e->element[0]->type == REDIS_REPLY_STRING &&
+				       strtoull(e->element[0]->str, NULL, 10) < rc->deliver_from :
+				       s.ts_ms < rc->deliver_from);
+			if (ret) {
+				if (rc && rc->chain)
+					chain_end(rc);
+				if (early)
+					log_debug("%s: entry before the range read: %s",
+						  rc->host ? rc->host : "?", derr);
+				else
+					entry_bad(rc, e, derr, bad);
+				break;
+			}
+			if (rc && rc->host && strcmp(s.host, rc->host)) {
+				char *h = strdup(rc->host);
+
+				if (!h) {
+					snapshot_free(&s);
+					entry_bad(rc, e, "out of memory", bad);
+					break;
+				}
+				log_debug("entry of %s names host '%.64s' inside; filed under %s",
+					  rc->host, s.host, rc->host);
+				free(s.host);
+				s.host = h;
+			}
+			if (early) {
+				chain_advance(rc, &s);
+				break;
+			}
+			delivered++;
+			if (rc && rc->chain) {
+				/* the next entry's base, whatever cb does with s */
+				struct snapshot keep;
+
+				if (snapshot_copy(&keep, &s)) {
+					chain_end(rc);
+				} else {
+					chain_advance(rc, &keep);
+				}
+			}
+			ret = cb(&s, arg);
+			snapshot_free(&s);
+			if (ret || (rc && rc->max && (size_t)delivered >= rc->max))
+				return delivered;
+			break;
+		}
+		if (!found)
+			entry_bad(rc, e, "no \"d\" field", bad);
+	}
+	return delivered;
+}
+
+int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t from_ms,
+		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
+		     size_t *bad, char *err, size_t errlen)
+{
+	char key[320], from[32], to[32], count[32];
+	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
+	struct read_ctx rc = { .host = host, .chain = snapshot_delta_span_ms(tier) != 0,
+			       .deliver_from = from_ms, .max = max };
+	uint64_t start = chain_start(tier, from_ms);
+	redisReply *r;
+	int ret;
+
+	key_tier(key, sizeof(key), host, tier);
+	snprintf(from, sizeof(from), "%" PRIu64, start);
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	else
+		snprintf(to, sizeof(to), "+");
+	/* a chain's entries before from_ms come on top: at most a span's */
+	snprintf(count, sizeof(count), "%" PRIu64,
+		 (uint64_t)max + (from_ms - start) / ((uint64_t)tier * 1000) + 1);
+	r = conn_command(c, key, max ? 6 : 4, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
+		return -EIO;
+	}
+	ret = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+	chain_end(&rc);
+	freeReplyObject(r);
+	return ret;
+}
+
+#define READ_PIPELINE 512	/* XRANGEs in flight per round trip */
+/*
+ * Entries per XRANGE: a host with more is read again from after its last
+ * one in the next round, so a first read of minutes of a whole fleet's
+ * history never holds more than READ_PIPELINE x READ_PAGE replies at once
+ * (a read of 500 hosts x 30 min in one round was 2 GB of replies, and
+ * timed out).  The steady state reads one entry per host: one round.
+ */
+#define READ_PAGE 128
+
+struct read_page {
+	size_t host;			/* index into hosts */
+	char from[48];			/* "MS" or "(MS-SEQ" (after that entry) */
+};
+
+int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
+		      size_t n, uint32_t tier, uint64_t to_ms, const struct store_readers *rd,
+		      size_t *bad, char *err, size_t errlen)
+{
+	struct read_page *todo = malloc((n + 1) * sizeof(*todo));
+	/* a rollup tier's chains: each host's entry before its next page */
+	int chain = snapshot_delta_span_ms(tier) != 0;
+	struct snapshot **bases = chain ? calloc(n + 1, sizeof(*bases)) : NULL;
+	char to[32] = "+", count[16];
+	size_t ntodo = n;
+	int delivered = 0;
+
+	if (!todo || (chain && !bases)) {
+		free(todo);
+		free(bases);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	snprintf(count, sizeof(count), "%d", READ_PAGE);
+	for (size_t i = 0; i < n; i++) {
+		todo[i].host = i;
+		snprintf(todo[i].from, sizeof(todo[i].from), "%" PRIu64,
+			 chain_start(tier, from_ms[i]));
+	}
+	while (ntodo) {
+		size_t more = 0;	/* hosts with another page: todo[0..more) next round */
+
+		for (size_t at = 0; at < ntodo; at += READ_PIPELINE) {
+			size_t batch = ntodo - at < READ_PIPELINE ? ntodo - at : READ_PIPELINE;
+
+			for (size_t i = 0; i < batch; i++) {
+				char key[320];
+				const char *argv[6] = { "XRANGE", key, todo[at + i].from, to, "COUNT",
+							count };
+
+				key_tier(key, sizeof(key), hosts[todo[at + i].host], tier);
+				if (conn_append(c, key, 6, argv, NULL)) {
+					snprintf(err, errlen, "redis: %s", conn_errstr(c));
+					delivered = -EIO;
+					goto out;
+				}
+			}
+			for (size_t i = 0; i < batch; i++) {
+				size_t h = todo[at + i].host;
+				redisReply *r;
+				int got;
+
+				r = conn_reply(c);
+				if (!r) {
+					snprintf(err, errlen, "redis: %s", conn_errstr(c));
+					delivered = -EIO;
+					goto out;
+				}
+				struct read_ctx rc = { .host = hosts[h], .index = h, .compact = 1,
+						       .bad_cb = rd->bad, .like = rd->like,
+						       .arg = rd->arg, .chain = chain,
+						       .base = chain ? bases[h] : NULL,
+						       .deliver_from = from_ms[h] };
+
+				got = deliver_entries(r, 0, rd->snapshot, rd->arg, &rc, bad, err,
+						      errlen);
+				if (chain)
+					bases[h] = rc.base;
+				if (got < 0) {
+					if (rd->bad)
+						rd->bad(h, 0, err, rd->arg);
+					else
+						log_warn("reading %s: %s", hosts[h], err);
+					if (bad)
+						(*bad)++;
+				} else {
+					delivered += got;
+				}
+				/* a full page: read on after its last entry (more <= at + i) */
+				if (r->type == REDIS_REPLY_ARRAY && r->elements == READ_PAGE) {
+					const redisReply *last = r->element[READ_PAGE - 1];
+
+					if (last->type == REDIS_REPLY_ARRAY && last->elements >= 1 &&
+					    last->element[0]->type == REDIS_REPLY_STRING &&
+					    last->element[0]->len < 40) {
+						todo[more].host = h;
+						snprintf(todo[more].from, sizeof(todo[more].from),
+							 "(%s", last->element[0]->str);
+						more++;
+					}
+				}
+				freeReplyObject(r);
+			}
+		}
+		ntodo = more;
+	}
+out:
+	for (size_t i = 0; chain && i < n; i++) {
+		struct read_ctx rc = { .base = bases[i] };
+
+		chain_end(&rc);
+	}
+	free(bases);
+	free(todo);
+	return delivered;
+}
+
+int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t count,
+		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen)
+{
+	char key[320], n[32];
+	const char *argv[6] = { "XREVRANGE", key, "+", "-", "COUNT", n };
+	redisReply *r;
+	int ret;
+
+	key_tier(key, sizeof(key), host, tier);
+	snprintf(n, sizeof(n), "%zu", count ? count : 1);
+	r = conn_command(c, key, 6, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
+		return -EIO;
+	}
+	{
+		struct read_ctx rc = { .host = host };
+
+		ret = deliver_entries(r, 1, cb, arg, &rc, bad, err, errlen);
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t to_ms,
+		     store_blob_cb cb, void *arg, char *err, size_t errlen)
+{
+	char from[32], to[32];
+	const char *argv[4] = { "XRANGE", key, from, to };
+	redisReply *r;
+	int n = 0;
+
+	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
+	if (to_ms)
+		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
+	else
+		snprintf(to, sizeof(to), "+");
+	r = conn_command(c, key, 4, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
+		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: %s", r->type == REDIS_REPLY_ERROR ? r->str :
+			 "unexpected reply to XRANGE");
+		freeReplyObject(r);
+		return -EIO;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *e = r->element[i], *f;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
+			continue;
+		f = e->element[1];
+		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2) {
+			if (f->element[k]->type != REDIS_REPLY_STRING ||
+			    f->element[k + 1]->type != REDIS_REPLY_STRING || strcmp(f->element[k]->str, "d"))
+				continue;
+			n++;
+			if (cb(f->element[k + 1]->str, f->element[k + 1]->len, arg))
+				goto out;
+		}
+	}
+out:
+	freeReplyObject(r);
+	return n;
+}
