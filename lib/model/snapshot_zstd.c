@@ -24,16 +24,17 @@ extern const size_t snapshot_dict1_len, snapshot_dict2_len, snapshot_dict3_len, 
 static const struct {
 	const unsigned char *data;
 	const size_t *len;
-	int level;		/* when written with it */
 } dicts[] = {
-	[1] = { snapshot_dict1, &snapshot_dict1_len, 3 },
-	[2] = { snapshot_dict2, &snapshot_dict2_len, 9 },
-	[3] = { snapshot_dict3, &snapshot_dict3_len, 3 },	/* one a second: cheap */
-	[4] = { snapshot_dict4, &snapshot_dict4_len, 9 },	/* one a minute */
+	[1] = { snapshot_dict1, &snapshot_dict1_len },	/* written at level 3 */
+	[2] = { snapshot_dict2, &snapshot_dict2_len },	/* level 9 */
+	[3] = { snapshot_dict3, &snapshot_dict3_len },
+	[4] = { snapshot_dict4, &snapshot_dict4_len },
 };
 #define NDICTS (sizeof(dicts) / sizeof(dicts[0]))
 #define WRITE_S1 3
 #define WRITE_ROLLUP 4
+#define LEVEL_S1 3		/* one a second: cheap */
+#define LEVEL_ROLLUP 9		/* one a minute */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static ZSTD_CDict *cdict[NDICTS];
@@ -49,10 +50,9 @@ static void setup(void)
 	if (env && strcmp(env, "0") && strcmp(env, "1"))
 		fprintf(stderr, "FAULTLINE_WIRE_COMPRESS=%.32s: expected 0 (plain entries) or 1 "
 			"(compressed, the default); compressing\n", env);
-	cdict[WRITE_S1] = ZSTD_createCDict(dicts[WRITE_S1].data, *dicts[WRITE_S1].len,
-					   dicts[WRITE_S1].level);
+	cdict[WRITE_S1] = ZSTD_createCDict(dicts[WRITE_S1].data, *dicts[WRITE_S1].len, LEVEL_S1);
 	cdict[WRITE_ROLLUP] = ZSTD_createCDict(dicts[WRITE_ROLLUP].data, *dicts[WRITE_ROLLUP].len,
-					       dicts[WRITE_ROLLUP].level);
+					       LEVEL_ROLLUP);
 	for (size_t i = 1; i < NDICTS; i++)
 		ddict[i] = ZSTD_createDDict(dicts[i].data, *dicts[i].len);
 }
