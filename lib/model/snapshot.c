@@ -530,13 +530,8 @@ static int gauge_sum_implied(const struct gauge_value *g)
 	return !memcmp(&implied, &g->sum, sizeof(double));
 }
 
-/*
- * The series of base that a delta may refer ser to: the same series and
- * kind (NULL without a base).  hint: ser's index, where a probe's next
- * window has it.
- */
-static const struct series *base_of(const struct snapshot *base, const struct series *ser,
-				    uint32_t hint)
+const struct series *snapshot_base_series(const struct snapshot *base, const struct series *ser,
+					  uint32_t hint)
 {
 	const struct series *b;
 
@@ -675,7 +670,7 @@ static int encode(const struct snapshot *s, const struct snapshot *base, char **
 	wire_pack_str(&pk, "s");
 	msgpack_pack_array(&pk, s->nseries);
 	for (uint32_t i = 0; i < s->nseries; i++)
-		pack_series(&pk, &s->series[i], s->tier, base_of(base, &s->series[i], i));
+		pack_series(&pk, &s->series[i], s->tier, snapshot_base_series(base, &s->series[i], i));
 	/* sbuffer grows by realloc; a failed realloc leaves data NULL */
 	if (!sb.data && s->nseries) {
 		msgpack_sbuffer_destroy(&sb);

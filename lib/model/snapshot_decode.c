@@ -280,8 +280,8 @@ static int base_series(const struct snapshot *base, const struct series *ser, ui
 	if (!base)
 		FAIL(-EINVAL, "%s (%s): nil (the base's value) in an entry that is not a delta",
 		     what, ser->name);
-	*b = snapshot_find_same(base, ser, i);
-	if (!*b || (*b)->kind != ser->kind)
+	*b = snapshot_base_series(base, ser, i);
+	if (!*b)
 		FAIL(-ENOLINK, "%s (%s): a delta on a base entry that lacks the series", what,
 		     ser->name);
 	return 0;

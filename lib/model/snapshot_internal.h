@@ -24,4 +24,12 @@ struct series *snapshot_add_series(struct snapshot *s, char *name, enum series_k
 				   struct label *labels, uint32_t nlabels, const struct series *same,
 				   uint32_t same_index);
 
+/*
+ * The series of base a delta's value of ser stands on: the same series and
+ * kind, or NULL (no base, or it lacks the series).  hint: ser's index,
+ * where a probe's next window has it.
+ */
+const struct series *snapshot_base_series(const struct snapshot *base, const struct series *ser,
+					  uint32_t hint);
+
 #endif
