@@ -29,7 +29,6 @@
 /* ---- post-deploy baselines -------------------------------------------- */
 
 #define BASELINE_POINTS 30		/* values per window compared */
-#define BASELINE_MIN_POINTS 8		/* fewer: no verdict (Mann–Whitney needs ~8) */
 #define BASELINE_HOLD_MS (24ULL * 3600 * 1000)	/* a verdict stands this long at most */
 
 void baseline_verdict_free(struct verdict *v)
@@ -120,66 +119,113 @@ static int deploy_side(const char *host, void *arg)
 }
 
 /*
- * r's histograms merged over (t - span, t]: the deployed hosts' into *dh,
- * the others' into *ph.
+ * Value baselines read the 1-minute tier (rules/minute_eval.c): each slot
+ * is a whole number of minutes, the before-slots end at the last minute
+ * boundary at or before the deploy and the after-slots begin at the first
+ * one at or after it, so no slot mixes the two sides of a deploy.
  */
-static void merge_hists_at(const struct engine *e, const struct rule *r, const struct deploy *d,
-			   const struct host_window *win, size_t nwin, uint64_t t, uint64_t span,
-			   struct histogram *dh, struct histogram *ph, int *seen)
-{
-	struct histogram *m = calloc(2, sizeof(*m));
-	struct side_arg a = { e, d, r->baseline.window_ns / NSEC_PER_MSEC, seen };
+#define MINUTE_MS 60000ULL
+#define MINUTES_BATCH 256	/* hosts whose minutes are read in one exchange */
 
-	if (!m)
-		return;
-	if (eval_merge_quantile_hist(r->expr, win, nwin, t, span, deploy_side, &a, m) > 0) {
-		hist_merge(dh, &m[0]);
-		hist_merge(ph, &m[1]);
-	}
-	free(m);
+struct minute_slots {
+	uint64_t step;			/* a slot's length: whole minutes */
+	uint64_t before_end;		/* end of the last slot before the deploy */
+	uint64_t after_start;		/* start of the first slot after it */
+	int nbefore, nafter;		/* slots in each window (<= BASELINE_POINTS) */
+};
+
+static void minute_slots(uint64_t d_ts, uint64_t w, struct minute_slots *sl)
+{
+	uint64_t per = (w + BASELINE_POINTS - 1) / BASELINE_POINTS;
+	uint64_t nb, na;
+
+	sl->step = (per + MINUTE_MS - 1) / MINUTE_MS * MINUTE_MS;
+	if (!sl->step)
+		sl->step = MINUTE_MS;
+	sl->before_end = d_ts - d_ts % MINUTE_MS;
+	sl->after_start = sl->before_end == d_ts ? d_ts : sl->before_end + MINUTE_MS;
+	nb = (sl->before_end - (d_ts - w)) / sl->step;
+	na = (d_ts + w - sl->after_start) / sl->step;
+	sl->nbefore = (int)(nb < BASELINE_POINTS ? nb : BASELINE_POINTS);
+	sl->nafter = (int)(na < BASELINE_POINTS ? na : BASELINE_POINTS);
+}
+
+/* When deploy d's last after-slot is in the tier (delay_ms: engine_opts.rollups_delay_ms). */
+static uint64_t minute_slots_done(const struct minute_slots *sl, uint64_t delay_ms)
+{
+	return sl->after_start + (uint64_t)sl->nafter * sl->step + delay_ms;
 }
 
 /*
- * Slot k of b: r's expression over the live hosts as they were at t (their
- * history cut at t), summed and counted over the deployed hosts and over
- * the others; for quantile(q, hist[...]), each side's histograms merged
- * over the slot (t - step, t].  Deployed hosts that reported are flagged
- * in seen[] (indexed like e->hosts).
+ * Slot index (0..FLEET_SLOTS) of the slot ending at ts, or -1.  Before
+ * slots fill [0, nbefore), after slots [BASELINE_POINTS, + nafter).
  */
-static void slot_at(const struct engine *e, const struct rule *r, const struct deploy *d,
-		    const struct host_window *win, size_t nwin, struct host_window *cut,
-		    uint64_t t, uint64_t step_ms, struct fleet_bpart *b, int k, int *seen)
+static int minute_slot_at(const struct minute_slots *sl, uint64_t ts)
 {
-	size_t ncut = 0;
+	if (ts <= sl->before_end) {
+		uint64_t back = sl->before_end - ts;
+
+		if (back % sl->step || back / sl->step >= (uint64_t)sl->nbefore)
+			return -1;
+		return sl->nbefore - 1 - (int)(back / sl->step);
+	}
+	if (ts > sl->after_start && !((ts - sl->after_start) % sl->step) &&
+	    (ts - sl->after_start) / sl->step <= (uint64_t)sl->nafter)
+		return BASELINE_POINTS + (int)((ts - sl->after_start) / sl->step) - 1;
+	return -1;
+}
+
+/* One host's minutes while they are read: the newest few, and it in columns. */
+struct minute_host_state {
+	struct columns c;		/* the newest minute alone: what selectors walk */
+	struct snapshot *m;		/* minutes within keep_ms of the newest, oldest first */
+	size_t n, cap;
+};
+
+struct minute_read {
+	const struct engine *e;
+	const struct rule *r;
+	const struct deploy *d;
+	struct fleet_bpart *b;
+	struct minute_slots sl;
+	uint64_t keep_ms;		/* the longer of the expression's range and a slot */
+	struct strmap index;		/* host -> state */
+	struct minute_host_state *hs;
+	int *seen;
+};
+
+static int keeps_nothing(const struct series *def, void *arg)
+{
+	(void)def;
+	(void)arg;
+	return 0;
+}
+
+static const struct columns_policy newest_only = { keeps_nothing, NULL, 1 };
+
+/* Deployed hosts that reported get flagged in seen[] (indexed like e->hosts). */
+static void flag_seen(const struct engine *e, const char *host, int *seen)
+{
+	uint32_t idx;
+
+	if (seen && strmap_get(&e->host_index, host, &idx))
+		seen[idx] = 1;
+}
+
+/* The rule's value for the host of window w at its newest minute, into slot k. */
+static void minute_value(struct minute_read *mr, const struct host_window *w, int k)
+{
 	struct value v = { 0 };
 	char err[256];
 
-	for (size_t h = 0; h < nwin; h++) {
-		size_t n = win[h].n;
-
-		long last = columns_last_at(win[h].c, t);
-
-		n = last + 1 < (long)n ? (size_t)(last + 1) : n;
-		/* a host that was silent around t says nothing about t */
-		if (!n || columns_ts(win[h].c, n - 1) + e->opts.stale_ms + step_ms <= t)
-			continue;
-		cut[ncut] = win[h];
-		cut[ncut++].n = n;
-	}
-	if (!ncut)
-		return;
-	/* a percentile's baseline merges the slot's histograms, never averages percentiles */
-	if (b->quantile) {
-		merge_hists_at(e, r, d, cut, ncut, t, step_ms, &b->dh[k], &b->ph[k], seen);
-		return;
-	}
-	if (eval(r->expr, cut, ncut, &v, err, sizeof(err))) {
+	if (eval(mr->r->expr, w, 1, &v, err, sizeof(err))) {
 		/* a slot of a baseline (many per verdict): logged once a minute at most */
 		static uint64_t said_ms;
+		uint64_t t = w->minutes[w->nminutes - 1].ts_ms;
 
 		if (!said_ms || t - said_ms >= 60000 || t < said_ms) {
 			log_warn("rule %s: baseline evaluation failed: %s; that slot is left out",
-				 r->name, err);
+				 mr->r->name, err);
 			said_ms = t;
 		}
 		return;
@@ -190,20 +236,133 @@ static void slot_at(const struct engine *e, const struct rule *r, const struct d
 
 		if (!host || isnan(v.e[i].v))
 			continue;
-		side = side_of(e, d, r->baseline.window_ns / NSEC_PER_MSEC, host);
+		side = side_of(mr->e, mr->d, mr->r->baseline.window_ns / NSEC_PER_MSEC, host);
 		if (side == 0) {
-			uint32_t idx;
-
-			b->dsum[k] += v.e[i].v;
-			b->dn[k]++;
-			if (strmap_get(&e->host_index, host, &idx))
-				seen[idx] = 1;
+			mr->b->dsum[k] += v.e[i].v;
+			mr->b->dn[k]++;
+			flag_seen(mr->e, host, mr->seen);
 		} else if (side > 0) {
-			b->psum[k] += v.e[i].v;
-			b->pn[k]++;
+			mr->b->psum[k] += v.e[i].v;
+			mr->b->pn[k]++;
 		}
 	}
 	value_free(&v);
+}
+
+/*
+ * A percentile rule's histograms of window w's minutes ending in
+ * (to - span, to] merged into the deployed hosts' *dh or the peers' *ph.
+ */
+static void minute_hists(struct minute_read *mr, const struct host_window *w, uint64_t to,
+			 uint64_t span, struct histogram *dh, struct histogram *ph, int *seen)
+{
+	struct side_arg a = { mr->e, mr->d, mr->r->baseline.window_ns / NSEC_PER_MSEC, seen };
+	struct histogram *m = calloc(2, sizeof(*m));
+
+	if (!m)
+		return;
+	if (eval_merge_quantile_hist(mr->r->expr, w, 1, to, span, deploy_side, &a, m) > 0) {
+		hist_merge(dh, &m[0]);
+		hist_merge(ph, &m[1]);
+	}
+	free(m);
+}
+
+/* One minute of one host, as the rollup loader delivers it (oldest first per host). */
+static int minute_arrived(struct snapshot *s, void *arg)
+{
+	struct minute_read *mr = arg;
+	struct minute_host_state *hs;
+	struct host_window w;
+	struct snapshot copy;
+	uint32_t idx;
+	size_t keep = 0;
+	int k;
+
+	if (!s->host || !strmap_get(&mr->index, s->host, &idx))
+		return 0;
+	hs = &mr->hs[idx];
+	if (hs->n && s->ts_ms <= hs->m[hs->n - 1].ts_ms)
+		return 0;	/* not newer: out of order, a duplicate */
+	/* drop the minutes no range or slot reaches back to any more */
+	while (keep < hs->n && hs->m[keep].ts_ms + mr->keep_ms <= s->ts_ms)
+		snapshot_free(&hs->m[keep++]);
+	memmove(hs->m, hs->m + keep, (hs->n - keep) * sizeof(*hs->m));
+	hs->n -= keep;
+	if (hs->n == hs->cap) {
+		size_t cap = hs->cap ? hs->cap * 2 : 4;
+		struct snapshot *m = realloc(hs->m, cap * sizeof(*m));
+
+		if (!m)
+			return 0;
+		hs->m = m;
+		hs->cap = cap;
+	}
+	if (snapshot_copy(&copy, s))
+		return 0;
+	hs->m[hs->n++] = *s;
+	memset(s, 0, sizeof(*s));
+	if (columns_push(&hs->c, &copy, 1, 1, 1, &newest_only))
+		return 0;
+	w = (struct host_window){ hs->m[hs->n - 1].host, &hs->c, columns_len(&hs->c), hs->m,
+				  hs->n };
+	k = minute_slot_at(&mr->sl, w.minutes[w.nminutes - 1].ts_ms);
+	if (mr->b->quantile) {
+		uint64_t ts = w.minutes[w.nminutes - 1].ts_ms;
+		int after = ts > mr->sl.after_start;
+
+		if (k >= 0)
+			minute_hists(mr, &w, ts, mr->sl.step, &mr->b->dh[k], &mr->b->ph[k],
+				     mr->seen);
+		/* the whole windows, a minute at a time */
+		if ((ts <= mr->sl.before_end &&
+		     ts + (uint64_t)mr->sl.nbefore * mr->sl.step > mr->sl.before_end) ||
+		    (after && ts <= mr->sl.after_start + (uint64_t)mr->sl.nafter * mr->sl.step))
+			minute_hists(mr, &w, ts, MINUTE_MS, &mr->b->wd[after], &mr->b->wp[after],
+				     NULL);
+	} else if (k >= 0) {
+		minute_value(mr, &w, k);
+	}
+	return 0;
+}
+
+/*
+ * Read the minutes of hosts[0..n) over deploy d's windows through the
+ * engine's rollup loader and fold them into mr->b.
+ */
+static void read_minutes(struct minute_read *mr, const char *const *hosts, size_t n)
+{
+	const struct engine *e = mr->e;
+	uint64_t range = expr_max_range(mr->r->expr) / NSEC_PER_MSEC;
+	uint64_t first = mr->sl.before_end - (uint64_t)mr->sl.nbefore * mr->sl.step;
+	uint64_t from = first + MINUTE_MS - (range > MINUTE_MS ? range : MINUTE_MS);
+	uint64_t to = mr->sl.after_start + (uint64_t)mr->sl.nafter * mr->sl.step;
+	int got;
+
+	mr->hs = calloc(n + 1, sizeof(*mr->hs));
+	strmap_init(&mr->index);
+	for (size_t h = 0; mr->hs && h < n; h++) {
+		columns_init(&mr->hs[h].c);
+		if (strmap_put(&mr->index, hosts[h], (uint32_t)h))
+			break;
+	}
+	if (mr->hs) {
+		got = e->opts.load_rollups(e->opts.load_rollups_arg, hosts, n, from, to,
+					   minute_arrived, mr);
+		if (got < 0)
+			log_warn("%s: deploy %s %s: the 1-minute rollups of %zu host(s) could not "
+				 "be read (%s); they are left out", mr->r->name, mr->d->service,
+				 mr->d->version, n, strerror(-got));
+		for (size_t h = 0; h < n; h++) {
+			columns_free(&mr->hs[h].c);
+			for (size_t k = 0; k < mr->hs[h].n; k++)
+				snapshot_free(&mr->hs[h].m[k]);
+			free(mr->hs[h].m);
+		}
+	}
+	free(mr->hs);
+	mr->hs = NULL;
+	strmap_free(&mr->index);
 }
 
 /* Copy the non-NaN values of x[0..n) to out; returns how many. */
@@ -227,21 +386,21 @@ static void part_hosts(const struct engine *e, struct fleet_bpart *b, const int 
 
 /*
  * What this engine's hosts contribute to the verdict on deploy d for
- * baseline rule r (win: its live hosts): 2 x BASELINE_POINTS slots of the
- * window before the deploy and as many after (sums, counts, histograms),
- * both whole windows' histograms, or, for a profile rule, the four merged
- * profiles.  b was initialised for r's kind.
+ * baseline rule r (win: its live hosts): the slots of whole minutes before
+ * the deploy and after it (at most BASELINE_POINTS each; sums, counts or
+ * histograms), read from their 1-minute rollups, and both whole windows'
+ * histograms; or, for a profile rule, the four merged profiles.  b was
+ * initialised for r's kind.
  */
 static void compute_part(const struct engine *e, const struct rule *r, const struct deploy *d,
 			 const struct host_window *win, size_t nwin, struct fleet_bpart *b)
 {
 	const struct rule_baseline *bl = &r->baseline;
-	uint64_t w = bl->window_ns / NSEC_PER_MSEC, step = w / BASELINE_POINTS;
-	struct host_window *cut = calloc(nwin + 1, sizeof(*cut));
+	uint64_t w = bl->window_ns / NSEC_PER_MSEC;
 	int *seen = calloc(e->nhosts + 1, sizeof(int));
 
 	b->total = (int)nwin;
-	if (!cut || !seen || !step)
+	if (!seen)
 		goto out;
 	if (bl->profile_share) {
 		for (size_t h = 0; e->opts.load_profile && h < nwin; h++) {
@@ -262,20 +421,36 @@ static void compute_part(const struct engine *e, const struct rule *r, const str
 		part_hosts(e, b, seen);
 		goto out;
 	}
-	for (int k = 0; k < FLEET_SLOTS; k++) {
-		/* slot k covers (t - step, t]; the before slots end just before the deploy */
-		uint64_t t = d->ts_ms - w + (uint64_t)(k + 1) * step - 1;
-
-		slot_at(e, r, d, win, nwin, cut, t, step, b, k, seen);
+	if (!e->opts.load_rollups) {
+		log_info("%s: deploy %s %s: no 1-minute rollups to judge it on (baselines read "
+			 "fl:{H}:s60)", r->name, d->service, d->version);
+		goto out;
 	}
-	if (b->quantile) {
-		merge_hists_at(e, r, d, win, nwin, d->ts_ms - 1, w, &b->wd[0], &b->wp[0], NULL);
-		merge_hists_at(e, r, d, win, nwin, d->ts_ms + w - 1, w, &b->wd[1], &b->wp[1],
-			       NULL);
+	{
+		struct minute_read mr = { .e = e, .r = r, .d = d, .b = b, .seen = seen };
+		const char **batch = calloc(MINUTES_BATCH, sizeof(*batch));
+		size_t nb = 0;
+
+		minute_slots(d->ts_ms, w, &mr.sl);
+		mr.keep_ms = expr_max_range(r->expr) / NSEC_PER_MSEC;
+		if (mr.keep_ms < mr.sl.step)
+			mr.keep_ms = mr.sl.step;
+		for (size_t h = 0; batch && h < nwin; h++) {
+			/* hosts another deploy touched say nothing about this one */
+			if (side_of(e, d, w, win[h].host) < 0)
+				continue;
+			batch[nb++] = win[h].host;
+			if (nb == MINUTES_BATCH) {
+				read_minutes(&mr, batch, nb);
+				nb = 0;
+			}
+		}
+		if (nb)
+			read_minutes(&mr, batch, nb);
+		free(batch);
 	}
 	part_hosts(e, b, seen);
 out:
-	free(cut);
 	free(seen);
 }
 
@@ -597,6 +772,14 @@ void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
 			continue;
 		if (d->rollback || now < d->ts_ms + w || now >= d->ts_ms + w + BASELINE_HOLD_MS)
 			continue;
+		if (!r->baseline.profile_share) {
+			struct minute_slots sl;
+
+			/* the last slot's minute must be in the tier: written when it ends */
+			minute_slots(d->ts_ms, w, &sl);
+			if (now < minute_slots_done(&sl, e->opts.rollups_delay_ms))
+				continue;
+		}
 		v = verdict_of(ri, d->service);
 		if (!v) {
 			alert_state_eval_failed(e, r, ri, now, "out of memory for a deploy verdict");

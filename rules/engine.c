@@ -65,7 +65,7 @@ static int keeps_history(const struct series *def, void *arg)
 static int engine_setup(struct engine *e, struct ruleset *rs, const struct engine_opts *opts)
 {
 	struct rule **rules;
-	uint64_t maxr = 0, dense = 0;
+	uint64_t maxr = 0;
 	int n;
 
 	memset(e, 0, sizeof(*e));
@@ -76,23 +76,22 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 		rules_free(&e->rules);
 		return -ENOMEM;
 	}
+	/* baselines read the 1-minute tier when they judge (baseline.c), not this history */
 	for (int i = 0; i < n; i++) {
 		uint64_t range = expr_max_range(rules[i]->expr);
-		uint64_t need = range + 2 * rules[i]->baseline.window_ns;
 
-		if (need > maxr)
-			maxr = need;	/* a baseline looks back over both its windows */
-		if (!rules[i]->baseline.window_ns && range > dense)
-			dense = range;
+		if (!rules[i]->baseline.window_ns && range > maxr)
+			maxr = range;
 	}
 	e->keep_ms = maxr / NSEC_PER_MSEC + 5000;
-	e->dense_ms = dense / NSEC_PER_MSEC + 5000;
+	e->dense_ms = e->keep_ms;
 	if (opts)
 		e->opts = *opts;
 	strmap_init(&e->history_names);
 	e->history_all = e->opts.keep_all_history;
 	for (int i = 0; i < n; i++)
-		expr_history_names(rules[i]->expr, rules[i]->baseline.window_ns != 0, history_name, e);
+		if (!rules[i]->baseline.window_ns)
+			expr_history_names(rules[i]->expr, history_name, e);
 	e->keep_policy.keeps = keeps_history;
 	e->keep_policy.gen = 1;
 	if (!e->opts.stale_ms)
@@ -254,6 +253,14 @@ void engine_set_profile_loader(struct engine *e, engine_profile_fn fn, void *arg
 {
 	e->opts.load_profile = fn;
 	e->opts.load_profile_arg = arg;
+}
+
+void engine_set_rollup_loader(struct engine *e, engine_rollup_fn fn, void *arg,
+			      uint64_t delay_ms)
+{
+	e->opts.load_rollups = fn;
+	e->opts.load_rollups_arg = arg;
+	e->opts.rollups_delay_ms = delay_ms;
 }
 
 void engine_hold_silent(struct engine *e, uint64_t until_ms)

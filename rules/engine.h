@@ -48,6 +48,18 @@ struct profile;
 typedef int (*engine_profile_fn)(void *arg, const char *host, uint64_t from_ms, uint64_t to_ms,
 				 struct profile *into);
 
+/*
+ * Deliver the 1-minute rollups (tier 60, lib/model/rollup.h) of hosts[0..n)
+ * with from_ms <= ts <= to_ms to cb, each host's oldest first (hosts may
+ * interleave; s->host names the host), for value baselines.  cb may keep
+ * *s by moving it out and zeroing it.  Returns the number delivered or
+ * < 0.  The daemon reads fl:{H}:s60; tests and rule unit tests roll their
+ * own snapshots up (rules/minute_source.h).
+ */
+typedef int (*engine_rollup_fn)(void *arg, const char *const *hosts, size_t n, uint64_t from_ms,
+				uint64_t to_ms, int (*cb)(struct snapshot *s, void *cbarg),
+				void *cbarg);
+
 /* Called with each event's JSON (the fl:alerts contract, lib/model/alert.h). */
 typedef void (*engine_event_cb)(const char *json, void *arg);
 
@@ -82,6 +94,14 @@ struct engine_opts {
 	const struct topology *topology;	/* optional, not owned */
 	char generator_url[200];	/* events' generatorURL: this + "#" + the rule's name */
 	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
+	engine_rollup_fn load_rollups;	/* for value baselines; NULL: none */
+	void *load_rollups_arg;
+	/*
+	 * How long after a minute ends its rollup may still be on its way to
+	 * load_rollups (a probe writes it with its next snapshot): a value
+	 * baseline is judged that long after its last minute.  0: at once.
+	 */
+	uint64_t rollups_delay_ms;
 	/*
 	 * The fleet's failure-domain levels, outermost first, that HostSilent
 	 * and HostUndecodable roll up through; ndomains 0: site, agg (an
@@ -128,7 +148,8 @@ struct engine_counts {
 /*
  * A new engine in *e, taking ownership of rs (parsed rules; emptied, also
  * on error); opts (NULL: defaults) is copied and kept whole, and only
- * engine_set_profile_loader and engine_hold_silent change it later.
+ * engine_set_profile_loader, engine_set_rollup_loader and
+ * engine_hold_silent change it later.
  * Returns 0 or -ENOMEM (*e NULL).
  */
 int engine_init(struct engine **e, struct ruleset *rs, const struct engine_opts *opts);
@@ -143,6 +164,13 @@ void engine_counts(const struct engine *e, struct engine_counts *out);
 
 /* Load profile windows for profile baselines through fn (NULL: none). */
 void engine_set_profile_loader(struct engine *e, engine_profile_fn fn, void *arg);
+
+/*
+ * Load 1-minute rollups for value baselines through fn (NULL: none), which
+ * holds a minute delay_ms after it ends (engine_opts.rollups_delay_ms).
+ */
+void engine_set_rollup_loader(struct engine *e, engine_rollup_fn fn, void *arg,
+			      uint64_t delay_ms);
 
 /*
  * Raise no new HostSilent before until_ms: the daemon calls it after a gap

@@ -114,7 +114,7 @@ static const char *elem_label(const struct snapshot *snap, const struct series *
  * labels its element carries — the series' own, the host's (rack, switch)
  * and host — as PromQL's see the labels a target brings.
  */
-static int matches(const struct node *sel, const struct snapshot *snap, const struct series *s)
+int eval_sel_matches(const struct node *sel, const struct snapshot *snap, const struct series *s)
 {
 	if (s->name_hash != sel->metric_hash || strcmp(s->name, sel->wire))
 		return 0;
@@ -574,12 +574,16 @@ static int select_one(const struct series *def, uint32_t k, void *arg)
 	double v;
 	int nl;
 
-	if (!matches(sel, s, def))
+	if (!eval_sel_matches(sel, s, def))
 		return 0;
 	if (sel->hist_part)
 		return eval_hist_part(sel, rf, a->w, def, k, a->out) ? -ENOMEM : 0;
-	v = rf != RF_NONE ? range_fn(rf, a->w, k, sel->range_ns, a->q)
-			  : columns_scalar(a->w->c, k, a->w->n - 1, NULL);
+	if (rf == RF_NONE)
+		v = columns_scalar(a->w->c, k, a->w->n - 1, NULL);
+	else if (a->w->minutes)
+		v = minute_range_fn((enum expr_fn)rf, a->w, def, sel->range_ns, a->q);
+	else
+		v = range_fn(rf, a->w, k, sel->range_ns, a->q);
 	if (isnan(v))
 		return 0;
 	/* the wire's ns, us, percent into the metric's unit; counts stay counts */
@@ -644,7 +648,7 @@ static int merge_one(const struct series *def, uint32_t k, void *arg)
 	const struct columns *c = a->w->c;
 	struct histogram d;
 
-	if (def->kind != SERIES_HISTOGRAM || !matches(a->sel, &c->newest, def))
+	if (def->kind != SERIES_HISTOGRAM || !eval_sel_matches(a->sel, &c->newest, def))
 		return 0;
 	if (columns_has(c, k, a->start))
 		hist_delta_at(&d, c, k, a->end, a->start);
@@ -671,8 +675,12 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 		struct host_window w = hosts[h];
 		int k;
 
-		if (end < 0 || (k = side(hosts[h].host, arg)) < 0 || k > 1)
+		if ((!w.minutes && end < 0) || (k = side(hosts[h].host, arg)) < 0 || k > 1)
 			continue;
+		if (w.minutes) {
+			a.merged += minute_merge_hist(a.sel, &w, to_ms, span_ms, &out[k]);
+			continue;
+		}
 		start = last_at(&hosts[h], to_ms - span_ms);
 		if (start < 0)
 			start = 0;	/* the host's history begins inside the span */
@@ -686,28 +694,6 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 		each_at_end(&w, a.sel->metric_hash, merge_one, &a);
 	}
 	return a.merged;
-}
-
-/*
- * Whether n's value for a host depends on that host's data alone: no
- * aggregation and no peer comparison anywhere in it.  Such a side of
- * `and` can be evaluated over a subset of the hosts without changing any
- * element it would have produced for them.
- */
-static int host_local(const struct node *n)
-{
-	if (!n)
-		return 1;
-	if (n->t == N_AGG || (n->t == N_CALL && (n->fn_id == FN_PEER_RATIO ||
-						 n->fn_id == FN_ABSENT || n->fn_id == FN_SCALAR ||
-						 n->fn_id == FN_TIME)))
-		return 0;	/* they look across hosts */
-	if (n->t == N_BIN && (n->match_on || n->nmatch))
-		return 0;	/* on/ignoring may pair elements of different hosts */
-	for (int i = 0; i < n->nargs; i++)
-		if (!host_local(n->args[i]))
-			return 0;
-	return host_local(n->l) && host_local(n->r);
 }
 
 /*
@@ -905,7 +891,7 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 	}
 	case N_BIN:
 		ret = eval(n->l, hosts, nh, &a, err, errlen);
-		if (!ret && n->op == OP_AND && a.is_vector && host_local(n->r) && !n->match_on &&
+		if (!ret && n->op == OP_AND && a.is_vector && expr_host_local(n->r) && !n->match_on &&
 		    !n->nmatch) {
 			/*
 			 * only the hosts the left side kept can match on the right

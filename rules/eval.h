@@ -24,6 +24,15 @@ struct host_window {
 	const char *host;
 	const struct columns *c;	/* the host's history */
 	size_t n;			/* its first n points: the window ends at point n - 1 */
+	/*
+	 * Or (baselines, rules/minute_eval.c) the host's 1-minute rollups
+	 * minutes[0..nminutes), oldest first, each stamped with the end of its
+	 * minute: c then holds the newest of them (what selectors match and
+	 * instant selectors read) and range functions fold the minutes that
+	 * end inside their range.  NULL: c's points.
+	 */
+	const struct snapshot *minutes;
+	size_t nminutes;
 };
 
 /*
@@ -62,7 +71,8 @@ int eval_is_quantile(const struct node *n, double *q);
  * For baselines over quantile(q, sel[r]), which compare distributions, not
  * averaged percentiles: merge, across hosts, the increase of every series
  * sel matches over (to_ms - span_ms, to_ms] (between each host's last
- * snapshots at or before the two ends; sel's own range is not used) into
+ * snapshots at or before the two ends, or merging the minutes that end
+ * there; sel's own range is not used) into
  * out[side(host, arg)], skipping hosts for which side returns -1.  out[]
  * must be initialised.  Returns the number of series merged, or -EINVAL
  * if n is not such an expression.

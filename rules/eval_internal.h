@@ -57,4 +57,23 @@ int eval_elementwise(const struct node *n, const struct host_window *hosts, size
 int eval_bin(const struct node *n, const struct value *l, const struct value *r,
 	     struct value *out, char *err, size_t errlen);
 
+/* Whether series s of snapshot snap is one selector sel picks. */
+int eval_sel_matches(const struct node *sel, const struct snapshot *snap, const struct series *s);
+
+/*
+ * Range function fn (expr.h's id) of series def over host window w's
+ * minutes (w->minutes set): the minutes ending in (newest - range, newest];
+ * NAN when none holds the series or fn is not one a rollup answers
+ * (minute_eval.c).
+ */
+double minute_range_fn(enum expr_fn fn, const struct host_window *w, const struct series *def,
+		       uint64_t range_ns, double q);
+
+/*
+ * Merge into out the histograms sel picks in w's minutes that end in
+ * (to_ms - span_ms, to_ms]; returns how many.
+ */
+int minute_merge_hist(const struct node *sel, const struct host_window *w, uint64_t to_ms,
+		      uint64_t span_ms, struct histogram *out);
+
 #endif

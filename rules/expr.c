@@ -915,15 +915,34 @@ uint64_t expr_max_range(const struct node *n)
 	return m;
 }
 
-void expr_history_names(const struct node *n, int all, void (*fn)(const char *wire, void *arg),
-			void *arg)
+void expr_history_names(const struct node *n, void (*fn)(const char *wire, void *arg), void *arg)
 {
 	if (!n)
 		return;
-	if (n->t == N_SEL && (all || n->range_ns || n->offset_ns))
+	if (n->t == N_SEL && (n->range_ns || n->offset_ns))
 		fn(n->wire, arg);
 	for (int i = 0; i < n->nargs; i++)
-		expr_history_names(n->args[i], all, fn, arg);
-	expr_history_names(n->l, all, fn, arg);
-	expr_history_names(n->r, all, fn, arg);
+		expr_history_names(n->args[i], fn, arg);
+	expr_history_names(n->l, fn, arg);
+	expr_history_names(n->r, fn, arg);
+}
+
+/*
+ * Such a side of `and` can be evaluated over a subset of the hosts without
+ * changing any element it would have produced for them (eval.c).
+ */
+int expr_host_local(const struct node *n)
+{
+	if (!n)
+		return 1;
+	if (n->t == N_AGG || (n->t == N_CALL && (n->fn_id == FN_PEER_RATIO ||
+						 n->fn_id == FN_ABSENT || n->fn_id == FN_SCALAR ||
+						 n->fn_id == FN_TIME)))
+		return 0;	/* they look across hosts */
+	if (n->t == N_BIN && (n->match_on || n->nmatch))
+		return 0;	/* on/ignoring may pair elements of different hosts */
+	for (int i = 0; i < n->nargs; i++)
+		if (!expr_host_local(n->args[i]))
+			return 0;
+	return expr_host_local(n->l) && expr_host_local(n->r);
 }

@@ -186,12 +186,24 @@ uint64_t expr_max_range(const struct node *n);
 
 /*
  * Call fn with the series name (wire) of every selector of n that reads
- * back in time: one with a range or an offset, or, when all is set (a
- * baseline, which evaluates n as of past instants), every selector.  The
- * rules engine keeps history only for these (rules/columns.h).
+ * back in time: one with a range or an offset.  The rules engine keeps
+ * history only for these (rules/columns.h).
  */
-void expr_history_names(const struct node *n, int all, void (*fn)(const char *wire, void *arg),
-			void *arg);
+/*
+ * Whether n's value for a host depends on that host's data alone: no
+ * aggregation and no peer comparison anywhere in it.
+ */
+int expr_host_local(const struct node *n);
+
+/*
+ * Whether n can be evaluated on 1-minute rollups exactly (what a baseline
+ * reads, rules/minute_eval.c): per host, ranges of whole minutes under
+ * functions a rollup keeps the inputs of.  Returns 0, or -EINVAL with *at
+ * the offending node (its line and column) and the reason in why.
+ */
+int expr_minute_check(const struct node *n, const struct node **at, char *why, size_t len);
+
+void expr_history_names(const struct node *n, void (*fn)(const char *wire, void *arg), void *arg);
 
 /*
  * Whether n filters rather than computes: its top is a comparison without

@@ -1,12 +1,16 @@
 /*
  * expr_fns.c - the functions and aggregations of the rule language, by
  * name: arity, which argument is a range selector; the PromQL functions
- * faultline does not have, with hints; see expr.h.
+ * faultline does not have, with hints; which of them the 1-minute tier
+ * answers exactly (baselines); see expr.h.
  */
 #include "rules/expr.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "model/catalog.h"
 
 static const struct expr_fn_info fns[] = {
 	{ "rate", FN_RATE, 1, 1, 0 },
@@ -107,3 +111,72 @@ const struct expr_fn_info *expr_fn_find(const char *name)
 	return NULL;
 }
 
+/* Whether range function fn reads a rollup of a kind-series exactly. */
+static int minute_fn_ok(enum expr_fn fn, enum series_kind kind)
+{
+	switch (fn) {
+	case FN_AVG_OVER_TIME:
+	case FN_MIN_OVER_TIME:
+	case FN_MAX_OVER_TIME:
+	case FN_SUM_OVER_TIME:
+	case FN_COUNT_OVER_TIME:
+	case FN_LAST_OVER_TIME:
+		return kind == SERIES_GAUGE;
+	case FN_RATE:
+	case FN_INCREASE:
+		return kind == SERIES_COUNTER;
+	case FN_QUANTILE:
+		return kind == SERIES_HISTOGRAM;
+	default:
+		return 0;
+	}
+}
+
+int expr_minute_check(const struct node *n, const struct node **at, char *why, size_t len)
+{
+	if (!n)
+		return 0;
+	*at = n;
+	if (!expr_host_local(n)) {
+		snprintf(why, len, "a baseline's value is each host's own: no aggregation, "
+			 "peer_ratio, absent, scalar, time or on/ignoring in it");
+		return -EINVAL;
+	}
+	if (n->t == N_SEL) {
+		if (n->hist_part || n->offset_ns) {
+			snprintf(why, len, "%s: a baseline reads the 1-minute tier, which has no "
+				 "%s", n->metric, n->offset_ns ? "offset" : "_bucket/_sum/_count");
+			return -EINVAL;
+		}
+		return 0;	/* instant: the minute's last value; ranges: under their call */
+	}
+	for (int i = 0; n->t == N_CALL && i < n->nargs; i++) {
+		const struct node *sel = n->args[i];
+		const struct metric_info *mi;
+
+		if (sel->t != N_SEL || !sel->range_ns)
+			continue;
+		mi = catalog_find_wire(sel->wire);
+		*at = sel;
+		if (sel->hist_part)
+			break;	/* refused below, as a selector */
+		if (!mi || !minute_fn_ok(n->fn_id, mi->kind)) {
+			snprintf(why, len, "%s(%s[...]): a baseline reads the 1-minute tier, where "
+				 "only avg/min/max/sum/count/last_over_time of a gauge, rate/increase "
+				 "of a counter and quantile of a histogram are exact", n->fn,
+				 sel->metric);
+			return -EINVAL;
+		}
+		if (sel->range_ns % (60ULL * 1000000000ULL)) {
+			snprintf(why, len, "%s[...]: a baseline reads the 1-minute tier: its ranges "
+				 "are whole minutes (e.g. [1m])", sel->metric);
+			return -EINVAL;
+		}
+	}
+	for (int i = 0; i < n->nargs; i++)
+		if (expr_minute_check(n->args[i], at, why, len))
+			return -EINVAL;
+	if (expr_minute_check(n->l, at, why, len) || expr_minute_check(n->r, at, why, len))
+		return -EINVAL;
+	return 0;
+}

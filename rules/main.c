@@ -165,6 +165,39 @@ static int redis_profiles(void *arg, const char *host, uint64_t from_ms, uint64_
 }
 
 /*
+ * A probe writes a minute's rollup with its first snapshot of the next
+ * minute, sent within its flush interval (1 s) unless Redis is slow.
+ */
+#define ROLLUP_DELAY_MS 5000
+
+/*
+ * Value baselines read the hosts' 1-minute rollups (fl:{H}:s60) from Redis,
+ * in pipelined exchanges; entries that do not decode are logged by the
+ * reader and left out.
+ */
+static int redis_rollups(void *arg, const char *const *hosts, size_t n, uint64_t from_ms,
+			 uint64_t to_ms, int (*cb)(struct snapshot *s, void *cbarg), void *cbarg)
+{
+	struct emit_ctx *c = arg;
+	struct store_readers rd = { .snapshot = cb, .arg = cbarg };
+	uint64_t *from = calloc(n + 1, sizeof(*from));
+	char err[256];
+	int got;
+
+	if (!c->rc || !from) {
+		free(from);
+		return -EIO;
+	}
+	for (size_t i = 0; i < n; i++)
+		from[i] = from_ms;
+	got = store_read_ranges(c->rc, hosts, from, n, 60, to_ms, &rd, NULL, err, sizeof(err));
+	if (got < 0)
+		log_warn("baseline: reading the 1-minute tier: %s", err);
+	free(from);
+	return got;
+}
+
+/*
  * Events are queued here and written by flush_events() in one pipelined
  * exchange; an event Redis did not take stays queued for the next
  * interval, so a Redis outage delays alerts rather than losing them.
@@ -895,6 +928,7 @@ int main(int argc, char **argv)
 		ctx.rc = rc;
 		ctx.n = 0;
 		engine_set_profile_loader(e, redis_profiles, &ctx);
+		engine_set_rollup_loader(e, redis_rollups, &ctx, ROLLUP_DELAY_MS);
 		t_read = time_mono_ns();
 		engine_eval(e, now, emit_event, &ctx);
 		with_state = !once && (!replay_to || worker) &&

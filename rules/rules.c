@@ -103,7 +103,25 @@ static int parse_baseline(struct rule_baseline *b, const struct cfg *c, const st
 		return ret;
 	if (b->window_ns < NSEC_PER_SEC)
 		return cfg_error(c, bl, err, errlen, "baseline: needs window: (e.g. 15m), at least 1s");
+	if (!b->profile_share && b->window_ns < BASELINE_MIN_WINDOW_NS)
+		return cfg_error(c, bl, err, errlen, "baseline: window: a value baseline compares "
+				 "the whole minutes on each side of a deploy (the 1-minute tier), at "
+				 "least %d: %dm or more", BASELINE_MIN_POINTS, BASELINE_MIN_POINTS + 1);
 	return 0;
+}
+
+/*
+ * An error at line eline, column ecol of expression ex, positioned in the
+ * file (quoted scalars start one column later).  Returns -EINVAL.
+ */
+static int expr_error(const struct cfg *c, const struct cfg_node *ex, int eline, int ecol,
+		      const char *msg, char *err, size_t errlen)
+{
+	int line = ex->line + eline - 1;
+	int col = eline == 1 ? ex->col + ecol - 1 + (ex->quoted ? 1 : 0) : ecol;
+
+	snprintf(err, errlen, "%s:%d:%d: expr: %s", c->file, line, col, msg);
+	return -EINVAL;
 }
 
 /* Parse ex (an expr: node) into r, errors positioned in the file. */
@@ -113,17 +131,9 @@ static int parse_expr_of(struct rule *r, const struct ruleset *rs, const struct 
 	char eerr[256];
 
 	r->expr_text = strdup(ex->value);
-	if (expr_parse_names(ex->value, rs->records, rs->nrecords, &r->expr, eerr, sizeof(eerr))) {
-		int eline = atoi(eerr), ecol = atoi(strchr(eerr, ':') + 1);
-		const char *msg = strchr(strchr(eerr, ':') + 1, ':') + 2;
-		/* positions inside the expression, mapped onto the file (quoted scalars
-		 * start one column later) */
-		int line = ex->line + eline - 1;
-		int col = eline == 1 ? ex->col + ecol - 1 + (ex->quoted ? 1 : 0) : ecol;
-
-		snprintf(err, errlen, "%s:%d:%d: expr: %s", c->file, line, col, msg);
-		return -EINVAL;
-	}
+	if (expr_parse_names(ex->value, rs->records, rs->nrecords, &r->expr, eerr, sizeof(eerr)))
+		return expr_error(c, ex, atoi(eerr), atoi(strchr(eerr, ':') + 1),
+				  strchr(strchr(eerr, ':') + 1, ':') + 2, err, errlen);
 	return 0;
 }
 
@@ -285,8 +295,15 @@ no_expr:
 				 "compares CPU profiles; drop expr");
 	if (bl && r->expr && expr_is_comparison(r->expr))
 		return cfg_error(c, ex, err, errlen, "expr: a baseline rule's expression is the "
-				 "value to compare (e.g. avg_over_time(faultline_cpu_utilization_ratio[10s])), not a "
+				 "value to compare (e.g. avg_over_time(faultline_cpu_utilization_ratio[1m])), not a "
 				 "condition");
+	if (bl && r->expr) {
+		const struct node *at = NULL;
+		char why[300];
+
+		if (expr_minute_check(r->expr, &at, why, sizeof(why)))
+			return expr_error(c, ex, at->line, at->col, why, err, errlen);
+	}
 	return cfg_check_unknown(c, n, RULE_KEYS, err, errlen);
 }
 

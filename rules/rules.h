@@ -62,6 +62,15 @@ struct rule_baseline {
 	double profile_share;		/* points; 0 = compare the expression */
 };
 
+/*
+ * A value baseline compares the minutes of its windows (the 1-minute tier):
+ * fewer than this many on a side give no verdict (Mann-Whitney needs ~8),
+ * so its window is at least one minute more (a deploy between minutes
+ * leaves a partial one on each side).
+ */
+#define BASELINE_MIN_POINTS 8
+#define BASELINE_MIN_WINDOW_NS ((BASELINE_MIN_POINTS + 1) * 60ULL * 1000000000ULL)
+
 #define RULE_MAX_ROLLUP 4		/* domain levels of one rollup */
 
 struct rule {

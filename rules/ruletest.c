@@ -15,6 +15,7 @@
 #include "rules/ruletest_expr.h"
 #include "rules/eval.h"
 #include "rules/expr.h"
+#include "rules/minute_source.h"
 #include "model/histogram.h"
 #include "core/timeutil.h"
 
@@ -236,8 +237,8 @@ static void sink(const char *json, void *arg)
  * series that have a sample at this step, as one probe would send them.
  * in[] is sorted by host, so each host's series are one run.
  */
-static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step,
-		      uint64_t ts_ms, uint64_t interval_ms)
+static void feed_step(struct engine *e, struct minute_source *ms, struct input *in, int nin,
+		      uint64_t step, uint64_t ts_ms, uint64_t interval_ms)
 {
 	for (int i = 0, j; i < nin; i = j) {
 		struct snapshot s;
@@ -270,11 +271,14 @@ static void feed_step(struct engine *e, struct input *in, int nin, uint64_t step
 				*ser->hist = *in[j].cum;
 			} else {
 				ser->gauge.last = ser->gauge.min = ser->gauge.max = wire;
+				ser->gauge.sum = wire;
 				ser->gauge.n = 1;
 			}
 		}
-		if (any)
+		if (any) {
+			minute_source_add(ms, &s);	/* what baselines read, as s60 */
 			engine_add_snapshot(e, &s);
+		}
 		snapshot_free(&s);
 	}
 }
@@ -344,6 +348,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 	const struct cfg_node *inputs = cfg_get(t, "input_series"), *checks = cfg_get(t,
 										  "alert_rule_test");
 	const struct cfg_node *queries = cfg_get(t, "promql_expr_test");
+	struct minute_source minutes;
 	size_t nalloc = inputs ? inputs->nchild + 1 : 1;
 	struct input *in = calloc(nalloc, sizeof(*in));
 	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0, *ets = NULL, *qts = NULL;
@@ -353,6 +358,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 	char err[512], *name = NULL;
 	int nin = 0, failed = 0;
 
+	minute_source_init(&minutes);
 	cfg_string(c, t, "name", &name, err, sizeof(err));
 	if (cfg_duration(c, t, "interval", &interval, err, sizeof(err)) || !in) {
 		fprintf(out, "%s\n", err);
@@ -407,6 +413,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		if (xu)
 			snprintf(eo.generator_url, sizeof(eo.generator_url), "%s", xu->value);
 		engine_init(&e, &rs, &eo);
+		engine_set_rollup_loader(e, minute_source_load, &minutes, 0);
 	}
 	if (set_deploys(c, e, cfg_get(t, "deploys"), out)) {
 		engine_free(e);
@@ -473,7 +480,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 		uint64_t step = interval ? now / interval : 0;
 
 		if (interval && now % interval == 0)
-			feed_step(e, in, nin, step, T0 + now / NSEC_PER_MSEC,
+			feed_step(e, &minutes, in, nin, step, T0 + now / NSEC_PER_MSEC,
 				  interval / NSEC_PER_MSEC);
 		engine_eval(e, T0 + now / NSEC_PER_MSEC, sink, NULL);
 		for (size_t k = 0; queries && k < queries->nchild; k++)
@@ -557,6 +564,7 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 	if (!failed)
 		fprintf(out, "  PASS %s\n", name ? name : "?");
 done:
+	minute_source_free(&minutes);
 	for (size_t i = 0; in && i < nalloc; i++) {
 		free(in[i].v);
 		free(in[i].have);

@@ -15,6 +15,11 @@
 #include "store/deploy.h"
 #include "model/profile.h"
 #include "rules/engine.h"
+#include "rules/expr.h"
+#include "model/catalog.h"
+#include "rules/columns.h"
+#include "rules/eval.h"
+#include "rules/minute_source.h"
 #include "tests/helpers.h"
 #include "model/histogram.h"
 #include "rules/rules.h"
@@ -45,11 +50,36 @@ Test(stats, mann_whitney_against_reference_values)
 static const char *yaml =
 	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
 	"      - alert: PostDeployCpuRegression\n"
-	"        expr: avg_over_time(faultline_host_cpu_utilization_ratio[10s])\n"
+	"        expr: avg_over_time(faultline_host_cpu_utilization_ratio[1m])\n"
 	"        baseline: {service: api, window: 10m, min_change: 0.2, alpha: 0.01}\n"
 	"        severity: warning\n"
 	"        annotations: {summary: \"{{ $labels.service }} {{ $labels.version }}: CPU x{{ $value }}\"}\n"
 	"        evidence: [cpu_stacks]\n";
+
+/*
+ * What value baselines read: the 1-minute tier, here rolled up in memory
+ * from the snapshots each test gives the engine (feed), as the probe
+ * rolls them up into fl:{H}:s60.
+ */
+static struct minute_source minutes;
+
+static struct engine *engine_with_minutes(struct ruleset *rs, struct engine_opts o)
+{
+	struct engine *e;
+
+	minute_source_free(&minutes);
+	minute_source_init(&minutes);
+	o.load_rollups = minute_source_load;
+	o.load_rollups_arg = &minutes;
+	cr_assert_eq(engine_init(&e, rs, &o), 0);
+	return e;
+}
+
+static void feed(struct engine *e, struct snapshot *s)
+{
+	cr_assert_eq(minute_source_add(&minutes, s), 0);
+	cr_assert_eq(engine_add_snapshot(e, s), 0);
+}
 
 /* Deterministic noise in [-1, 1). */
 static double noise(unsigned *seed)
@@ -75,8 +105,8 @@ static void run_with(const char *rules_yaml, engine_profile_fn profiles, double 
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", rules_yaml, strlen(rules_yaml), err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 15000,
-		     .load_profile = profiles, .load_profile_arg = &d }), 0);
+	e = engine_with_minutes(&rs, (struct engine_opts){ .stale_ms = 15000,
+				.load_profile = profiles, .load_profile_arg = &d });
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "2.0");
 	snprintf(d.hosts, sizeof(d.hosts), "%s", hosts);
@@ -95,7 +125,7 @@ static void run_with(const char *rules_yaml, engine_profile_fn profiles, double 
 			}
 			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
 			snapshot_add_gauge(&s, "cpu.host_utilization", cpu, NULL);
-			cr_assert_eq(engine_add_snapshot(e, &s), 0);
+			feed(e, &s);
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
@@ -201,7 +231,7 @@ static void run_writes(double slow, struct test_events *ev)
 	cr_assert(cum);
 	cr_assert_eq(rules_parse(&rs, "t.yaml", hist_yaml, strlen(hist_yaml), err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 15000 }), 0);
+	e = engine_with_minutes(&rs, (struct engine_opts){ .stale_ms = 15000 });
 	snprintf(d.service, sizeof(d.service), "api");
 	snprintf(d.version, sizeof(d.version), "2.0");
 	snprintf(d.hosts, sizeof(d.hosts), "web-[0-3]");
@@ -223,7 +253,7 @@ static void run_writes(double slow, struct test_events *ev)
 					 "op", "write", NULL);
 			cr_assert(x);
 			*x->hist = cum[h];
-			cr_assert_eq(engine_add_snapshot(e, &s), 0);
+			feed(e, &s);
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
@@ -256,6 +286,7 @@ Test(baseline, rule_file_errors)
 		{ "baseline: {window: 10m, min_change: lots}", "min_change: expected a number" },
 		{ "baseline: {window: 10m, alpha: 2}", "alpha: expected a number" },
 		{ "baseline: {window: 10m, typo: 1}", "typo" },
+		{ "baseline: {window: 5m}", "9m or more" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -281,6 +312,143 @@ Test(baseline, rule_file_errors)
 		cr_expect(strstr(err, "b.yaml:5:") && strstr(err, "not a condition"), "%s", err);
 		rules_free(&rs);
 	}
+}
+
+/*
+ * A value baseline reads the 1-minute tier: an expression a rollup cannot
+ * answer exactly is refused when the rules load, at its position.
+ */
+Test(baseline, expressions_the_minute_tier_cannot_answer_are_refused)
+{
+	const char *bad[][3] = {
+		{ "deriv(faultline_host_cpu_utilization_ratio[1m])", "5:21:", "1-minute tier" },
+		{ "avg_over_time(faultline_host_cpu_utilization_ratio[30s])", "5:29:",
+		  "whole minutes" },
+		{ "rate(faultline_host_cpu_utilization_ratio[1m])", "5:20:", "rate/increase of a counter" },
+		{ "avg(avg_over_time(faultline_host_cpu_utilization_ratio[1m]))", "5:15:",
+		  "each host's own" },
+		{ "avg_over_time(faultline_host_cpu_utilization_ratio[1m] offset 5m)", "5:29:",
+		  "offset" },
+		{ "rate(faultline_block_latency_seconds_count[1m])", "5:20:", "_bucket/_sum/_count" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char y[512], err[512];
+		struct ruleset rs = { 0 };
+
+		snprintf(y, sizeof(y), "groups:\n  - name: g\n    rules:\n      - alert: A\n"
+			 "        expr: %s\n        baseline: {window: 15m}\n", bad[i][0]);
+		cr_expect_neq(rules_parse(&rs, "m.yaml", y, strlen(y), err, sizeof(err)), 0, "%s",
+			      bad[i][0]);
+		cr_expect(strstr(err, bad[i][1]) && strstr(err, bad[i][2]), "%s: %s", bad[i][0], err);
+		rules_free(&rs);
+	}
+}
+
+/* expr over host h's minutes from ms (newest last) as one value. */
+static double over_minutes(const char *expr, const struct minute_source *ms)
+{
+	const struct minute_host *mh = &ms->h[0];
+	struct columns c;
+	struct snapshot newest;
+	struct node *n;
+	struct value v = { 0 };
+	struct host_window w;
+	char err[256];
+	double x = NAN;
+
+	cr_assert_eq(expr_parse(expr, &n, err, sizeof(err)), 0, "%s", err);
+	columns_init(&c);
+	cr_assert_eq(snapshot_copy(&newest, &mh->m[mh->n - 1]), 0);
+	cr_assert_eq(columns_push(&c, &newest, 1, 1, 1, NULL), 0);
+	w = (struct host_window){ "h", &c, columns_len(&c), mh->m, mh->n };
+	cr_assert_eq(eval(n, &w, 1, &v, err, sizeof(err)), 0, "%s: %s", expr, err);
+	if (v.is_vector && v.n == 1)
+		x = v.e[0].v;
+	value_free(&v);
+	columns_free(&c);
+	expr_free(n);
+	return x;
+}
+
+/*
+ * The minute functions give what the minutes' own 1 s samples give: three
+ * minutes of 1 s snapshots (a noisy gauge, a counter with a reset, a
+ * latency histogram) rolled up as the probe rolls them; each function over
+ * the last minute, and over the last two, equals the value computed by
+ * hand from those samples.
+ */
+Test(baseline, minute_functions_equal_what_the_minutes_samples_give)
+{
+	const uint64_t t0 = 1790000040000ULL;	/* on a minute */
+	const double lat_scale = catalog_find_wire("block.latency")->scale;
+	struct minute_source ms;
+	struct histogram cum = { 0 }, at[182];
+	double g[182];
+	uint64_t c[182], inc1 = 0, inc2 = 0;
+	unsigned seed = 3;
+	double sum1 = 0, sum2 = 0, mn = INFINITY, mx = -INFINITY;
+	struct histogram d = { 0 };
+
+	minute_source_init(&ms);
+	for (int i = 0; i <= 181; i++) {
+		struct snapshot s;
+		struct series *x;
+
+		g[i] = 0.5 + 0.3 * noise(&seed);
+		c[i] = i == 150 ? 3 : (i ? c[i - 1] + (uint64_t)(i % 7) : 1000);	/* reset at 150 */
+		hist_record_n(&cum, (uint64_t)(1e6 * (1.5 + noise(&seed))), 1 + (uint64_t)(i % 5));
+		at[i] = cum;
+		snapshot_init(&s, "h", t0 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
+		snapshot_add_gauge(&s, "cpu.host_utilization", g[i], NULL);
+		snapshot_add_counter(&s, "tcp.in_csum_errors", c[i], NULL);
+		x = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op",
+				 "write", NULL);
+		cr_assert(x);
+		*x->hist = cum;
+		cr_assert_eq(minute_source_add(&ms, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(ms.nh, 1);
+	/* a minute ending at T holds the snapshots of (T - 60 s, T]: t0's alone, then 3 whole */
+	cr_assert_eq(ms.h[0].n, 4, "%zu minutes", ms.h[0].n);
+	cr_assert_eq(ms.h[0].m[3].ts_ms, t0 + 180000);
+	for (int i = 61; i <= 180; i++) {
+		uint64_t step = c[i] >= c[i - 1] ? c[i] - c[i - 1] : c[i];
+
+		sum2 += g[i];
+		inc2 += step;
+		if (i >= 121) {
+			sum1 += g[i];
+			inc1 += step;
+			mn = fmin(mn, g[i]);
+			mx = fmax(mx, g[i]);
+		}
+	}
+	cr_expect_float_eq(over_minutes("avg_over_time(faultline_host_cpu_utilization_ratio[1m])",
+					&ms), sum1 / 60, 1e-12);
+	cr_expect_float_eq(over_minutes("avg_over_time(faultline_host_cpu_utilization_ratio[2m])",
+					&ms), sum2 / 120, 1e-12);
+	cr_expect_eq(over_minutes("min_over_time(faultline_host_cpu_utilization_ratio[1m])", &ms),
+		     mn);
+	cr_expect_eq(over_minutes("max_over_time(faultline_host_cpu_utilization_ratio[1m])", &ms),
+		     mx);
+	cr_expect_eq(over_minutes("last_over_time(faultline_host_cpu_utilization_ratio[1m])", &ms),
+		     g[180]);
+	cr_expect_eq(over_minutes("count_over_time(faultline_host_cpu_utilization_ratio[2m])",
+				  &ms), 120);
+	cr_expect_eq(over_minutes("increase(faultline_tcp_in_csum_errors_total[1m])", &ms),
+		     (double)inc1);
+	cr_expect_float_eq(over_minutes("rate(faultline_tcp_in_csum_errors_total[2m])", &ms),
+			   (double)inc2 / 120, 1e-12);
+	hist_subtract(&d, &at[180], &at[120]);
+	cr_expect_float_eq(over_minutes("quantile(0.99, faultline_block_latency_seconds[1m])",
+					&ms), catalog_to_base((double)hist_quantile(&d, 0.99),
+							      lat_scale), 1e-15);
+	cr_expect_float_eq(over_minutes("quantile(0.5, faultline_block_latency_seconds[1m])",
+					&ms), catalog_to_base((double)hist_quantile(&d, 0.5),
+							      lat_scale), 1e-15);
+	minute_source_free(&ms);
 }
 
 /* ---- profile baselines ------------------------------------------------------ */
@@ -366,7 +534,7 @@ Test(baseline, profile_baseline_rule_errors)
 static const char *any_service_yaml =
 	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
 	"      - alert: PostDeployCpuRegression\n"
-	"        expr: avg_over_time(faultline_host_cpu_utilization_ratio[10s])\n"
+	"        expr: avg_over_time(faultline_host_cpu_utilization_ratio[1m])\n"
 	"        baseline: {window: 10m, min_change: 0.2, alpha: 0.01}\n";
 
 /*
@@ -385,7 +553,7 @@ static void run_services(const struct deploy *d, const double *regress, int nd,
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", any_service_yaml, strlen(any_service_yaml), err,
 				 sizeof(err)), 0, "%s", err);
-	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 15000 }), 0);
+	e = engine_with_minutes(&rs, (struct engine_opts){ .stale_ms = 15000 });
 	cr_assert_eq(engine_set_deploys(e, d, nd), 0);
 	for (uint64_t t = T0; t <= T0 + 60 * 60 * 1000; t += 5000) {
 		for (int h = 0; h < 12; h++) {
@@ -407,7 +575,7 @@ static void run_services(const struct deploy *d, const double *regress, int nd,
 			}
 			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
 			snapshot_add_gauge(&s, "cpu.host_utilization", cpu, NULL);
-			cr_assert_eq(engine_add_snapshot(e, &s), 0);
+			feed(e, &s);
 			snapshot_free(&s);
 		}
 		if ((t - T0) % 10000 == 0)
