@@ -302,7 +302,7 @@ static int minute_arrived(struct snapshot *s, void *arg)
 		return 0;
 	hs->m[hs->n++] = *s;
 	memset(s, 0, sizeof(*s));
-	if (columns_push(&hs->c, &copy, 1, 1, 1, &newest_only))
+	if (columns_push(&hs->c, &copy, 1, &newest_only))
 		return 0;
 	w = (struct host_window){ hs->m[hs->n - 1].host, &hs->c, columns_len(&hs->c), hs->m,
 				  hs->n };

@@ -231,42 +231,6 @@ static uint8_t *pack_delta(const struct hist_sparse *newer, const struct hist_sp
 	}
 }
 
-/* newer (dense) as its increase over older, or NULL (*grew 0: something went down). */
-static uint8_t *pack_delta_dense(const struct histogram *newer, const struct histogram *older,
-				 int *grew)
-{
-	uint8_t buf[PACK_MAX];
-	size_t n = 0, nruns = 0, h = 0;
-	long prev = -1;
-	uint8_t head[1 + 3 * 10], *b;
-
-	*grew = newer->count >= older->count && newer->sum >= older->sum;
-	for (size_t i = 0; *grew && i < HIST_BUCKETS; i++) {
-		if (newer->buckets[i] < older->buckets[i]) {
-			*grew = 0;
-			break;
-		}
-		if (newer->buckets[i] == older->buckets[i])
-			continue;
-		n += put_varint(buf + n, (uint64_t)((long)i - prev - 1));
-		n += put_varint(buf + n, newer->buckets[i] - older->buckets[i]);
-		prev = (long)i;
-		nruns++;
-	}
-	if (!*grew)
-		return NULL;
-	head[h++] = PACK_DELTA;
-	h += put_varint(head + h, newer->count - older->count);
-	h += put_varint(head + h, newer->sum - older->sum);
-	h += put_varint(head + h, nruns);
-	b = malloc(h + n);
-	if (b) {
-		memcpy(b, head, h);
-		memcpy(b + h, buf, n);
-	}
-	return b;
-}
-
 /* Apply packed point b to h: set it (full, h is overwritten) or add it (delta). */
 static void unpack(struct histogram *h, const uint8_t *b)
 {
@@ -286,33 +250,32 @@ static void unpack(struct histogram *h, const uint8_t *b)
 	}
 }
 
-/* The packed points of column k in ring r, by slot. */
-static uint8_t **packed(const struct column *col, int r)
+/* The packed points of column k, by slot. */
+static uint8_t **packed(const struct column *col)
 {
-	return (uint8_t **)col->v[r];
+	return (uint8_t **)col->v;
 }
 
-/* Column k's histogram at slot s of ring r (held there) into out. */
-static void hist_at(const struct columns *c, const struct column *col, int r, size_t s,
+/* Column k's histogram at slot s (held there) into out. */
+static void hist_at(const struct columns *c, const struct column *col, size_t s,
 		    struct histogram *out)
 {
-	const struct col_ring *g = &c->ring[r];
+	const struct col_ring *g = &c->ring;
 	size_t chain[COLUMNS_HIST_CHAIN + 2], n = 0;
 
 	/* back to the full point this one builds on: at most COLUMNS_HIST_CHAIN */
 	for (;;) {
 		chain[n++] = s;
-		if (packed(col, r)[s][0] == PACK_FULL || n == COLUMNS_HIST_CHAIN + 2)
+		if (packed(col)[s][0] == PACK_FULL || n == COLUMNS_HIST_CHAIN + 2)
 			break;
 		s = s ? s - 1 : g->cap - 1;
 	}
 	while (n-- > 0)
-		unpack(out, packed(col, r)[chain[n]]);
+		unpack(out, packed(col)[chain[n]]);
 }
 
 int columns_hist(const struct columns *c, uint32_t k, size_t i, struct histogram *out)
 {
-	int r;
 	size_t s;
 
 	if (!c->col[k].keep) {
@@ -321,50 +284,48 @@ int columns_hist(const struct columns *c, uint32_t k, size_t i, struct histogram
 		unpack(out, c->col[k].last.h);
 		return 0;
 	}
-	s = columns_slot(c, i, &r);
-	if (!bit(c->col[k].present[r], s))
+	s = columns_slot(c, i);
+	if (!bit(c->col[k].present, s))
 		return -ENOENT;
-	hist_at(c, &c->col[k], r, s, out);
+	hist_at(c, &c->col[k], s, out);
 	return 0;
 }
 
 /*
- * Ring r's first point (slot s) of histogram column col is about to
- * leave: if the point after it is a delta on it, store that one in full.
+ * The first point (slot s) of histogram column col is about to leave: if
+ * the point after it is a delta on it, store that one in full.
  */
-static void rebase_next(struct columns *c, struct column *col, int r, size_t s)
+static void rebase_next(struct columns *c, struct column *col, size_t s)
 {
-	const struct col_ring *g = &c->ring[r];
+	const struct col_ring *g = &c->ring;
 	size_t next = s + 1 >= g->cap ? 0 : s + 1;
 	struct histogram *h;
 	uint8_t *full;
 
-	if (g->n < 2 || !bit(col->present[r], next) || packed(col, r)[next][0] != PACK_DELTA)
+	if (g->n < 2 || !bit(col->present, next) || packed(col)[next][0] != PACK_DELTA)
 		return;
 	h = malloc(sizeof(*h));
 	if (!h)
 		return;		/* left as is: hist_at stops at its chain bound */
-	hist_at(c, col, r, next, h);
+	hist_at(c, col, next, h);
 	full = pack_full_dense(h);
 	free(h);
 	if (!full)
 		return;
-	free(packed(col, r)[next]);
-	packed(col, r)[next] = full;
+	free(packed(col)[next]);
+	packed(col)[next] = full;
 }
 
 static void column_free(struct column *col, const struct columns *c)
 {
 	if (!col->keep && col->now && col->def.kind == SERIES_HISTOGRAM)
 		free(col->last.h);
-	for (int r = 0; r < 2; r++) {
-		if (col->def.kind == SERIES_HISTOGRAM && col->v[r])
-			for (size_t s = 0; s < c->ring[r].cap; s++)
-				if (bit(col->present[r], s))
-					free(packed(col, r)[s]);
-		free(col->v[r]);
-		free(col->present[r]);
-	}
+	if (col->def.kind == SERIES_HISTOGRAM && col->v)
+		for (size_t s = 0; s < c->ring.cap; s++)
+			if (bit(col->present, s))
+				free(packed(col)[s]);
+	free(col->v);
+	free(col->present);
 	def_free(&col->def);
 }
 
@@ -381,8 +342,7 @@ void columns_free(struct columns *c)
 	free(c->col);
 	free(c->by_id);
 	free(c->hash);
-	for (int r = 0; r < 2; r++)
-		free(c->ring[r].ts);
+	free(c->ring.ts);
 	if (c->newest.host)
 		newest_free(c);
 	memset(c, 0, sizeof(*c));
@@ -430,25 +390,21 @@ static long find_column(const struct columns *c, const struct series *ser)
 }
 
 /*
- * Give column col its rings (it had only its newest value): that value
- * moves to the newest dense point.  Returns 0 or -ENOMEM.
+ * Give column col its ring (it had only its newest value): that value
+ * moves to the newest point.  Returns 0 or -ENOMEM.
  */
 static int column_keep(struct columns *c, struct column *col)
 {
-	const struct col_ring *d = &c->ring[1];
+	const struct col_ring *d = &c->ring;
 
-	for (int r = 0; r < 2; r++) {
-		if (!c->ring[r].cap)
-			continue;
-		col->v[r] = calloc(c->ring[r].cap, sizeof(uint64_t));
-		col->present[r] = calloc(words(c->ring[r].cap), sizeof(uint64_t));
-		if (!col->v[r] || !col->present[r]) {
-			for (int q = 0; q <= r; q++) {
-				free(col->v[q]);
-				free(col->present[q]);
-				col->v[q] = NULL;
-				col->present[q] = NULL;
-			}
+	if (d->cap) {
+		col->v = calloc(d->cap, sizeof(uint64_t));
+		col->present = calloc(words(d->cap), sizeof(uint64_t));
+		if (!col->v || !col->present) {
+			free(col->v);
+			free(col->present);
+			col->v = NULL;
+			col->present = NULL;
 			return -ENOMEM;
 		}
 	}
@@ -456,8 +412,8 @@ static int column_keep(struct columns *c, struct column *col)
 	if (col->now && d->n) {
 		size_t s = (d->head + d->n - 1) % d->cap;
 
-		((uint64_t *)col->v[1])[s] = col->last.u;	/* any of the union's members */
-		col->present[1][s / 64] |= 1ULL << (s % 64);
+		((uint64_t *)col->v)[s] = col->last.u;	/* any of the union's members */
+		col->present[s / 64] |= 1ULL << (s % 64);
 		col->chain = 0;
 	}
 	col->now = 0;
@@ -489,12 +445,10 @@ static long add_column(struct columns *c, const struct series *ser,
 	if (def_copy(&col->def, ser))
 		return -ENOMEM;
 	col->keep = policy_keeps(policy, ser);
-	for (int r = 0; r < 2 && col->keep; r++) {
-		if (!c->ring[r].cap)
-			continue;
-		col->v[r] = calloc(c->ring[r].cap, sizeof(uint64_t));
-		col->present[r] = calloc(words(c->ring[r].cap), sizeof(uint64_t));
-		if (!col->v[r] || !col->present[r]) {
+	if (col->keep && c->ring.cap) {
+		col->v = calloc(c->ring.cap, sizeof(uint64_t));
+		col->present = calloc(words(c->ring.cap), sizeof(uint64_t));
+		if (!col->v || !col->present) {
 			c->ncol++;	/* column_free below frees what it has */
 			column_free(col, c);
 			c->ncol--;
@@ -518,12 +472,12 @@ static long add_column(struct columns *c, const struct series *ser,
 	return (long)c->ncol - 1;
 }
 
-/* ---- rings -------------------------------------------------------------- */
+/* ---- the ring ----------------------------------------------------------- */
 
-/* Room for one more point in ring r: grown by an eighth, points moved to slots 0.. */
-static int ring_reserve(struct columns *c, int r)
+/* Room for one more point: grown by an eighth, points moved to slots 0.. */
+static int ring_reserve(struct columns *c)
 {
-	struct col_ring *g = &c->ring[r];
+	struct col_ring *g = &c->ring;
 	size_t cap = g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 8;
 	uint64_t *ts;
 
@@ -549,14 +503,14 @@ static int ring_reserve(struct columns *c, int r)
 		for (size_t i = 0; i < g->n; i++) {
 			size_t s = wrap(g, i);
 
-			v[i] = ((uint64_t *)col->v[r])[s];
-			if (bit(col->present[r], s))
+			v[i] = ((uint64_t *)col->v)[s];
+			if (bit(col->present, s))
 				set_bit(p, i);
 		}
-		free(col->v[r]);
-		free(col->present[r]);
-		col->v[r] = v;
-		col->present[r] = p;
+		free(col->v);
+		free(col->present);
+		col->v = v;
+		col->present = p;
 	}
 	for (size_t i = 0; i < g->n; i++)
 		ts[i] = g->ts[wrap(g, i)];
@@ -567,90 +521,26 @@ static int ring_reserve(struct columns *c, int r)
 	return 0;
 }
 
-/* Drop ring r's oldest point. */
-static void drop_oldest(struct columns *c, int r)
+/* Drop the oldest point. */
+static void drop_oldest(struct columns *c)
 {
-	struct col_ring *g = &c->ring[r];
+	struct col_ring *g = &c->ring;
 	size_t s = g->head;
 
 	for (uint32_t k = 0; k < c->ncol; k++) {
 		struct column *col = &c->col[k];
 
-		if (!col->keep || !bit(col->present[r], s))
+		if (!col->keep || !bit(col->present, s))
 			continue;
 		if (col->def.kind == SERIES_HISTOGRAM) {
-			rebase_next(c, col, r, s);
-			free(packed(col, r)[s]);
+			rebase_next(c, col, s);
+			free(packed(col)[s]);
 		}
-		clear_bit(col->present[r], s);
+		clear_bit(col->present, s);
 		col->live--;
 	}
 	g->head = wrap(g, 1);
 	g->n--;
-}
-
-/*
- * The histogram just moved to thin slot `to` (in full) stored as its
- * increase over the thin point before it, when that one holds the series
- * and the chain is not at its bound: thin points are 10 s apart, so the
- * increase is most of a full point's buckets but small counts.
- */
-static void thin_delta(struct columns *c, struct column *col, size_t to)
-{
-	const struct col_ring *t = &c->ring[0];
-	size_t before = to ? to - 1 : t->cap - 1;
-	struct histogram *h;
-	uint8_t *d;
-	int grew;
-
-	if (!t->n || !bit(col->present[0], before) || col->thin_chain >= COLUMNS_HIST_CHAIN) {
-		col->thin_chain = 0;
-		return;
-	}
-	h = malloc(2 * sizeof(*h));
-	if (!h)
-		return;		/* stays full */
-	hist_at(c, col, 0, before, &h[0]);
-	unpack(&h[1], packed(col, 0)[to]);
-	d = pack_delta_dense(&h[1], &h[0], &grew);
-	free(h);
-	if (!d) {
-		col->thin_chain = 0;
-		return;
-	}
-	free(packed(col, 0)[to]);
-	packed(col, 0)[to] = d;
-	col->thin_chain++;
-}
-
-/* Move the dense ring's oldest point to the end of the thin ring (room made). */
-static void move_to_thin(struct columns *c)
-{
-	struct col_ring *d = &c->ring[1], *t = &c->ring[0];
-	size_t from = d->head, to = wrap(t, t->n);
-
-	for (uint32_t k = 0; k < c->ncol; k++) {
-		struct column *col = &c->col[k];
-
-		if (!col->keep)
-			continue;
-		if (bit(col->present[1], from)) {
-			/* a ring's first point is full (columns.h): it moves as it is */
-			if (col->def.kind == SERIES_HISTOGRAM)
-				rebase_next(c, col, 1, from);
-			((uint64_t *)col->v[0])[to] = ((uint64_t *)col->v[1])[from];
-			set_bit(col->present[0], to);
-			clear_bit(col->present[1], from);
-			if (col->def.kind == SERIES_HISTOGRAM)
-				thin_delta(c, col, to);
-		} else {
-			clear_bit(col->present[0], to);
-		}
-	}
-	t->ts[to] = d->ts[from];
-	t->n++;
-	d->head = wrap(d, 1);
-	d->n--;
 }
 
 /* Remove the columns no point holds any more. */
@@ -676,39 +566,7 @@ static void collect(struct columns *c)
 }
 
 /*
- * Age points out as of t: drop what is older than keep_ms, move what is
- * older than dense_ms to the thin ring (one per thin_ms) or drop it.
- */
-static int age(struct columns *c, uint64_t t, uint64_t keep_ms, uint64_t dense_ms,
-	       uint64_t thin_ms)
-{
-	struct col_ring *d = &c->ring[1], *th = &c->ring[0];
-
-	while (th->n && th->ts[th->head] + keep_ms < t)
-		drop_oldest(c, 0);
-	while (d->n) {
-		uint64_t ts = d->ts[d->head];
-
-		if (ts + keep_ms < t) {
-			drop_oldest(c, 1);
-			continue;
-		}
-		if (dense_ms >= keep_ms || ts + dense_ms >= t)
-			break;
-		/* aged past the dense part: kept one per thin_ms */
-		if (th->n && ts - th->ts[wrap(th, th->n - 1)] < thin_ms) {
-			drop_oldest(c, 1);
-			continue;
-		}
-		if (ring_reserve(c, 0))
-			return -ENOMEM;
-		move_to_thin(c);
-	}
-	return 0;
-}
-
-/*
- * The histogram column col's point before dense slot s as prev (the
+ * The histogram column col's point before slot s as prev (the
  * previous newest snapshot) holds it, or NULL when it is not there or
  * not directly before.
  */
@@ -716,10 +574,10 @@ static const struct hist_sparse *prev_hist(const struct columns *c, const struct
 					   uint32_t k, const struct snapshot *prev, uint32_t hint,
 					   size_t s)
 {
-	const struct col_ring *d = &c->ring[1];
+	const struct col_ring *d = &c->ring;
 	size_t before = s ? s - 1 : d->cap - 1;
 
-	if (d->n < 2 || !bit(col->present[1], before) || !prev)
+	if (d->n < 2 || !bit(col->present, before) || !prev)
 		return NULL;
 	if (hint < prev->nseries && prev->series[hint].link == k + 1)
 		return prev->series[hint].sparse;
@@ -731,7 +589,7 @@ static const struct hist_sparse *prev_hist(const struct columns *c, const struct
 
 /*
  * Give series ser (index i of the new newest snapshot; prev: the one before
- * it, or NULL) its column and its value at dense slot s; again: ser was
+ * it, or NULL) its column and its value at slot s; again: ser was
  * placed there before and its value changed (columns_set_newest).
  */
 /* ser's histogram in its compact form (kept by the newest snapshot). */
@@ -797,14 +655,14 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 	ser->link = (uint32_t)k + 1;
 	if (!col->keep)
 		return place_newest_only(col, ser, again);
-	if (bit(col->present[1], s)) {
+	if (bit(col->present, s)) {
 		if (!again || ser->kind == SERIES_HISTOGRAM)
 			return 0;	/* the same series twice in one snapshot: the first counts */
 		/* a value set again (columns_set_newest) */
 		if (ser->kind == SERIES_COUNTER)
-			((uint64_t *)col->v[1])[s] = ser->counter.value;
+			((uint64_t *)col->v)[s] = ser->counter.value;
 		else
-			((double *)col->v[1])[s] = ser->gauge.last;
+			((double *)col->v)[s] = ser->gauge.last;
 		return 0;
 	}
 	if (ser->kind == SERIES_HISTOGRAM) {
@@ -828,13 +686,13 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 				return -ENOMEM;
 			col->chain = 0;
 		}
-		packed(col, 1)[s] = b;
+		packed(col)[s] = b;
 	} else if (ser->kind == SERIES_COUNTER) {
-		((uint64_t *)col->v[1])[s] = ser->counter.value;
+		((uint64_t *)col->v)[s] = ser->counter.value;
 	} else {
-		((double *)col->v[1])[s] = ser->gauge.last;
+		((double *)col->v)[s] = ser->gauge.last;
 	}
-	set_bit(col->present[1], s);
+	set_bit(col->present, s);
 	col->live++;
 	return 0;
 }
@@ -885,18 +743,18 @@ static void follow_policy(struct columns *c, const struct columns_policy *policy
 
 #define HINT_SURE (1u << 31)	/* a hint place() need not check (columns are far fewer) */
 
-int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64_t dense_ms,
-		 uint64_t thin_ms, const struct columns_policy *policy)
+int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
+		 const struct columns_policy *policy)
 {
-	struct col_ring *d = &c->ring[1];
+	struct col_ring *d = &c->ring;
 	const struct snapshot *prev = &c->newest;
 	uint32_t *hints = NULL;
 	size_t slot;
 	int ret;
 
-	ret = age(c, s->ts_ms, keep_ms, dense_ms, thin_ms);
-	if (!ret)
-		ret = ring_reserve(c, 1);
+	while (d->n && d->ts[d->head] + keep_ms < s->ts_ms)
+		drop_oldest(c);
+	ret = ring_reserve(c);
 	if (!ret && columns_len(c) && s->nseries) {
 		/*
 		 * consecutive snapshots of a host list their series in the same
@@ -925,7 +783,7 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64
 	slot = wrap(d, d->n);
 	for (uint32_t k = 0; k < c->ncol; k++)
 		if (c->col[k].keep)
-			clear_bit(c->col[k].present[1], slot);
+			clear_bit(c->col[k].present, slot);
 	d->ts[slot] = s->ts_ms;
 	d->n++;
 	for (uint32_t i = 0; i < s->nseries && !ret; i++) {
@@ -940,11 +798,11 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64
 		/* take the half-placed point back out; its histograms stay with s */
 		forget_newest_only(c);
 		for (uint32_t k = 0; k < c->ncol; k++) {
-			if (!c->col[k].keep || !bit(c->col[k].present[1], slot))
+			if (!c->col[k].keep || !bit(c->col[k].present, slot))
 				continue;
 			if (c->col[k].def.kind == SERIES_HISTOGRAM)
-				free(packed(&c->col[k], 1)[slot]);
-			clear_bit(c->col[k].present[1], slot);
+				free(packed(&c->col[k])[slot]);
+			clear_bit(c->col[k].present, slot);
 			c->col[k].live--;
 		}
 		d->n--;
@@ -968,7 +826,7 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64
 
 int columns_set_newest(struct columns *c, struct series *ser, const struct columns_policy *policy)
 {
-	const struct col_ring *d = &c->ring[1];
+	const struct col_ring *d = &c->ring;
 
 	if (!d->n || ser->kind == SERIES_HISTOGRAM)
 		return -EINVAL;
@@ -1001,22 +859,19 @@ size_t columns_bytes(const struct columns *c)
 	size_t b = sizeof(*c) + c->capcol * sizeof(*c->col) + c->nby_id * sizeof(uint32_t) +
 		   c->caphash * sizeof(uint32_t);
 
-	for (int r = 0; r < 2; r++)
-		b += malloc_usable_size(c->ring[r].ts);
+	b += malloc_usable_size(c->ring.ts);
 	for (uint32_t k = 0; k < c->ncol; k++) {
 		const struct column *col = &c->col[k];
 
 		b += malloc_usable_size(col->def.labels);	/* the identity's one block */
 		if (!col->keep && col->now && col->def.kind == SERIES_HISTOGRAM)
 			b += malloc_usable_size(col->last.h);
-		for (int r = 0; r < 2; r++) {
-			b += malloc_usable_size(col->v[r]) + malloc_usable_size(col->present[r]);
-			if (col->def.kind != SERIES_HISTOGRAM || !col->v[r])
-				continue;
-			for (size_t s = 0; s < c->ring[r].cap; s++)
-				if (bit(col->present[r], s))
-					b += malloc_usable_size(packed(col, r)[s]);
-		}
+		b += malloc_usable_size(col->v) + malloc_usable_size(col->present);
+		if (col->def.kind != SERIES_HISTOGRAM || !col->v)
+			continue;
+		for (size_t s = 0; s < c->ring.cap; s++)
+			if (bit(col->present, s))
+				b += malloc_usable_size(packed(col)[s]);
 	}
 	return b;
 }

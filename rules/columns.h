@@ -14,34 +14,31 @@
  *   - the newest snapshot decoded, which selectors walk (its series'
  *     `link` is 1 + their column) and which carries the host's labels.
  *
- * Points live in two rings, oldest first: `dense` holds every point of the
- * last dense_ms (what non-baseline range functions read); points that age
- * past it move to `thin`, one per thin_ms (what baselines read, in slots of
- * a window/30), until keep_ms.  Index i of the history counts over both:
- * thin's points first.  Walking one series back is a walk down one array
- * per ring: no pointer chase per point.
+ * Points live in one ring, oldest first: every point of the last keep_ms
+ * (the longest range the rules read; baselines read the 1-minute tier
+ * instead, rules/minute_eval.c).  Walking one series back is a walk down
+ * one array: no pointer chase per point.
  *
  * A histogram point is a byte string of LEB128 varints: count, sum, and
  * (gap to the previous non-empty bucket, count) per non-empty bucket —
  * either in full, or as the increase over the point before (a cumulative
  * histogram grows in a few buckets a second, by small counts).  A delta
- * follows the previous point of the same ring directly (no gaps), at most
- * COLUMNS_HIST_CHAIN of them after a full one, and a ring's first point of
- * a column is always full (the next one is rebased when the first leaves),
- * so reading any point applies at most COLUMNS_HIST_CHAIN deltas.  A
- * histogram that went down (a restarted probe) is stored in full.  A point
- * moving to the thin ring becomes a delta on the thin point before it in
- * the same way.  ~60 bytes a point instead of a hist_sparse's ~650.
+ * follows the previous point directly (no gaps), at most COLUMNS_HIST_CHAIN
+ * of them after a full one, and the ring's first point of a column is
+ * always full (the next one is rebased when the first leaves), so reading
+ * any point applies at most COLUMNS_HIST_CHAIN deltas.  A histogram that
+ * went down (a restarted probe) is stored in full.  ~60 bytes a point
+ * instead of a hist_sparse's ~650.
  *
- * Ring capacities grow by an eighth (not doubling) and slots wrap by a
- * compare, so a ring is at most ~12 % larger than it needs.  A column no
+ * The ring's capacity grows by an eighth (not doubling) and slots wrap by
+ * a compare, so it is at most ~12 % larger than it needs.  A column no
  * point holds any more is removed.
  *
  * Most series a probe sends are never read back in time: no rule applies a
  * range function to them or compares them with a baseline (the shipped
  * rules read 13 of a host's ~30 that way).  A columns_policy says which
  * series keep history; the others keep only their value at the newest
- * point (`keep` 0: no rings at all).  A column given history later (a
+ * point (`keep` 0: no ring values at all).  A column given history later (a
  * reload whose rules read it) keeps it from then on.
  */
 #ifndef FL_COLUMNS_H
@@ -62,12 +59,11 @@ struct col_ring {
 
 struct column {
 	struct series def;		/* identity only: its values are not used */
-	void *v[2];			/* per ring: uint64_t[] | double[] | uint8_t *[] (packed) */
-	uint64_t *present[2];		/* per ring: a bit per slot */
-	size_t live;			/* points that hold this series, both rings */
+	void *v;			/* by slot: uint64_t[] | double[] | uint8_t *[] (packed) */
+	uint64_t *present;		/* a bit per slot */
+	size_t live;			/* points that hold this series */
 	unsigned chain;			/* histograms: deltas since the newest full point */
-	unsigned thin_chain;		/* the same, in the thin ring */
-	int keep;			/* 1: history in the rings; 0: only the newest point */
+	int keep;			/* 1: history in the ring; 0: only the newest point */
 	int now;			/* keep 0: whether the newest point holds it */
 	union {
 		uint64_t u;
@@ -87,7 +83,7 @@ struct columns_policy {
 };
 
 struct columns {
-	struct col_ring ring[2];	/* [0] thin (older), [1] dense (recent) */
+	struct col_ring ring;		/* the points' timestamps */
 	struct column *col;
 	uint32_t ncol, capcol;
 	uint32_t *by_id;		/* open addressing on def.id: column + 1, 0 empty */
@@ -113,14 +109,13 @@ void columns_free(struct columns *c);
 /*
  * Append snapshot s (newer than every point held; histograms in either
  * form) as the newest point, taking it over: s is left empty.  Points older
- * than keep_ms before s are dropped; points older than dense_ms are kept
- * one per thin_ms.  Every series of the new newest snapshot is linked to
+ * than keep_ms before s are dropped.  Every series of the new newest snapshot is linked to
  * its column.  s may borrow the newest's strings (snapshot_decode_like
  * with c->newest): it adopts them.  Returns 0, or -ENOMEM (then s is freed
  * and the history is as before, but for points aged out).
  */
-int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms, uint64_t dense_ms,
-		 uint64_t thin_ms, const struct columns_policy *policy);
+int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
+		 const struct columns_policy *policy);
 
 /*
  * The newest snapshot's series ser (a gauge added to it after the push,
@@ -132,44 +127,32 @@ int columns_set_newest(struct columns *c, struct series *ser, const struct colum
 /* Points held. */
 static inline size_t columns_len(const struct columns *c)
 {
-	return c->ring[0].n + c->ring[1].n;
+	return c->ring.n;
 }
 
-/* Ring and slot of point i (< columns_len). */
-static inline size_t columns_slot(const struct columns *c, size_t i, int *ring)
+/* Slot of point i (< columns_len). */
+static inline size_t columns_slot(const struct columns *c, size_t i)
 {
-	const struct col_ring *r = &c->ring[0];
-	size_t s;
+	size_t s = c->ring.head + i;
 
-	*ring = 0;
-	if (i >= r->n) {
-		i -= r->n;
-		r = &c->ring[1];
-		*ring = 1;
-	}
-	s = r->head + i;
-	return s >= r->cap ? s - r->cap : s;
+	return s >= c->ring.cap ? s - c->ring.cap : s;
 }
 
 /* Timestamp (ms) of point i. */
 static inline uint64_t columns_ts(const struct columns *c, size_t i)
 {
-	int ring;
-	size_t slot = columns_slot(c, i, &ring);
-
-	return c->ring[ring].ts[slot];
+	return c->ring.ts[columns_slot(c, i)];
 }
 
 /* Whether column k holds a value at point i. */
 static inline int columns_has(const struct columns *c, uint32_t k, size_t i)
 {
-	int ring;
 	size_t slot;
 
 	if (!c->col[k].keep)
 		return c->col[k].now && i + 1 == columns_len(c);
-	slot = columns_slot(c, i, &ring);
-	return (int)((c->col[k].present[ring][slot / 64] >> (slot % 64)) & 1);
+	slot = columns_slot(c, i);
+	return (int)((c->col[k].present[slot / 64] >> (slot % 64)) & 1);
 }
 
 /*
@@ -179,8 +162,8 @@ static inline int columns_has(const struct columns *c, uint32_t k, size_t i)
 static inline double columns_scalar(const struct columns *c, uint32_t k, size_t i, int *present)
 {
 	const struct column *col = &c->col[k];
-	int ring, has;
 	size_t slot;
+	int has;
 
 	if (!col->keep) {
 		has = col->now && i + 1 == columns_len(c);
@@ -190,29 +173,25 @@ static inline double columns_scalar(const struct columns *c, uint32_t k, size_t 
 			return __builtin_nan("");
 		return col->def.kind == SERIES_COUNTER ? (double)col->last.u : col->last.d;
 	}
-	slot = columns_slot(c, i, &ring);
-	has = (int)((col->present[ring][slot / 64] >> (slot % 64)) & 1);
+	slot = columns_slot(c, i);
+	has = (int)((col->present[slot / 64] >> (slot % 64)) & 1);
 	if (present)
 		*present = has;
 	if (!has)
 		return __builtin_nan("");
 	if (col->def.kind == SERIES_COUNTER)
-		return (double)((const uint64_t *)col->v[ring])[slot];
+		return (double)((const uint64_t *)col->v)[slot];
 	if (col->def.kind == SERIES_GAUGE)
-		return ((const double *)col->v[ring])[slot];
+		return ((const double *)col->v)[slot];
 	return __builtin_nan("");
 }
 
 /* A counter column's raw value at point i (0 when absent). */
 static inline uint64_t columns_counter(const struct columns *c, uint32_t k, size_t i)
 {
-	int ring;
-	size_t slot;
-
 	if (!c->col[k].keep)
 		return c->col[k].last.u;
-	slot = columns_slot(c, i, &ring);
-	return ((const uint64_t *)c->col[k].v[ring])[slot];
+	return ((const uint64_t *)c->col[k].v)[columns_slot(c, i)];
 }
 
 /*

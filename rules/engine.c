@@ -84,7 +84,6 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 			maxr = range;
 	}
 	e->keep_ms = maxr / NSEC_PER_MSEC + 5000;
-	e->dense_ms = e->keep_ms;
 	if (opts)
 		e->opts = *opts;
 	strmap_init(&e->history_names);

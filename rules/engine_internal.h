@@ -30,7 +30,6 @@ struct engine {
 	size_t nhosts, cap;
 	struct strmap host_index;	/* host name -> index in hosts */
 	uint64_t keep_ms;		/* history kept per host */
-	uint64_t dense_ms;		/* of it, at full resolution (older: thinned) */
 	struct engine_opts opts;	/* what the daemon set; a reload keeps it */
 	struct rule_inst *state;	/* per rule, flattened over groups */
 	int nstate;

@@ -1,6 +1,6 @@
 /*
  * history.c - the hosts' snapshot history: kept per host as columns
- * (columns.h), thinned where only baselines read it, read from Redis
+ * (columns.h) for the longest range the rules read, read from Redis
  * (pipelined), with unreadable and future-dated entries accounted for;
  * see engine.h.
  */
@@ -81,14 +81,6 @@ void history_forget_hosts(struct engine *e)
 		strmap_put(&e->host_index, e->hosts[i].name, (uint32_t)i);
 }
 
-/*
- * History older than the longest range a non-baseline rule reads is only
- * read by baselines, in slots of window/30 (30 s for a 15 min window), so
- * one point per THIN_MS is kept there (columns.h).  With the shipped rules
- * that is 300 points at full resolution plus 150 thinned instead of 1,800.
- */
-#define THIN_MS 10000
-
 int engine_take_snapshot(struct engine *e, struct snapshot *s)
 {
 	struct host_state *h = host_of(e, s->host);
@@ -98,7 +90,7 @@ int engine_take_snapshot(struct engine *e, struct snapshot *s)
 		return -ENOMEM;
 	}
 	e->keep_policy.arg = e;
-	return columns_push(&h->hist, s, e->keep_ms, e->dense_ms, THIN_MS, &e->keep_policy);
+	return columns_push(&h->hist, s, e->keep_ms, &e->keep_policy);
 }
 
 size_t engine_history(const struct engine *e, const char *host)

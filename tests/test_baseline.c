@@ -360,7 +360,7 @@ static double over_minutes(const char *expr, const struct minute_source *ms)
 	cr_assert_eq(expr_parse(expr, &n, err, sizeof(err)), 0, "%s", err);
 	columns_init(&c);
 	cr_assert_eq(snapshot_copy(&newest, &mh->m[mh->n - 1]), 0);
-	cr_assert_eq(columns_push(&c, &newest, 1, 1, 1, NULL), 0);
+	cr_assert_eq(columns_push(&c, &newest, 1, NULL), 0);
 	w = (struct host_window){ "h", &c, columns_len(&c), mh->m, mh->n };
 	cr_assert_eq(eval(n, &w, 1, &v, err, sizeof(err)), 0, "%s: %s", expr, err);
 	if (v.is_vector && v.n == 1)

@@ -3,8 +3,8 @@
  * every point it keeps reads back exactly as the snapshot it came from —
  * counters, gauges (NaN and infinities bit for bit), histograms (packed in
  * full or as deltas, across resets and empty windows), series that come
- * and go — and it keeps the points it promises (every one of the dense
- * part, one per thin_ms before it, none past keep_ms).
+ * and go — and it keeps the points it promises (every one of the last
+ * keep_ms, none older).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -21,8 +21,6 @@
 
 #define STEP_MS 1000
 #define KEEP_MS 200000
-#define DENSE_MS 60000
-#define THIN_MS 10000
 #define NPOINTS 600
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -146,34 +144,27 @@ Test(columns, every_kept_point_reads_back_exactly)
 	columns_init(&c);
 	for (int t = 0; t < NPOINTS; t++) {
 		struct snapshot copy;
-		uint64_t now = 1000000 + (uint64_t)t * STEP_MS, prev_thin = 0;
+		uint64_t now = 1000000 + (uint64_t)t * STEP_MS;
 		size_t n;
 		int idx = 0;
 
 		make_point(&ref[t], t, &ctr, grow, restart);
 		cr_assert_eq(snapshot_copy(&copy, &ref[t]), 0);
-		cr_assert_eq(columns_push(&c, &copy, KEEP_MS, DENSE_MS, THIN_MS, NULL), 0);
+		cr_assert_eq(columns_push(&c, &copy, KEEP_MS, NULL), 0);
 		n = columns_len(&c);
 		cr_assert_str_eq(c.newest.host, "h1");
 		cr_assert_eq(c.newest.ts_ms, now);
-		/* the promised points: all of the dense part, thinned before it */
+		/* the promised points: every one of the last keep_ms, none older */
 		for (size_t i = 0; i < n; i++) {
 			uint64_t ts = columns_ts(&c, i);
 
 			cr_assert_geq(ts + KEEP_MS, now, "point older than keep_ms kept");
-			if (ts + DENSE_MS < now) {
-				cr_assert(!prev_thin || ts - prev_thin >= THIN_MS,
-					  "thin points %lu and %lu too close", (unsigned long)prev_thin,
-					  (unsigned long)ts);
-				prev_thin = ts;
-			}
 			idx = (int)((ts - 1000000) / STEP_MS);
 			if (t % 50 == 0 || t >= NPOINTS - 3 || i + 20 >= n)
 				check_point(&c, i, &ref[idx]);
 		}
-		cr_assert_eq(n - (size_t)(c.ring[0].n), t < DENSE_MS / STEP_MS ?
-			     (size_t)t + 1 : (size_t)DENSE_MS / STEP_MS + 1,
-			     "the dense part holds every point of the last dense_ms");
+		cr_assert_eq(n, t < KEEP_MS / STEP_MS ? (size_t)t + 1 : (size_t)KEEP_MS / STEP_MS + 1,
+			     "every point of the last keep_ms is held");
 	}
 	/* the series that went away took its column with it */
 	cr_assert_eq(column_of(&c, "cgroup.tmp{cgroup=/job}"), -1);
@@ -214,8 +205,8 @@ Test(columns, points_decoded_like_the_newest_read_back_the_same)
 		free(buf);
 		if (t > 0)	/* tcp.in_segs, in every point */
 			cr_assert(a.series[0].borrowed, "point %d repeats nothing", t);
-		cr_assert_eq(columns_push(&like, &a, KEEP_MS, DENSE_MS, THIN_MS, NULL), 0);
-		cr_assert_eq(columns_push(&plain, &b, KEEP_MS, DENSE_MS, THIN_MS, NULL), 0);
+		cr_assert_eq(columns_push(&like, &a, KEEP_MS, NULL), 0);
+		cr_assert_eq(columns_push(&plain, &b, KEEP_MS, NULL), 0);
 		for (uint32_t i = 0; i < like.newest.nseries; i++)
 			cr_assert(!like.newest.series[i].borrowed, "point %d: series %u not adopted",
 				  t, i);
@@ -251,7 +242,7 @@ Test(columns, packed_histograms_are_small)
 			hist_record(h, 20000 + next_rand() % 5000000);
 		x = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda", NULL);
 		*x->hist = *h;
-		cr_assert_eq(columns_push(&c, &s, 1000000, 1000000, 10000, NULL), 0);
+		cr_assert_eq(columns_push(&c, &s, 1000000, NULL), 0);
 	}
 	before = columns_bytes(&c);
 	/* a hist_sparse per point would be ~16 bytes a bucket: packed is far less */
@@ -272,7 +263,7 @@ Test(columns, recorded_values_join_the_newest_point)
 
 		snapshot_init(&s, "h1", 1000 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
 		snapshot_add_counter(&s, "tcp.in_segs", (uint64_t)t, NULL);
-		cr_assert_eq(columns_push(&c, &s, 100000, 100000, 10000, NULL), 0);
+		cr_assert_eq(columns_push(&c, &s, 100000, NULL), 0);
 		r = snapshot_add_gauge(&c.newest, "job:ratio", 0.5 * t, NULL);
 		cr_assert_not_null(r);
 		cr_assert_eq(columns_set_newest(&c, r, NULL), 0);
@@ -306,7 +297,7 @@ Test(columns, a_policy_keeps_only_what_is_read_back)
 		snapshot_add_gauge(&s, "cpu.utilization", 0.5 + t, "cpu", "0", NULL);
 		if (t == 9)
 			p = (struct columns_policy){ keeps_segs, NULL, 2 };	/* a reload: all */
-		cr_assert_eq(columns_push(&c, &s, 100000, 100000, 10000, &p), 0);
+		cr_assert_eq(columns_push(&c, &s, 100000, &p), 0);
 	}
 	segs = column_of(&c, "tcp.in_segs{}");
 	cpu = column_of(&c, "cpu.utilization{cpu=0}");
@@ -331,7 +322,7 @@ Test(columns, a_policy_keeps_only_what_is_read_back)
 		hist_record_n(h, 123456, 7);
 		x = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda", NULL);
 		*x->hist = *h;
-		cr_assert_eq(columns_push(&c, &s, 100000, 100000, 10000, &p), 0);
+		cr_assert_eq(columns_push(&c, &s, 100000, &p), 0);
 		lat = column_of(&c, "block.latency{device=sda}");
 		cr_assert_geq(lat, 0);
 		cr_assert_eq(c.col[lat].keep, 0);

@@ -141,8 +141,7 @@ static void build_fleet(void)
 			struct snapshot copy;
 
 			cr_assert_eq(snapshot_copy(&copy, &snaps[h][t]), 0);
-			cr_assert_eq(columns_push(&cols[h], &copy, UINT64_MAX / 2, UINT64_MAX / 2,
-						  10000, NULL), 0);
+			cr_assert_eq(columns_push(&cols[h], &copy, UINT64_MAX / 2, NULL), 0);
 		}
 		fleet[h].host = hosts[h];
 		fleet[h].c = &cols[h];
