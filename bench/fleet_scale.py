@@ -47,8 +47,12 @@ import time
 RETENTION = {"s1": 15 * 60, "s60": 7 * 24 * 60, "s3600": 90 * 24, "p10": 360}
 SERIES_PER_ENTRY = 30   # a simulated host's series per entry (faultline sim)
 # wave 1 (a chain of decoded snapshots per host, README history): what the
-# rules engine held per host per kept snapshot, and what that came to
+# rules engine held per host per kept snapshot, and how many it kept under
+# the shipped rules (their 15-minute baselines' two windows, every second)
 WAVE1_BYTES_PER_SNAPSHOT = 3900
+WAVE1_POINTS = 2 * 15 * 60 + 5
+# the rules-history measurement: longer than any window the shipped rules keep
+HISTORY_SECONDS = 400
 # wave 1's Redis per host at that retention (plain msgpack entries, MEMORY USAGE)
 WAVE1_REDIS_PER_HOST = 39.9e6
 # the simulator seed of the Redis figures: never one scripts/train_dict.sh trains on
@@ -218,12 +222,13 @@ def measure_memory(out, d, compressed):
 
 def measure_history(out, d, hosts, intervals):
     """The rules engine's history with the shipped rules' full window (keep_ms:
-    the longest baseline's two windows, ~30 min): `hosts` hosts written for
-    that long, the last `intervals` replayed; the engine's own count of what
-    its history holds (columns_bytes) and its peak resident memory."""
+    the longest range they read, 5 min; baselines read the 1-minute tier when
+    they judge): `hosts` hosts written for HISTORY_SECONDS, the last
+    `intervals` replayed; the engine's own count of what its history holds
+    (columns_bytes) and its peak resident memory."""
     srv, sock = start_redis(d)
     try:
-        seconds = 1900
+        seconds = HISTORY_SECONDS
         tl = os.path.join(d, "timeline.json")
         subprocess.run([os.path.join(out, "faultline"), "sim", "--redis", "unix://" + sock,
                         "--hosts", str(hosts), "--hosts-per-rack", "20", "--racks-per-switch",
@@ -304,7 +309,7 @@ def main():
     ap.add_argument("--intervals", type=int, default=30, help="intervals replayed and timed")
     ap.add_argument("--alerts", type=int, default=2000)
     ap.add_argument("--history-hosts", type=int, default=500,
-                    help="hosts for the rules-history measurement (1900 s each)")
+                    help="hosts for the rules-history measurement (%d s each)" % HISTORY_SECONDS)
     a = ap.parse_args()
     out = os.path.abspath(a.out)
     if not shutil.which("redis-server"):
@@ -318,8 +323,8 @@ def main():
         mems.append(measure_memory(out, d, compressed))
         shutil.rmtree(d, ignore_errors=True)
     plain, mem = mems
-    print("fleet_scale: rules history at the shipped rules' window (%d hosts, 1900 s) ..."
-          % a.history_hosts, flush=True)
+    print("fleet_scale: rules history at the shipped rules' window (%d hosts, %d s) ..."
+          % (a.history_hosts, HISTORY_SECONDS), flush=True)
     d = tempfile.mkdtemp(prefix="fl-scale-hist-")
     hist = measure_history(out, d, a.history_hosts, 20)
     shutil.rmtree(d, ignore_errors=True)
@@ -358,14 +363,17 @@ def main():
           (mem["per_entry"]["s60"] / SERIES_PER_ENTRY, SERIES_PER_ENTRY))
     for t, line in sorted(mem["costs"].items()):
         print("  decode %s: %s" % (t, line))
-    w1 = WAVE1_BYTES_PER_SNAPSHOT * hist["points"]
-    print("\nfleet_scale: rules history, shipped rules, %d hosts x 1900 s (the engine keeps "
-          "%.0f points per host: every second of 5 min, then one per 10 s)" %
-          (hist["hosts"], hist["points"]))
+    w1 = WAVE1_BYTES_PER_SNAPSHOT * WAVE1_POINTS
+    print("\nfleet_scale: rules history, shipped rules, %d hosts x %d s (the engine keeps "
+          "%.0f points per host: every second of 5 min; baselines read the 1-minute tier)" %
+          (hist["hosts"], HISTORY_SECONDS, hist["points"]))
     print("  history held %.1f KB per host (columns), peak RSS %.1f KB per host; wave 1's "
-          "snapshot chain: %.0f KB per host for the same points (%.1fx smaller; target "
-          "<= 100 KB)" % (hist["kb_per_host"], hist["rss_kb_per_host"], w1 / 1e3,
-                          w1 / 1e3 / hist["kb_per_host"]))
+          "snapshot chain: %.0f KB per host (%d points for its baselines: %.0fx smaller; "
+          "the same %.0f points %.0f KB: %.1fx; target <= 100 KB)" %
+          (hist["kb_per_host"], hist["rss_kb_per_host"], w1 / 1e3, WAVE1_POINTS,
+           w1 / 1e3 / hist["kb_per_host"], hist["points"],
+           WAVE1_BYTES_PER_SNAPSHOT * hist["points"] / 1e3,
+           WAVE1_BYTES_PER_SNAPSHOT * hist["points"] / 1e3 / hist["kb_per_host"]))
     print("\nfleet_scale: shipped rules every 1 s over a live simulated fleet; alerter delivery")
     print("  %7s %5s %12s %12s %10s %10s %12s %12s %12s" %
           ("hosts", "rules", "eval p50 ms", "eval max ms", "read ms", "new/host",

@@ -35,8 +35,8 @@
  * point holds any more is removed.
  *
  * Most series a probe sends are never read back in time: no rule applies a
- * range function to them or compares them with a baseline (the shipped
- * rules read 13 of a host's ~30 that way).  A columns_policy says which
+ * range function or an offset to them (the shipped rules read 13 of a
+ * host's ~30 that way).  A columns_policy says which
  * series keep history; the others keep only their value at the newest
  * point (`keep` 0: no ring values at all).  A column given history later (a
  * reload whose rules read it) keeps it from then on.
