@@ -31,11 +31,14 @@
 #define BASELINE_POINTS 30		/* values per window compared */
 #define BASELINE_HOLD_MS (24ULL * 3600 * 1000)	/* a verdict stands this long at most */
 
+static void part_free(struct baseline_part *p);
+
 void baseline_verdict_free(struct verdict *v)
 {
 	for (int k = 0; k < v->nhosts; k++)
 		free(v->hosts[k]);
 	free(v->hosts);
+	part_free(v->part);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -99,11 +102,39 @@ static int side_of(const struct engine *e, const struct deploy *d, uint64_t w, c
 	return 1;
 }
 
+/*
+ * This worker's part of a verdict, computed a batch of hosts per
+ * evaluation: reading a big fleet's minutes (or profiles) at once would
+ * stall the evaluation loop for seconds (10,000 hosts x ~60 rollups, a
+ * delta chain from each hour's start included).  The hosts are those live
+ * when it began, less the ones another deploy touched.
+ */
+struct baseline_part {
+	struct fleet_bpart b;
+	char **hosts;
+	size_t nhosts, next;
+	struct strmap seen;		/* deployed hosts that reported, in b once */
+	int done;
+};
+
+/* Reading per rule and evaluation: at least one batch, then until this much time passed. */
+#define PART_STEP_NS (50 * NSEC_PER_MSEC)
+#define PART_BATCH 256		/* hosts read in one exchange */
+
+/* Deployed host `host` reported: it is one of the verdict's hosts (once). */
+static void flag_seen(struct baseline_part *p, const char *host)
+{
+	uint32_t v;
+
+	if (p && !strmap_get(&p->seen, host, &v) && !strmap_put(&p->seen, host, 1))
+		fleet_bpart_add_host(&p->b, host);
+}
+
 struct side_arg {
 	const struct engine *e;
 	const struct deploy *d;
 	uint64_t w;
-	int *seen;
+	struct baseline_part *seen;	/* NULL: flag nobody */
 };
 
 /* side_of(), flagging the deployed hosts seen. */
@@ -111,10 +142,9 @@ static int deploy_side(const char *host, void *arg)
 {
 	struct side_arg *a = arg;
 	int side = side_of(a->e, a->d, a->w, host);
-	uint32_t idx;
 
-	if (!side && a->seen && strmap_get(&a->e->host_index, host, &idx))
-		a->seen[idx] = 1;
+	if (!side)
+		flag_seen(a->seen, host);
 	return side;
 }
 
@@ -125,7 +155,6 @@ static int deploy_side(const char *host, void *arg)
  * one at or after it, so no slot mixes the two sides of a deploy.
  */
 #define MINUTE_MS 60000ULL
-#define MINUTES_BATCH 256	/* hosts whose minutes are read in one exchange */
 
 struct minute_slots {
 	uint64_t step;			/* a slot's length: whole minutes */
@@ -191,7 +220,7 @@ struct minute_read {
 	uint64_t keep_ms;		/* the longer of the expression's range and a slot */
 	struct strmap index;		/* host -> state */
 	struct minute_host_state *hs;
-	int *seen;
+	struct baseline_part *part;	/* whose b it is */
 };
 
 static int keeps_nothing(const struct series *def, void *arg)
@@ -202,15 +231,6 @@ static int keeps_nothing(const struct series *def, void *arg)
 }
 
 static const struct columns_policy newest_only = { keeps_nothing, NULL, 1 };
-
-/* Deployed hosts that reported get flagged in seen[] (indexed like e->hosts). */
-static void flag_seen(const struct engine *e, const char *host, int *seen)
-{
-	uint32_t idx;
-
-	if (seen && strmap_get(&e->host_index, host, &idx))
-		seen[idx] = 1;
-}
 
 /* The rule's value for the host of window w at its newest minute, into slot k. */
 static void minute_value(struct minute_read *mr, const struct host_window *w, int k)
@@ -240,7 +260,7 @@ static void minute_value(struct minute_read *mr, const struct host_window *w, in
 		if (side == 0) {
 			mr->b->dsum[k] += v.e[i].v;
 			mr->b->dn[k]++;
-			flag_seen(mr->e, host, mr->seen);
+			flag_seen(mr->part, host);
 		} else if (side > 0) {
 			mr->b->psum[k] += v.e[i].v;
 			mr->b->pn[k]++;
@@ -254,7 +274,8 @@ static void minute_value(struct minute_read *mr, const struct host_window *w, in
  * (to - span, to] merged into the deployed hosts' *dh or the peers' *ph.
  */
 static void minute_hists(struct minute_read *mr, const struct host_window *w, uint64_t to,
-			 uint64_t span, struct histogram *dh, struct histogram *ph, int *seen)
+			 uint64_t span, struct histogram *dh, struct histogram *ph,
+			 struct baseline_part *seen)
 {
 	struct side_arg a = { mr->e, mr->d, mr->r->baseline.window_ns / NSEC_PER_MSEC, seen };
 	struct histogram *m = calloc(2, sizeof(*m));
@@ -313,7 +334,7 @@ static int minute_arrived(struct snapshot *s, void *arg)
 
 		if (k >= 0)
 			minute_hists(mr, &w, ts, mr->sl.step, &mr->b->dh[k], &mr->b->ph[k],
-				     mr->seen);
+				     mr->part);
 		/* the whole windows, a minute at a time */
 		if ((ts <= mr->sl.before_end &&
 		     ts + (uint64_t)mr->sl.nbefore * mr->sl.step > mr->sl.before_end) ||
@@ -376,82 +397,114 @@ static size_t finite_values(const double *x, size_t n, double *out)
 	return m;
 }
 
-/* The deployed hosts flagged in seen[] (indexed like e->hosts) into b. */
-static void part_hosts(const struct engine *e, struct fleet_bpart *b, const int *seen)
+/* Hosts read per exchange (engine_opts.baseline_batch). */
+static size_t part_batch(const struct engine *e)
 {
-	for (size_t h = 0; h < e->nhosts; h++)
-		if (seen[h])
-			fleet_bpart_add_host(b, e->hosts[h].name);
+	return e->opts.baseline_batch ? e->opts.baseline_batch : PART_BATCH;
+}
+
+/* Deployed or peer host `host`'s profiles before and after deploy d into p. */
+static void profile_host(const struct engine *e, const struct deploy *d, uint64_t w,
+			 const char *host, struct baseline_part *p)
+{
+	int side = side_of(e, d, w, host), mine = side == 0, nb, na;
+
+	if (side < 0 || !e->opts.load_profile)
+		return;
+	nb = e->opts.load_profile(e->opts.load_profile_arg, host, d->ts_ms - w, d->ts_ms - 1,
+				  &p->b.prof[mine ? 0 : 2]);
+	na = e->opts.load_profile(e->opts.load_profile_arg, host, d->ts_ms, d->ts_ms + w,
+				  &p->b.prof[mine ? 1 : 3]);
+	if (mine && nb > 0 && na > 0)
+		flag_seen(p, host);
+}
+
+static void part_free(struct baseline_part *p)
+{
+	if (!p)
+		return;
+	fleet_bpart_free(&p->b);
+	for (size_t i = 0; i < p->nhosts; i++)
+		free(p->hosts[i]);
+	free(p->hosts);
+	strmap_free(&p->seen);
+	free(p);
 }
 
 /*
- * What this engine's hosts contribute to the verdict on deploy d for
- * baseline rule r (win: its live hosts): the slots of whole minutes before
- * the deploy and after it (at most BASELINE_POINTS each; sums, counts or
- * histograms), read from their 1-minute rollups, and both whole windows'
- * histograms; or, for a profile rule, the four merged profiles.  b was
- * initialised for r's kind.
+ * Begin this engine's part of the verdict on deploy d for baseline rule r
+ * (win: its live hosts); NULL on -ENOMEM.
  */
-static void compute_part(const struct engine *e, const struct rule *r, const struct deploy *d,
-			 const struct host_window *win, size_t nwin, struct fleet_bpart *b)
+static struct baseline_part *part_begin(const struct engine *e, const struct rule *r,
+					const struct deploy *d, const struct host_window *win,
+					size_t nwin)
 {
-	const struct rule_baseline *bl = &r->baseline;
-	uint64_t w = bl->window_ns / NSEC_PER_MSEC;
-	int *seen = calloc(e->nhosts + 1, sizeof(int));
+	struct baseline_part *p = calloc(1, sizeof(*p));
+	uint64_t w = r->baseline.window_ns / NSEC_PER_MSEC;
+	double q;
 
-	b->total = (int)nwin;
-	if (!seen)
-		goto out;
-	if (bl->profile_share) {
-		for (size_t h = 0; e->opts.load_profile && h < nwin; h++) {
-			int side = side_of(e, d, w, win[h].host), mine = side == 0, nb, na;
-			uint32_t idx;
-
-			if (side < 0)
-				continue;
-			nb = e->opts.load_profile(e->opts.load_profile_arg, win[h].host,
-						  d->ts_ms - w, d->ts_ms - 1,
-						  &b->prof[mine ? 0 : 2]);
-			na = e->opts.load_profile(e->opts.load_profile_arg, win[h].host, d->ts_ms,
-						  d->ts_ms + w, &b->prof[mine ? 1 : 3]);
-			if (mine && nb > 0 && na > 0 &&
-			    strmap_get(&e->host_index, win[h].host, &idx))
-				seen[idx] = 1;
-		}
-		part_hosts(e, b, seen);
-		goto out;
+	if (!p)
+		return NULL;
+	strmap_init(&p->seen);
+	p->hosts = calloc(nwin + 1, sizeof(*p->hosts));
+	if (!p->hosts ||
+	    fleet_bpart_init(&p->b, !r->baseline.profile_share && eval_is_quantile(r->expr, &q))) {
+		part_free(p);
+		return NULL;
 	}
-	if (!e->opts.load_rollups) {
+	p->b.total = (int)nwin;
+	for (size_t h = 0; h < nwin; h++) {
+		/* hosts another deploy touched say nothing about this one */
+		if (side_of(e, d, w, win[h].host) < 0)
+			continue;
+		if (!(p->hosts[p->nhosts] = strdup(win[h].host))) {
+			part_free(p);
+			return NULL;
+		}
+		p->nhosts++;
+	}
+	if (r->baseline.profile_share && !e->opts.load_profile)
+		log_info("%s: deploy %s %s: no profile source (profile baselines read Redis)",
+			 r->name, d->service, d->version);
+	if (!r->baseline.profile_share && !e->opts.load_rollups)
 		log_info("%s: deploy %s %s: no 1-minute rollups to judge it on (baselines read "
 			 "fl:{H}:s60)", r->name, d->service, d->version);
-		goto out;
-	}
-	{
-		struct minute_read mr = { .e = e, .r = r, .d = d, .b = b, .seen = seen };
-		const char **batch = calloc(MINUTES_BATCH, sizeof(*batch));
-		size_t nb = 0;
+	if (p->nhosts > part_batch(e))
+		log_info("%s: deploy %s %s: reading %zu host(s)' %s over the next evaluations, "
+			 "%zu at a time", r->name, d->service, d->version, p->nhosts,
+			 r->baseline.profile_share ? "profiles" : "1-minute rollups", part_batch(e));
+	return p;
+}
 
-		minute_slots(d->ts_ms, w, &mr.sl);
-		mr.keep_ms = expr_max_range(r->expr) / NSEC_PER_MSEC;
-		if (mr.keep_ms < mr.sl.step)
-			mr.keep_ms = mr.sl.step;
-		for (size_t h = 0; batch && h < nwin; h++) {
-			/* hosts another deploy touched say nothing about this one */
-			if (side_of(e, d, w, win[h].host) < 0)
-				continue;
-			batch[nb++] = win[h].host;
-			if (nb == MINUTES_BATCH) {
-				read_minutes(&mr, batch, nb);
-				nb = 0;
-			}
-		}
-		if (nb)
-			read_minutes(&mr, batch, nb);
-		free(batch);
-	}
-	part_hosts(e, b, seen);
-out:
-	free(seen);
+/*
+ * Read on for part p: batches of its hosts (their minutes over both of d's
+ * windows, or their profiles) until PART_STEP_NS have passed.  Returns 1
+ * when every host has been read (p->b complete), else 0.
+ */
+static int part_step(const struct engine *e, const struct rule *r, const struct deploy *d,
+		     struct baseline_part *p)
+{
+	uint64_t w = r->baseline.window_ns / NSEC_PER_MSEC, until = time_mono_ns() +
+		(e->opts.baseline_step_ns ? e->opts.baseline_step_ns : PART_STEP_NS);
+	struct minute_read mr = { .e = e, .r = r, .d = d, .b = &p->b, .part = p };
+	size_t batch = part_batch(e);
+
+	minute_slots(d->ts_ms, w, &mr.sl);
+	mr.keep_ms = expr_max_range(r->expr) / NSEC_PER_MSEC;
+	if (mr.keep_ms < mr.sl.step)
+		mr.keep_ms = mr.sl.step;
+	do {
+		size_t n = p->nhosts - p->next < batch ? p->nhosts - p->next : batch;
+
+		if (r->baseline.profile_share)
+			for (size_t h = 0; h < n; h++)
+				profile_host(e, d, w, p->hosts[p->next + h], p);
+		else if (e->opts.load_rollups && n)
+			read_minutes(&mr, (const char *const *)p->hosts + p->next, n);
+		p->next += n;
+	} while (p->next < p->nhosts && time_mono_ns() < until);
+	p->done = p->next == p->nhosts;
+	return p->done;
 }
 
 /* Slot k's value for one side of merged partial b (NAN: nobody reported). */
@@ -645,9 +698,10 @@ static void gather_part(const void *blob, size_t len, void *arg)
 /*
  * The verdict on deploy d (key) for r into v: judged from this engine's
  * hosts alone, or, sharded, from every worker's partial (this one's
- * published first), by the worker that judges the fleet.  Returns 1 when
- * v holds a verdict, 0 when it must wait (some worker has not published
- * yet, or this worker does not judge).
+ * published first), by the worker that judges the fleet.  This engine's
+ * part is read over as many evaluations as it takes (part_step).  Returns
+ * 1 when v holds a verdict, 0 when it must wait (the part is not read yet,
+ * some worker has not published yet, or this worker does not judge).
  */
 static int verdict_for(struct engine *e, const struct rule *r, const struct deploy *d,
 		       const char *key, const struct host_window *win, size_t nwin,
@@ -655,61 +709,66 @@ static int verdict_for(struct engine *e, const struct rule *r, const struct depl
 {
 	const struct engine_fleet *f = e->opts.fleet;
 	struct fleet_bpart b;
-	double q;
-	int ready = 1, own_total = 0;
+	char topic[400];
+	struct gather_arg g = { &b, 0 };
+	int ready;
 
-	if (fleet_bpart_init(&b, !r->baseline.profile_share && eval_is_quantile(r->expr, &q)))
+	if (!v->part && !(v->part = part_begin(e, r, d, win, nwin)))
 		return 0;
-	if (!f || strcmp(v->published, key)) {
-		compute_part(e, r, d, win, nwin, &b);
-		if (!e->opts.load_profile && r->baseline.profile_share)
-			log_info("%s: no profile source (profile baselines read Redis)", r->name);
+	if (!v->part->done && !part_step(e, r, d, v->part))
+		return 0;	/* more hosts at the next evaluation */
+	if (!f) {
+		if (r->baseline.profile_share)
+			judge_profile(r, d, &v->part->b, v);
+		else
+			judge(r, d, &v->part->b, v);
+		part_free(v->part);
+		v->part = NULL;
+		return 1;
 	}
-	if (f) {
-		char topic[400];
-		struct gather_arg g = { &b, 0 };
+	snprintf(topic, sizeof(topic), "baseline/%s/%s", r->name, key);
+	if (strcmp(v->published, key)) {
+		char *blob;
+		size_t len;
 
-		snprintf(topic, sizeof(topic), "baseline/%s/%s", r->name, key);
-		if (strcmp(v->published, key)) {
-			char *blob;
-			size_t len;
-
-			if (fleet_bpart_encode(&b, &blob, &len) == 0) {
-				if (f->publish(f->arg, topic, blob, len) == 0)
-					snprintf(v->published, sizeof(v->published), "%s", key);
-				free(blob);
-			}
-			/* the judge counts its own part from what it computed, once */
+		if (fleet_bpart_encode(&v->part->b, &blob, &len) == 0) {
+			if (f->publish(f->arg, topic, blob, len) == 0)
+				snprintf(v->published, sizeof(v->published), "%s", key);
+			free(blob);
 		}
-		if (!f->owns_fleet(f->arg) || strcmp(v->published, key)) {
-			fleet_bpart_free(&b);
-			return 0;
-		}
-		if (!b.total && !b.nhosts)
-			compute_part(e, r, d, win, nwin, &b);	/* published earlier */
-		own_total = b.total;
-		ready = f->gather(f->arg, topic, gather_part, &g);
-		if (ready == 0 && ++v->waited < GATHER_PATIENCE) {
-			fleet_bpart_free(&b);
-			return 0;
-		}
-		if (ready <= 0)
-			log_warn("%s: deploy %s: judged without %s (not every worker published its "
-				 "part within %d evaluations)", r->name, key,
-				 ready < 0 ? "the other workers' parts" : "some workers' parts",
-				 GATHER_PATIENCE);
-		if (g.bad)
-			log_warn("%s: deploy %s: %zu worker part(s) could not be read", r->name, key,
-				 g.bad);
-		log_info("%s: deploy %s: judged from this worker's part (%d host(s)) and those "
-			 "of the other workers (%d host(s) in all, %d deployed with data)",
-			 r->name, key, own_total, b.total, b.nhosts);
 	}
+	if (!f->owns_fleet(f->arg) || strcmp(v->published, key))
+		return 0;
+	/* the judge counts its own part from what it computed, once */
+	if (fleet_bpart_init(&b, v->part->b.quantile))
+		return 0;
+	if (fleet_bpart_add(&b, &v->part->b)) {
+		fleet_bpart_free(&b);
+		return 0;
+	}
+	ready = f->gather(f->arg, topic, gather_part, &g);
+	if (ready == 0 && ++v->waited < GATHER_PATIENCE) {
+		fleet_bpart_free(&b);
+		return 0;
+	}
+	if (ready <= 0)
+		log_warn("%s: deploy %s: judged without %s (not every worker published its "
+			 "part within %d evaluations)", r->name, key,
+			 ready < 0 ? "the other workers' parts" : "some workers' parts",
+			 GATHER_PATIENCE);
+	if (g.bad)
+		log_warn("%s: deploy %s: %zu worker part(s) could not be read", r->name, key,
+			 g.bad);
+	log_info("%s: deploy %s: judged from this worker's part (%d host(s)) and those "
+		 "of the other workers (%d host(s) in all, %d deployed with data)",
+		 r->name, key, v->part->b.total, b.total, b.nhosts);
 	if (r->baseline.profile_share)
 		judge_profile(r, d, &b, v);
 	else
 		judge(r, d, &b, v);
 	fleet_bpart_free(&b);
+	part_free(v->part);
+	v->part = NULL;
 	return 1;
 }
 

@@ -103,6 +103,13 @@ struct engine_opts {
 	 */
 	uint64_t rollups_delay_ms;
 	/*
+	 * A verdict's hosts are read a batch at a time (0: 256) for at most
+	 * step_ns per rule and evaluation beyond the first batch (0: 50 ms),
+	 * so judging a big fleet's deploy never stalls the evaluation loop.
+	 */
+	unsigned baseline_batch;
+	uint64_t baseline_step_ns;
+	/*
 	 * The fleet's failure-domain levels, outermost first, that HostSilent
 	 * and HostUndecodable roll up through; ndomains 0: site, agg (an
 	 * aggregation switch), switch, rack.  Levels no host has are skipped.

@@ -90,6 +90,7 @@ struct verdict {
 	char **hosts;			/* deployed hosts with data */
 	int nhosts, total;
 	char function[256];		/* profile baselines: the function that grew */
+	struct baseline_part *part;	/* this engine's part while it is read (baseline.c) */
 	/* sharded workers */
 	char pending[300];		/* the deploy being judged (key), not judged yet */
 	char published[300];		/* the deploy whose part this worker published */

@@ -409,7 +409,7 @@ out:
 }
 
 /* dst += src, part by part (both of one kind). */
-static int bpart_add(struct fleet_bpart *dst, const struct fleet_bpart *src)
+int fleet_bpart_add(struct fleet_bpart *dst, const struct fleet_bpart *src)
 {
 	for (int k = 0; k < FLEET_SLOTS; k++) {
 		dst->dsum[k] += src->dsum[k];
@@ -445,7 +445,7 @@ int fleet_bpart_merge_blob(struct fleet_bpart *b, const void *blob, size_t len)
 		return -ENOMEM;
 	ret = merge_blob(&part, blob, len);
 	if (!ret)
-		ret = bpart_add(b, &part);
+		ret = fleet_bpart_add(b, &part);
 	fleet_bpart_free(&part);
 	return ret;
 }

@@ -61,6 +61,9 @@ int fleet_bpart_init(struct fleet_bpart *b, int quantile);
 void fleet_bpart_free(struct fleet_bpart *b);
 int fleet_bpart_add_host(struct fleet_bpart *b, const char *host);
 
+/* Add partial src (of dst's kind) into dst.  Returns 0 or -ENOMEM. */
+int fleet_bpart_add(struct fleet_bpart *dst, const struct fleet_bpart *src);
+
 /* Encode b into *out (malloc'd, *outlen bytes).  Returns 0 or -ENOMEM. */
 int fleet_bpart_encode(const struct fleet_bpart *b, char **out, size_t *outlen);
 

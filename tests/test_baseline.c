@@ -62,6 +62,9 @@ static const char *yaml =
  * rolls them up into fl:{H}:s60.
  */
 static struct minute_source minutes;
+/* engine_opts.baseline_batch and baseline_step_ns of the runs (0: the defaults) */
+static unsigned read_batch;
+static uint64_t read_step_ns;
 
 static struct engine *engine_with_minutes(struct ruleset *rs, struct engine_opts o)
 {
@@ -71,6 +74,8 @@ static struct engine *engine_with_minutes(struct ruleset *rs, struct engine_opts
 	minute_source_init(&minutes);
 	o.load_rollups = minute_source_load;
 	o.load_rollups_arg = &minutes;
+	o.baseline_batch = read_batch;
+	o.baseline_step_ns = read_step_ns;
 	cr_assert_eq(engine_init(&e, rs, &o), 0);
 	return e;
 }
@@ -162,6 +167,39 @@ Test(baseline, regression_on_the_deployed_half_fires_once_naming_the_deploy)
 	cr_expect(strstr(ev.json[0], "CPU x1.2") || strstr(ev.json[0], "CPU x1.3") ||
 		  strstr(ev.json[0], "CPU x1.4"), "%s", ev.json[0]);
 	test_events_free(&ev);
+}
+
+/*
+ * A big fleet's verdict is read a batch of hosts per evaluation: 3 hosts
+ * at a time and no time for more, the 8 hosts take 3 evaluations, and the
+ * verdict is the one read all at once (the same hosts and value), 20 s
+ * (two evaluations) later.
+ */
+Test(baseline, a_verdict_read_in_batches_over_evaluations_is_the_same)
+{
+	struct test_events whole = { 0 }, batched = { 0 };
+	char at[64], ts[64];
+	const char *v1, *v2;
+
+	run(1.3, 1.0, "web-[0-3]", &whole);
+	read_batch = 3;
+	read_step_ns = 1;
+	run(1.3, 1.0, "web-[0-3]", &batched);
+	read_batch = 0;
+	read_step_ns = 0;
+	cr_assert_eq(whole.n, 1);
+	cr_assert_eq(batched.n, 1, "%d events", batched.n);
+	cr_expect(strstr(batched.json[0], "\"hosts\":[\"web-0\",\"web-1\",\"web-2\",\"web-3\"]"),
+		  "%s", batched.json[0]);
+	v1 = strstr(whole.json[0], "\"value\":");
+	v2 = strstr(batched.json[0], "\"value\":");
+	cr_assert(v1 && v2);
+	cr_expect(!strncmp(v1, v2, 20), "value %.20s read whole, %.20s in batches", v1, v2);
+	snprintf(at, sizeof(at), "\"startsAt\":\"%s\"",
+		 alert_format_time(DEPLOY_AT + 10 * 60 * 1000 + 20000, ts, sizeof(ts)));
+	cr_expect(strstr(batched.json[0], at), "want %s: %s", at, batched.json[0]);
+	test_events_free(&whole);
+	test_events_free(&batched);
 }
 
 /* How many events a run gives; prints the first when there is one. */
