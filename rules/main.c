@@ -27,6 +27,7 @@
 #include "store/conn.h"
 #include "store/profile_store.h"
 #include "store/store.h"
+#include "store/workers.h"
 #include "core/promtext.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
@@ -382,8 +383,14 @@ static int restore_state(struct engine *e, struct conn *rc, struct emit_ctx *ect
 {
 	struct restore_ctx r = { e, ectx, now, 0, 0 };
 	char err[256];
-	int n = store_alerts_state_read(rc, restore_one, &r, err, sizeof(err));
+	int n = workers_state_to_single(rc, err, sizeof(err));
 
+	/* switched from --shard workers: their firing alerts are this engine's now */
+	if (n > 0)
+		log_info("moved %d firing alert(s) of --shard workers' checkpoints into this "
+			 "engine's (switched from --shard)", n);
+	if (n >= 0)
+		n = store_alerts_state_read(rc, restore_one, &r, err, sizeof(err));
 	if (n < 0) {
 		log_warn("%s; cannot restore the alert state yet", err);
 		return -1;

@@ -18,6 +18,7 @@ struct worker {
 	struct conn *c;			/* the round's connection, for the fleet hooks */
 	struct engine_fleet fleet;
 	uint64_t ttl_ms;
+	int adopted;			/* a single engine's checkpoint was looked for */
 };
 
 /* ---- fleet hooks (engine_fleet) ------------------------------------------------ */
@@ -152,6 +153,14 @@ static int keep_alert(const char *json, void *arg)
 	return shard_owns(w->shard, shard_part_of_alert(w->shard, json));
 }
 
+/* The partition of an alert's checkpoint record (workers_state_from_single). */
+static int part_of_alert(const char *json, void *arg)
+{
+	const struct worker *w = arg;
+
+	return shard_part_of_alert(w->shard, json);
+}
+
 struct import_ctx {
 	struct engine *e;
 	uint64_t now;
@@ -192,6 +201,24 @@ int worker_round(struct worker *w, struct engine *e, struct conn *c, uint64_t no
 		if (n)
 			log_info("worker %s: handed over %d alert(s) with their partitions",
 				 worker_id(w), n);
+	}
+	if (!w->adopted) {
+		/*
+		 * Switched from one engine to workers: its firing alerts move into
+		 * the partitions' checkpoints before any is taken over, so their
+		 * owners resolve them or keep their startsAt.
+		 */
+		ret = workers_state_from_single(c, part_of_alert, w, err, errlen);
+		if (ret < 0) {
+			for (int q = 0; q < WORKERS_NPART; q++)
+				if (shard_gained(w->shard, q))
+					shard_untake(w->shard, q);
+			return -EIO;
+		}
+		if (ret)
+			log_info("worker %s: moved %d firing alert(s) of a single engine's checkpoint "
+				 "into the partitions' (switched to --shard)", worker_id(w), ret);
+		w->adopted = 1;
 	}
 	for (int p = 0; p < WORKERS_NPART; p++) {
 		struct import_ctx ic = { e, now, cb, arg, 0, 0 };

@@ -20,8 +20,11 @@
 #include "rules/fleet.h"
 #include "rules/rules.h"
 #include "rules/shard.h"
+#include "rules/worker.h"
+#include "model/alert.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/store.h"
 #include "store/workers.h"
 #include "tests/helpers.h"
 
@@ -336,4 +339,162 @@ Test(fleet, peer_medians_merge_across_workers, .init = setup, .fini = teardown)
 	cr_expect_eq(ha[0].count, 7);
 	cr_expect(fabs(m - 4e-3) <= 4e-3 / 16, "median %g, want 4 ms within a bucket", m);
 	conn_close(peer_conn);
+}
+
+/* ---- switching between one engine and workers ---------------------------------- */
+
+static int part_of(const char *json, void *arg)
+{
+	return shard_part_of_alert(arg, json);
+}
+
+struct collected {
+	char fp[8][64], json[8][512];
+	int n;
+};
+
+static void collect(const char *fp, const char *json, void *arg)
+{
+	struct collected *c = arg;
+
+	if (c->n < 8) {
+		snprintf(c->fp[c->n], sizeof(c->fp[0]), "%s", fp);
+		snprintf(c->json[c->n], sizeof(c->json[0]), "%s", json);
+		c->n++;
+	}
+}
+
+static long exists(struct conn *c, const char *key)
+{
+	redisReply *r = conn_commandf(c, KEY_ALERTS, "EXISTS %s", key);
+	long n;
+
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+	n = (long)r->integer;
+	freeReplyObject(r);
+	return n;
+}
+
+/*
+ * One engine's checkpoint moves into the partitions' when workers start,
+ * each record into its host's partition (a deploy verdict's, and one whose
+ * host left the registry, into the fleet's), a record a partition already
+ * has stays as it is, nothing is left behind; and back into one engine's.
+ */
+Test(shard, a_single_engines_checkpoint_moves_into_the_partitions_and_back, .init = setup,
+     .fini = teardown)
+{
+	struct conn *c = test_redis_connect(&redis);
+	struct shard *a = new_shard("a");
+	const char *fps[3] = { "00000000000000a1", "00000000000000b2", "00000000000000c3" };
+	const char *states[3] = { "{\"labels\":{\"host\":\"h-1\"},\"v\":\"single\"}",
+				  "{\"deploy_service\":\"api\",\"v\":\"single\"}",
+				  "{\"labels\":{\"host\":\"gone\"},\"v\":\"single\"}" };
+	struct collected got = { 0 }, fleet = { 0 }, back = { 0 };
+	char refused[1], err[256], key[64];
+	int p1;
+	redisReply *r;
+
+	register_hosts(c, 8, 2);
+	tick(a, c);
+	p1 = shard_part_of_host(a, "h-1");
+	cr_assert(p1 >= 0 && p1 < WORKERS_PARTS);
+	cr_assert_eq(store_alerts_commit(c, NULL, 0, fps, states, 3, refused, err, sizeof(err)),
+		     0, "%s", err);
+	/* a worker already wrote a newer state of the first alert */
+	key_part_state(key, sizeof(key), p1);
+	r = conn_commandf(c, KEY_ALERTS, "HSET %s %s {\"v\":\"worker\"}", key, fps[0]);
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+	freeReplyObject(r);
+
+	cr_assert_eq(workers_state_from_single(c, part_of, a, err, sizeof(err)), 3, "%s", err);
+	cr_expect_eq(exists(c, KEY_ALERTS_STATE), 0, "one engine's checkpoint left behind");
+	cr_assert_geq(workers_state_read(c, p1, collect, &got, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(got.n, 1);
+	cr_expect_str_eq(got.json[0], "{\"v\":\"worker\"}", "the worker's newer state replaced");
+	cr_assert_geq(workers_state_read(c, WORKERS_FLEET, collect, &fleet, err, sizeof(err)), 0);
+	cr_expect_eq(fleet.n, 2, "the verdict and the alert of a host gone: the fleet's");
+	cr_expect_eq(workers_state_from_single(c, part_of, a, err, sizeof(err)), 0,
+		     "a second worker finds nothing to move");
+
+	cr_assert_eq(workers_state_to_single(c, err, sizeof(err)), 3, "%s", err);
+	cr_expect_eq(exists(c, key), 0);
+	cr_assert_geq(store_alerts_state_read(c, collect, &back, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(back.n, 3);
+	shard_free(a);
+	conn_close(c);
+}
+
+static void export_one(const char *fp, const char *json, void *arg)
+{
+	collect(fp, json, arg);
+}
+
+static void feed_cpu(struct engine *e, const char *host, uint64_t t, double v)
+{
+	struct snapshot s;
+
+	snapshot_init(&s, host, t, 1000, t / 1000, 1);
+	snapshot_set_label(&s, "site", "s1");
+	snapshot_add_gauge(&s, "cpu.host_utilization", v, NULL);
+	cr_assert_eq(engine_add_snapshot(e, &s), 0);
+	snapshot_free(&s);
+}
+
+/*
+ * An alert firing under one engine whose fault ends after the switch to
+ * --shard workers: the worker that owns its host takes it over from the
+ * moved checkpoint and resolves it with its startsAt (the workers read only
+ * their partitions' checkpoints, so it used never to resolve).
+ */
+Test(shard, an_alert_firing_before_the_switch_to_workers_resolves_under_them, .init = setup,
+     .fini = teardown)
+{
+	const char *yaml = "groups:\n  - name: g\n    interval: 1s\n    rules:\n"
+			   "      - alert: Hot\n"
+			   "        expr: faultline_host_cpu_utilization_ratio > 0.5\n";
+	struct conn *c = test_redis_connect(&redis);
+	struct ruleset rs1 = { 0 }, rs2 = { 0 };
+	struct engine_opts o = { 0 };
+	struct test_events fired = { 0 }, ev = { 0 };
+	struct collected st = { 0 };
+	const char *fps[8], *states[8];
+	struct engine *e1, *e2;
+	struct worker *w;
+	uint64_t t0 = 1790000000000ULL, t1 = t0 + 60000;
+	char err[256], refused[1], starts[80], want[120];
+
+	register_hosts(c, 8, 2);
+	cr_assert_eq(rules_parse(&rs1, "r.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rules_parse(&rs2, "r.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e1, &rs1, NULL), 0);
+	feed_cpu(e1, "h-1", t0, 0.9);
+	engine_eval(e1, t0, test_events_collect, &fired);
+	cr_assert_eq(fired.n, 1, "%d events", fired.n);
+	cr_assert_eq(engine_state_export(e1, export_one, &st), 1);
+	for (int i = 0; i < st.n; i++) {
+		fps[i] = st.fp[i];
+		states[i] = st.json[i];
+	}
+	cr_assert_eq(store_alerts_commit(c, NULL, 0, fps, states, st.n, refused, err, sizeof(err)),
+		     0, "%s", err);
+	engine_free(e1);
+
+	w = worker_new("w1", 1000000000ULL, &rs2, &o, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	cr_assert_eq(engine_init(&e2, &rs2, &o), 0);
+	cr_assert_eq(worker_round(w, e2, c, t1, test_events_collect, &ev, err, sizeof(err)), 0,
+		     "%s", err);
+	feed_cpu(e2, "h-1", t1, 0.1);
+	engine_eval(e2, t1, test_events_collect, &ev);
+	cr_assert_eq(ev.n, 1, "%d events", ev.n);
+	cr_expect(strstr(ev.json[0], "\"status\":\"resolved\""), "%s", ev.json[0]);
+	snprintf(want, sizeof(want), "\"startsAt\":\"%s\"",
+		 alert_format_time(t0, starts, sizeof(starts)));
+	cr_expect(strstr(ev.json[0], want), "not its startsAt (%s): %s", want, ev.json[0]);
+	engine_free(e2);
+	worker_free(w);
+	test_events_free(&fired);
+	test_events_free(&ev);
+	conn_close(c);
 }

@@ -254,6 +254,147 @@ int workers_state_read(struct conn *c, int part,
 	return n;
 }
 
+/*
+ * Move the records of the checkpoints from[0..nfrom) into the checkpoint
+ * to(fp, json) names (HSETNX: a record it has already stays) and delete
+ * from[], in one MULTI/EXEC under WATCH of from[].  Returns the records
+ * moved, 0 when there were none (nothing written), -EAGAIN when one of
+ * from[] changed meanwhile (nothing written), -EIO.
+ */
+static int state_move(struct conn *c, const char *const *from, int nfrom,
+		      const char *(*to)(const char *fp, const char *json, void *arg), void *arg,
+		      char *err, size_t errlen)
+{
+	redisReply *got[WORKERS_NPART], *r;
+	const char *argv[1 + WORKERS_NPART];
+	int n = 0, queued = 0, ret;
+
+	if (nfrom > WORKERS_NPART)
+		nfrom = WORKERS_NPART;
+	argv[0] = "WATCH";
+	for (int i = 0; i < nfrom; i++)
+		argv[1 + i] = from[i];
+	r = conn_command(c, ROUTE, 1 + nfrom, argv, NULL);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		return io_error(c, r, "WATCH (checkpoints)", err, errlen);
+	freeReplyObject(r);
+	memset(got, 0, sizeof(got));
+	for (int i = 0; i < nfrom; i++) {
+		got[i] = conn_commandf(c, ROUTE, "HGETALL %s", from[i]);
+		if (!got[i] || got[i]->type != REDIS_REPLY_ARRAY) {
+			ret = io_error(c, got[i], "HGETALL (checkpoint)", err, errlen);
+			got[i] = NULL;
+			goto out;
+		}
+		n += (int)got[i]->elements / 2;
+	}
+	if (!n) {
+		freeReplyObject(conn_commandf(c, ROUTE, "UNWATCH"));
+		ret = 0;
+		goto out;
+	}
+	ret = -EIO;
+	if (conn_appendf(c, ROUTE, "MULTI"))
+		goto io;
+	queued++;
+	for (int i = 0; i < nfrom; i++) {
+		for (size_t k = 0; k + 1 < got[i]->elements; k += 2) {
+			const redisReply *fp = got[i]->element[k], *js = got[i]->element[k + 1];
+			const char *dst;
+
+			if (fp->type != REDIS_REPLY_STRING || js->type != REDIS_REPLY_STRING ||
+			    !(dst = to(fp->str, js->str, arg)))
+				continue;	/* unreadable: its owner decides (the import logs it) */
+			if (conn_appendf(c, ROUTE, "HSETNX %s %s %s", dst, fp->str, js->str))
+				goto io;
+			queued++;
+		}
+		if (conn_appendf(c, ROUTE, "DEL %s", from[i]))
+			goto io;
+		queued++;
+	}
+	if (conn_appendf(c, ROUTE, "EXEC"))
+		goto io;
+	for (int i = 0; i < queued; i++) {
+		r = conn_reply(c);
+		if (!r)
+			goto io;
+		freeReplyObject(r);
+	}
+	r = conn_reply(c);
+	if (!r)
+		goto io;
+	if (r->type == REDIS_REPLY_NIL) {
+		snprintf(err, errlen, "an alert checkpoint changed while it was moved");
+		ret = -EAGAIN;
+	} else if (r->type != REDIS_REPLY_ARRAY) {
+		ret = io_error(c, r, "EXEC (moving checkpoints)", err, errlen);
+		r = NULL;
+	} else {
+		ret = n;
+	}
+	if (r)
+		freeReplyObject(r);
+	goto out;
+io:
+	snprintf(err, errlen, "redis: %s", conn_errstr(c));
+	ret = -EIO;
+out:
+	for (int i = 0; i < nfrom; i++)
+		if (got[i])
+			freeReplyObject(got[i]);
+	return ret;
+}
+
+struct to_part {
+	int (*part_of)(const char *json, void *arg);
+	void *arg;
+	char keys[WORKERS_NPART][64];
+};
+
+static const char *part_key_of(const char *fp, const char *json, void *arg)
+{
+	struct to_part *t = arg;
+	int p = t->part_of(json, t->arg);
+
+	(void)fp;
+	if (p < 0 || p >= WORKERS_NPART)
+		p = WORKERS_FLEET;	/* its host left the registry: the fleet's owner resolves it */
+	key_part_state(t->keys[p], sizeof(t->keys[p]), p);
+	return t->keys[p];
+}
+
+int workers_state_from_single(struct conn *c, int (*part_of)(const char *json, void *arg),
+			      void *arg, char *err, size_t errlen)
+{
+	static struct to_part t;
+	const char *from[1] = { KEY_ALERTS_STATE };
+
+	t.part_of = part_of;
+	t.arg = arg;
+	return state_move(c, from, 1, part_key_of, &t, err, errlen);
+}
+
+static const char *single_key(const char *fp, const char *json, void *arg)
+{
+	(void)fp;
+	(void)json;
+	(void)arg;
+	return KEY_ALERTS_STATE;
+}
+
+int workers_state_to_single(struct conn *c, char *err, size_t errlen)
+{
+	static char keys[WORKERS_NPART][64];
+	const char *from[WORKERS_NPART];
+
+	for (int p = 0; p < WORKERS_NPART; p++) {
+		key_part_state(keys[p], sizeof(keys[p]), p);
+		from[p] = keys[p];
+	}
+	return state_move(c, from, WORKERS_NPART, single_key, NULL, err, errlen);
+}
+
 int workers_partial_put(struct conn *c, const char *topic, const char *me, const char *blob,
 			size_t len, uint64_t ttl_ms, char *err, size_t errlen)
 {

@@ -76,6 +76,21 @@ int workers_state_read(struct conn *c, int part,
 		       char *err, size_t errlen);
 
 /*
+ * Switching between one engine and --shard workers: move one engine's
+ * checkpoint ({fl:alerts}:rules) into the partition checkpoints, each
+ * record into part_of(its JSON)'s (a negative part: WORKERS_FLEET's), or every
+ * partition checkpoint into one engine's; a record the destination already
+ * has stays as it is, and the source is deleted, in one transaction under
+ * WATCH of the source (so of several workers starting at once one moves
+ * it, and no record is left behind to be taken back twice).  Returns the
+ * records moved (0: none), -EAGAIN when the source changed meanwhile
+ * (nothing moved; try again), or -EIO.
+ */
+int workers_state_from_single(struct conn *c, int (*part_of)(const char *json, void *arg),
+			      void *arg, char *err, size_t errlen);
+int workers_state_to_single(struct conn *c, char *err, size_t errlen);
+
+/*
  * Partial aggregates: worker me's part of `topic` (a rule and what it
  * merges, e.g. "baseline/CpuRegression/api@2.1@1700000000000"), kept
  * ttl_ms; workers_partials_read calls cb with every worker's.
