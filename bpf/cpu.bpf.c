@@ -207,6 +207,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		set_hidden(prev_pid, 0);
 		b->last_ns = now;
 		b->cur_pid = next_pid;
+		b->cur_runtime_ns = next_pid ? next->se.sum_exec_runtime : 0;
 		if (!next_pid) {
 			b->running = CPU_RUNS_IDLE;
 		} else {

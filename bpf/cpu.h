@@ -8,8 +8,11 @@
  *
  * Busy time up to last_ns is final.  After it, user space adds the open
  * run only while a task whose switch-out the probe will see is on the CPU
- * (CPU_RUNS_TASK); otherwise the time is settled by the next switch seen,
- * which may place busy time in windows that already closed.
+ * (CPU_RUNS_TASK), and no more of it than the task has run since it was put
+ * there (its /proc/PID/schedstat run time less cur_runtime_ns): a task not
+ * yet known to be hidden may have left the CPU unseen; otherwise the time
+ * is settled by the next switch seen, which may place busy time in windows
+ * that already closed.
  *
  * Per CPU slot (sharded like the block tables): run-queue latency (wakeup
  * or preemption -> running) and I/O wait (switched out in iowait ->
@@ -33,6 +36,7 @@ struct cpu_busy {
 	__u64 last_ns;		/* time of the last switch on this CPU, 0 = none yet */
 	__u32 running;		/* CPU_RUNS_*: may user space count the open run? */
 	__u32 cur_pid;		/* what the last switch seen put on the CPU */
+	__u64 cur_runtime_ns;	/* its se.sum_exec_runtime then: what it has run since */
 	__u64 win_id[SCHED_WINDOWS];	/* which 100 ms window each ring slot holds */
 	__u64 win_busy[SCHED_WINDOWS];	/* busy ns in it, up to last_ns */
 } __attribute__((aligned(64)));

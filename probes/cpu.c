@@ -17,6 +17,7 @@
  * so busy time, last switch and the window ring are consistent.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,15 +142,51 @@ static int read_busy(const struct cpu_probe *cp, int c, struct cpu_busy *out)
 	return -EAGAIN;
 }
 
-/* Busy ns of the open run (if any) that overlaps [from, to). */
-static uint64_t open_overlap(const struct cpu_busy *b, uint64_t from, uint64_t to, uint64_t now)
+/*
+ * Where CPU b's open run ends as far as it is counted: now, or sooner when
+ * its task has run less than that since it was put on the CPU (its
+ * /proc/PID/schedstat run time, the scheduler's own count): a task not yet
+ * known to be hidden may have left the CPU where no switch is seen, and
+ * counting the idle stretch after it as busy, only to take it back from the
+ * next interval (a counter never goes down), made that interval read low.
+ * The scheduler updates a running task's count on its tick, so a task that
+ * still runs is counted up to a tick short, made good by the next read.  A
+ * run time that cannot be read leaves the run counted to now.
+ */
+static uint64_t open_end(const struct cpu_busy *b, uint64_t now)
+{
+	char path[48], buf[64];
+	unsigned long long ran;
+	uint64_t end = now;
+	ssize_t n;
+	int fd;
+
+	if (b->running != CPU_RUNS_TASK || !b->last_ns || !b->cur_pid)
+		return now;
+	snprintf(path, sizeof(path), "/proc/%u/schedstat", b->cur_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return now;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return now;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu", &ran) == 1 && ran >= b->cur_runtime_ns &&
+	    ran - b->cur_runtime_ns < now - b->last_ns)
+		end = b->last_ns + (ran - b->cur_runtime_ns);
+	return end;
+}
+
+/* Busy ns of the open run (if any; counted up to end, open_end) that overlaps [from, to). */
+static uint64_t open_overlap(const struct cpu_busy *b, uint64_t from, uint64_t to, uint64_t end)
 {
 	uint64_t lo, hi;
 
 	if (b->running != CPU_RUNS_TASK || !b->last_ns)
 		return 0;
 	lo = b->last_ns > from ? b->last_ns : from;
-	hi = now < to ? now : to;
+	hi = end < to ? end : to;
 	return hi > lo ? hi - lo : 0;
 }
 
@@ -160,7 +197,7 @@ static uint64_t open_overlap(const struct cpu_busy *b, uint64_t from, uint64_t t
  * the probe could not see it.  Updates *seen.
  */
 static double window_max(const struct cpu_busy *b, struct seen_windows *seen, uint64_t since,
-			 uint64_t now)
+			 uint64_t now, uint64_t open_to)
 {
 	uint64_t w0 = (since + SCHED_WINDOW_NS - 1) / SCHED_WINDOW_NS;
 	uint64_t w1 = now / SCHED_WINDOW_NS;	/* exclusive: the current one is not over */
@@ -171,7 +208,7 @@ static double window_max(const struct cpu_busy *b, struct seen_windows *seen, ui
 		uint32_t r = (uint32_t)(w % SCHED_WINDOWS);
 		uint64_t closed = b->win_id[r] == w ? b->win_busy[r] : 0;
 		uint64_t busy = closed + open_overlap(b, w * SCHED_WINDOW_NS,
-						      (w + 1) * SCHED_WINDOW_NS, now);
+						      (w + 1) * SCHED_WINDOW_NS, open_to);
 		int news = w >= w0 || seen->id[r] != w || seen->busy[r] != busy;
 		double u = (double)busy / (double)SCHED_WINDOW_NS;
 
@@ -217,11 +254,12 @@ static int cpu_collect(void *priv, struct snapshot *s)
 
 	for (int c = 0; c < cp->ncpu; c++) {
 		struct cpu_busy b;
-		uint64_t total;
+		uint64_t total, open_to;
 
 		if (read_busy(cp, c, &b) || !b.last_ns)
 			continue;	/* offline, or not switched yet */
-		total = b.busy_ns + open_overlap(&b, b.last_ns, now, now);
+		open_to = open_end(&b, now);
+		total = b.busy_ns + open_overlap(&b, b.last_ns, now, open_to);
 		/* the open run counted last time may close a few µs shorter
 		 * by the scheduler's clock: a counter never goes back */
 		if (total < cp->prev_busy[c])
@@ -231,7 +269,7 @@ static int cpu_collect(void *priv, struct snapshot *s)
 			return -ENOMEM;
 		if (cp->prev_now && cp->prev_busy[c] && span) {
 			double u = (double)(total - cp->prev_busy[c]) / (double)span;
-			double m = window_max(&b, &cp->seen[c], cp->prev_now, now);
+			double m = window_max(&b, &cp->seen[c], cp->prev_now, now, open_to);
 
 			uint64_t d = total - cp->prev_busy[c];
 
