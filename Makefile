@@ -189,7 +189,8 @@ $(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
 
 ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 
-$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(ALERTER_OBJS) $(OUT)/probes/metrics_server.o \
+$(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(OUT)/alerter/stream.o $(OUT)/alerter/groups.o \
+	$(OUT)/alerter/delivery.o $(ALERTER_OBJS) $(OUT)/probes/metrics_server.o \
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

@@ -6,7 +6,8 @@
  * group_interval / repeat_interval, one notification per group -> payload
  * in the receiver's format with evidence -> signed POST.
  *
- * Delivery is at least once; a stream entry's life (main.c):
+ * Delivery is at least once; a stream entry's life (stream.c, groups.c,
+ * delivery.c):
  *
  *   read ──► already held by a group? ──yes──► skip (a re-read: our pending
  *    │        (XREADGROUP ">", our own         list after a reconnect, a claim)

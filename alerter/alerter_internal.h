@@ -1,0 +1,208 @@
+/*
+ * alerter_internal.h - what the alerter's modules share: its state, a
+ * group of alerts and its notification, and the functions each module
+ * gives the others.
+ *
+ *   stream.c    fl:alerts through the consumer group: the connection and its
+ *               backoff, reading (new, our pending list, others' orphans),
+ *               acknowledging, dead letters, records, silences
+ *   groups.c    an event into its route's group: dedup, newest state wins
+ *   delivery.c  a group's notification: when it is due, the POST (libcurl
+ *               multi), retries, what a 2xx or a refusal settles
+ *   main.c      options, the loop, /metrics
+ *
+ * See alerter.h for the flow and the delivery guarantees.
+ */
+#ifndef FL_ALERTER_INTERNAL_H
+#define FL_ALERTER_INTERNAL_H
+
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "alerter/alerter.h"
+#include "core/backoff.h"
+#include "core/strbuf.h"
+#include "core/strmap.h"
+#include "store/keyspace.h"
+
+#define STREAM KEY_ALERTS		/* for messages; store/keyspace.h owns them */
+#define DEAD_STREAM KEY_ALERTS_DEAD
+#define GROUP KEY_ALERTS_GROUP
+#define PAGE 100			/* entries per XREADGROUP / XAUTOCLAIM page */
+
+struct group {
+	char key[512];
+	int receiver;
+	struct label glabels[MAX_GROUP_BY];
+	int ngl;
+	struct group_alert **alerts;
+	int nalerts;
+	char (*ids)[32];		/* stream entries folded into this group, unacked */
+	int nids;
+	uint64_t created_ns, last_sent_ns;
+	int changed, sent_once;
+	uint32_t repeats;		/* repeat notifications sent of unchanged content */
+	/* the notification in flight or waiting to be retried */
+	CURL *easy;
+	struct curl_slist *hdrs;
+	struct strbuf body;
+	char idem[65];
+	int nids_sent;
+	int attempts;
+	struct backoff backoff;
+	uint64_t retry_at_ns;
+	int pending;			/* a notification exists (in flight or waiting) */
+	int in_flight;
+	char errbuf[CURL_ERROR_SIZE];
+	char answer[400];		/* the start of the receiver's answer, for logs */
+	size_t answer_len;
+};
+
+struct alerter {
+	struct alerter_config cfg;
+	struct conn *rc;
+	char redis_shown[512];		/* the URL with its password masked, for logs */
+	CURLM *multi;
+	struct group **groups;
+	int ngroups;
+	int inflight[MAX_RECEIVERS];
+	struct silence *silences;
+	int nsilences;
+	uint64_t silences_at;
+	struct strmap held;		/* entry ids some group holds unacked */
+	int read_pending;		/* our own pending list must be read (start, reconnect) */
+	uint64_t claim_at_ns;		/* next XAUTOCLAIM + refresh of held entries */
+	struct backoff redis_backoff;	/* Redis unreachable or answering errors */
+	uint64_t redis_retry_at_ns;
+	uint64_t redis_error_said_ns;	/* rate limit for repeated Redis errors */
+	/* self-monitoring (--metrics-addr), named as Alertmanager names them */
+	uint64_t sent[MAX_RECEIVERS], failed[MAX_RECEIVERS], refused[MAX_RECEIVERS];
+	uint64_t received[2];		/* events read: [0] resolved, [1] firing */
+	uint64_t dead_letters, redis_errors, redis_reconnects;
+};
+
+/* ---- stream.c ---- */
+
+/* The connection failed: drop it, back off, reconnect later (ensure_redis). */
+void redis_lost(struct alerter *al);
+
+/*
+ * What an alert_stream call returned, applied: a dropped connection is
+ * dropped here too, a refusal backs off; a stream or group that is gone
+ * (Redis restarted empty) reconnects, which creates the group again.
+ * Returns ret, or -1 for any failure.
+ */
+int redis_result(struct alerter *al, int ret, const char *err);
+
+/* 1 when Redis work may run now. */
+int redis_ready(struct alerter *al);
+
+/*
+ * Connect when there is no connection and the backoff allows (the
+ * consumer group created if missing; our pending list to be read back).
+ * Returns 0 when connected, -1 when not (yet).
+ */
+int ensure_redis(struct alerter *al);
+
+/*
+ * Acknowledge ids (one XACK) and forget them.  Returns 0, or -1 when the
+ * acknowledgement was not confirmed (the entries stay pending in Redis and
+ * are read again after the reconnect; what they carry is then a repeat).
+ */
+int ack(struct alerter *al, char (*ids)[32], int n);
+
+/* ack() of one entry. */
+int ack_one(struct alerter *al, const char *id);
+
+/*
+ * Put a dead letter on fl:alerts:dead: why, which group and receiver (empty
+ * when it never reached one), the stream entries it stands for, and the
+ * event or notification body.  One shape for every reason.  Returns 0 once
+ * Redis has it; the caller acknowledges the entries only then.
+ */
+int dead_letter(struct alerter *al, const char *reason, const char *group, const char *receiver,
+		const char *ids, const char *body, size_t len);
+
+/* Append a record of what happened to a notification (sent, silenced). */
+void record(struct alerter *al, const char *what, const char *group, const char *detail);
+
+/*
+ * XREADGROUP from `from`: ">" for new entries (blocking up to block_ms),
+ * or an id to page through our own pending list.  Returns the number of
+ * entries, 0 when none, -1 on an error (connection dropped or backed off).
+ */
+int read_entries(struct alerter *al, const char *from, int block_ms, char *last, size_t lastlen);
+
+/*
+ * Read our whole pending list back, a page at a time (after a start or a
+ * reconnect: what a previous run, or this one before the connection
+ * dropped, read but never settled).  Entries a group already holds are
+ * skipped by take_event.
+ */
+void read_own_pending(struct alerter *al);
+
+/*
+ * How often orphans are claimed and our held entries refreshed: a quarter
+ * of claim_idle (so what we hold never looks idle to others), 1..15 s.
+ */
+uint64_t claim_every(const struct alerter_config *cfg);
+
+/*
+ * Take over entries other alerters left idle (a dead or
+ * stuck consumer) for claim_idle, page by page with XAUTOCLAIM's cursor,
+ * and process them as our own.  Runs at start and every claim_every().
+ */
+void claim_orphans(struct alerter *al);
+
+/* Reload the silences from Redis, at most every 5 s. */
+void refresh_silences(struct alerter *al, uint64_t now);
+
+/* ---- groups.c ---- */
+
+/* Free an alert a group held (or never took). */
+void drop_alert(struct group_alert *ga);
+
+/*
+ * Drop from g the alerts another alerter has since taken a newer event of
+ * (several alerters on one group): that state is the other's to notify,
+ * and this one's would arrive after it, out of date.  Their entries stay
+ * in g->ids and are acknowledged with g's next notification.
+ */
+void drop_superseded(struct alerter *al, struct group *g);
+
+/*
+ * Take stream entry id (an event, json) into its group.  An entry some
+ * group already holds is a re-read (our pending list after a reconnect, a
+ * claim): it is skipped, never acknowledged again.  Otherwise the entry is
+ * either acknowledged now because it tells nothing new — a copy of a state
+ * the group already holds or delivered (same status and startsAt), or older
+ * than the state held — or dead-lettered, or held by its group until the
+ * notification that carries it is delivered.  A firing event whose startsAt
+ * differs from the firing alert held is a new incident, never a duplicate.
+ */
+void take_event(struct alerter *al, const char *id, const char *json, size_t len);
+
+/* ---- delivery.c ---- */
+
+/*
+ * When g next wants something done (mono ns): a retry, acknowledging what
+ * it holds, its first notification after group_wait, a change after
+ * group_interval, a repeat; UINT64_MAX when nothing.
+ */
+uint64_t group_due_at(const struct alerter *al, const struct group *g);
+
+/* Decide whether g should send now; if so build the notification. */
+void maybe_send(struct alerter *al, struct group *g, uint64_t now);
+
+/*
+ * A notification's transfer ended (msg from curl_multi_info_read): a 2xx
+ * acknowledges every entry it carried, a refusal dead-letters them, anything
+ * else is retried after the group's backoff.
+ */
+void on_done(struct alerter *al, CURLMsg *msg);
+
+/* Free every group and cancel its transfer (the entries stay pending in Redis). */
+void free_groups(struct alerter *al);
+
+#endif
