@@ -45,7 +45,8 @@ static int keeps_name(const struct node *n, const char *name)
 /*
  * An expected sample's labels, 'name{k="v",...}' or '{k="v"}' (promtool's
  * form), into name (may be empty) and l[] (malloc'd strings, sorted by key
- * as velem labels are).  Returns the number of labels, or -1.
+ * as velem labels are).  Returns the number of labels, or -1 (nothing
+ * allocated).
  */
 static int parse_sample_labels(const char *s, char *name, size_t namelen, struct label *l,
 			       int max)
@@ -58,8 +59,13 @@ static int parse_sample_labels(const char *s, char *name, size_t namelen, struct
 	for (p = b ? b + 1 : NULL; p && *p && *p != '}';) {
 		const char *eq = strchr(p, '='), *q1, *q2;
 
-		if (n == max || !eq || !(q1 = strchr(eq, '"')) || !(q2 = strchr(q1 + 1, '"')))
+		if (n == max || !eq || !(q1 = strchr(eq, '"')) || !(q2 = strchr(q1 + 1, '"'))) {
+			for (int i = 0; i < n; i++) {	/* the labels parsed before it */
+				free(l[i].key);
+				free(l[i].value);
+			}
 			return -1;
+		}
 		while (*p == ' ' || *p == ',')
 			p++;
 		l[n].key = strndup(p, (size_t)(eq - p));
