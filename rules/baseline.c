@@ -349,41 +349,44 @@ static int minute_arrived(struct snapshot *s, void *arg)
 
 /*
  * Read the minutes of hosts[0..n) over deploy d's windows through the
- * engine's rollup loader and fold them into mr->b.
+ * engine's rollup loader and fold them into mr->b.  Returns 0, or < 0 when
+ * they could not all be read (what was folded in is then partial).
  */
-static void read_minutes(struct minute_read *mr, const char *const *hosts, size_t n)
+static int read_minutes(struct minute_read *mr, const char *const *hosts, size_t n)
 {
 	const struct engine *e = mr->e;
 	uint64_t range = expr_max_range(mr->r->expr) / NSEC_PER_MSEC;
 	uint64_t first = mr->sl.before_end - (uint64_t)mr->sl.nbefore * mr->sl.step;
 	uint64_t from = first + MINUTE_MS - (range > MINUTE_MS ? range : MINUTE_MS);
 	uint64_t to = mr->sl.after_start + (uint64_t)mr->sl.nafter * mr->sl.step;
-	int got;
+	size_t indexed = 0;
+	int got = -ENOMEM;
 
 	mr->hs = calloc(n + 1, sizeof(*mr->hs));
 	strmap_init(&mr->index);
-	for (size_t h = 0; mr->hs && h < n; h++) {
-		columns_init(&mr->hs[h].c);
-		if (strmap_put(&mr->index, hosts[h], (uint32_t)h))
+	for (; mr->hs && indexed < n; indexed++) {
+		columns_init(&mr->hs[indexed].c);
+		if (strmap_put(&mr->index, hosts[indexed], (uint32_t)indexed))
 			break;
 	}
-	if (mr->hs) {
+	if (mr->hs && indexed == n) {
 		got = e->opts.load_rollups(e->opts.load_rollups_arg, hosts, n, from, to,
 					   minute_arrived, mr);
 		if (got < 0)
 			log_warn("%s: deploy %s %s: the 1-minute rollups of %zu host(s) could not "
-				 "be read (%s); they are left out", mr->r->name, mr->d->service,
-				 mr->d->version, n, strerror(-got));
-		for (size_t h = 0; h < n; h++) {
-			columns_free(&mr->hs[h].c);
-			for (size_t k = 0; k < mr->hs[h].n; k++)
-				snapshot_free(&mr->hs[h].m[k]);
-			free(mr->hs[h].m);
-		}
+				 "be read (%s); read again at the next evaluation", mr->r->name,
+				 mr->d->service, mr->d->version, n, strerror(-got));
+	}
+	for (size_t h = 0; mr->hs && h < n; h++) {
+		columns_free(&mr->hs[h].c);
+		for (size_t k = 0; k < mr->hs[h].n; k++)
+			snapshot_free(&mr->hs[h].m[k]);
+		free(mr->hs[h].m);
 	}
 	free(mr->hs);
 	mr->hs = NULL;
 	strmap_free(&mr->index);
+	return got < 0 ? got : 0;
 }
 
 /* Copy the non-NaN values of x[0..n) to out; returns how many. */
@@ -486,7 +489,7 @@ static int part_step(const struct engine *e, const struct rule *r, const struct 
 {
 	uint64_t w = r->baseline.window_ns / NSEC_PER_MSEC, until = time_mono_ns() +
 		(e->opts.baseline_step_ns ? e->opts.baseline_step_ns : PART_STEP_NS);
-	struct minute_read mr = { .e = e, .r = r, .d = d, .b = &p->b, .part = p };
+	struct minute_read mr = { .e = e, .r = r, .d = d, .part = p };
 	size_t batch = part_batch(e);
 
 	minute_slots(d->ts_ms, w, &mr.sl);
@@ -496,11 +499,28 @@ static int part_step(const struct engine *e, const struct rule *r, const struct 
 	do {
 		size_t n = p->nhosts - p->next < batch ? p->nhosts - p->next : batch;
 
-		if (r->baseline.profile_share)
+		if (r->baseline.profile_share) {
 			for (size_t h = 0; h < n; h++)
 				profile_host(e, d, w, p->hosts[p->next + h], p);
-		else if (e->opts.load_rollups && n)
-			read_minutes(&mr, (const char *const *)p->hosts + p->next, n);
+		} else if (e->opts.load_rollups && n) {
+			/*
+			 * A batch is folded in whole or not at all: Redis going away
+			 * mid-read leaves it for the next evaluation, rather than
+			 * judging without those hosts (or counting some twice).
+			 */
+			struct fleet_bpart part;
+			int ret;
+
+			if (fleet_bpart_init(&part, p->b.quantile))
+				return 0;
+			mr.b = &part;
+			ret = read_minutes(&mr, (const char *const *)p->hosts + p->next, n);
+			if (!ret)
+				ret = fleet_bpart_add(&p->b, &part);
+			fleet_bpart_free(&part);
+			if (ret)
+				return 0;
+		}
 		p->next += n;
 	} while (p->next < p->nhosts && time_mono_ns() < until);
 	p->done = p->next == p->nhosts;

@@ -6,6 +6,7 @@
  * rise does not; a deploy to every host is judged against its own past.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,13 +67,27 @@ static struct minute_source minutes;
 static unsigned read_batch;
 static uint64_t read_step_ns;
 
+/* Reads of the minutes to fail (half delivered, then the connection drops). */
+static int fail_reads;
+
+static int flaky_load(void *arg, const char *const *hosts, size_t n, uint64_t from, uint64_t to,
+		      int (*cb)(struct snapshot *s, void *cbarg), void *cbarg)
+{
+	if (fail_reads > 0 && n > 1) {
+		fail_reads--;
+		minute_source_load(arg, hosts, n / 2, from, to, cb, cbarg);
+		return -EIO;
+	}
+	return minute_source_load(arg, hosts, n, from, to, cb, cbarg);
+}
+
 static struct engine *engine_with_minutes(struct ruleset *rs, struct engine_opts o)
 {
 	struct engine *e;
 
 	minute_source_free(&minutes);
 	minute_source_init(&minutes);
-	o.load_rollups = minute_source_load;
+	o.load_rollups = flaky_load;
 	o.load_rollups_arg = &minutes;
 	o.baseline_batch = read_batch;
 	o.baseline_step_ns = read_step_ns;
@@ -200,6 +215,43 @@ Test(baseline, a_verdict_read_in_batches_over_evaluations_is_the_same)
 	cr_expect(strstr(batched.json[0], at), "want %s: %s", at, batched.json[0]);
 	test_events_free(&whole);
 	test_events_free(&batched);
+}
+
+/*
+ * Redis going away in the middle of a batch: the batch is read again at
+ * the next evaluation, and the verdict is the one read without trouble
+ * (the same hosts and value), an evaluation later -- not judged without
+ * the hosts that batch held.
+ */
+Test(baseline, a_batch_whose_read_failed_is_read_again_not_left_out)
+{
+	struct test_events whole = { 0 }, retried = { 0 };
+	char at[64], ts[64];
+	const char *v1, *v2;
+
+	run(1.3, 1.0, "web-[0-3]", &whole);
+	read_batch = 3;
+	read_step_ns = 1;
+	fail_reads = 1;
+	run(1.3, 1.0, "web-[0-3]", &retried);
+	read_batch = 0;
+	read_step_ns = 0;
+	cr_expect_eq(fail_reads, 0, "no read failed");
+	fail_reads = 0;
+	cr_assert_eq(whole.n, 1);
+	cr_assert_eq(retried.n, 1, "%d events", retried.n);
+	cr_expect(strstr(retried.json[0], "\"hosts\":[\"web-0\",\"web-1\",\"web-2\",\"web-3\"]"),
+		  "%s", retried.json[0]);
+	v1 = strstr(whole.json[0], "\"value\":");
+	v2 = strstr(retried.json[0], "\"value\":");
+	cr_assert(v1 && v2);
+	cr_expect(!strncmp(v1, v2, 20), "value %.20s read at once, %.20s after a failed read", v1,
+		  v2);
+	snprintf(at, sizeof(at), "\"startsAt\":\"%s\"",
+		 alert_format_time(DEPLOY_AT + 10 * 60 * 1000 + 30000, ts, sizeof(ts)));
+	cr_expect(strstr(retried.json[0], at), "want %s: %s", at, retried.json[0]);
+	test_events_free(&whole);
+	test_events_free(&retried);
 }
 
 /* How many events a run gives; prints the first when there is one. */
