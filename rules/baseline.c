@@ -305,6 +305,9 @@ static int minute_arrived(struct snapshot *s, void *arg)
 	hs = &mr->hs[idx];
 	if (hs->n && s->ts_ms <= hs->m[hs->n - 1].ts_ms)
 		return 0;	/* not newer: out of order, a duplicate */
+	/* the topology's labels, as the 1 s snapshots get them (history.c) */
+	if (topology_apply(mr->e->opts.topology, s))
+		return 0;
 	/* drop the minutes no range or slot reaches back to any more */
 	while (keep < hs->n && hs->m[keep].ts_ms + mr->keep_ms <= s->ts_ms)
 		snapshot_free(&hs->m[keep++]);

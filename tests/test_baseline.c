@@ -66,6 +66,8 @@ static struct minute_source minutes;
 /* engine_opts.baseline_batch and baseline_step_ns of the runs (0: the defaults) */
 static unsigned read_batch;
 static uint64_t read_step_ns;
+/* engine_opts.topology of the runs (NULL: none) */
+static const struct topology *run_topology;
 
 /* Reads of the minutes to fail (half delivered, then the connection drops). */
 static int fail_reads;
@@ -91,6 +93,7 @@ static struct engine *engine_with_minutes(struct ruleset *rs, struct engine_opts
 	o.load_rollups_arg = &minutes;
 	o.baseline_batch = read_batch;
 	o.baseline_step_ns = read_step_ns;
+	o.topology = run_topology;
 	cr_assert_eq(engine_init(&e, rs, &o), 0);
 	return e;
 }
@@ -281,6 +284,42 @@ Test(baseline, a_regression_during_a_load_rise_still_fires)
 Test(baseline, noise_alone_is_silent)
 {
 	cr_expect_eq(events_of(1.03, 1.0), 0);
+}
+
+/*
+ * A baseline that selects by a label the topology file gives (not the
+ * probes): the minutes read from the 1-minute tier carry it as the 1 s
+ * snapshots do, so the regression fires; the same rule on a pool the
+ * topology gives no host stays silent.
+ */
+Test(baseline, a_selector_on_topology_labels_matches_the_minutes)
+{
+	static const char topo_yaml[] = "hosts:\n  \"web-*\": {pool: frontend}\n";
+	const char *rule = "groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
+			   "      - alert: PostDeployCpuRegression\n"
+			   "        expr: avg_over_time(faultline_host_cpu_utilization_ratio"
+			   "{pool=\"%s\"}[1m])\n"
+			   "        baseline: {service: api, window: 10m, min_change: 0.2, "
+			   "alpha: 0.01}\n";
+	struct test_events fe = { 0 }, none = { 0 };
+	struct topology topo;
+	char y[512], err[256];
+
+	cr_assert_eq(topology_parse(&topo, "topo.yaml", topo_yaml, strlen(topo_yaml), err,
+				    sizeof(err)), 0, "%s", err);
+	run_topology = &topo;
+	snprintf(y, sizeof(y), rule, "frontend");
+	run_with(y, NULL, 1.3, 1.0, "web-[0-3]", &fe);
+	snprintf(y, sizeof(y), rule, "backend");
+	run_with(y, NULL, 1.3, 1.0, "web-[0-3]", &none);
+	run_topology = NULL;
+	cr_expect_eq(fe.n, 1, "pool=frontend: %d events", fe.n);
+	cr_expect(fe.n < 1 || strstr(fe.json[0], "\"hosts\":[\"web-0\",\"web-1\",\"web-2\","
+				     "\"web-3\"]"), "%s", fe.n ? fe.json[0] : "");
+	cr_expect_eq(none.n, 0, "pool=backend: %d events", none.n);
+	test_events_free(&fe);
+	test_events_free(&none);
+	topology_free(&topo);
 }
 
 Test(baseline, a_deploy_to_every_host_is_judged_against_its_own_past)
