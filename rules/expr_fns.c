@@ -148,6 +148,12 @@ int expr_minute_check(const struct node *n, const struct node **at, char *why, s
 				 "%s", n->metric, n->offset_ns ? "offset" : "_bucket/_sum/_count");
 			return -EINVAL;
 		}
+		if (!catalog_find_wire(n->wire)) {
+			snprintf(why, len, "%s is a recording rule's output, which only the rules "
+				 "engine's recent history has: a baseline reads the 1-minute tier; "
+				 "write the recorded expression itself", n->metric);
+			return -EINVAL;
+		}
 		return 0;	/* instant: the minute's last value; ranges: under their call */
 	}
 	for (int i = 0; n->t == N_CALL && i < n->nargs; i++) {

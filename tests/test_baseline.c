@@ -474,6 +474,31 @@ Test(baseline, expressions_the_minute_tier_cannot_answer_are_refused)
 	}
 }
 
+/*
+ * A recording rule's output lives only in the engine's recent history,
+ * not in the 1-minute tier: a baseline on it is refused, instant or range.
+ */
+Test(baseline, a_recorded_metric_is_refused)
+{
+	static const char *exprs[] = { "host:cpu:avg", "avg_over_time(host:cpu:avg[1m])" };
+
+	for (size_t i = 0; i < sizeof(exprs) / sizeof(exprs[0]); i++) {
+		char y[512], err[512];
+		struct ruleset rs = { 0 };
+
+		snprintf(y, sizeof(y), "groups:\n  - name: g\n    rules:\n"
+			 "      - record: host:cpu:avg\n"
+			 "        expr: avg_over_time(faultline_host_cpu_utilization_ratio[1m])\n"
+			 "      - alert: A\n        expr: %s\n        baseline: {window: 15m}\n",
+			 exprs[i]);
+		cr_expect_neq(rules_parse(&rs, "r.yaml", y, strlen(y), err, sizeof(err)), 0, "%s",
+			      exprs[i]);
+		cr_expect(strstr(err, "r.yaml:7:") && strstr(err, "host:cpu:avg"), "%s: %s",
+			  exprs[i], err);
+		rules_free(&rs);
+	}
+}
+
 /* expr over host h's minutes from ms (newest last) as one value. */
 static double over_minutes(const char *expr, const struct minute_source *ms)
 {
