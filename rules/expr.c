@@ -712,117 +712,73 @@ static struct node *parse_unary(struct parser *ps)
 	return parse_primary(ps);
 }
 
-static struct node *parse_mul(struct parser *ps)
-{
-	struct node *l = parse_unary(ps);
-
-	while (!ps->failed && (is_op(ps, "*") || is_op(ps, "/") || is_op(ps, "%"))) {
-		enum bin_op op = is_op(ps, "*") ? OP_MUL : is_op(ps, "/") ? OP_DIV : OP_MOD;
-		int line = ps->cur.line, col = ps->cur.col;
-
-		struct node m = { 0 };
-
-		next(ps);
-		if (parse_matching(ps, &m, op)) {
-			matching_free(&m);
-			return l;
-		}
-		l = binary(ps, op, l, parse_unary(ps), line, col, &m);
-	}
-	return l;
-}
-
-static struct node *parse_add(struct parser *ps)
-{
-	struct node *l = parse_mul(ps);
-
-	while (!ps->failed && (is_op(ps, "+") || is_op(ps, "-"))) {
-		enum bin_op op = is_op(ps, "+") ? OP_ADD : OP_SUB;
-		int line = ps->cur.line, col = ps->cur.col;
-
-		struct node m = { 0 };
-
-		next(ps);
-		if (parse_matching(ps, &m, op)) {
-			matching_free(&m);
-			return l;
-		}
-		l = binary(ps, op, l, parse_mul(ps), line, col, &m);
-	}
-	return l;
-}
-
-static struct node *parse_cmp(struct parser *ps)
-{
-	static const struct {
+/*
+ * The binary operators by precedence, loosest first; all associate left,
+ * as in PromQL.  A word (and, or, unless) is an identifier token.
+ */
+static const struct bin_level {
+	struct {
 		const char *s;
 		enum bin_op op;
-	} ops[] = { { "==", OP_EQ }, { "!=", OP_NE }, { ">=", OP_GE }, { "<=", OP_LE },
-		    { ">", OP_GT }, { "<", OP_LT } };
-	struct node *l = parse_add(ps);
+	} ops[6];
+	int word;	/* its operators are words, not symbols */
+	int cmp;	/* comparisons: `bool` may follow the operator */
+} bin_levels[] = {
+	{ { { "or", OP_OR } }, 1, 0 },
+	{ { { "and", OP_AND }, { "unless", OP_UNLESS } }, 1, 0 },
+	{ { { "==", OP_EQ }, { "!=", OP_NE }, { ">=", OP_GE }, { "<=", OP_LE }, { ">", OP_GT },
+	    { "<", OP_LT } }, 0, 1 },
+	{ { { "+", OP_ADD }, { "-", OP_SUB } }, 0, 0 },
+	{ { { "*", OP_MUL }, { "/", OP_DIV }, { "%", OP_MOD } }, 0, 0 },
+};
 
-	for (size_t i = 0; !ps->failed && i < sizeof(ops) / sizeof(ops[0]); i++) {
-		if (is_op(ps, ops[i].s)) {
-			int line = ps->cur.line, col = ps->cur.col, b = 0;
-			struct node m = { 0 };
+#define BIN_LEVELS ((int)(sizeof(bin_levels) / sizeof(bin_levels[0])))
 
-			next(ps);
-			if (is_word(ps, "bool")) {
-				b = 1;
-				next(ps);
-			}
-			if (parse_matching(ps, &m, ops[i].op)) {
-				matching_free(&m);
-				return l;
-			}
-			l = binary(ps, ops[i].op, l, parse_add(ps), line, col, &m);
-			if (l)
-				l->bool_mod = b;
-			break;
-		}
-	}
-	if (!ps->failed && ps->cur.t == T_OP && is_op(ps, "="))
-		fail(ps, ps->cur.line, ps->cur.col, "'=' is not a comparison; use '=='");
-	return l;
+/* The operator of level lv at the current token; -1 if none. */
+static int bin_op_at(struct parser *ps, int lv)
+{
+	const struct bin_level *b = &bin_levels[lv];
+
+	for (int i = 0; i < 6 && b->ops[i].s; i++)
+		if (b->word ? is_word(ps, b->ops[i].s) : is_op(ps, b->ops[i].s))
+			return (int)b->ops[i].op;
+	return -1;
 }
 
-static struct node *parse_and(struct parser *ps)
+/* An expression of precedence level lv and tighter (BIN_LEVELS: a unary one). */
+static struct node *parse_level(struct parser *ps, int lv)
 {
-	struct node *l = parse_cmp(ps);
+	struct node *l;
+	int op;
 
-	while (!ps->failed && (is_word(ps, "and") || is_word(ps, "unless"))) {
-		enum bin_op op = is_word(ps, "and") ? OP_AND : OP_UNLESS;
-		int line = ps->cur.line, col = ps->cur.col;
-
+	if (lv == BIN_LEVELS)
+		return parse_unary(ps);
+	l = parse_level(ps, lv + 1);
+	while (!ps->failed && (op = bin_op_at(ps, lv)) >= 0) {
+		int line = ps->cur.line, col = ps->cur.col, with_bool = 0;
 		struct node m = { 0 };
 
 		next(ps);
+		if (bin_levels[lv].cmp && is_word(ps, "bool")) {
+			with_bool = 1;
+			next(ps);
+		}
 		if (parse_matching(ps, &m, op)) {
 			matching_free(&m);
 			return l;
 		}
-		l = binary(ps, op, l, parse_cmp(ps), line, col, &m);
+		l = binary(ps, op, l, parse_level(ps, lv + 1), line, col, &m);
+		if (l)
+			l->bool_mod = with_bool;
 	}
+	if (bin_levels[lv].cmp && !ps->failed && ps->cur.t == T_OP && is_op(ps, "="))
+		fail(ps, ps->cur.line, ps->cur.col, "'=' is not a comparison; use '=='");
 	return l;
 }
 
 static struct node *parse_expr(struct parser *ps)
 {
-	struct node *l = parse_and(ps);
-
-	while (!ps->failed && is_word(ps, "or")) {
-		int line = ps->cur.line, col = ps->cur.col;
-
-		struct node m = { 0 };
-
-		next(ps);
-		if (parse_matching(ps, &m, OP_OR)) {
-			matching_free(&m);
-			return l;
-		}
-		l = binary(ps, OP_OR, l, parse_and(ps), line, col, &m);
-	}
-	return l;
+	return parse_level(ps, 0);
 }
 
 int expr_parse(const char *text, struct node **out, char *err, size_t errlen)

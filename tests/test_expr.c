@@ -388,6 +388,19 @@ Test(expr, evaluation_over_a_fleet, .init = build_fleet, .fini = free_fleet)
 	cr_assert(!v.is_vector);
 	cr_assert_eq(v.scalar, 7);
 	value_free(&v);
+
+	/* every level associates left, comparisons too, as in PromQL */
+	v = run("8 - 4 - 2 / 2 * 4");
+	cr_assert_eq(v.scalar, 0);
+	value_free(&v);
+	v = run("3 > bool 2 == bool 1");
+	cr_assert(!v.is_vector);
+	cr_assert_eq(v.scalar, 1, "(3 > bool 2) == bool 1: %g", v.scalar);
+	value_free(&v);
+	v = run("faultline_drive_wear_used_ratio > 0.205 < 0.215");
+	cr_assert_eq(v.n, 1, "%zu", v.n);
+	cr_assert_str_eq(velem_label(&v.e[0], "host"), "h2");
+	value_free(&v);
 }
 
 /* A host's value in v, or NAN. */
