@@ -790,3 +790,16 @@ redisReply *conn_reply(struct conn *c)
 		pipeline_reset(c);
 	return r;
 }
+
+redisReply *conn_exec_reply(struct conn *c, int queued)
+{
+	redisReply *r;
+
+	for (int i = 0; i < queued; i++) {
+		r = conn_reply(c);
+		if (!r)
+			return NULL;
+		freeReplyObject(r);
+	}
+	return conn_reply(c);
+}

@@ -139,6 +139,15 @@ int conn_appendf(struct conn *c, const char *route, const char *fmt, ...);
  */
 struct redisReply *conn_reply(struct conn *c);
 
+/*
+ * A transaction's answer: MULTI, then queued - 1 commands, then EXEC were
+ * appended; skip the queued acknowledgements (MULTI's +OK and each
+ * QUEUED: an error among them makes EXEC abort) and return EXEC's reply
+ * (an array, nil when a WATCHed key changed, an error when it aborted),
+ * or NULL when the connection failed (conn_errstr).
+ */
+struct redisReply *conn_exec_reply(struct conn *c, int queued);
+
 struct conn_stats {
 	uint64_t moved;		/* MOVED redirects followed */
 	uint64_t ask;		/* ASK redirects followed */

@@ -988,15 +988,7 @@ int alerts_transaction(struct conn *c, char *const *events, int nevents,
 	}
 	if (conn_appendf(c, KEY_ALERTS, "EXEC"))
 		goto io;
-	queued++;
-	/* MULTI's +OK and each QUEUED; an error here aborts the transaction */
-	for (int i = 0; i < queued - 1; i++) {
-		r = conn_reply(c);
-		if (!r)
-			goto io;
-		freeReplyObject(r);
-	}
-	r = conn_reply(c);
+	r = conn_exec_reply(c, queued);
 	if (!r)
 		goto io;
 	if (r->type == REDIS_REPLY_NIL) {

@@ -315,13 +315,7 @@ static int state_move(struct conn *c, const char *const *from, int nfrom,
 	}
 	if (conn_appendf(c, ROUTE, "EXEC"))
 		goto io;
-	for (int i = 0; i < queued; i++) {
-		r = conn_reply(c);
-		if (!r)
-			goto io;
-		freeReplyObject(r);
-	}
-	r = conn_reply(c);
+	r = conn_exec_reply(c, queued);
 	if (!r)
 		goto io;
 	if (r->type == REDIS_REPLY_NIL) {
