@@ -592,26 +592,13 @@ static const struct hist_sparse *prev_hist(const struct columns *c, const struct
  * it, or NULL) its column and its value at slot s; again: ser was
  * placed there before and its value changed (columns_set_newest).
  */
-/* ser's histogram in its compact form (kept by the newest snapshot). */
-static int make_sparse(struct series *ser)
-{
-	if (ser->sparse || !ser->hist)
-		return ser->sparse ? 0 : -EINVAL;
-	ser->sparse = hist_sparse_of(ser->hist);
-	if (!ser->sparse)
-		return -ENOMEM;
-	free(ser->hist);
-	ser->hist = NULL;
-	return 0;
-}
-
 /* Column col (keep 0) holds ser's value at the newest point. */
 static int place_newest_only(struct column *col, struct series *ser, int again)
 {
 	if (col->now && (!again || ser->kind == SERIES_HISTOGRAM))
 		return 0;	/* the same series twice in one snapshot: the first counts */
 	if (ser->kind == SERIES_HISTOGRAM) {
-		int ret = make_sparse(ser);
+		int ret = series_compact(ser);
 
 		if (ret)
 			return ret;
@@ -668,7 +655,7 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 	if (ser->kind == SERIES_HISTOGRAM) {
 		const struct hist_sparse *older;
 		uint8_t *b = NULL;
-		int grew = 0, ret = make_sparse(ser);
+		int grew = 0, ret = series_compact(ser);
 
 		if (ret)
 			return ret;

@@ -382,18 +382,25 @@ struct series *snapshot_find_same(const struct snapshot *s, const struct series 
 	return NULL;
 }
 
+int series_compact(struct series *ser)
+{
+	if (ser->sparse || !ser->hist)
+		return ser->sparse ? 0 : -EINVAL;
+	ser->sparse = hist_sparse_of(ser->hist);
+	if (!ser->sparse)
+		return -ENOMEM;
+	free(ser->hist);
+	ser->hist = NULL;
+	return 0;
+}
+
 int snapshot_compact(struct snapshot *s)
 {
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		struct series *ser = &s->series[i];
 
-		if (ser->kind != SERIES_HISTOGRAM || !ser->hist)
-			continue;
-		ser->sparse = hist_sparse_of(ser->hist);
-		if (!ser->sparse)
+		if (ser->kind == SERIES_HISTOGRAM && ser->hist && series_compact(ser))
 			return -ENOMEM;
-		free(ser->hist);
-		ser->hist = NULL;
 	}
 	return 0;
 }

@@ -142,6 +142,12 @@ uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n);
 int snapshot_compact(struct snapshot *s);
 
 /*
+ * The same for one histogram series: 0 once ser holds its compact form
+ * (already, or now), -ENOMEM, or -EINVAL when ser holds no histogram.
+ */
+int series_compact(struct series *ser);
+
+/*
  * The dense histogram of histogram series ser: ser->hist, or ser's compact
  * form expanded into scratch.
  */
