@@ -376,6 +376,25 @@ enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG, OPT_CONFIG_REFERENCE, OPT_L
        OPT_WEB_CONFIG };
 
 /* The config reference from the schema table, with the built-in defaults. */
+/*
+ * A command-line option over the config's *field: replaced by a copy of
+ * value, left alone when value is NULL (not given).  Returns 0 or -ENOMEM
+ * (*field then keeps its old value).
+ */
+static int override(char **field, const char *value)
+{
+	char *copy;
+
+	if (!value)
+		return 0;
+	copy = strdup(value);
+	if (!copy)
+		return -ENOMEM;
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
 static int print_config_reference(void)
 {
 	struct probe_config cfg;
@@ -480,25 +499,11 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		goto out;
 	}
-	if (redis) {
-		free(p.cfg.redis_url);
-		p.cfg.redis_url = strdup(redis);
-	}
-	if (host) {
-		free(p.cfg.host);
-		p.cfg.host = strdup(host);
-	}
-	if (web_config) {
-		free(p.cfg.web_config);
-		p.cfg.web_config = strdup(web_config);
-	}
-	if (metrics) {
-		free(p.cfg.metrics_addr);
-		p.cfg.metrics_addr = strdup(metrics);
-	}
-	if (level) {
-		free(p.cfg.log_level);
-		p.cfg.log_level = strdup(level);
+	if (override(&p.cfg.redis_url, redis) || override(&p.cfg.host, host) ||
+	    override(&p.cfg.web_config, web_config) ||
+	    override(&p.cfg.metrics_addr, metrics) || override(&p.cfg.log_level, level)) {
+		log_error("out of memory reading the command line");
+		goto out;
 	}
 	if (interval && (duration_parse(interval, &p.cfg.interval_ns) ||
 			 p.cfg.interval_ns < 10 * NSEC_PER_MSEC)) {
@@ -523,8 +528,10 @@ int main(int argc, char **argv)
 		char hn[256] = "";
 
 		gethostname(hn, sizeof(hn) - 1);
-		free(p.cfg.host);
-		p.cfg.host = strdup(hn);
+		if (override(&p.cfg.host, hn)) {
+			log_error("out of memory reading the host name");
+			goto out;
+		}
 	}
 	if (!store_host_valid(p.cfg.host)) {
 		log_error("host name '%s' has characters other than letters, digits, . _ - :; "
