@@ -28,6 +28,7 @@
 #include "cli/wear_report.h"
 #include "core/log.h"
 #include "model/snapshot.h"
+#include "store/host_registry.h"
 #include "store/store.h"
 #include "core/timeutil.h"
 #include "sim/scenario.h"

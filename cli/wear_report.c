@@ -13,6 +13,7 @@
 #include "core/strbuf.h"
 #include "model/host_entry.h"
 #include "store/drives.h"
+#include "store/host_registry.h"
 #include "store/store.h"
 
 static const char *const verdicts[] = { "failing", "replace", "watch", "ok", "unknown" };

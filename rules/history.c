@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "model/profile.h"
 #include "rules/stats.h"
+#include "store/host_registry.h"
 #include "store/store.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"

@@ -26,6 +26,7 @@
 #include "core/notify.h"
 #include "store/conn.h"
 #include "store/profile_store.h"
+#include "store/alert_checkpoint.h"
 #include "store/store.h"
 #include "store/workers.h"
 #include "core/promtext.h"

@@ -21,6 +21,7 @@
 #include "rules/expr.h"
 #include "rules/rules.h"
 #include "store/conn.h"
+#include "store/host_registry.h"
 #include "store/store.h"
 
 #define MAX_LEVELS 16

@@ -19,6 +19,8 @@
 #include "model/snapshot.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/alert_checkpoint.h"
+#include "store/host_registry.h"
 #include "store/store.h"
 #include "tests/cluster.h"
 #include "tests/helpers.h"

@@ -24,6 +24,7 @@
 #include "model/alert.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/alert_checkpoint.h"
 #include "store/store.h"
 #include "store/workers.h"
 #include "tests/helpers.h"

@@ -15,6 +15,7 @@
 #include "store/conn.h"
 #include "store/keyspace.h"
 #include "tests/helpers.h"
+#include "store/alert_checkpoint.h"
 #include "store/store.h"
 #include "store/profile_store.h"
 #include "core/timeutil.h"

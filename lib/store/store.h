@@ -193,43 +193,4 @@ int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t
 int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t count,
 		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen);
 
-/*
- * Append events (JSON, lib/model/alert.h) to fl:alerts and, when nstates >= 0,
- * replace the rules' alert checkpoint ({fl:alerts}:rules) with fps[i] -> states[i], in
- * one MULTI/EXEC.  refused[i] (nevents of them) says whether Redis refused
- * event i (a wrong-type fl:alerts, OOM): such events stay with the caller
- * to be sent again, never dropped; err then names the first refusal.
- * Returns how many events Redis took, or -EIO when the exchange failed
- * (nothing written; err says why).
- */
-int store_alerts_commit(struct conn *c, char *const *events, int nevents,
-			const char *const *fps, const char *const *states, int nstates,
-			char *refused, char *err, size_t errlen);
-
-/*
- * The host names fl:hosts registers, into *names (an array of n strings;
- * free with store_host_names_free).  Entries that are not strings are
- * skipped.  Returns 0, or -EIO / -ENOMEM with the reason in err.
- */
-int store_host_names(struct conn *c, char ***names, size_t *n, char *err, size_t errlen);
-void store_host_names_free(char **names, size_t n);
-
-/*
- * Call cb with every host's registry entry (model/host_entry.h); an entry
- * that cannot be decoded is logged and left out.  Returns the number of
- * entries, or -EIO (reason in err).
- */
-struct host_entry;
-typedef void (*store_host_entry_cb)(const char *host, const struct host_entry *e, void *arg);
-int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *err,
-		       size_t errlen);
-
-/*
- * Call cb(fp, json, arg) for every entry of the rules' alert checkpoint.
- * Returns the number of entries, or -EIO (err says why).
- */
-int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const char *json,
-							void *arg),
-			    void *arg, char *err, size_t errlen);
-
 #endif
