@@ -176,7 +176,7 @@ $(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # faultline-rules serves /metrics with the probe's event loop and server.
-$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(OUT)/probes/metrics_server.o \
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(OUT)/rules/outbox.o $(RULES_OBJS) $(OUT)/probes/metrics_server.o \
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

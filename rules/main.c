@@ -19,6 +19,7 @@
 
 #include "core/config.h"
 #include "rules/engine.h"
+#include "rules/outbox.h"
 #include "rules/worker.h"
 #include "core/backoff.h"
 #include "core/log.h"
@@ -129,31 +130,12 @@ static int load_all(struct ruleset *rs, char **files, int nfiles)
 	return 0;
 }
 
-#define MAX_QUEUED_EVENTS 100000
-
-struct emit_ctx {
-	struct conn *rc;
-	struct worker *worker;	/* --shard: commits are fenced by its leases */
-	int once;
-	int n;			/* events this interval */
-	char **queue;		/* events not yet in fl:alerts, oldest first */
-	int nqueue;
-	int state_dirty;	/* the alert checkpoint must be written */
-	uint64_t refused_said_ns;	/* last log of events Redis refused */
-};
-
-struct restore_ctx {
-	struct engine *e;
-	struct emit_ctx *ectx;
-	uint64_t now;
-	int restored, resolved;
-};
 
 /* Profile baselines read the hosts' 10 s profile windows from Redis. */
 static int redis_profiles(void *arg, const char *host, uint64_t from_ms, uint64_t to_ms,
 			  struct profile *into)
 {
-	struct emit_ctx *c = arg;
+	struct outbox *c = arg;
 	char err[256];
 	int n;
 
@@ -180,7 +162,7 @@ static int redis_profiles(void *arg, const char *host, uint64_t from_ms, uint64_
 static int redis_rollups(void *arg, const char *const *hosts, size_t n, uint64_t from_ms,
 			 uint64_t to_ms, int (*cb)(struct snapshot *s, void *cbarg), void *cbarg)
 {
-	struct emit_ctx *c = arg;
+	struct outbox *c = arg;
 	struct store_readers rd = { .snapshot = cb, .arg = cbarg };
 	uint64_t *from = calloc(n + 1, sizeof(*from));
 	char err[256];
@@ -197,209 +179,6 @@ static int redis_rollups(void *arg, const char *const *hosts, size_t n, uint64_t
 		log_warn("baseline: reading the 1-minute tier: %s", err);
 	free(from);
 	return got;
-}
-
-/*
- * Events are queued here and written by flush_events() in one pipelined
- * exchange; an event Redis did not take stays queued for the next
- * interval, so a Redis outage delays alerts rather than losing them.
- */
-static void emit_event(const char *json, void *arg)
-{
-	struct emit_ctx *c = arg;
-	char *copy;
-
-	c->n++;
-	if (c->once) {
-		puts(json);
-		return;
-	}
-	if (c->nqueue == MAX_QUEUED_EVENTS) {
-		log_error("%d alert events are waiting for fl:alerts; dropping the oldest "
-			  "(is Redis up?)", c->nqueue);
-		free(c->queue[0]);
-		memmove(c->queue, c->queue + 1, (size_t)(c->nqueue - 1) * sizeof(*c->queue));
-		c->nqueue--;
-	}
-	copy = strdup(json);
-	char **q = copy ? realloc(c->queue, (size_t)(c->nqueue + 1) * sizeof(*q)) : NULL;
-
-	if (!q) {
-		log_error("out of memory queueing an alert event; it is lost: %s", json);
-		free(copy);
-		return;
-	}
-	c->queue = q;
-	c->queue[c->nqueue++] = copy;
-}
-
-struct state_buf {
-	char **fps, **states;
-	int n, cap;
-	int failed;
-};
-
-static void keep_state(const char *fp, const char *json, void *arg)
-{
-	struct state_buf *b = arg;
-
-	if (b->n == b->cap) {
-		int cap = b->cap ? b->cap * 2 : 32;
-		char **f = realloc(b->fps, (size_t)cap * sizeof(*f));
-		char **j = f ? realloc(b->states, (size_t)cap * sizeof(*j)) : NULL;
-
-		if (f)
-			b->fps = f;
-		if (!j) {
-			b->failed = 1;
-			return;
-		}
-		b->states = j;
-		b->cap = cap;
-	}
-	b->fps[b->n] = strdup(fp);
-	b->states[b->n] = strdup(json);
-	if (!b->fps[b->n] || !b->states[b->n]) {
-		free(b->fps[b->n]);
-		free(b->states[b->n]);
-		b->failed = 1;
-		return;
-	}
-	b->n++;
-}
-
-static void state_buf_free(struct state_buf *b)
-{
-	for (int i = 0; i < b->n; i++) {
-		free(b->fps[i]);
-		free(b->states[i]);
-	}
-	free(b->fps);
-	free(b->states);
-	memset(b, 0, sizeof(*b));
-}
-
-/*
- * Write the queued events to fl:alerts and, with_state, the engine's alert
- * checkpoint, in one transaction (store_alerts_commit).  Returns 0, or
- * -EIO if the exchange failed: the events stay queued, in order, and the
- * checkpoint is written again with them.
- */
-static int flush_events(struct emit_ctx *c, struct engine *e, int with_state)
-{
-	struct state_buf sb = { 0 };
-	char err[256], *refused;
-	int taken, kept = 0;
-
-	if (!c->nqueue && !with_state)
-		return 0;
-	if (with_state && !c->worker &&
-	    (engine_state_export(e, keep_state, &sb) < 0 || sb.failed)) {
-		log_error("out of memory writing the alert checkpoint; retrying next interval");
-		state_buf_free(&sb);
-		with_state = 0;
-		c->state_dirty = 1;
-	}
-	refused = calloc((size_t)c->nqueue + 1, 1);
-	if (!refused) {
-		state_buf_free(&sb);
-		c->state_dirty = 1;
-		return 0;	/* nothing sent; all stays queued for the next interval */
-	}
-	if (c->worker)
-		taken = worker_commit(c->worker, e, c->rc, c->queue, c->nqueue, with_state,
-				      refused, err, sizeof(err));
-	else
-		taken = store_alerts_commit(c->rc, c->queue, c->nqueue,
-					    (const char *const *)sb.fps,
-					    (const char *const *)sb.states, with_state ? sb.n : -1,
-					    refused, err, sizeof(err));
-	state_buf_free(&sb);
-	if (taken == -ESTALE) {
-		/* a partition changed hands: its events are its new owner's; the rest wait */
-		int kept = 0;
-
-		log_warn("%s; %d alert event(s) wait for the next interval", err, c->nqueue);
-		for (int i = 0; i < c->nqueue; i++) {
-			if (refused[i] == 1)
-				c->queue[kept++] = c->queue[i];
-			else
-				free(c->queue[i]);
-		}
-		c->nqueue = kept;
-		c->state_dirty = 1;
-		free(refused);
-		return 0;
-	}
-	if (taken < 0) {
-		log_warn("%d alert event(s) and the alert checkpoint not written (%s); will retry",
-			 c->nqueue, err);
-		c->state_dirty = 1;
-		free(refused);
-		return -EIO;
-	}
-	/* what Redis took leaves the queue; what it refused stays, in order */
-	for (int i = 0; i < c->nqueue; i++) {
-		if (refused[i])
-			c->queue[kept++] = c->queue[i];
-		else
-			free(c->queue[i]);
-	}
-	if (kept) {
-		uint64_t now = time_mono_ns();
-
-		if (!c->refused_said_ns || now - c->refused_said_ns >= 60 * NSEC_PER_SEC) {
-			log_error("%s; %d alert event(s) kept and sent again until it takes them",
-				  err, kept);
-			c->refused_said_ns = now;
-		}
-	}
-	c->nqueue = kept;
-	free(refused);
-	if (with_state)
-		c->state_dirty = kept > 0;
-	return 0;
-}
-
-static void restore_one(const char *fp, const char *json, void *arg)
-{
-	struct restore_ctx *rc = arg;
-	char err[256];
-	int ret = engine_state_import(rc->e, fp, json, rc->now, emit_event, rc->ectx, err,
-				      sizeof(err));
-
-	if (ret < 0)
-		log_warn("%s; ignored", err);
-	else if (ret == 1)
-		rc->resolved++;
-	else
-		rc->restored++;
-}
-
-/*
- * Take the alert checkpoint back (start-up): what fired before a restart
- * keeps firing with its startsAt, or resolves at the first evaluation.
- */
-static int restore_state(struct engine *e, struct conn *rc, struct emit_ctx *ectx, uint64_t now)
-{
-	struct restore_ctx r = { e, ectx, now, 0, 0 };
-	char err[256];
-	int n = workers_state_to_single(rc, err, sizeof(err));
-
-	/* switched from --shard workers: their firing alerts are this engine's now */
-	if (n > 0)
-		log_info("moved %d firing alert(s) of --shard workers' checkpoints into this "
-			 "engine's (switched from --shard)", n);
-	if (n >= 0)
-		n = store_alerts_state_read(rc, restore_one, &r, err, sizeof(err));
-	if (n < 0) {
-		log_warn("%s; cannot restore the alert state yet", err);
-		return -1;
-	}
-	if (n)
-		log_info("restored %d firing alert(s) from the checkpoint; %d of rules no longer "
-			 "loaded resolved", r.restored, r.resolved);
-	return 0;
 }
 
 /* Whether the last rule (re)load succeeded, and when one last did (s since the epoch). */
@@ -811,7 +590,7 @@ int main(int argc, char **argv)
 		 (double)interval / 1e9, err);
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
 	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
-	struct emit_ctx ctx = { .once = once, .worker = worker };
+	struct outbox ctx = { .once = once, .worker = worker };
 	long events_total = 0;
 	int restored = 0, with_state;
 	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
@@ -879,7 +658,7 @@ int main(int argc, char **argv)
 		 */
 		if (!restored && !once && !replay_to && !worker) {
 			ctx.rc = rc;
-			if (restore_state(e, rc, &ctx, now)) {
+			if (outbox_restore(&ctx, e, now)) {
 				conn_close(rc);
 				rc = NULL;
 				redis_wait(&redis_bo, "the alert checkpoint cannot be read");
@@ -889,7 +668,7 @@ int main(int argc, char **argv)
 		restored = 1;
 		if (worker) {
 			ctx.rc = rc;
-			if (worker_round(worker, e, rc, now, emit_event, &ctx, err, sizeof(err))) {
+			if (worker_round(worker, e, rc, now, outbox_emit, &ctx, err, sizeof(err))) {
 				conn_close(rc);
 				rc = ctx.rc = NULL;
 				redis_wait(&redis_bo, err);
@@ -938,11 +717,11 @@ int main(int argc, char **argv)
 		engine_set_profile_loader(e, redis_profiles, &ctx);
 		engine_set_rollup_loader(e, redis_rollups, &ctx, ROLLUP_DELAY_MS);
 		t_read = time_mono_ns();
-		engine_eval(e, now, emit_event, &ctx);
+		engine_eval(e, now, outbox_emit, &ctx);
 		with_state = !once && (!replay_to || worker) &&
 			     (ctx.n || ctx.state_dirty || !state_written ||
 			      t0 - state_written >= CHECKPOINT_EVERY_NS);
-		if (flush_events(&ctx, e, with_state)) {
+		if (outbox_flush(&ctx, e, with_state)) {
 			conn_close(rc);
 			if (!outage_since)
 				outage_since = t0;
@@ -1001,15 +780,13 @@ int main(int argc, char **argv)
 			 engine_hosts(e) ? (double)bytes / 1e3 / (double)engine_hosts(e) : 0.0);
 	}
 	if ((ctx.nqueue || ctx.state_dirty) && rc)
-		flush_events(&ctx, e, !once && (!replay_to || worker));
+		outbox_flush(&ctx, e, !once && (!replay_to || worker));
 	if (worker && rc)
 		worker_leave(worker, rc);
 	if (ctx.nqueue)
 		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
 			  "start re-evaluates and re-emits what still holds", ctx.nqueue);
-	for (int i = 0; i < ctx.nqueue; i++)
-		free(ctx.queue[i]);
-	free(ctx.queue);
+	outbox_free(&ctx);
 	if (rc)
 		conn_close(rc);
 	metrics_server_stop(metrics);

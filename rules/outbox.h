@@ -1,0 +1,55 @@
+/*
+ * outbox.h - the alert events faultline-rules has evaluated but Redis has
+ * not yet taken, and the engine's alert checkpoint written with them.
+ *
+ * The engine emits into the outbox (outbox_emit, an engine emit callback);
+ * once an interval outbox_flush writes the queue to fl:alerts and the
+ * checkpoint in one transaction (through the worker's fenced commit under
+ * --shard).  An event Redis did not take stays queued, in order, for the
+ * next interval, so a Redis outage delays pages rather than losing them;
+ * the queue is bounded (100,000 events: the oldest is dropped, loudly).
+ */
+#ifndef FL_RULES_OUTBOX_H
+#define FL_RULES_OUTBOX_H
+
+#include <stdint.h>
+
+struct conn;
+struct engine;
+struct worker;
+
+struct outbox {
+	struct conn *rc;	/* NULL while Redis is away */
+	struct worker *worker;	/* --shard: commits are fenced by its leases */
+	int once;		/* --once: events are printed, not queued */
+	int n;			/* events emitted this interval (the caller zeroes it) */
+	char **queue;		/* events not yet in fl:alerts, oldest first */
+	int nqueue;
+	int state_dirty;	/* the alert checkpoint must be written */
+	uint64_t refused_said_ns;	/* last log of events Redis refused */
+};
+
+/* Queue (or with once, print) one event; arg is the struct outbox. */
+void outbox_emit(const char *json, void *arg);
+
+/*
+ * Write the queued events to fl:alerts and, with_state, the engine's alert
+ * checkpoint, in one transaction (store_alerts_commit, or worker_commit
+ * under --shard).  Returns 0, or -EIO if the exchange failed: the events
+ * stay queued, in order, and the checkpoint is written again with them.
+ */
+int outbox_flush(struct outbox *ob, struct engine *e, int with_state);
+
+/*
+ * Take the alert checkpoint back at start-up over ob->rc (moving --shard
+ * workers' checkpoints into the single engine's first): what fired before
+ * a restart keeps firing with its startsAt, or resolves at the first
+ * evaluation (its events go to the outbox).  Returns 0, or -1 when Redis
+ * could not be read (logged; try again).
+ */
+int outbox_restore(struct outbox *ob, struct engine *e, uint64_t now);
+
+/* Free what is still queued. */
+void outbox_free(struct outbox *ob);
+
+#endif
