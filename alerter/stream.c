@@ -215,7 +215,7 @@ int read_entries(struct alerter *al, const char *from, int block_ms, char *last,
 void read_own_pending(struct alerter *al)
 {
 	char from[32] = "0";
-	int n, total = 0;
+	int n = -1, total = 0;
 
 	while (al->rc && (n = read_entries(al, from, 0, from, sizeof(from))) > 0)
 		total += n;
