@@ -39,6 +39,8 @@ struct phdr {
 
 struct elf_syms {
 	char key[160];		/* the build id, or "ino:DEV:INO:MTIME" without one */
+	int used;		/* sym_expire's mark: a process still maps it */
+	size_t heap;		/* bytes allocated for strings and syms */
 	char path[256];		/* as the first process that mapped it names it */
 	char *strings;		/* one buffer for all names */
 	struct esym *syms;
@@ -101,6 +103,14 @@ static void proc_clear(struct proc *p)
 	memset(p, 0, sizeof(*p));
 }
 
+static void elf_syms_free(struct elf_syms *es)
+{
+	free(es->strings);
+	free(es->syms);
+	free(es->phdrs);
+	free(es);
+}
+
 void sym_free(struct symbolizer *s)
 {
 	if (!s)
@@ -108,12 +118,8 @@ void sym_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->nksyms; i++)
 		free(s->ksyms[i].name);
 	free(s->ksyms);
-	for (size_t i = 0; i < s->nelfs; i++) {
-		free(s->elfs[i]->strings);
-		free(s->elfs[i]->syms);
-		free(s->elfs[i]->phdrs);
-		free(s->elfs[i]);
-	}
+	for (size_t i = 0; i < s->nelfs; i++)
+		elf_syms_free(s->elfs[i]);
 	free(s->elfs);
 	strmap_free(&s->elf_index);
 	for (size_t i = 0; i < s->nprocs; i++)
@@ -342,6 +348,7 @@ static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
 		qsort(tmp, total, sizeof(*tmp), esym_cmp);
 	es->syms = tmp;
 	es->nsyms = total;
+	es->heap = strcap + cap * sizeof(*tmp);
 }
 
 /* Symbols of the file at path (as seen from the process), cached. */
@@ -412,6 +419,7 @@ static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
 					es->syms = d.syms;
 					es->strings = d.strings;
 					es->nsyms = d.nsyms;
+					es->heap = d.heap;
 				} else {
 					free(d.syms);
 					free(d.strings);
@@ -744,6 +752,36 @@ void sym_set_generation(struct symbolizer *s, uint64_t generation)
 	s->generation = generation;
 }
 
+/*
+ * Free the files no remembered process maps any more (mark and sweep).
+ * Without this every binary ever sampled kept its symbols: a host that
+ * runs builds, cron jobs or a new release every day grew without bound.
+ */
+static void sweep_elfs(struct symbolizer *s)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < s->nelfs; i++)
+		s->elfs[i]->used = 0;
+	for (size_t i = 0; i < s->nprocs; i++)
+		for (size_t k = 0; k < s->procs[i].nmaps; k++)
+			if (s->procs[i].maps[k].elf)
+				s->procs[i].maps[k].elf->used = 1;
+	for (size_t i = 0; i < s->nelfs; i++) {
+		if (s->elfs[i]->used)
+			s->elfs[kept++] = s->elfs[i];
+		else
+			elf_syms_free(s->elfs[i]);
+	}
+	if (kept == s->nelfs)
+		return;
+	s->nelfs = kept;
+	strmap_free(&s->elf_index);
+	strmap_init(&s->elf_index);
+	for (size_t i = 0; i < s->nelfs; i++)
+		strmap_put(&s->elf_index, s->elfs[i]->key, (uint32_t)i);
+}
+
 void sym_expire(struct symbolizer *s, uint64_t keep_since)
 {
 	for (size_t i = 0; i < s->nprocs;) {
@@ -755,4 +793,17 @@ void sym_expire(struct symbolizer *s, uint64_t keep_since)
 			i++;
 		}
 	}
+	sweep_elfs(s);
+}
+
+void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes)
+{
+	size_t b = 0;
+
+	for (size_t i = 0; i < s->nelfs; i++)
+		b += sizeof(*s->elfs[i]) + s->elfs[i]->heap +
+		     s->elfs[i]->nphdrs * sizeof(*s->elfs[i]->phdrs);
+	*procs = s->nprocs;
+	*files = s->nelfs;
+	*bytes = b;
 }

@@ -74,8 +74,14 @@ const char *sym_service(struct symbolizer *s, uint32_t pid);
  */
 int sym_stack_complete(struct symbolizer *s, uint32_t pid, const uint64_t *ips, int n);
 
-/* Forget processes not sampled since `generation` (bounded memory). */
+/*
+ * Forget processes not sampled since `generation`, and the symbols of
+ * every file no remembered process maps any more (bounded memory).
+ */
 void sym_expire(struct symbolizer *s, uint64_t keep_since_generation);
+
+/* What the symbolizer holds: processes, files with symbols, their bytes. */
+void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes);
 void sym_set_generation(struct symbolizer *s, uint64_t generation);
 
 /*

@@ -121,3 +121,65 @@ Test(symbolize, perf_map_lines_are_checked)
 	cr_expect_null(perfmap_lookup(m, 0x500));
 	perfmap_free(m);
 }
+
+/*
+ * The symbols of a binary stay only while a remembered process maps it: a
+ * sleep(1) sampled long ago is forgotten with its file's symbols, the
+ * libraries this process maps too stay, and forgetting every process
+ * leaves nothing (a host running new binaries every day stays bounded).
+ */
+Test(symbolize, files_no_process_maps_are_forgotten, .fini = cleanup, .timeout = 30)
+{
+	struct symbolizer *s = sym_new(), *self_only = sym_new();
+	size_t procs, files_sleep, files_both, files_after, files_self, bytes_both, bytes_after, b;
+	char exe[256], name[256];
+	ssize_t n = 0;
+
+	cr_assert(s && self_only);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(name, sizeof(name), "/proc/%d/exe", (int)child);
+	for (int i = 0; i < 500; i++) {	/* until the exec took place */
+		n = readlink(name, exe, sizeof(exe) - 1);
+		if (n > 0 && (exe[n] = '\0', strstr(exe, "sleep")))
+			break;
+		usleep(10000);
+	}
+	cr_assert(n > 0 && strstr(exe, "sleep"), "child never ran sleep");
+	sym_set_generation(s, 1);
+	cr_assert_eq(sym_process(s, (uint32_t)child, NULL), 0);
+	sym_cache_stats(s, &procs, &files_sleep, &b);
+	cr_assert_eq(procs, 1);
+	cr_assert_geq(files_sleep, 2, "sleep and its libc: %zu files", files_sleep);
+
+	sym_set_generation(s, 100);
+	cr_assert_eq(sym_process(s, (uint32_t)getpid(), NULL), 0);
+	sym_cache_stats(s, &procs, &files_both, &bytes_both);
+	cr_assert_eq(procs, 2);
+	cr_assert_gt(files_both, files_sleep);
+
+	cr_assert_eq(sym_process(self_only, (uint32_t)getpid(), NULL), 0);
+	sym_cache_stats(self_only, &procs, &files_self, &b);
+
+	sym_expire(s, 50);
+	sym_cache_stats(s, &procs, &files_after, &bytes_after);
+	cr_expect_eq(procs, 1);
+	cr_expect_eq(files_after, files_self, "%zu files kept; this process maps %zu",
+		     files_after, files_self);
+	cr_expect_lt(bytes_after, bytes_both);
+	/* what is kept still names this process's code */
+	cr_expect_eq(sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)&start_jit, name,
+			      sizeof(name)), 1);
+	cr_expect(strstr(name, "start_jit"), "%s", name);
+
+	sym_expire(s, 1000);
+	sym_cache_stats(s, &procs, &files_after, &bytes_after);
+	cr_expect_eq(procs + files_after + bytes_after, 0, "%zu procs, %zu files, %zu bytes",
+		     procs, files_after, bytes_after);
+	sym_free(s);
+	sym_free(self_only);
+}
