@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		return 0;
 	}
-	if (unwind_table_build(fd, &t, err, sizeof(err)) == 0) {
+	if (unwind_table_build(fd, 0, &t, err, sizeof(err)) == 0) {
 		for (size_t i = 0; i < t.nrows; i++)
 			if ((i && t.rows[i].pc <= t.rows[i - 1].pc) || t.rows[i].cfa > UNWIND_CFA_STOP ||
 			    t.rows[i].rbp > UNWIND_RBP_AT)

@@ -324,6 +324,7 @@ static int drive_open(void **priv, const struct probe_config *cfg, char *err, si
 		free(dp);
 		return -EAGAIN;
 	}
+	pthread_setname_np(dp->thread, "fl-drive");
 	dp->started = 1;
 	*priv = dp;
 	return 0;

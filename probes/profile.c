@@ -584,6 +584,7 @@ static int profile_open(void **priv, const struct probe_config *cfg, char *err, 
 		free(pr);
 		return -EAGAIN;
 	}
+	pthread_setname_np(pr->thread, "fl-profile");	/* for top -H and crash reports */
 	pr->started = 1;
 	*priv = pr;
 	return 0;

@@ -246,7 +246,8 @@ none:
 	return -ENOENT;
 }
 
-int unwind_table_build(int fd, struct unwind_table *t, char *err, size_t errlen)
+int unwind_table_build(int fd, size_t max_rows, struct unwind_table *t, char *err,
+		       size_t errlen)
 {
 	uint64_t *starts = NULL;
 	size_t nstarts = 0, cap = 0, phnum;
@@ -318,6 +319,8 @@ int unwind_table_build(int fd, struct unwind_table *t, char *err, size_t errlen)
 			free(f);
 			ret = push_row(t, &cap, &r);
 			pc = hi;
+			if (!ret && max_rows && t->nrows > max_rows)
+				ret = -E2BIG;
 		}
 		if (!ret && pc < limit) {
 			/* code without a rule until the next FDE */
@@ -325,7 +328,11 @@ int unwind_table_build(int fd, struct unwind_table *t, char *err, size_t errlen)
 			r.pc = (uint32_t)(pc > UINT32_MAX ? UINT32_MAX : pc);
 			ret = push_row(t, &cap, &r);
 		}
+		if (!ret && max_rows && t->nrows > max_rows)
+			ret = -E2BIG;
 	}
+	if (ret == -E2BIG)
+		snprintf(err, errlen, "more than %zu rows", max_rows);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 out:
@@ -371,6 +378,7 @@ struct file_rows {
 	int64_t mtime;
 	char build_id[80];		/* "" without one */
 	uint32_t first, count;		/* count 0: no table */
+	int never;			/* no table (none, or too big) whatever the room */
 	struct unwind_load *loads;
 	size_t nloads;
 };
@@ -414,9 +422,16 @@ static void unwinder_reset(struct unwinder *u)
 	while (bpf_map_get_next_key(u->procs_fd, NULL, &next) == 0 &&
 	       bpf_map_delete_elem(u->procs_fd, &next) == 0)
 		;
-	for (size_t i = 0; i < u->nfiles; i++)
-		free(u->files[i].loads);
-	u->nfiles = 0;
+	size_t kept = 0;
+
+	/* files that never get rows are remembered: not read (and logged) again */
+	for (size_t i = 0; i < u->nfiles; i++) {
+		if (u->files[i].never)
+			u->files[kept++] = u->files[i];
+		else
+			free(u->files[i].loads);
+	}
+	u->nfiles = kept;
 	u->used = 0;
 	u->said_full = 0;
 	memset(u->seen, 0, sizeof(u->seen));
@@ -528,6 +543,7 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		close(fd);
 		f->first = o->first;
 		f->count = o->count;
+		f->never = o->never;
 		f->loads = o->count ? malloc(o->nloads * sizeof(*o->loads)) : NULL;
 		if (o->count && !f->loads) {
 			f->count = 0;
@@ -538,20 +554,21 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		f->nloads = o->nloads;
 		return f->count ? f : NULL;
 	}
-	ret = unwind_table_build(fd, &t, err, sizeof(err));
+	/* one giant (node: ~370,000 rows) would leave little for the rest */
+	ret = unwind_table_build(fd, u->max_file_rows, &t, err, sizeof(err));
 	close(fd);
-	if (ret) {
+	if (ret == -E2BIG) {
+		log_info("profile: %s: %s (a quarter of profile.unwind_rows); it unwinds with "
+			 "frame pointers only", path, err);
 		u->failed++;
-		log_debug("profile: %s: no unwind table (%s); frame pointers only", path, err);
+		f->never = 1;
 		return NULL;
 	}
-	if (t.nrows > u->max_file_rows) {
-		/* one giant (node: ~370,000 rows) would leave little for the rest */
-		log_info("profile: %s has %zu unwind rows, more than %u (a quarter of "
-			 "profile.unwind_rows); it unwinds with frame pointers only",
-			 path, t.nrows, u->max_file_rows);
+	if (ret) {
 		u->failed++;
-		unwind_table_free(&t);
+		if (ret != -ENOMEM)
+			f->never = 1;
+		log_debug("profile: %s: no unwind table (%s); frame pointers only", path, err);
 		return NULL;
 	}
 	if (t.nrows > u->max_rows - u->used && u->used &&

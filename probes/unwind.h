@@ -54,11 +54,15 @@ struct unwind_table {
 
 /*
  * Build the table of the ELF file open on fd from its .eh_frame (through
- * .eh_frame_hdr's sorted index).  Returns 0, -ENOENT (no .eh_frame_hdr:
- * nothing to unwind with), -EINVAL (not a 64-bit ELF, or addresses past
- * 4 GiB) or -ENOMEM, with a reason in err.
+ * .eh_frame_hdr's sorted index), of at most max_rows rows (0: no limit).
+ * Returns 0, -ENOENT (no .eh_frame_hdr: nothing to unwind with), -EINVAL
+ * (not a 64-bit ELF, or addresses past 4 GiB), -E2BIG (more rows than
+ * max_rows: given up at row max_rows + 1, so a giant such as libLLVM
+ * costs neither the time nor the memory of its million rows) or -ENOMEM,
+ * with a reason in err.
  */
-int unwind_table_build(int fd, struct unwind_table *t, char *err, size_t errlen);
+int unwind_table_build(int fd, size_t max_rows, struct unwind_table *t, char *err,
+		       size_t errlen);
 void unwind_table_free(struct unwind_table *t);
 
 /*

@@ -440,8 +440,7 @@ Test(profile, unwind_table_of_libc)
 	cr_assert(dladdr((void *)qsort, &info) && info.dli_fname && info.dli_saddr);
 	fd = open(info.dli_fname, O_RDONLY);
 	cr_assert_geq(fd, 0, "%s", info.dli_fname);
-	cr_assert_eq(unwind_table_build(fd, &t, err, sizeof(err)), 0, "%s", err);
-	close(fd);
+	cr_assert_eq(unwind_table_build(fd, 0, &t, err, sizeof(err)), 0, "%s", err);
 	cr_log_info("%s: %zu rows from %zu FDEs, %zu rules not supported", info.dli_fname,
 		    t.nrows, t.fdes, t.unsupported);
 	cr_expect_gt(t.fdes, 1000);
@@ -456,10 +455,26 @@ Test(profile, unwind_table_of_libc)
 	cr_expect_eq(r->cfa_off, 8, "at qsort's entry the CFA is rsp+%d", r->cfa_off);
 	cr_expect_eq(r->rbp, UNWIND_RBP_SAME);
 	cr_assert_eq(t.nloads, 1);
+	/* limits under its rows: given up, nothing kept; its own row count: built */
+	{
+		struct unwind_table small;
+		size_t fdes = t.fdes, rows = t.nrows;
+
+		cr_expect_eq(unwind_table_build(fd, fdes / 2, &small, err, sizeof(err)), -E2BIG);
+		cr_expect(strstr(err, "more than"), "%s", err);
+		cr_expect_eq(small.nrows + small.nloads, 0);
+		cr_expect_eq(unwind_table_build(fd, rows - 1, &small, err, sizeof(err)), -E2BIG);
+		cr_expect(strstr(err, "more than"), "%s", err);
+		cr_expect_null(small.rows);
+		cr_expect_eq(unwind_table_build(fd, rows, &small, err, sizeof(err)), 0, "%s", err);
+		cr_expect_eq(small.nrows, rows);
+		unwind_table_free(&small);
+	}
+	close(fd);
 	unwind_table_free(&t);
 
 	fd = open("/etc/passwd", O_RDONLY);
-	cr_expect_eq(unwind_table_build(fd, &t, err, sizeof(err)), -EINVAL);
+	cr_expect_eq(unwind_table_build(fd, 0, &t, err, sizeof(err)), -EINVAL);
 	cr_expect_str_eq(err, "not a 64-bit ELF file");
 	close(fd);
 }

@@ -716,6 +716,7 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
 		free(st);
 		return NULL;
 	}
+	pthread_setname_np(st->thread, "fl-store");
 	return st;
 nomem:
 	if (st)
