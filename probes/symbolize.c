@@ -25,7 +25,7 @@
 
 struct ksym {
 	uint64_t addr;
-	char *name;
+	const char *name;	/* in symbolizer.kstrings */
 };
 
 struct esym {
@@ -72,6 +72,7 @@ struct symbolizer {
 	char kernel_build_id[64];	/* from /sys/kernel/notes, "" if unknown */
 	struct ksym *ksyms;
 	size_t nksyms;
+	char *kstrings;			/* the kernel symbols' names, one buffer */
 	struct elf_syms **elfs;
 	size_t nelfs;
 	struct strmap elf_index;
@@ -115,8 +116,7 @@ void sym_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->nksyms; i++)
-		free(s->ksyms[i].name);
+	free(s->kstrings);
 	free(s->ksyms);
 	for (size_t i = 0; i < s->nelfs; i++)
 		elf_syms_free(s->elfs[i]);
@@ -177,32 +177,48 @@ const char *sym_kernel_build_id(const struct symbolizer *s)
 int sym_load_kernel(struct symbolizer *s)
 {
 	char line[512];
-	size_t cap = 0;
+	size_t cap = 0, used = 0, strcap = 0;
 	FILE *f = fopen("/proc/kallsyms", "r");
 
 	read_kernel_build_id(s->kernel_build_id, sizeof(s->kernel_build_id));
 	if (!f)
 		return -errno;
+	/* ~120,000 names: one buffer (offsets first, pointers after), not a malloc each */
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
 		char type, name[256];
+		size_t nl;
 
 		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
 		if (s->nksyms == cap) {
-			struct ksym *n = realloc(s->ksyms, (cap = cap ? cap * 2 : 65536) * sizeof(*n));
+			struct ksym *n = realloc(s->ksyms, (cap ? cap * 2 : 65536) * sizeof(*n));
 
 			if (!n)
 				break;
 			s->ksyms = n;
+			cap = cap ? cap * 2 : 65536;
 		}
+		nl = strlen(name) + 1;
+		if (used + nl > strcap) {
+			char *n = realloc(s->kstrings, strcap ? strcap * 2 : 1 << 20);
+
+			if (!n)
+				break;
+			s->kstrings = n;
+			strcap = strcap ? strcap * 2 : 1 << 20;
+		}
+		memcpy(s->kstrings + used, name, nl);
 		s->ksyms[s->nksyms].addr = addr;
-		s->ksyms[s->nksyms].name = strdup(name);
+		s->ksyms[s->nksyms].name = (const char *)(uintptr_t)used;
+		used += nl;
 		s->nksyms++;
 	}
 	fclose(f);
+	for (size_t i = 0; i < s->nksyms; i++)
+		s->ksyms[i].name = s->kstrings + (uintptr_t)s->ksyms[i].name;
 	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 	return (int)s->nksyms;
 }
