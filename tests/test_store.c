@@ -335,6 +335,57 @@ Test(store, outage_within_spool_loses_nothing, .init = setup, .fini = teardown, 
 	store_close(st);
 }
 
+/*
+ * A host's registry entry still queued is refreshed in place by the next
+ * snapshot (one per host); when its size changes the spool's byte count
+ * follows, so once drained it is back to 0 (it used to drift, and a count
+ * that wrapped below 0 would have made the spool drop every snapshot).
+ */
+Test(store, spool_bytes_follow_refreshed_registry_entries, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct store *st = open_store(1000);
+	struct store_stats stats;
+	uint64_t t0 = 1764500000000ULL;
+	char label[64];
+
+	test_redis_stop(&redis, 1);
+	for (uint64_t i = 0; i < 40; i++) {
+		struct snapshot s;
+
+		make_snap(&s, t0 + i * 1000, i);
+		/* the entry carries the labels: a different size every time */
+		snprintf(label, sizeof(label), "%.*s", (int)(1 + (i * 7) % 40),
+			 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz");
+		snapshot_set_label(&s, "build", label);
+		store_put_snapshot(st, &s);
+		snapshot_free(&s);
+	}
+	store_get_stats(st, &stats);
+	cr_assert_eq(stats.spooled, 41, "40 snapshots and one registry entry: %llu",
+		     (unsigned long long)stats.spooled);
+	cr_assert_eq(test_redis_restart(&redis), 0);
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0, "spool did not drain");
+	store_get_stats(st, &stats);
+	cr_expect_eq(stats.spooled, 0);
+	cr_expect_eq(stats.spooled_bytes, 0, "%llu bytes counted in an empty spool",
+		     (unsigned long long)stats.spooled_bytes);
+	cr_expect_eq(stats.dropped, 0);
+	/* and the next snapshot is written, not dropped as if the spool were full */
+	{
+		struct snapshot s;
+
+		make_snap(&s, t0 + 41 * 1000, 41);
+		store_put_snapshot(st, &s);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	store_get_stats(st, &stats);
+	cr_expect_eq(stats.dropped, 0, "%llu dropped after the outage",
+		     (unsigned long long)stats.dropped);
+	store_close(st);
+}
+
 Test(store, outage_beyond_spool_drops_oldest_and_counts, .init = setup, .fini = teardown,
      .timeout = 60)
 {

@@ -805,6 +805,8 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 			struct spool_item *q = st->ring[(st->head + i) % st->cap];
 
 			if (q->host_registry && !strcmp(q->field, h->field)) {
+				/* the spool's byte count follows (it is taken off by size) */
+				st->bytes = st->bytes - q->bloblen + h->bloblen;
 				free(q->blob);
 				q->blob = h->blob;
 				q->bloblen = h->bloblen;
