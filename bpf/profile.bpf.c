@@ -288,6 +288,7 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 
 		if (e) {
 			e->tgid = k.tgid;
+			e->exited = 0;
 			bpf_get_current_comm(e->comm, sizeof(e->comm));
 			bpf_ringbuf_submit(e, 0);
 		}
@@ -305,6 +306,35 @@ int BPF_PROG(profile_exec, struct task_struct *p)
 	__u32 tgid = (__u32)p->tgid;
 
 	bpf_map_delete_elem(&seen, &tgid);
+	return 0;
+}
+
+/*
+ * A process that exits (its leader: threads come and go) frees its pid:
+ * its published mappings go (else dead pids fill unwind_procs and new
+ * processes stop being unwound), a pid used again is announced again (else
+ * it kept the old program's names), and user space, told, forgets it after
+ * the window that may hold its samples.  Only processes this program
+ * announced are told of: not every exit on the host.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(profile_exit, struct task_struct *p)
+{
+	__u32 tgid = (__u32)p->tgid;
+	struct profile_proc_event *e;
+
+	if (p->pid != p->tgid)
+		return 0;
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+	if (bpf_map_delete_elem(&seen, &tgid))
+		return 0;	/* never sampled: nothing to forget */
+	e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
+	if (e) {
+		e->tgid = tgid;
+		e->exited = 1;
+		e->comm[0] = '\0';
+		bpf_ringbuf_submit(e, 0);
+	}
 	return 0;
 }
 

@@ -74,8 +74,10 @@ struct unwind_stack {
 };
 
 /* Sent once per new process, so user space can snapshot its mappings. */
+/* A process to read the mappings of (exited 0), or one that exited (1). */
 struct profile_proc_event {
 	__u32 tgid;
+	__u32 exited;
 	char comm[16];
 };
 

@@ -59,6 +59,7 @@ struct profiler {
 	uint32_t base_hz, hz;
 	struct ring_buffer *rb;
 	struct bpf_link *exec_link;
+	struct bpf_link *exit_link;
 	struct symbolizer *sym;
 	struct unwinder *unw;		/* NULL: frame pointers only */
 	uint32_t unw_todo[256];		/* processes announced, their tables not built yet */
@@ -167,6 +168,13 @@ static int on_proc(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	if (e->exited) {
+		/* named until the window that may hold its samples is drained */
+		sym_process_exited(pr->sym, e->tgid);
+		if (pr->unw)
+			unwinder_forget_process(pr->unw, e->tgid);
+		return 0;
+	}
 	memcpy(comm, e->comm, 16);
 	comm[16] = '\0';
 	/* a known pid arriving again has exec'd: its mappings changed */
@@ -399,7 +407,8 @@ static void flush(struct profiler *pr, uint64_t duration_ns)
 		pr->hour_start_ms = now_ms / 3600000 * 3600000;
 	}
 	profile_merge(&pr->hour, &pr->window, NULL);
-	/* processes not sampled for 60 windows are forgotten */
+	/* exited processes, drained now, are forgotten; the others after 60 idle windows */
+	sym_forget_exited(pr->sym);
 	if (pr->generation > 60)
 		sym_expire(pr->sym, pr->generation - 60);
 	open_events(pr, pr->hz);	/* CPUs that came online */
@@ -520,6 +529,11 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 	if (!pr->exec_link)
 		log_warn("profile: cannot attach to sched_process_exec (%s); processes that exec "
 			 "right after fork may keep their parent's name", strerror(errno));
+	pr->exit_link = bpf_program__attach(pr->skel->progs.profile_exit);
+	if (!pr->exit_link)
+		log_warn("profile: cannot attach to sched_process_exit (%s); exited processes are "
+			 "forgotten after 10 minutes, and a pid used again may keep the old "
+			 "program's names", strerror(errno));
 	pr->rb = ring_buffer__new(bpf_map__fd(pr->skel->maps.procs), on_proc, pr, NULL);
 	if (!pr->rb) {
 		snprintf(err, errlen, "profile: cannot open the ring buffer: %s", strerror(errno));
@@ -549,6 +563,7 @@ static void profiler_stop(struct profiler *pr)
 		close_events(pr);
 	ring_buffer__free(pr->rb);
 	bpf_link__destroy(pr->exec_link);
+	bpf_link__destroy(pr->exit_link);
 	unwinder_free(pr->unw);
 	profile_bpf__destroy(pr->skel);
 	sym_free(pr->sym);

@@ -66,6 +66,7 @@ struct proc {
 	struct perfmap *pm;	/* JIT names (/tmp/perf-PID.map), once looked for */
 	int pm_tried;
 	uint64_t reread;	/* 1 + the generation its mappings were last read again in */
+	int exited;		/* sym_process_exited: forget at sym_forget_exited */
 };
 
 struct symbolizer {
@@ -810,6 +811,31 @@ void sym_expire(struct symbolizer *s, uint64_t keep_since)
 		}
 	}
 	sweep_elfs(s);
+}
+
+void sym_process_exited(struct symbolizer *s, uint32_t pid)
+{
+	struct proc *p = find_proc(s, pid);
+
+	if (p)
+		p->exited = 1;
+}
+
+void sym_forget_exited(struct symbolizer *s)
+{
+	size_t before = s->nprocs;
+
+	for (size_t i = 0; i < s->nprocs;) {
+		if (s->procs[i].exited) {
+			proc_clear(&s->procs[i]);
+			s->procs[i] = s->procs[--s->nprocs];
+			memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
+		} else {
+			i++;
+		}
+	}
+	if (s->nprocs != before)
+		sweep_elfs(s);
 }
 
 void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes)

@@ -80,6 +80,15 @@ int sym_stack_complete(struct symbolizer *s, uint32_t pid, const uint64_t *ips, 
  */
 void sym_expire(struct symbolizer *s, uint64_t keep_since_generation);
 
+/*
+ * Process pid exited: it keeps naming its addresses (its last samples are
+ * still to be drained) until sym_forget_exited forgets it, and every file
+ * only it mapped.  A pid announced again before that (sym_process_refresh)
+ * is a new process and stays.
+ */
+void sym_process_exited(struct symbolizer *s, uint32_t pid);
+void sym_forget_exited(struct symbolizer *s);
+
 /* What the symbolizer holds: processes, files with symbols, their bytes. */
 void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes);
 void sym_set_generation(struct symbolizer *s, uint64_t generation);

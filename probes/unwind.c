@@ -718,3 +718,11 @@ restart:
 	free(up);
 	return ret;
 }
+
+void unwinder_forget_process(struct unwinder *u, uint32_t pid)
+{
+	size_t slot = pid % (sizeof(u->seen) / sizeof(u->seen[0]));
+
+	if (u->seen[slot].pid == pid)
+		memset(&u->seen[slot], 0, sizeof(u->seen[slot]));
+}

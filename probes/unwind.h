@@ -94,6 +94,13 @@ void unwinder_free(struct unwinder *u);
 int unwinder_add_process(struct unwinder *u, uint32_t pid);
 
 /*
+ * Process pid exited (its unwind_procs entry is gone: the BPF exit hook
+ * deletes it): a process given the pid again is published, even with the
+ * same mappings.
+ */
+void unwinder_forget_process(struct unwinder *u, uint32_t pid);
+
+/*
  * 1 once after the unwinder started its rows over (they were full): every
  * published process was forgotten, and the caller should have processes
  * announce themselves again (the profiler clears its "seen" map).

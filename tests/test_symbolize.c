@@ -183,3 +183,49 @@ Test(symbolize, files_no_process_maps_are_forgotten, .fini = cleanup, .timeout =
 	sym_free(s);
 	sym_free(self_only);
 }
+
+/*
+ * An exited process (the profiler's BPF exit hook tells of it) still
+ * names its addresses until its window is drained, then is forgotten with
+ * the files only it mapped; a process given its pid again stays.
+ */
+Test(symbolize, an_exited_process_is_named_until_forgotten, .fini = cleanup, .timeout = 30)
+{
+	struct symbolizer *s = sym_new();
+	size_t procs, files, bytes;
+	char name[256];
+	int status;
+
+	cr_assert_not_null(s);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(sym_process(s, (uint32_t)child, NULL), 0);
+	cr_assert_eq(sym_process(s, (uint32_t)getpid(), NULL), 0);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	sym_process_exited(s, (uint32_t)child);
+	/* its samples of this window still get names */
+	cr_expect_eq(sym_user(s, (uint32_t)child, (uint64_t)(uintptr_t)&start_jit, name,
+			      sizeof(name)), 1);
+	cr_expect(strstr(name, "start_jit"), "%s", name);
+	sym_forget_exited(s);
+	sym_cache_stats(s, &procs, &files, &bytes);
+	cr_expect_eq(procs, 1, "the exited process is forgotten, this one stays: %zu", procs);
+	cr_expect_eq(sym_user(s, (uint32_t)child, (uint64_t)(uintptr_t)&start_jit, name,
+			      sizeof(name)), 0);
+	cr_expect_eq(sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)&start_jit, name,
+			      sizeof(name)), 1);
+	/* a pid marked exited, then announced again: a new process, kept */
+	sym_process_exited(s, (uint32_t)getpid());
+	cr_assert_eq(sym_process_refresh(s, (uint32_t)getpid(), NULL), 0);
+	sym_forget_exited(s);
+	sym_cache_stats(s, &procs, &files, &bytes);
+	cr_expect_eq(procs, 1);
+	cr_expect_gt(files, 0);
+	child = 0;
+	sym_free(s);
+}
