@@ -598,6 +598,12 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		unwind_table_free(&t);
 		return NULL;
 	}
+	if (!t.nrows) {
+		/* an .eh_frame_hdr without FDEs: nothing to unwind with */
+		f->never = 1;
+		unwind_table_free(&t);
+		return NULL;
+	}
 	memcpy(&u->rows[u->used], t.rows, t.nrows * sizeof(*t.rows));
 	f->first = u->used;
 	f->count = (uint32_t)t.nrows;
