@@ -401,6 +401,9 @@ struct unwinder {
 	int reset_unseen;		/* a reset the caller has not been told of */
 };
 
+/* Files without rows remembered across a start-over, at most (a bound, not a cache). */
+#define NEVER_KEPT 1024
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -426,7 +429,7 @@ static void unwinder_reset(struct unwinder *u)
 
 	/* files that never get rows are remembered: not read (and logged) again */
 	for (size_t i = 0; i < u->nfiles; i++) {
-		if (u->files[i].never)
+		if (u->files[i].never && kept < NEVER_KEPT)
 			u->files[kept++] = u->files[i];
 		else
 			free(u->files[i].loads);
