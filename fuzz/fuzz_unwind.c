@@ -2,7 +2,7 @@
  * fuzz_unwind.c - libFuzzer target for unwind_table_build() (probes/unwind.h),
  * which reads the ELF files every sampled process maps: whatever it is
  * given, it must not crash, and a table it builds must be sorted with
- * rules the BPF walker knows.
+ * rules the BPF walker knows and within the row limit it was given.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,7 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		return 0;
 	}
-	if (unwind_table_build(fd, 0, &t, err, sizeof(err)) == 0) {
+	/* with and without a row limit (its give-up path frees what it built) */
+	size_t limit = size & 1 ? 0 : 16;
+	int ret = unwind_table_build(fd, limit, &t, err, sizeof(err));
+
+	if (ret == 0 && limit && t.nrows > limit)
+		abort();
+	if (ret == 0) {
 		for (size_t i = 0; i < t.nrows; i++)
 			if ((i && t.rows[i].pc <= t.rows[i - 1].pc) || t.rows[i].cfa > UNWIND_CFA_STOP ||
 			    t.rows[i].rbp > UNWIND_RBP_AT)

@@ -917,6 +917,41 @@ Test(profile, svg_is_well_formed_and_renders, .timeout = 90)
 	profile_free(&p);
 }
 
+/*
+ * A window whose first stack has locations and whose next 400 have none
+ * (a process that was gone, "[no stack]"): its locations array covers
+ * only the first stacks, and freeing it must not read past it (it read
+ * the next heap chunk's header and freed that: the probe's segfault in
+ * free(), found by ASan under a busy host's load), nor a copy of it.
+ */
+Test(profile, stacks_without_locations_after_ones_with_free_cleanly)
+{
+	static const char *const leaf[] = { "main", "work" };
+	struct profile p, d;
+	struct profile_where w[2] = { { "/usr/bin/app", "abcd", 0x1000, 1 },
+				      { "/usr/bin/app", "abcd", 0x1100, 1 } };
+	char name[32], *buf, err[256];
+	const char *frames[2];
+	size_t len;
+
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	cr_assert_eq(profile_add_at(&p, "svc", "app", 1, leaf, w, 2, 1), 0);
+	for (int i = 0; i < 400; i++) {
+		snprintf(name, sizeof(name), "fn%d", i);
+		frames[0] = "[unknown]";
+		frames[1] = name;
+		cr_assert_eq(profile_add_at(&p, "svc", "app", 2, frames, NULL, 2, 1), 0);
+	}
+	cr_assert_eq(p.nstacks, 401);
+	cr_assert_lt(p.cap_locs, p.nstacks, "the case under test: locations for fewer stacks");
+	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	cr_assert_eq(profile_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(d.nstacks, 401);
+	free(buf);
+	profile_free(&d);
+	profile_free(&p);
+}
+
 Test(profile, window_codec_round_trip_and_bad_input)
 {
 	struct profile p = synthetic(0.2), d;

@@ -34,7 +34,8 @@ void profile_free(struct profile *p)
 	for (uint32_t i = 0; i < p->nstacks; i++)
 		free(p->stacks[i]);
 	free(p->stacks);
-	for (uint32_t i = 0; i < p->nstacks && p->locs; i++)
+	/* locs covers the stacks up to cap_locs: later ones never had locations */
+	for (uint32_t i = 0; i < p->nstacks && i < p->cap_locs; i++)
 		free(p->locs[i]);
 	free(p->locs);
 	free(p->maps);
