@@ -393,6 +393,8 @@ struct unwinder {
 	uint32_t failed;
 	int said_full;
 	uint64_t reset_ms;		/* when the rows were last started over */
+	uint64_t said_ms;		/* when the table being full was last logged */
+	uint32_t resets_unsaid;		/* start-overs since */
 	/* per pid, a hash of its executable mappings as last published */
 	struct {
 		uint32_t pid, n;
@@ -579,8 +581,16 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		/* full of files processes mapped over time: start over, at most once a minute */
 		char bid[sizeof(f->build_id)];
 
-		log_info("profile: the unwind table is full (%u rows); starting it over for the "
-			 "processes running now", u->max_rows);
+		/* a build host fills it every minute: say so once an hour */
+		u->resets_unsaid++;
+		if (!u->said_ms || mono_ms() - u->said_ms >= 3600000) {
+			log_info("profile: the unwind table is full (%u rows); starting it over for "
+				 "the processes running now (%u time%s since this was last said; "
+				 "profile.unwind_rows raises it)", u->max_rows, u->resets_unsaid,
+				 u->resets_unsaid == 1 ? "" : "s");
+			u->said_ms = mono_ms();
+			u->resets_unsaid = 0;
+		}
 		memcpy(bid, f->build_id, sizeof(bid));
 		unwinder_reset(u);
 		*reset = 1;
@@ -592,10 +602,12 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		memcpy(f->build_id, bid, sizeof(bid));
 	}
 	if (t.nrows > u->max_rows - u->used) {
-		if (!u->said_full)
+		if (!u->said_full && (!u->said_ms || mono_ms() - u->said_ms >= 3600000)) {
 			log_warn("profile: the unwind table is full (%u rows); %s and files loaded "
-				 "after it unwind with frame pointers only (profile.unwind_rows "
-				 "raises it)", u->max_rows, path);
+				 "after it unwind with frame pointers only until it starts over "
+				 "(profile.unwind_rows raises it)", u->max_rows, path);
+			u->said_ms = mono_ms();
+		}
 		u->said_full = 1;
 		u->failed++;
 		unwind_table_free(&t);
