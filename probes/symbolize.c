@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -776,7 +777,7 @@ void sym_set_generation(struct symbolizer *s, uint64_t generation)
  */
 static void sweep_elfs(struct symbolizer *s)
 {
-	size_t kept = 0;
+	size_t kept = 0, freed = 0;
 
 	for (size_t i = 0; i < s->nelfs; i++)
 		s->elfs[i]->used = 0;
@@ -785,13 +786,21 @@ static void sweep_elfs(struct symbolizer *s)
 			if (s->procs[i].maps[k].elf)
 				s->procs[i].maps[k].elf->used = 1;
 	for (size_t i = 0; i < s->nelfs; i++) {
-		if (s->elfs[i]->used)
+		if (s->elfs[i]->used) {
 			s->elfs[kept++] = s->elfs[i];
-		else
+		} else {
+			freed += s->elfs[i]->heap;
 			elf_syms_free(s->elfs[i]);
+		}
 	}
 	if (kept == s->nelfs)
 		return;
+	/*
+	 * A giant's symbols (libLLVM: ~20 MB) stay in the thread's arena once
+	 * freed; give them back, as a compiler comes and goes all day.
+	 */
+	if (freed >= (1u << 20))
+		malloc_trim(0);
 	s->nelfs = kept;
 	strmap_free(&s->elf_index);
 	strmap_init(&s->elf_index);
