@@ -311,8 +311,10 @@ static int minute_arrived(struct snapshot *s, void *arg)
 	/* drop the minutes no range or slot reaches back to any more */
 	while (keep < hs->n && hs->m[keep].ts_ms + mr->keep_ms <= s->ts_ms)
 		snapshot_free(&hs->m[keep++]);
-	memmove(hs->m, hs->m + keep, (hs->n - keep) * sizeof(*hs->m));
-	hs->n -= keep;
+	if (keep) {
+		memmove(hs->m, hs->m + keep, (hs->n - keep) * sizeof(*hs->m));
+		hs->n -= keep;
+	}
 	if (hs->n == hs->cap) {
 		size_t cap = hs->cap ? hs->cap * 2 : 4;
 		struct snapshot *m = realloc(hs->m, cap * sizeof(*m));
