@@ -520,6 +520,21 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	/* options that do not go together, before anything is loaded */
+	if (metrics_addr && metrics_addr[0] && (once || replay_to)) {
+		fprintf(stderr, "faultline-rules: --metrics-addr serves a running engine; it does "
+			"not go with --once or --replay\n");
+		return 2;
+	}
+	if (worker_name && !shard) {
+		fprintf(stderr, "faultline-rules: --worker-id names a --shard worker\n");
+		return 2;
+	}
+	if (shard && once) {
+		fprintf(stderr, "faultline-rules: --shard does not go with --once (a what-if "
+			"run sees the whole fleet)\n");
+		return 2;
+	}
 	if (!nfiles) {
 		/* the source tree's, else the installed ones (/etc/faultline/...) */
 		static char found[600];
@@ -549,15 +564,6 @@ int main(int argc, char **argv)
 		memcpy(eopts.generator_url, domain_opts.generator_url, sizeof(eopts.generator_url));
 		eopts.ndomains = domain_opts.ndomains;
 
-		if (worker_name && !shard) {
-			fprintf(stderr, "faultline-rules: --worker-id names a --shard worker\n");
-			return 2;
-		}
-		if (shard && once) {
-			fprintf(stderr, "faultline-rules: --shard does not go with --once (a what-if "
-				"run sees the whole fleet)\n");
-			return 2;
-		}
 		if (shard) {
 			worker = worker_new(worker_name, interval, &rs, &eopts, err, sizeof(err));
 			if (!worker) {
@@ -573,11 +579,6 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	if (metrics_addr && metrics_addr[0] && (once || replay_to)) {
-		fprintf(stderr, "faultline-rules: --metrics-addr serves a running engine; it does "
-			"not go with --once or --replay\n");
-		return 2;
-	}
 	if (metrics_addr && metrics_addr[0]) {
 		metrics = metrics_server_start(metrics_addr, web_config, err, sizeof(err));
 		if (!metrics) {
