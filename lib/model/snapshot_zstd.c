@@ -41,11 +41,16 @@ static ZSTD_CDict *cdict[NDICTS];
 static ZSTD_DDict *ddict[NDICTS];
 static int compress_on = 1;
 
+static pthread_key_t ctx_key;
+static int ctx_key_ok;
+static void free_contexts(void *unused);
+
 /* Made once per process; NULL entries (out of memory) mean: do not compress / cannot read. */
 static void setup(void)
 {
 	const char *env = getenv("FAULTLINE_WIRE_COMPRESS");
 
+	ctx_key_ok = pthread_key_create(&ctx_key, free_contexts) == 0;
 	compress_on = !env || strcmp(env, "0");
 	if (env && strcmp(env, "0") && strcmp(env, "1"))
 		fprintf(stderr, "FAULTLINE_WIRE_COMPRESS=%.32s: expected 0 (plain entries) or 1 "
@@ -57,9 +62,29 @@ static void setup(void)
 		ddict[i] = ZSTD_createDDict(dicts[i].data, *dicts[i].len);
 }
 
-/* One context of each kind per thread, kept: making one costs more than a frame. */
+/*
+ * One context of each kind per thread, kept: making one costs more than a
+ * frame.  They are freed when their thread exits (a key's destructor), so
+ * threads that come and go do not leave ~27 KB each behind.
+ */
 static __thread ZSTD_CCtx *cctx;
 static __thread ZSTD_DCtx *dctx;
+
+static void free_contexts(void *unused)
+{
+	(void)unused;
+	ZSTD_freeCCtx(cctx);
+	ZSTD_freeDCtx(dctx);
+	cctx = NULL;
+	dctx = NULL;
+}
+
+/* The calling thread has a context now: free it at its exit. */
+static void own_context(void)
+{
+	if (ctx_key_ok)
+		pthread_setspecific(ctx_key, (void *)1);
+}
 
 int snapshot_zstd_is_frame(const void *buf, size_t len)
 {
@@ -78,8 +103,11 @@ int snapshot_zstd_pack(const void *in, size_t len, uint32_t tier, void **out, si
 	d = cdict[tier > 1 ? WRITE_ROLLUP : WRITE_S1];
 	if (!compress_on || !d)
 		return -EAGAIN;
-	if (!cctx && !(cctx = ZSTD_createCCtx()))
-		return -ENOMEM;
+	if (!cctx) {
+		if (!(cctx = ZSTD_createCCtx()))
+			return -ENOMEM;
+		own_context();
+	}
 	cap = ZSTD_compressBound(len);
 	buf = malloc(cap);
 	if (!buf)
@@ -123,6 +151,7 @@ int snapshot_zstd_unpack(const void *in, size_t len, size_t max, void **out, siz
 		snprintf(err, errlen, "snapshot: out of memory");
 		return -ENOMEM;
 	}
+	own_context();
 	buf = malloc(size ? size : 1);
 	if (!buf) {
 		snprintf(err, errlen, "snapshot: out of memory");
