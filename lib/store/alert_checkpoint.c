@@ -117,14 +117,8 @@ int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const cha
 
 		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
 		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY) {
-			snprintf(err, errlen, "redis HSCAN %s: %s", KEY_ALERTS_STATE,
-				 r && r->type == REDIS_REPLY_ERROR ? r->str :
-				 r ? "unexpected reply" : conn_errstr(c));
-			if (r)
-				freeReplyObject(r);
-			return -EIO;
-		}
+		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY)
+			return store_reply_failed(c, r, "HSCAN " KEY_ALERTS_STATE, err, errlen);
 		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
 			if (kv->element[i]->type != REDIS_REPLY_STRING ||
 			    kv->element[i + 1]->type != REDIS_REPLY_STRING)

@@ -791,6 +791,17 @@ redisReply *conn_reply(struct conn *c)
 	return r;
 }
 
+int store_reply_failed(struct conn *c, redisReply *r, const char *what, char *err,
+		       size_t errlen)
+{
+	snprintf(err, errlen, "redis %s: %s", what,
+		 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
+		 conn_errstr(c));
+	if (r)
+		freeReplyObject(r);
+	return -EIO;
+}
+
 redisReply *conn_exec_reply(struct conn *c, int queued)
 {
 	redisReply *r;

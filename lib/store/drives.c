@@ -13,6 +13,7 @@
 #include "store/keyspace.h"
 #include "core/strbuf.h"
 #include "store/store.h"
+#include "store/store_internal.h"
 
 void drives_put(struct store *st, const char *host, const struct drive_record *r,
 		const char *day)
@@ -36,13 +37,12 @@ void drives_put(struct store *st, const char *host, const struct drive_record *r
 static redisReply *hgetall(struct conn *c, const char *key, char *err, size_t errlen)
 {
 	redisReply *r = conn_commandf(c, key, "HGETALL %s", key);
+	char what[300];
 
 	if (r && r->type == REDIS_REPLY_ARRAY)
 		return r;
-	snprintf(err, errlen, "redis HGETALL %s: %s", key,
-		 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" : conn_errstr(c));
-	if (r)
-		freeReplyObject(r);
+	snprintf(what, sizeof(what), "HGETALL %s", key);
+	store_reply_failed(c, r, what, err, errlen);
 	return NULL;
 }
 

@@ -16,6 +16,7 @@
 #include "model/host_entry.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/store_internal.h"
 
 int store_host_names(struct conn *c, char ***names, size_t *n, char *err, size_t errlen)
 {
@@ -23,14 +24,8 @@ int store_host_names(struct conn *c, char ***names, size_t *n, char *err, size_t
 
 	*names = NULL;
 	*n = 0;
-	if (!r || r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis HKEYS %s: %s", KEY_HOSTS,
-			 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
-			 conn_errstr(c));
-		if (r)
-			freeReplyObject(r);
-		return -EIO;
-	}
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return store_reply_failed(c, r, "HKEYS " KEY_HOSTS, err, errlen);
 	*names = calloc(r->elements + 1, sizeof(**names));
 	if (!*names) {
 		freeReplyObject(r);
@@ -68,14 +63,8 @@ int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *
 	redisReply *r = conn_commandf(c, KEY_HOSTS, "HGETALL %s", KEY_HOSTS);
 	int n = 0;
 
-	if (!r || r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis HGETALL %s: %s", KEY_HOSTS,
-			 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
-			 conn_errstr(c));
-		if (r)
-			freeReplyObject(r);
-		return -EIO;
-	}
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return store_reply_failed(c, r, "HGETALL " KEY_HOSTS, err, errlen);
 	for (size_t i = 0; i + 1 < r->elements; i += 2) {
 		redisReply *k = r->element[i], *v = r->element[i + 1];
 		struct host_entry e;

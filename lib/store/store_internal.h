@@ -4,7 +4,18 @@
 #ifndef FL_STORE_INTERNAL_H
 #define FL_STORE_INTERNAL_H
 
+#include <stddef.h>
+
 struct conn;
+struct redisReply;
+
+/*
+ * A command that did not answer as expected: "redis WHAT: reason" into err
+ * (Redis's error, "unexpected reply", or the connection's error when r is
+ * NULL); frees r.  Returns -EIO.
+ */
+int store_reply_failed(struct conn *c, struct redisReply *r, const char *what, char *err,
+		       size_t errlen);
 
 /* One checkpoint hash an alerts transaction replaces: key <- fps[i] -> states[i]. */
 struct alerts_state {

@@ -19,15 +19,6 @@
 /* Every command here routes by fl:alerts: all the keys share its slot. */
 #define ROUTE KEY_ALERTS
 
-static int io_error(struct conn *c, redisReply *r, const char *what, char *err, size_t errlen)
-{
-	snprintf(err, errlen, "redis %s: %s", what,
-		 r && r->type == REDIS_REPLY_ERROR ? r->str : r ? "unexpected reply" :
-		 conn_errstr(c));
-	if (r)
-		freeReplyObject(r);
-	return -EIO;
-}
 
 static int redis_time_ms(struct conn *c, uint64_t *now_ms, char *err, size_t errlen)
 {
@@ -35,7 +26,7 @@ static int redis_time_ms(struct conn *c, uint64_t *now_ms, char *err, size_t err
 
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
 	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
-		return io_error(c, r, "TIME", err, errlen);
+		return store_reply_failed(c, r, "TIME", err, errlen);
 	*now_ms = strtoull(r->element[0]->str, NULL, 10) * 1000 +
 		  strtoull(r->element[1]->str, NULL, 10) / 1000;
 	freeReplyObject(r);
@@ -62,11 +53,11 @@ int workers_heartbeat(struct conn *c, const char *me, uint64_t ttl_ms, char ***l
 		return -EIO;
 	r = conn_commandf(c, ROUTE, "HSET %s %s %" PRIu64, KEY_WORKERS, me, *now_ms + ttl_ms);
 	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return io_error(c, r, "HSET " KEY_WORKERS, err, errlen);
+		return store_reply_failed(c, r, "HSET " KEY_WORKERS, err, errlen);
 	freeReplyObject(r);
 	r = conn_commandf(c, ROUTE, "HGETALL %s", KEY_WORKERS);
 	if (!r || r->type != REDIS_REPLY_ARRAY)
-		return io_error(c, r, "HGETALL " KEY_WORKERS, err, errlen);
+		return store_reply_failed(c, r, "HGETALL " KEY_WORKERS, err, errlen);
 	names = calloc(r->elements / 2 + 1, sizeof(*names));
 	if (!names) {
 		freeReplyObject(r);
@@ -140,7 +131,7 @@ int workers_leases(struct conn *c, const char *me, uint64_t ttl_ms, const char *
 	}
 	r = conn_command(c, ROUTE, argc, argv, NULL);
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != N)
-		return io_error(c, r, "EVAL (partition leases)", err, errlen);
+		return store_reply_failed(c, r, "EVAL (partition leases)", err, errlen);
 	for (int p = 0; p < N; p++)
 		held[p] = r->element[p]->type == REDIS_REPLY_INTEGER && r->element[p]->integer == 1;
 	freeReplyObject(r);
@@ -156,7 +147,7 @@ int workers_leave(struct conn *c, const char *me, char *err, size_t errlen)
 		return -EIO;
 	r = conn_commandf(c, ROUTE, "HDEL %s %s", KEY_WORKERS, me);
 	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return io_error(c, r, "HDEL " KEY_WORKERS, err, errlen);
+		return store_reply_failed(c, r, "HDEL " KEY_WORKERS, err, errlen);
 	freeReplyObject(r);
 	return 0;
 }
@@ -183,12 +174,12 @@ static int watch_leases(struct conn *c, const char *me, const char *held, char *
 		argv[1 + i] = keys[idx[i]];
 	r = conn_command(c, ROUTE, 1 + n, argv, NULL);
 	if (!r || r->type == REDIS_REPLY_ERROR)
-		return io_error(c, r, "WATCH (leases)", err, errlen);
+		return store_reply_failed(c, r, "WATCH (leases)", err, errlen);
 	freeReplyObject(r);
 	argv[0] = "MGET";
 	r = conn_command(c, ROUTE, 1 + n, argv, NULL);
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n)
-		return io_error(c, r, "MGET (leases)", err, errlen);
+		return store_reply_failed(c, r, "MGET (leases)", err, errlen);
 	for (int i = 0; i < n; i++) {
 		const redisReply *v = r->element[i];
 
@@ -242,7 +233,7 @@ int workers_state_read(struct conn *c, int part,
 	key_part_state(key, sizeof(key), part);
 	r = conn_commandf(c, ROUTE, "HGETALL %s", key);
 	if (!r || r->type != REDIS_REPLY_ARRAY)
-		return io_error(c, r, "HGETALL (partition checkpoint)", err, errlen);
+		return store_reply_failed(c, r, "HGETALL (partition checkpoint)", err, errlen);
 	for (size_t i = 0; i + 1 < r->elements; i += 2) {
 		if (r->element[i]->type != REDIS_REPLY_STRING ||
 		    r->element[i + 1]->type != REDIS_REPLY_STRING)
@@ -276,13 +267,13 @@ static int state_move(struct conn *c, const char *const *from, int nfrom,
 		argv[1 + i] = from[i];
 	r = conn_command(c, ROUTE, 1 + nfrom, argv, NULL);
 	if (!r || r->type == REDIS_REPLY_ERROR)
-		return io_error(c, r, "WATCH (checkpoints)", err, errlen);
+		return store_reply_failed(c, r, "WATCH (checkpoints)", err, errlen);
 	freeReplyObject(r);
 	memset(got, 0, sizeof(got));
 	for (int i = 0; i < nfrom; i++) {
 		got[i] = conn_commandf(c, ROUTE, "HGETALL %s", from[i]);
 		if (!got[i] || got[i]->type != REDIS_REPLY_ARRAY) {
-			ret = io_error(c, got[i], "HGETALL (checkpoint)", err, errlen);
+			ret = store_reply_failed(c, got[i], "HGETALL (checkpoint)", err, errlen);
 			got[i] = NULL;
 			goto out;
 		}
@@ -322,7 +313,7 @@ static int state_move(struct conn *c, const char *const *from, int nfrom,
 		snprintf(err, errlen, "an alert checkpoint changed while it was moved");
 		ret = -EAGAIN;
 	} else if (r->type != REDIS_REPLY_ARRAY) {
-		ret = io_error(c, r, "EXEC (moving checkpoints)", err, errlen);
+		ret = store_reply_failed(c, r, "EXEC (moving checkpoints)", err, errlen);
 		r = NULL;
 	} else {
 		ret = n;
@@ -401,11 +392,11 @@ int workers_partial_put(struct conn *c, const char *topic, const char *me, const
 	}
 	if (conn_appendf(c, ROUTE, "HSET %s %s %b", key, me, blob, len) ||
 	    conn_appendf(c, ROUTE, "PEXPIRE %s %" PRIu64, key, ttl_ms))
-		return io_error(c, NULL, "HSET (partial)", err, errlen);
+		return store_reply_failed(c, NULL, "HSET (partial)", err, errlen);
 	for (int i = 0; i < 2; i++) {
 		r = conn_reply(c);
 		if (!r || r->type == REDIS_REPLY_ERROR)
-			return io_error(c, r, "HSET (partial)", err, errlen);
+			return store_reply_failed(c, r, "HSET (partial)", err, errlen);
 		freeReplyObject(r);
 	}
 	return 0;
@@ -425,7 +416,7 @@ int workers_partials_read(struct conn *c, const char *topic,
 	}
 	r = conn_commandf(c, ROUTE, "HGETALL %s", key);
 	if (!r || r->type != REDIS_REPLY_ARRAY)
-		return io_error(c, r, "HGETALL (partials)", err, errlen);
+		return store_reply_failed(c, r, "HGETALL (partials)", err, errlen);
 	for (size_t i = 0; i + 1 < r->elements; i += 2) {
 		if (r->element[i]->type != REDIS_REPLY_STRING ||
 		    r->element[i + 1]->type != REDIS_REPLY_STRING)
