@@ -106,6 +106,14 @@ static void proc_clear(struct proc *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* Forget the process at procs[i]: the last one takes its place. */
+static void proc_remove(struct symbolizer *s, size_t i)
+{
+	proc_clear(&s->procs[i]);
+	s->procs[i] = s->procs[--s->nprocs];
+	memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
+}
+
 static void elf_syms_free(struct elf_syms *es)
 {
 	free(es->strings);
@@ -546,8 +554,7 @@ int sym_process(struct symbolizer *s, uint32_t pid, const char *comm)
 		for (size_t i = 1; i < s->nprocs; i++)
 			if (s->procs[i].generation < s->procs[old].generation)
 				old = i;
-		proc_clear(&s->procs[old]);
-		s->procs[old] = s->procs[--s->nprocs];
+		proc_remove(s, old);
 	}
 	p = &s->procs[s->nprocs++];
 	memset(p, 0, sizeof(*p));
@@ -619,13 +626,8 @@ int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm)
 {
 	struct proc *p = find_proc(s, pid);
 
-	if (p) {
-		size_t i = (size_t)(p - s->procs);
-
-		proc_clear(p);
-		s->procs[i] = s->procs[--s->nprocs];
-		memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
-	}
+	if (p)
+		proc_remove(s, (size_t)(p - s->procs));
 	return sym_process(s, pid, comm);
 }
 
@@ -795,31 +797,40 @@ static void sweep_elfs(struct symbolizer *s)
 	}
 	if (kept == s->nelfs)
 		return;
+	s->nelfs = kept;
+	strmap_free(&s->elf_index);
+	strmap_init(&s->elf_index);
+	for (size_t i = 0; i < s->nelfs; i++)
+		strmap_put(&s->elf_index, s->elfs[i]->key, (uint32_t)i);
 	/*
 	 * A giant's symbols (libLLVM: ~20 MB) stay in the thread's arena once
 	 * freed; give them back, as a compiler comes and goes all day.
 	 */
 	if (freed >= (1u << 20))
 		malloc_trim(0);
-	s->nelfs = kept;
-	strmap_free(&s->elf_index);
-	strmap_init(&s->elf_index);
-	for (size_t i = 0; i < s->nelfs; i++)
-		strmap_put(&s->elf_index, s->elfs[i]->key, (uint32_t)i);
+}
+
+/*
+ * Forget the processes that exited (exited) or were not sampled since
+ * keep_since, then the files only they mapped.
+ */
+static void forget_procs(struct symbolizer *s, int exited, uint64_t keep_since)
+{
+	size_t before = s->nprocs;
+
+	for (size_t i = 0; i < s->nprocs;) {
+		if (exited ? s->procs[i].exited : s->procs[i].generation < keep_since)
+			proc_remove(s, i);
+		else
+			i++;
+	}
+	if (s->nprocs != before)
+		sweep_elfs(s);
 }
 
 void sym_expire(struct symbolizer *s, uint64_t keep_since)
 {
-	for (size_t i = 0; i < s->nprocs;) {
-		if (s->procs[i].generation < keep_since) {
-			proc_clear(&s->procs[i]);
-			s->procs[i] = s->procs[--s->nprocs];
-			memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
-		} else {
-			i++;
-		}
-	}
-	sweep_elfs(s);
+	forget_procs(s, 0, keep_since);
 }
 
 void sym_process_exited(struct symbolizer *s, uint32_t pid)
@@ -832,19 +843,7 @@ void sym_process_exited(struct symbolizer *s, uint32_t pid)
 
 void sym_forget_exited(struct symbolizer *s)
 {
-	size_t before = s->nprocs;
-
-	for (size_t i = 0; i < s->nprocs;) {
-		if (s->procs[i].exited) {
-			proc_clear(&s->procs[i]);
-			s->procs[i] = s->procs[--s->nprocs];
-			memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
-		} else {
-			i++;
-		}
-	}
-	if (s->nprocs != before)
-		sweep_elfs(s);
+	forget_procs(s, 1, 0);
 }
 
 void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes)

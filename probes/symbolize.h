@@ -79,6 +79,7 @@ int sym_stack_complete(struct symbolizer *s, uint32_t pid, const uint64_t *ips, 
  * every file no remembered process maps any more (bounded memory).
  */
 void sym_expire(struct symbolizer *s, uint64_t keep_since_generation);
+void sym_set_generation(struct symbolizer *s, uint64_t generation);
 
 /*
  * Process pid exited: it keeps naming its addresses (its last samples are
@@ -91,7 +92,6 @@ void sym_forget_exited(struct symbolizer *s);
 
 /* What the symbolizer holds: processes, files with symbols, their bytes. */
 void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes);
-void sym_set_generation(struct symbolizer *s, uint64_t generation);
 
 /*
  * The service a process belongs to, from its cgroup path: a systemd unit
