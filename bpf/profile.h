@@ -73,8 +73,10 @@ struct unwind_stack {
 	__u64 ip[UNWIND_MAX_FRAMES];	/* leaf first, as bpf_get_stackid gives */
 };
 
-/* Sent once per new process, so user space can snapshot its mappings. */
-/* A process to read the mappings of (exited 0), or one that exited (1). */
+/*
+ * Sent once per new process, so user space can snapshot its mappings
+ * (exited 0), and when such a process exits (exited 1).
+ */
 struct profile_proc_event {
 	__u32 tgid;
 	__u32 exited;

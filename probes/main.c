@@ -375,7 +375,6 @@ static struct metrics_server *start_metrics_unprivileged(const struct probe_conf
 enum { OPT_NO_BPF = 256, OPT_ONCE, OPT_PRINT_CONFIG, OPT_CONFIG_REFERENCE, OPT_LOG_FORMAT,
        OPT_WEB_CONFIG };
 
-/* The config reference from the schema table, with the built-in defaults. */
 /*
  * A command-line option over the config's *field: replaced by a copy of
  * value, left alone when value is NULL (not given).  Returns 0 or -ENOMEM
@@ -395,6 +394,7 @@ static int override(char **field, const char *value)
 	return 0;
 }
 
+/* The config reference from the schema table, with the built-in defaults. */
 static int print_config_reference(void)
 {
 	struct probe_config cfg;

@@ -422,13 +422,12 @@ static uint64_t mono_ms(void)
 static void unwinder_reset(struct unwinder *u)
 {
 	uint32_t next;
+	size_t kept = 0;
 
 	/* each deletion makes the next first key the one to take */
 	while (bpf_map_get_next_key(u->procs_fd, NULL, &next) == 0 &&
 	       bpf_map_delete_elem(u->procs_fd, &next) == 0)
 		;
-	size_t kept = 0;
-
 	/* files that never get rows are remembered: not read (and logged) again */
 	for (size_t i = 0; i < u->nfiles; i++) {
 		if (u->files[i].never && kept < NEVER_KEPT)
@@ -576,6 +575,12 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		log_debug("profile: %s: no unwind table (%s); frame pointers only", path, err);
 		return NULL;
 	}
+	if (!t.nrows) {
+		/* an .eh_frame_hdr without FDEs: nothing to unwind with */
+		f->never = 1;
+		unwind_table_free(&t);
+		return NULL;
+	}
 	if (t.nrows > u->max_rows - u->used && u->used &&
 	    (!u->reset_ms || mono_ms() - u->reset_ms >= 60000)) {
 		/* full of files processes mapped over time: start over, at most once a minute */
@@ -610,12 +615,6 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		}
 		u->said_full = 1;
 		u->failed++;
-		unwind_table_free(&t);
-		return NULL;
-	}
-	if (!t.nrows) {
-		/* an .eh_frame_hdr without FDEs: nothing to unwind with */
-		f->never = 1;
 		unwind_table_free(&t);
 		return NULL;
 	}
