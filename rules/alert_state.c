@@ -500,3 +500,18 @@ out:
 	json_object_put(o);
 	return ret;
 }
+
+void engine_import_entry(const char *fp, const char *json, void *arg)
+{
+	struct engine_import *im = arg;
+	char err[256];
+	int ret = engine_state_import(im->e, fp, json, im->now, im->cb, im->arg, err,
+				      sizeof(err));
+
+	if (ret < 0)
+		log_warn("%s; ignored", err);
+	else if (ret == 1)
+		im->resolved++;
+	else
+		im->restored++;
+}

@@ -272,6 +272,20 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 			engine_event_cb cb, void *arg, char *err, size_t errlen);
 
 /*
+ * A checkpoint being read back: engine_import_entry (an engine_state_cb,
+ * arg the struct) imports each record as above, logs one it cannot take
+ * and counts what was restored and resolved.
+ */
+struct engine_import {
+	struct engine *e;
+	uint64_t now;
+	engine_event_cb cb;
+	void *arg;
+	int restored, resolved;
+};
+void engine_import_entry(const char *fp, const char *json, void *arg);
+
+/*
  * Call cb for every firing instance of alertname (labels as an event's
  * labels: the alert's own, plus alertname and severity).
  */

@@ -18,13 +18,6 @@
 
 #define MAX_QUEUED_EVENTS 100000
 
-struct restore_ctx {
-	struct engine *e;
-	struct outbox *ob;
-	uint64_t now;
-	int restored, resolved;
-};
-
 /*
  * Events are queued here and written by outbox_flush() in one pipelined
  * exchange; an event Redis did not take stays queued for the next
@@ -187,28 +180,13 @@ int outbox_flush(struct outbox *c, struct engine *e, int with_state)
 	return 0;
 }
 
-static void restore_one(const char *fp, const char *json, void *arg)
-{
-	struct restore_ctx *rc = arg;
-	char err[256];
-	int ret = engine_state_import(rc->e, fp, json, rc->now, outbox_emit, rc->ob, err,
-				      sizeof(err));
-
-	if (ret < 0)
-		log_warn("%s; ignored", err);
-	else if (ret == 1)
-		rc->resolved++;
-	else
-		rc->restored++;
-}
-
 /*
  * Take the alert checkpoint back (start-up): what fired before a restart
  * keeps firing with its startsAt, or resolves at the first evaluation.
  */
 int outbox_restore(struct outbox *ob, struct engine *e, uint64_t now)
 {
-	struct restore_ctx r = { e, ob, now, 0, 0 };
+	struct engine_import r = { e, now, outbox_emit, ob, 0, 0 };
 	struct conn *rc = ob->rc;
 	char err[256];
 	int n = workers_state_to_single(rc, err, sizeof(err));
@@ -218,7 +196,7 @@ int outbox_restore(struct outbox *ob, struct engine *e, uint64_t now)
 		log_info("moved %d firing alert(s) of --shard workers' checkpoints into this "
 			 "engine's (switched from --shard)", n);
 	if (n >= 0)
-		n = store_alerts_state_read(rc, restore_one, &r, err, sizeof(err));
+		n = store_alerts_state_read(rc, engine_import_entry, &r, err, sizeof(err));
 	if (n < 0) {
 		log_warn("%s; cannot restore the alert state yet", err);
 		return -1;

@@ -161,29 +161,6 @@ static int part_of_alert(const char *json, void *arg)
 	return shard_part_of_alert(w->shard, json);
 }
 
-struct import_ctx {
-	struct engine *e;
-	uint64_t now;
-	engine_event_cb cb;
-	void *arg;
-	int restored, resolved;
-};
-
-static void import_one(const char *fp, const char *json, void *arg)
-{
-	struct import_ctx *ic = arg;
-	char err[256];
-	int ret = engine_state_import(ic->e, fp, json, ic->now, ic->cb, ic->arg, err,
-				      sizeof(err));
-
-	if (ret < 0)
-		log_warn("%s; ignored", err);
-	else if (ret == 1)
-		ic->resolved++;
-	else
-		ic->restored++;
-}
-
 int worker_round(struct worker *w, struct engine *e, struct conn *c, uint64_t now,
 		 engine_event_cb cb, void *arg, char *err, size_t errlen)
 {
@@ -221,11 +198,11 @@ int worker_round(struct worker *w, struct engine *e, struct conn *c, uint64_t no
 		w->adopted = 1;
 	}
 	for (int p = 0; p < WORKERS_NPART; p++) {
-		struct import_ctx ic = { e, now, cb, arg, 0, 0 };
+		struct engine_import ic = { e, now, cb, arg, 0, 0 };
 
 		if (!shard_gained(w->shard, p))
 			continue;
-		if (workers_state_read(c, p, import_one, &ic, err, errlen) < 0) {
+		if (workers_state_read(c, p, engine_import_entry, &ic, err, errlen) < 0) {
 			/*
 			 * Not taken over yet: this partition and every later one
 			 * gained this round count as not held, so the next round
