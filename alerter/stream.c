@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alerter/alerter_internal.h"
+#include "core/array.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "store/alert_stream.h"
@@ -242,16 +243,9 @@ static void refresh_held(struct alerter *al)
 		const struct group *g = al->groups[gi];
 
 		for (int i = 0; i < g->nids; i++) {
-			if (n == cap) {
-				int ncap = cap ? cap * 2 : 64;
-				const char **m = realloc(ids, (size_t)ncap * sizeof(*m));
-
-				if (!m) {
-					free(ids);
-					return;
-				}
-				ids = m;
-				cap = ncap;
+			if (ARRAY_GROW(ids, cap, n + 1, 64)) {
+				free(ids);
+				return;
 			}
 			ids[n++] = g->ids[i];
 		}

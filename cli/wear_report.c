@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/array.h"
 #include "core/jsonc.h"
 #include "core/strbuf.h"
 #include "model/host_entry.h"
@@ -210,17 +211,10 @@ static void add_drive(const struct drive_record *r, void *arg)
 
 	if (ld->failed)
 		return;
-	if (ld->n == ld->cap) {
-		size_t cap = ld->cap ? ld->cap * 2 : 32;
-		struct wear_row *nr = realloc(ld->rows, cap * sizeof(*nr));
-
-		if (!nr) {
-			ld->failed = -ENOMEM;
-			snprintf(ld->err, ld->errlen, "out of memory");
-			return;
-		}
-		ld->rows = nr;
-		ld->cap = cap;
+	if (ARRAY_GROW(ld->rows, ld->cap, ld->n + 1, 32)) {
+		ld->failed = -ENOMEM;
+		snprintf(ld->err, ld->errlen, "out of memory");
+		return;
 	}
 	row = &ld->rows[ld->n++];
 	memset(row, 0, sizeof(*row));

@@ -33,6 +33,7 @@
 #include "probes/caps.h"
 #include "model/drive.h"
 #include "store/drives.h"
+#include "core/array.h"
 #include "core/log.h"
 #include "probes/probe.h"
 #include "core/timeutil.h"
@@ -118,14 +119,11 @@ static void read_smartctl(struct drive_probe *dp, struct drive_record *r, const 
 	}
 	close(pfd[1]);
 	for (;;) {
-		if (len + 4096 > cap) {
-			char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
-
-			if (!nb)
-				break;
-			buf = nb;
-		}
+		if (ARRAY_GROW(buf, cap, len + 4096, 65536))
+			break;
 		n = read(pfd[0], buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break;
 		len += (size_t)n;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/array.h"
 #include "core/timeutil.h"
 
 #define MAX_FILE (64u << 20)	/* a runtime's map beyond this is not read further */
@@ -94,16 +95,10 @@ int perfmap_parse(const char *text, size_t len, struct perfmap **out, size_t *ba
 		struct pm_entry e = { .line = line };
 
 		if (n && parse_line(p, n, &e) == 0) {
-			if (m->n == cap) {
-				struct pm_entry *ne = realloc(m->e, (cap = cap ? 2 * cap : 256) *
-								     sizeof(*ne));
-
-				if (!ne) {
-					free(e.name);
-					perfmap_free(m);
-					return -ENOMEM;
-				}
-				m->e = ne;
+			if (ARRAY_GROW(m->e, cap, m->n + 1, 256)) {
+				free(e.name);
+				perfmap_free(m);
+				return -ENOMEM;
 			}
 			m->e[m->n++] = e;
 		} else if (n) {

@@ -30,6 +30,7 @@
 
 #include "store/conn.h"
 #include "probes/caps.h"
+#include "core/array.h"
 #include "core/log.h"
 #include "probes/probe.h"
 #include "model/profile.h"
@@ -263,13 +264,8 @@ static void drain(struct profiler *pr, int g)
 		__u64 count = 0;
 		int n = 0, un = 0;
 
-		if (nkeys == cap) {
-			struct profile_key *k = realloc(keys, (cap = cap ? cap * 2 : 1024) * sizeof(*k));
-
-			if (!k)
-				break;
-			keys = k;
-		}
+		if (ARRAY_GROW(keys, cap, nkeys + 1, 1024))
+			break;
 		keys[nkeys++] = next;
 		key = next;
 		prev = &key;

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/array.h"
 #include "core/strmap.h"
 
 #define MAX_PROCS 4096
@@ -203,23 +204,10 @@ int sym_load_kernel(struct symbolizer *s)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		if (s->nksyms == cap) {
-			struct ksym *n = realloc(s->ksyms, (cap ? cap * 2 : 65536) * sizeof(*n));
-
-			if (!n)
-				break;
-			s->ksyms = n;
-			cap = cap ? cap * 2 : 65536;
-		}
 		nl = strlen(name) + 1;
-		if (used + nl > strcap) {
-			char *n = realloc(s->kstrings, strcap ? strcap * 2 : 1 << 20);
-
-			if (!n)
-				break;
-			s->kstrings = n;
-			strcap = strcap ? strcap * 2 : 1 << 20;
-		}
+		if (ARRAY_GROW(s->ksyms, cap, s->nksyms + 1, 65536) ||
+		    ARRAY_GROW(s->kstrings, strcap, used + nl, 1 << 20))
+			break;
 		memcpy(s->kstrings + used, name, nl);
 		s->ksyms[s->nksyms].addr = addr;
 		s->ksyms[s->nksyms].name = (const char *)(uintptr_t)used;
@@ -345,21 +333,10 @@ static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
 			    !sym.st_value || !(name = elf_strptr(e, sh.sh_link, sym.st_name)) ||
 			    !*name)
 				continue;
-			if (total == cap) {
-				struct esym *n = realloc(tmp, (cap = cap ? cap * 2 : 1024) * sizeof(*n));
-
-				if (!n)
-					break;
-				tmp = n;
-			}
 			nl = strlen(name) + 1;
-			if (strlen_total + nl > strcap) {
-				char *n = realloc(es->strings, strcap = (strcap + nl) * 2);
-
-				if (!n)
-					break;
-				es->strings = n;
-			}
+			if (ARRAY_GROW(tmp, cap, total + 1, 1024) ||
+			    ARRAY_GROW(es->strings, strcap, strlen_total + nl, 16384))
+				break;
 			memcpy(es->strings + strlen_total, name, nl);
 			tmp[total].addr = sym.st_value;
 			tmp[total].size = sym.st_size;
@@ -568,13 +545,8 @@ int sym_process(struct symbolizer *s, uint32_t pid, const char *comm)
 		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %767[^\n]", &start, &end, perms, &off,
 			   file) < 4 || perms[2] != 'x')
 			continue;
-		if (p->nmaps == cap) {
-			struct mapping *n = realloc(p->maps, (cap = cap ? cap * 2 : 32) * sizeof(*n));
-
-			if (!n)
-				break;
-			p->maps = n;
-		}
+		if (ARRAY_GROW(p->maps, cap, p->nmaps + 1, 32))
+			break;
 		m = &p->maps[p->nmaps++];
 		memset(m, 0, sizeof(*m));
 		m->start = start;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/array.h"
 #include "core/log.h"
 #include "probes/probe.h"
 #include "core/strmap.h"
@@ -151,15 +152,8 @@ static int visit(const char *path, const struct stat *st, int flag, struct FTW *
 		tp->cgs[idx].seen = 1;
 		return 0;
 	}
-	if (tp->ncg == tp->cap) {
-		size_t cap = tp->cap ? tp->cap * 2 : 64;
-		struct cg *n = realloc(tp->cgs, cap * sizeof(*n));
-
-		if (!n)
-			return 0;
-		tp->cgs = n;
-		tp->cap = cap;
-	}
+	if (ARRAY_GROW(tp->cgs, tp->cap, tp->ncg + 1, 64))
+		return 0;
 	struct cg *c = &tp->cgs[tp->ncg];
 
 	memset(c, 0, sizeof(*c));

@@ -26,6 +26,7 @@
 
 #include <bpf/bpf.h>
 
+#include "core/array.h"
 #include "core/fnv.h"
 #include "core/log.h"
 #include "probes/symbolize.h"
@@ -49,15 +50,8 @@ static int push_row(struct unwind_table *t, size_t *cap, const struct unwind_row
 		    last->rbp_off == r->rbp_off)
 			return 0;	/* the same rules go on */
 	}
-	if (t->nrows == *cap) {
-		size_t n = *cap ? *cap * 2 : 1024;
-		struct unwind_row *m = realloc(t->rows, n * sizeof(*m));
-
-		if (!m)
-			return -ENOMEM;
-		t->rows = m;
-		*cap = n;
-	}
+	if (ARRAY_GROW(t->rows, *cap, t->nrows + 1, 1024))
+		return -ENOMEM;
 	t->rows[t->nrows++] = *r;
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include "model/alert.h"
 #include "store/deploy.h"
 #include "rules/eval.h"
+#include "core/array.h"
 #include "core/fnv.h"
 #include "core/log.h"
 #include "model/profile.h"
@@ -88,15 +89,8 @@ static struct instance *find_or_add(struct rule_inst *ri, struct strmap *by_fp, 
 
 	if (strmap_get(by_fp, fp, &i))
 		return &ri->inst[i];
-	if (ri->n == ri->cap) {
-		int cap = ri->cap ? ri->cap * 2 : 16;
-		struct instance *n = realloc(ri->inst, (size_t)cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		ri->inst = n;
-		ri->cap = cap;
-	}
+	if (ARRAY_GROW(ri->inst, ri->cap, ri->n + 1, 16))
+		return NULL;
 	if (strmap_put(by_fp, fp, (uint32_t)ri->n))
 		return NULL;
 	memset(&ri->inst[ri->n], 0, sizeof(ri->inst[0]));
@@ -439,16 +433,9 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 		for (int k = 0; k < ri->n; k++)
 			if (!strcmp(ri->inst[k].fp, fp))
 				goto out;	/* already known (a second import) */
-		if (ri->n == ri->cap) {
-			int cap = ri->cap ? ri->cap * 2 : 16;
-			struct instance *n = realloc(ri->inst, (size_t)cap * sizeof(*n));
-
-			if (!n) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			ri->inst = n;
-			ri->cap = cap;
+		if (ARRAY_GROW(ri->inst, ri->cap, ri->n + 1, 16)) {
+			ret = -ENOMEM;
+			goto out;
 		}
 		in = &ri->inst[ri->n++];
 		memset(in, 0, sizeof(*in));

@@ -18,6 +18,7 @@
 #include "store/deploy.h"
 #include "rules/eval.h"
 #include "rules/fleet.h"
+#include "core/array.h"
 #include "core/fnv.h"
 #include "core/log.h"
 #include "model/profile.h"
@@ -315,15 +316,8 @@ static int minute_arrived(struct snapshot *s, void *arg)
 		memmove(hs->m, hs->m + keep, (hs->n - keep) * sizeof(*hs->m));
 		hs->n -= keep;
 	}
-	if (hs->n == hs->cap) {
-		size_t cap = hs->cap ? hs->cap * 2 : 4;
-		struct snapshot *m = realloc(hs->m, cap * sizeof(*m));
-
-		if (!m)
-			return 0;
-		hs->m = m;
-		hs->cap = cap;
-	}
+	if (ARRAY_GROW(hs->m, hs->cap, hs->n + 1, 4))
+		return 0;
 	if (snapshot_copy(&copy, s))
 		return 0;
 	hs->m[hs->n++] = *s;

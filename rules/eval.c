@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "core/array.h"
 #include "core/fnv.h"
 #include "model/catalog.h"
 #include "model/histogram.h"
@@ -73,15 +74,8 @@ int value_push(struct value *v, const struct label *l, int nl, double x)
 {
 	struct velem *e;
 
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 16;
-
-		e = realloc(v->e, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		v->e = e;
-		v->cap = cap;
-	}
+	if (ARRAY_GROW(v->e, v->cap, v->n + 1, 16))
+		return -ENOMEM;
 	e = &v->e[v->n];
 	e->labels = malloc(((size_t)nl + 1) * sizeof(*e->labels));
 	if (!e->labels)
@@ -315,14 +309,9 @@ static double range_fn(enum range_fn fn, const struct host_window *w, uint32_t k
 			stv += t * v;
 		}
 		if (fn == RF_QOT) {
-			if (cnt == cap) {
-				double *b = realloc(all, (cap = cap ? cap * 2 : 64) * sizeof(*b));
-
-				if (!b) {
-					free(all);
-					return NAN;
-				}
-				all = b;
+			if (ARRAY_GROW(all, cap, cnt + 1, 64)) {
+				free(all);
+				return NAN;
 			}
 			all[cnt] = v;
 		}

@@ -18,6 +18,7 @@
 #include "model/alert.h"
 #include "store/deploy.h"
 #include "rules/eval.h"
+#include "core/array.h"
 #include "core/fnv.h"
 #include "core/log.h"
 #include "model/profile.h"
@@ -35,15 +36,8 @@ static struct host_state *host_of(struct engine *e, const char *name)
 
 	if (strmap_get(&e->host_index, name, &i))
 		return &e->hosts[i];
-	if (e->nhosts == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 64;
-		struct host_state *n = realloc(e->hosts, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		e->hosts = n;
-		e->cap = cap;
-	}
+	if (ARRAY_GROW(e->hosts, e->cap, e->nhosts + 1, 64))
+		return NULL;
 	memset(&e->hosts[e->nhosts], 0, sizeof(e->hosts[0]));
 	snprintf(e->hosts[e->nhosts].name, sizeof(e->hosts[0].name), "%s", name);
 	if (strmap_put(&e->host_index, e->hosts[e->nhosts].name, (uint32_t)e->nhosts))

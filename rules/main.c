@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/array.h"
 #include "core/config.h"
 #include "rules/engine.h"
 #include "rules/outbox.h"
@@ -327,15 +328,8 @@ static int keep_deploy(const struct deploy *d, void *arg)
 {
 	struct deploy_buf *b = arg;
 
-	if (b->n == b->cap) {
-		int cap = b->cap ? b->cap * 2 : 16;
-		struct deploy *n = realloc(b->d, (size_t)cap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		b->d = n;
-		b->cap = cap;
-	}
+	if (ARRAY_GROW(b->d, b->cap, b->n + 1, 16))
+		return -1;
 	b->d[b->n++] = *d;
 	return 0;
 }

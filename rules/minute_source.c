@@ -1,6 +1,7 @@
 /*
  * minute_source.c - 1-minute rollups made in memory (minute_source.h).
  */
+#include "core/array.h"
 #include "rules/minute_source.h"
 
 #include <errno.h>
@@ -32,15 +33,8 @@ static void keep_minute(const struct snapshot *out, const struct snapshot *base,
 	struct minute_host *mh = arg;
 
 	(void)base;
-	if (mh->n == mh->cap) {
-		size_t cap = mh->cap ? mh->cap * 2 : 32;
-		struct snapshot *m = realloc(mh->m, cap * sizeof(*m));
-
-		if (!m)
-			return;	/* out of memory: the minute is missing, as a lost entry would be */
-		mh->m = m;
-		mh->cap = cap;
-	}
+	if (ARRAY_GROW(mh->m, mh->cap, mh->n + 1, 32))
+		return;	/* out of memory: the minute is missing, as a lost entry would be */
 	if (snapshot_copy(&mh->m[mh->n], out) == 0)
 		mh->n++;
 }
@@ -50,15 +44,8 @@ int minute_source_add(struct minute_source *ms, const struct snapshot *s)
 	uint32_t slot;
 
 	if (!strmap_get(&ms->index, s->host, &slot)) {
-		if (ms->nh == ms->cap) {
-			size_t cap = ms->cap ? ms->cap * 2 : 16;
-			struct minute_host *h = realloc(ms->h, cap * sizeof(*h));
-
-			if (!h)
-				return -ENOMEM;
-			ms->h = h;
-			ms->cap = cap;
-		}
+		if (ARRAY_GROW(ms->h, ms->cap, ms->nh + 1, 16))
+			return -ENOMEM;
 		memset(&ms->h[ms->nh], 0, sizeof(ms->h[ms->nh]));
 		if (rollup_init(&ms->h[ms->nh].r, s->host, 60))
 			return -ENOMEM;

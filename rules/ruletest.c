@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/catalog.h"
+#include "core/array.h"
 #include "core/config.h"
 #include "rules/engine.h"
 #include "rules/ruletest_expr.h"
@@ -197,15 +198,8 @@ static void firing_cb(const struct label *labels, int n, const struct label *ann
 {
 	struct got *g = arg;
 
-	if (g->n == g->cap) {
-		int cap = g->cap ? g->cap * 2 : 16;
-		struct firing *na = realloc(g->a, (size_t)cap * sizeof(*na));
-
-		if (!na)
-			return;
-		g->a = na;
-		g->cap = cap;
-	}
+	if (ARRAY_GROW(g->a, g->cap, g->n + 1, 16))
+		return;
 	g->a[g->n++] = (struct firing){ copy_labels(labels, n), copy_labels(ann, nann), n, nann };
 }
 

@@ -1,7 +1,7 @@
 /*
- * test_lib.c - small library pieces: the retry backoff schedule, the hash
- * map's deletion, masking Redis passwords, the alert event's encoder and
- * decoder agreeing.
+ * test_lib.c - small library pieces: the retry backoff schedule, growing
+ * arrays, the hash map's deletion, masking Redis passwords, the alert
+ * event's encoder and decoder agreeing.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -10,6 +10,7 @@
 
 #include "model/alert.h"
 #include "store/silence.h"
+#include "core/array.h"
 #include "core/backoff.h"
 #include "store/conn.h"
 #include "store/store.h"
@@ -63,6 +64,42 @@ Test(backoff, alertmanagers_schedule_jittered_and_capped)
 	for (int i = 0; i < 10; i++)
 		same += backoff_next(&x) == backoff_next(&y);
 	cr_assert_lt(same, 10);
+}
+
+Test(array, grows_geometrically_and_fails_without_losing_the_array)
+{
+	int *v = NULL;
+	unsigned char cap = 0;	/* a capacity type that runs out at 255 */
+	int *before;
+
+	cr_assert_eq(ARRAY_GROW(v, cap, 1, 16), 0);
+	cr_assert_not_null(v);
+	cr_assert_eq(cap, 16, "a new array starts at the first size, got %u", cap);
+	for (int i = 0; i < 16; i++)
+		v[i] = i;
+	cr_assert_eq(ARRAY_GROW(v, cap, 16, 16), 0, "room enough: nothing to do");
+	cr_assert_eq(cap, 16);
+	cr_assert_eq(ARRAY_GROW(v, cap, 17, 16), 0);
+	cr_assert_eq(cap, 32, "doubling, got %u", cap);
+	cr_assert_eq(ARRAY_GROW(v, cap, 100, 16), 0);
+	cr_assert_eq(cap, 128, "doubled until 100 fit, got %u", cap);
+	for (int i = 0; i < 16; i++)
+		cr_assert_eq(v[i], i, "the elements moved with the array");
+	before = v;
+	/* 256 elements do not fit an unsigned char: refused, nothing changed */
+	cr_assert_eq(ARRAY_GROW(v, cap, 200, 16), -ENOMEM);
+	cr_assert_eq(v, before);
+	cr_assert_eq(cap, 128);
+	free(v);
+
+	size_t big = 0;
+	char *c = NULL;
+
+	cr_assert_eq(ARRAY_GROW(c, big, SIZE_MAX / 2 + 2, 1), -ENOMEM,
+		     "a size no size_t holds is refused, not wrapped");
+	cr_assert_null(c);
+	cr_assert_eq(big, 0);
+	cr_assert_eq(array_grow_cap(0, 0, 0), 1);
 }
 
 Test(strmap, delete_keeps_every_other_key_reachable)

@@ -10,6 +10,7 @@
 
 #include <msgpack.h>
 
+#include "core/array.h"
 #include "core/strbuf.h"
 #include "model/wire.h"
 
@@ -52,15 +53,8 @@ uint32_t profile_intern(struct profile *p, const char *s)
 
 	if (strmap_get(&p->string_index, s, &idx))
 		return idx;
-	if (p->nstrings == p->cap_strings) {
-		uint32_t cap = p->cap_strings ? p->cap_strings * 2 : 256;
-		char **n = realloc(p->strings, cap * sizeof(*n));
-
-		if (!n)
-			return UINT32_MAX;
-		p->strings = n;
-		p->cap_strings = cap;
-	}
+	if (ARRAY_GROW(p->strings, p->cap_strings, p->nstrings + 1, 256))
+		return UINT32_MAX;
 	p->strings[p->nstrings] = strdup(s);
 	if (!p->strings[p->nstrings] || strmap_put(&p->string_index, s, p->nstrings))
 		return UINT32_MAX;
@@ -79,15 +73,8 @@ static uint32_t intern_stack(struct profile *p, const uint32_t *idx, uint32_t n)
 		strbuf_release(&key);
 		return found;
 	}
-	if (p->nstacks == p->cap_stacks) {
-		uint32_t cap = p->cap_stacks ? p->cap_stacks * 2 : 256;
-		uint32_t **s = realloc(p->stacks, cap * sizeof(*s));
-
-		if (!s)
-			goto nomem;
-		p->stacks = s;
-		p->cap_stacks = cap;
-	}
+	if (ARRAY_GROW(p->stacks, p->cap_stacks, p->nstacks + 1, 256))
+		goto nomem;
 	p->stacks[p->nstacks] = malloc((n + 1) * sizeof(uint32_t));
 	if (!p->stacks[p->nstacks])
 		goto nomem;
@@ -108,15 +95,8 @@ static uint32_t intern_map(struct profile *p, uint32_t file, uint32_t build_id)
 	for (uint32_t i = 0; i < p->nmaps; i++)
 		if (p->maps[i].file == file && p->maps[i].build_id == build_id)
 			return i + 1;
-	if (p->nmaps == p->cap_maps) {
-		uint32_t cap = p->cap_maps ? p->cap_maps * 2 : 16;
-		struct profile_map *m = realloc(p->maps, cap * sizeof(*m));
-
-		if (!m)
-			return 0;
-		p->maps = m;
-		p->cap_maps = cap;
-	}
+	if (ARRAY_GROW(p->maps, p->cap_maps, p->nmaps + 1, 16))
+		return 0;
 	p->maps[p->nmaps] = (struct profile_map){ file, build_id };
 	return ++p->nmaps;
 }
@@ -161,15 +141,8 @@ static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t 
 		p->total += count;
 		return 0;
 	}
-	if (p->nrows == p->cap_rows) {
-		uint32_t cap = p->cap_rows ? p->cap_rows * 2 : 256;
-		struct profile_row *n = realloc(p->rows, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		p->rows = n;
-		p->cap_rows = cap;
-	}
+	if (ARRAY_GROW(p->rows, p->cap_rows, p->nrows + 1, 256))
+		return -ENOMEM;
 	p->rows[p->nrows] = (struct profile_row){ service, comm, pid, stack, count };
 	if (strmap_put(&p->row_index, key, p->nrows))
 		return -ENOMEM;

@@ -15,6 +15,7 @@
 
 #include <msgpack.h>
 
+#include "core/array.h"
 #include "core/fnv.h"
 #include "model/wire.h"
 
@@ -212,15 +213,8 @@ struct series *snapshot_add_series(struct snapshot *s, char *name, enum series_k
 	for (uint32_t i = 0; i < nlabels && !same; i++)
 		if (!key_valid(labels[i].key))
 			goto fail;
-	if (s->nseries == s->cap) {
-		uint32_t cap = s->cap ? s->cap * 2 : 16;
-		struct series *n = realloc(s->series, cap * sizeof(*n));
-
-		if (!n)
-			goto fail;
-		s->series = n;
-		s->cap = cap;
-	}
+	if (ARRAY_GROW(s->series, s->cap, s->nseries + 1, 16))
+		goto fail;
 	ser = &s->series[s->nseries];
 	memset(ser, 0, sizeof(*ser));
 	ser->kind = kind;

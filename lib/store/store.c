@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/array.h"
 #include "core/log.h"
 #include "core/strmap.h"
 #include "core/strbuf.h"
@@ -243,15 +244,8 @@ static void chain_set(struct chain_view *cv, const char *key, uint64_t ts)
 		cv->ts[i] = ts;
 		return;
 	}
-	if (cv->n == cv->cap) {
-		uint32_t cap = cv->cap ? cv->cap * 2 : 64;
-		uint64_t *t = realloc(cv->ts, cap * sizeof(*t));
-
-		if (!t)
-			return;		/* not known: sent whole */
-		cv->ts = t;
-		cv->cap = cap;
-	}
+	if (ARRAY_GROW(cv->ts, cv->cap, cv->n + 1, 64))
+		return;		/* not known: sent whole */
 	if (strmap_put(&cv->index, key, cv->n))
 		return;
 	cv->ts[cv->n++] = ts;
