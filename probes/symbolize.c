@@ -277,21 +277,27 @@ static int build_id(Elf *e, char *out, size_t len)
 	return -1;
 }
 
+int sym_fd_build_id(int fd, char *out, size_t len)
+{
+	int ret;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		return -EINVAL;
+	ret = build_id(e, out, len) ? -ENOENT : 0;
+	elf_end(e);
+	return ret;
+}
+
 int sym_file_build_id(const char *path, char *out, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -ENOENT;
-	Elf *e;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
 
 	if (fd < 0)
 		return -errno;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (e) {
-		ret = build_id(e, out, len) ? -ENOENT : 0;
-		elf_end(e);
-	} else {
-		ret = -EINVAL;
-	}
+	ret = sym_fd_build_id(fd, out, len);
 	close(fd);
 	return ret;
 }

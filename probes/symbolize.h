@@ -106,4 +106,7 @@ void sym_service_of(const char *cgroup_path, const char *comm, char *out, size_t
  */
 int sym_file_build_id(const char *path, char *out, size_t len);
 
+/* The same for an open ELF file (read with pread: its offset is kept). */
+int sym_fd_build_id(int fd, char *out, size_t len);
+
 #endif

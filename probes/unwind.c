@@ -531,7 +531,7 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 	f->ino = st.st_ino;
 	f->mtime = st.st_mtime;
 	/* the same build in another container (another inode): its rows again */
-	if (sym_file_build_id(path, f->build_id, sizeof(f->build_id)))
+	if (sym_fd_build_id(fd, f->build_id, sizeof(f->build_id)))
 		f->build_id[0] = '\0';
 	for (size_t i = 0; f->build_id[0] && i + 1 < u->nfiles; i++) {
 		const struct file_rows *o = &u->files[i];

@@ -425,6 +425,64 @@ Test(profile, unwinder_starts_its_rows_over_when_full, .init = setup, .fini = te
 }
 
 /*
+ * Two copies of one binary (another inode, as in another container) share
+ * their rows by build id: the second adds no rows, and both processes'
+ * mappings of it point at the same ones.
+ */
+Test(profile, copies_of_a_binary_share_rows_by_build_id)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
+				  200000, &mmapable);
+	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc),
+				   16, NULL);
+	char tmp[] = "/tmp/fl-copies.XXXXXX", cmd[128], err[256];
+	uint32_t used1, used2, max, files1, files2, failed, key;
+	struct unwind_proc pa, pb;
+	struct unwinder *u;
+	pid_t a, b;
+
+	if (!test_is_root())
+		cr_skip_test("needs root (CAP_BPF)");
+	cr_assert_geq(rows, 0, "cannot create the rows array: %s", strerror(errno));
+	cr_assert_geq(procs, 0);
+	cr_assert_not_null(mkdtemp(tmp));
+	cr_assert_eq(test_sh("cp /usr/bin/sleep %s/one && cp /usr/bin/sleep %s/two", tmp, tmp), 0);
+	u = unwinder_new(rows, 200000, 50000, procs, err, sizeof(err));
+	cr_assert_not_null(u, "%s", err);
+	snprintf(cmd, sizeof(cmd), "exec %s/one 30", tmp);
+	a = spawn_sh(cmd);
+	snprintf(cmd, sizeof(cmd), "exec %s/two 30", tmp);
+	b = spawn_sh(cmd);
+	usleep(300000);		/* both exec'd */
+	cr_assert_gt(unwinder_add_process(u, (uint32_t)a), 0);
+	unwinder_stats(u, &used1, &max, &files1, &failed);
+	cr_assert_gt(unwinder_add_process(u, (uint32_t)b), 0);
+	unwinder_stats(u, &used2, &max, &files2, &failed);
+	key = (uint32_t)a;
+	cr_assert_eq(bpf_map_lookup_elem(procs, &key, &pa), 0);
+	key = (uint32_t)b;
+	cr_assert_eq(bpf_map_lookup_elem(procs, &key, &pb), 0);
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+	unwinder_free(u);
+	close(rows);
+	close(procs);
+	test_sh("rm -rf %s", tmp);
+	cr_expect_gt(used1, 0, "no rows for sleep and its libraries");
+	cr_expect_eq(used2, used1, "the copy's rows were built again (%u rows, then %u)", used1,
+		     used2);
+	cr_expect_eq(files2, files1 + 1, "the copy is a file of its own with rows");
+	cr_assert_eq(pa.n, pb.n, "the two processes map different files");
+	for (uint32_t i = 0; i < pa.n; i++)
+		cr_expect(pa.m[i].first == pb.m[i].first && pa.m[i].count == pb.m[i].count,
+			  "mapping %u: rows %u+%u and %u+%u", i, pa.m[i].first, pa.m[i].count,
+			  pb.m[i].first, pb.m[i].count);
+}
+
+/*
  * The table of the libc this test runs on: a function's first instruction
  * has the call's rule (CFA = rsp + 8, rbp untouched), almost every rule is
  * one the walker supports, and files that are not ELF are refused.
