@@ -1,7 +1,8 @@
 /*
  * store.c - the probe's spooling writer; see store.h (the readers are in
  * store_read.c, the rules' alert transaction in alert_checkpoint.c, the host
- * registry's readers in host_registry.c).
+ * registry's readers in host_registry.c, the spool's file across restarts in
+ * spool_file.c).
  *
  * The spool is a ring of pointers to encoded commands, guarded by one
  * mutex.  The producer (the probe's sampling loop) holds the mutex only to
@@ -34,6 +35,7 @@
 #include "model/host_entry.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/spool_file.h"
 #include "store/store_internal.h"
 
 const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
@@ -42,37 +44,6 @@ const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
 #define BATCH_MAX 128
 #define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
 #define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
-
-enum item_kind {
-	ITEM_XADD,		/* field "d" = blob */
-	ITEM_XADD_FIELDS,	/* blob = field\0value\0... (nfields pairs) */
-	ITEM_HSET,
-};
-
-struct spool_item {
-	enum item_kind kind;
-	char key[320];
-	char field[256];	/* HSET field (host) */
-	uint64_t ts_ms;		/* XADD entry id ms part */
-	uint64_t minid;		/* XADD MINID trim point */
-	int star;		/* XADD with '*' (clock went back) */
-	int host_registry;	/* the fl:hosts entry (at most one queued) */
-	int attempts;
-	int done;
-	char *blob;
-	size_t bloblen;
-	int nfields;
-	/*
-	 * A rollup (tier > 1) is a link of its stream's chain: blob is the
-	 * whole entry; delta (or NULL) the same on the entry at base_ts, sent
-	 * instead when the writer knows that entry is the stream's newest.
-	 */
-	int chain;
-	char *delta;
-	size_t deltalen;
-	uint64_t base_ts;
-	int sent_delta;		/* what the last append sent */
-};
 
 struct store {
 	struct store_opts opts;
@@ -105,15 +76,6 @@ int store_host_valid(const char *name)
 }
 
 /* ---- spool -------------------------------------------------------------- */
-
-static void item_free(struct spool_item *it)
-{
-	if (it) {
-		free(it->blob);
-		free(it->delta);
-		free(it);
-	}
-}
 
 static size_t item_bytes(const struct spool_item *it)
 {
@@ -153,14 +115,14 @@ static void spool_push(struct store *st, struct spool_item *it)
 
 		if (old->kind == ITEM_XADD)
 			st->stats.dropped++;
-		item_free(old);
+		spool_item_free(old);
 	}
 	if (spool_full(st, item_bytes(it)) || st->n == st->cap) {
 		/* everything queued is in flight: drop the newcomer */
 		if (it->kind == ITEM_XADD)
 			st->stats.dropped++;
 		pthread_mutex_unlock(&st->lock);
-		item_free(it);
+		spool_item_free(it);
 		return;
 	}
 	st->ring[(st->head + st->n) % st->cap] = it;
@@ -446,7 +408,7 @@ static void *writer_main(void *arg)
 
 			if (it->kind == ITEM_XADD && it->done == 1)
 				st->stats.written++;
-			item_free(it);
+			spool_item_free(it);
 		}
 		st->stats.connected = !ioerr;
 		if (slow || ioerr) {
@@ -463,191 +425,18 @@ static void *writer_main(void *arg)
 
 /* ---- public writer API -------------------------------------------------- */
 
-/* ---- spool file ----------------------------------------------------------- */
+/* ---- spool file (lib/store/spool_file.c) -------------------------------- */
 
-/*
- * What a store still holds when it closes (Redis unreachable) is written to
- * opts.spool_path and read back by the next store_open, so a probe restart
- * during an outage loses nothing.  The file is 0600, written to a
- * temporary name, fsynced and renamed (never half-written), and removed
- * once read.  Format: "FLSPOOL1" then per entry kind, key, field, ts,
- * minid, star, host_registry, nfields (u32/u64 little-endian as stored,
- * strings and the blob length-prefixed).  It is read as untrusted input:
- * the first entry that does not fit ends the read, with a warning.
- */
-#define SPOOL_MAGIC "FLSPOOL1"
-
-static int put_bytes(FILE *f, const void *p, size_t n)
+static const struct spool_item *ring_at(void *arg, size_t i)
 {
-	return fwrite(p, 1, n, f) == n ? 0 : -1;
-}
+	const struct store *st = arg;
 
-static int put_str(FILE *f, const char *s)
-{
-	uint32_t n = (uint32_t)strlen(s);
-
-	return put_bytes(f, &n, sizeof(n)) || put_bytes(f, s, n);
-}
-
-static int spool_save(struct store *st)
-{
-	char tmp[600];
-	size_t saved = 0;
-	FILE *f;
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", st->opts.spool_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		log_error("cannot write the spool to %s: %s; %zu snapshot(s) are lost", tmp,
-			  strerror(errno), st->n);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	int bad = put_bytes(f, SPOOL_MAGIC, 8);
-
-	for (size_t i = 0; i < st->n && !bad; i++) {
-		const struct spool_item *it = st->ring[(st->head + i) % st->cap];
-		uint32_t kind = it->kind, star = (uint32_t)it->star, reg = (uint32_t)it->host_registry;
-		uint32_t nf = (uint32_t)it->nfields;
-		uint64_t bl = it->bloblen;
-
-		if (it->done)
-			continue;
-		bad = put_bytes(f, &kind, 4) || put_str(f, it->key) || put_str(f, it->field) ||
-		      put_bytes(f, &it->ts_ms, 8) || put_bytes(f, &it->minid, 8) ||
-		      put_bytes(f, &star, 4) || put_bytes(f, &reg, 4) || put_bytes(f, &nf, 4) ||
-		      put_bytes(f, &bl, 8) || put_bytes(f, it->blob, it->bloblen);
-		saved++;
-	}
-	if (bad || fflush(f) || fsync(fileno(f))) {
-		log_error("cannot write the spool to %s: %s; %zu snapshot(s) are lost", tmp,
-			  strerror(errno), st->n);
-		fclose(f);
-		unlink(tmp);
-		return -1;
-	}
-	fclose(f);
-	if (rename(tmp, st->opts.spool_path)) {
-		log_error("cannot rename %s: %s", tmp, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	log_warn("Redis is unreachable: %zu entr%s kept in %s for the next start", saved,
-		 saved == 1 ? "y" : "ies", st->opts.spool_path);
-	return 0;
-}
-
-static int get_bytes(FILE *f, void *p, size_t n)
-{
-	return fread(p, 1, n, f) == n ? 0 : -1;
-}
-
-static int get_str(FILE *f, char *buf, size_t len)
-{
-	uint32_t n;
-
-	if (get_bytes(f, &n, 4) || n >= len || get_bytes(f, buf, n))
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
-
-/*
- * Read spool entries from f (after the magic) and hand each to push
- * (which takes ownership).  Returns how many, and sets *damaged when an
- * entry did not fit (the rest is ignored).
- */
-static size_t spool_read(FILE *f, size_t max_bytes, void (*push)(void *, struct spool_item *),
-			 void *arg, int *damaged)
-{
-	size_t loaded = 0;
-
-	*damaged = 0;
-	for (;;) {
-		struct spool_item *it;
-		uint32_t kind, star, reg, nf;
-		uint64_t bl;
-		int c = fgetc(f);
-
-		if (c == EOF)
-			break;
-		ungetc(c, f);
-		it = calloc(1, sizeof(*it));
-		if (!it || get_bytes(f, &kind, 4) || kind > ITEM_HSET ||
-		    get_str(f, it->key, sizeof(it->key)) ||
-		    get_str(f, it->field, sizeof(it->field)) || get_bytes(f, &it->ts_ms, 8) ||
-		    get_bytes(f, &it->minid, 8) || get_bytes(f, &star, 4) ||
-		    get_bytes(f, &reg, 4) || get_bytes(f, &nf, 4) || nf > STORE_MAX_FIELDS ||
-		    get_bytes(f, &bl, 8) || bl > max_bytes || !(it->blob = malloc(bl + 1)) ||
-		    get_bytes(f, it->blob, bl)) {
-			item_free(it);
-			*damaged = 1;
-			break;
-		}
-		it->kind = (enum item_kind)kind;
-		it->star = star != 0;
-		it->host_registry = reg != 0;
-		it->nfields = (int)nf;
-		it->bloblen = bl;
-		push(arg, it);
-		loaded++;
-	}
-	return loaded;
+	return st->ring[(st->head + i) % st->cap];
 }
 
 static void push_to_store(void *arg, struct spool_item *it)
 {
 	spool_push(arg, it);
-}
-
-static void push_to_free(void *arg, struct spool_item *it)
-{
-	(void)arg;
-	item_free(it);
-}
-
-int store_spool_check(const void *buf, size_t len, size_t max_bytes)
-{
-	FILE *f = fmemopen((void *)buf, len, "r");
-	char magic[8];
-	int damaged = 0;
-	size_t n = 0;
-
-	if (!f)
-		return -ENOMEM;
-	if (get_bytes(f, magic, 8) || memcmp(magic, SPOOL_MAGIC, 8))
-		damaged = 1;
-	else
-		n = spool_read(f, max_bytes, push_to_free, NULL, &damaged);
-	fclose(f);
-	return damaged ? -EINVAL : (int)n;
-}
-
-/* Queue what the previous run left in the spool file; returns how many. */
-static size_t spool_load(struct store *st)
-{
-	char magic[8];
-	size_t loaded = 0;
-	int damaged = 0;
-	FILE *f = fopen(st->opts.spool_path, "re");
-
-	if (!f)
-		return 0;
-	if (get_bytes(f, magic, 8) || memcmp(magic, SPOOL_MAGIC, 8)) {
-		log_warn("%s is not a faultline spool file; ignored and removed",
-			 st->opts.spool_path);
-		goto out;
-	}
-	loaded = spool_read(f, st->opts.spool_max_bytes, push_to_store, st, &damaged);
-	if (damaged)
-		log_warn("%s: damaged after %zu entries; the rest is ignored", st->opts.spool_path,
-			 loaded);
-out:
-	fclose(f);
-	unlink(st->opts.spool_path);
-	return loaded;
 }
 
 struct store *store_open(const struct store_opts *opts, char *err, size_t errlen)
@@ -698,7 +487,8 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
 	pthread_cond_init(&st->wake, NULL);
 	pthread_cond_init(&st->drained, NULL);
 	if (st->spool_path[0]) {
-		size_t n = spool_load(st);
+		size_t n = spool_file_load(st->opts.spool_path, st->opts.spool_max_bytes,
+					    push_to_store, st);
 
 		if (n)
 			log_info("read back %zu entr%s the last run spooled to %s while Redis was "
@@ -810,7 +600,7 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 		}
 		pthread_mutex_unlock(&st->lock);
 		if (pending)
-			item_free(h);
+			spool_item_free(h);
 		else
 			spool_push(st, h);
 	}
@@ -947,9 +737,9 @@ void store_close(struct store *st)
 	pthread_mutex_unlock(&st->lock);
 	pthread_join(st->thread, NULL);
 	if (st->n && st->spool_path[0])
-		spool_save(st);
+		spool_file_save(st->opts.spool_path, ring_at, st, st->n);
 	while (st->n)
-		item_free(ring_remove(st, 0));
+		spool_item_free(ring_remove(st, 0));
 	pthread_mutex_destroy(&st->lock);
 	pthread_cond_destroy(&st->wake);
 	pthread_cond_destroy(&st->drained);

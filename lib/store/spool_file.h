@@ -1,0 +1,73 @@
+/*
+ * spool_file.h - the probe's spool entries and the file that keeps them
+ * across a restart; what lib/store's writer (store.c) shares with
+ * spool_file.c and nobody else.
+ *
+ * What a store still holds when it closes (Redis unreachable) is written to
+ * its spool path and read back by the next store_open, so a probe restart
+ * during an outage loses nothing.  The file is 0600, written to a
+ * temporary name, fsynced and renamed (never half-written), and removed
+ * once read.  Format: "FLSPOOL1" then per entry kind, key, field, ts,
+ * minid, star, host_registry, nfields (u32/u64 little-endian as stored,
+ * strings and the blob length-prefixed).  It is read as untrusted input
+ * (store_spool_check, fuzz/fuzz_spool.c): the first entry that does not
+ * fit ends the read, with a warning.  A rollup's delta is not saved: the
+ * whole entry is, as the base it was taken on may be gone by the next run.
+ */
+#ifndef FL_SPOOL_FILE_H
+#define FL_SPOOL_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum item_kind {
+	ITEM_XADD,		/* field "d" = blob */
+	ITEM_XADD_FIELDS,	/* blob = field\0value\0... (nfields pairs) */
+	ITEM_HSET,
+};
+
+struct spool_item {
+	enum item_kind kind;
+	char key[320];
+	char field[256];	/* HSET field (host) */
+	uint64_t ts_ms;		/* XADD entry id ms part */
+	uint64_t minid;		/* XADD MINID trim point */
+	int star;		/* XADD with '*' (clock went back) */
+	int host_registry;	/* the fl:hosts entry (at most one queued) */
+	int attempts;
+	int done;
+	char *blob;
+	size_t bloblen;
+	int nfields;
+	/*
+	 * A rollup (tier > 1) is a link of its stream's chain: blob is the
+	 * whole entry; delta (or NULL) the same on the entry at base_ts, sent
+	 * instead when the writer knows that entry is the stream's newest.
+	 */
+	int chain;
+	char *delta;
+	size_t deltalen;
+	uint64_t base_ts;
+	int sent_delta;		/* what the last append sent */
+};
+
+/* Free an entry and what it owns (NULL is fine). */
+void spool_item_free(struct spool_item *it);
+
+/*
+ * Write entries at(arg, 0..n) that are not done to path (atomically, 0600).
+ * Logs what happened, with what was lost on failure.  Returns 0 or -1.
+ */
+int spool_file_save(const char *path, const struct spool_item *(*at)(void *arg, size_t i),
+		    void *arg, size_t n);
+
+/*
+ * Hand every entry of the spool file at path (blobs up to max_bytes) to
+ * push, which takes ownership, then remove the file.  A file that is not a
+ * spool or is damaged part-way is logged; what came before the damage is
+ * kept.  Returns how many entries were handed over (0: no file).
+ */
+size_t spool_file_load(const char *path, size_t max_bytes,
+		       void (*push)(void *arg, struct spool_item *it), void *arg);
+
+#endif
