@@ -26,6 +26,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "model/catalog.h"
 #include "model/hist_layout.h"
 #include "probes/bpfmap.h"
 #include "core/log.h"
@@ -280,6 +281,8 @@ static int cpu_collect(void *priv, struct snapshot *s)
 				u = 1.0;
 			if (m < u)	/* intervals shorter than a window */
 				m = u;
+			u = catalog_ratio(u);
+			m = catalog_ratio(m);
 			if (!snapshot_add_gauge(s, "cpu.utilization", u, "cpu", cpu, NULL) ||
 			    !snapshot_add_gauge(s, "cpu.utilization_max", m, "cpu", cpu, NULL))
 				return -ENOMEM;
@@ -291,7 +294,8 @@ static int cpu_collect(void *priv, struct snapshot *s)
 		cp->prev_busy[c] = total;
 	}
 	if (counted &&
-	    (!snapshot_add_gauge(s, "cpu.host_utilization", sum_util / counted, NULL) ||
+	    (!snapshot_add_gauge(s, "cpu.host_utilization", catalog_ratio(sum_util / counted),
+				 NULL) ||
 	     !snapshot_add_gauge(s, "cpu.host_utilization_max", max_util, NULL)))
 		return -ENOMEM;
 	cp->prev_now = now;

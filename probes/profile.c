@@ -33,6 +33,7 @@
 #include "core/array.h"
 #include "core/log.h"
 #include "probes/probe.h"
+#include "model/catalog.h"
 #include "model/profile.h"
 #include "profile.skel.h"
 #include "bpf/profile.h"
@@ -612,9 +613,9 @@ static int profile_collect(void *priv, struct snapshot *s)
 	ok &= !!snapshot_add_gauge(s, "profile.rate_hz", pr->hz, NULL);
 	if (pr->have_stats) {
 		ok &= !!snapshot_add_gauge(s, "profile.unresolved_frames_ratio",
-					   pr->unresolved_ratio, NULL);
+					   catalog_ratio(pr->unresolved_ratio), NULL);
 		ok &= !!snapshot_add_gauge(s, "profile.truncated_user_stacks_ratio",
-					   pr->truncated_ratio, NULL);
+					   catalog_ratio(pr->truncated_ratio), NULL);
 	}
 	pthread_mutex_unlock(&pr->lock);
 	return ok ? 0 : -ENOMEM;

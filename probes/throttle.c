@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "probes/probe.h"
 #include "core/strmap.h"
+#include "model/catalog.h"
 
 #define RESCAN_TICKS 10
 #define TOP_N 10
@@ -338,8 +339,9 @@ static int throttle_collect(void *priv, struct snapshot *s)
 			snprintf(path, sizeof(path),
 				 "/sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", c);
 			if (read_u64_file(path, &max) == 0 && max &&
-			    !snapshot_add_gauge(s, "cpu.frequency_ratio", (double)v / (double)max,
-						"cpu", cpu, NULL))
+			    !snapshot_add_gauge(s, "cpu.frequency_ratio",
+						catalog_ratio((double)v / (double)max), "cpu", cpu,
+						NULL))
 				return -ENOMEM;
 		}
 	}

@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 
 #include "store/deploy.h"
+#include "model/catalog.h"
 #include "model/drive.h"
 #include "store/drives.h"
 #include "model/histogram.h"
@@ -513,6 +514,9 @@ static double cpu_series(struct host *h, struct snapshot *s, uint64_t t_s)
 	for (int k = 0; k < NCPUS; k++) {
 		double mx = u[k] >= 1.0 ? 1.0 : clamp01(u[k] + 0.05 + 0.02 * noise(&h->rng));
 
+		/* at the probe's resolution, as the probe reports them */
+		u[k] = catalog_ratio(u[k]);
+		mx = catalog_ratio(mx);
 		snprintf(cpu, sizeof(cpu), "%d", k);
 		snapshot_add_gauge(s, "cpu.utilization", u[k], "cpu", cpu, NULL);
 		snapshot_add_gauge(s, "cpu.utilization_max", mx, "cpu", cpu, NULL);
@@ -521,7 +525,7 @@ static double cpu_series(struct host *h, struct snapshot *s, uint64_t t_s)
 			all_max = mx;
 	}
 	/* the host aggregates are their own series, not a cpu="all" among the CPUs */
-	snapshot_add_gauge(s, "cpu.host_utilization", all, NULL);
+	snapshot_add_gauge(s, "cpu.host_utilization", catalog_ratio(all), NULL);
 	snapshot_add_gauge(s, "cpu.host_utilization_max", all_max, NULL);
 	return all;
 }

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/catalog.h"
 #include "tests/helpers.h"
 #include "probes/probe.h"
 #include "model/rollup.h"
@@ -179,6 +180,10 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 			cr_assert_not_null(m);
 			cr_assert(m->gauge.last >= u->gauge.last - 1e-9,
 				  "max %.3f below the average %.3f", m->gauge.last, u->gauge.last);
+			cr_assert(catalog_ratio(u->gauge.last) == u->gauge.last &&
+				  catalog_ratio(m->gauge.last) == m->gauge.last,
+				  "%.17g, %.17g: not at a ratio's resolution (2^-16)",
+				  u->gauge.last, m->gauge.last);
 			if (m->gauge.last > best_max)
 				best_max = m->gauge.last;
 			if (u->gauge.last > best_util)

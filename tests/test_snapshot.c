@@ -3,11 +3,14 @@
  * hostile input (truncated, oversized, wrong-typed, random).
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/catalog.h"
+#include "model/rollup.h"
 #include "model/snapshot.h"
 #include "model/snapshot_zstd.h"
 
@@ -222,6 +225,73 @@ Test(snapshot, compression_can_be_turned_off)
 	cr_assert_eq((unsigned char)buf[0] & 0xf0, 0x80, "not a msgpack map");
 	free(buf);
 	snapshot_free(&s);
+}
+
+/* A minute of 60 one-second ratios x (xorshift), rolled up and encoded plain. */
+static size_t minute_of_ratios(int at_resolution, struct gauge_value *g)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ULL;
+	struct snapshot s, out;
+	struct rollup r;
+	char *buf, err[128];
+	size_t len;
+
+	cr_assert_eq(rollup_init(&r, "h", 60), 0);
+	for (int i = 1; i <= 60; i++) {
+		double u;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		u = (double)(x >> 11) / 9007199254740992.0;
+		cr_assert_eq(snapshot_init(&s, "h", 60000 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1), 0);
+		snapshot_add_gauge(&s, "cpu.utilization", at_resolution ? catalog_ratio(u) : u, "cpu",
+				   "0", NULL);
+		cr_assert_eq(rollup_add(&r, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(rollup_finish(&r, &out), 0);
+	cr_assert_eq(snapshot_encode(&out, &buf, &len), 0);
+	snapshot_free(&out);
+	cr_assert_eq(snapshot_decode(buf, len, &out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(out.nseries, 1);
+	*g = out.series[0].gauge;
+	snapshot_free(&out);
+	rollup_free(&r);
+	free(buf);
+	return len;
+}
+
+/*
+ * Ratios at their resolution (catalog_ratio: multiples of 2^-16, what the
+ * probe and the simulator report): within half a step of the value, stable,
+ * and a minute's last, min, max and sum each hold in a float32, so the
+ * entry is 16 bytes smaller than with full doubles, to the bit on decode.
+ */
+Test(snapshot, ratios_at_their_resolution_pack_in_four_bytes)
+{
+	struct gauge_value full, q;
+	size_t full_len, q_len;
+
+	setenv("FAULTLINE_WIRE_COMPRESS", "0", 1);	/* read once per process: this test's */
+	cr_assert_eq(catalog_ratio(0), 0);
+	cr_assert_eq(catalog_ratio(1), 1);
+	cr_assert(isnan(catalog_ratio(NAN)));
+	cr_assert(isinf(catalog_ratio(INFINITY)));
+	for (double u = 0.0001; u < 1; u += 0.0173) {
+		double r = catalog_ratio(u);
+
+		cr_assert_leq(fabs(r - u), 0.5 / 65536, "%.17g -> %.17g", u, r);
+		cr_assert_eq(catalog_ratio(r), r);
+		cr_assert_eq((double)(float)r, r, "%.17g is not a float32", r);
+	}
+	full_len = minute_of_ratios(0, &full);
+	q_len = minute_of_ratios(1, &q);
+	cr_assert_eq(q.n, 60, "%lu seconds in the minute", (unsigned long)q.n);
+	cr_assert_eq((double)(float)q.sum, q.sum, "a minute's sum %.17g is not a float32", q.sum);
+	cr_assert_eq(catalog_ratio(q.last), q.last, "decoded to the bit");
+	cr_assert_eq(full_len - q_len, 16, "%zu bytes plain, %zu at the resolution", full_len, q_len);
+	cr_assert_leq(fabs(q.sum / 60 - full.sum / 60), 0.5 / 65536, "the mean moved");
 }
 
 Test(snapshot, bad_frames_are_errors_that_say_why)

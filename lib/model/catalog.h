@@ -65,6 +65,23 @@ static inline double catalog_to_wire(double base, double scale)
 	return n ? base * n : base / scale;
 }
 
+/*
+ * A ratio faultline computes (a share of time, a frequency over its
+ * maximum) as it reports it: rounded to a multiple of 2^-16 (0.0015 %; of a
+ * CPU-second, 15 us).  That is finer than the intervals themselves are
+ * timed, and it keeps every value exact in a float32 (4 bytes on the wire,
+ * not a float64's 8 of noise in its low bits), a minute's sum of 60 such
+ * values too; these gauges are most of a many-CPU host's minute rollup.
+ * NaN and infinities are kept as they are.
+ */
+#define CATALOG_RATIO_STEPS 65536.0
+
+static inline double catalog_ratio(double x)
+{
+	return __builtin_isfinite(x) ? __builtin_nearbyint(x * CATALOG_RATIO_STEPS) /
+				       CATALOG_RATIO_STEPS : x;
+}
+
 /* The entry named name, or NULL if faultline does not produce it. */
 const struct metric_info *catalog_find(const char *name);
 
