@@ -711,8 +711,18 @@ static void gather_part(const void *blob, size_t len, void *arg)
 		g->bad++;
 }
 
-/* Evaluations a judge waits for every worker's partial before judging without. */
+/*
+ * How long a judge waits for every live worker's partial before judging
+ * without the missing ones: GATHER_PATIENCE evaluations *and* as many
+ * seconds.  Live, the two are one minute.  In a replay the judge's
+ * evaluations run far faster than wall time while a worker reading its
+ * hosts' minutes or profiles is held up by real I/O: 60 of the judge's
+ * evaluations were a second of wall time at --replay-speed 60, and verdicts
+ * were judged without parts that were seconds away.  A worker that died
+ * leaves the membership within its lease (3 s), and is then not waited for.
+ */
 #define GATHER_PATIENCE 60
+#define GATHER_PATIENCE_NS (GATHER_PATIENCE * NSEC_PER_SEC)
 
 /*
  * The verdict on deploy d (key) for r into v: judged from this engine's
@@ -766,15 +776,18 @@ static int verdict_for(struct engine *e, const struct rule *r, const struct depl
 		return 0;
 	}
 	ready = f->gather(f->arg, topic, gather_part, &g);
-	if (ready == 0 && ++v->waited < GATHER_PATIENCE) {
+	if (!v->waiting_since_ns)
+		v->waiting_since_ns = time_mono_ns();
+	if (ready <= 0 && (++v->waited < GATHER_PATIENCE ||
+			   time_mono_ns() - v->waiting_since_ns < GATHER_PATIENCE_NS)) {
 		fleet_bpart_free(&b);
 		return 0;
 	}
 	if (ready <= 0)
 		log_warn("%s: deploy %s: judged without %s (not every worker published its "
-			 "part within %d evaluations)", r->name, key,
+			 "part within %d evaluations and %d s)", r->name, key,
 			 ready < 0 ? "the other workers' parts" : "some workers' parts",
-			 GATHER_PATIENCE);
+			 GATHER_PATIENCE, GATHER_PATIENCE);
 	if (g.bad)
 		log_warn("%s: deploy %s: %zu worker part(s) could not be read", r->name, key,
 			 g.bad);

@@ -95,6 +95,7 @@ struct verdict {
 	char pending[300];		/* the deploy being judged (key), not judged yet */
 	char published[300];		/* the deploy whose part this worker published */
 	int waited;			/* evaluations the judge waited for parts */
+	uint64_t waiting_since_ns;	/* monotonic: when it began to (0: not yet) */
 };
 
 struct rule_inst {

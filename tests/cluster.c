@@ -240,7 +240,6 @@ void test_cluster_destroy(struct test_cluster *c)
 {
 	for (int i = 0; i < c->n; i++)
 		test_cluster_kill(c, i);
-	if (c->dir[0])
-		test_sh("rm -rf '%s'", c->dir);
+	test_remove_dir(c->dir);
 	c->dir[0] = '\0';
 }

@@ -110,11 +110,20 @@ int test_redis_restart(struct test_redis *r)
 	return spawn(r);
 }
 
+void test_remove_dir(const char *dir)
+{
+	if (!dir[0])
+		return;
+	if (getenv("FL_KEEP_TEST_DIRS"))
+		fprintf(stderr, "FL_KEEP_TEST_DIRS: kept %s\n", dir);
+	else
+		test_sh("rm -rf '%s'", dir);
+}
+
 void test_redis_destroy(struct test_redis *r)
 {
 	test_redis_stop(r, 1);
-	if (r->dir[0])
-		test_sh("rm -rf '%s'", r->dir);
+	test_remove_dir(r->dir);
 }
 
 uint64_t test_rand(uint64_t *state)

@@ -44,6 +44,13 @@ int test_redis_restart(struct test_redis *r);
 void test_redis_destroy(struct test_redis *r);
 
 /*
+ * Remove a test's temporary directory (and the logs in it), unless
+ * FL_KEEP_TEST_DIRS is set in the environment: then it is kept, and named
+ * on stderr, for a look at a failure's logs.
+ */
+void test_remove_dir(const char *dir);
+
+/*
  * The next of a xorshift64 sequence in *state (never 0): the same inputs
  * every run, so a property test that fails fails again.
  */

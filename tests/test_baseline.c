@@ -68,6 +68,8 @@ static unsigned read_batch;
 static uint64_t read_step_ns;
 /* engine_opts.topology of the runs (NULL: none) */
 static const struct topology *run_topology;
+/* engine_opts.fleet of the runs (NULL: one engine) */
+static struct engine_fleet *run_fleet;
 
 /* Reads of the minutes to fail (half delivered, then the connection drops). */
 static int fail_reads;
@@ -94,6 +96,7 @@ static struct engine *engine_with_minutes(struct ruleset *rs, struct engine_opts
 	o.baseline_batch = read_batch;
 	o.baseline_step_ns = read_step_ns;
 	o.topology = run_topology;
+	o.fleet = run_fleet;
 	cr_assert_eq(engine_init(&e, rs, &o), 0);
 	return e;
 }
@@ -255,6 +258,81 @@ Test(baseline, a_batch_whose_read_failed_is_read_again_not_left_out)
 	cr_expect(strstr(retried.json[0], at), "want %s: %s", at, retried.json[0]);
 	test_events_free(&whole);
 	test_events_free(&retried);
+}
+
+/*
+ * A judging worker whose fleet has one more worker, slow to publish its
+ * deploy verdict's part: gather says "not every worker yet" for
+ * slow_gathers calls (-1: ever), then that every part is in (this engine
+ * holds every host).
+ */
+static int slow_gathers, gathers;
+
+static int own_all(void *arg, const char *host)
+{
+	(void)arg;
+	(void)host;
+	return 1;
+}
+
+static int judge_fleet(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+static int publish_ok(void *arg, const char *topic, const void *blob, size_t len)
+{
+	(void)arg;
+	(void)topic;
+	(void)blob;
+	(void)len;
+	return 0;
+}
+
+static int gather_slowly(void *arg, const char *topic,
+			 void (*cb)(const void *blob, size_t len, void *cbarg), void *cbarg)
+{
+	(void)arg;
+	(void)cb;
+	(void)cbarg;
+	if (strncmp(topic, "baseline/", 9))
+		return 1;	/* rollup populations: every part in */
+	return slow_gathers < 0 || ++gathers <= slow_gathers ? 0 : 1;
+}
+
+/*
+ * The judge waits for a slow worker's part longer than 60 of its own
+ * evaluations when they pass faster than wall time (a replay): 80 here,
+ * in well under a second, and the verdict comes with the part, 80
+ * evaluations later; a part that never comes is not judged without
+ * before a minute of wall time has passed either.
+ */
+Test(baseline, the_judge_waits_for_a_slow_workers_part_in_wall_time_too)
+{
+	struct engine_fleet f = { .owns_host = own_all, .owns_fleet = judge_fleet,
+				  .publish = publish_ok, .gather = gather_slowly };
+	struct test_events ev = { 0 };
+	uint64_t t0 = time_mono_ns();
+	char at[64], ts[64];
+
+	run_fleet = &f;
+	slow_gathers = 80;
+	gathers = 0;
+	run(1.3, 1.0, "web-[0-3]", &ev);
+	cr_assert_eq(ev.n, 1, "%d events", ev.n);
+	cr_expect_eq(gathers, 81, "asked %d times", gathers);
+	snprintf(at, sizeof(at), "\"startsAt\":\"%s\"",
+		 alert_format_time(DEPLOY_AT + 10 * 60 * 1000 + 80 * 10000, ts, sizeof(ts)));
+	cr_expect(strstr(ev.json[0], at), "want %s: %s", at, ev.json[0]);
+	test_events_free(&ev);
+
+	slow_gathers = -1;
+	run(1.3, 1.0, "web-[0-3]", &ev);
+	run_fleet = NULL;
+	cr_assert_lt(time_mono_ns() - t0, 30 * NSEC_PER_SEC, "the runs took too long to say");
+	cr_expect_eq(ev.n, 0, "judged without the missing part within a second of wall time");
+	test_events_free(&ev);
 }
 
 /* How many events a run gives; prints the first when there is one. */
