@@ -39,6 +39,19 @@ static struct test_cluster cluster;
 static const char *url, *dir;	/* the Redis (or cluster) this scenario runs on */
 static pid_t alerters[2];
 static int nalerters = 1, nworkers = 1;
+/*
+ * A sanitized build (make asan) runs every binary two to three times
+ * slower: its replays run SLOWDOWN times slower too (and kills come as much
+ * later), so that a deadline in scenario time -- a page within 16 minutes
+ * of a deploy -- asks the workers for the same wall-clock work as in a
+ * plain build rather than a third of it.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLOWDOWN 2
+#else
+#define SLOWDOWN 1
+#endif
+
 static int replay_speed = 60;
 /* wall seconds after the replay starts to kill -9 worker w0 / alerter 0 (0: never) */
 static int kill_worker_at_s, kill_alerter_at_s;
@@ -485,7 +498,7 @@ static void run_scenario(const char *name, const char *must_contain)
 		snprintf(cmd, sizeof(cmd), "%s/faultline-rules --rules etc/rules/faultline.yaml "
 			 "--redis %s --replay %lld,%lld --replay-speed %d --log-level warn", out,
 			 url, (long long)jint(tl, "start_ms"), (long long)jint(tl, "end_ms"),
-			 replay_speed);
+			 replay_speed / SLOWDOWN);
 	} else {
 		int n = 0;
 
@@ -495,20 +508,23 @@ static void run_scenario(const char *name, const char *must_contain)
 				      "--redis %s --replay %lld,%lld --replay-speed %d --shard "
 				      "--worker-id w%d --log-level info 2>%s/worker%d.log & p%d=$!; ",
 				      out, url, (long long)jint(tl, "start_ms"),
-				      (long long)jint(tl, "end_ms"), replay_speed, w, dir, w, w);
+				      (long long)jint(tl, "end_ms"), replay_speed / SLOWDOWN, w, dir,
+				      w, w);
 		if (kill_worker_at_s)
 			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
-				      "(sleep %d; kill -9 $p0) & k=$!; ", kill_worker_at_s);
+				      "(sleep %d; kill -9 $p0) & k=$!; ", kill_worker_at_s * SLOWDOWN);
 		if (kill_alerter_at_s)
 			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
-				      "(sleep %d; kill -9 %d) & ", kill_alerter_at_s, (int)alerters[0]);
+				      "(sleep %d; kill -9 %d) & ", kill_alerter_at_s * SLOWDOWN,
+				      (int)alerters[0]);
 		if (kill_master_at_s) {
 			/* fl:alerts' slot (1464): events, checkpoints and leases all live there */
 			int m = test_cluster_master_of(&cluster, 1464);
 
 			cr_assert_geq(m, 0);
 			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
-				      "(sleep %d; kill -9 %d) & ", kill_master_at_s, (int)cluster.pid[m]);
+				      "(sleep %d; kill -9 %d) & ", kill_master_at_s * SLOWDOWN,
+				      (int)cluster.pid[m]);
 			cluster.pid[m] = 0;	/* reaped by the shell's kill, not teardown */
 		}
 		for (int w = kill_worker_at_s ? 1 : 0; w < nworkers; w++)
@@ -549,7 +565,7 @@ static void run_scenario(const char *name, const char *must_contain)
 }
 
 /* The switch pages once, naming the peers the bad segments came from. */
-Test(scenarios, sad_switch, .init = setup, .fini = teardown, .timeout = 240)
+Test(scenarios, sad_switch, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
 {
 	run_scenario("sad-switch", "\"peer\":\"10.");
 }
@@ -559,7 +575,7 @@ Test(scenarios, sad_switch, .init = setup, .fini = teardown, .timeout = 240)
  * lists the failing drive first, then the worn one (to replace), then the
  * cohort close behind it (to watch), ahead of every healthy drive.
  */
-Test(scenarios, sad_server, .init = setup, .fini = teardown, .timeout = 240)
+Test(scenarios, sad_server, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
 {
 	struct json_object *rows;
 
@@ -578,56 +594,56 @@ Test(scenarios, sad_server, .init = setup, .fini = teardown, .timeout = 240)
 	}
 }
 
-Test(scenarios, lying_average, .init = setup, .fini = teardown, .timeout = 240)
+Test(scenarios, lying_average, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
 {
 	run_scenario("lying-average", NULL);
 }
 
 /* Both baselines fire once; the evidence lists json_parse among the top stacks. */
-Test(scenarios, regression, .init = setup, .fini = teardown, .timeout = 300)
+Test(scenarios, regression, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("regression", "json_parse");
 }
 
 Test(scenarios, load_rise_without_regression_is_silent, .init = setup, .fini = teardown,
-     .timeout = 300)
+     .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("load-rise", NULL);
 	cr_expect_eq(rx_count(), 0, "a harmless deploy during a load rise paged");
 }
 
-Test(scenarios, silent_rack, .init = setup, .fini = teardown, .timeout = 240)
+Test(scenarios, silent_rack, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
 {
 	run_scenario("silent-rack", NULL);
 }
 
 /* Detection (issue 13): each class of fault pages once, at the right domain. */
-Test(scenarios, line_card, .init = setup, .fini = teardown, .timeout = 300)
+Test(scenarios, line_card, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("line-card", NULL);
 }
 
-Test(scenarios, rack_or_switch, .init = setup, .fini = teardown, .timeout = 240)
+Test(scenarios, rack_or_switch, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
 {
 	run_scenario("rack-or-switch", NULL);
 }
 
-Test(scenarios, agg_and_tor, .init = setup, .fini = teardown, .timeout = 240)
+Test(scenarios, agg_and_tor, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
 {
 	run_scenario("agg-and-tor", NULL);
 }
 
-Test(scenarios, two_services, .init = setup, .fini = teardown, .timeout = 300)
+Test(scenarios, two_services, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("two-services", NULL);
 }
 
-Test(scenarios, new_hot_function, .init = setup, .fini = teardown, .timeout = 300)
+Test(scenarios, new_hot_function, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("new-hot-function", NULL);
 }
 
-Test(scenarios, relative_thresholds, .init = setup, .fini = teardown, .timeout = 240)
+Test(scenarios, relative_thresholds, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
 {
 	run_scenario("relative-thresholds", NULL);
 }
@@ -638,17 +654,17 @@ Test(scenarios, relative_thresholds, .init = setup, .fini = teardown, .timeout =
  * alerters on one consumer group: every expected page once, at the right
  * domain, with the same evidence; nothing else.
  */
-Test(scenarios_cluster, sad_switch, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, sad_switch, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("sad-switch", "\"peer\":\"10.");
 }
 
-Test(scenarios_cluster, sad_server, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, sad_server, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("sad-server", NULL);
 }
 
-Test(scenarios_cluster, regression, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, regression, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("regression", "json_parse");
 	/*
@@ -663,51 +679,51 @@ Test(scenarios_cluster, regression, .init = setup_cluster, .fini = teardown, .ti
 			     "grep -q 'took [0-9]* partition' %s/worker1.log", dir, dir), 0);
 }
 
-Test(scenarios_cluster, lying_average, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, lying_average, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("lying-average", NULL);
 }
 
 Test(scenarios_cluster, load_rise_without_regression_is_silent, .init = setup_cluster,
-     .fini = teardown, .timeout = 300)
+     .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("load-rise", NULL);
 	cr_expect_eq(rx_count(), 0, "a harmless deploy during a load rise paged");
 }
 
-Test(scenarios_cluster, silent_rack, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, silent_rack, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("silent-rack", NULL);
 }
 
-Test(scenarios_cluster, line_card, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, line_card, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("line-card", NULL);
 }
 
-Test(scenarios_cluster, rack_or_switch, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, rack_or_switch, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("rack-or-switch", NULL);
 }
 
-Test(scenarios_cluster, agg_and_tor, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, agg_and_tor, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("agg-and-tor", NULL);
 }
 
-Test(scenarios_cluster, two_services, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, two_services, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("two-services", NULL);
 }
 
 Test(scenarios_cluster, new_hot_function, .init = setup_cluster, .fini = teardown,
-     .timeout = 300)
+     .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("new-hot-function", NULL);
 }
 
 Test(scenarios_cluster, relative_thresholds, .init = setup_cluster, .fini = teardown,
-     .timeout = 300)
+     .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("relative-thresholds", NULL);
 }
@@ -719,7 +735,7 @@ Test(scenarios_cluster, relative_thresholds, .init = setup_cluster, .fini = tear
  * and the other alerter claims the dead one's pending entries.
  */
 Test(scenarios_cluster, worker_and_alerter_killed, .init = setup_cluster, .fini = teardown,
-     .timeout = 300)
+     .timeout = 300 * SLOWDOWN)
 {
 	replay_speed = 20;	/* the 10 min scenario in 30 s: the takeover fits in it */
 	kill_worker_at_s = 9;	/* replay ~3:00, sw001's page firing since ~1:45 */
@@ -736,7 +752,7 @@ Test(scenarios_cluster, worker_and_alerter_killed, .init = setup_cluster, .fini 
  * workers and the alerters reconnect through the refreshed slot map, and
  * every expected page arrives once.
  */
-Test(scenarios_cluster, master_killed, .init = setup_cluster, .fini = teardown, .timeout = 300)
+Test(scenarios_cluster, master_killed, .init = setup_cluster, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	replay_speed = 20;
 	kill_master_at_s = 8;
