@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/varint.h"
+
 void columns_init(struct columns *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -89,32 +91,6 @@ static size_t wrap(const struct col_ring *g, size_t i)
 
 enum { PACK_FULL = 0, PACK_DELTA = 1 };
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-/* Our own bytes: never malformed. */
-static uint64_t get_varint(const uint8_t **p)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (**p & 0x80) {
-		v |= (uint64_t)(*(*p)++ & 0x7f) << shift;
-		shift += 7;
-	}
-	v |= (uint64_t)*(*p)++ << shift;
-	return v;
-}
-
 /* The first n bytes of buf as a malloc'd copy, or NULL. */
 static uint8_t *dup_bytes(const uint8_t *buf, size_t n)
 {
@@ -136,12 +112,12 @@ static uint8_t *pack_full(const struct hist_sparse *s)
 	long prev = -1;
 
 	buf[n++] = PACK_FULL;
-	n += put_varint(buf + n, s->count);
-	n += put_varint(buf + n, s->sum);
-	n += put_varint(buf + n, s->nruns);
+	n += varint_put(buf + n, s->count);
+	n += varint_put(buf + n, s->sum);
+	n += varint_put(buf + n, s->nruns);
 	for (uint32_t i = 0; i < s->nruns; i++) {
-		n += put_varint(buf + n, (uint64_t)((long)s->runs[i].index - prev - 1));
-		n += put_varint(buf + n, s->runs[i].count);
+		n += varint_put(buf + n, (uint64_t)((long)s->runs[i].index - prev - 1));
+		n += varint_put(buf + n, s->runs[i].count);
 		prev = s->runs[i].index;
 	}
 	return dup_bytes(buf, n);
@@ -157,14 +133,14 @@ static uint8_t *pack_full_dense(const struct histogram *h)
 	for (size_t i = 0; i < HIST_BUCKETS; i++)
 		nruns += h->buckets[i] != 0;
 	buf[n++] = PACK_FULL;
-	n += put_varint(buf + n, h->count);
-	n += put_varint(buf + n, h->sum);
-	n += put_varint(buf + n, nruns);
+	n += varint_put(buf + n, h->count);
+	n += varint_put(buf + n, h->sum);
+	n += varint_put(buf + n, nruns);
 	for (size_t i = 0; i < HIST_BUCKETS; i++) {
 		if (!h->buckets[i])
 			continue;
-		n += put_varint(buf + n, (uint64_t)((long)i - prev - 1));
-		n += put_varint(buf + n, h->buckets[i]);
+		n += varint_put(buf + n, (uint64_t)((long)i - prev - 1));
+		n += varint_put(buf + n, h->buckets[i]);
 		prev = (long)i;
 	}
 	return dup_bytes(buf, n);
@@ -203,8 +179,8 @@ static uint8_t *pack_delta(const struct hist_sparse *newer, const struct hist_sp
 		}
 		if (r->count == was)
 			continue;
-		n += put_varint(runs + n, (uint64_t)((long)r->index - prev - 1));
-		n += put_varint(runs + n, r->count - was);
+		n += varint_put(runs + n, (uint64_t)((long)r->index - prev - 1));
+		n += varint_put(runs + n, r->count - was);
 		prev = r->index;
 		nruns++;
 	}
@@ -219,9 +195,9 @@ static uint8_t *pack_delta(const struct hist_sparse *newer, const struct hist_sp
 		uint8_t *b;
 
 		head[h++] = PACK_DELTA;
-		h += put_varint(head + h, newer->count - older->count);
-		h += put_varint(head + h, newer->sum - older->sum);
-		h += put_varint(head + h, nruns);
+		h += varint_put(head + h, newer->count - older->count);
+		h += varint_put(head + h, newer->sum - older->sum);
+		h += varint_put(head + h, nruns);
 		b = malloc(h + n);
 		if (b) {
 			memcpy(b, head, h);
@@ -235,7 +211,7 @@ static uint8_t *pack_delta(const struct hist_sparse *newer, const struct hist_sp
 static void unpack(struct histogram *h, const uint8_t *b)
 {
 	int delta = *b++ == PACK_DELTA;
-	uint64_t count = get_varint(&b), sum = get_varint(&b), nruns = get_varint(&b);
+	uint64_t count = varint_get_trusted(&b), sum = varint_get_trusted(&b), nruns = varint_get_trusted(&b);
 	long idx = -1;
 
 	if (!delta) {
@@ -245,8 +221,8 @@ static void unpack(struct histogram *h, const uint8_t *b)
 	h->count += count;
 	h->sum += sum;
 	for (uint64_t i = 0; i < nruns; i++) {
-		idx += (long)get_varint(&b) + 1;
-		h->buckets[idx] += get_varint(&b);
+		idx += (long)varint_get_trusted(&b) + 1;
+		h->buckets[idx] += varint_get_trusted(&b);
 	}
 }
 

@@ -1,0 +1,249 @@
+/*
+ * test_chunk.c - spans of rollups as columns (model/chunk.h): every value
+ * back to the bit through random and adversarial spans, refusal of what
+ * cannot be held exactly, and hostile bytes.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/catalog.h"
+#include "model/chunk.h"
+#include "model/rollup.h"
+#include "model/snapshot.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static double unit(void)
+{
+	return (double)(next() >> 11) / 0x1p53;
+}
+
+/*
+ * n minute rollups of one host as a probe writes them: counters rolling
+ * on (one reset), ratio gauges at the probe's resolution, gauges that
+ * stay, adversarial gauges (NaN, Inf, -0, huge), histograms with empty
+ * windows, a series that appears mid-span and one that goes away.
+ */
+static void build_span(struct snapshot *pts, size_t n)
+{
+	uint64_t ios = 123456789, inc;
+	struct histogram h;
+
+	for (size_t p = 0; p < n; p++) {
+		struct snapshot *s = &pts[p];
+		struct series *x;
+
+		cr_assert_eq(snapshot_init(s, "db-17", 1764500000000ULL + 60000 * p, 60000,
+					   1000 + p, 60), 0);
+		cr_assert_eq(snapshot_set_label(s, "rack", p < n / 2 ? "r1" : "r2"), 0);
+		cr_assert_eq(snapshot_set_label(s, "switch", "sw1"), 0);
+		inc = 300000 + next() % 2000;
+		ios = p == n / 3 ? inc : ios + inc;	/* a reset */
+		x = snapshot_add_counter(s, "block.ios", ios, "device", "sda", "op", "read", NULL);
+		cr_assert_not_null(x);
+		x->counter.increase = inc;
+		for (int cpu = 0; cpu < 4; cpu++) {
+			char c[4];
+			double v[60], sum = 0, mn = 1, mx = 0;
+
+			snprintf(c, sizeof(c), "%d", cpu);
+			for (int i = 0; i < 60; i++) {
+				v[i] = catalog_ratio(0.3 + 0.04 * (unit() - 0.5));
+				sum += v[i];
+				mn = fmin(mn, v[i]);
+				mx = fmax(mx, v[i]);
+			}
+			x = snapshot_add_gauge(s, "cpu.utilization", v[59], "cpu", c, NULL);
+			cr_assert_not_null(x);
+			x->gauge.min = mn;
+			x->gauge.max = mx;
+			x->gauge.sum = sum;
+			x->gauge.n = 60;
+		}
+		x = snapshot_add_gauge(s, "drive.temperature_c", 41, "device", "sda", NULL);
+		x->gauge.sum = 41 * 60;
+		x->gauge.n = 60;
+		x = snapshot_add_gauge(s, "odd.gauge", p % 5 == 0 ? NAN : p % 5 == 1 ? INFINITY :
+				       p % 5 == 2 ? -0.0 : p % 5 == 3 ? 1e300 : 0.1, NULL);
+		x->gauge.min = -INFINITY;
+		x->gauge.n = p;
+		if (p >= 7) {
+			x = snapshot_add_counter(s, "tcp.bad_csum", p * 3, "peer", "10.0.0.1", NULL);
+			x->counter.increase = 3;
+		}
+		if (p < 20)
+			snapshot_add_counter(s, "gone.soon", 5, NULL);
+		x = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op", "read",
+				 NULL);
+		cr_assert_not_null(x);
+		hist_reset(&h);
+		if (p % 9 != 4)		/* some windows empty */
+			for (int i = 0; i < 200; i++)
+				hist_record_n(&h, (uint64_t)(2e6 * exp(0.3 * (unit() - 0.5))),
+					      1 + next() % 40);
+		if (p % 11 == 3)
+			hist_record(&h, UINT64_MAX);
+		*x->hist = h;
+		if (p % 2)
+			cr_assert_eq(snapshot_compact(s), 0);
+	}
+}
+
+static void free_span(struct snapshot *pts, size_t n)
+{
+	for (size_t p = 0; p < n; p++)
+		snapshot_free(&pts[p]);
+}
+
+Test(chunk, every_value_comes_back_to_the_bit)
+{
+	struct snapshot pts[60], *back;
+	size_t n, len;
+	char *buf, err[256];
+
+	build_span(pts, 60);
+	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
+	for (int compact = 0; compact < 2; compact++) {
+		cr_assert_eq(chunk_decode(buf, len, compact, &back, &n, err, sizeof(err)), 0, "%s",
+			     err);
+		cr_assert_eq(n, 60);
+		for (size_t p = 0; p < n; p++) {
+			cr_assert(snapshot_equal(&back[p], &pts[p]), "point %zu", p);
+			for (uint32_t i = 0; i < back[p].nseries; i++)
+				if (back[p].series[i].kind == SERIES_HISTOGRAM)
+					cr_assert(compact ? back[p].series[i].sparse != NULL :
+						  back[p].series[i].hist != NULL);
+		}
+		/* the series mid-span and the one that went away are where they were */
+		cr_assert_null(snapshot_find(&back[6], "tcp.bad_csum{peer=10.0.0.1}"));
+		cr_assert_not_null(snapshot_find(&back[7], "tcp.bad_csum{peer=10.0.0.1}"));
+		cr_assert_null(snapshot_find(&back[20], "gone.soon"));
+		cr_assert_str_eq(back[59].labels[0].value, "r2");
+		chunk_points_free(back, n);
+	}
+	free(buf);
+	free_span(pts, 60);
+}
+
+Test(chunk, is_smaller_than_the_entries_it_replaces)
+{
+	struct snapshot pts[60];
+	size_t len, entries = 0;
+	char *buf;
+
+	build_span(pts, 60);
+	for (size_t p = 0; p < 60; p++) {
+		char *e;
+		size_t elen;
+
+		if (p && snapshot_delta_fits(&pts[p], &pts[p - 1]))
+			cr_assert_eq(snapshot_encode_delta(&pts[p], &pts[p - 1], &e, &elen), 0);
+		else
+			cr_assert_eq(snapshot_encode(&pts[p], &e, &elen), 0);
+		entries += elen;
+		free(e);
+	}
+	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
+	/* the random values dominate both; the chunk holds them as differences */
+	cr_assert_lt(len * 10, entries * 8, "chunk %zu bytes, entries %zu", len, entries);
+	cr_log_info("60 entries %zu bytes, their chunk %zu", entries, len);
+	free(buf);
+	free_span(pts, 60);
+}
+
+Test(chunk, one_point_and_a_day_of_points)
+{
+	struct snapshot one, *back;
+	size_t n, len;
+	char *buf, err[256];
+
+	cr_assert_eq(snapshot_init(&one, "h", 3600000, 3600000, 0, 3600), 0);
+	cr_assert_eq(chunk_encode(&one, 1, &buf, &len), 0);
+	cr_assert_eq(chunk_decode(buf, len, 1, &back, &n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(n, 1);
+	cr_assert(snapshot_equal(&back[0], &one));
+	chunk_points_free(back, n);
+	free(buf);
+	snapshot_free(&one);
+}
+
+Test(chunk, refuses_what_it_cannot_hold_exactly)
+{
+	struct snapshot pts[2];
+	char *buf = NULL;
+	size_t len;
+
+	/* two series in one order, then the other */
+	for (int p = 0; p < 2; p++) {
+		cr_assert_eq(snapshot_init(&pts[p], "h", 60000 * (p + 1), 60000, p, 60), 0);
+		snapshot_add_counter(&pts[p], p ? "b" : "a", 1, NULL);
+		snapshot_add_counter(&pts[p], p ? "a" : "b", 1, NULL);
+	}
+	cr_assert_eq(chunk_encode(pts, 2, &buf, &len), -EINVAL);
+	free_span(pts, 2);
+	/* a series changing kind */
+	for (int p = 0; p < 2; p++) {
+		cr_assert_eq(snapshot_init(&pts[p], "h", 60000 * (p + 1), 60000, p, 60), 0);
+		if (p)
+			snapshot_add_gauge(&pts[p], "a", 1, NULL);
+		else
+			snapshot_add_counter(&pts[p], "a", 1, NULL);
+	}
+	cr_assert_eq(chunk_encode(pts, 2, &buf, &len), -EINVAL);
+	free_span(pts, 2);
+	/* not ascending, another host */
+	cr_assert_eq(snapshot_init(&pts[0], "h", 120000, 60000, 0, 60), 0);
+	cr_assert_eq(snapshot_init(&pts[1], "h", 60000, 60000, 1, 60), 0);
+	cr_assert_eq(chunk_encode(pts, 2, &buf, &len), -EINVAL);
+	free_span(pts, 2);
+	cr_assert_eq(snapshot_init(&pts[0], "h", 60000, 60000, 0, 60), 0);
+	cr_assert_eq(snapshot_init(&pts[1], "g", 120000, 60000, 1, 60), 0);
+	cr_assert_eq(chunk_encode(pts, 2, &buf, &len), -EINVAL);
+	free_span(pts, 2);
+	cr_assert_null(buf);
+}
+
+Test(chunk, hostile_bytes_are_errors_never_crashes)
+{
+	struct snapshot pts[60], *back;
+	size_t n, len;
+	char *buf, err[256];
+	int fails = 0;
+
+	build_span(pts, 12);
+	cr_assert_eq(chunk_encode(pts, 12, &buf, &len), 0);
+	/* every truncation of the frame */
+	for (size_t l = 0; l < len; l++) {
+		cr_assert_neq(chunk_decode(buf, l, 0, &back, &n, err, sizeof(err)), 0);
+		cr_assert_str_neq(err, "");
+	}
+	/* flipped bytes: zstd's checksum-less frame may decode to other columns */
+	for (int i = 0; i < 2000; i++) {
+		char *c = malloc(len);
+
+		memcpy(c, buf, len);
+		c[next() % len] ^= (char)(1 + next() % 255);
+		if (chunk_decode(c, len, next() & 1, &back, &n, err, sizeof(err)))
+			fails++;
+		else
+			chunk_points_free(back, n);
+		free(c);
+	}
+	cr_assert_gt(fails, 0);
+	cr_assert_neq(chunk_decode("garbage!", 8, 0, &back, &n, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "chunk:"), "%s", err);
+	free(buf);
+	free_span(pts, 12);
+}
