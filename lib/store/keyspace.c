@@ -30,6 +30,11 @@ int key_tier(char *buf, size_t len, const char *host, uint32_t tier)
 	return name(buf, len, "fl:{%s}:s%u", host, tier);
 }
 
+int key_chunks(char *buf, size_t len, const char *host, uint32_t tier)
+{
+	return name(buf, len, "fl:{%s}:s%u:chunks", host, tier);
+}
+
 int key_profile(char *buf, size_t len, const char *host, int hourly)
 {
 	return name(buf, len, "fl:{%s}:%s", host, hourly ? "p3600" : "p10");

@@ -19,6 +19,13 @@
  *       (model/snapshot.h); trimmed by age with XADD MINID ~; a rollup
  *       may be a delta on the entry before it, within an hour (a day):
  *       trimmed at such a span's start, read from it (store.h)
+ *   fl:{H}:s60:chunks            stream  probe, sim        rules, tools       (7 d)
+ *   fl:{H}:s3600:chunks          stream  probe, sim        rules, tools       (90 d)
+ *       entry id = the span's start (ms), field "c" = model/chunk.h: an
+ *       ended hour (day) of the tier as one block of columns.  The writer
+ *       replaces the span's entries by it in one MULTI/EXEC (XADD here,
+ *       XDEL there), so a reader that reads the tier before its chunks
+ *       meets every point once or twice, never not at all (store_read.c)
  *   fl:{H}:p10                   stream  probe             alerter, CLI       1 h
  *   fl:{H}:p3600                 stream  probe             alerter, CLI       30 d
  *       profile windows (10 s, hourly top), field "d" = model/profile.h blob
@@ -98,6 +105,7 @@
  * -ENAMETOOLONG when it does not fit (buf then holds "").
  */
 int key_tier(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H}:s60 */
+int key_chunks(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H}:s60:chunks */
 int key_profile(char *buf, size_t len, const char *host, int hourly);	/* fl:{H}:p10 */
 int key_profile_burst(char *buf, size_t len, const char *host);
 int key_drives(char *buf, size_t len, const char *host);

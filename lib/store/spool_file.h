@@ -24,6 +24,12 @@ enum item_kind {
 	ITEM_XADD,		/* field "d" = blob */
 	ITEM_XADD_FIELDS,	/* blob = field\0value\0... (nfields pairs) */
 	ITEM_HSET,
+	/*
+	 * Replace host `field`'s ended span of tier `tier` starting at ts_ms
+	 * by its chunk (compaction.h), the chunk stream trimmed to minid.
+	 * Not saved to a spool file: a span left uncompacted stays readable.
+	 */
+	ITEM_COMPACT,
 };
 
 struct spool_item {
@@ -49,6 +55,7 @@ struct spool_item {
 	size_t deltalen;
 	uint64_t base_ts;
 	int sent_delta;		/* what the last append sent */
+	uint32_t tier;		/* ITEM_COMPACT */
 };
 
 /* Free an entry and what it owns (NULL is fine). */

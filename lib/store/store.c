@@ -33,6 +33,7 @@
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "model/host_entry.h"
+#include "store/compaction.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
 #include "store/spool_file.h"
@@ -42,6 +43,7 @@ const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
 
 
 #define BATCH_MAX 128
+#define COMPACT_ATTEMPTS 3	/* a span's compaction tried at most this often */
 #define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
 #define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
 
@@ -298,6 +300,28 @@ static void wait_ns(struct store *st, uint64_t ns)
 	pthread_cond_timedwait(&st->wake, &st->lock, &ts);
 }
 
+/*
+ * Run a compaction the spool reached (everything queued before it has
+ * landed).  Returns 0, or -1 to back off before trying it again.
+ */
+static int compact_one(struct conn *c, struct spool_item *it)
+{
+	char err[256];
+
+	if (!store_compact_span(c, it->field, it->tier, it->ts_ms, it->minid, err, sizeof(err))) {
+		it->done = 1;
+		return 0;
+	}
+	if (++it->attempts >= COMPACT_ATTEMPTS) {
+		log_warn("%s; span %" PRIu64 " of %s stays as entries (readers read them as "
+			 "before)", err, it->ts_ms, it->key);
+		it->done = 2;
+		return 0;
+	}
+	log_info("%s; will retry", err);
+	return -1;
+}
+
 static void *writer_main(void *arg)
 {
 	struct store *st = arg;
@@ -316,6 +340,7 @@ static void *writer_main(void *arg)
 	while (!st->stop) {
 		size_t nb, sent = 0, got = 0;
 		int ioerr = 0, slow = 0;	/* ioerr 1: an append failed, 2: a reply */
+		struct spool_item *compact;
 
 		if (st->n == 0) {
 			pthread_cond_broadcast(&st->drained);
@@ -346,8 +371,20 @@ static void *writer_main(void *arg)
 		nb = st->n < BATCH_MAX ? st->n : BATCH_MAX;
 		for (size_t i = 0; i < nb; i++)
 			batch[i] = st->ring[(st->head + i) % st->cap];
-		st->inflight = nb;
+		/* a compaction runs on its own, once what was queued before it landed */
+		compact = NULL;
+		for (size_t i = 0; i < nb; i++) {
+			if (batch[i]->kind != ITEM_COMPACT || batch[i]->done)
+				continue;
+			if (i == 0)
+				compact = batch[0];
+			nb = i;
+			break;
+		}
+		st->inflight = compact ? 1 : nb;
 		pthread_mutex_unlock(&st->lock);
+		if (compact && compact_one(c, compact))
+			slow = 1;
 
 		for (size_t i = 0; i < nb; i++) {
 			if (batch[i]->done)
@@ -576,6 +613,27 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 		}
 	}
 	spool_push(st, it);
+	if (span && base && base->tier == s->tier && !strcmp(base->host, s->host)) {
+		uint64_t iv = (uint64_t)s->tier * 1000;
+
+		/* the first window of a span: the span before it has ended */
+		if (base->ts_ms >= iv && base->ts_ms < s->ts_ms &&
+		    (base->ts_ms - iv) / span < (s->ts_ms - iv) / span) {
+			uint64_t start = (base->ts_ms - iv) - (base->ts_ms - iv) % span;
+			struct spool_item *ci = calloc(1, sizeof(*ci));
+
+			if (!ci)
+				return -ENOMEM;
+			ci->kind = ITEM_COMPACT;
+			ci->tier = s->tier;
+			/* not it->key: it belongs to the writer once pushed */
+			key_tier(ci->key, sizeof(ci->key), s->host, s->tier);
+			snprintf(ci->field, sizeof(ci->field), "%s", s->host);
+			ci->ts_ms = start;
+			ci->minid = ret_ms && start > ret_ms ? start - ret_ms : 0;
+			spool_push(st, ci);
+		}
+	}
 
 	if (s->tier == 1) {
 		struct spool_item *h = host_item(s);
