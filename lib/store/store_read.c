@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
 #include "core/log.h"
+#include "model/chunk.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
 
@@ -40,7 +42,29 @@ struct read_ctx {
 	struct snapshot *base;		/* NULL: none yet */
 	uint64_t deliver_from;
 	size_t max;			/* entries to deliver at most (0: all) */
+	/*
+	 * The tier's chunks' points in the range (ended spans, compaction.h),
+	 * delivered in ts order among the entries; an entry of the same ts
+	 * (read before the chunks, then compacted) is delivered instead.
+	 */
+	struct chunk_points *chunks;
+	int stopped;			/* cb asked to stop, or max delivered */
 };
+
+struct chunk_points {
+	struct snapshot *pts;
+	size_t n, at;
+};
+
+static void chunk_points_release(struct chunk_points *cp)
+{
+	if (!cp)
+		return;
+	for (size_t i = cp->at; i < cp->n; i++)
+		snapshot_free(&cp->pts[i]);
+	free(cp->pts);
+	free(cp);
+}
 
 /* The base rc holds (NULL: none), then s as the next entry's. */
 static void chain_advance(struct read_ctx *rc, struct snapshot *s)
@@ -89,6 +113,96 @@ static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char
 	else
 		log_warn("%s: skipping stream entry %" PRIu64 ": %s", rc && rc->host ? rc->host : "?",
 			 ms, why);
+}
+
+/* The first span whose chunk may hold a point at or after from_ms. */
+static uint64_t chunks_start(uint32_t tier, uint64_t from_ms)
+{
+	uint64_t iv = (uint64_t)tier * 1000, start = from_ms > iv ? from_ms - iv : 0;
+
+	return chain_start(tier, start);
+}
+
+/*
+ * Decode the chunks of reply r into rc->chunks: the points of
+ * [rc->deliver_from, to_ms] (0: no end), in ts order.  A chunk that does
+ * not decode is reported like an entry that does not.
+ */
+static void chunks_take(struct read_ctx *rc, redisReply *r, uint64_t to_ms, size_t *bad)
+{
+	struct chunk_points *cp = calloc(1, sizeof(*cp));
+	size_t cap = 0;
+
+	if (!cp)
+		return;
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		redisReply *e = r->element[i], *f;
+		struct snapshot *pts;
+		size_t n;
+		char derr[256];
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+		    e->element[1]->type != REDIS_REPLY_ARRAY || e->element[1]->elements != 2 ||
+		    e->element[1]->element[1]->type != REDIS_REPLY_STRING) {
+			entry_bad(rc, e, "not a chunk entry with its field", bad);
+			continue;
+		}
+		f = e->element[1]->element[1];
+		if (chunk_decode(f->str, f->len, rc->compact, &pts, &n, derr, sizeof(derr))) {
+			entry_bad(rc, e, derr, bad);
+			continue;
+		}
+		for (size_t k = 0; k < n; k++) {
+			struct snapshot *s = &pts[k];
+			int keep = s->ts_ms >= rc->deliver_from && (!to_ms || s->ts_ms <= to_ms) &&
+				   (!cp->n || s->ts_ms > cp->pts[cp->n - 1].ts_ms);
+
+			if (keep && rc->host && strcmp(s->host, rc->host)) {
+				char *h = strdup(rc->host);
+
+				if (h) {
+					free(s->host);
+					s->host = h;
+				}
+				keep = h != NULL;
+			}
+			if (keep && ARRAY_GROW(cp->pts, cap, cp->n + 1, 64))
+				keep = 0;
+			if (keep)
+				cp->pts[cp->n++] = *s;
+			else
+				snapshot_free(s);
+		}
+		free(pts);
+	}
+	rc->chunks = cp;
+}
+
+/*
+ * Deliver the chunks' points before ts `before` (0: all that are left),
+ * dropping one at ts itself.  Returns 1 when delivery is to stop (cb said
+ * so, or rc->max reached).
+ */
+static int chunks_deliver(struct read_ctx *rc, uint64_t before, store_snapshot_cb cb,
+			  void *arg, int *delivered)
+{
+	struct chunk_points *cp = rc ? rc->chunks : NULL;
+
+	while (cp && cp->at < cp->n && (!before || cp->pts[cp->at].ts_ms <= before)) {
+		struct snapshot *s = &cp->pts[cp->at++];
+		int ret = 0;
+
+		if (before && s->ts_ms == before) {
+			snapshot_free(s);
+			continue;
+		}
+		(*delivered)++;
+		ret = cb(s, arg);
+		snapshot_free(s);
+		if (ret || (rc->max && (size_t)*delivered >= rc->max))
+			return rc->stopped = 1;
+	}
+	return 0;
 }
 
 static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, void *arg,
@@ -166,6 +280,10 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 				chain_advance(rc, &s);
 				break;
 			}
+			if (chunks_deliver(rc, s.ts_ms, cb, arg, &delivered)) {
+				snapshot_free(&s);
+				return delivered;
+			}
 			delivered++;
 			if (rc && rc->chain) {
 				/* the next entry's base, whatever cb does with s */
@@ -179,8 +297,11 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 			}
 			ret = cb(&s, arg);
 			snapshot_free(&s);
-			if (ret || (rc && rc->max && (size_t)delivered >= rc->max))
+			if (ret || (rc && rc->max && (size_t)delivered >= rc->max)) {
+				if (rc)
+					rc->stopped = 1;
 				return delivered;
+			}
 			break;
 		}
 		if (!found)
@@ -189,16 +310,35 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 	return delivered;
 }
 
+/* Queue XRANGE key from to [COUNT count] (count NULL: all). */
+static int append_xrange(struct conn *c, const char *key, const char *from, const char *to,
+			 const char *count)
+{
+	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
+
+	return conn_append(c, key, count ? 6 : 4, argv, NULL);
+}
+
+/* Queue the XRANGE of host's chunks of tier from from_ms (a chunked tier only). */
+static int append_chunks(struct conn *c, const char *host, uint32_t tier, uint64_t from_ms,
+			 const char *to)
+{
+	char key[320], from[32];
+
+	key_chunks(key, sizeof(key), host, tier);
+	snprintf(from, sizeof(from), "%" PRIu64, chunks_start(tier, from_ms));
+	return append_xrange(c, key, from, to, NULL);
+}
+
 int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t from_ms,
 		     uint64_t to_ms, size_t max, store_snapshot_cb cb, void *arg,
 		     size_t *bad, char *err, size_t errlen)
 {
 	char key[320], from[32], to[32], count[32];
-	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
-	struct read_ctx rc = { .host = host, .chain = snapshot_delta_span_ms(tier) != 0,
-			       .deliver_from = from_ms, .max = max };
-	uint64_t start = chain_start(tier, from_ms);
-	redisReply *r;
+	int chain = snapshot_delta_span_ms(tier) != 0;
+	struct read_ctx rc = { .host = host, .chain = chain, .deliver_from = from_ms, .max = max };
+	uint64_t start = chain_start(tier, from_ms), want;
+	redisReply *r = NULL, *rch = NULL;
 	int ret;
 
 	key_tier(key, sizeof(key), host, tier);
@@ -208,14 +348,28 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
 	else
 		snprintf(to, sizeof(to), "+");
 	/* a chain's entries before from_ms come on top: at most a span's */
-	snprintf(count, sizeof(count), "%" PRIu64,
-		 (uint64_t)max + (from_ms - start) / ((uint64_t)tier * 1000) + 1);
-	r = conn_command(c, key, max ? 6 : 4, argv, NULL);
-	if (!r) {
+	want = (uint64_t)max + (from_ms - start) / ((uint64_t)tier * 1000) + 1;
+	snprintf(count, sizeof(count), "%" PRIu64, want);
+	/* the entries first, then the chunks (keyspace.h: never a point missed) */
+	if (append_xrange(c, key, from, to, max ? count : NULL) ||
+	    (chain && append_chunks(c, host, tier, from_ms, to)) || !(r = conn_reply(c)) ||
+	    (chain && !(rch = conn_reply(c)))) {
 		snprintf(err, errlen, "redis: %s", conn_errstr(c));
+		if (r)
+			freeReplyObject(r);
 		return -EIO;
 	}
+	if (rch) {
+		if (rch->type == REDIS_REPLY_ARRAY)
+			chunks_take(&rc, rch, to_ms, bad);
+		freeReplyObject(rch);
+	}
 	ret = deliver_entries(r, 0, cb, arg, &rc, bad, err, errlen);
+	/* what the chunks hold after the last entry, unless COUNT cut the entries short */
+	if (ret >= 0 && !rc.stopped &&
+	    !(max && r->type == REDIS_REPLY_ARRAY && r->elements >= want))
+		chunks_deliver(&rc, 0, cb, arg, &ret);
+	chunk_points_release(rc.chunks);
 	chain_end(&rc);
 	freeReplyObject(r);
 	return ret;
@@ -244,13 +398,16 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 	/* a rollup tier's chains: each host's entry before its next page */
 	int chain = snapshot_delta_span_ms(tier) != 0;
 	struct snapshot **bases = chain ? calloc(n + 1, sizeof(*bases)) : NULL;
+	/* and its chunks' points, read with its first page */
+	struct chunk_points **chunks = chain ? calloc(n + 1, sizeof(*chunks)) : NULL;
 	char to[32] = "+", count[16];
 	size_t ntodo = n;
-	int delivered = 0;
+	int delivered = 0, first = 1;
 
-	if (!todo || (chain && !bases)) {
+	if (!todo || (chain && (!bases || !chunks))) {
 		free(todo);
 		free(bases);
+		free(chunks);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -274,7 +431,11 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 							count };
 
 				key_tier(key, sizeof(key), hosts[todo[at + i].host], tier);
-				if (conn_append(c, key, 6, argv, NULL)) {
+				/* the entries first, then the chunks (keyspace.h) */
+				if (conn_append(c, key, 6, argv, NULL) ||
+				    (chain && first &&
+				     append_chunks(c, hosts[todo[at + i].host], tier,
+						   from_ms[todo[at + i].host], to))) {
 					snprintf(err, errlen, "redis: %s", conn_errstr(c));
 					delivered = -EIO;
 					goto out;
@@ -285,7 +446,14 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 				redisReply *r;
 				int got;
 
+				redisReply *rch = NULL;
+				int last_page = 1;
+
 				r = conn_reply(c);
+				if (r && chain && first && !(rch = conn_reply(c))) {
+					freeReplyObject(r);
+					r = NULL;
+				}
 				if (!r) {
 					snprintf(err, errlen, "redis: %s", conn_errstr(c));
 					delivered = -EIO;
@@ -295,12 +463,20 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 						       .bad_cb = rd->bad, .like = rd->like,
 						       .arg = rd->arg, .chain = chain,
 						       .base = chain ? bases[h] : NULL,
-						       .deliver_from = from_ms[h] };
+						       .deliver_from = from_ms[h],
+						       .chunks = chain ? chunks[h] : NULL };
 
+				if (rch) {
+					if (rch->type == REDIS_REPLY_ARRAY)
+						chunks_take(&rc, rch, to_ms, bad);
+					freeReplyObject(rch);
+				}
 				got = deliver_entries(r, 0, rd->snapshot, rd->arg, &rc, bad, err,
 						      errlen);
-				if (chain)
+				if (chain) {
 					bases[h] = rc.base;
+					chunks[h] = rc.chunks;
+				}
 				if (got < 0) {
 					if (rd->bad)
 						rd->bad(h, 0, err, rd->arg);
@@ -322,19 +498,33 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 						snprintf(todo[more].from, sizeof(todo[more].from),
 							 "(%s", last->element[0]->str);
 						more++;
+						last_page = 0;
 					}
+				}
+				/* the host's entries are all read: what its chunks hold after them */
+				if (chain && last_page && got >= 0) {
+					int rest = 0;
+
+					rc.chunks = chunks[h];
+					chunks_deliver(&rc, 0, rd->snapshot, rd->arg, &rest);
+					delivered += rest;
+					chunk_points_release(chunks[h]);
+					chunks[h] = NULL;
 				}
 				freeReplyObject(r);
 			}
 		}
 		ntodo = more;
+		first = 0;
 	}
 out:
 	for (size_t i = 0; chain && i < n; i++) {
 		struct read_ctx rc = { .base = bases[i] };
 
 		chain_end(&rc);
+		chunk_points_release(chunks[i]);
 	}
+	free(chunks);
 	free(bases);
 	free(todo);
 	return delivered;
