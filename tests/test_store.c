@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "store/profile_store.h"
 #include "core/timeutil.h"
+#include "model/chunk.h"
 
 static struct test_redis redis;
 
@@ -487,11 +488,13 @@ static size_t count_deltas(struct conn *c, const char *key, size_t *all)
 
 /*
  * Minute rollups through store_put_rollup land as deltas on the entry
- * before them, except each hour's first; a read from any minute, of one
- * host or of many, gets every window from there on, value for value.
+ * before them, except each hour's first; an hour that has ended is
+ * replaced by its chunk (compaction.h); a read from any minute, of one
+ * host or of many, gets every window from there on, value for value,
+ * across chunks and entries.
  */
-Test(store, rollups_chain_as_deltas_and_read_back_from_any_minute, .init = setup,
-     .fini = teardown, .timeout = 60)
+Test(store, rollups_chain_as_deltas_ended_hours_become_chunks_read_back_from_any_minute,
+     .init = setup, .fini = teardown, .timeout = 60)
 {
 	struct store *st = open_store(1000);
 	uint64_t t0 = 1796166000000ULL;	/* an hour's start */
@@ -514,11 +517,35 @@ Test(store, rollups_chain_as_deltas_and_read_back_from_any_minute, .init = setup
 	}
 	snapshot_free(&prev);
 	c = conn();
-	/* all but minute 0 and each hour's first (60, 120) */
+	/* hours 0 and 1 are chunks; hour 2's minutes are entries, all but its first deltas */
 	size_t nd = count_deltas(c, "fl:{web-1}:s60", &all);
+	redisReply *r = conn_commandf(c, "fl:{web-1}:s60:chunks", "XRANGE %s - +",
+				      "fl:{web-1}:s60:chunks");
 
-	cr_assert_eq(nd, 127, "%zu of %zu", nd, all);
-	cr_assert_eq(all, 130);
+	cr_assert_eq(nd, 9, "%zu of %zu", nd, all);
+	cr_assert_eq(all, 10);
+	cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+	cr_assert_eq(r->elements, 2);
+	cr_assert_eq(strtoull(r->element[0]->element[0]->str, NULL, 10), t0);
+	cr_assert_eq(strtoull(r->element[1]->element[0]->str, NULL, 10), t0 + 3600000);
+	for (size_t i = 0; i < 2; i++) {
+		redisReply *d = r->element[i]->element[1]->element[1];
+		struct snapshot *pts;
+		size_t n;
+
+		cr_assert_eq(chunk_decode(d->str, d->len, 0, &pts, &n, err, sizeof(err)), 0, "%s",
+			     err);
+		cr_assert_eq(n, 60);
+		for (size_t k = 0; k < n; k++) {
+			struct snapshot want;
+
+			make_rollup(&want, t0, i * 60 + k);
+			cr_assert(snapshot_equal(&pts[k], &want), "minute %zu", i * 60 + k);
+			snapshot_free(&want);
+		}
+		chunk_points_free(pts, n);
+	}
+	freeReplyObject(r);
 	/* from minute 75: the chain is read from 60, delivered from 75 */
 	cr_assert_eq(store_read_range(c, "web-1", 60, t0 + 76 * 60000, 0, 0, rollup_cb, &got,
 				      &bad, err, sizeof(err)), 130 - 75, "%s", err);
@@ -551,6 +578,102 @@ Test(store, rollups_chain_as_deltas_and_read_back_from_any_minute, .init = setup
 					       sizeof(err)), 101, "%s", err);
 		cr_assert_eq(got.value[0], 1000000 + 29 * 29 * 7919);
 		cr_assert_eq(bad, 0);
+	}
+	conn_close(c);
+	store_close(st);
+}
+
+/*
+ * What a reader meets besides whole hours of chunks: an hour a chunk
+ * cannot hold exactly (its series change order) stays as entries, older
+ * than the chunks after it; a span in a chunk and still in entries (read
+ * between the two, or a chunk written twice) comes once.  Every minute
+ * comes once, in order, from one host's read and from the pipelined one.
+ */
+Test(store, an_hour_left_as_entries_and_points_in_both_are_read_once_in_order, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	struct store *st = open_store(1000);
+	uint64_t t0 = 1796166000000ULL;	/* an hour's start */
+	struct snapshot prev = { 0 }, part[5];
+	struct rollups got = { 0 };
+	size_t all, bad = 0, len;
+	struct conn *c;
+	redisReply *r;
+	char err[256], *blob;
+
+	for (uint64_t m = 0; m < 185; m++) {
+		struct snapshot s;
+
+		if (m == 30) {
+			/* the same values, the temperature first */
+			struct snapshot w;
+
+			make_rollup(&w, t0, m);
+			snapshot_init(&s, "web-1", w.ts_ms, 60000, m, 60);
+			snapshot_add_gauge(&s, "drive.temperature_c", 40, NULL)->gauge =
+				w.series[9].gauge;
+			for (uint32_t i = 0; i < 9; i++) {
+				struct series *x = snapshot_add_labels(&s, w.series[i].name,
+								       SERIES_COUNTER,
+								       w.series[i].labels,
+								       w.series[i].nlabels);
+
+				x->counter = w.series[i].counter;
+			}
+			snapshot_free(&w);
+		} else {
+			make_rollup(&s, t0, m);
+		}
+		cr_assert_eq(store_put_rollup(st, &s, m ? &prev : NULL), 0);
+		cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+		if (m)
+			snapshot_free(&prev);
+		prev = s;
+	}
+	snapshot_free(&prev);
+	c = conn();
+	/* hour 0 as its 60 entries, hours 1 and 2 as chunks, hour 3's 5 minutes */
+	count_deltas(c, "fl:{web-1}:s60", &all);
+	cr_assert_eq(all, 65);
+	/* hour 3's minutes in a chunk too, as if compacted after a reader read the entries */
+	for (int m = 0; m < 5; m++)
+		make_rollup(&part[m], t0, 180 + m);
+	cr_assert_eq(chunk_encode(part, 5, &blob, &len), 0);
+	r = conn_commandf(c, "fl:{web-1}:s60:chunks", "XADD %s %llu-0 c %b",
+			  "fl:{web-1}:s60:chunks", (unsigned long long)(t0 + 3 * 3600000), blob,
+			  len);
+	cr_assert_eq(r->type, REDIS_REPLY_STRING, "%s", r->str);
+	freeReplyObject(r);
+	free(blob);
+	for (int m = 0; m < 5; m++)
+		snapshot_free(&part[m]);
+
+	cr_assert_eq(store_read_range(c, "web-1", 60, 0, 0, 0, rollup_cb, &got, &bad, err,
+				      sizeof(err)), 185, "%s", err);
+	cr_assert_eq(bad, 0);
+	for (size_t k = 0; k < got.n; k++) {
+		cr_assert_eq(got.ts[k], t0 + (k + 1) * 60000, "minute %zu", k);
+		cr_assert_eq(got.value[k], 1000000 + k * k * 7919, "minute %zu", k);
+	}
+	/* from inside hour 2 to inside hour 3, at most 10 */
+	got.n = 0;
+	cr_assert_eq(store_read_range(c, "web-1", 60, t0 + 176 * 60000, 0, 7, rollup_cb, &got,
+				      &bad, err, sizeof(err)), 7, "%s", err);
+	cr_assert_eq(got.ts[0], t0 + 176 * 60000);
+	cr_assert_eq(got.ts[6], t0 + 182 * 60000);
+	{
+		const char *hosts[] = { "nosuch", "web-1" };
+		uint64_t from[] = { 0, t0 + 50 * 60000 };
+		struct store_readers rd = { .snapshot = rollup_cb, .arg = &got };
+
+		got.n = 0;
+		cr_assert_eq(store_read_ranges(c, hosts, from, 2, 60, t0 + 184 * 60000, &rd, &bad,
+					       err, sizeof(err)), 135, "%s", err);
+		cr_assert_eq(bad, 0);
+		for (size_t k = 0; k < got.n; k++)
+			cr_assert_eq(got.value[k], 1000000 + (49 + k) * (49 + k) * 7919,
+				     "minute %zu", 49 + k);
 	}
 	conn_close(c);
 	store_close(st);
