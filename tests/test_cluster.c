@@ -243,6 +243,54 @@ Test(cluster, store_spreads_hosts_and_reads_them_back, .init = start3, .fini = s
 	conn_close(c);
 }
 
+/*
+ * Ended hours of several hosts' minute rollups become chunks on whichever
+ * master holds each host (the swap is one script on the host's slot), and
+ * read back whole.
+ */
+Test(cluster, ended_hours_become_chunks_on_each_hosts_master, .init = start3, .fini = stop,
+     .timeout = 120)
+{
+	struct store *st = open_store();
+	uint64_t hour = (time_wall_ns() / NSEC_PER_MSEC / 3600000 - 3) * 3600000;
+	struct snapshot prev[6] = { 0 };
+	struct conn *c;
+	char err[256];
+
+	for (uint64_t m = 0; m < 75; m++)
+		for (int h = 0; h < 6; h++) {
+			char host[32];
+
+			snprintf(host, sizeof(host), "h-%d", h);
+			put_rollup(st, host, hour, m, &prev[h]);
+			if (h == 5)
+				cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+		}
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0, "the writer did not drain");
+	store_close(st);
+	c = open_cluster();
+	for (int h = 0; h < 6; h++) {
+		char host[32], key[64];
+		size_t rollups = 0, bad = 0;
+		redisReply *r;
+
+		snprintf(host, sizeof(host), "h-%d", h);
+		key_chunks(key, sizeof(key), host, 60);
+		r = conn_commandf(c, key, "XLEN %s", key);
+		cr_expect_eq(r->integer, 1, "%s: %lld chunks", key, r->integer);
+		freeReplyObject(r);
+		key_tier(key, sizeof(key), host, 60);
+		r = conn_commandf(c, key, "XLEN %s", key);
+		cr_expect_eq(r->integer, 15, "%s: %lld entries", key, r->integer);
+		freeReplyObject(r);
+		cr_expect_eq(store_read_range(c, host, 60, 0, 0, 0, count_rollup, &rollups, &bad,
+					      err, sizeof(err)), 75, "%s", err);
+		cr_expect_eq(bad, 0);
+		snapshot_free(&prev[h]);
+	}
+	conn_close(c);
+}
+
 static int state_count;
 
 static void state_cb(const char *fp, const char *json, void *arg)
