@@ -86,6 +86,12 @@ static void own_context(void)
 		pthread_setspecific(ctx_key, (void *)1);
 }
 
+int snapshot_zstd_enabled(void)
+{
+	pthread_once(&once, setup);
+	return compress_on;
+}
+
 int snapshot_zstd_is_frame(const void *buf, size_t len)
 {
 	static const unsigned char magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };

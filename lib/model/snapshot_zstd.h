@@ -24,14 +24,19 @@
  * error that says so (a newer writer: upgrade the reader).
  *
  * FAULTLINE_WIRE_COMPRESS=0 in the environment writes plain msgpack (for
- * training a dictionary, and for tools that read entries themselves); 1 or
- * unset compresses; any other value is reported on stderr and compresses.
+ * training a dictionary, and for tools that read entries themselves), and
+ * keeps the rollup tiers' ended spans as entries rather than chunks
+ * (store/compaction.h); 1 or unset compresses; any other value is reported
+ * on stderr and compresses.
  */
 #ifndef FL_SNAPSHOT_ZSTD_H
 #define FL_SNAPSHOT_ZSTD_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Whether writers compress (FAULTLINE_WIRE_COMPRESS above). */
+int snapshot_zstd_enabled(void);
 
 /* Whether buf (len bytes) is a zstd frame. */
 int snapshot_zstd_is_frame(const void *buf, size_t len);

@@ -33,6 +33,7 @@
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "model/host_entry.h"
+#include "model/snapshot_zstd.h"
 #include "store/compaction.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
@@ -613,7 +614,9 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 		}
 	}
 	spool_push(st, it);
-	if (span && base && base->tier == s->tier && !strcmp(base->host, s->host)) {
+	/* compressed writes only: plain ones are for tools that read entries themselves */
+	if (span && base && base->tier == s->tier && !strcmp(base->host, s->host) &&
+	    snapshot_zstd_enabled()) {
 		uint64_t iv = (uint64_t)s->tier * 1000;
 
 		/* the first window of a span: the span before it has ended */
