@@ -139,8 +139,8 @@ def measure_rules(out, sock, d, hosts, history, intervals):
             "rules_rss_mb": usage.ru_maxrss / 1024}
 
 
-def raw_entries(sock, key, count):
-    """The "d" field of a stream's first count entries, as Redis holds them."""
+def raw_entries(sock, key, count, field=b"d"):
+    """The field (d: a snapshot) of a stream's first count entries, as Redis holds them."""
     s = socket.socket(socket.AF_UNIX)
     s.connect(sock)
     f = s.makefile("rb")
@@ -159,7 +159,7 @@ def raw_entries(sock, key, count):
     s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in args))
     res = parse() or []
     s.close()
-    return [dict(zip(fl[::2], fl[1::2]))[b"d"] for _, fl in res]
+    return [dict(zip(fl[::2], fl[1::2]))[field] for _, fl in res]
 
 
 def key_bytes(sock, key):
@@ -170,6 +170,39 @@ def key_bytes(sock, key):
     redis_cmd(sock, "DEL", key)
     after = int(re.search(r"used_memory:(\d+)", redis_cmd(sock, "INFO", "memory")).group(1))
     return before - after
+
+
+CHUNK_LINE = re.compile(r"(\d+) chunks: (\d+) points, ([\d.]+) bytes a point, decoded in (\d+) ns")
+
+
+def measure_chunks(out, sock, d, hosts, tier, overhead=None):
+    """A rollup tier's chunks (model/chunk.h) for hosts: their points, blob
+    bytes and decode ns per point (bench/codec_cost --chunks), Redis's bytes
+    per chunk beyond its blob (what deleting the chunk streams frees, less
+    the blobs; given as overhead where the streams are too small for that
+    difference to stand above the allocator's noise), and so Redis bytes
+    per point; and the tier's entries (the current span's): bytes each."""
+    files = []
+    for i in hosts:
+        key = "fl:{%s}:%s:chunks" % (host_name(i), tier)
+        for k, blob in enumerate(raw_entries(sock, key, 1000, b"c")):
+            files.append(os.path.join(d, "%s-%d-%d" % (tier, i, k)))
+            with open(files[-1], "wb") as f:
+                f.write(blob)
+    blobs = sum(os.path.getsize(f) for f in files)
+    r = subprocess.run([os.path.join(out, "bench", "codec_cost"), "--chunks"] + files,
+                       capture_output=True, text=True, check=True)
+    m = CHUNK_LINE.search(r.stdout)
+    nchunks, points = int(m.group(1)), int(m.group(2))
+    if overhead is None:
+        redis = sum(key_bytes(sock, "fl:{%s}:%s:chunks" % (host_name(i), tier)) for i in hosts)
+        overhead = (redis - blobs) / nchunks
+    entries = sum(int(redis_cmd(sock, "XLEN", "fl:{%s}:%s" % (host_name(i), tier)) or 0)
+                  for i in hosts)
+    ebytes = sum(key_bytes(sock, "fl:{%s}:%s" % (host_name(i), tier)) for i in hosts)
+    return {"per_point": (blobs + overhead * nchunks) / points, "overhead": overhead,
+            "blob_per_point": blobs / points, "decode_ns": int(m.group(4)), "chunks": nchunks,
+            "points": points, "per_entry": ebytes / entries if entries > 100 else 0}
 
 
 def measure_memory(out, d, compressed):
@@ -201,6 +234,10 @@ def measure_memory(out, d, compressed):
                                    capture_output=True, text=True, check=True)
                 costs[tier] = r.stdout.strip()
         per_entry = {}
+        chunks = {}
+        if compressed:
+            # ended hours are chunks (store/compaction.h): bytes per minute in them
+            chunks["s60"] = measure_chunks(out, sock, d, range(20), "s60")
         for tier in ("s1", "s60", "p10"):
             sizes, entries = 0, 0
             for i in range(20):
@@ -215,9 +252,28 @@ def measure_memory(out, d, compressed):
     finally:
         srv.terminate()
         srv.wait()
+    if compressed:
+        # hours become a chunk a day: two hosts over two days and more
+        srv, sock = start_redis(d)
+        try:
+            subprocess.run([os.path.join(out, "faultline"), "sim", "--redis", "unix://" + sock,
+                            "--hosts", "2", "--duration", "50h", "--ends-now",
+                            "--seed", MEASURE_SEED], check=True, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            chunks["s3600"] = measure_chunks(out, sock, d, range(2), "s3600",
+                                             chunks["s60"]["overhead"])
+        finally:
+            srv.terminate()
+            srv.wait()
     proj = {t: per_entry[t] * RETENTION[t] for t in RETENTION}
+    for t, span in (("s60", 60), ("s3600", 24)):
+        if t in chunks:
+            # at most a span of entries waits to become a chunk; the rest are chunks
+            # (the hour tier's few entries: sized like a minute's, as above)
+            per_entry[t] = chunks[t]["per_entry"] or per_entry["s60"]
+            proj[t] = per_entry[t] * span + chunks[t]["per_point"] * (RETENTION[t] - span)
     proj["drives"] = drives
-    return {"per_entry": per_entry, "projected": proj, "costs": costs}
+    return {"per_entry": per_entry, "projected": proj, "costs": costs, "chunks": chunks}
 
 
 def measure_history(out, d, hosts, intervals):
@@ -345,12 +401,15 @@ def main():
     p, pp = mem["projected"], plain["projected"]
     print("\nfleet_scale: Redis per host at full retention (DESIGN.md tiers), measured per entry;"
           " (seed %s, bytes Redis frees per key); plain = FAULTLINE_WIRE_COMPRESS=0" % MEASURE_SEED)
-    print("  %-6s %9s %11s %9s %10s %13s %7s" % ("tier", "entries", "plain B/e", "B/entry",
-                                               "plain MB", "MB per host", "ratio"))
+    print("  %-6s %9s %11s %9s %9s %10s %13s %7s" % ("tier", "entries", "plain B/e", "B/entry",
+                                                     "B/chunked", "plain MB", "MB per host",
+                                                     "ratio"))
     for t in ("s1", "s60", "s3600", "p10"):
-        print("  %-6s %9d %11.0f %9.0f %10.2f %13.2f %6.2fx" %
-              (t, RETENTION[t], plain["per_entry"][t], mem["per_entry"][t], pp[t] / 1e6,
-               p[t] / 1e6, p[t] / pp[t] if pp[t] else 0))
+        ch = mem["chunks"].get(t)
+        print("  %-6s %9d %11.0f %9.0f %9s %10.2f %13.2f %6.2fx" %
+              (t, RETENTION[t], plain["per_entry"][t], mem["per_entry"][t],
+               "%.0f" % ch["per_point"] if ch else "-", pp[t] / 1e6, p[t] / 1e6,
+               p[t] / pp[t] if pp[t] else 0))
     print("  %-6s %9s %11s %9s %10.3f %13.3f" % ("drives", "", "", "", pp["drives"] / 1e6,
                                                 p["drives"] / 1e6))
     total, ptotal = sum(p.values()), sum(pp.values())
@@ -358,9 +417,17 @@ def main():
           "smaller; target <= 4 MB); x10,000 hosts = %.0f GB" %
           (total / 1e6, ptotal / 1e6, total / ptotal, WAVE1_REDIS_PER_HOST / 1e6,
            WAVE1_REDIS_PER_HOST / total, total * 1e4 / 1e9))
-    print("  s60: %.1f bytes per series per minute entry (%d series; a gauge keeps last, min,"
-          " max, sum, n) beside Prometheus' ~1.3 bytes per sample" %
-          (mem["per_entry"]["s60"] / SERIES_PER_ENTRY, SERIES_PER_ENTRY))
+    print("  (B/chunked: Redis bytes per point of an ended span, held in chunks, %.0f bytes a"
+          " chunk beside its blob; at most a span's points wait as entries, B/entry each)"
+          % mem["chunks"]["s60"]["overhead"])
+    s60c = mem["chunks"]["s60"]
+    print("  s60: %.1f bytes per series per minute in chunks (%d series; a gauge keeps last, min,"
+          " max, sum, n) beside Prometheus' ~1.3 bytes per sample; as entries %.1f" %
+          (s60c["per_point"] / SERIES_PER_ENTRY, SERIES_PER_ENTRY,
+           mem["per_entry"]["s60"] / SERIES_PER_ENTRY))
+    for t, c in sorted(mem["chunks"].items()):
+        print("  decode %s chunks: %d chunks, %d points, %.0f bytes a point, %d ns a point" %
+              (t, c["chunks"], c["points"], c["blob_per_point"], c["decode_ns"]))
     for t, line in sorted(mem["costs"].items()):
         print("  decode %s: %s" % (t, line))
     w1 = WAVE1_BYTES_PER_SNAPSHOT * WAVE1_POINTS
