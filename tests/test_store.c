@@ -656,7 +656,15 @@ Test(store, an_hour_left_as_entries_and_points_in_both_are_read_once_in_order, .
 		cr_assert_eq(got.ts[k], t0 + (k + 1) * 60000, "minute %zu", k);
 		cr_assert_eq(got.value[k], 1000000 + k * k * 7919, "minute %zu", k);
 	}
-	/* from inside hour 2 to inside hour 3, at most 10 */
+	/* from the last minute of hour 0 (an entry, a delta, ending on the hour) */
+	got.n = 0;
+	cr_assert_eq(store_read_range(c, "web-1", 60, t0 + 60 * 60000, 0, 2, rollup_cb, &got,
+				      &bad, err, sizeof(err)), 2, "%s", err);
+	cr_assert_eq(bad, 0);
+	cr_assert_eq(got.ts[0], t0 + 60 * 60000);
+	cr_assert_eq(got.value[0], 1000000 + 59 * 59 * 7919);
+	cr_assert_eq(got.ts[1], t0 + 61 * 60000);
+	/* from inside hour 2 to inside hour 3, at most 7 */
 	got.n = 0;
 	cr_assert_eq(store_read_range(c, "web-1", 60, t0 + 176 * 60000, 0, 7, rollup_cb, &got,
 				      &bad, err, sizeof(err)), 7, "%s", err);

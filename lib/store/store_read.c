@@ -90,12 +90,23 @@ static void chain_end(struct read_ctx *rc)
 	}
 }
 
-/* Where a read of tier from from_ms must start: a chain's whole entry. */
+/*
+ * Where a read of tier from from_ms must start: the whole entry of the
+ * chain of the first entry at or after from_ms.  Entries end windows on
+ * the tier's grid (rollup_window_of), so that one is the window ending at
+ * the first multiple of the tier at or after from_ms, and its chain is the
+ * span its window starts in: the hour before, for a window ending on the
+ * hour.
+ */
 static uint64_t chain_start(uint32_t tier, uint64_t from_ms)
 {
-	uint64_t span = snapshot_delta_span_ms(tier);
+	uint64_t span = snapshot_delta_span_ms(tier), iv = (uint64_t)tier * 1000, w;
 
-	return span ? from_ms - from_ms % span : from_ms;
+	if (!span)
+		return from_ms;
+	w = (from_ms + iv - 1) / iv * iv;
+	w = w >= iv ? w - iv : 0;
+	return w - w % span;
 }
 
 static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char *why,
@@ -113,14 +124,6 @@ static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char
 	else
 		log_warn("%s: skipping stream entry %" PRIu64 ": %s", rc && rc->host ? rc->host : "?",
 			 ms, why);
-}
-
-/* The first span whose chunk may hold a point at or after from_ms. */
-static uint64_t chunks_start(uint32_t tier, uint64_t from_ms)
-{
-	uint64_t iv = (uint64_t)tier * 1000, start = from_ms > iv ? from_ms - iv : 0;
-
-	return chain_start(tier, start);
 }
 
 /*
@@ -326,7 +329,7 @@ static int append_chunks(struct conn *c, const char *host, uint32_t tier, uint64
 	char key[320], from[32];
 
 	key_chunks(key, sizeof(key), host, tier);
-	snprintf(from, sizeof(from), "%" PRIu64, chunks_start(tier, from_ms));
+	snprintf(from, sizeof(from), "%" PRIu64, chain_start(tier, from_ms));
 	return append_xrange(c, key, from, to, NULL);
 }
 
