@@ -86,10 +86,11 @@ static void columns_free(struct column *c, uint32_t n)
 }
 
 /*
- * The span's series in one order every point's series follow (a series
- * first seen in a later point goes after the one before it there).
- * -EINVAL when no such order exists (two points order two series
- * differently, a series twice in a point, a series changing its kind).
+ * The span's series in one order (a series first seen in a later point
+ * goes after the one before it there), which most points' series follow;
+ * a point that orders them otherwise gets its order written beside
+ * (point_order).  -EINVAL for what a chunk cannot hold: a series twice in
+ * a point, a series changing its kind.
  */
 static int span_columns(const struct snapshot *pts, size_t n, struct column **out,
 			uint32_t *nout)
@@ -111,7 +112,9 @@ static int span_columns(const struct snapshot *pts, size_t n, struct column **ou
 				}
 			for (int64_t k = 0; at < 0 && k <= pos; k++)
 				if (snapshot_same_series(c[k].def, x))
-					goto invalid;
+					at = k;		/* out of the span's order */
+			if (at >= 0 && c[at].at[p] >= 0)
+				goto invalid;		/* twice in one point */
 			if (at < 0) {
 				int32_t *where = malloc(n * sizeof(*where));
 
@@ -131,7 +134,8 @@ static int span_columns(const struct snapshot *pts, size_t n, struct column **ou
 				goto invalid;
 			}
 			c[at].at[p] = (int32_t)i;
-			pos = at;
+			if (at > pos)
+				pos = at;
 		}
 	}
 	*out = c;
@@ -286,6 +290,43 @@ static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 	return 0;
 }
 
+/*
+ * The points whose series are not in the span's order: how many, then for
+ * each its index and, for each of its series in its own order, where the
+ * series stands among the point's in the span's order.
+ */
+static int put_orders(struct strbuf *sb, const struct snapshot *pts, size_t n,
+		      const struct column *cols, uint32_t ncols)
+{
+	uint32_t *rank = NULL, cap = 0, nout = 0;
+	struct strbuf tail = STRBUF_INIT;
+
+	for (size_t p = 0; p < n; p++) {
+		uint32_t r = 0, same = 1;
+
+		if (ARRAY_GROW(rank, cap, pts[p].nseries + 1, 64)) {
+			strbuf_release(&tail);
+			return -ENOMEM;
+		}
+		for (uint32_t k = 0; k < ncols; k++)
+			if (cols[k].at[p] >= 0)
+				rank[cols[k].at[p]] = r++;
+		for (uint32_t i = 0; i < pts[p].nseries; i++)
+			same &= rank[i] == i;
+		if (same)
+			continue;
+		put_uv(&tail, p);
+		for (uint32_t i = 0; i < pts[p].nseries; i++)
+			put_uv(&tail, rank[i]);
+		nout++;
+	}
+	free(rank);
+	put_uv(sb, nout);
+	strbuf_add(sb, tail.buf ? tail.buf : "", tail.len);
+	strbuf_release(&tail);
+	return 0;
+}
+
 static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 {
 	const struct label **sets = NULL;
@@ -345,7 +386,9 @@ static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 		if (ret)
 			goto out;
 	}
-	ret = strbuf_failed(sb) ? -ENOMEM : 0;
+	ret = put_orders(sb, pts, n, cols, ncols);
+	if (!ret)
+		ret = strbuf_failed(sb) ? -ENOMEM : 0;
 out:
 	columns_free(cols, ncols);
 	free(sets);
@@ -682,6 +725,64 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 	return 0;
 }
 
+/* Put the points put_orders names back in their own order of series. */
+static int get_orders(struct reader *r, struct snapshot *pts, size_t n)
+{
+	uint64_t norders = get_uv(r, "orders");
+	struct series *tmp = NULL;
+	uint8_t *seen = NULL;
+	uint32_t cap = 0;
+	int64_t last = -1;
+	int ret = -EINVAL;
+
+	if (r->bad || norders > n) {
+		r->bad = "orders";
+		return -EINVAL;
+	}
+	for (uint64_t o = 0; o < norders; o++) {
+		uint64_t p = get_uv(r, "order point");
+		uint32_t ns;
+
+		if (r->bad || p >= n || (int64_t)p <= last) {
+			r->bad = "order point";
+			goto out;
+		}
+		last = (int64_t)p;
+		ns = pts[p].nseries;
+		if (ns > cap) {
+			struct series *t = realloc(tmp, ns * sizeof(*t));
+			uint8_t *sn = realloc(seen, ns);
+
+			if (t)
+				tmp = t;
+			if (sn)
+				seen = sn;
+			if (!t || !sn) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			cap = ns;
+		}
+		memset(seen, 0, ns);
+		for (uint32_t i = 0; i < ns; i++) {
+			uint64_t k = get_uv(r, "order");
+
+			if (r->bad || k >= ns || seen[k]) {
+				r->bad = "order";
+				goto out;
+			}
+			seen[k] = 1;
+			tmp[i] = pts[p].series[k];
+		}
+		memcpy(pts[p].series, tmp, ns * sizeof(*tmp));
+	}
+	ret = 0;
+out:
+	free(tmp);
+	free(seen);
+	return ret;
+}
+
 static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, size_t *nout,
 			char *err, size_t errlen)
 {
@@ -759,6 +860,11 @@ static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, s
 		if (ret)
 			goto out_err;
 	}
+	ret = get_orders(&r, pts, n);
+	if (ret == -ENOMEM)
+		goto out;
+	if (ret)
+		goto malformed;
 	if (r.p != r.end) {
 		r.bad = "end (trailing bytes)";
 		goto malformed;

@@ -15,9 +15,9 @@
  * ended, replaces them by their chunk (store.h).
  *
  * Exact or refused: chunk_encode decodes what it wrote and compares every
- * point with its input, field by field and bit by bit; a span it cannot
- * hold exactly (series in an order that differs between points) is
- * -EINVAL, and stays as entries.
+ * point with its input, field by field and bit by bit, series in their
+ * order; a span it cannot hold exactly (a series twice in a point, or
+ * changing its kind) is -EINVAL, and stays as entries.
  *
  * Format, version 1: a zstd frame (no dictionary) of
  *
@@ -39,6 +39,9 @@
  *                raw: last, min, max, sum as little-endian doubles
  *     histogram  zz count - previous, zz sum - previous, uv runs, runs x
  *                [ uv index gap, zz bucket - the previous point's bucket ]
+ *   uv norders, norders x [ uv point, the point's series in its own order:
+ *         uv where each stands in the span's order ]   (points whose
+ *         series are not in the span's order, ascending)
  *   uv = LEB128 varint, zz = zigzag varint, str = uv length + bytes
  *
  * chunk_decode treats its input as hostile: every count bounded, every
@@ -63,8 +66,8 @@
  * Encode pts[0..n) (one host, one tier, ts ascending, 1 <= n <=
  * CHUNK_MAX_POINTS) into *out (malloc'd, *outlen bytes), checked to decode
  * back to every point exactly.  Returns 0, -EINVAL when the points cannot
- * be held exactly (not one host and tier, not ascending, series in
- * different orders, too large), or -ENOMEM.
+ * be held exactly (not one host and tier, not ascending, a series twice
+ * in a point or changing its kind, too large), or -ENOMEM.
  */
 int chunk_encode(const struct snapshot *pts, size_t n, char **out, size_t *outlen);
 
