@@ -25,6 +25,7 @@ static const char magic[4] = { 'F', 'L', 'K', CHUNK_VERSION };
  */
 #define CHUNK_LEVEL 15
 #define GAUGE_RAW 255
+enum { HIST_DELTA = 0, HIST_RAW = 1 };	/* a histogram column's bucket counts */
 
 /* ---- encode ------------------------------------------------------------- */
 
@@ -195,12 +196,54 @@ static void put_double(struct strbuf *sb, double x)
 	strbuf_add(sb, b, 8);
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * How a histogram column writes its bucket counts: as differences from the
+ * point before's (a steady distribution) or as they are (counts that
+ * swing as much as they are large), whichever takes fewer varint bytes.
+ */
+static int hist_mode(const struct snapshot *pts, size_t n, const struct column *c,
+		     struct histogram *prev, struct histogram *cur)
+{
+	size_t delta = 0, raw = 0;
+
+	hist_reset(prev);
+	for (size_t p = 0; p < n; p++) {
+		const struct histogram *h;
+
+		if (c->at[p] < 0)
+			continue;
+		h = series_hist(&pts[p].series[c->at[p]], cur);
+		if (!h)
+			continue;
+		for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
+			if (!h->buckets[i])
+				continue;
+			delta += varint_len(zigzag_encode((int64_t)(h->buckets[i] - prev->buckets[i])));
+			raw += varint_len(h->buckets[i]);
+		}
+		if (h != prev)
+			*prev = *h;
+	}
+	return delta < raw ? HIST_DELTA : HIST_RAW;
+}
+
 static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 		      const struct column *c, struct histogram *prev, struct histogram *cur)
 {
 	const struct series *d = c->def;
-	int all = 1, k = 0;
-	uint64_t pv = 0, pi = 0, pn = 0, pc = 0, ps = 0;
+	int all = 1, k = 0, hmode = HIST_DELTA;
+	uint64_t pv = 0, pi = 0, pn = 0, ps = 0;
 	int64_t pl = 0, psum = 0;
 
 	put_str(sb, d->name);
@@ -224,8 +267,11 @@ static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 		k = gauge_scale(pts, n, c);
 		put_u8(sb, (uint8_t)k);
 	}
-	if (d->kind == SERIES_HISTOGRAM)
+	if (d->kind == SERIES_HISTOGRAM) {
+		hmode = hist_mode(pts, n, c, prev, cur);
+		put_u8(sb, (uint8_t)hmode);
 		hist_reset(prev);
+	}
 	for (size_t p = 0; p < n; p++) {
 		const struct series *x;
 
@@ -264,20 +310,27 @@ static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 			uint32_t runs = 0, last = 0;
 			int first = 1;
 
+			uint64_t total = 0;
+
 			if (!h)
 				return -EINVAL;
-			put_zz(sb, (int64_t)(h->count - pc));
-			put_zz(sb, (int64_t)(h->sum - ps));
-			pc = h->count;
-			ps = h->sum;
-			for (uint32_t i = 0; i < HIST_BUCKETS; i++)
+			for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
 				runs += h->buckets[i] != 0;
+				total += h->buckets[i];
+			}
+			/* the count is the buckets' total but for what overflowed */
+			put_zz(sb, (int64_t)(h->count - total));
+			put_zz(sb, (int64_t)(h->sum - ps));
+			ps = h->sum;
 			put_uv(sb, runs);
 			for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
 				if (!h->buckets[i])
 					continue;
 				put_uv(sb, first ? i : i - last - 1);
-				put_zz(sb, (int64_t)(h->buckets[i] - prev->buckets[i]));
+				if (hmode == HIST_DELTA)
+					put_zz(sb, (int64_t)(h->buckets[i] - prev->buckets[i]));
+				else
+					put_uv(sb, h->buckets[i]);
 				last = i;
 				first = 0;
 			}
@@ -594,9 +647,9 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 	char name[SNAPSHOT_MAX_STR + 1];
 	struct label_set ls;
 	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
-	int ret, k = 0;
+	int ret, k = 0, hmode = HIST_DELTA;
 	/* unsigned: hostile differences wrap instead of overflowing */
-	uint64_t pv = 0, pi = 0, pn = 0, pc = 0, ps = 0, pl = 0, psum = 0;
+	uint64_t pv = 0, pi = 0, pn = 0, ps = 0, pl = 0, psum = 0;
 	struct histogram *prev = NULL;
 
 	if (!get_str(r, "series name", name))
@@ -631,6 +684,11 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 	if (kind == SERIES_HISTOGRAM && !(prev = calloc(1, sizeof(*prev)))) {
 		labels_release(&ls);
 		return fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	if (kind == SERIES_HISTOGRAM) {
+		hmode = get_u8(r, "histogram mode");
+		if (hmode != HIST_DELTA && hmode != HIST_RAW && !r->bad)
+			r->bad = "histogram mode";
 	}
 	if (kind == SERIES_GAUGE) {
 		k = get_u8(r, "gauge scale");
@@ -686,9 +744,9 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 			uint64_t runs;
 			uint32_t at = 0;
 
-			pc += (uint64_t)get_zz(r, "histogram count");
+			uint64_t total = 0, over = (uint64_t)get_zz(r, "histogram count");
+
 			ps += (uint64_t)get_zz(r, "histogram sum");
-			h->count = pc;
 			h->sum = ps;
 			runs = get_uv(r, "histogram runs");
 			if (runs > HIST_BUCKETS) {
@@ -703,10 +761,15 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 					break;
 				}
 				at = (uint32_t)(i ? at + 1 + gap : gap);
-				/* a difference from the point before's bucket */
-				h->buckets[at] = prev->buckets[at] +
-						 (uint64_t)get_zz(r, "histogram bucket count");
+				/* as it is, or a difference from the point before's bucket */
+				if (hmode == HIST_RAW)
+					h->buckets[at] = get_uv(r, "histogram bucket count");
+				else
+					h->buckets[at] = prev->buckets[at] +
+						(uint64_t)get_zz(r, "histogram bucket count");
+				total += h->buckets[at];
 			}
+			h->count = total + over;
 			*prev = *h;
 			ret = series_compact(x);
 			if (ret) {

@@ -37,8 +37,10 @@
  *                n and, in units of 2^-k: zz last - previous last,
  *                zz last - min, zz max - last, zz sum - previous sum;
  *                raw: last, min, max, sum as little-endian doubles
- *     histogram  zz count - previous, zz sum - previous, uv runs, runs x
- *                [ uv index gap, zz bucket - the previous point's bucket ]
+ *     histogram  u8 mode once (0: buckets as differences, 1: as they are),
+ *                then per point zz count - the buckets' total, zz sum -
+ *                previous sum, uv runs, runs x [ uv index gap, zz bucket -
+ *                the previous point's bucket | uv bucket ]
  *   uv norders, norders x [ uv point, the point's series in its own order:
  *         uv where each stands in the span's order ]   (points whose
  *         series are not in the span's order, ascending)
