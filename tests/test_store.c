@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -670,6 +671,69 @@ Test(store, an_hour_left_as_entries_and_points_in_both_are_read_once_in_order, .
 			cr_assert_eq(got.value[k], 1000000 + (49 + k) * (49 + k) * 7919,
 				     "minute %zu", 49 + k);
 	}
+	conn_close(c);
+	store_close(st);
+}
+
+/*
+ * Redis stalls (SIGSTOP, 5 s: longer than a compaction's tries) at the hour boundary, while the writer
+ * writes the next hour's first minute or compacts the hour that ended:
+ * the hour still becomes a chunk once Redis answers again (a connection
+ * lost mid-compaction is not one of its few tries), and every minute reads
+ * back.
+ */
+Test(store, an_hour_ends_while_redis_stalls_and_still_becomes_a_chunk, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	struct store *st = open_store(1000);
+	uint64_t t0 = 1796166000000ULL;	/* an hour's start */
+	struct snapshot prev = { 0 };
+	struct rollups got = { 0 };
+	size_t bad = 0;
+	struct conn *c = conn();
+	redisReply *r;
+	char err[256];
+
+	for (uint64_t m = 0; m < 62; m++) {
+		struct snapshot s;
+
+		make_rollup(&s, t0, m);
+		cr_assert_eq(store_put_rollup(st, &s, m ? &prev : NULL), 0);
+		if (m == 60) {
+			/* the minute that ends the hour landed: the compaction is next */
+			for (int i = 0; i < 5000; i++) {
+				long long n;
+
+				r = conn_commandf(c, NULL, "XLEN fl:{web-1}:s60");
+				n = r->integer;
+				freeReplyObject(r);
+				if (n >= 61)
+					break;
+				usleep(200);
+			}
+			kill(redis.pid, SIGSTOP);
+			usleep(5000000);
+			kill(redis.pid, SIGCONT);
+		}
+		cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+		if (m)
+			snapshot_free(&prev);
+		prev = s;
+	}
+	snapshot_free(&prev);
+	conn_close(c);
+	c = conn();
+	r = conn_commandf(c, NULL, "XLEN fl:{web-1}:s60:chunks");
+	cr_assert_eq(r->integer, 1, "the hour is %lld chunks", r->integer);
+	freeReplyObject(r);
+	r = conn_commandf(c, NULL, "XLEN fl:{web-1}:s60");
+	cr_assert_eq(r->integer, 2);
+	freeReplyObject(r);
+	cr_assert_eq(store_read_range(c, "web-1", 60, 0, 0, 0, rollup_cb, &got, &bad, err,
+				      sizeof(err)), 62, "%s", err);
+	cr_assert_eq(bad, 0);
+	for (size_t k = 0; k < got.n; k++)
+		cr_assert_eq(got.value[k], 1000000 + k * k * 7919, "minute %zu", k);
 	conn_close(c);
 	store_close(st);
 }

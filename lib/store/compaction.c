@@ -85,7 +85,7 @@ static int swap_in(struct conn *c, const char *key, const char *ckey, uint64_t s
 		free(argv);
 		free(lens);
 		snprintf(err, errlen, "out of memory");
-		return -EIO;
+		return -EAGAIN;
 	}
 	snprintf(id, sizeof(id), "%" PRIu64 "-0", span_start);
 	snprintf(mid, sizeof(mid), "%" PRIu64, minid);
@@ -114,7 +114,7 @@ static int swap_in(struct conn *c, const char *key, const char *ckey, uint64_t s
 	} else if (x->type != REDIS_REPLY_INTEGER) {
 		snprintf(err, errlen, "redis: compacting %s: %s", key,
 			 x->type == REDIS_REPLY_ERROR ? x->str : "unexpected reply");
-		ret = -EIO;
+		ret = -EAGAIN;
 	}
 	freeReplyObject(x);
 	return ret;
@@ -139,12 +139,15 @@ int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t
 	snprintf(from, sizeof(from), "%" PRIu64, span_start + 1);
 	snprintf(to, sizeof(to), "%" PRIu64, span_start + span);
 	r = conn_command(c, key, 4, argv, NULL);
-	if (!r || r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis: reading %s: %s", key,
-			 r && r->type == REDIS_REPLY_ERROR ? r->str : conn_errstr(c));
-		if (r)
-			freeReplyObject(r);
+	if (!r) {
+		snprintf(err, errlen, "redis: reading %s: %s", key, conn_errstr(c));
 		return -EIO;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "redis: reading %s: %s", key,
+			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		freeReplyObject(r);
+		return -EAGAIN;
 	}
 	if (r->elements == 0 || r->elements > CHUNK_MAX_POINTS) {
 		freeReplyObject(r);
@@ -154,7 +157,7 @@ int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t
 	if (!pts) {
 		freeReplyObject(r);
 		snprintf(err, errlen, "out of memory");
-		return -EIO;
+		return -EAGAIN;
 	}
 	ret = decode_span(r, pts, &n, why, sizeof(why));
 	if (!ret) {
@@ -168,7 +171,7 @@ int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t
 	if (ret == -ENOMEM) {
 		freeReplyObject(r);
 		snprintf(err, errlen, "out of memory");
-		return -EIO;
+		return -EAGAIN;
 	}
 	if (ret) {
 		log_warn("%s: span %" PRIu64 " stays as %zu entries (%s)", key, span_start,

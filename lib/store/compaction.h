@@ -22,8 +22,9 @@ struct conn;
  * Compact host's tier-`tier` span starting at span_start (ms, aligned to
  * snapshot_delta_span_ms(tier)); the chunk stream is trimmed to minid (0:
  * not trimmed).  Returns 0 when the span is done with (compacted, empty,
- * or left as entries for good, logged), or -EIO when Redis did not answer
- * or refused for now (retry later; err says why).
+ * or left as entries for good, logged), -EIO when the connection failed
+ * (reconnect, then retry), or -EAGAIN when Redis refused or memory ran
+ * out (retry later, a few times; err says why).
  */
 int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t span_start,
 		       uint64_t minid, char *err, size_t errlen);

@@ -303,16 +303,21 @@ static void wait_ns(struct store *st, uint64_t ns)
 
 /*
  * Run a compaction the spool reached (everything queued before it has
- * landed).  Returns 0, or -1 to back off before trying it again.
+ * landed).  Returns 0, 1 to back off before trying it again, or 2 when the
+ * connection failed (the writer reconnects; the try is not counted).
  */
 static int compact_one(struct conn *c, struct spool_item *it)
 {
 	char err[256];
+	int ret = store_compact_span(c, it->field, it->tier, it->ts_ms, it->minid, err,
+				     sizeof(err));
 
-	if (!store_compact_span(c, it->field, it->tier, it->ts_ms, it->minid, err, sizeof(err))) {
+	if (!ret) {
 		it->done = 1;
 		return 0;
 	}
+	if (ret == -EIO)
+		return 2;
 	if (++it->attempts >= COMPACT_ATTEMPTS) {
 		log_warn("%s; span %" PRIu64 " of %s stays as entries (readers read them as "
 			 "before)", err, it->ts_ms, it->key);
@@ -320,7 +325,7 @@ static int compact_one(struct conn *c, struct spool_item *it)
 		return 0;
 	}
 	log_info("%s; will retry", err);
-	return -1;
+	return 1;
 }
 
 static void *writer_main(void *arg)
@@ -384,8 +389,12 @@ static void *writer_main(void *arg)
 		}
 		st->inflight = compact ? 1 : nb;
 		pthread_mutex_unlock(&st->lock);
-		if (compact && compact_one(c, compact))
-			slow = 1;
+		if (compact) {
+			int how = compact_one(c, compact);
+
+			slow = how == 1;
+			ioerr = how == 2 ? 2 : 0;
+		}
 
 		for (size_t i = 0; i < nb; i++) {
 			if (batch[i]->done)
