@@ -8,11 +8,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/log.h"
+#include "core/timeutil.h"
 #include "model/chunk.h"
 #include "model/snapshot.h"
 #include "store/conn.h"
@@ -186,4 +189,224 @@ int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t
 	free(blob);
 	freeReplyObject(r);
 	return ret;
+}
+
+/* ---- the compactor thread ------------------------------------------------ */
+
+#define COMPACT_TRIES 3		/* a span Redis refuses is tried this often */
+#define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
+#define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
+
+struct compact_job {
+	char host[256];
+	uint32_t tier;
+	int tries;
+	uint64_t span_start, minid;
+};
+
+struct compactor {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* a job queued, or stop */
+	pthread_cond_t idle;		/* nothing queued or running */
+	struct compact_job *q;		/* jobs q[head .. head + n) */
+	size_t head, n, cap, max;
+	int busy, stop;
+	uint64_t dropped;
+	char url[512];
+	uint64_t timeout_ns;
+	void (*thread_start)(void);
+};
+
+/* Wait on cp->wake (lock held) for ns, or until stopped. */
+static void pause_ns(struct compactor *cp, uint64_t ns)
+{
+	struct timespec ts;
+
+	if (cp->stop)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / NSEC_PER_SEC);
+	ts.tv_nsec += (long)(ns % NSEC_PER_SEC);
+	if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
+		ts.tv_sec++;
+		ts.tv_nsec -= (long)NSEC_PER_SEC;
+	}
+	pthread_cond_timedwait(&cp->wake, &cp->lock, &ts);
+}
+
+static void *compactor_main(void *arg)
+{
+	struct compactor *cp = arg;
+	uint64_t backoff = BACKOFF_MIN_NS;
+	struct conn *c = NULL;
+	int was_down = 0;
+
+	if (cp->thread_start)
+		cp->thread_start();
+	pthread_mutex_lock(&cp->lock);
+	while (!cp->stop) {
+		struct compact_job job;
+		char err[256];
+		int ret;
+
+		if (!cp->n) {
+			cp->busy = 0;
+			pthread_cond_broadcast(&cp->idle);
+			pthread_cond_wait(&cp->wake, &cp->lock);
+			continue;
+		}
+		cp->busy = 1;
+		job = cp->q[cp->head];
+		pthread_mutex_unlock(&cp->lock);
+		if (!c)
+			c = conn_open(cp->url, cp->timeout_ns, err, sizeof(err));
+		ret = c ? store_compact_span(c, job.host, job.tier, job.span_start, job.minid, err,
+					     sizeof(err)) : -EIO;
+		pthread_mutex_lock(&cp->lock);
+		if (ret == -EIO) {
+			/* Redis away: the span waits, its tries untouched */
+			if (!was_down)
+				log_info("compacting %s's span %" PRIu64 ": %s; will retry", job.host,
+					 job.span_start, err);
+			was_down = 1;
+			if (c && !conn_is_cluster(c)) {
+				conn_close(c);
+				c = NULL;
+			}
+			pause_ns(cp, backoff);
+			backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+			continue;
+		}
+		was_down = 0;
+		backoff = BACKOFF_MIN_NS;
+		if (ret == -EAGAIN && ++cp->q[cp->head].tries < COMPACT_TRIES) {
+			log_info("%s; will retry", err);
+			pause_ns(cp, BACKOFF_MIN_NS);
+			continue;
+		}
+		if (ret == -EAGAIN)
+			log_warn("%s; span %" PRIu64 " of %s stays as entries (readers read them as "
+				 "before)", err, job.span_start, job.host);
+		cp->head++;
+		cp->n--;
+	}
+	cp->busy = 0;
+	pthread_cond_broadcast(&cp->idle);
+	pthread_mutex_unlock(&cp->lock);
+	conn_close(c);
+	return NULL;
+}
+
+struct compactor *compactor_start(const char *url, uint64_t timeout_ns, size_t max_queued,
+				  void (*thread_start)(void), char *err, size_t errlen)
+{
+	struct compactor *cp = calloc(1, sizeof(*cp));
+
+	if (!cp) {
+		snprintf(err, errlen, "compactor: out of memory");
+		return NULL;
+	}
+	snprintf(cp->url, sizeof(cp->url), "%s", url);
+	cp->timeout_ns = timeout_ns;
+	cp->max = max_queued ? max_queued : 1;
+	cp->thread_start = thread_start;
+	pthread_mutex_init(&cp->lock, NULL);
+	pthread_cond_init(&cp->wake, NULL);
+	pthread_cond_init(&cp->idle, NULL);
+	if (pthread_create(&cp->thread, NULL, compactor_main, cp)) {
+		snprintf(err, errlen, "compactor: cannot start its thread");
+		pthread_mutex_destroy(&cp->lock);
+		pthread_cond_destroy(&cp->wake);
+		pthread_cond_destroy(&cp->idle);
+		free(cp);
+		return NULL;
+	}
+	pthread_setname_np(cp->thread, "fl-compact");
+	return cp;
+}
+
+void compactor_queue(struct compactor *cp, const char *host, uint32_t tier,
+		     uint64_t span_start, uint64_t minid)
+{
+	struct compact_job *j;
+
+	pthread_mutex_lock(&cp->lock);
+	if (cp->n >= cp->max) {
+		if (!cp->dropped++ || cp->dropped % 1000 == 0)
+			log_warn("compactor: %zu spans waiting; %s's span %" PRIu64 " stays as "
+				 "entries (%" PRIu64 " so far)", cp->n, host, span_start,
+				 cp->dropped);
+		pthread_mutex_unlock(&cp->lock);
+		return;
+	}
+	if (cp->head + cp->n == cp->cap) {
+		if (cp->head) {
+			memmove(cp->q, cp->q + cp->head, cp->n * sizeof(*cp->q));
+			cp->head = 0;
+		} else {
+			size_t cap = cp->cap ? 2 * cp->cap : 64;
+			struct compact_job *q = realloc(cp->q, cap * sizeof(*q));
+
+			if (!q) {
+				cp->dropped++;
+				pthread_mutex_unlock(&cp->lock);
+				return;
+			}
+			cp->q = q;
+			cp->cap = cap;
+		}
+	}
+	j = &cp->q[cp->head + cp->n++];
+	memset(j, 0, sizeof(*j));
+	snprintf(j->host, sizeof(j->host), "%s", host);
+	j->tier = tier;
+	j->span_start = span_start;
+	j->minid = minid;
+	pthread_cond_signal(&cp->wake);
+	pthread_mutex_unlock(&cp->lock);
+}
+
+int compactor_flush(struct compactor *cp, uint64_t timeout_ns)
+{
+	uint64_t deadline = time_mono_ns() + timeout_ns;
+	int ret = 0;
+
+	pthread_mutex_lock(&cp->lock);
+	while (cp->n || cp->busy) {
+		struct timespec ts;
+
+		if (time_mono_ns() >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * (long)NSEC_PER_MSEC;
+		if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
+			ts.tv_sec++;
+			ts.tv_nsec -= (long)NSEC_PER_SEC;
+		}
+		pthread_cond_timedwait(&cp->idle, &cp->lock, &ts);
+	}
+	pthread_mutex_unlock(&cp->lock);
+	return ret;
+}
+
+void compactor_stop(struct compactor *cp)
+{
+	if (!cp)
+		return;
+	pthread_mutex_lock(&cp->lock);
+	cp->stop = 1;
+	pthread_cond_signal(&cp->wake);
+	pthread_mutex_unlock(&cp->lock);
+	pthread_join(cp->thread, NULL);
+	if (cp->n)
+		log_info("compactor: stopping with %zu span%s not compacted; they stay as entries",
+			 cp->n, cp->n == 1 ? "" : "s");
+	pthread_mutex_destroy(&cp->lock);
+	pthread_cond_destroy(&cp->wake);
+	pthread_cond_destroy(&cp->idle);
+	free(cp->q);
+	free(cp);
 }

@@ -44,7 +44,8 @@ const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
 
 
 #define BATCH_MAX 128
-#define COMPACT_ATTEMPTS 3	/* a span's compaction tried at most this often */
+/* spans waiting for the compactor at most (~280 bytes each) */
+#define COMPACT_QUEUE_MAX 65536
 #define BACKOFF_MIN_NS (100 * NSEC_PER_MSEC)
 #define BACKOFF_MAX_NS (5 * NSEC_PER_SEC)
 
@@ -60,6 +61,7 @@ struct store {
 	size_t cap, head, n, inflight, bytes;
 	int stop;
 	struct store_stats stats;
+	struct compactor *compactor;	/* runs the spool's ITEM_COMPACTs (compaction.h) */
 };
 
 /* ---- keys ---------------------------------------------------------------- */
@@ -301,33 +303,6 @@ static void wait_ns(struct store *st, uint64_t ns)
 	pthread_cond_timedwait(&st->wake, &st->lock, &ts);
 }
 
-/*
- * Run a compaction the spool reached (everything queued before it has
- * landed).  Returns 0, 1 to back off before trying it again, or 2 when the
- * connection failed (the writer reconnects; the try is not counted).
- */
-static int compact_one(struct conn *c, struct spool_item *it)
-{
-	char err[256];
-	int ret = store_compact_span(c, it->field, it->tier, it->ts_ms, it->minid, err,
-				     sizeof(err));
-
-	if (!ret) {
-		it->done = 1;
-		return 0;
-	}
-	if (ret == -EIO)
-		return 2;
-	if (++it->attempts >= COMPACT_ATTEMPTS) {
-		log_warn("%s; span %" PRIu64 " of %s stays as entries (readers read them as "
-			 "before)", err, it->ts_ms, it->key);
-		it->done = 2;
-		return 0;
-	}
-	log_info("%s; will retry", err);
-	return 1;
-}
-
 static void *writer_main(void *arg)
 {
 	struct store *st = arg;
@@ -346,7 +321,6 @@ static void *writer_main(void *arg)
 	while (!st->stop) {
 		size_t nb, sent = 0, got = 0;
 		int ioerr = 0, slow = 0;	/* ioerr 1: an append failed, 2: a reply */
-		struct spool_item *compact;
 
 		if (st->n == 0) {
 			pthread_cond_broadcast(&st->drained);
@@ -374,27 +348,25 @@ static void *writer_main(void *arg)
 			epoch = topology_epoch(c);
 			chain_reset(&cv);
 		}
-		nb = st->n < BATCH_MAX ? st->n : BATCH_MAX;
-		for (size_t i = 0; i < nb; i++)
-			batch[i] = st->ring[(st->head + i) % st->cap];
-		/* a compaction runs on its own, once what was queued before it landed */
-		compact = NULL;
-		for (size_t i = 0; i < nb; i++) {
-			if (batch[i]->kind != ITEM_COMPACT || batch[i]->done)
-				continue;
-			if (i == 0)
-				compact = batch[0];
-			nb = i;
-			break;
-		}
-		st->inflight = compact ? 1 : nb;
-		pthread_mutex_unlock(&st->lock);
-		if (compact) {
-			int how = compact_one(c, compact);
+		/* a compaction goes to the compactor once what was queued before it landed */
+		while (st->n && st->ring[st->head]->kind == ITEM_COMPACT) {
+			struct spool_item *ci = ring_remove(st, 0);
 
-			slow = how == 1;
-			ioerr = how == 2 ? 2 : 0;
+			compactor_queue(st->compactor, ci->field, ci->tier, ci->ts_ms, ci->minid);
+			spool_item_free(ci);
 		}
+		if (st->n == 0)
+			continue;
+		nb = st->n < BATCH_MAX ? st->n : BATCH_MAX;
+		for (size_t i = 0; i < nb; i++) {
+			batch[i] = st->ring[(st->head + i) % st->cap];
+			if (batch[i]->kind == ITEM_COMPACT) {
+				nb = i;
+				break;
+			}
+		}
+		st->inflight = nb;
+		pthread_mutex_unlock(&st->lock);
 
 		for (size_t i = 0; i < nb; i++) {
 			if (batch[i]->done)
@@ -541,8 +513,16 @@ struct store *store_open(const struct store_opts *opts, char *err, size_t errlen
 			log_info("read back %zu entr%s the last run spooled to %s while Redis was "
 				 "away", n, n == 1 ? "y" : "ies", st->spool_path);
 	}
+	st->compactor = compactor_start(st->url, st->opts.timeout_ns, COMPACT_QUEUE_MAX,
+					st->opts.thread_start, err, errlen);
+	if (!st->compactor) {
+		free(st->ring);
+		free(st);
+		return NULL;
+	}
 	if (pthread_create(&st->thread, NULL, writer_main, st)) {
 		snprintf(err, errlen, "store: cannot start the writer thread");
+		compactor_stop(st->compactor);
 		free(st->ring);
 		free(st);
 		return NULL;
@@ -785,6 +765,11 @@ int store_flush(struct store *st, uint64_t timeout_ns)
 		pthread_cond_timedwait(&st->drained, &st->lock, &ts);
 	}
 	pthread_mutex_unlock(&st->lock);
+	if (!ret) {
+		uint64_t now = time_mono_ns();
+
+		ret = compactor_flush(st->compactor, deadline > now ? deadline - now : 0);
+	}
 	return ret;
 }
 
@@ -806,6 +791,7 @@ void store_close(struct store *st)
 	pthread_cond_signal(&st->wake);
 	pthread_mutex_unlock(&st->lock);
 	pthread_join(st->thread, NULL);
+	compactor_stop(st->compactor);
 	if (st->n && st->spool_path[0])
 		spool_file_save(st->opts.spool_path, ring_at, st, st->n);
 	while (st->n)

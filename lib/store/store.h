@@ -89,7 +89,10 @@ int store_put_snapshot(struct store *st, const struct snapshot *s);
  * The same for a rollup (tier 60 or 3600), with base the window before it
  * (rollup_cascade's; NULL: none): when Redis is known to hold base as the
  * stream's newest entry, s is written as a delta on it (snapshot.h), else
- * whole.  Readers of the tier follow the chain (store_read_range).
+ * whole.  Readers of the tier follow the chain (store_read_range).  When
+ * s is the first window of a span (an hour; a day for hours) and base
+ * the last of the one before, that span is then replaced by its chunk, in
+ * the background (compaction.h).
  */
 int store_put_rollup(struct store *st, const struct snapshot *s, const struct snapshot *base);
 
@@ -121,8 +124,9 @@ int store_put_hash(struct store *st, const char *key, const char *field, const c
 		   size_t len);
 
 /*
- * Wait until the spool is empty or timeout_ns passes.  Returns 0 when
- * empty, -ETIMEDOUT otherwise.
+ * Wait until the spool is empty and every span it handed to the compactor
+ * is done (compaction.h), or timeout_ns passes.  Returns 0 when empty,
+ * -ETIMEDOUT otherwise.
  */
 int store_flush(struct store *st, uint64_t timeout_ns);
 
