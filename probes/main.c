@@ -191,7 +191,7 @@ static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 	snapshot_free(&s);
 }
 
-/* The Redis writer thread needs no capability at all. */
+/* The Redis writer and compactor threads (store.h) need no capability at all. */
 static void store_thread_start(void)
 {
 	char err[256];

@@ -895,7 +895,7 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 	}
 	closedir(d);
 	cr_assert_geq(threads, 4, "expected the main, store, /metrics and collector threads");
-	/* the store writer and the /metrics server hold no capability at all */
+	/* the store writer, its compactor and /metrics hold no capability at all */
 	cr_assert_geq(powerless, 2, "%d thread(s) without capabilities; the store writer and "
 		      "/metrics should both be", powerless);
 	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);
