@@ -5,8 +5,9 @@
  * The first byte picks what the rest is: odd, a chunk as stored (a zstd
  * frame); even, the columns inside one, compressed here first, so that the
  * fuzzer reaches the column parser instead of zstd's checks.  What decodes
- * must decode the same with compact histograms, and encode again (or be
- * refused, never crash) to a chunk that decodes to the same points.
+ * must decode the same with compact histograms and, for a range of its
+ * points, to those points; and encode again (or be refused, never crash)
+ * to a chunk that decodes to the same points.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,6 +31,18 @@ static void check(const char *buf, size_t len)
 	if (ra == 0 && rb == 0) {
 		if (na != nb)
 			abort();
+		/* a range of it: the same points as the whole */
+		if (na > 2) {
+			if (chunk_decode_range(buf, len, 1, a[1].ts_ms, a[na - 2].ts_ms, &c, &nc, err,
+					       sizeof(err)) == 0) {
+				if (nc != na - 2)
+					abort();
+				for (size_t i = 0; i < nc; i++)
+					if (!snapshot_equal(&c[i], &a[i + 1]))
+						abort();
+				chunk_points_free(c, nc);
+			}
+		}
 		for (size_t i = 0; i < na; i++)
 			if (!snapshot_equal(&a[i], &b[i]))
 				abort();

@@ -137,6 +137,47 @@ Test(chunk, every_value_comes_back_to_the_bit)
 	free_span(pts, 60);
 }
 
+/*
+ * A reader of part of the span (a baseline's 15 minutes of an hour) gets
+ * those points, the same as from a whole decode: the differences of the
+ * points it skips are still followed.
+ */
+Test(chunk, a_range_decodes_the_points_in_it_alone)
+{
+	struct snapshot pts[60], *back;
+	size_t n, len;
+	char *buf, err[256];
+
+	build_span(pts, 60);
+	/* other orders in some points, so that skipped points' orders are read too */
+	for (size_t p = 10; p < 60; p += 7) {
+		struct series t = pts[p].series[0];
+
+		pts[p].series[0] = pts[p].series[1];
+		pts[p].series[1] = t;
+	}
+	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
+	for (int compact = 0; compact < 2; compact++) {
+		cr_assert_eq(chunk_decode_range(buf, len, compact, pts[17].ts_ms, pts[31].ts_ms,
+						&back, &n, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(n, 15);
+		for (size_t k = 0; k < n; k++)
+			cr_assert(snapshot_equal(&back[k], &pts[17 + k]), "point %zu", 17 + k);
+		chunk_points_free(back, n);
+	}
+	/* between two points, and after the last: none */
+	cr_assert_eq(chunk_decode_range(buf, len, 1, pts[5].ts_ms + 1, pts[6].ts_ms - 1, &back,
+					&n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(n, 0);
+	chunk_points_free(back, n);
+	cr_assert_eq(chunk_decode_range(buf, len, 1, pts[59].ts_ms + 1, UINT64_MAX, &back, &n,
+					err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(n, 0);
+	chunk_points_free(back, n);
+	free(buf);
+	free_span(pts, 60);
+}
+
 Test(chunk, is_smaller_than_the_entries_it_replaces)
 {
 	struct snapshot pts[60];

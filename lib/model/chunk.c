@@ -641,9 +641,10 @@ void chunk_points_free(struct snapshot *pts, size_t n)
 }
 
 /* Read one series' columns into the points that have it. */
-static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *values,
-		      size_t *hists, char *err, size_t errlen)
+static int get_column(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
+		      uint32_t *npresent, size_t *values, size_t *hists, char *err, size_t errlen)
 {
+	struct series skipped;	/* the values of a point not asked for, read and dropped */
 	char name[SNAPSHOT_MAX_STR + 1];
 	struct label_set ls;
 	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
@@ -681,7 +682,8 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 		if (!r->bad)
 			r->bad = "presence";
 	}
-	if (kind == SERIES_HISTOGRAM && !(prev = calloc(1, sizeof(*prev)))) {
+	/* the previous point's histogram, and a skipped point's */
+	if (kind == SERIES_HISTOGRAM && !(prev = calloc(2, sizeof(*prev)))) {
 		labels_release(&ls);
 		return fail(err, errlen, -ENOMEM, "out of memory");
 	}
@@ -706,7 +708,16 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 			labels_release(&ls);
 			return fail(err, errlen, -E2BIG, "more than %u values", CHUNK_MAX_VALUES);
 		}
-		x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
+		npresent[p]++;
+		if (want[p]) {
+			x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
+		} else {
+			memset(&skipped, 0, sizeof(skipped));
+			skipped.hist = prev ? &prev[1] : NULL;
+			if (prev)
+				hist_reset(skipped.hist);
+			x = &skipped;
+		}
 		if (!x) {
 			free(prev);
 			labels_release(&ls);
@@ -771,6 +782,8 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 			}
 			h->count = total + over;
 			*prev = *h;
+			if (x == &skipped)
+				break;
 			ret = series_compact(x);
 			if (ret) {
 				free(prev);
@@ -788,8 +801,12 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, size_t *
 	return 0;
 }
 
-/* Put the points put_orders names back in their own order of series. */
-static int get_orders(struct reader *r, struct snapshot *pts, size_t n)
+/*
+ * Put the points put_orders names back in their own order of series (the
+ * points asked for: the others' orders are read and dropped).
+ */
+static int get_orders(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
+		      const uint32_t *npresent)
 {
 	uint64_t norders = get_uv(r, "orders");
 	struct series *tmp = NULL;
@@ -811,7 +828,7 @@ static int get_orders(struct reader *r, struct snapshot *pts, size_t n)
 			goto out;
 		}
 		last = (int64_t)p;
-		ns = pts[p].nseries;
+		ns = npresent[p];
 		if (ns > cap) {
 			struct series *t = realloc(tmp, ns * sizeof(*t));
 			uint8_t *sn = realloc(seen, ns);
@@ -835,9 +852,11 @@ static int get_orders(struct reader *r, struct snapshot *pts, size_t n)
 				goto out;
 			}
 			seen[k] = 1;
-			tmp[i] = pts[p].series[k];
+			if (want[p])
+				tmp[i] = pts[p].series[k];
 		}
-		memcpy(pts[p].series, tmp, ns * sizeof(*tmp));
+		if (want[p])
+			memcpy(pts[p].series, tmp, ns * sizeof(*tmp));
 	}
 	ret = 0;
 out:
@@ -846,13 +865,15 @@ out:
 	return ret;
 }
 
-static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, size_t *nout,
-			char *err, size_t errlen)
+static int decode_plain(const uint8_t *buf, size_t len, uint64_t from_ms, uint64_t to_ms,
+			struct snapshot **out, size_t *nout, char *err, size_t errlen)
 {
 	struct reader r = { buf, buf + len, NULL };
 	char host[SNAPSHOT_MAX_STR + 1];
 	struct label_set *sets = NULL;
 	struct snapshot *pts = NULL;
+	uint8_t *want = NULL;		/* per point: in [from_ms, to_ms] */
+	uint32_t *npresent = NULL;	/* per point: its series, built or not */
 	uint64_t tier, n, nsets, nseries, ts = 0, seq = 0;
 	size_t values = 0, hists = 0, npts = 0;
 	int ret = -EINVAL;
@@ -872,8 +893,14 @@ static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, s
 		return fail(err, errlen, -EINVAL, "tier %" PRIu64 " or point count %" PRIu64
 			    " out of range", tier, n);
 	pts = calloc(n, sizeof(*pts));
-	if (!pts)
+	want = calloc(n, 1);
+	npresent = calloc(n, sizeof(*npresent));
+	if (!pts || !want || !npresent) {
+		free(pts);
+		free(want);
+		free(npresent);
 		return fail(err, errlen, -ENOMEM, "out of memory");
+	}
 	for (npts = 0; npts < n; npts++) {
 		uint64_t dt = get_uv(&r, "point ts"), iv = get_uv(&r, "point interval");
 		int64_t ds = get_zz(&r, "point seq");
@@ -881,6 +908,7 @@ static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, s
 		if (r.bad || ts + dt < ts || (npts && !dt))
 			goto malformed;
 		ts += dt;
+		want[npts] = ts >= from_ms && ts <= to_ms;
 		seq = npts ? seq + 1 + (uint64_t)ds : (uint64_t)ds;
 		if (snapshot_init(&pts[npts], host, ts, iv, seq, (uint32_t)tier)) {
 			ret = -ENOMEM;
@@ -907,7 +935,7 @@ static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, s
 
 		if (r.bad || s >= nsets)
 			goto malformed;
-		for (uint32_t i = 0; i < sets[s].n; i++) {
+		for (uint32_t i = 0; want[p] && i < sets[s].n; i++) {
 			ret = snapshot_set_label(&pts[p], sets[s].l[i].key, sets[s].l[i].value);
 			if (ret == -ENOMEM)
 				goto out;
@@ -919,11 +947,11 @@ static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, s
 	if (r.bad || nseries > SNAPSHOT_MAX_SERIES)
 		goto malformed;
 	for (uint64_t i = 0; i < nseries; i++) {
-		ret = get_column(&r, pts, n, &values, &hists, err, errlen);
+		ret = get_column(&r, pts, n, want, npresent, &values, &hists, err, errlen);
 		if (ret)
 			goto out_err;
 	}
-	ret = get_orders(&r, pts, n);
+	ret = get_orders(&r, pts, n, want, npresent);
 	if (ret == -ENOMEM)
 		goto out;
 	if (ret)
@@ -935,8 +963,17 @@ static int decode_plain(const uint8_t *buf, size_t len, struct snapshot **out, s
 	for (uint64_t s = 0; s < nsets; s++)
 		labels_release(&sets[s]);
 	free(sets);
+	/* the points asked for, in order */
+	*nout = 0;
+	for (size_t p = 0; p < n; p++) {
+		if (want[p])
+			pts[(*nout)++] = pts[p];
+		else
+			snapshot_free(&pts[p]);
+	}
+	free(want);
+	free(npresent);
 	*out = pts;
-	*nout = n;
 	return 0;
 malformed:
 	ret = fail(err, errlen, -EINVAL, "%s malformed or truncated", r.bad ? r.bad : "header");
@@ -948,12 +985,20 @@ out_err:
 	for (uint64_t s = 0; sets && s < nsets; s++)
 		labels_release(&sets[s]);
 	free(sets);
+	free(want);
+	free(npresent);
 	chunk_points_free(pts, npts);
 	return ret;
 }
 
 int chunk_decode(const void *buf, size_t len, int compact, struct snapshot **pts, size_t *n,
 		 char *err, size_t errlen)
+{
+	return chunk_decode_range(buf, len, compact, 0, UINT64_MAX, pts, n, err, errlen);
+}
+
+int chunk_decode_range(const void *buf, size_t len, int compact, uint64_t from_ms,
+		       uint64_t to_ms, struct snapshot **pts, size_t *n, char *err, size_t errlen)
 {
 	unsigned long long size = ZSTD_getFrameContentSize(buf, len);
 	void *plain;
@@ -974,7 +1019,7 @@ int chunk_decode(const void *buf, size_t len, int compact, struct snapshot **pts
 		return fail(err, errlen, -EINVAL, "zstd: %s",
 			    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
 	}
-	ret = decode_plain(plain, size, pts, n, err, errlen);
+	ret = decode_plain(plain, size, from_ms, to_ms, pts, n, err, errlen);
 	free(plain);
 	if (ret || compact)
 		return ret;

@@ -82,6 +82,14 @@ int chunk_encode(const struct snapshot *pts, size_t n, char **out, size_t *outle
 int chunk_decode(const void *buf, size_t len, int compact, struct snapshot **pts, size_t *n,
 		 char *err, size_t errlen);
 
+/*
+ * chunk_decode of the points with ts in [from_ms, to_ms] only (*n may be
+ * 0): the others' values are read and dropped, never built, as a reader
+ * of 15 minutes of an hour's chunk needs.
+ */
+int chunk_decode_range(const void *buf, size_t len, int compact, uint64_t from_ms,
+		       uint64_t to_ms, struct snapshot **pts, size_t *n, char *err, size_t errlen);
+
 /* Free what chunk_decode returned. */
 void chunk_points_free(struct snapshot *pts, size_t n);
 

@@ -151,7 +151,8 @@ static void chunks_take(struct read_ctx *rc, redisReply *r, uint64_t to_ms, size
 			continue;
 		}
 		f = e->element[1]->element[1];
-		if (chunk_decode(f->str, f->len, rc->compact, &pts, &n, derr, sizeof(derr))) {
+		if (chunk_decode_range(f->str, f->len, rc->compact, rc->deliver_from,
+				       to_ms ? to_ms : UINT64_MAX, &pts, &n, derr, sizeof(derr))) {
 			entry_bad(rc, e, derr, bad);
 			continue;
 		}
