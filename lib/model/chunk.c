@@ -308,9 +308,8 @@ static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 		case SERIES_HISTOGRAM: {
 			const struct histogram *h = series_hist(x, cur);
 			uint32_t runs = 0, last = 0;
-			int first = 1;
-
 			uint64_t total = 0;
+			int first = 1;
 
 			if (!h)
 				return -EINVAL;
@@ -383,13 +382,13 @@ static int put_orders(struct strbuf *sb, const struct snapshot *pts, size_t n,
 static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 {
 	const struct label **sets = NULL;
-	uint32_t *set_of = calloc(n, sizeof(*set_of)), nsets = 0, setcap = 0;
+	uint32_t *set_point = calloc(n, sizeof(*set_point)), nsets = 0, setcap = 0;
 	struct histogram *prev = malloc(2 * sizeof(*prev));
 	struct column *cols = NULL;
 	uint32_t ncols = 0;
 	int ret = -ENOMEM;
 
-	if (!set_of || !prev)
+	if (!set_point || !prev)
 		goto out;
 	ret = span_columns(pts, n, &cols, &ncols);
 	if (ret)
@@ -408,26 +407,26 @@ static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 		uint32_t s;
 
 		for (s = 0; s < nsets; s++)
-			if (labels_equal(sets[s], pts[set_of[s]].nlabels, pts[p].labels,
+			if (labels_equal(sets[s], pts[set_point[s]].nlabels, pts[p].labels,
 					 pts[p].nlabels))
 				break;
 		if (s == nsets) {
 			if (ARRAY_GROW(sets, setcap, nsets + 1, 4))
 				goto out;
 			sets[nsets] = pts[p].labels;
-			/* set_of[s] for s < nsets: the point whose labels set s is */
-			set_of[nsets++] = (uint32_t)p;
+			/* set s is the labels of point set_point[s] */
+			set_point[nsets++] = (uint32_t)p;
 		}
 	}
 	put_uv(sb, nsets);
 	for (uint32_t s = 0; s < nsets; s++)
-		put_labels(sb, sets[s], pts[set_of[s]].nlabels);
+		put_labels(sb, sets[s], pts[set_point[s]].nlabels);
 	if (nsets > 1) {
 		for (size_t p = 0; p < n; p++) {
 			uint32_t s;
 
 			for (s = 0; s < nsets; s++)
-				if (labels_equal(sets[s], pts[set_of[s]].nlabels, pts[p].labels,
+				if (labels_equal(sets[s], pts[set_point[s]].nlabels, pts[p].labels,
 						 pts[p].nlabels))
 					break;
 			put_uv(sb, s);
@@ -445,7 +444,7 @@ static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 out:
 	columns_free(cols, ncols);
 	free(sets);
-	free(set_of);
+	free(set_point);
 	free(prev);
 	return ret;
 }
