@@ -26,6 +26,20 @@ uint64_t time_wall_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
+struct timespec time_wall_after(uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / NSEC_PER_SEC);
+	ts.tv_nsec += (long)(ns % NSEC_PER_SEC);
+	if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
+		ts.tv_sec++;
+		ts.tv_nsec -= (long)NSEC_PER_SEC;
+	}
+	return ts;
+}
+
 static const struct {
 	const char *name;
 	uint64_t ns;

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
@@ -21,6 +22,12 @@ uint64_t time_mono_ns(void);
 
 /* Nanoseconds since the Unix epoch on CLOCK_REALTIME. */
 uint64_t time_wall_ns(void);
+
+/*
+ * CLOCK_REALTIME ns from now as a timespec: the deadline
+ * pthread_cond_timedwait takes.
+ */
+struct timespec time_wall_after(uint64_t ns);
 
 /*
  * Parse a duration such as "250ms", "1s", "1m30s", "2h", "7d", "1w" into

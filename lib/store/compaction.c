@@ -225,13 +225,7 @@ static void pause_ns(struct compactor *cp, uint64_t ns)
 
 	if (cp->stop)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ns / NSEC_PER_SEC);
-	ts.tv_nsec += (long)(ns % NSEC_PER_SEC);
-	if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
-		ts.tv_sec++;
-		ts.tv_nsec -= (long)NSEC_PER_SEC;
-	}
+	ts = time_wall_after(ns);
 	pthread_cond_timedwait(&cp->wake, &cp->lock, &ts);
 }
 
@@ -380,12 +374,7 @@ int compactor_flush(struct compactor *cp, uint64_t timeout_ns)
 			ret = -ETIMEDOUT;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * (long)NSEC_PER_MSEC;
-		if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
-			ts.tv_sec++;
-			ts.tv_nsec -= (long)NSEC_PER_SEC;
-		}
+		ts = time_wall_after(50 * NSEC_PER_MSEC);
 		pthread_cond_timedwait(&cp->idle, &cp->lock, &ts);
 	}
 	pthread_mutex_unlock(&cp->lock);

@@ -293,13 +293,7 @@ static void wait_ns(struct store *st, uint64_t ns)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ns / NSEC_PER_SEC);
-	ts.tv_nsec += (long)(ns % NSEC_PER_SEC);
-	if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
-		ts.tv_sec++;
-		ts.tv_nsec -= (long)NSEC_PER_SEC;
-	}
+	ts = time_wall_after(ns);
 	pthread_cond_timedwait(&st->wake, &st->lock, &ts);
 }
 
@@ -755,12 +749,7 @@ int store_flush(struct store *st, uint64_t timeout_ns)
 			ret = -ETIMEDOUT;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * (long)NSEC_PER_MSEC;
-		if (ts.tv_nsec >= (long)NSEC_PER_SEC) {
-			ts.tv_sec++;
-			ts.tv_nsec -= (long)NSEC_PER_SEC;
-		}
+		ts = time_wall_after(50 * NSEC_PER_MSEC);
 		pthread_cond_signal(&st->wake);
 		pthread_cond_timedwait(&st->drained, &st->lock, &ts);
 	}
