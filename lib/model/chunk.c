@@ -381,14 +381,14 @@ static int put_orders(struct strbuf *sb, const struct snapshot *pts, size_t n,
 
 static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 {
-	const struct label **sets = NULL;
-	uint32_t *set_point = calloc(n, sizeof(*set_point)), nsets = 0, setcap = 0;
+	uint32_t *set_point = calloc(n, sizeof(*set_point)), nsets = 0;
+	uint32_t *set_of = calloc(n, sizeof(*set_of));	/* per point: its label set */
 	struct histogram *prev = malloc(2 * sizeof(*prev));
 	struct column *cols = NULL;
 	uint32_t ncols = 0;
 	int ret = -ENOMEM;
 
-	if (!set_point || !prev)
+	if (!set_point || !set_of || !prev)
 		goto out;
 	ret = span_columns(pts, n, &cols, &ncols);
 	if (ret)
@@ -407,31 +407,19 @@ static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 		uint32_t s;
 
 		for (s = 0; s < nsets; s++)
-			if (labels_equal(sets[s], pts[set_point[s]].nlabels, pts[p].labels,
-					 pts[p].nlabels))
+			if (labels_equal(pts[set_point[s]].labels, pts[set_point[s]].nlabels,
+					 pts[p].labels, pts[p].nlabels))
 				break;
-		if (s == nsets) {
-			if (ARRAY_GROW(sets, setcap, nsets + 1, 4))
-				goto out;
-			sets[nsets] = pts[p].labels;
-			/* set s is the labels of point set_point[s] */
+		/* set s is the labels of point set_point[s] */
+		if (s == nsets)
 			set_point[nsets++] = (uint32_t)p;
-		}
+		set_of[p] = s;
 	}
 	put_uv(sb, nsets);
 	for (uint32_t s = 0; s < nsets; s++)
-		put_labels(sb, sets[s], pts[set_point[s]].nlabels);
-	if (nsets > 1) {
-		for (size_t p = 0; p < n; p++) {
-			uint32_t s;
-
-			for (s = 0; s < nsets; s++)
-				if (labels_equal(sets[s], pts[set_point[s]].nlabels, pts[p].labels,
-						 pts[p].nlabels))
-					break;
-			put_uv(sb, s);
-		}
-	}
+		put_labels(sb, pts[set_point[s]].labels, pts[set_point[s]].nlabels);
+	for (size_t p = 0; nsets > 1 && p < n; p++)
+		put_uv(sb, set_of[p]);
 	put_uv(sb, ncols);
 	for (uint32_t i = 0; i < ncols; i++) {
 		ret = put_column(sb, pts, n, &cols[i], &prev[0], &prev[1]);
@@ -443,7 +431,7 @@ static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 		ret = strbuf_failed(sb) ? -ENOMEM : 0;
 out:
 	columns_free(cols, ncols);
-	free(sets);
+	free(set_of);
 	free(set_point);
 	free(prev);
 	return ret;
