@@ -206,6 +206,7 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 			}
 			in->nlabels = m[i].nlabels;
 			in->since_ms = now;
+			e->state_gen++;
 		}
 		for (int k = 0; k < in->nhosts; k++)
 			free(in->hosts[k]);
@@ -229,9 +230,11 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 		in->value = m[i].value;
 		in->last_true_ms = now;
 		in->seen = 1;
-		if (!in->firing && now - in->since_ms >= r->for_ns / NSEC_PER_MSEC) {
+		if (!in->firing && now >= in->since_ms &&
+		    now - in->since_ms >= r->for_ns / NSEC_PER_MSEC) {
 			in->firing = 1;
 			in->fired_ms = now;
+			e->state_gen++;
 			emit(e, r, in, 1, now, cb, arg);
 		}
 	}
@@ -248,6 +251,7 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 			emit(e, r, in, 0, now, cb, arg);
 		alert_state_free_instance(in);
 		ri->inst[i] = ri->inst[--ri->n];
+		e->state_gen++;
 	}
 }
 
@@ -299,8 +303,12 @@ static json_object *labels_obj(const struct label *l, int n)
 	return o;
 }
 
-/* The checkpoint record of in (rule r), or NULL on -ENOMEM. */
-static json_object *instance_json(const struct rule *r, const struct instance *in)
+/*
+ * The checkpoint record of in (rule r) as of the evaluation at at_ms, or
+ * NULL on -ENOMEM.
+ */
+static json_object *instance_json(const struct rule *r, const struct instance *in,
+				  uint64_t at_ms)
 {
 	json_object *o = json_object_new_object(), *hosts;
 
@@ -309,6 +317,9 @@ static json_object *instance_json(const struct rule *r, const struct instance *i
 	json_object_object_add(o, "rule", json_object_new_string(r->name));
 	json_object_object_add(o, "severity", json_object_new_string(r->severity));
 	json_object_object_add(o, "labels", labels_obj(in->labels, in->nlabels));
+	if (!in->firing)
+		json_object_object_add(o, "pending", json_object_new_boolean(1));
+	json_object_object_add(o, "at_ms", json_object_new_int64((int64_t)at_ms));
 	json_object_object_add(o, "since_ms", json_object_new_int64((int64_t)in->since_ms));
 	json_object_object_add(o, "fired_ms", json_object_new_int64((int64_t)in->fired_ms));
 	json_object_object_add(o, "last_true_ms",
@@ -350,9 +361,7 @@ int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg)
 			const struct instance *in = &e->state[i].inst[k];
 			json_object *o;
 
-			if (!in->firing)
-				continue;
-			o = instance_json(r, in);
+			o = instance_json(r, in, e->evaluated_ms);
 			if (!o)
 				return -ENOMEM;
 			cb(in->fp, json_text(o), arg);
@@ -372,7 +381,7 @@ int engine_forget(struct engine *e, int (*keep)(const char *json, void *arg), vo
 		struct rule_inst *ri = &e->state[i];
 
 		for (int k = 0; r && k < ri->n;) {
-			json_object *o = instance_json(r, &ri->inst[k]);
+			json_object *o = instance_json(r, &ri->inst[k], e->evaluated_ms);
 			int drop = o && !keep(json_text(o), arg);
 
 			json_object_put(o);
@@ -393,6 +402,11 @@ int engine_forget(struct engine *e, int (*keep)(const char *json, void *arg), vo
 	return dropped;
 }
 
+/* Limits of a checkpoint record (any writer of its key wrote it). */
+#define REC_MAX_LABELS 64
+#define REC_MAX_HOSTS 100000
+#define REC_MAX_STRING 1024
+
 static const char *obj_str(json_object *o, const char *key)
 {
 	json_object *v;
@@ -408,26 +422,146 @@ static uint64_t obj_u64(json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) ? (uint64_t)json_object_get_int64(v) : 0;
 }
 
+/*
+ * Whether record o is of the shape engine_state_export writes: why not in
+ * err (the field named), 0 if it is.  Optional fields may be missing
+ * (records of older versions); present ones must be of their type.
+ */
+static int record_check(json_object *o, const char *fp, char *err, size_t errlen)
+{
+	static const char *const strings[] = { "rule", "severity", "domain_label",
+					       "domain_value", "deploy_service" };
+	static const char *const times[] = { "since_ms", "last_true_ms", "fired_ms", "at_ms",
+					     "deploy_at_ms", "deploy_base_ms", "total_hosts" };
+	json_object *labels, *hosts, *v;
+	size_t n;
+
+	if (strlen(fp) != 16 || strspn(fp, "0123456789abcdef") != 16) {
+		snprintf(err, errlen, "alert state %.20s: the fingerprint is not 16 hex digits", fp);
+		return -EINVAL;
+	}
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		snprintf(err, errlen, "alert state %s: not a JSON object", fp);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		if (json_object_object_get_ex(o, strings[i], &v) &&
+		    (!json_object_is_type(v, json_type_string) ||
+		     json_object_get_string_len(v) >= REC_MAX_STRING)) {
+			snprintf(err, errlen, "alert state %s: \"%s\" is not a string of at most "
+				 "%d bytes", fp, strings[i], REC_MAX_STRING - 1);
+			return -EINVAL;
+		}
+	if (!obj_str(o, "rule")[0]) {
+		snprintf(err, errlen, "alert state %s: \"rule\" is missing or empty", fp);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+		if (json_object_object_get_ex(o, times[i], &v) &&
+		    (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)) {
+			snprintf(err, errlen, "alert state %s: \"%s\" is not a non-negative integer",
+				 fp, times[i]);
+			return -EINVAL;
+		}
+	if (json_object_object_get_ex(o, "value", &v) &&
+	    !json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) {
+		snprintf(err, errlen, "alert state %s: \"value\" is not a number", fp);
+		return -EINVAL;
+	}
+	if (json_object_object_get_ex(o, "pending", &v) &&
+	    !json_object_is_type(v, json_type_boolean)) {
+		snprintf(err, errlen, "alert state %s: \"pending\" is not true or false", fp);
+		return -EINVAL;
+	}
+	if (!json_object_object_get_ex(o, "labels", &labels) ||
+	    !json_object_is_type(labels, json_type_object) ||
+	    json_object_object_length(labels) > REC_MAX_LABELS) {
+		snprintf(err, errlen, "alert state %s: \"labels\" is not an object of at most %d "
+			 "labels", fp, REC_MAX_LABELS);
+		return -EINVAL;
+	}
+	json_object_object_foreach(labels, key, val) {
+		if (!key[0] || strlen(key) >= REC_MAX_STRING ||
+		    !json_object_is_type(val, json_type_string) ||
+		    json_object_get_string_len(val) >= REC_MAX_STRING) {
+			snprintf(err, errlen, "alert state %s: label \"%.60s\" is not a string of at "
+				 "most %d bytes", fp, key, REC_MAX_STRING - 1);
+			return -EINVAL;
+		}
+	}
+	if (json_object_object_get_ex(o, "hosts", &hosts)) {
+		if (!json_object_is_type(hosts, json_type_array) ||
+		    (n = json_object_array_length(hosts)) > REC_MAX_HOSTS) {
+			snprintf(err, errlen, "alert state %s: \"hosts\" is not an array of at most "
+				 "%d hosts", fp, REC_MAX_HOSTS);
+			return -EINVAL;
+		}
+		for (size_t h = 0; h < n; h++) {
+			v = json_object_array_get_idx(hosts, h);
+			if (!json_object_is_type(v, json_type_string) ||
+			    !json_object_get_string_len(v) ||
+			    json_object_get_string_len(v) >= REC_MAX_STRING) {
+				snprintf(err, errlen, "alert state %s: hosts[%zu] is not a host "
+					 "name", fp, h);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * When a pending instance restored at now counts as having started: the
+ * time between its record (at_ms) and now does not count, and when its
+ * `for` exceeds the grace, it fires no sooner than the grace after now
+ * (Prometheus' restore of `for` state).
+ */
+static uint64_t restored_since(const struct engine *e, const struct rule *r, uint64_t since_ms,
+			       uint64_t at_ms, uint64_t now)
+{
+	uint64_t for_ms = r->for_ns / NSEC_PER_MSEC, grace = e->opts.for_grace_ms;
+	uint64_t spent, left, down;
+
+	if (at_ms < since_ms)
+		at_ms = since_ms;
+	if (at_ms > now)
+		at_ms = now;
+	spent = at_ms - since_ms;
+	if (spent >= for_ms)
+		return since_ms;	/* it fires at the first evaluation that still finds it */
+	left = for_ms - spent;
+	down = now - at_ms;
+	if (for_ms > grace && left < grace)
+		return now + grace - for_ms;
+	return since_ms + down;
+}
+
 int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
 			engine_event_cb cb, void *arg, char *err, size_t errlen)
 {
 	json_object *o = json_tokener_parse(json), *labels, *hosts, *v;
 	struct instance tmp = { 0 }, *in;
 	struct rule_inst *ri = NULL;
+	const struct rule *rule = NULL;
 	const char *name;
-	int ret = 0;
+	int ret = 0, pending;
 
-	if (!o || !json_object_is_type(o, json_type_object) ||
-	    !json_object_object_get_ex(o, "labels", &labels) ||
-	    !json_object_is_type(labels, json_type_object) || strlen(fp) != 16) {
-		snprintf(err, errlen, "alert state %.16s: not a checkpointed alert", fp);
+	if (record_check(o, fp, err, errlen)) {
 		json_object_put(o);
 		return -EINVAL;
 	}
+	json_object_object_get_ex(o, "labels", &labels);
 	name = obj_str(o, "rule");
+	pending = json_object_object_get_ex(o, "pending", &v) && json_object_get_boolean(v);
 	for (int i = 0; i < e->nstate + ENGINE_BUILTINS; i++)
-		if (!strcmp(e->state[i].name, name))
+		if (!strcmp(e->state[i].name, name)) {
 			ri = &e->state[i];
+			rule = rule_of_state(e, i);
+		}
+	if (!ri && pending) {
+		ret = 1;	/* its rule is gone and it never fired: nothing to say */
+		goto out;
+	}
 	in = &tmp;
 	if (ri) {
 		for (int k = 0; k < ri->n; k++)
@@ -439,28 +573,41 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 		}
 		in = &ri->inst[ri->n++];
 		memset(in, 0, sizeof(*in));
+		e->state_gen++;
 	}
 	snprintf(in->fp, sizeof(in->fp), "%s", fp);
 	in->labels = calloc((size_t)json_object_object_length(labels) + 1, sizeof(*in->labels));
 	json_object_object_foreach(labels, key, val) {
-		if (!in->labels || !json_object_is_type(val, json_type_string))
-			continue;
+		if (!in->labels)
+			break;
 		in->labels[in->nlabels].key = strdup(key);
 		in->labels[in->nlabels].value = strdup(json_object_get_string(val));
+		if (!in->labels[in->nlabels].key || !in->labels[in->nlabels].value) {
+			free(in->labels[in->nlabels].key);
+			free(in->labels[in->nlabels].value);
+			continue;
+		}
 		in->nlabels++;
 	}
-	in->firing = 1;
+	in->firing = !pending;
 	in->since_ms = obj_u64(o, "since_ms");
 	in->last_true_ms = obj_u64(o, "last_true_ms");
 	in->fired_ms = obj_u64(o, "fired_ms");	/* 0 in checkpoints from before it was kept */
+	if (pending && rule)
+		in->since_ms = restored_since(e, rule, in->since_ms,
+					      json_object_object_get_ex(o, "at_ms", &v) ?
+					      obj_u64(o, "at_ms") : in->last_true_ms, now);
 	if (json_object_object_get_ex(o, "value", &v))
 		in->value = json_object_get_double(v);
-	if (json_object_object_get_ex(o, "hosts", &hosts) &&
-	    json_object_is_type(hosts, json_type_array) && json_object_array_length(hosts)) {
+	if (json_object_object_get_ex(o, "hosts", &hosts) && json_object_array_length(hosts)) {
 		in->hosts = calloc(json_object_array_length(hosts), sizeof(char *));
-		for (size_t h = 0; in->hosts && h < json_object_array_length(hosts); h++)
-			in->hosts[in->nhosts++] =
-				strdup(json_object_get_string(json_object_array_get_idx(hosts, h)));
+		for (size_t h = 0; in->hosts && h < json_object_array_length(hosts); h++) {
+			char *host = strdup(json_object_get_string(json_object_array_get_idx(hosts,
+											      h)));
+
+			if (host)
+				in->hosts[in->nhosts++] = host;
+		}
 	}
 	in->total_hosts = (int)obj_u64(o, "total_hosts");
 	snprintf(in->domain_label, sizeof(in->domain_label), "%s", obj_str(o, "domain_label"));
@@ -488,6 +635,21 @@ out:
 	return ret;
 }
 
+uint64_t engine_state_generation(const struct engine *e)
+{
+	return e->state_gen;
+}
+
+size_t engine_pending_alerts(const struct engine *e)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < e->nstate + ENGINE_BUILTINS; i++)
+		for (int k = 0; k < e->state[i].n; k++)
+			n += !e->state[i].inst[k].firing;
+	return n;
+}
+
 void engine_import_entry(const char *fp, const char *json, void *arg)
 {
 	struct engine_import *im = arg;
@@ -495,9 +657,11 @@ void engine_import_entry(const char *fp, const char *json, void *arg)
 	int ret = engine_state_import(im->e, fp, json, im->now, im->cb, im->arg, err,
 				      sizeof(err));
 
-	if (ret < 0)
-		log_warn("%s; ignored", err);
-	else if (ret == 1)
+	if (ret < 0) {
+		im->refused++;
+		log_error("%s; skipped (a record of the wrong shape: was the checkpoint written "
+			  "by something else?)", err);
+	} else if (ret == 1)
 		im->resolved++;
 	else
 		im->restored++;

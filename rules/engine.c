@@ -95,6 +95,8 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 	e->keep_policy.gen = 1;
 	if (!e->opts.stale_ms)
 		e->opts.stale_ms = 5000;
+	if (!e->opts.for_grace_ms)
+		e->opts.for_grace_ms = ENGINE_FOR_GRACE_MS;
 	e->nstate = n;
 	e->cur_group = -1;
 	e->state = calloc((size_t)n + ENGINE_BUILTINS, sizeof(*e->state));
@@ -413,6 +415,7 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 	size_t nlive = 0, nall = 0;
 	int nsilent = 0, nbad = 0, rule = 0;
 
+	e->evaluated_ms = now;
 	if (!win || !live || !silent || !sout || !slabels || !all || !bad || !ulabels)
 		goto out;
 	for (size_t i = 0; i < e->nhosts; i++) {

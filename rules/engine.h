@@ -130,7 +130,17 @@ struct engine_opts {
 	 * promql_expr_test) over any series.
 	 */
 	int keep_all_history;
+	/*
+	 * A pending alert taken back from a checkpoint (a restart, a hand-over)
+	 * does not count the time nobody evaluated it; when its `for` is longer
+	 * than this grace and less than the grace is left, it fires no sooner
+	 * than this long after the restore (Prometheus' for-grace-period).
+	 * 0: ENGINE_FOR_GRACE_MS.
+	 */
+	uint64_t for_grace_ms;
 };
+
+#define ENGINE_FOR_GRACE_MS (10ULL * 60 * 1000)
 
 struct engine;
 
@@ -239,20 +249,28 @@ int engine_query(struct engine *e, const struct node *n, uint64_t now_ms, struct
 void engine_eval(struct engine *e, uint64_t now_ms, engine_event_cb cb, void *arg);
 
 /*
- * Alert state checkpoint.  The firing alerts are what a restarted (or
- * taking-over) engine must know to resolve what ended while it was down
- * and not to fire again, with a new startsAt, what is still firing:
- * engine_state_export calls cb once per firing instance with its
- * fingerprint and a JSON record of it (rule, labels, since, last true,
- * hosts, domain, deploy) and returns how many, or -ENOMEM.
+ * Alert state checkpoint.  What a restarted (or taking-over) engine must
+ * know to resolve what ended while it was down, not to fire again with a
+ * new startsAt what is still firing, and not to start a `for` timer again
+ * from zero: engine_state_export calls cb once per firing or pending
+ * instance with its fingerprint and a JSON record of it (rule, labels,
+ * pending, since, last true, the evaluation it was written at, hosts,
+ * domain, deploy) and returns how many, or -ENOMEM.
+ *
  * engine_state_import takes one such record back before the first
- * evaluation: the instance is firing again with its original startsAt, and
- * the first evaluation resolves it if its condition no longer holds (after
- * keep_firing_for, counted from its last checkpointed true).  A record of a
- * rule no longer in the rule files is resolved at once through cb.
- * Returns 0 (restored), 1 (resolved), -EINVAL (err says why) or -ENOMEM.
- * Pending instances (inside `for`) are not checkpointed: their clock
- * starts again after a restart.
+ * evaluation.  A firing instance is firing again with its original
+ * startsAt, and the first evaluation resolves it if its condition no
+ * longer holds (after keep_firing_for, counted from its last checkpointed
+ * true).  A pending one is pending again with the time it had already
+ * spent pending (the time between the record and now does not count, as in
+ * Prometheus; see engine_opts.for_grace_ms); it fires once the rest of its
+ * `for` has passed with the condition still true, and is dropped silently
+ * at the first evaluation where it is false.  A firing record of a rule no
+ * longer in the rule files is resolved at once through cb, a pending one
+ * dropped.  Every field is checked before anything is taken (a record is
+ * outside input: any writer of the checkpoint's key wrote it): a record
+ * of the wrong shape is refused whole.  Returns 0 (restored), 1 (resolved
+ * or dropped), -EINVAL (err says why, with the field) or -ENOMEM.
  */
 typedef void (*engine_state_cb)(const char *fp, const char *json, void *arg);
 
@@ -272,6 +290,19 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 			engine_event_cb cb, void *arg, char *err, size_t errlen);
 
 /*
+ * A number that changes whenever an alert starts pending, fires or ends:
+ * the checkpoint is worth writing again when it moved.
+ */
+uint64_t engine_state_generation(const struct engine *e);
+
+/*
+ * How many alerts are pending (inside their `for`): while any is, the
+ * checkpoint is written every evaluation, so a restart loses at most one
+ * interval of their timers.
+ */
+size_t engine_pending_alerts(const struct engine *e);
+
+/*
  * A checkpoint being read back: engine_import_entry (an engine_state_cb,
  * arg the struct) imports each record as above, logs one it cannot take
  * and counts what was restored and resolved.
@@ -282,6 +313,7 @@ struct engine_import {
 	engine_event_cb cb;
 	void *arg;
 	int restored, resolved;
+	int refused;		/* records of the wrong shape: logged, skipped */
 };
 void engine_import_entry(const char *fp, const char *json, void *arg);
 

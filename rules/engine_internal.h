@@ -53,6 +53,8 @@ struct engine {
 	struct strmap history_names;
 	int history_all;
 	struct columns_policy keep_policy;	/* arg set at use: the engine moves on reload */
+	uint64_t evaluated_ms;		/* the last evaluation's time (checkpoint records' at_ms) */
+	uint64_t state_gen;		/* bumped when an alert starts, fires or ends */
 };
 
 struct host_state {

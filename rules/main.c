@@ -72,6 +72,13 @@ static void usage(FILE *out)
 "                        and redis-cluster://h1:port,h2:port (a Redis Cluster)\n"
 "  -i, --interval DUR    evaluation interval (default 1s)\n"
 "  -s, --stale DUR       a host is silent after this (default 5s)\n"
+"      --for-grace-period DUR  an alert pending inside its `for` when this\n"
+"                        engine stopped (or its worker handed it over) keeps\n"
+"                        the time it had spent pending; the time nobody\n"
+"                        evaluated it does not count, and an alert whose `for`\n"
+"                        exceeds DUR fires no sooner than DUR after the\n"
+"                        restore (Prometheus' --rules.alert.for-grace-period;\n"
+"                        default 10m)\n"
 "  -g, --generator-url U where an alert comes from, for Alertmanager and\n"
 "                        receivers: each event's generatorURL is U#RULE, e.g.\n"
 "                        https://git.example/ops/rules/blob/main/faultline.yaml\n"
@@ -389,6 +396,7 @@ int main(int argc, char **argv)
 		{ "redis", required_argument, NULL, 'r' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stale", required_argument, NULL, 's' },
+		{ "for-grace-period", required_argument, NULL, 'G' },
 		{ "domains", required_argument, NULL, 'd' },
 		{ "generator-url", required_argument, NULL, 'g' },
 		{ "once", no_argument, NULL, 'o' },
@@ -417,6 +425,7 @@ int main(int argc, char **argv)
 	struct strbuf ms = STRBUF_INIT;
 	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
+	uint64_t for_grace = ENGINE_FOR_GRACE_MS * NSEC_PER_MSEC;
 	struct ruleset rs;
 	struct engine *e = NULL;
 	struct engine_opts domain_opts = { 0 };
@@ -446,6 +455,13 @@ int main(int argc, char **argv)
 			    (c == 'i' && interval < 100 * NSEC_PER_MSEC)) {
 				fprintf(stderr, "faultline-rules: --%s '%s': expected a duration\n",
 					c == 'i' ? "interval" : "stale", optarg);
+				return 2;
+			}
+			break;
+		case 'G':
+			if (duration_parse(optarg, &for_grace) || for_grace < NSEC_PER_MSEC) {
+				fprintf(stderr, "faultline-rules: --for-grace-period '%s': expected a "
+					"duration of at least 1ms, such as 10m\n", optarg);
 				return 2;
 			}
 			break;
@@ -552,7 +568,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	{
-		struct engine_opts eopts = { .stale_ms = stale / NSEC_PER_MSEC, .topology = &topo };
+		struct engine_opts eopts = { .stale_ms = stale / NSEC_PER_MSEC, .topology = &topo,
+					     .for_grace_ms = for_grace / NSEC_PER_MSEC };
 
 		memcpy(eopts.domains, domain_opts.domains, sizeof(eopts.domains));
 		memcpy(eopts.generator_url, domain_opts.generator_url, sizeof(eopts.generator_url));
@@ -589,6 +606,7 @@ int main(int argc, char **argv)
 	long events_total = 0;
 	int restored = 0, with_state;
 	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
+	uint64_t gen = 0, gen_written = 0;	/* engine_state_generation: now, at that write */
 	uint64_t outage_since = 0;	/* mono ns Redis went away, 0 while it answers */
 	int said_ready = 0;		/* READY=1 after the first evaluation (systemd) */
 	struct backoff redis_bo;
@@ -715,14 +733,18 @@ int main(int argc, char **argv)
 		engine_eval(e, now, outbox_emit, &ctx);
 		with_state = !once && (!replay_to || worker) &&
 			     (ctx.n || ctx.state_dirty || !state_written ||
+			      engine_state_generation(e) != gen_written ||
+			      engine_pending_alerts(e) ||
 			      t0 - state_written >= CHECKPOINT_EVERY_NS);
+		gen = engine_state_generation(e);
 		if (outbox_flush(&ctx, e, with_state)) {
 			conn_close(rc);
 			if (!outage_since)
 				outage_since = t0;
 			rc = ctx.rc = NULL;
-		} else if (with_state) {
+		} else if (with_state && !ctx.state_dirty) {
 			state_written = t0;
+			gen_written = gen;
 		}
 		t_eval = time_mono_ns();
 		if (!said_ready) {

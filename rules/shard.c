@@ -5,6 +5,7 @@
 #include "rules/shard.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ struct shard {
 	char levels[MAX_LEVELS][64];	/* outermost first */
 	int nlevels;
 	char held[WORKERS_NPART], gained[WORKERS_NPART], lost[WORKERS_NPART];
+	uint64_t epoch[WORKERS_NPART];	/* of each lease held (0: none) */
 	char **live;
 	size_t nlive;
 	struct strmap host_part;	/* host -> partition */
@@ -234,7 +236,8 @@ static void say_changes(const struct shard *s, const char *which, const char *ve
 
 int shard_tick(struct shard *s, struct conn *c, char *err, size_t errlen)
 {
-	char want[WORKERS_NPART], held[WORKERS_NPART];
+	char want[WORKERS_NPART];
+	uint64_t ep[WORKERS_NPART];
 	char **live;
 	size_t nlive;
 	uint64_t now_ms, mono_ms = time_mono_ns() / NSEC_PER_MSEC;
@@ -256,14 +259,24 @@ int shard_tick(struct shard *s, struct conn *c, char *err, size_t errlen)
 
 		want[p] = o && !strcmp(o, s->me);
 	}
-	ret = workers_leases(c, s->me, s->ttl_ms, want, held, err, errlen);
+	memcpy(ep, s->epoch, sizeof(ep));
+	ret = workers_leases(c, s->me, s->ttl_ms, want, ep, err, errlen);
 	if (ret)
 		return ret;
 	for (int p = 0; p < WORKERS_NPART; p++) {
-		s->gained[p] = held[p] && !s->held[p];
-		s->lost[p] = !held[p] && s->held[p];
+		/* held under another epoch than before: lost meanwhile, and taken back */
+		int moved = s->held[p] && ep[p] && ep[p] != s->epoch[p];
+
+		if (moved)
+			log_warn("worker %s: partition %d changed hands while this worker did not "
+				 "renew it (epoch %" PRIu64 " -> %" PRIu64 "); forgetting what it "
+				 "knew of it and reading its checkpoint again", s->me, p,
+				 s->epoch[p], ep[p]);
+		s->gained[p] = ep[p] && (!s->held[p] || moved);
+		s->lost[p] = s->held[p] && (!ep[p] || moved);
+		s->held[p] = ep[p] != 0;
+		s->epoch[p] = ep[p];
 	}
-	memcpy(s->held, held, sizeof(held));
 	say_changes(s, s->gained, "took");
 	say_changes(s, s->lost, "handed over");
 	return 0;
@@ -294,6 +307,11 @@ int shard_owns_fleet(const struct shard *s)
 const char *shard_held(const struct shard *s)
 {
 	return s->held;
+}
+
+const uint64_t *shard_epochs(const struct shard *s)
+{
+	return s->epoch;
 }
 
 int shard_gained(const struct shard *s, int p)
@@ -331,6 +349,7 @@ void shard_drop(struct shard *s, const char *lost)
 	for (int p = 0; p < WORKERS_NPART; p++)
 		if (lost[p] && s->held[p]) {
 			s->held[p] = 0;
+			s->epoch[p] = 0;
 			s->lost[p] = 1;
 			log_warn("worker %s: partition %d is no longer this worker's (its lease "
 				 "expired or was taken); forgetting its alerts", s->me, p);
@@ -341,6 +360,7 @@ void shard_untake(struct shard *s, int p)
 {
 	s->held[p] = 0;
 	s->gained[p] = 0;
+	/* the lease stays ours: the next round renews it under the same epoch, gained again */
 }
 
 int shard_part_of_alert(const struct shard *s, const char *json)

@@ -25,9 +25,15 @@
  *               partition's checkpoint first (so an alert it had fired
  *               keeps its startsAt and is not paged again, and one whose
  *               fault ended while nobody watched resolves).
- *   fencing     A worker's events and checkpoints are written in one
- *               transaction that fails if any lease it counts on changed
- *               (WATCH); it then forgets the partitions it lost.
+ *   fencing     Every take of a lease draws a new epoch (a counter per
+ *               partition in Redis).  A worker's events and checkpoints are
+ *               written in one script that refuses them if any lease it
+ *               counts on is not its own under the epoch it holds; it then
+ *               forgets the partitions it lost.  A worker that was paused
+ *               past its lease and finds it again under a new epoch (another
+ *               took it meanwhile, then gave it back) counts it as lost and
+ *               gained: it drops what it knew and reads the checkpoint the
+ *               other left.
  *
  * Fleet-wide comparisons merge partial aggregates rather than raw series
  * (the engine's struct engine_fleet): each worker publishes, per rule, its
@@ -86,6 +92,8 @@ int shard_owns(const struct shard *s, int p);
 int shard_owns_host(const struct shard *s, const char *host);
 int shard_owns_fleet(const struct shard *s);
 const char *shard_held(const struct shard *s);	/* WORKERS_NPART flags */
+/* The epoch of each lease held (0: none), WORKERS_NPART of them; commits are fenced by them. */
+const uint64_t *shard_epochs(const struct shard *s);
 int shard_gained(const struct shard *s, int p);
 int shard_lost(const struct shard *s, int p);
 size_t shard_live_workers(const struct shard *s);

@@ -146,11 +146,13 @@ size_t worker_peers(const struct worker *w)
 
 /* ---- rounds ---------------------------------------------------------------------- */
 
+/* An alert stays when its partition is held and did not change hands this round. */
 static int keep_alert(const char *json, void *arg)
 {
 	struct worker *w = arg;
+	int p = shard_part_of_alert(w->shard, json);
 
-	return shard_owns(w->shard, shard_part_of_alert(w->shard, json));
+	return shard_owns(w->shard, p) && !shard_lost(w->shard, p);
 }
 
 /* The partition of an alert's checkpoint record (workers_state_from_single). */
@@ -276,21 +278,27 @@ int worker_commit(struct worker *w, struct engine *e, struct conn *c, char *cons
 {
 	struct split sp = { .w = w };
 	struct workers_state st[WORKERS_NPART];
-	char lost[WORKERS_NPART], want[WORKERS_NPART], held[WORKERS_NPART];
+	char lost[WORKERS_NPART], want[WORKERS_NPART];
+	uint64_t before[WORKERS_NPART], ep[WORKERS_NPART], fence[WORKERS_NPART];
 	int ns = 0, ret, any = 0;
 
 	/*
 	 * Renew the leases first: reading and evaluating may have outlasted
 	 * them (a first read of a large fleet's history).  One that expired
-	 * and nobody took is this worker's again, its checkpoint untouched
-	 * meanwhile; one another worker took is lost.
+	 * and nobody took is this worker's again under the same epoch, its
+	 * checkpoint untouched meanwhile; one another worker took meanwhile is
+	 * lost, even when it is ours again now (a new epoch).
 	 */
-	memcpy(want, shard_held(w->shard), sizeof(want));
-	if (workers_leases(c, worker_id(w), w->ttl_ms, want, held, err, errlen))
+	memcpy(before, shard_epochs(w->shard), sizeof(before));
+	memcpy(ep, before, sizeof(ep));
+	for (int p = 0; p < WORKERS_NPART; p++)
+		want[p] = before[p] != 0;
+	if (workers_leases(c, worker_id(w), w->ttl_ms, want, ep, err, errlen))
 		return -EIO;
 	for (int p = 0; p < WORKERS_NPART; p++) {
-		lost[p] = want[p] && !held[p];
-		any |= lost[p];
+		lost[p] = before[p] && ep[p] != before[p];
+		any |= lost[p] && shard_owns(w->shard, p);
+		fence[p] = shard_owns(w->shard, p) ? before[p] : 0;
 	}
 	if (any)
 		goto stale;
@@ -306,17 +314,22 @@ int worker_commit(struct worker *w, struct engine *e, struct conn *c, char *cons
 					(const char *const *)sp.fps[p],
 					(const char *const *)sp.states[p] };
 	}
-	ret = workers_commit(c, worker_id(w), shard_held(w->shard), events, n, st, ns, refused,
-			     lost, err, errlen);
+	ret = workers_commit(c, worker_id(w), fence, events, n, st, ns, refused, lost, err,
+			     errlen);
 	split_free(&sp);
 	if (ret != -ESTALE)
 		return ret;
+	goto dropped;
 stale:
+	memset(refused, 1, (size_t)n);
+dropped:
 	shard_drop(w->shard, lost);
 	engine_forget(e, keep_alert, w);
 	for (int i = 0; i < n; i++) {
 		int p = shard_part_of_alert(w->shard, events[i]);
 
+		if (!refused[i])
+			continue;	/* taken by an earlier batch */
 		/* events of a partition lost are its new owner's to make */
 		refused[i] = p >= 0 && p < WORKERS_NPART && lost[p] ? 2 : 1;
 	}

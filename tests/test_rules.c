@@ -920,3 +920,184 @@ Test(rules, promql_expr_test_compares_samples)
 	cr_expect_null(strstr(buf, "max(faultline"), "the right one failed: %s", buf);
 	free(buf);
 }
+
+/* ---- the checkpoint: pending `for:` timers and records of any shape ------ */
+
+static void hot_snapshot(struct engine *e, uint64_t now, double temp)
+{
+	struct snapshot s;
+
+	snapshot_init(&s, "a", now, 1000, now / 1000, 1);
+	snapshot_add_gauge(&s, "drive.temperature_c", temp, "device", "sda", NULL);
+	engine_add_snapshot(e, &s);
+	snapshot_free(&s);
+}
+
+struct kept_records {
+	char fp[8][17];
+	char *json[8];
+	int n;
+};
+
+static void keep_record(const char *fp, const char *json, void *arg)
+{
+	struct kept_records *k = arg;
+
+	cr_assert_lt(k->n, 8);
+	snprintf(k->fp[k->n], sizeof(k->fp[0]), "%s", fp);
+	k->json[k->n++] = strdup(json);
+}
+
+static struct engine *hot_engine(uint64_t grace_ms)
+{
+	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: Hot\n"
+			   "        expr: faultline_drive_temperature_celsius > 60\n"
+			   "        for: 30s\n";
+	struct ruleset rs = { 0 };
+	struct engine *e;
+	char err[256];
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .stale_ms = 60000,
+							       .for_grace_ms = grace_ms }), 0);
+	return e;
+}
+
+/*
+ * The engine stops 20 s into a 30 s `for` and starts again 5 s later: the
+ * alert fires 10 s of evaluation after the restart (at 35 s, as Prometheus
+ * restores it: the 5 s nobody looked do not count), not 30 s after it.
+ */
+Test(rules, a_pending_for_timer_survives_a_restart)
+{
+	uint64_t t0 = 1764500000000ULL, fired_at = 0;
+	struct test_events ev = { 0 };
+	struct kept_records k = { 0 };
+	struct engine *e = hot_engine(0);
+	char err[256];
+
+	for (int t = 0; t <= 20; t++) {
+		hot_snapshot(e, t0 + (uint64_t)t * 1000, 70);
+		engine_eval(e, t0 + (uint64_t)t * 1000, test_events_collect, &ev);
+	}
+	cr_assert_eq(ev.n, 0, "fired inside its for");
+	cr_assert_eq(engine_pending_alerts(e), 1);
+	cr_assert_eq(engine_state_export(e, keep_record, &k), 1, "the pending alert was not "
+		     "checkpointed");
+	cr_assert(strstr(k.json[0], "\"pending\":true"), "%s", k.json[0]);
+	engine_free(e);
+
+	e = hot_engine(0);
+	cr_assert_eq(engine_state_import(e, k.fp[0], k.json[0], t0 + 25000, test_events_collect,
+					 &ev, err, sizeof(err)), 0, "%s", err);
+	for (int t = 25; t <= 60 && !fired_at; t++) {
+		hot_snapshot(e, t0 + (uint64_t)t * 1000, 70);
+		engine_eval(e, t0 + (uint64_t)t * 1000, test_events_collect, &ev);
+		if (ev.n)
+			fired_at = (uint64_t)t;
+	}
+	cr_assert_eq(fired_at, 35, "fired at %llu s after the fault (expected 35: 20 s spent "
+		     "before the stop, 10 s after the restart)", (unsigned long long)fired_at);
+	cr_assert(strstr(ev.json[0], "\"status\":\"firing\""));
+	engine_free(e);
+	test_events_free(&ev);
+	free(k.json[0]);
+}
+
+/*
+ * A `for` longer than the grace, restored with less than the grace left,
+ * fires no sooner than the grace after the restore (10 s here), as
+ * Prometheus' for-grace-period; a pending record whose condition no longer
+ * holds is dropped without an event.
+ */
+Test(rules, a_restored_pending_alert_waits_the_grace_or_goes_quietly)
+{
+	uint64_t t0 = 1764500000000ULL, fired_at = 0;
+	struct test_events ev = { 0 };
+	const char *rec = "{\"rule\":\"Hot\",\"severity\":\"\",\"labels\":{\"device\":\"sda\","
+			  "\"host\":\"a\"},\"pending\":true,\"at_ms\":1764500028000,"
+			  "\"since_ms\":1764500000000,\"last_true_ms\":1764500028000}";
+	struct kept_records k = { 0 };
+	struct engine *e = hot_engine(10000);
+	char err[256];
+
+	/* the alert's own fingerprint, from an engine that saw it */
+	hot_snapshot(e, t0, 70);
+	engine_eval(e, t0, test_events_collect, &ev);
+	cr_assert_eq(engine_state_export(e, keep_record, &k), 1);
+	free(k.json[0]);
+	engine_free(e);
+	e = hot_engine(10000);
+	cr_assert_eq(engine_state_import(e, k.fp[0], rec, t0 + 40000,
+					 test_events_collect, &ev, err, sizeof(err)), 0, "%s", err);
+	for (int t = 40; t <= 80 && !fired_at; t++) {
+		hot_snapshot(e, t0 + (uint64_t)t * 1000, 70);
+		engine_eval(e, t0 + (uint64_t)t * 1000, test_events_collect, &ev);
+		if (ev.n)
+			fired_at = (uint64_t)t;
+	}
+	cr_assert_eq(fired_at, 50, "fired at %llu (2 s of `for` were left; the grace is 10 s "
+		     "after the restore at 40)", (unsigned long long)fired_at);
+	engine_free(e);
+	test_events_free(&ev);
+
+	e = hot_engine(0);
+	cr_assert_eq(engine_state_import(e, k.fp[0], rec, t0 + 40000,
+					 test_events_collect, &ev, err, sizeof(err)), 0, "%s", err);
+	hot_snapshot(e, t0 + 41000, 20);
+	engine_eval(e, t0 + 41000, test_events_collect, &ev);
+	cr_assert_eq(ev.n, 0, "a pending alert that no longer holds sent an event");
+	cr_assert_eq(engine_pending_alerts(e), 0);
+	engine_free(e);
+	test_events_free(&ev);
+}
+
+/*
+ * A checkpoint record is outside input (whoever can write the key wrote
+ * it): each of these is refused whole, with the field named, and the
+ * engine goes on (the first crashed every engine on every restart).
+ */
+Test(rules, checkpoint_records_of_any_shape_are_refused_not_crashed_on)
+{
+	static const struct {
+		const char *json, *field;
+	} bad[] = {
+		{ "{\"rule\":\"Gone\",\"labels\":{},\"hosts\":[null]}", "hosts[0]" },
+		{ "{\"rule\":\"Hot\",\"labels\":{\"host\":null}}", "label \"host\"" },
+		{ "{\"rule\":\"Hot\",\"labels\":{\"host\":7}}", "label \"host\"" },
+		{ "{\"rule\":\"Hot\",\"labels\":[]}", "\"labels\"" },
+		{ "{\"rule\":\"Hot\"}", "\"labels\"" },
+		{ "{\"rule\":17,\"labels\":{}}", "\"rule\"" },
+		{ "{\"labels\":{}}", "\"rule\"" },
+		{ "{\"rule\":\"Hot\",\"labels\":{},\"since_ms\":-5}", "\"since_ms\"" },
+		{ "{\"rule\":\"Hot\",\"labels\":{},\"since_ms\":\"x\"}", "\"since_ms\"" },
+		{ "{\"rule\":\"Hot\",\"labels\":{},\"hosts\":\"h1\"}", "\"hosts\"" },
+		{ "{\"rule\":\"Hot\",\"labels\":{},\"pending\":1}", "\"pending\"" },
+		{ "{\"rule\":\"Hot\",\"labels\":{},\"value\":\"hot\"}", "\"value\"" },
+		{ "[1,2]", "not a JSON object" },
+		{ "\xff\xfe", "not a JSON object" },
+	};
+	struct test_events ev = { 0 };
+	struct engine *e = hot_engine(0);
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		cr_assert_eq(engine_state_import(e, "0123456789abcdef", bad[i].json, 1000,
+						 test_events_collect, &ev, err, sizeof(err)),
+			     -EINVAL, "accepted %s", bad[i].json);
+		cr_assert(strstr(err, bad[i].field), "%s: the error does not name %s: %s",
+			  bad[i].json, bad[i].field, err);
+	}
+	cr_assert_eq(engine_state_import(e, "not-hex-at-all!!", "{\"rule\":\"Hot\",\"labels\":{}}",
+					 1000, test_events_collect, &ev, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert_eq(ev.n, 0);
+	cr_assert_eq(engine_pending_alerts(e), 0);
+	/* and a good one is still taken */
+	cr_assert_eq(engine_state_import(e, "0123456789abcdef", "{\"rule\":\"Hot\",\"labels\":"
+					 "{\"host\":\"a\"},\"since_ms\":5,\"hosts\":[\"a\"]}", 1000,
+					 test_events_collect, &ev, err, sizeof(err)), 0, "%s", err);
+	engine_free(e);
+}

@@ -174,7 +174,7 @@ Test(shard, commits_are_fenced_by_the_leases, .init = setup, .fini = teardown)
 
 	tick(a, c);
 	cr_assert(shard_owns(a, 3));
-	cr_expect_eq(workers_commit(c, "a", shard_held(a), events, 1, &st, 1, refused, lost, err,
+	cr_expect_eq(workers_commit(c, "a", shard_epochs(a), events, 1, &st, 1, refused, lost, err,
 				    sizeof(err)), 1, "%s", err);
 	r = conn_commandf(c, KEY_ALERTS, "XLEN %s", KEY_ALERTS);
 	cr_expect_eq(r->integer, 1);
@@ -182,7 +182,7 @@ Test(shard, commits_are_fenced_by_the_leases, .init = setup, .fini = teardown)
 	/* another worker took partition 3 (a's lease expired meanwhile) */
 	key_lease(key, sizeof(key), 3);
 	freeReplyObject(conn_commandf(c, KEY_ALERTS, "SET %s other", key));
-	cr_expect_eq(workers_commit(c, "a", shard_held(a), events, 1, &st, 1, refused, lost, err,
+	cr_expect_eq(workers_commit(c, "a", shard_epochs(a), events, 1, &st, 1, refused, lost, err,
 				    sizeof(err)), -ESTALE);
 	cr_expect(lost[3]);
 	cr_expect(!lost[4]);
@@ -190,6 +190,56 @@ Test(shard, commits_are_fenced_by_the_leases, .init = setup, .fini = teardown)
 	cr_expect_eq(r->integer, 1, "nothing written by a worker that lost a lease");
 	freeReplyObject(r);
 	shard_free(a);
+	conn_close(c);
+}
+
+/*
+ * A worker paused past its lease (a SIGSTOP, a long GC-like stall): another
+ * takes the partition and hands it back; when the first wakes, its lease
+ * is its own again but under a new epoch, so it counts the partition lost
+ * and gained (it re-reads the checkpoint) and a commit under its old
+ * epoch is refused.  A lease that merely lapsed, with nobody taking it,
+ * comes back under the same epoch.
+ */
+Test(shard, a_lease_taken_back_after_a_pause_has_a_new_epoch, .init = setup, .fini = teardown,
+     .timeout = 30)
+{
+	struct conn *c = test_redis_connect(&redis);
+	struct shard *a = new_shard("a"), *b;
+	char *events[1] = { "{\"x\":1}" };
+	char refused[1], lost[WORKERS_NPART], err[256];
+	uint64_t old[WORKERS_NPART];
+
+	tick(a, c);
+	cr_assert(shard_owns(a, 7));
+	memcpy(old, shard_epochs(a), sizeof(old));
+	cr_assert_gt(old[7], 0);
+	/* lapsed, nobody took it: the same epoch, nothing lost */
+	usleep(1300 * 1000);
+	tick(a, c);
+	cr_expect_eq(shard_epochs(a)[7], old[7]);
+	cr_expect(!shard_lost(a, 7) && !shard_gained(a, 7));
+	/* a pauses past its lease; b takes everything, then leaves */
+	usleep(1300 * 1000);
+	b = new_shard("b");
+	tick(b, c);
+	cr_assert(shard_owns(b, 7));
+	cr_assert_neq(shard_epochs(b)[7], old[7]);
+	cr_assert_eq(workers_leave(c, "b", err, sizeof(err)), 0, "%s", err);
+	/* a's commit under its old epoch is refused, whoever holds the lease */
+	cr_expect_eq(workers_commit(c, "a", old, events, 1, NULL, 0, refused, lost, err,
+				    sizeof(err)), -ESTALE);
+	cr_expect(lost[7]);
+	/* a wakes: the lease is free, a takes it under a new epoch: lost and gained */
+	usleep(1100 * 1000);
+	tick(a, c);
+	cr_expect(shard_owns(a, 7));
+	cr_expect(shard_epochs(a)[7] > shard_epochs(b)[7], "epochs only grow");
+	cr_expect(shard_lost(a, 7) && shard_gained(a, 7), "a did not notice it lost partition 7");
+	cr_expect_eq(workers_commit(c, "a", shard_epochs(a), events, 1, NULL, 0, refused, lost,
+				    err, sizeof(err)), 1, "%s", err);
+	shard_free(a);
+	shard_free(b);
 	conn_close(c);
 }
 

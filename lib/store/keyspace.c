@@ -60,6 +60,11 @@ int key_lease(char *buf, size_t len, int part)
 	return name(buf, len, "{fl:alerts}:lease:%d", part);
 }
 
+int key_lease_epoch(char *buf, size_t len, int part)
+{
+	return name(buf, len, "{fl:alerts}:epoch:%d", part);
+}
+
 int key_part_state(char *buf, size_t len, int part)
 {
 	return name(buf, len, "{fl:alerts}:rules:%d", part);

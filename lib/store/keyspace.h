@@ -48,11 +48,11 @@
  *       deploy markers (deploy.h)                                  slot 3313
  *   fl:silences                  hash    CLI silence       alerter            until expired
  *       id -> silence JSON (silence.h)                             slot 9711
- *   fl:alerts                    stream  rules             alerter (group     ~100,000 entries
+ *   fl:alerts                    stream  rules             alerter (group     undelivered + 7 d
  *       field "e" = event JSON (model/alert.h)  "alerter")         slot 1464
  *   {fl:alerts}:rules            hash    rules             rules (at start)   replaced each commit
- *       fingerprint -> JSON of a firing alert: the rules engine's checkpoint,
- *       written with its events in one MULTI/EXEC.  Its hash tag puts it in
+ *       fingerprint -> JSON of a firing or pending alert: the rules engine's
+ *       checkpoint, written with its events in one script, after them.  Its hash tag puts it in
  *       fl:alerts' slot (1464), which is what lets that
  *       transaction run on a cluster.  Single-server installs before this
  *       layout kept it as fl:rules:alerts; it is renamed on first read.
@@ -62,7 +62,11 @@
  *   {fl:alerts}:workers          hash    rules workers     rules workers      entries expire
  *       worker -> expiry (ms, Redis' clock): who is alive
  *   {fl:alerts}:lease:P          string  rules workers     rules workers      TTL (3 intervals)
- *       the worker evaluating partition P (0..64; 64: fleet-wide alerts)
+ *       "worker|epoch": the worker evaluating partition P (0..64; 64:
+ *       fleet-wide alerts) and the epoch it took the lease under
+ *   {fl:alerts}:epoch:P          string  rules workers     rules workers      kept
+ *       partition P's epoch counter: INCR on every take of its lease, so a
+ *       commit under an older epoch (a paused worker) is refused
  *   {fl:alerts}:rules:P          hash    rules workers     the next owner     replaced each commit
  *       partition P's checkpoint (as {fl:alerts}:rules for one engine)
  *   {fl:alerts}:partial:TOPIC    hash    rules workers     rules workers      TTL
@@ -111,6 +115,7 @@ int key_profile_burst(char *buf, size_t len, const char *host);
 int key_drives(char *buf, size_t len, const char *host);
 int key_wear(char *buf, size_t len, const char *host, const char *serial);
 int key_lease(char *buf, size_t len, int part);		/* {fl:alerts}:lease:P */
+int key_lease_epoch(char *buf, size_t len, int part);	/* {fl:alerts}:epoch:P */
 int key_part_state(char *buf, size_t len, int part);	/* {fl:alerts}:rules:P */
 int key_partial(char *buf, size_t len, const char *topic);	/* {fl:alerts}:partial:T */
 int key_alert_latest(char *buf, size_t len, const char *fingerprint);	/* {fl:alerts}:latest:FP */

@@ -26,14 +26,34 @@ struct alerts_state {
 };
 
 /*
- * Append events[0..nevents) to fl:alerts and replace every st[i].key with
- * its entries, in one MULTI/EXEC routed by fl:alerts (every key involved
- * lives in its slot).  refused[i]: whether Redis refused event i.  Returns
- * how many events Redis took, -EIO (nothing written; err says why), or
- * -ESTALE when EXEC was aborted because a key WATCHed before it changed.
+ * Whose leases a commit counts on: lease keys[i] must still read
+ * "me|epochs[i]" (workers.h), else nothing is written.  NULL or n 0: no
+ * fence (one engine).
  */
-int alerts_transaction(struct conn *c, char *const *events, int nevents,
-		       const struct alerts_state *st, int ns, char *refused, char *err,
-		       size_t errlen);
+struct alerts_fence {
+	const char *me;
+	int n;
+	const char *const *keys;
+	const uint64_t *epochs;
+};
+
+/*
+ * Append events[0..nevents) to fl:alerts and replace every st[i].key with
+ * its entries, in Lua scripts routed by fl:alerts (every key involved
+ * lives in its slot), each atomic: the fence is checked first, the events
+ * are appended in order, and the checkpoints are written only once every
+ * event was taken (a checkpoint never runs ahead of the events it
+ * implies).  Events go ALERTS_COMMIT_BATCH to a script, the checkpoints
+ * with the last batch.  refused[i]: 0 when Redis took event i, 1 when not
+ * (refused, or after one that was: the rest stay, in order).  Returns how
+ * many events Redis took (all of them and the checkpoints written, or the
+ * first refusal in err and no checkpoint), -ESTALE when a fenced lease is
+ * no longer ours (lost[i] set per fence key; events of earlier batches may
+ * have been taken, refused[] says which), or -EIO (err says why).
+ */
+#define ALERTS_COMMIT_BATCH 1000
+int alerts_commit(struct conn *c, const struct alerts_fence *fence, char *const *events,
+		  int nevents, const struct alerts_state *st, int ns, char *refused, char *lost,
+		  char *err, size_t errlen);
 
 #endif

@@ -87,33 +87,51 @@ int workers_heartbeat(struct conn *c, const char *me, uint64_t ttl_ms, char ***l
 }
 
 /*
- * KEYS: every partition's lease; ARGV: me, ttl ms, then one want flag per
- * key.  Takes free leases wanted, renews mine wanted, releases mine not
- * wanted; returns 1/0 per key: held by me afterwards.
+ * KEYS: every partition's lease, then every partition's epoch counter;
+ * ARGV: me, ttl ms, then per partition a want flag and the epoch I held
+ * (0: none).  A lease reads "worker|epoch".  Takes a free lease wanted
+ * under a new epoch (INCR of the partition's counter) — or under the one I
+ * held, when it lapsed and nobody took it since (the counter has not
+ * moved) — renews mine wanted (same epoch), releases mine not wanted;
+ * returns per partition the epoch I hold afterwards, 0 when none.
  */
 static const char LEASE_SCRIPT[] =
+	"local n = #KEYS / 2\n"
 	"local res = {}\n"
-	"for i, k in ipairs(KEYS) do\n"
+	"local mine = ARGV[1] .. '|'\n"
+	"for i = 1, n do\n"
+	"  local k = KEYS[i]\n"
 	"  local cur = redis.call('GET', k)\n"
+	"  local ours = cur and string.sub(cur, 1, #mine) == mine\n"
+	"  local had = tonumber(ARGV[2 + 2 * i]) or 0\n"
 	"  res[i] = 0\n"
-	"  if ARGV[i + 2] == '1' then\n"
-	"    if not cur then redis.call('SET', k, ARGV[1], 'PX', ARGV[2]); res[i] = 1\n"
-	"    elseif cur == ARGV[1] then redis.call('PEXPIRE', k, ARGV[2]); res[i] = 1 end\n"
-	"  elseif cur == ARGV[1] then redis.call('DEL', k) end\n"
+	"  if ARGV[1 + 2 * i] == '1' then\n"
+	"    if not cur then\n"
+	"      local e = tonumber(redis.call('GET', KEYS[n + i]) or '0') or 0\n"
+	"      if had == 0 or e ~= had then e = redis.call('INCR', KEYS[n + i]) end\n"
+	"      redis.call('SET', k, mine .. e, 'PX', ARGV[2]); res[i] = e\n"
+	"    elseif ours then\n"
+	"      redis.call('PEXPIRE', k, ARGV[2]); res[i] = tonumber(string.sub(cur, #mine + 1)) or 0\n"
+	"    end\n"
+	"  elseif ours then redis.call('DEL', k) end\n"
 	"end\n"
 	"return res\n";
 
 int workers_leases(struct conn *c, const char *me, uint64_t ttl_ms, const char *want,
-		   char *held, char *err, size_t errlen)
+		   uint64_t *epoch, char *err, size_t errlen)
 {
 	enum { N = WORKERS_NPART };
-	static char keys[N][48], flags[N][2];
-	const char *argv[3 + N + 2 + N];
+	static char keys[N][48], ekeys[N][48], flags[N][2], had[N][24];
+	const char *argv[3 + 2 * N + 2 + 2 * N];
 	char nk[16], ttl[32];
 	int argc = 0;
 	redisReply *r;
 
-	snprintf(nk, sizeof(nk), "%d", N);
+	if (strchr(me, '|')) {
+		snprintf(err, errlen, "worker name '%s' has a '|' (it separates the epoch)", me);
+		return -EINVAL;
+	}
+	snprintf(nk, sizeof(nk), "%d", 2 * N);
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, ttl_ms);
 	argv[argc++] = "EVAL";
 	argv[argc++] = LEASE_SCRIPT;
@@ -122,25 +140,33 @@ int workers_leases(struct conn *c, const char *me, uint64_t ttl_ms, const char *
 		key_lease(keys[p], sizeof(keys[p]), p);
 		argv[argc++] = keys[p];
 	}
+	for (int p = 0; p < N; p++) {
+		key_lease_epoch(ekeys[p], sizeof(ekeys[p]), p);
+		argv[argc++] = ekeys[p];
+	}
 	argv[argc++] = me;
 	argv[argc++] = ttl;
 	for (int p = 0; p < N; p++) {
 		flags[p][0] = want[p] ? '1' : '0';
 		flags[p][1] = '\0';
 		argv[argc++] = flags[p];
+		snprintf(had[p], sizeof(had[p]), "%" PRIu64, epoch[p]);
+		argv[argc++] = had[p];
 	}
 	r = conn_command(c, ROUTE, argc, argv, NULL);
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != N)
 		return store_reply_failed(c, r, "EVAL (partition leases)", err, errlen);
 	for (int p = 0; p < N; p++)
-		held[p] = r->element[p]->type == REDIS_REPLY_INTEGER && r->element[p]->integer == 1;
+		epoch[p] = r->element[p]->type == REDIS_REPLY_INTEGER && r->element[p]->integer > 0 ?
+			   (uint64_t)r->element[p]->integer : 0;
 	freeReplyObject(r);
 	return 0;
 }
 
 int workers_leave(struct conn *c, const char *me, char *err, size_t errlen)
 {
-	char want[WORKERS_NPART] = { 0 }, held[WORKERS_NPART];
+	char want[WORKERS_NPART] = { 0 };
+	uint64_t held[WORKERS_NPART] = { 0 };
 	redisReply *r;
 
 	if (workers_leases(c, me, 1000, want, held, err, errlen))
@@ -152,73 +178,36 @@ int workers_leave(struct conn *c, const char *me, char *err, size_t errlen)
 	return 0;
 }
 
-/* WATCH the leases in held[] and check they are still me's; -ESTALE with lost[] if not. */
-static int watch_leases(struct conn *c, const char *me, const char *held, char *lost,
-			char *err, size_t errlen)
-{
-	static char keys[WORKERS_NPART][48];
-	const char *argv[1 + WORKERS_NPART];
-	int idx[WORKERS_NPART], n = 0, stale = 0;
-	redisReply *r;
-
-	memset(lost, 0, WORKERS_NPART);
-	for (int p = 0; p < WORKERS_NPART; p++)
-		if (held[p]) {
-			key_lease(keys[p], sizeof(keys[p]), p);
-			idx[n++] = p;
-		}
-	if (!n)
-		return 0;
-	argv[0] = "WATCH";
-	for (int i = 0; i < n; i++)
-		argv[1 + i] = keys[idx[i]];
-	r = conn_command(c, ROUTE, 1 + n, argv, NULL);
-	if (!r || r->type == REDIS_REPLY_ERROR)
-		return store_reply_failed(c, r, "WATCH (leases)", err, errlen);
-	freeReplyObject(r);
-	argv[0] = "MGET";
-	r = conn_command(c, ROUTE, 1 + n, argv, NULL);
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n)
-		return store_reply_failed(c, r, "MGET (leases)", err, errlen);
-	for (int i = 0; i < n; i++) {
-		const redisReply *v = r->element[i];
-
-		if (v->type != REDIS_REPLY_STRING || strcmp(v->str, me)) {
-			lost[idx[i]] = 1;
-			stale = 1;
-		}
-	}
-	freeReplyObject(r);
-	if (stale) {
-		r = conn_commandf(c, ROUTE, "UNWATCH");
-		if (r)
-			freeReplyObject(r);
-		snprintf(err, errlen, "a partition lease is no longer this worker's");
-		return -ESTALE;
-	}
-	return 0;
-}
-
-int workers_commit(struct conn *c, const char *me, const char *held, char *const *events,
+int workers_commit(struct conn *c, const char *me, const uint64_t *epochs, char *const *events,
 		   int nevents, const struct workers_state *states, int ns, char *refused,
 		   char *lost, char *err, size_t errlen)
 {
 	struct alerts_state st[WORKERS_NPART];
-	char keys[WORKERS_NPART][64];
-	int ret;
+	char keys[WORKERS_NPART][64], lkeys[WORKERS_NPART][48], flost[WORKERS_NPART];
+	const char *fkeys[WORKERS_NPART];
+	uint64_t fep[WORKERS_NPART];
+	int idx[WORKERS_NPART], nl = 0, ret;
+	struct alerts_fence fence = { me, 0, fkeys, fep };
 
-	ret = watch_leases(c, me, held, lost, err, errlen);
-	if (ret)
-		return ret;
+	memset(lost, 0, WORKERS_NPART);
+	for (int p = 0; p < WORKERS_NPART; p++)
+		if (epochs[p]) {
+			key_lease(lkeys[p], sizeof(lkeys[p]), p);
+			fkeys[nl] = lkeys[p];
+			fep[nl] = epochs[p];
+			idx[nl++] = p;
+		}
+	fence.n = nl;
 	for (int i = 0; i < ns && i < WORKERS_NPART; i++) {
 		key_part_state(keys[i], sizeof(keys[i]), states[i].part);
 		st[i] = (struct alerts_state){ keys[i], states[i].n, states[i].fps,
 					       states[i].states };
 	}
-	ret = alerts_transaction(c, events, nevents, st, ns < WORKERS_NPART ? ns : WORKERS_NPART,
-				 refused, err, errlen);
-	if (ret == -ESTALE)	/* a watched lease changed (expired, taken) before EXEC */
-		memcpy(lost, held, WORKERS_NPART);
+	ret = alerts_commit(c, &fence, events, nevents, st, ns < WORKERS_NPART ? ns : WORKERS_NPART,
+			    refused, flost, err, errlen);
+	if (ret == -ESTALE)
+		for (int i = 0; i < nl; i++)
+			lost[idx[i]] = flost[i];
 	return ret;
 }
 

@@ -14,7 +14,7 @@
  *
  * Every key lives in fl:alerts' slot (hash tag {fl:alerts}): on a cluster
  * the leases, the checkpoints and fl:alerts are on one node, which is what
- * lets one transaction cover them (keyspace.h lists them).  Times are
+ * lets one script cover them (keyspace.h lists them).  Times are
  * Redis' own clock (TIME), so the workers' clocks need not agree.
  */
 #ifndef FL_STORE_WORKERS_H
@@ -45,11 +45,19 @@ int workers_leave(struct conn *c, const char *me, char *err, size_t errlen);
 
 /*
  * For each partition p, want[p] 1: take its lease if free, or renew it if
- * mine, for ttl_ms; 0: release it if mine.  held[p] is set to whether me
- * holds it afterwards.  One atomic script.  Returns 0 or -EIO.
+ * mine, for ttl_ms; 0: release it if mine.  epoch[p] holds the epoch me
+ * held before (0: none) and is set to the epoch of the lease it holds
+ * afterwards, 0 when none.  A take draws a new epoch from the partition's
+ * counter ({fl:alerts}:epoch:P, never reset), unless the lease lapsed
+ * under me's own epoch and nobody took it since (the counter still reads
+ * it): then me gets it back under that epoch, its checkpoint untouched.
+ * So a worker whose lease was taken by another meanwhile (it was paused
+ * past its ttl) always sees a different epoch than it held: what it
+ * remembers of the partition is stale.  One atomic script.  Returns 0,
+ * -EINVAL (a name with '|') or -EIO.
  */
 int workers_leases(struct conn *c, const char *me, uint64_t ttl_ms, const char *want,
-		   char *held, char *err, size_t errlen);
+		   uint64_t *epoch, char *err, size_t errlen);
 
 /* One partition's checkpoint to write: fps[i] -> states[i] (JSON). */
 struct workers_state {
@@ -61,12 +69,14 @@ struct workers_state {
 
 /*
  * Append events to fl:alerts and replace the checkpoints of states[0..ns)
- * in one MULTI/EXEC, only if me still holds every partition in held[]
- * (WORKERS_NPART flags).  refused[i] as store_alerts_commit.  Returns how
- * many events Redis took; -ESTALE when a lease is no longer mine (nothing
- * written; lost[p] set for each); -EIO when the exchange failed.
+ * in one atomic script (a batch of events at a time, the checkpoints with
+ * the last), only if me still holds every partition p with epochs[p] != 0
+ * under that very epoch: a lease lost and taken back since is a lease lost.
+ * refused[i] as store_alerts_commit.  Returns how many events Redis took;
+ * -ESTALE when a lease is no longer mine under that epoch (nothing written
+ * by that batch; lost[p] set for each); -EIO when the exchange failed.
  */
-int workers_commit(struct conn *c, const char *me, const char *held, char *const *events,
+int workers_commit(struct conn *c, const char *me, const uint64_t *epochs, char *const *events,
 		   int nevents, const struct workers_state *states, int ns, char *refused,
 		   char *lost, char *err, size_t errlen);
 
