@@ -50,6 +50,7 @@
 struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "core/config_schema.h"
+#include "core/digest.h"
 #include "model/alert.h"
 #include "store/silence.h"
 #include "core/strbuf.h"
@@ -109,6 +110,7 @@ struct alerter_config {
 	size_t max_payload_bytes;
 	uint64_t backoff_initial_ns, backoff_max_ns;
 	uint64_t claim_idle_ns;		/* another alerter's entry is taken over after this */
+	uint64_t give_up_after_ns;	/* a notification failing this long is dead-lettered; 0 never */
 	char log_level[16];
 	char metrics_addr[64];		/* the alerter's own /metrics; "" off */
 	char web_config[256];		/* its TLS and basic auth (exporter-toolkit file) */
@@ -147,8 +149,6 @@ int payload_build(const struct alerter_config *cfg, const struct receiver *r,
 /* sha256=HMAC-SHA256(secret, ts "." body) as lowercase hex, into out (72 bytes). */
 void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, char *out);
 
-/* Hex SHA-256 of data (65 bytes). */
-void sha256_hex(const void *data, size_t len, char *out);
 
 /* 1 if url's host is a loopback address or "localhost". */
 int url_is_loopback(const char *url);

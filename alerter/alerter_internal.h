@@ -31,25 +31,44 @@
 #define GROUP KEY_ALERTS_GROUP
 #define PAGE 100			/* entries per XREADGROUP / XAUTOCLAIM page */
 
+/*
+ * A group as this alerter knows it: its key and id, the fl:alerts entries
+ * it holds for it (acknowledged once a notification of a version that
+ * covers them is settled), its timers, and the notification in flight.  Its
+ * alerts are not kept here but in Redis (store/alert_group.h), loaded for
+ * each notification, so every alerter notifies the same group state.
+ */
 struct group {
 	char key[512];
+	char gid[33];			/* alert_group_id(key) */
 	int receiver;
 	struct label glabels[MAX_GROUP_BY];
 	int ngl;
-	struct group_alert **alerts;
+	struct group_alert **alerts;	/* as last loaded (for the payload) */
 	int nalerts;
-	char (*ids)[32];		/* stream entries folded into this group, unacked */
+	char (*ids)[32];		/* stream entries held for this group, unacked */
 	int nids;
 	uint64_t created_ns, last_sent_ns;
 	int changed, sent_once;
+	int firing;			/* the last notification had a firing alert */
+	int muted_firing;		/* a firing alert was muted: look again at group_interval */
 	uint32_t repeats;		/* repeat notifications sent of unchanged content */
+	uint64_t load_retry_ns;		/* the group could not be loaded: not before */
+	uint64_t looked_ns;		/* last load (muted alerts are looked at again) */
+	char content[65];		/* what the last notification said (content_key) */
 	/* the notification in flight or waiting to be retried */
 	CURL *easy;
 	struct curl_slist *hdrs;
 	struct strbuf body;
 	char idem[65];
+	uint64_t sent_version;		/* the group version it carries */
+	uint64_t mark_version;		/* recorded as notified once settled (0: not all was) */
+	char (*done_fps)[33];		/* resolutions it settles (sent or muted) */
+	char (*done_ids)[32];
+	int ndone;
 	int nids_sent;
 	int attempts;
+	uint64_t first_attempt_ns;
 	struct backoff backoff;
 	uint64_t retry_at_ns;
 	int pending;			/* a notification exists (in flight or waiting) */
@@ -80,6 +99,10 @@ struct alerter {
 	uint64_t sent[MAX_RECEIVERS], failed[MAX_RECEIVERS], refused[MAX_RECEIVERS];
 	uint64_t received[2];		/* events read: [0] resolved, [1] firing */
 	uint64_t dead_letters, redis_errors, redis_reconnects;
+	uint64_t trimmed;		/* delivered entries trimmed from fl:alerts */
+	uint64_t bad_records;		/* group records of the wrong shape, skipped */
+	uint64_t superseded;		/* notifications rebuilt before a retry: newer state */
+	uint64_t gave_up;		/* notifications dead-lettered after give_up_after */
 };
 
 /* ---- stream.c ---- */
@@ -155,6 +178,13 @@ uint64_t claim_every(const struct alerter_config *cfg);
  */
 void claim_orphans(struct alerter *al);
 
+/*
+ * Trim fl:alerts of entries every consumer group has acknowledged (kept a
+ * while, see KEY_ALERTS_KEEP_MS), never one still to deliver.  Runs with
+ * claim_orphans.
+ */
+void trim_stream(struct alerter *al);
+
 /* Reload the silences from Redis, at most every 5 s. */
 void refresh_silences(struct alerter *al, uint64_t now);
 
@@ -164,24 +194,20 @@ void refresh_silences(struct alerter *al, uint64_t now);
 void drop_alert(struct group_alert *ga);
 
 /*
- * Drop from g the alerts another alerter has since taken a newer event of
- * (several alerters on one group): that state is the other's to notify,
- * and this one's would arrive after it, out of date.  Their entries stay
- * in g->ids and are acknowledged with g's next notification.
- */
-void drop_superseded(struct alerter *al, struct group *g);
-
-/*
- * Take stream entry id (an event, json) into its group.  An entry some
- * group already holds is a re-read (our pending list after a reconnect, a
- * claim): it is skipped, never acknowledged again.  Otherwise the entry is
- * either acknowledged now because it tells nothing new — a copy of a state
- * the group already holds or delivered (same status and startsAt), or older
- * than the state held — or dead-lettered, or held by its group until the
- * notification that carries it is delivered.  A firing event whose startsAt
- * differs from the firing alert held is a new incident, never a duplicate.
+ * Take stream entry id (an event, json) into its group's state in Redis
+ * (alert_group_take).  An entry some group already holds is a re-read (our
+ * pending list after a reconnect, a claim): it is skipped.  Otherwise it
+ * is dead-lettered (unparsable, no route), or held by its group until a
+ * notification of a version that covers it is settled — also when it told
+ * nothing new but the group has a version not yet notified (a restart: the
+ * state is there, its notification is not) — or acknowledged at once when
+ * it told nothing new to a group already notified.  A silence plays no part
+ * here: it mutes notifications, never state.
  */
 void take_event(struct alerter *al, const char *id, const char *json, size_t len);
+
+/* Free groups with nothing held, nothing in flight and nothing firing. */
+void prune_groups(struct alerter *al);
 
 /* ---- delivery.c ---- */
 
@@ -192,7 +218,13 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
  */
 uint64_t group_due_at(const struct alerter *al, const struct group *g);
 
-/* Decide whether g should send now; if so build the notification. */
+/*
+ * Decide whether g should send now; if so load its state from Redis, mute
+ * what silences match, and build and start the notification (or settle
+ * without one: a version already notified, by us or a peer; nothing left
+ * once muted).  A retry re-reads the group's version first and rebuilds
+ * from the newest state when it moved.
+ */
 void maybe_send(struct alerter *al, struct group *g, uint64_t now);
 
 /*

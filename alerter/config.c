@@ -256,6 +256,7 @@ static void reset(struct alerter_config *ac)
 	ac->backoff_initial_ns = BACKOFF_INITIAL_NS;
 	ac->backoff_max_ns = BACKOFF_MAX_NS;
 	ac->claim_idle_ns = 60 * NSEC_PER_SEC;
+	ac->give_up_after_ns = 24 * 3600 * NSEC_PER_SEC;
 }
 
 static int parse_receivers(const struct cfg *c, const struct cfg_node *map, const char *key,
@@ -315,6 +316,9 @@ const struct cfg_field alerter_config_schema[] = {
 		     "Longest retry delay (backoff_initial .. 1h)"),
 	CFG_DURATION("delivery.claim_idle", AC, claim_idle_ns, 0, 0,
 		     "Another alerter's entry is taken over after this (at least 1s)"),
+	CFG_DURATION("delivery.give_up_after", AC, give_up_after_ns, 0, 30 * 24 * 3600 * NSEC_PER_SEC,
+		     "A notification still failing after this long is dead-lettered and its "
+		     "entries acknowledged, so it cannot hold its group up for ever; 0: never"),
 	CFG_CHARS("log_level", AC, log_level, "error, warn, info or debug"),
 	CFG_CHARS("metrics_addr", AC, metrics_addr, "The alerter's own /metrics; empty: off"),
 	CFG_CHARS("web_config", AC, web_config, "TLS and basic auth for /metrics: a web config "

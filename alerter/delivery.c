@@ -11,6 +11,7 @@
 #include "alerter/alerter_internal.h"
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "store/alert_group.h"
 
 /* Keep the start of the receiver's answer (why it refused, in its words); drop the rest. */
 static size_t keep_answer(char *p, size_t s, size_t n, void *u)
@@ -77,31 +78,63 @@ static void start_request(struct alerter *al, struct group *g)
 }
 
 /*
- * When g next wants something done (mono ns): a retry, acknowledging what
- * it holds, its first notification after group_wait, a change after
- * group_interval, a repeat; UINT64_MAX when nothing.
+ * When g next wants something done (mono ns): a retry, its first
+ * notification after group_wait, a change after group_interval, a muted
+ * firing alert looked at again after group_interval, a repeat;
+ * UINT64_MAX when nothing.
  */
 uint64_t group_due_at(const struct alerter *al, const struct group *g)
 {
 	const struct alerter_config *cfg = &al->cfg;
-	int firing = 0;
+	uint64_t due = UINT64_MAX;
 
 	if (g->pending)
 		return g->in_flight ? UINT64_MAX : g->retry_at_ns;
-	if (!g->nalerts)
-		return g->nids ? 0 : UINT64_MAX;
-	for (int i = 0; i < g->nalerts; i++)
-		firing |= g->alerts[i]->a.firing;
-	if (!g->sent_once)
-		return g->created_ns + cfg->group_wait_ns;
-	if (g->changed)
-		return g->last_sent_ns + cfg->group_interval_ns;
-	if (!firing)
-		return UINT64_MAX;
+	if (g->changed || g->nids)
+		due = g->sent_once ? g->last_sent_ns + cfg->group_interval_ns
+				   : g->created_ns + cfg->group_wait_ns;
+	else if (g->firing)
+		due = cfg->receivers[g->receiver].format == FMT_ALERTMANAGER_API &&
+		      cfg->receivers[g->receiver].resend_interval_ns < cfg->repeat_interval_ns ?
+		      g->last_sent_ns + cfg->receivers[g->receiver].resend_interval_ns :
+		      g->last_sent_ns + cfg->repeat_interval_ns;
+	if (g->muted_firing && !g->changed && !g->nids &&
+	    g->looked_ns + cfg->group_interval_ns < due)
+		due = g->looked_ns + cfg->group_interval_ns;
+	if (due != UINT64_MAX && g->load_retry_ns > due)
+		due = g->load_retry_ns;
+	return due;
+}
+
+/*
+ * The notification's idempotency key: SHA-256 of the receiver, the group
+ * and the group's version in Redis (plus the repeat number of a repeat).
+ * A version is one content of the group, whoever loads it: the same
+ * notification rebuilt after a restart, or sent by a peer, carries the
+ * same key, so a receiver can drop the redelivery; any change of the group
+ * is a new version, so a new key.
+ */
+static void idempotency_key(const char *receiver, const struct group *g, uint64_t version,
+			    char out[65])
+{
+	struct strbuf k = STRBUF_INIT;
+
+	strbuf_addf(&k, "%s|%s|v%llu", receiver, g->key, (unsigned long long)version);
+	if (g->repeats)
+		strbuf_addf(&k, "|repeat:%u", g->repeats);
+	sha256_hex(strbuf_str(&k), k.len, out);
+	strbuf_release(&k);
+}
+
+/* Whether g's repeat (or, to an Alertmanager, its resend) is due at now. */
+static int repeat_due(const struct alerter_config *cfg, const struct group *g, uint64_t now)
+{
+	uint64_t every = cfg->repeat_interval_ns;
+
 	if (cfg->receivers[g->receiver].format == FMT_ALERTMANAGER_API &&
-	    cfg->receivers[g->receiver].resend_interval_ns < cfg->repeat_interval_ns)
-		return g->last_sent_ns + cfg->receivers[g->receiver].resend_interval_ns;
-	return g->last_sent_ns + cfg->repeat_interval_ns;
+	    cfg->receivers[g->receiver].resend_interval_ns < every)
+		every = cfg->receivers[g->receiver].resend_interval_ns;
+	return now >= g->last_sent_ns + every;
 }
 
 static int by_fingerprint(const void *a, const void *b)
@@ -112,107 +145,289 @@ static int by_fingerprint(const void *a, const void *b)
 	return strcmp(x->a.fingerprint, y->a.fingerprint);
 }
 
-/*
- * The notification's idempotency key: SHA-256 of the receiver, the group
- * and, in fingerprint order, each alert's fingerprint, status and startsAt
- * (plus the repeat number of a repeat notification).  Content only: the
- * same notification rebuilt after a restart carries the same key, so a
- * receiver can drop the redelivery; a new incident (new startsAt) or a
- * resolution gets a new one.
- */
-static void idempotency_key(const char *receiver, struct group *g, char out[65])
+/* What a notification of alerts[0..n) says, as a hash: fingerprint, status, startsAt each. */
+static void content_key(struct group_alert **alerts, int n, char out[65])
 {
 	struct strbuf k = STRBUF_INIT;
-	struct group_alert **sorted = malloc((size_t)g->nalerts * sizeof(*sorted) + 1);
 
-	strbuf_addf(&k, "%s|%s", receiver, g->key);
-	if (sorted) {
-		memcpy(sorted, g->alerts, (size_t)g->nalerts * sizeof(*sorted));
-		qsort(sorted, (size_t)g->nalerts, sizeof(*sorted), by_fingerprint);
-		for (int i = 0; i < g->nalerts; i++)
-			strbuf_addf(&k, "|%s:%s:%llu", sorted[i]->a.fingerprint,
-				    sorted[i]->a.firing ? "firing" : "resolved",
-				    (unsigned long long)sorted[i]->a.starts_ms);
-		free(sorted);
-	}
-	if (g->repeats)
-		strbuf_addf(&k, "|repeat:%u", g->repeats);
+	qsort(alerts, (size_t)n, sizeof(*alerts), by_fingerprint);
+	for (int i = 0; i < n; i++)
+		strbuf_addf(&k, "%s:%d:%llu|", alerts[i]->a.fingerprint, alerts[i]->a.firing,
+			    (unsigned long long)alerts[i]->a.starts_ms);
 	sha256_hex(strbuf_str(&k), k.len, out);
 	strbuf_release(&k);
 }
 
-/* Decide whether g should send now; if so build the notification. */
+/* Replace the group's alerts by the members of st (moved out of it). */
+static void take_members(struct group *g, struct alert_group_state *st)
+{
+	struct group_alert **n = calloc((size_t)st->n + 1, sizeof(*n));
+
+	for (int k = 0; k < g->nalerts; k++)
+		drop_alert(g->alerts[k]);
+	free(g->alerts);
+	g->alerts = NULL;
+	g->nalerts = 0;
+	if (!n)
+		return;
+	for (int i = 0; i < st->n; i++) {
+		struct group_alert *ga = calloc(1, sizeof(*ga));
+
+		if (!ga) {
+			alert_free(&st->m[i].a);
+			continue;
+		}
+		ga->a = st->m[i].a;
+		snprintf(ga->entry_id, sizeof(ga->entry_id), "%s", st->m[i].entry_id);
+		ga->sent_state = -1;
+		n[g->nalerts++] = ga;
+	}
+	st->n = 0;	/* the alerts are the group's now */
+	g->alerts = n;
+}
+
+/* Note a resolution g's notification settles (sent, or muted). */
+static void add_done(struct group *g, const struct group_alert *ga)
+{
+	char (*f)[33] = realloc(g->done_fps, (size_t)(g->ndone + 1) * sizeof(*f));
+	char (*i)[32] = f ? realloc(g->done_ids, (size_t)(g->ndone + 1) * sizeof(*i)) : NULL;
+
+	if (f)
+		g->done_fps = f;
+	if (!i)
+		return;		/* it stays a resolved member; the next notification settles it */
+	g->done_ids = i;
+	snprintf(g->done_fps[g->ndone], sizeof(g->done_fps[0]), "%s", ga->a.fingerprint);
+	snprintf(g->done_ids[g->ndone], sizeof(g->done_ids[0]), "%s", ga->entry_id);
+	g->ndone++;
+}
+
+/*
+ * The notification of g's version `version` is settled (delivered, muted
+ * as a whole, already notified, or dead-lettered): the group records it in
+ * Redis, and the entries it covered are acknowledged.  Returns 0, or -1
+ * when Redis did not take it (nothing acknowledged: the entries are read
+ * again and the version notified again, with the same key).
+ */
+static int settle(struct alerter *al, struct group *g, uint64_t version, int nids)
+{
+	const char **fps = calloc((size_t)g->ndone + 1, sizeof(*fps));
+	const char **ids = calloc((size_t)g->ndone + 1, sizeof(*ids));
+	char err[300];
+	int ret = -1;
+
+	if (!fps || !ids || !redis_ready(al))
+		goto out;
+	for (int i = 0; i < g->ndone; i++) {
+		fps[i] = g->done_fps[i];
+		ids[i] = g->done_ids[i];
+	}
+	if ((version || g->ndone) &&
+	    redis_result(al, alert_group_notified(al->rc, g->gid, version,
+							     time_wall_ns() / NSEC_PER_MSEC, fps,
+							     ids, g->ndone, err, sizeof(err)),
+				    err) < 0)
+		goto out;
+	ack(al, g->ids, nids);
+	if (g->nids > nids)
+		memmove(g->ids, g->ids + nids, (size_t)(g->nids - nids) * sizeof(*g->ids));
+	g->nids -= nids;
+	g->ndone = 0;
+	ret = 0;
+out:
+	free(fps);
+	free(ids);
+	return ret;
+}
+
+/* Forget g's pending notification (settled, or to be rebuilt). */
+static void drop_notification(struct group *g)
+{
+	g->pending = 0;
+	g->nids_sent = 0;
+	g->ndone = 0;
+	strbuf_reset(&g->body);
+}
+
+/*
+ * Load g's state and notify it: see maybe_send.  repeat: nothing changed
+ * since the last notification (a repeat_interval, or a look at muted
+ * alerts).
+ */
+static void flush(struct alerter *al, struct group *g, uint64_t now)
+{
+	const struct alerter_config *cfg = &al->cfg;
+	struct alert_group_state st;
+	struct group_alert **send;
+	uint64_t wall_ms = time_wall_ns() / NSEC_PER_MSEC;
+	int nsend = 0, repeat = g->sent_once && !g->changed && !g->nids, firing = 0, muted = 0;
+	char err[300], content[65];
+	uint64_t version, notified_version, notified_ms;
+
+	if (!redis_ready(al)) {
+		g->load_retry_ns = now + NSEC_PER_SEC;
+		return;
+	}
+	if (redis_result(al, alert_group_load(al->rc, g->gid, &st, err, sizeof(err)), err) < 0) {
+		g->load_retry_ns = now + NSEC_PER_SEC;
+		return;
+	}
+	g->load_retry_ns = 0;
+	if (st.bad) {
+		al->bad_records += (uint64_t)st.bad;
+		log_error("alert group %s: %d record(s) of the wrong shape skipped%s%s", g->key,
+			  st.bad, err[0] ? ": " : "", err[0] ? err : "");
+	}
+	err[0] = '\0';
+	version = st.version;
+	notified_version = st.notified_version;
+	notified_ms = st.notified_ms;
+	take_members(g, &st);
+	alert_group_state_free(&st);
+	g->changed = 0;
+	g->ndone = 0;
+	/* a silence mutes notifications, never state: muted now, as Alertmanager does at flush */
+	send = calloc((size_t)g->nalerts + 1, sizeof(*send));
+	if (!send)
+		return;
+	for (int i = 0; i < g->nalerts; i++) {
+		struct group_alert *ga = g->alerts[i];
+		const struct silence *sil = silence_find(al->silences, al->nsilences, &ga->a,
+							 wall_ms);
+
+		ga->silenced = sil != NULL;
+		muted += sil && ga->a.firing;
+		if (sil && !repeat) {
+			char detail[800];
+
+			snprintf(detail, sizeof(detail), "%s %s %s silenced by %s (%s)",
+				 ga->a.fingerprint, alert_label(&ga->a, "alertname"),
+				 ga->a.firing ? "firing" : "resolved", sil->id, sil->comment);
+			record(al, "silenced", g->key, detail);
+			log_info("%s", detail);
+		}
+		if (!sil) {
+			send[nsend++] = ga;
+			firing |= ga->a.firing;
+		}
+		if (!ga->a.firing)
+			add_done(g, ga);	/* muted or sent, a resolution is settled by this */
+	}
+	g->firing = firing;
+	g->muted_firing = muted > 0;
+	g->looked_ns = now;
+	content_key(send, nsend, content);
+	if (!repeat && version && version == notified_version) {
+		/* this very version was notified already, by us before a restart or by a peer */
+		log_debug("group %s: version %llu was notified already; acknowledging %d entr%s",
+			  g->key, (unsigned long long)version, g->nids, g->nids == 1 ? "y" : "ies");
+		g->ndone = 0;
+		settle(al, g, 0, g->nids);
+		g->sent_once = 1;
+		g->last_sent_ns = now;
+		snprintf(g->content, sizeof(g->content), "%s", content);
+		goto out;
+	}
+	if (repeat && !repeat_due(cfg, g, now)) {
+		/*
+		 * A look at muted alerts, not a repeat: send only what a silence
+		 * that ended has unmuted since the last notification.
+		 */
+		if (!strcmp(content, g->content) || !nsend)
+			goto out;
+	} else if (repeat && notified_ms && notified_version == version &&
+		   notified_ms + cfg->repeat_interval_ns / NSEC_PER_MSEC > wall_ms + 1000 &&
+		   cfg->receivers[g->receiver].format != FMT_ALERTMANAGER_API) {
+		/* a peer repeated it lately: the next repeat counts from then */
+		g->last_sent_ns = now - (wall_ms - notified_ms) * NSEC_PER_MSEC;
+		goto out;
+	}
+	if (!firing && !notified_version)
+		nsend = 0;	/* resolutions of what was never notified: nothing to say */
+	if (!nsend) {
+		/* everything muted, or nothing left: settled without a notification */
+		settle(al, g, muted ? 0 : version, g->nids);
+		g->sent_once = 1;
+		g->last_sent_ns = now;
+		g->content[0] = '\0';
+		goto out;
+	}
+	g->repeats = repeat ? g->repeats + 1 : 0;
+	strbuf_reset(&g->body);
+	if (payload_build(cfg, &cfg->receivers[g->receiver], g->key, g->glabels, g->ngl, send,
+			  nsend, al->rc, &g->body)) {
+		log_error("out of memory building a notification for %s", g->key);
+		g->load_retry_ns = now + NSEC_PER_SEC;
+		goto out;
+	}
+	idempotency_key(cfg->receivers[g->receiver].name, g, version, g->idem);
+	g->sent_version = version;
+	/* with a firing alert muted, this version is not all notified: unmuted, it is sent */
+	g->mark_version = muted ? 0 : version;
+	snprintf(g->content, sizeof(g->content), "%s", content);
+	g->nids_sent = g->nids;
+	for (int i = 0; i < nsend; i++)
+		send[i]->sent_state = send[i]->a.firing;
+	g->attempts = 0;
+	g->first_attempt_ns = now;
+	backoff_init(&g->backoff, cfg->backoff_initial_ns, cfg->backoff_max_ns);
+	g->pending = 1;
+	start_request(al, g);
+out:
+	free(send);
+}
+
 void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 {
 	const struct alerter_config *cfg = &al->cfg;
-	int due, repeat;
 
 	if (g->pending) {
-		if (!g->in_flight && now >= g->retry_at_ns &&
-		    al->inflight[g->receiver] < cfg->receivers[g->receiver].max_concurrency)
-			start_request(al, g);
-		return;
-	}
-	if (!g->nalerts) {
-		/* entries that carried nothing new: acknowledge them */
-		if (g->nids) {
-			ack(al, g->ids, g->nids);
-			g->nids = 0;
+		uint64_t version;
+		char err[300];
+
+		if (g->in_flight || now < g->retry_at_ns ||
+		    al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
+			return;
+		/* a retry: is what it carries still the group's newest state? */
+		if (!redis_ready(al) ||
+		    redis_result(al, alert_group_version(al->rc, g->gid, &version, err,
+							 sizeof(err)), err) < 0) {
+			g->retry_at_ns = now + backoff_next(&g->backoff);
+			return;
 		}
+		if (version == g->sent_version) {
+			start_request(al, g);
+			return;
+		}
+		al->superseded++;
+		log_info("group %s changed while its notification was being retried (version "
+			 "%llu -> %llu): sending the newest state instead", g->key,
+			 (unsigned long long)g->sent_version, (unsigned long long)version);
+		drop_notification(g);
+		g->changed = 1;
+		flush(al, g, now);
 		return;
 	}
-	due = now >= group_due_at(al, g);
-	if (!due || al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
+	if (now < group_due_at(al, g) ||
+	    al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
 		return;
-	drop_superseded(al, g);
-	if (!g->nalerts)
-		return;		/* its entries are acknowledged on the next pass */
-	repeat = g->sent_once && !g->changed;
-	g->repeats = repeat ? g->repeats + 1 : 0;
-	strbuf_reset(&g->body);
-	if (payload_build(cfg, &cfg->receivers[g->receiver], g->key, g->glabels, g->ngl,
-			  g->alerts, g->nalerts, al->rc, &g->body)) {
-		log_error("out of memory building a notification for %s", g->key);
-		return;
-	}
-	idempotency_key(cfg->receivers[g->receiver].name, g, g->idem);
-	g->nids_sent = g->nids;
-	for (int i = 0; i < g->nalerts; i++)
-		g->alerts[i]->sent_state = g->alerts[i]->a.firing;
-	g->attempts = 0;
-	backoff_init(&g->backoff, cfg->backoff_initial_ns, cfg->backoff_max_ns);
-	g->pending = 1;
-	g->changed = 0;
-	start_request(al, g);
+	flush(al, g, now);
 }
 
 /*
  * The notification g had pending is settled: delivered (2xx) or
- * dead-lettered.  Acknowledge the entries it carried (later arrivals stay
- * held for the next one).
+ * dead-lettered.  The group records the version notified and the entries
+ * it carried are acknowledged (later arrivals stay held for the next one).
  */
-static void finish_group_send(struct alerter *al, struct group *g, int delivered)
+static void finish_group_send(struct alerter *al, struct group *g)
 {
-	ack(al, g->ids, g->nids_sent);
-	if (g->nids > g->nids_sent)
-		memmove(g->ids, g->ids + g->nids_sent,
-			(size_t)(g->nids - g->nids_sent) * sizeof(*g->ids));
-	g->nids -= g->nids_sent;
-	g->nids_sent = 0;
-	g->pending = 0;
+	if (settle(al, g, g->mark_version, g->nids_sent) < 0)
+		log_warn("group %s: the notification went out but Redis did not record it; its "
+			 "entries stay pending and the same version is sent again (same "
+			 "idempotency key)", g->key);
+	drop_notification(g);
 	g->sent_once = 1;
 	g->last_sent_ns = time_mono_ns();
-	if (delivered) {
-		/* alerts whose resolution was in this notification are done */
-		for (int i = 0; i < g->nalerts;) {
-			if (!g->alerts[i]->a.firing && g->alerts[i]->sent_state == 0) {
-				drop_alert(g->alerts[i]);
-				g->alerts[i] = g->alerts[--g->nalerts];
-			} else {
-				i++;
-			}
-		}
-	}
 }
 
 /* The ids g's pending notification carries, space-separated, for a dead letter. */
@@ -220,6 +435,24 @@ static void ids_text(const struct group *g, struct strbuf *out)
 {
 	for (int i = 0; i < g->nids_sent; i++)
 		strbuf_addf(out, "%s%s", i ? " " : "", g->ids[i]);
+}
+
+/* Dead-letter g's notification (why in detail) and settle it; 0 once Redis took it. */
+static int give_up(struct alerter *al, struct group *g, const char *detail)
+{
+	struct strbuf ids = STRBUF_INIT;
+	const char *rname = al->cfg.receivers[g->receiver].name;
+	int ret;
+
+	ids_text(g, &ids);
+	ret = dead_letter(al, detail, g->key, rname, strbuf_str(&ids), strbuf_str(&g->body),
+			  g->body.len);
+	strbuf_release(&ids);
+	if (ret == 0) {
+		log_error("%s (%s); dead-lettered to %s", detail, g->key, DEAD_STREAM);
+		finish_group_send(al, g);
+	}
+	return ret;
 }
 
 void on_done(struct alerter *al, CURLMsg *msg)
@@ -242,47 +475,51 @@ void on_done(struct alerter *al, CURLMsg *msg)
 	const char *rname = cfg->receivers[g->receiver].name;
 
 	if (result == CURLE_OK && code >= 200 && code < 300) {
-		snprintf(detail, sizeof(detail), "HTTP %ld after %d attempt(s)", code, g->attempts);
+		snprintf(detail, sizeof(detail), "HTTP %ld after %d attempt(s), version %llu", code,
+			 g->attempts, (unsigned long long)g->sent_version);
 		log_info("delivered %s to %s (%s)", g->key, rname, detail);
 		al->sent[g->receiver]++;
 		record(al, "sent", g->key, detail);
-		finish_group_send(al, g, 1);
+		finish_group_send(al, g);
 		return;
 	}
 	if (result == CURLE_OK && code >= 400 && code < 500 && code != 408 && code != 429) {
-		struct strbuf ids = STRBUF_INIT;
-
 		al->refused[g->receiver]++;
 		snprintf(detail, sizeof(detail), "HTTP %ld from %s: the receiver refused the "
 			 "notification; not retried; it answered: %.300s", code, rname,
 			 g->answer_len ? g->answer : "(nothing)");
-		ids_text(g, &ids);
-		if (dead_letter(al, detail, g->key, rname, strbuf_str(&ids), strbuf_str(&g->body),
-				g->body.len) == 0) {
-			log_error("%s (%s); dead-lettered to %s", detail, g->key, DEAD_STREAM);
-			finish_group_send(al, g, 0);
-		} else {
+		if (give_up(al, g, detail)) {
 			/* not recorded: keep it and decide again once Redis answers */
 			log_error("%s (%s); cannot dead-letter it while Redis is away: retrying",
 				  detail, g->key);
 			g->retry_at_ns = time_mono_ns() + backoff_next(&g->backoff);
 		}
-		strbuf_release(&ids);
 		return;
 	}
-	/* 5xx, 408, 429, timeout, connection error: back off and retry */
-	uint64_t delay = backoff_next(&g->backoff);
+	/* 5xx, 408, 429, timeout, connection error: back off and retry, up to give_up_after */
+	uint64_t delay = backoff_next(&g->backoff), now = time_mono_ns();
 
 	al->failed[g->receiver]++;
-	g->retry_at_ns = time_mono_ns() + delay;
+	g->retry_at_ns = now + delay;
 	if (result != CURLE_OK)
-		log_warn("delivering %s to %s failed: %s; retry %d in %.1f s", g->key, rname,
-			 g->errbuf[0] ? g->errbuf : curl_easy_strerror(result),
-			 g->attempts, (double)delay / 1e9);
+		snprintf(detail, sizeof(detail), "%s", g->errbuf[0] ? g->errbuf :
+			 curl_easy_strerror(result));
 	else
-		log_warn("delivering %s to %s: HTTP %ld (%.200s); retry %d in %.1f s", g->key,
-			 rname, code, g->answer_len ? g->answer : "no answer", g->attempts,
-			 (double)delay / 1e9);
+		snprintf(detail, sizeof(detail), "HTTP %ld (%.200s)", code,
+			 g->answer_len ? g->answer : "no answer");
+	if (cfg->give_up_after_ns && now - g->first_attempt_ns >= cfg->give_up_after_ns) {
+		char why[700];
+
+		snprintf(why, sizeof(why), "gave up delivering to %s after %d attempts over %.0f s "
+			 "(delivery.give_up_after); the last: %s", rname, g->attempts,
+			 (double)(now - g->first_attempt_ns) / 1e9, detail);
+		if (give_up(al, g, why) == 0) {
+			al->gave_up++;
+			return;
+		}
+	}
+	log_warn("delivering %s to %s: %s; retry %d in %.1f s", g->key, rname, detail,
+		 g->attempts, (double)delay / 1e9);
 }
 
 void free_groups(struct alerter *al)
@@ -305,6 +542,8 @@ void free_groups(struct alerter *al)
 		}
 		free(g->alerts);
 		free(g->ids);
+		free(g->done_fps);
+		free(g->done_ids);
 		strbuf_release(&g->body);
 		free(g);
 	}

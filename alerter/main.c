@@ -84,6 +84,11 @@ static void render_metrics(const struct alerter *al, struct strbuf *sb)
 		    "written to fl:alerts:dead.\n# TYPE faultline_alerter_dead_letters_total counter\n"
 		    "faultline_alerter_dead_letters_total %llu\n",
 		    (unsigned long long)al->dead_letters);
+	strbuf_addf(sb, "# HELP faultline_alerter_trimmed_entries_total Delivered entries "
+		    "trimmed from fl:alerts (never one still to deliver).\n"
+		    "# TYPE faultline_alerter_trimmed_entries_total counter\n"
+		    "faultline_alerter_trimmed_entries_total %llu\n",
+		    (unsigned long long)al->trimmed);
 	strbuf_addf(sb, "# HELP faultline_alerter_held_entries Stream entries held by groups, "
 		    "not yet delivered (the queue).\n# TYPE faultline_alerter_held_entries gauge\n"
 		    "faultline_alerter_held_entries %zu\n", held);
@@ -264,6 +269,8 @@ int main(int argc, char **argv)
 				read_own_pending(&al);
 			if (al.rc && now >= al.claim_at_ns) {
 				claim_orphans(&al);
+				trim_stream(&al);
+				prune_groups(&al);
 				al.claim_at_ns = now + claim_every(&al.cfg);
 			}
 		}

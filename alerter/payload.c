@@ -30,16 +30,6 @@
 #include "store/store.h"
 #include "core/timeutil.h"
 
-void sha256_hex(const void *data, size_t len, char *out)
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-
-	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", md[i]);
-}
-
 void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, char *out)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];

@@ -228,14 +228,40 @@ void read_own_pending(struct alerter *al)
 	}
 }
 
+/* An entry another alerter took over from us: it is the other's to deliver. */
+static void entry_gone(const char *id, void *arg)
+{
+	struct alerter *al = arg;
+
+	for (int gi = 0; gi < al->ngroups; gi++) {
+		struct group *g = al->groups[gi];
+
+		for (int i = 0; i < g->nids; i++) {
+			if (strcmp(g->ids[i], id))
+				continue;
+			if (g->pending && i < g->nids_sent)
+				return;	/* in a notification under way: settled with it */
+			memmove(g->ids + i, g->ids + i + 1, (size_t)(g->nids - i - 1) *
+				sizeof(*g->ids));
+			g->nids--;
+			strmap_del(&al->held, id);
+			log_info("%s entry %s was taken over by another alerter; leaving it to that "
+				 "one", STREAM, id);
+			return;
+		}
+	}
+}
+
 /*
- * Keep what we hold ours: reset the idle time of every held entry (XCLAIM
- * to ourselves, JUSTID), so another alerter's XAUTOCLAIM does not take
- * entries we are still retrying.
+ * Keep what we hold ours: reset the idle time of every held entry still
+ * ours, so another alerter's XAUTOCLAIM does not take entries we are still
+ * retrying; one another took over meanwhile (we looked dead) is dropped
+ * here, never taken back.
  */
 static void refresh_held(struct alerter *al)
 {
 	const char **ids = NULL;
+	char (*copy)[32] = NULL;
 	char err[300];
 	int n = 0, cap = 0;
 
@@ -250,9 +276,17 @@ static void refresh_held(struct alerter *al)
 			ids[n++] = g->ids[i];
 		}
 	}
-	if (n && al->rc && alert_stream_hold(al->rc, al->cfg.consumer, ids, n, err, sizeof(err)) ==
-	    ALERT_STREAM_LOST)
-		redis_lost(al);
+	/* entry_gone edits the groups' id lists: work on copies */
+	if (n)
+		copy = malloc((size_t)n * sizeof(*copy));
+	for (int i = 0; copy && i < n; i++) {
+		snprintf(copy[i], sizeof(copy[i]), "%s", ids[i]);
+		ids[i] = copy[i];
+	}
+	if (n && copy && al->rc)
+		redis_result(al, alert_stream_hold(al->rc, al->cfg.consumer, ids, n, entry_gone, al,
+						   err, sizeof(err)), err);
+	free(copy);
 	free(ids);
 }
 
@@ -293,6 +327,23 @@ void claim_orphans(struct alerter *al)
 		log_info("took over %d %s entr%s idle for %.0f s or more (another alerter died?)",
 			 total, STREAM, total == 1 ? "y" : "ies",
 			 (double)al->cfg.claim_idle_ns / 1e9);
+}
+
+void trim_stream(struct alerter *al)
+{
+	char err[300];
+	uint64_t trimmed = 0;
+
+	if (!redis_ready(al))
+		return;
+	if (redis_result(al, alert_stream_trim(al->rc, time_wall_ns() / NSEC_PER_MSEC,
+					       KEY_ALERTS_KEEP_MS, KEY_ALERTS_KEEP_MAX, &trimmed,
+					       err, sizeof(err)), err) < 0)
+		return;
+	al->trimmed += trimmed;
+	if (trimmed)
+		log_debug("trimmed %llu delivered entr%s from %s", (unsigned long long)trimmed,
+			  trimmed == 1 ? "y" : "ies", STREAM);
 }
 
 void refresh_silences(struct alerter *al, uint64_t now)

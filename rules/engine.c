@@ -139,6 +139,14 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 	snprintf(e->undecodable_rule.runbook, sizeof(e->undecodable_rule.runbook),
 		 "runbooks/host-undecodable.md");
 	snprintf(e->state[n + 1].name, sizeof(e->state[n + 1].name), "HostUndecodable");
+	/* AlertDeliveryBacklog: pages wait for the alerters (none runs, or too slow) */
+	snprintf(e->backlog_rule.name, sizeof(e->backlog_rule.name), "AlertDeliveryBacklog");
+	snprintf(e->backlog_rule.severity, sizeof(e->backlog_rule.severity), "page");
+	snprintf(e->backlog_rule.runbook, sizeof(e->backlog_rule.runbook),
+		 "runbooks/alert-delivery-backlog.md");
+	snprintf(e->state[n + 2].name, sizeof(e->state[n + 2].name), "AlertDeliveryBacklog");
+	if (!e->opts.alert_backlog_max)
+		e->opts.alert_backlog_max = ENGINE_ALERT_BACKLOG_MAX;
 	free(rules);
 	return 0;
 }
@@ -164,6 +172,12 @@ static void engine_release(struct engine *e)
 	memset(e, 0, sizeof(*e));
 }
 
+void engine_set_alert_backlog(struct engine *e, uint64_t undelivered, uint64_t oldest_ms)
+{
+	e->backlog = undelivered;
+	e->backlog_oldest_ms = oldest_ms;
+}
+
 int engine_reload(struct engine *e, struct ruleset *rs)
 {
 	struct engine fresh;
@@ -172,6 +186,8 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 	if (ret)
 		return ret;
 	fresh.domains_default = e->domains_default;	/* the options were filled in once */
+	fresh.backlog = e->backlog;
+	fresh.backlog_oldest_ms = e->backlog_oldest_ms;
 	/* keep alert state of rules that survived, by name */
 	for (int i = 0; i < fresh.nstate + ENGINE_BUILTINS; i++)
 		for (int k = 0; k < e->nstate + ENGINE_BUILTINS; k++)
@@ -489,6 +505,14 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 				free(sout[i].labels);
 				free(sout[i].hosts);
 			}
+	}
+	/* AlertDeliveryBacklog: about the fleet, so its owner's under --shard */
+	if (!e->opts.fleet || e->opts.fleet->owns_fleet(e->opts.fleet->arg)) {
+		struct label l = { "stream", "fl:alerts" };
+		struct match m = { .labels = &l, .nlabels = 1, .value = (double)e->backlog };
+
+		alert_state_track(e, &e->backlog_rule, &e->state[e->nstate + 2], &m,
+				  e->backlog > e->opts.alert_backlog_max, now, cb, arg);
 	}
 out:
 	free(win);

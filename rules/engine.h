@@ -34,7 +34,7 @@ struct conn;	/* a connection from conn_open (store/conn.h) */
 #include "core/strmap.h"
 
 /* Built-in rules after the loaded ones in engine.state: HostSilent, HostUndecodable. */
-#define ENGINE_BUILTINS 2
+#define ENGINE_BUILTINS 3
 
 struct instance;
 struct host_state;
@@ -138,7 +138,15 @@ struct engine_opts {
 	 * 0: ENGINE_FOR_GRACE_MS.
 	 */
 	uint64_t for_grace_ms;
+	/*
+	 * AlertDeliveryBacklog fires while more than this many fl:alerts
+	 * entries wait to be delivered (engine_set_alert_backlog).  0:
+	 * ENGINE_ALERT_BACKLOG_MAX.
+	 */
+	uint64_t alert_backlog_max;
 };
+
+#define ENGINE_ALERT_BACKLOG_MAX 100000
 
 #define ENGINE_FOR_GRACE_MS (10ULL * 60 * 1000)
 
@@ -207,6 +215,15 @@ int engine_reload(struct engine *e, struct ruleset *rs);
  * first, as deploy_list gives them).  Returns 0 or -ENOMEM.
  */
 int engine_set_deploys(struct engine *e, const struct deploy *d, int n);
+
+/*
+ * How many fl:alerts entries wait for the alerters (alert_stream_backlog)
+ * and since when: the built-in AlertDeliveryBacklog fires at the next
+ * evaluation while more than opts.alert_backlog_max do (the stream is not
+ * trimmed of them: pages wait, they are not lost), and resolves when they
+ * drain.  Under --shard, the worker holding the fleet partition raises it.
+ */
+void engine_set_alert_backlog(struct engine *e, uint64_t undelivered, uint64_t oldest_ms);
 
 /*
  * Add a snapshot of host, newer than the host's others; older history is

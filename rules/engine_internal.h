@@ -35,6 +35,8 @@ struct engine {
 	int nstate;
 	struct rule silent_rule;
 	struct rule undecodable_rule;
+	struct rule backlog_rule;	/* AlertDeliveryBacklog */
+	uint64_t backlog, backlog_oldest_ms;	/* fl:alerts entries not yet delivered */
 	uint64_t undecodable;		/* entries that could not be read, ever */
 	uint64_t eval_errors;		/* rule evaluations that failed, ever */
 	struct engine_group_stats *gstats;	/* per group of rules */

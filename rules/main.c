@@ -29,6 +29,7 @@
 #include "store/conn.h"
 #include "store/profile_store.h"
 #include "store/alert_checkpoint.h"
+#include "store/alert_stream.h"
 #include "store/store.h"
 #include "store/workers.h"
 #include "core/promtext.h"
@@ -79,6 +80,15 @@ static void usage(FILE *out)
 "                        exceeds DUR fires no sooner than DUR after the\n"
 "                        restore (Prometheus' --rules.alert.for-grace-period;\n"
 "                        default 10m)\n"
+"      --wait-replicas N keep each alert event until N replicas of the Redis\n"
+"                        node holding fl:alerts have it (WAIT, up to a quarter\n"
+"                        interval each evaluation), and write it again if the\n"
+"                        connection changes first, so a failover cannot forget\n"
+"                        a page (default 0: a single server; 1 with replicas)\n"
+"      --alert-backlog-max N  raise the built-in AlertDeliveryBacklog while more\n"
+"                        than N fl:alerts entries wait for the alerters (none\n"
+"                        runs, or they cannot keep up); entries are never\n"
+"                        trimmed before they are delivered (default 100000)\n"
 "  -g, --generator-url U where an alert comes from, for Alertmanager and\n"
 "                        receivers: each event's generatorURL is U#RULE, e.g.\n"
 "                        https://git.example/ops/rules/blob/main/faultline.yaml\n"
@@ -240,13 +250,31 @@ static size_t engine_hosts(const struct engine *e)
 	return n.hosts;
 }
 
+/* fl:alerts entries waiting for the alerters, as last read (read_backlog) */
+static uint64_t backlog_now;
+
 static void render_metrics(const struct engine *e, const struct worker *w, struct strbuf *sb,
-			   int redis_up, int queued, long events, double eval_s)
+			   int redis_up, const struct outbox *ob, long events, double eval_s)
 {
+	int queued = ob->nqueue;
+
 	struct engine_counts n;
 
 	engine_counts(e, &n);
 	strbuf_reset(sb);
+	strbuf_addf(sb, "# HELP faultline_rules_alert_backlog fl:alerts entries waiting for the "
+		    "alerters (unread or unacknowledged).\n"
+		    "# TYPE faultline_rules_alert_backlog gauge\n"
+		    "faultline_rules_alert_backlog %llu\n", (unsigned long long)backlog_now);
+	strbuf_addf(sb, "# HELP faultline_rules_events_dropped_total Alert events dropped because "
+		    "more than 100000 alerts waited for Redis (each logged).\n"
+		    "# TYPE faultline_rules_events_dropped_total counter\n"
+		    "faultline_rules_events_dropped_total %llu\n"
+		    "# HELP faultline_rules_events_unreplicated Alert events Redis took that "
+		    "--wait-replicas replicas have not confirmed yet.\n"
+		    "# TYPE faultline_rules_events_unreplicated gauge\n"
+		    "faultline_rules_events_unreplicated %d\n",
+		    (unsigned long long)ob->dropped, ob->nunconfirmed);
 	if (w)
 		strbuf_addf(sb, "# HELP faultline_rules_worker_partitions Partitions of the fleet "
 			    "this --shard worker holds (of 65).\n"
@@ -326,6 +354,35 @@ static void redis_wait(struct backoff *bo, const char *why)
 /* the checkpoint is written with every event, and refreshed this often */
 #define CHECKPOINT_EVERY_NS (10 * NSEC_PER_SEC)
 
+/* How often the fl:alerts backlog is read (AlertDeliveryBacklog). */
+#define BACKLOG_EVERY_NS (5 * NSEC_PER_SEC)
+
+/*
+ * Tell the engine how many fl:alerts entries wait for the alerters; over
+ * the bound, say so (once a minute) with what to do.
+ */
+static void read_backlog(struct engine *e, struct conn *rc, uint64_t *said)
+{
+	uint64_t n, oldest, now = time_mono_ns();
+	char err[256];
+
+	if (alert_stream_backlog(rc, &n, &oldest, err, sizeof(err)) < 0) {
+		log_warn("%s; the alert backlog is not known this time", err);
+		return;
+	}
+	engine_set_alert_backlog(e, n, oldest);
+	backlog_now = n;
+	if (n > engine_options(e)->alert_backlog_max &&
+	    (!*said || now - *said >= 60 * NSEC_PER_SEC)) {
+		log_error("%llu alert events wait in fl:alerts for an alerter (oldest %.0f s ago, "
+			  "bound %llu): is faultline-alerter running and reaching its receivers? "
+			  "Nothing is trimmed before it is delivered; AlertDeliveryBacklog fires",
+			  (unsigned long long)n, oldest ? (double)(time_wall_ns() / NSEC_PER_MSEC -
+			  oldest) / 1000 : 0.0, (unsigned long long)engine_options(e)->alert_backlog_max);
+		*said = now;
+	}
+}
+
 struct deploy_buf {
 	struct deploy *d;
 	int n, cap;
@@ -397,6 +454,8 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stale", required_argument, NULL, 's' },
 		{ "for-grace-period", required_argument, NULL, 'G' },
+		{ "alert-backlog-max", required_argument, NULL, 'B' },
+		{ "wait-replicas", required_argument, NULL, 'Y' },
 		{ "domains", required_argument, NULL, 'd' },
 		{ "generator-url", required_argument, NULL, 'g' },
 		{ "once", no_argument, NULL, 'o' },
@@ -426,6 +485,8 @@ int main(int argc, char **argv)
 	struct topology topo = { 0 };
 	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
 	uint64_t for_grace = ENGINE_FOR_GRACE_MS * NSEC_PER_MSEC;
+	uint64_t backlog_max = ENGINE_ALERT_BACKLOG_MAX;
+	int wait_replicas = 0;
 	struct ruleset rs;
 	struct engine *e = NULL;
 	struct engine_opts domain_opts = { 0 };
@@ -462,6 +523,22 @@ int main(int argc, char **argv)
 			if (duration_parse(optarg, &for_grace) || for_grace < NSEC_PER_MSEC) {
 				fprintf(stderr, "faultline-rules: --for-grace-period '%s': expected a "
 					"duration of at least 1ms, such as 10m\n", optarg);
+				return 2;
+			}
+			break;
+		case 'B':
+			backlog_max = strtoull(optarg, &end, 10);
+			if (*end || !backlog_max || optarg[0] == '-') {
+				fprintf(stderr, "faultline-rules: --alert-backlog-max '%s': expected a "
+					"positive count\n", optarg);
+				return 2;
+			}
+			break;
+		case 'Y':
+			wait_replicas = (int)strtol(optarg, &end, 10);
+			if (*end || wait_replicas < 0 || wait_replicas > 16 || !optarg[0]) {
+				fprintf(stderr, "faultline-rules: --wait-replicas '%s': expected a "
+					"count of replicas, 0 to 16\n", optarg);
 				return 2;
 			}
 			break;
@@ -569,7 +646,8 @@ int main(int argc, char **argv)
 	}
 	{
 		struct engine_opts eopts = { .stale_ms = stale / NSEC_PER_MSEC, .topology = &topo,
-					     .for_grace_ms = for_grace / NSEC_PER_MSEC };
+					     .for_grace_ms = for_grace / NSEC_PER_MSEC,
+					     .alert_backlog_max = backlog_max };
 
 		memcpy(eopts.domains, domain_opts.domains, sizeof(eopts.domains));
 		memcpy(eopts.generator_url, domain_opts.generator_url, sizeof(eopts.generator_url));
@@ -602,11 +680,13 @@ int main(int argc, char **argv)
 		 (double)interval / 1e9, err);
 	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
 	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
-	struct outbox ctx = { .once = once, .worker = worker };
+	struct outbox ctx = { .once = once, .worker = worker, .wait_replicas = wait_replicas,
+			      .wait_timeout_ms = interval / 4 / NSEC_PER_MSEC };
 	long events_total = 0;
 	int restored = 0, with_state;
 	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
 	uint64_t gen = 0, gen_written = 0;	/* engine_state_generation: now, at that write */
+	uint64_t backlog_read = 0, backlog_said = 0;	/* mono ns */
 	uint64_t outage_since = 0;	/* mono ns Redis went away, 0 while it answers */
 	int said_ready = 0;		/* READY=1 after the first evaluation (systemd) */
 	struct backoff redis_bo;
@@ -653,6 +733,7 @@ int main(int argc, char **argv)
 		}
 		if (!rc) {
 			rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+			ctx.conn_gen++;
 			if (!rc) {
 				if (!outage_since && restored)
 					outage_since = t0;
@@ -725,6 +806,8 @@ int main(int argc, char **argv)
 			else
 				deploys_read = t0;
 		}
+		if (!once && !replay_to && (!backlog_read || t0 - backlog_read >= BACKLOG_EVERY_NS))
+			read_backlog(e, rc, &backlog_said), backlog_read = t0;
 		ctx.rc = rc;
 		ctx.n = 0;
 		engine_set_profile_loader(e, redis_profiles, &ctx);
@@ -757,7 +840,7 @@ int main(int argc, char **argv)
 		}
 		notify_watchdog();
 		if (metrics) {
-			render_metrics(e, worker, &ms, rc != NULL, ctx.nqueue, events_total + ctx.n,
+			render_metrics(e, worker, &ms, rc != NULL, &ctx, events_total + ctx.n,
 				       (double)(t_eval - t_read) / 1e9);
 			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
 		}

@@ -10,13 +10,58 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/strmap.h"
 #include "core/timeutil.h"
 #include "rules/engine.h"
 #include "rules/worker.h"
 #include "store/alert_checkpoint.h"
 #include "store/workers.h"
 
-#define MAX_QUEUED_EVENTS 100000
+/* The fingerprint of an event (model/alert.h JSON) into fp (17 bytes); "" if none. */
+static void event_fp(const char *json, char fp[17])
+{
+	const char *p = strstr(json, "\"fingerprint\":\"");
+	size_t n;
+
+	fp[0] = '\0';
+	if (!p)
+		return;
+	p += strlen("\"fingerprint\":\"");
+	n = strcspn(p, "\"");
+	if (n == 16) {
+		memcpy(fp, p, 16);
+		fp[16] = '\0';
+	}
+}
+
+/*
+ * The queue is full: fold every alert's events into its newest (what a
+ * page needs is each alert's latest state).  Returns how many went.
+ */
+static int fold_queue(struct outbox *c)
+{
+	struct strmap last;
+	int kept = 0, n = c->nqueue;
+	char fp[17];
+	uint32_t at;
+
+	strmap_init(&last);
+	for (int i = 0; i < n; i++) {
+		event_fp(c->queue[i], fp);
+		if (fp[0])
+			strmap_put(&last, fp, (uint32_t)i);
+	}
+	for (int i = 0; i < n; i++) {
+		event_fp(c->queue[i], fp);
+		if (fp[0] && strmap_get(&last, fp, &at) && at != (uint32_t)i)
+			free(c->queue[i]);
+		else
+			c->queue[kept++] = c->queue[i];
+	}
+	strmap_free(&last);
+	c->nqueue = kept;
+	return n - kept;
+}
 
 /*
  * Events are queued here and written by outbox_flush() in one pipelined
@@ -33,9 +78,19 @@ void outbox_emit(const char *json, void *arg)
 		puts(json);
 		return;
 	}
-	if (c->nqueue == MAX_QUEUED_EVENTS) {
-		log_error("%d alert events are waiting for fl:alerts; dropping the oldest "
-			  "(is Redis up?)", c->nqueue);
+	if (c->nqueue >= OUTBOX_MAX) {
+		int folded = fold_queue(c);
+
+		if (folded)
+			log_warn("%d alert events are waiting for fl:alerts (is Redis up?); folded "
+				 "%d superseded by a newer event of the same alert", OUTBOX_MAX,
+				 folded);
+	}
+	if (c->nqueue >= OUTBOX_MAX) {
+		c->dropped++;
+		log_error("%d alert events of as many alerts are waiting for fl:alerts (is Redis "
+			  "up?); dropping the oldest (%llu dropped so far): %.200s", c->nqueue,
+			  (unsigned long long)c->dropped, c->queue[0]);
 		free(c->queue[0]);
 		memmove(c->queue, c->queue + 1, (size_t)(c->nqueue - 1) * sizeof(*c->queue));
 		c->nqueue--;
@@ -98,6 +153,58 @@ static void state_buf_free(struct state_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* An event Redis took: done, or kept until replicas have it too. */
+static void settle(struct outbox *c, char *ev)
+{
+	char **u;
+
+	if (!c->wait_replicas) {
+		free(ev);
+		return;
+	}
+	u = realloc(c->unconfirmed, (size_t)(c->nunconfirmed + 1) * sizeof(*u));
+	if (!u) {
+		free(ev);	/* it is in fl:alerts; only its replication is unconfirmed */
+		return;
+	}
+	c->unconfirmed = u;
+	c->unconfirmed[c->nunconfirmed++] = ev;
+	c->unconfirmed_gen = c->conn_gen;
+}
+
+/*
+ * Wait for wait_replicas replicas to have what this connection wrote:
+ * then the unconfirmed events are done.  Returns 0 (confirmed, or not yet:
+ * they wait for the next interval), or -EIO (the connection failed).
+ */
+static int wait_confirmed(struct outbox *c)
+{
+	char err[256];
+	int got = store_alerts_wait(c->rc, c->wait_replicas, c->wait_timeout_ms, err,
+				    sizeof(err));
+
+	if (got < 0) {
+		log_warn("%s; %d alert event(s) wait for their replicas", err, c->nunconfirmed);
+		return -EIO;
+	}
+	if (got < c->wait_replicas) {
+		uint64_t now = time_mono_ns();
+
+		if (!c->wait_said_ns || now - c->wait_said_ns >= 60 * NSEC_PER_SEC) {
+			log_warn("%d alert event(s) are in fl:alerts but only %d of %d replica(s) "
+				 "confirmed them within %llu ms; kept, and written again if the "
+				 "connection changes (a failover)", c->nunconfirmed, got,
+				 c->wait_replicas, (unsigned long long)c->wait_timeout_ms);
+			c->wait_said_ns = now;
+		}
+		return 0;
+	}
+	for (int i = 0; i < c->nunconfirmed; i++)
+		free(c->unconfirmed[i]);
+	c->nunconfirmed = 0;
+	return 0;
+}
+
 /*
  * Write the queued events to fl:alerts and, with_state, the engine's alert
  * checkpoint, in one transaction (store_alerts_commit).  Returns 0, or
@@ -110,6 +217,22 @@ int outbox_flush(struct outbox *c, struct engine *e, int with_state)
 	char err[256], *refused;
 	int taken, kept = 0;
 
+	if (c->nunconfirmed && c->unconfirmed_gen != c->conn_gen) {
+		/* written on a connection since lost: a failover may have lost them */
+		char **q = realloc(c->queue, (size_t)(c->nqueue + c->nunconfirmed) * sizeof(*q));
+
+		if (q) {
+			memmove(q + c->nunconfirmed, q, (size_t)c->nqueue * sizeof(*q));
+			memcpy(q, c->unconfirmed, (size_t)c->nunconfirmed * sizeof(*q));
+			c->queue = q;
+			c->nqueue += c->nunconfirmed;
+			log_warn("%d alert event(s) no replica had confirmed when the connection "
+				 "changed: writing them again", c->nunconfirmed);
+			c->nunconfirmed = 0;
+		}
+	}
+	if (c->nunconfirmed && wait_confirmed(c) < 0)
+		return -EIO;
 	if (!c->nqueue && !with_state)
 		return 0;
 	if (with_state && !c->worker &&
@@ -157,12 +280,12 @@ int outbox_flush(struct outbox *c, struct engine *e, int with_state)
 		free(refused);
 		return -EIO;
 	}
-	/* what Redis took leaves the queue; what it refused stays, in order */
+	/* what Redis took leaves the queue (for replicas to confirm); what it refused stays */
 	for (int i = 0; i < c->nqueue; i++) {
 		if (refused[i])
 			c->queue[kept++] = c->queue[i];
 		else
-			free(c->queue[i]);
+			settle(c, c->queue[i]);
 	}
 	if (kept) {
 		uint64_t now = time_mono_ns();
@@ -177,6 +300,8 @@ int outbox_flush(struct outbox *c, struct engine *e, int with_state)
 	free(refused);
 	if (with_state)
 		c->state_dirty = kept > 0;
+	if (c->nunconfirmed && wait_confirmed(c) < 0)
+		return -EIO;
 	return 0;
 }
 
@@ -211,6 +336,11 @@ void outbox_free(struct outbox *ob)
 {
 	for (int i = 0; i < ob->nqueue; i++)
 		free(ob->queue[i]);
+	for (int i = 0; i < ob->nunconfirmed; i++)
+		free(ob->unconfirmed[i]);
+	free(ob->unconfirmed);
+	ob->unconfirmed = NULL;
+	ob->nunconfirmed = 0;
 	free(ob->queue);
 	ob->queue = NULL;
 	ob->nqueue = 0;

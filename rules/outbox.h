@@ -6,9 +6,19 @@
  * once an interval outbox_flush writes the queue to fl:alerts and the
  * checkpoint in one transaction (through the worker's fenced commit under
  * --shard).  An event Redis did not take stays queued, in order, for the
- * next interval, so a Redis outage delays pages rather than losing them;
- * the queue is bounded (100,000 events: the oldest is dropped, loudly).
+ * next interval, so a Redis outage delays pages rather than losing them.
+ * The queue is bounded (OUTBOX_MAX events): past it, events of an alert
+ * that a newer event of the same alert supersedes are folded into it (the
+ * newest state is what a page needs), and only when every queued event is
+ * a different alert's is the oldest dropped — logged and counted
+ * (faultline_rules_events_dropped_total), never silently.
+ *
+ * With wait_replicas > 0 (a replicated Redis), events Redis took are kept
+ * until that many replicas have them too (WAIT): a failover before then
+ * would forget them, so when the connection changes they are written again
+ * (the alerter drops a repeat of a state it already has).
  */
+#define OUTBOX_MAX 100000
 #ifndef FL_RULES_OUTBOX_H
 #define FL_RULES_OUTBOX_H
 
@@ -27,6 +37,14 @@ struct outbox {
 	int nqueue;
 	int state_dirty;	/* the alert checkpoint must be written */
 	uint64_t refused_said_ns;	/* last log of events Redis refused */
+	uint64_t dropped;	/* events dropped past OUTBOX_MAX, ever */
+	int wait_replicas;	/* 0: do not wait for replicas */
+	uint64_t wait_timeout_ms;
+	char **unconfirmed;	/* taken by Redis, not yet by wait_replicas replicas */
+	int nunconfirmed;
+	uint64_t conn_gen;	/* the caller bumps it for every new connection */
+	uint64_t unconfirmed_gen;	/* the connection unconfirmed were written on */
+	uint64_t wait_said_ns;
 };
 
 /* Queue (or with once, print) one event; arg is the struct outbox. */

@@ -210,3 +210,16 @@ int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const cha
 	return n;
 }
 
+
+int store_alerts_wait(struct conn *c, int n, uint64_t timeout_ms, char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(c, KEY_ALERTS, "WAIT %d %llu", n,
+				      (unsigned long long)timeout_ms);
+	int got;
+
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return store_reply_failed(c, r, "WAIT (replicas of " KEY_ALERTS ")", err, errlen);
+	got = (int)r->integer;
+	freeReplyObject(r);
+	return got;
+}

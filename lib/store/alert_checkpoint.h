@@ -8,6 +8,7 @@
 #define FL_STORE_ALERT_CHECKPOINT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct conn;
 
@@ -31,5 +32,12 @@ int store_alerts_commit(struct conn *c, char *const *events, int nevents,
 int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const char *json,
 							void *arg),
 			    void *arg, char *err, size_t errlen);
+
+/*
+ * Wait up to timeout_ms until n replicas of the node holding fl:alerts have
+ * every write this connection made (WAIT).  Returns how many have (>= 0),
+ * or -EIO (err says why).
+ */
+int store_alerts_wait(struct conn *c, int n, uint64_t timeout_ms, char *err, size_t errlen);
 
 #endif

@@ -162,13 +162,55 @@ int alert_stream_ack(struct conn *rc, const char *const *ids, int n, char *err, 
 	return n <= 0 ? 0 : ids_command(rc, head, 3, ids, n, NULL, "XACK " STREAM, err, errlen);
 }
 
-int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *ids, int n,
-		      char *err, size_t errlen)
-{
-	const char *const head[] = { "XCLAIM", STREAM, GROUP, consumer, "0" };
+/*
+ * KEYS[1] the stream; ARGV group, consumer, then ids.  Resets the idle time
+ * of each id still pending for consumer; returns the ids that are not
+ * (another consumer claimed them, or they were acknowledged).
+ */
+static const char HOLD_SCRIPT[] =
+	"local gone = {}\n"
+	"for i = 3, #ARGV do\n"
+	"  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)\n"
+	"  if p[1] and p[1][2] == ARGV[2] then\n"
+	"    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')\n"
+	"  else gone[#gone + 1] = ARGV[i] end\n"
+	"end\n"
+	"return gone\n";
 
-	return n <= 0 ? 0 : ids_command(rc, head, 5, ids, n, "JUSTID", "XCLAIM " STREAM, err,
-					errlen);
+int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *ids, int n,
+		      alert_stream_gone_cb gone, void *arg, char *err, size_t errlen)
+{
+	const char **argv;
+	redisReply *r;
+	int argc = 0, ret;
+
+	if (n <= 0)
+		return 0;
+	argv = malloc((size_t)(n + 6) * sizeof(*argv));
+	if (!argv) {
+		snprintf(err, errlen, "out of memory");
+		return ALERT_STREAM_REFUSED;
+	}
+	argv[argc++] = "EVAL";
+	argv[argc++] = HOLD_SCRIPT;
+	argv[argc++] = "1";
+	argv[argc++] = STREAM;
+	argv[argc++] = GROUP;
+	argv[argc++] = consumer;
+	for (int i = 0; i < n; i++)
+		argv[argc++] = ids[i];
+	r = conn_command(rc, STREAM, argc, argv, NULL);
+	free(argv);
+	if ((ret = answer(rc, r, "EVAL (keep held entries) " STREAM, err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING)
+			gone(r->element[i]->str, arg);
+	freeReplyObject(r);
+	return 0;
 }
 
 int alert_stream_claim(struct conn *rc, const char *consumer, uint64_t idle_ms,
@@ -238,79 +280,172 @@ int alert_stream_record(struct conn *rc, const char *what, const char *group,
 	return ret;
 }
 
-/* Stream ids "ms-seq" in order: -1, 0, 1. */
-static int id_cmp(const char *a, const char *b)
+/* "ms-seq" into its two parts; 0 when it is not a stream id. */
+static int parse_id(const char *id, unsigned long long *ms, unsigned long long *seq)
 {
-	unsigned long long am = 0, as = 0, bm = 0, bs = 0;
-
-	sscanf(a, "%llu-%llu", &am, &as);
-	sscanf(b, "%llu-%llu", &bm, &bs);
-	if (am != bm)
-		return am < bm ? -1 : 1;
-	return as < bs ? -1 : as > bs;
+	return sscanf(id, "%llu-%llu", ms, seq) == 2 ? 0 : -1;
 }
 
-/* KEYS[1]: the fingerprint's key; ARGV: id, ttl ms.  Keeps the newer id. */
-static const char MARK_SCRIPT[] =
-	"local cur = redis.call('GET', KEYS[1])\n"
-	"local function n(id) local m, s = string.match(id, '(%d+)-(%d+)')\n"
-	"  return tonumber(m), tonumber(s) end\n"
-	"if cur then\n"
-	"  local cm, cs = n(cur)\n"
-	"  local im, is = n(ARGV[1])\n"
-	"  if cm > im or (cm == im and cs >= is) then return 0 end\n"
-	"end\n"
-	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-	"return 1\n";
-
-int alert_stream_mark_latest(struct conn *rc, const char *fingerprint, const char *id,
-			     char *err, size_t errlen)
+/* The value of field name in an XINFO reply's flat [name, value, ...] array. */
+static const redisReply *info_field(const redisReply *a, const char *name)
 {
-	char key[96];
-	redisReply *r;
-	int ret;
+	for (size_t i = 0; a->type == REDIS_REPLY_ARRAY && i + 1 < a->elements; i += 2)
+		if (a->element[i]->type == REDIS_REPLY_STRING && !strcmp(a->element[i]->str, name))
+			return a->element[i + 1];
+	return NULL;
+}
 
-	key_alert_latest(key, sizeof(key), fingerprint);
-	r = conn_commandf(rc, STREAM, "EVAL %s 1 %s %s %llu", MARK_SCRIPT, key, id,
-			  (unsigned long long)KEY_ALERT_LATEST_TTL_MS);
-	ret = answer(rc, r, "EVAL (latest entry of an alert)", err, errlen);
+/*
+ * What the groups of fl:alerts still need: *need_ms and *need_seq the oldest
+ * entry some group has not acknowledged (UINT64_MAX when none: every
+ * group is up to date), *undelivered the most unacknowledged of any group,
+ * *ngroups how many groups.  Returns 0 or an ALERT_STREAM_ error.
+ */
+static int groups_need(struct conn *rc, unsigned long long *need_ms,
+		       unsigned long long *need_seq, uint64_t *undelivered, int *ngroups,
+		       char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(rc, STREAM, "XINFO GROUPS %s", STREAM);
+	int ret = answer(rc, r, "XINFO GROUPS " STREAM, err, errlen);
+
+	*need_ms = *need_seq = ~0ULL;
+	*undelivered = 0;
+	*ngroups = 0;
+	if (ret) {
+		if (r)
+			freeReplyObject(r);
+		/* no stream yet: nothing is needed */
+		return ret == ALERT_STREAM_REFUSED && strstr(err, "no such key") ? 0 : ret;
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(r);
+		snprintf(err, errlen, "XINFO GROUPS " STREAM ": unexpected reply");
+		return ALERT_STREAM_REFUSED;
+	}
+	for (size_t g = 0; g < r->elements && !ret; g++) {
+		const redisReply *name = info_field(r->element[g], "name");
+		const redisReply *pend = info_field(r->element[g], "pending");
+		const redisReply *lag = info_field(r->element[g], "lag");
+		const redisReply *last = info_field(r->element[g], "last-delivered-id");
+		unsigned long long ms = 0, seq = 0;
+		uint64_t behind = 0;
+		redisReply *x;
+
+		if (!name || name->type != REDIS_REPLY_STRING || !pend ||
+		    pend->type != REDIS_REPLY_INTEGER || !last || last->type != REDIS_REPLY_STRING ||
+		    parse_id(last->str, &ms, &seq)) {
+			snprintf(err, errlen, "XINFO GROUPS " STREAM ": unexpected group record");
+			ret = ALERT_STREAM_REFUSED;
+			break;
+		}
+		(*ngroups)++;
+		behind = (uint64_t)pend->integer;
+		/*
+		 * Not read yet: after last-delivered-id.  Its lag is unknown (nil)
+		 * when entries were deleted after it: count what is there.
+		 */
+		if (lag && lag->type == REDIS_REPLY_INTEGER) {
+			behind += (uint64_t)lag->integer;
+		} else {
+			x = conn_commandf(rc, STREAM, "XRANGE %s (%s + COUNT 1000000", STREAM, last->str);
+			if (x && x->type == REDIS_REPLY_ARRAY)
+				behind += x->elements;
+			if (x)
+				freeReplyObject(x);
+		}
+		if (behind > *undelivered)
+			*undelivered = behind;
+		/* the first entry after last-delivered-id */
+		seq = seq == ~0ULL ? (ms++, 0) : seq + 1;
+		if (ms < *need_ms || (ms == *need_ms && seq < *need_seq)) {
+			*need_ms = ms;
+			*need_seq = seq;
+		}
+		if (pend->integer > 0) {
+			x = conn_commandf(rc, STREAM, "XPENDING %s %s", STREAM, name->str);
+			ret = answer(rc, x, "XPENDING " STREAM, err, errlen);
+			if (!ret && x->type == REDIS_REPLY_ARRAY && x->elements >= 2 &&
+			    x->element[1]->type == REDIS_REPLY_STRING &&
+			    !parse_id(x->element[1]->str, &ms, &seq) &&
+			    (ms < *need_ms || (ms == *need_ms && seq < *need_seq))) {
+				*need_ms = ms;
+				*need_seq = seq;
+			}
+			if (x)
+				freeReplyObject(x);
+		}
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+int alert_stream_backlog(struct conn *rc, uint64_t *undelivered, uint64_t *oldest_ms,
+			 char *err, size_t errlen)
+{
+	unsigned long long ms, seq;
+	int ngroups, ret = groups_need(rc, &ms, &seq, undelivered, &ngroups, err, errlen);
+	redisReply *r;
+
+	*oldest_ms = 0;
+	if (ret)
+		return ret;
+	if (!ngroups) {
+		/* nobody reads it yet: all of it waits */
+		r = conn_commandf(rc, STREAM, "XLEN %s", STREAM);
+		ret = answer(rc, r, "XLEN " STREAM, err, errlen);
+		if (!ret && r->type == REDIS_REPLY_INTEGER)
+			*undelivered = (uint64_t)r->integer;
+		if (r)
+			freeReplyObject(r);
+		ms = seq = 0;
+		if (ret || !*undelivered)
+			return ret;
+	} else if (!*undelivered) {
+		return 0;
+	}
+	r = conn_commandf(rc, STREAM, "XRANGE %s %llu-%llu + COUNT 1", STREAM, ms, seq);
+	ret = answer(rc, r, "XRANGE " STREAM, err, errlen);
+	if (!ret && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+	    r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements >= 1 &&
+	    r->element[0]->element[0]->type == REDIS_REPLY_STRING &&
+	    !parse_id(r->element[0]->element[0]->str, &ms, &seq))
+		*oldest_ms = ms;
 	if (r)
 		freeReplyObject(r);
 	return ret;
 }
 
-int alert_stream_superseded(struct conn *rc, const char *const *fps, const char *const *ids,
-			    int n, char *newer, char *err, size_t errlen)
+int alert_stream_trim(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, uint64_t keep_max,
+		      uint64_t *trimmed, char *err, size_t errlen)
 {
-	const char **argv = calloc((size_t)n + 1, sizeof(*argv));
-	char (*keys)[96] = calloc((size_t)n + 1, sizeof(*keys));
-	redisReply *r = NULL;
-	int ret;
+	unsigned long long ms, seq;
+	uint64_t undelivered, len = 0;
+	int ngroups, ret = groups_need(rc, &ms, &seq, &undelivered, &ngroups, err, errlen);
+	redisReply *r;
 
-	memset(newer, 0, (size_t)n);
-	if (!argv || !keys) {
-		free(argv);
-		free(keys);
-		snprintf(err, errlen, "out of memory");
-		return ALERT_STREAM_REFUSED;
+	*trimmed = 0;
+	if (ret || !ngroups)
+		return ret;
+	r = conn_commandf(rc, STREAM, "XLEN %s", STREAM);
+	if ((ret = answer(rc, r, "XLEN " STREAM, err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
 	}
-	argv[0] = "MGET";
-	for (int i = 0; i < n; i++) {
-		key_alert_latest(keys[i], sizeof(keys[i]), fps[i]);
-		argv[1 + i] = keys[i];
+	len = r->type == REDIS_REPLY_INTEGER ? (uint64_t)r->integer : 0;
+	freeReplyObject(r);
+	/* acknowledged entries younger than keep_ms stay, while there are not too many */
+	if (len <= keep_max && now_ms > keep_ms && now_ms - keep_ms < ms) {
+		ms = now_ms - keep_ms;
+		seq = 0;
 	}
-	r = n ? conn_command(rc, STREAM, n + 1, argv, NULL) : NULL;
-	ret = n ? answer(rc, r, "MGET (latest entries of alerts)", err, errlen) : 0;
-	if (!ret && n && (r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n)) {
-		snprintf(err, errlen, "MGET (latest entries of alerts): unexpected reply shape");
-		ret = ALERT_STREAM_REFUSED;
-	}
-	for (int i = 0; !ret && i < n; i++)
-		newer[i] = r->element[i]->type == REDIS_REPLY_STRING &&
-			   id_cmp(r->element[i]->str, ids[i]) > 0;
+	if (ms == ~0ULL)
+		return 0;
+	r = conn_commandf(rc, STREAM, "XTRIM %s MINID %llu-%llu", STREAM, ms, seq);
+	ret = answer(rc, r, "XTRIM " STREAM, err, errlen);
+	if (!ret && r->type == REDIS_REPLY_INTEGER)
+		*trimmed = (uint64_t)r->integer;
 	if (r)
 		freeReplyObject(r);
-	free(argv);
-	free(keys);
 	return ret;
 }

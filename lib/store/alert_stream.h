@@ -12,7 +12,9 @@
  *   fl:notifications   stream of what became of each notification:
  *                      {what, group, detail}
  *
- * Both written streams are capped at about 100,000 entries (MAXLEN ~).
+ * Both written streams are capped at about 100,000 entries (MAXLEN ~);
+ * fl:alerts itself is never capped: it is trimmed only below what its
+ * consumer group has delivered (alert_stream_trim).
  * Every function takes the connection and says how it went the same way:
  * >= 0 on success, ALERT_STREAM_LOST when the connection dropped (the
  * caller reconnects), ALERT_STREAM_REFUSED when Redis answered an error or
@@ -57,11 +59,15 @@ int alert_stream_read(struct conn *rc, const char *consumer, const char *from, i
 int alert_stream_ack(struct conn *rc, const char *const *ids, int n, char *err, size_t errlen);
 
 /*
- * Keep ids[0..n) the consumer's own: reset their idle time (XCLAIM to it,
- * JUSTID), so another consumer's claim does not take entries still in hand.
+ * Keep ids[0..n) the consumer's own: reset the idle time of each still
+ * pending for it (XCLAIM to it, JUSTID, in one script that checks the
+ * owner first), so another consumer's claim does not take entries still in
+ * hand; gone(id, arg) for each that is no longer the consumer's (another
+ * took it over while this one looked idle: it is the other's to deliver).
  */
+typedef void (*alert_stream_gone_cb)(const char *id, void *arg);
 int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *ids, int n,
-		      char *err, size_t errlen);
+		      alert_stream_gone_cb gone, void *arg, char *err, size_t errlen);
 
 /*
  * One page of taking over entries other consumers left idle for idle_ms
@@ -82,22 +88,27 @@ int alert_stream_dead_letter(struct conn *rc, const char *reason, const char *gr
 			     char *err, size_t errlen);
 
 /*
- * Several alerters share the stream, and the events of one alert may reach
- * different ones: each records the newest entry it took per fingerprint
- * ({fl:alerts}:latest:FP, kept 7 days; kept only if newer than what is
- * there), and before notifying asks which of its alerts another alerter
- * has since taken a newer event of, so it never sends a state another
- * alerter superseded.
+ * How far behind the consumers of fl:alerts are: *undelivered gets the
+ * entries no consumer group has read yet plus those read and not
+ * acknowledged (for each group, its lag plus its pending count; the most of
+ * any group), *oldest_ms the time of the oldest such entry (0: none).  No
+ * group yet: every entry is undelivered.  Returns 0 or an ALERT_STREAM_
+ * error.
  */
-int alert_stream_mark_latest(struct conn *rc, const char *fingerprint, const char *id,
-			     char *err, size_t errlen);
+int alert_stream_backlog(struct conn *rc, uint64_t *undelivered, uint64_t *oldest_ms,
+			 char *err, size_t errlen);
 
 /*
- * For each fps[i], newer[i] = 1 when an entry newer than ids[i] was taken
- * for it.  Returns 0 or an ALERT_STREAM_ error (newer[] then all 0).
+ * Trim fl:alerts below what some consumer group still needs: never an
+ * entry a group has not read or has read and not acknowledged.  Of what
+ * every group acknowledged, entries younger than keep_ms stay (an audit
+ * trail), unless the stream holds more than keep_max entries: then it is
+ * cut at the oldest undelivered one.  No group: nothing is trimmed.
+ * *trimmed gets how many entries went.  Returns 0 or an ALERT_STREAM_
+ * error.
  */
-int alert_stream_superseded(struct conn *rc, const char *const *fps, const char *const *ids,
-			    int n, char *newer, char *err, size_t errlen);
+int alert_stream_trim(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, uint64_t keep_max,
+		      uint64_t *trimmed, char *err, size_t errlen);
 
 /* Append a record of what became of a notification (sent, silenced...). */
 int alert_stream_record(struct conn *rc, const char *what, const char *group,

@@ -65,6 +65,11 @@ int key_lease_epoch(char *buf, size_t len, int part)
 	return name(buf, len, "{fl:alerts}:epoch:%d", part);
 }
 
+int key_alert_group(char *buf, size_t len, const char *gid)
+{
+	return name(buf, len, "{fl:alerts}:group:%s", gid);
+}
+
 int key_part_state(char *buf, size_t len, int part)
 {
 	return name(buf, len, "{fl:alerts}:rules:%d", part);

@@ -72,9 +72,11 @@
  *   {fl:alerts}:partial:TOPIC    hash    rules workers     rules workers      TTL
  *       worker -> its partial aggregate of TOPIC (a fleet-wide comparison)
  *
- *   {fl:alerts}:latest:FP        string  alerters          alerters           7 d
- *       the newest fl:alerts entry any alerter took for alert FP: an alerter
- *       never notifies a state another one superseded
+ *   {fl:alerts}:group:GID        hash    alerters          alerters           7 d after a change
+ *       an alert group's state (alert_group.h): FP -> "ID S STARTS EVENT",
+ *       _v its version, _n the version last notified and when; every
+ *       alerter notifies from it, so a restart or a peer sends the same
+ *       page and a PagerDuty incident resolves only when all of it has
  *
  *   fl:alerts:dead               stream  alerter           operators          ~100,000 entries
  *       dead letters {reason, group, receiver, entries, body}      slot 6460
@@ -102,7 +104,14 @@
 #define KEY_DEPLOYS_RETENTION_MS (90ULL * 24 * 3600 * 1000)
 #define KEY_P10_RETENTION_MS (3600ULL * 1000)
 #define KEY_P3600_RETENTION_MS (30ULL * 24 * 3600 * 1000)
-#define KEY_STREAM_MAXLEN "100000"	/* fl:alerts and what the alerter writes */
+#define KEY_STREAM_MAXLEN "100000"	/* what the alerter writes (dead letters, records) */
+/*
+ * fl:alerts keeps what its consumers have acknowledged this long, unless it
+ * holds more than KEY_ALERTS_KEEP_MAX entries; what they have not is never
+ * trimmed (alert_stream_trim).
+ */
+#define KEY_ALERTS_KEEP_MS (7ULL * 24 * 3600 * 1000)
+#define KEY_ALERTS_KEEP_MAX 100000
 
 /*
  * Each writes a key name into buf (len bytes) and returns its length, or
@@ -118,7 +127,6 @@ int key_lease(char *buf, size_t len, int part);		/* {fl:alerts}:lease:P */
 int key_lease_epoch(char *buf, size_t len, int part);	/* {fl:alerts}:epoch:P */
 int key_part_state(char *buf, size_t len, int part);	/* {fl:alerts}:rules:P */
 int key_partial(char *buf, size_t len, const char *topic);	/* {fl:alerts}:partial:T */
-int key_alert_latest(char *buf, size_t len, const char *fingerprint);	/* {fl:alerts}:latest:FP */
-#define KEY_ALERT_LATEST_TTL_MS (7ULL * 24 * 3600 * 1000)
+int key_alert_group(char *buf, size_t len, const char *gid);	/* {fl:alerts}:group:GID */
 
 #endif
