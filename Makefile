@@ -285,7 +285,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_config|fuzz_probe_config|fuzz_alerter_config|fuzz_topology|fuzz_scenario|fuzz_ruletest) \
 			dict=-dict=fuzz/dicts/yaml.dict ;; \
 		fuzz_rules) dict=-dict=fuzz/dicts/expr.dict ;; \
-		fuzz_smartctl_json|fuzz_alert|fuzz_host_entry|fuzz_partials) dict=-dict=fuzz/dicts/json.dict ;; \
+		fuzz_smartctl_json|fuzz_alert|fuzz_host_entry|fuzz_partials|fuzz_records) dict=-dict=fuzz/dicts/json.dict ;; \
 		fuzz_cluster) dict=-dict=fuzz/dicts/resp.dict ;; \
 		esac; \
 		echo "fuzz: running $$t for $(FUZZ_TIME) s $$dict"; \

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,7 +24,8 @@ static void *rx_main(void *arg)
 	(void)arg;
 	while (!rx.stop) {
 		int c = accept(rx.fd, NULL, NULL);
-		char buf[1 << 16];
+		/* room for a storm's notifications (1,000 alerts each) */
+		static char buf[8 << 20];
 		size_t got = 0;
 		char *hend = NULL;
 		long clen = 0;
@@ -31,6 +33,9 @@ static void *rx_main(void *arg)
 
 		if (c < 0)
 			continue;
+		/* a client that stops mid-request (SIGSTOP) must not stop the receiver */
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 2 },
+			   sizeof(struct timeval));
 		while (got < sizeof(buf) - 1) {
 			ssize_t n = read(c, buf + got, sizeof(buf) - 1 - got);
 

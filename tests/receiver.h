@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#define MAX_REQ 256
+#define MAX_REQ 1024
 
 struct request {
 	char headers[4096];

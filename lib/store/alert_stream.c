@@ -342,14 +342,15 @@ static int groups_need(struct conn *rc, unsigned long long *need_ms,
 		behind = (uint64_t)pend->integer;
 		/*
 		 * Not read yet: after last-delivered-id.  Its lag is unknown (nil)
-		 * when entries were deleted after it: count what is there.
+		 * when entries were deleted after it: then the whole length, an
+		 * upper bound (counting them would read them all).
 		 */
 		if (lag && lag->type == REDIS_REPLY_INTEGER) {
 			behind += (uint64_t)lag->integer;
 		} else {
-			x = conn_commandf(rc, STREAM, "XRANGE %s (%s + COUNT 1000000", STREAM, last->str);
-			if (x && x->type == REDIS_REPLY_ARRAY)
-				behind += x->elements;
+			x = conn_commandf(rc, STREAM, "XLEN %s", STREAM);
+			if (x && x->type == REDIS_REPLY_INTEGER)
+				behind += (uint64_t)x->integer;
 			if (x)
 				freeReplyObject(x);
 		}

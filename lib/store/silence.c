@@ -15,6 +15,7 @@
 #include "store/keyspace.h"
 #include <json-c/json.h>
 
+#include "core/log.h"
 #include "core/timeutil.h"
 
 int matcher_parse(struct matcher *m, const char *s, char *err, size_t errlen)
@@ -101,32 +102,82 @@ static json_object *to_json(const struct silence *s)
 	return o;
 }
 
-static int from_json(struct silence *s, const char *text)
+int silence_decode(struct silence *s, const char *text, size_t len, char *err, size_t errlen)
 {
-	json_object *o = json_tokener_parse(text), *x;
-	char err[256];
+	static const char *const strings[] = { "id", "comment", "created_by" };
+	json_object *o, *x;
+	struct json_tokener *tok = json_tokener_new();
+	size_t n;
 
 	memset(s, 0, sizeof(*s));
-	if (!o)
-		return -1;
+	if (!tok) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	o = len <= SILENCE_MAX_BYTES ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+	if (o && json_tokener_get_parse_end(tok) != len) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		snprintf(err, errlen, "silence: not a JSON object of at most %d bytes",
+			 SILENCE_MAX_BYTES);
+		json_object_put(o);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		if (json_object_object_get_ex(o, strings[i], &x) &&
+		    !json_object_is_type(x, json_type_string)) {
+			snprintf(err, errlen, "silence: \"%s\" is not a string", strings[i]);
+			goto bad;
+		}
 	if (json_object_object_get_ex(o, "id", &x))
 		snprintf(s->id, sizeof(s->id), "%s", json_object_get_string(x));
-	if (json_object_object_get_ex(o, "starts_ms", &x))
-		s->starts_ms = (uint64_t)json_object_get_int64(x);
-	if (json_object_object_get_ex(o, "ends_ms", &x))
-		s->ends_ms = (uint64_t)json_object_get_int64(x);
 	if (json_object_object_get_ex(o, "comment", &x))
 		snprintf(s->comment, sizeof(s->comment), "%s", json_object_get_string(x));
 	if (json_object_object_get_ex(o, "created_by", &x))
 		snprintf(s->created_by, sizeof(s->created_by), "%s", json_object_get_string(x));
-	if (json_object_object_get_ex(o, "matchers", &x) && json_object_is_type(x, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(x) && s->nm < SILENCE_MAX_MATCHERS; i++)
-			if (!matcher_parse(&s->m[s->nm],
-					   json_object_get_string(json_object_array_get_idx(x, i)),
-					   err, sizeof(err)))
-				s->nm++;
+	if (!json_object_object_get_ex(o, "starts_ms", &x) || !json_object_is_type(x, json_type_int) ||
+	    json_object_get_int64(x) < 0) {
+		snprintf(err, errlen, "silence %s: \"starts_ms\" is not a non-negative integer", s->id);
+		goto bad;
+	}
+	s->starts_ms = (uint64_t)json_object_get_int64(x);
+	if (!json_object_object_get_ex(o, "ends_ms", &x) || !json_object_is_type(x, json_type_int) ||
+	    json_object_get_int64(x) < 0) {
+		snprintf(err, errlen, "silence %s: \"ends_ms\" is not a non-negative integer", s->id);
+		goto bad;
+	}
+	s->ends_ms = (uint64_t)json_object_get_int64(x);
+	if (!json_object_object_get_ex(o, "matchers", &x) || !json_object_is_type(x, json_type_array) ||
+	    !(n = json_object_array_length(x)) || n > SILENCE_MAX_MATCHERS) {
+		snprintf(err, errlen, "silence %s: \"matchers\" is not a list of 1 to %d matchers",
+			 s->id, SILENCE_MAX_MATCHERS);
+		goto bad;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *m = json_object_array_get_idx(x, i);
+		char why[300];
+
+		if (!json_object_is_type(m, json_type_string)) {
+			snprintf(err, errlen, "silence %s: matchers[%zu] is not a string", s->id, i);
+			goto bad;
+		}
+		if (matcher_parse(&s->m[s->nm], json_object_get_string(m), why, sizeof(why))) {
+			snprintf(err, errlen, "silence %s: matchers[%zu]: %s", s->id, i, why);
+			goto bad;
+		}
+		s->nm++;
+	}
 	json_object_put(o);
-	return s->nm ? 0 : -1;
+	return 0;
+bad:
+	for (int i = 0; i < s->nm; i++)
+		matcher_free(&s->m[i]);
+	s->nm = 0;
+	json_object_put(o);
+	return -EINVAL;
 }
 
 int silence_add(struct conn *c, struct silence *s, char *err, size_t errlen)
@@ -159,10 +210,18 @@ int silence_expire(struct conn *c, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		return -EIO;
 	}
-	if (r->type != REDIS_REPLY_STRING || from_json(&s, r->str)) {
+	if (r->type != REDIS_REPLY_STRING) {
 		freeReplyObject(r);
 		snprintf(err, errlen, "no silence with id %s", id);
 		return -ENOENT;
+	}
+	if (silence_decode(&s, r->str, r->len, err, errlen)) {
+		/* a record no alerter can read mutes nothing: expiring it is removing it */
+		freeReplyObject(r);
+		r = conn_commandf(c, KEY_SILENCES, "HDEL " KEY_SILENCES " %s", id);
+		if (r)
+			freeReplyObject(r);
+		return r ? 0 : -EIO;
 	}
 	freeReplyObject(r);
 	s.ends_ms = time_wall_ns() / NSEC_PER_MSEC;
@@ -191,9 +250,21 @@ int silence_load(struct conn *c, struct silence **out, char *err, size_t errlen)
 		return -EIO;
 	}
 	s = calloc(r->elements / 2 + 1, sizeof(*s));
-	for (size_t i = 0; s && i + 1 < r->elements; i += 2)
-		if (from_json(&s[n], r->element[i + 1]->str) == 0)
+	for (size_t i = 0; s && i + 1 < r->elements; i += 2) {
+		const redisReply *v = r->element[i + 1];
+		char why[400];
+
+		if (v->type != REDIS_REPLY_STRING) {
+			log_error("%s: the entry of %.64s is not a string; skipped", KEY_SILENCES,
+				  r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : "?");
+			continue;
+		}
+		if (silence_decode(&s[n], v->str, v->len, why, sizeof(why)) == 0)
 			n++;
+		else
+			log_error("%s: %s; skipped (fix or expire it: faultline silence expire ID)",
+				  KEY_SILENCES, why);
+	}
 	freeReplyObject(r);
 	*out = s;
 	return n;

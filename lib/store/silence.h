@@ -40,6 +40,15 @@ int matcher_parse(struct matcher *m, const char *s, char *err, size_t errlen);
 void matcher_free(struct matcher *m);
 int matcher_match(const struct matcher *m, const struct alert *a);
 
+/*
+ * A silence record of fl:silences (len bytes of JSON) into s: every field
+ * checked (any writer of the key wrote it), a record of the wrong shape
+ * refused whole with the field named in err.  Returns 0, -EINVAL or
+ * -ENOMEM.
+ */
+#define SILENCE_MAX_BYTES 65536
+int silence_decode(struct silence *s, const char *text, size_t len, char *err, size_t errlen);
+
 /* Store a new silence (id filled in). Returns 0 or -EIO. */
 int silence_add(struct conn *c, struct silence *s, char *err, size_t errlen);
 /* Set a silence's end to now. Returns 0, -ENOENT or -EIO. */
