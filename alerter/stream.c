@@ -344,6 +344,17 @@ void trim_stream(struct alerter *al)
 	if (trimmed)
 		log_debug("trimmed %llu delivered entr%s from %s", (unsigned long long)trimmed,
 			  trimmed == 1 ? "y" : "ies", STREAM);
+	/* consumers gone (stopped, renamed) with nothing pending: an hour, or 10 claim_idles */
+	int removed = 0;
+	uint64_t idle = al->cfg.claim_idle_ns * 10 / NSEC_PER_MSEC;
+
+	if (idle < 3600 * 1000)
+		idle = 3600 * 1000;
+	if (redis_ready(al) &&
+	    redis_result(al, alert_stream_prune_consumers(al->rc, al->cfg.consumer, idle, &removed,
+							  err, sizeof(err)), err) >= 0 && removed)
+		log_info("removed %d consumer(s) of %s idle for %.0f s with nothing pending", removed,
+			 STREAM, (double)idle / 1000);
 }
 
 void refresh_silences(struct alerter *al, uint64_t now)

@@ -30,6 +30,7 @@
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "model/alert.h"
+#include "store/alert_stream.h"
 #include "store/conn.h"
 #include "store/silence.h"
 #include "tests/helpers.h"
@@ -459,5 +460,75 @@ Test(pages, a_storm_while_the_alerter_is_down_loses_nothing, .init = setup, .fin
 		usleep(100000);
 	cr_assert(stream_has(c, "\"status\":\"resolved\""), "AlertDeliveryBacklog never resolved");
 	strmap_free(&seen);
+	conn_close(c);
+}
+
+/* ---- the stream's housekeeping ---------------------------------------------- */
+
+static long long consumers(struct conn *c)
+{
+	redisReply *r = conn_commandf(c, NULL, "XINFO CONSUMERS fl:alerts alerter");
+	long long n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+/*
+ * fl:alerts is trimmed only of what the group acknowledged: an entry read
+ * and not acknowledged, or not read at all, stays whatever the stream's
+ * length.  Consumers that are gone go only once nothing is pending for
+ * them.
+ */
+Test(pages, the_stream_is_trimmed_only_of_what_was_delivered, .init = setup, .fini = teardown)
+{
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, trimmed, undelivered, oldest;
+	char err[256], first[40] = "";
+	redisReply *r;
+	int removed;
+
+	freeReplyObject(conn_commandf(c, NULL, "XGROUP CREATE fl:alerts alerter $ MKSTREAM"));
+	for (int i = 0; i < 30; i++)
+		emit(c, "Trim", "5a1e0000000000d0", "firing", now);
+	/* "a" reads 10 and acknowledges 5; "b" reads 10 and dies; 10 stay unread */
+	for (int k = 0; k < 2; k++) {
+		r = conn_commandf(c, NULL, "XREADGROUP GROUP alerter %s COUNT 10 STREAMS fl:alerts >",
+				  k ? "b" : "a");
+		cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+		if (!k) {
+			const redisReply *es = r->element[0]->element[1];
+
+			for (int i = 0; i < 5; i++)
+				freeReplyObject(conn_commandf(c, NULL, "XACK fl:alerts alerter %s",
+							      es->element[i]->element[0]->str));
+			snprintf(first, sizeof(first), "%s", es->element[5]->element[0]->str);
+		}
+		freeReplyObject(r);
+	}
+	cr_assert_eq(alert_stream_backlog(c, &undelivered, &oldest, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_expect_eq(undelivered, 25, "15 pending + 10 unread");
+	/* keep nothing acknowledged (keep_ms 0, keep_max 0): only the 5 acknowledged go */
+	cr_assert_eq(alert_stream_trim(c, now + 1000, 0, 0, &trimmed, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_expect_eq(trimmed, 5);
+	cr_expect_eq(xlen(c), 25);
+	r = conn_commandf(c, NULL, "XRANGE fl:alerts - + COUNT 1");
+	cr_expect_str_eq(r->element[0]->element[0]->str, first, "the oldest pending entry went");
+	freeReplyObject(r);
+	/* acknowledged entries younger than keep_ms stay while the stream is small */
+	freeReplyObject(conn_commandf(c, NULL, "XACK fl:alerts alerter %s", first));
+	cr_assert_eq(alert_stream_trim(c, now + 1000, 3600000, 1000, &trimmed, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(trimmed, 0);
+	/* b has entries pending: it stays; a consumer with nothing pending goes */
+	freeReplyObject(conn_commandf(c, NULL, "XGROUP CREATECONSUMER fl:alerts alerter idle"));
+	cr_assert_eq(consumers(c), 3);
+	cr_assert_eq(alert_stream_prune_consumers(c, "a", 0, &removed, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_expect_eq(removed, 1);
+	cr_expect_eq(consumers(c), 2, "a (me) and b (pending) stay");
 	conn_close(c);
 }

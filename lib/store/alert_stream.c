@@ -450,3 +450,37 @@ int alert_stream_trim(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, uint64
 		freeReplyObject(r);
 	return ret;
 }
+
+int alert_stream_prune_consumers(struct conn *rc, const char *me, uint64_t idle_ms, int *removed,
+				 char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(rc, STREAM, "XINFO CONSUMERS %s %s", STREAM, GROUP);
+	int ret = answer(rc, r, "XINFO CONSUMERS " STREAM, err, errlen);
+
+	*removed = 0;
+	if (ret) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements && !ret; i++) {
+		const redisReply *name = info_field(r->element[i], "name");
+		const redisReply *pend = info_field(r->element[i], "pending");
+		const redisReply *idle = info_field(r->element[i], "idle");
+		redisReply *d;
+
+		if (!name || name->type != REDIS_REPLY_STRING || !pend ||
+		    pend->type != REDIS_REPLY_INTEGER || !idle || idle->type != REDIS_REPLY_INTEGER ||
+		    !strcmp(name->str, me) || pend->integer != 0 || (uint64_t)idle->integer < idle_ms)
+			continue;
+		/* DELCONSUMER drops what is pending: only now, with nothing pending */
+		d = conn_commandf(rc, STREAM, "XGROUP DELCONSUMER %s %s %s", STREAM, GROUP, name->str);
+		ret = answer(rc, d, "XGROUP DELCONSUMER " STREAM, err, errlen);
+		if (!ret && d->type == REDIS_REPLY_INTEGER && d->integer == 0)
+			(*removed)++;
+		if (d)
+			freeReplyObject(d);
+	}
+	freeReplyObject(r);
+	return ret;
+}

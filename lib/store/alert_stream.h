@@ -110,6 +110,15 @@ int alert_stream_backlog(struct conn *rc, uint64_t *undelivered, uint64_t *oldes
 int alert_stream_trim(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, uint64_t keep_max,
 		      uint64_t *trimmed, char *err, size_t errlen);
 
+/*
+ * Remove consumers of the group other than me that hold nothing pending
+ * and have been idle for idle_ms (alerters that stopped, or were renamed):
+ * *removed gets how many.  One with entries pending is left for XAUTOCLAIM
+ * to empty first.  Returns 0 or an ALERT_STREAM_ error.
+ */
+int alert_stream_prune_consumers(struct conn *rc, const char *me, uint64_t idle_ms, int *removed,
+				 char *err, size_t errlen);
+
 /* Append a record of what became of a notification (sent, silenced...). */
 int alert_stream_record(struct conn *rc, const char *what, const char *group,
 			const char *detail, char *err, size_t errlen);
