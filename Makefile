@@ -86,7 +86,8 @@ SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
 RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/minute_eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
 	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
 	$(OUT)/rules/history.o $(OUT)/rules/columns.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
-	$(OUT)/rules/baseline.o $(OUT)/rules/minute_source.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o
+	$(OUT)/rules/baseline.o $(OUT)/rules/minute_source.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o \
+	$(OUT)/rules/outbox.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
 .PHONY: all check-deps deps run demo test asan chaos fuzz bench install uninstall clean vmlinux deb
@@ -176,7 +177,7 @@ $(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # faultline-rules serves /metrics with the probe's event loop and server.
-$(OUT)/faultline-rules: $(OUT)/rules/main.o $(OUT)/rules/outbox.o $(RULES_OBJS) $(OUT)/probes/metrics_server.o \
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(OUT)/probes/metrics_server.o \
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

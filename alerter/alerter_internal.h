@@ -234,6 +234,9 @@ void maybe_send(struct alerter *al, struct group *g, uint64_t now);
  */
 void on_done(struct alerter *al, CURLMsg *msg);
 
+/* Free g and cancel its transfer (its entries stay pending in Redis). */
+void group_free(struct alerter *al, struct group *g);
+
 /* Free every group and cancel its transfer (the entries stay pending in Redis). */
 void free_groups(struct alerter *al);
 

@@ -522,31 +522,31 @@ void on_done(struct alerter *al, CURLMsg *msg)
 		 g->attempts, (double)delay / 1e9);
 }
 
+void group_free(struct alerter *al, struct group *g)
+{
+	if (g->easy) {
+		curl_multi_remove_handle(al->multi, g->easy);
+		curl_easy_cleanup(g->easy);
+	}
+	curl_slist_free_all(g->hdrs);
+	for (int k = 0; k < g->nalerts; k++)
+		drop_alert(g->alerts[k]);
+	for (int k = 0; k < g->ngl; k++) {
+		free(g->glabels[k].key);
+		free(g->glabels[k].value);
+	}
+	free(g->alerts);
+	free(g->ids);
+	free(g->done_fps);
+	free(g->done_ids);
+	strbuf_release(&g->body);
+	free(g);
+}
+
 void free_groups(struct alerter *al)
 {
-	for (int i = 0; i < al->ngroups; i++) {
-		struct group *g = al->groups[i];
-
-		if (g->easy) {
-			curl_multi_remove_handle(al->multi, g->easy);
-			curl_easy_cleanup(g->easy);
-		}
-		curl_slist_free_all(g->hdrs);
-		for (int k = 0; k < g->nalerts; k++) {
-			alert_free(&g->alerts[k]->a);
-			free(g->alerts[k]);
-		}
-		for (int k = 0; k < g->ngl; k++) {
-			free(g->glabels[k].key);
-			free(g->glabels[k].value);
-		}
-		free(g->alerts);
-		free(g->ids);
-		free(g->done_fps);
-		free(g->done_ids);
-		strbuf_release(&g->body);
-		free(g);
-	}
+	for (int i = 0; i < al->ngroups; i++)
+		group_free(al, al->groups[i]);
 	free(al->groups);
 	al->groups = NULL;
 	al->ngroups = 0;

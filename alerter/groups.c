@@ -155,18 +155,7 @@ void prune_groups(struct alerter *al)
 			al->groups[kept++] = g;
 			continue;
 		}
-		for (int k = 0; k < g->nalerts; k++)
-			drop_alert(g->alerts[k]);
-		for (int k = 0; k < g->ngl; k++) {
-			free(g->glabels[k].key);
-			free(g->glabels[k].value);
-		}
-		free(g->alerts);
-		free(g->ids);
-		free(g->done_fps);
-		free(g->done_ids);
-		strbuf_release(&g->body);
-		free(g);
+		group_free(al, g);
 	}
 	al->ngroups = kept;
 }

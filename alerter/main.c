@@ -84,6 +84,19 @@ static void render_metrics(const struct alerter *al, struct strbuf *sb)
 		    "written to fl:alerts:dead.\n# TYPE faultline_alerter_dead_letters_total counter\n"
 		    "faultline_alerter_dead_letters_total %llu\n",
 		    (unsigned long long)al->dead_letters);
+	strbuf_addf(sb, "# HELP faultline_alerter_gave_up_total Notifications dead-lettered "
+		    "after failing for delivery.give_up_after.\n"
+		    "# TYPE faultline_alerter_gave_up_total counter\n"
+		    "faultline_alerter_gave_up_total %llu\n"
+		    "# HELP faultline_alerter_superseded_total Notifications dropped before a retry "
+		    "because their group had a newer state (it was sent instead).\n"
+		    "# TYPE faultline_alerter_superseded_total counter\n"
+		    "faultline_alerter_superseded_total %llu\n"
+		    "# HELP faultline_alerter_bad_records_total Alert group records of the wrong "
+		    "shape, skipped.\n# TYPE faultline_alerter_bad_records_total counter\n"
+		    "faultline_alerter_bad_records_total %llu\n",
+		    (unsigned long long)al->gave_up, (unsigned long long)al->superseded,
+		    (unsigned long long)al->bad_records);
 	strbuf_addf(sb, "# HELP faultline_alerter_trimmed_entries_total Delivered entries "
 		    "trimmed from fl:alerts (never one still to deliver).\n"
 		    "# TYPE faultline_alerter_trimmed_entries_total counter\n"

@@ -288,6 +288,8 @@ static const struct rule *rule_of_state(const struct engine *e, int i)
 		return &e->undecodable_rule;
 	if (i == e->nstate + 2)
 		return &e->backlog_rule;
+	if (i == e->nstate + 3)
+		return &e->dead_rule;
 	for (int g = 0; g < e->rules.ngroups; g++) {
 		if (i < k + e->rules.groups[g].nrules)
 			return &e->rules.groups[g].rules[i - k];

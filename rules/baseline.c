@@ -712,17 +712,20 @@ static void gather_part(const void *blob, size_t len, void *arg)
 }
 
 /*
- * How long a judge waits for every live worker's partial before judging
- * without the missing ones: GATHER_PATIENCE evaluations *and* as many
- * seconds.  Live, the two are one minute.  In a replay the judge's
- * evaluations run far faster than wall time while a worker reading its
- * hosts' minutes or profiles is held up by real I/O: 60 of the judge's
- * evaluations were a second of wall time at --replay-speed 60, and verdicts
- * were judged without parts that were seconds away.  A worker that died
- * leaves the membership within its lease (3 s), and is then not waited for.
+ * A judge waits for the partial of every *live* worker: a worker that died
+ * leaves the membership within its lease (3 s) and is then not waited for,
+ * and a live one heartbeats from the loop that evaluates, so it is making
+ * progress and its part comes.  Judging on a clock instead (60 evaluations
+ * and 60 s, before) judged without parts that were seconds away whenever a
+ * worker's reads of its hosts' minutes were slow (a busy machine, a replay
+ * running far faster than wall time): a verdict then missed deployed hosts
+ * and, about once in five cluster scenario runs, paged nothing.  The wait
+ * is bounded only against a worker that heartbeats without ever publishing
+ * (rule files that differ between workers): after GATHER_MAX_NS it judges
+ * without it, loudly; meanwhile it says every minute whom it waits for.
  */
-#define GATHER_PATIENCE 60
-#define GATHER_PATIENCE_NS (GATHER_PATIENCE * NSEC_PER_SEC)
+#define GATHER_MAX_NS (10 * 60 * NSEC_PER_SEC)
+#define GATHER_SAY_NS (60 * NSEC_PER_SEC)
 
 /*
  * The verdict on deploy d (key) for r into v: judged from this engine's
@@ -778,16 +781,23 @@ static int verdict_for(struct engine *e, const struct rule *r, const struct depl
 	ready = f->gather(f->arg, topic, gather_part, &g);
 	if (!v->waiting_since_ns)
 		v->waiting_since_ns = time_mono_ns();
-	if (ready <= 0 && (++v->waited < GATHER_PATIENCE ||
-			   time_mono_ns() - v->waiting_since_ns < GATHER_PATIENCE_NS)) {
+	if (ready <= 0 && time_mono_ns() - v->waiting_since_ns < GATHER_MAX_NS) {
+		uint64_t waited = time_mono_ns() - v->waiting_since_ns;
+
+		if (waited / GATHER_SAY_NS > (uint64_t)v->waited) {
+			v->waited = (int)(waited / GATHER_SAY_NS);
+			log_info("%s: deploy %s: waiting %.0f s for %s live worker(s)' part%s", r->name,
+				 key, (double)waited / 1e9, ready < 0 ? "the other" : "some",
+				 ready < 0 ? "s (Redis did not answer)" : "s");
+		}
 		fleet_bpart_free(&b);
 		return 0;
 	}
 	if (ready <= 0)
-		log_warn("%s: deploy %s: judged without %s (not every worker published its "
-			 "part within %d evaluations and %d s)", r->name, key,
+		log_warn("%s: deploy %s: judged without %s: live workers did not publish their "
+			 "parts within %.0f s (do they run the same rule files?)", r->name, key,
 			 ready < 0 ? "the other workers' parts" : "some workers' parts",
-			 GATHER_PATIENCE, GATHER_PATIENCE);
+			 (double)GATHER_MAX_NS / 1e9);
 	if (g.bad)
 		log_warn("%s: deploy %s: %zu worker part(s) could not be read", r->name, key,
 			 g.bad);

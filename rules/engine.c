@@ -145,6 +145,11 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 	snprintf(e->backlog_rule.runbook, sizeof(e->backlog_rule.runbook),
 		 "runbooks/alert-delivery-backlog.md");
 	snprintf(e->state[n + 2].name, sizeof(e->state[n + 2].name), "AlertDeliveryBacklog");
+	snprintf(e->dead_rule.name, sizeof(e->dead_rule.name), "AlertsDeadLettered");
+	snprintf(e->dead_rule.severity, sizeof(e->dead_rule.severity), "page");
+	snprintf(e->dead_rule.runbook, sizeof(e->dead_rule.runbook),
+		 "runbooks/alerts-dead-lettered.md");
+	snprintf(e->state[n + 3].name, sizeof(e->state[n + 3].name), "AlertsDeadLettered");
 	if (!e->opts.alert_backlog_max)
 		e->opts.alert_backlog_max = ENGINE_ALERT_BACKLOG_MAX;
 	free(rules);
@@ -172,6 +177,11 @@ static void engine_release(struct engine *e)
 	memset(e, 0, sizeof(*e));
 }
 
+void engine_set_dead_letters(struct engine *e, uint64_t last_hour)
+{
+	e->dead_letters = last_hour;
+}
+
 void engine_set_alert_backlog(struct engine *e, uint64_t undelivered, uint64_t oldest_ms)
 {
 	e->backlog = undelivered;
@@ -187,6 +197,7 @@ int engine_reload(struct engine *e, struct ruleset *rs)
 		return ret;
 	fresh.domains_default = e->domains_default;	/* the options were filled in once */
 	fresh.backlog = e->backlog;
+	fresh.dead_letters = e->dead_letters;
 	fresh.backlog_oldest_ms = e->backlog_oldest_ms;
 	/* keep alert state of rules that survived, by name */
 	for (int i = 0; i < fresh.nstate + ENGINE_BUILTINS; i++)
@@ -511,8 +522,13 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 		struct label l = { "stream", "fl:alerts" };
 		struct match m = { .labels = &l, .nlabels = 1, .value = (double)e->backlog };
 
+		struct label dl = { "stream", "fl:alerts:dead" };
+		struct match dm = { .labels = &dl, .nlabels = 1, .value = (double)e->dead_letters };
+
 		alert_state_track(e, &e->backlog_rule, &e->state[e->nstate + 2], &m,
 				  e->backlog > e->opts.alert_backlog_max, now, cb, arg);
+		alert_state_track(e, &e->dead_rule, &e->state[e->nstate + 3], &dm,
+				  e->dead_letters > 0, now, cb, arg);
 	}
 out:
 	free(win);

@@ -34,7 +34,7 @@ struct conn;	/* a connection from conn_open (store/conn.h) */
 #include "core/strmap.h"
 
 /* Built-in rules after the loaded ones in engine.state: HostSilent, HostUndecodable. */
-#define ENGINE_BUILTINS 3
+#define ENGINE_BUILTINS 4
 
 struct instance;
 struct host_state;
@@ -224,6 +224,15 @@ int engine_set_deploys(struct engine *e, const struct deploy *d, int n);
  * drain.  Under --shard, the worker holding the fleet partition raises it.
  */
 void engine_set_alert_backlog(struct engine *e, uint64_t undelivered, uint64_t oldest_ms);
+
+/*
+ * How many notifications the alerters dead-lettered in the last hour
+ * (fl:alerts:dead: refused by a receiver, given up after give_up_after,
+ * unparsable, unrouted): the built-in AlertsDeadLettered fires while there
+ * are any — a page that did not reach anyone is itself a page — and
+ * resolves an hour after the last.  Under --shard, the fleet's owner's.
+ */
+void engine_set_dead_letters(struct engine *e, uint64_t last_hour);
 
 /*
  * Add a snapshot of host, newer than the host's others; older history is

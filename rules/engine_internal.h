@@ -36,6 +36,8 @@ struct engine {
 	struct rule silent_rule;
 	struct rule undecodable_rule;
 	struct rule backlog_rule;	/* AlertDeliveryBacklog */
+	struct rule dead_rule;		/* AlertsDeadLettered */
+	uint64_t dead_letters;		/* written to fl:alerts:dead in the last hour */
 	uint64_t backlog, backlog_oldest_ms;	/* fl:alerts entries not yet delivered */
 	uint64_t undecodable;		/* entries that could not be read, ever */
 	uint64_t eval_errors;		/* rule evaluations that failed, ever */

@@ -372,6 +372,11 @@ static void read_backlog(struct engine *e, struct conn *rc, uint64_t *said)
 	}
 	engine_set_alert_backlog(e, n, oldest);
 	backlog_now = n;
+	if (alert_stream_dead_since(rc, time_wall_ns() / NSEC_PER_MSEC - 3600 * 1000, &n, &oldest,
+				    err, sizeof(err)) < 0)
+		log_warn("%s; dead letters are not known this time", err);
+	else
+		engine_set_dead_letters(e, n);
 	if (n > engine_options(e)->alert_backlog_max &&
 	    (!*said || now - *said >= 60 * NSEC_PER_SEC)) {
 		log_error("%llu alert events wait in fl:alerts for an alerter (oldest %.0f s ago, "

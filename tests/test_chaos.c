@@ -269,25 +269,25 @@ Test(chaos, a_receiver_refusing_failing_and_hanging_gets_every_page_in_order, .i
 	rx.delay_ms = 0;
 	pthread_mutex_unlock(&rx.lock);
 	for (int i = 0; i < 240; i++) {
-		int a, b, d, e;
+		int d, e;
 
-		a = first_delivery(fps[0], "firing", &e);
-		b = first_delivery(fps[0], "resolved", &e);
 		d = first_delivery(fps[1], "firing", &e) >= 0 && first_delivery(fps[2], "firing", &e) >= 0;
-		if (a >= 0 && b >= 0 && d)
+		if (d)
 			break;
 		usleep(250000);
 	}
-	/* every page, the first group's firing before its resolution */
-	int f0 = first_delivery(fps[0], "firing", &copies);
-
-	dup += copies > 1 ? copies - 1 : 0;
-	int r0 = first_delivery(fps[0], "resolved", &copies);
-
-	dup += copies > 1 ? copies - 1 : 0;
-	cr_assert_geq(f0, 0, "the first group's firing was never delivered");
-	cr_assert_geq(r0, 0, "the first group's resolution was never delivered");
-	cr_assert_lt(f0, r0, "the resolution arrived before the firing");
+	sleep(2);	/* room for anything stale to arrive */
+	/*
+	 * Every page that still stands.  The first group fired and resolved
+	 * while nothing got through: its pending FIRING was superseded by the
+	 * resolution (a retry re-reads its group), and as the receiver never
+	 * heard of it, nothing is said, as Alertmanager does; before, the stale
+	 * FIRING was delivered after the fault had ended, then its resolution.
+	 */
+	cr_assert_lt(first_delivery(fps[0], "firing", &copies), 0, "the first group's stale "
+		     "FIRING was delivered after it resolved");
+	cr_assert_lt(first_delivery(fps[0], "resolved", &copies), 0, "the resolution of an alert "
+		     "the receiver never heard of was sent");
 	for (int k = 1; k < 3; k++) {
 		cr_assert_geq(first_delivery(fps[k], "firing", &copies), 0, "group %d lost", k + 1);
 		dup += copies > 1 ? copies - 1 : 0;
@@ -315,8 +315,8 @@ Test(chaos, a_receiver_refusing_failing_and_hanging_gets_every_page_in_order, .i
 			prev = rx.req[i].at_ns;
 		}
 		pthread_mutex_unlock(&rx.lock);
-		cr_log_info("refused %d s, 500 for %d s, hanging %d s: all 4 notifications "
-			    "delivered, %d duplicate(s); group r2's retry gaps while answered 500 "
+		cr_log_info("refused %d s, 500 for %d s, hanging %d s: both standing pages "
+			    "delivered, the superseded one not, %d duplicate(s); group r2's retry gaps while answered 500 "
 			    "(s): %s", secs, secs, secs, dup, gaps);
 		cr_assert_not(bad, "a retry gap outside 0.2..61 s: %s", gaps);
 	}

@@ -30,6 +30,7 @@
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "model/alert.h"
+#include "rules/outbox.h"
 #include "store/alert_stream.h"
 #include "store/conn.h"
 #include "store/silence.h"
@@ -530,5 +531,123 @@ Test(pages, the_stream_is_trimmed_only_of_what_was_delivered, .init = setup, .fi
 		     "%s", err);
 	cr_expect_eq(removed, 1);
 	cr_expect_eq(consumers(c), 2, "a (me) and b (pending) stay");
+	conn_close(c);
+}
+
+/* ---- --wait-replicas: an event is kept until a replica has it ---------------- */
+
+static pid_t redis_tcp[2];
+
+static void stop_tcp_redis(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (redis_tcp[i] > 0) {
+			kill(redis_tcp[i], SIGCONT);
+			kill(redis_tcp[i], SIGKILL);
+			waitpid(redis_tcp[i], NULL, 0);
+			redis_tcp[i] = 0;
+		}
+	teardown();
+}
+
+/* A redis-server on loopback port (a replica of master_port when not 0). */
+static pid_t start_tcp_redis(int port, int master_port)
+{
+	char p[16], m[16], dir[300];
+	pid_t pid;
+
+	snprintf(p, sizeof(p), "%d", port);
+	snprintf(m, sizeof(m), "%d", master_port);
+	snprintf(dir, sizeof(dir), "%s", redis.dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (master_port)
+			execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1",
+			       "--save", "", "--appendonly", "no", "--dir", dir, "--dbfilename",
+			       "replica.rdb", "--replicaof", "127.0.0.1", m, (char *)NULL);
+		else
+			execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1",
+			       "--save", "", "--appendonly", "no", "--dir", dir, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Events in fl:alerts of the Redis at url. */
+static long long xlen_at(struct conn *c)
+{
+	redisReply *r = conn_commandf(c, "fl:alerts", "XLEN fl:alerts");
+	long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+/*
+ * With --wait-replicas 1, an event Redis took stays in the outbox until the
+ * replica has it (its replica paused: kept; resumed: confirmed and gone);
+ * when the connection changes before that (a failover), it is written
+ * again.  Before, the outbox was cleared once the master answered, and a
+ * failover forgot what the master had not passed on.
+ */
+Test(pages, events_wait_for_a_replica_before_they_leave_the_outbox, .init = setup,
+     .fini = stop_tcp_redis, .timeout = 60)
+{
+	int mport = test_free_port(), rport = test_free_port();
+	struct outbox ob = { .wait_replicas = 1, .wait_timeout_ms = 300 };
+	char url[64], err[256];
+	struct conn *c = NULL;
+	redisReply *r;
+
+	redis_tcp[0] = start_tcp_redis(mport, 0);
+	redis_tcp[1] = start_tcp_redis(rport, mport);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", mport);
+	for (int i = 0; i < 50 && !c; i++) {
+		usleep(100000);
+		c = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
+	}
+	cr_assert_not_null(c, "%s", err);
+	/* the replica is connected and in sync */
+	for (int i = 0; i < 100; i++) {
+		r = conn_commandf(c, NULL, "INFO replication");
+		int up = r && r->str && strstr(r->str, "connected_slaves:1") &&
+			 strstr(r->str, "state=online");
+		if (r)
+			freeReplyObject(r);
+		if (up)
+			break;
+		usleep(100000);
+	}
+	ob.rc = c;
+	ob.conn_gen = 1;
+	outbox_emit("{\"status\":\"firing\",\"fingerprint\":\"5a1e0000000000e1\"}", &ob);
+	cr_assert_eq(outbox_flush(&ob, NULL, 0), 0);
+	cr_expect_eq(ob.nunconfirmed, 0, "the replica confirmed it: done");
+	cr_expect_eq(xlen_at(c), 1);
+	/* the replica stops answering: the next event stays in the outbox */
+	kill(redis_tcp[1], SIGSTOP);
+	outbox_emit("{\"status\":\"firing\",\"fingerprint\":\"5a1e0000000000e2\"}", &ob);
+	cr_assert_eq(outbox_flush(&ob, NULL, 0), 0);
+	cr_expect_eq(ob.nqueue, 0, "the master took it");
+	cr_expect_eq(ob.nunconfirmed, 1, "kept although no replica has it");
+	cr_expect_eq(xlen_at(c), 2);
+	/* a new connection (a failover, as the engine sees one): written again */
+	ob.conn_gen++;
+	cr_assert_eq(outbox_flush(&ob, NULL, 0), 0);
+	cr_expect_eq(xlen_at(c), 3, "the unconfirmed event was not written again");
+	cr_expect_eq(ob.nunconfirmed, 1);
+	/* the replica is back: confirmed, gone */
+	kill(redis_tcp[1], SIGCONT);
+	for (int i = 0; i < 30 && ob.nunconfirmed; i++) {
+		cr_assert_eq(outbox_flush(&ob, NULL, 0), 0);
+		usleep(100000);
+	}
+	cr_expect_eq(ob.nunconfirmed, 0, "the resumed replica never confirmed it");
+	outbox_free(&ob);
 	conn_close(c);
 }

@@ -644,6 +644,43 @@ Test(restarts, rules_killed_while_firing_resolve_and_fire_again_after_restart,
 	conn_close(c);
 }
 
+/*
+ * faultline-rules killed with -9 8 s into a 12 s `for` and started again
+ * 3 s later: the alert keeps the 8 s it had spent pending (the checkpoint
+ * holds pending alerts) and fires about 4 s after the restart, ~15 s after
+ * the fault, not 12 s after the restart (~23 s: the timer started again).
+ */
+Test(restarts, rules_killed_inside_a_for_keep_its_timer, .init = rules_setup,
+     .fini = rules_teardown, .timeout = 90)
+{
+	uint64_t t0;
+	double took;
+	FILE *f = fopen(rules_yaml, "w");
+
+	fputs("groups:\n  - name: t\n    rules:\n      - alert: DriveHot\n"
+	      "        expr: faultline_drive_temperature_celsius > 60\n        for: 12s\n"
+	      "        severity: page\n", f);
+	fclose(f);
+	start_alerter(0, cfg_up);
+	start_rules();
+	sleep(2);	/* running, and the hosts known */
+	t0 = time_mono_ns();
+	hot = 1;
+	while (time_mono_ns() - t0 < 8 * NSEC_PER_SEC)
+		usleep(100000);
+	cr_assert_eq(drive_hot("firing", NULL, 0), 0, "fired inside its for");
+	stop_rules(SIGKILL);
+	sleep(3);
+	start_rules();
+	cr_assert_eq(wait_drive_hot("firing", 1, 30), 1, "never fired after the restart");
+	took = (double)(time_mono_ns() - t0) / 1e9;
+	cr_log_info("fired %.1f s after the fault (12 s for, 3 s down)", took);
+	cr_assert_lt(took, 19.5, "fired %.1f s after the fault: the restart reset its `for` timer",
+		     took);
+	cr_assert_gt(took, 14.0, "fired %.1f s after the fault: the 3 s down counted as pending",
+		     took);
+}
+
 Test(restarts, rules_restarted_while_firing_do_not_page_twice, .init = rules_setup,
      .fini = rules_teardown, .timeout = 90)
 {

@@ -1101,3 +1101,45 @@ Test(rules, checkpoint_records_of_any_shape_are_refused_not_crashed_on)
 					 test_events_collect, &ev, err, sizeof(err)), 0, "%s", err);
 	engine_free(e);
 }
+
+/*
+ * The built-in alerts about paging itself: AlertDeliveryBacklog while more
+ * events wait than the bound, AlertsDeadLettered while dead letters were
+ * written in the last hour; each resolves when that ends.  Under --shard
+ * only the fleet partition's owner raises them.
+ */
+Test(rules, paging_itself_raises_backlog_and_dead_letter_alerts)
+{
+	struct test_events ev = { 0 };
+	struct ruleset rs = { 0 };
+	struct engine *e;
+	char err[256];
+	int backlog = 0, dead = 0, resolved = 0;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", "groups: []\n", 11, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(engine_init(&e, &rs, &(struct engine_opts){ .alert_backlog_max = 10 }), 0);
+	engine_set_alert_backlog(e, 10, 1000);
+	engine_eval(e, 1000, test_events_collect, &ev);
+	cr_assert_eq(ev.n, 0, "at the bound is not over it");
+	engine_set_alert_backlog(e, 11, 1000);
+	engine_set_dead_letters(e, 2);
+	engine_eval(e, 2000, test_events_collect, &ev);
+	engine_set_alert_backlog(e, 0, 0);
+	engine_set_dead_letters(e, 0);
+	engine_eval(e, 3000, test_events_collect, &ev);
+	for (int i = 0; i < ev.n; i++) {
+		int firing = strstr(ev.json[i], "\"status\":\"firing\"") != NULL;
+
+		backlog += firing && strstr(ev.json[i], "AlertDeliveryBacklog") &&
+			   strstr(ev.json[i], "alert-delivery-backlog.md");
+		dead += firing && strstr(ev.json[i], "AlertsDeadLettered") &&
+			strstr(ev.json[i], "alerts-dead-lettered.md");
+		resolved += !firing;
+	}
+	cr_expect_eq(backlog, 1, "%d events", ev.n);
+	cr_expect_eq(dead, 1);
+	cr_expect_eq(resolved, 2, "both resolve once it ends");
+	test_events_free(&ev);
+	engine_free(e);
+}

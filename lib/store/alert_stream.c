@@ -484,3 +484,30 @@ int alert_stream_prune_consumers(struct conn *rc, const char *me, uint64_t idle_
 	freeReplyObject(r);
 	return ret;
 }
+
+int alert_stream_dead_since(struct conn *rc, uint64_t since_ms, uint64_t *n, uint64_t *last_ms,
+			    char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(rc, DEAD_STREAM, "XREVRANGE %s + %llu-0 COUNT 10000",
+				      DEAD_STREAM, (unsigned long long)since_ms);
+	unsigned long long ms, seq;
+	int ret = answer(rc, r, "XREVRANGE " DEAD_STREAM, err, errlen);
+
+	*n = 0;
+	*last_ms = 0;
+	if (ret) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	if (r->type == REDIS_REPLY_ARRAY) {
+		*n = r->elements;
+		if (r->elements && r->element[0]->type == REDIS_REPLY_ARRAY &&
+		    r->element[0]->elements >= 1 &&
+		    r->element[0]->element[0]->type == REDIS_REPLY_STRING &&
+		    !parse_id(r->element[0]->element[0]->str, &ms, &seq))
+			*last_ms = ms;
+	}
+	freeReplyObject(r);
+	return 0;
+}

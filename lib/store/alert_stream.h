@@ -99,6 +99,14 @@ int alert_stream_backlog(struct conn *rc, uint64_t *undelivered, uint64_t *oldes
 			 char *err, size_t errlen);
 
 /*
+ * Dead letters written to fl:alerts:dead since since_ms: *n gets how many
+ * (at most 10,000 counted), *last_ms the newest one's time (0: none).
+ * Returns 0 or an ALERT_STREAM_ error.
+ */
+int alert_stream_dead_since(struct conn *rc, uint64_t since_ms, uint64_t *n, uint64_t *last_ms,
+			    char *err, size_t errlen);
+
+/*
  * Trim fl:alerts below what some consumer group still needs: never an
  * entry a group has not read or has read and not acknowledged.  Of what
  * every group acknowledged, entries younger than keep_ms stay (an audit
