@@ -236,7 +236,8 @@ static void say_changes(const struct shard *s, const char *which, const char *ve
 
 int shard_tick(struct shard *s, struct conn *c, char *err, size_t errlen)
 {
-	char want[WORKERS_NPART];
+	char want[WORKERS_NPART], moved[WORKERS_NPART], fresh[WORKERS_NPART];
+	char gone[WORKERS_NPART];
 	uint64_t ep[WORKERS_NPART];
 	char **live;
 	size_t nlive;
@@ -265,20 +266,19 @@ int shard_tick(struct shard *s, struct conn *c, char *err, size_t errlen)
 		return ret;
 	for (int p = 0; p < WORKERS_NPART; p++) {
 		/* held under another epoch than before: lost meanwhile, and taken back */
-		int moved = s->held[p] && ep[p] && ep[p] != s->epoch[p];
-
-		if (moved)
-			log_warn("worker %s: partition %d changed hands while this worker did not "
-				 "renew it (epoch %" PRIu64 " -> %" PRIu64 "); forgetting what it "
-				 "knew of it and reading its checkpoint again", s->me, p,
-				 s->epoch[p], ep[p]);
-		s->gained[p] = ep[p] && (!s->held[p] || moved);
-		s->lost[p] = s->held[p] && (!ep[p] || moved);
+		moved[p] = s->held[p] && ep[p] && ep[p] != s->epoch[p];
+		s->gained[p] = ep[p] && (!s->held[p] || moved[p]);
+		s->lost[p] = s->held[p] && (!ep[p] || moved[p]);
 		s->held[p] = ep[p] != 0;
 		s->epoch[p] = ep[p];
+		fresh[p] = s->gained[p] && !moved[p];
+		gone[p] = s->lost[p] && !moved[p];
 	}
-	say_changes(s, s->gained, "took");
-	say_changes(s, s->lost, "handed over");
+	say_changes(s, moved, "took back (another worker held them while this one did not "
+		    "renew its leases: a new epoch; what it knew of them is dropped and their "
+		    "checkpoints read again)");
+	say_changes(s, fresh, "took");
+	say_changes(s, gone, "handed over");
 	return 0;
 }
 

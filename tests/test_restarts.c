@@ -681,6 +681,95 @@ Test(restarts, rules_killed_inside_a_for_keep_its_timer, .init = rules_setup,
 		     took);
 }
 
+static pid_t start_worker(const char *id)
+{
+	char bin[256];
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/faultline-rules", test_out_dir());
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 2);
+		execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval", "250ms",
+		      "--stale", "30s", "--topology", "/dev/null", "--shard", "--worker-id", id,
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The worker holding partition p's lease ("" when none). */
+static void lease_holder(struct conn *c, int p, char *out, size_t len)
+{
+	redisReply *r = conn_commandf(c, NULL, "GET {fl:alerts}:lease:%d", p);
+
+	snprintf(out, len, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+	if (r)
+		freeReplyObject(r);
+}
+
+/* Whether worker id holds any partition lease. */
+static int holds_any(struct conn *c, const char *id)
+{
+	char who[160], want[80];
+
+	snprintf(want, sizeof(want), "%s|", id);
+	for (int p = 0; p <= 64; p++) {
+		lease_holder(c, p, who, sizeof(who));
+		if (!strncmp(who, want, strlen(want)))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A sharded worker paused past its lease (SIGSTOP) while another takes its
+ * partitions, pages DriveHot and leaves; when the first wakes its leases
+ * are free and it takes them again.  Before epochs it did not notice it had
+ * lost them: it kept its stale state (no DriveHot), paged the same fault a
+ * second time with a new startsAt and overwrote the other's checkpoint, so
+ * DriveHot's resolution was never sent.  Now the new epoch makes it read
+ * the checkpoint the other left: one page, one resolution.
+ */
+Test(restarts, a_worker_paused_past_its_lease_does_not_overwrite_its_successor,
+     .init = rules_setup, .fini = rules_teardown, .timeout = 120)
+{
+	struct conn *c = conn();
+	pid_t a, b;
+
+	start_alerter(0, cfg_up);
+	a = start_worker("wa");
+	for (int i = 0; i < 100 && !holds_any(c, "wa"); i++)
+		usleep(100000);
+	cr_assert(holds_any(c, "wa"), "worker wa never took its partitions");
+	sleep(1);
+	kill(a, SIGSTOP);
+	b = start_worker("wb");
+	for (int i = 0; i < 150 && !holds_any(c, "wb"); i++)
+		usleep(100000);
+	cr_assert(holds_any(c, "wb"), "worker wb never took over the paused one's partitions");
+	sleep(1);
+	hot = 1;
+	cr_assert_eq(wait_drive_hot("firing", 1, 20), 1, "the successor did not page");
+	sleep(1);	/* its checkpoint committed */
+	kill(b, SIGTERM);	/* it leaves: its leases are free */
+	waitpid(b, NULL, 0);
+	kill(a, SIGCONT);
+	for (int i = 0; i < 100 && !holds_any(c, "wa"); i++)
+		usleep(100000);
+	sleep(3);	/* the woken worker evaluates the fault that still holds */
+	cr_assert_eq(drive_hot("firing", NULL, 0), 1, "the woken worker paged the same fault "
+		     "again (it kept its stale state)");
+	hot = 0;
+	cr_assert_eq(wait_drive_hot("resolved", 1, 20), 1, "the fault's resolution was never "
+		     "sent (the successor's checkpoint was overwritten)");
+	kill(a, SIGTERM);
+	waitpid(a, NULL, 0);
+	conn_close(c);
+}
+
 Test(restarts, rules_restarted_while_firing_do_not_page_twice, .init = rules_setup,
      .fini = rules_teardown, .timeout = 90)
 {

@@ -116,40 +116,71 @@ int deploy_queue(struct store *st, struct deploy *d, char *err, size_t errlen)
 					    DEPLOY_FIELDS);
 }
 
-/* Fill d from one stream entry's field/value array; 0 if it is a marker. */
-static int from_entry(struct deploy *d, const redisReply *id, const redisReply *fv)
+/* Copy v (len bytes) into dst (size bytes): -EINVAL when it does not fit whole. */
+static int take_field(char *dst, size_t size, const char *v, size_t len)
 {
-	memset(d, 0, sizeof(*d));
-	if (id->type != REDIS_REPLY_STRING || fv->type != REDIS_REPLY_ARRAY)
+	if (len >= size || strlen(v) != len)
 		return -EINVAL;
-	snprintf(d->id, sizeof(d->id), "%s", id->str);
-	for (size_t i = 0; i + 1 < fv->elements; i += 2) {
-		const char *k = fv->element[i]->str, *v = fv->element[i + 1]->str;
-		char *end;
+	memcpy(dst, v, len + 1);
+	return 0;
+}
 
-		if (!k || !v)
-			continue;
-		if (!strcmp(k, "service"))
-			snprintf(d->service, sizeof(d->service), "%s", v);
-		else if (!strcmp(k, "version"))
-			snprintf(d->version, sizeof(d->version), "%s", v);
-		else if (!strcmp(k, "hosts"))
-			snprintf(d->hosts, sizeof(d->hosts), "%s", v);
-		else if (!strcmp(k, "by"))
-			snprintf(d->by, sizeof(d->by), "%s", v);
-		else if (!strcmp(k, "ts_ms")) {
-			d->ts_ms = strtoull(v, &end, 10);
-			if (*end)
-				return -EINVAL;
-		} else if (!strcmp(k, "kind")) {
+int deploy_decode_entry(struct deploy *d, const struct redisReply *entry, char *err,
+			size_t errlen)
+{
+	const redisReply *id, *fv;
+
+	memset(d, 0, sizeof(*d));
+	if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 ||
+	    (id = entry->element[0])->type != REDIS_REPLY_STRING ||
+	    (fv = entry->element[1])->type != REDIS_REPLY_ARRAY || fv->elements % 2) {
+		snprintf(err, errlen, "not a stream entry");
+		return -EINVAL;
+	}
+	if (take_field(d->id, sizeof(d->id), id->str, id->len)) {
+		snprintf(err, errlen, "entry id too long");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < fv->elements; i += 2) {
+		const redisReply *k = fv->element[i], *v = fv->element[i + 1];
+		char *end;
+		int bad = 0;
+
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+			snprintf(err, errlen, "entry %s: a field or value is not a string", d->id);
+			return -EINVAL;
+		}
+		if (!strcmp(k->str, "service"))
+			bad = take_field(d->service, sizeof(d->service), v->str, v->len);
+		else if (!strcmp(k->str, "version"))
+			bad = take_field(d->version, sizeof(d->version), v->str, v->len);
+		else if (!strcmp(k->str, "hosts"))
+			bad = take_field(d->hosts, sizeof(d->hosts), v->str, v->len);
+		else if (!strcmp(k->str, "by"))
+			bad = take_field(d->by, sizeof(d->by), v->str, v->len);
+		else if (!strcmp(k->str, "ts_ms")) {
+			d->ts_ms = strtoull(v->str, &end, 10);
+			bad = !v->len || *end || v->str[0] == '-';
+		} else if (!strcmp(k->str, "kind")) {
 			/* markers from before kinds existed have none: deploys */
-			if (!strcmp(v, "rollback"))
+			if (!strcmp(v->str, "rollback"))
 				d->rollback = 1;
-			else if (strcmp(v, "deploy"))
-				return -EINVAL;
+			else
+				bad = strcmp(v->str, "deploy") != 0;
+		}
+		if (bad) {
+			snprintf(err, errlen, "entry %s: field \"%.32s\" is out of shape or too long",
+				 d->id, k->str);
+			return -EINVAL;
 		}
 	}
-	return d->service[0] && d->version[0] && d->ts_ms ? 0 : -EINVAL;
+	if (!d->ts_ms) {
+		snprintf(err, errlen, "entry %s: no ts_ms", d->id);
+		return -EINVAL;
+	}
+	if (deploy_validate(d, err, errlen))
+		return -EINVAL;
+	return 0;
 }
 
 int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_cb cb,
@@ -177,13 +208,20 @@ int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_c
 			const redisReply *e = r->element[i];
 			struct deploy d;
 
-			if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
-				continue;
+			char why[300];
+
+			if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+			    e->element[0]->type != REDIS_REPLY_STRING ||
+			    e->element[0]->len >= sizeof(start) - 2) {
+				freeReplyObject(r);
+				snprintf(err, errlen, "redis: XRANGE %s: an entry of an unexpected shape",
+					 KEY_DEPLOYS);
+				return -EIO;
+			}
 			if (i + 1 == r->elements)
 				snprintf(start, sizeof(start), "(%s", e->element[0]->str);
-			if (from_entry(&d, e->element[0], e->element[1])) {
-				log_warn("%s entry %s is not a deploy marker; skipped", KEY_DEPLOYS,
-					 e->element[0]->str ? e->element[0]->str : "?");
+			if (deploy_decode_entry(&d, e, why, sizeof(why))) {
+				log_warn("%s: %s: not a deploy marker; skipped", KEY_DEPLOYS, why);
 				continue;
 			}
 			if (d.ts_ms < since_ms || (service && strcmp(service, d.service)))

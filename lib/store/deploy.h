@@ -35,6 +35,16 @@ struct deploy {
 int deploy_validate(const struct deploy *d, char *err, size_t errlen);
 
 /*
+ * One fl:deploys entry as read ([id, [field, value, ...]]) into d: every
+ * field a string that fits whole, ts_ms digits, kind deploy or rollback,
+ * then deploy_validate.  Any writer of the stream wrote it: a wrong shape
+ * is -EINVAL with why in err, never a partial marker.
+ */
+struct redisReply;
+int deploy_decode_entry(struct deploy *d, const struct redisReply *entry, char *err,
+			size_t errlen);
+
+/*
  * Append d to fl:deploys (ts_ms 0 means now) and fill in d->id.
  * Returns 0, -EINVAL (invalid marker) or -EIO (Redis; reason in err).
  */

@@ -1,0 +1,33 @@
+/*
+ * fuzz_deploy.c - libFuzzer target for a deploy marker as the rules engine
+ * and the CLI read it back from fl:deploys: RESP bytes (read with hiredis'
+ * own reader, as a connection would) given to deploy_decode_entry.  A
+ * marker or an error, never a crash; a marker has a service, a version
+ * and a time.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <hiredis/hiredis.h>
+
+#include "store/deploy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	redisReader *rd = redisReaderCreate();
+	void *reply = NULL;
+	struct deploy d;
+	char err[512];
+
+	if (!rd)
+		return 0;
+	if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK &&
+	    redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {
+		if (deploy_decode_entry(&d, reply, err, sizeof(err)) == 0 &&
+		    (!d.service[0] || !d.version[0] || !d.ts_ms))
+			abort();
+		freeReplyObject(reply);
+	}
+	redisReaderFree(rd);
+	return 0;
+}
