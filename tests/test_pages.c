@@ -31,6 +31,7 @@
 #include "core/timeutil.h"
 #include "model/alert.h"
 #include "rules/outbox.h"
+#include "store/alert_checkpoint.h"
 #include "store/alert_stream.h"
 #include "store/conn.h"
 #include "store/silence.h"
@@ -649,5 +650,40 @@ Test(pages, events_wait_for_a_replica_before_they_leave_the_outbox, .init = setu
 	}
 	cr_expect_eq(ob.nunconfirmed, 0, "the resumed replica never confirmed it");
 	outbox_free(&ob);
+	conn_close(c);
+}
+
+/*
+ * A checkpoint never runs ahead of its events: when Redis refuses an event
+ * (here fl:alerts is of the wrong type), nothing of the checkpoint is
+ * written.  The MULTI/EXEC before ran the HSETs of the checkpoint after the
+ * refused XADD, so a restarted engine believed it had paged what it never
+ * had.
+ */
+Test(pages, a_refused_event_leaves_the_checkpoint_as_it_was, .init = setup, .fini = teardown)
+{
+	struct conn *c = test_redis_connect(&redis);
+	char *events[2] = { "{\"status\":\"firing\",\"fingerprint\":\"5a1e0000000000f1\"}",
+			    "{\"status\":\"firing\",\"fingerprint\":\"5a1e0000000000f2\"}" };
+	const char *fps[1] = { "5a1e0000000000f1" }, *states[1] = { "{\"rule\":\"X\"}" };
+	char refused[2], err[256];
+	redisReply *r;
+
+	freeReplyObject(conn_commandf(c, NULL, "SET fl:alerts not-a-stream"));
+	cr_expect_eq(store_alerts_commit(c, events, 2, fps, states, 1, refused, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect(refused[0] && refused[1], "the refused events are kept to be sent again");
+	cr_expect(strstr(err, "WRONGTYPE"), "the refusal is not named: %s", err);
+	r = conn_commandf(c, NULL, "HLEN {fl:alerts}:rules");
+	cr_expect_eq(r->integer, 0, "the checkpoint was written although its event was refused");
+	freeReplyObject(r);
+	/* once Redis takes them, events and checkpoint go together */
+	freeReplyObject(conn_commandf(c, NULL, "DEL fl:alerts"));
+	cr_expect_eq(store_alerts_commit(c, events, 2, fps, states, 1, refused, err, sizeof(err)),
+		     2, "%s", err);
+	r = conn_commandf(c, NULL, "HLEN {fl:alerts}:rules");
+	cr_expect_eq(r->integer, 1);
+	freeReplyObject(r);
+	cr_expect_eq(xlen(c), 2);
 	conn_close(c);
 }
