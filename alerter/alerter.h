@@ -6,8 +6,9 @@
  * group_interval / repeat_interval, one notification per group -> payload
  * in the receiver's format with evidence -> signed POST.
  *
- * Delivery is at least once; a stream entry's life (stream.c, groups.c,
- * delivery.c):
+ * Delivery is at least once, and a group's state is shared by every
+ * alerter (store/alert_group.h); a stream entry's life (stream.c,
+ * groups.c, delivery.c):
  *
  *   read ──► already held by a group? ──yes──► skip (a re-read: our pending
  *    │        (XREADGROUP ">", our own         list after a reconnect, a claim)
@@ -15,31 +16,37 @@
  *    │         XAUTOCLAIM of orphans)
  *    ▼
  *   unparsable / no route / trimmed ──► dead letter (fl:alerts:dead) ──► ACK
- *   silenced ──► recorded (fl:notifications) ──► ACK
- *   same fingerprint, status and startsAt as the state its group holds or
- *   delivered, or older than it ──► ACK (the entry carrying that state is
- *   still pending, or was delivered)
- *   otherwise ──► HELD by its group (a firing event with a new startsAt is
- *   a new incident, never a duplicate)
+ *   taken into its group's state in Redis (whatever silences say):
+ *     a new state of its alert, or nothing new to a group with a version
+ *     not yet notified ──► HELD by the group
+ *     nothing new to a group already notified ──► ACK
  *    ▼
- *   notification built ──► POST ──2xx──► ACK every entry it carried
+ *   due (group_wait / group_interval / repeat_interval) ──► the group
+ *   loaded from Redis, silenced alerts muted ──► the version already
+ *   notified (by us or a peer), or nothing left to say ──► settled, ACK
+ *    ▼
+ *   notification built ──► POST ──2xx──► settled: the version recorded as
+ *                            │            notified, ACK every entry it covered
  *                            ├─ 5xx/408/429/timeout/refused ──► retry after
- *                            │   backoff (0.5 s x 1.5, +-50 %, <= 60 s), same
- *                            │   body and idempotency key
+ *                            │   backoff (0.5 s x 1.5, +-50 %, <= 60 s): the
+ *                            │   same body and key while the group's version
+ *                            │   is unchanged, else the newest state instead;
+ *                            │   after give_up_after ──► dead letter ──► ACK
  *                            └─ other 4xx ──► dead letter with the body ──► ACK
  *
- * Nothing is acknowledged before a 2xx or a dead letter Redis confirmed.
- * What is held but not acknowledged stays pending in the consumer group:
- * a restarted alerter reads its whole pending list back (paged), a running
- * one re-reads it after a reconnect (held entries are skipped, never
- * acknowledged twice), and refreshes the idle time of what it holds every
- * claim_idle/4 so that another alerter's XAUTOCLAIM takes over only the
- * entries of a consumer that stopped (idle for claim_idle).
+ * Nothing is acknowledged before a 2xx, a dead letter Redis confirmed, or
+ * Redis saying the version was notified.  What is held but not acknowledged
+ * stays pending in the consumer group: a restarted alerter reads its whole
+ * pending list back (paged), a running one re-reads it after a reconnect
+ * (held entries are skipped, never acknowledged twice), and refreshes the
+ * idle time of what it holds — while still its own — every claim_idle/4 so
+ * that another alerter's XAUTOCLAIM takes over only the entries of a
+ * consumer that stopped (idle for claim_idle).
  *
  * The idempotency key (X-Faultline-Idempotency-Key) is derived from the
- * content — receiver, group, and each alert's fingerprint, status and
- * startsAt, plus the repeat number of a repeat notification — so the same
- * notification rebuilt after a restart carries the same key.
+ * receiver, the group and the group's version (plus the repeat number of a
+ * repeat notification): one version is one content, so the same
+ * notification rebuilt after a restart, or by a peer, carries the same key.
  */
 #ifndef FL_ALERTER_H
 #define FL_ALERTER_H
@@ -133,8 +140,6 @@ extern const size_t alerter_config_nschema;
 struct group_alert {
 	struct alert a;
 	char entry_id[32];
-	int silenced;
-	int sent_state;		/* -1 never sent, else the firing flag last sent */
 };
 
 /*

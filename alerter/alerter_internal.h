@@ -66,6 +66,7 @@ struct group {
 	char (*done_fps)[33];		/* resolutions it settles (sent or muted) */
 	char (*done_ids)[32];
 	int ndone;
+	size_t done_fps_cap, done_ids_cap;
 	int nids_sent;
 	int attempts;
 	uint64_t first_attempt_ns;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alerter/alerter_internal.h"
+#include "core/array.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "store/alert_group.h"
@@ -179,7 +180,6 @@ static void take_members(struct group *g, struct alert_group_state *st)
 		}
 		ga->a = st->m[i].a;
 		snprintf(ga->entry_id, sizeof(ga->entry_id), "%s", st->m[i].entry_id);
-		ga->sent_state = -1;
 		n[g->nalerts++] = ga;
 	}
 	st->n = 0;	/* the alerts are the group's now */
@@ -189,14 +189,10 @@ static void take_members(struct group *g, struct alert_group_state *st)
 /* Note a resolution g's notification settles (sent, or muted). */
 static void add_done(struct group *g, const struct group_alert *ga)
 {
-	char (*f)[33] = realloc(g->done_fps, (size_t)(g->ndone + 1) * sizeof(*f));
-	char (*i)[32] = f ? realloc(g->done_ids, (size_t)(g->ndone + 1) * sizeof(*i)) : NULL;
-
-	if (f)
-		g->done_fps = f;
-	if (!i)
-		return;		/* it stays a resolved member; the next notification settles it */
-	g->done_ids = i;
+	/* on failure it stays a resolved member: the next notification settles it */
+	if (ARRAY_GROW(g->done_fps, g->done_fps_cap, (size_t)g->ndone + 1, 8) ||
+	    ARRAY_GROW(g->done_ids, g->done_ids_cap, (size_t)g->ndone + 1, 8))
+		return;
 	snprintf(g->done_fps[g->ndone], sizeof(g->done_fps[0]), "%s", ga->a.fingerprint);
 	snprintf(g->done_ids[g->ndone], sizeof(g->done_ids[0]), "%s", ga->entry_id);
 	g->ndone++;
@@ -295,7 +291,6 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 		const struct silence *sil = silence_find(al->silences, al->nsilences, &ga->a,
 							 wall_ms);
 
-		ga->silenced = sil != NULL;
 		muted += sil && ga->a.firing;
 		if (sil && !repeat) {
 			char detail[800];
@@ -366,8 +361,6 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 	g->mark_version = muted ? 0 : version;
 	snprintf(g->content, sizeof(g->content), "%s", content);
 	g->nids_sent = g->nids;
-	for (int i = 0; i < nsend; i++)
-		send[i]->sent_state = send[i]->a.firing;
 	g->attempts = 0;
 	g->first_attempt_ns = now;
 	backoff_init(&g->backoff, cfg->backoff_initial_ns, cfg->backoff_max_ns);

@@ -9,7 +9,9 @@
  * the group timers and drives libcurl's multi
  * interface: several receivers' requests are in flight at once, at most
  * max_concurrency per receiver.  A group has at most one notification in
- * flight; its retries reuse the same body and idempotency key.
+ * flight; its retries reuse the same body and idempotency key while the
+ * group's version in Redis stays the same, and send the newest state once
+ * it moved.
  */
 #include <getopt.h>
 #include <signal.h>

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
 #include "core/digest.h"
 #include "store/alert_stream.h"
 #include "store/conn.h"
@@ -32,22 +33,6 @@ void alert_group_id(const char *group_key, char gid[33])
 	sha256_hex(group_key, strlen(group_key), hex);
 	memcpy(gid, hex, 32);
 	gid[32] = '\0';
-}
-
-/* How a command went (as alert_stream.c's): 0, or an ALERT_STREAM_ error. */
-static int answer(struct conn *rc, const redisReply *r, const char *what, char *err,
-		  size_t errlen)
-{
-	if (!r) {
-		snprintf(err, errlen, "%s: %s", what, conn_errstr(rc)[0] ? conn_errstr(rc) :
-			 "no answer");
-		return ALERT_STREAM_LOST;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		snprintf(err, errlen, "%s: %s", what, r->str);
-		return ALERT_STREAM_REFUSED;
-	}
-	return 0;
 }
 
 /* Lua: stream ids a < b. */
@@ -105,7 +90,7 @@ int alert_group_take(struct conn *rc, const char *gid, const char *fp, const cha
 		lens[i] = strlen(argv[i]);
 	lens[8] = len;
 	r = conn_command(rc, ROUTE, 10, argv, lens);
-	if ((ret = answer(rc, r, "EVAL (take an alert into its group)", err, errlen))) {
+	if ((ret = alert_stream_answer(rc, r, "EVAL (take an alert into its group)", err, errlen))) {
 		if (r)
 			freeReplyObject(r);
 		return ret;
@@ -183,6 +168,7 @@ int alert_group_load(struct conn *rc, const char *gid, struct alert_group_state 
 {
 	char key[96], cursor[32] = "0";
 	int ret = 0, over = 0;
+	size_t cap = 0;
 
 	memset(st, 0, sizeof(*st));
 	key_alert_group(key, sizeof(key), gid);
@@ -190,7 +176,7 @@ int alert_group_load(struct conn *rc, const char *gid, struct alert_group_state 
 		redisReply *r = conn_commandf(rc, ROUTE, "HSCAN %s %s COUNT 1000", key, cursor);
 		const redisReply *kv;
 
-		if ((ret = answer(rc, r, "HSCAN (an alert group)", err, errlen))) {
+		if ((ret = alert_stream_answer(rc, r, "HSCAN (an alert group)", err, errlen))) {
 			if (r)
 				freeReplyObject(r);
 			goto fail;
@@ -205,7 +191,6 @@ int alert_group_load(struct conn *rc, const char *gid, struct alert_group_state 
 		}
 		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
 			const redisReply *f = kv->element[i], *v = kv->element[i + 1];
-			struct alert_group_member *m;
 			char why[256];
 			int got;
 
@@ -229,15 +214,11 @@ int alert_group_load(struct conn *rc, const char *gid, struct alert_group_state 
 				over++;
 				continue;
 			}
-			if (!(st->n & (st->n - 1)) || !st->m) {
-				m = realloc(st->m, (size_t)(st->n ? 2 * st->n : 8) * sizeof(*m));
-				if (!m) {
-					freeReplyObject(r);
-					snprintf(err, errlen, "out of memory loading an alert group");
-					ret = ALERT_STREAM_REFUSED;
-					goto fail;
-				}
-				st->m = m;
+			if (ARRAY_GROW(st->m, cap, st->n + 1, 8)) {
+				freeReplyObject(r);
+				snprintf(err, errlen, "out of memory loading an alert group");
+				ret = ALERT_STREAM_REFUSED;
+				goto fail;
 			}
 			got = alert_group_record_parse(v->str, v->len, &st->m[st->n], why,
 						       sizeof(why));
@@ -326,7 +307,7 @@ int alert_group_notified(struct conn *rc, const char *gid, uint64_t version, uin
 	}
 	r = conn_command(rc, ROUTE, argc, argv, NULL);
 	free(argv);
-	ret = answer(rc, r, "EVAL (an alert group notified)", err, errlen);
+	ret = alert_stream_answer(rc, r, "EVAL (an alert group notified)", err, errlen);
 	if (r)
 		freeReplyObject(r);
 	return ret;
@@ -341,7 +322,7 @@ int alert_group_version(struct conn *rc, const char *gid, uint64_t *version, cha
 
 	key_alert_group(key, sizeof(key), gid);
 	r = conn_commandf(rc, ROUTE, "HGET %s _v", key);
-	if ((ret = answer(rc, r, "HGET (an alert group's version)", err, errlen))) {
+	if ((ret = alert_stream_answer(rc, r, "HGET (an alert group's version)", err, errlen))) {
 		if (r)
 			freeReplyObject(r);
 		return ret;

@@ -13,18 +13,15 @@
 
 #include "store/conn.h"
 #include "store/keyspace.h"
+#include "store/store_internal.h"
 
 #define STREAM KEY_ALERTS
 #define DEAD_STREAM KEY_ALERTS_DEAD
 #define GROUP KEY_ALERTS_GROUP
 #define NOTIFICATIONS KEY_NOTIFICATIONS
 
-/*
- * How a command went: r NULL (connection dropped), an error reply, or
- * fine (0).  what names the command in err.
- */
-static int answer(struct conn *rc, const redisReply *r, const char *what, char *err,
-		  size_t errlen)
+int alert_stream_answer(struct conn *rc, const redisReply *r, const char *what, char *err,
+			size_t errlen)
 {
 	if (!r) {
 		snprintf(err, errlen, "%s: %s", what, conn_errstr(rc)[0] ? conn_errstr(rc) : "no answer");
@@ -40,7 +37,7 @@ static int answer(struct conn *rc, const redisReply *r, const char *what, char *
 int alert_stream_create_group(struct conn *rc, char *err, size_t errlen)
 {
 	redisReply *r = conn_commandf(rc, STREAM, "XGROUP CREATE %s %s 0 MKSTREAM", STREAM, GROUP);
-	int ret = answer(rc, r, "XGROUP CREATE " STREAM, err, errlen);
+	int ret = alert_stream_answer(rc, r, "XGROUP CREATE " STREAM, err, errlen);
 
 	if (ret == ALERT_STREAM_REFUSED && strstr(r->str, "BUSYGROUP"))
 		ret = 0;	/* it exists */
@@ -105,7 +102,7 @@ int alert_stream_read(struct conn *rc, const char *consumer, const char *from, i
 	argv[argc++] = STREAM;
 	argv[argc++] = from;
 	r = conn_command(rc, STREAM, argc, argv, NULL);
-	if ((ret = answer(rc, r, "XREADGROUP " STREAM, err, errlen))) {
+	if ((ret = alert_stream_answer(rc, r, "XREADGROUP " STREAM, err, errlen))) {
 		if (r)
 			freeReplyObject(r);
 		return ret;
@@ -149,7 +146,7 @@ static int ids_command(struct conn *rc, const char *const *head, int nh, const c
 		argv[argc++] = tail;
 	r = conn_command(rc, argv[1], argc, argv, NULL);
 	free(argv);
-	ret = answer(rc, r, what, err, errlen);
+	ret = alert_stream_answer(rc, r, what, err, errlen);
 	if (r)
 		freeReplyObject(r);
 	return ret;
@@ -201,7 +198,7 @@ int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *
 		argv[argc++] = ids[i];
 	r = conn_command(rc, STREAM, argc, argv, NULL);
 	free(argv);
-	if ((ret = answer(rc, r, "EVAL (keep held entries) " STREAM, err, errlen))) {
+	if ((ret = alert_stream_answer(rc, r, "EVAL (keep held entries) " STREAM, err, errlen))) {
 		if (r)
 			freeReplyObject(r);
 		return ret;
@@ -223,7 +220,7 @@ int alert_stream_claim(struct conn *rc, const char *consumer, uint64_t idle_ms,
 
 	snprintf(idle, sizeof(idle), "%llu", (unsigned long long)idle_ms);
 	r = conn_command(rc, argv[1], 8, argv, NULL);
-	if ((ret = answer(rc, r, "XAUTOCLAIM " STREAM, err, errlen))) {
+	if ((ret = alert_stream_answer(rc, r, "XAUTOCLAIM " STREAM, err, errlen))) {
 		if (r)
 			freeReplyObject(r);
 		return ret;
@@ -261,7 +258,7 @@ int alert_stream_dead_letter(struct conn *rc, const char *reason, const char *gr
 		lens[i] = strlen(argv[i]);
 	lens[15] = len;
 	r = conn_command(rc, argv[1], 16, argv, lens);
-	ret = answer(rc, r, "XADD " DEAD_STREAM, err, errlen);
+	ret = alert_stream_answer(rc, r, "XADD " DEAD_STREAM, err, errlen);
 	if (r)
 		freeReplyObject(r);
 	return ret;
@@ -273,7 +270,7 @@ int alert_stream_record(struct conn *rc, const char *what, const char *group,
 	redisReply *r = conn_commandf(rc, NOTIFICATIONS, "XADD %s MAXLEN ~ " KEY_STREAM_MAXLEN
 				     " * what %s group %s detail %s",
 				     NOTIFICATIONS, what, group, detail ? detail : "");
-	int ret = answer(rc, r, "XADD " NOTIFICATIONS, err, errlen);
+	int ret = alert_stream_answer(rc, r, "XADD " NOTIFICATIONS, err, errlen);
 
 	if (r)
 		freeReplyObject(r);
@@ -306,7 +303,7 @@ static int groups_need(struct conn *rc, unsigned long long *need_ms,
 		       char *err, size_t errlen)
 {
 	redisReply *r = conn_commandf(rc, STREAM, "XINFO GROUPS %s", STREAM);
-	int ret = answer(rc, r, "XINFO GROUPS " STREAM, err, errlen);
+	int ret = alert_stream_answer(rc, r, "XINFO GROUPS " STREAM, err, errlen);
 
 	*need_ms = *need_seq = ~0ULL;
 	*undelivered = 0;
@@ -364,7 +361,7 @@ static int groups_need(struct conn *rc, unsigned long long *need_ms,
 		}
 		if (pend->integer > 0) {
 			x = conn_commandf(rc, STREAM, "XPENDING %s %s", STREAM, name->str);
-			ret = answer(rc, x, "XPENDING " STREAM, err, errlen);
+			ret = alert_stream_answer(rc, x, "XPENDING " STREAM, err, errlen);
 			if (!ret && x->type == REDIS_REPLY_ARRAY && x->elements >= 2 &&
 			    x->element[1]->type == REDIS_REPLY_STRING &&
 			    !parse_id(x->element[1]->str, &ms, &seq) &&
@@ -393,7 +390,7 @@ int alert_stream_backlog(struct conn *rc, uint64_t *undelivered, uint64_t *oldes
 	if (!ngroups) {
 		/* nobody reads it yet: all of it waits */
 		r = conn_commandf(rc, STREAM, "XLEN %s", STREAM);
-		ret = answer(rc, r, "XLEN " STREAM, err, errlen);
+		ret = alert_stream_answer(rc, r, "XLEN " STREAM, err, errlen);
 		if (!ret && r->type == REDIS_REPLY_INTEGER)
 			*undelivered = (uint64_t)r->integer;
 		if (r)
@@ -405,7 +402,7 @@ int alert_stream_backlog(struct conn *rc, uint64_t *undelivered, uint64_t *oldes
 		return 0;
 	}
 	r = conn_commandf(rc, STREAM, "XRANGE %s %llu-%llu + COUNT 1", STREAM, ms, seq);
-	ret = answer(rc, r, "XRANGE " STREAM, err, errlen);
+	ret = alert_stream_answer(rc, r, "XRANGE " STREAM, err, errlen);
 	if (!ret && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
 	    r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements >= 1 &&
 	    r->element[0]->element[0]->type == REDIS_REPLY_STRING &&
@@ -428,7 +425,7 @@ int alert_stream_trim(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, uint64
 	if (ret || !ngroups)
 		return ret;
 	r = conn_commandf(rc, STREAM, "XLEN %s", STREAM);
-	if ((ret = answer(rc, r, "XLEN " STREAM, err, errlen))) {
+	if ((ret = alert_stream_answer(rc, r, "XLEN " STREAM, err, errlen))) {
 		if (r)
 			freeReplyObject(r);
 		return ret;
@@ -443,7 +440,7 @@ int alert_stream_trim(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, uint64
 	if (ms == ~0ULL)
 		return 0;
 	r = conn_commandf(rc, STREAM, "XTRIM %s MINID %llu-%llu", STREAM, ms, seq);
-	ret = answer(rc, r, "XTRIM " STREAM, err, errlen);
+	ret = alert_stream_answer(rc, r, "XTRIM " STREAM, err, errlen);
 	if (!ret && r->type == REDIS_REPLY_INTEGER)
 		*trimmed = (uint64_t)r->integer;
 	if (r)
@@ -455,7 +452,7 @@ int alert_stream_prune_consumers(struct conn *rc, const char *me, uint64_t idle_
 				 char *err, size_t errlen)
 {
 	redisReply *r = conn_commandf(rc, STREAM, "XINFO CONSUMERS %s %s", STREAM, GROUP);
-	int ret = answer(rc, r, "XINFO CONSUMERS " STREAM, err, errlen);
+	int ret = alert_stream_answer(rc, r, "XINFO CONSUMERS " STREAM, err, errlen);
 
 	*removed = 0;
 	if (ret) {
@@ -475,7 +472,7 @@ int alert_stream_prune_consumers(struct conn *rc, const char *me, uint64_t idle_
 			continue;
 		/* DELCONSUMER drops what is pending: only now, with nothing pending */
 		d = conn_commandf(rc, STREAM, "XGROUP DELCONSUMER %s %s %s", STREAM, GROUP, name->str);
-		ret = answer(rc, d, "XGROUP DELCONSUMER " STREAM, err, errlen);
+		ret = alert_stream_answer(rc, d, "XGROUP DELCONSUMER " STREAM, err, errlen);
 		if (!ret && d->type == REDIS_REPLY_INTEGER && d->integer == 0)
 			(*removed)++;
 		if (d)
@@ -491,7 +488,7 @@ int alert_stream_dead_since(struct conn *rc, uint64_t since_ms, uint64_t *n, uin
 	redisReply *r = conn_commandf(rc, DEAD_STREAM, "XREVRANGE %s + %llu-0 COUNT 10000",
 				      DEAD_STREAM, (unsigned long long)since_ms);
 	unsigned long long ms, seq;
-	int ret = answer(rc, r, "XREVRANGE " DEAD_STREAM, err, errlen);
+	int ret = alert_stream_answer(rc, r, "XREVRANGE " DEAD_STREAM, err, errlen);
 
 	*n = 0;
 	*last_ms = 0;

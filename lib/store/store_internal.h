@@ -52,6 +52,16 @@ struct alerts_fence {
  * have been taken, refused[] says which), or -EIO (err says why).
  */
 #define ALERTS_COMMIT_BATCH 1000
+
+/*
+ * How a command of the alert streams and groups went, as an ALERT_STREAM_
+ * code (alert_stream.h): r NULL (the connection dropped: _LOST), an error
+ * reply (_REFUSED, or _NOGROUP), or fine (0); what names the command in
+ * err.
+ */
+struct redisReply;
+int alert_stream_answer(struct conn *rc, const struct redisReply *r, const char *what,
+			char *err, size_t errlen);
 int alerts_commit(struct conn *c, const struct alerts_fence *fence, char *const *events,
 		  int nevents, const struct alerts_state *st, int ns, char *refused, char *lost,
 		  char *err, size_t errlen);
