@@ -492,6 +492,7 @@ int main(int argc, char **argv)
 	uint64_t for_grace = ENGINE_FOR_GRACE_MS * NSEC_PER_MSEC;
 	uint64_t backlog_max = ENGINE_ALERT_BACKLOG_MAX;
 	int wait_replicas = 0;
+	const char *live_only = NULL;	/* an option that only a running engine uses */
 	struct ruleset rs;
 	struct engine *e = NULL;
 	struct engine_opts domain_opts = { 0 };
@@ -525,6 +526,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'G':
+			live_only = "--for-grace-period";
 			if (duration_parse(optarg, &for_grace) || for_grace < NSEC_PER_MSEC) {
 				fprintf(stderr, "faultline-rules: --for-grace-period '%s': expected a "
 					"duration of at least 1ms, such as 10m\n", optarg);
@@ -532,6 +534,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'B':
+			live_only = "--alert-backlog-max";
 			backlog_max = strtoull(optarg, &end, 10);
 			if (*end || !backlog_max || optarg[0] == '-') {
 				fprintf(stderr, "faultline-rules: --alert-backlog-max '%s': expected a "
@@ -616,6 +619,17 @@ int main(int argc, char **argv)
 	if (metrics_addr && metrics_addr[0] && (once || replay_to)) {
 		fprintf(stderr, "faultline-rules: --metrics-addr serves a running engine; it does "
 			"not go with --once or --replay\n");
+		return 2;
+	}
+	if (wait_replicas && once) {
+		fprintf(stderr, "faultline-rules: --wait-replicas waits for events written to "
+			"Redis; --once prints them\n");
+		return 2;
+	}
+	if (live_only && (once || replay_to)) {
+		/* a what-if run restores no checkpoint and watches no backlog */
+		fprintf(stderr, "faultline-rules: %s applies to a running engine; it does not go "
+			"with --once or --replay\n", live_only);
 		return 2;
 	}
 	if (worker_name && !shard) {
@@ -811,8 +825,10 @@ int main(int argc, char **argv)
 			else
 				deploys_read = t0;
 		}
-		if (!once && !replay_to && (!backlog_read || t0 - backlog_read >= BACKLOG_EVERY_NS))
-			read_backlog(e, rc, &backlog_said), backlog_read = t0;
+		if (!once && !replay_to && (!backlog_read || t0 - backlog_read >= BACKLOG_EVERY_NS)) {
+			read_backlog(e, rc, &backlog_said);
+			backlog_read = t0;
+		}
 		ctx.rc = rc;
 		ctx.n = 0;
 		engine_set_profile_loader(e, redis_profiles, &ctx);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
 #include "core/log.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
@@ -156,18 +157,14 @@ static void state_buf_free(struct state_buf *b)
 /* An event Redis took: done, or kept until replicas have it too. */
 static void settle(struct outbox *c, char *ev)
 {
-	char **u;
-
 	if (!c->wait_replicas) {
 		free(ev);
 		return;
 	}
-	u = realloc(c->unconfirmed, (size_t)(c->nunconfirmed + 1) * sizeof(*u));
-	if (!u) {
+	if (ARRAY_GROW(c->unconfirmed, c->unconfirmed_cap, (size_t)c->nunconfirmed + 1, 64)) {
 		free(ev);	/* it is in fl:alerts; only its replication is unconfirmed */
 		return;
 	}
-	c->unconfirmed = u;
 	c->unconfirmed[c->nunconfirmed++] = ev;
 	c->unconfirmed_gen = c->conn_gen;
 }
@@ -231,10 +228,9 @@ int outbox_flush(struct outbox *c, struct engine *e, int with_state)
 			c->nunconfirmed = 0;
 		}
 	}
-	if (c->nunconfirmed && wait_confirmed(c) < 0)
-		return -EIO;
+	/* one WAIT an interval covers every write of this connection, old and new */
 	if (!c->nqueue && !with_state)
-		return 0;
+		return c->nunconfirmed && wait_confirmed(c) < 0 ? -EIO : 0;
 	if (with_state && !c->worker &&
 	    (engine_state_export(e, keep_state, &sb) < 0 || sb.failed)) {
 		log_error("out of memory writing the alert checkpoint; retrying next interval");
@@ -341,6 +337,7 @@ void outbox_free(struct outbox *ob)
 	free(ob->unconfirmed);
 	ob->unconfirmed = NULL;
 	ob->nunconfirmed = 0;
+	ob->unconfirmed_cap = 0;
 	free(ob->queue);
 	ob->queue = NULL;
 	ob->nqueue = 0;

@@ -22,6 +22,7 @@
 #ifndef FL_RULES_OUTBOX_H
 #define FL_RULES_OUTBOX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct conn;
@@ -42,6 +43,7 @@ struct outbox {
 	uint64_t wait_timeout_ms;
 	char **unconfirmed;	/* taken by Redis, not yet by wait_replicas replicas */
 	int nunconfirmed;
+	size_t unconfirmed_cap;
 	uint64_t conn_gen;	/* the caller bumps it for every new connection */
 	uint64_t unconfirmed_gen;	/* the connection unconfirmed were written on */
 	uint64_t wait_said_ns;

@@ -5,7 +5,6 @@
 #include "rules/shard.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

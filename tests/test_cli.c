@@ -322,6 +322,13 @@ Test(cli, options_that_would_be_ignored_are_errors)
 	/* --metrics-addr with --once: nothing would be served */
 	cr_expect_eq(test_sh("%s/faultline-rules --once --metrics-addr 127.0.0.1:1 "
 			     "--rules etc/rules/faultline.yaml >/dev/null 2>&1", test_out_dir()), 2);
+	/* what only a running engine uses: no checkpoint restored, no backlog, no Redis write */
+	cr_expect_eq(test_sh("%s/faultline-rules --once --wait-replicas 1 "
+			     "--rules etc/rules/faultline.yaml >/dev/null 2>&1", test_out_dir()), 2);
+	cr_expect_eq(test_sh("%s/faultline-rules --replay 1,2 --for-grace-period 1m "
+			     "--rules etc/rules/faultline.yaml >/dev/null 2>&1", test_out_dir()), 2);
+	cr_expect_eq(test_sh("%s/faultline-rules --once --alert-backlog-max 5 "
+			     "--rules etc/rules/faultline.yaml >/dev/null 2>&1", test_out_dir()), 2);
 	/* a spool.path the probe could not write at its stop: refused at its start */
 	cr_expect_eq(test_sh("f=$(mktemp) && printf 'spool:\\n  path: /nonexistent/dir/x.spool\\n"
 			     "bpf: false\\nmetrics_addr: \"\"\\n' > $f && "
