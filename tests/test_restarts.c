@@ -478,6 +478,8 @@ Test(restarts, redis_password_never_reaches_the_log, .init = setup, .fini = tear
 static volatile int hot, feeding, holding;	/* holding: a probe that drains late */
 static pthread_t feeder;
 static pid_t rules;
+/* --shard workers a test starts; killed (after a SIGCONT) by rules_teardown. */
+static pid_t workers[2];
 static char rules_yaml[300];
 
 static void *feed(void *arg)
@@ -522,20 +524,36 @@ static void *feed(void *arg)
 	return NULL;
 }
 
-static void start_rules(void)
+/*
+ * A faultline-rules process on the test's Redis and rules, stderr to the
+ * log; with id, a --shard worker of that name.  Returns its pid.
+ */
+static pid_t spawn_rules(const char *id)
 {
 	char bin[256];
+	pid_t pid;
 
 	snprintf(bin, sizeof(bin), "%s/faultline-rules", test_out_dir());
-	rules = fork();
-	if (rules == 0) {
+	pid = fork();
+	if (pid == 0) {
 		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 
 		dup2(fd, 2);
-		execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval", "250ms",
-		      "--stale", "30s", "--topology", "/dev/null", (char *)NULL);
+		if (id)
+			execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval",
+			      "250ms", "--stale", "30s", "--topology", "/dev/null", "--shard",
+			      "--worker-id", id, (char *)NULL);
+		else
+			execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval",
+			      "250ms", "--stale", "30s", "--topology", "/dev/null", (char *)NULL);
 		_exit(127);
 	}
+	return pid;
+}
+
+static void start_rules(void)
+{
+	rules = spawn_rules(NULL);
 }
 
 static void stop_rules(int sig)
@@ -566,6 +584,13 @@ static void rules_setup(void)
 static void rules_teardown(void)
 {
 	stop_rules(SIGKILL);
+	for (int i = 0; i < 2; i++)
+		if (workers[i] > 0) {
+			kill(workers[i], SIGCONT);
+			kill(workers[i], SIGKILL);
+			waitpid(workers[i], NULL, 0);
+			workers[i] = 0;
+		}
 	feeding = 0;
 	pthread_join(feeder, NULL);
 	teardown();
@@ -681,23 +706,9 @@ Test(restarts, rules_killed_inside_a_for_keep_its_timer, .init = rules_setup,
 		     took);
 }
 
-static pid_t start_worker(const char *id)
+static pid_t start_worker(int slot, const char *id)
 {
-	char bin[256];
-	pid_t pid;
-
-	snprintf(bin, sizeof(bin), "%s/faultline-rules", test_out_dir());
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(alerter_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-		dup2(fd, 2);
-		execl(bin, bin, "--rules", rules_yaml, "--redis", redis.url, "--interval", "250ms",
-		      "--stale", "30s", "--topology", "/dev/null", "--shard", "--worker-id", id,
-		      (char *)NULL);
-		_exit(127);
-	}
-	return pid;
+	return workers[slot] = spawn_rules(id);
 }
 
 /* The worker holding partition p's lease ("" when none). */
@@ -740,13 +751,13 @@ Test(restarts, a_worker_paused_past_its_lease_does_not_overwrite_its_successor,
 	pid_t a, b;
 
 	start_alerter(0, cfg_up);
-	a = start_worker("wa");
+	a = start_worker(0, "wa");
 	for (int i = 0; i < 100 && !holds_any(c, "wa"); i++)
 		usleep(100000);
 	cr_assert(holds_any(c, "wa"), "worker wa never took its partitions");
 	sleep(1);
 	kill(a, SIGSTOP);
-	b = start_worker("wb");
+	b = start_worker(1, "wb");
 	for (int i = 0; i < 150 && !holds_any(c, "wb"); i++)
 		usleep(100000);
 	cr_assert(holds_any(c, "wb"), "worker wb never took over the paused one's partitions");
@@ -756,6 +767,7 @@ Test(restarts, a_worker_paused_past_its_lease_does_not_overwrite_its_successor,
 	sleep(1);	/* its checkpoint committed */
 	kill(b, SIGTERM);	/* it leaves: its leases are free */
 	waitpid(b, NULL, 0);
+	workers[1] = 0;
 	kill(a, SIGCONT);
 	for (int i = 0; i < 100 && !holds_any(c, "wa"); i++)
 		usleep(100000);
@@ -767,6 +779,7 @@ Test(restarts, a_worker_paused_past_its_lease_does_not_overwrite_its_successor,
 		     "sent (the successor's checkpoint was overwritten)");
 	kill(a, SIGTERM);
 	waitpid(a, NULL, 0);
+	workers[0] = 0;
 	conn_close(c);
 }
 
