@@ -9,6 +9,7 @@ out=${1:-build}
 export FL_OUT=$out
 export FL_SHARED=${FL_SHARED:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
 passed=0 failed=0 skipped=0 crashed=0
+failures=""	# what failed, repeated at the end (a CI log shows its tail)
 for t in "$out"/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
@@ -23,9 +24,16 @@ for t in "$out"/tests/test_*; do
 	s=$(sed -n 's/.*"skipped": *\([0-9]*\).*/\1/p' "$out/tests/$name.json" | head -n1)
 	passed=$((passed + ${p:-0}))
 	failed=$((failed + ${f:-0} + ${e:-0}))
+	if [ "${f:-0}" != 0 ] || [ "${e:-0}" != 0 ]; then
+		failures="$failures$(grep -E '^\[(FAIL|ERR)' "$log" | sed 's/^/  /')
+$(grep -B1 -A2 'Assertion Failed' "$log" | head -n 12 | sed 's/^/    /')
+"
+	fi
 	skipped=$((skipped + ${s:-0}))
 	if [ $rc -ne 0 ] && [ "${f:-0}" = 0 ] && [ "${e:-0}" = 0 ]; then
 		echo "!! $name exited $rc without reporting a failure; see $log"
+		failures="$failures  $name exited $rc without reporting a failure
+"
 		crashed=$((crashed + 1))
 		failed=$((failed + 1))
 	fi
@@ -44,6 +52,8 @@ for r in "$out"/fuzz-replay/fuzz_*; do
 	esac
 	if [ $# -eq 0 ]; then
 		echo "!! $t has no seeds in fuzz/seeds/$t"
+		failures="$failures  $t has no seeds
+"
 		failed=$((failed + 1))
 		continue
 	fi
@@ -52,6 +62,8 @@ for r in "$out"/fuzz-replay/fuzz_*; do
 		passed=$((passed + 1))
 	else
 		echo "!! $t crashed replaying its seeds:"
+		failures="$failures  $t crashed replaying its seeds
+"
 		printf '%s\n' "$res" | tail -n 20
 		failed=$((failed + 1))
 	fi
@@ -59,5 +71,9 @@ done
 echo "== fuzz seeds replayed through $(ls "$out"/fuzz-replay 2>/dev/null | wc -l) target(s)"
 
 echo
+if [ -n "$failures" ]; then
+	echo "what failed:"
+	printf '%s' "$failures"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
