@@ -52,7 +52,7 @@ LDFLAGS += -Wl,-z,relro,-z,now
 ifneq ($(SAN),1)
 CFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LDLIBS := -lbpf -lelf -lz -lzstd -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lcrypto -lmicrohttpd -lcrypt -lpthread -lm
+LDLIBS := -lbpf -lelf -lz -lzstd -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lssl -lcrypto -lmicrohttpd -lcrypt -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined

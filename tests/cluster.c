@@ -46,10 +46,22 @@ static int cluster_port(const struct test_cluster *c)
 	return -1;
 }
 
+/* redis-cli's options for a TLS cluster ("" for a plain one). */
+static const char *tls_args(const struct test_cluster *c)
+{
+	static char buf[1024];
+
+	if (!c->tls[0])
+		return "";
+	snprintf(buf, sizeof(buf), "--tls --cacert %s/ca.crt --cert %s/client.crt --key %s/client.key",
+		 c->tls, c->tls, c->tls);
+	return buf;
+}
+
 int test_cluster_cli(const struct test_cluster *c, int i, char *out, size_t len,
 		     const char *fmt, ...)
 {
-	char cmd[1024], args[768];
+	char cmd[2400], args[768];
 	va_list ap;
 	FILE *f;
 	size_t got = 0;
@@ -57,7 +69,8 @@ int test_cluster_cli(const struct test_cluster *c, int i, char *out, size_t len,
 	va_start(ap, fmt);
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "redis-cli -h 127.0.0.1 -p %d %s 2>&1", c->port[i], args);
+	snprintf(cmd, sizeof(cmd), "redis-cli -h 127.0.0.1 -p %d %s %s 2>&1", c->port[i],
+		 tls_args(c), args);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -84,9 +97,20 @@ static int spawn_node(struct test_cluster *c, int i)
 		return -1;
 	if (c->pid[i] == 0) {
 		int null = open("/dev/null", 1);
+		char cert[300], key[300], ca[300];
 
 		dup2(null, 1);
 		dup2(null, 2);
+		snprintf(cert, sizeof(cert), "%s/server.crt", c->tls);
+		snprintf(key, sizeof(key), "%s/server.key", c->tls);
+		snprintf(ca, sizeof(ca), "%s/ca.crt", c->tls);
+		if (c->tls[0])
+			execlp("redis-server", "redis-server", "--port", "0", "--tls-port", port,
+			       "--bind", "127.0.0.1", "--tls-cert-file", cert, "--tls-key-file", key,
+			       "--tls-ca-cert-file", ca, "--tls-cluster", "yes",
+			       "--tls-replication", "yes", "--cluster-enabled", "yes",
+			       "--cluster-config-file", conf, "--cluster-node-timeout", "2000",
+			       "--save", "", "--appendonly", "no", "--dir", c->dir, (char *)NULL);
 		execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
 		       "--cluster-enabled", "yes", "--cluster-config-file", conf,
 		       "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no",
@@ -116,12 +140,26 @@ int test_cluster_wait_ok(const struct test_cluster *c, int asker, int timeout_s)
 	return -1;
 }
 
+static int cluster_start(struct test_cluster *c, int masters, int replicas, const char *certdir);
+
 int test_cluster_start(struct test_cluster *c, int masters, int replicas)
+{
+	return cluster_start(c, masters, replicas, "");
+}
+
+int test_cluster_start_tls(struct test_cluster *c, int masters, int replicas,
+			   const char *certdir)
+{
+	return cluster_start(c, masters, replicas, certdir);
+}
+
+static int cluster_start(struct test_cluster *c, int masters, int replicas, const char *certdir)
 {
 	char cmd[2048], *p;
 	size_t off;
 
 	memset(c, 0, sizeof(*c));
+	snprintf(c->tls, sizeof(c->tls), "%s", certdir);
 	srand((unsigned)getpid() ^ (unsigned)time(NULL));
 	c->n = masters * (1 + replicas);
 	if (c->n > TEST_CLUSTER_MAX)
@@ -136,7 +174,7 @@ int test_cluster_start(struct test_cluster *c, int masters, int replicas)
 			goto fail;
 		}
 	}
-	off = (size_t)snprintf(cmd, sizeof(cmd), "redis-cli --cluster create");
+	off = (size_t)snprintf(cmd, sizeof(cmd), "redis-cli %s --cluster create", tls_args(c));
 	for (int i = 0; i < c->n; i++)
 		off += (size_t)snprintf(cmd + off, sizeof(cmd) - off, " 127.0.0.1:%d", c->port[i]);
 	snprintf(cmd + off, sizeof(cmd) - off, " --cluster-replicas %d --cluster-yes >%s/create.log 2>&1",
@@ -170,10 +208,15 @@ int test_cluster_start(struct test_cluster *c, int masters, int replicas)
 			goto fail;
 		}
 	}
-	p = c->url + snprintf(c->url, sizeof(c->url), "redis-cluster://");
+	p = c->url + snprintf(c->url, sizeof(c->url), "%s://", c->tls[0] ? "rediss-cluster" :
+			      "redis-cluster");
 	for (int i = 0; i < c->n && i < 3; i++)
 		p += snprintf(p, sizeof(c->url) - (size_t)(p - c->url), "%s127.0.0.1:%d",
 			      i ? "," : "", c->port[i]);
+	if (c->tls[0])
+		snprintf(p, sizeof(c->url) - (size_t)(p - c->url),
+			 "?tls_ca=%s/ca.crt&tls_cert=%s/client.crt&tls_key=%s/client.key", c->tls,
+			 c->tls, c->tls);
 	return 0;
 fail:
 	test_cluster_destroy(c);

@@ -16,7 +16,8 @@ struct test_cluster {
 	pid_t pid[TEST_CLUSTER_MAX];
 	int port[TEST_CLUSTER_MAX];
 	char dir[256];
-	char url[512];			/* redis-cluster://127.0.0.1:P1,... */
+	char tls[256];			/* certificates (test_tls_certs) of a TLS cluster */
+	char url[1024];			/* redis[s]-cluster://127.0.0.1:P1,... */
 };
 
 /*
@@ -25,6 +26,14 @@ struct test_cluster {
  * failed is printed on stderr; everything started is stopped).
  */
 int test_cluster_start(struct test_cluster *c, int masters, int replicas);
+
+/*
+ * The same over TLS only (no plain port; the cluster bus and replication
+ * too), with the certificates test_tls_certs made in certdir: url is
+ * rediss-cluster://... with its tls_ca, tls_cert and tls_key.
+ */
+int test_cluster_start_tls(struct test_cluster *c, int masters, int replicas,
+			   const char *certdir);
 
 /* Run redis-cli against node i with args ("CLUSTER KEYSLOT foo"); its output in out. */
 int test_cluster_cli(const struct test_cluster *c, int i, char *out, size_t len,

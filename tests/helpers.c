@@ -351,3 +351,21 @@ void test_doc_holds(const char *rel, const char *text, const char *regenerate)
 		  "`%s`:\n%s", rel, regenerate, text);
 	free(doc);
 }
+
+int test_tls_certs(const char *dir)
+{
+	return test_sh("cd '%s' && { "
+		"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		"  -keyout ca.key -out ca.crt -days 2 -subj /CN=faultline-test-ca && "
+		"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		"  -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=some-other-ca && "
+		"openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		"  -keyout server.key -out server.csr -subj /CN=localhost && "
+		"printf 'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\\n' > server.ext && "
+		"openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+		"  -out server.crt -days 2 -extfile server.ext && "
+		"openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		"  -keyout client.key -out client.csr -subj /CN=faultline-probe && "
+		"openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+		"  -out client.crt -days 2 && chmod 600 *.key; } >openssl.log 2>&1", dir) == 0 ? 0 : -1;
+}

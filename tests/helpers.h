@@ -112,6 +112,14 @@ void test_events_free(struct test_events *ev);
 /* A loopback TCP port nothing listens on (bound, then released). */
 int test_free_port(void);
 
+/*
+ * Certificates for TLS tests, made with openssl(1) in dir: ca.crt (a CA),
+ * server.crt/server.key (signed by it, for 127.0.0.1, ::1 and localhost),
+ * client.crt/client.key (signed by it) and other-ca.crt (a CA that signed
+ * none of them).  Returns 0 or -1.
+ */
+int test_tls_certs(const char *dir);
+
 /* GET http://127.0.0.1:port/metrics into buf (NUL-terminated); the bytes read or -1. */
 int test_scrape(int port, char *buf, size_t len);
 

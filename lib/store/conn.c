@@ -29,13 +29,15 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "core/secret.h"
 #include "core/timeutil.h"
+#include "store/link.h"
 
 #define CONN_MAX_NODES 128
 
 struct conn_node {
 	struct conn_addr addr;
-	redisContext *rc;
+	struct link *rc;
 	int ever;		/* connected once (for the reconnect count) */
 };
 
@@ -49,6 +51,8 @@ struct queued {
 
 struct conn {
 	struct conn_url url;
+	struct link_tls *tls;	/* rediss:// */
+	size_t reply_limit;
 	uint64_t timeout_ns;
 	int cluster;
 	struct conn_node nodes[CONN_MAX_NODES];
@@ -186,13 +190,6 @@ int conn_parse_redirect(const char *msg, unsigned *slot, struct conn_addr *to)
 
 /* ---- nodes ------------------------------------------------------------- */
 
-static struct timeval tv_of(uint64_t ns)
-{
-	struct timeval tv = { .tv_sec = (time_t)(ns / NSEC_PER_SEC),
-			      .tv_usec = (suseconds_t)(ns % NSEC_PER_SEC / 1000) };
-	return tv;
-}
-
 static void set_err(struct conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void set_err(struct conn *c, const char *fmt, ...)
@@ -213,13 +210,26 @@ static const char *node_name(const struct conn *c, int i, char *buf, size_t len)
 	return buf;
 }
 
-static int simple(redisContext *rc, int argc, const char **argv, char *why, size_t len)
+/* One command on link l, its reply or NULL (link_errstr). */
+static redisReply *link_command(struct link *l, int argc, const char **argv)
 {
-	redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
+	char *cmd = NULL;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+	redisReply *r = NULL;
+
+	if (len >= 0 && !link_append(l, cmd, (size_t)len))
+		r = link_reply(l);
+	redisFreeCommand(cmd);
+	return r;
+}
+
+static int simple(struct link *rc, int argc, const char **argv, char *why, size_t len)
+{
+	redisReply *r = link_command(rc, argc, argv);
 	int ret = 0;
 
 	if (!r) {
-		snprintf(why, len, "%s: %s", argv[0], rc->errstr);
+		snprintf(why, len, "%s: %s", argv[0], link_errstr(rc));
 		return -EIO;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
@@ -233,38 +243,32 @@ static int simple(redisContext *rc, int argc, const char **argv, char *why, size
 static void node_drop(struct conn *c, int i)
 {
 	if (c->nodes[i].rc) {
-		redisFree(c->nodes[i].rc);
+		link_close(c->nodes[i].rc);
 		c->nodes[i].rc = NULL;
 	}
 }
 
 /* Node i's context, connecting (AUTH, SELECT) when it has none. */
-static redisContext *node_ctx(struct conn *c, int i)
+static struct link *node_ctx(struct conn *c, int i)
 {
 	struct conn_node *n = &c->nodes[i];
-	struct timeval tv = tv_of(c->timeout_ns);
 	char name[300], why[300];
-	redisContext *rc;
+	struct link *rc;
 
 	if (n->rc)
 		return n->rc;
 	node_name(c, i, name, sizeof(name));
-	rc = !c->cluster && c->url.path[0] ? redisConnectUnixWithTimeout(c->url.path, tv)
-					   : redisConnectWithTimeout(n->addr.host, n->addr.port, tv);
+	rc = !c->cluster && c->url.path[0] ?
+		link_open_unix(c->url.path, c->timeout_ns, why, sizeof(why)) :
+		link_open_tcp(n->addr.host, n->addr.port, c->tls, c->url.tls_server_name,
+			      c->timeout_ns, why, sizeof(why));
 	if (!rc) {
-		set_err(c, "redis %s: out of memory", name);
-		return NULL;
-	}
-	if (rc->err) {
-		set_err(c, "redis %s: %s", name, rc->errstr);
-		redisFree(rc);
+		set_err(c, "redis %s: %s", name, why);
 		if (c->cluster)
 			c->map_stale = 1;	/* its slots may have a new master */
 		return NULL;
 	}
-	redisSetTimeout(rc, tv);
-	if (c->cluster || !c->url.path[0])
-		redisEnableKeepAlive(rc);
+	link_set_reply_limit(rc, c->reply_limit);
 	if (c->url.password[0]) {
 		const char *argv[3] = { "AUTH", c->url.user[0] ? c->url.user : c->url.password,
 					c->url.password };
@@ -287,7 +291,7 @@ static redisContext *node_ctx(struct conn *c, int i)
 	return rc;
 fail:
 	set_err(c, "redis %s: %s", name, why);
-	redisFree(rc);
+	link_close(rc);
 	return NULL;
 }
 
@@ -321,7 +325,8 @@ static int refresh_slots(struct conn *c)
 	}
 	for (int k = 0; k < known + c->url.nseeds; k++) {
 		int i = k < known ? k : node_find(c, &c->url.seeds[k - known]);
-		redisContext *rc;
+		const char *argv[2] = { "CLUSTER", "SLOTS" };
+		struct link *rc;
 		redisReply *r;
 		int n;
 
@@ -333,10 +338,10 @@ static int refresh_slots(struct conn *c)
 			snprintf(why, sizeof(why), "%s", c->errstr);
 			continue;
 		}
-		r = redisCommand(rc, "CLUSTER SLOTS");
+		r = link_command(rc, 2, argv);
 		if (!r) {
 			snprintf(why, sizeof(why), "%s:%d: %s", c->nodes[i].addr.host,
-				 c->nodes[i].addr.port, rc->errstr);
+				 c->nodes[i].addr.port, link_errstr(rc));
 			node_drop(c, i);
 			continue;
 		}
@@ -386,6 +391,22 @@ struct conn *conn_open(const char *url, uint64_t timeout_ns, char *err, size_t e
 	 * wants SIGPIPE's default action.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	if (c->url.password_file[0] &&
+	    secret_file_read(c->url.password_file, c->url.password, sizeof(c->url.password),
+			     c->errstr, sizeof(c->errstr))) {
+		char shown[600];
+
+		conn_url_redacted(url, shown, sizeof(shown));
+		snprintf(err, errlen, "redis URL '%s': password_file %s", shown, c->errstr);
+		free(c);
+		return NULL;
+	}
+	if (c->url.tls) {
+		c->tls = link_tls_new(c->url.tls_ca, c->url.tls_cert, c->url.tls_key, c->errstr,
+				      sizeof(c->errstr));
+		if (!c->tls)
+			goto fail;
+	}
 	c->timeout_ns = timeout_ns ? timeout_ns : 2 * NSEC_PER_SEC;
 	c->cluster = c->url.cluster;
 	for (int s = 0; s < CONN_SLOTS; s++)
@@ -440,7 +461,17 @@ void conn_close(struct conn *c)
 		node_drop(c, i);
 	free(c->q);
 	free(c->replies);
+	link_tls_free(c->tls);
+	explicit_bzero(c->url.password, sizeof(c->url.password));
 	free(c);
+}
+
+void conn_set_reply_limit(struct conn *c, size_t bytes)
+{
+	c->reply_limit = bytes;
+	for (int i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].rc)
+			link_set_reply_limit(c->nodes[i].rc, bytes);
 }
 
 int conn_is_cluster(const struct conn *c)
@@ -490,14 +521,14 @@ static int slot_of(const struct conn *c, const char *route)
 /* Read one reply from node i; on an I/O error drop the node. */
 static redisReply *node_reply(struct conn *c, int i)
 {
-	redisContext *rc = c->nodes[i].rc;
-	redisReply *r = NULL;
+	struct link *rc = c->nodes[i].rc;
+	redisReply *r = rc ? link_reply(rc) : NULL;
 	char name[300];
 
-	if (rc && redisGetReply(rc, (void **)&r) == REDIS_OK && r)
+	if (r)
 		return r;
 	set_err(c, "redis %s: %s", node_name(c, i, name, sizeof(name)),
-		rc && rc->errstr[0] ? rc->errstr : "connection lost");
+		rc && link_errstr(rc)[0] ? link_errstr(rc) : "connection lost");
 	node_drop(c, i);
 	if (c->cluster)
 		c->map_stale = 1;
@@ -522,7 +553,8 @@ static redisReply *exchange(struct conn *c, int slot, int node, const char *cmd,
 	if (node < 0)
 		node = route_node(c, slot);
 	for (int hop = 0; node >= 0 && hop <= CONN_REDIRECTS; hop++) {
-		redisContext *rc = node_ctx(c, node);
+		static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+		struct link *rc = node_ctx(c, node);
 		struct conn_addr to;
 		unsigned rslot;
 		redisReply *r;
@@ -530,9 +562,11 @@ static redisReply *exchange(struct conn *c, int slot, int node, const char *cmd,
 
 		if (!rc)
 			break;
-		if (asking)
-			redisAppendCommand(rc, "ASKING");
-		redisAppendFormattedCommand(rc, cmd, len);
+		if ((asking && link_append(rc, asking_cmd, sizeof(asking_cmd) - 1)) ||
+		    link_append(rc, cmd, len)) {
+			set_err(c, "out of memory");
+			return NULL;
+		}
 		if (asking) {
 			r = node_reply(c, node);
 			if (!r)
@@ -633,13 +667,13 @@ static int append_formatted(struct conn *c, const char *route, char *cmd, int le
 		pipeline_reset(c);
 	c->errstr[0] = '\0';
 	if (!c->cluster) {
-		redisContext *rc = node_ctx(c, 0);
-		int ret = rc && redisAppendFormattedCommand(rc, cmd, (size_t)len) == REDIS_OK;
+		struct link *rc = node_ctx(c, 0);
+		int ret = rc && link_append(rc, cmd, (size_t)len) == 0;
 
 		redisFreeCommand(cmd);
 		if (!ret) {
 			if (!c->errstr[0])
-				set_err(c, "redis: %s", rc ? rc->errstr : "not connected");
+				set_err(c, "redis: %s", rc ? "out of memory" : "not connected");
 			node_drop(c, 0);
 			c->failed = 1;
 		}
@@ -676,7 +710,7 @@ static int append_formatted(struct conn *c, const char *route, char *cmd, int le
 		c->in_multi = 0;
 	node = route_node(c, q->slot);
 	if (node >= 0 && (!node_ctx(c, node) ||
-			  redisAppendFormattedCommand(c->nodes[node].rc, cmd, (size_t)len) != REDIS_OK))
+			  link_append(c->nodes[node].rc, cmd, (size_t)len)))
 		node = -1;
 	q->node = node;
 	c->replies[c->nq] = NULL;

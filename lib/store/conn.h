@@ -62,17 +62,28 @@ struct conn_url {
 	char path[256];		/* unix socket path, or "" */
 	char user[128];
 	char password[256];
+	char password_file[256];	/* the password is this file's content */
 	int db;
-	int cluster;		/* redis-cluster:// */
+	int cluster;		/* redis-cluster://, rediss-cluster:// */
+	int tls;		/* rediss://, rediss-cluster:// */
+	char tls_ca[256];	/* CA bundle ("": the system's) */
+	char tls_cert[256];	/* client certificate and its key */
+	char tls_key[256];
+	char tls_server_name[256];	/* the name the certificate must have ("": the host's) */
 	int nseeds;		/* cluster seeds, seeds[0] = host:port */
 	struct conn_addr seeds[CONN_MAX_SEEDS];
 };
 
 /*
- * Parse "redis://[[user]:password@]host[:port][/db]",
- * "unix:///path/to.sock[?db=N&password=P&user=U]" or
- * "redis-cluster://[[user]:password@]host:port[,host:port...]".  Returns 0
- * or -EINVAL with a reason in err.
+ * Parse "redis[s]://[[user]:password@]host[:port][/db][?options]",
+ * "unix:///path/to.sock[?options]" or
+ * "redis[s]-cluster://[[user]:password@]host:port[,host:port...][?options]".
+ * rediss is TLS.  An IPv6 host is bracketed ([::1]:6379); the user info and
+ * option values are percent-decoded.  Options, '&'-separated: db=N,
+ * user=U, password=P, password_file=FILE (read at conn_open: one line,
+ * mode 0600 or stricter), and with TLS tls_ca=FILE, tls_cert=FILE,
+ * tls_key=FILE, tls_server_name=NAME.  Any other option is an error.
+ * Returns 0 or -EINVAL with a reason in err (the password redacted).
  */
 int conn_url_parse(const char *url, struct conn_url *u, char *err, size_t errlen);
 
@@ -86,14 +97,22 @@ struct conn;
 
 /*
  * Connect as url says, with a connect timeout and a command timeout (ns;
- * 0: 2 s): AUTH and SELECT on a single server; on a cluster, the first
- * seed that answers CLUSTER SLOTS gives the slot map.  Returns the conn,
- * or NULL with a reason in err.
+ * 0: 2 s): TLS handshake (rediss), AUTH and SELECT on a single server; on
+ * a cluster, the first seed that answers CLUSTER SLOTS gives the slot map,
+ * and every node is spoken to as the seeds are (TLS, the same user).
+ * Returns the conn, or NULL with a reason in err.
  */
 struct conn *conn_open(const char *url, uint64_t timeout_ns, char *err, size_t errlen);
 
 /* Close every node connection and free c (NULL is fine). */
 void conn_close(struct conn *c);
+
+/*
+ * Bound every reply read from now on to bytes (0: the default, 512 MiB):
+ * a reply over it fails its command (conn_errstr: "a reply larger than
+ * ...") and the node's connection is dropped, without reading the rest.
+ */
+void conn_set_reply_limit(struct conn *c, size_t bytes);
 
 /* 1 on a Redis Cluster. */
 int conn_is_cluster(const struct conn *c);

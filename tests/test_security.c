@@ -1,0 +1,446 @@
+/*
+ * test_security.c - a fleet deployment no one can get into, tried with
+ * real parts: redis-server over TLS only (certificates this test makes,
+ * a wrong CA refused), a TLS Redis Cluster, Redis passwords from files,
+ * and replies bounded before they are allocated (a fake server announcing
+ * a 2^31-element array, a value over the read bound).
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "core/secret.h"
+#include "core/timeutil.h"
+#include "store/conn.h"
+#include "tests/cluster.h"
+#include "tests/helpers.h"
+
+static char dir[256];
+static pid_t server = -1;
+static int port;
+
+static void make_dir(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/fl-test-security.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void cleanup(void)
+{
+	if (server > 0) {
+		kill(server, SIGKILL);
+		waitpid(server, NULL, 0);
+		server = -1;
+	}
+	if (dir[0])
+		test_remove_dir(dir);
+	dir[0] = '\0';
+}
+
+/* redis-cli PING over TLS (with the client certificate) until it answers. */
+static int wait_tls_ping(void)
+{
+	for (int i = 0; i < 300; i++) {
+		if (test_sh("redis-cli --tls --cacert %s/ca.crt --cert %s/client.crt "
+			    "--key %s/client.key -h 127.0.0.1 -p %d PING 2>/dev/null | "
+			    "grep -q PONG", dir, dir, dir, port) == 0)
+			return 0;
+		usleep(20000);
+	}
+	return -1;
+}
+
+/* A redis-server listening on TLS only, asking clients for a certificate. */
+static void start_tls_redis(const char *extra)
+{
+	port = test_free_port();
+	cr_assert_eq(test_tls_certs(dir), 0, "openssl could not make the certificates "
+		     "(see %s/openssl.log)", dir);
+	server = fork();
+	if (server == 0) {
+		char cmd[2048];
+
+		snprintf(cmd, sizeof(cmd), "exec redis-server --port 0 --tls-port %d "
+			 "--bind 127.0.0.1 --tls-cert-file %s/server.crt --tls-key-file "
+			 "%s/server.key --tls-ca-cert-file %s/ca.crt --save '' --appendonly no "
+			 "--dir %s %s >%s/redis.log 2>&1", port, dir, dir, dir, dir, extra, dir);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(wait_tls_ping(), 0, "redis-server over TLS did not start (%s/redis.log)",
+		     dir);
+}
+
+static void tls_url(char *url, size_t len, const char *ca, const char *more)
+{
+	snprintf(url, len, "rediss://127.0.0.1:%d?tls_ca=%s/%s&tls_cert=%s/client.crt"
+		 "&tls_key=%s/client.key%s", port, dir, ca, dir, dir, more);
+}
+
+Test(security_url, tls_options_ipv6_and_percent_decoding)
+{
+	struct conn_url u;
+	char err[512], out[512];
+
+	cr_assert_eq(conn_url_parse("rediss://fl-probe:p%40ss%3Aw0rd@[::1]:6380/2?tls_ca=/etc/ca.crt"
+				    "&tls_server_name=redis.example", &u, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_expect(u.tls);
+	cr_expect_str_eq(u.host, "::1");
+	cr_expect_eq(u.port, 6380);
+	cr_expect_eq(u.db, 2);
+	cr_expect_str_eq(u.user, "fl-probe");
+	cr_expect_str_eq(u.password, "p@ss:w0rd");
+	cr_expect_str_eq(u.tls_ca, "/etc/ca.crt");
+	cr_expect_str_eq(u.tls_server_name, "redis.example");
+	/* a bare '@' in the password: the last '@' ends the user info */
+	cr_assert_eq(conn_url_parse("redis://:a@b@db:7000", &u, err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(u.password, "a@b");
+	cr_expect_str_eq(u.host, "db");
+	cr_assert_eq(conn_url_parse("rediss-cluster://[::1]:7000,10.0.0.2:7001?tls_ca=/c", &u, err,
+				    sizeof(err)), 0, "%s", err);
+	cr_expect(u.cluster && u.tls);
+	cr_expect_eq(u.nseeds, 2);
+	cr_expect_str_eq(u.seeds[0].host, "::1");
+	cr_expect_eq(u.seeds[0].port, 7000);
+	cr_assert_eq(conn_url_parse("redis://db?password_file=/etc/faultline/redis.pass&user=rules",
+				    &u, err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(u.password_file, "/etc/faultline/redis.pass");
+	cr_expect_str_eq(u.user, "rules");
+	/* nothing ignored: an unknown option, TLS options without TLS, both secrets */
+	cr_assert_neq(conn_url_parse("redis://db?tls_verify=no", &u, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "unknown option 'tls_verify'"), "%s", err);
+	cr_assert_neq(conn_url_parse("redis://db?tls_ca=/c", &u, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "only with rediss"), "%s", err);
+	cr_assert_neq(conn_url_parse("redis://:pw@db?password_file=/p", &u, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "give one"), "%s", err);
+	cr_assert_neq(conn_url_parse("redis://[::1:6379", &u, err, sizeof(err)), 0);
+	cr_assert_neq(conn_url_parse("redis://:%zz@db", &u, err, sizeof(err)), 0);
+	cr_assert_neq(conn_url_parse("redis://:%00@db", &u, err, sizeof(err)), 0, "a NUL byte");
+	/* redaction covers every shape */
+	conn_url_redacted("rediss-cluster://u:hunter2@h:1,h:2?tls_ca=/c", out, sizeof(out));
+	cr_expect_str_eq(out, "rediss-cluster://u:****@h:1,h:2?tls_ca=/c");
+	conn_url_redacted("redis://:a@hunter2@db", out, sizeof(out));
+	cr_expect_null(strstr(out, "hunter2"), "%s", out);
+	conn_url_redacted("redis://db?user=u&password=hunter2", out, sizeof(out));
+	cr_expect_str_eq(out, "redis://db?user=u&password=****");
+}
+
+/*
+ * A TLS-only Redis: faultline's conn speaks to it with a verified server
+ * certificate and its client certificate - single commands, a pipeline of
+ * a thousand, a 3 MiB value both ways - and refuses a server its CA did
+ * not sign, a server whose certificate names someone else, and a client
+ * without a certificate is refused by the server.
+ */
+Test(tls, single_server_verified_both_ways, .init = make_dir, .fini = cleanup, .timeout = 60)
+{
+	char url[1024], err[512];
+	struct conn *c;
+	redisReply *r;
+	size_t big = 3 << 20;
+	char *val = malloc(big);
+
+	cr_assert_not_null(val);
+	for (size_t i = 0; i < big; i++)
+		val[i] = (char)('a' + i % 26);
+	start_tls_redis("");
+	tls_url(url, sizeof(url), "ca.crt", "");
+	c = conn_open(url, 5 * NSEC_PER_SEC, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	{
+		const char *argv[3] = { "SET", "big", val };
+		size_t lens[3] = { 3, 3, big };
+
+		r = conn_command(c, "big", 3, argv, lens);
+		cr_assert(r && r->type == REDIS_REPLY_STATUS, "%s", r ? r->str : conn_errstr(c));
+		freeReplyObject(r);
+	}
+	r = conn_commandf(c, "big", "GET big");
+	cr_assert(r && r->type == REDIS_REPLY_STRING && r->len == big && !memcmp(r->str, val, big),
+		  "the 3 MiB value did not come back whole over TLS");
+	freeReplyObject(r);
+	for (int i = 0; i < 1000; i++)
+		cr_assert_eq(conn_appendf(c, NULL, "INCR n"), 0, "%s", conn_errstr(c));
+	for (int i = 0; i < 1000; i++) {
+		r = conn_reply(c);
+		cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == i + 1,
+			  "pipeline reply %d: %s", i, r ? "wrong" : conn_errstr(c));
+		freeReplyObject(r);
+	}
+	conn_close(c);
+
+	/* a CA that did not sign the server's certificate */
+	tls_url(url, sizeof(url), "other-ca.crt", "");
+	c = conn_open(url, 5 * NSEC_PER_SEC, err, sizeof(err));
+	cr_assert_null(c, "a server signed by another CA was trusted");
+	cr_expect(strstr(err, "not trusted"), "%s", err);
+	/* the right CA, but the certificate does not name the server asked for */
+	tls_url(url, sizeof(url), "ca.crt", "&tls_server_name=redis.elsewhere.example");
+	c = conn_open(url, 5 * NSEC_PER_SEC, err, sizeof(err));
+	cr_assert_null(c, "a certificate for another name was accepted");
+	cr_expect(strstr(err, "not trusted") && strstr(err, "redis.elsewhere.example"), "%s", err);
+	/*
+	 * no client certificate: the server (tls-auth-clients yes) refuses; in
+	 * TLS 1.3 the client learns it at its first command
+	 */
+	snprintf(url, sizeof(url), "rediss://127.0.0.1:%d?tls_ca=%s/ca.crt", port, dir);
+	c = conn_open(url, 5 * NSEC_PER_SEC, err, sizeof(err));
+	if (c) {
+		r = conn_commandf(c, NULL, "PING");
+		cr_assert_null(r, "a client without a certificate got in");
+		cr_expect(strstr(conn_errstr(c), "certificate"), "%s", conn_errstr(c));
+		conn_close(c);
+	}
+	/* plain text to the TLS port: an error within the timeout, not a hang */
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
+	{
+		uint64_t t0 = time_mono_ns();
+
+		c = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
+		if (c) {
+			r = conn_commandf(c, NULL, "PING");
+			cr_assert_null(r, "plain text was answered on the TLS port");
+			conn_close(c);
+		}
+		cr_expect_lt(time_mono_ns() - t0, 5 * NSEC_PER_SEC);
+	}
+	free(val);
+}
+
+/*
+ * A TLS Redis Cluster (client, bus and replication over TLS): keys on
+ * every master are written and read back through the slot map the TLS
+ * seeds gave.
+ */
+Test(tls, cluster_over_tls, .init = make_dir, .fini = cleanup, .timeout = 120)
+{
+	struct test_cluster cl;
+	struct conn_stats st;
+	char err[512];
+	struct conn *c;
+
+	cr_assert_eq(test_tls_certs(dir), 0);
+	cr_assert_eq(test_cluster_start_tls(&cl, 3, 0, dir), 0, "the TLS cluster did not start");
+	c = conn_open(cl.url, 5 * NSEC_PER_SEC, err, sizeof(err));
+	if (!c)
+		test_cluster_destroy(&cl);
+	cr_assert_not_null(c, "%s", err);
+	for (int i = 0; i < 200; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "k%d", i);
+		cr_assert_eq(conn_appendf(c, key, "SET %s %d", key, i), 0, "%s", conn_errstr(c));
+	}
+	for (int i = 0; i < 200; i++) {
+		redisReply *r = conn_reply(c);
+
+		cr_expect(r && r->type == REDIS_REPLY_STATUS, "%s", conn_errstr(c));
+		if (r)
+			freeReplyObject(r);
+	}
+	for (int i = 0; i < 200; i += 37) {
+		char key[32];
+		redisReply *r;
+
+		snprintf(key, sizeof(key), "k%d", i);
+		r = conn_commandf(c, key, "GET %s", key);
+		cr_expect(r && r->type == REDIS_REPLY_STRING && atoi(r->str) == i, "%s",
+			  r ? "wrong value" : conn_errstr(c));
+		if (r)
+			freeReplyObject(r);
+	}
+	conn_get_stats(c, &st);
+	cr_expect_eq(st.nodes, 3, "three masters over TLS");
+	conn_close(c);
+	test_cluster_destroy(&cl);
+}
+
+/* ---- bounded replies ------------------------------------------------------ */
+
+static int fake_fd = -1;
+static const char *fake_reply;
+
+/* Accept one client; answer its first command with fake_reply, then hold the line. */
+static void *fake_server(void *arg)
+{
+	int cfd = accept(fake_fd, NULL, NULL);
+	char buf[4096];
+
+	(void)arg;
+	if (cfd < 0)
+		return NULL;
+	if (read(cfd, buf, sizeof(buf)) > 0)
+		(void)!write(cfd, fake_reply, strlen(fake_reply));
+	sleep(3);
+	close(cfd);
+	return NULL;
+}
+
+static int fake_listen(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+
+	fake_fd = socket(AF_INET, SOCK_STREAM, 0);
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	cr_assert_eq(bind(fake_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fake_fd, 4), 0);
+	getsockname(fake_fd, (struct sockaddr *)&sa, &sl);
+	return ntohs(sa.sin_port);
+}
+
+/*
+ * A server announcing an array of 2^31-1 elements, or a 500 MB string,
+ * costs no allocation: the reply is refused at its header, at once.
+ */
+Test(bounds, an_announced_giant_is_refused_before_it_is_allocated, .timeout = 30)
+{
+	static const char *giants[] = { "*2147483647\r\n", "*1\r\n*1\r\n*100000000\r\n",
+					"$500000000\r\nxxxx" };
+
+	for (size_t g = 0; g < sizeof(giants) / sizeof(giants[0]); g++) {
+		char url[64], err[256];
+		pthread_t th;
+		struct conn *c;
+		redisReply *r;
+		uint64_t t0;
+		int p = fake_listen();
+
+		fake_reply = giants[g];
+		pthread_create(&th, NULL, fake_server, NULL);
+		snprintf(url, sizeof(url), "redis://127.0.0.1:%d", p);
+		c = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+		cr_assert_not_null(c, "%s", err);
+		conn_set_reply_limit(c, 64 << 20);
+		t0 = time_mono_ns();
+		r = conn_commandf(c, NULL, "PING");
+		cr_assert_null(r, "giant %zu was read", g);
+		cr_expect(strstr(conn_errstr(c), "larger than 67108864 bytes"), "giant %zu: %s", g,
+			  conn_errstr(c));
+		cr_expect_lt(time_mono_ns() - t0, NSEC_PER_SEC, "refused at once, not read");
+		conn_close(c);
+		pthread_join(th, NULL);
+		close(fake_fd);
+	}
+}
+
+/*
+ * A real value over the read bound fails its command with a reason and
+ * the connection is made again for the next command.
+ */
+Test(bounds, a_value_over_the_bound_fails_its_command_only, .timeout = 60)
+{
+	struct test_redis redis;
+	size_t big = 5 << 20;
+	char *val = calloc(1, big);
+	struct conn *c;
+	redisReply *r;
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	c = test_redis_connect(&redis);
+	{
+		const char *argv[3] = { "SET", "huge", val };
+		size_t lens[3] = { 3, 4, big };
+
+		r = conn_command(c, "huge", 3, argv, lens);
+		cr_assert(r && r->type == REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+	}
+	conn_set_reply_limit(c, 1 << 20);
+	r = conn_commandf(c, "huge", "GET huge");
+	cr_expect_null(r, "a 5 MiB value read under a 1 MiB bound");
+	cr_expect(strstr(conn_errstr(c), "larger than 1048576 bytes"), "%s", conn_errstr(c));
+	r = conn_commandf(c, "huge", "STRLEN huge");
+	cr_expect(r && r->type == REDIS_REPLY_INTEGER && r->integer == (long long)big,
+		  "the next command works on a new connection: %s", conn_errstr(c));
+	if (r)
+		freeReplyObject(r);
+	conn_close(c);
+	test_redis_destroy(&redis);
+	free(val);
+}
+
+/* ---- secrets from files ---------------------------------------------------- */
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	fchmod(fd, mode);
+	close(fd);
+}
+
+/*
+ * A Redis password from a 0600 file works; the same file readable by
+ * others, or longer than a password may be, is refused with the reason,
+ * never used cut or exposed.
+ */
+Test(secrets, redis_password_from_a_file_taken_whole_or_refused, .init = make_dir,
+     .fini = cleanup, .timeout = 60)
+{
+	char path[300], url[600], err[512], buf[256], longer[400];
+	struct conn *c;
+	redisReply *r;
+
+	port = test_free_port();
+	server = fork();
+	if (server == 0) {
+		char p[16];
+
+		snprintf(p, sizeof(p), "%d", port);
+		execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1",
+		       "--requirepass", "s3cret-from-a-file", "--save", "", "--appendonly", "no",
+		       (char *)NULL);
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "%s/redis.pass", dir);
+	write_file(path, "s3cret-from-a-file\n", 0600);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d?password_file=%s", port, path);
+	c = NULL;
+	for (int i = 0; i < 100 && !c; i++) {
+		usleep(50000);
+		c = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
+	}
+	cr_assert_not_null(c, "%s", err);
+	r = conn_commandf(c, NULL, "PING");
+	cr_expect(r && r->type == REDIS_REPLY_STATUS);
+	if (r)
+		freeReplyObject(r);
+	conn_close(c);
+
+	chmod(path, 0644);
+	c = conn_open(url, NSEC_PER_SEC, err, sizeof(err));
+	cr_assert_null(c, "a password file others can read was used");
+	cr_expect(strstr(err, "chmod 600") && strstr(err, path), "%s", err);
+	cr_expect_null(strstr(err, "s3cret"), "the password is not shown: %s", err);
+
+	memset(longer, 'x', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	write_file(path, longer, 0600);
+	cr_expect_neq(secret_file_read(path, buf, sizeof(buf), err, sizeof(err)), 0);
+	cr_expect(strstr(err, "longer than 255 bytes"), "%s", err);
+	cr_expect_eq(buf[0], '\0', "nothing of a refused secret is kept");
+	/* 255 bytes and a newline fit a 256-byte buffer exactly */
+	longer[255] = '\n';
+	longer[256] = '\0';
+	write_file(path, longer, 0600);
+	cr_expect_eq(secret_file_read(path, buf, sizeof(buf), err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(strlen(buf), 255);
+	write_file(path, "two\nlines\n", 0600);
+	cr_expect_neq(secret_file_read(path, buf, sizeof(buf), err, sizeof(err)), 0);
+}
