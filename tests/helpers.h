@@ -15,6 +15,7 @@ struct test_redis {
 	char sock[300];
 	char url[320];
 	int persist;
+	char opt[64], optval[512];	/* one more redis-server option */
 };
 
 /*
@@ -22,6 +23,9 @@ struct test_redis {
  * temporary directory and wait until it answers PING.  Returns 0 or -1.
  */
 int test_redis_start(struct test_redis *r);
+
+/* The same with one more redis-server option ("--aclfile", path). */
+int test_redis_start_with(struct test_redis *r, const char *opt, const char *value);
 
 /* The same with an append-only file, so data survives a restart. */
 int test_redis_start_persistent(struct test_redis *r);

@@ -151,7 +151,7 @@ Test(chaos, redis_away_under_a_probe_loses_nothing_and_an_empty_redis_is_refille
 	from = time_wall_ns() / NSEC_PER_MSEC;
 	sleep(4);
 	c = conn();
-	r = conn_commandf(c, NULL, "HEXISTS fl:hosts chaos-1");
+	r = conn_commandf(c, NULL, "EXISTS fl:{chaos-1}:host");
 	cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1,
 		  "the host is not registered again in an empty Redis");
 	freeReplyObject(r);

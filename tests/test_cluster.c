@@ -187,7 +187,6 @@ Test(cluster, key_slots_match_redis, .init = start3, .fini = stop, .timeout = 12
 	}
 	cr_expect_eq(conn_key_slot("123456789", 9), 0x31C3 & 16383, "CRC16-XMODEM check value");
 	/* the slots keyspace.h documents for the fleet-wide keys */
-	cr_expect_eq(conn_key_slot(KEY_HOSTS, strlen(KEY_HOSTS)), 6256);
 	cr_expect_eq(conn_key_slot(KEY_DEPLOYS, strlen(KEY_DEPLOYS)), 3313);
 	cr_expect_eq(conn_key_slot(KEY_SILENCES, strlen(KEY_SILENCES)), 9711);
 	cr_expect_eq(conn_key_slot(KEY_ALERTS, strlen(KEY_ALERTS)), 1464);

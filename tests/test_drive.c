@@ -515,9 +515,9 @@ Test(drive, wear_report_rows_projection_sorting_and_formats, .timeout = 60)
 	cr_assert_eq(test_redis_start(&redis), 0);
 	c = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
-	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts db-1 {\"labels\":{\"rack\":\"r1\"}}"));
-	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts db-2 {\"labels\":{\"rack\":\"r2\"}}"));
-	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts web-1 {\"labels\":{}}"));
+	freeReplyObject(conn_commandf(c, NULL, "SET fl:{db-1}:host {\"labels\":{\"rack\":\"r1\"}}"));
+	freeReplyObject(conn_commandf(c, NULL, "SET fl:{db-2}:host {\"labels\":{\"rack\":\"r2\"}}"));
+	freeReplyObject(conn_commandf(c, NULL, "SET fl:{web-1}:host {\"labels\":{}}"));
 	/* 60 % now, 50 % 30 days ago: 10 %/30d, 100 % in 120 days -> watch */
 	seed_drive(c, "db-1", "nvme0n1", "S1", "MODEL-A", 60, 20000, 50, today);
 	/* 95 % used: replace */

@@ -89,7 +89,7 @@ static void put(const char *host, uint64_t ts, const char *inside, double temp)
 		cr_assert_eq(snapshot_encode(&s, &buf, &len), 0);
 		freeReplyObject(conn_commandf(rc, NULL, "XADD fl:{%s}:s1 %llu-0 d %b", host,
 					     (unsigned long long)ts, buf, len));
-		freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts %s {}", host));
+		freeReplyObject(conn_commandf(rc, NULL, "SET fl:{%s}:host {}", host));
 		free(buf);
 	} else {
 		store_put_snapshot(st, &s);
@@ -137,7 +137,7 @@ Test(hosts, a_wrong_type_stream_is_unreadable_too, .init = setup, .fini = teardo
 	struct test_events ev = { 0 };
 
 	freeReplyObject(conn_commandf(rc, NULL, "SET fl:{odd-1}:s1 x"));
-	freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts odd-1 {}"));
+	freeReplyObject(conn_commandf(rc, NULL, "SET fl:{odd-1}:host {}"));
 	for (int i = 0; i < 3; i++)
 		eval_at(now + (uint64_t)i * 1000, &ev);
 	cr_assert_eq(count(&ev, "HostUndecodable", "odd-1", "firing"), 1);
@@ -184,7 +184,7 @@ Test(hosts, a_host_that_never_wrote_is_silent, .init = setup, .fini = teardown)
 	struct test_events ev = { 0 };
 
 	put("up-1", now - 1000, NULL, 30);
-	freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts never-1 {}"));
+	freeReplyObject(conn_commandf(rc, NULL, "SET fl:{never-1}:host {}"));
 	eval_at(now, &ev);
 	cr_assert_eq(count(&ev, "HostSilent", "never-1", "firing"), 0, "no grace at all");
 	put("up-1", now + 5000, NULL, 30);
@@ -205,7 +205,7 @@ Test(hosts, an_overlong_host_name_does_not_grow_the_engine, .init = setup, .fini
 	memset(name, 'h', 300);
 	name[300] = '\0';
 	put("up-1", now - 1000, NULL, 30);
-	freeReplyObject(conn_commandf(rc, NULL, "HSET fl:hosts %s {}", name));
+	freeReplyObject(conn_commandf(rc, NULL, "SET fl:{%s}:host {}", name));
 	eval_at(now, &ev);
 	before = counts().hosts;
 	for (int i = 1; i <= 5; i++)

@@ -1048,7 +1048,7 @@ Test(restarts, rules_count_unreadable_entries_on_metrics, .init = rules_setup,
 	char bin[256], addr[64], *buf = malloc(1 << 16);
 	int port = test_free_port(), found = 0;
 
-	freeReplyObject(conn_commandf(c, NULL, "HSET fl:hosts bad-1 {}"));
+	freeReplyObject(conn_commandf(c, NULL, "SET fl:{bad-1}:host {}"));
 	for (int i = 0; i < 4; i++)
 		freeReplyObject(conn_commandf(c, NULL, "XADD fl:{bad-1}:s1 %llu-0 d garbage",
 					     (unsigned long long)(now + (uint64_t)i)));

@@ -23,9 +23,12 @@
 
 #include "core/secret.h"
 #include "core/timeutil.h"
+#include "model/snapshot.h"
 #include "store/conn.h"
+#include "store/store.h"
 #include "tests/cluster.h"
 #include "tests/helpers.h"
+#include "tests/receiver.h"
 
 static char dir[256];
 static pid_t server = -1;
@@ -443,4 +446,217 @@ Test(secrets, redis_password_from_a_file_taken_whole_or_refused, .init = make_di
 	cr_expect_eq(strlen(buf), 255);
 	write_file(path, "two\nlines\n", 0600);
 	cr_expect_neq(secret_file_read(path, buf, sizeof(buf), err, sizeof(err)), 0);
+}
+
+/* ---- least privilege in Redis ------------------------------------------------ */
+
+static struct test_redis acl_redis;
+
+static void acl_teardown(void)
+{
+	if (acl_redis.pid > 0)
+		test_redis_destroy(&acl_redis);
+	memset(&acl_redis, 0, sizeof(acl_redis));
+	cleanup();
+}
+
+/* A conn as user (password from its file in dir/secrets). */
+static struct conn *open_as(const char *user)
+{
+	char url[800], err[512];
+	struct conn *c;
+
+	snprintf(url, sizeof(url), "unix://%s?user=%s&password_file=%s/secrets/%s.pass",
+		 acl_redis.sock, user, dir, user);
+	c = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	cr_assert_not_null(c, "%s: %s", user, err);
+	return c;
+}
+
+/* 1 if Redis refuses cmd to c for want of permission. */
+static int refused(struct conn *c, const char *cmd)
+{
+	redisReply *r = conn_commandf(c, NULL, cmd);
+	int no = r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOPERM", 6);
+
+	if (r)
+		freeReplyObject(r);
+	return no;
+}
+
+static int allowed(struct conn *c, const char *cmd)
+{
+	redisReply *r = conn_commandf(c, NULL, cmd);
+	int ok = r && !(r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOPERM", 6));
+
+	if (r)
+		freeReplyObject(r);
+	return ok;
+}
+
+/*
+ * `faultline acl` users loaded into a real Redis: the probe of web-1 writes
+ * its snapshots and registry record through the real store, and can write
+ * nothing of the fleet's: not fl:silences, not fl:alerts, not web-2's
+ * stream or record, not the consumer group; scripts cannot get round it.
+ * The rules engine (the real binary, --once) runs with its user, which
+ * cannot write silences or host data either; the CLI adds a silence as
+ * fl-operator, which cannot write fl:alerts.
+ */
+Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = acl_teardown,
+     .timeout = 120)
+{
+	struct store_opts o = { 0 };
+	char url[800], err[512], path[600];
+	struct snapshot s;
+	struct store *st;
+	struct conn *admin, *probe, *rules, *alerter, *op;
+	redisReply *r;
+
+	cr_assert_eq(test_sh("%s/faultline acl --secrets %s/secrets --host web-1 --host web-2 "
+			     ">%s/users.acl 2>%s/acl.log && "
+			     "echo 'user admin on nopass ~* &* +@all' >>%s/users.acl",
+			     test_out_dir(), dir, dir, dir, dir), 0, "faultline acl failed");
+	cr_assert_eq(test_sh("grep -q 'user default off' %s/users.acl && "
+			     "test $(stat -c %%a %s/secrets/fl-probe-web-1.pass) = 600", dir, dir), 0,
+		     "the default user is left on, or a password file is readable by others");
+	snprintf(path, sizeof(path), "%s/users.acl", dir);
+	cr_assert_eq(test_redis_start_with(&acl_redis, "--aclfile", path), 0,
+		     "redis-server refused the ACL file");
+	{
+		char aurl[400];
+
+		snprintf(aurl, sizeof(aurl), "unix://%s?user=admin&password=x", acl_redis.sock);
+		admin = conn_open(aurl, 2 * NSEC_PER_SEC, err, sizeof(err));
+		cr_assert_not_null(admin, "%s", err);
+	}
+
+	/* the probe's real write path: snapshots and its registry record */
+	snprintf(url, sizeof(url), "unix://%s?user=fl-probe-web-1&password_file=%s/secrets/"
+		 "fl-probe-web-1.pass", acl_redis.sock, dir);
+	o.url = url;
+	st = store_open(&o, err, sizeof(err));
+	cr_assert_not_null(st, "%s", err);
+	snapshot_init(&s, "web-1", time_wall_ns() / NSEC_PER_MSEC, 1000, 1, 1);
+	snapshot_add_counter(&s, "tcp.in_csum_errors", 7, NULL);
+	cr_assert_eq(store_put_snapshot(st, &s), 0);
+	snapshot_free(&s);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0, "the probe's user could not write its "
+		     "own snapshots");
+	{
+		struct store_stats ss;
+
+		store_get_stats(st, &ss);
+		cr_expect_eq(ss.errors, 0, "Redis refused some of the probe's own writes");
+	}
+	store_close(st);
+	r = conn_commandf(admin, NULL, "XLEN fl:{web-1}:s1");
+	cr_expect(r && r->integer == 1, "web-1's snapshot is not in its stream");
+	freeReplyObject(r);
+	r = conn_commandf(admin, NULL, "EXISTS fl:{web-1}:host");
+	cr_expect(r && r->integer == 1, "web-1's registry record was not written");
+	freeReplyObject(r);
+
+	probe = open_as("fl-probe-web-1");
+	cr_expect(refused(probe, "HSET fl:silences s1 {}"), "a probe could write a silence");
+	cr_expect(refused(probe, "XADD fl:alerts * e {}"), "a probe could forge an alert event");
+	cr_expect(refused(probe, "XTRIM fl:alerts MAXLEN 0"), "a probe could trim fl:alerts");
+	cr_expect(refused(probe, "XGROUP DESTROY fl:alerts alerter"),
+		  "a probe could destroy the alerters' consumer group");
+	cr_expect(refused(probe, "XADD fl:{web-2}:s1 * d x"), "a probe could write another "
+		  "host's stream");
+	cr_expect(refused(probe, "SET fl:{web-2}:host {}"), "a probe could register another host");
+	cr_expect(refused(probe, "XRANGE fl:{web-2}:s1 - +"), "a probe could read another host");
+	cr_expect(refused(probe, "SET {fl:alerts}:lease:0 me|1"), "a probe could take a lease");
+	cr_expect(refused(probe, "FLUSHALL"), "a probe could flush Redis");
+	cr_expect(refused(probe, "CONFIG SET appendonly no"), "a probe could reconfigure Redis");
+	{
+		redisReply *e = conn_commandf(probe, NULL, "EVAL %s 0",
+					      "return redis.call('HSET','fl:silences','s','{}')");
+
+		cr_expect(e && e->type == REDIS_REPLY_ERROR, "a script wrote a silence");
+		if (e)
+			freeReplyObject(e);
+	}
+	r = conn_commandf(admin, NULL, "EXISTS fl:silences fl:alerts fl:{web-2}:s1");
+	cr_expect(r && r->integer == 0, "something the probe was refused exists");
+	freeReplyObject(r);
+	conn_close(probe);
+
+	/* the real rules engine, once, as fl-rules */
+	snprintf(url, sizeof(url), "unix://%s?user=fl-rules&password_file=%s/secrets/"
+		 "fl-rules.pass", acl_redis.sock, dir);
+	cr_expect_eq(test_sh("cd %s/.. && %s/faultline-rules --once --redis '%s' "
+			     "--rules etc/rules/faultline.yaml >%s/rules.log 2>&1 && "
+			     "! grep -q NOPERM %s/rules.log", test_out_dir(), test_out_dir(), url,
+			     dir, dir), 0, "faultline-rules could not run as fl-rules (%s/rules.log)",
+		     dir);
+	rules = open_as("fl-rules");
+	cr_expect(allowed(rules, "XRANGE fl:{web-1}:s1 - +"), "rules cannot read a host");
+	cr_expect(refused(rules, "XADD fl:{web-1}:s1 * d x"), "rules could write host data");
+	cr_expect(refused(rules, "HSET fl:silences s {}"), "rules could write a silence");
+	conn_close(rules);
+
+	alerter = open_as("fl-alerter");
+	cr_expect(allowed(alerter, "XGROUP CREATE fl:alerts alerter $ MKSTREAM"),
+		  "the alerter cannot make its consumer group");
+	cr_expect(allowed(alerter, "HGETALL fl:silences"), "the alerter cannot read silences");
+	cr_expect(refused(alerter, "HSET fl:silences s {}"), "the alerter could write a silence");
+	cr_expect(refused(alerter, "XADD fl:alerts * e {}"), "the alerter could forge an event");
+	cr_expect(refused(alerter, "SET fl:{web-1}:host {}"), "the alerter could write host data");
+	conn_close(alerter);
+	/*
+	 * the real alerter as fl-alerter: a firing event is delivered (group
+	 * state, notification record, acknowledgement), an unreadable one
+	 * dead-lettered
+	 */
+	freeReplyObject(conn_commandf(admin, NULL, "XADD fl:alerts * e %s",
+				      "{\"status\":\"firing\",\"fingerprint\":\"ac1000000000000a\","
+				      "\"labels\":{\"alertname\":\"AclTest\",\"host\":\"web-1\"},"
+				      "\"startsAt\":\"2026-12-03T10:00:00Z\"}"));
+	freeReplyObject(conn_commandf(admin, NULL, "XADD fl:alerts * e not-an-event"));
+	rx_start();
+	snprintf(path, sizeof(path), "%s/alerter.yaml", dir);
+	{
+		FILE *f = fopen(path, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "redis: unix://%s?user=fl-alerter&password_file=%s/secrets/fl-alerter.pass\n"
+			"metrics_addr: \"\"\ngroup_wait: 100ms\ngroup_interval: 200ms\n"
+			"receivers:\n  - name: hook\n    url: http://127.0.0.1:%d/hook\n",
+			acl_redis.sock, dir, rx.port);
+		fclose(f);
+	}
+	test_sh("timeout -s INT 5 %s/faultline-alerter --config %s >%s/alerter.log 2>&1",
+		test_out_dir(), path, dir);
+	{
+		int got = rx_count();
+
+		cr_expect(got >= 1 && rx.req[0].status == 200 && rx.req[0].body &&
+			  strstr(rx.req[0].body, "\"AclTest\""),
+			  "the alerter did not deliver as fl-alerter (%s/alerter.log)", dir);
+	}
+	rx_stop();
+	cr_expect_neq(test_sh("grep -q NOPERM %s/alerter.log", dir), 0,
+		      "faultline-alerter was refused something as fl-alerter (%s/alerter.log)", dir);
+	r = conn_commandf(admin, NULL, "XLEN fl:alerts:dead");
+	cr_expect(r && r->integer == 1, "the alerter did not dead-letter the unreadable event "
+		  "(%s/alerter.log)", dir);
+	freeReplyObject(r);
+	r = conn_commandf(admin, NULL, "XPENDING fl:alerts alerter");
+	cr_expect(r && r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 0,
+		  "events left unacknowledged (%s/alerter.log)", dir);
+	freeReplyObject(r);
+
+	/* the CLI as fl-operator */
+	snprintf(url, sizeof(url), "unix://%s?user=fl-operator&password_file=%s/secrets/"
+		 "fl-operator.pass", acl_redis.sock, dir);
+	cr_expect_eq(test_sh("%s/faultline silence add --match host=web-1 --for 1h --redis '%s' "
+			     ">%s/op.log 2>&1", test_out_dir(), url, dir), 0,
+		     "faultline silence add failed as fl-operator (%s/op.log)", dir);
+	op = open_as("fl-operator");
+	cr_expect(refused(op, "XADD fl:alerts * e {}"), "the operator could forge an event");
+	cr_expect(refused(op, "SET fl:{web-1}:host {}"), "the operator could write host data");
+	conn_close(op);
+	conn_close(admin);
 }

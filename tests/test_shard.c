@@ -45,11 +45,14 @@ static void teardown(void)
 static void register_hosts(struct conn *c, int n, int sites)
 {
 	for (int i = 0; i < n; i++) {
-		redisReply *r = conn_commandf(c, KEY_HOSTS, "HSET %s h-%d {\"labels\":{\"site\":"
-					      "\"s%d\",\"rack\":\"r%d\"}}", KEY_HOSTS, i,
-					      i % sites, i / 4);
+		char key[64], host[32];
+		redisReply *r;
 
-		cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+		snprintf(host, sizeof(host), "h-%d", i);
+		key_host_record(key, sizeof(key), host);
+		r = conn_commandf(c, key, "SET %s {\"labels\":{\"site\":\"s%d\",\"rack\":"
+				  "\"r%d\"}}", key, i % sites, i / 4);
+		cr_assert(r && r->type == REDIS_REPLY_STATUS);
 		freeReplyObject(r);
 	}
 }

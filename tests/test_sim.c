@@ -14,6 +14,7 @@
 #include <hiredis/hiredis.h>
 
 #include "store/conn.h"
+#include "store/host_registry.h"
 #include "store/deploy.h"
 #include "tests/helpers.h"
 #include "sim/scenario.h"
@@ -218,10 +219,16 @@ Test(sim, writes_the_fleet_and_its_faults, .init = setup, .fini = teardown, .tim
 
 	c = test_redis_connect(&redis);
 	cr_assert(c);
-	r = conn_commandf(c, NULL, "HLEN fl:hosts");
-	cr_expect_eq(r->integer, 16);
-	freeReplyObject(r);
-	r = conn_commandf(c, NULL, "HGET fl:hosts sw000-r0001-h02");
+	{
+		char **names;
+		size_t nn;
+		char err[256];
+
+		cr_assert_eq(store_host_names(c, &names, &nn, err, sizeof(err)), 0, "%s", err);
+		cr_expect_eq(nn, 16);
+		store_host_names_free(names, nn);
+	}
+	r = conn_commandf(c, NULL, "GET fl:{sw000-r0001-h02}:host");
 	cr_assert_eq(r->type, REDIS_REPLY_STRING);
 	cr_expect(strstr(r->str, "\"rack\":\"r0001\"") && strstr(r->str, "\"switch\":\"sw000\""),
 		  "%s", r->str);
@@ -287,7 +294,7 @@ Test(sim, new_functions_aggregation_and_rollback, .init = setup, .fini = teardow
 	cr_expect_eq(st.deploys, 2);
 	c = test_redis_connect(&redis);
 	cr_assert(c);
-	r = conn_commandf(c, NULL, "HGET fl:hosts sw003-r0003-h00");
+	r = conn_commandf(c, NULL, "GET fl:{sw003-r0003-h00}:host");
 	cr_assert_eq(r->type, REDIS_REPLY_STRING);
 	cr_expect(strstr(r->str, "\"agg\":\"agg01\""), "%s", r->str);
 	freeReplyObject(r);

@@ -154,7 +154,7 @@ Test(store, write_and_read_back, .init = setup, .fini = teardown)
 	cr_assert_eq(got.seqs[0], 17, "latest come oldest first");
 	cr_assert_eq(got.seqs[2], 19);
 
-	r = conn_commandf(c, NULL, "HGET fl:hosts web-1");
+	r = conn_commandf(c, NULL, "GET fl:{web-1}:host");
 	cr_assert_eq(r->type, REDIS_REPLY_STRING);
 	cr_assert(strstr(r->str, "\"rack\":\"r7\""), "%s", r->str);
 	cr_assert(strstr(r->str, "\"last_seen_ms\":"), "%s", r->str);

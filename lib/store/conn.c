@@ -32,6 +32,7 @@
 #include "core/secret.h"
 #include "core/timeutil.h"
 #include "store/link.h"
+#include "store/store_internal.h"
 
 #define CONN_MAX_NODES 128
 
@@ -641,6 +642,48 @@ redisReply *conn_commandf(struct conn *c, const char *route, const char *fmt, ..
 	len = redisvFormatCommand(&cmd, fmt, ap);
 	va_end(ap);
 	return command_formatted(c, route, cmd, len);
+}
+
+int conn_masters(struct conn *c, int *idx, int max)
+{
+	int n = 0;
+
+	if (!c->cluster) {
+		if (max > 0)
+			idx[n++] = 0;
+		return n;
+	}
+	if (c->map_stale && refresh_slots(c))
+		return -EIO;
+	for (int s = 0; s < CONN_SLOTS; s++) {
+		int node = c->slot_node[s], seen = 0;
+
+		if (node < 0)
+			continue;
+		for (int i = 0; i < n && !seen; i++)
+			seen = idx[i] == node;
+		if (!seen && n < max)
+			idx[n++] = node;
+	}
+	return n;
+}
+
+redisReply *conn_command_at(struct conn *c, int node, int argc, const char **argv,
+			    const size_t *lens)
+{
+	char *cmd = NULL;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	redisReply *r;
+
+	if (len < 0 || node < 0 || node >= c->nnodes) {
+		redisFreeCommand(cmd);
+		set_err(c, "bad command or node");
+		return NULL;
+	}
+	c->errstr[0] = '\0';
+	r = exchange(c, -1, node, cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	return r;
 }
 
 /* ---- pipelines ------------------------------------------------------------ */

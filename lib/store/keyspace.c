@@ -50,6 +50,11 @@ int key_drives(char *buf, size_t len, const char *host)
 	return name(buf, len, "fl:{%s}:drives", host);
 }
 
+int key_host_record(char *buf, size_t len, const char *host)
+{
+	return name(buf, len, "fl:{%s}:host", host);
+}
+
 int key_wear(char *buf, size_t len, const char *host, const char *serial)
 {
 	return name(buf, len, "fl:{%s}:drives:wear:%s", host, serial);

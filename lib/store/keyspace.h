@@ -35,15 +35,19 @@
  *       device -> drive record JSON (model/drive.h)
  *   fl:{H}:drives:wear:SERIAL    hash    probe             CLI wear report    kept
  *       YYYY-MM-DD -> "wear,bytes,hours"
+ *   fl:{H}:host                  string  probe, sim        rules, CLI         kept
+ *       the host's registry record: JSON {last_seen_ms, labels}
+ *       (model/host_entry.h), refreshed every minute.  Hosts are found by
+ *       SCAN MATCH fl:{*}:host on every master (host_registry.c): a host
+ *       registers by writing its own key, so a probe's ACL (acl.h) needs
+ *       no shared key and cannot register, rename or relabel another host.
+ *       (Before 0.2, one hash fl:hosts held every host's record.)
  *
  * Fleet-wide keys have no host and live in the slot of their own name.
- * Each is one small key written at a low rate (a host registration per
- * probe per minute, a deploy or silence by hand, an alert event per state
- * change), so one slot carries them comfortably; spreading them would buy
+ * Each is one small key written at a low rate (a deploy or silence by
+ * hand, an alert event per state change), so one slot carries them comfortably; spreading them would buy
  * nothing and would break the transactions below:
  *
- *   fl:hosts                     hash    probe, sim        rules, CLI         kept
- *       host -> JSON {last_seen_ms, labels} (model/host_entry.h)    slot 6256
  *   fl:deploys                   stream  CLI deploy, probe rules              90 d
  *       deploy markers (deploy.h)                                  slot 3313
  *   fl:silences                  hash    CLI silence       alerter            until expired
@@ -89,7 +93,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEY_HOSTS "fl:hosts"
 #define KEY_DEPLOYS "fl:deploys"
 #define KEY_SILENCES "fl:silences"
 #define KEY_ALERTS "fl:alerts"
@@ -122,6 +125,8 @@ int key_chunks(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H
 int key_profile(char *buf, size_t len, const char *host, int hourly);	/* fl:{H}:p10 */
 int key_profile_burst(char *buf, size_t len, const char *host);
 int key_drives(char *buf, size_t len, const char *host);
+int key_host_record(char *buf, size_t len, const char *host);	/* fl:{H}:host */
+#define KEY_HOST_RECORD_MATCH "fl:{*}:host"	/* SCAN pattern of every host's record */
 int key_wear(char *buf, size_t len, const char *host, const char *serial);
 int key_lease(char *buf, size_t len, int part);		/* {fl:alerts}:lease:P */
 int key_lease_epoch(char *buf, size_t len, int part);	/* {fl:alerts}:epoch:P */

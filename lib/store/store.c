@@ -171,6 +171,13 @@ static int append_item(struct conn *c, struct spool_item *it)
 			for (int i = 0; i < 2 * it->nfields; i++, f += strlen(f) + 1)
 				ARG(f, strlen(f));
 		}
+	} else if (it->host_registry) {
+		/* its own key (a spool file from before 0.2 says fl:hosts: same host) */
+		if (key_host_record(it->key, sizeof(it->key), it->field) < 0)
+			return -EINVAL;
+		ARG("SET", 3);
+		ARG(it->key, strlen(it->key));
+		ARG(it->blob, it->bloblen);
 	} else {
 		ARG("HSET", 4);
 		ARG(it->key, strlen(it->key));
@@ -548,7 +555,7 @@ static struct spool_item *host_item(const struct snapshot *s)
 		return NULL;
 	it->kind = ITEM_HSET;
 	it->host_registry = 1;
-	snprintf(it->key, sizeof(it->key), "%s", KEY_HOSTS);
+	key_host_record(it->key, sizeof(it->key), s->host);
 	snprintf(it->field, sizeof(it->field), "%s", s->host);
 	host_entry_encode(s, &sb);
 	if (strbuf_failed(&sb)) {

@@ -17,6 +17,17 @@ struct redisReply;
 int store_reply_failed(struct conn *c, struct redisReply *r, const char *what, char *err,
 		       size_t errlen);
 
+/*
+ * The masters of c (a single server: 1): their node indexes into idx (at
+ * most max), for commands that must visit every node (SCAN).  Returns how
+ * many, or -EIO when the slot map cannot be read (conn_errstr).
+ */
+int conn_masters(struct conn *c, int *idx, int max);
+
+/* conn_command sent to node (an index conn_masters gave), no redirects. */
+struct redisReply *conn_command_at(struct conn *c, int node, int argc, const char **argv,
+				   const size_t *lens);
+
 /* One checkpoint hash an alerts transaction replaces: key <- fps[i] -> states[i]. */
 struct alerts_state {
 	const char *key;
