@@ -160,6 +160,7 @@ static int take_record(const char *host, redisReply *v, store_host_entry_cb cb, 
 int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *err,
 		       size_t errlen)
 {
+	redisReply *replies[GET_BATCH];
 	char **names, key[320], last[16];
 	size_t n;
 	int got = 0, ret = 0;
@@ -168,7 +169,7 @@ int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *
 		return -EIO;
 	snprintf(last, sizeof(last), "%d", STORE_HOST_RECORD_MAX - 1);
 	for (size_t from = 0; from < n && !ret; from += GET_BATCH) {
-		size_t to = from + GET_BATCH < n ? from + GET_BATCH : n;
+		size_t to = from + GET_BATCH < n ? from + GET_BATCH : n, nr = 0;
 
 		for (size_t i = from; i < to && !ret; i++) {
 			const char *argv[4] = { "GETRANGE", key, "0", last };
@@ -177,17 +178,20 @@ int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *
 			    conn_append(c, key, 4, argv, NULL))
 				ret = -EIO;
 		}
+		/* every reply is read before cb runs: cb may send commands of its own */
 		for (size_t i = from; i < to; i++) {
-			redisReply *r = conn_reply(c);
-
-			if (!r) {
-				ret = store_reply_failed(c, NULL, "GETRANGE " KEY_HOST_RECORD_MATCH, err,
-							 errlen);
+			replies[nr] = conn_reply(c);
+			if (!replies[nr]) {
+				ret = store_reply_failed(c, NULL, "GETRANGE " KEY_HOST_RECORD_MATCH,
+							 err, errlen);
 				break;
 			}
+			nr++;
+		}
+		for (size_t i = 0; i < nr; i++) {
 			if (!ret)
-				got += take_record(names[i], r, cb, arg);
-			freeReplyObject(r);
+				got += take_record(names[from + i], replies[i], cb, arg);
+			freeReplyObject(replies[i]);
 		}
 	}
 	store_host_names_free(names, n);
