@@ -151,8 +151,14 @@ int payload_build(const struct alerter_config *cfg, const struct receiver *r,
 		  const char *group_key, const struct label *group_labels, int ngroup_labels,
 		  struct group_alert *const *alerts, int n, struct conn *rc, struct strbuf *out);
 
-/* sha256=HMAC-SHA256(secret, ts "." body) as lowercase hex, into out (72 bytes). */
-void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, char *out);
+/*
+ * sha256=HMAC-SHA256(secret, ts "." idem "." body) as lowercase hex, into
+ * out (72 bytes): the signature covers the timestamp (a receiver refuses
+ * old ones: replays) and the idempotency key (a replay under another key
+ * would pass a receiver's duplicate check).
+ */
+void sign_body(const char *secret, uint64_t ts, const char *idem, const char *body, size_t len,
+	       char *out);
 
 
 /* 1 if url's host is a loopback address or "localhost". */

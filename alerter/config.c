@@ -13,6 +13,7 @@
 #include "core/backoff.h"
 #include "core/config.h"
 #include "core/config_schema.h"
+#include "core/secret.h"
 #include "core/timeutil.h"
 
 
@@ -165,16 +166,12 @@ static int parse_receiver(struct alerter_config *ac, const struct cfg *c, const 
 				 "url: plain http to a non-loopback host; use https, or set "
 				 "allow_plain_http: true if you really mean it");
 	if (secret_file[0]) {
-		FILE *f = fopen(secret_file, "r");
+		char why[600];
 
-		if (!f || !fgets(r->secret, sizeof(r->secret), f)) {
-			if (f)
-				fclose(f);
+		/* whole or refused, never cut; 0600, as any secret (core/secret.h) */
+		if (secret_file_read(secret_file, r->secret, sizeof(r->secret), why, sizeof(why)))
 			return cfg_error(c, cfg_get(n, "secret_file"), err, errlen,
-					 "secret_file: cannot read %s", secret_file);
-		}
-		fclose(f);
-		r->secret[strcspn(r->secret, "\r\n")] = '\0';
+					 "secret_file: %s", why);
 	}
 	ac->nreceivers++;
 	/* header pointers point into the cfg tree: copy them */

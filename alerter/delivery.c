@@ -43,7 +43,7 @@ static void start_request(struct alerter *al, struct group *g)
 	snprintf(hdr, sizeof(hdr), "X-Faultline-Timestamp: %s", ts);
 	g->hdrs = curl_slist_append(g->hdrs, hdr);
 	if (r->secret[0]) {
-		sign_body(r->secret, now, strbuf_str(&g->body), g->body.len, sig);
+		sign_body(r->secret, now, g->idem, strbuf_str(&g->body), g->body.len, sig);
 		snprintf(hdr, sizeof(hdr), "X-Faultline-Signature: %s", sig);
 		g->hdrs = curl_slist_append(g->hdrs, hdr);
 	}

@@ -30,12 +30,14 @@
 #include "store/store.h"
 #include "core/timeutil.h"
 
-void sign_body(const char *secret, uint64_t ts, const char *body, size_t len, char *out)
+void sign_body(const char *secret, uint64_t ts, const char *idem, const char *body, size_t len,
+	       char *out)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
-	char tsbuf[32];
-	size_t tl = (size_t)snprintf(tsbuf, sizeof(tsbuf), "%llu.", (unsigned long long)ts);
+	char tsbuf[160];
+	size_t tl = (size_t)snprintf(tsbuf, sizeof(tsbuf), "%llu.%.100s.", (unsigned long long)ts,
+				     idem);
 	unsigned char *msg = malloc(tl + len + 1);
 
 	strcpy(out, "sha256=");
@@ -424,6 +426,25 @@ static const char *summary_of(const struct alert *a)
 }
 
 /* Append a Slack Block Kit section of mrkdwn text to blocks. */
+/*
+ * Slack's mrkdwn gives '&', '<' and '>' meaning (<!channel>, <@U123>,
+ * <https://x|text>): every outside string is escaped as Slack asks, so a
+ * process or label value cannot ping a channel or plant a link.
+ */
+static void slack_escaped(struct strbuf *sb, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '&')
+			strbuf_adds(sb, "&amp;");
+		else if (*s == '<')
+			strbuf_adds(sb, "&lt;");
+		else if (*s == '>')
+			strbuf_adds(sb, "&gt;");
+		else
+			strbuf_add(sb, s, 1);
+	}
+}
+
 static void add_section(json_object *blocks, const char *mrkdwn)
 {
 	json_object *x = json_object_new_object(), *t = json_object_new_object();
@@ -446,8 +467,8 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 
 	for (int i = 0; i < n; i++)
 		nfiring += as[i]->a.firing;
-	strbuf_addf(&sb, "[%s%s] %s", nfiring ? "FIRING:" : "RESOLVED",
-		    nfiring ? "" : "", alert_label(&as[0]->a, "alertname"));
+	strbuf_addf(&sb, "[%s] ", nfiring ? "FIRING:" : "RESOLVED");
+	slack_escaped(&sb, alert_label(&as[0]->a, "alertname"));
 	if (nfiring)
 		strbuf_addf(&sb, " (%d)", nfiring);
 	json_object_object_add(doc, "text", json_object_new_string(strbuf_str(&sb)));
@@ -463,12 +484,19 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 		const struct alert *a = &as[i]->a;
 
 		strbuf_reset(&sb);
-		strbuf_addf(&sb, "*%s* %s", a->firing ? "firing" : "resolved", summary_of(a));
-		if (a->domain_label[0])
-			strbuf_addf(&sb, "\n%s `%s`: %u of %u hosts", a->domain_label, a->domain_value,
-				    a->nhosts, a->total_hosts);
-		if (a->runbook[0])
-			strbuf_addf(&sb, "\nrunbook: %s", a->runbook);
+		strbuf_addf(&sb, "*%s* ", a->firing ? "firing" : "resolved");
+		slack_escaped(&sb, summary_of(a));
+		if (a->domain_label[0]) {
+			strbuf_adds(&sb, "\n");
+			slack_escaped(&sb, a->domain_label);
+			strbuf_adds(&sb, " `");
+			slack_escaped(&sb, a->domain_value);
+			strbuf_addf(&sb, "`: %u of %u hosts", a->nhosts, a->total_hosts);
+		}
+		if (a->runbook[0]) {
+			strbuf_adds(&sb, "\nrunbook: ");
+			slack_escaped(&sb, a->runbook);
+		}
 		add_section(blocks, strbuf_str(&sb));
 	}
 	/* the top stacks of the first alert with CPU evidence, as a code block */
@@ -484,11 +512,15 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 			strbuf_adds(&sb, "Top CPU stacks:\n```");
 			for (size_t i = 0; i < json_object_array_length(stacks) && i < 5; i++) {
 				json_object *s = json_object_array_get_idx(stacks, i), *v, *sh;
+				char line[256];
 
 				json_object_object_get_ex(s, "stack", &v);
 				json_object_object_get_ex(s, "share", &sh);
-				strbuf_addf(&sb, "%5.1f%% %.200s\n", 100 * json_object_get_double(sh),
-					    json_object_get_string(v));
+				/* inside ``` too: Slack still reads <!channel> there */
+				snprintf(line, sizeof(line), "%.200s", json_object_get_string(v));
+				strbuf_addf(&sb, "%5.1f%% ", 100 * json_object_get_double(sh));
+				slack_escaped(&sb, line);
+				strbuf_adds(&sb, "\n");
 			}
 			strbuf_adds(&sb, "```");
 			add_section(blocks, strbuf_str(&sb));

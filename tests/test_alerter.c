@@ -172,7 +172,7 @@ Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini 
 {
 	struct conn *c = conn();
 	json_object *doc, *x, *a0;
-	char ts[64], sig[128], want[80];
+	char ts[64], sig[128], want[80], idem[100];
 	int have_profile = seed_profile(c, "db-1") == 0;
 
 	start_alerter();
@@ -185,9 +185,14 @@ Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini 
 	cr_assert(strstr(r->headers, "POST /hook"), "%s", r->headers);
 	cr_assert_not_null(header(r, "X-Faultline-Timestamp", ts, sizeof(ts)));
 	cr_assert_not_null(header(r, "X-Faultline-Signature", sig, sizeof(sig)));
-	cr_assert_not_null(strcasestr(r->headers, "X-Faultline-Idempotency-Key"));
-	sign_body("s3cret", strtoull(ts, NULL, 10), r->body, strlen(r->body), want);
+	cr_assert_not_null(header(r, "X-Faultline-Idempotency-Key", idem, sizeof(idem)));
+	sign_body("s3cret", strtoull(ts, NULL, 10), idem, r->body, strlen(r->body), want);
 	cr_assert_str_eq(sig, want, "signature does not verify");
+	/* it covers the idempotency key and the timestamp: either changed, it fails */
+	sign_body("s3cret", strtoull(ts, NULL, 10), "0000", r->body, strlen(r->body), want);
+	cr_assert_str_neq(sig, want, "the signature does not cover the idempotency key");
+	sign_body("s3cret", strtoull(ts, NULL, 10) + 1, idem, r->body, strlen(r->body), want);
+	cr_assert_str_neq(sig, want, "the signature does not cover the timestamp");
 	doc = json_tokener_parse(r->body);
 	cr_assert_not_null(doc, "body is not JSON: %.200s", r->body);
 	cr_assert(json_object_object_get_ex(doc, "version", &x) &&
@@ -496,6 +501,25 @@ Test(alerter, slack_and_pagerduty_shapes)
 	cr_assert(strstr(strbuf_str(&out), "switch `sw3`: 2 of 8 hosts"), "%s", strbuf_str(&out));
 	json_object_put(doc);
 	strbuf_reset(&out);
+	{
+		/* outside strings cannot ping a channel, mention a user or plant a link */
+		struct group_alert *h = mk("{\"status\":\"firing\",\"fingerprint\":\"ac\","
+					   "\"labels\":{\"alertname\":\"<!channel> A&B\"},"
+					   "\"annotations\":{\"summary\":\"proc <@U123> "
+					   "<https://evil.test|click>\"},\"startsAt\":"
+					   "\"2026-11-30T14:00:00Z\"}");
+		struct group_alert *hs[1] = { h };
+
+		cr_assert_eq(payload_build(&cfg, &cfg.receivers[0], "k", &gl, 1, hs, 1, NULL, &out), 0);
+		cr_expect_null(strstr(strbuf_str(&out), "<!channel>"), "%s", strbuf_str(&out));
+		cr_expect_null(strstr(strbuf_str(&out), "<@U123>"), "%s", strbuf_str(&out));
+		cr_expect_null(strstr(strbuf_str(&out), "<https://evil"), "%s", strbuf_str(&out));
+		cr_expect(strstr(strbuf_str(&out), "&lt;!channel&gt; A&amp;B") &&
+			  strstr(strbuf_str(&out), "&lt;@U123&gt;"), "%s", strbuf_str(&out));
+		strbuf_reset(&out);
+		alert_free(&h->a);
+		free(h);
+	}
 	cr_assert_eq(payload_build(&cfg, &cfg.receivers[1], "k", &gl, 1, as, 1, NULL, &out), 0);
 	doc = json_tokener_parse(strbuf_str(&out));
 	cr_assert(json_object_object_get_ex(doc, "routing_key", &x) &&

@@ -21,10 +21,12 @@
 
 #include <hiredis/hiredis.h>
 
+#include "alerter/alerter.h"
 #include "core/secret.h"
 #include "core/timeutil.h"
 #include "model/snapshot.h"
 #include "store/conn.h"
+#include "store/spool_file.h"
 #include "store/store.h"
 #include "tests/cluster.h"
 #include "tests/helpers.h"
@@ -446,6 +448,32 @@ Test(secrets, redis_password_from_a_file_taken_whole_or_refused, .init = make_di
 	cr_expect_eq(strlen(buf), 255);
 	write_file(path, "two\nlines\n", 0600);
 	cr_expect_neq(secret_file_read(path, buf, sizeof(buf), err, sizeof(err)), 0);
+
+	/* the alerter's webhook secret_file: the same rules, errors positioned */
+	{
+		struct alerter_config cfg;
+		char yaml[800];
+
+		memset(longer, 'k', sizeof(longer) - 1);
+		longer[sizeof(longer) - 1] = '\0';
+		write_file(path, longer, 0600);
+		snprintf(yaml, sizeof(yaml), "receivers:\n  - name: a\n    url: https://x.test/h\n"
+			 "    secret_file: %s\n", path);
+		cr_expect_neq(alerter_config_parse(&cfg, "a.yaml", yaml, strlen(yaml), err,
+						   sizeof(err)), 0, "a secret longer than fits was cut");
+		cr_expect(strstr(err, "a.yaml:4:18: secret_file:") && strstr(err, "longer than"),
+			  "%s", err);
+		write_file(path, "webhook-key\n", 0644);
+		chmod(path, 0644);
+		cr_expect_neq(alerter_config_parse(&cfg, "a.yaml", yaml, strlen(yaml), err,
+						   sizeof(err)), 0, "a secret others can read was used");
+		cr_expect(strstr(err, "chmod 600"), "%s", err);
+		chmod(path, 0600);
+		cr_expect_eq(alerter_config_parse(&cfg, "a.yaml", yaml, strlen(yaml), err,
+						  sizeof(err)), 0, "%s", err);
+		cr_expect_str_eq(cfg.receivers[0].secret, "webhook-key");
+		alerter_config_free(&cfg);
+	}
 }
 
 /* ---- least privilege in Redis ------------------------------------------------ */
@@ -659,4 +687,38 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 	cr_expect(refused(op, "SET fl:{web-1}:host {}"), "the operator could write host data");
 	conn_close(op);
 	conn_close(admin);
+}
+
+/* ---- the spool file ------------------------------------------------------------ */
+
+static const struct spool_item *one_item(void *arg, size_t i)
+{
+	(void)i;
+	return arg;
+}
+
+/*
+ * A symlink planted at the spool's temporary name is refused, not written
+ * through: the file it points at keeps its content.
+ */
+Test(spool, a_symlink_at_the_temporary_name_is_not_followed, .init = make_dir, .fini = cleanup)
+{
+	struct spool_item it = { .kind = ITEM_XADD, .key = "fl:{h}:s1", .ts_ms = 1, .blob = "x",
+				 .bloblen = 1 };
+	char path[300], tmp[320], victim[300], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/spool", dir);
+	snprintf(tmp, sizeof(tmp), "%s/spool.tmp", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	write_file(victim, "precious\n", 0600);
+	cr_assert_eq(symlink(victim, tmp), 0);
+	cr_expect_neq(spool_file_save(path, one_item, &it, 1), 0, "wrote through a symlink");
+	f = fopen(victim, "r");
+	cr_assert_not_null(f);
+	cr_expect_not_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	cr_expect_str_eq(buf, "precious\n", "the symlink's target was overwritten");
+	unlink(tmp);
+	cr_expect_eq(spool_file_save(path, one_item, &it, 1), 0, "without the symlink it saves");
 }

@@ -37,6 +37,29 @@ static int put_str(FILE *f, const char *s)
 	return put_bytes(f, &n, sizeof(n)) || put_bytes(f, s, n);
 }
 
+/* fsync the directory of path: the rename itself survives a power cut. */
+static void sync_dir(const char *path)
+{
+	char dir[600];
+	char *slash;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd))
+		log_warn("cannot fsync %s: %s; the spool may not survive a power cut", dir,
+			 strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 int spool_file_save(const char *path, const struct spool_item *(*at)(void *arg, size_t i),
 		    void *arg, size_t n)
 {
@@ -46,7 +69,11 @@ int spool_file_save(const char *path, const struct spool_item *(*at)(void *arg, 
 	int fd, bad;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/*
+	 * O_NOFOLLOW: a symlink planted at the temporary name (the spool's
+	 * directory is the probe's, but be sure) is refused, not written through.
+	 */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
 		log_error("cannot write the spool to %s: %s; %zu snapshot(s) are lost", tmp,
 			  strerror(errno), n);
@@ -82,6 +109,7 @@ int spool_file_save(const char *path, const struct spool_item *(*at)(void *arg, 
 		unlink(tmp);
 		return -1;
 	}
+	sync_dir(path);
 	log_warn("Redis is unreachable: %zu entr%s kept in %s for the next start", saved,
 		 saved == 1 ? "y" : "ies", path);
 	return 0;

@@ -39,7 +39,7 @@ struct spool_item {
 	uint64_t ts_ms;		/* XADD entry id ms part */
 	uint64_t minid;		/* XADD MINID trim point */
 	int star;		/* XADD with '*' (clock went back) */
-	int host_registry;	/* the fl:hosts entry (at most one queued) */
+	int host_registry;	/* the host's registry record, fl:{H}:host (one queued) */
 	int attempts;
 	int done;
 	char *blob;
