@@ -338,6 +338,8 @@ install: all
 		install -m 0644 etc/bash-completion/faultline \
 			$(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$c; \
 	done
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d
+	install -m 0644 etc/sysusers.d/faultline.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	for u in etc/systemd/*.service; do \
 		sed -e 's|/usr/bin/faultline|$(PREFIX)/bin/faultline|' -e 's|/usr/share/faultline|$(PREFIX)/share/faultline|' $$u > \
@@ -357,6 +359,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,faultline \
 		faultline-probe faultline-rules faultline-alerter)
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/lib/systemd/system/,$(notdir $(wildcard etc/systemd/*.service)))
+	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/faultline.conf
 	@for f in probe.yaml alerter.yaml topology.yaml $(notdir $(wildcard etc/rules/*.yaml)); do \
 		d=$(DESTDIR)$(SYSCONFDIR)/faultline; [ -f $$d/$$f ] || d=$$d/rules; \
 		if [ -f $$d/$$f ] && { cmp -s $$d/$$f etc/$$f || cmp -s $$d/$$f etc/rules/$$f; }; then \
@@ -371,4 +374,4 @@ vmlinux:
 clean:
 	rm -rf build build-asan
 
--include $(shell find $(OUT) -name '*.d' 2>/dev/null)
+-include $(shell find $(OUT) -name '*.d' -type f -not -path '*/deb/*' 2>/dev/null)

@@ -18,10 +18,11 @@ mkdir -p "$root"
 make --no-print-directory -s install OUT="$out" DESTDIR="$(cd "$root" && pwd)" PREFIX=/usr \
 	>/dev/null
 
-# Debian wants units in /lib/systemd/system (bookworm) and compressed man pages.
+# Debian wants units in /lib/systemd/system (bookworm) and compressed man pages;
+# sysusers.d stays in /usr/lib.
 mkdir -p "$root/lib/systemd"
 mv "$root/usr/lib/systemd/system" "$root/lib/systemd/system"
-rmdir "$root/usr/lib/systemd" "$root/usr/lib" 2>/dev/null || true
+rmdir "$root/usr/lib/systemd" 2>/dev/null || true
 gzip -9n "$root"/usr/share/man/man*/*
 for b in "$root"/usr/bin/*; do
 	strip --strip-unneeded --remove-section=.comment --remove-section=.note "$b"
@@ -77,17 +78,33 @@ Description: fleet health and anomaly alerting on eBPF
  deploys against a baseline; faultline-alerter delivers signed webhooks
  with the top CPU stacks as evidence, or feeds an existing Alertmanager.
 EOC
-for s in postinst postrm; do
-	cat > "$root/DEBIAN/$s" <<'EOC'
+cat > "$root/DEBIAN/postinst" <<'EOC'
 #!/bin/sh
 set -e
+# the services' system user (etc/sysusers.d/faultline.conf)
+if [ "$1" = configure ]; then
+	if command -v systemd-sysusers >/dev/null 2>&1; then
+		systemd-sysusers faultline.conf
+	elif ! getent passwd faultline >/dev/null; then
+		useradd --system --user-group --home-dir /var/lib/faultline --no-create-home \
+			--shell /usr/sbin/nologin faultline
+	fi
+fi
 # the units changed on disk: let a running systemd read them again
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null 2>&1 || true
 fi
 EOC
-	chmod 0755 "$root/DEBIAN/$s"
-done
+cat > "$root/DEBIAN/postrm" <<'EOC'
+#!/bin/sh
+set -e
+# the units changed on disk: let a running systemd read them again (the
+# faultline user stays, as Debian keeps system users: files may still be its)
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+EOC
+chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/postrm"
 (cd "$root" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | sort |
 	xargs md5sum) > "$root/DEBIAN/md5sums"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null

@@ -272,6 +272,10 @@ Test(cli, debian_package_installs_and_purges, .fini = purge_deb, .timeout = 600)
 	deb_installed_by_us = 1;
 	cr_assert_eq(test_sh("dpkg -i %s/faultline_*.deb >&2", test_out_dir()), 0,
 		     "dpkg -i failed");
+	cr_assert_eq(test_sh("getent passwd faultline >/dev/null && "
+			     "test -f /usr/lib/sysusers.d/faultline.conf && "
+			     "grep -q '^User=faultline' /lib/systemd/system/faultline-rules.service"), 0,
+		     "the package did not make the faultline user the units run as");
 	cr_assert_eq(test_sh("/usr/bin/faultline-rules --version && /usr/bin/faultline --version && "
 			     "/usr/bin/faultline-alerter --version && "
 			     "/usr/bin/faultline-probe --version >/dev/null"), 0);
@@ -315,6 +319,21 @@ Test(cli, systemd_units_verify)
 			     "rm -rf $d; [ -n \"$out\" ] && echo \"$out\" >&2; "
 			     "[ $r = 0 ] && [ -z \"$out\" ]", test_out_dir(), test_out_dir()), 0,
 		     "systemd-analyze verify complains about etc/systemd/*.service");
+	/*
+	 * least privilege, as systemd scores it (lower is better): the central
+	 * parts and Redis at most 2.5, the probe (root, for the kernel) at most 5;
+	 * and no unit needs a directory only the local Redis makes
+	 */
+	cr_assert_eq(test_sh("cd %s/.. && for u in rules:2.5 alerter:2.5 redis:2.5 probe:5.0; do "
+			     "f=etc/systemd/faultline-${u%%%%:*}.service; "
+			     "s=$(systemd-analyze security --offline=yes $f 2>/dev/null | "
+			     "sed -n 's/.*exposure level for .*: \\([0-9.]*\\).*/\\1/p'); "
+			     "echo \"$f: $s\" >&2; [ -n \"$s\" ] && "
+			     "awk -v s=$s -v m=${u#*:} 'BEGIN { exit !(s <= m) }' || exit 1; done && "
+			     "! grep -l '^ReadWritePaths=/run/faultline' etc/systemd/faultline-probe.service "
+			     "etc/systemd/faultline-rules.service etc/systemd/faultline-alerter.service",
+			     test_out_dir()), 0,
+		     "a unit's systemd-analyze security exposure is over its bound");
 }
 
 Test(cli, options_that_would_be_ignored_are_errors)

@@ -19,9 +19,17 @@ int secret_file_read(const char *path, char *out, size_t outlen, char *err, size
 	size_t len;
 	int fd;
 
+	char joined[4096];
+	const char *creds = getenv("CREDENTIALS_DIRECTORY");
+
 	if (outlen < 2) {
 		snprintf(err, errlen, "%s: no room for a secret", path);
 		return -1;
+	}
+	/* a relative name under systemd is one of the unit's credentials (LoadCredential=) */
+	if (path[0] != '/' && creds && creds[0]) {
+		snprintf(joined, sizeof(joined), "%s/%s", creds, path);
+		path = joined;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st)) {

@@ -8,6 +8,11 @@
  * must be a regular file no one but its owner can read or write (mode 0600
  * or stricter), hold one line (a final newline is dropped), no NUL byte,
  * nothing empty, and fit the caller's buffer.
+ *
+ * Under systemd a relative path names one of the unit's credentials: it is
+ * read from $CREDENTIALS_DIRECTORY (LoadCredential=NAME:/etc/faultline/...
+ * in the unit, password_file=NAME in the URL), which the service's own
+ * user can read while the original stays root's.
  */
 #ifndef FL_CORE_SECRET_H
 #define FL_CORE_SECRET_H
