@@ -273,6 +273,10 @@ void engine_counts(const struct engine *e, struct engine_counts *out)
 {
 	out->hosts = e->nhosts;
 	out->undecodable = e->undecodable;
+	out->oversize = e->oversize;
+	out->quarantined = 0;
+	for (size_t i = 0; i < e->nhosts; i++)
+		out->quarantined += e->hosts[i].quarantine_until_ms > e->evaluated_ms;
 	out->eval_errors = e->eval_errors;
 	out->inhibited = e->inhibited;
 }
@@ -463,6 +467,8 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 			bad[nbad].value = history_recent_bad(h, now);
 			nbad++;
 		}
+		if (h->quarantine_until_ms > now)
+			continue;	/* not read on purpose: HostUndecodable, not HostSilent */
 		if (!host_live(e, h, now)) {
 			if (last + e->opts.stale_ms >= now)
 				continue;	/* nothing yet, but not for long */

@@ -166,6 +166,8 @@ void engine_group_stats(const struct engine *e, int g, struct engine_group_stats
 struct engine_counts {
 	size_t hosts;			/* hosts with history */
 	uint64_t undecodable;		/* entries that could not be read, ever */
+	uint64_t oversize;		/* host reads refused over the read bound, ever */
+	size_t quarantined;		/* hosts not read now (entries over the bound) */
 	uint64_t eval_errors;		/* rule evaluations that failed, ever */
 	uint64_t inhibited;		/* host alerts explained by a domain alert */
 };

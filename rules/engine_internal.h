@@ -20,6 +20,12 @@
 /* Undecodable entries of a host within this window raise HostUndecodable. */
 #define BAD_WINDOW_MS 60000
 #define BAD_BOUND 3
+/*
+ * A host whose entries are larger than the read bound (STORE_READ_PAGE_MAX)
+ * is not read for this long, and pages HostUndecodable meanwhile; then it is
+ * tried again (once per quarantine: the fleet's interval never waits on it).
+ */
+#define QUARANTINE_MS (10 * 60000ULL)
 /* Entries dated further ahead than this wait until their time comes. */
 #define FUTURE_SLACK_MS 10000
 
@@ -40,6 +46,7 @@ struct engine {
 	uint64_t dead_letters;		/* written to fl:alerts:dead in the last hour */
 	uint64_t backlog, backlog_oldest_ms;	/* fl:alerts entries not yet delivered */
 	uint64_t undecodable;		/* entries that could not be read, ever */
+	uint64_t oversize;		/* hosts' reads refused over the read bound, ever */
 	uint64_t eval_errors;		/* rule evaluations that failed, ever */
 	struct engine_group_stats *gstats;	/* per group of rules */
 	int cur_group;			/* the group being evaluated; -1: none */
@@ -69,6 +76,7 @@ struct host_state {
 	uint64_t bad_ms[8];		/* ids (or read times) of the last undecodable entries */
 	uint32_t nbad;			/* undecodable entries ever */
 	uint64_t said_ms;		/* last warning about this host */
+	uint64_t quarantine_until_ms;	/* its entries are over the read bound: not read */
 };
 
 struct instance {

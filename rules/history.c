@@ -235,6 +235,27 @@ static void bad_cb(size_t idx, uint64_t entry_ms, const char *why, void *arg)
 			 h->name, entry_ms, why, h->nbad);
 }
 
+static void oversize_cb(size_t idx, void *arg)
+{
+	struct load_arg *la = arg;
+	struct host_state *h = &la->e->hosts[la->hosts[idx]];
+
+	h->quarantine_until_ms = la->now + QUARANTINE_MS;
+	la->e->oversize++;
+	char after[48] = "";
+
+	if (h->read_ms)
+		snprintf(after, sizeof(after), " after %" PRIu64, h->read_ms);
+	log_error("host %s: its entries%s are larger than the read bound (%u MiB "
+		  "for %d entries), or so large that Redis could not start answering within the "
+		  "timeout while it answers anything else; quarantined: not read for %llu min "
+		  "and paged as "
+		  "HostUndecodable, while every other host is read as usual. A probe does not "
+		  "write such entries: look at what wrote them (runbooks/host-undecodable.md)",
+		  h->name, after, STORE_READ_PAGE_MAX >> 20, STORE_READ_PAGE,
+		  QUARANTINE_MS / 60000);
+}
+
 void engine_undecodable(const struct engine *e,
 			void (*cb)(const char *host, uint64_t n, void *arg), void *arg)
 {
@@ -247,6 +268,8 @@ int history_recent_bad(const struct host_state *h, uint64_t now)
 {
 	int n = 0;
 
+	if (h->quarantine_until_ms > now)
+		return BAD_BOUND;	/* unread because unreadable: it stays paged */
 	for (uint32_t i = 0; i < 8 && i < h->nbad; i++)
 		n += h->bad_ms[i] + BAD_WINDOW_MS >= now;
 	return n;
@@ -257,7 +280,7 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 {
 	struct load_arg la = { e, 0, until_ms ? until_ms : time_wall_ns() / NSEC_PER_MSEC, NULL };
 	struct store_readers readers = { .snapshot = load_cb, .bad = bad_cb, .like = like_cb,
-					 .arg = &la };
+					 .oversize = oversize_cb, .arg = &la };
 	const char **names = NULL;
 	uint64_t *from = NULL;
 	char **all = NULL;
@@ -280,9 +303,9 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 
 		if (!store_host_valid(all[i])) {
 			if (!e->bad_name_said_ms || la.now - e->bad_name_said_ms >= 60000) {
-				log_warn("fl:hosts names '%.80s', which is not a host name (letters, "
-					 "digits, . _ - :, under 200 bytes); it is not monitored — "
-					 "remove it with HDEL fl:hosts", all[i]);
+				log_warn("the registry names '%.80s', which is not a host name "
+					 "(letters, digits, . _ - :, under 200 bytes); it is not "
+					 "monitored", all[i]);
 				e->bad_name_said_ms = la.now;
 			}
 			continue;
@@ -294,6 +317,8 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 			continue;
 		if (!h->first_seen_ms)
 			h->first_seen_ms = la.now;
+		if (h->quarantine_until_ms > la.now)
+			continue;	/* its entries are over the read bound (oversize_cb) */
 		held = columns_len(&h->hist) ? columns_ts(&h->hist, columns_len(&h->hist) - 1) : 0;
 		from[n] = h->read_ms > held ? h->read_ms : held;
 		from[n] = from[n] ? from[n] + 1 : 0;

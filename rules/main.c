@@ -283,13 +283,22 @@ static void render_metrics(const struct engine *e, const struct worker *w, struc
 			    "# HELP faultline_rules_workers_live Live --shard workers this one sees.\n"
 			    "# TYPE faultline_rules_workers_live gauge\n"
 			    "faultline_rules_workers_live %zu\n", worker_partitions(w), worker_peers(w));
-	strbuf_addf(sb, "# HELP faultline_rules_hosts Hosts the engine knows (fl:hosts).\n"
+	strbuf_addf(sb, "# HELP faultline_rules_hosts Hosts the engine knows (the registry).\n"
 		    "# TYPE faultline_rules_hosts gauge\nfaultline_rules_hosts %zu\n", n.hosts);
 	strbuf_addf(sb, "# HELP faultline_rules_undecodable_entries_total Stream entries that "
 		    "could not be read (all hosts).\n"
 		    "# TYPE faultline_rules_undecodable_entries_total counter\n"
 		    "faultline_rules_undecodable_entries_total %llu\n",
 		    (unsigned long long)n.undecodable);
+	strbuf_addf(sb, "# HELP faultline_rules_oversize_reads_total Host reads refused unread "
+		    "because a page of the host's entries was over the read bound.\n"
+		    "# TYPE faultline_rules_oversize_reads_total counter\n"
+		    "faultline_rules_oversize_reads_total %llu\n"
+		    "# HELP faultline_rules_quarantined_hosts Hosts not read now: their entries are "
+		    "over the read bound (paged as HostUndecodable).\n"
+		    "# TYPE faultline_rules_quarantined_hosts gauge\n"
+		    "faultline_rules_quarantined_hosts %zu\n",
+		    (unsigned long long)n.oversize, n.quarantined);
 	strbuf_addf(sb, "# HELP faultline_rules_host_undecodable_entries_total Stream entries of "
 		    "the host that could not be read.\n"
 		    "# TYPE faultline_rules_host_undecodable_entries_total counter\n");

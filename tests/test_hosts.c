@@ -291,3 +291,92 @@ Test(hosts, the_first_read_of_a_large_fleet_reads_every_host, .init = setup, .fi
 		cr_expect_eq(engine_history(e, name), 1, "%s was not read", name);
 	}
 }
+
+/*
+ * A host with an entry of 1 GB (three fields of 330 MiB: 1.04 GB, about the
+ * most a stream entry holds, 1 GiB, and what Redis' default
+ * proto-max-bulk-len lets any client write): its read is refused unread at
+ * the page bound (or, as Redis takes a while to copy a gigabyte into its
+ * answer, at the timeout, Redis answering a PING at once meanwhile), it is
+ * quarantined (HostUndecodable, not HostSilent), and every other host is
+ * read in the same interval, which runs over by at most that one timeout;
+ * the next interval does not touch it at all.  (Redis as faultline-redis
+ * runs it, proto-max-bulk-len 16mb, refuses such an entry outright:
+ * docs/security.md.)
+ */
+Test(hosts, a_gigabyte_entry_quarantines_its_host_not_the_fleet, .init = setup,
+     .fini = teardown, .timeout = 180)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, t0, first_ns, second_ns;
+	struct test_events ev = { 0 };
+	size_t part = 330u << 20;
+	char *big = malloc(part), err[256], key[64], id[32];
+	const char *argv[9] = { "XADD", key, id, "a", big, "b", big, "c", big };
+	size_t lens[9] = { 4, 0, 0, 1, part, 1, part, 1, part };
+	redisReply *r;
+
+	cr_assert_not_null(big);
+	memset(big, 'z', part);
+	snprintf(key, sizeof(key), "fl:{huge-1}:s1");
+	lens[1] = strlen(key);
+	snprintf(id, sizeof(id), "*");	/* Redis' clock as it takes it: fresh when read */
+	lens[2] = strlen(id);
+	{
+		/* a gigabyte takes Redis seconds to take in: a patient connection */
+		struct conn *slow = conn_open(redis.url, 120 * NSEC_PER_SEC, err, sizeof(err));
+
+		cr_assert_not_null(slow, "%s", err);
+		r = conn_command(slow, key, 9, argv, lens);
+		cr_assert(r && r->type == REDIS_REPLY_STRING, "redis did not take the 1 GB entry: "
+			  "%s", r ? r->str : conn_errstr(slow));
+		freeReplyObject(r);
+		conn_close(slow);
+	}
+	free(big);
+	/* the rest after the gigabyte, which took a while: fresh for the rules */
+	now = time_wall_ns() / NSEC_PER_MSEC;
+	for (int i = 0; i < 20; i++) {
+		char host[16];
+
+		snprintf(host, sizeof(host), "good-%d", i);
+		put(host, now - 2000, NULL, 30);
+	}
+	/* ...and a later, normal snapshot of the same host: not read while quarantined */
+	put("huge-1", now + 100, NULL, 99);
+
+	t0 = time_mono_ns();
+	err[0] = '\0';
+	{
+		int got = engine_load_redis(e, rc, 0, err, sizeof(err));
+
+		cr_assert_geq(got, 20, "%d snapshot(s) read: %s", got, err);
+	}
+	first_ns = time_mono_ns() - t0;
+	engine_eval(e, now, test_events_collect, &ev);
+	cr_expect_eq(counts().oversize, 1);
+	cr_expect_eq(counts().quarantined, 1);
+	cr_expect_eq(count(&ev, "HostUndecodable", "huge-1", "firing"), 1,
+		     "the host with the giant entry was not paged");
+	cr_expect_eq(count(&ev, "DriveHot", "huge-1", "firing"), 0,
+		     "something after the giant entry was read");
+	for (int i = 0; i < 20; i++) {
+		char host[16];
+
+		snprintf(host, sizeof(host), "good-%d", i);
+		cr_expect_eq(count(&ev, "HostSilent", host, "firing"), 0, "%s was not read", host);
+	}
+	/* at most one Redis timeout (1 s) over the interval (1 s): cut, not read */
+	cr_expect_lt(first_ns, 2 * NSEC_PER_SEC + NSEC_PER_SEC / 2, "the interval took %.2f s",
+		     first_ns / 1e9);
+	t0 = time_mono_ns();
+	cr_assert_geq(engine_load_redis(e, rc, 0, err, sizeof(err)), 0, "%s", err);
+	second_ns = time_mono_ns() - t0;
+	engine_eval(e, now + 10000, test_events_collect, &ev);
+	cr_expect_eq(counts().oversize, 1, "a quarantined host was read again");
+	cr_expect_eq(count(&ev, "HostSilent", "huge-1", "firing"), 0,
+		     "a quarantined host pages HostSilent as well");
+	cr_expect_lt(second_ns, NSEC_PER_SEC / 4, "the next interval took %.2f s", second_ns / 1e9);
+	cr_log_info("1 GB entry: first interval's read %.3f s, the next %.3f s", first_ns / 1e9,
+		    second_ns / 1e9);
+	test_events_free(&ev);
+}

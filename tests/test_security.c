@@ -722,3 +722,38 @@ Test(spool, a_symlink_at_the_temporary_name_is_not_followed, .init = make_dir, .
 	unlink(tmp);
 	cr_expect_eq(spool_file_save(path, one_item, &it, 1), 0, "without the symlink it saves");
 }
+
+/*
+ * The limits faultline-redis.service gives Redis: no value over 16 MB, no
+ * command over 64 MB.  A client (a compromised probe) cannot store an
+ * entry of a gigabyte, nor of 20 MB; a snapshot-sized one goes in.
+ */
+Test(bounds, the_local_redis_refuses_giant_values, .timeout = 60)
+{
+	struct test_redis redis;
+	size_t big = 20 << 20;
+	char *val = calloc(1, big);
+	struct conn *c;
+	redisReply *r;
+	const char *argv[5] = { "XADD", "fl:{web-1}:s1", "*", "d", val };
+	size_t lens[5] = { 4, 13, 1, 1, big };
+
+	cr_assert_eq(test_sh("grep -q -- '--proto-max-bulk-len 16mb --client-query-buffer-limit "
+			     "64mb' %s/../etc/systemd/faultline-redis.service", test_out_dir()), 0,
+		     "the unit's limits are not the ones this test tries");
+	cr_assert_eq(test_redis_start_with(&redis, "--proto-max-bulk-len", "16mb"), 0);
+	c = test_redis_connect(&redis);
+	r = conn_command(c, "fl:{web-1}:s1", 5, argv, lens);
+	cr_expect(!r || r->type == REDIS_REPLY_ERROR, "a 20 MB value was stored");
+	if (r)
+		freeReplyObject(r);
+	lens[4] = 4096;
+	r = conn_command(c, "fl:{web-1}:s1", 5, argv, lens);
+	cr_expect(r && r->type == REDIS_REPLY_STRING, "a snapshot-sized entry was refused: %s",
+		  r ? r->str : conn_errstr(c));
+	if (r)
+		freeReplyObject(r);
+	conn_close(c);
+	test_redis_destroy(&redis);
+	free(val);
+}

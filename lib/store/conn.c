@@ -68,6 +68,8 @@ struct conn {
 	int drained;
 	int in_multi;
 	int failed;		/* this pipeline failed: no more replies from it */
+	int too_large;		/* ...on a reply over the read bound */
+	int timed_out;		/* ...waiting longer than the timeout */
 	char errstr[256];
 	struct conn_stats stats;
 };
@@ -451,6 +453,8 @@ static void pipeline_reset(struct conn *c)
 	c->drained = 0;
 	c->in_multi = 0;
 	c->failed = 0;
+	c->too_large = 0;
+	c->timed_out = 0;
 }
 
 void conn_close(struct conn *c)
@@ -483,6 +487,16 @@ int conn_is_cluster(const struct conn *c)
 const char *conn_errstr(const struct conn *c)
 {
 	return c->errstr;
+}
+
+int conn_reply_too_large(const struct conn *c)
+{
+	return c->too_large;
+}
+
+int conn_reply_timed_out(const struct conn *c)
+{
+	return c->timed_out;
 }
 
 void conn_get_stats(const struct conn *c, struct conn_stats *out)
@@ -528,6 +542,10 @@ static redisReply *node_reply(struct conn *c, int i)
 
 	if (r)
 		return r;
+	if (rc && link_too_large(rc))
+		c->too_large = 1;
+	if (rc && link_timed_out(rc))
+		c->timed_out = 1;
 	set_err(c, "redis %s: %s", node_name(c, i, name, sizeof(name)),
 		rc && link_errstr(rc)[0] ? link_errstr(rc) : "connection lost");
 	node_drop(c, i);
@@ -618,6 +636,8 @@ static redisReply *command_formatted(struct conn *c, const char *route, char *cm
 		return NULL;
 	}
 	c->errstr[0] = '\0';
+	c->too_large = 0;
+	c->timed_out = 0;
 	r = exchange(c, slot_of(c, route), -1, cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return r;
@@ -863,8 +883,13 @@ redisReply *conn_reply(struct conn *c)
 	c->replies[c->next++] = NULL;
 	if (!r && !c->errstr[0])
 		set_err(c, "redis cluster: a node went away");
-	if (c->next == c->nq)
+	if (c->next == c->nq) {
+		int too_large = c->too_large, timed_out = c->timed_out;	/* for its caller */
+
 		pipeline_reset(c);
+		c->too_large = too_large;
+		c->timed_out = timed_out;
+	}
 	return r;
 }
 

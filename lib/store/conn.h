@@ -114,6 +114,15 @@ void conn_close(struct conn *c);
  */
 void conn_set_reply_limit(struct conn *c, size_t bytes);
 
+/*
+ * 1 when the last failed command or pipeline reply failed because the
+ * reply was over the bound (the node's data, not the network, is at fault).
+ */
+int conn_reply_too_large(const struct conn *c);
+
+/* 1 when it failed waiting longer than the command timeout for a reply. */
+int conn_reply_timed_out(const struct conn *c);
+
 /* 1 on a Redis Cluster. */
 int conn_is_cluster(const struct conn *c);
 

@@ -54,6 +54,7 @@ struct link {
 	size_t charged;		/* of the reply being read */
 	size_t received;	/* bytes received since the last reply was returned */
 	int over;		/* the reply went over its bound */
+	int timed_out;		/* a send or receive waited longer than the timeout */
 	int failed;
 	char errstr[256];
 };
@@ -473,6 +474,7 @@ static int flush_out(struct link *l)
 
 				if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ||
 				    is_timeout(errno)) {
+					l->timed_out = 1;
 					link_fail(l, "send timed out");
 				} else {
 					ssl_reason(why, sizeof(why));
@@ -486,6 +488,7 @@ static int flush_out(struct link *l)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
+				l->timed_out = is_timeout(errno);
 				link_fail(l, "%s", is_timeout(errno) ? "send timed out" : strerror(errno));
 				return -1;
 			}
@@ -519,6 +522,7 @@ static int fill(struct link *l)
 				link_fail(l, "the server closed the connection");
 			} else if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ||
 				   is_timeout(errno)) {
+				l->timed_out = 1;
 				link_fail(l, "no reply within the timeout");
 			} else {
 				ssl_reason(why, sizeof(why));
@@ -536,6 +540,7 @@ static int fill(struct link *l)
 			return -1;
 		}
 		if (n < 0) {
+			l->timed_out = is_timeout(errno);
 			link_fail(l, "%s", is_timeout(errno) ? "no reply within the timeout" :
 				  strerror(errno));
 			return -1;
@@ -606,6 +611,16 @@ struct redisReply *link_reply(struct link *l)
 	if (l->over)
 		link_fail(l, "a reply larger than %zu bytes (the read bound); not read", l->limit);
 	return NULL;
+}
+
+int link_too_large(const struct link *l)
+{
+	return l->over;
+}
+
+int link_timed_out(const struct link *l)
+{
+	return l->timed_out;
 }
 
 const char *link_errstr(const struct link *l)

@@ -78,6 +78,12 @@ struct redisReply *link_reply(struct link *l);
 /* Why the link failed ("" while it has not). */
 const char *link_errstr(const struct link *l);
 
+/* 1 when the link failed on a reply over its bound. */
+int link_too_large(const struct link *l);
+
+/* 1 when the link failed waiting longer than its timeout. */
+int link_timed_out(const struct link *l);
+
 /* Bound every later reply to bytes (0: LINK_REPLY_LIMIT). */
 void link_set_reply_limit(struct link *l, size_t bytes);
 

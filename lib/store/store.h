@@ -174,10 +174,19 @@ typedef void (*store_bad_cb)(size_t host_index, uint64_t entry_ms, const char *w
  * (snapshot_adopt_strings) before it frees that snapshot.
  */
 typedef const struct snapshot *(*store_like_cb)(size_t host_index, void *arg);
+/*
+ * A host whose page of entries (STORE_READ_PAGE of them from from_ms) is larger
+ * than STORE_READ_PAGE_MAX: it was not read (its reply was refused
+ * unread); the caller quarantines it.  The other hosts are read as usual.
+ */
+typedef void (*store_oversize_cb)(size_t host_index, void *arg);
+#define STORE_READ_PAGE 128
+#define STORE_READ_PAGE_MAX (32u << 20)
 struct store_readers {
 	store_snapshot_cb snapshot;	/* each decoded snapshot */
 	store_bad_cb bad;		/* NULL: undecodable entries logged as warnings */
 	store_like_cb like;		/* NULL: decoded without a template */
+	store_oversize_cb oversize;	/* NULL: logged as an error */
 	void *arg;			/* passed to each */
 };
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,

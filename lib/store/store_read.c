@@ -387,12 +387,23 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
  * (a read of 500 hosts x 30 min in one round was 2 GB of replies, and
  * timed out).  The steady state reads one entry per host: one round.
  */
-#define READ_PAGE 128
+#define READ_PAGE STORE_READ_PAGE
 
 struct read_page {
 	size_t host;			/* index into hosts */
 	char from[48];			/* "MS" or "(MS-SEQ" (after that entry) */
 };
+
+/* 1 if Redis answers a PING now (on a new connection, as the last failed). */
+static int redis_answers(struct conn *c)
+{
+	redisReply *r = conn_commandf(c, NULL, "PING");
+	int ok = r && r->type == REDIS_REPLY_STATUS;
+
+	if (r)
+		freeReplyObject(r);
+	return ok;
+}
 
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
 		      size_t n, uint32_t tier, uint64_t to_ms, const struct store_readers *rd,
@@ -418,6 +429,8 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 	if (to_ms)
 		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
 	snprintf(count, sizeof(count), "%d", READ_PAGE);
+	/* a host's page is bounded: one host cannot make every host's read fail */
+	conn_set_reply_limit(c, STORE_READ_PAGE_MAX);
 	for (size_t i = 0; i < n; i++) {
 		todo[i].host = i;
 		snprintf(todo[i].from, sizeof(todo[i].from), "%" PRIu64,
@@ -426,8 +439,10 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 	while (ntodo) {
 		size_t more = 0;	/* hosts with another page: todo[0..more) next round */
 
-		for (size_t at = 0; at < ntodo; at += READ_PIPELINE) {
+		for (size_t at = 0, next; at < ntodo; at = next) {
 			size_t batch = ntodo - at < READ_PIPELINE ? ntodo - at : READ_PIPELINE;
+
+			next = at + batch;
 
 			for (size_t i = 0; i < batch; i++) {
 				char key[320];
@@ -457,6 +472,25 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 				if (r && chain && first && !(rch = conn_reply(c))) {
 					freeReplyObject(r);
 					r = NULL;
+				}
+				if (!r && (conn_reply_too_large(c) ||
+					   (conn_reply_timed_out(c) && redis_answers(c)))) {
+					/*
+					 * This host's page is over the bound, or so large
+					 * that Redis did not even start answering within
+					 * the timeout while it answers a PING at once: it
+					 * is left unread, and the batch's later hosts are
+					 * asked again on a new connection (the reply was
+					 * abandoned).
+					 */
+					if (rd->oversize)
+						rd->oversize(h, rd->arg);
+					else
+						log_error("%s: %s; not read", hosts[h], conn_errstr(c));
+					if (bad)
+						(*bad)++;
+					next = at + i + 1;
+					break;
 				}
 				if (!r) {
 					snprintf(err, errlen, "redis: %s", conn_errstr(c));
@@ -522,6 +556,7 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 		first = 0;
 	}
 out:
+	conn_set_reply_limit(c, 0);
 	for (size_t i = 0; chain && i < n; i++) {
 		struct read_ctx rc = { .base = bases[i] };
 
