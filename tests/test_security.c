@@ -26,6 +26,7 @@
 #include "core/timeutil.h"
 #include "model/snapshot.h"
 #include "store/conn.h"
+#include "store/deploy.h"
 #include "store/spool_file.h"
 #include "store/store.h"
 #include "tests/cluster.h"
@@ -756,4 +757,44 @@ Test(bounds, the_local_redis_refuses_giant_values, .timeout = 60)
 	conn_close(c);
 	test_redis_destroy(&redis);
 	free(val);
+}
+
+static int count_marker(const struct deploy *d, void *arg)
+{
+	(void)d;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/*
+ * Any probe may add a deploy marker; a flood of them (100,500) is read to
+ * DEPLOY_LIST_MAX and no further, in bounded time.
+ */
+Test(bounds, a_flood_of_deploy_markers_is_read_to_its_bound, .timeout = 120)
+{
+	struct test_redis redis;
+	struct deploy d = { .service = "api", .version = "1.0", .hosts = "*", .by = "t" };
+	char err[256];
+	struct conn *c;
+	redisReply *r;
+	int seen = 0, n;
+	uint64_t t0;
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	c = test_redis_connect(&redis);
+	d.ts_ms = time_wall_ns() / NSEC_PER_MSEC;
+	cr_assert_eq(deploy_mark(c, &d, err, sizeof(err)), 0, "%s", err);
+	r = conn_commandf(c, "fl:deploys", "EVAL %s 1 fl:deploys 100500",
+			  "local e = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1][2] "
+			  "for i = 1, tonumber(ARGV[1]) do redis.call('XADD', KEYS[1], '*', unpack(e)) "
+			  "end return 1");
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER, "%s", r ? r->str : conn_errstr(c));
+	freeReplyObject(r);
+	t0 = time_mono_ns();
+	n = deploy_list(c, 0, NULL, count_marker, &seen, err, sizeof(err));
+	cr_expect_eq(n, DEPLOY_LIST_MAX, "%d markers read: %s", n, err);
+	cr_expect_eq(seen, DEPLOY_LIST_MAX);
+	cr_log_info("%d deploy markers read in %.2f s", n, (time_mono_ns() - t0) / 1e9);
+	conn_close(c);
+	test_redis_destroy(&redis);
 }

@@ -187,7 +187,7 @@ int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_c
 		void *arg, char *err, size_t errlen)
 {
 	char start[32] = "-";
-	int n = 0;
+	int n = 0, pages = 0;
 
 	/* entry ids are the XADD time, so since_ms bounds the range */
 	if (since_ms)
@@ -235,6 +235,13 @@ int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_c
 		freeReplyObject(r);
 		if (got < 1000)
 			return n;
+		/* bounded: a flood of markers (any probe may add one) cannot stall a reader */
+		if (++pages == DEPLOY_LIST_MAX / 1000) {
+			log_error("%s: more than %d markers since %llu; the newer ones are not read "
+				  "(a flood? see who writes them: XINFO STREAM %s)", KEY_DEPLOYS,
+				  DEPLOY_LIST_MAX, (unsigned long long)since_ms, KEY_DEPLOYS);
+			return n;
+		}
 	}
 }
 

@@ -60,6 +60,9 @@ int deploy_queue(struct store *st, struct deploy *d, char *err, size_t errlen);
 
 typedef int (*deploy_cb)(const struct deploy *d, void *arg);
 
+/* deploy_list reads at most this many markers (logged as an error beyond) */
+#define DEPLOY_LIST_MAX 100000
+
 /*
  * Call cb for each marker with ts_ms >= since_ms, oldest first, of service
  * (NULL: any).  Entries that are not deploy markers are skipped with a
