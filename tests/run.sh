@@ -46,7 +46,7 @@ for r in "$out"/fuzz-replay/fuzz_*; do
 	set -- fuzz/seeds/"$t"/*
 	[ -e "$1" ] || set --
 	case $t in
-	fuzz_smartctl_json) set -- "$@" "$FL_SHARED"/testdata/smartctl/*.json ;;
+	fuzz_smartctl_json) set -- "$@" $(ls "$FL_SHARED"/testdata/smartctl/*.json 2>/dev/null) ;;
 	fuzz_atasmart_blob) set -- "$@" $(ls "$FL_SHARED"/testdata/atasmart-blobs/* 2>/dev/null |
 		grep -v README) ;;
 	esac
