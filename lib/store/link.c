@@ -632,3 +632,26 @@ void link_set_reply_limit(struct link *l, size_t bytes)
 {
 	l->limit = bytes ? bytes : LINK_REPLY_LIMIT;
 }
+
+int link_parse_reply(const char *buf, size_t len, size_t limit, struct redisReply **out)
+{
+	struct link l = { .fd = -1, .limit = limit ? limit : LINK_REPLY_LIMIT };
+	void *r = NULL;
+	int ret = -1;
+
+	*out = NULL;
+	l.reader = redisReaderCreateWithFunctions(&bounded_functions);
+	if (!l.reader)
+		return -1;
+	redisReaderSetPrivdata(l.reader, &l);
+	l.received = len;
+	if (len > l.limit) {
+		l.over = 1;
+	} else if (redisReaderFeed(l.reader, buf, len) == REDIS_OK &&
+		   !announced_too_big(&l) && redisReaderGetReply(l.reader, &r) == REDIS_OK) {
+		*out = r;
+		ret = r ? 1 : 0;
+	}
+	redisReaderFree(l.reader);
+	return ret;
+}

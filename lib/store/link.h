@@ -87,4 +87,12 @@ int link_timed_out(const struct link *l);
 /* Bound every later reply to bytes (0: LINK_REPLY_LIMIT). */
 void link_set_reply_limit(struct link *l, size_t bytes);
 
+/*
+ * Parse one reply from buf (len bytes) as a link reads one, under a bound
+ * of limit bytes: 1 and *out (freeReplyObject), 0 when buf holds no whole
+ * reply, -1 on a protocol error or a reply over limit.  For the fuzzer and
+ * tests: the same reader functions every connection uses.
+ */
+int link_parse_reply(const char *buf, size_t len, size_t limit, struct redisReply **out);
+
 #endif
