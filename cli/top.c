@@ -337,7 +337,7 @@ static void top_on_signal(int sig)
 
 #define TOP_WAIT_ROUNDS 10
 
-/* 1 if fl:hosts registers host (or Redis cannot say). */
+/* 1 if host is registered (or Redis cannot say). */
 static int host_known(struct conn *rc, const char *host)
 {
 	char **names, err[256];

@@ -1,6 +1,6 @@
 /*
  * fuzz_host_entry.c - libFuzzer target for the small records faultline
- * reads back from Redis as text: a host's registry entry in fl:hosts
+ * reads back from Redis as text: a host's registry record (fl:{H}:host)
  * (host_entry_decode) and a day of a drive's wear history
  * (drive_wear_point_parse).  A result or an error, never a crash; a
  * decoded entry encodes again and decodes to the same labels.

@@ -451,7 +451,7 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 		goto out;
 	for (size_t i = 0; i < e->nhosts; i++) {
 		struct host_state *h = &e->hosts[i];
-		/* a host never read since fl:hosts named it counts from then */
+		/* a host never read since the registry named it counts from then */
 		size_t n = columns_len(&h->hist);
 		uint64_t last = n ? columns_ts(&h->hist, n - 1) : h->first_seen_ms;
 

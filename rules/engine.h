@@ -256,7 +256,7 @@ size_t engine_history_bytes(const struct engine *e, size_t *points);
 int engine_take_snapshot(struct engine *e, struct snapshot *s);
 
 /*
- * Read new 1 s snapshots of every host in fl:hosts from Redis (pipelined),
+ * Read new 1 s snapshots of every registered host from Redis (pipelined),
  * up to until_ms (0: the newest; a replay reads up to the time it is
  * evaluating).  Returns the number read, or -EIO.
  */

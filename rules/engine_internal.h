@@ -71,7 +71,7 @@ struct engine {
 struct host_state {
 	char name[200];			/* store_host_valid: shorter than 200 */
 	struct columns hist;		/* its history; the newest point decoded */
-	uint64_t first_seen_ms;		/* when fl:hosts first named it */
+	uint64_t first_seen_ms;		/* when the registry first named it */
 	uint64_t read_ms;		/* newest entry id read, decodable or not */
 	uint64_t bad_ms[8];		/* ids (or read times) of the last undecodable entries */
 	uint32_t nbad;			/* undecodable entries ever */

@@ -3,7 +3,7 @@
  * engine in process): unreadable entries page HostUndecodable for the
  * stream's host, a snapshot naming another host inside is filed under the
  * stream's (no phantom host), a future-dated entry does not freeze its
- * host, a host named in fl:hosts that never wrote pages HostSilent, an
+ * host, a registered host that never wrote pages HostSilent, an
  * over-long host name does not grow the engine, over-long label values
  * still decode, and HostSilent waits while spools drain after an outage.
  */
@@ -190,7 +190,7 @@ Test(hosts, a_host_that_never_wrote_is_silent, .init = setup, .fini = teardown)
 	put("up-1", now + 5000, NULL, 30);
 	eval_at(now + 6000, &ev);
 	cr_assert_eq(count(&ev, "HostSilent", "never-1", "firing"), 1,
-		     "a host in fl:hosts that never wrote is silently unmonitored");
+		     "a registered host that never wrote is silently unmonitored");
 	cr_assert_eq(count(&ev, "HostSilent", "up-1", "firing"), 0);
 	test_events_free(&ev);
 }

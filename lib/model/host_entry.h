@@ -1,5 +1,5 @@
 /*
- * host_entry.h - a host's entry in the host registry (fl:hosts, one JSON
+ * host_entry.h - a host's entry in the host registry (fl:{H}:host, one JSON
  * object per host, written by the probe with every snapshot):
  *
  *   {"last_seen_ms":1764590400000,"interval_ms":1000,
