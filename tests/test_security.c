@@ -27,6 +27,7 @@
 #include "model/snapshot.h"
 #include "store/conn.h"
 #include "store/deploy.h"
+#include "store/host_registry.h"
 #include "store/spool_file.h"
 #include "store/store.h"
 #include "tests/cluster.h"
@@ -610,6 +611,29 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 	r = conn_commandf(admin, NULL, "EXISTS fl:silences fl:alerts fl:{web-2}:s1");
 	cr_expect(r && r->integer == 0, "something the probe was refused exists");
 	freeReplyObject(r);
+	/* a million fake hosts from web-1's credential: every one refused, none registered */
+	{
+		int noperm = 0;
+		char **names;
+		size_t nn;
+
+		for (int b = 0; b < 100; b++) {
+			for (int i = 0; i < 10000; i++)
+				conn_appendf(probe, NULL, "SET fl:{fake-%d}:host {}", b * 10000 + i);
+			for (int i = 0; i < 10000; i++) {
+				r = conn_reply(probe);
+				noperm += r && r->type == REDIS_REPLY_ERROR &&
+					  !strncmp(r->str, "NOPERM", 6);
+				if (r)
+					freeReplyObject(r);
+			}
+		}
+		cr_expect_eq(noperm, 1000000, "only %d of a million fake registrations refused",
+			     noperm);
+		cr_assert_eq(store_host_names(admin, &names, &nn, err, sizeof(err)), 0, "%s", err);
+		cr_expect(nn == 1 && !strcmp(names[0], "web-1"), "%zu hosts registered", nn);
+		store_host_names_free(names, nn);
+	}
 	conn_close(probe);
 
 	/* the real rules engine, once, as fl-rules */
@@ -797,4 +821,51 @@ Test(bounds, a_flood_of_deploy_markers_is_read_to_its_bound, .timeout = 120)
 	cr_log_info("%d deploy markers read in %.2f s", n, (time_mono_ns() - t0) / 1e9);
 	conn_close(c);
 	test_redis_destroy(&redis);
+}
+
+static int count_blob(const char *blob, size_t len, void *arg)
+{
+	(void)blob;
+	(void)len;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/*
+ * Raw stream reads (profile windows) are paged under the page bound: 300
+ * entries come back whole across pages; a 40 MiB entry (over the bound)
+ * fails the read with its reason instead of being held.
+ */
+Test(bounds, blob_reads_are_paged_and_bounded, .timeout = 60)
+{
+	struct test_redis redis;
+	char err[256];
+	struct conn *c;
+	redisReply *r;
+	int seen = 0, n;
+	size_t big = 40 << 20;
+	char *val = calloc(1, big);
+	const char *argv[5] = { "XADD", "fl:{web-1}:p10", "*", "d", val };
+	size_t lens[5] = { 4, 14, 1, 1, big };
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	c = test_redis_connect(&redis);
+	r = conn_commandf(c, "fl:{web-1}:p10", "EVAL %s 1 fl:{web-1}:p10 300",
+			  "for i = 1, tonumber(ARGV[1]) do redis.call('XADD', KEYS[1], i .. '-0', "
+			  "'d', 'w' .. i) end return 1");
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER, "%s", r ? r->str : conn_errstr(c));
+	freeReplyObject(r);
+	n = store_read_blobs(c, "fl:{web-1}:p10", 0, 0, count_blob, &seen, err, sizeof(err));
+	cr_expect_eq(n, 300, "%d: %s", n, err);
+	cr_expect_eq(seen, 300);
+	r = conn_command(c, "fl:{web-1}:p10", 5, argv, lens);
+	cr_assert(r && r->type == REDIS_REPLY_STRING);
+	freeReplyObject(r);
+	seen = 0;
+	n = store_read_blobs(c, "fl:{web-1}:p10", 0, 0, count_blob, &seen, err, sizeof(err));
+	cr_expect_lt(n, 0, "a 40 MiB entry was read under a 32 MiB page bound");
+	cr_expect(strstr(err, "larger than"), "%s", err);
+	conn_close(c);
+	test_redis_destroy(&redis);
+	free(val);
 }

@@ -36,9 +36,13 @@ void drives_put(struct store *st, const char *host, const struct drive_record *r
 /* HGETALL key: the reply (an array), or NULL with the reason in err. */
 static redisReply *hgetall(struct conn *c, const char *key, char *err, size_t errlen)
 {
-	redisReply *r = conn_commandf(c, key, "HGETALL %s", key);
+	redisReply *r;
 	char what[300];
 
+	/* a host's drives or one drive's history: kilobytes; bounded all the same */
+	conn_set_reply_limit(c, STORE_READ_PAGE_MAX);
+	r = conn_commandf(c, key, "HGETALL %s", key);
+	conn_set_reply_limit(c, 0);
 	if (r && r->type == REDIS_REPLY_ARRAY)
 		return r;
 	snprintf(what, sizeof(what), "HGETALL %s", key);

@@ -596,43 +596,62 @@ int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t co
 int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t to_ms,
 		     store_blob_cb cb, void *arg, char *err, size_t errlen)
 {
-	char from[32], to[32];
-	const char *argv[4] = { "XRANGE", key, from, to };
-	redisReply *r;
-	int n = 0;
+	char from[48], to[32], count[16];
+	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
+	int n = 0, ret = 0, more = 1;
 
 	snprintf(from, sizeof(from), "%" PRIu64, from_ms);
 	if (to_ms)
 		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
 	else
 		snprintf(to, sizeof(to), "+");
-	r = conn_command(c, key, 4, argv, NULL);
-	if (!r) {
-		snprintf(err, errlen, "redis: %s", conn_errstr(c));
-		return -EIO;
-	}
-	if (r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "redis: %s", r->type == REDIS_REPLY_ERROR ? r->str :
-			 "unexpected reply to XRANGE");
-		freeReplyObject(r);
-		return -EIO;
-	}
-	for (size_t i = 0; i < r->elements; i++) {
-		redisReply *e = r->element[i], *f;
+	snprintf(count, sizeof(count), "%d", STORE_READ_PAGE);
+	/* paged and bounded: what a host wrote cannot make a reader hold more than a page */
+	conn_set_reply_limit(c, STORE_READ_PAGE_MAX);
+	while (more && !ret) {
+		redisReply *r = conn_command(c, key, 6, argv, NULL);
 
-		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
-			continue;
-		f = e->element[1];
-		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2) {
-			if (f->element[k]->type != REDIS_REPLY_STRING ||
-			    f->element[k + 1]->type != REDIS_REPLY_STRING || strcmp(f->element[k]->str, "d"))
-				continue;
-			n++;
-			if (cb(f->element[k + 1]->str, f->element[k + 1]->len, arg))
-				goto out;
+		if (!r) {
+			snprintf(err, errlen, "redis: %s", conn_errstr(c));
+			ret = -EIO;
+			break;
 		}
+		if (r->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "redis: %s", r->type == REDIS_REPLY_ERROR ? r->str :
+				 "unexpected reply to XRANGE");
+			freeReplyObject(r);
+			ret = -EIO;
+			break;
+		}
+		more = r->elements == STORE_READ_PAGE;
+		for (size_t i = 0; i < r->elements && !ret; i++) {
+			redisReply *e = r->element[i], *f;
+
+			if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
+				continue;
+			if (i + 1 == r->elements) {
+				if (e->element[0]->type == REDIS_REPLY_STRING &&
+				    e->element[0]->len < sizeof(from) - 2)
+					snprintf(from, sizeof(from), "(%s", e->element[0]->str);
+				else
+					more = 0;
+			}
+			f = e->element[1];
+			for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements;
+			     k += 2) {
+				if (f->element[k]->type != REDIS_REPLY_STRING ||
+				    f->element[k + 1]->type != REDIS_REPLY_STRING ||
+				    strcmp(f->element[k]->str, "d"))
+					continue;
+				n++;
+				if (cb(f->element[k + 1]->str, f->element[k + 1]->len, arg)) {
+					ret = 1;
+					break;
+				}
+			}
+		}
+		freeReplyObject(r);
 	}
-out:
-	freeReplyObject(r);
-	return n;
+	conn_set_reply_limit(c, 0);
+	return ret < 0 ? ret : n;
 }
