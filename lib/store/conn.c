@@ -74,123 +74,6 @@ struct conn {
 	struct conn_stats stats;
 };
 
-/* ---- slots ------------------------------------------------------------- */
-
-/* CRC16-CCITT (XMODEM): polynomial 0x1021, initial 0, as Redis Cluster uses. */
-static uint16_t crc16(const char *buf, size_t len)
-{
-	uint16_t crc = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		crc ^= (uint16_t)((uint8_t)buf[i] << 8);
-		for (int b = 0; b < 8; b++)
-			crc = crc & 0x8000 ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
-	}
-	return crc;
-}
-
-unsigned conn_key_slot(const char *key, size_t len)
-{
-	const char *open = memchr(key, '{', len);
-
-	if (open) {
-		size_t rest = len - (size_t)(open + 1 - key);
-		const char *close = memchr(open + 1, '}', rest);
-
-		if (close && close > open + 1)
-			return crc16(open + 1, (size_t)(close - open - 1)) & (CONN_SLOTS - 1);
-	}
-	return crc16(key, len) & (CONN_SLOTS - 1);
-}
-
-static int reply_addr(const redisReply *node, struct conn_addr *a)
-{
-	if (node->type != REDIS_REPLY_ARRAY || node->elements < 2 ||
-	    node->element[0]->type != REDIS_REPLY_STRING ||
-	    node->element[1]->type != REDIS_REPLY_INTEGER ||
-	    node->element[1]->integer <= 0 || node->element[1]->integer > 65535 ||
-	    node->element[0]->len >= sizeof(a->host))
-		return -1;
-	memcpy(a->host, node->element[0]->str, node->element[0]->len);
-	a->host[node->element[0]->len] = '\0';
-	a->port = (int)node->element[1]->integer;
-	return 0;
-}
-
-int conn_parse_slots(const redisReply *r, int16_t *map, struct conn_addr *addrs,
-		     int max_addrs, char *err, size_t errlen)
-{
-	int n = 0;
-
-	for (int s = 0; s < CONN_SLOTS; s++)
-		map[s] = -1;
-	if (!r || r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "CLUSTER SLOTS: not an array");
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < r->elements; i++) {
-		const redisReply *e = r->element[i];
-		struct conn_addr a;
-		long long lo, hi;
-		int idx;
-
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-		    e->element[0]->type != REDIS_REPLY_INTEGER ||
-		    e->element[1]->type != REDIS_REPLY_INTEGER || reply_addr(e->element[2], &a)) {
-			snprintf(err, errlen, "CLUSTER SLOTS: entry %zu is not [start, end, [host, "
-				 "port, ...], ...]", i);
-			return -EINVAL;
-		}
-		lo = e->element[0]->integer;
-		hi = e->element[1]->integer;
-		if (lo < 0 || hi >= CONN_SLOTS || lo > hi) {
-			snprintf(err, errlen, "CLUSTER SLOTS: entry %zu has slots %lld-%lld", i, lo,
-				 hi);
-			return -EINVAL;
-		}
-		for (idx = 0; idx < n; idx++)
-			if (addrs[idx].port == a.port && !strcmp(addrs[idx].host, a.host))
-				break;
-		if (idx == n) {
-			if (n == max_addrs) {
-				snprintf(err, errlen, "CLUSTER SLOTS: more than %d masters", max_addrs);
-				return -EINVAL;
-			}
-			addrs[n++] = a;
-		}
-		for (long long s = lo; s <= hi; s++)
-			map[s] = (int16_t)idx;
-	}
-	return n;
-}
-
-int conn_parse_redirect(const char *msg, unsigned *slot, struct conn_addr *to)
-{
-	int kind;
-	const char *p, *sp;
-	char *end;
-	unsigned long s;
-
-	if (!strncmp(msg, "MOVED ", 6)) {
-		kind = 1;
-		p = msg + 6;
-	} else if (!strncmp(msg, "ASK ", 4)) {
-		kind = 2;
-		p = msg + 4;
-	} else {
-		return 0;
-	}
-	s = strtoul(p, &end, 10);
-	if (end == p || *end != ' ' || s >= CONN_SLOTS)
-		return -EINVAL;
-	p = end + 1;
-	sp = strchr(p, ' ');
-	if (conn_addr_parse(p, sp ? (size_t)(sp - p) : strlen(p), to, 1))
-		return -EINVAL;
-	*slot = (unsigned)s;
-	return kind;
-}
-
 /* ---- nodes ------------------------------------------------------------- */
 
 static void set_err(struct conn *c, const char *fmt, ...)
@@ -211,36 +94,6 @@ static const char *node_name(const struct conn *c, int i, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%s:%d", c->nodes[i].addr.host, c->nodes[i].addr.port);
 	return buf;
-}
-
-/* One command on link l, its reply or NULL (link_errstr). */
-static redisReply *link_command(struct link *l, int argc, const char **argv)
-{
-	char *cmd = NULL;
-	int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
-	redisReply *r = NULL;
-
-	if (len >= 0 && !link_append(l, cmd, (size_t)len))
-		r = link_reply(l);
-	redisFreeCommand(cmd);
-	return r;
-}
-
-static int simple(struct link *rc, int argc, const char **argv, char *why, size_t len)
-{
-	redisReply *r = link_command(rc, argc, argv);
-	int ret = 0;
-
-	if (!r) {
-		snprintf(why, len, "%s: %s", argv[0], link_errstr(rc));
-		return -EIO;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		snprintf(why, len, "%s: %s", argv[0], r->str);
-		ret = -EACCES;
-	}
-	freeReplyObject(r);
-	return ret;
 }
 
 static void node_drop(struct conn *c, int i)
@@ -276,7 +129,7 @@ static struct link *node_ctx(struct conn *c, int i)
 		const char *argv[3] = { "AUTH", c->url.user[0] ? c->url.user : c->url.password,
 					c->url.password };
 
-		if (simple(rc, c->url.user[0] ? 3 : 2, argv, why, sizeof(why)))
+		if (link_call_ok(rc, c->url.user[0] ? 3 : 2, argv, why, sizeof(why)))
 			goto fail;
 	}
 	if (c->url.db) {
@@ -284,7 +137,7 @@ static struct link *node_ctx(struct conn *c, int i)
 		const char *argv[2] = { "SELECT", db };
 
 		snprintf(db, sizeof(db), "%d", c->url.db);
-		if (simple(rc, 2, argv, why, sizeof(why)))
+		if (link_call_ok(rc, 2, argv, why, sizeof(why)))
 			goto fail;
 	}
 	if (n->ever)
@@ -341,7 +194,7 @@ static int refresh_slots(struct conn *c)
 			snprintf(why, sizeof(why), "%s", c->errstr);
 			continue;
 		}
-		r = link_command(rc, 2, argv);
+		r = link_call(rc, 2, argv);
 		if (!r) {
 			snprintf(why, sizeof(why), "%s:%d: %s", c->nodes[i].addr.host,
 				 c->nodes[i].addr.port, link_errstr(rc));

@@ -633,6 +633,35 @@ void link_set_reply_limit(struct link *l, size_t bytes)
 	l->limit = bytes ? bytes : LINK_REPLY_LIMIT;
 }
 
+struct redisReply *link_call(struct link *l, int argc, const char **argv)
+{
+	char *cmd = NULL;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+	redisReply *r = NULL;
+
+	if (len >= 0 && !link_append(l, cmd, (size_t)len))
+		r = link_reply(l);
+	redisFreeCommand(cmd);
+	return r;
+}
+
+int link_call_ok(struct link *l, int argc, const char **argv, char *why, size_t len)
+{
+	redisReply *r = link_call(l, argc, argv);
+	int ret = 0;
+
+	if (!r) {
+		snprintf(why, len, "%s: %s", argv[0], link_errstr(l));
+		return -EIO;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, len, "%s: %s", argv[0], r->str);
+		ret = -EACCES;
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
 int link_parse_reply(const char *buf, size_t len, size_t limit, struct redisReply **out)
 {
 	struct link l = { .fd = -1, .limit = limit ? limit : LINK_REPLY_LIMIT };

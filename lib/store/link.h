@@ -75,6 +75,15 @@ int link_append(struct link *l, const char *cmd, size_t len);
  */
 struct redisReply *link_reply(struct link *l);
 
+/* One command (C strings) sent and its reply read: link_append + link_reply. */
+struct redisReply *link_call(struct link *l, int argc, const char **argv);
+
+/*
+ * link_call for a command that must succeed (AUTH, SELECT): 0, -EIO (the
+ * link failed) or -EACCES (Redis answered an error); "NAME: why" in why.
+ */
+int link_call_ok(struct link *l, int argc, const char **argv, char *why, size_t len);
+
 /* Why the link failed ("" while it has not). */
 const char *link_errstr(const struct link *l);
 
