@@ -54,18 +54,14 @@ static int spawn(struct test_redis *r)
 		return -1;
 	if (r->pid == 0) {
 		int null = open("/dev/null", 1);
+		char *argv[] = { "redis-server", "--port", "0", "--unixsocket", r->sock,
+				 "--unixsocketperm", "700", "--save", "", "--appendonly",
+				 r->persist ? "yes" : "no", "--appendfsync", "always", "--dir", r->dir,
+				 r->opt[0] ? r->opt : NULL, r->optval, NULL };
 
 		dup2(null, 1);
 		dup2(null, 2);
-		if (r->opt[0])
-			execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock,
-			       "--unixsocketperm", "700", "--save", "",
-			       "--appendonly", r->persist ? "yes" : "no", "--appendfsync", "always",
-			       "--dir", r->dir, r->opt, r->optval, (char *)NULL);
-		execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock,
-		       "--unixsocketperm", "700", "--save", "",
-		       "--appendonly", r->persist ? "yes" : "no", "--appendfsync", "always",
-		       "--dir", r->dir, (char *)NULL);
+		execvp("redis-server", argv);
 		_exit(127);
 	}
 	for (int i = 0; i < 500; i++) {
@@ -91,13 +87,7 @@ int test_redis_start_persistent(struct test_redis *r)
 
 int test_redis_start(struct test_redis *r)
 {
-	memset(r, 0, sizeof(*r));
-	snprintf(r->dir, sizeof(r->dir), "/tmp/fl-test-redis.XXXXXX");
-	if (!mkdtemp(r->dir))
-		return -1;
-	snprintf(r->sock, sizeof(r->sock), "%s/redis.sock", r->dir);
-	snprintf(r->url, sizeof(r->url), "unix://%s", r->sock);
-	return spawn(r);
+	return test_redis_start_with(r, "", "");
 }
 
 int test_redis_start_with(struct test_redis *r, const char *opt, const char *value)

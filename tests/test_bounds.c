@@ -92,6 +92,21 @@ Test(bounds, an_announced_giant_is_refused_before_it_is_allocated, .timeout = 30
 	}
 }
 
+/* Write key's value (or, for XADD, its one field d) of len bytes; the reply. */
+static redisReply *put_big(struct conn *c, const char *cmd, const char *key, const char *val,
+			   size_t len)
+{
+	const char *argv[5] = { cmd, key, "*", "d", val };
+	size_t lens[5] = { strlen(cmd), strlen(key), 1, 1, len };
+	int xadd = !strcmp(cmd, "XADD");
+
+	if (!xadd) {
+		argv[2] = val;
+		lens[2] = len;
+	}
+	return conn_command(c, key, xadd ? 5 : 3, argv, lens);
+}
+
 /*
  * A real value over the read bound fails its command with a reason and
  * the connection is made again for the next command.
@@ -106,14 +121,9 @@ Test(bounds, a_value_over_the_bound_fails_its_command_only, .timeout = 60)
 
 	cr_assert_eq(test_redis_start(&redis), 0);
 	c = test_redis_connect(&redis);
-	{
-		const char *argv[3] = { "SET", "huge", val };
-		size_t lens[3] = { 3, 4, big };
-
-		r = conn_command(c, "huge", 3, argv, lens);
-		cr_assert(r && r->type == REDIS_REPLY_STATUS);
-		freeReplyObject(r);
-	}
+	r = put_big(c, "SET", "huge", val, big);
+	cr_assert(r && r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(r);
 	conn_set_reply_limit(c, 1 << 20);
 	r = conn_commandf(c, "huge", "GET huge");
 	cr_expect_null(r, "a 5 MiB value read under a 1 MiB bound");
@@ -140,20 +150,17 @@ Test(bounds, the_local_redis_refuses_giant_values, .timeout = 60)
 	char *val = calloc(1, big);
 	struct conn *c;
 	redisReply *r;
-	const char *argv[5] = { "XADD", "fl:{web-1}:s1", "*", "d", val };
-	size_t lens[5] = { 4, 13, 1, 1, big };
 
 	cr_assert_eq(test_sh("grep -q -- '--proto-max-bulk-len 16mb --client-query-buffer-limit "
 			     "64mb' %s/../etc/systemd/faultline-redis.service", test_out_dir()), 0,
 		     "the unit's limits are not the ones this test tries");
 	cr_assert_eq(test_redis_start_with(&redis, "--proto-max-bulk-len", "16mb"), 0);
 	c = test_redis_connect(&redis);
-	r = conn_command(c, "fl:{web-1}:s1", 5, argv, lens);
+	r = put_big(c, "XADD", "fl:{web-1}:s1", val, big);
 	cr_expect(!r || r->type == REDIS_REPLY_ERROR, "a 20 MB value was stored");
 	if (r)
 		freeReplyObject(r);
-	lens[4] = 4096;
-	r = conn_command(c, "fl:{web-1}:s1", 5, argv, lens);
+	r = put_big(c, "XADD", "fl:{web-1}:s1", val, 4096);
 	cr_expect(r && r->type == REDIS_REPLY_STRING, "a snapshot-sized entry was refused: %s",
 		  r ? r->str : conn_errstr(c));
 	if (r)
@@ -225,8 +232,6 @@ Test(bounds, blob_reads_are_paged_and_bounded, .timeout = 60)
 	int seen = 0, n;
 	size_t big = 40 << 20;
 	char *val = calloc(1, big);
-	const char *argv[5] = { "XADD", "fl:{web-1}:p10", "*", "d", val };
-	size_t lens[5] = { 4, 14, 1, 1, big };
 
 	cr_assert_eq(test_redis_start(&redis), 0);
 	c = test_redis_connect(&redis);
@@ -238,7 +243,7 @@ Test(bounds, blob_reads_are_paged_and_bounded, .timeout = 60)
 	n = store_read_blobs(c, "fl:{web-1}:p10", 0, 0, count_blob, &seen, err, sizeof(err));
 	cr_expect_eq(n, 300, "%d: %s", n, err);
 	cr_expect_eq(seen, 300);
-	r = conn_command(c, "fl:{web-1}:p10", 5, argv, lens);
+	r = put_big(c, "XADD", "fl:{web-1}:p10", val, big);
 	cr_assert(r && r->type == REDIS_REPLY_STRING);
 	freeReplyObject(r);
 	seen = 0;
