@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/array.h"
 #include "core/log.h"
@@ -394,15 +395,25 @@ struct read_page {
 	char from[48];			/* "MS" or "(MS-SEQ" (after that entry) */
 };
 
-/* 1 if Redis answers a PING now (on a new connection, as the last failed). */
+/*
+ * 1 if Redis answers a PING (on a new connection, as the last one failed)
+ * within a few tries: it may still be busy building the answer that timed
+ * out (a gigabyte takes it most of a second), and is not down for that.
+ */
 static int redis_answers(struct conn *c)
 {
-	redisReply *r = conn_commandf(c, NULL, "PING");
-	int ok = r && r->type == REDIS_REPLY_STATUS;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		redisReply *r = conn_commandf(c, NULL, "PING");
+		int ok = r && r->type == REDIS_REPLY_STATUS;
 
-	if (r)
-		freeReplyObject(r);
-	return ok;
+		if (r)
+			freeReplyObject(r);
+		if (ok)
+			return 1;
+		if (!conn_reply_timed_out(c))
+			usleep(50000);	/* refused at once: give it a moment */
+	}
+	return 0;
 }
 
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
@@ -438,9 +449,10 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 	}
 	while (ntodo) {
 		size_t more = 0;	/* hosts with another page: todo[0..more) next round */
+		size_t pipeline = READ_PIPELINE;
 
 		for (size_t at = 0, next; at < ntodo; at = next) {
-			size_t batch = ntodo - at < READ_PIPELINE ? ntodo - at : READ_PIPELINE;
+			size_t batch = ntodo - at < pipeline ? ntodo - at : pipeline;
 
 			next = at + batch;
 
@@ -473,15 +485,28 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 					freeReplyObject(r);
 					r = NULL;
 				}
-				if (!r && (conn_reply_too_large(c) ||
-					   (conn_reply_timed_out(c) && redis_answers(c)))) {
+				if (!r && !conn_reply_too_large(c) && conn_reply_timed_out(c) &&
+				    batch > 1 && redis_answers(c)) {
 					/*
-					 * This host's page is over the bound, or so large
-					 * that Redis did not even start answering within
-					 * the timeout while it answers a PING at once: it
-					 * is left unread, and the batch's later hosts are
-					 * asked again on a new connection (the reply was
-					 * abandoned).
+					 * A pipeline timed out, Redis answers: one of its
+					 * commands was too big to answer in time, and which
+					 * one is unknown (Redis runs a pipeline's commands
+					 * before it sends their replies).  Its hosts from
+					 * this one on are asked one at a time until it shows.
+					 */
+					pipeline = 1;
+					next = at + i;
+					break;
+				}
+				if (!r && (conn_reply_too_large(c) ||
+					   (conn_reply_timed_out(c) && batch == 1 && redis_answers(c)))) {
+					/*
+					 * This host's page is over the bound, or, asked
+					 * alone, so large that Redis did not even start
+					 * answering within the timeout while it answers a
+					 * PING at once: it is left unread, and the batch's
+					 * later hosts are asked again on a new connection
+					 * (the reply was abandoned), pipelined again.
 					 */
 					if (rd->oversize)
 						rd->oversize(h, rd->arg);
@@ -490,6 +515,7 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 					if (bad)
 						(*bad)++;
 					next = at + i + 1;
+					pipeline = READ_PIPELINE;
 					break;
 				}
 				if (!r) {
