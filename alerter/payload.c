@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "core/jsonc.h"
 #include "alerter/alerter.h"
 #include "model/profile.h"
 #include "store/profile_store.h"
@@ -262,8 +263,11 @@ static json_object *drive_evidence(const struct alert *a, struct conn *rc)
 
 	if (!host || !dev)
 		return json_object_new_string("the alert names no host and device");
-	if ((json = drives_get_json(rc, host, dev)))
-		o = json_tokener_parse(json);
+	if ((json = drives_get_json(rc, host, dev))) {
+		char why[160];
+
+		o = jsonc_parse(json, strlen(json), why, sizeof(why));
+	}
 	free(json);
 	return o ? o : json_object_new_string("no drive record for that device");
 }

@@ -3,6 +3,7 @@
  * (after `keep_firing_for`), the events they emit, and their checkpoint in
  * Redis; see engine.h.
  */
+#include "core/jsonc.h"
 #include "rules/engine_internal.h"
 
 #include <errno.h>
@@ -543,7 +544,8 @@ static uint64_t restored_since(const struct engine *e, const struct rule *r, uin
 int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
 			engine_event_cb cb, void *arg, char *err, size_t errlen)
 {
-	json_object *o = json_tokener_parse(json), *labels, *hosts, *v;
+	char why[160];
+	json_object *o = jsonc_parse(json, strlen(json), why, sizeof(why)), *labels, *hosts, *v;
 	struct instance tmp = { 0 }, *in;
 	struct rule_inst *ri = NULL;
 	const struct rule *rule = NULL;

@@ -16,6 +16,7 @@
  *                 with data.  Blob: "FLBP1" then length-prefixed sections:
  *                 the JSON part, then four profiles (profile_encode).
  */
+#include "core/jsonc.h"
 #include "rules/fleet.h"
 
 #include <errno.h>
@@ -108,11 +109,9 @@ struct peer_merge {
 static void merge_peer_blob(const void *blob, size_t len, void *arg)
 {
 	struct peer_merge *m = arg;
-	json_tokener *tok = json_tokener_new();
-	json_object *o = tok ? json_tokener_parse_ex(tok, blob, (int)len) : NULL;
+	char why[160];
+	json_object *o = jsonc_parse(blob, len, why, sizeof(why));
 
-	if (tok)
-		json_tokener_free(tok);
 	if (!o || !json_object_is_type(o, json_type_object)) {
 		m->bad++;
 		json_object_put(o);
@@ -332,7 +331,7 @@ static int merge_blob(struct fleet_bpart *b, const void *blob, size_t len)
 	const char *p = blob;
 	uint32_t tlen;
 	json_object *o, *slots, *hosts, *v;
-	json_tokener *tok;
+	char why[160];
 	size_t at;
 	int ret = -EINVAL;
 
@@ -341,10 +340,7 @@ static int merge_blob(struct fleet_bpart *b, const void *blob, size_t len)
 	memcpy(&tlen, p + 5, 4);
 	if (tlen > len - 9)
 		return -EINVAL;
-	tok = json_tokener_new();
-	o = tok ? json_tokener_parse_ex(tok, p + 9, (int)tlen) : NULL;
-	if (tok)
-		json_tokener_free(tok);
+	o = jsonc_parse(p + 9, tlen, why, sizeof(why));
 	if (!o || !json_object_object_get_ex(o, "slots", &slots) ||
 	    !json_object_is_type(slots, json_type_array) ||
 	    json_object_array_length(slots) != FLEET_SLOTS ||

@@ -2,6 +2,7 @@
  * shard.c - partitions, rendezvous ownership and leases of rules workers;
  * see shard.h.
  */
+#include "core/jsonc.h"
 #include "rules/shard.h"
 
 #include <errno.h>
@@ -364,7 +365,8 @@ void shard_untake(struct shard *s, int p)
 
 int shard_part_of_alert(const struct shard *s, const char *json)
 {
-	json_object *o = json_tokener_parse(json), *v, *labels;
+	char why[160];
+	json_object *o = jsonc_parse(json, strlen(json), why, sizeof(why)), *v, *labels;
 	int p = -1;
 
 	if (!o)

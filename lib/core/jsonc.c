@@ -54,6 +54,12 @@ int jsonc_append(struct strbuf *out, json_object *o)
 
 json_object *jsonc_parse(const char *text, size_t len, char *err, size_t errlen)
 {
+	return jsonc_parse_depth(text, len, JSON_TOKENER_DEFAULT_DEPTH, err, errlen);
+}
+
+json_object *jsonc_parse_depth(const char *text, size_t len, int depth, char *err,
+			       size_t errlen)
+{
 	struct json_tokener *tok;
 	json_object *o;
 	size_t end;
@@ -62,7 +68,7 @@ json_object *jsonc_parse(const char *text, size_t len, char *err, size_t errlen)
 		snprintf(err, errlen, "JSON text of %zu bytes is too long", len);
 		return NULL;
 	}
-	tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+	tok = json_tokener_new_ex(depth);
 	if (!tok) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;

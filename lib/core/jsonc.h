@@ -34,6 +34,10 @@ int jsonc_append(struct strbuf *out, json_object *o);
  */
 json_object *jsonc_parse(const char *text, size_t len, char *err, size_t errlen);
 
+/* jsonc_parse with nesting at most depth deep (outside input of a known shape). */
+json_object *jsonc_parse_depth(const char *text, size_t len, int depth, char *err,
+			       size_t errlen);
+
 /* The value at a dotted path of object keys ("smart_status.passed"), or NULL. */
 json_object *jsonc_path(json_object *o, const char *path);
 

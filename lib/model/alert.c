@@ -1,6 +1,7 @@
 /*
  * alert.c - alert event parsing; see alert.h.
  */
+#include "core/jsonc.h"
 #include "model/alert.h"
 
 #include "core/fnv.h"
@@ -99,16 +100,13 @@ static const char *str_of(json_object *o, const char *key)
 
 int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t errlen)
 {
-	struct json_tokener *tok = json_tokener_new_ex(16);
 	json_object *root = NULL, *o, *fl;
 	const char *s;
+	char why[160];
 
 	memset(a, 0, sizeof(*a));
-	if (!tok)
-		return -ENOMEM;
-	root = json_tokener_parse_ex(tok, json, (int)(len > 1 << 24 ? 1 << 24 : len));
-	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
-	    !json_object_is_type(root, json_type_object)) {
+	root = len <= 1 << 24 ? jsonc_parse_depth(json, len, 16, why, sizeof(why)) : NULL;
+	if (!root || !json_object_is_type(root, json_type_object)) {
 		snprintf(err, errlen, "alert event is not a JSON object");
 		goto fail;
 	}
@@ -194,13 +192,10 @@ int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t
 				a->deploy_base_ms = (uint64_t)json_object_get_int64(x);
 		}
 	}
-	json_tokener_free(tok);
 	json_object_put(root);
 	return 0;
 fail:
-	json_tokener_free(tok);
-	if (root)
-		json_object_put(root);
+	json_object_put(root);
 	alert_free(a);
 	return -EINVAL;
 }

@@ -407,26 +407,15 @@ static void smartctl_scsi(struct drive_record *r, json_object *root)
 
 int drive_from_smartctl_json(struct drive_record *r, const char *json, size_t len)
 {
-	struct json_tokener *tok = json_tokener_new_ex(32);
 	json_object *root, *msgs;
 	const char *proto, *s;
+	char why[160];
 	double v;
 	int ret = 0;
 
-	if (!tok)
-		return drive_fail(r, "error", "out of memory");
-	root = json_tokener_parse_ex(tok, json, (int)(len > 0x7fffffff ? 0x7fffffff : len));
-	if (!root || json_tokener_get_error(tok) != json_tokener_success) {
-		enum json_tokener_error e = json_tokener_get_error(tok);
-
-		json_tokener_free(tok);
-		if (root)
-			json_object_put(root);
-		return drive_fail(r, "error", "smartctl output is not valid JSON: %s%s",
-				  e == json_tokener_continue ? "truncated" : json_tokener_error_desc(e),
-				  "");
-	}
-	json_tokener_free(tok);
+	root = jsonc_parse_depth(json, len, 32, why, sizeof(why));
+	if (!root)
+		return drive_fail(r, "error", "smartctl output is not valid JSON: %s", why);
 	if (!json_object_is_type(root, json_type_object) || !jsonc_path(root, "smartctl")) {
 		json_object_put(root);
 		return drive_fail(r, "error", "JSON is not smartctl --json output (no 'smartctl' "
@@ -716,23 +705,17 @@ void drive_to_json(const struct drive_record *r, struct strbuf *out)
 
 int drive_from_json(struct drive_record *r, const char *json, size_t len)
 {
-	struct json_tokener *tok = json_tokener_new_ex(16);
 	json_object *root, *x;
 	const char *s;
+	char why[160];
 	double v;
 
 	drive_init(r, "");
-	if (!tok)
-		return -ENOMEM;
-	root = json_tokener_parse_ex(tok, json, (int)(len > 0x7fffffff ? 0x7fffffff : len));
-	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
-	    !json_object_is_type(root, json_type_object)) {
-		json_tokener_free(tok);
-		if (root)
-			json_object_put(root);
+	root = jsonc_parse_depth(json, len, 16, why, sizeof(why));
+	if (!root || !json_object_is_type(root, json_type_object)) {
+		json_object_put(root);
 		return -EINVAL;
 	}
-	json_tokener_free(tok);
 #define CP(field, key) do { if ((s = jsonc_str(root, key))) \
 		snprintf(r->field, sizeof(r->field), "%s", s); } while (0)
 	CP(device, "device");

@@ -1,6 +1,7 @@
 /*
  * silence.c - silences; see silence.h.
  */
+#include "core/jsonc.h"
 #include "store/silence.h"
 
 #include <errno.h>
@@ -106,20 +107,11 @@ int silence_decode(struct silence *s, const char *text, size_t len, char *err, s
 {
 	static const char *const strings[] = { "id", "comment", "created_by" };
 	json_object *o, *x;
-	struct json_tokener *tok = json_tokener_new();
+	char why[160];
 	size_t n;
 
 	memset(s, 0, sizeof(*s));
-	if (!tok) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	o = len <= SILENCE_MAX_BYTES ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
-	if (o && json_tokener_get_parse_end(tok) != len) {
-		json_object_put(o);
-		o = NULL;
-	}
-	json_tokener_free(tok);
+	o = len <= SILENCE_MAX_BYTES ? jsonc_parse(text, len, why, sizeof(why)) : NULL;
 	if (!o || !json_object_is_type(o, json_type_object)) {
 		snprintf(err, errlen, "silence: not a JSON object of at most %d bytes",
 			 SILENCE_MAX_BYTES);
