@@ -44,16 +44,6 @@ uint64_t labels_hash(const struct label *l, int nl)
 	return snapshot_labels_hash(FNV64_OFFSET, l, (uint32_t)nl);
 }
 
-int labels_same(const struct label *a, int na, const struct label *b, int nb)
-{
-	if (na != nb)
-		return 0;
-	for (int i = 0; i < na; i++)
-		if (strcmp(a[i].key, b[i].key) || strcmp(a[i].value, b[i].value))
-			return 0;
-	return 1;
-}
-
 /* Sort a few labels by key, by insertion (they arrive nearly sorted). */
 void labels_sort(struct label *l, int nl)
 {

@@ -4,13 +4,11 @@
 #ifndef FL_EVAL_INTERNAL_H
 #define FL_EVAL_INTERNAL_H
 
+#include "model/labels.h"
 #include "rules/eval.h"
 
 /* Append an element with labels l (borrowed, sorted by key) and value x. */
 int value_push(struct value *v, const struct label *l, int nl, double x);
-
-/* Whether two label sets (sorted by key) are the same, key for key. */
-int labels_same(const struct label *a, int na, const struct label *b, int nb);
 
 /* Sort labels by key; the hash of a sorted label set. */
 void labels_sort(struct label *l, int nl);

@@ -27,6 +27,7 @@
 #include "store/store.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
+#include "model/labels.h"
 
 /* ---- hosts ------------------------------------------------------------- */
 
@@ -108,11 +109,6 @@ size_t engine_history_bytes(const struct engine *e, size_t *points)
 	return b;
 }
 
-static int label_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
-}
-
 int history_record(struct engine *e, struct host_state *h, const struct rule *r,
 		   const struct velem *x)
 {
@@ -134,7 +130,7 @@ int history_record(struct engine *e, struct host_state *h, const struct rule *r,
 	}
 	for (int j = 0; j < r->nlabels && nl < SNAPSHOT_MAX_LABELS; j++)
 		l[nl++] = r->labels[j];
-	qsort(l, nl, sizeof(*l), label_cmp);	/* as the series' own are */
+	qsort(l, nl, sizeof(*l), label_key_cmp);	/* as the series' own are */
 	/* recorded in this snapshot already (no new one came since)? */
 	for (uint32_t i = 0; i < s->nseries && !ser; i++) {
 		struct series *c = &s->series[i];

@@ -19,6 +19,8 @@
 #include "rules/minute_source.h"
 #include "model/histogram.h"
 #include "core/timeutil.h"
+#include "model/labels.h"
+#include "core/strbuf.h"
 
 #define MAX_POINTS 100000	/* per series, so a typo like 1+0x1e9 is an error */
 #define MAX_EVALS 100000	/* per test case, so a typo cannot run for hours */
@@ -537,14 +539,16 @@ static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, ch
 					duration_format(et, d, sizeof(d)), alertname ? alertname : "?",
 					nexp, got.n);
 				for (int gidx = 0; gidx < got.n; gidx++) {
-					fprintf(out, " {");
-					for (int j = 0; j < got.a[gidx].n; j++)
-						fprintf(out, "%s%s=%s", j ? "," : "", got.a[gidx].l[j].key,
-							got.a[gidx].l[j].value);
-					fprintf(out, "}");
-					for (int j = 0; j < got.a[gidx].nann; j++)
-						fprintf(out, "%s%s=\"%s\"", j ? ", " : " annotations ",
-							got.a[gidx].ann[j].key, got.a[gidx].ann[j].value);
+					struct strbuf sb = STRBUF_INIT;
+
+					strbuf_adds(&sb, " ");
+					labels_format(&sb, got.a[gidx].l, got.a[gidx].n);
+					if (got.a[gidx].nann) {
+						strbuf_adds(&sb, " annotations ");
+						labels_format(&sb, got.a[gidx].ann, got.a[gidx].nann);
+					}
+					fputs(strbuf_str(&sb), out);
+					strbuf_release(&sb);
 				}
 				fprintf(out, "\n");
 				failed = 1;

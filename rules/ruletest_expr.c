@@ -10,6 +10,8 @@
 
 #include "rules/eval.h"
 #include "rules/expr.h"
+#include "model/labels.h"
+#include "core/strbuf.h"
 
 /* ---- promql_expr_test --------------------------------------------------- */
 
@@ -159,11 +161,11 @@ int ruletest_expr_check(const struct cfg *c, const struct cfg_node *ck, struct e
 		fprintf(out, "%s:%d:%d: test '%s': %s: expected %d sample(s), got %zu:", c->file,
 			ck->line, ck->col, test, expr, nexp, v.n);
 		for (size_t g = 0; g < v.n; g++) {
-			fprintf(out, " {");
-			for (int j = 0; j < v.e[g].nlabels; j++)
-				fprintf(out, "%s%s=\"%s\"", j ? "," : "", v.e[g].labels[j].key,
-					v.e[g].labels[j].value);
-			fprintf(out, "} %.17g", v.e[g].v);
+			struct strbuf sb = STRBUF_INIT;
+
+			labels_format(&sb, v.e[g].labels, v.e[g].nlabels);
+			fprintf(out, " %s %.17g", strbuf_str(&sb), v.e[g].v);
+			strbuf_release(&sb);
 		}
 		fprintf(out, "\n");
 	}

@@ -5,6 +5,7 @@
  */
 #include "rules/rules.h"
 #include "rules/template_internal.h"
+#include "model/labels.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -550,11 +551,6 @@ static int texpr_true(const struct texpr *x, const struct tenv *env)
 	case TX_NE: return c != 0;
 	default: return 0;
 	}
-}
-
-static int label_key_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
 }
 
 static void tmpl_exec(const struct tnode *n, const struct tenv *env, char *out, size_t len,

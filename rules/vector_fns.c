@@ -122,7 +122,7 @@ int eval_agg(const struct node *n, const struct value *in, struct value *out)
 					/* without: the keys themselves can differ, too */
 					int no = group_key(n, x, other, GROUP_KEY_MAX);
 
-					same = labels_same(key, nk, other, no);
+					same = labels_equal(key, nk, other, no);
 				}
 				if (!same)
 					continue;
@@ -399,7 +399,7 @@ static int ranked_cmp(const void *a, const void *b)
 
 static int same_group(const struct ranked *x, const struct ranked *y)
 {
-	return x->hash == y->hash && labels_same(x->key, x->nk, y->key, y->nk);
+	return x->hash == y->hash && labels_equal(x->key, x->nk, y->key, y->nk);
 }
 
 /*

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "model/snapshot.h"
+#include "core/strbuf.h"
 
 /* An element's signature: the labels it is matched on (borrowed). */
 struct sig {
@@ -59,7 +60,7 @@ static void sig_of(const struct node *n, const struct velem *e, struct label *po
 
 static int sig_equal(const struct sig *a, const struct sig *b)
 {
-	return a->hash == b->hash && labels_same(a->l, a->n, b->l, b->n);
+	return a->hash == b->hash && labels_equal(a->l, a->n, b->l, b->n);
 }
 
 /*
@@ -163,16 +164,14 @@ static int is_cmp(enum bin_op op)
 	return op >= OP_EQ && op <= OP_LE;
 }
 
-/* Printable {k="v", ...} of a signature, for errors. */
+/* Printable {k="v",...} of a signature, for errors. */
 static void sig_format(const struct sig *s, char *buf, size_t len)
 {
-	size_t off = (size_t)snprintf(buf, len, "{");
+	struct strbuf sb = STRBUF_INIT;
 
-	for (int i = 0; i < s->n && off < len; i++)
-		off += (size_t)snprintf(buf + off, len - off, "%s%s=\"%s\"", i ? ", " : "",
-					s->l[i].key, s->l[i].value);
-	if (off < len)
-		snprintf(buf + off, len - off, "}");
+	labels_format(&sb, s->l, s->n);
+	snprintf(buf, len, "%s", strbuf_failed(&sb) ? "{...}" : strbuf_str(&sb));
+	strbuf_release(&sb);
 }
 
 /* and / or / unless: elements of l kept or dropped by whether r has their signature. */

@@ -760,7 +760,7 @@ Test(rules, rule_unit_test_reports_a_wrong_expectation)
 		   "        exp_alerts: []\n", cwd), 1);
 	cr_expect(strstr(buf, ":10:9: test 'healthy drive': at 15m, DriveWornOut: expected 0"),
 		  "%s", buf);
-	cr_expect(strstr(buf, "host=db-9"), "%s", buf);
+	cr_expect(strstr(buf, "host=\"db-9\""), "%s", buf);
 	free(buf);
 }
 

@@ -16,11 +16,7 @@
 #include <json-c/json.h>
 
 #include "core/strbuf.h"
-
-static int label_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
-}
+#include "model/labels.h"
 
 static int read_map(json_object *o, struct label **out, uint32_t *n)
 {
@@ -51,7 +47,7 @@ static int read_map(json_object *o, struct label **out, uint32_t *n)
 		(*n)++;
 		json_object_iter_next(&it);
 	}
-	qsort(*out, *n, sizeof(**out), label_cmp);
+	qsort(*out, *n, sizeof(**out), label_key_cmp);
 	return 0;
 }
 
@@ -320,7 +316,8 @@ int alert_encode(const struct alert *a, struct strbuf *out)
 	return ret;
 }
 
-static int label_key_cmp(const void *a, const void *b)
+/* qsort of pointers to labels, by key */
+static int label_ptr_key_cmp(const void *a, const void *b)
 {
 	return strcmp((*(const struct label *const *)a)->key, (*(const struct label *const *)b)->key);
 }
@@ -336,7 +333,7 @@ void alert_fingerprint(const struct label *l, uint32_t n, char out[17])
 	}
 	for (uint32_t i = 0; i < n; i++)
 		p[i] = &l[i];
-	qsort(p, n, sizeof(*p), label_key_cmp);
+	qsort(p, n, sizeof(*p), label_ptr_key_cmp);
 	for (uint32_t i = 0; i < n; i++) {
 		h = fnv64_sep(fnv64_str(h, p[i]->key));
 		h = fnv64_sep(fnv64_str(h, p[i]->value));

@@ -15,6 +15,7 @@
 #include "core/array.h"
 #include "core/strbuf.h"
 #include "core/varint.h"
+#include "model/labels.h"
 
 static const char magic[4] = { 'F', 'L', 'K', CHUNK_VERSION };
 
@@ -61,16 +62,6 @@ static void put_labels(struct strbuf *sb, const struct label *l, uint32_t n)
 		put_str(sb, l[i].key);
 		put_str(sb, l[i].value);
 	}
-}
-
-static int labels_equal(const struct label *a, uint32_t na, const struct label *b, uint32_t nb)
-{
-	if (na != nb)
-		return 0;
-	for (uint32_t i = 0; i < na; i++)
-		if (strcmp(a[i].key, b[i].key) || strcmp(a[i].value, b[i].value))
-			return 0;
-	return 1;
 }
 
 /* A series of the span: its first appearance, and where it is in each point. */

@@ -18,6 +18,7 @@
 #include "core/array.h"
 #include "core/fnv.h"
 #include "model/wire.h"
+#include "model/labels.h"
 
 /* ---- model -------------------------------------------------------------- */
 
@@ -64,11 +65,6 @@ void snapshot_free(struct snapshot *s)
 	snapshot_labels_free(s->labels, s->nlabels);
 	free(s->host);
 	memset(s, 0, sizeof(*s));
-}
-
-int snapshot_label_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct label *)a)->key, ((const struct label *)b)->key);
 }
 
 /*
@@ -184,7 +180,7 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 		return -ENOMEM;
 	}
 	s->nlabels++;
-	qsort(s->labels, s->nlabels, sizeof(*s->labels), snapshot_label_cmp);
+	qsort(s->labels, s->nlabels, sizeof(*s->labels), label_key_cmp);
 	return 0;
 }
 
@@ -264,7 +260,7 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 		return NULL;
 	}
 	if (nlabels > 1)
-		qsort(l, nlabels, sizeof(*l), snapshot_label_cmp);
+		qsort(l, nlabels, sizeof(*l), label_key_cmp);
 	return snapshot_add_series(s, n, kind, l, nlabels, NULL, 0);
 }
 

@@ -21,6 +21,7 @@
 #include <msgpack.h>
 
 #include "model/wire.h"
+#include "model/labels.h"
 
 #define WIRE_MAX_DEPTH 8	/* the format nests 6 deep */
 
@@ -89,7 +90,7 @@ static int decode_labels(const msgpack_object *o, struct label **out, uint32_t *
 			     what, i);
 		}
 	}
-	qsort(l, n, sizeof(*l), snapshot_label_cmp);
+	qsort(l, n, sizeof(*l), label_key_cmp);
 	for (uint32_t i = 1; i < n; i++) {
 		if (strcmp(l[i - 1].key, l[i].key) == 0) {
 			snprintf(err, errlen, "%s: duplicate label '%s'", what, l[i].key);

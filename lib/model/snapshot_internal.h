@@ -10,9 +10,6 @@
 /* Free labels l[0..n) and the array. */
 void snapshot_labels_free(struct label *l, uint32_t n);
 
-/* qsort comparison of labels by key. */
-int snapshot_label_cmp(const void *a, const void *b);
-
 /*
  * Add a series whose name and labels (sorted by key, unique) the snapshot
  * takes over: no copies.  On failure they are freed and NULL is returned.
