@@ -541,6 +541,36 @@ static uint64_t restored_since(const struct engine *e, const struct rule *r, uin
 	return since_ms + down;
 }
 
+int engine_alert_subject(const char *json, char *host, size_t hostlen)
+{
+	char why[160];
+	json_object *o = jsonc_parse(json, strlen(json), why, sizeof(why)), *v, *labels;
+	const char *h = NULL;
+	int ret = 1;
+
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return -1;
+	}
+	if (json_object_object_get_ex(o, "deploy_service", &v) &&
+	    json_object_get_string_len(v) > 0)
+		h = NULL;	/* a deploy verdict: the fleet's */
+	else if (json_object_object_get_ex(o, "labels", &labels) &&
+		 json_object_object_get_ex(labels, "host", &v) &&
+		 json_object_is_type(v, json_type_string))
+		h = json_object_get_string(v);
+	else if (json_object_object_get_ex(o, "hosts", &v) &&
+		 json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0 &&
+		 json_object_is_type(json_object_array_get_idx(v, 0), json_type_string))
+		h = json_object_get_string(json_object_array_get_idx(v, 0));
+	if (h) {
+		snprintf(host, hostlen, "%s", h);
+		ret = 0;
+	}
+	json_object_put(o);
+	return ret;
+}
+
 int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
 			engine_event_cb cb, void *arg, char *err, size_t errlen)
 {

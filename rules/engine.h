@@ -314,6 +314,16 @@ int engine_forget(struct engine *e, int (*keep)(const char *json, void *arg), vo
 void engine_undecodable(const struct engine *e,
 			void (*cb)(const char *host, uint64_t n, void *arg), void *arg);
 int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg);
+
+/*
+ * What an alert is about, from its JSON: a record of engine_state_export,
+ * or an event (model/alert.h, whose labels name its host).  Returns 1 for
+ * the fleet (a deploy verdict, or an alert about no host), 0 with its host
+ * (its host label, else its first host) in host, -1 when json is not an
+ * object.  The record's field names are spelled here and in the exporter
+ * only.
+ */
+int engine_alert_subject(const char *json, char *host, size_t hostlen);
 int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
 			engine_event_cb cb, void *arg, char *err, size_t errlen);
 

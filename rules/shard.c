@@ -2,7 +2,6 @@
  * shard.c - partitions, rendezvous ownership and leases of rules workers;
  * see shard.h.
  */
-#include "core/jsonc.h"
 #include "rules/shard.h"
 
 #include <errno.h>
@@ -11,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 
 #include "core/fnv.h"
 #include "core/log.h"
@@ -365,27 +363,16 @@ void shard_untake(struct shard *s, int p)
 
 int shard_part_of_alert(const struct shard *s, const char *json)
 {
-	char why[160];
-	json_object *o = jsonc_parse(json, strlen(json), why, sizeof(why)), *v, *labels;
-	int p = -1;
+	char host[256];
 
-	if (!o)
+	switch (engine_alert_subject(json, host, sizeof(host))) {
+	case 0:
+		return shard_part_of_host(s, host);
+	case 1:
+		return WORKERS_FLEET;	/* a deploy verdict, or about no host: the fleet's */
+	default:
 		return -1;
-	if (json_object_object_get_ex(o, "deploy_service", &v) &&
-	    json_object_get_string_len(v) > 0) {
-		p = WORKERS_FLEET;
-	} else if (json_object_object_get_ex(o, "labels", &labels) &&
-		   json_object_object_get_ex(labels, "host", &v) &&
-		   json_object_is_type(v, json_type_string)) {
-		p = shard_part_of_host(s, json_object_get_string(v));
-	} else if (json_object_object_get_ex(o, "hosts", &v) &&
-		   json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0) {
-		p = shard_part_of_host(s, json_object_get_string(json_object_array_get_idx(v, 0)));
-	} else {
-		p = WORKERS_FLEET;	/* about no host: the fleet's */
 	}
-	json_object_put(o);
-	return p;
 }
 
 /* ---- rules that cannot run sharded ------------------------------------------ */
