@@ -2,33 +2,12 @@
  * sim.c - `faultline sim`: the fleet simulator (sim/sim.h) on the command
  * line.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <math.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "model/catalog.h"
-#include "core/config.h"
-#include "model/drive.h"
-#include "model/profile.h"
-#include "rules/rules.h"
-#include "rules/ruletest.h"
-#include "store/profile_store.h"
-#include "store/deploy.h"
-#include "store/silence.h"
-#include "model/profile_export.h"
-#include "cli/wear_report.h"
-#include "core/log.h"
-#include "model/snapshot.h"
-#include "store/store.h"
 #include "core/timeutil.h"
-#include "sim/scenario.h"
 #include "sim/sim.h"
 #include "cli/cli.h"
 

@@ -3,36 +3,17 @@
  * (what `make run` shows): block I/O rate and latency per device and op,
  * per-CPU use, TCP/UDP errors, pressure, throttling, drives.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "store/conn.h"
-#include "model/catalog.h"
-#include "core/config.h"
-#include "model/drive.h"
-#include "model/profile.h"
-#include "rules/rules.h"
-#include "rules/ruletest.h"
-#include "store/profile_store.h"
-#include "store/deploy.h"
-#include "store/silence.h"
-#include "model/profile_export.h"
-#include "cli/wear_report.h"
-#include "core/log.h"
-#include "model/snapshot.h"
 #include "store/host_registry.h"
 #include "store/store.h"
 #include "core/timeutil.h"
-#include "sim/scenario.h"
-#include "sim/sim.h"
 #include "cli/cli.h"
 
 /* ---- top ---------------------------------------------------------------- */
