@@ -1,0 +1,554 @@
+/*
+ * chunk_decode.c - reading a chunk back: whole (chunk_decode) or a time
+ * range of it (chunk_decode_range); see chunk.h.  Every field is checked
+ * against what is left of the buffer: a chunk is outside input.
+ */
+#include "model/chunk.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "core/array.h"
+#include "core/strbuf.h"
+#include "core/varint.h"
+#include "model/chunk_internal.h"
+#include "model/labels.h"
+
+/* ---- decode ------------------------------------------------------------- */
+
+struct reader {
+	const uint8_t *p, *end;
+	const char *bad;	/* what failed to read, NULL while all is well */
+};
+
+static uint64_t get_uv(struct reader *r, const char *what)
+{
+	uint64_t v = 0;
+
+	if (!r->bad && varint_get(&r->p, r->end, &v))
+		r->bad = what;
+	return r->bad ? 0 : v;
+}
+
+static int64_t get_zz(struct reader *r, const char *what)
+{
+	return zigzag_decode(get_uv(r, what));
+}
+
+static uint8_t get_u8(struct reader *r, const char *what)
+{
+	if (r->bad)
+		return 0;
+	if (r->p >= r->end) {
+		r->bad = what;
+		return 0;
+	}
+	return *r->p++;
+}
+
+/* A string into buf (SNAPSHOT_MAX_STR + 1 bytes): no NUL inside, not too long. */
+static const char *get_str(struct reader *r, const char *what, char *buf)
+{
+	uint64_t l = get_uv(r, what);
+
+	if (r->bad)
+		return NULL;
+	if (l > SNAPSHOT_MAX_STR || l > (uint64_t)(r->end - r->p) || memchr(r->p, 0, l)) {
+		r->bad = what;
+		return NULL;
+	}
+	memcpy(buf, r->p, l);
+	buf[l] = 0;
+	r->p += l;
+	return buf;
+}
+
+static double get_double(struct reader *r, const char *what)
+{
+	uint64_t u = 0;
+	double x;
+
+	if (r->bad || r->end - r->p < 8) {
+		r->bad = what;
+		return 0;
+	}
+	for (int i = 0; i < 8; i++)
+		u |= (uint64_t)r->p[i] << (8 * i);
+	r->p += 8;
+	memcpy(&x, &u, sizeof(x));
+	return x;
+}
+
+/* A label list read into strings of its own (free with labels_release). */
+struct label_set {
+	struct label l[SNAPSHOT_MAX_LABELS];
+	uint32_t n;
+};
+
+static void labels_release(struct label_set *s)
+{
+	for (uint32_t i = 0; i < s->n; i++) {
+		free(s->l[i].key);
+		free(s->l[i].value);
+	}
+	s->n = 0;
+}
+
+static int get_labels(struct reader *r, const char *what, struct label_set *s)
+{
+	uint64_t n = get_uv(r, what);
+	char buf[SNAPSHOT_MAX_STR + 1];
+
+	s->n = 0;
+	if (r->bad)
+		return -EINVAL;
+	if (n > SNAPSHOT_MAX_LABELS) {
+		r->bad = what;
+		return -EINVAL;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		const char *k = get_str(r, what, buf);
+
+		if (!k)
+			return -EINVAL;
+		s->l[s->n].key = strdup(k);
+		if (!s->l[s->n].key)
+			return -ENOMEM;
+		if (!get_str(r, what, buf) || !(s->l[s->n].value = strdup(buf))) {
+			free(s->l[s->n].key);
+			return r->bad ? -EINVAL : -ENOMEM;
+		}
+		s->n++;
+	}
+	return 0;
+}
+
+static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(err, errlen, "chunk: ");
+
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < errlen)
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+void chunk_points_free(struct snapshot *pts, size_t n)
+{
+	for (size_t p = 0; pts && p < n; p++)
+		snapshot_free(&pts[p]);
+	free(pts);
+}
+
+/* Read one series' columns into the points that have it. */
+static int get_column(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
+		      uint32_t *npresent, size_t *values, size_t *hists, char *err, size_t errlen)
+{
+	struct series skipped;	/* the values of a point not asked for, read and dropped */
+	char name[SNAPSHOT_MAX_STR + 1];
+	struct label_set ls;
+	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
+	int ret, k = 0, hmode = HIST_DELTA;
+	/* unsigned: hostile differences wrap instead of overflowing */
+	uint64_t pv = 0, pi = 0, pn = 0, ps = 0, pl = 0, psum = 0;
+	struct histogram *prev = NULL;
+
+	if (!get_str(r, "series name", name))
+		return fail(err, errlen, -EINVAL, "series %zu's name is malformed", *values);
+	ret = get_labels(r, "series labels", &ls);
+	if (ret) {
+		labels_release(&ls);
+		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
+			fail(err, errlen, ret, "%s: labels malformed", name);
+	}
+	kind = get_u8(r, "series kind");
+	if (kind > SERIES_HISTOGRAM) {
+		labels_release(&ls);
+		return fail(err, errlen, -EINVAL, "%s: kind %u unknown", name, kind);
+	}
+	switch (get_u8(r, "presence")) {
+	case 0:
+		memset(bits, 0xff, sizeof(bits));
+		break;
+	case 1:
+		if ((size_t)(r->end - r->p) < (n + 7) / 8) {
+			r->bad = "presence";
+			break;
+		}
+		memcpy(bits, r->p, (n + 7) / 8);
+		r->p += (n + 7) / 8;
+		break;
+	default:
+		if (!r->bad)
+			r->bad = "presence";
+	}
+	/* the previous point's histogram, and a skipped point's */
+	if (kind == SERIES_HISTOGRAM && !(prev = calloc(2, sizeof(*prev)))) {
+		labels_release(&ls);
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	if (kind == SERIES_HISTOGRAM) {
+		hmode = get_u8(r, "histogram mode");
+		if (hmode != HIST_DELTA && hmode != HIST_RAW && !r->bad)
+			r->bad = "histogram mode";
+	}
+	if (kind == SERIES_GAUGE) {
+		k = get_u8(r, "gauge scale");
+		if (k != GAUGE_RAW && k > 32 && !r->bad)
+			r->bad = "gauge scale";
+	}
+	for (size_t p = 0; p < n && !r->bad; p++) {
+		struct series *x;
+
+		if (!(bits[p / 8] & (1u << (p % 8))))
+			continue;
+		if (++*values > CHUNK_MAX_VALUES ||
+		    (kind == SERIES_HISTOGRAM && ++*hists > CHUNK_MAX_HIST_POINTS)) {
+			free(prev);
+			labels_release(&ls);
+			return fail(err, errlen, -E2BIG, "more than %u values", CHUNK_MAX_VALUES);
+		}
+		npresent[p]++;
+		if (want[p]) {
+			x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
+		} else {
+			memset(&skipped, 0, sizeof(skipped));
+			skipped.hist = prev ? &prev[1] : NULL;
+			if (prev)
+				hist_reset(skipped.hist);
+			x = &skipped;
+		}
+		if (!x) {
+			free(prev);
+			labels_release(&ls);
+			return fail(err, errlen, -EINVAL, "series %s not valid in point %zu", name, p);
+		}
+		switch (kind) {
+		case SERIES_COUNTER:
+			pi += (uint64_t)get_zz(r, "counter increase");
+			pv += pi + (uint64_t)get_zz(r, "counter value");
+			x->counter.increase = pi;
+			x->counter.value = pv;
+			break;
+		case SERIES_GAUGE: {
+			struct gauge_value *g = &x->gauge;
+
+			pn += (uint64_t)get_zz(r, "gauge n");
+			g->n = pn;
+			if (k == GAUGE_RAW) {
+				g->last = get_double(r, "gauge last");
+				g->min = get_double(r, "gauge min");
+				g->max = get_double(r, "gauge max");
+				g->sum = get_double(r, "gauge sum");
+				break;
+			}
+			pl += (uint64_t)get_zz(r, "gauge last");
+			g->last = ldexp((double)(int64_t)pl, -k);
+			g->min = ldexp((double)(int64_t)(pl - (uint64_t)get_zz(r, "gauge min")), -k);
+			g->max = ldexp((double)(int64_t)(pl + (uint64_t)get_zz(r, "gauge max")), -k);
+			psum += (uint64_t)get_zz(r, "gauge sum");
+			g->sum = ldexp((double)(int64_t)psum, -k);
+			break;
+		}
+		case SERIES_HISTOGRAM: {
+			struct histogram *h = x->hist;
+			uint64_t runs;
+			uint32_t at = 0;
+
+			uint64_t total = 0, over = (uint64_t)get_zz(r, "histogram count");
+
+			ps += (uint64_t)get_zz(r, "histogram sum");
+			h->sum = ps;
+			runs = get_uv(r, "histogram runs");
+			if (runs > HIST_BUCKETS) {
+				r->bad = "histogram runs";
+				break;
+			}
+			for (uint64_t i = 0; i < runs && !r->bad; i++) {
+				uint64_t gap = get_uv(r, "histogram bucket");
+
+				if (gap >= HIST_BUCKETS || (i ? at + 1 + gap : gap) >= HIST_BUCKETS) {
+					r->bad = "histogram bucket";
+					break;
+				}
+				at = (uint32_t)(i ? at + 1 + gap : gap);
+				/* as it is, or a difference from the point before's bucket */
+				if (hmode == HIST_RAW)
+					h->buckets[at] = get_uv(r, "histogram bucket count");
+				else
+					h->buckets[at] = prev->buckets[at] +
+						(uint64_t)get_zz(r, "histogram bucket count");
+				total += h->buckets[at];
+			}
+			h->count = total + over;
+			*prev = *h;
+			if (x == &skipped)
+				break;
+			ret = series_compact(x);
+			if (ret) {
+				free(prev);
+				labels_release(&ls);
+				return fail(err, errlen, ret, "out of memory");
+			}
+			break;
+		}
+		}
+	}
+	free(prev);
+	labels_release(&ls);
+	if (r->bad)
+		return fail(err, errlen, -EINVAL, "%s: %s malformed or truncated", name, r->bad);
+	return 0;
+}
+
+/*
+ * Put the points put_orders names back in their own order of series (the
+ * points asked for: the others' orders are read and dropped).
+ */
+static int get_orders(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
+		      const uint32_t *npresent)
+{
+	uint64_t norders = get_uv(r, "orders");
+	struct series *tmp = NULL;
+	uint8_t *seen = NULL;
+	uint32_t cap = 0;
+	int64_t last = -1;
+	int ret = -EINVAL;
+
+	if (r->bad || norders > n) {
+		r->bad = "orders";
+		return -EINVAL;
+	}
+	for (uint64_t o = 0; o < norders; o++) {
+		uint64_t p = get_uv(r, "order point");
+		uint32_t ns;
+
+		if (r->bad || p >= n || (int64_t)p <= last) {
+			r->bad = "order point";
+			goto out;
+		}
+		last = (int64_t)p;
+		ns = npresent[p];
+		if (ns > cap) {
+			struct series *t = realloc(tmp, ns * sizeof(*t));
+			uint8_t *sn = realloc(seen, ns);
+
+			if (t)
+				tmp = t;
+			if (sn)
+				seen = sn;
+			if (!t || !sn) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			cap = ns;
+		}
+		memset(seen, 0, ns);
+		for (uint32_t i = 0; i < ns; i++) {
+			uint64_t k = get_uv(r, "order");
+
+			if (r->bad || k >= ns || seen[k]) {
+				r->bad = "order";
+				goto out;
+			}
+			seen[k] = 1;
+			if (want[p])
+				tmp[i] = pts[p].series[k];
+		}
+		if (want[p])
+			memcpy(pts[p].series, tmp, ns * sizeof(*tmp));
+	}
+	ret = 0;
+out:
+	free(tmp);
+	free(seen);
+	return ret;
+}
+
+static int decode_plain(const uint8_t *buf, size_t len, uint64_t from_ms, uint64_t to_ms,
+			struct snapshot **out, size_t *nout, char *err, size_t errlen)
+{
+	struct reader r = { buf, buf + len, NULL };
+	char host[SNAPSHOT_MAX_STR + 1];
+	struct label_set *sets = NULL;
+	struct snapshot *pts = NULL;
+	uint8_t *want = NULL;		/* per point: in [from_ms, to_ms] */
+	uint32_t *npresent = NULL;	/* per point: its series, built or not */
+	uint64_t tier, n, nsets, nseries, ts = 0, seq = 0;
+	size_t values = 0, hists = 0, npts = 0;
+	int ret = -EINVAL;
+
+	if (len < 4 || memcmp(buf, chunk_magic, 3))
+		return fail(err, errlen, -EINVAL, "not a chunk (bad magic)");
+	if (buf[3] != CHUNK_VERSION)
+		return fail(err, errlen, -EINVAL,
+			    "version %u, this reader knows %u (a newer writer: upgrade the reader)",
+			    buf[3], CHUNK_VERSION);
+	r.p += 4;
+	if (!get_str(&r, "host", host) || !host[0])
+		return fail(err, errlen, -EINVAL, "host malformed");
+	tier = get_uv(&r, "tier");
+	n = get_uv(&r, "points");
+	if (r.bad || tier < 1 || tier > 86400 || n < 1 || n > CHUNK_MAX_POINTS)
+		return fail(err, errlen, -EINVAL, "tier %" PRIu64 " or point count %" PRIu64
+			    " out of range", tier, n);
+	pts = calloc(n, sizeof(*pts));
+	want = calloc(n, 1);
+	npresent = calloc(n, sizeof(*npresent));
+	if (!pts || !want || !npresent) {
+		free(pts);
+		free(want);
+		free(npresent);
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	for (npts = 0; npts < n; npts++) {
+		uint64_t dt = get_uv(&r, "point ts"), iv = get_uv(&r, "point interval");
+		int64_t ds = get_zz(&r, "point seq");
+
+		if (r.bad || ts + dt < ts || (npts && !dt))
+			goto malformed;
+		ts += dt;
+		want[npts] = ts >= from_ms && ts <= to_ms;
+		seq = npts ? seq + 1 + (uint64_t)ds : (uint64_t)ds;
+		if (snapshot_init(&pts[npts], host, ts, iv, seq, (uint32_t)tier)) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	nsets = get_uv(&r, "label sets");
+	if (r.bad || nsets < 1 || nsets > n)
+		goto malformed;
+	sets = calloc(nsets, sizeof(*sets));
+	if (!sets) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t s = 0; s < nsets; s++) {
+		ret = get_labels(&r, "host labels", &sets[s]);
+		if (ret == -ENOMEM)
+			goto out;
+		if (ret)
+			goto malformed;
+	}
+	for (size_t p = 0; p < n; p++) {
+		uint64_t s = nsets > 1 ? get_uv(&r, "point label set") : 0;
+
+		if (r.bad || s >= nsets)
+			goto malformed;
+		for (uint32_t i = 0; want[p] && i < sets[s].n; i++) {
+			ret = snapshot_set_label(&pts[p], sets[s].l[i].key, sets[s].l[i].value);
+			if (ret == -ENOMEM)
+				goto out;
+			if (ret)
+				goto malformed;
+		}
+	}
+	nseries = get_uv(&r, "series count");
+	if (r.bad || nseries > SNAPSHOT_MAX_SERIES)
+		goto malformed;
+	for (uint64_t i = 0; i < nseries; i++) {
+		ret = get_column(&r, pts, n, want, npresent, &values, &hists, err, errlen);
+		if (ret)
+			goto out_err;
+	}
+	ret = get_orders(&r, pts, n, want, npresent);
+	if (ret == -ENOMEM)
+		goto out;
+	if (ret)
+		goto malformed;
+	if (r.p != r.end) {
+		r.bad = "end (trailing bytes)";
+		goto malformed;
+	}
+	for (uint64_t s = 0; s < nsets; s++)
+		labels_release(&sets[s]);
+	free(sets);
+	/* the points asked for, in order */
+	*nout = 0;
+	for (size_t p = 0; p < n; p++) {
+		if (want[p])
+			pts[(*nout)++] = pts[p];
+		else
+			snapshot_free(&pts[p]);
+	}
+	free(want);
+	free(npresent);
+	*out = pts;
+	return 0;
+malformed:
+	ret = fail(err, errlen, -EINVAL, "%s malformed or truncated", r.bad ? r.bad : "header");
+	goto out_err;
+out:
+	if (ret == -ENOMEM)
+		fail(err, errlen, ret, "out of memory");
+out_err:
+	for (uint64_t s = 0; sets && s < nsets; s++)
+		labels_release(&sets[s]);
+	free(sets);
+	free(want);
+	free(npresent);
+	chunk_points_free(pts, npts);
+	return ret;
+}
+
+int chunk_decode(const void *buf, size_t len, int compact, struct snapshot **pts, size_t *n,
+		 char *err, size_t errlen)
+{
+	return chunk_decode_range(buf, len, compact, 0, UINT64_MAX, pts, n, err, errlen);
+}
+
+int chunk_decode_range(const void *buf, size_t len, int compact, uint64_t from_ms,
+		       uint64_t to_ms, struct snapshot **pts, size_t *n, char *err, size_t errlen)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(buf, len);
+	void *plain;
+	size_t got;
+	int ret;
+
+	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+		return fail(err, errlen, -EINVAL, "not a zstd frame with its size");
+	if (size > CHUNK_MAX_BYTES)
+		return fail(err, errlen, -E2BIG, "%llu bytes decompressed, more than %u", size,
+			    CHUNK_MAX_BYTES);
+	plain = malloc(size ? size : 1);
+	if (!plain)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	got = ZSTD_decompress(plain, size, buf, len);
+	if (ZSTD_isError(got) || got != size) {
+		free(plain);
+		return fail(err, errlen, -EINVAL, "zstd: %s",
+			    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
+	}
+	ret = decode_plain(plain, size, from_ms, to_ms, pts, n, err, errlen);
+	free(plain);
+	if (ret || compact)
+		return ret;
+	/* dense histograms for readers that work on them */
+	for (size_t p = 0; p < *n; p++)
+		for (uint32_t i = 0; i < (*pts)[p].nseries; i++) {
+			struct series *x = &(*pts)[p].series[i];
+
+			if (x->kind != SERIES_HISTOGRAM || !x->sparse)
+				continue;
+			x->hist = malloc(sizeof(*x->hist));
+			if (!x->hist) {
+				chunk_points_free(*pts, *n);
+				return fail(err, errlen, -ENOMEM, "out of memory");
+			}
+			hist_from_sparse(x->hist, x->sparse);
+			free(x->sparse);
+			x->sparse = NULL;
+		}
+	return 0;
+}

@@ -1,0 +1,16 @@
+/*
+ * chunk_internal.h - what chunk.c (the encoder) and chunk_decode.c (the
+ * decoders) share: the format's magic and tags; chunk.h documents the
+ * format itself.
+ */
+#ifndef FL_CHUNK_INTERNAL_H
+#define FL_CHUNK_INTERNAL_H
+
+#include "model/chunk.h"
+
+static const char chunk_magic[4] = { 'F', 'L', 'K', CHUNK_VERSION };
+
+#define GAUGE_RAW 255
+enum { HIST_DELTA = 0, HIST_RAW = 1 };	/* a histogram column's bucket counts */
+
+#endif
