@@ -4,6 +4,7 @@
  * drive record, as JSON.
  */
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

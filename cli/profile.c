@@ -4,8 +4,10 @@
  * a host's probe for a high-rate burst.
  */
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/conn.h"

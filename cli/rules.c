@@ -2,6 +2,7 @@
  * rules.c - `faultline rules check|test`: validate rule files, run rule
  * unit tests (rules/ruletest.h).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "rules/rules.h"
