@@ -83,7 +83,7 @@ TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o $(OUT)/tests/clus
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
-SIM_OBJS := $(OUT)/sim/scenario.o $(OUT)/sim/sim.o
+SIM_OBJS := $(patsubst %.c,$(OUT)/%.o,$(wildcard sim/*.c))
 RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/minute_eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
 	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
 	$(OUT)/rules/history.o $(OUT)/rules/columns.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
