@@ -271,7 +271,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_scenario) extra="sim/scenario.c";; \
 		fuzz_partials) extra="rules/fleet.c rules/shard.c";; \
 		fuzz_perfmap) extra="probes/perfmap.c";; \
-		fuzz_unwind) extra="probes/unwind.c probes/symbolize.c probes/perfmap.c";; \
+		fuzz_unwind) extra="probes/unwind.c probes/symbolize.c probes/build_id.c probes/perfmap.c";; \
 		fuzz_topology) extra="rules/expr.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/gen/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \

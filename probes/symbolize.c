@@ -7,6 +7,7 @@
  */
 #include "probes/symbolize.h"
 
+#include "probes/build_id.h"
 #include "probes/perfmap.h"
 
 #include <errno.h>
@@ -148,38 +149,6 @@ static int ksym_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The running kernel's GNU build id from its notes (ELF note records). */
-static void read_kernel_build_id(char *out, size_t len)
-{
-	unsigned char buf[4096];
-	size_t n, off = 0;
-	FILE *f = fopen("/sys/kernel/notes", "re");
-
-	out[0] = '\0';
-	if (!f)
-		return;
-	n = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
-	while (off + 12 <= n) {
-		uint32_t namesz, descsz, type;
-		size_t name_at = off + 12, desc_at;
-
-		memcpy(&namesz, buf + off, 4);
-		memcpy(&descsz, buf + off + 4, 4);
-		memcpy(&type, buf + off + 8, 4);
-		desc_at = name_at + ((namesz + 3) & ~3u);
-		if (desc_at + descsz > n)
-			return;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(buf + name_at, "GNU", 4) &&
-		    descsz * 2 < len) {
-			for (uint32_t i = 0; i < descsz; i++)
-				sprintf(out + 2 * i, "%02x", buf[desc_at + i]);
-			return;
-		}
-		off = desc_at + ((descsz + 3) & ~3u);
-	}
-}
-
 const char *sym_kernel_build_id(const struct symbolizer *s)
 {
 	return s->kernel_build_id;
@@ -191,7 +160,7 @@ int sym_load_kernel(struct symbolizer *s)
 	size_t cap = 0, used = 0, strcap = 0;
 	FILE *f = fopen("/proc/kallsyms", "r");
 
-	read_kernel_build_id(s->kernel_build_id, sizeof(s->kernel_build_id));
+	build_id_of_kernel(s->kernel_build_id, sizeof(s->kernel_build_id));
 	if (!f)
 		return -errno;
 	/* ~120,000 names: one buffer (offsets first, pointers after), not a malloc each */
@@ -248,58 +217,6 @@ static int esym_cmp(const void *a, const void *b)
 	uint64_t x = ((const struct esym *)a)->addr, y = ((const struct esym *)b)->addr;
 
 	return x < y ? -1 : x > y;
-}
-
-static int build_id(Elf *e, char *out, size_t len)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t off = 0, noff, name_off, desc_off;
-		GElf_Nhdr nh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)))
-			continue;
-		while ((noff = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_descsz > 0 &&
-			    nh.n_descsz * 2 < len) {
-				const unsigned char *b = (const unsigned char *)d->d_buf + desc_off;
-
-				for (size_t i = 0; i < nh.n_descsz; i++)
-					sprintf(out + 2 * i, "%02x", b[i]);
-				return 0;
-			}
-			off = noff;
-		}
-	}
-	return -1;
-}
-
-int sym_fd_build_id(int fd, char *out, size_t len)
-{
-	int ret;
-	Elf *e;
-
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e)
-		return -EINVAL;
-	ret = build_id(e, out, len) ? -ENOENT : 0;
-	elf_end(e);
-	return ret;
-}
-
-int sym_file_build_id(const char *path, char *out, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = sym_fd_build_id(fd, out, len);
-	close(fd);
-	return ret;
 }
 
 /* Function symbols (and PT_LOAD headers) of an open ELF into es. */
@@ -381,7 +298,7 @@ static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
 		close(fd);
 		return NULL;
 	}
-	if (build_id(e, key, sizeof(key)))
+	if (build_id_of_elf(e, key, sizeof(key)))
 		snprintf(key, sizeof(key), "ino:%llu:%llu:%lld", (unsigned long long)st.st_dev,
 			 (unsigned long long)st.st_ino, (long long)st.st_mtime);
 	if (strmap_get(&s->elf_index, key, &idx)) {
