@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/varint.h"
+#include "rules/hist_pack.h"
 
 void columns_init(struct columns *c)
 {
@@ -87,144 +88,7 @@ static size_t wrap(const struct col_ring *g, size_t i)
 	return s >= g->cap ? s - g->cap : s;
 }
 
-/* ---- packed histograms (columns.h) -------------------------------------- */
-
-enum { PACK_FULL = 0, PACK_DELTA = 1 };
-
-/* The first n bytes of buf as a malloc'd copy, or NULL. */
-static uint8_t *dup_bytes(const uint8_t *buf, size_t n)
-{
-	uint8_t *b = malloc(n);
-
-	if (b)
-		memcpy(b, buf, n);
-	return b;
-}
-
-/* Room for any packed histogram: tag, count, sum, runs, each run two varints. */
-#define PACK_MAX (1 + 3 * 10 + HIST_BUCKETS * (5 + 10))
-
-/* s packed in full. */
-static uint8_t *pack_full(const struct hist_sparse *s)
-{
-	uint8_t buf[PACK_MAX];
-	size_t n = 0;
-	long prev = -1;
-
-	buf[n++] = PACK_FULL;
-	n += varint_put(buf + n, s->count);
-	n += varint_put(buf + n, s->sum);
-	n += varint_put(buf + n, s->nruns);
-	for (uint32_t i = 0; i < s->nruns; i++) {
-		n += varint_put(buf + n, (uint64_t)((long)s->runs[i].index - prev - 1));
-		n += varint_put(buf + n, s->runs[i].count);
-		prev = s->runs[i].index;
-	}
-	return dup_bytes(buf, n);
-}
-
-/* h (dense) packed in full. */
-static uint8_t *pack_full_dense(const struct histogram *h)
-{
-	uint8_t buf[PACK_MAX];
-	size_t n = 0, nruns = 0;
-	long prev = -1;
-
-	for (size_t i = 0; i < HIST_BUCKETS; i++)
-		nruns += h->buckets[i] != 0;
-	buf[n++] = PACK_FULL;
-	n += varint_put(buf + n, h->count);
-	n += varint_put(buf + n, h->sum);
-	n += varint_put(buf + n, nruns);
-	for (size_t i = 0; i < HIST_BUCKETS; i++) {
-		if (!h->buckets[i])
-			continue;
-		n += varint_put(buf + n, (uint64_t)((long)i - prev - 1));
-		n += varint_put(buf + n, h->buckets[i]);
-		prev = (long)i;
-	}
-	return dup_bytes(buf, n);
-}
-
-/*
- * newer packed as its increase over older, or NULL with *grew = 0 when
- * some bucket (or the count or sum) went down: then it is stored in full.
- */
-static uint8_t *pack_delta(const struct hist_sparse *newer, const struct hist_sparse *older,
-			   int *grew)
-{
-	uint8_t buf[PACK_MAX], *runs;
-	size_t n = 0, nruns = 0, j = 0;
-	long prev = -1;
-
-	*grew = newer->count >= older->count && newer->sum >= older->sum;
-	if (!*grew)
-		return NULL;
-	/* the run count goes first but is known last: runs go after the worst case */
-	runs = buf + 1 + 3 * 10;
-	for (uint32_t i = 0; i < newer->nruns; i++) {
-		const struct hist_run *r = &newer->runs[i];
-		uint64_t was = 0;
-
-		for (; j < older->nruns && older->runs[j].index < r->index; j++)
-			if (older->runs[j].count) {
-				*grew = 0;	/* a bucket emptied */
-				return NULL;
-			}
-		if (j < older->nruns && older->runs[j].index == r->index)
-			was = older->runs[j++].count;
-		if (r->count < was) {
-			*grew = 0;
-			return NULL;
-		}
-		if (r->count == was)
-			continue;
-		n += varint_put(runs + n, (uint64_t)((long)r->index - prev - 1));
-		n += varint_put(runs + n, r->count - was);
-		prev = r->index;
-		nruns++;
-	}
-	for (; j < older->nruns; j++)
-		if (older->runs[j].count) {
-			*grew = 0;
-			return NULL;
-		}
-	{
-		uint8_t head[1 + 3 * 10];
-		size_t h = 0;
-		uint8_t *b;
-
-		head[h++] = PACK_DELTA;
-		h += varint_put(head + h, newer->count - older->count);
-		h += varint_put(head + h, newer->sum - older->sum);
-		h += varint_put(head + h, nruns);
-		b = malloc(h + n);
-		if (b) {
-			memcpy(b, head, h);
-			memcpy(b + h, runs, n);
-		}
-		return b;
-	}
-}
-
-/* Apply packed point b to h: set it (full, h is overwritten) or add it (delta). */
-static void unpack(struct histogram *h, const uint8_t *b)
-{
-	int delta = *b++ == PACK_DELTA;
-	uint64_t count = varint_get_trusted(&b), sum = varint_get_trusted(&b), nruns = varint_get_trusted(&b);
-	long idx = -1;
-
-	if (!delta) {
-		memset(h->buckets, 0, sizeof(h->buckets));
-		h->count = h->sum = 0;
-	}
-	h->count += count;
-	h->sum += sum;
-	for (uint64_t i = 0; i < nruns; i++) {
-		idx += (long)varint_get_trusted(&b) + 1;
-		h->buckets[idx] += varint_get_trusted(&b);
-	}
-}
+/* ---- packed histograms (hist_pack.h) ------------------------------------ */
 
 /* The packed points of column k, by slot. */
 static uint8_t **packed(const struct column *col)
@@ -242,12 +106,12 @@ static void hist_at(const struct columns *c, const struct column *col, size_t s,
 	/* back to the full point this one builds on: at most COLUMNS_HIST_CHAIN */
 	for (;;) {
 		chain[n++] = s;
-		if (packed(col)[s][0] == PACK_FULL || n == COLUMNS_HIST_CHAIN + 2)
+		if (packed(col)[s][0] == HPACK_FULL || n == COLUMNS_HIST_CHAIN + 2)
 			break;
 		s = s ? s - 1 : g->cap - 1;
 	}
 	while (n-- > 0)
-		unpack(out, packed(col)[chain[n]]);
+		hpack_apply(out, packed(col)[chain[n]]);
 }
 
 int columns_hist(const struct columns *c, uint32_t k, size_t i, struct histogram *out)
@@ -257,7 +121,7 @@ int columns_hist(const struct columns *c, uint32_t k, size_t i, struct histogram
 	if (!c->col[k].keep) {
 		if (!columns_has(c, k, i))
 			return -ENOENT;
-		unpack(out, c->col[k].last.h);
+		hpack_apply(out, c->col[k].last.h);
 		return 0;
 	}
 	s = columns_slot(c, i);
@@ -278,13 +142,13 @@ static void rebase_next(struct columns *c, struct column *col, size_t s)
 	struct histogram *h;
 	uint8_t *full;
 
-	if (g->n < 2 || !bit(col->present, next) || packed(col)[next][0] != PACK_DELTA)
+	if (g->n < 2 || !bit(col->present, next) || packed(col)[next][0] != HPACK_DELTA)
 		return;
 	h = malloc(sizeof(*h));
 	if (!h)
 		return;		/* left as is: hist_at stops at its chain bound */
 	hist_at(c, col, next, h);
-	full = pack_full_dense(h);
+	full = hpack_full_dense(h);
 	free(h);
 	if (!full)
 		return;
@@ -578,7 +442,7 @@ static int place_newest_only(struct column *col, struct series *ser, int again)
 
 		if (ret)
 			return ret;
-		col->last.h = pack_full(ser->sparse);
+		col->last.h = hpack_full(ser->sparse);
 		if (!col->last.h)
 			return -ENOMEM;
 	} else if (ser->kind == SERIES_COUNTER) {
@@ -638,13 +502,13 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 		older = col->chain < COLUMNS_HIST_CHAIN ?
 			prev_hist(c, col, (uint32_t)k, prev, i, s) : NULL;
 		if (older)
-			b = pack_delta(ser->sparse, older, &grew);
+			b = hpack_delta(ser->sparse, older, &grew);
 		if (b) {
 			col->chain++;
 		} else if (older && grew) {
 			return -ENOMEM;
 		} else {
-			b = pack_full(ser->sparse);
+			b = hpack_full(ser->sparse);
 			if (!b)
 				return -ENOMEM;
 			col->chain = 0;
