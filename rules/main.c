@@ -19,6 +19,7 @@
 
 #include "core/array.h"
 #include "core/config.h"
+#include "rules/daemon_metrics.h"
 #include "rules/engine.h"
 #include "rules/outbox.h"
 #include "rules/worker.h"
@@ -202,47 +203,7 @@ static int redis_rollups(void *arg, const char *const *hosts, size_t n, uint64_t
 }
 
 /* Whether the last rule (re)load succeeded, and when one last did (s since the epoch). */
-static int last_reload_ok = 1;
-static double last_reload_ok_s;
 
-/*
- * One line per rule group of what (0 evaluations, 1 failures, 2 last
- * duration, 3 rules, 4 interval), labelled rule_group="FILE;GROUP" as
- * Prometheus labels its groups.
- */
-static void render_groups(const struct engine *e, struct strbuf *sb, const char *name, int what)
-{
-	const struct ruleset *rs = engine_rules(e);
-	char id[512];
-
-	for (int g = 0; g < rs->ngroups; g++) {
-		struct engine_group_stats st;
-
-		engine_group_stats(e, g, &st);
-		snprintf(id, sizeof(id), "%s;%s", rs->groups[g].file, rs->groups[g].name);
-		strbuf_addf(sb, "%s{", name);
-		promtext_label(sb, "rule_group", id, 1);
-		switch (what) {
-		case 0: strbuf_addf(sb, "} %llu\n", (unsigned long long)st.evaluations); break;
-		case 1: strbuf_addf(sb, "} %llu\n", (unsigned long long)st.failures); break;
-		case 2: strbuf_addf(sb, "} %.6f\n", st.last_duration_s); break;
-		case 3: strbuf_addf(sb, "} %d\n", rs->groups[g].nrules); break;
-		default: strbuf_addf(sb, "} %.3f\n", (double)rs->groups[g].interval_ns / 1e9); break;
-		}
-	}
-}
-
-static void render_host_bad(const char *host, uint64_t n, void *arg)
-{
-	strbuf_adds(arg, "faultline_rules_host_undecodable_entries_total{");
-	promtext_label(arg, "host", host, 1);
-	strbuf_addf(arg, "} %llu\n", (unsigned long long)n);
-}
-
-/*
- * The engine's own metrics, for /metrics: what it watches, what it could
- * not read (per host), what it sent.
- */
 /* How many hosts the engine holds history of. */
 static size_t engine_hosts(const struct engine *e)
 {
@@ -252,98 +213,8 @@ static size_t engine_hosts(const struct engine *e)
 	return n.hosts;
 }
 
-/* fl:alerts entries waiting for the alerters, as last read (read_backlog) */
-static uint64_t backlog_now;
-
-static void render_metrics(const struct engine *e, const struct worker *w, struct strbuf *sb,
-			   int redis_up, const struct outbox *ob, long events, double eval_s)
-{
-	int queued = ob->nqueue;
-
-	struct engine_counts n;
-
-	engine_counts(e, &n);
-	strbuf_reset(sb);
-	strbuf_addf(sb, "# HELP faultline_rules_alert_backlog fl:alerts entries waiting for the "
-		    "alerters (unread or unacknowledged).\n"
-		    "# TYPE faultline_rules_alert_backlog gauge\n"
-		    "faultline_rules_alert_backlog %llu\n", (unsigned long long)backlog_now);
-	strbuf_addf(sb, "# HELP faultline_rules_events_dropped_total Alert events dropped because "
-		    "more than 100000 alerts waited for Redis (each logged).\n"
-		    "# TYPE faultline_rules_events_dropped_total counter\n"
-		    "faultline_rules_events_dropped_total %llu\n"
-		    "# HELP faultline_rules_events_unreplicated Alert events Redis took that "
-		    "--wait-replicas replicas have not confirmed yet.\n"
-		    "# TYPE faultline_rules_events_unreplicated gauge\n"
-		    "faultline_rules_events_unreplicated %d\n",
-		    (unsigned long long)ob->dropped, ob->nunconfirmed);
-	if (w)
-		strbuf_addf(sb, "# HELP faultline_rules_worker_partitions Partitions of the fleet "
-			    "this --shard worker holds (of 65).\n"
-			    "# TYPE faultline_rules_worker_partitions gauge\n"
-			    "faultline_rules_worker_partitions %zu\n"
-			    "# HELP faultline_rules_workers_live Live --shard workers this one sees.\n"
-			    "# TYPE faultline_rules_workers_live gauge\n"
-			    "faultline_rules_workers_live %zu\n", worker_partitions(w), worker_peers(w));
-	strbuf_addf(sb, "# HELP faultline_rules_hosts Hosts the engine knows (the registry).\n"
-		    "# TYPE faultline_rules_hosts gauge\nfaultline_rules_hosts %zu\n", n.hosts);
-	strbuf_addf(sb, "# HELP faultline_rules_undecodable_entries_total Stream entries that "
-		    "could not be read (all hosts).\n"
-		    "# TYPE faultline_rules_undecodable_entries_total counter\n"
-		    "faultline_rules_undecodable_entries_total %llu\n",
-		    (unsigned long long)n.undecodable);
-	strbuf_addf(sb, "# HELP faultline_rules_oversize_reads_total Host reads refused unread "
-		    "because a page of the host's entries was over the read bound.\n"
-		    "# TYPE faultline_rules_oversize_reads_total counter\n"
-		    "faultline_rules_oversize_reads_total %llu\n"
-		    "# HELP faultline_rules_quarantined_hosts Hosts not read now: their entries are "
-		    "over the read bound (paged as HostUndecodable).\n"
-		    "# TYPE faultline_rules_quarantined_hosts gauge\n"
-		    "faultline_rules_quarantined_hosts %zu\n",
-		    (unsigned long long)n.oversize, n.quarantined);
-	strbuf_addf(sb, "# HELP faultline_rules_host_undecodable_entries_total Stream entries of "
-		    "the host that could not be read.\n"
-		    "# TYPE faultline_rules_host_undecodable_entries_total counter\n");
-	engine_undecodable(e, render_host_bad, sb);
-	/* per group, under the names Prometheus uses for its own rule groups */
-	strbuf_adds(sb, "# HELP prometheus_rule_evaluations_total Rule evaluations, per group.\n"
-		    "# TYPE prometheus_rule_evaluations_total counter\n");
-	render_groups(e, sb, "prometheus_rule_evaluations_total", 0);
-	strbuf_adds(sb, "# HELP prometheus_rule_evaluation_failures_total Rule evaluations that "
-		    "failed (logged), per group.\n"
-		    "# TYPE prometheus_rule_evaluation_failures_total counter\n");
-	render_groups(e, sb, "prometheus_rule_evaluation_failures_total", 1);
-	strbuf_adds(sb, "# HELP prometheus_rule_group_last_duration_seconds How long the group's "
-		    "last evaluation took.\n"
-		    "# TYPE prometheus_rule_group_last_duration_seconds gauge\n");
-	render_groups(e, sb, "prometheus_rule_group_last_duration_seconds", 2);
-	strbuf_adds(sb, "# HELP prometheus_rule_group_rules The number of rules in the group.\n"
-		    "# TYPE prometheus_rule_group_rules gauge\n");
-	render_groups(e, sb, "prometheus_rule_group_rules", 3);
-	strbuf_adds(sb, "# HELP prometheus_rule_group_interval_seconds The group's interval.\n"
-		    "# TYPE prometheus_rule_group_interval_seconds gauge\n");
-	render_groups(e, sb, "prometheus_rule_group_interval_seconds", 4);
-	strbuf_addf(sb, "# HELP prometheus_config_last_reload_successful Whether the last rule "
-		    "(re)load succeeded.\n# TYPE prometheus_config_last_reload_successful gauge\n"
-		    "prometheus_config_last_reload_successful %d\n"
-		    "# HELP prometheus_config_last_reload_success_timestamp_seconds When the rules "
-		    "last (re)loaded successfully.\n"
-		    "# TYPE prometheus_config_last_reload_success_timestamp_seconds gauge\n"
-		    "prometheus_config_last_reload_success_timestamp_seconds %.3f\n",
-		    last_reload_ok, last_reload_ok_s);
-	strbuf_addf(sb, "# HELP faultline_rules_events_total Alert events emitted.\n"
-		    "# TYPE faultline_rules_events_total counter\nfaultline_rules_events_total %ld\n",
-		    events);
-	strbuf_addf(sb, "# HELP prometheus_notifications_queue_length Alert events not yet in "
-		    "fl:alerts.\n# TYPE prometheus_notifications_queue_length gauge\n"
-		    "prometheus_notifications_queue_length %d\n", queued);
-	strbuf_addf(sb, "# HELP faultline_rules_evaluation_seconds The last evaluation round, "
-		    "every group.\n"
-		    "# TYPE faultline_rules_evaluation_seconds gauge\n"
-		    "faultline_rules_evaluation_seconds %.6f\n", eval_s);
-	strbuf_addf(sb, "# HELP faultline_rules_redis_up 1 while the engine's Redis answers.\n"
-		    "# TYPE faultline_rules_redis_up gauge\nfaultline_rules_redis_up %d\n", redis_up);
-}
+/* What the daemon itself knows for /metrics (rules/daemon_metrics.h). */
+static struct rules_daemon_stats dstats = { .reload_ok = 1 };
 
 /*
  * Redis is away or refusing: wait the next backoff delay (0.5 s x 1.5, up
@@ -382,7 +253,7 @@ static void read_backlog(struct engine *e, struct conn *rc, uint64_t *said)
 		return;
 	}
 	engine_set_alert_backlog(e, n, oldest);
-	backlog_now = n;
+	dstats.backlog = n;
 	if (alert_stream_dead_since(rc, time_wall_ns() / NSEC_PER_MSEC - 3600 * 1000, &n, &oldest,
 				    err, sizeof(err)) < 0)
 		log_warn("%s; dead letters are not known this time", err);
@@ -693,7 +564,7 @@ int main(int argc, char **argv)
 		}
 		if (engine_init(&e, &rs, &eopts))
 			return 1;
-		last_reload_ok_s = (double)time_wall_ns() / 1e9;
+		dstats.reload_ok_s = (double)time_wall_ns() / 1e9;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -753,9 +624,9 @@ int main(int argc, char **argv)
 			struct ruleset nrs;
 
 			reload = 0;
-			last_reload_ok = load_all(&nrs, files, nfiles) == 0 && engine_reload(e, &nrs) == 0;
-			if (last_reload_ok) {
-				last_reload_ok_s = (double)time_wall_ns() / 1e9;
+			dstats.reload_ok = load_all(&nrs, files, nfiles) == 0 && engine_reload(e, &nrs) == 0;
+			if (dstats.reload_ok) {
+				dstats.reload_ok_s = (double)time_wall_ns() / 1e9;
 				log_info("reloaded %d rule file(s)", nfiles);
 			} else {
 				log_warn("reload failed (see above); keeping the running rules");
@@ -872,8 +743,10 @@ int main(int argc, char **argv)
 		}
 		notify_watchdog();
 		if (metrics) {
-			render_metrics(e, worker, &ms, rc != NULL, &ctx, events_total + ctx.n,
-				       (double)(t_eval - t_read) / 1e9);
+			dstats.redis_up = rc != NULL;
+			dstats.events = events_total + ctx.n;
+			dstats.eval_s = (double)(t_eval - t_read) / 1e9;
+			rules_metrics_render(e, worker, &ctx, &dstats, &ms);
 			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
 		}
 		int nrules = 0;
