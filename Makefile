@@ -88,7 +88,7 @@ RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_fns.o $
 	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
 	$(OUT)/rules/history.o $(OUT)/rules/columns.o $(OUT)/rules/hist_pack.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
 	$(OUT)/rules/baseline.o $(OUT)/rules/minute_source.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o \
-	$(OUT)/rules/outbox.o $(OUT)/rules/daemon_metrics.o
+	$(OUT)/rules/outbox.o $(OUT)/rules/daemon_metrics.o $(OUT)/rules/redis_inputs.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
 .PHONY: all check-deps deps run demo test asan chaos fuzz bench install uninstall clean vmlinux deb

@@ -16,12 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <math.h>
 
 #include "core/array.h"
 #include "core/config.h"
 #include "rules/daemon_metrics.h"
 #include "rules/engine.h"
 #include "rules/outbox.h"
+#include "rules/redis_inputs.h"
 #include "rules/worker.h"
 #include "core/backoff.h"
 #include "core/log.h"
@@ -152,57 +154,6 @@ static int load_all(struct ruleset *rs, char **files, int nfiles)
 }
 
 
-/* Profile baselines read the hosts' 10 s profile windows from Redis. */
-static int redis_profiles(void *arg, const char *host, uint64_t from_ms, uint64_t to_ms,
-			  struct profile *into)
-{
-	struct outbox *c = arg;
-	char err[256];
-	int n;
-
-	if (!c->rc)
-		return -1;
-	n = profile_read_merge(c->rc, host, 0, from_ms, to_ms, NULL, into, NULL, err,
-			       sizeof(err));
-	if (n < 0)
-		log_warn("profile baseline: %s", err);
-	return n;
-}
-
-/*
- * A probe writes a minute's rollup with its first snapshot of the next
- * minute, sent within its flush interval (1 s) unless Redis is slow.
- */
-#define ROLLUP_DELAY_MS 5000
-
-/*
- * Value baselines read the hosts' 1-minute rollups (fl:{H}:s60) from Redis,
- * in pipelined exchanges; entries that do not decode are logged by the
- * reader and left out.
- */
-static int redis_rollups(void *arg, const char *const *hosts, size_t n, uint64_t from_ms,
-			 uint64_t to_ms, int (*cb)(struct snapshot *s, void *cbarg), void *cbarg)
-{
-	struct outbox *c = arg;
-	struct store_readers rd = { .snapshot = cb, .arg = cbarg };
-	uint64_t *from = calloc(n + 1, sizeof(*from));
-	char err[256];
-	int got;
-
-	if (!c->rc || !from) {
-		free(from);
-		return -EIO;
-	}
-	for (size_t i = 0; i < n; i++)
-		from[i] = from_ms;
-	got = store_read_ranges(c->rc, hosts, from, n, 60, to_ms, &rd, NULL, err, sizeof(err));
-	if (got < 0)
-		log_warn("baseline: reading the 1-minute tier: %s", err);
-	free(from);
-	return got;
-}
-
-/* Whether the last rule (re)load succeeded, and when one last did (s since the epoch). */
 
 /* How many hosts the engine holds history of. */
 static size_t engine_hosts(const struct engine *e)
@@ -713,8 +664,8 @@ int main(int argc, char **argv)
 		}
 		ctx.rc = rc;
 		ctx.n = 0;
-		engine_set_profile_loader(e, redis_profiles, &ctx);
-		engine_set_rollup_loader(e, redis_rollups, &ctx, ROLLUP_DELAY_MS);
+		engine_set_profile_loader(e, rules_redis_profiles, &ctx);
+		engine_set_rollup_loader(e, rules_redis_rollups, &ctx, RULES_ROLLUP_DELAY_MS);
 		t_read = time_mono_ns();
 		engine_eval(e, now, outbox_emit, &ctx);
 		with_state = !once && (!replay_to || worker) &&
