@@ -178,7 +178,7 @@ $(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # faultline-rules serves /metrics with the probe's event loop and server.
-$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) $(OUT)/probes/metrics_server.o \
+$(OUT)/faultline-rules: $(OUT)/rules/main.o $(RULES_OBJS) \
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -192,7 +192,7 @@ $(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
 ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 
 $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(OUT)/alerter/stream.o $(OUT)/alerter/groups.o \
-	$(OUT)/alerter/delivery.o $(ALERTER_OBJS) $(OUT)/probes/metrics_server.o \
+	$(OUT)/alerter/delivery.o $(ALERTER_OBJS) \
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

@@ -23,7 +23,7 @@
 #include "core/notify.h"
 #include "core/promtext.h"
 #include "core/timeutil.h"
-#include "probes/metrics_server.h"
+#include "core/metrics_server.h"
 #include "store/conn.h"
 
 static volatile sig_atomic_t stopping;

@@ -29,7 +29,7 @@
 #include "core/log.h"
 #include "core/notify.h"
 #include "probes/loop.h"
-#include "probes/metrics_server.h"
+#include "core/metrics_server.h"
 #include "model/profile_export.h"
 #include "probes/probe.h"
 #include "model/profile.h"

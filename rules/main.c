@@ -27,7 +27,7 @@
 #include "rules/worker.h"
 #include "core/backoff.h"
 #include "core/log.h"
-#include "probes/metrics_server.h"
+#include "core/metrics_server.h"
 #include "core/notify.h"
 #include "store/conn.h"
 #include "store/profile_store.h"

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "probes/metrics_server.h"
+#include "core/metrics_server.h"
 #include "probes/prom.h"
 #include "model/histogram.h"
 #include "core/strbuf.h"

@@ -9,7 +9,7 @@
  * gzip'd form is made on the first scrape that asks for it and kept until
  * the body changes.
  */
-#include "probes/metrics_server.h"
+#include "core/metrics_server.h"
 
 #include <crypt.h>
 #include <errno.h>
