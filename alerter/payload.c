@@ -83,7 +83,7 @@ static json_object *labels_json(const struct label *l, int n)
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < n; i++)
-		json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+		json_object_object_add(o, l[i].key, jsonc_string(l[i].value));
 	return o;
 }
 
@@ -105,7 +105,7 @@ static json_object *common(struct group_alert *const *as, int n, int annotations
 			all = v && !strcmp(v, l[i].value);
 		}
 		if (all)
-			json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+			json_object_object_add(o, l[i].key, jsonc_string(l[i].value));
 	}
 	return o;
 }
@@ -152,9 +152,9 @@ static json_object *stacks_json(struct profile *p, uint32_t top)
 			strbuf_adds(&sb, ";");
 			strbuf_adds(&sb, p->strings[st[1 + i]]);
 		}
-		json_object_object_add(o, "stack", json_object_new_string(strbuf_str(&sb)));
+		json_object_object_add(o, "stack", jsonc_string(strbuf_str(&sb)));
 		json_object_object_add(o, "service",
-				       json_object_new_string(p->strings[p->rows[r].service]));
+				       jsonc_string(p->strings[p->rows[r].service]));
 		json_object_object_add(o, "samples", json_object_new_int64((int64_t)p->rows[r].count));
 		json_object_object_add(o, "share",
 				       json_object_new_double((double)p->rows[r].count / (double)p->total));
@@ -181,7 +181,7 @@ static json_object *services_json(const struct profile *p)
 			break;
 		json_object *s = json_object_new_object();
 
-		json_object_object_add(s, "service", json_object_new_string(p->strings[best]));
+		json_object_object_add(s, "service", jsonc_string(p->strings[best]));
 		json_object_object_add(s, "share", json_object_new_double((double)per[best] /
 									  (double)p->total));
 		json_object_array_add(arr, s);
@@ -211,13 +211,13 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 		nhosts = 1;
 	}
 	if (!nhosts) {
-		json_object_object_add(o, "missing", json_object_new_string("the alert names no hosts"));
+		json_object_object_add(o, "missing", jsonc_string("the alert names no hosts"));
 		return o;
 	}
 	windows = load_profiles(rc, hosts, nhosts, from, now, &p);
 	if (!p.total) {
 		json_object_object_add(o, "missing",
-				       json_object_new_string("no CPU profile windows for the affected "
+				       jsonc_string("no CPU profile windows for the affected "
 							      "hosts in the alert's window (is the "
 							      "probe's profiler on?)"));
 		profile_free(&p);
@@ -240,7 +240,7 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 				continue;
 			json_object *f = json_object_new_object();
 
-			json_object_object_add(f, "function", json_object_new_string(d[i].name));
+			json_object_object_add(f, "function", jsonc_string(d[i].name));
 			json_object_object_add(f, "share_before", json_object_new_double(d[i].base));
 			json_object_object_add(f, "share_after", json_object_new_double(d[i].target));
 			json_object_array_add(grew, f);
@@ -262,14 +262,14 @@ static json_object *drive_evidence(const struct alert *a, struct conn *rc)
 	json_object *o = NULL;
 
 	if (!host || !dev)
-		return json_object_new_string("the alert names no host and device");
+		return jsonc_string("the alert names no host and device");
 	if ((json = drives_get_json(rc, host, dev))) {
 		char why[160];
 
 		o = jsonc_parse(json, strlen(json), why, sizeof(why));
 	}
 	free(json);
-	return o ? o : json_object_new_string("no drive record for that device");
+	return o ? o : jsonc_string("no drive record for that device");
 }
 
 struct peers_arg {
@@ -287,10 +287,10 @@ static int peers_cb(struct snapshot *s, void *arg)
 		if (strcmp(ser->name, "tcp.bad_csum") || !ser->counter.value)
 			continue;
 		o = json_object_new_object();
-		json_object_object_add(o, "host", json_object_new_string(s->host));
-		json_object_object_add(o, "peer", json_object_new_string(series_label(ser, "peer") ?: ""));
+		json_object_object_add(o, "host", jsonc_string(s->host));
+		json_object_object_add(o, "peer", jsonc_string(series_label(ser, "peer") ?: ""));
 		json_object_object_add(o, "interface",
-				       json_object_new_string(series_label(ser, "interface") ?: ""));
+				       jsonc_string(series_label(ser, "interface") ?: ""));
 		json_object_object_add(o, "bad_checksums",
 				       json_object_new_int64((int64_t)ser->counter.value));
 		json_object_array_add(pa->arr, o);
@@ -318,16 +318,16 @@ static json_object *alert_json(const struct alert *a)
 	json_object *o = json_object_new_object();
 	char t[40];
 
-	json_object_object_add(o, "status", json_object_new_string(a->firing ? "firing" : "resolved"));
+	json_object_object_add(o, "status", jsonc_string(a->firing ? "firing" : "resolved"));
 	json_object_object_add(o, "labels", labels_json(a->labels, (int)a->nlabels));
 	json_object_object_add(o, "annotations", labels_json(a->annotations, (int)a->nannotations));
-	json_object_object_add(o, "startsAt", json_object_new_string(alert_format_time(a->starts_ms,
+	json_object_object_add(o, "startsAt", jsonc_string(alert_format_time(a->starts_ms,
 										      t, sizeof(t))));
-	json_object_object_add(o, "endsAt", json_object_new_string(
+	json_object_object_add(o, "endsAt", jsonc_string(
 		a->firing || !a->ends_ms ? "0001-01-01T00:00:00Z" : alert_format_time(a->ends_ms, t,
 										      sizeof(t))));
-	json_object_object_add(o, "generatorURL", json_object_new_string(a->generator_url));
-	json_object_object_add(o, "fingerprint", json_object_new_string(a->fingerprint));
+	json_object_object_add(o, "generatorURL", jsonc_string(a->generator_url));
+	json_object_object_add(o, "fingerprint", jsonc_string(a->fingerprint));
 	return o;
 }
 
@@ -335,26 +335,26 @@ static json_object *faultline_json(const struct alert *a)
 {
 	json_object *o = json_object_new_object(), *hosts = json_object_new_array();
 
-	json_object_object_add(o, "fingerprint", json_object_new_string(a->fingerprint));
+	json_object_object_add(o, "fingerprint", jsonc_string(a->fingerprint));
 	if (a->domain_label[0]) {
 		json_object *d = json_object_new_object();
 
-		json_object_object_add(d, "label", json_object_new_string(a->domain_label));
-		json_object_object_add(d, "value", json_object_new_string(a->domain_value));
+		json_object_object_add(d, "label", jsonc_string(a->domain_label));
+		json_object_object_add(d, "value", jsonc_string(a->domain_value));
 		json_object_object_add(o, "domain", d);
 	}
 	for (uint32_t i = 0; i < a->nhosts; i++)
-		json_object_array_add(hosts, json_object_new_string(a->hosts[i]));
+		json_object_array_add(hosts, jsonc_string(a->hosts[i]));
 	json_object_object_add(o, "hosts", hosts);
 	json_object_object_add(o, "total_hosts", json_object_new_int((int)a->total_hosts));
 	if (a->has_value)
 		json_object_object_add(o, "value", json_object_new_double(a->value));
 	if (a->runbook[0])
-		json_object_object_add(o, "runbook", json_object_new_string(a->runbook));
+		json_object_object_add(o, "runbook", jsonc_string(a->runbook));
 	if (a->fired_ms) {
 		char t[40];
 
-		json_object_object_add(o, "firedAt", json_object_new_string(
+		json_object_object_add(o, "firedAt", jsonc_string(
 					       alert_format_time(a->fired_ms, t, sizeof(t))));
 	}
 	return o;
@@ -373,7 +373,7 @@ static int add_evidence(const struct alerter_config *cfg, json_object *doc, json
 		if (!a->firing || !a->evidence)
 			continue;
 		e = json_object_new_object();
-		json_object_object_add(e, "fingerprint", json_object_new_string(a->fingerprint));
+		json_object_object_add(e, "fingerprint", jsonc_string(a->fingerprint));
 		if (a->evidence & ALERT_EV_CPU_STACKS)
 			json_object_object_add(e, "cpu", cpu_evidence(cfg, a, rc));
 		if (a->evidence & ALERT_EV_DRIVE)
@@ -404,15 +404,15 @@ static json_object *alertmanager_doc(const struct alerter_config *cfg, const str
 		json_object_array_add(alerts, alert_json(&as[i]->a));
 		json_object_array_add(fla, faultline_json(&as[i]->a));
 	}
-	json_object_object_add(doc, "version", json_object_new_string("4"));
-	json_object_object_add(doc, "groupKey", json_object_new_string(group_key));
+	json_object_object_add(doc, "version", jsonc_string("4"));
+	json_object_object_add(doc, "groupKey", jsonc_string(group_key));
 	json_object_object_add(doc, "truncatedAlerts", json_object_new_int(0));
-	json_object_object_add(doc, "status", json_object_new_string(firing ? "firing" : "resolved"));
-	json_object_object_add(doc, "receiver", json_object_new_string(r->name));
+	json_object_object_add(doc, "status", jsonc_string(firing ? "firing" : "resolved"));
+	json_object_object_add(doc, "receiver", jsonc_string(r->name));
 	json_object_object_add(doc, "groupLabels", labels_json(gl, ngl));
 	json_object_object_add(doc, "commonLabels", common(as, n, 0));
 	json_object_object_add(doc, "commonAnnotations", common(as, n, 1));
-	json_object_object_add(doc, "externalURL", json_object_new_string(cfg->external_url));
+	json_object_object_add(doc, "externalURL", jsonc_string(cfg->external_url));
 	json_object_object_add(doc, "alerts", alerts);
 	json_object_object_add(fl, "alerts", fla);
 	json_object_object_add(fl, "evidence", evs);
@@ -453,9 +453,9 @@ static void add_section(json_object *blocks, const char *mrkdwn)
 {
 	json_object *x = json_object_new_object(), *t = json_object_new_object();
 
-	json_object_object_add(x, "type", json_object_new_string("section"));
-	json_object_object_add(t, "type", json_object_new_string("mrkdwn"));
-	json_object_object_add(t, "text", json_object_new_string(mrkdwn));
+	json_object_object_add(x, "type", jsonc_string("section"));
+	json_object_object_add(t, "type", jsonc_string("mrkdwn"));
+	json_object_object_add(t, "text", jsonc_string(mrkdwn));
 	json_object_object_add(x, "text", t);
 	json_object_array_add(blocks, x);
 }
@@ -475,13 +475,13 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 	slack_escaped(&sb, alert_label(&as[0]->a, "alertname"));
 	if (nfiring)
 		strbuf_addf(&sb, " (%d)", nfiring);
-	json_object_object_add(doc, "text", json_object_new_string(strbuf_str(&sb)));
+	json_object_object_add(doc, "text", jsonc_string(strbuf_str(&sb)));
 	x = json_object_new_object();
-	json_object_object_add(x, "type", json_object_new_string("header"));
+	json_object_object_add(x, "type", jsonc_string("header"));
 	json_object *t = json_object_new_object();
 
-	json_object_object_add(t, "type", json_object_new_string("plain_text"));
-	json_object_object_add(t, "text", json_object_new_string(strbuf_str(&sb)));
+	json_object_object_add(t, "type", jsonc_string("plain_text"));
+	json_object_object_add(t, "text", jsonc_string(strbuf_str(&sb)));
 	json_object_object_add(x, "text", t);
 	json_object_array_add(blocks, x);
 	for (int i = 0; i < n && i < 10; i++) {
@@ -550,28 +550,28 @@ static json_object *pagerduty_doc(const struct alerter_config *cfg, const struct
 	for (int i = 0; i < n; i++)
 		firing |= as[i]->a.firing;
 	sha256_hex(group_key, strlen(group_key), dedup);
-	json_object_object_add(doc, "routing_key", json_object_new_string(r->routing_key));
-	json_object_object_add(doc, "event_action", json_object_new_string(firing ? "trigger"
+	json_object_object_add(doc, "routing_key", jsonc_string(r->routing_key));
+	json_object_object_add(doc, "event_action", jsonc_string(firing ? "trigger"
 										  : "resolve"));
-	json_object_object_add(doc, "dedup_key", json_object_new_string(dedup));
-	json_object_object_add(pl, "summary", json_object_new_string(summary_of(a0)));
-	json_object_object_add(pl, "source", json_object_new_string(
+	json_object_object_add(doc, "dedup_key", jsonc_string(dedup));
+	json_object_object_add(pl, "summary", jsonc_string(summary_of(a0)));
+	json_object_object_add(pl, "source", jsonc_string(
 		a0->domain_value[0] ? a0->domain_value :
 		alert_label(a0, "host") ? alert_label(a0, "host") : "faultline"));
-	json_object_object_add(pl, "severity", json_object_new_string(
+	json_object_object_add(pl, "severity", jsonc_string(
 		!sev ? "error" : !strcmp(sev, "page") || !strcmp(sev, "critical") ? "critical" :
 		!strcmp(sev, "warning") ? "warning" : !strcmp(sev, "info") ? "info" : "error"));
-	json_object_object_add(pl, "timestamp", json_object_new_string(
+	json_object_object_add(pl, "timestamp", jsonc_string(
 		alert_format_time(a0->starts_ms, t, sizeof(t))));
-	json_object_object_add(pl, "component", json_object_new_string(alert_label(a0, "alertname")));
+	json_object_object_add(pl, "component", jsonc_string(alert_label(a0, "alertname")));
 	if (json_object_object_get_ex(am, "faultline", &fl))
 		json_object_object_add(pl, "custom_details", json_object_get(fl));
 	json_object_object_add(doc, "payload", pl);
 	if (a0->runbook[0]) {
 		json_object *links = json_object_new_array(), *l = json_object_new_object();
 
-		json_object_object_add(l, "href", json_object_new_string(a0->runbook));
-		json_object_object_add(l, "text", json_object_new_string("runbook"));
+		json_object_object_add(l, "href", jsonc_string(a0->runbook));
+		json_object_object_add(l, "text", jsonc_string("runbook"));
 		json_object_array_add(links, l);
 		json_object_object_add(doc, "links", links);
 	}
@@ -602,7 +602,7 @@ static json_object *alertmanager_api_doc(const struct receiver *r, struct group_
 		json_object_object_add(o, "labels", labels_json(a->labels, (int)a->nlabels));
 		ann = labels_json(a->annotations, (int)a->nannotations);
 		if (a->runbook[0] && !alert_annotation(a, "runbook_url"))
-			json_object_object_add(ann, "runbook_url", json_object_new_string(a->runbook));
+			json_object_object_add(ann, "runbook_url", jsonc_string(a->runbook));
 		if (a->nhosts > 1) {
 			struct strbuf sb = STRBUF_INIT;
 
@@ -610,15 +610,15 @@ static json_object *alertmanager_api_doc(const struct receiver *r, struct group_
 				strbuf_addf(&sb, "%s%s", k ? "," : "", a->hosts[k]);
 			strbuf_addf(&sb, " (%u of %u hosts)", a->nhosts, a->total_hosts);
 			json_object_object_add(ann, "faultline_hosts",
-					       json_object_new_string(strbuf_str(&sb)));
+					       jsonc_string(strbuf_str(&sb)));
 			strbuf_release(&sb);
 		}
 		json_object_object_add(o, "annotations", ann);
-		json_object_object_add(o, "startsAt", json_object_new_string(
+		json_object_object_add(o, "startsAt", jsonc_string(
 					       alert_format_time(a->starts_ms, t, sizeof(t))));
-		json_object_object_add(o, "endsAt", json_object_new_string(
+		json_object_object_add(o, "endsAt", jsonc_string(
 					       alert_format_time(ends, t, sizeof(t))));
-		json_object_object_add(o, "generatorURL", json_object_new_string(a->generator_url));
+		json_object_object_add(o, "generatorURL", jsonc_string(a->generator_url));
 		json_object_array_add(arr, o);
 	}
 	return arr;

@@ -304,7 +304,7 @@ static json_object *labels_obj(const struct label *l, int n)
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; o && i < n; i++)
-		json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+		json_object_object_add(o, l[i].key, jsonc_string(l[i].value));
 	return o;
 }
 
@@ -319,8 +319,8 @@ static json_object *instance_json(const struct rule *r, const struct instance *i
 
 	if (!o)
 		return NULL;
-	json_object_object_add(o, "rule", json_object_new_string(r->name));
-	json_object_object_add(o, "severity", json_object_new_string(r->severity));
+	json_object_object_add(o, "rule", jsonc_string(r->name));
+	json_object_object_add(o, "severity", jsonc_string(r->severity));
 	json_object_object_add(o, "labels", labels_obj(in->labels, in->nlabels));
 	if (!in->firing)
 		json_object_object_add(o, "pending", json_object_new_boolean(1));
@@ -333,15 +333,15 @@ static json_object *instance_json(const struct rule *r, const struct instance *i
 			       isfinite(in->value) ? in->value : 0.0));
 	hosts = json_object_new_array();
 	for (int h = 0; h < in->nhosts; h++)
-		json_object_array_add(hosts, json_object_new_string(in->hosts[h]));
+		json_object_array_add(hosts, jsonc_string(in->hosts[h]));
 	json_object_object_add(o, "hosts", hosts);
 	json_object_object_add(o, "total_hosts", json_object_new_int(in->total_hosts));
 	json_object_object_add(o, "domain_label",
-			       json_object_new_string(in->domain_label));
+			       jsonc_string(in->domain_label));
 	json_object_object_add(o, "domain_value",
-			       json_object_new_string(in->domain_value));
+			       jsonc_string(in->domain_value));
 	json_object_object_add(o, "deploy_service",
-			       json_object_new_string(in->deploy_service));
+			       jsonc_string(in->deploy_service));
 	json_object_object_add(o, "deploy_at_ms",
 			       json_object_new_int64((int64_t)in->deploy_at_ms));
 	json_object_object_add(o, "deploy_base_ms",

@@ -287,7 +287,7 @@ int fleet_bpart_encode(const struct fleet_bpart *b, char **out, size_t *outlen)
 		json_object_object_add(o, key, hist_json(&b->wp[w]));
 	}
 	for (int i = 0; i < b->nhosts; i++)
-		json_object_array_add(hosts, json_object_new_string(b->hosts[i]));
+		json_object_array_add(hosts, jsonc_string(b->hosts[i]));
 	json_object_object_add(o, "hosts", hosts);
 	json_object_object_add(o, "total", json_object_new_int(b->total));
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);

@@ -9,16 +9,17 @@
 
 #include <json-c/json.h>
 
+#include "core/jsonc.h"
 #include "sim/sim.h"
 
 static json_object *expect_json(const struct sim_expect *ex)
 {
 	json_object *o = json_object_new_object(), *l = json_object_new_object();
 
-	json_object_object_add(o, "alertname", json_object_new_string(ex->alertname));
+	json_object_object_add(o, "alertname", jsonc_string(ex->alertname));
 	json_object_object_add(o, "resolves", json_object_new_boolean(ex->resolves));
 	for (int i = 0; i < ex->nlabels; i++)
-		json_object_object_add(l, ex->key[i], json_object_new_string(ex->value[i]));
+		json_object_object_add(l, ex->key[i], jsonc_string(ex->value[i]));
 	json_object_object_add(o, "labels", l);
 	if (ex->within_ms)
 		json_object_object_add(o, "within_ms", json_object_new_int64((int64_t)ex->within_ms));
@@ -26,11 +27,11 @@ static json_object *expect_json(const struct sim_expect *ex)
 		json_object *e = json_object_new_object();
 
 		if (ex->ev_function[0])
-			json_object_object_add(e, "function", json_object_new_string(ex->ev_function));
+			json_object_object_add(e, "function", jsonc_string(ex->ev_function));
 		if (ex->ev_peer[0])
-			json_object_object_add(e, "peer", json_object_new_string(ex->ev_peer));
+			json_object_object_add(e, "peer", jsonc_string(ex->ev_peer));
 		if (ex->ev_device[0])
-			json_object_object_add(e, "device", json_object_new_string(ex->ev_device));
+			json_object_object_add(e, "device", jsonc_string(ex->ev_device));
 		json_object_object_add(o, "evidence", e);
 	}
 	if (ex->wear_row) {
@@ -38,7 +39,7 @@ static json_object *expect_json(const struct sim_expect *ex)
 
 		json_object_object_add(w, "row", json_object_new_int64(ex->wear_row));
 		if (ex->wear_verdict[0])
-			json_object_object_add(w, "verdict", json_object_new_string(ex->wear_verdict));
+			json_object_object_add(w, "verdict", jsonc_string(ex->wear_verdict));
 		json_object_object_add(o, "wear", w);
 	}
 	return o;
@@ -50,7 +51,7 @@ int sim_timeline_write(const struct sim_timeline *sm, const char *path, char *er
 	json_object *evs = json_object_new_array();
 	int ret = 0;
 
-	json_object_object_add(doc, "scenario", json_object_new_string(sm->sc->name));
+	json_object_object_add(doc, "scenario", jsonc_string(sm->sc->name));
 	json_object_object_add(doc, "start_ms", json_object_new_int64((int64_t)sm->start_ms));
 	json_object_object_add(doc, "end_ms", json_object_new_int64((int64_t)sm->end_ms));
 	json_object_object_add(doc, "hosts", json_object_new_int64(sm->n));
@@ -69,8 +70,8 @@ int sim_timeline_write(const struct sim_timeline *sm, const char *path, char *er
 		json_object *o = json_object_new_object(), *hosts = json_object_new_array(),
 			    *exp = json_object_new_array();
 
-		json_object_object_add(o, "name", json_object_new_string(ev->name));
-		json_object_object_add(o, "kind", json_object_new_string(sim_kind_names[ev->kind]));
+		json_object_object_add(o, "name", jsonc_string(ev->name));
+		json_object_object_add(o, "kind", jsonc_string(sim_kind_names[ev->kind]));
 		json_object_object_add(o, "start_ms", json_object_new_int64((int64_t)from));
 		json_object_object_add(o, "end_ms", json_object_new_int64(
 			(int64_t)(to < sm->end_ms ? to : sm->end_ms)));
@@ -78,7 +79,7 @@ int sim_timeline_write(const struct sim_timeline *sm, const char *path, char *er
 				       json_object_new_boolean(ev->for_ms && to < sm->end_ms));
 		json_object_object_add(o, "value", json_object_new_double(ev->value));
 		for (uint32_t k = 0; k < sm->nsel[e]; k++)
-			json_object_array_add(hosts, json_object_new_string(sm->name(sm->sel[e][k], sm->arg)));
+			json_object_array_add(hosts, jsonc_string(sm->name(sm->sel[e][k], sm->arg)));
 		json_object_object_add(o, "hosts", hosts);
 		for (int x = 0; x < ev->nexpect; x++)
 			json_object_array_add(exp, expect_json(&ev->expect[x]));

@@ -127,8 +127,8 @@ static void json_line(struct strbuf *sb, const char *ts, enum log_level level, c
 
 	if (!o)
 		return;
-	json_object_object_add(o, "ts", json_object_new_string(ts));
-	json_object_object_add(o, "level", json_object_new_string(level_names[level]));
+	json_object_object_add(o, "ts", jsonc_string(ts));
+	json_object_object_add(o, "level", jsonc_string(level_names[level]));
 	json_object_object_add(o, "prog", jsonc_string(log_progname));
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	json_object_object_add(o, "msg", jsonc_string(msg));

@@ -246,7 +246,7 @@ static json_object *map_of(const struct label *l, uint32_t n)
 	json_object *o = json_object_new_object();
 
 	for (uint32_t i = 0; o && i < n; i++)
-		json_object_object_add(o, l[i].key, json_object_new_string(l[i].value));
+		json_object_object_add(o, l[i].key, jsonc_string(l[i].value));
 	return o;
 }
 
@@ -258,28 +258,28 @@ int alert_encode(const struct alert *a, struct strbuf *out)
 
 	if (!root)
 		return -ENOMEM;
-	json_object_object_add(root, "status", json_object_new_string(a->firing ? "firing"
+	json_object_object_add(root, "status", jsonc_string(a->firing ? "firing"
 									       : "resolved"));
-	json_object_object_add(root, "fingerprint", json_object_new_string(a->fingerprint));
+	json_object_object_add(root, "fingerprint", jsonc_string(a->fingerprint));
 	json_object_object_add(root, "labels", map_of(a->labels, a->nlabels));
 	json_object_object_add(root, "annotations", map_of(a->annotations, a->nannotations));
 	json_object_object_add(root, "startsAt",
-			       json_object_new_string(alert_format_time(a->starts_ms, t, sizeof(t))));
+			       jsonc_string(alert_format_time(a->starts_ms, t, sizeof(t))));
 	if (!a->firing)
-		json_object_object_add(root, "endsAt", json_object_new_string(
+		json_object_object_add(root, "endsAt", jsonc_string(
 					       alert_format_time(a->ends_ms, t, sizeof(t))));
-	json_object_object_add(root, "generatorURL", json_object_new_string(a->generator_url));
+	json_object_object_add(root, "generatorURL", jsonc_string(a->generator_url));
 	fl = json_object_new_object();
 	hosts = json_object_new_array();
 	for (uint32_t i = 0; hosts && i < a->nhosts; i++)
-		json_object_array_add(hosts, json_object_new_string(a->hosts[i]));
+		json_object_array_add(hosts, jsonc_string(a->hosts[i]));
 	json_object_object_add(fl, "hosts", hosts);
 	json_object_object_add(fl, "total_hosts", json_object_new_int((int)a->total_hosts));
 	json_object_object_add(fl, "value", json_object_new_double(a->has_value ? a->value : 0));
 	if (a->deploy_at_ms) {
 		json_object *d = json_object_new_object();
 
-		json_object_object_add(d, "service", json_object_new_string(a->deploy_service));
+		json_object_object_add(d, "service", jsonc_string(a->deploy_service));
 		json_object_object_add(d, "at_ms", json_object_new_int64((int64_t)a->deploy_at_ms));
 		json_object_object_add(d, "base_ms",
 				       json_object_new_int64((int64_t)a->deploy_base_ms));
@@ -288,19 +288,19 @@ int alert_encode(const struct alert *a, struct strbuf *out)
 	if (a->domain_label[0]) {
 		json_object *d = json_object_new_object();
 
-		json_object_object_add(d, "label", json_object_new_string(a->domain_label));
-		json_object_object_add(d, "value", json_object_new_string(a->domain_value));
+		json_object_object_add(d, "label", jsonc_string(a->domain_label));
+		json_object_object_add(d, "value", jsonc_string(a->domain_value));
 		json_object_object_add(fl, "domain", d);
 	}
 	if (a->runbook[0])
-		json_object_object_add(fl, "runbook", json_object_new_string(a->runbook));
+		json_object_object_add(fl, "runbook", jsonc_string(a->runbook));
 	if (a->fired_ms)
-		json_object_object_add(fl, "firedAt", json_object_new_string(
+		json_object_object_add(fl, "firedAt", jsonc_string(
 					       alert_format_time(a->fired_ms, t, sizeof(t))));
 	ev = json_object_new_array();
 	for (uint32_t i = 0; ev && i < sizeof(evidence_names) / sizeof(evidence_names[0]); i++)
 		if (a->evidence & (1u << i))
-			json_object_array_add(ev, json_object_new_string(evidence_names[i]));
+			json_object_array_add(ev, jsonc_string(evidence_names[i]));
 	json_object_object_add(fl, "evidence", ev);
 	json_object_object_add(root, "faultline", fl);
 	{

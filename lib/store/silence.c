@@ -87,19 +87,19 @@ static json_object *to_json(const struct silence *s)
 {
 	json_object *o = json_object_new_object(), *ms = json_object_new_array();
 
-	json_object_object_add(o, "id", json_object_new_string(s->id));
+	json_object_object_add(o, "id", jsonc_string(s->id));
 	for (int i = 0; i < s->nm; i++) {
 		char buf[400];
 
 		snprintf(buf, sizeof(buf), "%s%s%s", s->m[i].name,
 			 s->m[i].op == '=' ? "=" : s->m[i].op == '!' ? "!=" : "=~", s->m[i].value);
-		json_object_array_add(ms, json_object_new_string(buf));
+		json_object_array_add(ms, jsonc_string(buf));
 	}
 	json_object_object_add(o, "matchers", ms);
 	json_object_object_add(o, "starts_ms", json_object_new_int64((int64_t)s->starts_ms));
 	json_object_object_add(o, "ends_ms", json_object_new_int64((int64_t)s->ends_ms));
-	json_object_object_add(o, "comment", json_object_new_string(s->comment));
-	json_object_object_add(o, "created_by", json_object_new_string(s->created_by));
+	json_object_object_add(o, "comment", jsonc_string(s->comment));
+	json_object_object_add(o, "created_by", jsonc_string(s->created_by));
 	return o;
 }
 
