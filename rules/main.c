@@ -737,7 +737,14 @@ int main(int argc, char **argv)
 	}
 	if ((ctx.nqueue || ctx.state_dirty) && rc)
 		outbox_flush(&ctx, e, !once && (!replay_to || worker));
-	if (worker && rc)
+	/*
+	 * A live worker leaving hands its partitions over at once.  A replay's
+	 * workers end together, a few milliseconds apart: leaving would hand
+	 * its partitions (and take its partials away) in the others' last
+	 * evaluations, which would then resolve what still holds; its leases
+	 * and membership expire on their own instead (3 intervals).
+	 */
+	if (worker && rc && !replay_to)
 		worker_leave(worker, rc);
 	if (ctx.nqueue)
 		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
