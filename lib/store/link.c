@@ -455,43 +455,61 @@ static int is_timeout(int e)
 	return e == EAGAIN || e == EWOULDBLOCK;
 }
 
+/*
+ * Say why a send (is_send) or a receive failed: ret is what SSL_write or
+ * SSL_read returned on a TLS link, send's or recv's on a plain one.  A
+ * wait past the socket's timeout marks the link timed_out.
+ */
+static void io_failed(struct link *l, int ret, int is_send)
+{
+	int err = errno, timeout = is_timeout(err);
+	char why[256];
+
+	if (l->ssl) {
+		int e = SSL_get_error(l->ssl, ret);
+
+		if (e == SSL_ERROR_ZERO_RETURN) {
+			link_fail(l, "the server closed the connection");
+			return;
+		}
+		timeout |= e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+		if (!timeout) {
+			errno = err;
+			ssl_reason(why, sizeof(why));
+			link_fail(l, "TLS %s: %s", is_send ? "send" : "receive", why);
+			return;
+		}
+	} else if (ret == 0) {
+		link_fail(l, "the server closed the connection");
+		return;
+	}
+	if (timeout) {
+		l->timed_out = 1;
+		link_fail(l, "%s", is_send ? "send timed out" : "no reply within the timeout");
+		return;
+	}
+	link_fail(l, "%s", strerror(err));
+}
+
 /* Write the output buffer whole. */
 static int flush_out(struct link *l)
 {
 	size_t off = 0;
 
 	while (off < l->olen) {
+		size_t want = l->olen - off;
 		ssize_t n;
 
 		errno = 0;
-		if (l->ssl) {
-			int w = SSL_write(l->ssl, l->obuf + off, (int)(l->olen - off > INT32_MAX ?
-							       INT32_MAX : l->olen - off));
-
-			if (w <= 0) {
-				int e = SSL_get_error(l->ssl, w);
-				char why[256];
-
-				if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ||
-				    is_timeout(errno)) {
-					l->timed_out = 1;
-					link_fail(l, "send timed out");
-				} else {
-					ssl_reason(why, sizeof(why));
-					link_fail(l, "TLS send: %s", why);
-				}
-				return -1;
-			}
-			n = w;
-		} else {
-			n = send(l->fd, l->obuf + off, l->olen - off, MSG_NOSIGNAL);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				l->timed_out = is_timeout(errno);
-				link_fail(l, "%s", is_timeout(errno) ? "send timed out" : strerror(errno));
-				return -1;
-			}
+		if (l->ssl)
+			n = SSL_write(l->ssl, l->obuf + off, (int)(want > INT32_MAX ? INT32_MAX : want));
+		else
+			do
+				n = send(l->fd, l->obuf + off, want, MSG_NOSIGNAL);
+			while (n < 0 && errno == EINTR);
+		if (n <= 0) {
+			io_failed(l, (int)n, 1);
+			return -1;
 		}
 		off += (size_t)n;
 	}
@@ -511,40 +529,15 @@ static int fill(struct link *l)
 	ssize_t n;
 
 	errno = 0;
-	if (l->ssl) {
-		int r = SSL_read(l->ssl, buf, sizeof(buf));
-
-		if (r <= 0) {
-			int e = SSL_get_error(l->ssl, r);
-			char why[256];
-
-			if (e == SSL_ERROR_ZERO_RETURN) {
-				link_fail(l, "the server closed the connection");
-			} else if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ||
-				   is_timeout(errno)) {
-				l->timed_out = 1;
-				link_fail(l, "no reply within the timeout");
-			} else {
-				ssl_reason(why, sizeof(why));
-				link_fail(l, "TLS receive: %s", why);
-			}
-			return -1;
-		}
-		n = r;
-	} else {
+	if (l->ssl)
+		n = SSL_read(l->ssl, buf, sizeof(buf));
+	else
 		do
 			n = recv(l->fd, buf, sizeof(buf), 0);
 		while (n < 0 && errno == EINTR);
-		if (n == 0) {
-			link_fail(l, "the server closed the connection");
-			return -1;
-		}
-		if (n < 0) {
-			l->timed_out = is_timeout(errno);
-			link_fail(l, "%s", is_timeout(errno) ? "no reply within the timeout" :
-				  strerror(errno));
-			return -1;
-		}
+	if (n <= 0) {
+		io_failed(l, (int)n, 0);
+		return -1;
 	}
 	l->received += (size_t)n;
 	/* a bulk string is buffered whole before the reader builds it: bound the bytes too */
