@@ -1,6 +1,6 @@
 /*
- * expr.c - lexer and recursive-descent parser for rule expressions; see
- * expr.h for the grammar.
+ * expr.c - the recursive-descent parser for rule expressions; see expr.h
+ * for the grammar (the lexer is expr_lex.c).
  */
 #include "rules/expr.h"
 
@@ -15,200 +15,20 @@
 #include "model/snapshot.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
-
-enum tok_type {
-	T_EOF, T_NUM, T_STR, T_IDENT, T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_LBRACK,
-	T_RBRACK, T_COMMA, T_OP, T_DURATION,
-};
-
-struct tok {
-	enum tok_type t;
-	char text[256];
-	double num;
-	uint64_t ns;
-	int line, col;
-};
-
-struct parser {
-	const char *src, *p;
-	int line, col;
-	struct tok cur;
-	char *err;
-	size_t errlen;
-	int failed;
-	int depth;		/* nesting: parentheses, calls, unary minus */
-	char *const *names;	/* recording rules' outputs, metrics as well */
-	int nnames;
-	int nodes;		/* nodes made: a chain "1+1+1..." nests by this */
-};
-
-/*
- * Limits that keep evaluation, printing and freeing (all recursive) far
- * from the stack's end on any input; real rules use a few dozen nodes.
- */
-#define EXPR_MAX_DEPTH 64
-#define EXPR_MAX_NODES 1024
-
-static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* PromQL keywords faultline's grammar does not have (docs/rules.md lists the differences). */
-static const char *const promql_keywords[] = {
-	"atan2",
-};
-
-static void fail(struct parser *ps, int line, int col, const char *fmt, ...)
-{
-	va_list ap;
-	size_t off;
-
-	if (ps->failed)
-		return;
-	ps->failed = 1;
-	/* stumbling on a PromQL keyword: say that, not what the grammar expected */
-	for (size_t i = 0; ps->cur.t == T_IDENT && i < sizeof(promql_keywords) /
-	     sizeof(promql_keywords[0]); i++)
-		if (!strcmp(ps->cur.text, promql_keywords[i])) {
-			snprintf(ps->err, ps->errlen, "%d:%d: PromQL's '%s' is not supported by "
-				 "faultline's rule language (docs/rules.md lists what is)",
-				 ps->cur.line, ps->cur.col, ps->cur.text);
-			return;
-		}
-	off = (size_t)snprintf(ps->err, ps->errlen, "%d:%d: ", line, col);
-	if (off < ps->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(ps->err + off, ps->errlen - off, fmt, ap);
-		va_end(ap);
-	}
-}
-
-static void advance_char(struct parser *ps)
-{
-	if (*ps->p == '\n') {
-		ps->line++;
-		ps->col = 1;
-	} else {
-		ps->col++;
-	}
-	ps->p++;
-}
-
-static void next(struct parser *ps)
-{
-	struct tok *t = &ps->cur;
-	size_t n = 0;
-
-	while (*ps->p && isspace((unsigned char)*ps->p))
-		advance_char(ps);
-	memset(t, 0, sizeof(*t));
-	t->line = ps->line;
-	t->col = ps->col;
-	if (!*ps->p) {
-		t->t = T_EOF;
-		snprintf(t->text, sizeof(t->text), "end of expression");
-		return;
-	}
-	char c = *ps->p;
-
-	if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)ps->p[1]))) {
-		const char *start = ps->p;
-		char *end;
-
-		t->num = strtod(start, &end);
-		while (ps->p < end)
-			advance_char(ps);
-		/* a unit makes it a duration: 5m, 250ms, 1h30m */
-		if (isalpha((unsigned char)*ps->p)) {
-			while (*ps->p && (isalnum((unsigned char)*ps->p)))
-				advance_char(ps);
-			n = (size_t)(ps->p - start);
-			snprintf(t->text, sizeof(t->text), "%.*s", (int)n, start);
-			if (duration_parse(t->text, &t->ns)) {
-				fail(ps, t->line, t->col, "'%s' is not a number or a duration like 5m",
-				     t->text);
-				t->t = T_EOF;
-				return;
-			}
-			t->t = T_DURATION;
-			t->num = (double)t->ns / 1e9;	/* seconds, the unit of every duration */
-			return;
-		}
-		n = (size_t)(ps->p - start);
-		snprintf(t->text, sizeof(t->text), "%.*s", (int)n, start);
-		t->t = T_NUM;
-		return;
-	}
-	if (isalpha((unsigned char)c) || c == '_' || c == ':') {
-		/* ':' as in recorded names (level:metric:operations) */
-		while (*ps->p && (isalnum((unsigned char)*ps->p) || *ps->p == '_' || *ps->p == '.' ||
-				  *ps->p == ':') &&
-		       n + 1 < sizeof(t->text)) {
-			t->text[n++] = *ps->p;
-			advance_char(ps);
-		}
-		t->t = T_IDENT;
-		return;
-	}
-	if (c == '"' || c == '\'') {
-		char q = c;
-
-		advance_char(ps);
-		while (*ps->p && *ps->p != q && n + 1 < sizeof(t->text)) {
-			if (*ps->p == '\\' && ps->p[1])
-				advance_char(ps);
-			t->text[n++] = *ps->p;
-			advance_char(ps);
-		}
-		if (*ps->p != q) {
-			fail(ps, t->line, t->col, "unterminated string");
-			t->t = T_EOF;
-			return;
-		}
-		advance_char(ps);
-		t->t = T_STR;
-		return;
-	}
-	static const char *const two[] = { "==", "!=", ">=", "<=", "=~", "!~" };
-
-	for (size_t i = 0; i < sizeof(two) / sizeof(two[0]); i++) {
-		if (!strncmp(ps->p, two[i], 2)) {
-			snprintf(t->text, sizeof(t->text), "%s", two[i]);
-			advance_char(ps);
-			advance_char(ps);
-			t->t = T_OP;
-			return;
-		}
-	}
-	t->text[0] = c;
-	advance_char(ps);
-	switch (c) {
-	case '(': t->t = T_LPAREN; return;
-	case ')': t->t = T_RPAREN; return;
-	case '{': t->t = T_LBRACE; return;
-	case '}': t->t = T_RBRACE; return;
-	case '[': t->t = T_LBRACK; return;
-	case ']': t->t = T_RBRACK; return;
-	case ',': t->t = T_COMMA; return;
-	case '+': case '-': case '*': case '/': case '%': case '>': case '<': case '=':
-		t->t = T_OP;
-		return;
-	}
-	fail(ps, t->line, t->col, "unexpected character '%c'", c);
-	t->t = T_EOF;
-}
+#include "rules/expr_internal.h"
 
 static struct node *new_node(struct parser *ps, enum node_type t, int line, int col)
 {
 	struct node *n;
 
 	if (++ps->nodes > EXPR_MAX_NODES) {
-		fail(ps, line, col, "expression too long (more than %d terms and operators); "
+		expr_fail(ps, line, col, "expression too long (more than %d terms and operators); "
 		     "split it into several rules", EXPR_MAX_NODES);
 		return NULL;
 	}
 	n = calloc(1, sizeof(*n));
 	if (!n) {
-		fail(ps, line, col, "out of memory");
+		expr_fail(ps, line, col, "out of memory");
 		return NULL;
 	}
 	n->t = t;
@@ -230,10 +50,10 @@ static int is_word(struct parser *ps, const char *w)
 static int expect(struct parser *ps, enum tok_type t, const char *what)
 {
 	if (ps->cur.t != t) {
-		fail(ps, ps->cur.line, ps->cur.col, "expected %s, found '%s'", what, ps->cur.text);
+		expr_fail(ps, ps->cur.line, ps->cur.col, "expected %s, found '%s'", what, ps->cur.text);
 		return -1;
 	}
-	next(ps);
+	expr_next(ps);
 	return 0;
 }
 
@@ -256,7 +76,7 @@ static void unknown_function(struct parser *ps, int line, int col, const char *n
 	char msg[1024];
 
 	expr_fn_unknown(name, msg, sizeof(msg));
-	fail(ps, line, col, "%s", msg);
+	expr_fail(ps, line, col, "%s", msg);
 }
 
 /* by (labels) or without (labels), the word being the current token. */
@@ -275,10 +95,10 @@ static int parse_label_list(struct parser *ps, char ***list, int *n, const char 
 			return -1;
 		*list = b;
 		(*list)[(*n)++] = strdup(ps->cur.text);
-		next(ps);
+		expr_next(ps);
 		if (ps->cur.t != T_COMMA)
 			break;
-		next(ps);
+		expr_next(ps);
 	}
 	snprintf(msg, sizeof(msg), "a label or ')' in %s (...)", what);
 	return expect(ps, T_RPAREN, msg);
@@ -287,7 +107,7 @@ static int parse_label_list(struct parser *ps, char ***list, int *n, const char 
 static int parse_by(struct parser *ps, struct node *n)
 {
 	n->without = !strcmp(ps->cur.text, "without");
-	next(ps);	/* "by" / "without" */
+	expr_next(ps);	/* "by" / "without" */
 	return parse_label_list(ps, &n->by, &n->nby, n->without ? "without" : "by");
 }
 
@@ -300,22 +120,22 @@ static int parse_matching(struct parser *ps, struct node *m, enum bin_op op)
 {
 	if (!is_word(ps, "on") && !is_word(ps, "ignoring")) {
 		if (is_word(ps, "group_left") || is_word(ps, "group_right"))
-			fail(ps, ps->cur.line, ps->cur.col, "%s needs on (...) or ignoring (...) "
+			expr_fail(ps, ps->cur.line, ps->cur.col, "%s needs on (...) or ignoring (...) "
 			     "before it", ps->cur.text);
 		return ps->failed ? -1 : 0;
 	}
 	m->match_on = is_word(ps, "on");
-	next(ps);
+	expr_next(ps);
 	if (parse_label_list(ps, &m->match, &m->nmatch, m->match_on ? "on" : "ignoring"))
 		return -1;
 	if (!is_word(ps, "group_left") && !is_word(ps, "group_right"))
 		return 0;
 	if (op == OP_AND || op == OP_OR || op == OP_UNLESS) {
-		fail(ps, ps->cur.line, ps->cur.col, "no grouping allowed for and, or, unless");
+		expr_fail(ps, ps->cur.line, ps->cur.col, "no grouping allowed for and, or, unless");
 		return -1;
 	}
 	m->card = is_word(ps, "group_left") ? CARD_MANY_TO_ONE : CARD_ONE_TO_MANY;
-	next(ps);
+	expr_next(ps);
 	if (ps->cur.t == T_LPAREN &&
 	    parse_label_list(ps, &m->include, &m->ninclude,
 			     m->card == CARD_MANY_TO_ONE ? "group_left" : "group_right"))
@@ -323,7 +143,7 @@ static int parse_matching(struct parser *ps, struct node *m, enum bin_op op)
 	for (int i = 0; m->match_on && i < m->ninclude; i++)
 		for (int k = 0; k < m->nmatch; k++)
 			if (!strcmp(m->include[i], m->match[k])) {
-				fail(ps, ps->cur.line, ps->cur.col, "label '%s' must not occur in "
+				expr_fail(ps, ps->cur.line, ps->cur.col, "label '%s' must not occur in "
 				     "both on (...) and the grouping clause", m->include[i]);
 				return -1;
 			}
@@ -361,22 +181,22 @@ static struct node *parse_selector(struct parser *ps)
 			n->wire = n->metric;
 			n->metric_hash = snapshot_name_hash(n->metric);
 			n->scale = 1;
-			next(ps);
+			expr_next(ps);
 			goto matchers;
 		}
 	if (!mi) {
 		char why[200];
 
-		fail(ps, n->line, n->col, "%s", catalog_unknown(ps->cur.text, why, sizeof(why)));
+		expr_fail(ps, n->line, n->col, "%s", catalog_unknown(ps->cur.text, why, sizeof(why)));
 		return n;
 	}
 	n->wire = mi->wire;
 	n->metric_hash = snapshot_name_hash(mi->wire);
 	n->scale = n->hist_part == 2 ? mi->scale : n->hist_part ? 1 : mi->scale;
-	next(ps);
+	expr_next(ps);
 matchers:
 	if (ps->cur.t == T_LBRACE) {
-		next(ps);
+		expr_next(ps);
 		while (ps->cur.t == T_IDENT) {
 			struct expr_matcher *m = realloc(n->m, (size_t)(n->nm + 1) * sizeof(*m));
 			struct expr_matcher *x;
@@ -388,18 +208,18 @@ matchers:
 			x = &n->m[n->nm++];
 			memset(x, 0, sizeof(*x));
 			x->label = strdup(ps->cur.text);
-			next(ps);
+			expr_next(ps);
 			if (ps->cur.t != T_OP || (strcmp(ps->cur.text, "=") && strcmp(ps->cur.text, "!=") &&
 						  strcmp(ps->cur.text, "=~") && strcmp(ps->cur.text, "!~"))) {
-				fail(ps, ps->cur.line, ps->cur.col, "expected =, !=, =~ or !~ after "
+				expr_fail(ps, ps->cur.line, ps->cur.col, "expected =, !=, =~ or !~ after "
 				     "label '%s', found '%s'", x->label, ps->cur.text);
 				return n;
 			}
 			x->op = !strcmp(ps->cur.text, "=") ? '=' : !strcmp(ps->cur.text, "!=") ? '!' :
 				!strcmp(ps->cur.text, "=~") ? '~' : '^';
-			next(ps);
+			expr_next(ps);
 			if (ps->cur.t != T_STR) {
-				fail(ps, ps->cur.line, ps->cur.col, "expected a quoted value for label "
+				expr_fail(ps, ps->cur.line, ps->cur.col, "expected a quoted value for label "
 				     "'%s', found '%s'", x->label, ps->cur.text);
 				return n;
 			}
@@ -408,31 +228,31 @@ matchers:
 				char why[200];
 
 				if (promregex_compile(&x->re, x->value, why, sizeof(why))) {
-					fail(ps, line, col, "'%s' is not a valid regular expression: %s",
+					expr_fail(ps, line, col, "'%s' is not a valid regular expression: %s",
 					     x->value, why);
 					return n;
 				}
 				x->has_re = 1;
 			}
-			next(ps);
+			expr_next(ps);
 			if (ps->cur.t != T_COMMA)
 				break;
-			next(ps);
+			expr_next(ps);
 		}
 		if (expect(ps, T_RBRACE, "',' or '}' in the label matchers"))
 			return n;
 	}
 	if (ps->cur.t == T_LBRACK) {
-		next(ps);
+		expr_next(ps);
 		if (ps->cur.t != T_DURATION) {
-			fail(ps, ps->cur.line, ps->cur.col, "expected a range like [5m], found '%s'",
+			expr_fail(ps, ps->cur.line, ps->cur.col, "expected a range like [5m], found '%s'",
 			     ps->cur.text);
 			return n;
 		}
 		n->range_ns = ps->cur.ns;
-		next(ps);
+		expr_next(ps);
 		if (ps->cur.t == T_IDENT && ps->cur.text[0] == ':') {
-			fail(ps, ps->cur.line, ps->cur.col, "subqueries ([range:step]) are not "
+			expr_fail(ps, ps->cur.line, ps->cur.col, "subqueries ([range:step]) are not "
 			     "supported: rules see every 1 s sample; use a range function of the "
 			     "metric, or record the inner expression (record:) and range over it");
 			return n;
@@ -441,15 +261,15 @@ matchers:
 			return n;
 	}
 	if (is_word(ps, "offset")) {
-		next(ps);
+		expr_next(ps);
 		if (ps->cur.t != T_DURATION || !ps->cur.ns) {
-			fail(ps, ps->cur.line, ps->cur.col, "expected a duration after offset, such "
+			expr_fail(ps, ps->cur.line, ps->cur.col, "expected a duration after offset, such "
 			     "as offset 1h, found '%s' (negative offsets are not supported)",
 			     ps->cur.text);
 			return n;
 		}
 		n->offset_ns = ps->cur.ns;
-		next(ps);
+		expr_next(ps);
 	}
 	return n;
 }
@@ -475,26 +295,26 @@ static void parse_label_fn(struct parser *ps, struct node *n)
 
 	for (int i = 1; i < n->nargs; i++)
 		if (n->args[i]->t != N_STR) {
-			fail(ps, n->args[i]->line, n->args[i]->col, "%s's argument %d is a quoted "
+			expr_fail(ps, n->args[i]->line, n->args[i]->col, "%s's argument %d is a quoted "
 			     "string", n->fn, i + 1);
 			return;
 		}
 	/* the destination; label_join's sources (label_replace's may be any name) */
 	for (int i = 1; i < n->nargs; i += i == 1 ? 2 : 1)
 		if ((i == 1 || n->fn_id == FN_LABEL_JOIN) && !valid_label_name(n->args[i]->str)) {
-			fail(ps, n->args[i]->line, n->args[i]->col, "'%s' is not a valid label "
+			expr_fail(ps, n->args[i]->line, n->args[i]->col, "'%s' is not a valid label "
 			     "name", n->args[i]->str);
 			return;
 		}
 	n->lf = calloc(1, sizeof(*n->lf));
 	if (!n->lf || !(n->lf->index = calloc(1, sizeof(struct strmap)))) {
-		fail(ps, n->line, n->col, "out of memory");
+		expr_fail(ps, n->line, n->col, "out of memory");
 		return;
 	}
 	strmap_init(n->lf->index);
 	if (n->fn_id == FN_LABEL_REPLACE &&
 	    promregex_compile(&n->lf->re, n->args[4]->str, why, sizeof(why)))
-		fail(ps, n->args[4]->line, n->args[4]->col, "'%s' is not a valid regular "
+		expr_fail(ps, n->args[4]->line, n->args[4]->col, "'%s' is not a valid regular "
 		     "expression: %s", n->args[4]->str, why);
 }
 
@@ -505,7 +325,7 @@ static struct node *parse_primary(struct parser *ps)
 	int line = ps->cur.line, col = ps->cur.col;
 
 	if (++ps->depth > EXPR_MAX_DEPTH) {
-		fail(ps, line, col, "expression nested too deeply");
+		expr_fail(ps, line, col, "expression nested too deeply");
 		return NULL;
 	}
 	switch (ps->cur.t) {
@@ -514,16 +334,16 @@ static struct node *parse_primary(struct parser *ps)
 		n = new_node(ps, N_NUM, line, col);
 		if (n)
 			n->num = ps->cur.num;
-		next(ps);
+		expr_next(ps);
 		break;
 	case T_STR:
 		n = new_node(ps, N_STR, line, col);
 		if (n)
 			n->str = strdup(ps->cur.text);
-		next(ps);
+		expr_next(ps);
 		break;
 	case T_LPAREN:
-		next(ps);
+		expr_next(ps);
 		n = parse_expr(ps);
 		if (!ps->failed)
 			expect(ps, T_RPAREN, "')'");
@@ -539,7 +359,7 @@ static struct node *parse_primary(struct parser *ps)
 				break;
 			n->fn = strdup(ps->cur.text);
 			n->fn_id = fi->id;
-			next(ps);
+			expr_next(ps);
 			if ((is_word(ps, "by") || is_word(ps, "without")) && parse_by(ps, n))
 				break;
 			if (expect(ps, T_LPAREN, "'(' after the aggregation"))
@@ -562,14 +382,14 @@ static struct node *parse_primary(struct parser *ps)
 				break;
 			n->fn = strdup(ps->cur.text);
 			n->fn_id = fi->id;
-			next(ps);
+			expr_next(ps);
 			if (expect(ps, T_LPAREN, "'(' after the function name"))
 				break;
 			while (ps->cur.t != T_RPAREN && !ps->failed) {
 				add_arg(n, parse_expr(ps));
 				if (ps->cur.t != T_COMMA)
 					break;
-				next(ps);
+				expr_next(ps);
 			}
 			if (ps->failed || expect(ps, T_RPAREN, "',' or ')' in the arguments"))
 				break;
@@ -577,12 +397,12 @@ static struct node *parse_primary(struct parser *ps)
 			int want = fi->nargs;
 
 			if (want < 0 && n->nargs < -want) {
-				fail(ps, line, col, "%s takes at least %d arguments, found %d", n->fn,
+				expr_fail(ps, line, col, "%s takes at least %d arguments, found %d", n->fn,
 				     -want, n->nargs);
 				break;
 			}
 			if (want >= 0 && n->nargs != want) {
-				fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
+				expr_fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
 				     want != 1 ? "s" : "", n->nargs);
 				break;
 			}
@@ -601,35 +421,35 @@ static struct node *parse_primary(struct parser *ps)
 			}
 			const struct node *a = fi->range ? n->args[fi->range - 1] : NULL;
 			if (fi->range && (!a || a->t != N_SEL || !a->range_ns))
-				fail(ps, a ? a->line : line, a ? a->col : col,
+				expr_fail(ps, a ? a->line : line, a ? a->col : col,
 				     "%s needs a range selector such as metric[5m]", n->fn);
 			else if (fi->range && a->hist_part && fi->id != FN_RATE &&
 				 fi->id != FN_IRATE && fi->id != FN_INCREASE && fi->id != FN_DELTA &&
 				 fi->id != FN_IDELTA)
-				fail(ps, a->line, a->col, "%s of %s: a histogram's _bucket, _sum and "
+				expr_fail(ps, a->line, a->col, "%s of %s: a histogram's _bucket, _sum and "
 				     "_count take rate, irate, increase, delta and idelta", n->fn,
 				     a->metric);
 			else if (fi->id == FN_QUANTILE &&
 				 (a->hist_part || catalog_find_wire(a->wire)->kind != SERIES_HISTOGRAM))
-				fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
+				expr_fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
 				     a->metric);
 			else if (fi->id == FN_QUANTILE && n->args[0]->t != N_NUM)
-				fail(ps, n->args[0]->line, n->args[0]->col,
+				expr_fail(ps, n->args[0]->line, n->args[0]->col,
 				     "quantile's first argument is a number between 0 and 1");
 			else if (fi->id == FN_HISTOGRAM_QUANTILE && n->args[1]->t == N_SEL &&
 				 !n->args[1]->hist_part &&
 				 catalog_find_wire(n->args[1]->wire)->kind == SERIES_HISTOGRAM)
-				fail(ps, n->args[1]->line, n->args[1]->col, "histogram_quantile takes "
+				expr_fail(ps, n->args[1]->line, n->args[1]->col, "histogram_quantile takes "
 				     "buckets: rate(%s_bucket[5m]), or quantile(q, %s[5m]) for the "
 				     "merged histogram", n->args[1]->metric, n->args[1]->metric);
 			else if (fi->id == FN_PEER_RATIO && n->args[1]->t != N_STR)
-				fail(ps, n->args[1]->line, n->args[1]->col,
+				expr_fail(ps, n->args[1]->line, n->args[1]->col,
 				     "peer_ratio's second argument is a quoted label name");
 			break;
 		}
 		if (!strcmp(ps->cur.text, "by") || !strcmp(ps->cur.text, "and") ||
 		    !strcmp(ps->cur.text, "or") || !strcmp(ps->cur.text, "unless")) {
-			fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
+			expr_fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
 			return NULL;
 		}
 		{
@@ -646,7 +466,7 @@ static struct node *parse_primary(struct parser *ps)
 		n = parse_selector(ps);
 		break;
 	default:
-		fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
+		expr_fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
 		n = NULL;
 	}
 	ps->depth--;
@@ -699,10 +519,10 @@ static struct node *parse_unary(struct parser *ps)
 		struct node *n;
 
 		if (++ps->depth > EXPR_MAX_DEPTH) {
-			fail(ps, line, col, "expression nested deeper than %d", EXPR_MAX_DEPTH);
+			expr_fail(ps, line, col, "expression nested deeper than %d", EXPR_MAX_DEPTH);
 			return NULL;
 		}
-		next(ps);
+		expr_next(ps);
 		n = new_node(ps, N_NEG, line, col);
 		if (n)
 			n->l = parse_unary(ps);
@@ -758,10 +578,10 @@ static struct node *parse_level(struct parser *ps, int lv)
 		int line = ps->cur.line, col = ps->cur.col, with_bool = 0;
 		struct node m = { 0 };
 
-		next(ps);
+		expr_next(ps);
 		if (bin_levels[lv].cmp && is_word(ps, "bool")) {
 			with_bool = 1;
-			next(ps);
+			expr_next(ps);
 		}
 		if (parse_matching(ps, &m, op)) {
 			matching_free(&m);
@@ -772,7 +592,7 @@ static struct node *parse_level(struct parser *ps, int lv)
 			l->bool_mod = with_bool;
 	}
 	if (bin_levels[lv].cmp && !ps->failed && ps->cur.t == T_OP && is_op(ps, "="))
-		fail(ps, ps->cur.line, ps->cur.col, "'=' is not a comparison; use '=='");
+		expr_fail(ps, ps->cur.line, ps->cur.col, "'=' is not a comparison; use '=='");
 	return l;
 }
 
@@ -794,14 +614,14 @@ int expr_parse_names(const char *text, char *const *names, int nnames, struct no
 	struct node *n;
 
 	*out = NULL;
-	next(&ps);
+	expr_next(&ps);
 	if (ps.cur.t == T_EOF && !ps.failed) {
 		snprintf(err, errlen, "1:1: empty expression");
 		return -EINVAL;
 	}
 	n = parse_expr(&ps);
 	if (!ps.failed && ps.cur.t != T_EOF)
-		fail(&ps, ps.cur.line, ps.cur.col, "unexpected '%s' after the expression",
+		expr_fail(&ps, ps.cur.line, ps.cur.col, "unexpected '%s' after the expression",
 		     ps.cur.text);
 	if (ps.failed) {
 		expr_free(n);
