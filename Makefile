@@ -84,7 +84,7 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
 SIM_OBJS := $(patsubst %.c,$(OUT)/%.o,$(wildcard sim/*.c))
-RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_lex.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/minute_eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
+RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_lex.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/range_fns.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/minute_eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
 	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
 	$(OUT)/rules/history.o $(OUT)/rules/columns.o $(OUT)/rules/hist_pack.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
 	$(OUT)/rules/baseline.o $(OUT)/rules/minute_source.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o \
@@ -266,8 +266,8 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
 		fuzz_rules) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c";; \
-		fuzz_ruletest) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/vector_fns.c rules/vector_match.c rules/minute_eval.c $(ENGINE_SRCS) rules/minute_source.c rules/ruletest.c rules/ruletest_expr.c";; \
-		fuzz_alert) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/vector_fns.c rules/vector_match.c rules/minute_eval.c $(ENGINE_SRCS)";; \
+		fuzz_ruletest) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/range_fns.c rules/vector_fns.c rules/vector_match.c rules/minute_eval.c $(ENGINE_SRCS) rules/minute_source.c rules/ruletest.c rules/ruletest_expr.c";; \
+		fuzz_alert) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/range_fns.c rules/vector_fns.c rules/vector_match.c rules/minute_eval.c $(ENGINE_SRCS)";; \
 		fuzz_scenario) extra="sim/scenario.c";; \
 		fuzz_partials) extra="rules/fleet.c rules/shard.c";; \
 		fuzz_perfmap) extra="probes/perfmap.c";; \

@@ -4,8 +4,35 @@
 #ifndef FL_EVAL_INTERNAL_H
 #define FL_EVAL_INTERNAL_H
 
+#include <sys/types.h>
+
 #include "model/labels.h"
 #include "rules/eval.h"
+
+/* The range functions, named as the parser resolved them (expr.h). */
+enum range_fn {
+	RF_NONE = FN_NONE, RF_INCREASE = FN_INCREASE, RF_RATE = FN_RATE, RF_DELTA = FN_DELTA,
+	RF_AVG = FN_AVG_OVER_TIME, RF_MIN = FN_MIN_OVER_TIME, RF_MAX = FN_MAX_OVER_TIME,
+	RF_QUANTILE = FN_QUANTILE, RF_SUM = FN_SUM_OVER_TIME, RF_COUNT = FN_COUNT_OVER_TIME,
+	RF_LAST = FN_LAST_OVER_TIME, RF_STDDEV = FN_STDDEV_OVER_TIME, RF_CHANGES = FN_CHANGES,
+	RF_RESETS = FN_RESETS, RF_IRATE = FN_IRATE, RF_IDELTA = FN_IDELTA, RF_DERIV = FN_DERIV,
+	RF_PREDICT = FN_PREDICT_LINEAR, RF_PRESENT = FN_PRESENT_OVER_TIME,
+	RF_QOT = FN_QUANTILE_OVER_TIME, RF_STDVAR = FN_STDVAR_OVER_TIME,
+};
+
+/* Index of the last point of window w at or before t, or -1. */
+ssize_t window_last_at(const struct host_window *w, uint64_t t);
+
+/* Into d: histogram k's increase between points a and b of w's columns. */
+void window_hist_delta(struct histogram *d, const struct columns *c, uint32_t k, size_t a,
+		       size_t b);
+
+/*
+ * Range function fn of series k over w's points in its last range_ns
+ * (range_fns.c); q is quantile_over_time's quantile.
+ */
+double eval_range_fn(enum range_fn fn, const struct host_window *w, uint32_t k,
+		     uint64_t range_ns, double q);
 
 /* Append an element with labels l (borrowed, sorted by key) and value x. */
 int value_push(struct value *v, const struct label *l, int nl, double x);
