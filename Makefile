@@ -87,7 +87,7 @@ SIM_OBJS := $(patsubst %.c,$(OUT)/%.o,$(wildcard sim/*.c))
 RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_lex.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/range_fns.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/minute_eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
 	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
 	$(OUT)/rules/history.o $(OUT)/rules/columns.o $(OUT)/rules/hist_pack.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
-	$(OUT)/rules/baseline.o $(OUT)/rules/minute_source.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o \
+	$(OUT)/rules/baseline.o $(OUT)/rules/baseline_judge.o $(OUT)/rules/minute_source.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o \
 	$(OUT)/rules/outbox.o $(OUT)/rules/daemon_metrics.o $(OUT)/rules/redis_inputs.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
@@ -256,7 +256,7 @@ chaos: all
 	FL_OUT=$(OUT) $(OUT)/tests/test_hosts --jobs=1
 
 ENGINE_SRCS := rules/engine.c rules/history.c rules/columns.c rules/hist_pack.c rules/alert_state.c rules/domain_rollup.c \
-	rules/baseline.c rules/stats.c rules/fleet.c rules/shard.c rules/worker.c
+	rules/baseline.c rules/baseline_judge.c rules/stats.c rules/fleet.c rules/shard.c rules/worker.c
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -iquote . -Ilib -I$(OUT)/gen -I/usr/include/libnl3 \
 	-fsanitize=fuzzer,address,undefined
 fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/gen/profile.pb-c.c
