@@ -21,6 +21,7 @@
 #include "core/digest.h"
 #include "core/secret.h"
 #include "core/strbuf.h"
+#include "core/strmap.h"
 #include "store/acl.h"
 #include "store/store.h"
 
@@ -128,6 +129,7 @@ int cmd_acl(int argc, char **argv)
 	char **hosts = calloc(ACL_MAX_HOSTS, sizeof(*hosts)), sha[65], name[300];
 	const char *secrets = NULL;
 	struct strbuf out = STRBUF_INIT;
+	struct strmap seen;
 	int nh = 0, setuser = 0, made = 0, ret = 2;
 	static const enum acl_role central[] = { ACL_RULES, ACL_ALERTER, ACL_OPERATOR };
 
@@ -188,6 +190,21 @@ int cmd_acl(int argc, char **argv)
 		    acl_user_line(central[r], NULL, sha, setuser, &out))
 			goto out;
 	}
+	/* a user twice would make Redis refuse the whole file: say which host */
+	strmap_init(&seen);
+	for (int i = 0; i < nh; i++) {
+		uint32_t first;
+
+		if (strmap_get(&seen, hosts[i], &first)) {
+			fprintf(stderr, "faultline acl: host '%s' is given twice (as host %u and %d)\n",
+				hosts[i], first + 1, i + 1);
+			ret = 2;
+			strmap_free(&seen);
+			goto out;
+		}
+		strmap_put(&seen, hosts[i], (uint32_t)i);
+	}
+	strmap_free(&seen);
 	for (int i = 0; i < nh; i++) {
 		if (acl_user_name(ACL_PROBE, hosts[i], name, sizeof(name)) ||
 		    user_password(secrets, name, sha, &made) ||

@@ -438,6 +438,9 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 			     ">%s/users.acl 2>%s/acl.log && "
 			     "echo 'user admin on nopass ~* &* +@all' >>%s/users.acl",
 			     test_out_dir(), dir, dir, dir, dir), 0, "faultline acl failed");
+	cr_expect_eq(test_sh("%s/faultline acl --secrets %s/secrets --host web-1 --host web-1 "
+			     ">/dev/null 2>&1", test_out_dir(), dir), 2,
+		     "a host given twice made an aclfile Redis refuses whole");
 	cr_assert_eq(test_sh("grep -q 'user default off' %s/users.acl && "
 			     "test $(stat -c %%a %s/secrets/fl-probe-web-1.pass) = 600", dir, dir), 0,
 		     "the default user is left on, or a password file is readable by others");
