@@ -17,6 +17,7 @@
 #include "model/alert.h"
 #include "store/deploy.h"
 #include "rules/eval.h"
+#include "rules/fleet.h"
 #include "core/fnv.h"
 #include "core/log.h"
 #include "model/profile.h"
@@ -340,6 +341,29 @@ static void record_rule(struct engine *e, const struct rule *r, struct rule_inst
 	value_free(&v);
 }
 
+/* A sharded worker's peer_ratio calls in one alerting rule's evaluation. */
+struct rule_peers {
+	const struct engine_fleet *fleet;
+	const char *rule;
+	int seq;		/* peer_ratio calls so far: each its own topic */
+};
+
+/* eval_peers.merge: through the fleet, topic "peer/RULE/LABEL/SEQ". */
+static int merge_peers(void *arg, const char *label, char *const *groups,
+		       struct histogram *hists, size_t n)
+{
+	struct rule_peers *rp = arg;
+	char topic[300];
+	int ret;
+
+	snprintf(topic, sizeof(topic), "peer/%s/%s/%d", rp->rule, label, rp->seq++);
+	ret = fleet_peer_merge(rp->fleet, topic, groups, hists, n);
+	if (ret < 0)
+		log_warn("%s: peer medians from this worker's hosts only (the other workers' "
+			 "parts cannot be read)", topic);
+	return ret;
+}
+
 static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		     struct host_window *win, const struct host_state **live, size_t nlive,
 		     uint64_t now, engine_event_cb cb, void *arg)
@@ -358,12 +382,11 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 		return;
 	}
 	{
-		struct eval_peer_hook hook = { e->opts.fleet, r->name, 0 };
-		int ret;
+		struct rule_peers rp = { e->opts.fleet, r->name, 0 };
+		struct eval_peers peers = { &rp, merge_peers };
+		int ret = eval_sharded(r->expr, win, nlive, e->opts.fleet ? &peers : NULL, &v, err,
+				       sizeof(err));
 
-		eval_set_peer_hook(e->opts.fleet ? &hook : NULL);
-		ret = eval(r->expr, win, nlive, &v, err, sizeof(err));
-		eval_set_peer_hook(NULL);
 		if (ret) {
 			alert_state_eval_failed(e, r, ri, now, err);
 			return;

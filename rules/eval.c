@@ -340,9 +340,11 @@ static int select_one(const struct series *def, uint32_t k, void *arg)
 }
 
 static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
-			 const struct host_window *hosts, size_t nh, struct value *out)
+			 const struct eval_in *in, struct value *out)
 {
 	struct sel_arg a = { sel, (enum range_fn)fn, q, NULL, out };
+	const struct host_window *hosts = in->hosts;
+	size_t nh = in->nh;
 
 	out->is_vector = 1;
 	for (size_t h = 0; h < nh; h++) {
@@ -445,7 +447,7 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
  * when some element names no host (an aggregate), over all of them.
  */
 static int eval_on_hosts_of(const struct node *n, const struct value *left,
-			    const struct host_window *hosts, size_t nh, struct value *out,
+			    const struct eval_in *in, struct value *out,
 			    char *err, size_t errlen)
 {
 	struct host_window *sub;
@@ -464,30 +466,35 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 
 		if (!h || strmap_put(&named, h, 1)) {
 			strmap_free(&named);
-			return eval(n, hosts, nh, out, err, errlen);
+			return eval_node(n, in, out, err, errlen);
 		}
 	}
 	sub = malloc((named.len + 1) * sizeof(*sub));
-	for (size_t h = 0; sub && h < nh; h++) {
+	for (size_t h = 0; sub && h < in->nh; h++) {
+		const struct host_window *w = &in->hosts[h];
 		uint32_t v;
 
-		if (hosts[h].n && strmap_get(&named, hosts[h].host, &v))
-			sub[ns++] = hosts[h];
+		if (w->n && strmap_get(&named, w->host, &v))
+			sub[ns++] = *w;
 	}
 	strmap_free(&named);
 	if (!sub)
 		return -ENOMEM;
-	ret = eval(n, sub, ns, out, err, errlen);
+	{
+		struct eval_in part = { sub, ns, in->peers };
+
+		ret = eval_node(n, &part, out, err, errlen);
+	}
 	free(sub);
 	return ret;
 }
 
 /* The scalar that argument a of call n evaluates to (a parameter such as topk's k). */
-static int eval_param(const struct node *n, const struct node *a, const struct host_window *hosts,
-		      size_t nh, double *x, char *err, size_t errlen)
+static int eval_param(const struct node *n, const struct node *a, const struct eval_in *in,
+		      double *x, char *err, size_t errlen)
 {
 	struct value v;
-	int ret = eval(a, hosts, nh, &v, err, errlen);
+	int ret = eval_node(a, in, &v, err, errlen);
 
 	if (ret)
 		return ret;
@@ -502,28 +509,29 @@ static int eval_param(const struct node *n, const struct node *a, const struct h
 }
 
 /* The evaluation time in s: the newest snapshot of any host. */
-static double eval_time(const struct host_window *hosts, size_t nh)
+static double eval_time(const struct eval_in *in)
 {
+	const struct host_window *hosts = in->hosts;
 	uint64_t t = 0;
 
-	for (size_t h = 0; h < nh; h++)
+	for (size_t h = 0; h < in->nh; h++)
 		if (hosts[h].n && columns_ts(hosts[h].c, hosts[h].n - 1) > t)
 			t = columns_ts(hosts[h].c, hosts[h].n - 1);
 	return (double)t / 1000.0;
 }
 
 /* time(), vector(s), scalar(v) */
-static int eval_misc(const struct node *n, const struct host_window *hosts, size_t nh,
+static int eval_misc(const struct node *n, const struct eval_in *in,
 		     struct value *out, char *err, size_t errlen)
 {
 	struct value a;
 	int ret;
 
 	if (n->fn_id == FN_TIME) {
-		out->scalar = eval_time(hosts, nh);
+		out->scalar = eval_time(in);
 		return 0;
 	}
-	if ((ret = eval(n->args[0], hosts, nh, &a, err, errlen)))
+	if ((ret = eval_node(n->args[0], in, &a, err, errlen)))
 		return ret;
 	if (n->fn_id == FN_VECTOR) {
 		if (a.is_vector) {
@@ -543,8 +551,8 @@ static int eval_misc(const struct node *n, const struct host_window *hosts, size
 	return ret;
 }
 
-int eval(const struct node *n, const struct host_window *hosts, size_t nh, struct value *out,
-	 char *err, size_t errlen)
+int eval_node(const struct node *n, const struct eval_in *in, struct value *out, char *err,
+	      size_t errlen)
 {
 	struct value a = { 0 }, b = { 0 };
 	int ret = 0;
@@ -563,9 +571,9 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 				 "rate(...)", n->line, n->col);
 			return -EINVAL;
 		}
-		return eval_selector(n, FN_NONE, 0, hosts, nh, out);
+		return eval_selector(n, FN_NONE, 0, in, out);
 	case N_NEG:
-		ret = eval(n->l, hosts, nh, &a, err, errlen);
+		ret = eval_node(n->l, in, &a, err, errlen);
 		if (ret)
 			return ret;
 		*out = a;
@@ -577,29 +585,29 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 		return 0;
 	case N_CALL:
 		if (n->fn_id == FN_QUANTILE)
-			return eval_selector(n->args[1], n->fn_id, n->args[0]->num, hosts, nh, out);
+			return eval_selector(n->args[1], n->fn_id, n->args[0]->num, in, out);
 		if (n->fn_id == FN_PEER_RATIO) {
-			ret = eval(n->args[0], hosts, nh, &a, err, errlen);
+			ret = eval_node(n->args[0], in, &a, err, errlen);
 			if (ret)
 				return ret;
-			ret = a.is_vector ? peer_ratio(&a, n->args[1]->str, out) : -EINVAL;
+			ret = a.is_vector ? peer_ratio(in->peers, &a, n->args[1]->str, out) : -EINVAL;
 			value_free(&a);
 			return ret;
 		}
 		if (n->fn_id >= FN_ABS && n->fn_id <= FN_CLAMP)
-			return eval_elementwise(n, hosts, nh, out, err, errlen);
+			return eval_elementwise(n, in, out, err, errlen);
 		if (n->fn_id == FN_ABSENT)
-			return eval_absent(n, hosts, nh, out, err, errlen);
+			return eval_absent(n, in, out, err, errlen);
 		if (n->fn_id == FN_TIME || n->fn_id == FN_VECTOR || n->fn_id == FN_SCALAR)
-			return eval_misc(n, hosts, nh, out, err, errlen);
+			return eval_misc(n, in, out, err, errlen);
 		if (n->fn_id == FN_LABEL_REPLACE || n->fn_id == FN_LABEL_JOIN)
-			return eval_label_fn(n, hosts, nh, out, err, errlen);
+			return eval_label_fn(n, in, out, err, errlen);
 		if (n->fn_id == FN_HISTOGRAM_QUANTILE) {
 			double q;
 
-			if ((ret = eval_param(n, n->args[0], hosts, nh, &q, err, errlen)))
+			if ((ret = eval_param(n, n->args[0], in, &q, err, errlen)))
 				return ret;
-			if ((ret = eval(n->args[1], hosts, nh, &a, err, errlen)))
+			if ((ret = eval_node(n->args[1], in, &a, err, errlen)))
 				return ret;
 			ret = a.is_vector ? histogram_quantile(q, &a, out) : -EINVAL;
 			if (ret == -EINVAL)
@@ -613,17 +621,17 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 			int pi = n->fn_id == FN_PREDICT_LINEAR;
 			double q;
 
-			ret = eval_param(n, n->args[pi], hosts, nh, &q, err, errlen);
-			return ret ? ret : eval_selector(n->args[1 - pi], n->fn_id, q, hosts, nh, out);
+			ret = eval_param(n, n->args[pi], in, &q, err, errlen);
+			return ret ? ret : eval_selector(n->args[1 - pi], n->fn_id, q, in, out);
 		}
-		return eval_selector(n->args[0], n->fn_id, 0, hosts, nh, out);
+		return eval_selector(n->args[0], n->fn_id, 0, in, out);
 	case N_AGG: {
 		double param = 0;
 
-		if (n->nargs == 2 && (ret = eval_param(n, n->args[0], hosts, nh, &param, err,
+		if (n->nargs == 2 && (ret = eval_param(n, n->args[0], in, &param, err,
 						       errlen)))
 			return ret;
-		ret = eval(n->args[n->nargs - 1], hosts, nh, &a, err, errlen);
+		ret = eval_node(n->args[n->nargs - 1], in, &a, err, errlen);
 		if (!ret && !a.is_vector) {
 			snprintf(err, errlen, "%d:%d: %s needs a vector", n->line, n->col, n->fn);
 			ret = -EINVAL;
@@ -634,7 +642,7 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 		return ret;
 	}
 	case N_BIN:
-		ret = eval(n->l, hosts, nh, &a, err, errlen);
+		ret = eval_node(n->l, in, &a, err, errlen);
 		if (!ret && n->op == OP_AND && a.is_vector && expr_host_local(n->r) && !n->match_on &&
 		    !n->nmatch) {
 			/*
@@ -642,9 +650,9 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 			 * (matching on all labels, host among them; on/ignoring may
 			 * pair elements of different hosts)
 			 */
-			ret = eval_on_hosts_of(n->r, &a, hosts, nh, &b, err, errlen);
+			ret = eval_on_hosts_of(n->r, &a, in, &b, err, errlen);
 		} else if (!ret) {
-			ret = eval(n->r, hosts, nh, &b, err, errlen);
+			ret = eval_node(n->r, in, &b, err, errlen);
 		}
 		if (!ret)
 			ret = eval_bin(n, &a, &b, out, err, errlen);
@@ -653,4 +661,20 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 		return ret;
 	}
 	return -EINVAL;
+}
+
+int eval(const struct node *n, const struct host_window *hosts, size_t nh, struct value *out,
+	 char *err, size_t errlen)
+{
+	struct eval_in in = { hosts, nh, NULL };
+
+	return eval_node(n, &in, out, err, errlen);
+}
+
+int eval_sharded(const struct node *n, const struct host_window *hosts, size_t nh,
+		 const struct eval_peers *peers, struct value *out, char *err, size_t errlen)
+{
+	struct eval_in in = { hosts, nh, peers };
+
+	return eval_node(n, &in, out, err, errlen);
 }

@@ -83,19 +83,29 @@ int eval_merge_quantile_hist(const struct node *n, const struct host_window *hos
 			     struct histogram out[2]);
 
 /*
- * Sharded workers (rules/shard.h): while set, peer_ratio divides by each
- * group's median over the whole fleet, merging this worker's values with
- * the other workers' through fleet (rules/fleet.h); topics
- * "peer/RULE/LABEL/SEQ".  The engine sets it around each alerting rule's
- * evaluation and clears it after (NULL).
+ * How peer_ratio sees the rest of a sharded fleet (rules/shard.h), whose
+ * other hosts another worker evaluates.  merge is given this worker's peer
+ * groups of one peer_ratio(v, label) call, groups[0..n), and hists[g], a
+ * histogram of group g's values (eval_peer_record); it adds the other
+ * workers' histograms of the same groups into hists and returns 0, or < 0
+ * when it could not (hists then hold this worker's values only).  Each
+ * group's median is then eval_peer_median(&hists[g]).
  */
-struct engine_fleet;
-struct eval_peer_hook {
-	const struct engine_fleet *fleet;
-	const char *rule;
-	int seq;		/* peer_ratio calls in this evaluation so far */
+struct eval_peers {
+	void *arg;
+	int (*merge)(void *arg, const char *label, char *const *groups, struct histogram *hists,
+		     size_t n);
 };
-void eval_set_peer_hook(struct eval_peer_hook *h);
+
+/* eval() on a sharded worker: hosts are its own, peers reach the others'. */
+int eval_sharded(const struct node *n, const struct host_window *hosts, size_t nhosts,
+		 const struct eval_peers *peers, struct value *out, char *err, size_t errlen);
+
+/* Record value v (>= 0; less counts as 0) in a peer group's histogram. */
+void eval_peer_record(struct histogram *h, double v);
+
+/* The median of a peer group's (merged) histogram, or NAN when empty. */
+double eval_peer_median(const struct histogram *h);
 
 /* Value of label key of e, or NULL. */
 const char *velem_label(const struct velem *e, const char *key);

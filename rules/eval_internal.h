@@ -9,6 +9,20 @@
 #include "model/labels.h"
 #include "rules/eval.h"
 
+/*
+ * What an expression is evaluated over: the hosts' windows, and how
+ * peer_ratio reaches the rest of a sharded fleet (NULL: hosts are all of it).
+ */
+struct eval_in {
+	const struct host_window *hosts;
+	size_t nh;
+	const struct eval_peers *peers;
+};
+
+/* Evaluate n over in (eval() and eval_sharded() without the wrapping). */
+int eval_node(const struct node *n, const struct eval_in *in, struct value *out, char *err,
+	      size_t errlen);
+
 /* The range functions, named as the parser resolved them (expr.h). */
 enum range_fn {
 	RF_NONE = FN_NONE, RF_INCREASE = FN_INCREASE, RF_RATE = FN_RATE, RF_DELTA = FN_DELTA,
@@ -59,19 +73,23 @@ int eval_agg_param(const struct node *n, double param, const struct value *in, s
 int histogram_quantile(double q, const struct value *in, struct value *out);
 
 /* label_replace and label_join (call n) */
-int eval_label_fn(const struct node *n, const struct host_window *hosts, size_t nh,
+int eval_label_fn(const struct node *n, const struct eval_in *in,
 		  struct value *out, char *err, size_t errlen);
 
 /* PromQL's quantile q of n sorted values (linear between the closest ranks). */
 double quantile_sorted(const double *v, size_t n, double q);
 
-/* Each element of in over the median of the elements with the same label. */
-int peer_ratio(const struct value *in, const char *label, struct value *out);
+/*
+ * Each element of in over the median of the elements with the same label
+ * (over the whole fleet through peers when set).
+ */
+int peer_ratio(const struct eval_peers *peers, const struct value *in, const char *label,
+	       struct value *out);
 
 /* absent(x) and the element functions abs ... clamp of call n. */
-int eval_absent(const struct node *n, const struct host_window *hosts, size_t nh,
+int eval_absent(const struct node *n, const struct eval_in *in,
 		struct value *out, char *err, size_t errlen);
-int eval_elementwise(const struct node *n, const struct host_window *hosts, size_t nh,
+int eval_elementwise(const struct node *n, const struct eval_in *in,
 		     struct value *out, char *err, size_t errlen);
 
 /*

@@ -6,7 +6,7 @@
  * gives the same result:
  *
  *   peer groups   peer_ratio's groups: per group value, a histogram of the
- *                 elements' values (x 1e9, so 1 ns or 1e-9 resolution).
+ *                 elements' values (eval_peer_record: x 1e9, so 1e-9 resolution).
  *                 The median a worker divides by is that of the merged
  *                 histogram (within a bucket: 1/16 of a power of two).
  *                 Blob: JSON {"group": [count, sum, [[bucket, n], ...]]}.
@@ -29,8 +29,6 @@
 
 #include "core/log.h"
 #include "core/strmap.h"
-
-#define VALUE_SCALE 1e9
 
 /* ---- histograms as JSON ------------------------------------------------------ */
 
@@ -87,16 +85,6 @@ static int hist_add_json(struct histogram *h, json_object *a)
 }
 
 /* ---- peer groups -------------------------------------------------------------- */
-
-void fleet_peer_record(struct histogram *h, double v)
-{
-	hist_record(h, v > 0 && isfinite(v) ? (uint64_t)llround(fmin(v * VALUE_SCALE, 9e18)) : 0);
-}
-
-double fleet_peer_median(const struct histogram *h)
-{
-	return h->count ? (double)hist_quantile(h, 0.5) / VALUE_SCALE : NAN;
-}
 
 struct peer_merge {
 	char *const *groups;

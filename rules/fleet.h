@@ -14,12 +14,6 @@
 
 /* ---- peer_ratio ---- */
 
-/* Record value v (>= 0; less counts as 0) in a peer group's histogram. */
-void fleet_peer_record(struct histogram *h, double v);
-
-/* The median of a peer group's (merged) histogram, or NAN when empty. */
-double fleet_peer_median(const struct histogram *h);
-
 /*
  * Publish this worker's peer groups (groups[i] -> hists[i]) under topic
  * and add every other worker's histograms of the same groups into hists.

@@ -14,7 +14,6 @@
 
 #include "core/log.h"
 #include "core/strmap.h"
-#include "rules/fleet.h"
 
 #define GROUP_KEY_MAX (SNAPSHOT_MAX_LABELS * 2 + 1)
 
@@ -177,11 +176,18 @@ static int peer_cmp(const void *a, const void *b)
 	return x->v < y->v ? -1 : x->v > y->v;
 }
 
-static struct eval_peer_hook *peer_hook;
+/* Peer groups' values in histograms, to 1e-9 (eval_peer_record). */
+#define PEER_VALUE_SCALE 1e9
 
-void eval_set_peer_hook(struct eval_peer_hook *h)
+void eval_peer_record(struct histogram *h, double v)
 {
-	peer_hook = h;
+	hist_record(h, v > 0 && isfinite(v) ?
+		    (uint64_t)llround(fmin(v * PEER_VALUE_SCALE, 9e18)) : 0);
+}
+
+double eval_peer_median(const struct histogram *h)
+{
+	return h->count ? (double)hist_quantile(h, 0.5) / PEER_VALUE_SCALE : NAN;
 }
 
 /*
@@ -189,12 +195,12 @@ void eval_set_peer_hook(struct eval_peer_hook *h)
  * values p[0..n) (sorted by group) and the other workers' histograms,
  * into med[] (indexed like the input).
  */
-static int fleet_medians(const struct peer *p, size_t n, const char *label, double *med)
+static int fleet_medians(const struct eval_peers *peers, const struct peer *p, size_t n,
+			 const char *label, double *med)
 {
 	size_t ngroups = 0;
 	char **groups = malloc((n + 1) * sizeof(*groups));
 	struct histogram *h = calloc(n + 1, sizeof(*h));
-	char topic[300];
 	int ret = 0;
 
 	if (!groups || !h) {
@@ -203,15 +209,12 @@ static int fleet_medians(const struct peer *p, size_t n, const char *label, doub
 	}
 	for (size_t s = 0, e; s < n; s = e) {
 		for (e = s; e < n && !strcmp(p[e].group, p[s].group); e++)
-			fleet_peer_record(&h[ngroups], p[e].v);
+			eval_peer_record(&h[ngroups], p[e].v);
 		groups[ngroups++] = (char *)p[s].group;
 	}
-	snprintf(topic, sizeof(topic), "peer/%s/%s/%d", peer_hook->rule, label, peer_hook->seq++);
-	if (fleet_peer_merge(peer_hook->fleet, topic, groups, h, ngroups) < 0)
-		log_warn("%s: peer medians from this worker's hosts only (the other workers' "
-			 "parts cannot be read)", topic);
+	peers->merge(peers->arg, label, groups, h, ngroups);	/* it says why when it fails */
 	for (size_t s = 0, e, g = 0; s < n; s = e, g++) {
-		double m = fleet_peer_median(&h[g]);
+		double m = eval_peer_median(&h[g]);
 
 		for (e = s; e < n && !strcmp(p[e].group, p[s].group); e++)
 			med[p[e].i] = m;
@@ -227,7 +230,8 @@ out:
  * elements with the same value of label (its peers, itself included).
  * Sorting by (group, value) finds every group's median in O(n log n).
  */
-int peer_ratio(const struct value *in, const char *label, struct value *out)
+int peer_ratio(const struct eval_peers *peers, const struct value *in, const char *label,
+	       struct value *out)
 {
 	struct peer *p = malloc((in->n + 1) * sizeof(*p));
 	double *med = malloc((in->n + 1) * sizeof(*med));
@@ -244,8 +248,8 @@ int peer_ratio(const struct value *in, const char *label, struct value *out)
 		p[i] = (struct peer){ .group = g ? g : "", .v = in->e[i].v, .i = i };
 	}
 	qsort(p, in->n, sizeof(*p), peer_cmp);
-	if (peer_hook) {
-		ret = fleet_medians(p, in->n, label, med);
+	if (peers) {
+		ret = fleet_medians(peers, p, in->n, label, med);
 		goto divide;
 	}
 	for (size_t s = 0, e; s < in->n; s = e) {
@@ -274,13 +278,13 @@ out:
  * the labels v's selector pins with '=' (absent(x{device="sda"}) is
  * {device="sda"} 1), as PromQL does.
  */
-int eval_absent(const struct node *n, const struct host_window *hosts, size_t nh,
+int eval_absent(const struct node *n, const struct eval_in *in,
 		       struct value *out, char *err, size_t errlen)
 {
 	const struct node *sel = n->args[0];
 	struct label l[16];
 	struct value v = { 0 };
-	int nl = 0, ret = eval(n->args[0], hosts, nh, &v, err, errlen);
+	int nl = 0, ret = eval_node(n->args[0], in, &v, err, errlen);
 
 	if (ret)
 		return ret;
@@ -303,11 +307,11 @@ int eval_absent(const struct node *n, const struct host_window *hosts, size_t nh
 }
 
 /* The scalar argument i of call n (clamp's bounds): 0, or -EINVAL. */
-static int scalar_arg(const struct node *n, int i, const struct host_window *hosts, size_t nh,
+static int scalar_arg(const struct node *n, int i, const struct eval_in *in,
 		      double *out, char *err, size_t errlen)
 {
 	struct value v = { 0 };
-	int ret = eval(n->args[i], hosts, nh, &v, err, errlen);
+	int ret = eval_node(n->args[i], in, &v, err, errlen);
 
 	if (!ret && v.is_vector) {
 		snprintf(err, errlen, "%d:%d: %s's argument %d is a number, not a vector",
@@ -339,20 +343,20 @@ static double apply_fn(enum expr_fn fn, double x, double lo, double hi)
 }
 
 /* abs, ceil, ..., clamp: the function of each element (or of a scalar). */
-int eval_elementwise(const struct node *n, const struct host_window *hosts, size_t nh,
+int eval_elementwise(const struct node *n, const struct eval_in *in,
 			    struct value *out, char *err, size_t errlen)
 {
 	double lo = -INFINITY, hi = INFINITY;
-	int ret = eval(n->args[0], hosts, nh, out, err, errlen);
+	int ret = eval_node(n->args[0], in, out, err, errlen);
 
 	if (ret)
 		return ret;
 	if (n->fn_id == FN_CLAMP_MIN || n->fn_id == FN_CLAMP)
-		ret = scalar_arg(n, 1, hosts, nh, &lo, err, errlen);
+		ret = scalar_arg(n, 1, in, &lo, err, errlen);
 	if (!ret && n->fn_id == FN_CLAMP_MAX)
-		ret = scalar_arg(n, 1, hosts, nh, &hi, err, errlen);
+		ret = scalar_arg(n, 1, in, &hi, err, errlen);
 	if (!ret && n->fn_id == FN_CLAMP)
-		ret = scalar_arg(n, 2, hosts, nh, &hi, err, errlen);
+		ret = scalar_arg(n, 2, in, &hi, err, errlen);
 	if (ret) {
 		value_free(out);
 		return ret;
@@ -615,24 +619,24 @@ static const char *label_fn_intern(struct label_fn *lf, const char *v)
  * elsewhere the element is unchanged.  label_join(v, dst, sep, src...):
  * dst becomes the sources' values joined by sep.  As in PromQL.
  */
-int eval_label_fn(const struct node *n, const struct host_window *hosts, size_t nh,
+int eval_label_fn(const struct node *n, const struct eval_in *in,
 		  struct value *out, char *err, size_t errlen)
 {
-	struct value in;
+	struct value v;
 	struct label l[GROUP_KEY_MAX + 1];
 	char made[1024];
 	const char *dst = n->args[1]->str;
-	int ret = eval(n->args[0], hosts, nh, &in, err, errlen);
+	int ret = eval_node(n->args[0], in, &v, err, errlen);
 
 	if (ret)
 		return ret;
 	out->is_vector = 1;
-	if (!in.is_vector) {
+	if (!v.is_vector) {
 		snprintf(err, errlen, "%d:%d: %s takes a vector", n->line, n->col, n->fn);
 		ret = -EINVAL;
 	}
-	for (size_t i = 0; !ret && i < in.n; i++) {
-		const struct velem *e = &in.e[i];
+	for (size_t i = 0; !ret && i < v.n; i++) {
+		const struct velem *e = &v.e[i];
 		const char *v = made;
 		int nl = 0, r = 1;
 
@@ -678,6 +682,6 @@ int eval_label_fn(const struct node *n, const struct host_window *hosts, size_t 
 		labels_sort(l, nl);
 		ret = value_push(out, l, nl, e->v);
 	}
-	value_free(&in);
+	value_free(&v);
 	return ret;
 }

@@ -17,6 +17,7 @@
 
 #include "core/timeutil.h"
 #include "rules/engine.h"
+#include "rules/eval.h"
 #include "rules/fleet.h"
 #include "rules/rules.h"
 #include "rules/shard.h"
@@ -381,15 +382,15 @@ Test(fleet, peer_medians_merge_across_workers, .init = setup, .fini = teardown)
 	peer_conn = test_redis_connect(&redis);
 	/* worker a: 1, 2, 3 ms; worker b: 4, 5, 6, 100 ms -> fleet median 4 ms */
 	for (int v = 1; v <= 3; v++)
-		fleet_peer_record(&ha[0], v * 1e-3);
+		eval_peer_record(&ha[0], v * 1e-3);
 	for (int v = 4; v <= 6; v++)
-		fleet_peer_record(&hb[0], v * 1e-3);
-	fleet_peer_record(&hb[0], 0.1);
+		eval_peer_record(&hb[0], v * 1e-3);
+	eval_peer_record(&hb[0], 0.1);
 	peer_me = "b";
 	cr_assert_eq(fleet_peer_merge(&f, "peer/t/model/0", groups, hb, 1), 0);
 	peer_me = "a";
 	cr_assert_eq(fleet_peer_merge(&f, "peer/t/model/0", groups, ha, 1), 0);
-	m = fleet_peer_median(&ha[0]);
+	m = eval_peer_median(&ha[0]);
 	cr_expect_eq(ha[0].count, 7);
 	cr_expect(fabs(m - 4e-3) <= 4e-3 / 16, "median %g, want 4 ms within a bucket", m);
 	conn_close(peer_conn);
