@@ -40,7 +40,7 @@ WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' -I/usr/include/libnl3
 # Includes are path-qualified: "core/strbuf.h", "model/snapshot.h",
-# "store/store.h" (lib/), "rules/engine.h", "bpf/block.h" (the tree), and
+# "store/store.h" (lib/), "rules/engine/engine.h", "bpf/block.h" (the tree), and
 # generated headers (skeletons, protoc-c) from $(OUT) and $(OUT)/gen.
 INCS := -iquote . -Ilib -I$(OUT) -I$(OUT)/gen
 # Each binary records only the shared libraries it calls.
@@ -84,18 +84,35 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRCS:fuzz/%.c=$(OUT)/fuzz-replay/%)
 
 SIM_OBJS := $(patsubst %.c,$(OUT)/%.o,$(wildcard sim/*.c))
-RULES_OBJS := $(OUT)/rules/stats.o $(OUT)/rules/expr.o $(OUT)/rules/expr_lex.o $(OUT)/rules/expr_fns.o $(OUT)/rules/eval.o $(OUT)/rules/range_fns.o $(OUT)/rules/vector_fns.o $(OUT)/rules/vector_match.o $(OUT)/rules/minute_eval.o $(OUT)/rules/rules.o $(OUT)/rules/template.o $(OUT)/rules/template_control.o \
-	$(OUT)/rules/engine.o $(OUT)/rules/fleet.o $(OUT)/rules/shard.o $(OUT)/rules/worker.o \
-	$(OUT)/rules/history.o $(OUT)/rules/columns.o $(OUT)/rules/hist_pack.o $(OUT)/rules/alert_state.o $(OUT)/rules/domain_rollup.o \
-	$(OUT)/rules/baseline.o $(OUT)/rules/baseline_judge.o $(OUT)/rules/minute_source.o $(OUT)/rules/ruletest.o $(OUT)/rules/ruletest_expr.o \
-	$(OUT)/rules/outbox.o $(OUT)/rules/daemon_metrics.o $(OUT)/rules/redis_inputs.o
+# rules/ in layers, each a folder: lang (the expression language, rule
+# files, templates, the evaluator), engine (history, alert state, rollups,
+# baselines, fleet partials), shard (partitions, workers, the outbox), and
+# ruletest (rule unit tests); the daemon (rules/*.c) sits on all of them.
+# A layer may include only lib/ and the layers it is built on; the build
+# enforces it as it does lib's strata ($(OUT)/strata/rules-LAYER), and
+# scripts/check-layers.sh refuses include cycles between modules.
+RULES_LAYERS := lang engine shard ruletest
+RULES_LAYER_lang := lang
+RULES_LAYER_engine := lang engine
+RULES_LAYER_shard := lang engine shard
+RULES_LAYER_ruletest := lang engine ruletest
+LANG_SRCS := $(wildcard rules/lang/*.c)
+ENGINE_SRCS := $(wildcard rules/engine/*.c)
+SHARD_SRCS := $(wildcard rules/shard/*.c)
+RULES_SRCS := $(foreach l,$(RULES_LAYERS),$(wildcard rules/$(l)/*.c)) \
+	$(filter-out rules/main.c,$(wildcard rules/*.c))
+RULES_OBJS := $(RULES_SRCS:%.c=$(OUT)/%.o)
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
 
-.PHONY: all check-deps deps run demo test asan chaos fuzz bench install uninstall clean vmlinux deb
+.PHONY: all check-deps check-layers deps run demo test asan chaos fuzz bench install uninstall clean vmlinux deb
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: check-deps $(BINS) $(TEST_BINS)
+all: check-deps check-layers $(BINS) $(TEST_BINS)
+
+# No include loops between modules (scripts/check-layers.sh says why).
+check-layers:
+	@scripts/check-layers.sh
 
 # Building never installs anything: it checks and says what is missing.
 # `make deps` (and make test, make run, make demo) install it, idempotently.
@@ -113,17 +130,26 @@ $(OUT)/%.o: %.c | check-deps
 
 # A stratum's include path: symlinks to itself and the strata below it.
 STRATA := core model store
-$(OUT)/strata/.made:
+$(OUT)/strata/.made: Makefile
 	@for s in $(STRATA); do mkdir -p $(OUT)/strata/$$s; done
 	@ln -sfn $(CURDIR)/lib/core $(OUT)/strata/core/core
 	@for s in core model; do ln -sfn $(CURDIR)/lib/$$s $(OUT)/strata/model/$$s; done
 	@for s in core model store; do ln -sfn $(CURDIR)/lib/$$s $(OUT)/strata/store/$$s; done
+	@$(foreach l,$(RULES_LAYERS),mkdir -p $(OUT)/strata/rules-$(l)/rules; \
+		for s in core model store; do ln -sfn $(CURDIR)/lib/$$s $(OUT)/strata/rules-$(l)/$$s; done; \
+		for r in $(RULES_LAYER_$(l)); do ln -sfn $(CURDIR)/rules/$$r $(OUT)/strata/rules-$(l)/rules/$$r; done;)
 	@touch $@
 
 $(OUT)/lib/%.o: lib/%.c | check-deps $(OUT)/strata/.made
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(OUT)/strata/$(firstword $(subst /, ,$*)) -I$(OUT)/gen \
 		-MMD -MP -c $< -o $@
+
+# A rules layer's objects: its strata path only; the daemon's: the tree's.
+$(OUT)/rules/%.o: rules/%.c | check-deps $(OUT)/strata/.made
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(findstring /,$*),-I$(OUT)/strata/rules-$(firstword $(subst /, ,$*)) \
+		-I$(OUT)/gen,$(INCS)) -MMD -MP -c $< -o $@
 
 $(OUT)/libfaultline-core.a: $(CORE_OBJS)
 $(OUT)/libfaultline-model.a: $(MODEL_OBJS)
@@ -255,8 +281,6 @@ chaos: all
 	FL_OUT=$(OUT) $(OUT)/tests/test_restarts --jobs=1
 	FL_OUT=$(OUT) $(OUT)/tests/test_hosts --jobs=1
 
-ENGINE_SRCS := rules/engine.c rules/history.c rules/columns.c rules/hist_pack.c rules/alert_state.c rules/domain_rollup.c \
-	rules/baseline.c rules/baseline_judge.c rules/stats.c rules/fleet.c rules/shard.c rules/worker.c
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -iquote . -Ilib -I$(OUT)/gen -I/usr/include/libnl3 \
 	-fsanitize=fuzzer,address,undefined
 fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/gen/profile.pb-c.c
@@ -265,14 +289,14 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
-		fuzz_rules) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c";; \
-		fuzz_ruletest) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/range_fns.c rules/vector_fns.c rules/vector_match.c rules/minute_eval.c $(ENGINE_SRCS) rules/minute_source.c rules/ruletest.c rules/ruletest_expr.c";; \
-		fuzz_alert) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c rules/eval.c rules/range_fns.c rules/vector_fns.c rules/vector_match.c rules/minute_eval.c $(ENGINE_SRCS)";; \
+		fuzz_rules) extra="$(LANG_SRCS)";; \
+		fuzz_ruletest) extra="$(LANG_SRCS) $(ENGINE_SRCS) $(wildcard rules/ruletest/*.c)";; \
+		fuzz_alert) extra="$(LANG_SRCS) $(ENGINE_SRCS)";; \
 		fuzz_scenario) extra="sim/scenario.c";; \
-		fuzz_partials) extra="rules/fleet.c rules/shard.c";; \
+		fuzz_partials) extra="$(LANG_SRCS) $(ENGINE_SRCS) $(SHARD_SRCS)";; \
 		fuzz_perfmap) extra="probes/perfmap.c";; \
 		fuzz_unwind) extra="probes/unwind.c probes/symbolize.c probes/build_id.c probes/perfmap.c";; \
-		fuzz_topology) extra="rules/expr.c rules/expr_lex.c rules/expr_fns.c rules/rules.c rules/template.c rules/template_control.c";; \
+		fuzz_topology) extra="$(LANG_SRCS)";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/gen/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \

@@ -1,12 +1,12 @@
 /*
  * rules.c - `faultline rules check|test`: validate rule files, run rule
- * unit tests (rules/ruletest.h).
+ * unit tests (rules/ruletest/ruletest.h).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "rules/rules.h"
-#include "rules/ruletest.h"
+#include "rules/lang/rules.h"
+#include "rules/ruletest/ruletest.h"
 #include "core/log.h"
 #include "cli/cli.h"
 
@@ -33,7 +33,7 @@ int cmd_rules(int argc, char **argv)
 			"syntax, keys, durations, and every expression (grammar, known metrics,\n"
 			"functions), in the order given, as faultline-rules loads them.\n"
 			"test: run rule unit tests (input series over time -> which alerts fire\n"
-			"when), like promtool test rules; see rules/ruletest.h for the format.\n"
+			"when), like promtool test rules; see rules/ruletest/ruletest.h for the format.\n"
 			"Errors name file:line:column.  Exit status 1 if anything fails.\n");
 		return help ? 0 : 2;
 	}

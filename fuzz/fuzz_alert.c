@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "model/alert.h"
-#include "rules/engine.h"
-#include "rules/rules.h"
+#include "rules/engine/engine.h"
+#include "rules/lang/rules.h"
 
 static void ignore(const char *json, void *arg)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/fleet.h"
-#include "rules/shard.h"
+#include "rules/engine/fleet.h"
+#include "rules/shard/shard.h"
 
 static int hist_sane(const struct histogram *h)
 {

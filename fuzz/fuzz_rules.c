@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/expr.h"
-#include "rules/rules.h"
+#include "rules/lang/expr.h"
+#include "rules/lang/rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

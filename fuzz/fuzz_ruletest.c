@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rules/ruletest.h"
+#include "rules/ruletest/ruletest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "store/store.h"
+#include "store/spool_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/rules.h"
+#include "rules/lang/rules.h"
 #include "model/snapshot.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

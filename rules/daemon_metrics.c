@@ -7,9 +7,9 @@
 
 #include "core/promtext.h"
 #include "core/strbuf.h"
-#include "rules/engine.h"
-#include "rules/outbox.h"
-#include "rules/worker.h"
+#include "rules/engine/engine.h"
+#include "rules/shard/outbox.h"
+#include "rules/shard/worker.h"
 
 /*
  * One line per rule group of what (0 evaluations, 1 failures, 2 last

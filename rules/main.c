@@ -3,7 +3,7 @@
  * write to Redis and append firing/resolved events to fl:alerts for
  * faultline-alerter (the event format is lib/model/alert.h).
  *
- * Every interval: read each host's new 1 s snapshots (rules/engine.c),
+ * Every interval: read each host's new 1 s snapshots (rules/engine/engine.c),
  * evaluate every rule, emit state changes.  SIGHUP reloads the rule files;
  * a reload with an error keeps the running rules and logs why.
  */
@@ -21,10 +21,10 @@
 #include "core/array.h"
 #include "core/config.h"
 #include "rules/daemon_metrics.h"
-#include "rules/engine.h"
-#include "rules/outbox.h"
+#include "rules/engine/engine.h"
+#include "rules/shard/outbox.h"
 #include "rules/redis_inputs.h"
-#include "rules/worker.h"
+#include "rules/shard/worker.h"
 #include "core/backoff.h"
 #include "core/log.h"
 #include "core/metrics_server.h"

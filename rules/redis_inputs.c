@@ -8,7 +8,7 @@
 
 #include "core/log.h"
 #include "model/profile.h"
-#include "rules/outbox.h"
+#include "rules/shard/outbox.h"
 #include "store/profile_store.h"
 #include "store/store.h"
 

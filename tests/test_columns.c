@@ -1,5 +1,5 @@
 /*
- * test_columns.c - the rules engine's compact history (rules/columns.h):
+ * test_columns.c - the rules engine's compact history (rules/lang/columns.h):
  * every point it keeps reads back exactly as the snapshot it came from —
  * counters, gauges (NaN and infinities bit for bit), histograms (packed in
  * full or as deltas, across resets and empty windows), series that come
@@ -16,7 +16,7 @@
 
 #include "model/histogram.h"
 #include "model/snapshot.h"
-#include "rules/columns.h"
+#include "rules/lang/columns.h"
 #include "tests/helpers.h"
 
 #define STEP_MS 1000

@@ -1,6 +1,6 @@
 /*
  * test_domains.c - the rollup's search for the smallest failure domain that
- * explains the hits (rules/domain_rollup.c), on generated fleets of
+ * explains the hits (rules/engine/domain_rollup.c), on generated fleets of
  * different shapes, through the engine as faultline-rules runs it.
  *
  * Each case builds a fleet (sites > switches > racks > hosts, racks of
@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "model/alert.h"
-#include "rules/engine.h"
+#include "rules/engine/engine.h"
 #include "tests/helpers.h"
-#include "rules/rules.h"
+#include "rules/lang/rules.h"
 #include "model/snapshot.h"
-#include "rules/stats.h"
+#include "rules/engine/stats.h"
 
 #define T0 1764000000000ULL
 #define MAX_HOSTS 512

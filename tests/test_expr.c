@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/eval.h"
-#include "rules/expr.h"
+#include "rules/lang/eval.h"
+#include "rules/lang/expr.h"
 #include "probes/prom.h"
 #include "core/strbuf.h"
 

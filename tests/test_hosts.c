@@ -16,7 +16,7 @@
 #include <hiredis/hiredis.h>
 
 #include "store/conn.h"
-#include "rules/engine.h"
+#include "rules/engine/engine.h"
 #include "tests/helpers.h"
 #include "model/snapshot.h"
 #include "store/store.h"

@@ -30,7 +30,7 @@
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "model/alert.h"
-#include "rules/outbox.h"
+#include "rules/shard/outbox.h"
 #include "store/alert_checkpoint.h"
 #include "store/alert_stream.h"
 #include "store/conn.h"

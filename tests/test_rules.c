@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rules/engine.h"
-#include "rules/eval.h"
+#include "rules/engine/engine.h"
+#include "rules/lang/eval.h"
 #include "tests/helpers.h"
-#include "rules/rules.h"
-#include "rules/ruletest.h"
+#include "rules/lang/rules.h"
+#include "rules/ruletest/ruletest.h"
 #include "store/conn.h"
 #include "store/store.h"
 #include "core/timeutil.h"
@@ -557,7 +557,7 @@ Test(rules, range_functions_follow_reordered_and_gapped_series)
 }
 
 /*
- * Baselines read the 1-minute tier when they judge (rules/minute_eval.c),
+ * Baselines read the 1-minute tier when they judge (rules/lang/minute_eval.c),
  * not the engine's history: 40 min of 1 s snapshots under a 15 min
  * baseline and a 1 min rate keep the last minute and 5 s only (the rate
  * stays exact); series that come and go keep their strings valid (ASan).

@@ -1,6 +1,6 @@
 /*
- * test_shard.c - rules workers sharing a fleet (rules/shard.h,
- * store/workers.h, rules/fleet.h) against a real redis-server: partitions
+ * test_shard.c - rules workers sharing a fleet (rules/shard/shard.h,
+ * store/workers.h, rules/engine/fleet.h) against a real redis-server: partitions
  * by domain, rendezvous ownership without overlap or gap, a dead worker's
  * share taken over when its leases expire, commits fenced by the leases,
  * the rules that cannot run sharded, and partial aggregates that merge to
@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "core/timeutil.h"
-#include "rules/engine.h"
-#include "rules/eval.h"
-#include "rules/fleet.h"
-#include "rules/rules.h"
-#include "rules/shard.h"
-#include "rules/worker.h"
+#include "rules/engine/engine.h"
+#include "rules/lang/eval.h"
+#include "rules/engine/fleet.h"
+#include "rules/lang/rules.h"
+#include "rules/shard/shard.h"
+#include "rules/shard/worker.h"
 #include "model/alert.h"
 #include "store/conn.h"
 #include "store/keyspace.h"

@@ -14,7 +14,7 @@
  *		return -ENOMEM;
  *	v->items[v->n++] = x;
  *
- * An array that grows by another rule (rules/columns.c grows large columns
+ * An array that grows by another rule (rules/lang/columns.c grows large columns
  * by an eighth, to bound slack) keeps its own code.
  */
 #ifndef FL_ARRAY_H

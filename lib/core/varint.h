@@ -1,6 +1,6 @@
 /*
  * varint.h - LEB128 varints and zigzag signed integers, for the packed
- * forms that keep numbers in as few bytes as they need (rules/columns.c,
+ * forms that keep numbers in as few bytes as they need (rules/lang/columns.c,
  * model/chunk.c).
  *
  * A varint is 7 bits a byte, least significant first, the high bit set on

@@ -1,5 +1,5 @@
 /*
- * labels.h - label sets (struct label, model/snapshot.h) as every part of
+ * labels.h - label sets as every part of
  * faultline compares and prints them: the one comparer, the one equality,
  * the one renderer.
  *
@@ -9,9 +9,13 @@
 #ifndef FL_MODEL_LABELS_H
 #define FL_MODEL_LABELS_H
 
-#include "model/snapshot.h"
-
 struct strbuf;
+
+/* One label; its strings are owned by whatever holds the set. */
+struct label {
+	char *key;
+	char *value;
+};
 
 /* qsort(3) comparison of two struct label by key. */
 int label_key_cmp(const void *a, const void *b);

@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include "model/histogram.h"
+#include "model/labels.h"
 
 #define SNAPSHOT_VERSION 2
 #define SNAPSHOT_MAX_SERIES 200000
@@ -65,11 +66,6 @@ enum series_kind {
 	SERIES_COUNTER = 0,
 	SERIES_GAUGE = 1,
 	SERIES_HISTOGRAM = 2,
-};
-
-struct label {
-	char *key;
-	char *value;
 };
 
 struct gauge_value {
@@ -127,7 +123,7 @@ uint32_t snapshot_name_hash(const char *name);
 
 /*
  * h (fnv.h) extended by labels l[0..n) in their order, key and value each
- * after a separator.  Alert fingerprints (rules/engine.c) are
+ * after a separator.  Alert fingerprints (rules/engine/engine.c) are
  * snapshot_labels_hash(fnv64_str(FNV64_OFFSET, alertname), labels, n);
  * series ids the same with the metric name.
  */

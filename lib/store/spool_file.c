@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "store/store.h"
 
 #define SPOOL_MAGIC "FLSPOOL1"
 
@@ -155,7 +154,7 @@ static size_t spool_read(FILE *f, size_t max_bytes, void (*push)(void *, struct 
 		    get_str(f, it->key, sizeof(it->key)) ||
 		    get_str(f, it->field, sizeof(it->field)) || get_bytes(f, &it->ts_ms, 8) ||
 		    get_bytes(f, &it->minid, 8) || get_bytes(f, &star, 4) ||
-		    get_bytes(f, &reg, 4) || get_bytes(f, &nf, 4) || nf > STORE_MAX_FIELDS ||
+		    get_bytes(f, &reg, 4) || get_bytes(f, &nf, 4) || nf > SPOOL_MAX_FIELDS ||
 		    get_bytes(f, &bl, 8) || bl > max_bytes || !(it->blob = malloc(bl + 1)) ||
 		    get_bytes(f, it->blob, bl)) {
 			spool_item_free(it);

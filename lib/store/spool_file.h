@@ -20,6 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A queued XADD's most field/value pairs: store.h's STORE_MAX_FIELDS. */
+#define SPOOL_MAX_FIELDS 8
+
 enum item_kind {
 	ITEM_XADD,		/* field "d" = blob */
 	ITEM_XADD_FIELDS,	/* blob = field\0value\0... (nfields pairs) */
@@ -76,5 +79,12 @@ int spool_file_save(const char *path, const struct spool_item *(*at)(void *arg, 
  */
 size_t spool_file_load(const char *path, size_t max_bytes,
 		       void (*push)(void *arg, struct spool_item *it), void *arg);
+
+/*
+ * Parse a spool file's bytes as store_open would, keeping nothing: the
+ * number of entries, or -EINVAL when it is not a spool file or an entry is
+ * damaged.  For tests and the fuzzer.
+ */
+int store_spool_check(const void *buf, size_t len, size_t max_bytes);
 
 #endif

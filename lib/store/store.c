@@ -17,10 +17,8 @@
 #include <hiredis/hiredis.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +36,10 @@
 #include "store/conn.h"
 #include "store/keyspace.h"
 #include "store/spool_file.h"
-#include "store/store_internal.h"
+
+_Static_assert(SPOOL_MAX_FIELDS == STORE_MAX_FIELDS, "a spool file holds what a store queues");
 
 const uint32_t store_tiers[STORE_TIERS] = { 1, 60, 3600 };
-
 
 #define BATCH_MAX 128
 /* spans waiting for the compactor at most (~280 bytes each) */

@@ -72,13 +72,6 @@ struct store;
 struct store *store_open(const struct store_opts *opts, char *err, size_t errlen);
 
 /*
- * Parse a spool file's bytes (opts.spool_path) as store_open would, keeping
- * nothing: the number of entries, or -EINVAL when it is not a spool file or
- * an entry is damaged.  For tests and the fuzzer.
- */
-int store_spool_check(const void *buf, size_t len, size_t max_bytes);
-
-/*
  * Queue snapshot s for its tier's stream (s->tier picks s1/s60/s3600) and
  * update the host registry.  Never waits for Redis.  Returns 0, or -ENOMEM
  * / -EINVAL (tier not 1, 60 or 3600).

@@ -4,7 +4,7 @@
  * checkpoints and the partial aggregates they exchange.
  *
  * The fleet is cut into WORKERS_PARTS partitions by the outermost failure
- * domain the rules roll up by (rules/shard.h says which), plus one more,
+ * domain the rules roll up by (rules/shard/shard.h says which), plus one more,
  * WORKERS_FLEET, for alerts about the fleet as a whole (post-deploy
  * verdicts).  A worker evaluates the hosts of the partitions whose lease
  * it holds; it writes its alert events, and the checkpoint of each

@@ -1,0 +1,704 @@
+/*
+ * columns.c - one host's history as columns; see columns.h.
+ */
+#include "rules/lang/columns.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/varint.h"
+#include "rules/lang/hist_pack.h"
+
+void columns_init(struct columns *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * A column's identity lives in one allocation: the label array, then the
+ * name and every key and value, each NUL-terminated (labels points at the
+ * block, also when there are none).  One malloc instead of 1 + 2 per label.
+ */
+static void def_free(struct series *d)
+{
+	free(d->labels);
+}
+
+/* d = the identity of ser (name, labels, kind, id), strings copied. */
+static int def_copy(struct series *d, const struct series *ser)
+{
+	size_t need = ser->nlabels * sizeof(*d->labels) + strlen(ser->name) + 1;
+	char *p;
+
+	for (uint32_t i = 0; i < ser->nlabels; i++)
+		need += strlen(ser->labels[i].key) + strlen(ser->labels[i].value) + 2;
+	memset(d, 0, sizeof(*d));
+	d->labels = malloc(need);
+	if (!d->labels)
+		return -ENOMEM;
+	d->kind = ser->kind;
+	d->id = ser->id;
+	d->name_hash = ser->name_hash;
+	d->nlabels = ser->nlabels;
+	p = (char *)(d->labels + ser->nlabels);
+	d->name = p;
+	p = stpcpy(p, ser->name) + 1;
+	for (uint32_t i = 0; i < ser->nlabels; i++) {
+		d->labels[i].key = p;
+		p = stpcpy(p, ser->labels[i].key) + 1;
+		d->labels[i].value = p;
+		p = stpcpy(p, ser->labels[i].value) + 1;
+	}
+	return 0;
+}
+
+/* A column is one series of one kind (a series that changes kind starts a new column). */
+static int same_identity(const struct series *a, const struct series *b)
+{
+	return a->kind == b->kind && snapshot_same_series(a, b);
+}
+
+static int bit(const uint64_t *b, size_t slot)
+{
+	return (int)((b[slot / 64] >> (slot % 64)) & 1);
+}
+
+static void set_bit(uint64_t *b, size_t slot)
+{
+	b[slot / 64] |= 1ULL << (slot % 64);
+}
+
+static void clear_bit(uint64_t *b, size_t slot)
+{
+	b[slot / 64] &= ~(1ULL << (slot % 64));
+}
+
+static size_t words(size_t cap)
+{
+	return (cap + 63) / 64;
+}
+
+/* Slot of the i-th point of ring g (i may run one past its end). */
+static size_t wrap(const struct col_ring *g, size_t i)
+{
+	size_t s = g->head + i;
+
+	return s >= g->cap ? s - g->cap : s;
+}
+
+/* ---- packed histograms (hist_pack.h) ------------------------------------ */
+
+/* The packed points of column k, by slot. */
+static uint8_t **packed(const struct column *col)
+{
+	return (uint8_t **)col->v;
+}
+
+/* Column k's histogram at slot s (held there) into out. */
+static void hist_at(const struct columns *c, const struct column *col, size_t s,
+		    struct histogram *out)
+{
+	const struct col_ring *g = &c->ring;
+	size_t chain[COLUMNS_HIST_CHAIN + 2], n = 0;
+
+	/* back to the full point this one builds on: at most COLUMNS_HIST_CHAIN */
+	for (;;) {
+		chain[n++] = s;
+		if (packed(col)[s][0] == HPACK_FULL || n == COLUMNS_HIST_CHAIN + 2)
+			break;
+		s = s ? s - 1 : g->cap - 1;
+	}
+	while (n-- > 0)
+		hpack_apply(out, packed(col)[chain[n]]);
+}
+
+int columns_hist(const struct columns *c, uint32_t k, size_t i, struct histogram *out)
+{
+	size_t s;
+
+	if (!c->col[k].keep) {
+		if (!columns_has(c, k, i))
+			return -ENOENT;
+		hpack_apply(out, c->col[k].last.h);
+		return 0;
+	}
+	s = columns_slot(c, i);
+	if (!bit(c->col[k].present, s))
+		return -ENOENT;
+	hist_at(c, &c->col[k], s, out);
+	return 0;
+}
+
+/*
+ * The first point (slot s) of histogram column col is about to leave: if
+ * the point after it is a delta on it, store that one in full.
+ */
+static void rebase_next(struct columns *c, struct column *col, size_t s)
+{
+	const struct col_ring *g = &c->ring;
+	size_t next = s + 1 >= g->cap ? 0 : s + 1;
+	struct histogram *h;
+	uint8_t *full;
+
+	if (g->n < 2 || !bit(col->present, next) || packed(col)[next][0] != HPACK_DELTA)
+		return;
+	h = malloc(sizeof(*h));
+	if (!h)
+		return;		/* left as is: hist_at stops at its chain bound */
+	hist_at(c, col, next, h);
+	full = hpack_full_dense(h);
+	free(h);
+	if (!full)
+		return;
+	free(packed(col)[next]);
+	packed(col)[next] = full;
+}
+
+static void column_free(struct column *col, const struct columns *c)
+{
+	if (!col->keep && col->now && col->def.kind == SERIES_HISTOGRAM)
+		free(col->last.h);
+	if (col->def.kind == SERIES_HISTOGRAM && col->v)
+		for (size_t s = 0; s < c->ring.cap; s++)
+			if (bit(col->present, s))
+				free(packed(col)[s]);
+	free(col->v);
+	free(col->present);
+	def_free(&col->def);
+}
+
+static void newest_free(struct columns *c)
+{
+	snapshot_free(&c->newest);
+	memset(&c->newest, 0, sizeof(c->newest));
+}
+
+void columns_free(struct columns *c)
+{
+	for (uint32_t k = 0; k < c->ncol; k++)
+		column_free(&c->col[k], c);
+	free(c->col);
+	free(c->by_id);
+	free(c->hash);
+	free(c->ring.ts);
+	if (c->newest.host)
+		newest_free(c);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- the id index ------------------------------------------------------- */
+
+static int index_rebuild(struct columns *c)
+{
+	uint32_t n = 16;
+
+	while (n < 2 * c->ncol + 2)
+		n *= 2;
+	if (n != c->nby_id) {
+		uint32_t *t = calloc(n, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		free(c->by_id);
+		c->by_id = t;
+		c->nby_id = n;
+	} else {
+		memset(c->by_id, 0, n * sizeof(*c->by_id));
+	}
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		uint32_t h = (uint32_t)c->col[k].def.id & (n - 1);
+
+		while (c->by_id[h])
+			h = (h + 1) & (n - 1);
+		c->by_id[h] = k + 1;
+	}
+	return 0;
+}
+
+/* The column of series ser, or -1. */
+static long find_column(const struct columns *c, const struct series *ser)
+{
+	if (!c->nby_id)
+		return -1;
+	for (uint32_t h = (uint32_t)ser->id & (c->nby_id - 1); c->by_id[h];
+	     h = (h + 1) & (c->nby_id - 1))
+		if (same_identity(&c->col[c->by_id[h] - 1].def, ser))
+			return (long)c->by_id[h] - 1;
+	return -1;
+}
+
+/*
+ * Give column col its ring (it had only its newest value): that value
+ * moves to the newest point.  Returns 0 or -ENOMEM.
+ */
+static int column_keep(struct columns *c, struct column *col)
+{
+	const struct col_ring *d = &c->ring;
+
+	if (d->cap) {
+		col->v = calloc(d->cap, sizeof(uint64_t));
+		col->present = calloc(words(d->cap), sizeof(uint64_t));
+		if (!col->v || !col->present) {
+			free(col->v);
+			free(col->present);
+			col->v = NULL;
+			col->present = NULL;
+			return -ENOMEM;
+		}
+	}
+	col->keep = 1;
+	if (col->now && d->n) {
+		size_t s = (d->head + d->n - 1) % d->cap;
+
+		((uint64_t *)col->v)[s] = col->last.u;	/* any of the union's members */
+		col->present[s / 64] |= 1ULL << (s % 64);
+		col->chain = 0;
+	}
+	col->now = 0;
+	return 0;
+}
+
+static int policy_keeps(const struct columns_policy *p, const struct series *def)
+{
+	return !p || !p->keeps || p->keeps(def, p->arg);
+}
+
+/* A new column for series ser, holding no point yet; its index or -ENOMEM. */
+static long add_column(struct columns *c, const struct series *ser,
+		       const struct columns_policy *policy)
+{
+	struct column *col;
+
+	if (c->ncol == c->capcol) {
+		uint32_t cap = c->capcol ? c->capcol * 2 : 16;
+		struct column *n = realloc(c->col, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		c->col = n;
+		c->capcol = cap;
+	}
+	col = &c->col[c->ncol];
+	memset(col, 0, sizeof(*col));
+	if (def_copy(&col->def, ser))
+		return -ENOMEM;
+	col->keep = policy_keeps(policy, ser);
+	if (col->keep && c->ring.cap) {
+		col->v = calloc(c->ring.cap, sizeof(uint64_t));
+		col->present = calloc(words(c->ring.cap), sizeof(uint64_t));
+		if (!col->v || !col->present) {
+			c->ncol++;	/* column_free below frees what it has */
+			column_free(col, c);
+			c->ncol--;
+			return -ENOMEM;
+		}
+	}
+	c->ncol++;
+	if (c->ncol * 2 + 2 > c->nby_id) {
+		if (index_rebuild(c)) {
+			c->ncol--;
+			column_free(col, c);
+			return -ENOMEM;
+		}
+	} else {
+		uint32_t h = (uint32_t)ser->id & (c->nby_id - 1);
+
+		while (c->by_id[h])
+			h = (h + 1) & (c->nby_id - 1);
+		c->by_id[h] = c->ncol;
+	}
+	return (long)c->ncol - 1;
+}
+
+/* ---- the ring ----------------------------------------------------------- */
+
+/* Room for one more point: grown by an eighth, points moved to slots 0.. */
+static int ring_reserve(struct columns *c)
+{
+	struct col_ring *g = &c->ring;
+	size_t cap = g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 8;
+	uint64_t *ts;
+
+	if (g->n < g->cap)
+		return 0;
+	ts = malloc(cap * sizeof(*ts));
+	if (!ts)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		struct column *col = &c->col[k];
+		uint64_t *v, *p;
+
+		if (!col->keep)
+			continue;
+		v = calloc(cap, sizeof(*v));
+		p = calloc(words(cap), sizeof(*p));
+		if (!v || !p) {
+			free(v);
+			free(p);
+			free(ts);
+			return -ENOMEM;	/* columns 0..k-1 grew: harmless, rings unchanged */
+		}
+		for (size_t i = 0; i < g->n; i++) {
+			size_t s = wrap(g, i);
+
+			v[i] = ((uint64_t *)col->v)[s];
+			if (bit(col->present, s))
+				set_bit(p, i);
+		}
+		free(col->v);
+		free(col->present);
+		col->v = v;
+		col->present = p;
+	}
+	for (size_t i = 0; i < g->n; i++)
+		ts[i] = g->ts[wrap(g, i)];
+	free(g->ts);
+	g->ts = ts;
+	g->head = 0;
+	g->cap = cap;
+	return 0;
+}
+
+/* Drop the oldest point. */
+static void drop_oldest(struct columns *c)
+{
+	struct col_ring *g = &c->ring;
+	size_t s = g->head;
+
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		struct column *col = &c->col[k];
+
+		if (!col->keep || !bit(col->present, s))
+			continue;
+		if (col->def.kind == SERIES_HISTOGRAM) {
+			rebase_next(c, col, s);
+			free(packed(col)[s]);
+		}
+		clear_bit(col->present, s);
+		col->live--;
+	}
+	g->head = wrap(g, 1);
+	g->n--;
+}
+
+/* Remove the columns no point holds any more. */
+static void collect(struct columns *c)
+{
+	int removed = 0;
+
+	for (uint32_t k = c->ncol; k-- > 0;) {
+		if (c->col[k].live)
+			continue;
+		column_free(&c->col[k], c);
+		c->ncol--;
+		removed = 1;
+		if (k == c->ncol)
+			continue;
+		c->col[k] = c->col[c->ncol];
+		for (uint32_t i = 0; i < c->newest.nseries; i++)
+			if (c->newest.series[i].link == c->ncol + 1)
+				c->newest.series[i].link = k + 1;
+	}
+	if (removed)
+		index_rebuild(c);	/* -ENOMEM keeps the old (larger) table: still valid */
+}
+
+/*
+ * The histogram column col's point before slot s as prev (the
+ * previous newest snapshot) holds it, or NULL when it is not there or
+ * not directly before.
+ */
+static const struct hist_sparse *prev_hist(const struct columns *c, const struct column *col,
+					   uint32_t k, const struct snapshot *prev, uint32_t hint,
+					   size_t s)
+{
+	const struct col_ring *d = &c->ring;
+	size_t before = s ? s - 1 : d->cap - 1;
+
+	if (d->n < 2 || !bit(col->present, before) || !prev)
+		return NULL;
+	if (hint < prev->nseries && prev->series[hint].link == k + 1)
+		return prev->series[hint].sparse;
+	for (uint32_t i = 0; i < prev->nseries; i++)
+		if (prev->series[i].link == k + 1)
+			return prev->series[i].sparse;
+	return NULL;
+}
+
+/*
+ * Give series ser (index i of the new newest snapshot; prev: the one before
+ * it, or NULL) its column and its value at slot s; again: ser was
+ * placed there before and its value changed (columns_set_newest).
+ */
+/* Column col (keep 0) holds ser's value at the newest point. */
+static int place_newest_only(struct column *col, struct series *ser, int again)
+{
+	if (col->now && (!again || ser->kind == SERIES_HISTOGRAM))
+		return 0;	/* the same series twice in one snapshot: the first counts */
+	if (ser->kind == SERIES_HISTOGRAM) {
+		int ret = series_compact(ser);
+
+		if (ret)
+			return ret;
+		col->last.h = hpack_full(ser->sparse);
+		if (!col->last.h)
+			return -ENOMEM;
+	} else if (ser->kind == SERIES_COUNTER) {
+		col->last.u = ser->counter.value;
+	} else {
+		col->last.d = ser->gauge.last;
+	}
+	if (!col->now)
+		col->live++;
+	col->now = 1;
+	return 0;
+}
+
+/*
+ * Place series ser (the i-th of the snapshot at slot s) in its column:
+ * column hint when it is the series' (sure: it is, if the kind is the
+ * same: ser repeats, by its very strings, a series of the newest that is
+ * in that column), else the column found by id, else a new one.
+ */
+static int place(struct columns *c, struct series *ser, size_t s, long hint, int sure,
+		 const struct snapshot *prev, uint32_t i, int again,
+		 const struct columns_policy *policy)
+{
+	long k = -1;
+	struct column *col;
+
+	if (hint >= 0 && (uint32_t)hint < c->ncol &&
+	    (sure ? c->col[hint].def.kind == ser->kind : same_identity(&c->col[hint].def, ser)))
+		k = hint;
+	if (k < 0)
+		k = find_column(c, ser);
+	if (k < 0)
+		k = add_column(c, ser, policy);
+	if (k < 0)
+		return (int)k;
+	col = &c->col[k];
+	ser->link = (uint32_t)k + 1;
+	if (!col->keep)
+		return place_newest_only(col, ser, again);
+	if (bit(col->present, s)) {
+		if (!again || ser->kind == SERIES_HISTOGRAM)
+			return 0;	/* the same series twice in one snapshot: the first counts */
+		/* a value set again (columns_set_newest) */
+		if (ser->kind == SERIES_COUNTER)
+			((uint64_t *)col->v)[s] = ser->counter.value;
+		else
+			((double *)col->v)[s] = ser->gauge.last;
+		return 0;
+	}
+	if (ser->kind == SERIES_HISTOGRAM) {
+		const struct hist_sparse *older;
+		uint8_t *b = NULL;
+		int grew = 0, ret = series_compact(ser);
+
+		if (ret)
+			return ret;
+		older = col->chain < COLUMNS_HIST_CHAIN ?
+			prev_hist(c, col, (uint32_t)k, prev, i, s) : NULL;
+		if (older)
+			b = hpack_delta(ser->sparse, older, &grew);
+		if (b) {
+			col->chain++;
+		} else if (older && grew) {
+			return -ENOMEM;
+		} else {
+			b = hpack_full(ser->sparse);
+			if (!b)
+				return -ENOMEM;
+			col->chain = 0;
+		}
+		packed(col)[s] = b;
+	} else if (ser->kind == SERIES_COUNTER) {
+		((uint64_t *)col->v)[s] = ser->counter.value;
+	} else {
+		((double *)col->v)[s] = ser->gauge.last;
+	}
+	set_bit(col->present, s);
+	col->live++;
+	return 0;
+}
+
+/* c->hash for the newest snapshot's series (left invalid on -ENOMEM). */
+static void index_newest(struct columns *c)
+{
+	const struct snapshot *s = &c->newest;
+
+	c->nhash = 0;
+	if (s->nseries > c->caphash) {
+		uint32_t cap = s->nseries + 16;
+		uint32_t *h = realloc(c->hash, cap * sizeof(*h));
+
+		if (!h)
+			return;
+		c->hash = h;
+		c->caphash = cap;
+	}
+	for (uint32_t i = 0; i < s->nseries; i++)
+		c->hash[i] = s->series[i].name_hash;
+	c->nhash = s->nseries;
+}
+
+/* The newest point is about to change: the keep-0 columns' values go. */
+static void forget_newest_only(struct columns *c)
+{
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		struct column *col = &c->col[k];
+
+		if (col->keep || !col->now)
+			continue;
+		if (col->def.kind == SERIES_HISTOGRAM)
+			free(col->last.h);
+		col->now = 0;
+		col->live--;
+	}
+}
+
+/* The policy changed (a reload): columns it now keeps get their rings. */
+static void follow_policy(struct columns *c, const struct columns_policy *policy)
+{
+	for (uint32_t k = 0; k < c->ncol; k++)
+		if (!c->col[k].keep && policy_keeps(policy, &c->col[k].def))
+			column_keep(c, &c->col[k]);	/* -ENOMEM: asked again next gen */
+	c->policy_gen = policy ? policy->gen : 0;
+}
+
+#define HINT_SURE (1u << 31)	/* a hint place() need not check (columns are far fewer) */
+
+int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
+		 const struct columns_policy *policy)
+{
+	struct col_ring *d = &c->ring;
+	const struct snapshot *prev = &c->newest;
+	uint32_t *hints = NULL;
+	size_t slot;
+	int ret;
+
+	while (d->n && d->ts[d->head] + keep_ms < s->ts_ms)
+		drop_oldest(c);
+	ret = ring_reserve(c);
+	if (!ret && columns_len(c) && s->nseries) {
+		/*
+		 * consecutive snapshots of a host list their series in the same
+		 * order; one decoded like the newest says which series it repeats
+		 */
+		hints = malloc(s->nseries * sizeof(*hints));
+		if (!hints)
+			ret = -ENOMEM;
+		for (uint32_t i = 0; hints && i < s->nseries; i++) {
+			const struct series *x = &s->series[i];
+			uint32_t j = x->like ? x->like - 1 : i;
+			const struct series *p = j < prev->nseries ? &prev->series[j] : NULL;
+
+			hints[i] = p && p->link != SERIES_LINK_NONE ? p->link : 0;
+			if (hints[i] && x->like && p->name == x->name && p->labels == x->labels)
+				hints[i] |= HINT_SURE;
+		}
+	}
+	if (ret) {
+		snapshot_free(s);
+		return ret;
+	}
+	if (c->policy_gen != (policy ? policy->gen : 0))
+		follow_policy(c, policy);
+	forget_newest_only(c);
+	slot = wrap(d, d->n);
+	for (uint32_t k = 0; k < c->ncol; k++)
+		if (c->col[k].keep)
+			clear_bit(c->col[k].present, slot);
+	d->ts[slot] = s->ts_ms;
+	d->n++;
+	for (uint32_t i = 0; i < s->nseries && !ret; i++) {
+		s->series[i].link = 0;
+		ret = place(c, &s->series[i], slot,
+			    hints ? (long)(hints[i] & ~HINT_SURE) - 1 : -1,
+			    hints && (hints[i] & HINT_SURE),
+			    prev->host ? prev : NULL, i, 0, policy);
+	}
+	free(hints);
+	if (ret) {
+		/* take the half-placed point back out; its histograms stay with s */
+		forget_newest_only(c);
+		for (uint32_t k = 0; k < c->ncol; k++) {
+			if (!c->col[k].keep || !bit(c->col[k].present, slot))
+				continue;
+			if (c->col[k].def.kind == SERIES_HISTOGRAM)
+				free(packed(&c->col[k])[slot]);
+			clear_bit(c->col[k].present, slot);
+			c->col[k].live--;
+		}
+		d->n--;
+		snapshot_free(s);
+		collect(c);
+		return ret;
+	}
+	/*
+	 * s may use the newest's strings (decoded like it, store_read_ranges):
+	 * they become s's.  Should a copy fail, the old newest is leaked rather
+	 * than freed under s.
+	 */
+	if (snapshot_adopt_strings(s, &c->newest) == 0 && c->newest.host)
+		newest_free(c);
+	c->newest = *s;
+	memset(s, 0, sizeof(*s));
+	index_newest(c);
+	collect(c);
+	return 0;
+}
+
+int columns_set_newest(struct columns *c, struct series *ser, const struct columns_policy *policy)
+{
+	const struct col_ring *d = &c->ring;
+
+	if (!d->n || ser->kind == SERIES_HISTOGRAM)
+		return -EINVAL;
+	int ret;
+
+	ret = place(c, ser, wrap(d, d->n - 1), ser->link ? (long)ser->link - 1 : -1, 0, NULL, 0, 1,
+		    policy);
+	if (c->nhash != c->newest.nseries)
+		index_newest(c);	/* a series added to the newest snapshot */
+	return ret;
+}
+
+long columns_last_at(const struct columns *c, uint64_t t)
+{
+	size_t lo = 0, hi = columns_len(c);
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (columns_ts(c, mid) <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+size_t columns_bytes(const struct columns *c)
+{
+	size_t b = sizeof(*c) + c->capcol * sizeof(*c->col) + c->nby_id * sizeof(uint32_t) +
+		   c->caphash * sizeof(uint32_t);
+
+	b += malloc_usable_size(c->ring.ts);
+	for (uint32_t k = 0; k < c->ncol; k++) {
+		const struct column *col = &c->col[k];
+
+		b += malloc_usable_size(col->def.labels);	/* the identity's one block */
+		if (!col->keep && col->now && col->def.kind == SERIES_HISTOGRAM)
+			b += malloc_usable_size(col->last.h);
+		b += malloc_usable_size(col->v) + malloc_usable_size(col->present);
+		if (col->def.kind != SERIES_HISTOGRAM || !col->v)
+			continue;
+		for (size_t s = 0; s < c->ring.cap; s++)
+			if (bit(col->present, s))
+				b += malloc_usable_size(packed(col)[s]);
+	}
+	return b;
+}

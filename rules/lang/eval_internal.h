@@ -1,0 +1,122 @@
+/*
+ * eval_internal.h - what eval.c and vector_fns.c share, and nobody else.
+ */
+#ifndef FL_EVAL_INTERNAL_H
+#define FL_EVAL_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "model/labels.h"
+#include "rules/lang/eval.h"
+
+/*
+ * What an expression is evaluated over: the hosts' windows, and how
+ * peer_ratio reaches the rest of a sharded fleet (NULL: hosts are all of it).
+ */
+struct eval_in {
+	const struct host_window *hosts;
+	size_t nh;
+	const struct eval_peers *peers;
+};
+
+/* Evaluate n over in (eval() and eval_sharded() without the wrapping). */
+int eval_node(const struct node *n, const struct eval_in *in, struct value *out, char *err,
+	      size_t errlen);
+
+/* The range functions, named as the parser resolved them (expr.h). */
+enum range_fn {
+	RF_NONE = FN_NONE, RF_INCREASE = FN_INCREASE, RF_RATE = FN_RATE, RF_DELTA = FN_DELTA,
+	RF_AVG = FN_AVG_OVER_TIME, RF_MIN = FN_MIN_OVER_TIME, RF_MAX = FN_MAX_OVER_TIME,
+	RF_QUANTILE = FN_QUANTILE, RF_SUM = FN_SUM_OVER_TIME, RF_COUNT = FN_COUNT_OVER_TIME,
+	RF_LAST = FN_LAST_OVER_TIME, RF_STDDEV = FN_STDDEV_OVER_TIME, RF_CHANGES = FN_CHANGES,
+	RF_RESETS = FN_RESETS, RF_IRATE = FN_IRATE, RF_IDELTA = FN_IDELTA, RF_DERIV = FN_DERIV,
+	RF_PREDICT = FN_PREDICT_LINEAR, RF_PRESENT = FN_PRESENT_OVER_TIME,
+	RF_QOT = FN_QUANTILE_OVER_TIME, RF_STDVAR = FN_STDVAR_OVER_TIME,
+};
+
+/* Index of the last point of window w at or before t, or -1. */
+ssize_t window_last_at(const struct host_window *w, uint64_t t);
+
+/* Into d: histogram k's increase between points a and b of w's columns. */
+void window_hist_delta(struct histogram *d, const struct columns *c, uint32_t k, size_t a,
+		       size_t b);
+
+/*
+ * Range function fn of series k over w's points in its last range_ns
+ * (range_fns.c); q is quantile_over_time's quantile.
+ */
+double eval_range_fn(enum range_fn fn, const struct host_window *w, uint32_t k,
+		     uint64_t range_ns, double q);
+
+/* Append an element with labels l (borrowed, sorted by key) and value x. */
+int value_push(struct value *v, const struct label *l, int nl, double x);
+
+/* Sort labels by key; the hash of a sorted label set. */
+void labels_sort(struct label *l, int nl);
+uint64_t labels_hash(const struct label *l, int nl);
+
+/* sum/avg/min/max/count/group/stddev/stdvar by (or without) labels of in. */
+int eval_agg(const struct node *n, const struct value *in, struct value *out);
+
+/*
+ * topk/bottomk (k elements of each group, their labels kept) and
+ * quantile (param-quantile of each group, the group's labels) by (or
+ * without) labels of in.
+ */
+int eval_agg_param(const struct node *n, double param, const struct value *in, struct value *out);
+
+/*
+ * histogram_quantile(q, in): in's elements grouped by their labels but le,
+ * each group a classic histogram (le = upper bound, cumulative counts), and
+ * the quantile interpolated within its bucket as Prometheus does.
+ */
+int histogram_quantile(double q, const struct value *in, struct value *out);
+
+/* label_replace and label_join (call n) */
+int eval_label_fn(const struct node *n, const struct eval_in *in,
+		  struct value *out, char *err, size_t errlen);
+
+/* PromQL's quantile q of n sorted values (linear between the closest ranks). */
+double quantile_sorted(const double *v, size_t n, double q);
+
+/*
+ * Each element of in over the median of the elements with the same label
+ * (over the whole fleet through peers when set).
+ */
+int peer_ratio(const struct eval_peers *peers, const struct value *in, const char *label,
+	       struct value *out);
+
+/* absent(x) and the element functions abs ... clamp of call n. */
+int eval_absent(const struct node *n, const struct eval_in *in,
+		struct value *out, char *err, size_t errlen);
+int eval_elementwise(const struct node *n, const struct eval_in *in,
+		     struct value *out, char *err, size_t errlen);
+
+/*
+ * l op r for binary node n (arithmetic, comparison, and/or/unless), with
+ * PromQL's vector matching (on/ignoring, group_left/group_right).  Returns
+ * 0, or -EINVAL with "line:col: reason" in err (e.g. many-to-many).
+ */
+int eval_bin(const struct node *n, const struct value *l, const struct value *r,
+	     struct value *out, char *err, size_t errlen);
+
+/* Whether series s of snapshot snap is one selector sel picks. */
+int eval_sel_matches(const struct node *sel, const struct snapshot *snap, const struct series *s);
+
+/*
+ * Range function fn (expr.h's id) of series def over host window w's
+ * minutes (w->minutes set): the minutes ending in (newest - range, newest];
+ * NAN when none holds the series or fn is not one a rollup answers
+ * (minute_eval.c).
+ */
+double minute_range_fn(enum expr_fn fn, const struct host_window *w, const struct series *def,
+		       uint64_t range_ns, double q);
+
+/*
+ * Merge into out the histograms sel picks in w's minutes that end in
+ * (to_ms - span_ms, to_ms]; returns how many.
+ */
+int minute_merge_hist(const struct node *sel, const struct host_window *w, uint64_t to_ms,
+		      uint64_t span_ms, struct histogram *out);
+
+#endif

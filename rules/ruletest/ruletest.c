@@ -1,0 +1,728 @@
+/*
+ * ruletest.c - rule unit tests; see ruletest.h.
+ */
+#include "rules/ruletest/ruletest.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/catalog.h"
+#include "core/array.h"
+#include "core/config.h"
+#include "rules/engine/engine.h"
+#include "rules/ruletest/ruletest_expr.h"
+#include "rules/lang/eval.h"
+#include "rules/lang/expr.h"
+#include "rules/engine/minute_source.h"
+#include "model/histogram.h"
+#include "core/timeutil.h"
+#include "model/labels.h"
+#include "core/strbuf.h"
+
+#define MAX_POINTS 100000	/* per series, so a typo like 1+0x1e9 is an error */
+#define MAX_EVALS 100000	/* per test case, so a typo cannot run for hours */
+#define T0 1764500000000ULL	/* tests start at a fixed wall-clock time */
+
+struct input {
+	const struct metric_info *mi;	/* the catalog's entry for metric */
+	char host[128];
+	char metric[128];
+	struct label labels[16];
+	int nlabels;
+	struct label hlabels[8];
+	int nhlabels;
+	double *v;
+	unsigned char *have;	/* 0: "_", no sample at this step */
+	int n, cap;
+	uint64_t count;		/* histograms: observations of the value per step */
+	struct histogram *cum;	/* histograms: every step so far (probes send them so) */
+};
+
+static int is_host_label(const char *k)
+{
+	return !strcmp(k, "rack") || !strcmp(k, "switch") || !strcmp(k, "row") ||
+	       !strcmp(k, "site");
+}
+
+/* 'metric{k="v",...}' */
+static int parse_series(const char *s, struct input *in, char *err, size_t errlen)
+{
+	const char *b = strchr(s, '{');
+	size_t ml = b ? (size_t)(b - s) : strlen(s);
+
+	snprintf(in->metric, sizeof(in->metric), "%.*s", (int)ml, s);
+	in->mi = catalog_find(in->metric);
+	if (!in->mi) {
+		catalog_unknown(in->metric, err, errlen);
+		return -1;
+	}
+	for (const char *p = b ? b + 1 : NULL; p && *p && *p != '}';) {
+		char key[64], val[128];
+		const char *eq = strchr(p, '='), *q1, *q2;
+
+		if (!eq || !(q1 = strchr(eq, '"')) || !(q2 = strchr(q1 + 1, '"'))) {
+			snprintf(err, errlen, "expected k=\"v\" in '%s'", s);
+			return -1;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+		snprintf(val, sizeof(val), "%.*s", (int)(q2 - q1 - 1), q1 + 1);
+		if (!strcmp(key, "host"))
+			snprintf(in->host, sizeof(in->host), "%s", val);
+		else if (is_host_label(key)) {
+			if (in->nhlabels == 8) {
+				snprintf(err, errlen, "more than 8 host labels in '%s'", s);
+				return -1;
+			}
+			in->hlabels[in->nhlabels].key = strdup(key);
+			in->hlabels[in->nhlabels++].value = strdup(val);
+		} else {
+			if (in->nlabels == 16) {
+				snprintf(err, errlen, "more than 16 labels in '%s'", s);
+				return -1;
+			}
+			in->labels[in->nlabels].key = strdup(key);
+			in->labels[in->nlabels++].value = strdup(val);
+		}
+		p = q2 + 1;
+		while (*p == ',' || *p == ' ')
+			p++;
+	}
+	if (!in->host[0]) {
+		snprintf(err, errlen, "series '%s' needs a host=\"...\" label", s);
+		return -1;
+	}
+	return 0;
+}
+
+/* Append one step (have = 0: no sample).  Returns 0 or -1. */
+static int push_point(struct input *in, double v, int have, char *err, size_t errlen)
+{
+	if (in->n == MAX_POINTS) {
+		snprintf(err, errlen, "more than %d values in one series", MAX_POINTS);
+		return -1;
+	}
+	if (in->n == in->cap) {
+		int cap = in->cap ? in->cap * 2 : 64;
+		double *nv = realloc(in->v, (size_t)cap * sizeof(*nv));
+		unsigned char *nh = nv ? realloc(in->have, (size_t)cap) : NULL;
+
+		if (nv)
+			in->v = nv;
+		if (!nh) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		in->have = nh;
+		in->cap = cap;
+	}
+	in->v[in->n] = v;
+	in->have[in->n++] = (unsigned char)have;
+	return 0;
+}
+
+/* "1 2 _ 3+1x4 10-2x3" */
+static int parse_values(const char *s, struct input *in, char *err, size_t errlen)
+{
+	char buf[4096], *save, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *x = strrchr(tok, 'x'), *end, *send;
+		double a, step = 0;
+		long n = 0;
+
+		if (!strcmp(tok, "_")) {
+			if (push_point(in, 0, 0, err, errlen))
+				return -1;
+			continue;
+		}
+		if (x)
+			*x = '\0';	/* else strtod would read "+0x22" as hex */
+		a = strtod(tok, &end);
+		if (end == tok || (!x && *end) || (x && *end != '+' && *end != '-')) {
+			snprintf(err, errlen, "'%s' is not a value, _ or a+bxn", tok);
+			return -1;
+		}
+		if (x) {
+			step = strtod(end, &send);
+			n = strtol(x + 1, &end, 10);
+			if (send == x - 1 || *send || *end || n < 0) {
+				*x = 'x';
+				snprintf(err, errlen, "'%s' is not of the form a+bxn", tok);
+				return -1;
+			}
+		}
+		if (n >= MAX_POINTS) {
+			snprintf(err, errlen, "'%s': more than %d values in one series", tok, MAX_POINTS);
+			return -1;
+		}
+		for (long i = 0; i <= n; i++)
+			if (push_point(in, a + step * (double)i, 1, err, errlen))
+				return -1;
+	}
+	return 0;
+}
+
+/* The firing alerts of one check (label strings borrowed from the engine). */
+struct got {
+	struct firing {
+		struct label *l, *ann;	/* owned copies */
+		int n, nann;
+	} *a;
+	int n, cap;
+};
+
+static struct label *copy_labels(const struct label *l, int n)
+{
+	struct label *c = calloc((size_t)n + 1, sizeof(*c));
+
+	for (int i = 0; c && i < n; i++) {
+		c[i].key = strdup(l[i].key);
+		c[i].value = strdup(l[i].value);
+	}
+	return c;
+}
+
+static void free_labels_n(struct label *l, int n)
+{
+	for (int i = 0; l && i < n; i++) {
+		free(l[i].key);
+		free(l[i].value);
+	}
+	free(l);
+}
+
+static void firing_cb(const struct label *labels, int n, const struct label *ann, int nann,
+		      void *arg)
+{
+	struct got *g = arg;
+
+	if (ARRAY_GROW(g->a, g->cap, g->n + 1, 16))
+		return;
+	g->a[g->n++] = (struct firing){ copy_labels(labels, n), copy_labels(ann, nann), n, nann };
+}
+
+static void got_free(struct got *g)
+{
+	for (int i = 0; i < g->n; i++) {
+		free_labels_n(g->a[i].l, g->a[i].n);
+		free_labels_n(g->a[i].ann, g->a[i].nann);
+	}
+	free(g->a);
+}
+
+static const char *lv(const struct label *l, int n, const char *k)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(l[i].key, k))
+			return l[i].value;
+	return NULL;
+}
+
+static void sink(const char *json, void *arg)
+{
+	(void)json;
+	(void)arg;
+}
+
+/*
+ * Give the engine one snapshot per host for input step: all of a host's
+ * series that have a sample at this step, as one probe would send them.
+ * in[] is sorted by host, so each host's series are one run.
+ */
+static void feed_step(struct engine *e, struct minute_source *ms, struct input *in, int nin,
+		      uint64_t step, uint64_t ts_ms, uint64_t interval_ms)
+{
+	for (int i = 0, j; i < nin; i = j) {
+		struct snapshot s;
+		int any = 0;
+
+		snapshot_init(&s, in[i].host, ts_ms, interval_ms, step, 1);
+		for (j = i; j < nin && !strcmp(in[j].host, in[i].host); j++) {
+			const struct metric_info *mi = in[j].mi;
+			struct series *ser;
+			double wire;
+
+			for (int h = 0; h < in[j].nhlabels; h++)
+				snapshot_set_label(&s, in[j].hlabels[h].key, in[j].hlabels[h].value);
+			if (step >= (uint64_t)in[j].n || !in[j].have[step])
+				continue;
+			/* values are in the metric's unit; snapshots hold the wire's */
+			wire = catalog_to_wire(in[j].v[step], mi->scale);
+			ser = snapshot_add_labels(&s, mi->wire, mi->kind, in[j].labels,
+						  (uint32_t)in[j].nlabels);
+			if (!ser)
+				continue;
+			any = 1;
+			if (mi->kind == SERIES_COUNTER) {
+				ser->counter.value = (uint64_t)llround(fmax(wire, 0));
+			} else if (mi->kind == SERIES_HISTOGRAM) {
+				if (!in[j].cum && !(in[j].cum = calloc(1, sizeof(*in[j].cum))))
+					continue;
+				hist_record_n(in[j].cum, (uint64_t)llround(fmax(wire, 0)),
+					      in[j].count);
+				*ser->hist = *in[j].cum;
+			} else {
+				ser->gauge.last = ser->gauge.min = ser->gauge.max = wire;
+				ser->gauge.sum = wire;
+				ser->gauge.n = 1;
+			}
+		}
+		if (any) {
+			minute_source_add(ms, &s);	/* what baselines read, as s60 */
+			engine_add_snapshot(e, &s);
+		}
+		snapshot_free(&s);
+	}
+}
+
+static int by_host(const void *a, const void *b)
+{
+	return strcmp(((const struct input *)a)->host, ((const struct input *)b)->host);
+}
+
+/*
+ * deploys: [{service: api, version: "2", hosts: "web-[0-3]", at: 20m}] for
+ * baseline rules (hosts defaults to every host).  Returns 0 or -1 (printed).
+ */
+static int set_deploys(const struct cfg *c, struct engine *e, const struct cfg_node *list,
+		       FILE *out)
+{
+	struct deploy d[32];
+	char err[512];
+	int n = 0;
+
+	if (!list)
+		return 0;
+	if (list->type != CFG_SEQ || list->nchild > 32) {
+		fprintf(out, "%s:%d:%d: deploys: expected a list of at most 32 markers\n", c->file,
+			list->line, list->col);
+		return -1;
+	}
+	for (size_t i = 0; i < list->nchild; i++) {
+		const struct cfg_node *m = &list->child[i];
+		char *service = NULL, *version = NULL, *hosts = NULL;
+		uint64_t at = 0;
+
+		memset(&d[n], 0, sizeof(d[n]));
+		err[0] = '\0';
+		if (cfg_string(c, m, "service", &service, err, sizeof(err)) ||
+		    cfg_string(c, m, "version", &version, err, sizeof(err)) ||
+		    cfg_string(c, m, "hosts", &hosts, err, sizeof(err)) ||
+		    cfg_duration(c, m, "at", &at, err, sizeof(err)) || !service || !version) {
+			if (err[0])
+				fprintf(out, "%s\n", err);
+			else
+				fprintf(out, "%s:%d:%d: deploys: each needs service, version and at\n",
+					c->file, m->line, m->col);
+			free(service);
+			free(version);
+			free(hosts);
+			return -1;
+		}
+		snprintf(d[n].service, sizeof(d[n].service), "%s", service);
+		snprintf(d[n].version, sizeof(d[n].version), "%s", version);
+		snprintf(d[n].hosts, sizeof(d[n].hosts), "%s", hosts ? hosts : "*");
+		d[n++].ts_ms = T0 + at / NSEC_PER_MSEC;
+		free(service);
+		free(version);
+		free(hosts);
+	}
+	return engine_set_deploys(e, d, n);
+}
+
+/*
+ * Run one test case of c: feed its inputs, evaluate every eval_ns, compare
+ * the firing alerts at each eval_time.  Returns 1 if it failed, else 0.
+ */
+static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, char **files,
+		   uint64_t eval_ns, FILE *out)
+{
+	const struct cfg_node *inputs = cfg_get(t, "input_series"), *checks = cfg_get(t,
+										  "alert_rule_test");
+	const struct cfg_node *queries = cfg_get(t, "promql_expr_test");
+	struct minute_source minutes;
+	size_t nalloc = inputs ? inputs->nchild + 1 : 1;
+	struct input *in = calloc(nalloc, sizeof(*in));
+	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0, *ets = NULL, *qts = NULL;
+	struct ruleset rs = { 0 };
+	struct engine *e;
+	struct label ext[32];		/* external_labels: strings in c, which outlives e */
+	char err[512], *name = NULL;
+	int nin = 0, failed = 0;
+
+	minute_source_init(&minutes);
+	cfg_string(c, t, "name", &name, err, sizeof(err));
+	if (cfg_duration(c, t, "interval", &interval, err, sizeof(err)) || !in) {
+		fprintf(out, "%s\n", err);
+		free(in);
+		free(name);
+		return 1;
+	}
+	for (size_t i = 0; inputs && i < inputs->nchild; i++) {
+		const struct cfg_node *sn = cfg_get(&inputs->child[i], "series");
+		const struct cfg_node *vn = cfg_get(&inputs->child[i], "values");
+
+		if (!sn || !vn || !sn->value || !vn->value ||
+		    parse_series(sn->value, &in[nin], err, sizeof(err)) ||
+		    parse_values(vn->value, &in[nin], err, sizeof(err))) {
+			if (!sn || !vn)
+				snprintf(err, sizeof(err), "each input needs series and values");
+			fprintf(out, "%s:%d:%d: input_series: %s\n", c->file, inputs->child[i].line,
+				inputs->child[i].col, err);
+			failed = 1;
+			goto done;
+		}
+		in[nin].count = 100;
+		if (cfg_uint(c, &inputs->child[i], "count", 1, 1000000000, &in[nin].count, err,
+			     sizeof(err))) {
+			fprintf(out, "%s\n", err);
+			failed = 1;
+			goto done;
+		}
+		nin++;
+	}
+	qsort(in, (size_t)nin, sizeof(*in), by_host);
+	for (int f = 0; f < nfiles; f++)
+		if (rules_load(&rs, files[f], err, sizeof(err))) {
+			fprintf(out, "%s\n", err);
+			rules_free(&rs);
+			failed = 1;
+			goto done;
+		}
+	{
+		/* promtool's external_labels and external_url, for $externalLabels / $externalURL */
+		struct engine_opts eo = { .stale_ms = interval / NSEC_PER_MSEC * 3 + 1,
+					  .keep_all_history = 1 };
+		const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t, "external_url");
+
+		/* (check_keys made sure of their shape) */
+		for (size_t k = 0; xl && k < xl->nchild && k < sizeof(ext) / sizeof(ext[0]); k++) {
+			ext[k].key = xl->child[k].key;
+			ext[k].value = xl->child[k].value ? xl->child[k].value : (char *)"";
+			eo.nexternal_labels++;
+		}
+		eo.external_labels = ext;
+		if (xu)
+			snprintf(eo.generator_url, sizeof(eo.generator_url), "%s", xu->value);
+		engine_init(&e, &rs, &eo);
+		engine_set_rollup_loader(e, minute_source_load, &minutes, 0);
+	}
+	if (set_deploys(c, e, cfg_get(t, "deploys"), out)) {
+		engine_free(e);
+		failed = 1;
+		goto done;
+	}
+	ets = calloc(checks ? checks->nchild + 1 : 1, sizeof(*ets));
+	for (size_t k = 0; ets && checks && k < checks->nchild; k++) {
+		uint64_t et = 0;
+		const struct cfg_node *ck = &checks->child[k];
+
+		err[0] = '\0';
+		if (cfg_duration(c, ck, "eval_time", &et, err, sizeof(err)) || et % eval_ns ||
+		    et / eval_ns > MAX_EVALS || !cfg_get(ck, "alertname")) {
+			if (!err[0])
+				snprintf(err, sizeof(err), "%s:%d:%d: %s", c->file, ck->line, ck->col,
+					 !cfg_get(ck, "alertname") ? "alert_rule_test needs alertname" :
+					 et % eval_ns ?
+					 "eval_time must be a multiple of evaluation_interval" :
+					 "eval_time is more than 100000 evaluations away; "
+					 "raise evaluation_interval");
+			fprintf(out, "%s\n", err);
+			engine_free(e);
+			failed = 1;
+			goto done;
+		}
+		ets[k] = et;
+		if (et > maxt)
+			maxt = et;
+	}
+	qts = calloc(queries ? queries->nchild + 1 : 1, sizeof(*qts));
+	for (size_t k = 0; qts && queries && k < queries->nchild; k++) {
+		const struct cfg_node *q = &queries->child[k];
+		uint64_t et = 0;
+
+		err[0] = '\0';
+		if (cfg_duration(c, q, "eval_time", &et, err, sizeof(err)) || et % eval_ns ||
+		    et / eval_ns > MAX_EVALS || !cfg_get(q, "expr")) {
+			if (!err[0])
+				snprintf(err, sizeof(err), "%s:%d:%d: %s", c->file, q->line, q->col,
+					 !cfg_get(q, "expr") ? "promql_expr_test needs expr" :
+					 et % eval_ns ?
+					 "eval_time must be a multiple of evaluation_interval" :
+					 "eval_time is more than 100000 evaluations away");
+			fprintf(out, "%s\n", err);
+			engine_free(e);
+			free(qts);
+			failed = 1;
+			goto done;
+		}
+		qts[k] = et;
+		if (et > maxt)
+			maxt = et;
+	}
+	if (!ets || !qts) {
+		free(qts);
+		fprintf(out, "out of memory\n");
+		engine_free(e);
+		failed = 1;
+		goto done;
+	}
+	/* feed input points in time order, evaluating every eval_ns */
+	for (uint64_t now = 0; now <= maxt; now += eval_ns) {
+		uint64_t step = interval ? now / interval : 0;
+
+		if (interval && now % interval == 0)
+			feed_step(e, &minutes, in, nin, step, T0 + now / NSEC_PER_MSEC,
+				  interval / NSEC_PER_MSEC);
+		engine_eval(e, T0 + now / NSEC_PER_MSEC, sink, NULL);
+		for (size_t k = 0; queries && k < queries->nchild; k++)
+			if (qts[k] == now)
+				failed |= ruletest_expr_check(c, &queries->child[k], e, T0 + now / NSEC_PER_MSEC,
+						     name ? name : "?", out);
+		for (size_t k = 0; checks && k < checks->nchild; k++) {
+			const struct cfg_node *ck = &checks->child[k], *exp;
+			char *alertname = NULL;
+			uint64_t et = ets[k];
+			struct got got = { 0 };
+			int nexp = 0, ok = 1;
+
+			if (et != now)
+				continue;
+			cfg_string(c, ck, "alertname", &alertname, err, sizeof(err));
+			engine_firing(e, alertname ? alertname : "", firing_cb, &got);
+			exp = cfg_get(ck, "exp_alerts");
+			nexp = exp && exp->type == CFG_SEQ ? (int)exp->nchild : 0;
+			if (nexp != got.n)
+				ok = 0;
+			/*
+			 * promtool's rule: an expected alert's labels (plus alertname) are
+			 * the alert's labels exactly; its annotations, when given, too
+			 */
+			for (int x = 0; ok && x < nexp; x++) {
+				const struct cfg_node *el = cfg_get(&exp->child[x], "exp_labels");
+				const struct cfg_node *ea = cfg_get(&exp->child[x], "exp_annotations");
+				int matched = 0;
+
+				for (int gidx = 0; gidx < got.n && !matched; gidx++) {
+					const struct firing *f = &got.a[gidx];
+					/* alertname is implied */
+					size_t want = (el ? el->nchild : 0) +
+						      (el && cfg_get(el, "alertname") ? 0 : 1);
+					int all = (size_t)f->n == want;
+					for (size_t j = 0; el && j < el->nchild && all; j++) {
+						const char *v = lv(f->l, f->n, el->child[j].key);
+
+						all = v && el->child[j].value && !strcmp(v, el->child[j].value);
+					}
+					if (all && ea) {
+						all = (size_t)f->nann == ea->nchild;
+						for (size_t j = 0; j < ea->nchild && all; j++) {
+							const char *v = lv(f->ann, f->nann, ea->child[j].key);
+
+							all = v && ea->child[j].value &&
+							      !strcmp(v, ea->child[j].value);
+						}
+					}
+					matched = all;
+				}
+				ok = matched;
+			}
+			if (!ok) {
+				char d[32];
+
+				fprintf(out, "%s:%d:%d: test '%s': at %s, %s: expected %d firing alert(s), "
+					"got %d:", c->file, ck->line, ck->col, name ? name : "?",
+					duration_format(et, d, sizeof(d)), alertname ? alertname : "?",
+					nexp, got.n);
+				for (int gidx = 0; gidx < got.n; gidx++) {
+					struct strbuf sb = STRBUF_INIT;
+
+					strbuf_adds(&sb, " ");
+					labels_format(&sb, got.a[gidx].l, got.a[gidx].n);
+					if (got.a[gidx].nann) {
+						strbuf_adds(&sb, " annotations ");
+						labels_format(&sb, got.a[gidx].ann, got.a[gidx].nann);
+					}
+					fputs(strbuf_str(&sb), out);
+					strbuf_release(&sb);
+				}
+				fprintf(out, "\n");
+				failed = 1;
+			}
+			free(alertname);
+			got_free(&got);
+		}
+	}
+	engine_free(e);
+	free(qts);
+	if (!failed)
+		fprintf(out, "  PASS %s\n", name ? name : "?");
+done:
+	minute_source_free(&minutes);
+	for (size_t i = 0; in && i < nalloc; i++) {
+		free(in[i].v);
+		free(in[i].have);
+		free(in[i].cum);
+		for (int k = 0; k < in[i].nlabels; k++) {
+			free(in[i].labels[k].key);
+			free(in[i].labels[k].value);
+		}
+		for (int k = 0; k < in[i].nhlabels; k++) {
+			free(in[i].hlabels[k].key);
+			free(in[i].hlabels[k].value);
+		}
+	}
+	free(in);
+	free(ets);
+	free(name);
+	return failed;
+}
+
+/* Keys promtool knows that faultline's rule tests do not do: refused, never ignored. */
+static const char *const not_supported[] = {
+	"group_eval_order", "fuzzy_compare",
+};
+
+/* map's keys are among known (comma separated); 0, or -1 with the message written to out. */
+static int keys_known(const struct cfg *c, const struct cfg_node *map, const char *known,
+		      FILE *out)
+{
+	char err[512], list[256], *save, *k;
+
+	if (!map || map->type != CFG_MAP)
+		return 0;
+	for (size_t i = 0; i < map->nchild; i++)
+		for (size_t j = 0; j < sizeof(not_supported) / sizeof(not_supported[0]); j++)
+			if (!strcmp(map->child[i].key, not_supported[j])) {
+				cfg_error(c, &map->child[i], err, sizeof(err), "%s: promtool's, not "
+					  "supported by faultline rules test (it checks alert_rule_test "
+					  "only)", map->child[i].key);
+				fprintf(out, "%s\n", err);
+				return -1;
+			}
+	snprintf(list, sizeof(list), "%s", known);
+	for (k = strtok_r(list, ", ", &save); k; k = strtok_r(NULL, ", ", &save))
+		cfg_get(map, k);
+	if (cfg_check_unknown(c, map, known, err, sizeof(err))) {
+		fprintf(out, "%s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Every key of a rule test file, at every level, is one faultline knows. */
+static int check_keys(const struct cfg *c, FILE *out)
+{
+	const struct cfg_node *tests = cfg_get(c->root, "tests");
+
+	if (keys_known(c, c->root, "rule_files, evaluation_interval, tests", out))
+		return -1;
+	for (size_t i = 0; tests && tests->type == CFG_SEQ && i < tests->nchild; i++) {
+		const struct cfg_node *t = &tests->child[i];
+		const struct cfg_node *in = cfg_get(t, "input_series"), *ar = cfg_get(t,
+										  "alert_rule_test");
+
+		const struct cfg_node *pq = cfg_get(t, "promql_expr_test");
+
+		const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t,
+											  "external_url");
+
+		if (keys_known(c, t, "name, interval, input_series, alert_rule_test, "
+			       "promql_expr_test, deploys, external_labels, external_url", out))
+			return -1;
+		if (xl && (xl->type != CFG_MAP || xl->nchild > 32)) {
+			fprintf(out, "%s:%d:%d: external_labels: expected a map of at most 32 label "
+				"names to values\n", c->file, xl->line, xl->col);
+			return -1;
+		}
+		if (xu && (xu->type != CFG_SCALAR || !xu->value || strlen(xu->value) >= 200)) {
+			fprintf(out, "%s:%d:%d: external_url: expected a URL (at most 199 bytes)\n",
+				c->file, xu->line, xu->col);
+			return -1;
+		}
+		for (size_t k = 0; pq && pq->type == CFG_SEQ && k < pq->nchild; k++) {
+			const struct cfg_node *es = cfg_get(&pq->child[k], "exp_samples");
+
+			if (keys_known(c, &pq->child[k], "expr, eval_time, exp_samples", out))
+				return -1;
+			for (size_t x = 0; es && es->type == CFG_SEQ && x < es->nchild; x++)
+				if (keys_known(c, &es->child[x], "labels, value", out))
+					return -1;
+		}
+		for (size_t k = 0; in && in->type == CFG_SEQ && k < in->nchild; k++)
+			if (keys_known(c, &in->child[k], "series, values, count", out))
+				return -1;
+		for (size_t k = 0; ar && ar->type == CFG_SEQ && k < ar->nchild; k++) {
+			const struct cfg_node *ea = cfg_get(&ar->child[k], "exp_alerts");
+
+			if (keys_known(c, &ar->child[k], "eval_time, alertname, exp_alerts", out))
+				return -1;
+			for (size_t x = 0; ea && ea->type == CFG_SEQ && x < ea->nchild; x++)
+				if (keys_known(c, &ea->child[x], "exp_labels, exp_annotations", out))
+					return -1;
+		}
+	}
+	return 0;
+}
+
+int ruletest_run(const char *path, FILE *out)
+{
+	const struct cfg_node *files, *tests;
+	char err[512], *dir, *copy = strdup(path), *fpaths[16];
+	uint64_t eval_ns = 10 * NSEC_PER_SEC;
+	struct cfg c;
+	int nfiles = 0, failed = 0;
+
+	if (!copy || cfg_load_file(&c, path, err, sizeof(err))) {
+		fprintf(out, "%s\n", err);
+		free(copy);
+		return -1;
+	}
+	dir = dirname(copy);
+	if (check_keys(&c, out)) {
+		cfg_free(&c);
+		free(copy);
+		return -1;
+	}
+	files = cfg_get(c.root, "rule_files");
+	tests = cfg_get(c.root, "tests");
+	if (cfg_duration(&c, c.root, "evaluation_interval", &eval_ns, err, sizeof(err)) ||
+	    !files || files->type != CFG_SEQ || !tests || tests->type != CFG_SEQ || !eval_ns) {
+		fprintf(out, "%s\n", err[0] && strchr(err, ':') ? err :
+			"a rule test file needs rule_files: [...] and tests: [...]");
+		cfg_free(&c);
+		free(copy);
+		return -1;
+	}
+	for (size_t i = 0; i < files->nchild; i++) {
+		char p[1024];
+
+		if (files->child[i].type != CFG_SCALAR || !files->child[i].value ||
+		    !files->child[i].value[0] || i >= 16) {
+			cfg_error(&c, &files->child[i], err, sizeof(err), i >= 16 ?
+				  "rule_files: at most 16" : "rule_files: each entry is a file name");
+			fprintf(out, "%s\n", err);
+			for (int k = 0; k < nfiles; k++)
+				free(fpaths[k]);
+			cfg_free(&c);
+			free(copy);
+			return -1;
+		}
+
+		snprintf(p, sizeof(p), "%s%s%s", files->child[i].value[0] == '/' ? "" : dir,
+			 files->child[i].value[0] == '/' ? "" : "/", files->child[i].value);
+		fpaths[nfiles++] = strdup(p);
+	}
+	fprintf(out, "%s:\n", path);
+	for (size_t i = 0; i < tests->nchild; i++)
+		failed += run_one(&c, &tests->child[i], nfiles, fpaths, eval_ns, out);
+	for (int i = 0; i < nfiles; i++)
+		free(fpaths[i]);
+	cfg_free(&c);
+	free(copy);
+	return failed;
+}
