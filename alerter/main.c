@@ -182,7 +182,13 @@ static int print_config_reference(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line (each option overrides the config's key). */
+struct alerter_args {
+	const char *config, *redis, *level, *metrics_addr, *web_config;
+};
+
+/* argv into a: -1 to go on, or the status to exit with. */
+static int parse_args(int argc, char **argv, struct alerter_args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -197,35 +203,42 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	const char *config = NULL, *redis = NULL, *level = NULL, *metrics_addr = NULL;
-	const char *web_config = NULL;
-	struct metrics_server *metrics = NULL;
-	struct strbuf ms = STRBUF_INIT;
-	uint64_t metrics_at = 0;
-	struct alerter al = { 0 };
-	char err[512];
-	int c, running_before = 0;
-	enum log_level lv;
+	int c;
 
-	log_init("faultline-alerter");
 	while ((c = getopt_long(argc, argv, "c:r:l:m:hV", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config = optarg; break;
-		case 'r': redis = optarg; break;
-		case 'l': level = optarg; break;
-		case 'm': metrics_addr = optarg; break;
+		case 'c': a->config = optarg; break;
+		case 'r': a->redis = optarg; break;
+		case 'l': a->level = optarg; break;
+		case 'm': a->metrics_addr = optarg; break;
 		case 'P': fputs(alerter_default_config, stdout); return 0;
 		case 'C': return print_config_reference();
 		case 'F':
 			if (log_format_option("faultline-alerter", optarg))
 				return 2;
 			break;
-		case 'W': web_config = optarg; break;
+		case 'W': a->web_config = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-alerter %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	return -1;
+}
+
+/*
+ * al->cfg from --config, the installed alerter.yaml or the built-in
+ * default, the command line over it; signals, curl, /metrics (*metrics).
+ * 0, or -1 (said).
+ */
+static int alerter_start(struct alerter *al, const struct alerter_args *a,
+			 struct metrics_server **metrics)
+{
+	const char *config = a->config, *metrics_addr = a->metrics_addr;
+	const char *web_config = a->web_config;
+	enum log_level lv;
+	char err[512];
+
 	if (!config) {
 		/* installed: /etc/faultline/alerter.yaml instead of the built-in default */
 		static char found[600];
@@ -234,113 +247,147 @@ int main(int argc, char **argv)
 		if (config)
 			log_info("reading %s (no --config given)", config);
 	}
-	if (config ? alerter_config_load(&al.cfg, config, err, sizeof(err))
-		   : alerter_config_parse(&al.cfg, "<built-in etc/alerter.yaml>",
+	if (config ? alerter_config_load(&al->cfg, config, err, sizeof(err))
+		   : alerter_config_parse(&al->cfg, "<built-in etc/alerter.yaml>",
 					  alerter_default_config, strlen(alerter_default_config),
 					  err, sizeof(err))) {
 		log_error("%s", err);
-		return 1;
+		return -1;
 	}
-	if (redis)
-		snprintf(al.cfg.redis_url, sizeof(al.cfg.redis_url), "%s", redis);
-	if (log_parse_level(level ? level : al.cfg.log_level, &lv) == 0)
+	if (a->redis)
+		snprintf(al->cfg.redis_url, sizeof(al->cfg.redis_url), "%s", a->redis);
+	if (log_parse_level(a->level ? a->level : al->cfg.log_level, &lv) == 0)
 		log_set_level(lv);
-	if (!al.cfg.nreceivers)
+	if (!al->cfg.nreceivers)
 		log_warn("no receivers configured: alerts will be read and held, not delivered "
 			 "(add receivers to the config)");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	al.multi = curl_multi_init();
-	strmap_init(&al.held);
-	backoff_init(&al.redis_backoff, 0, 10 * NSEC_PER_SEC);
-	conn_url_redacted(al.cfg.redis_url, al.redis_shown, sizeof(al.redis_shown));
+	al->multi = curl_multi_init();
+	strmap_init(&al->held);
+	backoff_init(&al->redis_backoff, 0, 10 * NSEC_PER_SEC);
+	conn_url_redacted(al->cfg.redis_url, al->redis_shown, sizeof(al->redis_shown));
 	log_info("consuming %s as %s/%s from %s; %d receiver(s), %d route(s)", STREAM, GROUP,
-		 al.cfg.consumer, al.redis_shown, al.cfg.nreceivers, al.cfg.nroutes);
+		 al->cfg.consumer, al->redis_shown, al->cfg.nreceivers, al->cfg.nroutes);
 	if (!metrics_addr)
-		metrics_addr = al.cfg.metrics_addr;
+		metrics_addr = al->cfg.metrics_addr;
 	if (!web_config)
-		web_config = al.cfg.web_config;
+		web_config = al->cfg.web_config;
 	if (metrics_addr[0]) {
-		metrics = metrics_server_start(metrics_addr, web_config, err, sizeof(err));
-		if (!metrics) {
+		*metrics = metrics_server_start(metrics_addr, web_config, err, sizeof(err));
+		if (!*metrics) {
 			log_error("metrics: %s", err);
-			return 1;
+			return -1;
 		}
 		log_info("serving the alerter's metrics on http://%s/metrics", metrics_addr);
 	}
+	return 0;
+}
+
+/* Move the webhook transfers on and take the finished ones.  Returns how many still run. */
+static int run_transfers(struct alerter *al)
+{
+	int running, left;
+	CURLMsg *msg;
+
+	curl_multi_perform(al->multi, &running);
+	while ((msg = curl_multi_info_read(al->multi, &left)))
+		if (msg->msg == CURLMSG_DONE)
+			on_done(al, msg);
+	return running;
+}
+
+/*
+ * How long to wait for new entries: only while there is nothing else to
+ * do, not while transfers run (curl_multi_poll waits for those) and not
+ * past the next group's due time.
+ */
+static int read_block_ms(const struct alerter *al, uint64_t now, int transfers)
+{
+	int block_ms = 200;
+
+	for (int i = 0; i < al->ngroups && block_ms; i++) {
+		uint64_t due = group_due_at(al, al->groups[i]);
+
+		if (due <= now)
+			block_ms = 0;
+		else if (due - now < (uint64_t)block_ms * 1000000)
+			block_ms = (int)((due - now) / 1000000) + 1;
+	}
+	return transfers ? 0 : block_ms;
+}
+
+/*
+ * One turn of the loop: Redis (silences, own pending entries, orphans,
+ * trimming), new entries, due groups, transfers.  transfers: how many ran
+ * after the last turn; returns how many run now.
+ */
+static int alerter_turn(struct alerter *al, int transfers)
+{
+	uint64_t now = time_mono_ns();
+	int block_ms, running;
+
+	notify_watchdog();
+	ensure_redis(al);
+	if (redis_ready(al) && al->cfg.nreceivers) {
+		refresh_silences(al, now);
+		if (al->read_pending)
+			read_own_pending(al);
+		if (al->rc && now >= al->claim_at_ns) {
+			claim_orphans(al);
+			trim_stream(al);
+			prune_groups(al);
+			al->claim_at_ns = now + claim_every(&al->cfg);
+		}
+	}
+	block_ms = read_block_ms(al, now, transfers);
+	if (redis_ready(al) && al->cfg.nreceivers && !al->read_pending)
+		read_entries(al, ">", block_ms, NULL, 0);
+	else if (!transfers)
+		usleep((useconds_t)block_ms * 1000 + 1000);
+	now = time_mono_ns();
+	for (int i = 0; i < al->ngroups; i++)
+		maybe_send(al, al->groups[i], now);
+	running = run_transfers(al);
+	if (running)
+		curl_multi_poll(al->multi, NULL, 0, 50, NULL);
+	return running;
+}
+
+int main(int argc, char **argv)
+{
+	struct alerter_args a = { 0 };
+	struct metrics_server *metrics = NULL;
+	struct strbuf ms = STRBUF_INIT;
+	uint64_t metrics_at = 0;
+	struct alerter al = { 0 };
+	int ret, transfers = 0;
+
+	log_init("faultline-alerter");
+	if ((ret = parse_args(argc, argv, &a)) >= 0)
+		return ret;
+	if (alerter_start(&al, &a, &metrics))
+		return 1;
 	notify_ready("consuming fl:alerts");
 	while (!stopping) {
-		uint64_t now = time_mono_ns();
-		int running, left;
-		CURLMsg *msg;
+		uint64_t now;
 
-		notify_watchdog();
-		ensure_redis(&al);
-		if (redis_ready(&al) && al.cfg.nreceivers) {
-			refresh_silences(&al, now);
-			if (al.read_pending)
-				read_own_pending(&al);
-			if (al.rc && now >= al.claim_at_ns) {
-				claim_orphans(&al);
-				trim_stream(&al);
-				prune_groups(&al);
-				al.claim_at_ns = now + claim_every(&al.cfg);
-			}
-		}
-		/*
-		 * Wait for new entries only while there is nothing else to do: not
-		 * while transfers run (curl_multi_poll below waits for those) and
-		 * not past the next group's due time.
-		 */
-		int block_ms = 200;
-
-		for (int i = 0; i < al.ngroups && block_ms; i++) {
-			uint64_t due = group_due_at(&al, al.groups[i]);
-
-			if (due <= now)
-				block_ms = 0;
-			else if (due - now < (uint64_t)block_ms * 1000000)
-				block_ms = (int)((due - now) / 1000000) + 1;
-		}
-		if (running_before)
-			block_ms = 0;
-		if (redis_ready(&al) && al.cfg.nreceivers && !al.read_pending)
-			read_entries(&al, ">", block_ms, NULL, 0);
-		else if (!running_before)
-			usleep((useconds_t)block_ms * 1000 + 1000);
+		transfers = alerter_turn(&al, transfers);
 		now = time_mono_ns();
-		for (int i = 0; i < al.ngroups; i++)
-			maybe_send(&al, al.groups[i], now);
-		curl_multi_perform(al.multi, &running);
-		while ((msg = curl_multi_info_read(al.multi, &left)))
-			if (msg->msg == CURLMSG_DONE)
-				on_done(&al, msg);
-		if (running)
-			curl_multi_poll(al.multi, NULL, 0, 50, NULL);
-		running_before = running;
-		if (metrics) {
-			/* render at most every 500 ms; the server thread answers scrapes from it */
-			if (now >= metrics_at) {
-				strbuf_reset(&ms);
-				render_metrics(&al, &ms);
-				metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
-				metrics_at = now + 500 * NSEC_PER_MSEC;
-			}
+		/* render at most every 500 ms; the server thread answers scrapes from it */
+		if (metrics && now >= metrics_at) {
+			strbuf_reset(&ms);
+			render_metrics(&al, &ms);
+			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
+			metrics_at = now + 500 * NSEC_PER_MSEC;
 		}
 	}
 	notify_stopping();
 	/* let notifications already on the wire finish (and be acknowledged) */
 	for (uint64_t until = time_mono_ns() + 3 * NSEC_PER_SEC; time_mono_ns() < until;) {
-		int running, left;
-		CURLMsg *msg;
-
-		curl_multi_perform(al.multi, &running);
-		while ((msg = curl_multi_info_read(al.multi, &left)))
-			if (msg->msg == CURLMSG_DONE)
-				on_done(&al, msg);
-		if (!running)
+		if (!run_transfers(&al))
 			break;
 		curl_multi_poll(al.multi, NULL, 0, 50, NULL);
 	}

@@ -173,7 +173,37 @@ int cmd_profile_burst(int argc, char **argv)
 	return 0;
 }
 
-int cmd_profile(int argc, char **argv)
+static void profile_usage(void)
+{
+	printf("Usage: faultline profile [--host H] [--redis URL]\n"
+	       "         [--since WHEN] [--until WHEN] | [--around WHEN [--window 10m]]\n"
+	       "         [--service S] [--hourly] [-o FILE] [--top N [--cum]]\n"
+	       "         [--diff SINCE..UNTIL]\n"
+	       "       faultline profile burst [--host H] [--rate 199] [--for 10s]\n\n"
+	       "Merge a host's 10 s profile windows (or hourly profiles) from Redis and\n"
+	       "write FILE: .svg an interactive flame graph, .folded folded stacks,\n"
+	       "anything else gzip'd pprof (`go tool pprof`); -o - prints folded stacks.\n"
+	       "--top N prints the N functions with the most CPU as `pprof -top` does:\n"
+	       "flat (samples they were the leaf of), flat%%, sum%%, cum (samples they were\n"
+	       "on the stack of), cum%%; sorted by flat, or by cum with --cum.\n"
+	       "--diff compares against a base range: the table lists the functions whose\n"
+	       "CPU share grew or shrank most, and an .svg output is a differential flame\n"
+	       "graph (red grew, blue shrank).  WHEN: now, a duration ago (15m), epoch\n"
+	       "milliseconds, or 2026-11-30T14:00:00Z.  Default range: the last 10 min.\n"
+	       "burst: sample the host at a high rate for a while (alert evidence).\n");
+}
+
+/* What `faultline profile` is asked. */
+struct profile_args {
+	const char *url, *service, *outpath, *diff;
+	char host[256];
+	uint64_t from, to, around, window;	/* epoch ms; window ns */
+	long top;
+	int hourly, cum;
+};
+
+/* argv into a, with the defaults the usage says: -1 to go on, or the exit status. */
+static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 {
 	static const struct option opts[] = {
 		{ "redis", required_argument, NULL, 'r' },
@@ -191,136 +221,142 @@ int cmd_profile(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *url = "unix:///run/faultline/redis.sock", *service = NULL, *outpath = NULL;
-	const char *diff = NULL;
-	char host[256] = "", err[256];
-	uint64_t from = 0, to = 0, around = 0, window = 10 * 60 * NSEC_PER_SEC;
-	long top = 0;
-	int c, hourly = 0, ret = 0, cum = 0;
 	char *end;
-	struct profile p, base;
-	struct conn *rc;
+	int c;
 
-	if (argc > 1 && !strcmp(argv[1], "burst"))
-		return cmd_profile_burst(argc - 1, argv + 1);
+	*a = (struct profile_args){ .url = "unix:///run/faultline/redis.sock",
+				    .window = 10 * 60 * NSEC_PER_SEC };
 	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:o:t:d:ych", opts, NULL)) != -1) {
 		switch (c) {
-		case 'r': url = optarg; break;
-		case 'H': snprintf(host, sizeof(host), "%s", optarg); break;
-		case 's': from = parse_when(optarg); break;
-		case 'u': to = parse_when(optarg); break;
-		case 'a': around = parse_when(optarg); break;
+		case 'r': a->url = optarg; break;
+		case 'H': snprintf(a->host, sizeof(a->host), "%s", optarg); break;
+		case 's': a->from = parse_when(optarg); break;
+		case 'u': a->to = parse_when(optarg); break;
+		case 'a': a->around = parse_when(optarg); break;
 		case 'w':
-			if (duration_parse(optarg, &window)) {
+			if (duration_parse(optarg, &a->window)) {
 				fprintf(stderr, "faultline profile: --window: expected a duration\n");
 				return 2;
 			}
 			break;
-		case 'S': service = optarg; break;
-		case 'o': outpath = optarg; break;
+		case 'S': a->service = optarg; break;
+		case 'o': a->outpath = optarg; break;
 		case 't':
-			top = strtol(optarg, &end, 10);
-			if (end == optarg || *end || top <= 0) {
+			a->top = strtol(optarg, &end, 10);
+			if (end == optarg || *end || a->top <= 0) {
 				fprintf(stderr, "faultline profile: --top: expected a positive number, "
 					"not '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		case 'c': cum = 1; break;
-		case 'd': diff = optarg; break;
-		case 'y': hourly = 1; break;
-		case 'h':
-			printf("Usage: faultline profile [--host H] [--redis URL]\n"
-			       "         [--since WHEN] [--until WHEN] | [--around WHEN [--window 10m]]\n"
-			       "         [--service S] [--hourly] [-o FILE] [--top N [--cum]]\n"
-			       "         [--diff SINCE..UNTIL]\n"
-			       "       faultline profile burst [--host H] [--rate 199] [--for 10s]\n\n"
-			       "Merge a host's 10 s profile windows (or hourly profiles) from Redis and\n"
-			       "write FILE: .svg an interactive flame graph, .folded folded stacks,\n"
-			       "anything else gzip'd pprof (`go tool pprof`); -o - prints folded stacks.\n"
-			       "--top N prints the N functions with the most CPU as `pprof -top` does:\n"
-			       "flat (samples they were the leaf of), flat%%, sum%%, cum (samples they were\n"
-			       "on the stack of), cum%%; sorted by flat, or by cum with --cum.\n"
-			       "--diff compares against a base range: the table lists the functions whose\n"
-			       "CPU share grew or shrank most, and an .svg output is a differential flame\n"
-			       "graph (red grew, blue shrank).  WHEN: now, a duration ago (15m), epoch\n"
-			       "milliseconds, or 2026-11-30T14:00:00Z.  Default range: the last 10 min.\n"
-			       "burst: sample the host at a high rate for a while (alert evidence).\n");
-			return 0;
-		default:
-			return 2;
+		case 'c': a->cum = 1; break;
+		case 'd': a->diff = optarg; break;
+		case 'y': a->hourly = 1; break;
+		case 'h': profile_usage(); return 0;
+		default: return 2;
 		}
 	}
-	if (!host[0])
-		gethostname(host, sizeof(host) - 1);
-	if (around) {
-		from = around - window / NSEC_PER_MSEC / 2;
-		to = around + window / NSEC_PER_MSEC / 2;
-	} else if (!from) {
-		from = time_wall_ns() / NSEC_PER_MSEC - window / NSEC_PER_MSEC;
+	if (!a->host[0])
+		gethostname(a->host, sizeof(a->host) - 1);
+	if (a->around) {
+		a->from = a->around - a->window / NSEC_PER_MSEC / 2;
+		a->to = a->around + a->window / NSEC_PER_MSEC / 2;
+	} else if (!a->from) {
+		a->from = time_wall_ns() / NSEC_PER_MSEC - a->window / NSEC_PER_MSEC;
 	}
-	if (!outpath && !top && !diff)
-		top = 20;
-	if (cum && !top) {
+	if (!a->outpath && !a->top && !a->diff)
+		a->top = 20;
+	if (a->cum && !a->top) {
 		fprintf(stderr, "faultline profile: --cum sorts the --top table; with -o or --diff "
 			"give --top N too\n");
 		return 2;
 	}
-	rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
+	return -1;
+}
+
+/* --diff SINCE..UNTIL: the base profile.  0, or the exit status (said). */
+static int load_base(struct conn *rc, const struct profile_args *a, struct profile *base)
+{
+	char copy[128], *dots;
+
+	snprintf(copy, sizeof(copy), "%s", a->diff);
+	dots = strstr(copy, "..");
+	if (!dots) {
+		fprintf(stderr, "faultline profile: --diff: expected SINCE..UNTIL, e.g. 2h..1h\n");
+		return 2;
+	}
+	*dots = '\0';
+	if (load_range(rc, a->host, a->hourly, parse_when(copy), parse_when(dots + 2), a->service,
+		       base))
+		return 1;
+	return 0;
+}
+
+/* The functions whose share of the CPU changed most from base to p. */
+static void print_diff(const struct profile *base, const struct profile *p, long top)
+{
+	struct profile_delta *d;
+	size_t nd = profile_diff(base, p, &d);
+
+	printf("%8s %8s %8s  %s\n", "BASE%", "NOW%", "CHANGE", "FUNCTION");
+	for (size_t i = 0; i < nd && i < (size_t)(top ? top : 20); i++)
+		printf("%7.2f%% %7.2f%% %+7.2f  %s\n", 100 * d[i].base, 100 * d[i].target,
+		       100 * (d[i].target - d[i].base), d[i].name);
+	free(d);
+}
+
+/* -o FILE: the profile (against base, or NULL) as the file's name says.  The exit status. */
+static int write_output(const struct profile_args *a, const struct profile *p,
+			const struct profile *base)
+{
+	char title[400];
+	int ret;
+
+	snprintf(title, sizeof(title), "%s CPU%s%s%s", a->host, a->service ? " (" : "",
+		 a->service ? a->service : "", a->service ? ")" : "");
+	ret = profile_export(p, base, a->outpath, title);
+	if (ret)
+		fprintf(stderr, "faultline profile: cannot write %s: %s\n", a->outpath,
+			strerror(-ret));
+	else if (strcmp(a->outpath, "-"))
+		fprintf(stderr, "faultline profile: wrote %s\n", a->outpath);
+	return ret ? 1 : 0;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	struct profile_args a;
+	struct profile p, base;
+	struct conn *rc;
+	char err[256];
+	int ret;
+
+	if (argc > 1 && !strcmp(argv[1], "burst"))
+		return cmd_profile_burst(argc - 1, argv + 1);
+	if ((ret = parse_profile_args(argc, argv, &a)) >= 0)
+		return ret;
+	rc = conn_open(a.url, 2 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline profile: %s\n", err);
 		return 1;
 	}
-	if (load_range(rc, host, hourly, from, to, service, &p)) {
+	if (load_range(rc, a.host, a.hourly, a.from, a.to, a.service, &p)) {
 		conn_close(rc);
 		return 1;
 	}
-	if (diff) {
-		char copy[128], *dots;
-
-		snprintf(copy, sizeof(copy), "%s", diff);
-		dots = strstr(copy, "..");
-		if (!dots) {
-			fprintf(stderr, "faultline profile: --diff: expected SINCE..UNTIL, e.g. 2h..1h\n");
-			ret = 2;
-			goto out;
-		}
-		*dots = '\0';
-		if (load_range(rc, host, hourly, parse_when(copy), parse_when(dots + 2), service,
-			       &base)) {
-			ret = 1;
-			goto out;
-		}
-	}
+	ret = a.diff ? load_base(rc, &a, &base) : 0;
+	if (ret)
+		goto out;
 	if (!p.total)
 		fprintf(stderr, "faultline profile: no samples for %s in that range (is the probe "
-			"running with profile.enabled?)\n", host);
-	if (top)
-		print_top_functions(&p, (size_t)top, cum);
-	if (diff) {
-		struct profile_delta *d;
-		size_t nd = profile_diff(&base, &p, &d);
-
-		printf("%8s %8s %8s  %s\n", "BASE%", "NOW%", "CHANGE", "FUNCTION");
-		for (size_t i = 0; i < nd && i < (size_t)(top ? top : 20); i++)
-			printf("%7.2f%% %7.2f%% %+7.2f  %s\n", 100 * d[i].base, 100 * d[i].target,
-			       100 * (d[i].target - d[i].base), d[i].name);
-		free(d);
-	}
-	if (outpath) {
-		char title[400];
-
-		snprintf(title, sizeof(title), "%s CPU%s%s%s", host, service ? " (" : "",
-			 service ? service : "", service ? ")" : "");
-		ret = profile_export(&p, diff ? &base : NULL, outpath, title);
-		if (ret)
-			fprintf(stderr, "faultline profile: cannot write %s: %s\n", outpath,
-				strerror(-ret));
-		else if (strcmp(outpath, "-"))
-			fprintf(stderr, "faultline profile: wrote %s\n", outpath);
-		ret = ret ? 1 : 0;
-	}
-	if (diff)
+			"running with profile.enabled?)\n", a.host);
+	if (a.top)
+		print_top_functions(&p, (size_t)a.top, a.cum);
+	if (a.diff)
+		print_diff(&base, &p, a.top);
+	if (a.outpath)
+		ret = write_output(&a, &p, a.diff ? &base : NULL);
+	if (a.diff)
 		profile_free(&base);
 out:
 	profile_free(&p);

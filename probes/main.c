@@ -415,7 +415,14 @@ static int print_config_reference(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line (each option overrides the config's key). */
+struct probe_args {
+	const char *config, *redis, *host, *interval, *metrics, *level, *web_config;
+	int no_bpf, once;
+};
+
+/* argv into a: -1 to go on, or the status to exit with. */
+static int parse_args(int argc, char **argv, struct probe_args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -434,33 +441,25 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	const char *config = NULL, *redis = NULL, *host = NULL, *interval = NULL;
-	const char *metrics = NULL, *level = NULL, *web_config = NULL;
-	static const int sigs[] = { SIGINT, SIGTERM, 0 };
-	int no_bpf = 0, once = 0, c, rc = 1;
-	struct probe p = { 0 };
-	char err[512];
+	int c;
 
-	log_init("faultline-probe");
-	if (argc > 1 && !strcmp(argv[1], "profile"))
-		return cmd_profile(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "c:r:H:i:m:l:hV", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config = optarg; break;
-		case 'r': redis = optarg; break;
-		case 'H': host = optarg; break;
-		case 'i': interval = optarg; break;
-		case 'm': metrics = optarg; break;
-		case 'l': level = optarg; break;
-		case OPT_NO_BPF: no_bpf = 1; break;
-		case OPT_ONCE: once = 1; break;
+		case 'c': a->config = optarg; break;
+		case 'r': a->redis = optarg; break;
+		case 'H': a->host = optarg; break;
+		case 'i': a->interval = optarg; break;
+		case 'm': a->metrics = optarg; break;
+		case 'l': a->level = optarg; break;
+		case OPT_NO_BPF: a->no_bpf = 1; break;
+		case OPT_ONCE: a->once = 1; break;
 		case OPT_PRINT_CONFIG: fputs(probe_default_config, stdout); return 0;
 		case OPT_CONFIG_REFERENCE: return print_config_reference();
 		case OPT_LOG_FORMAT:
 			if (log_format_option("faultline-probe", optarg))
 				return 2;
 			break;
-		case OPT_WEB_CONFIG: web_config = optarg; break;
+		case OPT_WEB_CONFIG: a->web_config = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("faultline-probe %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -471,26 +470,25 @@ int main(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	/*
-	 * Block the stop signals before any thread exists (the drive, profile
-	 * and store threads inherit the mask): they reach the main loop's
-	 * signalfd, which stops cleanly and flushes, instead of killing the
-	 * process from whichever thread the kernel picks.
-	 */
-	if (!once) {
-		sigset_t set;
+	return -1;
+}
 
-		sigemptyset(&set);
-		for (const int *sg = sigs; *sg; sg++)
-			sigaddset(&set, *sg);
-		pthread_sigmask(SIG_BLOCK, &set, NULL);
-	}
+/*
+ * p->cfg: the built-in default, the config file (--config, or the
+ * installed one), the command line over it; the log level; the host name.
+ * Returns -1 to go on, or the status to exit with (said).
+ */
+static int configure(struct probe *p, const struct probe_args *a)
+{
+	const char *config = a->config;
+	enum log_level lv;
+	char err[512];
 
-	if (probe_config_defaults(&p.cfg, err, sizeof(err))) {
+	if (probe_config_defaults(&p->cfg, err, sizeof(err))) {
 		log_error("built-in config: %s", err);
 		return 1;
 	}
-	if (!config && !once) {
+	if (!config && !a->once) {
 		/* installed: /etc/faultline/probe.yaml on top of the built-in default */
 		static char found[600];
 
@@ -498,145 +496,203 @@ int main(int argc, char **argv)
 		if (config)
 			log_info("reading %s (no --config given)", config);
 	}
-	if (config && probe_config_load(&p.cfg, config, err, sizeof(err))) {
+	if (config && probe_config_load(&p->cfg, config, err, sizeof(err))) {
 		log_error("%s", err);
-		goto out;
+		return 1;
 	}
-	if (override(&p.cfg.redis_url, redis) || override(&p.cfg.host, host) ||
-	    override(&p.cfg.web_config, web_config) ||
-	    override(&p.cfg.metrics_addr, metrics) || override(&p.cfg.log_level, level)) {
+	if (override(&p->cfg.redis_url, a->redis) || override(&p->cfg.host, a->host) ||
+	    override(&p->cfg.web_config, a->web_config) ||
+	    override(&p->cfg.metrics_addr, a->metrics) || override(&p->cfg.log_level, a->level)) {
 		log_error("out of memory reading the command line");
-		goto out;
+		return 1;
 	}
-	if (interval && (duration_parse(interval, &p.cfg.interval_ns) ||
-			 p.cfg.interval_ns < 10 * NSEC_PER_MSEC)) {
-		log_error("--interval '%s': expected a duration of at least 10ms, e.g. 1s", interval);
-		rc = 2;
-		goto out;
+	if (a->interval && (duration_parse(a->interval, &p->cfg.interval_ns) ||
+			    p->cfg.interval_ns < 10 * NSEC_PER_MSEC)) {
+		log_error("--interval '%s': expected a duration of at least 10ms, e.g. 1s",
+			  a->interval);
+		return 2;
 	}
-	if (no_bpf)
-		p.cfg.bpf = 0;
-	{
-		enum log_level lv;
-
-		if (log_parse_level(p.cfg.log_level, &lv)) {
-			log_error("--log-level '%s': expected error, warn, info or debug",
-				  p.cfg.log_level);
-			rc = 2;
-			goto out;
-		}
-		log_set_level(lv);
+	if (a->no_bpf)
+		p->cfg.bpf = 0;
+	if (log_parse_level(p->cfg.log_level, &lv)) {
+		log_error("--log-level '%s': expected error, warn, info or debug", p->cfg.log_level);
+		return 2;
 	}
-	if (!p.cfg.host[0]) {
+	log_set_level(lv);
+	if (!p->cfg.host[0]) {
 		char hn[256] = "";
 
 		gethostname(hn, sizeof(hn) - 1);
-		if (override(&p.cfg.host, hn)) {
+		if (override(&p->cfg.host, hn)) {
 			log_error("out of memory reading the host name");
-			goto out;
+			return 1;
 		}
 	}
-	if (!store_host_valid(p.cfg.host)) {
+	if (!store_host_valid(p->cfg.host)) {
 		log_error("host name '%s' has characters other than letters, digits, . _ - :; "
-			  "set --host or host: in the config", p.cfg.host);
-		goto out;
+			  "set --host or host: in the config", p->cfg.host);
+		return 1;
 	}
-	libbpf_set_print(libbpf_log);
+	return -1;
+}
+
+/* Open every collector the config turns on.  0, or -1 (said). */
+static int open_collectors(struct probe *p, int once)
+{
+	char err[512];
 
 	for (size_t i = 0; i < N_COLLECTORS; i++) {
 		const struct collector *col = all_collectors[i];
 		const char *why = "";
 
-		if (col->enabled && !col->enabled(&p.cfg, once, &why)) {
+		if (col->enabled && !col->enabled(&p->cfg, once, &why)) {
 			log_debug("collector %s: off (%s)", col->name, why);
 			continue;
 		}
-		if (col->needs_bpf && !p.cfg.bpf) {
+		if (col->needs_bpf && !p->cfg.bpf) {
 			log_info("collector %s: disabled (--no-bpf / bpf: false)", col->name);
 			continue;
 		}
-		if (col->open(&p.priv[p.ncoll], &p.cfg, err, sizeof(err))) {
+		if (col->open(&p->priv[p->ncoll], &p->cfg, err, sizeof(err))) {
 			log_error("%s", err);
-			goto out;
+			return -1;
 		}
-		p.coll[p.ncoll++] = col;
+		p->coll[p->ncoll++] = col;
 	}
+	return 0;
+}
 
-	if (once) {
-		struct snapshot s;
+/* --once: one snapshot as Prometheus text on stdout.  Returns the exit status. */
+static int probe_once(struct probe *p)
+{
+	struct snapshot s;
 
-		/* counters need a moment to mean something for BPF collectors */
-		if (p.cfg.bpf)
-			usleep((useconds_t)(p.cfg.interval_ns / 1000));
-		if (collect(&p, &s) == 0) {
-			prom_render(&s, &p.cfg.buckets, &p.prom);
-			fputs(strbuf_str(&p.prom), stdout);
-			snapshot_free(&s);
-			rc = 0;
-		}
-		goto out;
+	/* counters need a moment to mean something for BPF collectors */
+	if (p->cfg.bpf)
+		usleep((useconds_t)(p->cfg.interval_ns / 1000));
+	if (collect(p, &s))
+		return 1;
+	prom_render(&s, &p->cfg.buckets, &p->prom);
+	fputs(strbuf_str(&p->prom), stdout);
+	snapshot_free(&s);
+	return 0;
+}
+
+/*
+ * The running probe: the store, the rollup tiers, the event loop with its
+ * timer and signals, /metrics; then only the capabilities the loop needs.
+ * 0, or -1 (said).
+ */
+static int probe_start(struct probe *p, const int *sigs)
+{
+	struct store_opts so = {
+		.url = p->cfg.redis_url,
+		.timeout_ns = p->cfg.redis_timeout_ns,
+		.spool_max_entries = p->cfg.spool_max_snapshots,
+		.spool_max_bytes = p->cfg.spool_max_bytes,
+		.spool_path = p->cfg.spool_path,
+		.thread_start = store_thread_start,
+	};
+	char err[512], iv[32], names[256] = "", shown[600], status[300];
+
+	for (int i = 0; i < STORE_TIERS; i++)
+		so.retention_ms[i] = p->cfg.retention_ns[i] / NSEC_PER_MSEC;
+	p->store = store_open(&so, err, sizeof(err));
+	if (!p->store) {
+		log_error("%s", err);
+		return -1;
 	}
-
-	{
-		struct store_opts so = {
-			.url = p.cfg.redis_url,
-			.timeout_ns = p.cfg.redis_timeout_ns,
-			.spool_max_entries = p.cfg.spool_max_snapshots,
-			.spool_max_bytes = p.cfg.spool_max_bytes,
-			.spool_path = p.cfg.spool_path,
-			.thread_start = store_thread_start,
-		};
-
-		for (int i = 0; i < STORE_TIERS; i++)
-			so.retention_ms[i] = p.cfg.retention_ns[i] / NSEC_PER_MSEC;
-		p.store = store_open(&so, err, sizeof(err));
-		if (!p.store) {
-			log_error("%s", err);
-			goto out;
-		}
-	}
-	if (rollup_init(&p.tiers[0], p.cfg.host, 60) || rollup_init(&p.tiers[1], p.cfg.host, 3600)) {
+	if (rollup_init(&p->tiers[0], p->cfg.host, 60) ||
+	    rollup_init(&p->tiers[1], p->cfg.host, 3600)) {
 		log_error("out of memory");
-		goto out;
+		return -1;
 	}
-	p.loop = loop_new();
-	if (!p.loop) {
+	p->loop = loop_new();
+	if (!p->loop) {
 		log_error("cannot create the event loop: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (p.cfg.metrics_addr[0]) {
-		p.metrics = start_metrics_unprivileged(&p.cfg, err, sizeof(err));
-		if (!p.metrics) {
+	if (p->cfg.metrics_addr[0]) {
+		p->metrics = start_metrics_unprivileged(&p->cfg, err, sizeof(err));
+		if (!p->metrics) {
 			log_error("%s", err);
-			goto out;
+			return -1;
 		}
 	}
-	if (loop_watch_signals(p.loop, sigs, on_signal, &p) ||
-	    loop_set_timer(p.loop, p.cfg.interval_ns, on_tick, &p)) {
+	if (loop_watch_signals(p->loop, sigs, on_signal, p) ||
+	    loop_set_timer(p->loop, p->cfg.interval_ns, on_tick, p)) {
 		log_error("cannot set up timers/signals: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
 	/* everything is loaded and bound: keep only what the main loop needs */
 	if (caps_keep(caps_main, err, sizeof(err)))
 		log_warn("keeping every capability: %s", err);
-	{
-		char iv[32], names[256] = "", shown[600];
+	/* the collectors that opened, not the ones that exist */
+	for (size_t i = 0; i < p->ncoll; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s",
+			 p->coll[i]->name);
+	conn_url_redacted(p->cfg.redis_url, shown, sizeof(shown));
+	log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s",
+		 p->cfg.host, duration_format(p->cfg.interval_ns, iv, sizeof(iv)), shown,
+		 p->cfg.metrics_addr[0] ? p->cfg.metrics_addr : "(off)", names);
+	snprintf(status, sizeof(status), "probing %s, %zu collector(s)", p->cfg.host, p->ncoll);
+	notify_ready(status);
+	return 0;
+}
 
-		/* the collectors that opened, not the ones that exist */
-		for (size_t i = 0; i < p.ncoll; i++)
-			snprintf(names + strlen(names), sizeof(names) - strlen(names), " %s",
-				 p.coll[i]->name);
-		conn_url_redacted(p.cfg.redis_url, shown, sizeof(shown));
-		log_info("probing host %s every %s; snapshots to %s; /metrics on %s; collectors:%s",
-			 p.cfg.host, duration_format(p.cfg.interval_ns, iv, sizeof(iv)),
-			 shown, p.cfg.metrics_addr[0] ? p.cfg.metrics_addr : "(off)", names);
-	}
-	{
-		char status[300];
+static void probe_free(struct probe *p)
+{
+	metrics_server_stop(p->metrics);
+	loop_free(p->loop);
+	if (p->store)
+		store_close(p->store);
+	for (int i = 0; i < 2; i++)
+		if (p->tiers[i].acc.host)
+			rollup_free(&p->tiers[i]);
+	for (size_t i = 0; i < p->ncoll; i++)
+		p->coll[i]->close(p->priv[i]);
+	strbuf_release(&p->prom);
+	probe_config_free(&p->cfg);
+}
 
-		snprintf(status, sizeof(status), "probing %s, %zu collector(s)", p.cfg.host, p.ncoll);
-		notify_ready(status);
+int main(int argc, char **argv)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, 0 };
+	struct probe_args a = { 0 };
+	struct probe p = { 0 };
+	int rc;
+
+	log_init("faultline-probe");
+	if (argc > 1 && !strcmp(argv[1], "profile"))
+		return cmd_profile(argc - 1, argv + 1);
+	if ((rc = parse_args(argc, argv, &a)) >= 0)
+		return rc;
+	/*
+	 * Block the stop signals before any thread exists (the drive, profile
+	 * and store threads inherit the mask): they reach the main loop's
+	 * signalfd, which stops cleanly and flushes, instead of killing the
+	 * process from whichever thread the kernel picks.
+	 */
+	if (!a.once) {
+		sigset_t set;
+
+		sigemptyset(&set);
+		for (const int *sg = sigs; *sg; sg++)
+			sigaddset(&set, *sg);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
 	}
+	if ((rc = configure(&p, &a)) >= 0)
+		goto out;
+	libbpf_set_print(libbpf_log);
+	rc = 1;
+	if (open_collectors(&p, a.once))
+		goto out;
+	if (a.once) {
+		rc = probe_once(&p);
+		goto out;
+	}
+	if (probe_start(&p, sigs))
+		goto out;
 	rc = loop_run(p.loop) ? 1 : 0;
 	if (store_flush(p.store, 3 * NSEC_PER_SEC)) {
 		struct store_stats st;
@@ -646,16 +702,6 @@ int main(int argc, char **argv)
 			 (unsigned long long)st.spooled);
 	}
 out:
-	metrics_server_stop(p.metrics);
-	loop_free(p.loop);
-	if (p.store)
-		store_close(p.store);
-	for (int i = 0; i < 2; i++)
-		if (p.tiers[i].acc.host)
-			rollup_free(&p.tiers[i]);
-	for (size_t i = 0; i < p.ncoll; i++)
-		p.coll[i]->close(p.priv[i]);
-	strbuf_release(&p.prom);
-	probe_config_free(&p.cfg);
+	probe_free(&p);
 	return rc;
 }

@@ -3,43 +3,38 @@
  * write to Redis and append firing/resolved events to fl:alerts for
  * faultline-alerter (the event format is lib/model/alert.h).
  *
- * Every interval: read each host's new 1 s snapshots (rules/engine/engine.c),
- * evaluate every rule, emit state changes.  SIGHUP reloads the rule files;
- * a reload with an error keeps the running rules and logs why.
+ * Every interval (one_interval): read each host's new 1 s snapshots
+ * (read_inputs: the connection, the checkpoint at start, a --shard
+ * worker's round, new history, deploy markers, the alert backlog), then
+ * evaluate every rule and write its state changes with the checkpoint
+ * (evaluate).  SIGHUP reloads the rule files; a reload with an error keeps
+ * the running rules and logs why.  The command line is options.c's.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <math.h>
 
 #include "core/array.h"
-#include "core/config.h"
-#include "rules/daemon_metrics.h"
-#include "rules/engine/engine.h"
-#include "rules/shard/outbox.h"
-#include "rules/redis_inputs.h"
-#include "rules/shard/worker.h"
 #include "core/backoff.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/metrics_server.h"
 #include "core/notify.h"
-#include "store/conn.h"
-#include "store/profile_store.h"
-#include "store/alert_checkpoint.h"
-#include "store/alert_stream.h"
-#include "store/store.h"
-#include "store/workers.h"
-#include "core/promtext.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
-
-#define MAX_FILES 32
+#include "rules/daemon_metrics.h"
+#include "rules/engine/engine.h"
+#include "rules/options.h"
+#include "rules/redis_inputs.h"
+#include "rules/shard/outbox.h"
+#include "rules/shard/worker.h"
+#include "store/alert_stream.h"
+#include "store/conn.h"
+#include "store/deploy.h"
 
 static volatile sig_atomic_t stopping, reload;
 
@@ -51,109 +46,25 @@ static void on_signal(int sig)
 		stopping = 1;
 }
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-"Usage: faultline-rules --rules FILE [--rules FILE...] [--redis URL]\n"
-"                       [--interval 1s] [--stale 5s] [--domains site,agg,switch,rack]\n"
-"                       [--once | --intervals N |\n"
-"                       --replay FROM,TO]\n"
-"                       [--shard [--worker-id NAME]] [--log-level L]\n"
-"\n"
-"Evaluate faultline rules (etc/rules/*.yaml; `faultline rules check` validates\n"
-"them) against the snapshots probes write to Redis, roll host matches up by\n"
-"failure domain, and append firing/resolved events to the fl:alerts stream\n"
-"for faultline-alerter.  A host silent for longer than --stale raises\n"
-"HostSilent.  SIGHUP reloads the rule files; a bad reload keeps the old rules.\n"
-"Each interval's read and evaluation times are logged at debug level (info\n"
-"with --once or --intervals); an interval that overruns is a warning.\n"
-"\n"
-"  -R, --rules FILE      a rule file (repeatable; default rules/faultline.yaml\n"
-"                        from ./etc, /etc/faultline or /usr/local/etc/faultline)\n"
-"  -t, --topology FILE   host globs -> rack/switch/... labels (default\n"
-"                        topology.yaml from the same places, when present)\n"
-"  -r, --redis URL       default unix:///run/faultline/redis.sock; also redis://...\n"
-"                        and redis-cluster://h1:port,h2:port (a Redis Cluster);\n"
-"                        rediss:// and rediss-cluster:// over TLS, options\n"
-"                        password_file=, tls_ca=, tls_cert=, tls_key=\n"
-"  -i, --interval DUR    evaluation interval (default 1s)\n"
-"  -s, --stale DUR       a host is silent after this (default 5s)\n"
-"      --for-grace-period DUR  an alert pending inside its `for` when this\n"
-"                        engine stopped (or its worker handed it over) keeps\n"
-"                        the time it had spent pending; the time nobody\n"
-"                        evaluated it does not count, and an alert whose `for`\n"
-"                        exceeds DUR fires no sooner than DUR after the\n"
-"                        restore (Prometheus' --rules.alert.for-grace-period;\n"
-"                        default 10m)\n"
-"      --wait-replicas N keep each alert event until N replicas of the Redis\n"
-"                        node holding fl:alerts have it (WAIT, up to a quarter\n"
-"                        interval each evaluation), and write it again if the\n"
-"                        connection changes first, so a failover cannot forget\n"
-"                        a page (default 0: a single server; 1 with replicas)\n"
-"      --alert-backlog-max N  raise the built-in AlertDeliveryBacklog while more\n"
-"                        than N fl:alerts entries wait for the alerters (none\n"
-"                        runs, or they cannot keep up); entries are never\n"
-"                        trimmed before they are delivered (default 100000)\n"
-"  -g, --generator-url U where an alert comes from, for Alertmanager and\n"
-"                        receivers: each event's generatorURL is U#RULE, e.g.\n"
-"                        https://git.example/ops/rules/blob/main/faultline.yaml\n"
-"  -d, --domains LIST    the fleet's failure-domain labels, outermost first,\n"
-"                        that HostSilent rolls up through (default\n"
-"                        site,agg,switch,rack; at most 4; levels no host\n"
-"                        has a label for are skipped)\n"
-"      --once            evaluate once, print the events to stdout, exit\n"
-"      --replay FROM,TO  evaluate the history stored between two times (epoch\n"
-"                        ms) every --interval on that clock, as fast as it\n"
-"                        goes, then exit: what the rules would have paged\n"
-"                        (faultline sim --ends-now writes such history)\n"
-"      --replay-speed X  replay X times faster than real time (default: flat out)\n"
-"      --shard           one of several workers sharing the fleet: the hosts are\n"
-"                        split among the live workers by failure domain through\n"
-"                        Redis leases, a dead worker's share is taken over within\n"
-"                        3 intervals (at least 3 s), fleet-wide comparisons merge\n"
-"                        every worker's partial aggregates (docs/rules.md)\n"
-"      --worker-id NAME  this worker's name among them (default hostname-pid)\n"
-"  -n, --intervals N     evaluate N intervals, then exit (events go to\n"
-"                        fl:alerts as usual; each interval's timing is logged)\n"
-"  -m, --metrics-addr A  serve the engine's own metrics (hosts, unreadable\n"
-"                        entries per host, events, evaluation time) as\n"
-"                        Prometheus text on http://A/metrics, e.g.\n"
-"                        127.0.0.1:9465 (default: off)\n"
-"  -l, --log-level LVL   error, warn, info or debug\n"
-"      --log-format FMT  text (default), json or logfmt, for log shippers\n"
-"      --web-config FILE TLS and basic auth for /metrics (Prometheus'\n"
-"                        exporter-toolkit web config format)\n"
-"  -b, --runbook-base B  prefix relative runbooks (runbooks/x.md) with B, a\n"
-"                        URL (https://wiki/ops) or file:///usr/share/faultline,\n"
-"                        so pages link where they are (default: as written)\n"
-"  -h, --help            this text\n"
-"  -V, --version         print the version\n");
-}
-
-/* --runbook-base: where relative runbooks live (a URL, or the installed share dir) */
-static const char *runbook_base;
-
-static int load_all(struct ruleset *rs, char **files, int nfiles)
+static int load_all(struct ruleset *rs, const struct rules_options *o)
 {
 	char err[512];
 
 	memset(rs, 0, sizeof(*rs));
-	for (int i = 0; i < nfiles; i++) {
-		if (rules_load(rs, files[i], err, sizeof(err))) {
+	for (int i = 0; i < o->nfiles; i++) {
+		if (rules_load(rs, o->files[i], err, sizeof(err))) {
 			log_error("%s", err);
 			rules_free(rs);
 			return -1;
 		}
 	}
-	if (rules_runbook_base(rs, runbook_base, err, sizeof(err))) {
+	if (rules_runbook_base(rs, o->runbook_base, err, sizeof(err))) {
 		log_error("--runbook-base: %s", err);
 		rules_free(rs);
 		return -1;
 	}
 	return 0;
 }
-
-
 
 /* How many hosts the engine holds history of. */
 static size_t engine_hosts(const struct engine *e)
@@ -237,10 +148,10 @@ static int keep_deploy(const struct deploy *d, void *arg)
 }
 
 /*
- * Give the engine the deploy markers its baseline rules can still judge
- * (the last day and their windows); nothing to do without baseline rules.
+ * Give the engine the deploy markers its baseline rules can still judge at
+ * time now (ms): the last day and their windows; nothing to do without
+ * baseline rules.
  */
-/* The deploy markers baseline rules may judge at time now (ms). */
 static int load_deploys(struct engine *e, struct conn *rc, uint64_t now, char *err,
 			size_t errlen)
 {
@@ -262,481 +173,320 @@ static int load_deploys(struct engine *e, struct conn *rc, uint64_t now, char *e
 	return n;
 }
 
-/* "site,switch,rack" into o->domains.  0 or -EINVAL. */
-static int parse_domains(const char *list, struct engine_opts *o)
+/* A running faultline-rules: what lives across intervals. */
+struct daemon {
+	const struct rules_options *o;
+	struct engine *e;
+	struct worker *worker;		/* --shard */
+	struct topology topo;
+	struct conn *rc;		/* NULL while Redis is away */
+	struct outbox ob;
+	struct backoff redis_bo;
+	struct metrics_server *metrics;
+	struct strbuf ms;		/* the /metrics body */
+	uint64_t clock_ms, replay_t0;	/* --replay: its clock (ms), its start (mono ns) */
+	int restored;			/* the checkpoint was read (or need not be) */
+	int said_ready;			/* READY=1 after the first evaluation (systemd) */
+	long events_total;
+	/* mono ns: */
+	uint64_t deploys_read;		/* the last fl:deploys read */
+	uint64_t overrun_said;		/* the last overrun warning */
+	uint64_t state_written;		/* the last checkpoint written */
+	uint64_t backlog_read, backlog_said;
+	uint64_t outage_since;		/* Redis went away; 0 while it answers */
+	uint64_t gen_written;		/* engine_state_generation at that write */
+};
+
+/* Rules, topology, engine (and worker), signals, /metrics.  0 or the exit status. */
+static int daemon_start(struct daemon *d, const struct rules_options *o)
 {
-	const char *p = list;
-
-	o->ndomains = 0;
-	while (*p) {
-		size_t n = strcspn(p, ",");
-
-		if (!n || n >= sizeof(o->domains[0]) || o->ndomains == RULE_MAX_ROLLUP)
-			return -EINVAL;
-		for (size_t i = 0; i < n; i++)
-			if (!(isalnum((unsigned char)p[i]) || p[i] == '_' || p[i] == '-'))
-				return -EINVAL;
-		memcpy(o->domains[o->ndomains], p, n);
-		o->domains[o->ndomains++][n] = 0;
-		p += n + (p[n] == ',');
-	}
-	return o->ndomains ? 0 : -EINVAL;
-}
-
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "rules", required_argument, NULL, 'R' },
-		{ "topology", required_argument, NULL, 't' },
-		{ "redis", required_argument, NULL, 'r' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "stale", required_argument, NULL, 's' },
-		{ "for-grace-period", required_argument, NULL, 'G' },
-		{ "alert-backlog-max", required_argument, NULL, 'B' },
-		{ "wait-replicas", required_argument, NULL, 'Y' },
-		{ "domains", required_argument, NULL, 'd' },
-		{ "generator-url", required_argument, NULL, 'g' },
-		{ "once", no_argument, NULL, 'o' },
-		{ "intervals", required_argument, NULL, 'n' },
-		{ "replay", required_argument, NULL, 'P' },
-		{ "replay-speed", required_argument, NULL, 'S' },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "log-format", required_argument, NULL, 'F' },
-		{ "web-config", required_argument, NULL, 'W' },
-		{ "runbook-base", required_argument, NULL, 'b' },
-		{ "metrics-addr", required_argument, NULL, 'm' },
-		{ "shard", no_argument, NULL, 'H' },
-		{ "worker-id", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
-	};
-	char *files[MAX_FILES];
-	int nfiles = 0, c, once = 0;
-	long intervals = 0;	/* 0: until stopped */
-	uint64_t replay_from = 0, replay_to = 0, clock_ms = 0, replay_t0 = 0;
-	double speed = 0;	/* replay: simulated seconds per second; 0: flat out */
-	const char *url = "unix:///run/faultline/redis.sock", *topo_path = NULL;
-	const char *metrics_addr = NULL, *web_config = NULL;
-	struct metrics_server *metrics = NULL;
-	struct strbuf ms = STRBUF_INIT;
-	struct topology topo = { 0 };
-	uint64_t interval = NSEC_PER_SEC, stale = 5 * NSEC_PER_SEC;
-	uint64_t for_grace = ENGINE_FOR_GRACE_MS * NSEC_PER_MSEC;
-	uint64_t backlog_max = ENGINE_ALERT_BACKLOG_MAX;
-	int wait_replicas = 0;
-	const char *live_only = NULL;	/* an option that only a running engine uses */
+	struct engine_opts eopts = o->eopts;
 	struct ruleset rs;
-	struct engine *e = NULL;
-	struct engine_opts domain_opts = { 0 };
-	struct conn *rc = NULL;
-	struct worker *worker = NULL;
-	int shard = 0;
-	const char *worker_name = NULL;
-	enum log_level lv;
-	char err[512], *end;
+	const char *topo_path = o->topo_path;
+	char err[512];
 
-	log_init("faultline-rules");
-	while ((c = getopt_long(argc, argv, "R:t:r:i:s:d:g:n:P:S:l:m:b:hV", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': topo_path = optarg; break;
-		case 'R':
-			if (nfiles == MAX_FILES) {
-				fprintf(stderr, "faultline-rules: more than %d --rules files; merge "
-					"some, or put their groups in one file\n", MAX_FILES);
-				return 2;
-			}
-			files[nfiles++] = optarg;
-			break;
-		case 'r': url = optarg; break;
-		case 'i':
-		case 's':
-			if (duration_parse(optarg, c == 'i' ? &interval : &stale) ||
-			    (c == 'i' && interval < 100 * NSEC_PER_MSEC)) {
-				fprintf(stderr, "faultline-rules: --%s '%s': expected a duration\n",
-					c == 'i' ? "interval" : "stale", optarg);
-				return 2;
-			}
-			break;
-		case 'G':
-			live_only = "--for-grace-period";
-			if (duration_parse(optarg, &for_grace) || for_grace < NSEC_PER_MSEC) {
-				fprintf(stderr, "faultline-rules: --for-grace-period '%s': expected a "
-					"duration of at least 1ms, such as 10m\n", optarg);
-				return 2;
-			}
-			break;
-		case 'B':
-			live_only = "--alert-backlog-max";
-			backlog_max = strtoull(optarg, &end, 10);
-			if (*end || !backlog_max || optarg[0] == '-') {
-				fprintf(stderr, "faultline-rules: --alert-backlog-max '%s': expected a "
-					"positive count\n", optarg);
-				return 2;
-			}
-			break;
-		case 'Y':
-			wait_replicas = (int)strtol(optarg, &end, 10);
-			if (*end || wait_replicas < 0 || wait_replicas > 16 || !optarg[0]) {
-				fprintf(stderr, "faultline-rules: --wait-replicas '%s': expected a "
-					"count of replicas, 0 to 16\n", optarg);
-				return 2;
-			}
-			break;
-		case 'o': once = 1; intervals = 1; break;
-		case 'S':
-			speed = strtod(optarg, &end);
-			if (*end || !(speed > 0)) {
-				fprintf(stderr, "faultline-rules: --replay-speed '%s': expected a "
-					"positive factor such as 60\n", optarg);
-				return 2;
-			}
-			break;
-		case 'P':
-			if (sscanf(optarg, "%" SCNu64 ",%" SCNu64, &replay_from, &replay_to) != 2 ||
-			    replay_to <= replay_from) {
-				fprintf(stderr, "faultline-rules: --replay '%s': expected FROM,TO in "
-					"epoch milliseconds, FROM before TO\n", optarg);
-				return 2;
-			}
-			break;
-		case 'n':
-			intervals = strtol(optarg, &end, 10);
-			if (*end || intervals <= 0) {
-				fprintf(stderr, "faultline-rules: --intervals '%s': expected a "
-					"positive count\n", optarg);
-				return 2;
-			}
-			break;
-		case 'm': metrics_addr = optarg; break;
-		case 'g':
-			if (strlen(optarg) >= sizeof(domain_opts.generator_url) ||
-			    (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))) {
-				fprintf(stderr, "faultline-rules: --generator-url '%s': expected an "
-					"http(s) URL under %zu characters\n", optarg,
-					sizeof(domain_opts.generator_url));
-				return 2;
-			}
-			snprintf(domain_opts.generator_url, sizeof(domain_opts.generator_url), "%s",
-				 optarg);
-			break;
-		case 'd':
-			if (parse_domains(optarg, &domain_opts)) {
-				fprintf(stderr, "faultline-rules: --domains '%s': expected at most %d "
-					"label names, outermost first, such as site,switch,rack\n",
-					optarg, RULE_MAX_ROLLUP);
-				return 2;
-			}
-			break;
-		case 'l':
-			if (log_parse_level(optarg, &lv)) {
-				fprintf(stderr, "faultline-rules: --log-level: error, warn, info or debug\n");
-				return 2;
-			}
-			log_set_level(lv);
-			break;
-		case 'F':
-			if (log_format_option("faultline-rules", optarg))
-				return 2;
-			break;
-		case 'W': web_config = optarg; break;
-		case 'H': shard = 1; break;
-		case 'w': worker_name = optarg; break;
-		case 'b': runbook_base = optarg; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("faultline-rules %s\n", FL_VERSION); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	/* options that do not go together, before anything is loaded */
-	if (metrics_addr && metrics_addr[0] && (once || replay_to)) {
-		fprintf(stderr, "faultline-rules: --metrics-addr serves a running engine; it does "
-			"not go with --once or --replay\n");
-		return 2;
-	}
-	if (wait_replicas && once) {
-		fprintf(stderr, "faultline-rules: --wait-replicas waits for events written to "
-			"Redis; --once prints them\n");
-		return 2;
-	}
-	if (live_only && (once || replay_to)) {
-		/* a what-if run restores no checkpoint and watches no backlog */
-		fprintf(stderr, "faultline-rules: %s applies to a running engine; it does not go "
-			"with --once or --replay\n", live_only);
-		return 2;
-	}
-	if (worker_name && !shard) {
-		fprintf(stderr, "faultline-rules: --worker-id names a --shard worker\n");
-		return 2;
-	}
-	if (shard && once) {
-		fprintf(stderr, "faultline-rules: --shard does not go with --once (a what-if "
-			"run sees the whole fleet)\n");
-		return 2;
-	}
-	if (!nfiles) {
-		/* the source tree's, else the installed ones (/etc/faultline/...) */
-		static char found[600];
-
-		if (!cfg_find("rules/faultline.yaml", 1, found, sizeof(found))) {
-			log_error("no --rules given and no rules/faultline.yaml in ./etc, "
-				  "/etc/faultline or /usr/local/etc/faultline; give --rules FILE");
-			return 2;
-		}
-		files[nfiles++] = found;
-	}
-	if (load_all(&rs, files, nfiles))
+	d->o = o;
+	if (load_all(&rs, o))
 		return 1;
 	if (!topo_path) {
 		static char found[600];
 
 		topo_path = cfg_find("topology.yaml", 1, found, sizeof(found));
 	}
-	if (topo_path && topology_load(&topo, topo_path, err, sizeof(err))) {
+	if (topo_path && topology_load(&d->topo, topo_path, err, sizeof(err))) {
 		log_error("%s", err);
 		return 1;
 	}
-	{
-		struct engine_opts eopts = { .stale_ms = stale / NSEC_PER_MSEC, .topology = &topo,
-					     .for_grace_ms = for_grace / NSEC_PER_MSEC,
-					     .alert_backlog_max = backlog_max };
-
-		memcpy(eopts.domains, domain_opts.domains, sizeof(eopts.domains));
-		memcpy(eopts.generator_url, domain_opts.generator_url, sizeof(eopts.generator_url));
-		eopts.ndomains = domain_opts.ndomains;
-
-		if (shard) {
-			worker = worker_new(worker_name, interval, &rs, &eopts, err, sizeof(err));
-			if (!worker) {
-				log_error("%s", err);
-				rules_free(&rs);
-				return 1;
-			}
-		}
-		if (engine_init(&e, &rs, &eopts))
+	eopts.topology = &d->topo;
+	if (o->shard) {
+		d->worker = worker_new(o->worker_name, o->interval, &rs, &eopts, err, sizeof(err));
+		if (!d->worker) {
+			log_error("%s", err);
+			rules_free(&rs);
 			return 1;
-		dstats.reload_ok_s = (double)time_wall_ns() / 1e9;
+		}
 	}
+	if (engine_init(&d->e, &rs, &eopts))
+		return 1;
+	dstats.reload_ok_s = (double)time_wall_ns() / 1e9;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	if (metrics_addr && metrics_addr[0]) {
-		metrics = metrics_server_start(metrics_addr, web_config, err, sizeof(err));
-		if (!metrics) {
+	if (o->metrics_addr && o->metrics_addr[0]) {
+		d->metrics = metrics_server_start(o->metrics_addr, o->web_config, err, sizeof(err));
+		if (!d->metrics) {
 			log_error("%s", err);
 			return 1;
 		}
 	}
-	conn_url_redacted(url, err, sizeof(err));
-	log_info("evaluating %d rule group(s) every %.1f s against %s", engine_rules(e)->ngroups,
-		 (double)interval / 1e9, err);
-	uint64_t deploys_read = 0;	/* mono ns of the last fl:deploys read */
-	uint64_t overrun_said = 0;	/* mono ns of the last overrun warning */
-	struct outbox ctx = { .once = once, .worker = worker, .wait_replicas = wait_replicas,
-			      .wait_timeout_ms = interval / 4 / NSEC_PER_MSEC };
-	long events_total = 0;
-	int restored = 0, with_state;
-	uint64_t state_written = 0;	/* mono ns of the last checkpoint written */
-	uint64_t gen = 0, gen_written = 0;	/* engine_state_generation: now, at that write */
-	uint64_t backlog_read = 0, backlog_said = 0;	/* mono ns */
-	uint64_t outage_since = 0;	/* mono ns Redis went away, 0 while it answers */
-	int said_ready = 0;		/* READY=1 after the first evaluation (systemd) */
-	struct backoff redis_bo;
+	conn_url_redacted(o->url, err, sizeof(err));
+	log_info("evaluating %d rule group(s) every %.1f s against %s",
+		 engine_rules(d->e)->ngroups, (double)o->interval / 1e9, err);
+	d->ob = (struct outbox){ .once = o->once, .worker = d->worker,
+				 .wait_replicas = o->wait_replicas,
+				 .wait_timeout_ms = o->interval / 4 / NSEC_PER_MSEC };
+	backoff_init(&d->redis_bo, 0, 5 * NSEC_PER_SEC);
+	d->clock_ms = o->replay_from;
+	return 0;
+}
 
-	backoff_init(&redis_bo, 0, 5 * NSEC_PER_SEC);
+/*
+ * A replay evaluates the stored history on its own clock, flat out or
+ * --replay-speed times faster than real time (so that an alerter sees the
+ * events spaced as they would have been, only closer).  Returns 0, or 1
+ * once the clock is past the end.
+ */
+static int replay_tick(struct daemon *d, uint64_t t0)
+{
+	const struct rules_options *o = d->o;
 
-	clock_ms = replay_from;
-	for (long done = 0; !stopping && (!intervals || done < intervals); done++) {
-		uint64_t t0 = time_mono_ns(), t_read, t_eval, now;
-		int nread;
+	d->clock_ms += o->interval / NSEC_PER_MSEC;
+	if (d->clock_ms > o->replay_to)
+		return 1;
+	if (!d->replay_t0)
+		d->replay_t0 = t0;
+	if (o->speed > 0) {
+		uint64_t due = d->replay_t0 +
+			       (uint64_t)((double)(d->clock_ms - o->replay_from) * 1e6 / o->speed);
 
-		/*
-		 * A replay evaluates the stored history on its own clock, flat out
-		 * or --replay-speed times faster than real time (so that an alerter
-		 * sees the events spaced as they would have been, only closer).
-		 */
-		if (replay_to) {
-			clock_ms += interval / NSEC_PER_MSEC;
-			if (clock_ms > replay_to)
-				break;
-			if (!replay_t0)
-				replay_t0 = t0;
-			if (speed > 0) {
-				uint64_t due = replay_t0 + (uint64_t)((double)(clock_ms - replay_from) *
-								      1e6 / speed);
+		if (due > t0)
+			usleep((useconds_t)((due - t0) / 1000));
+	}
+	return 0;
+}
 
-				if (due > t0)
-					usleep((useconds_t)((due - t0) / 1000));
+static void reload_rules(struct daemon *d)
+{
+	struct ruleset nrs;
+
+	reload = 0;
+	dstats.reload_ok = load_all(&nrs, d->o) == 0 && engine_reload(d->e, &nrs) == 0;
+	if (dstats.reload_ok) {
+		dstats.reload_ok_s = (double)time_wall_ns() / 1e9;
+		log_info("reloaded %d rule file(s)", d->o->nfiles);
+	} else {
+		log_warn("reload failed (see above); keeping the running rules");
+	}
+}
+
+/*
+ * Redis failed with why: drop the connection and wait the next backoff
+ * delay.  outage: the snapshots could not be read, so hosts may look silent
+ * once it is back (redis_back).
+ */
+static void redis_failed(struct daemon *d, uint64_t t0, const char *why, int outage)
+{
+	if (d->rc)
+		conn_close(d->rc);
+	d->rc = d->ob.rc = NULL;
+	if (outage && !d->outage_since && d->restored)
+		d->outage_since = t0;
+	redis_wait(&d->redis_bo, why);
+}
+
+/*
+ * Probes spooled while Redis was away and are draining now: a host is not
+ * silent until it had as long as the outage (at most 10 min) plus --stale
+ * to catch up.
+ */
+static void redis_back(struct daemon *d, uint64_t t0, uint64_t now)
+{
+	uint64_t gap = (t0 - d->outage_since) / NSEC_PER_MSEC;
+
+	gap = gap > 600000 ? 600000 : gap;
+	engine_hold_silent(d->e, now + gap + engine_options(d->e)->stale_ms);
+	log_info("Redis is back after %.0f s; HostSilent waits %.0f s while probes drain their "
+		 "spools", (double)(t0 - d->outage_since) / 1e9,
+		 (double)(gap + engine_options(d->e)->stale_ms) / 1000);
+}
+
+/*
+ * What an evaluation at now reads: the connection, the checkpoint before
+ * the first one, a worker's round, new history (*nread snapshots), deploy
+ * markers, the backlog.  Returns 0, 1 to try again next interval (Redis
+ * failed, said and waited for), or 2 to exit (--once without Redis).
+ */
+static int read_inputs(struct daemon *d, uint64_t t0, uint64_t now, int *nread)
+{
+	const struct rules_options *o = d->o;
+	char err[512];
+
+	if (!d->rc) {
+		d->rc = conn_open(o->url, 2 * NSEC_PER_SEC, err, sizeof(err));
+		d->ob.conn_gen++;
+		if (!d->rc) {
+			if (o->once) {
+				log_error("%s", err);
+				return 2;
 			}
-		}
-		now = replay_to ? clock_ms : time_wall_ns() / NSEC_PER_MSEC;
-
-		if (reload) {
-			struct ruleset nrs;
-
-			reload = 0;
-			dstats.reload_ok = load_all(&nrs, files, nfiles) == 0 && engine_reload(e, &nrs) == 0;
-			if (dstats.reload_ok) {
-				dstats.reload_ok_s = (double)time_wall_ns() / 1e9;
-				log_info("reloaded %d rule file(s)", nfiles);
-			} else {
-				log_warn("reload failed (see above); keeping the running rules");
-			}
-		}
-		if (!rc) {
-			rc = conn_open(url, 2 * NSEC_PER_SEC, err, sizeof(err));
-			ctx.conn_gen++;
-			if (!rc) {
-				if (!outage_since && restored)
-					outage_since = t0;
-				if (once) {
-					log_error("%s", err);
-					return 1;
-				}
-				redis_wait(&redis_bo, err);
-				continue;
-			}
-		}
-		/*
-		 * Before the first evaluation: what fired before this start (the
-		 * checkpoint), so that it keeps its startsAt or resolves.  A what-if
-		 * run (--once, --replay) neither reads nor writes it.
-		 */
-		if (!restored && !once && !replay_to && !worker) {
-			ctx.rc = rc;
-			if (outbox_restore(&ctx, e, now)) {
-				conn_close(rc);
-				rc = NULL;
-				redis_wait(&redis_bo, "the alert checkpoint cannot be read");
-				continue;
-			}
-		}
-		restored = 1;
-		if (worker) {
-			ctx.rc = rc;
-			if (worker_round(worker, e, rc, now, outbox_emit, &ctx, err, sizeof(err))) {
-				conn_close(rc);
-				rc = ctx.rc = NULL;
-				redis_wait(&redis_bo, err);
-				continue;
-			}
-		}
-		nread = engine_load_redis(e, rc, replay_to ? clock_ms : 0, err, sizeof(err));
-		if (nread < 0) {
-			conn_close(rc);
-			rc = NULL;
-			if (!outage_since)
-				outage_since = t0;
-			redis_wait(&redis_bo, err);
-			continue;
-		}
-		backoff_reset(&redis_bo);
-		if (outage_since && !replay_to) {
-			/*
-			 * Probes spooled while Redis was away and are draining now: a host
-			 * is not silent until it had as long as the outage (at most 10 min)
-			 * plus --stale to catch up.
-			 */
-			uint64_t gap = (t0 - outage_since) / NSEC_PER_MSEC;
-
-			gap = gap > 600000 ? 600000 : gap;
-			engine_hold_silent(e, now + gap + engine_options(e)->stale_ms);
-			log_info("Redis is back after %.0f s; HostSilent waits %.0f s while probes "
-				 "drain their spools", (double)(t0 - outage_since) / 1e9,
-				 (double)(gap + engine_options(e)->stale_ms) / 1000);
-		}
-		outage_since = 0;
-		/*
-		 * A verdict waits a whole baseline window after its deploy, so reading
-		 * the markers every DEPLOYS_EVERY_NS rather than every interval loses nothing.
-		 */
-		if (!deploys_read || t0 - deploys_read >= DEPLOYS_EVERY_NS) {
-			if (load_deploys(e, rc, replay_to ? replay_to : time_wall_ns() / NSEC_PER_MSEC,
-					 err, sizeof(err)) < 0)
-				log_warn("%s; baseline rules judge no new deploy until it works",
-					 err);
-			else
-				deploys_read = t0;
-		}
-		if (!once && !replay_to && (!backlog_read || t0 - backlog_read >= BACKLOG_EVERY_NS)) {
-			read_backlog(e, rc, &backlog_said);
-			backlog_read = t0;
-		}
-		ctx.rc = rc;
-		ctx.n = 0;
-		engine_set_profile_loader(e, rules_redis_profiles, &ctx);
-		engine_set_rollup_loader(e, rules_redis_rollups, &ctx, RULES_ROLLUP_DELAY_MS);
-		t_read = time_mono_ns();
-		engine_eval(e, now, outbox_emit, &ctx);
-		with_state = !once && (!replay_to || worker) &&
-			     (ctx.n || ctx.state_dirty || !state_written ||
-			      engine_state_generation(e) != gen_written ||
-			      engine_pending_alerts(e) ||
-			      t0 - state_written >= CHECKPOINT_EVERY_NS);
-		gen = engine_state_generation(e);
-		if (outbox_flush(&ctx, e, with_state)) {
-			conn_close(rc);
-			if (!outage_since)
-				outage_since = t0;
-			rc = ctx.rc = NULL;
-		} else if (with_state && !ctx.state_dirty) {
-			state_written = t0;
-			gen_written = gen;
-		}
-		t_eval = time_mono_ns();
-		if (!said_ready) {
-			char status[200];
-
-			snprintf(status, sizeof(status), "evaluating %d rule group(s) over %zu host(s)",
-				 engine_rules(e)->ngroups, engine_hosts(e));
-			notify_ready(status);
-			said_ready = 1;
-		}
-		notify_watchdog();
-		if (metrics) {
-			dstats.redis_up = rc != NULL;
-			dstats.events = events_total + ctx.n;
-			dstats.eval_s = (double)(t_eval - t_read) / 1e9;
-			rules_metrics_render(e, worker, &ctx, &dstats, &ms);
-			metrics_server_set_body(metrics, strbuf_str(&ms), ms.len);
-		}
-		int nrules = 0;
-
-		for (int g = 0; g < engine_rules(e)->ngroups; g++)
-			nrules += engine_rules(e)->groups[g].nrules;
-		events_total += ctx.n;
-		log_msg(intervals ? LOG_INFO : LOG_DEBUG,
-		       "interval: read %d snapshot(s) in %.1f ms, evaluated %d rule(s) over %zu "
-		       "host(s) in %.1f ms, %d event(s)", nread, (double)(t_read - t0) / 1e6,
-		       nrules, engine_hosts(e), (double)(t_eval - t_read) / 1e6, ctx.n);
-		if (once)
-			break;
-		uint64_t spent = time_mono_ns() - t0;
-
-		if (replay_to) {
-			continue;
-		} else if (spent < interval) {
-			usleep((useconds_t)((interval - spent) / 1000));
-		} else if (!overrun_said || t0 - overrun_said >= 60 * NSEC_PER_SEC) {
-			log_warn("an evaluation took %.2f s, longer than the %.2f s interval: alerts "
-				 "lag; raise --interval or split the rules over two instances",
-				 (double)spent / 1e9, (double)interval / 1e9);
-			overrun_said = t0;
+			redis_failed(d, t0, err, 1);
+			return 1;
 		}
 	}
+	d->ob.rc = d->rc;
+	/*
+	 * Before the first evaluation: what fired before this start (the
+	 * checkpoint), so that it keeps its startsAt or resolves.  A what-if
+	 * run (--once, --replay) neither reads nor writes it.
+	 */
+	if (!d->restored && !o->once && !o->replay_to && !d->worker &&
+	    outbox_restore(&d->ob, d->e, now)) {
+		redis_failed(d, t0, "the alert checkpoint cannot be read", 0);
+		return 1;
+	}
+	d->restored = 1;
+	if (d->worker && worker_round(d->worker, d->e, d->rc, now, outbox_emit, &d->ob, err,
+				      sizeof(err))) {
+		redis_failed(d, t0, err, 0);
+		return 1;
+	}
+	*nread = engine_load_redis(d->e, d->rc, o->replay_to ? d->clock_ms : 0, err, sizeof(err));
+	if (*nread < 0) {
+		redis_failed(d, t0, err, 1);
+		return 1;
+	}
+	backoff_reset(&d->redis_bo);
+	if (d->outage_since && !o->replay_to)
+		redis_back(d, t0, now);
+	d->outage_since = 0;
+	/*
+	 * A verdict waits a whole baseline window after its deploy, so reading
+	 * the markers every DEPLOYS_EVERY_NS rather than every interval loses nothing.
+	 */
+	if (!d->deploys_read || t0 - d->deploys_read >= DEPLOYS_EVERY_NS) {
+		if (load_deploys(d->e, d->rc, o->replay_to ? o->replay_to :
+				 time_wall_ns() / NSEC_PER_MSEC, err, sizeof(err)) < 0)
+			log_warn("%s; baseline rules judge no new deploy until it works", err);
+		else
+			d->deploys_read = t0;
+	}
+	if (!o->once && !o->replay_to &&
+	    (!d->backlog_read || t0 - d->backlog_read >= BACKLOG_EVERY_NS)) {
+		read_backlog(d->e, d->rc, &d->backlog_said);
+		d->backlog_read = t0;
+	}
+	return 0;
+}
+
+/* Whether this interval writes the checkpoint (with its events, or to refresh it). */
+static int checkpoint_due(const struct daemon *d, uint64_t t0)
+{
+	const struct rules_options *o = d->o;
+
+	return !o->once && (!o->replay_to || d->worker) &&
+	       (d->ob.n || d->ob.state_dirty || !d->state_written ||
+		engine_state_generation(d->e) != d->gen_written || engine_pending_alerts(d->e) ||
+		t0 - d->state_written >= CHECKPOINT_EVERY_NS);
+}
+
+/* Tell systemd, refresh /metrics and log one interval's work. */
+static void report_interval(struct daemon *d, uint64_t t0, uint64_t t_read, uint64_t t_eval,
+			    int nread)
+{
+	int nrules = 0;
+
+	if (!d->said_ready) {
+		char status[200];
+
+		snprintf(status, sizeof(status), "evaluating %d rule group(s) over %zu host(s)",
+			 engine_rules(d->e)->ngroups, engine_hosts(d->e));
+		notify_ready(status);
+		d->said_ready = 1;
+	}
+	notify_watchdog();
+	if (d->metrics) {
+		dstats.redis_up = d->rc != NULL;
+		dstats.events = d->events_total + d->ob.n;
+		dstats.eval_s = (double)(t_eval - t_read) / 1e9;
+		rules_metrics_render(d->e, d->worker, &d->ob, &dstats, &d->ms);
+		metrics_server_set_body(d->metrics, strbuf_str(&d->ms), d->ms.len);
+	}
+	for (int g = 0; g < engine_rules(d->e)->ngroups; g++)
+		nrules += engine_rules(d->e)->groups[g].nrules;
+	d->events_total += d->ob.n;
+	log_msg(d->o->intervals ? LOG_INFO : LOG_DEBUG,
+		"interval: read %d snapshot(s) in %.1f ms, evaluated %d rule(s) over %zu host(s) "
+		"in %.1f ms, %d event(s)", nread, (double)(t_read - t0) / 1e6, nrules,
+		engine_hosts(d->e), (double)(t_eval - t_read) / 1e6, d->ob.n);
+}
+
+/* Evaluate every rule at now and write the events (and the checkpoint when due). */
+static void evaluate(struct daemon *d, uint64_t t0, uint64_t now, int nread)
+{
+	uint64_t t_read = time_mono_ns(), gen;
+	int with_state;
+
+	d->ob.rc = d->rc;
+	d->ob.n = 0;
+	engine_set_profile_loader(d->e, rules_redis_profiles, &d->ob);
+	engine_set_rollup_loader(d->e, rules_redis_rollups, &d->ob, RULES_ROLLUP_DELAY_MS);
+	engine_eval(d->e, now, outbox_emit, &d->ob);
+	with_state = checkpoint_due(d, t0);
+	gen = engine_state_generation(d->e);
+	if (outbox_flush(&d->ob, d->e, with_state)) {
+		conn_close(d->rc);
+		if (!d->outage_since)
+			d->outage_since = t0;
+		d->rc = d->ob.rc = NULL;
+	} else if (with_state && !d->ob.state_dirty) {
+		d->state_written = t0;
+		d->gen_written = gen;
+	}
+	report_interval(d, t0, t_read, time_mono_ns(), nread);
+}
+
+/* Sleep out the rest of the interval, or warn (once a minute) that it overran. */
+static void pace(struct daemon *d, uint64_t t0)
+{
+	uint64_t spent = time_mono_ns() - t0, interval = d->o->interval;
+
+	if (spent < interval) {
+		usleep((useconds_t)((interval - spent) / 1000));
+	} else if (!d->overrun_said || t0 - d->overrun_said >= 60 * NSEC_PER_SEC) {
+		log_warn("an evaluation took %.2f s, longer than the %.2f s interval: alerts lag; "
+			 "raise --interval or split the rules over two instances",
+			 (double)spent / 1e9, (double)interval / 1e9);
+		d->overrun_said = t0;
+	}
+}
+
+/* Say what a replay did, write what is left, leave, free.  Returns the exit status. */
+static int daemon_stop(struct daemon *d)
+{
+	const struct rules_options *o = d->o;
+
 	notify_stopping();
-	if (replay_to) {
-		size_t points, bytes = engine_history_bytes(e, &points);
+	if (o->replay_to) {
+		size_t points, bytes = engine_history_bytes(d->e, &points), nh = engine_hosts(d->e);
 
 		log_info("replayed %.0f s of history (%" PRIu64 " to %" PRIu64 "): %ld event(s) "
-			 "to fl:alerts", (double)(replay_to - replay_from) / 1000, replay_from,
-			 replay_to, events_total);
+			 "to fl:alerts", (double)(o->replay_to - o->replay_from) / 1000,
+			 o->replay_from, o->replay_to, d->events_total);
 		log_info("history held: %zu point(s) of %zu host(s) in %.1f MB, %.1f KB per host",
-			 points, engine_hosts(e), (double)bytes / 1e6,
-			 engine_hosts(e) ? (double)bytes / 1e3 / (double)engine_hosts(e) : 0.0);
+			 points, nh, (double)bytes / 1e6, nh ? (double)bytes / 1e3 / (double)nh : 0.0);
 	}
-	if ((ctx.nqueue || ctx.state_dirty) && rc)
-		outbox_flush(&ctx, e, !once && (!replay_to || worker));
+	if ((d->ob.nqueue || d->ob.state_dirty) && d->rc)
+		outbox_flush(&d->ob, d->e, !o->once && (!o->replay_to || d->worker));
 	/*
 	 * A live worker leaving hands its partitions over at once.  A replay's
 	 * workers end together, a few milliseconds apart: leaving would hand
@@ -744,18 +494,52 @@ int main(int argc, char **argv)
 	 * evaluations, which would then resolve what still holds; its leases
 	 * and membership expire on their own instead (3 intervals).
 	 */
-	if (worker && rc && !replay_to)
-		worker_leave(worker, rc);
-	if (ctx.nqueue)
+	if (d->worker && d->rc && !o->replay_to)
+		worker_leave(d->worker, d->rc);
+	if (d->ob.nqueue)
 		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
-			  "start re-evaluates and re-emits what still holds", ctx.nqueue);
-	outbox_free(&ctx);
-	if (rc)
-		conn_close(rc);
-	metrics_server_stop(metrics);
-	strbuf_release(&ms);
-	engine_free(e);
-	worker_free(worker);
-	topology_free(&topo);
+			  "start re-evaluates and re-emits what still holds", d->ob.nqueue);
+	outbox_free(&d->ob);
+	if (d->rc)
+		conn_close(d->rc);
+	metrics_server_stop(d->metrics);
+	strbuf_release(&d->ms);
+	engine_free(d->e);
+	worker_free(d->worker);
+	topology_free(&d->topo);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct rules_options o;
+	struct daemon d = { .ms = STRBUF_INIT };
+	int ret;
+
+	log_init("faultline-rules");
+	if ((ret = rules_options_parse(&o, argc, argv)) >= 0)
+		return ret;
+	if ((ret = daemon_start(&d, &o)))
+		return ret;
+	for (long done = 0; !stopping && (!o.intervals || done < o.intervals); done++) {
+		uint64_t t0 = time_mono_ns(), now;
+		int nread = 0;
+
+		if (o.replay_to && replay_tick(&d, t0))
+			break;
+		now = o.replay_to ? d.clock_ms : time_wall_ns() / NSEC_PER_MSEC;
+		if (reload)
+			reload_rules(&d);
+		ret = read_inputs(&d, t0, now, &nread);
+		if (ret == 2)
+			return 1;
+		if (ret == 1)
+			continue;
+		evaluate(&d, t0, now, nread);
+		if (o.once)
+			break;
+		if (!o.replay_to)
+			pace(&d, t0);
+	}
+	return daemon_stop(&d);
 }

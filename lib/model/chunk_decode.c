@@ -152,34 +152,23 @@ void chunk_points_free(struct snapshot *pts, size_t n)
 }
 
 /* Read one series' columns into the points that have it. */
-static int get_column(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
-		      uint32_t *npresent, size_t *values, size_t *hists, char *err, size_t errlen)
-{
-	struct series skipped;	/* the values of a point not asked for, read and dropped */
-	char name[SNAPSHOT_MAX_STR + 1];
-	struct label_set ls;
-	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
-	int ret, k = 0, hmode = HIST_DELTA;
-	/* unsigned: hostile differences wrap instead of overflowing */
-	uint64_t pv = 0, pi = 0, pn = 0, ps = 0, pl = 0, psum = 0;
-	struct histogram *prev = NULL;
+/*
+ * A column's running state: each value is a difference from the point
+ * before's (unsigned: hostile differences wrap instead of overflowing).
+ */
+struct column_prev {
+	uint64_t v, i, n, s, l, sum;
+	int k;				/* gauge scale: 2^-k fixed point, or GAUGE_RAW */
+	int hmode;			/* HIST_DELTA or HIST_RAW */
+	struct histogram *hist;		/* the point before's histogram, then a skipped point's */
+};
 
-	if (!get_str(r, "series name", name))
-		return fail(err, errlen, -EINVAL, "series %zu's name is malformed", *values);
-	ret = get_labels(r, "series labels", &ls);
-	if (ret) {
-		labels_release(&ls);
-		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
-			fail(err, errlen, ret, "%s: labels malformed", name);
-	}
-	kind = get_u8(r, "series kind");
-	if (kind > SERIES_HISTOGRAM) {
-		labels_release(&ls);
-		return fail(err, errlen, -EINVAL, "%s: kind %u unknown", name, kind);
-	}
+/* The presence bitmap of n points into bits (mode 0: all present). */
+static void get_presence(struct reader *r, size_t n, uint8_t *bits, size_t size)
+{
 	switch (get_u8(r, "presence")) {
 	case 0:
-		memset(bits, 0xff, sizeof(bits));
+		memset(bits, 0xff, size);
 		break;
 	case 1:
 		if ((size_t)(r->end - r->p) < (n + 7) / 8) {
@@ -193,123 +182,162 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 		if (!r->bad)
 			r->bad = "presence";
 	}
-	/* the previous point's histogram, and a skipped point's */
-	if (kind == SERIES_HISTOGRAM && !(prev = calloc(2, sizeof(*prev)))) {
-		labels_release(&ls);
-		return fail(err, errlen, -ENOMEM, "out of memory");
+}
+
+static void get_gauge(struct reader *r, struct gauge_value *g, struct column_prev *cp)
+{
+	int k = cp->k;
+
+	cp->n += (uint64_t)get_zz(r, "gauge n");
+	g->n = cp->n;
+	if (k == GAUGE_RAW) {
+		g->last = get_double(r, "gauge last");
+		g->min = get_double(r, "gauge min");
+		g->max = get_double(r, "gauge max");
+		g->sum = get_double(r, "gauge sum");
+		return;
 	}
-	if (kind == SERIES_HISTOGRAM) {
-		hmode = get_u8(r, "histogram mode");
-		if (hmode != HIST_DELTA && hmode != HIST_RAW && !r->bad)
+	cp->l += (uint64_t)get_zz(r, "gauge last");
+	g->last = ldexp((double)(int64_t)cp->l, -k);
+	g->min = ldexp((double)(int64_t)(cp->l - (uint64_t)get_zz(r, "gauge min")), -k);
+	g->max = ldexp((double)(int64_t)(cp->l + (uint64_t)get_zz(r, "gauge max")), -k);
+	cp->sum += (uint64_t)get_zz(r, "gauge sum");
+	g->sum = ldexp((double)(int64_t)cp->sum, -k);
+}
+
+static void get_hist(struct reader *r, struct histogram *h, struct column_prev *cp)
+{
+	uint64_t runs, total = 0, over = (uint64_t)get_zz(r, "histogram count");
+	uint32_t at = 0;
+
+	cp->s += (uint64_t)get_zz(r, "histogram sum");
+	h->sum = cp->s;
+	runs = get_uv(r, "histogram runs");
+	if (runs > HIST_BUCKETS) {
+		r->bad = "histogram runs";
+		return;
+	}
+	for (uint64_t i = 0; i < runs && !r->bad; i++) {
+		uint64_t gap = get_uv(r, "histogram bucket");
+
+		if (gap >= HIST_BUCKETS || (i ? at + 1 + gap : gap) >= HIST_BUCKETS) {
+			r->bad = "histogram bucket";
+			return;
+		}
+		at = (uint32_t)(i ? at + 1 + gap : gap);
+		/* as it is, or a difference from the point before's bucket */
+		if (cp->hmode == HIST_RAW)
+			h->buckets[at] = get_uv(r, "histogram bucket count");
+		else
+			h->buckets[at] = cp->hist->buckets[at] +
+					 (uint64_t)get_zz(r, "histogram bucket count");
+		total += h->buckets[at];
+	}
+	h->count = total + over;
+	*cp->hist = *h;
+}
+
+/* One point's value of a series of kind into x.  0, or < 0 (out of memory). */
+static int get_value(struct reader *r, uint8_t kind, struct series *x, int skipped,
+		     struct column_prev *cp)
+{
+	switch (kind) {
+	case SERIES_COUNTER:
+		cp->i += (uint64_t)get_zz(r, "counter increase");
+		cp->v += cp->i + (uint64_t)get_zz(r, "counter value");
+		x->counter.increase = cp->i;
+		x->counter.value = cp->v;
+		return 0;
+	case SERIES_GAUGE:
+		get_gauge(r, &x->gauge, cp);
+		return 0;
+	default:
+		get_hist(r, x->hist, cp);
+		return r->bad || skipped ? 0 : series_compact(x);
+	}
+}
+
+/* A column's header after its name and labels: kind, presence, mode or scale. */
+static int get_column_head(struct reader *r, size_t n, uint8_t *kind, uint8_t *bits,
+			   size_t size, struct column_prev *cp)
+{
+	*kind = get_u8(r, "series kind");
+	if (*kind > SERIES_HISTOGRAM)
+		return -EINVAL;
+	get_presence(r, n, bits, size);
+	cp->hmode = HIST_DELTA;
+	if (*kind == SERIES_HISTOGRAM) {
+		/* the previous point's histogram, and a skipped point's */
+		if (!(cp->hist = calloc(2, sizeof(*cp->hist))))
+			return -ENOMEM;
+		cp->hmode = get_u8(r, "histogram mode");
+		if (cp->hmode != HIST_DELTA && cp->hmode != HIST_RAW && !r->bad)
 			r->bad = "histogram mode";
 	}
-	if (kind == SERIES_GAUGE) {
-		k = get_u8(r, "gauge scale");
-		if (k != GAUGE_RAW && k > 32 && !r->bad)
+	if (*kind == SERIES_GAUGE) {
+		cp->k = get_u8(r, "gauge scale");
+		if (cp->k != GAUGE_RAW && cp->k > 32 && !r->bad)
 			r->bad = "gauge scale";
 	}
-	for (size_t p = 0; p < n && !r->bad; p++) {
+	return 0;
+}
+
+static int get_column(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
+		      uint32_t *npresent, size_t *values, size_t *hists, char *err, size_t errlen)
+{
+	struct series skipped;	/* the values of a point not asked for, read and dropped */
+	char name[SNAPSHOT_MAX_STR + 1];
+	struct label_set ls;
+	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
+	struct column_prev cp = { 0 };
+	int ret;
+
+	if (!get_str(r, "series name", name))
+		return fail(err, errlen, -EINVAL, "series %zu's name is malformed", *values);
+	ret = get_labels(r, "series labels", &ls);
+	if (ret) {
+		labels_release(&ls);
+		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
+			fail(err, errlen, ret, "%s: labels malformed", name);
+	}
+	ret = get_column_head(r, n, &kind, bits, sizeof(bits), &cp);
+	if (ret) {
+		labels_release(&ls);
+		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
+			fail(err, errlen, ret, "%s: kind %u unknown", name, kind);
+	}
+	for (size_t p = 0; p < n && !r->bad && !ret; p++) {
 		struct series *x;
 
 		if (!(bits[p / 8] & (1u << (p % 8))))
 			continue;
 		if (++*values > CHUNK_MAX_VALUES ||
 		    (kind == SERIES_HISTOGRAM && ++*hists > CHUNK_MAX_HIST_POINTS)) {
-			free(prev);
-			labels_release(&ls);
-			return fail(err, errlen, -E2BIG, "more than %u values", CHUNK_MAX_VALUES);
+			ret = fail(err, errlen, -E2BIG, "more than %u values", CHUNK_MAX_VALUES);
+			break;
 		}
 		npresent[p]++;
 		if (want[p]) {
 			x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
 		} else {
 			memset(&skipped, 0, sizeof(skipped));
-			skipped.hist = prev ? &prev[1] : NULL;
-			if (prev)
+			skipped.hist = cp.hist ? &cp.hist[1] : NULL;
+			if (cp.hist)
 				hist_reset(skipped.hist);
 			x = &skipped;
 		}
 		if (!x) {
-			free(prev);
-			labels_release(&ls);
-			return fail(err, errlen, -EINVAL, "series %s not valid in point %zu", name, p);
-		}
-		switch (kind) {
-		case SERIES_COUNTER:
-			pi += (uint64_t)get_zz(r, "counter increase");
-			pv += pi + (uint64_t)get_zz(r, "counter value");
-			x->counter.increase = pi;
-			x->counter.value = pv;
-			break;
-		case SERIES_GAUGE: {
-			struct gauge_value *g = &x->gauge;
-
-			pn += (uint64_t)get_zz(r, "gauge n");
-			g->n = pn;
-			if (k == GAUGE_RAW) {
-				g->last = get_double(r, "gauge last");
-				g->min = get_double(r, "gauge min");
-				g->max = get_double(r, "gauge max");
-				g->sum = get_double(r, "gauge sum");
-				break;
-			}
-			pl += (uint64_t)get_zz(r, "gauge last");
-			g->last = ldexp((double)(int64_t)pl, -k);
-			g->min = ldexp((double)(int64_t)(pl - (uint64_t)get_zz(r, "gauge min")), -k);
-			g->max = ldexp((double)(int64_t)(pl + (uint64_t)get_zz(r, "gauge max")), -k);
-			psum += (uint64_t)get_zz(r, "gauge sum");
-			g->sum = ldexp((double)(int64_t)psum, -k);
+			ret = fail(err, errlen, -EINVAL, "series %s not valid in point %zu", name, p);
 			break;
 		}
-		case SERIES_HISTOGRAM: {
-			struct histogram *h = x->hist;
-			uint64_t runs;
-			uint32_t at = 0;
-
-			uint64_t total = 0, over = (uint64_t)get_zz(r, "histogram count");
-
-			ps += (uint64_t)get_zz(r, "histogram sum");
-			h->sum = ps;
-			runs = get_uv(r, "histogram runs");
-			if (runs > HIST_BUCKETS) {
-				r->bad = "histogram runs";
-				break;
-			}
-			for (uint64_t i = 0; i < runs && !r->bad; i++) {
-				uint64_t gap = get_uv(r, "histogram bucket");
-
-				if (gap >= HIST_BUCKETS || (i ? at + 1 + gap : gap) >= HIST_BUCKETS) {
-					r->bad = "histogram bucket";
-					break;
-				}
-				at = (uint32_t)(i ? at + 1 + gap : gap);
-				/* as it is, or a difference from the point before's bucket */
-				if (hmode == HIST_RAW)
-					h->buckets[at] = get_uv(r, "histogram bucket count");
-				else
-					h->buckets[at] = prev->buckets[at] +
-						(uint64_t)get_zz(r, "histogram bucket count");
-				total += h->buckets[at];
-			}
-			h->count = total + over;
-			*prev = *h;
-			if (x == &skipped)
-				break;
-			ret = series_compact(x);
-			if (ret) {
-				free(prev);
-				labels_release(&ls);
-				return fail(err, errlen, ret, "out of memory");
-			}
-			break;
-		}
-		}
+		if (get_value(r, kind, x, x == &skipped, &cp))
+			ret = fail(err, errlen, -ENOMEM, "out of memory");
 	}
-	free(prev);
+	free(cp.hist);
 	labels_release(&ls);
-	if (r->bad)
+	if (!ret && r->bad)
 		return fail(err, errlen, -EINVAL, "%s: %s malformed or truncated", name, r->bad);
-	return 0;
+	return ret;
 }
 
 /*

@@ -130,72 +130,107 @@ static const struct profile_loc *frame_loc(const struct profile *p, uint32_t s, 
 	return l;
 }
 
-int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
+/* A pprof Profile message under construction: its arrays, and the indexes that dedupe it. */
+struct pprof_build {
+	const struct profile *p;
+	char **strs;			/* the profile's strings, then the extra ones */
+	uint32_t nstr;
+	uint32_t sid[7];		/* the extra strings' indexes (pprof_extra) */
+	PbFunction *fns, **fnp;
+	size_t nfn;
+	PbLocation *locs, **locp;
+	PbLine *lines, **linep;
+	size_t nloc;
+	PbMapping *maps, **mapp;
+	PbSample *samples, **samplep;
+	PbLabel *labels, **labelp;
+	uint64_t *locids;
+	int64_t *values;
+	uint32_t *fn_of;		/* string index -> function id */
+	uint32_t *name_loc;		/* name -> location id (frames with no code address) */
+	struct strmap addr_loc;		/* "map:addr" -> location id */
+	int64_t period_ns;
+};
+
+/* Strings pprof needs beyond the profile's own: sample types, units, label keys. */
+static const char *const pprof_extra[7] = {
+	"samples", "count", "cpu", "nanoseconds", "service", "comm", "pid"
+};
+
+static void build_free(struct pprof_build *b)
 {
-	PbProfile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-	PbValueType vt[2] = { PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
-			      PERFTOOLS__PROFILES__VALUE_TYPE__INIT };
-	PbValueType period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-	PbValueType *vtp[2] = { &vt[0], &vt[1] };
-	uint32_t nstr = p->nstrings, extra = 0;
-	size_t nloc_total = 0, nfn = 0, nloc = 0;
-	char **strs = calloc(nstr + 8, sizeof(*strs));
-	PbFunction *fns = calloc(nstr, sizeof(*fns));
-	PbFunction **fnp = calloc(nstr, sizeof(*fnp));
-	PbSample *samples = calloc(p->nrows + 1, sizeof(*samples));
-	PbSample **samplep = calloc(p->nrows + 1, sizeof(*samplep));
-	PbLabel *labels = calloc((size_t)p->nrows * 3 + 1, sizeof(*labels));
-	PbLabel **labelp = calloc((size_t)p->nrows * 3 + 1, sizeof(*labelp));
-	PbMapping *maps = calloc(p->nmaps + 1, sizeof(*maps));
-	PbMapping **mapp = calloc(p->nmaps + 1, sizeof(*mapp));
-	PbLocation *locs = NULL, **locp = NULL;
-	PbLine *lines = NULL, **linep = NULL;
-	uint64_t *locids = NULL;
-	int64_t *values = calloc((size_t)p->nrows * 2 + 1, sizeof(*values));
-	uint32_t *fn_of = calloc(nstr, sizeof(*fn_of));	/* string index -> function id */
-	uint32_t *name_loc = calloc(nstr, sizeof(*name_loc));	/* name -> location id */
-	struct strmap addr_loc;
-	uint8_t *raw = NULL;
-	size_t rawlen;
-	int ret = -ENOMEM;
-	int64_t period_ns = p->rate_hz ? 1000000000LL / p->rate_hz : 1000000000LL / 19;
+	strmap_free(&b->addr_loc);
+	free(b->strs);
+	free(b->fns);
+	free(b->fnp);
+	free(b->locs);
+	free(b->locp);
+	free(b->lines);
+	free(b->linep);
+	free(b->samples);
+	free(b->samplep);
+	free(b->labels);
+	free(b->labelp);
+	free(b->maps);
+	free(b->mapp);
+	free(b->locids);
+	free(b->values);
+	free(b->fn_of);
+	free(b->name_loc);
+}
 
-	strmap_init(&addr_loc);
+/* Room for everything p can need, and the string table.  0 or -ENOMEM. */
+static int build_alloc(struct pprof_build *b, const struct profile *p)
+{
+	uint32_t nstr = p->nstrings;
+	size_t nframes = 0, nsample_locs = 0, nrows = p->nrows;
+
+	memset(b, 0, sizeof(*b));
+	b->p = p;
+	strmap_init(&b->addr_loc);
+	b->period_ns = p->rate_hz ? 1000000000LL / p->rate_hz : 1000000000LL / 19;
 	for (uint32_t s = 0; s < p->nstacks; s++)
-		nloc_total += p->stacks[s][0];
-	/* at most one location per frame of every stack */
-	locs = calloc(nloc_total + 1, sizeof(*locs));
-	locp = calloc(nloc_total + 1, sizeof(*locp));
-	lines = calloc(nloc_total + 1, sizeof(*lines));
-	linep = calloc(nloc_total + 1, sizeof(*linep));
-	{
-		size_t nsample_locs = 0;
-
-		for (uint32_t r = 0; r < p->nrows; r++)
-			nsample_locs += p->stacks[p->rows[r].stack][0];
-		locids = calloc(nsample_locs + 1, sizeof(*locids));
-	}
-	if (!strs || !fns || !fnp || !locs || !locp || !lines || !linep || !samples || !samplep ||
-	    !labels || !labelp || !locids || !values || !fn_of || !name_loc || !maps || !mapp)
-		goto out;
+		nframes += p->stacks[s][0];	/* at most one location per frame of every stack */
+	for (uint32_t r = 0; r < p->nrows; r++)
+		nsample_locs += p->stacks[p->rows[r].stack][0];
+	b->strs = calloc(nstr + 8, sizeof(*b->strs));
+	b->fns = calloc(nstr, sizeof(*b->fns));
+	b->fnp = calloc(nstr, sizeof(*b->fnp));
+	b->fn_of = calloc(nstr, sizeof(*b->fn_of));
+	b->name_loc = calloc(nstr, sizeof(*b->name_loc));
+	b->locs = calloc(nframes + 1, sizeof(*b->locs));
+	b->locp = calloc(nframes + 1, sizeof(*b->locp));
+	b->lines = calloc(nframes + 1, sizeof(*b->lines));
+	b->linep = calloc(nframes + 1, sizeof(*b->linep));
+	b->samples = calloc(nrows + 1, sizeof(*b->samples));
+	b->samplep = calloc(nrows + 1, sizeof(*b->samplep));
+	b->labels = calloc(nrows * 3 + 1, sizeof(*b->labels));
+	b->labelp = calloc(nrows * 3 + 1, sizeof(*b->labelp));
+	b->locids = calloc(nsample_locs + 1, sizeof(*b->locids));
+	b->values = calloc(nrows * 2 + 1, sizeof(*b->values));
+	b->maps = calloc(p->nmaps + 1, sizeof(*b->maps));
+	b->mapp = calloc(p->nmaps + 1, sizeof(*b->mapp));
+	if (!b->strs || !b->fns || !b->fnp || !b->locs || !b->locp || !b->lines || !b->linep ||
+	    !b->samples || !b->samplep || !b->labels || !b->labelp || !b->locids || !b->values ||
+	    !b->fn_of || !b->name_loc || !b->maps || !b->mapp)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < nstr; i++)
-		strs[i] = p->strings[i];
+		b->strs[i] = p->strings[i];
 	/* extra strings after the profile's own; index 0 is already "" */
-	const char *add[] = { "samples", "count", "cpu", "nanoseconds", "service", "comm", "pid" };
-	uint32_t sid[7];
-
+	b->nstr = nstr;
 	for (int i = 0; i < 7; i++) {
-		sid[i] = nstr + extra;
-		strs[nstr + extra++] = (char *)add[i];
+		b->sid[i] = b->nstr;
+		b->strs[b->nstr++] = (char *)pprof_extra[i];
 	}
-	vt[0].type = sid[0];
-	vt[0].unit = sid[1];
-	vt[1].type = sid[2];
-	vt[1].unit = sid[3];
-	period.type = sid[2];
-	period.unit = sid[3];
+	return 0;
+}
+
+static void add_mappings(struct pprof_build *b)
+{
+	const struct profile *p = b->p;
+
 	for (uint32_t k = 0; k < p->nmaps; k++) {
-		PbMapping *m = &maps[k];
+		PbMapping *m = &b->maps[k];
 
 		perftools__profiles__mapping__init(m);
 		m->id = k + 1;
@@ -206,95 +241,115 @@ int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
 		m->filename = p->maps[k].file;
 		m->build_id = p->maps[k].build_id;
 		m->has_functions = 1;	/* until a location without a symbol says otherwise */
-		mapp[k] = m;
+		b->mapp[k] = m;
 	}
-	/*
-	 * A function per frame name; a location per (mapping, address) where
-	 * the frame's code is known — with the function as its line when the
-	 * name is a symbol's, and no line when it is not, so tools symbolize
-	 * the address — else one location per name, as the name is all there is.
-	 */
+}
+
+/* The function of frame name, made on first use.  Returns its id. */
+static uint32_t function_of(struct pprof_build *b, uint32_t name)
+{
+	if (!b->fn_of[name]) {
+		PbFunction *f = &b->fns[b->nfn];
+
+		perftools__profiles__function__init(f);
+		f->id = ++b->nfn;
+		f->name = name;
+		f->system_name = name;
+		b->fnp[b->nfn - 1] = f;
+		b->fn_of[name] = (uint32_t)b->nfn;
+	}
+	return b->fn_of[name];
+}
+
+/*
+ * A function per frame name; a location per (mapping, address) where the
+ * frame's code is known — with the function as its line when the name is
+ * a symbol's, and no line when it is not, so tools symbolize the address —
+ * else one location per name, as the name is all there is.  0 or -ENOMEM.
+ */
+static int add_locations(struct pprof_build *b)
+{
+	const struct profile *p = b->p;
+
 	for (uint32_t s = 0; s < p->nstacks; s++) {
 		for (uint32_t i = 0; i < p->stacks[s][0]; i++) {
-			uint32_t name = p->stacks[s][1 + i];
+			uint32_t name = p->stacks[s][1 + i], fn = function_of(b, name), id = 0;
 			char key[64];
 			const struct profile_loc *l = frame_loc(p, s, i, key);
-			uint32_t id = 0;
+			PbLocation *lc;
 
-			if (!fn_of[name]) {
-				fn_of[name] = (uint32_t)++nfn;
-				perftools__profiles__function__init(&fns[nfn - 1]);
-				fns[nfn - 1].id = nfn;
-				fns[nfn - 1].name = name;
-				fns[nfn - 1].system_name = name;
-				fnp[nfn - 1] = &fns[nfn - 1];
-			}
 			if (l)
-				strmap_get(&addr_loc, key, &id);
+				strmap_get(&b->addr_loc, key, &id);
 			else
-				id = name_loc[name];
-			if (!id) {
-				PbLocation *lc = &locs[nloc];
+				id = b->name_loc[name];
+			if (id)
+				continue;
+			lc = &b->locs[b->nloc];
+			id = (uint32_t)++b->nloc;
+			perftools__profiles__location__init(lc);
+			lc->id = id;
+			if (l) {
+				uint64_t base = map_start(p, l->map - 1);
 
-				id = (uint32_t)++nloc;
-				perftools__profiles__location__init(lc);
-				lc->id = id;
-				if (l) {
-					uint64_t base = map_start(p, l->map - 1);
-
-					lc->mapping_id = l->map;
-					lc->address = base == KERNEL_START ? l->addr : base + l->addr;
-					/* tools symbolize a mapping only if it says it lacks functions */
-					if (!l->named)
-						maps[l->map - 1].has_functions = 0;
-				}
-				if (!l || l->named) {
-					perftools__profiles__line__init(&lines[nloc - 1]);
-					lines[nloc - 1].function_id = fn_of[name];
-					linep[nloc - 1] = &lines[nloc - 1];
-					lc->n_line = 1;
-					lc->line = &linep[nloc - 1];
-				}
-				locp[nloc - 1] = lc;
-				if (l) {
-					if (strmap_put(&addr_loc, key, id))
-						goto out;
-				} else {
-					name_loc[name] = id;
-				}
+				lc->mapping_id = l->map;
+				lc->address = base == KERNEL_START ? l->addr : base + l->addr;
+				/* tools symbolize a mapping only if it says it lacks functions */
+				if (!l->named)
+					b->maps[l->map - 1].has_functions = 0;
 			}
+			if (!l || l->named) {
+				PbLine *ln = &b->lines[id - 1];
+
+				perftools__profiles__line__init(ln);
+				ln->function_id = fn;
+				b->linep[id - 1] = ln;
+				lc->n_line = 1;
+				lc->line = &b->linep[id - 1];
+			}
+			b->locp[id - 1] = lc;
+			if (!l)
+				b->name_loc[name] = id;
+			else if (strmap_put(&b->addr_loc, key, id))
+				return -ENOMEM;
 		}
 	}
+	return 0;
+}
+
+/* A sample per row: its locations leaf first, count and CPU time, service/comm/pid labels. */
+static void add_samples(struct pprof_build *b)
+{
+	const struct profile *p = b->p;
 	size_t li = 0, lab = 0;
 
 	for (uint32_t r = 0; r < p->nrows; r++) {
 		const struct profile_row *row = &p->rows[r];
 		const uint32_t *st = p->stacks[row->stack];
-		PbSample *smp = &samples[r];
+		PbSample *smp = &b->samples[r];
 
 		perftools__profiles__sample__init(smp);
-		smp->location_id = &locids[li];
+		smp->location_id = &b->locids[li];
 		for (uint32_t i = st[0]; i-- > 0;) {	/* leaf first */
 			uint32_t id = 0;
 			char key[64];
 
 			if (frame_loc(p, row->stack, i, key))
-				strmap_get(&addr_loc, key, &id);
+				strmap_get(&b->addr_loc, key, &id);
 			else
-				id = name_loc[st[1 + i]];
-			locids[li++] = id;
+				id = b->name_loc[st[1 + i]];
+			b->locids[li++] = id;
 		}
 		smp->n_location_id = st[0];
-		smp->value = &values[2 * r];
-		values[2 * r] = (int64_t)row->count;
-		values[2 * r + 1] = (int64_t)row->count * period_ns;
+		smp->value = &b->values[2 * r];
+		b->values[2 * r] = (int64_t)row->count;
+		b->values[2 * r + 1] = (int64_t)row->count * b->period_ns;
 		smp->n_value = 2;
-		smp->label = &labelp[lab];
+		smp->label = &b->labelp[lab];
 		for (int k = 0; k < 3; k++) {
-			PbLabel *l = &labels[lab];
+			PbLabel *l = &b->labels[lab];
 
 			perftools__profiles__label__init(l);
-			l->key = sid[4 + k];
+			l->key = b->sid[4 + k];
 			if (k == 0)
 				l->str = row->service;
 			else if (k == 1)
@@ -303,25 +358,51 @@ int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
 				l->num = row->pid;
 			else
 				continue;
-			labelp[lab++] = l;
+			b->labelp[lab++] = l;
 			smp->n_label++;
 		}
-		samplep[r] = smp;
+		b->samplep[r] = smp;
 	}
+}
+
+int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
+{
+	PbProfile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
+	PbValueType vt[2] = { PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
+			      PERFTOOLS__PROFILES__VALUE_TYPE__INIT };
+	PbValueType period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	PbValueType *vtp[2] = { &vt[0], &vt[1] };
+	struct pprof_build b;
+	uint8_t *raw = NULL;
+	size_t rawlen;
+	int ret = -ENOMEM;
+
+	if (build_alloc(&b, p))
+		goto out;
+	vt[0].type = b.sid[0];
+	vt[0].unit = b.sid[1];
+	vt[1].type = b.sid[2];
+	vt[1].unit = b.sid[3];
+	period.type = b.sid[2];
+	period.unit = b.sid[3];
+	add_mappings(&b);
+	if (add_locations(&b))
+		goto out;
+	add_samples(&b);
 	prof.n_sample_type = 2;
 	prof.sample_type = vtp;
 	prof.n_sample = p->nrows;
-	prof.sample = samplep;
+	prof.sample = b.samplep;
 	prof.n_mapping = p->nmaps;
-	prof.mapping = mapp;
-	prof.n_location = nloc;
-	prof.location = locp;
-	prof.n_function = nfn;
-	prof.function = fnp;
-	prof.n_string_table = nstr + extra;
-	prof.string_table = strs;
+	prof.mapping = b.mapp;
+	prof.n_location = b.nloc;
+	prof.location = b.locp;
+	prof.n_function = b.nfn;
+	prof.function = b.fnp;
+	prof.n_string_table = b.nstr;
+	prof.string_table = b.strs;
 	prof.period_type = &period;
-	prof.period = period_ns;
+	prof.period = b.period_ns;
 	prof.time_nanos = (int64_t)(p->ts_ms - p->duration_ms) * 1000000LL;
 	prof.duration_nanos = (int64_t)p->duration_ms * 1000000LL;
 	rawlen = perftools__profiles__profile__get_packed_size(&prof);
@@ -331,24 +412,7 @@ int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
 	perftools__profiles__profile__pack(&prof, raw);
 	ret = gzip_buf(raw, rawlen, out, outlen);
 out:
-	strmap_free(&addr_loc);
 	free(raw);
-	free(strs);
-	free(fns);
-	free(fnp);
-	free(locs);
-	free(locp);
-	free(lines);
-	free(linep);
-	free(samples);
-	free(samplep);
-	free(labels);
-	free(labelp);
-	free(maps);
-	free(mapp);
-	free(locids);
-	free(values);
-	free(fn_of);
-	free(name_loc);
+	build_free(&b);
 	return ret;
 }

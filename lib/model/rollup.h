@@ -16,7 +16,7 @@
  * merged as they are).  A series seen for the first time in tier-1 input has
  * no predecessor; its first interval contributes no increase.
  *
- * The probe writes every tier itself (DESIGN.md, Storage): it feeds each 1 s
+ * The probe writes every tier itself (docs/design.md, Storage): it feeds each 1 s
  * snapshot to a minute rollup and each finished minute to an hour rollup.
  */
 #ifndef FL_ROLLUP_H

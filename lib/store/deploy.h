@@ -2,7 +2,7 @@
  * deploy.h - deploy markers: "service S went to version V on these hosts at
  * time T", the reference points of post-deploy comparisons.
  *
- * Stored in the Redis stream fl:deploys (DESIGN.md), one entry per marker,
+ * Stored in the Redis stream fl:deploys (docs/design.md), one entry per marker,
  * fields: service, version, hosts (a glob over host names, "*" = all),
  * by (who or what marked it: a user or "probe:build-id"), ts_ms, and kind
  * ("deploy", or "rollback": the service went back; a standing regression

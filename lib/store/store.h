@@ -2,7 +2,7 @@
  * store.h - faultline's Redis layout, a non-blocking writer, and readers.
  *
  * The snapshot tiers, the host registry and the rules' alert checkpoint;
- * keyspace.h documents every key (DESIGN.md, Storage).
+ * keyspace.h documents every key (docs/design.md, Storage).
  *
  * Streams are trimmed by age with XADD MINID ~ (retention per tier), so the
  * retention is in time whatever the interval.

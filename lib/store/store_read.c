@@ -416,183 +416,229 @@ static int redis_answers(struct conn *c)
 	return 0;
 }
 
+/* One store_read_ranges call: what it reads, and where each host is. */
+struct ranges_read {
+	struct conn *c;
+	const char *const *hosts;
+	const uint64_t *from_ms;
+	uint32_t tier;
+	uint64_t to_ms;
+	char to[32], count[16];		/* XRANGE's end and COUNT */
+	const struct store_readers *rd;
+	size_t *bad;
+	int chain;			/* a rollup tier: chains and chunks */
+	struct snapshot **bases;	/* chain: each host's entry before its next page */
+	struct chunk_points **chunks;	/* chain: its chunks' points, read with its first page */
+	struct read_page *todo;		/* hosts with a page to read */
+	int delivered;
+};
+
+/* Send the page requests of todo[at..at+batch) (and, first, their chunks).  0 or -EIO. */
+static int send_pages(struct ranges_read *rr, size_t at, size_t batch, int first)
+{
+	for (size_t i = 0; i < batch; i++) {
+		size_t h = rr->todo[at + i].host;
+		char key[320];
+		const char *argv[6] = { "XRANGE", key, rr->todo[at + i].from, rr->to, "COUNT",
+					rr->count };
+
+		key_tier(key, sizeof(key), rr->hosts[h], rr->tier);
+		/* the entries first, then the chunks (keyspace.h) */
+		if (conn_append(rr->c, key, 6, argv, NULL) ||
+		    (rr->chain && first &&
+		     append_chunks(rr->c, rr->hosts[h], rr->tier, rr->from_ms[h], rr->to)))
+			return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Host h's page r (and, with its first, its chunks rch): deliver its
+ * entries; a full page puts the host in todo[*more] for the next round;
+ * after its last page, what its chunks hold after its entries.
+ */
+static void take_page(struct ranges_read *rr, size_t h, redisReply *r, redisReply *rch,
+		      size_t *more, char *err, size_t errlen)
+{
+	const struct store_readers *rd = rr->rd;
+	struct read_ctx rc = { .host = rr->hosts[h], .index = h, .compact = 1, .bad_cb = rd->bad,
+			       .like = rd->like, .arg = rd->arg, .chain = rr->chain,
+			       .base = rr->chain ? rr->bases[h] : NULL,
+			       .deliver_from = rr->from_ms[h],
+			       .chunks = rr->chain ? rr->chunks[h] : NULL };
+	int got, last_page = 1;
+
+	if (rch) {
+		if (rch->type == REDIS_REPLY_ARRAY)
+			chunks_take(&rc, rch, rr->to_ms, rr->bad);
+		freeReplyObject(rch);
+	}
+	got = deliver_entries(r, 0, rd->snapshot, rd->arg, &rc, rr->bad, err, errlen);
+	if (rr->chain) {
+		rr->bases[h] = rc.base;
+		rr->chunks[h] = rc.chunks;
+	}
+	if (got < 0) {
+		if (rd->bad)
+			rd->bad(h, 0, err, rd->arg);
+		else
+			log_warn("reading %s: %s", rr->hosts[h], err);
+		if (rr->bad)
+			(*rr->bad)++;
+	} else {
+		rr->delivered += got;
+	}
+	/* a full page: read on after its last entry (*more <= this host's place) */
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == READ_PAGE) {
+		const redisReply *last = r->element[READ_PAGE - 1];
+
+		if (last->type == REDIS_REPLY_ARRAY && last->elements >= 1 &&
+		    last->element[0]->type == REDIS_REPLY_STRING && last->element[0]->len < 40) {
+			rr->todo[*more].host = h;
+			snprintf(rr->todo[*more].from, sizeof(rr->todo[*more].from), "(%s",
+				 last->element[0]->str);
+			(*more)++;
+			last_page = 0;
+		}
+	}
+	/* the host's entries are all read: what its chunks hold after them */
+	if (rr->chain && last_page && got >= 0) {
+		int rest = 0;
+
+		rc.chunks = rr->chunks[h];
+		chunks_deliver(&rc, 0, rd->snapshot, rd->arg, &rest);
+		rr->delivered += rest;
+		chunk_points_release(rr->chunks[h]);
+		rr->chunks[h] = NULL;
+	}
+	freeReplyObject(r);
+}
+
+/*
+ * Read the replies to the batch todo[at..at+batch) sent by send_pages.
+ * Returns where the next batch starts (at + batch, or earlier when a reply
+ * was abandoned: the hosts from there are asked again), and sets
+ * *pipeline for it; -1 when the connection failed (err says why).
+ */
+static ssize_t take_pages(struct ranges_read *rr, size_t at, size_t batch, int first,
+			  size_t *pipeline, size_t *more, char *err, size_t errlen)
+{
+	struct conn *c = rr->c;
+
+	for (size_t i = 0; i < batch; i++) {
+		size_t h = rr->todo[at + i].host;
+		redisReply *r = conn_reply(c), *rch = NULL;
+
+		if (r && rr->chain && first && !(rch = conn_reply(c))) {
+			freeReplyObject(r);
+			r = NULL;
+		}
+		if (!r && !conn_reply_too_large(c) && conn_reply_timed_out(c) && batch > 1 &&
+		    redis_answers(c)) {
+			/*
+			 * A pipeline timed out, Redis answers: one of its commands
+			 * was too big to answer in time, and which one is unknown
+			 * (Redis runs a pipeline's commands before it sends their
+			 * replies).  Its hosts from this one on are asked one at a
+			 * time until it shows.
+			 */
+			*pipeline = 1;
+			return (ssize_t)(at + i);
+		}
+		if (!r && (conn_reply_too_large(c) ||
+			   (conn_reply_timed_out(c) && batch == 1 && redis_answers(c)))) {
+			/*
+			 * This host's page is over the bound, or, asked alone, so
+			 * large that Redis did not even start answering within the
+			 * timeout while it answers a PING at once: it is left
+			 * unread, and the batch's later hosts are asked again on a
+			 * new connection (the reply was abandoned), pipelined again.
+			 */
+			if (rr->rd->oversize)
+				rr->rd->oversize(h, rr->rd->arg);
+			else
+				log_error("%s: %s; not read", rr->hosts[h], conn_errstr(c));
+			if (rr->bad)
+				(*rr->bad)++;
+			*pipeline = READ_PIPELINE;
+			return (ssize_t)(at + i + 1);
+		}
+		if (!r) {
+			snprintf(err, errlen, "redis: %s", conn_errstr(c));
+			return -1;
+		}
+		take_page(rr, h, r, rch, more, err, errlen);
+	}
+	return (ssize_t)(at + batch);
+}
+
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
 		      size_t n, uint32_t tier, uint64_t to_ms, const struct store_readers *rd,
 		      size_t *bad, char *err, size_t errlen)
 {
-	struct read_page *todo = malloc((n + 1) * sizeof(*todo));
-	/* a rollup tier's chains: each host's entry before its next page */
-	int chain = snapshot_delta_span_ms(tier) != 0;
-	struct snapshot **bases = chain ? calloc(n + 1, sizeof(*bases)) : NULL;
-	/* and its chunks' points, read with its first page */
-	struct chunk_points **chunks = chain ? calloc(n + 1, sizeof(*chunks)) : NULL;
-	char to[32] = "+", count[16];
+	struct ranges_read rr = { .c = c, .hosts = hosts, .from_ms = from_ms, .tier = tier,
+				  .to_ms = to_ms, .to = "+", .rd = rd, .bad = bad,
+				  .chain = snapshot_delta_span_ms(tier) != 0 };
 	size_t ntodo = n;
-	int delivered = 0, first = 1;
+	int first = 1;
 
-	if (!todo || (chain && (!bases || !chunks))) {
-		free(todo);
-		free(bases);
-		free(chunks);
+	rr.todo = malloc((n + 1) * sizeof(*rr.todo));
+	if (rr.chain) {
+		rr.bases = calloc(n + 1, sizeof(*rr.bases));
+		rr.chunks = calloc(n + 1, sizeof(*rr.chunks));
+	}
+	if (!rr.todo || (rr.chain && (!rr.bases || !rr.chunks))) {
+		free(rr.todo);
+		free(rr.bases);
+		free(rr.chunks);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	if (to_ms)
-		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
-	snprintf(count, sizeof(count), "%d", READ_PAGE);
+		snprintf(rr.to, sizeof(rr.to), "%" PRIu64, to_ms);
+	snprintf(rr.count, sizeof(rr.count), "%d", READ_PAGE);
 	/* a host's page is bounded: one host cannot make every host's read fail */
 	conn_set_reply_limit(c, STORE_READ_PAGE_MAX);
 	for (size_t i = 0; i < n; i++) {
-		todo[i].host = i;
-		snprintf(todo[i].from, sizeof(todo[i].from), "%" PRIu64,
+		rr.todo[i].host = i;
+		snprintf(rr.todo[i].from, sizeof(rr.todo[i].from), "%" PRIu64,
 			 chain_start(tier, from_ms[i]));
 	}
 	while (ntodo) {
 		size_t more = 0;	/* hosts with another page: todo[0..more) next round */
 		size_t pipeline = READ_PIPELINE;
 
-		for (size_t at = 0, next; at < ntodo; at = next) {
+		for (size_t at = 0; at < ntodo;) {
 			size_t batch = ntodo - at < pipeline ? ntodo - at : pipeline;
+			ssize_t next;
 
-			next = at + batch;
-
-			for (size_t i = 0; i < batch; i++) {
-				char key[320];
-				const char *argv[6] = { "XRANGE", key, todo[at + i].from, to, "COUNT",
-							count };
-
-				key_tier(key, sizeof(key), hosts[todo[at + i].host], tier);
-				/* the entries first, then the chunks (keyspace.h) */
-				if (conn_append(c, key, 6, argv, NULL) ||
-				    (chain && first &&
-				     append_chunks(c, hosts[todo[at + i].host], tier,
-						   from_ms[todo[at + i].host], to))) {
-					snprintf(err, errlen, "redis: %s", conn_errstr(c));
-					delivered = -EIO;
-					goto out;
-				}
+			if (send_pages(&rr, at, batch, first)) {
+				snprintf(err, errlen, "redis: %s", conn_errstr(c));
+				rr.delivered = -EIO;
+				goto out;
 			}
-			for (size_t i = 0; i < batch; i++) {
-				size_t h = todo[at + i].host;
-				redisReply *r;
-				int got;
-
-				redisReply *rch = NULL;
-				int last_page = 1;
-
-				r = conn_reply(c);
-				if (r && chain && first && !(rch = conn_reply(c))) {
-					freeReplyObject(r);
-					r = NULL;
-				}
-				if (!r && !conn_reply_too_large(c) && conn_reply_timed_out(c) &&
-				    batch > 1 && redis_answers(c)) {
-					/*
-					 * A pipeline timed out, Redis answers: one of its
-					 * commands was too big to answer in time, and which
-					 * one is unknown (Redis runs a pipeline's commands
-					 * before it sends their replies).  Its hosts from
-					 * this one on are asked one at a time until it shows.
-					 */
-					pipeline = 1;
-					next = at + i;
-					break;
-				}
-				if (!r && (conn_reply_too_large(c) ||
-					   (conn_reply_timed_out(c) && batch == 1 && redis_answers(c)))) {
-					/*
-					 * This host's page is over the bound, or, asked
-					 * alone, so large that Redis did not even start
-					 * answering within the timeout while it answers a
-					 * PING at once: it is left unread, and the batch's
-					 * later hosts are asked again on a new connection
-					 * (the reply was abandoned), pipelined again.
-					 */
-					if (rd->oversize)
-						rd->oversize(h, rd->arg);
-					else
-						log_error("%s: %s; not read", hosts[h], conn_errstr(c));
-					if (bad)
-						(*bad)++;
-					next = at + i + 1;
-					pipeline = READ_PIPELINE;
-					break;
-				}
-				if (!r) {
-					snprintf(err, errlen, "redis: %s", conn_errstr(c));
-					delivered = -EIO;
-					goto out;
-				}
-				struct read_ctx rc = { .host = hosts[h], .index = h, .compact = 1,
-						       .bad_cb = rd->bad, .like = rd->like,
-						       .arg = rd->arg, .chain = chain,
-						       .base = chain ? bases[h] : NULL,
-						       .deliver_from = from_ms[h],
-						       .chunks = chain ? chunks[h] : NULL };
-
-				if (rch) {
-					if (rch->type == REDIS_REPLY_ARRAY)
-						chunks_take(&rc, rch, to_ms, bad);
-					freeReplyObject(rch);
-				}
-				got = deliver_entries(r, 0, rd->snapshot, rd->arg, &rc, bad, err,
-						      errlen);
-				if (chain) {
-					bases[h] = rc.base;
-					chunks[h] = rc.chunks;
-				}
-				if (got < 0) {
-					if (rd->bad)
-						rd->bad(h, 0, err, rd->arg);
-					else
-						log_warn("reading %s: %s", hosts[h], err);
-					if (bad)
-						(*bad)++;
-				} else {
-					delivered += got;
-				}
-				/* a full page: read on after its last entry (more <= at + i) */
-				if (r->type == REDIS_REPLY_ARRAY && r->elements == READ_PAGE) {
-					const redisReply *last = r->element[READ_PAGE - 1];
-
-					if (last->type == REDIS_REPLY_ARRAY && last->elements >= 1 &&
-					    last->element[0]->type == REDIS_REPLY_STRING &&
-					    last->element[0]->len < 40) {
-						todo[more].host = h;
-						snprintf(todo[more].from, sizeof(todo[more].from),
-							 "(%s", last->element[0]->str);
-						more++;
-						last_page = 0;
-					}
-				}
-				/* the host's entries are all read: what its chunks hold after them */
-				if (chain && last_page && got >= 0) {
-					int rest = 0;
-
-					rc.chunks = chunks[h];
-					chunks_deliver(&rc, 0, rd->snapshot, rd->arg, &rest);
-					delivered += rest;
-					chunk_points_release(chunks[h]);
-					chunks[h] = NULL;
-				}
-				freeReplyObject(r);
+			next = take_pages(&rr, at, batch, first, &pipeline, &more, err, errlen);
+			if (next < 0) {
+				rr.delivered = -EIO;
+				goto out;
 			}
+			at = (size_t)next;
 		}
 		ntodo = more;
 		first = 0;
 	}
 out:
 	conn_set_reply_limit(c, 0);
-	for (size_t i = 0; chain && i < n; i++) {
-		struct read_ctx rc = { .base = bases[i] };
+	for (size_t i = 0; rr.chain && i < n; i++) {
+		struct read_ctx rc = { .base = rr.bases[i] };
 
 		chain_end(&rc);
-		chunk_points_release(chunks[i]);
+		chunk_points_release(rr.chunks[i]);
 	}
-	free(chunks);
-	free(bases);
-	free(todo);
-	return delivered;
+	free(rr.chunks);
+	free(rr.bases);
+	free(rr.todo);
+	return rr.delivered;
 }
 
 int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t count,

@@ -318,9 +318,147 @@ static void parse_label_fn(struct parser *ps, struct node *n)
 		     "expression: %s", n->args[4]->str, why);
 }
 
+/* sum/avg/... [by (...)] (expr[, expr]) [by (...)]: the name is ps->cur. */
+static struct node *parse_aggregation(struct parser *ps, const struct expr_fn_info *fi,
+				      int line, int col)
+{
+	struct node *n = new_node(ps, N_AGG, line, col);
+
+	if (!n)
+		return NULL;
+	n->fn = strdup(ps->cur.text);
+	n->fn_id = fi->id;
+	expr_next(ps);
+	if ((is_word(ps, "by") || is_word(ps, "without")) && parse_by(ps, n))
+		return n;
+	if (expect(ps, T_LPAREN, "'(' after the aggregation"))
+		return n;
+	add_arg(n, parse_expr(ps));
+	if (fi->nargs == 2 && !ps->failed) {
+		if (expect(ps, T_COMMA, "',' after the aggregation's parameter"))
+			return n;
+		add_arg(n, parse_expr(ps));
+	}
+	if (ps->failed || expect(ps, T_RPAREN, "')' closing the aggregation"))
+		return n;
+	if ((is_word(ps, "by") || is_word(ps, "without")) && !n->by)
+		parse_by(ps, n);
+	return n;
+}
+
+/* The kinds of call n's arguments, as function fi takes them (the parser's errors). */
+static void check_call_args(struct parser *ps, const struct expr_fn_info *fi, struct node *n,
+			    int line, int col)
+{
+	const struct node *a = fi->range ? n->args[fi->range - 1] : NULL;
+
+	if (fi->range && (!a || a->t != N_SEL || !a->range_ns))
+		expr_fail(ps, a ? a->line : line, a ? a->col : col,
+			  "%s needs a range selector such as metric[5m]", n->fn);
+	else if (fi->range && a->hist_part && fi->id != FN_RATE && fi->id != FN_IRATE &&
+		 fi->id != FN_INCREASE && fi->id != FN_DELTA && fi->id != FN_IDELTA)
+		expr_fail(ps, a->line, a->col, "%s of %s: a histogram's _bucket, _sum and _count "
+			  "take rate, irate, increase, delta and idelta", n->fn, a->metric);
+	else if (fi->id == FN_QUANTILE &&
+		 (a->hist_part || catalog_find_wire(a->wire)->kind != SERIES_HISTOGRAM))
+		expr_fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
+			  a->metric);
+	else if (fi->id == FN_QUANTILE && n->args[0]->t != N_NUM)
+		expr_fail(ps, n->args[0]->line, n->args[0]->col,
+			  "quantile's first argument is a number between 0 and 1");
+	else if (fi->id == FN_HISTOGRAM_QUANTILE && n->args[1]->t == N_SEL &&
+		 !n->args[1]->hist_part &&
+		 catalog_find_wire(n->args[1]->wire)->kind == SERIES_HISTOGRAM)
+		expr_fail(ps, n->args[1]->line, n->args[1]->col, "histogram_quantile takes "
+			  "buckets: rate(%s_bucket[5m]), or quantile(q, %s[5m]) for the merged "
+			  "histogram", n->args[1]->metric, n->args[1]->metric);
+	else if (fi->id == FN_PEER_RATIO && n->args[1]->t != N_STR)
+		expr_fail(ps, n->args[1]->line, n->args[1]->col,
+			  "peer_ratio's second argument is a quoted label name");
+}
+
+/* fn(args...): the name is ps->cur; arity, then the arguments' kinds. */
+static struct node *parse_call(struct parser *ps, const struct expr_fn_info *fi, int line,
+			       int col)
+{
+	struct node *n = new_node(ps, N_CALL, line, col);
+	int want = fi->nargs;
+
+	if (!n)
+		return NULL;
+	n->fn = strdup(ps->cur.text);
+	n->fn_id = fi->id;
+	expr_next(ps);
+	if (expect(ps, T_LPAREN, "'(' after the function name"))
+		return n;
+	while (ps->cur.t != T_RPAREN && !ps->failed) {
+		add_arg(n, parse_expr(ps));
+		if (ps->cur.t != T_COMMA)
+			break;
+		expr_next(ps);
+	}
+	if (ps->failed || expect(ps, T_RPAREN, "',' or ')' in the arguments"))
+		return n;
+	if (want < 0 && n->nargs < -want) {
+		expr_fail(ps, line, col, "%s takes at least %d arguments, found %d", n->fn, -want,
+			  n->nargs);
+		return n;
+	}
+	if (want >= 0 && n->nargs != want) {
+		expr_fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
+			  want != 1 ? "s" : "", n->nargs);
+		return n;
+	}
+	if (fi->id == FN_LABEL_REPLACE || fi->id == FN_LABEL_JOIN) {
+		parse_label_fn(ps, n);
+		return n;
+	}
+	if (fi->id == FN_QUANTILE && n->args[1] &&
+	    (n->args[1]->t != N_SEL || !n->args[1]->range_ns)) {
+		/* quantile(q, v) of an instant vector: PromQL's aggregation */
+		n->t = N_AGG;
+		n->fn_id = FN_QUANTILE_AGG;
+		if (is_word(ps, "by") || is_word(ps, "without"))
+			parse_by(ps, n);
+		return n;
+	}
+	check_call_args(ps, fi, n, line, col);
+	return n;
+}
+
+/*
+ * A name: an aggregation, a function call, or a selector; a keyword or a
+ * call of a function that does not exist is an error.
+ */
+static struct node *parse_name(struct parser *ps, int line, int col)
+{
+	const struct expr_fn_info *fi = expr_fn_find(ps->cur.text);
+	const char *q = ps->p;
+
+	/* quantile by (...) (q, v): PromQL's aggregation, not our histogram quantile */
+	if (fi && fi->id == FN_QUANTILE && (peek_word(ps, "by") || peek_word(ps, "without")))
+		fi = expr_fn_quantile_agg();
+	if (fi && fi->aggregation)
+		return parse_aggregation(ps, fi, line, col);
+	if (fi)
+		return parse_call(ps, fi, line, col);
+	if (!strcmp(ps->cur.text, "by") || !strcmp(ps->cur.text, "and") ||
+	    !strcmp(ps->cur.text, "or") || !strcmp(ps->cur.text, "unless")) {
+		expr_fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
+		return NULL;
+	}
+	/* a name followed by '(' is a call: of a function we do not have */
+	while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+		q++;
+	if (*q == '(') {
+		unknown_function(ps, line, col, ps->cur.text);
+		return NULL;
+	}
+	return parse_selector(ps);
+}
+
 static struct node *parse_primary(struct parser *ps)
 {
-	const struct expr_fn_info *fi;
 	struct node *n;
 	int line = ps->cur.line, col = ps->cur.col;
 
@@ -349,121 +487,7 @@ static struct node *parse_primary(struct parser *ps)
 			expect(ps, T_RPAREN, "')'");
 		break;
 	case T_IDENT:
-		fi = expr_fn_find(ps->cur.text);
-		/* quantile by (...) (q, v): PromQL's aggregation, not our histogram quantile */
-		if (fi && fi->id == FN_QUANTILE && (peek_word(ps, "by") || peek_word(ps, "without")))
-			fi = expr_fn_quantile_agg();
-		if (fi && fi->aggregation) {
-			n = new_node(ps, N_AGG, line, col);
-			if (!n)
-				break;
-			n->fn = strdup(ps->cur.text);
-			n->fn_id = fi->id;
-			expr_next(ps);
-			if ((is_word(ps, "by") || is_word(ps, "without")) && parse_by(ps, n))
-				break;
-			if (expect(ps, T_LPAREN, "'(' after the aggregation"))
-				break;
-			add_arg(n, parse_expr(ps));
-			if (fi->nargs == 2 && !ps->failed) {
-				if (expect(ps, T_COMMA, "',' after the aggregation's parameter"))
-					break;
-				add_arg(n, parse_expr(ps));
-			}
-			if (ps->failed || expect(ps, T_RPAREN, "')' closing the aggregation"))
-				break;
-			if ((is_word(ps, "by") || is_word(ps, "without")) && !n->by)
-				parse_by(ps, n);
-			break;
-		}
-		if (fi) {
-			n = new_node(ps, N_CALL, line, col);
-			if (!n)
-				break;
-			n->fn = strdup(ps->cur.text);
-			n->fn_id = fi->id;
-			expr_next(ps);
-			if (expect(ps, T_LPAREN, "'(' after the function name"))
-				break;
-			while (ps->cur.t != T_RPAREN && !ps->failed) {
-				add_arg(n, parse_expr(ps));
-				if (ps->cur.t != T_COMMA)
-					break;
-				expr_next(ps);
-			}
-			if (ps->failed || expect(ps, T_RPAREN, "',' or ')' in the arguments"))
-				break;
-			/* arity and argument kinds */
-			int want = fi->nargs;
-
-			if (want < 0 && n->nargs < -want) {
-				expr_fail(ps, line, col, "%s takes at least %d arguments, found %d", n->fn,
-				     -want, n->nargs);
-				break;
-			}
-			if (want >= 0 && n->nargs != want) {
-				expr_fail(ps, line, col, "%s takes %d argument%s, found %d", n->fn, want,
-				     want != 1 ? "s" : "", n->nargs);
-				break;
-			}
-			if (fi->id == FN_LABEL_REPLACE || fi->id == FN_LABEL_JOIN) {
-				parse_label_fn(ps, n);
-				break;
-			}
-			if (fi->id == FN_QUANTILE && n->args[1] &&
-			    (n->args[1]->t != N_SEL || !n->args[1]->range_ns)) {
-				/* quantile(q, v) of an instant vector: PromQL's aggregation */
-				n->t = N_AGG;
-				n->fn_id = FN_QUANTILE_AGG;
-				if (is_word(ps, "by") || is_word(ps, "without"))
-					parse_by(ps, n);
-				break;
-			}
-			const struct node *a = fi->range ? n->args[fi->range - 1] : NULL;
-			if (fi->range && (!a || a->t != N_SEL || !a->range_ns))
-				expr_fail(ps, a ? a->line : line, a ? a->col : col,
-				     "%s needs a range selector such as metric[5m]", n->fn);
-			else if (fi->range && a->hist_part && fi->id != FN_RATE &&
-				 fi->id != FN_IRATE && fi->id != FN_INCREASE && fi->id != FN_DELTA &&
-				 fi->id != FN_IDELTA)
-				expr_fail(ps, a->line, a->col, "%s of %s: a histogram's _bucket, _sum and "
-				     "_count take rate, irate, increase, delta and idelta", n->fn,
-				     a->metric);
-			else if (fi->id == FN_QUANTILE &&
-				 (a->hist_part || catalog_find_wire(a->wire)->kind != SERIES_HISTOGRAM))
-				expr_fail(ps, a->line, a->col, "quantile needs a histogram; %s is not one",
-				     a->metric);
-			else if (fi->id == FN_QUANTILE && n->args[0]->t != N_NUM)
-				expr_fail(ps, n->args[0]->line, n->args[0]->col,
-				     "quantile's first argument is a number between 0 and 1");
-			else if (fi->id == FN_HISTOGRAM_QUANTILE && n->args[1]->t == N_SEL &&
-				 !n->args[1]->hist_part &&
-				 catalog_find_wire(n->args[1]->wire)->kind == SERIES_HISTOGRAM)
-				expr_fail(ps, n->args[1]->line, n->args[1]->col, "histogram_quantile takes "
-				     "buckets: rate(%s_bucket[5m]), or quantile(q, %s[5m]) for the "
-				     "merged histogram", n->args[1]->metric, n->args[1]->metric);
-			else if (fi->id == FN_PEER_RATIO && n->args[1]->t != N_STR)
-				expr_fail(ps, n->args[1]->line, n->args[1]->col,
-				     "peer_ratio's second argument is a quoted label name");
-			break;
-		}
-		if (!strcmp(ps->cur.text, "by") || !strcmp(ps->cur.text, "and") ||
-		    !strcmp(ps->cur.text, "or") || !strcmp(ps->cur.text, "unless")) {
-			expr_fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
-			return NULL;
-		}
-		{
-			/* a name followed by '(' is a call: of a function we do not have */
-			const char *q = ps->p;
-
-			while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
-				q++;
-			if (*q == '(') {
-				unknown_function(ps, line, col, ps->cur.text);
-				return NULL;
-			}
-		}
-		n = parse_selector(ps);
+		n = parse_name(ps, line, col);
 		break;
 	default:
 		expr_fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);

@@ -338,232 +338,10 @@ static int set_deploys(const struct cfg *c, struct engine *e, const struct cfg_n
  * Run one test case of c: feed its inputs, evaluate every eval_ns, compare
  * the firing alerts at each eval_time.  Returns 1 if it failed, else 0.
  */
-static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, char **files,
-		   uint64_t eval_ns, FILE *out)
+/* Free inputs in[0..n). */
+static void inputs_free(struct input *in, size_t n)
 {
-	const struct cfg_node *inputs = cfg_get(t, "input_series"), *checks = cfg_get(t,
-										  "alert_rule_test");
-	const struct cfg_node *queries = cfg_get(t, "promql_expr_test");
-	struct minute_source minutes;
-	size_t nalloc = inputs ? inputs->nchild + 1 : 1;
-	struct input *in = calloc(nalloc, sizeof(*in));
-	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0, *ets = NULL, *qts = NULL;
-	struct ruleset rs = { 0 };
-	struct engine *e;
-	struct label ext[32];		/* external_labels: strings in c, which outlives e */
-	char err[512], *name = NULL;
-	int nin = 0, failed = 0;
-
-	minute_source_init(&minutes);
-	cfg_string(c, t, "name", &name, err, sizeof(err));
-	if (cfg_duration(c, t, "interval", &interval, err, sizeof(err)) || !in) {
-		fprintf(out, "%s\n", err);
-		free(in);
-		free(name);
-		return 1;
-	}
-	for (size_t i = 0; inputs && i < inputs->nchild; i++) {
-		const struct cfg_node *sn = cfg_get(&inputs->child[i], "series");
-		const struct cfg_node *vn = cfg_get(&inputs->child[i], "values");
-
-		if (!sn || !vn || !sn->value || !vn->value ||
-		    parse_series(sn->value, &in[nin], err, sizeof(err)) ||
-		    parse_values(vn->value, &in[nin], err, sizeof(err))) {
-			if (!sn || !vn)
-				snprintf(err, sizeof(err), "each input needs series and values");
-			fprintf(out, "%s:%d:%d: input_series: %s\n", c->file, inputs->child[i].line,
-				inputs->child[i].col, err);
-			failed = 1;
-			goto done;
-		}
-		in[nin].count = 100;
-		if (cfg_uint(c, &inputs->child[i], "count", 1, 1000000000, &in[nin].count, err,
-			     sizeof(err))) {
-			fprintf(out, "%s\n", err);
-			failed = 1;
-			goto done;
-		}
-		nin++;
-	}
-	qsort(in, (size_t)nin, sizeof(*in), by_host);
-	for (int f = 0; f < nfiles; f++)
-		if (rules_load(&rs, files[f], err, sizeof(err))) {
-			fprintf(out, "%s\n", err);
-			rules_free(&rs);
-			failed = 1;
-			goto done;
-		}
-	{
-		/* promtool's external_labels and external_url, for $externalLabels / $externalURL */
-		struct engine_opts eo = { .stale_ms = interval / NSEC_PER_MSEC * 3 + 1,
-					  .keep_all_history = 1 };
-		const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t, "external_url");
-
-		/* (check_keys made sure of their shape) */
-		for (size_t k = 0; xl && k < xl->nchild && k < sizeof(ext) / sizeof(ext[0]); k++) {
-			ext[k].key = xl->child[k].key;
-			ext[k].value = xl->child[k].value ? xl->child[k].value : (char *)"";
-			eo.nexternal_labels++;
-		}
-		eo.external_labels = ext;
-		if (xu)
-			snprintf(eo.generator_url, sizeof(eo.generator_url), "%s", xu->value);
-		engine_init(&e, &rs, &eo);
-		engine_set_rollup_loader(e, minute_source_load, &minutes, 0);
-	}
-	if (set_deploys(c, e, cfg_get(t, "deploys"), out)) {
-		engine_free(e);
-		failed = 1;
-		goto done;
-	}
-	ets = calloc(checks ? checks->nchild + 1 : 1, sizeof(*ets));
-	for (size_t k = 0; ets && checks && k < checks->nchild; k++) {
-		uint64_t et = 0;
-		const struct cfg_node *ck = &checks->child[k];
-
-		err[0] = '\0';
-		if (cfg_duration(c, ck, "eval_time", &et, err, sizeof(err)) || et % eval_ns ||
-		    et / eval_ns > MAX_EVALS || !cfg_get(ck, "alertname")) {
-			if (!err[0])
-				snprintf(err, sizeof(err), "%s:%d:%d: %s", c->file, ck->line, ck->col,
-					 !cfg_get(ck, "alertname") ? "alert_rule_test needs alertname" :
-					 et % eval_ns ?
-					 "eval_time must be a multiple of evaluation_interval" :
-					 "eval_time is more than 100000 evaluations away; "
-					 "raise evaluation_interval");
-			fprintf(out, "%s\n", err);
-			engine_free(e);
-			failed = 1;
-			goto done;
-		}
-		ets[k] = et;
-		if (et > maxt)
-			maxt = et;
-	}
-	qts = calloc(queries ? queries->nchild + 1 : 1, sizeof(*qts));
-	for (size_t k = 0; qts && queries && k < queries->nchild; k++) {
-		const struct cfg_node *q = &queries->child[k];
-		uint64_t et = 0;
-
-		err[0] = '\0';
-		if (cfg_duration(c, q, "eval_time", &et, err, sizeof(err)) || et % eval_ns ||
-		    et / eval_ns > MAX_EVALS || !cfg_get(q, "expr")) {
-			if (!err[0])
-				snprintf(err, sizeof(err), "%s:%d:%d: %s", c->file, q->line, q->col,
-					 !cfg_get(q, "expr") ? "promql_expr_test needs expr" :
-					 et % eval_ns ?
-					 "eval_time must be a multiple of evaluation_interval" :
-					 "eval_time is more than 100000 evaluations away");
-			fprintf(out, "%s\n", err);
-			engine_free(e);
-			free(qts);
-			failed = 1;
-			goto done;
-		}
-		qts[k] = et;
-		if (et > maxt)
-			maxt = et;
-	}
-	if (!ets || !qts) {
-		free(qts);
-		fprintf(out, "out of memory\n");
-		engine_free(e);
-		failed = 1;
-		goto done;
-	}
-	/* feed input points in time order, evaluating every eval_ns */
-	for (uint64_t now = 0; now <= maxt; now += eval_ns) {
-		uint64_t step = interval ? now / interval : 0;
-
-		if (interval && now % interval == 0)
-			feed_step(e, &minutes, in, nin, step, T0 + now / NSEC_PER_MSEC,
-				  interval / NSEC_PER_MSEC);
-		engine_eval(e, T0 + now / NSEC_PER_MSEC, sink, NULL);
-		for (size_t k = 0; queries && k < queries->nchild; k++)
-			if (qts[k] == now)
-				failed |= ruletest_expr_check(c, &queries->child[k], e, T0 + now / NSEC_PER_MSEC,
-						     name ? name : "?", out);
-		for (size_t k = 0; checks && k < checks->nchild; k++) {
-			const struct cfg_node *ck = &checks->child[k], *exp;
-			char *alertname = NULL;
-			uint64_t et = ets[k];
-			struct got got = { 0 };
-			int nexp = 0, ok = 1;
-
-			if (et != now)
-				continue;
-			cfg_string(c, ck, "alertname", &alertname, err, sizeof(err));
-			engine_firing(e, alertname ? alertname : "", firing_cb, &got);
-			exp = cfg_get(ck, "exp_alerts");
-			nexp = exp && exp->type == CFG_SEQ ? (int)exp->nchild : 0;
-			if (nexp != got.n)
-				ok = 0;
-			/*
-			 * promtool's rule: an expected alert's labels (plus alertname) are
-			 * the alert's labels exactly; its annotations, when given, too
-			 */
-			for (int x = 0; ok && x < nexp; x++) {
-				const struct cfg_node *el = cfg_get(&exp->child[x], "exp_labels");
-				const struct cfg_node *ea = cfg_get(&exp->child[x], "exp_annotations");
-				int matched = 0;
-
-				for (int gidx = 0; gidx < got.n && !matched; gidx++) {
-					const struct firing *f = &got.a[gidx];
-					/* alertname is implied */
-					size_t want = (el ? el->nchild : 0) +
-						      (el && cfg_get(el, "alertname") ? 0 : 1);
-					int all = (size_t)f->n == want;
-					for (size_t j = 0; el && j < el->nchild && all; j++) {
-						const char *v = lv(f->l, f->n, el->child[j].key);
-
-						all = v && el->child[j].value && !strcmp(v, el->child[j].value);
-					}
-					if (all && ea) {
-						all = (size_t)f->nann == ea->nchild;
-						for (size_t j = 0; j < ea->nchild && all; j++) {
-							const char *v = lv(f->ann, f->nann, ea->child[j].key);
-
-							all = v && ea->child[j].value &&
-							      !strcmp(v, ea->child[j].value);
-						}
-					}
-					matched = all;
-				}
-				ok = matched;
-			}
-			if (!ok) {
-				char d[32];
-
-				fprintf(out, "%s:%d:%d: test '%s': at %s, %s: expected %d firing alert(s), "
-					"got %d:", c->file, ck->line, ck->col, name ? name : "?",
-					duration_format(et, d, sizeof(d)), alertname ? alertname : "?",
-					nexp, got.n);
-				for (int gidx = 0; gidx < got.n; gidx++) {
-					struct strbuf sb = STRBUF_INIT;
-
-					strbuf_adds(&sb, " ");
-					labels_format(&sb, got.a[gidx].l, got.a[gidx].n);
-					if (got.a[gidx].nann) {
-						strbuf_adds(&sb, " annotations ");
-						labels_format(&sb, got.a[gidx].ann, got.a[gidx].nann);
-					}
-					fputs(strbuf_str(&sb), out);
-					strbuf_release(&sb);
-				}
-				fprintf(out, "\n");
-				failed = 1;
-			}
-			free(alertname);
-			got_free(&got);
-		}
-	}
-	engine_free(e);
-	free(qts);
-	if (!failed)
-		fprintf(out, "  PASS %s\n", name ? name : "?");
-done:
-	minute_source_free(&minutes);
-	for (size_t i = 0; in && i < nalloc; i++) {
+	for (size_t i = 0; in && i < n; i++) {
 		free(in[i].v);
 		free(in[i].have);
 		free(in[i].cum);
@@ -577,12 +355,261 @@ done:
 		}
 	}
 	free(in);
+}
+
+/*
+ * A test's input_series into in[0..*nin) (room for all of them), sorted by
+ * host.  Returns 0, or 1 after printing the error to out.
+ */
+static int read_inputs(const struct cfg *c, const struct cfg_node *inputs, struct input *in,
+		       int *nin, FILE *out)
+{
+	char err[512];
+
+	for (size_t i = 0; inputs && i < inputs->nchild; i++) {
+		const struct cfg_node *sn = cfg_get(&inputs->child[i], "series");
+		const struct cfg_node *vn = cfg_get(&inputs->child[i], "values");
+
+		if (!sn || !vn || !sn->value || !vn->value ||
+		    parse_series(sn->value, &in[*nin], err, sizeof(err)) ||
+		    parse_values(vn->value, &in[*nin], err, sizeof(err))) {
+			if (!sn || !vn)
+				snprintf(err, sizeof(err), "each input needs series and values");
+			fprintf(out, "%s:%d:%d: input_series: %s\n", c->file, inputs->child[i].line,
+				inputs->child[i].col, err);
+			return 1;
+		}
+		in[*nin].count = 100;
+		if (cfg_uint(c, &inputs->child[i], "count", 1, 1000000000, &in[*nin].count, err,
+			     sizeof(err))) {
+			fprintf(out, "%s\n", err);
+			return 1;
+		}
+		(*nin)++;
+	}
+	qsort(in, (size_t)*nin, sizeof(*in), by_host);
+	return 0;
+}
+
+/*
+ * The engine a test case runs: the rule files, promtool's external_labels
+ * and external_url (for $externalLabels / $externalURL; their strings are
+ * c's, which outlives the engine; ext has room for 32), 1-minute rollups
+ * from minutes.  NULL after printing the error to out.
+ */
+static struct engine *test_engine(const struct cfg *c, const struct cfg_node *t, int nfiles,
+				  char **files, uint64_t interval, struct label *ext,
+				  struct minute_source *minutes, FILE *out)
+{
+	struct engine_opts eo = { .stale_ms = interval / NSEC_PER_MSEC * 3 + 1,
+				  .keep_all_history = 1 };
+	const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t, "external_url");
+	struct ruleset rs = { 0 };
+	struct engine *e;
+	char err[512];
+
+	for (int f = 0; f < nfiles; f++)
+		if (rules_load(&rs, files[f], err, sizeof(err))) {
+			fprintf(out, "%s\n", err);
+			rules_free(&rs);
+			return NULL;
+		}
+	/* (check_keys made sure of their shape) */
+	for (size_t k = 0; xl && k < xl->nchild && k < 32; k++) {
+		ext[k].key = xl->child[k].key;
+		ext[k].value = xl->child[k].value ? xl->child[k].value : (char *)"";
+		eo.nexternal_labels++;
+	}
+	eo.external_labels = ext;
+	if (xu)
+		snprintf(eo.generator_url, sizeof(eo.generator_url), "%s", xu->value);
+	if (engine_init(&e, &rs, &eo)) {
+		fprintf(out, "the rules engine cannot start (out of memory)\n");
+		return NULL;
+	}
+	engine_set_rollup_loader(e, minute_source_load, minutes, 0);
+	if (set_deploys(c, e, cfg_get(t, "deploys"), out)) {
+		engine_free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/*
+ * The eval_time of each item of list (alert_rule_test, which needs key
+ * "alertname", or promql_expr_test, which needs "expr") into *ts (malloc'd,
+ * indexed like list), the latest into *maxt.  Returns 0, or 1 after
+ * printing the error to out.
+ */
+static int eval_times(const struct cfg *c, const struct cfg_node *list, const char *key,
+		      uint64_t eval_ns, uint64_t **ts, uint64_t *maxt, FILE *out)
+{
+	char err[512];
+
+	*ts = calloc(list ? list->nchild + 1 : 1, sizeof(**ts));
+	if (!*ts) {
+		fprintf(out, "out of memory\n");
+		return 1;
+	}
+	for (size_t k = 0; list && k < list->nchild; k++) {
+		const struct cfg_node *item = &list->child[k];
+		uint64_t et = 0;
+
+		err[0] = '\0';
+		if (cfg_duration(c, item, "eval_time", &et, err, sizeof(err)) || et % eval_ns ||
+		    et / eval_ns > MAX_EVALS || !cfg_get(item, key)) {
+			if (!err[0])
+				snprintf(err, sizeof(err), "%s:%d:%d: %s", c->file, item->line,
+					 item->col, !cfg_get(item, key) ?
+					 (!strcmp(key, "expr") ? "promql_expr_test needs expr" :
+					  "alert_rule_test needs alertname") :
+					 et % eval_ns ?
+					 "eval_time must be a multiple of evaluation_interval" :
+					 "eval_time is more than 100000 evaluations away; "
+					 "raise evaluation_interval");
+			fprintf(out, "%s\n", err);
+			return 1;
+		}
+		(*ts)[k] = et;
+		if (et > *maxt)
+			*maxt = et;
+	}
+	return 0;
+}
+
+/*
+ * promtool's rule: an expected alert's labels (plus alertname) are one
+ * firing alert's labels exactly; its annotations, when given, too.
+ */
+static int expected_fires(const struct cfg_node *expected, const struct got *got)
+{
+	const struct cfg_node *el = cfg_get(expected, "exp_labels");
+	const struct cfg_node *ea = cfg_get(expected, "exp_annotations");
+	/* alertname is implied */
+	size_t want = (el ? el->nchild : 0) + (el && cfg_get(el, "alertname") ? 0 : 1);
+
+	for (int g = 0; g < got->n; g++) {
+		const struct firing *f = &got->a[g];
+		int all = (size_t)f->n == want;
+
+		for (size_t j = 0; el && j < el->nchild && all; j++) {
+			const char *v = lv(f->l, f->n, el->child[j].key);
+
+			all = v && el->child[j].value && !strcmp(v, el->child[j].value);
+		}
+		if (all && ea) {
+			all = (size_t)f->nann == ea->nchild;
+			for (size_t j = 0; j < ea->nchild && all; j++) {
+				const char *v = lv(f->ann, f->nann, ea->child[j].key);
+
+				all = v && ea->child[j].value && !strcmp(v, ea->child[j].value);
+			}
+		}
+		if (all)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * One alert_rule_test item ck at eval_time et: the firing alerts of its
+ * alertname must be exactly the expected ones.  Returns 0, or 1 after
+ * printing what fired instead to out.
+ */
+static int check_alerts(const struct cfg *c, const struct cfg_node *ck, struct engine *e,
+			const char *name, uint64_t et, FILE *out)
+{
+	const struct cfg_node *exp = cfg_get(ck, "exp_alerts");
+	int nexp = exp && exp->type == CFG_SEQ ? (int)exp->nchild : 0, ok;
+	struct got got = { 0 };
+	char *alertname = NULL, err[256];
+
+	cfg_string(c, ck, "alertname", &alertname, err, sizeof(err));
+	engine_firing(e, alertname ? alertname : "", firing_cb, &got);
+	ok = nexp == got.n;
+	for (int x = 0; ok && x < nexp; x++)
+		ok = expected_fires(&exp->child[x], &got);
+	if (!ok) {
+		char d[32];
+
+		fprintf(out, "%s:%d:%d: test '%s': at %s, %s: expected %d firing alert(s), got %d:",
+			c->file, ck->line, ck->col, name, duration_format(et, d, sizeof(d)),
+			alertname ? alertname : "?", nexp, got.n);
+		for (int g = 0; g < got.n; g++) {
+			struct strbuf sb = STRBUF_INIT;
+
+			strbuf_adds(&sb, " ");
+			labels_format(&sb, got.a[g].l, got.a[g].n);
+			if (got.a[g].nann) {
+				strbuf_adds(&sb, " annotations ");
+				labels_format(&sb, got.a[g].ann, got.a[g].nann);
+			}
+			fputs(strbuf_str(&sb), out);
+			strbuf_release(&sb);
+		}
+		fprintf(out, "\n");
+	}
+	free(alertname);
+	got_free(&got);
+	return !ok;
+}
+
+static int run_one(const struct cfg *c, const struct cfg_node *t, int nfiles, char **files,
+		   uint64_t eval_ns, FILE *out)
+{
+	const struct cfg_node *inputs = cfg_get(t, "input_series");
+	const struct cfg_node *checks = cfg_get(t, "alert_rule_test");
+	const struct cfg_node *queries = cfg_get(t, "promql_expr_test");
+	struct minute_source minutes;
+	size_t nalloc = inputs ? inputs->nchild + 1 : 1;
+	struct input *in = calloc(nalloc, sizeof(*in));
+	uint64_t interval = 60 * NSEC_PER_SEC, maxt = 0, *ets = NULL, *qts = NULL;
+	struct engine *e = NULL;
+	struct label ext[32];		/* external_labels: strings in c, which outlives e */
+	char err[512], *name = NULL;
+	const char *tn;
+	int nin = 0, failed = 1;
+
+	minute_source_init(&minutes);
+	cfg_string(c, t, "name", &name, err, sizeof(err));
+	tn = name ? name : "?";
+	if (cfg_duration(c, t, "interval", &interval, err, sizeof(err)) || !in) {
+		fprintf(out, "%s\n", err);
+		goto done;
+	}
+	if (read_inputs(c, inputs, in, &nin, out) ||
+	    !(e = test_engine(c, t, nfiles, files, interval, ext, &minutes, out)) ||
+	    eval_times(c, checks, "alertname", eval_ns, &ets, &maxt, out) ||
+	    eval_times(c, queries, "expr", eval_ns, &qts, &maxt, out))
+		goto done;
+	/* feed input points in time order, evaluating every eval_ns */
+	failed = 0;
+	for (uint64_t now = 0; now <= maxt; now += eval_ns) {
+		uint64_t at = T0 + now / NSEC_PER_MSEC;
+
+		if (interval && now % interval == 0)
+			feed_step(e, &minutes, in, nin, now / interval, at, interval / NSEC_PER_MSEC);
+		engine_eval(e, at, sink, NULL);
+		for (size_t k = 0; queries && k < queries->nchild; k++)
+			if (qts[k] == now)
+				failed |= ruletest_expr_check(c, &queries->child[k], e, at, tn, out);
+		for (size_t k = 0; checks && k < checks->nchild; k++)
+			if (ets[k] == now)
+				failed |= check_alerts(c, &checks->child[k], e, tn, now, out);
+	}
+	if (!failed)
+		fprintf(out, "  PASS %s\n", tn);
+done:
+	if (e)
+		engine_free(e);
+	minute_source_free(&minutes);
+	inputs_free(in, nalloc);
 	free(ets);
+	free(qts);
 	free(name);
 	return failed;
 }
 
-/* Keys promtool knows that faultline's rule tests do not do: refused, never ignored. */
 static const char *const not_supported[] = {
 	"group_eval_order", "fuzzy_compare",
 };
