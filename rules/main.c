@@ -3,7 +3,7 @@
  * write to Redis and append firing/resolved events to fl:alerts for
  * faultline-alerter (the event format is lib/model/alert.h).
  *
- * Every interval (one_interval): read each host's new 1 s snapshots
+ * Every interval (main's loop): read each host's new 1 s snapshots
  * (read_inputs: the connection, the checkpoint at start, a --shard
  * worker's round, new history, deploy markers, the alert backlog), then
  * evaluate every rule and write its state changes with the checkpoint
