@@ -341,6 +341,8 @@ static json_object *faultline_json(const struct alert *a)
 
 		json_object_object_add(d, "label", jsonc_string(a->domain_label));
 		json_object_object_add(d, "value", jsonc_string(a->domain_value));
+		if (a->domain_same[0])
+			json_object_object_add(d, "same_as", jsonc_string(a->domain_same));
 		json_object_object_add(o, "domain", d);
 	}
 	for (uint32_t i = 0; i < a->nhosts; i++)
@@ -495,7 +497,13 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 			slack_escaped(&sb, a->domain_label);
 			strbuf_adds(&sb, " `");
 			slack_escaped(&sb, a->domain_value);
-			strbuf_addf(&sb, "`: %u of %u hosts", a->nhosts, a->total_hosts);
+			strbuf_adds(&sb, "`");
+			if (a->domain_same[0]) {
+				strbuf_adds(&sb, " (the same hosts as ");
+				slack_escaped(&sb, a->domain_same);
+				strbuf_adds(&sb, ")");
+			}
+			strbuf_addf(&sb, ": %u of %u hosts", a->nhosts, a->total_hosts);
 		}
 		if (a->runbook[0]) {
 			strbuf_adds(&sb, "\nrunbook: ");

@@ -119,7 +119,11 @@ static void evaluate(const struct fleet *f, const char *yaml, int labels, struct
 	engine_free(e);
 }
 
-/* The pages as "label=value:nhosts" (host pages "host=NAME:1"), sorted, space separated. */
+/*
+ * The pages as "label=value:nhosts" (host pages "host=NAME:1"), sorted,
+ * space separated; a domain that outer levels hold exactly as
+ * "label=value~outer=name,...:nhosts".
+ */
 static char *pages(const struct test_events *ev, const char *alertname)
 {
 	static char out[4096];
@@ -142,10 +146,19 @@ static char *pages(const struct test_events *ev, const char *alertname)
 		if (json_object_object_get_ex(fl, "domain", &d)) {
 			json_object *dl, *dv;
 
+			json_object *same = NULL;
+
 			json_object_object_get_ex(d, "label", &dl);
 			json_object_object_get_ex(d, "value", &dv);
-			snprintf(items[n++], 96, "%s=%s:%zu", json_object_get_string(dl),
-				 json_object_get_string(dv), json_object_array_length(h));
+			json_object_object_get_ex(d, "same_as", &same);
+			snprintf(items[n++], 96, "%s=%s%s%s:%zu", json_object_get_string(dl),
+				 json_object_get_string(dv), same ? "~" : "",
+				 same ? json_object_get_string(same) : "",
+				 json_object_array_length(h));
+			/* every name of the domain is a label of the page */
+			json_object_object_get_ex(l, json_object_get_string(dl), &x);
+			cr_assert(x && !strcmp(json_object_get_string(x), json_object_get_string(dv)),
+				  "the page lacks its domain's label %s", json_object_get_string(dl));
 		} else {
 			json_object_object_get_ex(l, "host", &x);
 			snprintf(items[n++], 96, "host=%s:1", json_object_get_string(x));
@@ -327,7 +340,8 @@ Test(domains, a_rack_and_its_own_tor_are_one_domain)
 	build(&f, 1, 4, 1, eight, 1);	/* switch sw<i> holds only rack r<i> */
 	hit_rack(&f, "r1", 6);
 	evaluate(&f, rule_yaml(NESTED), 7, &ev);
-	cr_assert_str_eq(pages(&ev, "Hot"), "switch=sw1:6");
+	/* named by both: the rack, which is the switch's only one */
+	cr_assert_str_eq(pages(&ev, "Hot"), "rack=r1~switch=sw1:6");
 	test_events_free(&ev);
 }
 
@@ -341,6 +355,38 @@ Test(domains, an_identical_outer_domain_does_not_swallow_a_narrower_fault)
 	hit_rack(&f, "r2", -1);
 	evaluate(&f, rule_yaml(NESTED), 7, &ev);
 	cr_assert_str_eq(pages(&ev, "Hot"), "rack=r2:8");
+	test_events_free(&ev);
+}
+
+/*
+ * A site that holds one switch: a storm over that switch's racks pages the
+ * switch, and says it is the whole site too (labels site and switch, the
+ * domain the switch) rather than naming only the site.
+ */
+Test(domains, a_site_of_one_switch_is_named_by_both)
+{
+	static struct fleet f;
+	static const int thirty_two[] = { 8 };
+	struct test_events ev = { 0 };
+	json_object *o, *l, *x;
+
+	build(&f, 2, 1, 4, thirty_two, 1);	/* site s<i> is switch sw<i>: 4 racks of 8 */
+	for (int r = 0; r < 4; r++) {
+		char rack[16];
+
+		snprintf(rack, sizeof(rack), "r%d", r);
+		hit_rack(&f, rack, 3);		/* 12 of sw0's 32 hosts, in all 4 racks */
+	}
+	evaluate(&f, rule_yaml(NESTED), 7, &ev);
+	cr_assert_str_eq(pages(&ev, "Hot"), "switch=sw0~site=s0:12");
+	cr_assert_eq(ev.n, 1);
+	o = json_tokener_parse(ev.json[0]);
+	json_object_object_get_ex(o, "labels", &l);
+	cr_assert(json_object_object_get_ex(l, "site", &x) &&
+		  !strcmp(json_object_get_string(x), "s0"), "%s", ev.json[0]);
+	cr_assert(!json_object_object_get_ex(l, "rack", &x), "a rack is not the domain: %s",
+		  ev.json[0]);
+	json_object_put(o);
 	test_events_free(&ev);
 }
 

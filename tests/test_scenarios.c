@@ -150,6 +150,7 @@ struct seen {
 	char id[1024];			/* alertname + labels, canonical */
 	struct json_object *labels;	/* the first notification's, owned */
 	char dlabel[64], dvalue[256];	/* its domain: host, rack, switch, site, service */
+	char dsame[256];		/* outer levels of the same hosts: "switch=sw1,..." */
 	struct json_object *evidence;	/* the first firing notification's, owned, or NULL */
 	int firing, resolved;		/* transitions into each state */
 	int last;			/* 0 none, 1 firing, 2 resolved */
@@ -202,7 +203,23 @@ static int fits(const struct seen *s, struct json_object *x)
 	if (!s->dlabel[0])
 		return 1;
 	d = jstr(want, s->dlabel);
-	return d && !strcmp(d, s->dvalue);
+	if (d && !strcmp(d, s->dvalue))
+		return 1;
+	/* a domain that outer levels hold exactly is also those (rack r9 = switch sw9) */
+	for (const char *p = s->dsame; *p;) {
+		size_t n = strcspn(p, ","), k = strcspn(p, "=");
+		char key[64];
+
+		if (k < n && k < sizeof(key)) {
+			memcpy(key, p, k);
+			key[k] = 0;
+			d = jstr(want, key);
+			if (d && strlen(d) == n - k - 1 && !strncmp(d, p + k + 1, n - k - 1))
+				return 1;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
 }
 
 /* Does the page's evidence name what x's evidence: asks for?  NULL: yes; else what is missing. */
@@ -295,6 +312,8 @@ static int collect(struct seen *s, int max)
 							 jstr(dom, "label") ?: "");
 						snprintf(s[ns].dvalue, sizeof(s[ns].dvalue), "%s",
 							 jstr(dom, "value") ?: "");
+						snprintf(s[ns].dsame, sizeof(s[ns].dsame), "%s",
+							 jstr(dom, "same_as") ?: "");
 					} else if (jstr(l, "host")) {
 						snprintf(s[ns].dlabel, sizeof(s[ns].dlabel), "host");
 						snprintf(s[ns].dvalue, sizeof(s[ns].dvalue), "%s",

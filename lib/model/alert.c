@@ -140,6 +140,8 @@ int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t
 				snprintf(a->domain_label, sizeof(a->domain_label), "%s", s);
 			if ((s = str_of(o, "value")))
 				snprintf(a->domain_value, sizeof(a->domain_value), "%s", s);
+			if ((s = str_of(o, "same_as")))
+				snprintf(a->domain_same, sizeof(a->domain_same), "%s", s);
 		}
 		if (json_object_object_get_ex(fl, "hosts", &o) &&
 		    json_object_is_type(o, json_type_array)) {
@@ -290,6 +292,8 @@ int alert_encode(const struct alert *a, struct strbuf *out)
 
 		json_object_object_add(d, "label", jsonc_string(a->domain_label));
 		json_object_object_add(d, "value", jsonc_string(a->domain_value));
+		if (a->domain_same[0])
+			json_object_object_add(d, "same_as", jsonc_string(a->domain_same));
 		json_object_object_add(fl, "domain", d);
 	}
 	if (a->runbook[0])

@@ -11,7 +11,12 @@
  *     "startsAt": "RFC 3339", "endsAt": "RFC 3339" (resolved only),
  *     "generatorURL": "...",
  *     "faultline": {                              optional
- *        "domain": { "label": "switch", "value": "sw3" },
+ *        "domain": { "label": "switch", "value": "sw3",
+ *                    "same_as": "site=s1" },       optional: outer levels
+ *                                                 holding exactly the same hosts
+ *                                                 (label=value, comma-separated,
+ *                                                 outermost first); the alert's
+ *                                                 labels carry all of them
  *        "hosts": [ "db-1", ... ], "total_hosts": 8,
  *        "value": 12.5, "runbook": "runbooks/x.md",
  *        "firedAt": "RFC 3339",                   when it fired (startsAt is when
@@ -41,6 +46,7 @@ struct alert {
 	uint64_t fired_ms;		/* when `for` had passed and it fired; 0: not known */
 	char generator_url[256];
 	char domain_label[64], domain_value[128];
+	char domain_same[192];		/* "site=s1,agg=a2": the same hosts, outer names */
 	char **hosts;
 	uint32_t nhosts;
 	uint32_t total_hosts;

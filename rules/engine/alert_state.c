@@ -158,6 +158,7 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	snprintf(a.runbook, sizeof(a.runbook), "%s", r->runbook);
 	snprintf(a.domain_label, sizeof(a.domain_label), "%s", in->domain_label);
 	snprintf(a.domain_value, sizeof(a.domain_value), "%s", in->domain_value);
+	snprintf(a.domain_same, sizeof(a.domain_same), "%s", in->domain_same);
 	if (in->deploy_at_ms) {
 		snprintf(a.deploy_service, sizeof(a.deploy_service), "%s", in->deploy_service);
 		a.deploy_at_ms = in->deploy_at_ms;
@@ -222,6 +223,7 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 			in->total_hosts = m[i].total;
 			snprintf(in->domain_label, sizeof(in->domain_label), "%s", m[i].dlabel);
 			snprintf(in->domain_value, sizeof(in->domain_value), "%s", m[i].dvalue);
+			snprintf(in->domain_same, sizeof(in->domain_same), "%s", m[i].dsame);
 		}
 		if (m[i].deploy) {
 			snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
@@ -341,6 +343,8 @@ static json_object *instance_json(const struct rule *r, const struct instance *i
 			       jsonc_string(in->domain_label));
 	json_object_object_add(o, "domain_value",
 			       jsonc_string(in->domain_value));
+	if (in->domain_same[0])
+		json_object_object_add(o, "domain_same", jsonc_string(in->domain_same));
 	json_object_object_add(o, "deploy_service",
 			       jsonc_string(in->deploy_service));
 	json_object_object_add(o, "deploy_at_ms",
@@ -436,7 +440,7 @@ static uint64_t obj_u64(json_object *o, const char *key)
 static int record_check(json_object *o, const char *fp, char *err, size_t errlen)
 {
 	static const char *const strings[] = { "rule", "severity", "domain_label",
-					       "domain_value", "deploy_service" };
+					       "domain_value", "domain_same", "deploy_service" };
 	static const char *const times[] = { "since_ms", "last_true_ms", "fired_ms", "at_ms",
 					     "deploy_at_ms", "deploy_base_ms", "total_hosts" };
 	json_object *labels, *hosts, *v;
@@ -649,6 +653,7 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 	in->total_hosts = (int)obj_u64(o, "total_hosts");
 	snprintf(in->domain_label, sizeof(in->domain_label), "%s", obj_str(o, "domain_label"));
 	snprintf(in->domain_value, sizeof(in->domain_value), "%s", obj_str(o, "domain_value"));
+	snprintf(in->domain_same, sizeof(in->domain_same), "%s", obj_str(o, "domain_same"));
 	snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
 		 obj_str(o, "deploy_service"));
 	in->deploy_at_ms = obj_u64(o, "deploy_at_ms");

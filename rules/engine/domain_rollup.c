@@ -27,8 +27,11 @@
  * could.  A domain whose hits all sit in one child holding all its live
  * hosts (a rack with its own top-of-rack switch) is that child under
  * another name: the search goes on inside it, and if that child is what
- * pages, it pages under the outermost of the identical names, so the order
- * of `by` decides the name.  A paged domain's host matches are inhibited (counted, not sent);
+ * pages, the page carries every one of the identical names as labels
+ * (switch="sw1", rack="r1"), its domain is the innermost and its event
+ * lists the outer ones (faultline.domain.same_as), so whoever reads it does
+ * not look for a switch-wide fault.  A paged domain's host matches are
+ * inhibited (counted, not sent);
  * hits that no domain explains stay host alerts.  So:
  *
  *   - a full rack under a small switch pages as the rack (its switch is
@@ -58,6 +61,7 @@
 #include "rules/engine/fleet.h"
 #include "rules/engine/stats.h"
 #include "core/strmap.h"
+#include "model/labels.h"
 
 /* One domain level: each live host's domain there, and the domains' names and sizes. */
 struct level {
@@ -109,15 +113,23 @@ static int32_t match_live(const struct search *sr, int i)
 	return sr->live_of[hidx];
 }
 
-/* Page domain d of level l for the hits hs[0..nh): one match; their host matches inhibited. */
-static int page(struct search *sr, int l, uint32_t d, const uint32_t *hs, size_t nh)
+/*
+ * Page domain d of level l for the hits hs[0..nh): one match; their host
+ * matches inhibited.  same >= 0: the levels same..l-1 hold exactly these
+ * hosts too (a site that is one switch, a switch that is one rack): the
+ * page carries every one of those names as labels, its domain is the
+ * innermost (d), and dsame lists the outer ones.
+ */
+static int page(struct search *sr, int l, uint32_t d, int same, const uint32_t *hs, size_t nh)
 {
 	struct match *dm = &sr->out[*sr->nout];
 	const struct level *lv = &sr->lv[l];
+	int from = same >= 0 ? same : l;
 	double worst = -INFINITY;
+	size_t off = 0;
 
 	memset(dm, 0, sizeof(*dm));
-	dm->labels = calloc(1, sizeof(struct label));
+	dm->labels = calloc((size_t)(l - from + 1), sizeof(struct label));
 	dm->hosts = calloc(nh + 1, sizeof(char *));
 	if (!dm->labels || !dm->hosts) {
 		free(dm->labels);
@@ -125,9 +137,17 @@ static int page(struct search *sr, int l, uint32_t d, const uint32_t *hs, size_t
 		return -ENOMEM;
 	}
 	(*sr->nout)++;
-	dm->labels[0].key = (char *)lv->label;
-	dm->labels[0].value = (char *)lv->name[d];
-	dm->nlabels = 1;
+	for (int k = from; k <= l; k++) {
+		const struct level *kl = &sr->lv[k];
+		const char *name = k == l ? lv->name[d] : kl->name[kl->dom[hs[0]]];
+
+		dm->labels[dm->nlabels].key = (char *)kl->label;
+		dm->labels[dm->nlabels++].value = (char *)name;
+		if (k < l && off < sizeof(dm->dsame))
+			off += (size_t)snprintf(dm->dsame + off, sizeof(dm->dsame) - off, "%s%s=%s",
+						off ? "," : "", kl->label, name);
+	}
+	qsort(dm->labels, (size_t)dm->nlabels, sizeof(*dm->labels), label_key_cmp);
 	dm->total = (int)lv->total[d];
 	dm->dlabel = lv->label;
 	dm->dvalue = lv->name[d];
@@ -238,7 +258,7 @@ static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh,
 			if (gal >= 0 && sr->lv[gal].total[ad] != lv->total[d])
 				gal = -1;	/* narrower than the named ancestor: its own name */
 			if (sig && (l + 1 == sr->nlv || spread)) {
-				ret = gal >= 0 ? page(sr, gal, ad, gh, gn) : page(sr, l, d, gh, gn);
+				ret = page(sr, l, d, gal, gh, gn);
 				paged += !ret;
 			} else if (l + 1 < sr->nlv) {
 				/* the same domain one level down keeps the outermost name */
@@ -251,7 +271,7 @@ static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh,
 					paged += below;
 				} else if (sig) {
 					/* significant, and no child explains its hits */
-					ret = gal >= 0 ? page(sr, gal, ad, gh, gn) : page(sr, l, d, gh, gn);
+					ret = page(sr, l, d, gal, gh, gn);
 					paged += !ret;
 				}
 			}

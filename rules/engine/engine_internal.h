@@ -90,6 +90,7 @@ struct instance {
 	char **hosts;			/* domain alerts: affected hosts */
 	int nhosts, total_hosts;
 	char domain_label[64], domain_value[128];
+	char domain_same[192];		/* outer levels of the same hosts (alert.h) */
 	char deploy_service[128];	/* baseline alerts: the deploy judged */
 	uint64_t deploy_at_ms, deploy_base_ms;
 	int seen;
@@ -129,7 +130,8 @@ struct match {
 	const char *host;		/* for host-level matches */
 	char **hosts;			/* for domain matches */
 	int nhosts, total;
-	const char *dlabel, *dvalue;
+	const char *dlabel, *dvalue;	/* domain matches: the innermost level's name */
+	char dsame[192];		/* ... and the outer levels with the same hosts: "switch=sw1" */
 	const struct deploy *deploy;	/* baseline matches */
 	uint64_t base_ms;
 };
