@@ -243,6 +243,9 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 			json_object_object_add(f, "function", jsonc_string(d[i].name));
 			json_object_object_add(f, "share_before", json_object_new_double(d[i].base));
 			json_object_object_add(f, "share_after", json_object_new_double(d[i].target));
+			/* its own time: a caller's total moves with its callee's, not this */
+			json_object_object_add(f, "self_before", json_object_new_double(d[i].self_base));
+			json_object_object_add(f, "self_after", json_object_new_double(d[i].self_target));
 			json_object_array_add(grew, f);
 			shown++;
 		}

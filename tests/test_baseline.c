@@ -738,6 +738,46 @@ Test(baseline, a_function_that_grew_on_the_deployed_hosts_is_named)
 	test_events_free(&ev);
 }
 
+/*
+ * Profiles where a regression in mark (under main;gc;mark) moves its
+ * caller gc's total share exactly as much as its own: main;parse 60 %,
+ * main;gc;mark 20 %, gc itself 20 % -- after the deploy, on the deployed
+ * hosts, 40 / 40 / 20 %.
+ */
+static int gc_profiles(void *arg, const char *host, uint64_t from, uint64_t to,
+		       struct profile *into)
+{
+	const struct deploy *d = arg;
+	const char *parse[] = { "main", "parse" }, *mark[] = { "main", "gc", "mark" },
+		   *gc[] = { "main", "gc" };
+	int n = 0;
+
+	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 10000) {
+		int changed = t >= d->ts_ms && deploy_covers(d, host);
+
+		if (t < from || t > to)
+			continue;
+		cr_assert_eq(profile_add(into, "api", "api", 7, parse, 2, changed ? 40 : 60), 0);
+		cr_assert_eq(profile_add(into, "api", "api", 7, mark, 3, changed ? 40 : 20), 0);
+		cr_assert_eq(profile_add(into, "api", "api", 7, gc, 2, 20), 0);
+		n++;
+	}
+	return n;
+}
+
+/* The page names the frame whose own time grew (mark), not its caller, and the path to it. */
+Test(baseline, the_frame_whose_own_time_grew_is_named_not_its_caller)
+{
+	struct test_events ev = { 0 };
+
+	run_with(profile_yaml, gc_profiles, 1.0, 1.0, "web-[0-3]", &ev);
+	cr_assert_eq(ev.n, 1, "expected one event, got %d", ev.n);
+	cr_expect(strstr(ev.json[0], "\"function\":\"mark\""), "%s", ev.json[0]);
+	cr_expect(strstr(ev.json[0], "\"call_path\":\"main;gc;mark\""), "%s", ev.json[0]);
+	cr_expect(strstr(ev.json[0], "\"value\":20"), "20 points: %s", ev.json[0]);
+	test_events_free(&ev);
+}
+
 Test(baseline, a_profile_shift_on_every_host_is_not_a_regression)
 {
 	struct test_events ev = { 0 };

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -616,7 +617,8 @@ size_t profile_diff(const struct profile *base, const struct profile *target,
 	}
 	strmap_init(&idx);
 	for (size_t i = 0; i < nb; i++) {
-		d[n] = (struct profile_delta){ bf[i].name, bf[i].total, 0 };
+		d[n] = (struct profile_delta){ .name = bf[i].name, .base = bf[i].total,
+					       .self_base = bf[i].self };
 		strmap_put(&idx, bf[i].name, (uint32_t)n++);
 	}
 	for (size_t i = 0; i < nt; i++) {
@@ -624,9 +626,11 @@ size_t profile_diff(const struct profile *base, const struct profile *target,
 
 		if (strmap_get(&idx, tf[i].name, &k)) {
 			d[k].target = tf[i].total;
+			d[k].self_target = tf[i].self;
 			d[k].name = tf[i].name;	/* keep a pointer into target */
 		} else {
-			d[n++] = (struct profile_delta){ tf[i].name, 0, tf[i].total };
+			d[n++] = (struct profile_delta){ .name = tf[i].name, .target = tf[i].total,
+							 .self_target = tf[i].self };
 		}
 	}
 	strmap_free(&idx);
@@ -634,4 +638,47 @@ size_t profile_diff(const struct profile *base, const struct profile *target,
 	free(bf);
 	free(tf);
 	return n;
+}
+
+int profile_hot_path(const struct profile *p, const char *fn, char *out, size_t len)
+{
+	uint64_t *n = calloc((size_t)p->nstacks + 1, sizeof(*n)), best_n = 0;
+	uint32_t name, best = UINT32_MAX, cut = 0;
+	int best_leaf = 0;
+	size_t off = 0;
+
+	if (len)
+		out[0] = '\0';
+	if (!n || !strmap_get(&p->string_index, fn, &name)) {
+		free(n);
+		return n ? -ENOENT : -ENOMEM;
+	}
+	for (uint32_t r = 0; r < p->nrows; r++)
+		n[p->rows[r].stack] += p->rows[r].count;	/* a stack's samples over its rows */
+	for (uint32_t s = 0; s < p->nstacks; s++) {
+		const uint32_t *st = p->stacks[s];
+		uint32_t at = 0;
+		int leaf;
+
+		for (uint32_t i = 0; i < st[0] && !at; i++)
+			if (st[1 + i] == name)
+				at = i + 1;
+		if (!at || !n[s])
+			continue;
+		leaf = at == st[0];
+		/* a stack that ends in fn beats one that passes through it */
+		if (leaf > best_leaf || (leaf == best_leaf && n[s] > best_n)) {
+			best = s;
+			best_n = n[s];
+			best_leaf = leaf;
+			cut = at;
+		}
+	}
+	free(n);
+	if (best == UINT32_MAX)
+		return -ENOENT;
+	for (uint32_t i = 0; i < cut && off < len; i++)
+		off += (size_t)snprintf(out + off, len - off, "%s%s", i ? ";" : "",
+					p->strings[p->stacks[best][1 + i]]);
+	return 0;
 }

@@ -124,12 +124,25 @@ struct profile_func {
 };
 size_t profile_functions(const struct profile *p, struct profile_func **out);
 
-/* Functions whose total share changed most from base to target. */
+/*
+ * Functions whose total share changed most from base to target, with their
+ * self (leaf) shares beside: a caller's total share moves with its
+ * callee's, its self share does not, so self says which frame grew.
+ */
 struct profile_delta {
 	const char *name;
-	double base, target;	/* total shares */
+	double base, target;		/* total shares */
+	double self_base, self_target;	/* self shares */
 };
 size_t profile_diff(const struct profile *base, const struct profile *target,
 		    struct profile_delta **out);
+
+/*
+ * The heaviest call path to fn in p, root first, "main;gc;mark" into out:
+ * of the stacks whose leaf is fn, the one with the most samples (else of
+ * those holding fn, cut after it).  Returns 0, or -ENOENT when no stack
+ * holds fn (out "").
+ */
+int profile_hot_path(const struct profile *p, const char *fn, char *out, size_t len);
 
 #endif

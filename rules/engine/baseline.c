@@ -670,7 +670,7 @@ void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
 		  void *arg)
 {
 	uint64_t w = r->baseline.window_ns / NSEC_PER_MSEC;
-	struct label *l = calloc((size_t)e->ndeploys * 3 + 1, sizeof(*l));
+	struct label *l = calloc((size_t)e->ndeploys * 4 + 1, sizeof(*l));
 	struct match *m = calloc((size_t)e->ndeploys + 1, sizeof(*m));
 	int nm = 0;
 
@@ -683,7 +683,7 @@ void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
 	for (int i = 0; i < e->ndeploys; i++) {
 		const struct deploy *d = &e->deploys[i];
 		struct verdict *v;
-		struct label *ml = &l[3 * nm];
+		struct label *ml = &l[4 * nm];
 		char key[300];
 
 		/* each service once: at its newest marker, unless that is a rollback */
@@ -724,6 +724,8 @@ void baseline_run(struct engine *e, const struct rule *r, struct rule_inst *ri,
 			continue;
 		/* sorted by key, as every alert's labels are */
 		m[nm].nlabels = 0;
+		if (v->path[0])
+			ml[m[nm].nlabels++] = (struct label){ "call_path", v->path };
 		if (v->function[0])
 			ml[m[nm].nlabels++] = (struct label){ "function", v->function };
 		ml[m[nm].nlabels++] = (struct label){ "service", (char *)d->service };

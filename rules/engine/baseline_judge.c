@@ -133,22 +133,53 @@ void baseline_judge(const struct rule *r, const struct deploy *d, const struct f
 	verdict_hosts(v, bp);
 }
 
-/* Share of f's samples in p (total share, stacks containing it), or 0. */
-static double share_of(const struct profile_delta *d, size_t n, const char *f, int after)
+/* f's row of a diff, or NULL. */
+static const struct profile_delta *delta_of(const struct profile_delta *d, size_t n,
+					    const char *f)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(d[i].name, f))
-			return after ? d[i].target : d[i].base;
-	return 0;
+			return &d[i];
+	return NULL;
+}
+
+/*
+ * One-sided p-value of a share growing from s1 of n1 samples to s2 of n2
+ * (two-proportion z-test); 1 when it cannot be told.
+ */
+static double share_growth_p(double s1, double n1, double s2, double n2)
+{
+	double pool = (s1 * n1 + s2 * n2) / (n1 + n2);
+	double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2));
+
+	return se > 0 ? 0.5 * erfc(((s2 - s1) / se) / sqrt(2)) : 1;
+}
+
+/* How much more than on the peers f's total (self: its self) share grew. */
+static double excess(const struct profile_delta *x, const struct profile_delta *pd, size_t npd,
+		     int self)
+{
+	const struct profile_delta *p = npd ? delta_of(pd, npd, x->name) : NULL;
+	double grew = self ? x->self_target - x->self_base : x->target - x->base;
+
+	return grew - (!p ? 0 : self ? p->self_target - p->self_base : p->target - p->base);
 }
 
 /*
  * Judge deploy d for profile baseline rule r from the merged partial b:
  * the deployed hosts' profiles of the window before the deploy and of the
- * window after it, and the same for the undeployed peers; the function
- * whose share grew most beyond the peers' growth, if that is at least
- * profile_share points and significant (two-proportion z-test on sample
- * counts), fires.
+ * window after it, and the same for the undeployed peers.
+ *
+ * It fires when some function's total share (the stacks holding it) grew
+ * at least profile_share points beyond the peers' growth, significantly
+ * (two-proportion z-test on sample counts).  What it names is the frame
+ * whose own time grew: a regression in mark under main;gc;mark moves gc's
+ * total share as much as mark's, but only mark's self share.  So the
+ * function named is the one whose self share grew most beyond the peers'
+ * (significantly, and by at least half the biggest total growth); when the
+ * growth is spread over many callees and no frame's own time carries it,
+ * the deepest of the functions whose total share carries it (within 10 %).
+ * v->path is the heaviest call path to it after the deploy.
  */
 void baseline_judge_profile(const struct rule *r, const struct deploy *d,
 			  const struct fleet_bpart *bp, struct verdict *v)
@@ -157,8 +188,9 @@ void baseline_judge_profile(const struct rule *r, const struct deploy *d,
 	const struct profile *db = &bp->prof[0], *da = &bp->prof[1], *pb = &bp->prof[2],
 			     *pa = &bp->prof[3];
 	struct profile_delta *dd = NULL, *pd = NULL;
+	const struct profile_delta *named = NULL;
 	size_t ndd = 0, npd = 0;
-	double best = 0;
+	double best = 0, best_self = 0, n1 = (double)db->total, n2 = (double)da->total;
 
 	if (!db->total || !da->total) {
 		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it",
@@ -168,29 +200,41 @@ void baseline_judge_profile(const struct rule *r, const struct deploy *d,
 	ndd = profile_diff(db, da, &dd);
 	if (pb->total && pa->total)
 		npd = profile_diff(pb, pa, &pd);
+	/* the regression: the biggest significant growth of a total share */
 	for (size_t i = 0; i < ndd; i++) {
-		double p1 = dd[i].base, p2 = dd[i].target, n1 = (double)db->total,
-		       n2 = (double)da->total, pool = (p1 * n1 + p2 * n2) / (n1 + n2);
-		double grew = p2 - p1, peers = npd ? share_of(pd, npd, dd[i].name, 1) -
-						     share_of(pd, npd, dd[i].name, 0) : 0;
-		double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2)), pval;
+		double x = excess(&dd[i], pd, npd, 0);
 
-		if ((grew - peers) * 100 < b->profile_share || !(se > 0))
-			continue;
-		pval = 0.5 * erfc((grew / se) / sqrt(2));
-		if (pval >= b->alpha || grew - peers <= best)
-			continue;
-		best = grew - peers;
-		snprintf(v->function, sizeof(v->function), "%s", dd[i].name);
+		if (x * 100 >= b->profile_share && x > best &&
+		    share_growth_p(dd[i].base, n1, dd[i].target, n2) < b->alpha)
+			best = x;
 	}
-	v->fires = best > 0;
-	v->value = best * 100;
-	if (v->fires)
-		log_info("%s: deploy %s %s: %s grew %.1f points more than on undeployed peers",
-			 r->name, d->service, d->version, v->function, v->value);
-	else
+	/* where it went: the frame whose own time grew */
+	for (size_t i = 0; best > 0 && i < ndd; i++) {
+		double x = excess(&dd[i], pd, npd, 1);
+
+		if (x >= best / 2 && x > best_self &&
+		    share_growth_p(dd[i].self_base, n1, dd[i].self_target, n2) < b->alpha) {
+			best_self = x;
+			named = &dd[i];
+		}
+	}
+	/* else the deepest (smallest total share) of the totals that carry it */
+	for (size_t i = 0; best > 0 && !named && i < ndd; i++)
+		if (excess(&dd[i], pd, npd, 0) >= 0.9 * best &&
+		    (!named || dd[i].target < named->target))
+			named = &dd[i];
+	v->fires = named != NULL;
+	v->value = best_self > 0 ? best_self * 100 : best * 100;
+	if (named) {
+		snprintf(v->function, sizeof(v->function), "%s", named->name);
+		profile_hot_path(da, named->name, v->path, sizeof(v->path));
+		log_info("%s: deploy %s %s: %s grew %.1f points more than on undeployed peers "
+			 "(%s; its %s time)", r->name, d->service, d->version, v->function,
+			 v->value, v->path, best_self > 0 ? "own" : "callees'");
+	} else {
 		log_info("%s: deploy %s %s: no function's CPU share grew beyond the peers'",
 			 r->name, d->service, d->version);
+	}
 	verdict_hosts(v, bp);
 	free(dd);
 	free(pd);

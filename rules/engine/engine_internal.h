@@ -104,7 +104,8 @@ struct verdict {
 	double value;			/* after / before, relative to peers if any */
 	char **hosts;			/* deployed hosts with data */
 	int nhosts, total;
-	char function[256];		/* profile baselines: the function that grew */
+	char function[256];		/* profile baselines: the frame whose own time grew */
+	char path[512];			/* ... and the heaviest call path to it, root first */
 	struct baseline_part *part;	/* this engine's part while it is read (baseline.c) */
 	/* sharded workers */
 	char pending[300];		/* the deploy being judged (key), not judged yet */
