@@ -390,6 +390,116 @@ Test(domains, a_site_of_one_switch_is_named_by_both)
 	test_events_free(&ev);
 }
 
+/* ---- onsets: hits that begin together ------------------------------------- */
+
+/*
+ * Evaluate the fleet every 2 s for end_s seconds: host i is hit from
+ * onset_s[i] on (-1: never), the rule evaluated before any hit began, so
+ * every onset is one the engine saw.  The pages are every firing event's.
+ */
+static void evaluate_onsets(const struct fleet *f, const char *yaml, const int *onset_s,
+			    int end_s, struct test_events *ev)
+{
+	struct ruleset rs = { 0 };
+	struct engine *e;
+	char err[256];
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	for (int t = 0; t <= end_s; t += 2) {
+		for (int i = 0; i < f->n; i++) {
+			struct snapshot s;
+			int hit = onset_s[i] >= 0 && t >= onset_s[i];
+
+			snapshot_init(&s, f->name[i], T0 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+			snapshot_set_label(&s, "site", f->site[i]);
+			snapshot_set_label(&s, "switch", f->sw[i]);
+			snapshot_set_label(&s, "rack", f->rack[i]);
+			snapshot_add_gauge(&s, "cpu.host_utilization", hit ? 0.99 : 0.3, NULL);
+			cr_assert_eq(engine_add_snapshot(e, &s), 0);
+			snapshot_free(&s);
+		}
+		engine_eval(e, T0 + (uint64_t)t * 1000, test_events_collect, ev);
+	}
+	engine_free(e);
+}
+
+/* Firing pages only, as pages() gives them. */
+static char *firing_pages(struct test_events *ev)
+{
+	struct test_events fired = { 0 };
+	static char out[4096];
+
+	for (int i = 0; i < ev->n; i++)
+		if (strstr(ev->json[i], "\"status\":\"firing\""))
+			test_events_collect(ev->json[i], &fired);
+	snprintf(out, sizeof(out), "%s", pages(&fired, "Hot"));
+	test_events_free(&fired);
+	return out;
+}
+
+/*
+ * A line card in a small fleet: one host in each of sw0's racks, under 2
+ * switches.  Where they are alone is chance (above alpha); beginning within
+ * the same evaluation they page the switch, once; begun minutes apart, or
+ * already there when the engine first looked (no onset known), they page
+ * as hosts.  Generated over fleet shapes where placement alone does not pass.
+ */
+Test(domains, hits_beginning_together_page_the_switch_in_a_small_fleet)
+{
+	static const struct { int racks, size; } shapes[] = { { 8, 7 }, { 6, 6 }, { 8, 4 }, { 5, 8 }, { 7, 9 } };
+	static struct fleet f;
+	static int onset[MAX_HOSTS];
+	int tried = 0;
+
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		const int size[] = { shapes[k].size };
+		int racks = shapes[k].racks, hits = 0, mode;
+		double ph;
+		char want[64], hosts_want[2048];
+
+		build(&f, 1, 2, racks, size, 1);
+		ph = stats_hypergeom_tail((size_t)f.n, (size_t)racks, (size_t)f.n / 2,
+					  (size_t)racks);
+		if (ph < 0.001 || 1.0 / shapes[k].size >= 0.2)
+			continue;	/* placement or fraction alone pages the switch */
+		tried++;
+		for (mode = 0; mode < 3; mode++) {
+			struct test_events ev = { 0 };
+			char *got;
+
+			hits = 0;
+			hosts_want[0] = 0;
+			for (int i = 0; i < f.n; i++) {
+				onset[i] = -1;
+				/* sw0's racks are r0..r<racks-1>; host h0 of each */
+				if (!strcmp(f.sw[i], "sw0") && !strcmp(strrchr(f.name[i], '-'), "-h0")) {
+					onset[i] = mode == 0 ? 20 : mode == 1 ? 20 + 120 * hits : 0;
+					snprintf(hosts_want + strlen(hosts_want),
+						 sizeof(hosts_want) - strlen(hosts_want), "%shost=%s:1",
+						 hosts_want[0] ? " " : "", f.name[i]);
+					hits++;
+				}
+			}
+			cr_assert_eq(hits, racks);
+			evaluate_onsets(&f, rule_yaml(NESTED), onset,
+					mode == 1 ? 20 + 120 * racks : 40, &ev);
+			got = firing_pages(&ev);
+			snprintf(want, sizeof(want), "switch=sw0:%d", racks);
+			if (mode == 0)
+				cr_expect_str_eq(got, want, "%d racks of %d, p %.4f by placement, "
+						 "begun together: %s", racks, shapes[k].size, ph, got);
+			else
+				cr_expect_str_eq(got, hosts_want, "%d racks of %d, %s: %s", racks,
+						 shapes[k].size, mode == 1 ? "begun 2 min apart" :
+						 "there before the engine's first look", got);
+			test_events_free(&ev);
+		}
+	}
+	cr_assert_geq(tried, 2, "the shapes should include small fleets placement cannot decide");
+}
+
 /*
  * A rule label that the series also has overrides it (as in Prometheus):
  * the event carries the key once, and its fingerprint is Alertmanager's

@@ -11,7 +11,9 @@
  *                hits(D) / total(D) >= min_fraction, or the hits are
  *                concentrated in D: were the K hits spread over the fleet
  *                at random, the chance of hits(D) or more landing in D (the
- *                hypergeometric tail) would be below `alpha`;
+ *                hypergeometric tail) would be below `alpha`, or that and
+ *                their onsets together (Fisher's method) would: hits that
+ *                began within seconds of each other (see Onsets below);
  *   spread       when the hits outside its most-hit child domain (the next
  *                level down, grouping D's hits by that label) would on
  *                their own be significant: at least min_hosts of them, or
@@ -61,6 +63,7 @@
 #include "rules/engine/fleet.h"
 #include "rules/engine/stats.h"
 #include "core/strmap.h"
+#include "core/timeutil.h"
 #include "model/labels.h"
 
 /* One domain level: each live host's domain there, and the domains' names and sizes. */
@@ -87,7 +90,123 @@ struct search {
 	struct match *out;
 	int *nout;
 	uint32_t *count;		/* scratch: hits per domain, per level */
+	uint64_t *onset;		/* per live host: when its hit began (ms), 0 not known */
+	uint64_t onset_window_ms;	/* hits beginning this close began together */
 };
+
+/*
+ * Onsets.  Hits that begin together are evidence of a common cause that
+ * where they are cannot give in a small fleet: one host in each of a
+ * switch's 8 racks, 8 of 112 hosts, is 0.3 % likely by placement alone
+ * (above alpha), but 8 independent faults of hosts that each had been fine
+ * would not begin within the same few seconds.  Under independence a hit's
+ * onset is taken as uniform over ONSET_HORIZON_MS (faults of one rule on
+ * different hosts an hour apart or more are what independent means here);
+ * the chance that c of a domain's k hits with known onsets began within w
+ * of each other is then at most k * C(k-1, c-1) * (w / horizon)^(c-1) (a
+ * union bound over the cluster's first onset).  It is combined with the
+ * placement test by Fisher's method, so a domain that neither test alone
+ * would page can page when both point at it.
+ *
+ * An onset is known only for a hit this engine saw begin: the host was
+ * live in the rule's previous evaluation and not hit then.  A hit already
+ * there at the engine's first look (a start, a restart, a reload of the
+ * rules, a partition taken over) has no known onset and adds nothing, so
+ * hits that only seem to begin together because this engine began then
+ * never page a domain.
+ */
+#define ONSET_HORIZON_MS (3600 * 1000ULL)
+#define ONSET_WINDOW_MIN_MS 10000ULL
+
+void hit_onsets_free(struct hit_onsets *o)
+{
+	if (!o)
+		return;
+	strmap_free(&o->index);
+	free(o->ms);
+	free(o);
+}
+
+/*
+ * This evaluation's hits (live indexes hits[0..sr->nhit)) into a new
+ * *op, each with its onset: kept from the last evaluation if it was a hit
+ * then, now if it was live and not a hit then, else not known; and into
+ * sr->onset.  0 or -ENOMEM (*op unchanged).
+ */
+static int track_onsets(struct search *sr, struct hit_onsets **op, const struct host_state **live,
+			const uint32_t *hits, uint64_t now)
+{
+	struct hit_onsets *old = *op, *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return -ENOMEM;
+	strmap_init(&o->index);
+	o->ms = calloc(sr->nhit + 1, sizeof(*o->ms));
+	if (!o->ms) {
+		hit_onsets_free(o);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < sr->nhit; k++) {
+		const struct host_state *h = live[hits[k]];
+		uint64_t t = 0;
+		uint32_t slot;
+
+		if (old && strmap_get(&old->index, h->name, &slot))
+			t = old->ms[slot];	/* still a hit: it began then */
+		else if (old && old->prev_eval_ms && h->watched_ms &&
+			 h->watched_ms <= old->prev_eval_ms)
+			t = now;		/* live then and not a hit: it begins now */
+		if (strmap_put(&o->index, h->name, (uint32_t)o->n)) {
+			hit_onsets_free(o);
+			return -ENOMEM;
+		}
+		o->ms[o->n++] = t;
+		sr->onset[hits[k]] = t;
+	}
+	o->prev_eval_ms = now;
+	hit_onsets_free(old);
+	*op = o;
+	return 0;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Were the hits hs[0..nh) independent, the chance that as many of them as
+ * did began within the onset window of each other (1: no two known
+ * onsets do).
+ */
+static double onset_p(const struct search *sr, const uint32_t *hs, size_t nh)
+{
+	uint64_t *t = malloc((nh + 1) * sizeof(*t));
+	size_t n = 0, c = 1;
+	double w = (double)sr->onset_window_ms / (double)ONSET_HORIZON_MS, p;
+
+	if (!t)
+		return 1;
+	for (size_t k = 0; k < nh; k++)
+		if (sr->onset[hs[k]])
+			t[n++] = sr->onset[hs[k]];
+	qsort(t, n, sizeof(*t), by_u64);
+	for (size_t i = 0, j = 0; j < n; j++) {
+		while (t[j] - t[i] > sr->onset_window_ms)
+			i++;
+		if (j - i + 1 > c)
+			c = j - i + 1;
+	}
+	free(t);
+	if (c < 2)
+		return 1;
+	/* n * C(n-1, c-1) * w^(c-1) */
+	p = exp(log((double)n) + lgamma((double)n) - lgamma((double)c) -
+		lgamma((double)(n - c + 1)) + (double)(c - 1) * log(w));
+	return p < 1 ? p : 1;
+}
 
 static const char *host_label(const struct host_state *h, const char *key)
 {
@@ -173,16 +292,33 @@ static int page(struct search *sr, int l, uint32_t d, int same, const uint32_t *
 	return 0;
 }
 
-static int significant(const struct search *sr, uint32_t hits, uint32_t total)
+/*
+ * Whether the hits hs[0..hits) of a domain of total live hosts make it
+ * significant: enough of them, and min_fraction of its hosts, or placement
+ * (hypergeometric tail) below alpha, or placement and onsets together:
+ * Fisher's combination of the two, t (1 - ln t) with t their product,
+ * below alpha.
+ */
+static int significant(const struct search *sr, const uint32_t *hs, uint32_t hits,
+		       uint32_t total)
 {
 	const struct rule *r = sr->r;
+	double ph, po, t;
 
 	if (hits < r->rollup_min_hosts || !total)
 		return 0;
 	if ((double)hits / total >= r->rollup_min_fraction)
 		return 1;
-	return r->rollup_alpha > 0 &&
-	       stats_hypergeom_tail(sr->pop, sr->pop_hits, total, hits) < r->rollup_alpha;
+	if (r->rollup_alpha <= 0)
+		return 0;
+	ph = stats_hypergeom_tail(sr->pop, sr->pop_hits, total, hits);
+	if (ph < r->rollup_alpha)
+		return 1;
+	po = sr->onset ? onset_p(sr, hs, hits) : 1;
+	if (po >= 1)
+		return 0;
+	t = ph * po;
+	return t <= 0 || t * (1 - log(t)) < r->rollup_alpha;
 }
 
 /*
@@ -230,7 +366,7 @@ static int search_level(struct search *sr, int l, const uint32_t *hs, size_t nh,
 			const uint32_t *gh = sorted + start[g];
 			size_t gn = start[g + 1] - start[g];
 			uint32_t d = order[g];
-			int sig = significant(sr, (uint32_t)gn, lv->total[d]), spread = 0, same = 0;
+			int sig = significant(sr, gh, (uint32_t)gn, lv->total[d]), spread = 0, same = 0;
 			int gal = al;
 
 			count[d] = 0;
@@ -352,7 +488,8 @@ static void level_free(struct level *lv)
 	free(lv->total);
 }
 
-int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int nm,
+int domain_rollup(struct engine *e, const struct rule *r, struct hit_onsets **onsets,
+		  uint64_t now, struct match *m, int nm,
 		  const struct host_state **live, size_t nlive, struct match *out)
 {
 	struct search sr = { .e = e, .r = r, .m = m, .nm = nm, .nlive = nlive, .out = out };
@@ -412,6 +549,18 @@ int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int n
 			sr.pop_hits = (uint32_t)k;
 		}
 	}
+	if (onsets) {
+		uint64_t iv = e->cur_group >= 0 ? e->rules.groups[e->cur_group].interval_ns /
+						      NSEC_PER_MSEC : 0;
+
+		/* hits one or two evaluations apart began together, at least 10 s */
+		sr.onset_window_ms = 2 * iv > ONSET_WINDOW_MIN_MS ? 2 * iv : ONSET_WINDOW_MIN_MS;
+		sr.onset = calloc(nlive + 1, sizeof(*sr.onset));
+		if (!sr.onset || track_onsets(&sr, onsets, live, hits, now)) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
 	if (sr.nlv && sr.nhit) {
 		int got = search_level(&sr, 0, hits, sr.nhit, -1, 0);
 
@@ -430,5 +579,6 @@ out:
 	free(sr.count);
 	free(sr.mlive);
 	free(sr.mark);
+	free(sr.onset);
 	return ret ? ret : nout;
 }

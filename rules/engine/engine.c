@@ -164,6 +164,7 @@ static void engine_release(struct engine *e)
 			alert_state_free_instance(&e->state[i].inst[k]);
 		free(e->state[i].inst);
 		baseline_verdicts_free(&e->state[i]);
+		hit_onsets_free(e->state[i].onsets);
 	}
 	free(e->state);
 	free(e->gstats);
@@ -406,7 +407,7 @@ static void run_rule(struct engine *e, const struct rule *r, struct rule_inst *r
 		nm++;
 	}
 	if (m && out) {
-		nout = r->nrollup ? domain_rollup(e, r, m, nm, live, nlive, out) : nm;
+		nout = r->nrollup ? domain_rollup(e, r, &ri->onsets, now, m, nm, live, nlive, out) : nm;
 		alert_state_track(e, r, ri, r->nrollup ? out : m, nout, now, cb, arg);
 		for (int i = 0; r->nrollup && i < nout; i++)
 			if (out[i].nhosts) {
@@ -504,6 +505,8 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 			nsilent++;
 			continue;
 		}
+		if (!h->watched_ms)
+			h->watched_ms = now;
 		win[nlive].host = h->name;
 		win[nlive].c = &h->hist;
 		win[nlive].n = n;
@@ -526,7 +529,7 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 	 * Redis outage (silent_grace_until_ms), when what fires stays firing.
 	 */
 	if (now >= e->silent_grace_until_ms) {
-		int n = domain_rollup(e, &e->silent_rule, silent, nsilent, all, nall, sout);
+		int n = domain_rollup(e, &e->silent_rule, NULL, now, silent, nsilent, all, nall, sout);
 
 		alert_state_track(e, &e->silent_rule, &e->state[e->nstate], sout, n, now, cb, arg);
 		for (int i = 0; i < n; i++)
@@ -537,7 +540,7 @@ void engine_eval(struct engine *e, uint64_t now, engine_event_cb cb, void *arg)
 	}
 	/* HostUndecodable, likewise: entries arrive that cannot be read */
 	{
-		int n = domain_rollup(e, &e->undecodable_rule, bad, nbad, all, nall, sout);
+		int n = domain_rollup(e, &e->undecodable_rule, NULL, now, bad, nbad, all, nall, sout);
 
 		alert_state_track(e, &e->undecodable_rule, &e->state[e->nstate + 1], sout, n, now, cb, arg);
 		for (int i = 0; i < n; i++)

@@ -77,6 +77,7 @@ struct host_state {
 	uint32_t nbad;			/* undecodable entries ever */
 	uint64_t said_ms;		/* last warning about this host */
 	uint64_t quarantine_until_ms;	/* its entries are over the read bound: not read */
+	uint64_t watched_ms;		/* first evaluation this engine held it live in */
 };
 
 struct instance {
@@ -114,6 +115,19 @@ struct verdict {
 	uint64_t waiting_since_ns;	/* monotonic: when it began to (0: not yet) */
 };
 
+/*
+ * A rolled-up rule's current hits and when each began (domain_rollup.c):
+ * the onsets that make hits beginning together evidence of a common cause.
+ */
+struct hit_onsets {
+	struct strmap index;		/* hit host -> slot */
+	uint64_t *ms;			/* per slot: its onset (ms), 0 not known */
+	size_t n;
+	uint64_t prev_eval_ms;		/* the rule's previous evaluation, 0 none */
+};
+
+void hit_onsets_free(struct hit_onsets *o);
+
 struct rule_inst {
 	char name[128];
 	uint64_t err_said_ms;		/* last evaluation error logged (once a minute) */
@@ -121,6 +135,7 @@ struct rule_inst {
 	int n, cap;
 	struct verdict **verdicts;	/* baseline rules: per service */
 	int nverdicts;
+	struct hit_onsets *onsets;	/* rolled-up rules, once evaluated */
 };
 
 /* One matching element: labels and the hosts it stands for. */
@@ -180,10 +195,12 @@ uint32_t alert_state_labels(const struct rule *r, const struct label *l, int n, 
 /* domain_rollup.c */
 /*
  * Roll the host matches m[0..nm) of r up along r's domains over the hosts
- * live[0..nlive); domain matches and the host matches left go to out.
- * Returns how many, or -ENOMEM.
+ * live[0..nlive) at time now; domain matches and the host matches left go
+ * to out.  onsets (NULL: none kept) holds when each hit began, updated
+ * here (made on first use).  Returns how many, or -ENOMEM.
  */
-int domain_rollup(struct engine *e, const struct rule *r, struct match *m, int nm,
+int domain_rollup(struct engine *e, const struct rule *r, struct hit_onsets **onsets,
+		  uint64_t now, struct match *m, int nm,
 		  const struct host_state **live, size_t nlive, struct match *out);
 
 /* baseline.c */
