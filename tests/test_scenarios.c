@@ -668,6 +668,32 @@ Test(scenarios, relative_thresholds, .init = setup, .fini = teardown, .timeout =
 }
 
 /*
+ * One cause, one page, named precisely (issue 36): a rack-wide storage or
+ * power fault pages the rack; a domain that is its site is named by both;
+ * a line card in a small fleet pages the switch because its hosts failed
+ * together; a regression in mark is paged as mark, not its caller gc.
+ */
+Test(scenarios, rack_wide, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
+{
+	run_scenario("rack-wide", NULL);
+}
+
+Test(scenarios, one_switch_site, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
+{
+	run_scenario("one-switch-site", NULL);
+}
+
+Test(scenarios, small_line_card, .init = setup, .fini = teardown, .timeout = 240 * SLOWDOWN)
+{
+	run_scenario("small-line-card", NULL);
+}
+
+Test(scenarios, gc_regression, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
+{
+	run_scenario("gc-regression", "mark");
+}
+
+/*
  * Scale-out (issue 15): the same scenarios on a Redis Cluster (3 masters, 3
  * replicas) with 3 sharded rules workers replaying side by side and 2
  * alerters on one consumer group: every expected page once, at the right
