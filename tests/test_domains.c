@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,24 @@ static const char *rule_yaml(const char *rollup)
 	return y;
 }
 
+/* Host i's snapshot at t (ms) into e: CPU 99 % when hit, labels as in evaluate(). */
+static void add_host_snapshot(struct engine *e, const struct fleet *f, int i, uint64_t t,
+			      int labels, int hit)
+{
+	struct snapshot s;
+
+	snapshot_init(&s, f->name[i], t, 1000, (t - T0) / 1000, 1);
+	if (labels & 1)
+		snapshot_set_label(&s, "site", f->site[i]);
+	if (labels & 2)
+		snapshot_set_label(&s, "switch", f->sw[i]);
+	if (labels & 4)
+		snapshot_set_label(&s, "rack", f->rack[i]);
+	snapshot_add_gauge(&s, "cpu.host_utilization", hit ? 0.99 : 0.3, NULL);
+	cr_assert_eq(engine_add_snapshot(e, &s), 0);
+	snapshot_free(&s);
+}
+
 /*
  * Evaluate the fleet: 10 s of snapshots (silent hosts stop after the
  * first), then one evaluation.  labels: bit 0 site, 1 switch, 2 rack.
@@ -99,20 +118,9 @@ static void evaluate(const struct fleet *f, const char *yaml, int labels, struct
 	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
 	for (uint64_t t = T0; t <= T0 + 10000; t += 1000) {
 		for (int i = 0; i < f->n; i++) {
-			struct snapshot s;
-
 			if (f->silent[i] && t > T0)
 				continue;
-			snapshot_init(&s, f->name[i], t, 1000, (t - T0) / 1000, 1);
-			if (labels & 1)
-				snapshot_set_label(&s, "site", f->site[i]);
-			if (labels & 2)
-				snapshot_set_label(&s, "switch", f->sw[i]);
-			if (labels & 4)
-				snapshot_set_label(&s, "rack", f->rack[i]);
-			snapshot_add_gauge(&s, "cpu.host_utilization", f->hit[i] ? 0.99 : 0.3, NULL);
-			cr_assert_eq(engine_add_snapshot(e, &s), 0);
-			snapshot_free(&s);
+			add_host_snapshot(e, f, i, t, labels, f->hit[i]);
 		}
 	}
 	engine_eval(e, T0 + 10000, test_events_collect, ev);
@@ -329,6 +337,13 @@ Test(domains, hypergeometric_tail)
 	/* all 8 hits under one 64-host switch of 256: C(64,8)/C(256,8) */
 	cr_assert_float_eq(stats_hypergeom_tail(256, 8, 64, 8), 4426165368.0 / 409663695276000.0,
 			   1e-15);
+	/* onsets: all 8 within 10 s of an hour, 8 * C(7,7) * (1/360)^7; two of 3: 3 * 2 * w */
+	cr_assert_float_eq(stats_cluster_tail(8, 8, 10.0 / 3600), 8 * pow(1.0 / 360, 7), 1e-30);
+	cr_assert_float_eq(stats_cluster_tail(3, 2, 0.01), 0.06, 1e-12);
+	cr_assert_eq(stats_cluster_tail(5, 1, 0.01), 1.0);
+	cr_assert_eq(stats_cluster_tail(2, 2, 0.9), 1.0, "capped at 1");
+	/* Fisher: t (1 - ln t) */
+	cr_assert_float_eq(stats_fisher2(0.01, 0.01), 1e-4 * (1 - log(1e-4)), 1e-15);
 }
 
 /* A rack with its own top-of-rack switch is one domain: it pages under the outer label. */
@@ -409,16 +424,8 @@ static void evaluate_onsets(const struct fleet *f, const char *yaml, const int *
 	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
 	for (int t = 0; t <= end_s; t += 2) {
 		for (int i = 0; i < f->n; i++) {
-			struct snapshot s;
-			int hit = onset_s[i] >= 0 && t >= onset_s[i];
-
-			snapshot_init(&s, f->name[i], T0 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
-			snapshot_set_label(&s, "site", f->site[i]);
-			snapshot_set_label(&s, "switch", f->sw[i]);
-			snapshot_set_label(&s, "rack", f->rack[i]);
-			snapshot_add_gauge(&s, "cpu.host_utilization", hit ? 0.99 : 0.3, NULL);
-			cr_assert_eq(engine_add_snapshot(e, &s), 0);
-			snapshot_free(&s);
+			add_host_snapshot(e, f, i, T0 + (uint64_t)t * 1000, 7,
+					  onset_s[i] >= 0 && t >= onset_s[i]);
 		}
 		engine_eval(e, T0 + (uint64_t)t * 1000, test_events_collect, ev);
 	}

@@ -185,7 +185,7 @@ static double onset_p(const struct search *sr, const uint32_t *hs, size_t nh)
 {
 	uint64_t *t = malloc((nh + 1) * sizeof(*t));
 	size_t n = 0, c = 1;
-	double w = (double)sr->onset_window_ms / (double)ONSET_HORIZON_MS, p;
+	double w = (double)sr->onset_window_ms / (double)ONSET_HORIZON_MS;
 
 	if (!t)
 		return 1;
@@ -200,12 +200,7 @@ static double onset_p(const struct search *sr, const uint32_t *hs, size_t nh)
 			c = j - i + 1;
 	}
 	free(t);
-	if (c < 2)
-		return 1;
-	/* n * C(n-1, c-1) * w^(c-1) */
-	p = exp(log((double)n) + lgamma((double)n) - lgamma((double)c) -
-		lgamma((double)(n - c + 1)) + (double)(c - 1) * log(w));
-	return p < 1 ? p : 1;
+	return stats_cluster_tail(n, c, w);
 }
 
 static const char *host_label(const struct host_state *h, const char *key)
@@ -303,7 +298,7 @@ static int significant(const struct search *sr, const uint32_t *hs, uint32_t hit
 		       uint32_t total)
 {
 	const struct rule *r = sr->r;
-	double ph, po, t;
+	double ph, po;
 
 	if (hits < r->rollup_min_hosts || !total)
 		return 0;
@@ -317,8 +312,7 @@ static int significant(const struct search *sr, const uint32_t *hs, uint32_t hit
 	po = sr->onset ? onset_p(sr, hs, hits) : 1;
 	if (po >= 1)
 		return 0;
-	t = ph * po;
-	return t <= 0 || t * (1 - log(t)) < r->rollup_alpha;
+	return stats_fisher2(ph, po) < r->rollup_alpha;
 }
 
 /*

@@ -102,3 +102,21 @@ double stats_hypergeom_tail(size_t N, size_t K, size_t n, size_t x)
 	}
 	return p > 1 ? 1 : p;
 }
+
+double stats_cluster_tail(size_t n, size_t c, double w)
+{
+	double p;
+
+	if (c < 2 || n < c)
+		return 1;
+	p = exp(log((double)n) + log_choose((double)(n - 1), (double)(c - 1)) +
+		(double)(c - 1) * log(w));
+	return p < 1 ? p : 1;
+}
+
+double stats_fisher2(double p1, double p2)
+{
+	double t = p1 * p2;
+
+	return t > 0 ? t * (1 - log(t)) : 0;
+}

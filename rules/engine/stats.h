@@ -32,4 +32,15 @@ double stats_mann_whitney_greater(const double *a, size_t na, const double *b, s
  */
 double stats_hypergeom_tail(size_t N, size_t K, size_t n, size_t x);
 
+/*
+ * Were n events independent and spread evenly over a span, the chance that
+ * c of them fall within a fraction w (0..1) of it of each other: at most
+ * n * C(n-1, c-1) * w^(c-1) (a union bound over the cluster's first
+ * event), capped at 1.
+ */
+double stats_cluster_tail(size_t n, size_t c, double w);
+
+/* Fisher's combination of two independent p-values: t (1 - ln t), t = p1 p2. */
+double stats_fisher2(double p1, double p2);
+
 #endif
