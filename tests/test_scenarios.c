@@ -693,6 +693,23 @@ Test(scenarios, gc_regression, .init = setup, .fini = teardown, .timeout = 300 *
 	run_scenario("gc-regression", "mark");
 }
 
+/* Deploy trains (issue 43): each deploy judged on the minutes no other deploy touched. */
+Test(scenarios, deploy_train, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
+{
+	run_scenario("deploy-train", "json_parse");
+}
+
+Test(scenarios, deploy_train_rollback, .init = setup, .fini = teardown,
+     .timeout = 300 * SLOWDOWN)
+{
+	run_scenario("deploy-train-rollback", "json_parse");
+}
+
+Test(scenarios, deploy_train_second, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
+{
+	run_scenario("deploy-train-second", "send");
+}
+
 /*
  * Scale-out (issue 15): the same scenarios on a Redis Cluster (3 masters, 3
  * replicas) with 3 sharded rules workers replaying side by side and 2

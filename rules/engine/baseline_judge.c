@@ -74,10 +74,23 @@ void baseline_judge(const struct rule *r, const struct deploy *d, const struct f
 	nda = finite_values(dser + BASELINE_POINTS, BASELINE_POINTS, da);
 	npb = finite_values(pser, BASELINE_POINTS, pb);
 	npa = finite_values(pser + BASELINE_POINTS, BASELINE_POINTS, pa);
-	if (ndb < BASELINE_MIN_POINTS || nda < BASELINE_MIN_POINTS) {
-		log_info("%s: deploy %s %s: too little data around it to judge (%zu before, "
-			 "%zu after of %d)", r->name, d->service, d->version, ndb, nda,
-			 BASELINE_POINTS);
+	/*
+	 * In a deploy train each side holds only the minutes no other deploy
+	 * touched (baseline.c's host_clip): fewer are enough, down to
+	 * BASELINE_MIN_TRAIN_POINTS; below that the verdict is confounded.
+	 */
+	if (ndb < (v->train[0] ? BASELINE_MIN_TRAIN_POINTS : BASELINE_MIN_POINTS) ||
+	    nda < (v->train[0] ? BASELINE_MIN_TRAIN_POINTS : BASELINE_MIN_POINTS)) {
+		if (v->train[0])
+			log_info("%s: deploy %s %s: confounded by %s on the same hosts: too few "
+				 "minutes that no other deploy touched (%zu before, %zu after; at "
+				 "least %d each); no verdict", r->name, d->service, d->version,
+				 v->train, ndb, nda, BASELINE_MIN_TRAIN_POINTS);
+		else
+			log_info("%s: deploy %s %s: too little data around it to judge (%zu "
+				 "before, %zu after of %d)", r->name, d->service, d->version, ndb,
+				 nda, BASELINE_POINTS);
+		v->confounded = v->train[0] != 0;
 		return;
 	}
 	self_p = stats_mann_whitney_greater(da, nda, db, ndb);
