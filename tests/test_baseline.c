@@ -200,6 +200,16 @@ static const char *train_yaml =
 	"        baseline: {window: 10m, min_change: 0.2, alpha: 0.01}\n"
 	"        severity: warning\n";
 
+/* The verdicts a train's run handed to engine_opts.verdict_cb: "[id rule json]..." */
+static char train_verdicts[4096];
+
+static void keep_train_verdict(const char *id, const char *rule, const char *json, void *arg)
+{
+	(void)arg;
+	snprintf(train_verdicts + strlen(train_verdicts),
+		 sizeof(train_verdicts) - strlen(train_verdicts), "[%s %s %s]", id, rule, json);
+}
+
 /*
  * A train: api 2.0 to web-[0-3] at 20 min, sidecar 1.2 to the same hosts
  * gap_min minutes later; after each the deployed hosts' CPU is multiplied
@@ -217,7 +227,11 @@ static void run_train(double r1, double r2, int gap_min, struct test_events *ev)
 
 	cr_assert_eq(rules_parse(&rs, "t.yaml", train_yaml, strlen(train_yaml), err,
 				 sizeof(err)), 0, "%s", err);
-	e = engine_with_minutes(&rs, (struct engine_opts){ .stale_ms = 15000 });
+	train_verdicts[0] = '\0';
+	e = engine_with_minutes(&rs, (struct engine_opts){ .stale_ms = 15000,
+				.verdict_cb = keep_train_verdict });
+	snprintf(d[0].id, sizeof(d[0].id), "100-0");
+	snprintf(d[1].id, sizeof(d[1].id), "200-0");
 	snprintf(d[0].service, sizeof(d[0].service), "api");
 	snprintf(d[0].version, sizeof(d[0].version), "2.0");
 	snprintf(d[1].service, sizeof(d[1].service), "sidecar");
@@ -259,6 +273,11 @@ Test(baseline, train_the_first_deploy_regresses)
 	run_train(1.3, 1.0, 4, &ev);
 	cr_assert_eq(ev.n, 1, "expected one page (api), got %d: %s", ev.n, ev.n ? ev.json[0] : "");
 	cr_expect(strstr(ev.json[0], "\"service\":\"api\""), "%s", ev.json[0]);
+	/* both verdicts kept for `faultline deploy list`, each naming the other deploy */
+	cr_expect(strstr(train_verdicts, "[100-0 PostDeployCpuRegression {\"verdict\":\"regression\"") &&
+		  strstr(train_verdicts, "\"by\":\"sidecar 1.2\""), "%s", train_verdicts);
+	cr_expect(strstr(train_verdicts, "[200-0 PostDeployCpuRegression {\"verdict\":\"no regression\"") &&
+		  strstr(train_verdicts, "\"by\":\"api 2.0\""), "%s", train_verdicts);
 	test_events_free(&ev);
 }
 
@@ -284,6 +303,9 @@ Test(baseline, train_a_minute_apart_is_confounded)
 
 	run_train(1.3, 1.0, 1, &ev);
 	cr_expect_eq(ev.n, 0, "a confounded train paged: %s", ev.n ? ev.json[0] : "");
+	cr_expect(strstr(train_verdicts, "[100-0 PostDeployCpuRegression {\"verdict\":\"confounded\"") &&
+		  strstr(train_verdicts, "[200-0 PostDeployCpuRegression {\"verdict\":\"confounded\""),
+		  "%s", train_verdicts);
 	test_events_free(&ev);
 }
 

@@ -697,6 +697,14 @@ Test(scenarios, gc_regression, .init = setup, .fini = teardown, .timeout = 300 *
 Test(scenarios, deploy_train, .init = setup, .fini = teardown, .timeout = 300 * SLOWDOWN)
 {
 	run_scenario("deploy-train", "json_parse");
+	/* `faultline deploy list` shows each deploy's verdicts, sidecar's naming api */
+	cr_expect_eq(test_sh("%s/faultline deploy list --redis %s > %s/deploys.txt 2>&1 && "
+			     "grep -q 'verdict PostDeployCpuRegression: regression (other deploys on "
+			     "its hosts: sidecar 1.2)' %s/deploys.txt && "
+			     "grep -q 'verdict PostDeployCpuRegression: no regression (other deploys "
+			     "on its hosts: api 4.0)' %s/deploys.txt", test_out_dir(), url, dir, dir,
+			     dir), 0, "the verdicts are not in faultline deploy list (%s/deploys.txt)",
+		     dir);
 }
 
 Test(scenarios, deploy_train_rollback, .init = setup, .fini = teardown,

@@ -21,6 +21,7 @@
 #include "rules/engine/fleet.h"
 #include "core/array.h"
 #include "core/fnv.h"
+#include "core/jsonc.h"
 #include "core/log.h"
 #include "model/profile.h"
 #include "rules/engine/stats.h"
@@ -632,6 +633,30 @@ static void gather_part(const void *blob, size_t len, void *arg)
  * 1 when v holds a verdict, 0 when it must wait (the part is not read yet,
  * some worker has not published yet, or this worker does not judge).
  */
+/* Hand verdict v on deploy d of rule r to engine_opts.verdict_cb (store/deploy.h's shape). */
+static void verdict_emit(const struct engine *e, const struct rule *r, const struct deploy *d,
+			 const struct verdict *v)
+{
+	json_object *o;
+
+	if (!e->opts.verdict_cb || !d->id[0] || !v->status[0] || !(o = json_object_new_object()))
+		return;
+	json_object_object_add(o, "verdict", jsonc_string(v->status));
+	json_object_object_add(o, "service", jsonc_string(d->service));
+	json_object_object_add(o, "version", jsonc_string(d->version));
+	if (v->train[0])
+		json_object_object_add(o, "by", jsonc_string(v->train));
+	if (v->fires)
+		json_object_object_add(o, "value", json_object_new_double(v->value));
+	if (v->function[0])
+		json_object_object_add(o, "function", jsonc_string(v->function));
+	json_object_object_add(o, "judged_ms",
+			       json_object_new_int64((int64_t)(time_wall_ns() / NSEC_PER_MSEC)));
+	e->opts.verdict_cb(d->id, r->name, json_object_to_json_string_ext(o,
+			   JSON_C_TO_STRING_PLAIN), e->opts.verdict_arg);
+	json_object_put(o);
+}
+
 static int verdict_for(struct engine *e, const struct rule *r, const struct deploy *d,
 		       const char *key, const struct host_window *win, size_t nwin,
 		       struct verdict *v)
@@ -653,6 +678,7 @@ static int verdict_for(struct engine *e, const struct rule *r, const struct depl
 			baseline_judge_profile(r, d, &v->part->b, v);
 		else
 			baseline_judge(r, d, &v->part->b, v);
+		verdict_emit(e, r, d, v);
 		part_free(v->part);
 		v->part = NULL;
 		return 1;
@@ -710,6 +736,7 @@ static int verdict_for(struct engine *e, const struct rule *r, const struct depl
 		baseline_judge_profile(r, d, &b, v);
 	else
 		baseline_judge(r, d, &b, v);
+	verdict_emit(e, r, d, v);
 	fleet_bpart_free(&b);
 	part_free(v->part);
 	v->part = NULL;

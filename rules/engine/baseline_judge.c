@@ -91,6 +91,8 @@ void baseline_judge(const struct rule *r, const struct deploy *d, const struct f
 				 "before, %zu after of %d)", r->name, d->service, d->version, ndb,
 				 nda, BASELINE_POINTS);
 		v->confounded = v->train[0] != 0;
+		snprintf(v->status, sizeof(v->status), "%s",
+			 v->confounded ? "confounded" : "too little data");
 		return;
 	}
 	self_p = stats_mann_whitney_greater(da, nda, db, ndb);
@@ -139,6 +141,7 @@ void baseline_judge(const struct rule *r, const struct deploy *d, const struct f
 		v->fires = v->fires && change >= b->min_change && p < b->alpha;
 	}
 	v->value = 1 + change;
+	snprintf(v->status, sizeof(v->status), "%s", v->fires ? "regression" : "no regression");
 	log_info("%s: deploy %s %s: %+.1f%% vs before (p=%.2g), %+.1f%% vs %s (p=%.2g): %s",
 		 r->name, d->service, d->version, self_change * 100, self_p, change * 100,
 		 npa ? "undeployed peers" : "before (no undeployed peers)", p,
@@ -206,8 +209,12 @@ void baseline_judge_profile(const struct rule *r, const struct deploy *d,
 	double best = 0, best_self = 0, n1 = (double)db->total, n2 = (double)da->total;
 
 	if (!db->total || !da->total) {
-		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it",
-			 r->name, d->service, d->version);
+		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it%s%s",
+			 r->name, d->service, d->version, v->train[0] ? " that no other deploy "
+			 "touched: confounded by " : "", v->train);
+		v->confounded = v->train[0] != 0;
+		snprintf(v->status, sizeof(v->status), "%s",
+			 v->confounded ? "confounded" : "too little data");
 		return;
 	}
 	ndd = profile_diff(db, da, &dd);
@@ -238,6 +245,7 @@ void baseline_judge_profile(const struct rule *r, const struct deploy *d,
 			named = &dd[i];
 	v->fires = named != NULL;
 	v->value = best_self > 0 ? best_self * 100 : best * 100;
+	snprintf(v->status, sizeof(v->status), "%s", v->fires ? "regression" : "no regression");
 	if (named) {
 		snprintf(v->function, sizeof(v->function), "%s", named->name);
 		profile_hot_path(da, named->name, v->path, sizeof(v->path));
