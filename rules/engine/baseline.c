@@ -474,7 +474,6 @@ static void profile_host(const struct engine *e, const struct deploy *d, uint64_
 			 const char *host, struct baseline_part *p)
 {
 	int side = side_of(e, d, w, host), mine = side == 0, nb, na;
-
 	uint64_t from = d->ts_ms - w, to = d->ts_ms + w;
 
 	if (side < 0 || !e->opts.load_profile)
