@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
+#include "core/array.h"
+#include "core/jsonc.h"
 #include "store/conn.h"
 #include "store/deploy.h"
 #include "store/silence.h"
@@ -13,14 +17,53 @@
 
 /* ---- deploy ------------------------------------------------------------- */
 
+/* The baseline verdicts stored for the markers (fl:deploys:verdicts). */
+struct verdicts {
+	char (*id)[32];
+	char **line;			/* "RULE: verdict (by X)" */
+	int n, cap_id, cap_line;
+};
+
+static void keep_verdict(const char *id, const char *rule, const char *json, void *arg)
+{
+	struct verdicts *vs = arg;
+	char why[128], line[512];
+	json_object *o = jsonc_parse(json, strlen(json), why, sizeof(why)), *x;
+	const char *verdict = "?", *by = NULL, *fn = NULL;
+
+	if (o && json_object_is_type(o, json_type_object)) {
+		if (json_object_object_get_ex(o, "verdict", &x) && json_object_is_type(x, json_type_string))
+			verdict = json_object_get_string(x);
+		if (json_object_object_get_ex(o, "by", &x) && json_object_is_type(x, json_type_string))
+			by = json_object_get_string(x);
+		if (json_object_object_get_ex(o, "function", &x) &&
+		    json_object_is_type(x, json_type_string))
+			fn = json_object_get_string(x);
+	}
+	snprintf(line, sizeof(line), "%s: %s%s%s%s%s", rule, verdict, fn ? " in " : "",
+		 fn ? fn : "", by ? " (other deploys on its hosts: " : "", by ? by : "");
+	if (by && strlen(line) + 2 < sizeof(line))
+		strcat(line, ")");
+	json_object_put(o);
+	if (ARRAY_GROW(vs->id, vs->cap_id, vs->n + 1, 16) ||
+	    ARRAY_GROW(vs->line, vs->cap_line, vs->n + 1, 16))
+		return;
+	snprintf(vs->id[vs->n], sizeof(vs->id[0]), "%s", id);
+	if ((vs->line[vs->n] = strdup(line)))
+		vs->n++;
+}
+
 static int print_deploy(const struct deploy *d, void *arg)
 {
+	const struct verdicts *vs = arg;
 	char t[40];
 
-	(void)arg;
 	printf("%-18s %s  %-8s %-20s %-16s hosts=%s  by=%s\n", d->id,
 	       alert_format_time(d->ts_ms, t, sizeof(t)), d->rollback ? "rollback" : "deploy",
 	       d->service, d->version, d->hosts, d->by[0] ? d->by : "-");
+	for (int i = 0; vs && i < vs->n; i++)
+		if (!strcmp(vs->id[i], d->id))
+			printf("    verdict %s\n", vs->line[i]);
 	return 0;
 }
 
@@ -54,7 +97,9 @@ int cmd_deploy(int argc, char **argv)
 		       "next deploy or rollback.  Prints the marker's id.\n"
 		       "rollback: record that S went back (to V, default \"rollback\"): its\n"
 		       "standing regression page resolves; a rollback is not judged.\n"
-		       "list: the markers of the last --since (default 7d), oldest first.\n");
+		       "list: the markers of the last --since (default 7d), oldest first, each with\n"
+		       "the verdicts the baseline rules gave it (regression, no regression,\n"
+		       "confounded by another deploy on its hosts, too little data).\n");
 		return help ? 0 : 2;
 	}
 	snprintf(d.by, sizeof(d.by), "%s", getenv("USER") ? getenv("USER") : "");
@@ -117,8 +162,18 @@ int cmd_deploy(int argc, char **argv)
 			printf("%s\n", d.id);
 	} else {
 		uint64_t now = time_wall_ns();
-		int n = deploy_list(rc, now > since ? (now - since) / NSEC_PER_MSEC : 0, service,
-				    print_deploy, NULL, err, sizeof(err));
+		struct verdicts vs = { 0 };
+		int n;
+
+		if (deploy_verdicts_read(rc, keep_verdict, &vs, err, sizeof(err)) < 0)
+			fprintf(stderr, "faultline deploy list: %s; listing the markers without "
+				"their verdicts\n", err);
+		n = deploy_list(rc, now > since ? (now - since) / NSEC_PER_MSEC : 0, service,
+				print_deploy, &vs, err, sizeof(err));
+		for (int i = 0; i < vs.n; i++)
+			free(vs.line[i]);
+		free(vs.line);
+		free(vs.id);
 
 		if (n < 0) {
 			fprintf(stderr, "faultline deploy list: %s\n", err);

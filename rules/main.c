@@ -173,6 +173,11 @@ static int load_deploys(struct engine *e, struct conn *rc, uint64_t now, char *e
 	return n;
 }
 
+/* A deploy verdict the engine judged, on its way to fl:deploys:verdicts. */
+struct pending_verdict {
+	char *id, *rule, *json;
+};
+
 /* A running faultline-rules: what lives across intervals. */
 struct daemon {
 	const struct rules_options *o;
@@ -195,7 +200,53 @@ struct daemon {
 	uint64_t backlog_read, backlog_said;
 	uint64_t outage_since;		/* Redis went away; 0 while it answers */
 	uint64_t gen_written;		/* engine_state_generation at that write */
+	struct pending_verdict *verdicts;	/* judged, not yet in Redis */
+	int nverdicts, cap_verdicts;
 };
+
+/* engine_opts.verdict_cb: keep it until Redis has it (--once, which prints, keeps none). */
+static void queue_verdict(const char *id, const char *rule, const char *json, void *arg)
+{
+	struct daemon *d = arg;
+	struct pending_verdict *v;
+
+	if (d->o->once || ARRAY_GROW(d->verdicts, d->cap_verdicts, d->nverdicts + 1, 4))
+		return;
+	v = &d->verdicts[d->nverdicts];
+	v->id = strdup(id);
+	v->rule = strdup(rule);
+	v->json = strdup(json);
+	if (!v->id || !v->rule || !v->json) {
+		free(v->id);
+		free(v->rule);
+		free(v->json);
+		return;
+	}
+	d->nverdicts++;
+}
+
+/* Write the queued verdicts (faultline deploy list shows them); what fails waits. */
+static void write_verdicts(struct daemon *d)
+{
+	char err[256];
+	int done = 0;
+
+	while (done < d->nverdicts && d->rc) {
+		struct pending_verdict *v = &d->verdicts[done];
+
+		if (deploy_verdict_put(d->rc, v->id, v->rule, v->json, err, sizeof(err))) {
+			log_warn("%s; the verdict is written again next interval", err);
+			break;
+		}
+		free(v->id);
+		free(v->rule);
+		free(v->json);
+		done++;
+	}
+	memmove(d->verdicts, d->verdicts + done,
+		(size_t)(d->nverdicts - done) * sizeof(*d->verdicts));
+	d->nverdicts -= done;
+}
 
 /* Rules, topology, engine (and worker), signals, /metrics.  0 or the exit status. */
 static int daemon_start(struct daemon *d, const struct rules_options *o)
@@ -218,6 +269,8 @@ static int daemon_start(struct daemon *d, const struct rules_options *o)
 		return 1;
 	}
 	eopts.topology = &d->topo;
+	eopts.verdict_cb = queue_verdict;
+	eopts.verdict_arg = d;
 	if (o->shard) {
 		d->worker = worker_new(o->worker_name, o->interval, &rs, &eopts, err, sizeof(err));
 		if (!d->worker) {
@@ -452,6 +505,8 @@ static void evaluate(struct daemon *d, uint64_t t0, uint64_t now, int nread)
 		d->state_written = t0;
 		d->gen_written = gen;
 	}
+	if (d->nverdicts)
+		write_verdicts(d);
 	report_interval(d, t0, t_read, time_mono_ns(), nread);
 }
 
@@ -499,6 +554,14 @@ static int daemon_stop(struct daemon *d)
 	if (d->ob.nqueue)
 		log_error("exiting with %d alert event(s) not written to fl:alerts; the next "
 			  "start re-evaluates and re-emits what still holds", d->ob.nqueue);
+	if (d->nverdicts)
+		write_verdicts(d);
+	for (int i = 0; i < d->nverdicts; i++) {
+		free(d->verdicts[i].id);
+		free(d->verdicts[i].rule);
+		free(d->verdicts[i].json);
+	}
+	free(d->verdicts);
 	outbox_free(&d->ob);
 	if (d->rc)
 		conn_close(d->rc);

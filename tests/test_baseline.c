@@ -191,6 +191,124 @@ Test(baseline, regression_on_the_deployed_half_fires_once_naming_the_deploy)
 	test_events_free(&ev);
 }
 
+/* ---- deploy trains ------------------------------------------------------------ */
+
+static const char *train_yaml =
+	"groups:\n  - name: deploys\n    interval: 10s\n    rules:\n"
+	"      - alert: PostDeployCpuRegression\n"
+	"        expr: avg_over_time(faultline_host_cpu_utilization_ratio[1m])\n"
+	"        baseline: {window: 10m, min_change: 0.2, alpha: 0.01}\n"
+	"        severity: warning\n";
+
+/* The verdicts a train's run handed to engine_opts.verdict_cb: "[id rule json]..." */
+static char train_verdicts[4096];
+
+static void keep_train_verdict(const char *id, const char *rule, const char *json, void *arg)
+{
+	(void)arg;
+	snprintf(train_verdicts + strlen(train_verdicts),
+		 sizeof(train_verdicts) - strlen(train_verdicts), "[%s %s %s]", id, rule, json);
+}
+
+/*
+ * A train: api 2.0 to web-[0-3] at 20 min, sidecar 1.2 to the same hosts
+ * gap_min minutes later; after each the deployed hosts' CPU is multiplied
+ * by r1, then also by r2.  The firing events of evaluating every 10 s.
+ */
+static void run_train(double r1, double r2, int gap_min, struct test_events *ev)
+{
+	struct ruleset rs = { 0 };
+	struct engine *e;
+	struct deploy d[2] = { { .ts_ms = DEPLOY_AT },
+			       { .ts_ms = DEPLOY_AT + (uint64_t)gap_min * 60000 } };
+	struct test_events all = { 0 };
+	char err[256];
+	unsigned seed = 7;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", train_yaml, strlen(train_yaml), err,
+				 sizeof(err)), 0, "%s", err);
+	train_verdicts[0] = '\0';
+	e = engine_with_minutes(&rs, (struct engine_opts){ .stale_ms = 15000,
+				.verdict_cb = keep_train_verdict });
+	snprintf(d[0].id, sizeof(d[0].id), "100-0");
+	snprintf(d[1].id, sizeof(d[1].id), "200-0");
+	snprintf(d[0].service, sizeof(d[0].service), "api");
+	snprintf(d[0].version, sizeof(d[0].version), "2.0");
+	snprintf(d[1].service, sizeof(d[1].service), "sidecar");
+	snprintf(d[1].version, sizeof(d[1].version), "1.2");
+	for (int i = 0; i < 2; i++)
+		snprintf(d[i].hosts, sizeof(d[i].hosts), "web-[0-3]");
+	cr_assert_eq(engine_set_deploys(e, d, 2), 0);
+	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 5000) {
+		for (int h = 0; h < 8; h++) {
+			char name[16];
+			struct snapshot s;
+			double cpu = 0.4 + 0.08 * noise(&seed);
+
+			snprintf(name, sizeof(name), "web-%d", h);
+			if (deploy_covers(&d[0], name) && t >= d[0].ts_ms)
+				cpu *= r1;
+			if (deploy_covers(&d[1], name) && t >= d[1].ts_ms)
+				cpu *= r2;
+			snapshot_init(&s, name, t, 5000, (t - T0) / 5000, 1);
+			snapshot_add_gauge(&s, "cpu.host_utilization", cpu, NULL);
+			feed(e, &s);
+			snapshot_free(&s);
+		}
+		if ((t - T0) % 10000 == 0)
+			engine_eval(e, t, test_events_collect, &all);
+	}
+	engine_free(e);
+	for (int i = 0; i < all.n; i++)
+		if (strstr(all.json[i], "\"status\":\"firing\""))
+			test_events_collect(all.json[i], ev);
+	test_events_free(&all);
+}
+
+/* api regresses, a harmless sidecar lands on its hosts 4 min later: api pages, sidecar does not. */
+Test(baseline, train_the_first_deploy_regresses)
+{
+	struct test_events ev = { 0 };
+
+	run_train(1.3, 1.0, 4, &ev);
+	cr_assert_eq(ev.n, 1, "expected one page (api), got %d: %s", ev.n, ev.n ? ev.json[0] : "");
+	cr_expect(strstr(ev.json[0], "\"service\":\"api\""), "%s", ev.json[0]);
+	/* both verdicts kept for `faultline deploy list`, each naming the other deploy */
+	cr_expect(strstr(train_verdicts, "[100-0 PostDeployCpuRegression {\"verdict\":\"regression\"") &&
+		  strstr(train_verdicts, "\"by\":\"sidecar 1.2\""), "%s", train_verdicts);
+	cr_expect(strstr(train_verdicts, "[200-0 PostDeployCpuRegression {\"verdict\":\"no regression\"") &&
+		  strstr(train_verdicts, "\"by\":\"api 2.0\""), "%s", train_verdicts);
+	test_events_free(&ev);
+}
+
+/* A harmless api, then a regressing sidecar on the same hosts: sidecar pages, api does not. */
+Test(baseline, train_the_second_deploy_regresses)
+{
+	struct test_events ev = { 0 };
+
+	run_train(1.0, 1.3, 4, &ev);
+	cr_assert_eq(ev.n, 1, "expected one page (sidecar), got %d: %s", ev.n,
+		     ev.n ? ev.json[0] : "");
+	cr_expect(strstr(ev.json[0], "\"service\":\"sidecar\""), "%s", ev.json[0]);
+	test_events_free(&ev);
+}
+
+/*
+ * Two deploys a minute apart on the same hosts: neither has enough minutes
+ * of its own (confounded), so neither is paged for the other's change.
+ */
+Test(baseline, train_a_minute_apart_is_confounded)
+{
+	struct test_events ev = { 0 };
+
+	run_train(1.3, 1.0, 1, &ev);
+	cr_expect_eq(ev.n, 0, "a confounded train paged: %s", ev.n ? ev.json[0] : "");
+	cr_expect(strstr(train_verdicts, "[100-0 PostDeployCpuRegression {\"verdict\":\"confounded\"") &&
+		  strstr(train_verdicts, "[200-0 PostDeployCpuRegression {\"verdict\":\"confounded\""),
+		  "%s", train_verdicts);
+	test_events_free(&ev);
+}
+
 /*
  * A big fleet's verdict is read a batch of hosts per evaluation: 3 hosts
  * at a time and no time for more, the 8 hosts take 3 evaluations, and the

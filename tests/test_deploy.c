@@ -208,6 +208,48 @@ Test(deploy, cli_mark_and_list)
 	cr_expect(strstr(out, "--hosts GLOB or --all"), "%s", out);
 }
 
+/* Verdicts stored for a marker come back by id and rule, and `deploy list` shows them. */
+static void keep_verdict(const char *id, const char *rule, const char *json, void *arg)
+{
+	char *out = arg;
+
+	snprintf(out + strlen(out), 1024 - strlen(out), "[%s|%s|%s]", id, rule, json);
+}
+
+Test(deploy, verdicts_are_stored_and_listed)
+{
+	struct conn *c = conn_open(redis.url, NSEC_PER_SEC, NULL, 0);
+	struct deploy d = { 0 };
+	char err[256], got[1024] = "", cmd[1024], out[4096] = "";
+	FILE *p;
+	size_t n;
+
+	cr_assert_not_null(c);
+	snprintf(d.service, sizeof(d.service), "sidecar");
+	snprintf(d.version, sizeof(d.version), "1.2");
+	snprintf(d.hosts, sizeof(d.hosts), "web-*");
+	cr_assert_eq(deploy_mark(c, &d, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(deploy_verdict_put(c, d.id, "PostDeployCpuRegression",
+					"{\"verdict\":\"confounded\",\"by\":\"api 4.0\"}", err,
+					sizeof(err)), 0, "%s", err);
+	cr_assert_eq(deploy_verdicts_read(c, keep_verdict, got, err, sizeof(err)), 1, "%s", err);
+	cr_expect(strstr(got, "|PostDeployCpuRegression|") && strstr(got, d.id), "%s", got);
+	/* a field of the wrong shape is skipped, not fatal */
+	freeReplyObject(conn_commandf(c, NULL, "HSET fl:deploys:verdicts nospace x"));
+	got[0] = 0;
+	cr_expect_eq(deploy_verdicts_read(c, keep_verdict, got, err, sizeof(err)), 1, "%s", got);
+	conn_close(c);
+
+	snprintf(cmd, sizeof(cmd), "%s/faultline deploy list --redis %s 2>&1", test_out_dir(),
+		 redis.url);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	cr_expect_eq(pclose(p), 0, "%s", out);
+	cr_expect(strstr(out, "verdict PostDeployCpuRegression: confounded (other deploys on its "
+			  "hosts: api 4.0)"), "%s", out);
+}
+
 /* ---- the probe marks deploys when a watched executable's build-id changes ---- */
 
 static void build(const char *dir, const char *out, int version)

@@ -64,8 +64,9 @@ int acl_user_line(enum acl_role role, const char *host, const char *password_sha
 			    "+hgetall +set +get +eval ~fl:{%s}:* (+xadd ~" KEY_DEPLOYS ")", host);
 		break;
 	case ACL_RULES:
+		/* its events and checkpoints; the deploy verdicts it judges */
 		strbuf_addf(out, ACL_CENTRAL "%%R~fl:* ~" KEY_ALERTS " ~{" KEY_ALERTS "}:* ~"
-			    KEY_ALERTS_STATE_LEGACY);
+			    KEY_ALERTS_STATE_LEGACY " ~" KEY_DEPLOY_VERDICTS);
 		break;
 	case ACL_ALERTER:
 		/* fl:alerts as a consumer: it reads, claims, acknowledges, trims; never adds */

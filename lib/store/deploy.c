@@ -249,3 +249,82 @@ int deploy_covers(const struct deploy *d, const char *host)
 {
 	return fnmatch(d->hosts[0] ? d->hosts : "*", host, 0) == 0;
 }
+
+int deploy_verdict_put(struct conn *c, const char *deploy_id, const char *rule, const char *json,
+		       char *err, size_t errlen)
+{
+	char field[400];
+	redisReply *r;
+
+	if (strlen(json) > DEPLOY_VERDICT_MAX) {
+		snprintf(err, errlen, "verdict of %s on %s: over %d bytes", rule, deploy_id,
+			 DEPLOY_VERDICT_MAX);
+		return -EIO;
+	}
+	snprintf(field, sizeof(field), "%s %s", deploy_id, rule);
+	r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HSET " KEY_DEPLOY_VERDICTS " %s %s", field, json);
+	if (!r || r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "redis: HSET %s: %s", KEY_DEPLOY_VERDICTS,
+			 r && r->type == REDIS_REPLY_ERROR ? r->str : conn_errstr(c));
+		if (r)
+			freeReplyObject(r);
+		return -EIO;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+int deploy_verdicts_read(struct conn *c, deploy_verdict_cb cb, void *arg, char *err,
+			 size_t errlen)
+{
+	char cursor[32] = "0";
+	int n = 0;
+
+	do {
+		redisReply *r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HSCAN " KEY_DEPLOY_VERDICTS
+					      " %s COUNT 1000", cursor);
+		const redisReply *kv;
+
+		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[0]->len >= sizeof(cursor) ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "redis: HSCAN %s: %s", KEY_DEPLOY_VERDICTS,
+				 r && r->type == REDIS_REPLY_ERROR ? r->str :
+				 r ? "a reply of an unexpected shape" : conn_errstr(c));
+			if (r)
+				freeReplyObject(r);
+			return -EIO;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		kv = r->element[1];
+		for (size_t i = 0; i + 1 < kv->elements && n < DEPLOY_LIST_MAX; i += 2) {
+			const redisReply *f = kv->element[i], *v = kv->element[i + 1];
+			char id[64], rule[256];
+			const char *sp;
+
+			if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+			    v->len > DEPLOY_VERDICT_MAX || !(sp = memchr(f->str, ' ', f->len)) ||
+			    (size_t)(sp - f->str) >= sizeof(id) ||
+			    f->len - (size_t)(sp - f->str) - 1 >= sizeof(rule) ||
+			    memchr(v->str, '\0', v->len)) {
+				log_warn("%s: a field of the wrong shape or size; skipped",
+					 KEY_DEPLOY_VERDICTS);
+				continue;
+			}
+			memcpy(id, f->str, (size_t)(sp - f->str));
+			id[sp - f->str] = '\0';
+			memcpy(rule, sp + 1, f->len - (size_t)(sp - f->str) - 1);
+			rule[f->len - (size_t)(sp - f->str) - 1] = '\0';
+			cb(id, rule, v->str, arg);
+			n++;
+		}
+		freeReplyObject(r);
+		if (n >= DEPLOY_LIST_MAX) {
+			log_error("%s: more than %d verdicts; the rest are not read",
+				  KEY_DEPLOY_VERDICTS, DEPLOY_LIST_MAX);
+			break;
+		}
+	} while (strcmp(cursor, "0"));
+	return n;
+}

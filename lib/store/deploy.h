@@ -72,6 +72,28 @@ typedef int (*deploy_cb)(const struct deploy *d, void *arg);
 int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_cb cb,
 		void *arg, char *err, size_t errlen);
 
+/*
+ * Verdicts: what a baseline rule decided about a deploy, so `faultline
+ * deploy list` shows it beside the marker.  One field per deploy (its
+ * stream id) and rule in fl:deploys:verdicts, the value the rules
+ * engine's JSON: {"verdict": "regression" | "no regression" |
+ * "confounded" | "too little data", "by": other deploys of a train,
+ * "value", "function", "judged_ms"}.  Returns 0 or -EIO.
+ */
+#define DEPLOY_VERDICT_MAX 4096		/* bytes of one verdict's JSON */
+int deploy_verdict_put(struct conn *c, const char *deploy_id, const char *rule, const char *json,
+		       char *err, size_t errlen);
+
+/*
+ * Call cb with every stored verdict (at most DEPLOY_LIST_MAX; fields or
+ * values of the wrong shape or size are skipped with a warning).  Returns
+ * how many, or -EIO.
+ */
+typedef void (*deploy_verdict_cb)(const char *deploy_id, const char *rule, const char *json,
+				  void *arg);
+int deploy_verdicts_read(struct conn *c, deploy_verdict_cb cb, void *arg, char *err,
+			 size_t errlen);
+
 /* Whether d covers host (its hosts glob matches the name). */
 int deploy_covers(const struct deploy *d, const char *host);
 

@@ -50,6 +50,8 @@
  *
  *   fl:deploys                   stream  CLI deploy, probe rules              90 d
  *       deploy markers (deploy.h)                                  slot 3313
+ *   fl:deploys:verdicts          hash    rules (the judge) CLI deploy list    kept (one per
+ *       "DEPLOY_ID RULE" -> verdict JSON (deploy.h)                       deploy and rule)
  *   fl:silences                  hash    CLI silence       alerter            until expired
  *       id -> silence JSON (silence.h)                             slot 9711
  *   fl:alerts                    stream  rules             alerter (group     undelivered + 7 d
@@ -94,6 +96,7 @@
 #include <stdint.h>
 
 #define KEY_DEPLOYS "fl:deploys"
+#define KEY_DEPLOY_VERDICTS "fl:deploys:verdicts"
 #define KEY_SILENCES "fl:silences"
 #define KEY_ALERTS "fl:alerts"
 #define KEY_ALERTS_STATE "{fl:alerts}:rules"

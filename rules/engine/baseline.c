@@ -21,6 +21,7 @@
 #include "rules/engine/fleet.h"
 #include "core/array.h"
 #include "core/fnv.h"
+#include "core/jsonc.h"
 #include "core/log.h"
 #include "model/profile.h"
 #include "rules/engine/stats.h"
@@ -104,6 +105,72 @@ static int side_of(const struct engine *e, const struct deploy *d, uint64_t w, c
 }
 
 /*
+ * Deploy trains: the part of deploy d's windows (d - w, d + w] in which
+ * nothing else changed on deployed host `host` -- after the newest other
+ * marker (any service's deploy or rollback) that touched it inside d's
+ * before-window, and before the first one inside its after-window -- into
+ * [*from, *to].  So a deploy landing minutes after another on the same
+ * hosts is compared with the state the first one left, not charged with
+ * its change, and the first is judged on the minutes before the second.
+ * Returns 0, or -1 when another marker touched it at d's own instant
+ * (nothing tells the two apart).
+ */
+static int host_clip(const struct engine *e, const struct deploy *d, uint64_t w,
+		     const char *host, uint64_t *from, uint64_t *to)
+{
+	*from = d->ts_ms - w;
+	*to = d->ts_ms + w;
+	for (int i = 0; i < e->ndeploys; i++) {
+		const struct deploy *o = &e->deploys[i];
+
+		if (o == d || o->ts_ms + w <= d->ts_ms || o->ts_ms > d->ts_ms + w ||
+		    !deploy_covers(o, host))
+			continue;
+		if (o->ts_ms == d->ts_ms)
+			return -1;
+		if (o->ts_ms < d->ts_ms && o->ts_ms > *from)
+			*from = o->ts_ms;
+		if (o->ts_ms > d->ts_ms && o->ts_ms < *to)
+			*to = o->ts_ms;
+	}
+	return 0;
+}
+
+/* Whether deployed host `host`'s data over (start, end] is inside its clip of d's windows. */
+static int host_span_clean(const struct engine *e, const struct deploy *d, uint64_t w,
+			   const char *host, uint64_t start, uint64_t end)
+{
+	uint64_t from, to;
+
+	return host_clip(e, d, w, host, &from, &to) == 0 && start >= from && end <= to;
+}
+
+/*
+ * The other markers that touched d's deployed hosts hosts[0..n) inside its
+ * windows, "service version, ..." into out ("" when none): what a train's
+ * verdict is confounded by.
+ */
+static void train_of(const struct engine *e, const struct deploy *d, uint64_t w,
+		     char *const *hosts, size_t n, char *out, size_t len)
+{
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < e->ndeploys && off < len; i++) {
+		const struct deploy *o = &e->deploys[i];
+		size_t h;
+
+		if (o == d || o->ts_ms + w <= d->ts_ms || o->ts_ms > d->ts_ms + w)
+			continue;
+		for (h = 0; h < n && !(deploy_covers(d, hosts[h]) && deploy_covers(o, hosts[h])); h++)
+			;
+		if (h < n)
+			off += (size_t)snprintf(out + off, len - off, "%s%s %s", off ? ", " : "",
+						o->service, o->version);
+	}
+}
+
+/*
  * This worker's part of a verdict, computed a batch of hosts per
  * evaluation: reading a big fleet's minutes (or profiles) at once would
  * stall the evaluation loop for seconds (10,000 hosts x ~60 rollups, a
@@ -136,6 +203,7 @@ struct side_arg {
 	const struct deploy *d;
 	uint64_t w;
 	struct baseline_part *seen;	/* NULL: flag nobody */
+	uint64_t start, end;		/* the span merged: (start, end] */
 };
 
 /* side_of(), flagging the deployed hosts seen. */
@@ -144,6 +212,8 @@ static int deploy_side(const char *host, void *arg)
 	struct side_arg *a = arg;
 	int side = side_of(a->e, a->d, a->w, host);
 
+	if (!side && !host_span_clean(a->e, a->d, a->w, host, a->start, a->end))
+		return -1;	/* another deploy changed it in this span */
 	if (!side)
 		flag_seen(a->seen, host);
 	return side;
@@ -237,12 +307,12 @@ static const struct columns_policy newest_only = { keeps_nothing, NULL, 1 };
 static void minute_value(struct minute_read *mr, const struct host_window *w, int k)
 {
 	struct value v = { 0 };
+	uint64_t t = w->minutes[w->nminutes - 1].ts_ms;
 	char err[256];
 
 	if (eval(mr->r->expr, w, 1, &v, err, sizeof(err))) {
 		/* a slot of a baseline (many per verdict): logged once a minute at most */
 		static uint64_t said_ms;
-		uint64_t t = w->minutes[w->nminutes - 1].ts_ms;
 
 		if (!said_ms || t - said_ms >= 60000 || t < said_ms) {
 			log_warn("rule %s: baseline evaluation failed: %s; that slot is left out",
@@ -258,6 +328,9 @@ static void minute_value(struct minute_read *mr, const struct host_window *w, in
 		if (!host || isnan(v.e[i].v))
 			continue;
 		side = side_of(mr->e, mr->d, mr->r->baseline.window_ns / NSEC_PER_MSEC, host);
+		if (side == 0 && !host_span_clean(mr->e, mr->d, mr->r->baseline.window_ns /
+						  NSEC_PER_MSEC, host, t - mr->sl.step, t))
+			continue;	/* another deploy changed it in this slot */
 		if (side == 0) {
 			mr->b->dsum[k] += v.e[i].v;
 			mr->b->dn[k]++;
@@ -278,7 +351,8 @@ static void minute_hists(struct minute_read *mr, const struct host_window *w, ui
 			 uint64_t span, struct histogram *dh, struct histogram *ph,
 			 struct baseline_part *seen)
 {
-	struct side_arg a = { mr->e, mr->d, mr->r->baseline.window_ns / NSEC_PER_MSEC, seen };
+	struct side_arg a = { mr->e, mr->d, mr->r->baseline.window_ns / NSEC_PER_MSEC, seen,
+			      to - span, to };
 	struct histogram *m = calloc(2, sizeof(*m));
 
 	if (!m)
@@ -400,13 +474,17 @@ static void profile_host(const struct engine *e, const struct deploy *d, uint64_
 			 const char *host, struct baseline_part *p)
 {
 	int side = side_of(e, d, w, host), mine = side == 0, nb, na;
+	uint64_t from = d->ts_ms - w, to = d->ts_ms + w;
 
 	if (side < 0 || !e->opts.load_profile)
 		return;
-	nb = e->opts.load_profile(e->opts.load_profile_arg, host, d->ts_ms - w, d->ts_ms - 1,
-				  &p->b.prof[mine ? 0 : 2]);
-	na = e->opts.load_profile(e->opts.load_profile_arg, host, d->ts_ms, d->ts_ms + w,
-				  &p->b.prof[mine ? 1 : 3]);
+	/* a deployed host: only while no other deploy changed it (host_clip) */
+	if (mine && host_clip(e, d, w, host, &from, &to))
+		return;
+	nb = from < d->ts_ms ? e->opts.load_profile(e->opts.load_profile_arg, host, from,
+						    d->ts_ms - 1, &p->b.prof[mine ? 0 : 2]) : 0;
+	na = to > d->ts_ms ? e->opts.load_profile(e->opts.load_profile_arg, host, d->ts_ms, to,
+						  &p->b.prof[mine ? 1 : 3]) : 0;
 	if (mine && nb > 0 && na > 0)
 		flag_seen(p, host);
 }
@@ -554,6 +632,30 @@ static void gather_part(const void *blob, size_t len, void *arg)
  * 1 when v holds a verdict, 0 when it must wait (the part is not read yet,
  * some worker has not published yet, or this worker does not judge).
  */
+/* Hand verdict v on deploy d of rule r to engine_opts.verdict_cb (store/deploy.h's shape). */
+static void verdict_emit(const struct engine *e, const struct rule *r, const struct deploy *d,
+			 const struct verdict *v)
+{
+	json_object *o;
+
+	if (!e->opts.verdict_cb || !d->id[0] || !v->status[0] || !(o = json_object_new_object()))
+		return;
+	json_object_object_add(o, "verdict", jsonc_string(v->status));
+	json_object_object_add(o, "service", jsonc_string(d->service));
+	json_object_object_add(o, "version", jsonc_string(d->version));
+	if (v->train[0])
+		json_object_object_add(o, "by", jsonc_string(v->train));
+	if (v->fires)
+		json_object_object_add(o, "value", json_object_new_double(v->value));
+	if (v->function[0])
+		json_object_object_add(o, "function", jsonc_string(v->function));
+	json_object_object_add(o, "judged_ms",
+			       json_object_new_int64((int64_t)(time_wall_ns() / NSEC_PER_MSEC)));
+	e->opts.verdict_cb(d->id, r->name, json_object_to_json_string_ext(o,
+			   JSON_C_TO_STRING_PLAIN), e->opts.verdict_arg);
+	json_object_put(o);
+}
+
 static int verdict_for(struct engine *e, const struct rule *r, const struct deploy *d,
 		       const char *key, const struct host_window *win, size_t nwin,
 		       struct verdict *v)
@@ -569,10 +671,13 @@ static int verdict_for(struct engine *e, const struct rule *r, const struct depl
 	if (!v->part->done && !part_step(e, r, d, v->part))
 		return 0;	/* more hosts at the next evaluation */
 	if (!f) {
+		train_of(e, d, r->baseline.window_ns / NSEC_PER_MSEC, v->part->hosts,
+			 v->part->nhosts, v->train, sizeof(v->train));
 		if (r->baseline.profile_share)
 			baseline_judge_profile(r, d, &v->part->b, v);
 		else
 			baseline_judge(r, d, &v->part->b, v);
+		verdict_emit(e, r, d, v);
 		part_free(v->part);
 		v->part = NULL;
 		return 1;
@@ -623,10 +728,14 @@ static int verdict_for(struct engine *e, const struct rule *r, const struct depl
 	log_info("%s: deploy %s: judged from this worker's part (%d host(s)) and those "
 		 "of the other workers (%d host(s) in all, %d deployed with data)",
 		 r->name, key, v->part->b.total, b.total, b.nhosts);
+	/* the deployed hosts that reported, whichever worker holds them */
+	train_of(e, d, r->baseline.window_ns / NSEC_PER_MSEC, b.hosts, (size_t)b.nhosts,
+		 v->train, sizeof(v->train));
 	if (r->baseline.profile_share)
 		baseline_judge_profile(r, d, &b, v);
 	else
 		baseline_judge(r, d, &b, v);
+	verdict_emit(e, r, d, v);
 	fleet_bpart_free(&b);
 	part_free(v->part);
 	v->part = NULL;

@@ -74,10 +74,25 @@ void baseline_judge(const struct rule *r, const struct deploy *d, const struct f
 	nda = finite_values(dser + BASELINE_POINTS, BASELINE_POINTS, da);
 	npb = finite_values(pser, BASELINE_POINTS, pb);
 	npa = finite_values(pser + BASELINE_POINTS, BASELINE_POINTS, pa);
-	if (ndb < BASELINE_MIN_POINTS || nda < BASELINE_MIN_POINTS) {
-		log_info("%s: deploy %s %s: too little data around it to judge (%zu before, "
-			 "%zu after of %d)", r->name, d->service, d->version, ndb, nda,
-			 BASELINE_POINTS);
+	/*
+	 * In a deploy train each side holds only the minutes no other deploy
+	 * touched (baseline.c's host_clip): fewer are enough, down to
+	 * BASELINE_MIN_TRAIN_POINTS; below that the verdict is confounded.
+	 */
+	if (ndb < (v->train[0] ? BASELINE_MIN_TRAIN_POINTS : BASELINE_MIN_POINTS) ||
+	    nda < (v->train[0] ? BASELINE_MIN_TRAIN_POINTS : BASELINE_MIN_POINTS)) {
+		if (v->train[0])
+			log_info("%s: deploy %s %s: confounded by %s on the same hosts: too few "
+				 "minutes that no other deploy touched (%zu before, %zu after; at "
+				 "least %d each); no verdict", r->name, d->service, d->version,
+				 v->train, ndb, nda, BASELINE_MIN_TRAIN_POINTS);
+		else
+			log_info("%s: deploy %s %s: too little data around it to judge (%zu "
+				 "before, %zu after of %d)", r->name, d->service, d->version, ndb,
+				 nda, BASELINE_POINTS);
+		v->confounded = v->train[0] != 0;
+		snprintf(v->status, sizeof(v->status), "%s",
+			 v->confounded ? "confounded" : "too little data");
 		return;
 	}
 	self_p = stats_mann_whitney_greater(da, nda, db, ndb);
@@ -126,6 +141,7 @@ void baseline_judge(const struct rule *r, const struct deploy *d, const struct f
 		v->fires = v->fires && change >= b->min_change && p < b->alpha;
 	}
 	v->value = 1 + change;
+	snprintf(v->status, sizeof(v->status), "%s", v->fires ? "regression" : "no regression");
 	log_info("%s: deploy %s %s: %+.1f%% vs before (p=%.2g), %+.1f%% vs %s (p=%.2g): %s",
 		 r->name, d->service, d->version, self_change * 100, self_p, change * 100,
 		 npa ? "undeployed peers" : "before (no undeployed peers)", p,
@@ -193,8 +209,12 @@ void baseline_judge_profile(const struct rule *r, const struct deploy *d,
 	double best = 0, best_self = 0, n1 = (double)db->total, n2 = (double)da->total;
 
 	if (!db->total || !da->total) {
-		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it",
-			 r->name, d->service, d->version);
+		log_info("%s: deploy %s %s: no CPU profiles of the deployed hosts around it%s%s",
+			 r->name, d->service, d->version, v->train[0] ? " that no other deploy "
+			 "touched: confounded by " : "", v->train);
+		v->confounded = v->train[0] != 0;
+		snprintf(v->status, sizeof(v->status), "%s",
+			 v->confounded ? "confounded" : "too little data");
 		return;
 	}
 	ndd = profile_diff(db, da, &dd);
@@ -225,6 +245,7 @@ void baseline_judge_profile(const struct rule *r, const struct deploy *d,
 			named = &dd[i];
 	v->fires = named != NULL;
 	v->value = best_self > 0 ? best_self * 100 : best * 100;
+	snprintf(v->status, sizeof(v->status), "%s", v->fires ? "regression" : "no regression");
 	if (named) {
 		snprintf(v->function, sizeof(v->function), "%s", named->name);
 		profile_hot_path(da, named->name, v->path, sizeof(v->path));

@@ -14,6 +14,8 @@
 struct deploy;
 
 #define BASELINE_POINTS 30		/* values per window compared */
+/* A deploy train's sides: the fewest minutes no other deploy touched that are judged. */
+#define BASELINE_MIN_TRAIN_POINTS 3
 
 /*
  * Judge deploy d for baseline rule r from the merged partial bp into v:

@@ -139,6 +139,15 @@ struct engine_opts {
 	 * ENGINE_ALERT_BACKLOG_MAX.
 	 */
 	uint64_t alert_backlog_max;
+	/*
+	 * Called with each deploy verdict when it is judged (by the judge alone
+	 * under --shard): the marker's id (store/deploy.h), the rule, and the
+	 * verdict as JSON -- {"verdict": "regression" | "no regression" |
+	 * "confounded" | "too little data", "by": the other deploys of a
+	 * train, "value", "function", "judged_ms"}.  NULL: not kept.
+	 */
+	void (*verdict_cb)(const char *deploy_id, const char *rule, const char *json, void *arg);
+	void *verdict_arg;
 };
 
 #define ENGINE_ALERT_BACKLOG_MAX 100000

@@ -107,6 +107,9 @@ struct verdict {
 	int nhosts, total;
 	char function[256];		/* profile baselines: the frame whose own time grew */
 	char path[512];			/* ... and the heaviest call path to it, root first */
+	char train[256];		/* other deploys on its hosts inside its windows */
+	int confounded;			/* too little of its windows was theirs alone */
+	char status[24];		/* "regression", "no regression", "confounded", ... */
 	struct baseline_part *part;	/* this engine's part while it is read (baseline.c) */
 	/* sharded workers */
 	char pending[300];		/* the deploy being judged (key), not judged yet */
