@@ -5,10 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "core/array.h"
-#include "core/jsonc.h"
 #include "store/conn.h"
 #include "store/deploy.h"
 #include "store/silence.h"
@@ -17,53 +14,59 @@
 
 /* ---- deploy ------------------------------------------------------------- */
 
-/* The baseline verdicts stored for the markers (fl:deploys:verdicts). */
-struct verdicts {
-	char (*id)[32];
-	char **line;			/* "RULE: verdict (by X)" */
-	int n, cap_id, cap_line;
+/* The baseline verdicts stored for the markers, sorted by marker id for print_deploy. */
+struct verdict_line {
+	char id[32];
+	char *line;			/* "RULE: verdict [in FUNCTION] [(other deploys ...)]" */
 };
 
-static void keep_verdict(const char *id, const char *rule, const char *json, void *arg)
+struct verdicts {
+	struct verdict_line *v;
+	int n, cap;
+};
+
+static void keep_verdict(const struct deploy_verdict *v, void *arg)
 {
 	struct verdicts *vs = arg;
-	char why[128], line[512];
-	json_object *o = jsonc_parse(json, strlen(json), why, sizeof(why)), *x;
-	const char *verdict = "?", *by = NULL, *fn = NULL;
+	char line[1200];
 
-	if (o && json_object_is_type(o, json_type_object)) {
-		if (json_object_object_get_ex(o, "verdict", &x) && json_object_is_type(x, json_type_string))
-			verdict = json_object_get_string(x);
-		if (json_object_object_get_ex(o, "by", &x) && json_object_is_type(x, json_type_string))
-			by = json_object_get_string(x);
-		if (json_object_object_get_ex(o, "function", &x) &&
-		    json_object_is_type(x, json_type_string))
-			fn = json_object_get_string(x);
-	}
-	snprintf(line, sizeof(line), "%s: %s%s%s%s%s", rule, verdict, fn ? " in " : "",
-		 fn ? fn : "", by ? " (other deploys on its hosts: " : "", by ? by : "");
-	if (by && strlen(line) + 2 < sizeof(line))
-		strcat(line, ")");
-	json_object_put(o);
-	if (ARRAY_GROW(vs->id, vs->cap_id, vs->n + 1, 16) ||
-	    ARRAY_GROW(vs->line, vs->cap_line, vs->n + 1, 16))
+	snprintf(line, sizeof(line), "%s: %s%s%s%s%s%s", v->rule, v->verdict,
+		 v->function[0] ? " in " : "", v->function,
+		 v->by[0] ? " (other deploys on its hosts: " : "", v->by, v->by[0] ? ")" : "");
+	if (ARRAY_GROW(vs->v, vs->cap, vs->n + 1, 16))
 		return;
-	snprintf(vs->id[vs->n], sizeof(vs->id[0]), "%s", id);
-	if ((vs->line[vs->n] = strdup(line)))
+	snprintf(vs->v[vs->n].id, sizeof(vs->v[0].id), "%s", v->id);
+	if ((vs->v[vs->n].line = strdup(line)))
 		vs->n++;
+}
+
+static int verdict_line_cmp(const void *a, const void *b)
+{
+	const struct verdict_line *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	return c ? c : strcmp(x->line, y->line);
 }
 
 static int print_deploy(const struct deploy *d, void *arg)
 {
 	const struct verdicts *vs = arg;
+	int lo = 0, hi = vs ? vs->n : 0;
 	char t[40];
 
 	printf("%-18s %s  %-8s %-20s %-16s hosts=%s  by=%s\n", d->id,
 	       alert_format_time(d->ts_ms, t, sizeof(t)), d->rollback ? "rollback" : "deploy",
 	       d->service, d->version, d->hosts, d->by[0] ? d->by : "-");
-	for (int i = 0; vs && i < vs->n; i++)
-		if (!strcmp(vs->id[i], d->id))
-			printf("    verdict %s\n", vs->line[i]);
+	while (lo < hi) {	/* the first verdict of d */
+		int mid = lo + (hi - lo) / 2;
+
+		if (strcmp(vs->v[mid].id, d->id) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; vs && lo < vs->n && !strcmp(vs->v[lo].id, d->id); lo++)
+		printf("    verdict %s\n", vs->v[lo].line);
 	return 0;
 }
 
@@ -168,12 +171,12 @@ int cmd_deploy(int argc, char **argv)
 		if (deploy_verdicts_read(rc, keep_verdict, &vs, err, sizeof(err)) < 0)
 			fprintf(stderr, "faultline deploy list: %s; listing the markers without "
 				"their verdicts\n", err);
+		qsort(vs.v, (size_t)vs.n, sizeof(*vs.v), verdict_line_cmp);
 		n = deploy_list(rc, now > since ? (now - since) / NSEC_PER_MSEC : 0, service,
 				print_deploy, &vs, err, sizeof(err));
 		for (int i = 0; i < vs.n; i++)
-			free(vs.line[i]);
-		free(vs.line);
-		free(vs.id);
+			free(vs.v[i].line);
+		free(vs.v);
 
 		if (n < 0) {
 			fprintf(stderr, "faultline deploy list: %s\n", err);

@@ -1,12 +1,15 @@
 /*
- * fuzz_deploy.c - libFuzzer target for a deploy marker as the rules engine
- * and the CLI read it back from fl:deploys: RESP bytes (read with hiredis'
- * own reader, as a connection would) given to deploy_decode_entry.  A
- * marker or an error, never a crash; a marker has a service, a version
- * and a time.
+ * fuzz_deploy.c - libFuzzer target for what the rules engine and the CLI
+ * read back of deploys: RESP bytes (read with hiredis' own reader, as a
+ * connection would) given to deploy_decode_entry as an fl:deploys entry,
+ * and, a reply of two or more elements, its first two to
+ * deploy_verdict_decode as an fl:deploys:verdicts field and value.  A
+ * marker (a service, a version and a time), a verdict (a marker's id, a
+ * rule and a known verdict) or an error, never a crash.
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <hiredis/hiredis.h>
 
@@ -20,7 +23,7 @@
 static int huge_array(const uint8_t *data, size_t size)
 {
 	for (size_t i = 0; i + 1 < size; i++)
-		if (data[i] == '*' && (i == 0 || data[i - 1] == '\n')) {
+		if (data[i] == '*') {	/* anywhere: a bulk's length decides where a header is */
 			unsigned long long n = 0;
 
 			for (size_t k = i + 1; k < size && data[k] >= '0' && data[k] <= '9'; k++)
@@ -35,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	redisReader *rd = redisReaderCreate();
 	void *reply = NULL;
 	struct deploy d;
+	struct deploy_verdict v;
 	char err[512];
 
 	if (!rd)
@@ -45,8 +49,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK &&
 	    redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {
+		const redisReply *r = reply;
+
 		if (deploy_decode_entry(&d, reply, err, sizeof(err)) == 0 &&
 		    (!d.service[0] || !d.version[0] || !d.ts_ms))
+			abort();
+		if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+		    deploy_verdict_decode(&v, r->element[0], r->element[1], err, sizeof(err)) == 0 &&
+		    (!v.id[0] || !v.rule[0] || !deploy_verdict_known(v.verdict) ||
+		     strchr(v.rule, ' ')))
 			abort();
 		freeReplyObject(reply);
 	}

@@ -101,6 +101,9 @@ static void redis_wait(struct backoff *bo, const char *why)
 /* How often the fl:alerts backlog is read (AlertDeliveryBacklog). */
 #define BACKLOG_EVERY_NS (5 * NSEC_PER_SEC)
 
+/* Deploy verdicts held while Redis is away (each ~1.5 KB); past it, logged and dropped. */
+#define VERDICTS_QUEUED_MAX 10000
+
 /*
  * Tell the engine how many fl:alerts entries wait for the alerters; over
  * the bound, say so (once a minute) with what to do.
@@ -173,11 +176,6 @@ static int load_deploys(struct engine *e, struct conn *rc, uint64_t now, char *e
 	return n;
 }
 
-/* A deploy verdict the engine judged, on its way to fl:deploys:verdicts. */
-struct pending_verdict {
-	char *id, *rule, *json;
-};
-
 /* A running faultline-rules: what lives across intervals. */
 struct daemon {
 	const struct rules_options *o;
@@ -200,29 +198,25 @@ struct daemon {
 	uint64_t backlog_read, backlog_said;
 	uint64_t outage_since;		/* Redis went away; 0 while it answers */
 	uint64_t gen_written;		/* engine_state_generation at that write */
-	struct pending_verdict *verdicts;	/* judged, not yet in Redis */
+	struct deploy_verdict *verdicts;	/* judged, not yet in Redis */
 	int nverdicts, cap_verdicts;
 };
 
 /* engine_opts.verdict_cb: keep it until Redis has it (--once, which prints, keeps none). */
-static void queue_verdict(const char *id, const char *rule, const char *json, void *arg)
+static void queue_verdict(const struct deploy_verdict *v, void *arg)
 {
 	struct daemon *d = arg;
-	struct pending_verdict *v;
 
-	if (d->o->once || ARRAY_GROW(d->verdicts, d->cap_verdicts, d->nverdicts + 1, 4))
+	if (d->o->once)
 		return;
-	v = &d->verdicts[d->nverdicts];
-	v->id = strdup(id);
-	v->rule = strdup(rule);
-	v->json = strdup(json);
-	if (!v->id || !v->rule || !v->json) {
-		free(v->id);
-		free(v->rule);
-		free(v->json);
+	if (d->nverdicts >= VERDICTS_QUEUED_MAX ||
+	    ARRAY_GROW(d->verdicts, d->cap_verdicts, d->nverdicts + 1, 4)) {
+		log_error("verdict %s of %s on deploy %s %s (%s) is not kept: %d verdicts wait "
+			  "for Redis already", v->verdict, v->rule, v->service, v->version, v->id,
+			  d->nverdicts);
 		return;
 	}
-	d->nverdicts++;
+	d->verdicts[d->nverdicts++] = *v;
 }
 
 /* Write the queued verdicts (faultline deploy list shows them); what fails waits. */
@@ -232,15 +226,14 @@ static void write_verdicts(struct daemon *d)
 	int done = 0;
 
 	while (done < d->nverdicts && d->rc) {
-		struct pending_verdict *v = &d->verdicts[done];
+		int ret = deploy_verdict_put(d->rc, &d->verdicts[done], err, sizeof(err));
 
-		if (deploy_verdict_put(d->rc, v->id, v->rule, v->json, err, sizeof(err))) {
+		if (ret == -EIO) {
 			log_warn("%s; the verdict is written again next interval", err);
 			break;
 		}
-		free(v->id);
-		free(v->rule);
-		free(v->json);
+		if (ret)
+			log_error("%s; not kept", err);
 		done++;
 	}
 	memmove(d->verdicts, d->verdicts + done,
@@ -556,11 +549,10 @@ static int daemon_stop(struct daemon *d)
 			  "start re-evaluates and re-emits what still holds", d->ob.nqueue);
 	if (d->nverdicts)
 		write_verdicts(d);
-	for (int i = 0; i < d->nverdicts; i++) {
-		free(d->verdicts[i].id);
-		free(d->verdicts[i].rule);
-		free(d->verdicts[i].json);
-	}
+	if (d->nverdicts)
+		log_error("exiting with %d deploy verdict(s) not written to Redis; `faultline "
+			  "deploy list` will not show them (the pages they made are in fl:alerts)",
+			  d->nverdicts);
 	free(d->verdicts);
 	outbox_free(&d->ob);
 	if (d->rc)

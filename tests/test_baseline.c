@@ -200,14 +200,15 @@ static const char *train_yaml =
 	"        baseline: {window: 10m, min_change: 0.2, alpha: 0.01}\n"
 	"        severity: warning\n";
 
-/* The verdicts a train's run handed to engine_opts.verdict_cb: "[id rule json]..." */
+/* The verdicts a train's run handed to engine_opts.verdict_cb: "[id rule: verdict by=X]..." */
 static char train_verdicts[4096];
 
-static void keep_train_verdict(const char *id, const char *rule, const char *json, void *arg)
+static void keep_train_verdict(const struct deploy_verdict *v, void *arg)
 {
 	(void)arg;
 	snprintf(train_verdicts + strlen(train_verdicts),
-		 sizeof(train_verdicts) - strlen(train_verdicts), "[%s %s %s]", id, rule, json);
+		 sizeof(train_verdicts) - strlen(train_verdicts), "[%s %s: %s by=%s]", v->id,
+		 v->rule, v->verdict, v->by);
 }
 
 /*
@@ -274,10 +275,11 @@ Test(baseline, train_the_first_deploy_regresses)
 	cr_assert_eq(ev.n, 1, "expected one page (api), got %d: %s", ev.n, ev.n ? ev.json[0] : "");
 	cr_expect(strstr(ev.json[0], "\"service\":\"api\""), "%s", ev.json[0]);
 	/* both verdicts kept for `faultline deploy list`, each naming the other deploy */
-	cr_expect(strstr(train_verdicts, "[100-0 PostDeployCpuRegression {\"verdict\":\"regression\"") &&
-		  strstr(train_verdicts, "\"by\":\"sidecar 1.2\""), "%s", train_verdicts);
-	cr_expect(strstr(train_verdicts, "[200-0 PostDeployCpuRegression {\"verdict\":\"no regression\"") &&
-		  strstr(train_verdicts, "\"by\":\"api 2.0\""), "%s", train_verdicts);
+	cr_expect(strstr(train_verdicts,
+			 "[100-0 PostDeployCpuRegression: regression by=sidecar 1.2]") &&
+		  strstr(train_verdicts,
+			 "[200-0 PostDeployCpuRegression: no regression by=api 2.0]"),
+		  "%s", train_verdicts);
 	test_events_free(&ev);
 }
 
@@ -303,8 +305,9 @@ Test(baseline, train_a_minute_apart_is_confounded)
 
 	run_train(1.3, 1.0, 1, &ev);
 	cr_expect_eq(ev.n, 0, "a confounded train paged: %s", ev.n ? ev.json[0] : "");
-	cr_expect(strstr(train_verdicts, "[100-0 PostDeployCpuRegression {\"verdict\":\"confounded\"") &&
-		  strstr(train_verdicts, "[200-0 PostDeployCpuRegression {\"verdict\":\"confounded\""),
+	cr_expect(strstr(train_verdicts,
+			 "[100-0 PostDeployCpuRegression: confounded by=sidecar 1.2]") &&
+		  strstr(train_verdicts, "[200-0 PostDeployCpuRegression: confounded by=api 2.0]"),
 		  "%s", train_verdicts);
 	test_events_free(&ev);
 }

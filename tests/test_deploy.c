@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,17 +210,33 @@ Test(deploy, cli_mark_and_list)
 }
 
 /* Verdicts stored for a marker come back by id and rule, and `deploy list` shows them. */
-static void keep_verdict(const char *id, const char *rule, const char *json, void *arg)
+static void keep_verdict(const struct deploy_verdict *v, void *arg)
 {
 	char *out = arg;
 
-	snprintf(out + strlen(out), 1024 - strlen(out), "[%s|%s|%s]", id, rule, json);
+	snprintf(out + strlen(out), 1024 - strlen(out), "[%s|%s|%s|%s|%s %s|%g]", v->id, v->rule,
+		 v->verdict, v->by, v->service, v->version, v->value);
+}
+
+static struct deploy_verdict verdict_of(const char *id, const char *rule, const char *verdict,
+					const char *by)
+{
+	struct deploy_verdict v = { .judged_ms = 1 };
+
+	snprintf(v.id, sizeof(v.id), "%s", id);
+	snprintf(v.rule, sizeof(v.rule), "%s", rule);
+	snprintf(v.verdict, sizeof(v.verdict), "%s", verdict);
+	snprintf(v.by, sizeof(v.by), "%s", by);
+	snprintf(v.service, sizeof(v.service), "sidecar");
+	snprintf(v.version, sizeof(v.version), "1.2");
+	return v;
 }
 
 Test(deploy, verdicts_are_stored_and_listed)
 {
 	struct conn *c = conn_open(redis.url, NSEC_PER_SEC, NULL, 0);
 	struct deploy d = { 0 };
+	struct deploy_verdict v;
 	char err[256], got[1024] = "", cmd[1024], out[4096] = "";
 	FILE *p;
 	size_t n;
@@ -229,15 +246,32 @@ Test(deploy, verdicts_are_stored_and_listed)
 	snprintf(d.version, sizeof(d.version), "1.2");
 	snprintf(d.hosts, sizeof(d.hosts), "web-*");
 	cr_assert_eq(deploy_mark(c, &d, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(deploy_verdict_put(c, d.id, "PostDeployCpuRegression",
-					"{\"verdict\":\"confounded\",\"by\":\"api 4.0\"}", err,
-					sizeof(err)), 0, "%s", err);
-	cr_assert_eq(deploy_verdicts_read(c, keep_verdict, got, err, sizeof(err)), 1, "%s", err);
-	cr_expect(strstr(got, "|PostDeployCpuRegression|") && strstr(got, d.id), "%s", got);
-	/* a field of the wrong shape is skipped, not fatal */
-	freeReplyObject(conn_commandf(c, NULL, "HSET fl:deploys:verdicts nospace x"));
+	v = verdict_of(d.id, "PostDeployCpuRegression", "confounded", "api 4.0");
+	cr_assert_eq(deploy_verdict_put(c, &v, err, sizeof(err)), 0, "%s", err);
+	v = verdict_of(d.id, "PostDeployHotFunction", "regression", "");
+	v.value = 12.5;
+	snprintf(v.function, sizeof(v.function), "json_parse");
+	cr_assert_eq(deploy_verdict_put(c, &v, err, sizeof(err)), 0, "%s", err);
+	/* an unknown verdict or a rule with a space is refused, not written */
+	v = verdict_of(d.id, "PostDeployCpuRegression", "maybe", "");
+	cr_expect_eq(deploy_verdict_put(c, &v, err, sizeof(err)), -EINVAL);
+	v = verdict_of(d.id, "Two words", "regression", "");
+	cr_expect_eq(deploy_verdict_put(c, &v, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(deploy_verdicts_read(c, keep_verdict, got, err, sizeof(err)), 2, "%s", err);
+	cr_expect(strstr(got, "|PostDeployCpuRegression|confounded|api 4.0|sidecar 1.2|0]") &&
+		  strstr(got, "|PostDeployHotFunction|regression||sidecar 1.2|12.5]") &&
+		  strstr(got, d.id), "%s", got);
+	/* fields and values another writer left are skipped, each with a warning */
+	freeReplyObject(conn_commandf(c, NULL, "HSET %s %s %s", KEY_DEPLOY_VERDICTS, "nospace",
+				      "x"));
+	freeReplyObject(conn_commandf(c, NULL, "HSET %s %s %s", KEY_DEPLOY_VERDICTS, "1-0 R",
+				      "{\"verdict\":\"regression\",\"value\":\"x\"}"));
+	freeReplyObject(conn_commandf(c, NULL, "HSET %s %s %s", KEY_DEPLOY_VERDICTS, "1-0 S",
+				      "{\"verdict\":\"perhaps\"}"));
+	freeReplyObject(conn_commandf(c, NULL, "HSET %s %s %s", KEY_DEPLOY_VERDICTS, "x-0 T",
+				      "{\"verdict\":\"regression\"}"));
 	got[0] = 0;
-	cr_expect_eq(deploy_verdicts_read(c, keep_verdict, got, err, sizeof(err)), 1, "%s", got);
+	cr_expect_eq(deploy_verdicts_read(c, keep_verdict, got, err, sizeof(err)), 2, "%s", got);
 	conn_close(c);
 
 	snprintf(cmd, sizeof(cmd), "%s/faultline deploy list --redis %s 2>&1", test_out_dir(),
@@ -247,7 +281,46 @@ Test(deploy, verdicts_are_stored_and_listed)
 	out[n] = '\0';
 	cr_expect_eq(pclose(p), 0, "%s", out);
 	cr_expect(strstr(out, "verdict PostDeployCpuRegression: confounded (other deploys on its "
-			  "hosts: api 4.0)"), "%s", out);
+			  "hosts: api 4.0)") &&
+		  strstr(out, "verdict PostDeployHotFunction: regression in json_parse"), "%s", out);
+	cr_expect(strstr(out, "unknown verdict 'perhaps'") && strstr(out, "\"value\" is not"),
+		  "the skipped verdicts are not named: %s", out);
+}
+
+/*
+ * Verdicts of markers fl:deploys no longer holds (older than its 90 days)
+ * are deleted as new ones are written, once there are enough to sweep; the
+ * newer stay.
+ */
+Test(deploy, old_verdicts_are_pruned)
+{
+	struct conn *c = conn_open(redis.url, NSEC_PER_SEC, NULL, 0);
+	uint64_t now = 200ULL * 24 * 3600 * 1000;
+	struct deploy_verdict v;
+	char err[256], id[32];
+	redisReply *r;
+
+	cr_assert_not_null(c);
+	for (int i = 0; i < DEPLOY_VERDICTS_PRUNE_AT; i++) {
+		/* half of them from before the retention, half after */
+		uint64_t ms = i % 2 ? now - 3600000ULL * (uint64_t)(i + 1) :
+			      now - KEY_DEPLOYS_RETENTION_MS - 3600000ULL * (uint64_t)(i + 1);
+
+		snprintf(id, sizeof(id), "%" PRIu64 "-0", ms);
+		v = verdict_of(id, "PostDeployCpuRegression", "no regression", "");
+		/* the sweeps while it fills delete nothing: none is 90 days older than it */
+		cr_assert_eq(deploy_verdict_put(c, &v, err, sizeof(err)), 0, "%s", err);
+	}
+	snprintf(id, sizeof(id), "%" PRIu64 "-0", now);
+	v = verdict_of(id, "PostDeployCpuRegression", "regression", "");
+	cr_assert_eq(deploy_verdict_put(c, &v, err, sizeof(err)), 0, "%s", err);
+	r = conn_commandf(c, NULL, "HLEN %s", KEY_DEPLOY_VERDICTS);
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+	cr_expect_eq(r->integer, DEPLOY_VERDICTS_PRUNE_AT / 2 + 1,
+		     "%lld verdicts left, want the %d within the retention", r->integer,
+		     DEPLOY_VERDICTS_PRUNE_AT / 2 + 1);
+	freeReplyObject(r);
+	conn_close(c);
 }
 
 /* ---- the probe marks deploys when a watched executable's build-id changes ---- */

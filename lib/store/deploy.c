@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
 
+#include "core/jsonc.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
 #include "core/log.h"
@@ -250,18 +252,130 @@ int deploy_covers(const struct deploy *d, const char *host)
 	return fnmatch(d->hosts[0] ? d->hosts : "*", host, 0) == 0;
 }
 
-int deploy_verdict_put(struct conn *c, const char *deploy_id, const char *rule, const char *json,
-		       char *err, size_t errlen)
+static const char *const verdicts_known[] = {
+	"regression", "no regression", "confounded", "too little data",
+};
+
+int deploy_verdict_known(const char *s)
 {
-	char field[400];
+	for (size_t i = 0; i < sizeof(verdicts_known) / sizeof(*verdicts_known); i++)
+		if (!strcmp(s, verdicts_known[i]))
+			return 1;
+	return 0;
+}
+
+/* The verdict's JSON into out (DEPLOY_VERDICT_MAX + 1 bytes); -EINVAL if it does not fit. */
+static int verdict_json(const struct deploy_verdict *v, char *out, size_t len)
+{
+	json_object *o = json_object_new_object();
+	const char *js;
+	int ret = 0;
+
+	if (!o)
+		return -ENOMEM;
+	jsonc_put(o, "verdict", jsonc_string(v->verdict));
+	jsonc_put(o, "service", jsonc_string(v->service));
+	jsonc_put(o, "version", jsonc_string(v->version));
+	if (v->by[0])
+		jsonc_put(o, "by", jsonc_string(v->by));
+	if (v->function[0])
+		jsonc_put(o, "function", jsonc_string(v->function));
+	if (v->value)
+		jsonc_put(o, "value", json_object_new_double(v->value));
+	jsonc_put(o, "judged_ms", json_object_new_int64((int64_t)v->judged_ms));
+	js = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	if (!js || strlen(js) >= len)
+		ret = -EINVAL;
+	else
+		memcpy(out, js, strlen(js) + 1);
+	json_object_put(o);
+	return ret;
+}
+
+/* The ms of a stream id "MS-SEQ", or 0 when it is not one. */
+static uint64_t id_ms(const char *id, size_t len)
+{
+	uint64_t ms = 0;
+	size_t i;
+
+	for (i = 0; i < len && i < 20 && id[i] >= '0' && id[i] <= '9'; i++)
+		ms = ms * 10 + (uint64_t)(id[i] - '0');
+	return i && i < len && id[i] == '-' ? ms : 0;
+}
+
+/*
+ * Delete the verdicts of markers fl:deploys no longer holds (their id older
+ * than now_ms - KEY_DEPLOYS_RETENTION_MS): once the hash holds
+ * DEPLOY_VERDICTS_PRUNE_AT fields, so a small hash is never swept.
+ */
+static int verdicts_prune(struct conn *c, uint64_t now_ms, char *err, size_t errlen)
+{
+	uint64_t oldest = now_ms > KEY_DEPLOYS_RETENTION_MS ? now_ms - KEY_DEPLOYS_RETENTION_MS : 0;
+	redisReply *r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HLEN " KEY_DEPLOY_VERDICTS);
+	char cursor[32] = "0";
+	int ok = r && r->type == REDIS_REPLY_INTEGER;
+
+	if (!ok || r->integer < DEPLOY_VERDICTS_PRUNE_AT) {
+		if (!ok)
+			snprintf(err, errlen, "redis: HLEN %s: %s", KEY_DEPLOY_VERDICTS,
+				 r && r->type == REDIS_REPLY_ERROR ? r->str : conn_errstr(c));
+		if (r)
+			freeReplyObject(r);
+		return ok ? 0 : -EIO;
+	}
+	freeReplyObject(r);
+	do {
+		const redisReply *kv;
+
+		r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HSCAN " KEY_DEPLOY_VERDICTS
+				  " %s COUNT 1000", cursor);
+		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[0]->len >= sizeof(cursor) ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "redis: HSCAN %s: %s", KEY_DEPLOY_VERDICTS,
+				 r && r->type == REDIS_REPLY_ERROR ? r->str :
+				 r ? "a reply of an unexpected shape" : conn_errstr(c));
+			if (r)
+				freeReplyObject(r);
+			return -EIO;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		kv = r->element[1];
+		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+			const redisReply *f = kv->element[i];
+			uint64_t ms;
+
+			if (f->type != REDIS_REPLY_STRING)
+				continue;
+			ms = id_ms(f->str, f->len);
+			if (ms && ms < oldest)
+				freeReplyObject(conn_commandf(c, KEY_DEPLOY_VERDICTS,
+							      "HDEL " KEY_DEPLOY_VERDICTS " %b",
+							      f->str, f->len));
+		}
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0"));
+	return 0;
+}
+
+int deploy_verdict_put(struct conn *c, const struct deploy_verdict *v, char *err, size_t errlen)
+{
+	char field[sizeof(v->id) + sizeof(v->rule) + 1], json[DEPLOY_VERDICT_MAX + 1];
 	redisReply *r;
 
-	if (strlen(json) > DEPLOY_VERDICT_MAX) {
-		snprintf(err, errlen, "verdict of %s on %s: over %d bytes", rule, deploy_id,
-			 DEPLOY_VERDICT_MAX);
-		return -EIO;
+	if (!id_ms(v->id, strlen(v->id)) || !v->rule[0] || strchr(v->rule, ' ') ||
+	    !deploy_verdict_known(v->verdict)) {
+		snprintf(err, errlen, "verdict of '%s' on '%s': want a marker's id, a rule and "
+			 "a known verdict, got '%s'", v->rule, v->id, v->verdict);
+		return -EINVAL;
 	}
-	snprintf(field, sizeof(field), "%s %s", deploy_id, rule);
+	if (verdict_json(v, json, sizeof(json))) {
+		snprintf(err, errlen, "verdict of %s on %s: over %d bytes", v->rule, v->id,
+			 DEPLOY_VERDICT_MAX);
+		return -EINVAL;
+	}
+	snprintf(field, sizeof(field), "%s %s", v->id, v->rule);
 	r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HSET " KEY_DEPLOY_VERDICTS " %s %s", field, json);
 	if (!r || r->type == REDIS_REPLY_ERROR) {
 		snprintf(err, errlen, "redis: HSET %s: %s", KEY_DEPLOY_VERDICTS,
@@ -271,7 +385,98 @@ int deploy_verdict_put(struct conn *c, const char *deploy_id, const char *rule, 
 		return -EIO;
 	}
 	freeReplyObject(r);
+	return verdicts_prune(c, id_ms(v->id, strlen(v->id)), err, errlen);
+}
+
+/* A JSON string member of o into out (len bytes): 0, or -EINVAL (not a string, too long). */
+static int verdict_str(json_object *o, const char *key, int need, char *out, size_t len,
+		       char *err, size_t errlen)
+{
+	json_object *x;
+	const char *s;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(o, key, &x)) {
+		if (need)
+			snprintf(err, errlen, "no \"%s\"", key);
+		return need ? -EINVAL : 0;
+	}
+	if (!json_object_is_type(x, json_type_string) ||
+	    (size_t)json_object_get_string_len(x) >= len) {
+		snprintf(err, errlen, "\"%s\" is not a string of under %zu bytes", key, len);
+		return -EINVAL;
+	}
+	s = json_object_get_string(x);
+	if (memchr(s, '\0', (size_t)json_object_get_string_len(x)) || has_control(s)) {
+		snprintf(err, errlen, "\"%s\" holds control characters", key);
+		return -EINVAL;
+	}
+	memcpy(out, s, (size_t)json_object_get_string_len(x) + 1);
 	return 0;
+}
+
+int deploy_verdict_decode(struct deploy_verdict *v, const redisReply *field,
+			  const redisReply *value, char *err, size_t errlen)
+{
+	const char *sp;
+	json_object *o, *x, *val = NULL;
+	char why[160];
+	size_t idlen;
+	int ret = -EINVAL;
+
+	memset(v, 0, sizeof(*v));
+	if (!field || !value || field->type != REDIS_REPLY_STRING ||
+	    value->type != REDIS_REPLY_STRING) {
+		snprintf(err, errlen, "a field or value that is not a string");
+		return -EINVAL;
+	}
+	sp = memchr(field->str, ' ', field->len);
+	idlen = sp ? (size_t)(sp - field->str) : 0;
+	if (!sp || idlen >= sizeof(v->id) || !id_ms(field->str, idlen) ||
+	    field->len - idlen - 1 >= sizeof(v->rule) || field->len - idlen - 1 == 0 ||
+	    memchr(sp + 1, ' ', field->len - idlen - 1) ||
+	    memchr(field->str, '\0', field->len)) {
+		snprintf(err, errlen, "field '%.60s' is not \"STREAM-ID RULE\"", field->str);
+		return -EINVAL;
+	}
+	memcpy(v->id, field->str, idlen);
+	memcpy(v->rule, sp + 1, field->len - idlen - 1);
+	if (value->len > DEPLOY_VERDICT_MAX) {
+		snprintf(err, errlen, "%s %s: a value over %d bytes", v->id, v->rule,
+			 DEPLOY_VERDICT_MAX);
+		return -EINVAL;
+	}
+	o = jsonc_parse(value->str, value->len, why, sizeof(why));
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		snprintf(err, errlen, "%s %s: not a JSON object (%s)", v->id, v->rule,
+			 o ? "another JSON value" : why);
+		json_object_put(o);
+		return -EINVAL;
+	}
+	if (verdict_str(o, "verdict", 1, v->verdict, sizeof(v->verdict), why, sizeof(why)) ||
+	    verdict_str(o, "service", 0, v->service, sizeof(v->service), why, sizeof(why)) ||
+	    verdict_str(o, "version", 0, v->version, sizeof(v->version), why, sizeof(why)) ||
+	    verdict_str(o, "by", 0, v->by, sizeof(v->by), why, sizeof(why)) ||
+	    verdict_str(o, "function", 0, v->function, sizeof(v->function), why, sizeof(why))) {
+		snprintf(err, errlen, "%s %s: %s", v->id, v->rule, why);
+	} else if (!deploy_verdict_known(v->verdict)) {
+		snprintf(err, errlen, "%s %s: unknown verdict '%s'", v->id, v->rule, v->verdict);
+	} else if (json_object_object_get_ex(o, "value", &val) &&
+		   ((!json_object_is_type(val, json_type_double) &&
+		     !json_object_is_type(val, json_type_int)) ||
+		    !isfinite(json_object_get_double(val)))) {
+		snprintf(err, errlen, "%s %s: \"value\" is not a finite number", v->id, v->rule);
+	} else {
+		v->value = val ? json_object_get_double(val) : 0;
+		if (json_object_object_get_ex(o, "judged_ms", &x) &&
+		    json_object_is_type(x, json_type_int) && json_object_get_int64(x) > 0)
+			v->judged_ms = (uint64_t)json_object_get_int64(x);
+		ret = 0;
+	}
+	json_object_put(o);
+	if (ret)
+		memset(v, 0, sizeof(*v));
+	return ret;
 }
 
 int deploy_verdicts_read(struct conn *c, deploy_verdict_cb cb, void *arg, char *err,
@@ -299,24 +504,15 @@ int deploy_verdicts_read(struct conn *c, deploy_verdict_cb cb, void *arg, char *
 		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
 		kv = r->element[1];
 		for (size_t i = 0; i + 1 < kv->elements && n < DEPLOY_LIST_MAX; i += 2) {
-			const redisReply *f = kv->element[i], *v = kv->element[i + 1];
-			char id[64], rule[256];
-			const char *sp;
+			struct deploy_verdict v;
+			char why[256];
 
-			if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
-			    v->len > DEPLOY_VERDICT_MAX || !(sp = memchr(f->str, ' ', f->len)) ||
-			    (size_t)(sp - f->str) >= sizeof(id) ||
-			    f->len - (size_t)(sp - f->str) - 1 >= sizeof(rule) ||
-			    memchr(v->str, '\0', v->len)) {
-				log_warn("%s: a field of the wrong shape or size; skipped",
-					 KEY_DEPLOY_VERDICTS);
+			if (deploy_verdict_decode(&v, kv->element[i], kv->element[i + 1], why,
+						  sizeof(why))) {
+				log_warn("%s: %s; skipped", KEY_DEPLOY_VERDICTS, why);
 				continue;
 			}
-			memcpy(id, f->str, (size_t)(sp - f->str));
-			id[sp - f->str] = '\0';
-			memcpy(rule, sp + 1, f->len - (size_t)(sp - f->str) - 1);
-			rule[f->len - (size_t)(sp - f->str) - 1] = '\0';
-			cb(id, rule, v->str, arg);
+			cb(&v, arg);
 			n++;
 		}
 		freeReplyObject(r);

@@ -75,22 +75,47 @@ int deploy_list(struct conn *c, uint64_t since_ms, const char *service, deploy_c
 /*
  * Verdicts: what a baseline rule decided about a deploy, so `faultline
  * deploy list` shows it beside the marker.  One field per deploy (its
- * stream id) and rule in fl:deploys:verdicts, the value the rules
- * engine's JSON: {"verdict": "regression" | "no regression" |
- * "confounded" | "too little data", "by": other deploys of a train,
- * "value", "function", "judged_ms"}.  Returns 0 or -EIO.
+ * stream id) and rule in fl:deploys:verdicts, "ID RULE", the value JSON:
+ * {"verdict": one of the four below, "service", "version", "by": the
+ * other deploys of a train, "value" (a regression's), "function" (a
+ * profile verdict's), "judged_ms"}.  Verdicts of markers trimmed from
+ * fl:deploys (older than KEY_DEPLOYS_RETENTION_MS) are deleted as new ones
+ * are written, once the hash holds DEPLOY_VERDICTS_PRUNE_AT fields.
  */
 #define DEPLOY_VERDICT_MAX 4096		/* bytes of one verdict's JSON */
-int deploy_verdict_put(struct conn *c, const char *deploy_id, const char *rule, const char *json,
-		       char *err, size_t errlen);
+#define DEPLOY_VERDICTS_PRUNE_AT 1000
+
+struct deploy_verdict {
+	char id[32];			/* the marker's stream id */
+	char rule[256];
+	char verdict[32];		/* "regression", "no regression", "confounded",
+					 * "too little data" */
+	char service[128], version[128];
+	char by[512];			/* "service version, ..." of a train, or "" */
+	char function[256];		/* a profile regression's, or "" */
+	double value;			/* a regression's: its ratio or share, else 0 */
+	uint64_t judged_ms;
+};
+
+/* Whether s is one of the four verdicts. */
+int deploy_verdict_known(const char *s);
+
+/* Write v (its id, rule and verdict set).  Returns 0, -EINVAL or -EIO. */
+int deploy_verdict_put(struct conn *c, const struct deploy_verdict *v, char *err, size_t errlen);
 
 /*
- * Call cb with every stored verdict (at most DEPLOY_LIST_MAX; fields or
- * values of the wrong shape or size are skipped with a warning).  Returns
- * how many, or -EIO.
+ * One fl:deploys:verdicts field and value as read into v: "ID RULE", JSON
+ * of the shape above with a known verdict.  Any bytes may be there: a
+ * wrong shape is -EINVAL with why in err, never a partial verdict.
  */
-typedef void (*deploy_verdict_cb)(const char *deploy_id, const char *rule, const char *json,
-				  void *arg);
+int deploy_verdict_decode(struct deploy_verdict *v, const struct redisReply *field,
+			  const struct redisReply *value, char *err, size_t errlen);
+
+/*
+ * Call cb with every stored verdict (at most DEPLOY_LIST_MAX; those that do
+ * not decode are skipped, each with a warning).  Returns how many, or -EIO.
+ */
+typedef void (*deploy_verdict_cb)(const struct deploy_verdict *v, void *arg);
 int deploy_verdicts_read(struct conn *c, deploy_verdict_cb cb, void *arg, char *err,
 			 size_t errlen);
 

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
 
 #include "model/alert.h"
 #include "store/deploy.h"
@@ -21,7 +20,6 @@
 #include "rules/engine/fleet.h"
 #include "core/array.h"
 #include "core/fnv.h"
-#include "core/jsonc.h"
 #include "core/log.h"
 #include "model/profile.h"
 #include "rules/engine/stats.h"
@@ -636,24 +634,20 @@ static void gather_part(const void *blob, size_t len, void *arg)
 static void verdict_emit(const struct engine *e, const struct rule *r, const struct deploy *d,
 			 const struct verdict *v)
 {
-	json_object *o;
+	struct deploy_verdict dv = { .value = v->fires ? v->value : 0,
+				     .judged_ms = time_wall_ns() / NSEC_PER_MSEC };
 
-	if (!e->opts.verdict_cb || !d->id[0] || !v->status[0] || !(o = json_object_new_object()))
+	if (!e->opts.verdict_cb || !d->id[0] || !v->status[0])
 		return;
-	json_object_object_add(o, "verdict", jsonc_string(v->status));
-	json_object_object_add(o, "service", jsonc_string(d->service));
-	json_object_object_add(o, "version", jsonc_string(d->version));
-	if (v->train[0])
-		json_object_object_add(o, "by", jsonc_string(v->train));
+	snprintf(dv.id, sizeof(dv.id), "%s", d->id);
+	snprintf(dv.rule, sizeof(dv.rule), "%s", r->name);
+	snprintf(dv.verdict, sizeof(dv.verdict), "%s", v->status);
+	snprintf(dv.service, sizeof(dv.service), "%s", d->service);
+	snprintf(dv.version, sizeof(dv.version), "%s", d->version);
+	snprintf(dv.by, sizeof(dv.by), "%s", v->train);
 	if (v->fires)
-		json_object_object_add(o, "value", json_object_new_double(v->value));
-	if (v->function[0])
-		json_object_object_add(o, "function", jsonc_string(v->function));
-	json_object_object_add(o, "judged_ms",
-			       json_object_new_int64((int64_t)(time_wall_ns() / NSEC_PER_MSEC)));
-	e->opts.verdict_cb(d->id, r->name, json_object_to_json_string_ext(o,
-			   JSON_C_TO_STRING_PLAIN), e->opts.verdict_arg);
-	json_object_put(o);
+		snprintf(dv.function, sizeof(dv.function), "%s", v->function);
+	e->opts.verdict_cb(&dv, e->opts.verdict_arg);
 }
 
 static int verdict_for(struct engine *e, const struct rule *r, const struct deploy *d,

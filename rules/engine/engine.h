@@ -141,12 +141,11 @@ struct engine_opts {
 	uint64_t alert_backlog_max;
 	/*
 	 * Called with each deploy verdict when it is judged (by the judge alone
-	 * under --shard): the marker's id (store/deploy.h), the rule, and the
-	 * verdict as JSON -- {"verdict": "regression" | "no regression" |
-	 * "confounded" | "too little data", "by": the other deploys of a
-	 * train, "value", "function", "judged_ms"}.  NULL: not kept.
+	 * under --shard): regression, no regression, confounded (naming the
+	 * other deploys of its train) or too little data, as
+	 * store/deploy.h's struct deploy_verdict.  NULL: not kept.
 	 */
-	void (*verdict_cb)(const char *deploy_id, const char *rule, const char *json, void *arg);
+	void (*verdict_cb)(const struct deploy_verdict *v, void *arg);
 	void *verdict_arg;
 };
 
