@@ -166,12 +166,30 @@ int store_alerts_commit(struct conn *c, char *const *events, int nevents,
 	return ret == -ESTALE ? -EIO : ret;
 }
 
+struct state_arg {
+	void (*cb)(const char *fp, const char *json, void *arg);
+	void *arg;
+	int n;
+};
+
+/* store_hscan: one checkpoint entry for store_alerts_state_read (strings only). */
+static int state_one(const redisReply *f, const redisReply *v, void *arg)
+{
+	struct state_arg *a = arg;
+
+	if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+		return 0;
+	a->cb(f->str, v->str, a->arg);
+	a->n++;
+	return 0;
+}
+
 int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const char *json,
 							void *arg),
 			    void *arg, char *err, size_t errlen)
 {
-	char cursor[32] = "0";
-	int n = 0;
+	struct state_arg a = { cb, arg, 0 };
+	int ret;
 
 	/*
 	 * A single server set up before the checkpoint moved into fl:alerts'
@@ -188,26 +206,8 @@ int store_alerts_state_read(struct conn *c, void (*cb)(const char *fp, const cha
 		if (r)
 			freeReplyObject(r);
 	}
-	do {
-		redisReply *r = conn_commandf(c, KEY_ALERTS_STATE, "HSCAN %s %s COUNT 500",
-					      KEY_ALERTS_STATE, cursor);
-		const redisReply *kv;
-
-		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY)
-			return store_reply_failed(c, r, "HSCAN " KEY_ALERTS_STATE, err, errlen);
-		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
-			if (kv->element[i]->type != REDIS_REPLY_STRING ||
-			    kv->element[i + 1]->type != REDIS_REPLY_STRING)
-				continue;
-			cb(kv->element[i]->str, kv->element[i + 1]->str, arg);
-			n++;
-		}
-		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-		freeReplyObject(r);
-	} while (strcmp(cursor, "0"));
-	return n;
+	ret = store_hscan(c, KEY_ALERTS_STATE, 500, state_one, &a, err, errlen);
+	return ret < 0 ? ret : a.n;
 }
 
 

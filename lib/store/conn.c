@@ -757,6 +757,32 @@ int store_reply_failed(struct conn *c, redisReply *r, const char *what, char *er
 	return -EIO;
 }
 
+int store_hscan(struct conn *c, const char *key, int count, store_hscan_cb cb, void *arg,
+		char *err, size_t errlen)
+{
+	char cursor[32] = "0", what[160];
+
+	snprintf(what, sizeof(what), "HSCAN %s", key);
+	do {
+		redisReply *r = conn_commandf(c, key, "HSCAN %s %s COUNT %d", key, cursor, count);
+		const redisReply *kv;
+		int stop = 0;
+
+		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[0]->len >= sizeof(cursor) ||
+		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY)
+			return store_reply_failed(c, r, what, err, errlen);
+		for (size_t i = 0; i + 1 < kv->elements && !stop; i += 2)
+			stop = cb(kv->element[i], kv->element[i + 1], arg);
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		freeReplyObject(r);
+		if (stop)
+			return stop;
+	} while (strcmp(cursor, "0"));
+	return 0;
+}
+
 redisReply *conn_exec_reply(struct conn *c, int queued)
 {
 	redisReply *r;

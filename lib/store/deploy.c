@@ -17,6 +17,7 @@
 #include "store/keyspace.h"
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_internal.h"
 #include "core/timeutil.h"
 
 static int has_control(const char *s)
@@ -303,6 +304,27 @@ static uint64_t id_ms(const char *id, size_t len)
 	return i && i < len && id[i] == '-' ? ms : 0;
 }
 
+struct prune_arg {
+	struct conn *c;
+	uint64_t oldest;		/* ms: verdicts of older markers go */
+};
+
+/* store_hscan: delete the verdict if its marker is older than a->oldest. */
+static int prune_one(const redisReply *f, const redisReply *v, void *arg)
+{
+	const struct prune_arg *a = arg;
+	uint64_t ms;
+
+	(void)v;
+	if (f->type != REDIS_REPLY_STRING)
+		return 0;
+	ms = id_ms(f->str, f->len);
+	if (ms && ms < a->oldest)
+		freeReplyObject(conn_commandf(a->c, KEY_DEPLOY_VERDICTS, "HDEL " KEY_DEPLOY_VERDICTS
+					      " %b", f->str, f->len));
+	return 0;
+}
+
 /*
  * Delete the verdicts of markers fl:deploys no longer holds (their id older
  * than now_ms - KEY_DEPLOYS_RETENTION_MS): once the hash holds
@@ -310,53 +332,18 @@ static uint64_t id_ms(const char *id, size_t len)
  */
 static int verdicts_prune(struct conn *c, uint64_t now_ms, char *err, size_t errlen)
 {
-	uint64_t oldest = now_ms > KEY_DEPLOYS_RETENTION_MS ? now_ms - KEY_DEPLOYS_RETENTION_MS : 0;
+	struct prune_arg a = { c, now_ms > KEY_DEPLOYS_RETENTION_MS ?
+				  now_ms - KEY_DEPLOYS_RETENTION_MS : 0 };
 	redisReply *r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HLEN " KEY_DEPLOY_VERDICTS);
-	char cursor[32] = "0";
-	int ok = r && r->type == REDIS_REPLY_INTEGER;
 
-	if (!ok || r->integer < DEPLOY_VERDICTS_PRUNE_AT) {
-		if (!ok)
-			snprintf(err, errlen, "redis: HLEN %s: %s", KEY_DEPLOY_VERDICTS,
-				 r && r->type == REDIS_REPLY_ERROR ? r->str : conn_errstr(c));
-		if (r)
-			freeReplyObject(r);
-		return ok ? 0 : -EIO;
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return store_reply_failed(c, r, "HLEN " KEY_DEPLOY_VERDICTS, err, errlen);
+	if (r->integer < DEPLOY_VERDICTS_PRUNE_AT) {
+		freeReplyObject(r);
+		return 0;
 	}
 	freeReplyObject(r);
-	do {
-		const redisReply *kv;
-
-		r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HSCAN " KEY_DEPLOY_VERDICTS
-				  " %s COUNT 1000", cursor);
-		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    r->element[0]->len >= sizeof(cursor) ||
-		    r->element[1]->type != REDIS_REPLY_ARRAY) {
-			snprintf(err, errlen, "redis: HSCAN %s: %s", KEY_DEPLOY_VERDICTS,
-				 r && r->type == REDIS_REPLY_ERROR ? r->str :
-				 r ? "a reply of an unexpected shape" : conn_errstr(c));
-			if (r)
-				freeReplyObject(r);
-			return -EIO;
-		}
-		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-		kv = r->element[1];
-		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
-			const redisReply *f = kv->element[i];
-			uint64_t ms;
-
-			if (f->type != REDIS_REPLY_STRING)
-				continue;
-			ms = id_ms(f->str, f->len);
-			if (ms && ms < oldest)
-				freeReplyObject(conn_commandf(c, KEY_DEPLOY_VERDICTS,
-							      "HDEL " KEY_DEPLOY_VERDICTS " %b",
-							      f->str, f->len));
-		}
-		freeReplyObject(r);
-	} while (strcmp(cursor, "0"));
-	return 0;
+	return store_hscan(c, KEY_DEPLOY_VERDICTS, 1000, prune_one, &a, err, errlen);
 }
 
 int deploy_verdict_put(struct conn *c, const struct deploy_verdict *v, char *err, size_t errlen)
@@ -479,48 +466,38 @@ int deploy_verdict_decode(struct deploy_verdict *v, const redisReply *field,
 	return ret;
 }
 
+struct read_arg {
+	deploy_verdict_cb cb;
+	void *arg;
+	int n;
+};
+
+/* store_hscan: decode one verdict for deploy_verdicts_read. */
+static int read_one(const redisReply *f, const redisReply *value, void *arg)
+{
+	struct read_arg *a = arg;
+	struct deploy_verdict v;
+	char why[256];
+
+	if (a->n >= DEPLOY_LIST_MAX) {
+		log_error("%s: more than %d verdicts; the rest are not read", KEY_DEPLOY_VERDICTS,
+			  DEPLOY_LIST_MAX);
+		return 1;
+	}
+	if (deploy_verdict_decode(&v, f, value, why, sizeof(why))) {
+		log_warn("%s: %s; skipped", KEY_DEPLOY_VERDICTS, why);
+		return 0;
+	}
+	a->cb(&v, a->arg);
+	a->n++;
+	return 0;
+}
+
 int deploy_verdicts_read(struct conn *c, deploy_verdict_cb cb, void *arg, char *err,
 			 size_t errlen)
 {
-	char cursor[32] = "0";
-	int n = 0;
+	struct read_arg a = { cb, arg, 0 };
+	int ret = store_hscan(c, KEY_DEPLOY_VERDICTS, 1000, read_one, &a, err, errlen);
 
-	do {
-		redisReply *r = conn_commandf(c, KEY_DEPLOY_VERDICTS, "HSCAN " KEY_DEPLOY_VERDICTS
-					      " %s COUNT 1000", cursor);
-		const redisReply *kv;
-
-		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    r->element[0]->len >= sizeof(cursor) ||
-		    r->element[1]->type != REDIS_REPLY_ARRAY) {
-			snprintf(err, errlen, "redis: HSCAN %s: %s", KEY_DEPLOY_VERDICTS,
-				 r && r->type == REDIS_REPLY_ERROR ? r->str :
-				 r ? "a reply of an unexpected shape" : conn_errstr(c));
-			if (r)
-				freeReplyObject(r);
-			return -EIO;
-		}
-		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-		kv = r->element[1];
-		for (size_t i = 0; i + 1 < kv->elements && n < DEPLOY_LIST_MAX; i += 2) {
-			struct deploy_verdict v;
-			char why[256];
-
-			if (deploy_verdict_decode(&v, kv->element[i], kv->element[i + 1], why,
-						  sizeof(why))) {
-				log_warn("%s: %s; skipped", KEY_DEPLOY_VERDICTS, why);
-				continue;
-			}
-			cb(&v, arg);
-			n++;
-		}
-		freeReplyObject(r);
-		if (n >= DEPLOY_LIST_MAX) {
-			log_error("%s: more than %d verdicts; the rest are not read",
-				  KEY_DEPLOY_VERDICTS, DEPLOY_LIST_MAX);
-			break;
-		}
-	} while (strcmp(cursor, "0"));
-	return n;
+	return ret < 0 ? ret : a.n;
 }

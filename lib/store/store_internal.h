@@ -18,6 +18,18 @@ int store_reply_failed(struct conn *c, struct redisReply *r, const char *what, c
 		       size_t errlen);
 
 /*
+ * Walk hash `key` with HSCAN (COUNT count): cb(field, value, arg) for every
+ * pair, the field and value as Redis sent them (strings of any bytes, or
+ * whatever else a reply held: cb judges them).  A non-zero cb return stops
+ * the walk and is returned; else 0, or -EIO with "redis HSCAN KEY: why" in
+ * err.  A key of hash-tagged slot routes itself.
+ */
+typedef int (*store_hscan_cb)(const struct redisReply *field, const struct redisReply *value,
+			      void *arg);
+int store_hscan(struct conn *c, const char *key, int count, store_hscan_cb cb, void *arg,
+		char *err, size_t errlen);
+
+/*
  * The masters of c (a single server: 1): their node indexes into idx (at
  * most max), for commands that must visit every node (SCAN).  Returns how
  * many, or -EIO when the slot map cannot be read (conn_errstr).
