@@ -112,15 +112,16 @@ static json_object *common(struct group_alert *const *as, int n, int annotations
 
 /* ---- evidence ---------------------------------------------------------- */
 
+/* The hosts' profile windows over [from, to], the rows in scope (NULL: all), into p. */
 static size_t load_profiles(struct conn *rc, char **hosts, uint32_t nhosts, uint64_t from,
-			    uint64_t to, struct profile *p)
+			    uint64_t to, const struct profile_scope *scope, struct profile *p)
 {
 	char err[128];
 	size_t windows = 0;
 
 	profile_init(p, "");
 	for (uint32_t i = 0; i < nhosts; i++) {
-		int n = profile_read_merge(rc, hosts[i], 0, from, to, NULL, p, NULL, err,
+		int n = profile_read_merge(rc, hosts[i], 0, from, to, scope, p, NULL, err,
 					   sizeof(err));
 
 		if (n > 0)
@@ -155,6 +156,9 @@ static json_object *stacks_json(struct profile *p, uint32_t top)
 		json_object_object_add(o, "stack", jsonc_string(strbuf_str(&sb)));
 		json_object_object_add(o, "service",
 				       jsonc_string(p->strings[p->rows[r].service]));
+		if (p->rows[r].cgroup)
+			json_object_object_add(o, "cgroup",
+					       jsonc_string(p->strings[p->rows[r].cgroup]));
 		json_object_object_add(o, "samples", json_object_new_int64((int64_t)p->rows[r].count));
 		json_object_object_add(o, "share",
 				       json_object_new_double((double)p->rows[r].count / (double)p->total));
@@ -192,16 +196,41 @@ static json_object *services_json(const struct profile *p)
 	return arr;
 }
 
-/* CPU evidence for the affected hosts of a. */
+/*
+ * What a's CPU evidence is about, from its own labels: a `cgroup` label
+ * scopes it to that cgroup (and those below it), else a `service` label
+ * (a deploy's) to that service's processes, else it is the hosts' whole
+ * CPU.  Its name for people into what ("cgroup /x").
+ */
+static const struct profile_scope *evidence_scope(const struct alert *a, struct profile_scope *s,
+						  char *what, size_t len)
+{
+	memset(s, 0, sizeof(*s));
+	if ((s->cgroup = alert_label(a, "cgroup")) && s->cgroup[0]) {
+		snprintf(what, len, "cgroup %s", s->cgroup);
+		return s;
+	}
+	s->cgroup = NULL;
+	if ((s->service = alert_label(a, "service")) && s->service[0]) {
+		snprintf(what, len, "service %s", s->service);
+		return s;
+	}
+	snprintf(what, len, "the whole CPU of the affected hosts");
+	return NULL;
+}
+
+/* CPU evidence for the affected hosts of a, scoped by evidence_scope. */
 static json_object *cpu_evidence(const struct alerter_config *cfg, const struct alert *a,
 				 struct conn *rc)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
 	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
-	char *single[1];
+	char *single[1], what[300], t0[40], t1[40], why[700];
 	char **hosts = a->hosts;
 	uint32_t nhosts = a->nhosts;
-	json_object *o = json_object_new_object();
+	json_object *o = json_object_new_object(), *w = json_object_new_object();
+	struct profile_scope sc;
+	const struct profile_scope *scope = evidence_scope(a, &sc, what, sizeof(what));
 	struct profile p;
 	size_t windows;
 
@@ -210,16 +239,29 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 		hosts = single;
 		nhosts = 1;
 	}
+	json_object_object_add(o, "scope", jsonc_string(what));
+	json_object_object_add(w, "from", jsonc_string(alert_format_time(from, t0, sizeof(t0))));
+	json_object_object_add(w, "to", jsonc_string(alert_format_time(now, t1, sizeof(t1))));
+	json_object_object_add(o, "window", w);
 	if (!nhosts) {
 		json_object_object_add(o, "missing", jsonc_string("the alert names no hosts"));
 		return o;
 	}
-	windows = load_profiles(rc, hosts, nhosts, from, now, &p);
+	windows = load_profiles(rc, hosts, nhosts, from, now, scope, &p);
 	if (!p.total) {
-		json_object_object_add(o, "missing",
-				       jsonc_string("no CPU profile windows for the affected "
-							      "hosts in the alert's window (is the "
-							      "probe's profiler on?)"));
+		struct profile all;
+
+		/* said, never replaced by the hosts' whole CPU: that is not what paged */
+		load_profiles(rc, hosts, nhosts, from, now, NULL, &all);
+		if (scope && all.total)
+			snprintf(why, sizeof(why), "no CPU samples of %s on the affected hosts from "
+				 "%s to %s (%llu samples of other processes there)", what, t0, t1,
+				 (unsigned long long)all.total);
+		else
+			snprintf(why, sizeof(why), "no CPU profile windows for the affected hosts "
+				 "from %s to %s (is the probe's profiler on?)", t0, t1);
+		json_object_object_add(o, "missing", jsonc_string(why));
+		profile_free(&all);
 		profile_free(&p);
 		return o;
 	}
@@ -233,7 +275,7 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 		size_t nd;
 		json_object *grew = json_object_new_array();
 
-		load_profiles(rc, hosts, nhosts, a->deploy_base_ms, a->deploy_at_ms, &base);
+		load_profiles(rc, hosts, nhosts, a->deploy_base_ms, a->deploy_at_ms, scope, &base);
 		nd = profile_diff(&base, &p, &d);
 		for (size_t i = 0, shown = 0; i < nd && shown < 5; i++) {
 			if (d[i].target <= d[i].base)
@@ -521,10 +563,25 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 	    json_object_object_get_ex(fl, "evidence", &evs) && json_object_array_length(evs)) {
 		json_object *cpu, *stacks;
 
+		json_object *missing;
+
 		if (json_object_object_get_ex(json_object_array_get_idx(evs, 0), "cpu", &cpu) &&
-		    json_object_object_get_ex(cpu, "top_stacks", &stacks)) {
+		    json_object_object_get_ex(cpu, "missing", &missing)) {
 			strbuf_reset(&sb);
-			strbuf_adds(&sb, "Top CPU stacks:\n```");
+			strbuf_adds(&sb, "CPU evidence: ");
+			slack_escaped(&sb, json_object_get_string(missing));
+			add_section(blocks, strbuf_str(&sb));
+		} else if (cpu && json_object_object_get_ex(cpu, "top_stacks", &stacks)) {
+			json_object *sc;
+
+			strbuf_reset(&sb);
+			strbuf_adds(&sb, "Top CPU stacks");
+			if (json_object_object_get_ex(cpu, "scope", &sc)) {
+				strbuf_adds(&sb, " (");
+				slack_escaped(&sb, json_object_get_string(sc));
+				strbuf_adds(&sb, ")");
+			}
+			strbuf_adds(&sb, ":\n```");
 			for (size_t i = 0; i < json_object_array_length(stacks) && i < 5; i++) {
 				json_object *s = json_object_array_get_idx(stacks, i), *v, *sh;
 				char line[256];

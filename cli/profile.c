@@ -41,14 +41,14 @@ static uint64_t parse_when(const char *s)
 }
 
 static int load_range(struct conn *rc, const char *host, int hourly, uint64_t from, uint64_t to,
-		      const char *service, struct profile *out)
+		      const struct profile_scope *scope, struct profile *out)
 {
 	char err[256];
 	size_t bad = 0;
 	int n;
 
 	profile_init(out, host);
-	n = profile_read_merge(rc, host, hourly, from, to, service, out, &bad,
+	n = profile_read_merge(rc, host, hourly, from, to, scope, out, &bad,
 			       err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "faultline profile: %s\n", err);
@@ -177,7 +177,7 @@ static void profile_usage(void)
 {
 	printf("Usage: faultline profile [--host H] [--redis URL]\n"
 	       "         [--since WHEN] [--until WHEN] | [--around WHEN [--window 10m]]\n"
-	       "         [--service S] [--hourly] [-o FILE] [--top N [--cum]]\n"
+	       "         [--service S] [--cgroup PATH] [--hourly] [-o FILE] [--top N [--cum]]\n"
 	       "         [--diff SINCE..UNTIL]\n"
 	       "       faultline profile burst [--host H] [--rate 199] [--for 10s]\n\n"
 	       "Merge a host's 10 s profile windows (or hourly profiles) from Redis and\n"
@@ -190,12 +190,16 @@ static void profile_usage(void)
 	       "CPU share grew or shrank most, and an .svg output is a differential flame\n"
 	       "graph (red grew, blue shrank).  WHEN: now, a duration ago (15m), epoch\n"
 	       "milliseconds, or 2026-11-30T14:00:00Z.  Default range: the last 10 min.\n"
+	       "--service keeps one service's samples (a systemd unit, \"api\" or\n"
+	       "\"api.service\", or a process name), --cgroup one cgroup's and those below\n"
+	       "it (/faultline-demo: the path in the cpu hierarchy, or in cgroup v2's).\n"
 	       "burst: sample the host at a high rate for a while (alert evidence).\n");
 }
 
 /* What `faultline profile` is asked. */
 struct profile_args {
-	const char *url, *service, *outpath, *diff;
+	const char *url, *outpath, *diff;
+	struct profile_scope scope;	/* --service, --cgroup */
 	char host[256];
 	uint64_t from, to, around, window;	/* epoch ms; window ns */
 	long top;
@@ -213,6 +217,7 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 		{ "around", required_argument, NULL, 'a' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "service", required_argument, NULL, 'S' },
+		{ "cgroup", required_argument, NULL, 'g' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 't' },
 		{ "cum", no_argument, NULL, 'c' },
@@ -226,7 +231,7 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 
 	*a = (struct profile_args){ .url = "unix:///run/faultline/redis.sock",
 				    .window = 10 * 60 * NSEC_PER_SEC };
-	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:o:t:d:ych", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:g:o:t:d:ych", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': a->url = optarg; break;
 		case 'H': snprintf(a->host, sizeof(a->host), "%s", optarg); break;
@@ -239,7 +244,8 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 				return 2;
 			}
 			break;
-		case 'S': a->service = optarg; break;
+		case 'S': a->scope.service = optarg; break;
+		case 'g': a->scope.cgroup = optarg; break;
 		case 'o': a->outpath = optarg; break;
 		case 't':
 			a->top = strtol(optarg, &end, 10);
@@ -286,7 +292,7 @@ static int load_base(struct conn *rc, const struct profile_args *a, struct profi
 		return 2;
 	}
 	*dots = '\0';
-	if (load_range(rc, a->host, a->hourly, parse_when(copy), parse_when(dots + 2), a->service,
+	if (load_range(rc, a->host, a->hourly, parse_when(copy), parse_when(dots + 2), &a->scope,
 		       base))
 		return 1;
 	return 0;
@@ -312,8 +318,12 @@ static int write_output(const struct profile_args *a, const struct profile *p,
 	char title[400];
 	int ret;
 
-	snprintf(title, sizeof(title), "%s CPU%s%s%s", a->host, a->service ? " (" : "",
-		 a->service ? a->service : "", a->service ? ")" : "");
+	snprintf(title, sizeof(title), "%s CPU%s%s%s%s%s", a->host,
+		 a->scope.service ? " (service " : "", a->scope.service ? a->scope.service : "",
+		 a->scope.service ? ")" : "", a->scope.cgroup ? " (cgroup " : "",
+		 a->scope.cgroup ? a->scope.cgroup : "");
+	if (a->scope.cgroup)
+		strncat(title, ")", sizeof(title) - strlen(title) - 1);
 	ret = profile_export(p, base, a->outpath, title);
 	if (ret)
 		fprintf(stderr, "faultline profile: cannot write %s: %s\n", a->outpath,
@@ -340,7 +350,7 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "faultline profile: %s\n", err);
 		return 1;
 	}
-	if (load_range(rc, a.host, a.hourly, a.from, a.to, a.service, &p)) {
+	if (load_range(rc, a.host, a.hourly, a.from, a.to, &a.scope, &p)) {
 		conn_close(rc);
 		return 1;
 	}

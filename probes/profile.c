@@ -317,9 +317,13 @@ static void drain(struct profiler *pr, int g)
 		}
 		unresolved += (uint64_t)un * count;
 		nframes += (uint64_t)n * count;
-		profile_add_at(&pr->window, sym_service(pr->sym, next.tgid),
-			       sym_comm(pr->sym, next.tgid), next.tgid, frames, where, (uint32_t)n,
-			       count);
+		{
+			struct profile_origin o = { sym_service(pr->sym, next.tgid),
+						    sym_comm(pr->sym, next.tgid),
+						    sym_cgroup(pr->sym, next.tgid), next.tgid };
+
+			profile_add_in(&pr->window, &o, frames, where, (uint32_t)n, count);
+		}
 	}
 	/* empty the generation for its next turn */
 	for (size_t i = 0; i < nkeys; i++) {

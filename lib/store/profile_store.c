@@ -15,7 +15,7 @@
 
 struct merge_ctx {
 	struct profile *into;
-	const char *service;
+	const struct profile_scope *scope;
 	size_t bad, windows;
 };
 
@@ -29,17 +29,17 @@ static int merge_window(const char *blob, size_t len, void *arg)
 		m->bad++;
 		return 0;
 	}
-	if (profile_merge(m->into, &w, m->service) == 0)
+	if (profile_merge(m->into, &w, m->scope) == 0)
 		m->windows++;
 	profile_free(&w);
 	return 0;
 }
 
 int profile_read_merge(struct conn *rc, const char *host, int hourly, uint64_t from_ms,
-		       uint64_t to_ms, const char *service, struct profile *into, size_t *bad,
-		       char *err, size_t errlen)
+		       uint64_t to_ms, const struct profile_scope *scope, struct profile *into,
+		       size_t *bad, char *err, size_t errlen)
 {
-	struct merge_ctx m = { .into = into, .service = service };
+	struct merge_ctx m = { .into = into, .scope = scope };
 	char key[300];
 	int n;
 

@@ -48,12 +48,13 @@ long profile_burst_get(struct conn *rc, const char *host);
 /*
  * Merge host's 10 s windows (hourly: its hourly ones) with from_ms <= ts <=
  * to_ms (0 = open end) into *into (initialised by the caller), only rows
- * of service (NULL: all).  Windows that do not decode are skipped and
+ * in scope (NULL: all).  Windows that do not decode are skipped and
  * counted in *bad (may be NULL).  Returns the number merged, or -EIO with
  * the reason in err.
  */
 int profile_read_merge(struct conn *rc, const char *host, int hourly, uint64_t from_ms,
-		       uint64_t to_ms, const char *service, struct profile *into, size_t *bad,
+		       uint64_t to_ms, const struct profile_scope *scope, struct profile *into,
+		       size_t *bad,
 		       char *err, size_t errlen);
 
 #endif
