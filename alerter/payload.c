@@ -112,22 +112,44 @@ static json_object *common(struct group_alert *const *as, int n, int annotations
 
 /* ---- evidence ---------------------------------------------------------- */
 
-/* The hosts' profile windows over [from, to], the rows in scope (NULL: all), into p. */
-static size_t load_profiles(struct conn *rc, char **hosts, uint32_t nhosts, uint64_t from,
-			    uint64_t to, const struct profile_scope *scope, struct profile *p)
+/*
+ * The hosts' profile windows of a kind (enum profile_kind) over [from, to],
+ * the rows in scope (NULL: all), into p.
+ */
+static size_t load_kind(struct conn *rc, int kind, char **hosts, uint32_t nhosts, uint64_t from,
+			uint64_t to, const struct profile_scope *scope, struct profile *p)
 {
 	char err[128];
 	size_t windows = 0;
 
 	profile_init(p, "");
 	for (uint32_t i = 0; i < nhosts; i++) {
-		int n = profile_read_merge(rc, hosts[i], 0, from, to, scope, p, NULL, err,
+		int n = profile_read_merge(rc, hosts[i], kind, from, to, scope, p, NULL, err,
 					   sizeof(err));
 
 		if (n > 0)
 			windows += (size_t)n;
 	}
 	return windows;
+}
+
+/* The hosts an alert is about: its hosts, else its host label (*single holds it). */
+static char **alert_hosts(const struct alert *a, char **single, uint32_t *n)
+{
+	*n = a->nhosts;
+	if (!*n && alert_label(a, "host")) {
+		single[0] = (char *)alert_label(a, "host");
+		*n = 1;
+		return single;
+	}
+	return a->hosts;
+}
+
+/* load_kind of CPU profile windows. */
+static size_t load_profiles(struct conn *rc, char **hosts, uint32_t nhosts, uint64_t from,
+			    uint64_t to, const struct profile_scope *scope, struct profile *p)
+{
+	return load_kind(rc, PROFILE_CPU, hosts, nhosts, from, to, scope, p);
 }
 
 static int row_cmp(const void *a, const void *b)
@@ -226,19 +248,14 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
 	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
 	char *single[1], what[300], t0[40], t1[40], why[700];
-	char **hosts = a->hosts;
-	uint32_t nhosts = a->nhosts;
+	uint32_t nhosts;
+	char **hosts = alert_hosts(a, single, &nhosts);
 	json_object *o = json_object_new_object(), *w = json_object_new_object();
 	struct profile_scope sc;
 	const struct profile_scope *scope = evidence_scope(a, &sc, what, sizeof(what));
 	struct profile p;
 	size_t windows;
 
-	if (!nhosts && alert_label(a, "host")) {
-		single[0] = (char *)alert_label(a, "host");
-		hosts = single;
-		nhosts = 1;
-	}
 	json_object_object_add(o, "scope", jsonc_string(what));
 	json_object_object_add(w, "from", jsonc_string(alert_format_time(from, t0, sizeof(t0))));
 	json_object_object_add(w, "to", jsonc_string(alert_format_time(now, t1, sizeof(t1))));
@@ -296,6 +313,60 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 		profile_free(&base);
 	}
 	profile_free(&p);
+	return o;
+}
+
+/*
+ * I/O evidence for a's device: which processes issue its I/O, through which
+ * path (the probe's sampled block requests, fl:{H}:io10), and where they
+ * then wait (fl:{H}:iowait10), on the affected hosts over the alert's
+ * window.  Never another device's, nor the CPU's.
+ */
+static json_object *io_evidence(const struct alerter_config *cfg, const struct alert *a,
+				struct conn *rc)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
+	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
+	const char *device = alert_label(a, "device");
+	char *single[1], root[160], what[200], t0[40], t1[40], why[600];
+	json_object *o = json_object_new_object(), *w = json_object_new_object();
+	struct profile_scope scope = { 0 };
+	struct profile io, wait;
+	uint32_t nhosts;
+	char **hosts = alert_hosts(a, single, &nhosts);
+
+	json_object_object_add(w, "from", jsonc_string(alert_format_time(from, t0, sizeof(t0))));
+	json_object_object_add(w, "to", jsonc_string(alert_format_time(now, t1, sizeof(t1))));
+	json_object_object_add(o, "window", w);
+	if (!device || !device[0] || !nhosts) {
+		json_object_object_add(o, "missing", jsonc_string(
+			!nhosts ? "the alert names no hosts" : "the alert has no device label: I/O "
+			"stacks are per device"));
+		return o;
+	}
+	snprintf(root, sizeof(root), "[%s ", device);
+	snprintf(what, sizeof(what), "device %s", device);
+	json_object_object_add(o, "scope", jsonc_string(what));
+	scope.root = root;
+	load_kind(rc, PROFILE_IO, hosts, nhosts, from, now, &scope, &io);
+	load_kind(rc, PROFILE_IO_WAIT, hosts, nhosts, from, now, &scope, &wait);
+	if (!io.total) {
+		snprintf(why, sizeof(why), "no sampled I/O to %s on the affected hosts from %s to %s "
+			 "(is the probe's profile.io_every on?)", device, t0, t1);
+		json_object_object_add(o, "missing", jsonc_string(why));
+	} else {
+		json_object_object_add(o, "sampled_requests", json_object_new_int64((int64_t)io.total));
+		/* each stack's share of the device's sampled requests */
+		json_object_object_add(o, "writers", stacks_json(&io, cfg->top_stacks));
+		json_object_object_add(o, "top_services", services_json(&io));
+	}
+	if (wait.total) {
+		json_object_object_add(o, "waited_us", json_object_new_int64((int64_t)wait.total));
+		/* where they wait: each stack's share of the time its submitters waited */
+		json_object_object_add(o, "waits", stacks_json(&wait, cfg->top_stacks));
+	}
+	profile_free(&io);
+	profile_free(&wait);
 	return o;
 }
 
@@ -427,6 +498,8 @@ static int add_evidence(const struct alerter_config *cfg, json_object *doc, json
 			json_object_object_add(e, "drive", drive_evidence(a, rc));
 		if (a->evidence & ALERT_EV_CSUM_PEERS)
 			json_object_object_add(e, "checksum_peers", csum_evidence(a, rc));
+		if (a->evidence & ALERT_EV_IO_STACKS)
+			json_object_object_add(e, "io", io_evidence(cfg, a, rc));
 		json_object_array_add(evs, e);
 		if (strlen(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN)) >
 		    cfg->max_payload_bytes) {

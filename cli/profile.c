@@ -40,7 +40,7 @@ static uint64_t parse_when(const char *s)
 	return *end ? 0 : d;
 }
 
-static int load_range(struct conn *rc, const char *host, int hourly, uint64_t from, uint64_t to,
+static int load_range(struct conn *rc, const char *host, int kind, uint64_t from, uint64_t to,
 		      const struct profile_scope *scope, struct profile *out)
 {
 	char err[256];
@@ -48,7 +48,7 @@ static int load_range(struct conn *rc, const char *host, int hourly, uint64_t fr
 	int n;
 
 	profile_init(out, host);
-	n = profile_read_merge(rc, host, hourly, from, to, scope, out, &bad,
+	n = profile_read_merge(rc, host, kind, from, to, scope, out, &bad,
 			       err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "faultline profile: %s\n", err);
@@ -59,7 +59,7 @@ static int load_range(struct conn *rc, const char *host, int hourly, uint64_t fr
 	{
 		char key[300];
 
-		key_profile(key, sizeof(key), host, hourly);
+		key_profile(key, sizeof(key), host, kind);
 		fprintf(stderr, "faultline profile: %s: %d windows, %llu samples\n", key, n,
 			(unsigned long long)out->total);
 	}
@@ -177,7 +177,8 @@ static void profile_usage(void)
 {
 	printf("Usage: faultline profile [--host H] [--redis URL]\n"
 	       "         [--since WHEN] [--until WHEN] | [--around WHEN [--window 10m]]\n"
-	       "         [--service S] [--cgroup PATH] [--hourly] [-o FILE] [--top N [--cum]]\n"
+	       "         [--service S] [--cgroup PATH] [--hourly | --io | --io-wait]\n"
+	       "         [-o FILE] [--top N [--cum]]\n"
 	       "         [--diff SINCE..UNTIL]\n"
 	       "       faultline profile burst [--host H] [--rate 199] [--for 10s]\n\n"
 	       "Merge a host's 10 s profile windows (or hourly profiles) from Redis and\n"
@@ -193,6 +194,9 @@ static void profile_usage(void)
 	       "--service keeps one service's samples (a systemd unit, \"api\" or\n"
 	       "\"api.service\", or a process name), --cgroup one cgroup's and those below\n"
 	       "it (/faultline-demo: the path in the cpu hierarchy, or in cgroup v2's).\n"
+	       "--io reads the I/O stacks instead (profile.io_every): who submits block\n"
+	       "requests and through which path, each stack rooted at [DEVICE OP], counted\n"
+	       "in sampled requests; --io-wait where those submitters wait, in microseconds.\n"
 	       "burst: sample the host at a high rate for a while (alert evidence).\n");
 }
 
@@ -203,7 +207,7 @@ struct profile_args {
 	char host[256];
 	uint64_t from, to, around, window;	/* epoch ms; window ns */
 	long top;
-	int hourly, cum;
+	int kind, cum;			/* enum profile_kind */
 };
 
 /* argv into a, with the defaults the usage says: -1 to go on, or the exit status. */
@@ -223,6 +227,8 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 		{ "cum", no_argument, NULL, 'c' },
 		{ "diff", required_argument, NULL, 'd' },
 		{ "hourly", no_argument, NULL, 'y' },
+		{ "io", no_argument, NULL, 'I' },
+		{ "io-wait", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -257,7 +263,9 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 			break;
 		case 'c': a->cum = 1; break;
 		case 'd': a->diff = optarg; break;
-		case 'y': a->hourly = 1; break;
+		case 'y': a->kind = PROFILE_CPU_HOURLY; break;
+		case 'I': a->kind = PROFILE_IO; break;
+		case 'W': a->kind = PROFILE_IO_WAIT; break;
 		case 'h': profile_usage(); return 0;
 		default: return 2;
 		}
@@ -292,7 +300,7 @@ static int load_base(struct conn *rc, const struct profile_args *a, struct profi
 		return 2;
 	}
 	*dots = '\0';
-	if (load_range(rc, a->host, a->hourly, parse_when(copy), parse_when(dots + 2), &a->scope,
+	if (load_range(rc, a->host, a->kind, parse_when(copy), parse_when(dots + 2), &a->scope,
 		       base))
 		return 1;
 	return 0;
@@ -350,7 +358,7 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "faultline profile: %s\n", err);
 		return 1;
 	}
-	if (load_range(rc, a.host, a.hourly, a.from, a.to, &a.scope, &p)) {
+	if (load_range(rc, a.host, a.kind, a.from, a.to, &a.scope, &p)) {
 		conn_close(rc);
 		return 1;
 	}

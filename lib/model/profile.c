@@ -237,6 +237,12 @@ int profile_row_in(const struct profile *p, const struct profile_row *r,
 		    (cg[n] && cg[n] != '/' && !(n == 1 && s->cgroup[0] == '/')))
 			return 0;
 	}
+	if (s->root) {
+		const uint32_t *st = p->stacks[r->stack];
+
+		if (!st[0] || strncmp(p->strings[st[1]], s->root, strlen(s->root)))
+			return 0;
+	}
 	return 1;
 }
 

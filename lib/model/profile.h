@@ -48,10 +48,12 @@ struct profile_row {
 /*
  * Which rows count: service (NULL: any) equal to the row's service or to it
  * without ".service" (a deploy's "api" is the unit "api.service"); cgroup
- * (NULL: any) the row's cgroup or an ancestor of it ("/a" holds "/a/b").
+ * (NULL: any) the row's cgroup or an ancestor of it ("/a" holds "/a/b");
+ * root (NULL: any) a prefix of the stack's root frame (I/O profiles root
+ * their stacks at "[DEVICE OP]": "[loop0 " picks a device).
  */
 struct profile_scope {
-	const char *service, *cgroup;
+	const char *service, *cgroup, *root;
 };
 
 
