@@ -259,6 +259,9 @@ struct frame_buf {
 	int n, unresolved;
 };
 
+/* The one frame buffer: only the profiler's thread drains, one stack at a time. */
+static struct frame_buf scratch;
+
 /* Append frame name (where it lives: w, may be NULL) to fb. */
 static void frame_add(struct frame_buf *fb, const char *name, const struct profile_where *w)
 {
@@ -331,15 +334,18 @@ static size_t drain_io(struct profiler *pr, int g, int **ids)
 	int stacks = bpf_map__fd(g ? pr->skel->maps.stacks1 : pr->skel->maps.stacks0);
 	struct io_key key, next, *prev = NULL, *keys = NULL;
 	static uint64_t ips[PROFILE_STACK_DEPTH];
-	static struct frame_buf fb;
+	struct frame_buf *fb = &scratch;
 	size_t nkeys = 0, cap = 0, nids = 0, cap_ids = 0;
-	char root[96], dev[64];
+	/* the devices' names, read from sysfs once a drain (a few devices, many keys) */
+	struct { uint32_t dev; char name[64]; } names[16];
+	int nnames = 0;
+	char root[96];
 
 	*ids = NULL;
 	while (bpf_map_get_next_key(counts, prev, &next) == 0) {
 		struct io_val v;
 		uint64_t count;
-		int depth = 0;
+		int depth = 0, d = 0;
 
 		if (ARRAY_GROW(keys, cap, nkeys + 1, 256) ||
 		    ARRAY_GROW(*ids, cap_ids, nids + 2, 512))
@@ -361,19 +367,25 @@ static size_t drain_io(struct profiler *pr, int g, int **ids)
 		if (next.user_stack >= 0 && bpf_map_lookup_elem(stacks, &next.user_stack, ips) == 0)
 			while (depth < PROFILE_STACK_DEPTH && ips[depth])
 				depth++;
-		block_dev_name(next.dev, dev, sizeof(dev));
-		snprintf(root, sizeof(root), "[%s %s]", dev,
+		while (d < nnames && names[d].dev != next.dev)
+			d++;
+		if (d == nnames) {
+			d = nnames < 16 ? nnames++ : 15;
+			names[d].dev = next.dev;
+			block_dev_name(next.dev, names[d].name, sizeof(names[d].name));
+		}
+		snprintf(root, sizeof(root), "[%s %s]", names[d].name,
 			 io_ops[next.op < 5 ? next.op : 4]);
-		fb.n = fb.unresolved = 0;
-		frame_add(&fb, root, NULL);
-		stack_frames(pr, g, next.tgid, ips, depth, next.kern_stack, &fb);
+		fb->n = fb->unresolved = 0;
+		frame_add(fb, root, NULL);
+		stack_frames(pr, g, next.tgid, ips, depth, next.kern_stack, fb);
 		{
 			struct profile_origin o = { sym_service(pr->sym, next.tgid),
 						    sym_comm(pr->sym, next.tgid),
 						    sym_cgroup(pr->sym, next.tgid), next.tgid };
 
 			profile_add_in(next.kind == IO_WAIT ? &pr->iowait_window : &pr->io_window,
-				       &o, fb.frames, fb.where, (uint32_t)fb.n, count);
+				       &o, fb->frames, fb->where, (uint32_t)fb->n, count);
 		}
 	}
 	for (size_t i = 0; i < nkeys; i++)
@@ -395,7 +407,7 @@ static void drain(struct profiler *pr, int g)
 	int stacks = bpf_map__fd(g ? pr->skel->maps.stacks1 : pr->skel->maps.stacks0);
 	struct profile_key key, next, *prev = NULL;
 	static uint64_t ips[PROFILE_STACK_DEPTH];
-	static struct frame_buf fb;
+	struct frame_buf *fb = &scratch;
 	struct profile_key *keys = NULL;
 	size_t nkeys = 0, cap = 0, nio_ids = 0;
 	uint64_t samples = 0, unresolved = 0, nframes = 0, truncated = 0, ustacks = 0;
@@ -425,16 +437,16 @@ static void drain(struct profiler *pr, int g)
 			if (!sym_stack_complete(pr->sym, next.tgid, ips, depth))
 				truncated += count;
 		}
-		fb.n = fb.unresolved = 0;
-		stack_frames(pr, g, next.tgid, ips, depth, next.kern_stack, &fb);
-		unresolved += (uint64_t)fb.unresolved * count;
-		nframes += (uint64_t)fb.n * count;
+		fb->n = fb->unresolved = 0;
+		stack_frames(pr, g, next.tgid, ips, depth, next.kern_stack, fb);
+		unresolved += (uint64_t)fb->unresolved * count;
+		nframes += (uint64_t)fb->n * count;
 		{
 			struct profile_origin o = { sym_service(pr->sym, next.tgid),
 						    sym_comm(pr->sym, next.tgid),
 						    sym_cgroup(pr->sym, next.tgid), next.tgid };
 
-			profile_add_in(&pr->window, &o, fb.frames, fb.where, (uint32_t)fb.n, count);
+			profile_add_in(&pr->window, &o, fb->frames, fb->where, (uint32_t)fb->n, count);
 		}
 	}
 	/* empty the generation for its next turn */
