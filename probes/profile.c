@@ -642,6 +642,12 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 	profile_init(&pr->window, pr->host);
 	profile_init(&pr->hour, pr->host);
 	pthread_mutex_init(&pr->lock, NULL);
+	/* block_io_start came in Linux 6.5: without it, no I/O stacks (rather than no profiler) */
+	if (pr->io_every && libbpf_find_vmlinux_btf_id("block_io_start", BPF_TRACE_RAW_TP) < 0) {
+		log_warn("profile: this kernel has no block_io_start tracepoint (Linux 6.5 added "
+			 "it): no I/O stacks; profile.io_every: 0 says so quietly");
+		pr->io_every = 0;
+	}
 	pr->skel = profile_bpf__open();
 	if (pr->skel) {
 		pr->skel->rodata->unwind_dwarf = pr->unwind_rows > 0;

@@ -1119,6 +1119,32 @@ Test(profile, scope_picks_a_service_or_a_cgroup_subtree)
 	profile_free(&d);
 	profile_free(&p);
 
+	/* I/O profiles root their stacks at "[DEVICE OP]": a device's prefix picks them */
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	{
+		const char *w0[] = { "[loop0 write]", "write", "vfs_write" },
+			   *w1[] = { "[loop10 write]", "write", "vfs_write" },
+			   *w2[] = { "[sda read]", "pread64" };
+
+		cr_assert_eq(profile_add(&p, "dd", "dd", 1, w0, 3, 40), 0);
+		cr_assert_eq(profile_add(&p, "dd", "dd", 2, w1, 3, 7), 0);
+		cr_assert_eq(profile_add(&p, "db", "db", 3, w2, 2, 5), 0);
+	}
+	{
+		struct profile_scope loop0 = { .root = "[loop0 " }, sda = { .root = "[sda " };
+
+		cr_assert_eq(profile_init(&m, ""), 0);
+		cr_assert_eq(profile_merge(&m, &p, &loop0), 0);
+		cr_expect_eq(m.total, 40, "[loop0 picked %llu, want 40 (not loop10's)",
+			     (unsigned long long)m.total);
+		profile_free(&m);
+		cr_assert_eq(profile_init(&m, ""), 0);
+		cr_assert_eq(profile_merge(&m, &p, &sda), 0);
+		cr_expect_eq(m.total, 5);
+		profile_free(&m);
+	}
+	profile_free(&p);
+
 	/* a window from before "cg": the same rows, no cgroups */
 	cr_assert_eq(profile_init(&p, "h"), 0);
 	{
