@@ -352,7 +352,7 @@ static json_object *io_evidence(const struct alerter_config *cfg, const struct a
 	load_kind(rc, PROFILE_IO_WAIT, hosts, nhosts, from, now, &scope, &wait);
 	if (!io.total) {
 		snprintf(why, sizeof(why), "no sampled I/O to %s on the affected hosts from %s to %s "
-			 "(is the probe's profile.io_every on?)", device, t0, t1);
+			 "(is the probe's profile.io_interval on?)", device, t0, t1);
 		json_object_object_add(o, "missing", jsonc_string(why));
 	} else {
 		json_object_object_add(o, "sampled_requests", json_object_new_int64((int64_t)io.total));

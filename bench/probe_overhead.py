@@ -15,7 +15,7 @@ and /proc/PID/task/*/schedstat (CPU time of each process, ns).  Prints, per run 
 as the median of the runs:
 
   * BPF ns per completed I/O, faultline vs biolatency, and the ratio
-  * BPF ns per completed I/O of the I/O stacks (profile.io_every: who
+  * BPF ns per completed I/O of the I/O stacks (profile.io_interval: who
     submits, where it waits), beside the block path's
   * process CPU per second, faultline-probe vs node_exporter, and the ratio
   * faultline's total (process + BPF) as a share of the host's CPU
@@ -212,7 +212,7 @@ def main():
               f"{med('bio_ns_per_io'):.0f} ns ({med('bio_progs_per_io'):.2f} programs/io): "
               f"ratio {statistics.median(r['fl_ns_per_io'] / r['bio_ns_per_io'] for r in results):.2f}x "
               f"(target <= 0.5x)")
-        print(f"median BPF cost per I/O of the I/O stacks (profile.io_every: submit stacks, "
+        print(f"median BPF cost per I/O of the I/O stacks (profile.io_interval: submit stacks, "
               f"waits in io_schedule): {med('io_stacks_ns_per_io'):.0f} ns, "
               f"{med('io_stacks_ns_per_io') / med('fl_ns_per_io'):.2f}x the block path's")
         print(f"median BPF cost per I/O, all faultline programs (block, scheduler, TCP): "

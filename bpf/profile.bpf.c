@@ -24,12 +24,13 @@
 #include "rq_dev.h"
 
 const volatile bool unwind_dwarf = false;	/* set before load */
-const volatile __u32 io_every = 0;	/* I/O stacks: 1 request in io_every per CPU */
+const volatile __u64 io_interval_ns = 0;	/* I/O stacks: one request per CPU per interval */
 
 __u32 gen;		/* generation written now; user space flips it */
 __u64 dropped;		/* samples lost to full maps */
 __u64 io_dropped;	/* I/O stack counts lost to full maps */
 __u64 io_late;		/* waits that spanned a flip: their stacks were drained */
+__s64 io_waiting;	/* armed waits in progress (a task dying mid-wait leaves one) */
 
 struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -62,13 +63,23 @@ struct {
 	__type(value, struct io_task);
 } io_tasks SEC(".maps");
 
-/* Requests started on this CPU since the last one sampled. */
+/*
+ * This CPU's sampling gate: when it last sampled a request, and how many
+ * requests pass between clock reads (skip doubles while requests come
+ * faster than the interval, up to 64, and halves when they come slower:
+ * a busy device costs a counter per request, a slow one is read each time).
+ */
+struct io_gate {
+	__u64 last_ns;
+	__u32 tick, skip;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
-} io_tick SEC(".maps");
+	__type(value, struct io_gate);
+} io_gates SEC(".maps");
 
 struct stacks_map stacks0 SEC(".maps");
 struct stacks_map stacks1 SEC(".maps");
@@ -415,21 +426,32 @@ static __always_inline void io_announce(__u32 tgid)
 
 /*
  * A block request starts, in its submitter's context (blk_account_io_start):
- * one in io_every per CPU counts the submitter's stacks, and arms its next
- * wait in io_schedule to be counted too.
+ * at most one per CPU per io_interval_ns counts the submitter's stacks (so
+ * the cost is bounded in time whatever the IOPS, and a slow device's few
+ * requests are all seen), and arms its next wait in io_schedule.
  */
 SEC("tp_btf/block_io_start")
 int BPF_PROG(profile_io_start, struct request *rq)
 {
-	__u32 zero = 0, *tick = bpf_map_lookup_elem(&io_tick, &zero);
-	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	struct io_gate *gate = bpf_map_lookup_elem(&io_gates, &zero);
+	__u64 now, id;
 	struct io_key k = {};
 	struct io_task *it;
 	__u32 g = gen & 1;
 
-	if (!tick || ++*tick < io_every)
+	if (!gate || ++gate->tick < gate->skip)
 		return 0;
-	*tick = 0;
+	gate->tick = 0;
+	now = bpf_ktime_get_ns();
+	if (now - gate->last_ns < io_interval_ns) {
+		if (gate->skip < 64)
+			gate->skip = gate->skip ? gate->skip * 2 : 2;
+		return 0;
+	}
+	gate->skip /= 2;
+	gate->last_ns = now;
+	id = bpf_get_current_pid_tgid();
 	k.tgid = (__u32)(id >> 32);
 	k.dev = rq_dev(rq);
 	k.op = io_op(rq);
@@ -451,8 +473,8 @@ int BPF_PROG(profile_io_start, struct request *rq)
 
 /*
  * A task that submitted a sampled request switches out in io_schedule():
- * where it waits, from now until it runs again.  Only tasks that have
- * storage (sampled submitters) cost more than a bit test and a lookup.
+ * where it waits, from now until it runs again.  While no armed wait is in
+ * progress a switch costs a bit test and a load.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(profile_io_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
@@ -471,8 +493,11 @@ int BPF_PROG(profile_io_switch, bool preempt, struct task_struct *prev, struct t
 			it->kern_stack = bpf_get_stackid(ctx, g ? (void *)&stacks1 :
 							 (void *)&stacks0, 0);
 			it->out_ns = bpf_ktime_get_ns();
+			__sync_fetch_and_add(&io_waiting, 1);
 		}
 	}
+	if (io_waiting <= 0)
+		return 0;
 	it = bpf_task_storage_get(&io_tasks, next, 0, 0);
 	if (it && it->out_ns) {
 		struct io_key k = { .tgid = (__u32)next->tgid, .user_stack = it->user_stack,
@@ -481,6 +506,7 @@ int BPF_PROG(profile_io_switch, bool preempt, struct task_struct *prev, struct t
 		__u64 waited = bpf_ktime_get_ns() - it->out_ns;
 
 		it->out_ns = 0;
+		__sync_fetch_and_add(&io_waiting, -1);
 		if (it->gen != (gen & 1))
 			__sync_fetch_and_add(&io_late, 1);	/* its stacks were drained */
 		else

@@ -23,7 +23,7 @@ struct profile_key {
 };
 
 /*
- * I/O stacks: every io_every-th block request started on a CPU counts its
+ * I/O stacks: one block request per CPU per io_interval_ns counts its
  * submitter's stacks (frame pointers; the kernel part is what says how it
  * writes) per (device, op, process, user stack, kernel stack), with its
  * bytes; and the submitter's next switch-out inside io_schedule() counts

@@ -194,7 +194,7 @@ static void profile_usage(void)
 	       "--service keeps one service's samples (a systemd unit, \"api\" or\n"
 	       "\"api.service\", or a process name), --cgroup one cgroup's and those below\n"
 	       "it (/faultline-demo: the path in the cpu hierarchy, or in cgroup v2's).\n"
-	       "--io reads the I/O stacks instead (profile.io_every): who submits block\n"
+	       "--io reads the I/O stacks instead (profile.io_interval): who submits block\n"
 	       "requests and through which path, each stack rooted at [DEVICE OP], counted\n"
 	       "in sampled requests; --io-wait where those submitters wait, in microseconds.\n"
 	       "burst: sample the host at a high rate for a while (alert evidence).\n");

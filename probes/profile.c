@@ -77,7 +77,7 @@ struct profiler {
 	uint64_t generation;
 	struct profile window;		/* being filled by the current flush */
 	struct profile hour;
-	uint32_t io_every;		/* profile.io_every; 0: no I/O stacks */
+	uint64_t io_interval_ns;	/* profile.io_interval; 0: no I/O stacks */
 	struct bpf_link *io_start_link, *io_switch_link;
 	struct profile io_window, iowait_window;	/* I/O stacks of the window */
 	uint64_t io_dropped_said;	/* io_dropped when last logged */
@@ -393,7 +393,7 @@ static size_t drain_io(struct profiler *pr, int g, int **ids)
 	free(keys);
 	if (pr->skel->bss->io_dropped > pr->io_dropped_said) {
 		log_warn("profile: %llu I/O stack count(s) lost so far: %d distinct stacks a "
-			 "window fill its map; raise profile.io_every to sample fewer",
+			 "window fill its map; raise profile.io_interval to sample fewer",
 			 (unsigned long long)pr->skel->bss->io_dropped, IO_MAX_KEYS);
 		pr->io_dropped_said = pr->skel->bss->io_dropped;
 	}
@@ -413,7 +413,7 @@ static void drain(struct profiler *pr, int g)
 	uint64_t samples = 0, unresolved = 0, nframes = 0, truncated = 0, ustacks = 0;
 	int *io_ids = NULL;
 
-	if (pr->io_every)
+	if (pr->io_interval_ns)
 		nio_ids = drain_io(pr, g, &io_ids);
 	while (bpf_map_get_next_key(counts, prev, &next) == 0) {
 		__u64 count = 0;
@@ -518,7 +518,7 @@ static void flush(struct profiler *pr, uint64_t duration_ns)
 	sym_set_generation(pr->sym, ++pr->generation);
 	profile_free(&pr->window);
 	profile_init(&pr->window, pr->host);
-	for (int k = 0; pr->io_every && k < 2; k++) {
+	for (int k = 0; pr->io_interval_ns && k < 2; k++) {
 		profile_free(k ? &pr->iowait_window : &pr->io_window);
 		profile_init(k ? &pr->iowait_window : &pr->io_window, pr->host);
 	}
@@ -528,7 +528,7 @@ static void flush(struct profiler *pr, uint64_t duration_ns)
 	pr->window.rate_hz = pr->hz;
 	if (pr->window.total)
 		queue_blob(pr, &pr->window, PROFILE_CPU);
-	for (int k = 0; pr->io_every && k < 2; k++) {
+	for (int k = 0; pr->io_interval_ns && k < 2; k++) {
 		struct profile *io = k ? &pr->iowait_window : &pr->io_window;
 
 		io->ts_ms = now_ms;
@@ -643,17 +643,18 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 	profile_init(&pr->hour, pr->host);
 	pthread_mutex_init(&pr->lock, NULL);
 	/* block_io_start came in Linux 6.5: without it, no I/O stacks (rather than no profiler) */
-	if (pr->io_every && libbpf_find_vmlinux_btf_id("block_io_start", BPF_TRACE_RAW_TP) < 0) {
+	if (pr->io_interval_ns &&
+	    libbpf_find_vmlinux_btf_id("block_io_start", BPF_TRACE_RAW_TP) < 0) {
 		log_warn("profile: this kernel has no block_io_start tracepoint (Linux 6.5 added "
-			 "it): no I/O stacks; profile.io_every: 0 says so quietly");
-		pr->io_every = 0;
+			 "it): no I/O stacks; profile.io_interval: 0 says so quietly");
+		pr->io_interval_ns = 0;
 	}
 	pr->skel = profile_bpf__open();
 	if (pr->skel) {
 		pr->skel->rodata->unwind_dwarf = pr->unwind_rows > 0;
-		pr->skel->rodata->io_every = pr->io_every;
-		bpf_program__set_autoload(pr->skel->progs.profile_io_start, pr->io_every > 0);
-		bpf_program__set_autoload(pr->skel->progs.profile_io_switch, pr->io_every > 0);
+		pr->skel->rodata->io_interval_ns = pr->io_interval_ns;
+		bpf_program__set_autoload(pr->skel->progs.profile_io_start, pr->io_interval_ns > 0);
+		bpf_program__set_autoload(pr->skel->progs.profile_io_switch, pr->io_interval_ns > 0);
 		bpf_map__set_max_entries(pr->skel->maps.unwind_rows,
 					 pr->unwind_rows ? pr->unwind_rows : 1);
 	}
@@ -683,16 +684,16 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 		log_warn("profile: cannot attach to sched_process_exit (%s); exited processes are "
 			 "forgotten after 10 minutes, and a pid used again may keep the old "
 			 "program's names", strerror(errno));
-	if (pr->io_every) {
+	if (pr->io_interval_ns) {
 		pr->io_start_link = bpf_program__attach(pr->skel->progs.profile_io_start);
 		pr->io_switch_link = pr->io_start_link ?
 			bpf_program__attach(pr->skel->progs.profile_io_switch) : NULL;
 		if (!pr->io_switch_link) {
 			log_warn("profile: cannot attach to block_io_start and sched_switch (%s); no "
-				 "I/O stacks (profile.io_every)", strerror(errno));
+				 "I/O stacks (profile.io_interval)", strerror(errno));
 			bpf_link__destroy(pr->io_start_link);
 			pr->io_start_link = NULL;
-			pr->io_every = 0;
+			pr->io_interval_ns = 0;
 		} else {
 			profile_init(&pr->io_window, pr->host);
 			profile_init(&pr->iowait_window, pr->host);
@@ -730,7 +731,7 @@ static void profiler_stop(struct profiler *pr)
 	bpf_link__destroy(pr->exit_link);
 	bpf_link__destroy(pr->io_start_link);
 	bpf_link__destroy(pr->io_switch_link);
-	if (pr->io_every) {
+	if (pr->io_interval_ns) {
 		profile_free(&pr->io_window);
 		profile_free(&pr->iowait_window);
 	}
@@ -757,7 +758,7 @@ static int profile_open(void **priv, const struct probe_config *cfg, char *err, 
 	pr->window_ns = cfg->profile_window_ns;
 	pr->hourly_top = (uint32_t)cfg->profile_hourly_top;
 	pr->unwind_rows = (uint32_t)cfg->profile_unwind_rows;
-	pr->io_every = (uint32_t)cfg->profile_io_every;
+	pr->io_interval_ns = cfg->profile_io_interval_ns;
 	ret = profiler_start(pr, (uint32_t)cfg->profile_rate_hz, err, errlen);
 	if (ret) {
 		profiler_stop(pr);

@@ -404,8 +404,8 @@ Test(alerter, evidence_is_scoped_to_the_alerts_cgroup, .init = setup, .fini = te
 
 /*
  * I/O evidence names who writes to the alert's device and where it waits
- * (issue 42): a real probe samples every block request (profile.io_every
- * 1) while dd writes to a loop device with O_DIRECT and a program spins
+ * (issue 42): a real probe samples a block request per CPU every
+ * microsecond (profile.io_interval: 1us, about all of them) while dd writes to a loop device with O_DIRECT and a program spins
  * beside it.  The page about that device names dd and its kernel write
  * path, its waits in io_schedule, and not the spinner; a device nobody
  * wrote to says so.
@@ -433,7 +433,7 @@ Test(alerter, io_evidence_names_the_devices_writer_and_its_wait, .init = setup,
 
 	snprintf(cfg, sizeof(cfg), "%s/probe.yaml", io_dir);
 	f = fopen(cfg, "w");
-	fputs("profile:\n  window: 2s\n  io_every: 1\n  unwind_rows: 0\n", f);
+	fputs("profile:\n  window: 2s\n  io_interval: 1us\n  unwind_rows: 0\n", f);
 	fclose(f);
 	snprintf(probe, sizeof(probe), "%s/faultline-probe", test_out_dir());
 	probe_pid = fork();
