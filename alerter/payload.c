@@ -112,21 +112,44 @@ static json_object *common(struct group_alert *const *as, int n, int annotations
 
 /* ---- evidence ---------------------------------------------------------- */
 
-static size_t load_profiles(struct conn *rc, char **hosts, uint32_t nhosts, uint64_t from,
-			    uint64_t to, struct profile *p)
+/*
+ * The hosts' profile windows of a kind (enum profile_kind) over [from, to],
+ * the rows in scope (NULL: all), into p.
+ */
+static size_t load_kind(struct conn *rc, int kind, char **hosts, uint32_t nhosts, uint64_t from,
+			uint64_t to, const struct profile_scope *scope, struct profile *p)
 {
 	char err[128];
 	size_t windows = 0;
 
 	profile_init(p, "");
 	for (uint32_t i = 0; i < nhosts; i++) {
-		int n = profile_read_merge(rc, hosts[i], 0, from, to, NULL, p, NULL, err,
+		int n = profile_read_merge(rc, hosts[i], kind, from, to, scope, p, NULL, err,
 					   sizeof(err));
 
 		if (n > 0)
 			windows += (size_t)n;
 	}
 	return windows;
+}
+
+/* The hosts an alert is about: its hosts, else its host label (*single holds it). */
+static char **alert_hosts(const struct alert *a, char **single, uint32_t *n)
+{
+	*n = a->nhosts;
+	if (!*n && alert_label(a, "host")) {
+		single[0] = (char *)alert_label(a, "host");
+		*n = 1;
+		return single;
+	}
+	return a->hosts;
+}
+
+/* load_kind of CPU profile windows. */
+static size_t load_profiles(struct conn *rc, char **hosts, uint32_t nhosts, uint64_t from,
+			    uint64_t to, const struct profile_scope *scope, struct profile *p)
+{
+	return load_kind(rc, PROFILE_CPU, hosts, nhosts, from, to, scope, p);
 }
 
 static int row_cmp(const void *a, const void *b)
@@ -155,6 +178,9 @@ static json_object *stacks_json(struct profile *p, uint32_t top)
 		json_object_object_add(o, "stack", jsonc_string(strbuf_str(&sb)));
 		json_object_object_add(o, "service",
 				       jsonc_string(p->strings[p->rows[r].service]));
+		if (p->rows[r].cgroup)
+			json_object_object_add(o, "cgroup",
+					       jsonc_string(p->strings[p->rows[r].cgroup]));
 		json_object_object_add(o, "samples", json_object_new_int64((int64_t)p->rows[r].count));
 		json_object_object_add(o, "share",
 				       json_object_new_double((double)p->rows[r].count / (double)p->total));
@@ -192,34 +218,67 @@ static json_object *services_json(const struct profile *p)
 	return arr;
 }
 
-/* CPU evidence for the affected hosts of a. */
+/*
+ * What a's CPU evidence is about, from its own labels: a `cgroup` label
+ * scopes it to that cgroup (and those below it), else a `service` label
+ * (a deploy's) to that service's processes, else it is the hosts' whole
+ * CPU.  Its name for people into what ("cgroup /x").
+ */
+static const struct profile_scope *evidence_scope(const struct alert *a, struct profile_scope *s,
+						  char *what, size_t len)
+{
+	memset(s, 0, sizeof(*s));
+	if ((s->cgroup = alert_label(a, "cgroup")) && s->cgroup[0]) {
+		snprintf(what, len, "cgroup %s", s->cgroup);
+		return s;
+	}
+	s->cgroup = NULL;
+	if ((s->service = alert_label(a, "service")) && s->service[0]) {
+		snprintf(what, len, "service %s", s->service);
+		return s;
+	}
+	snprintf(what, len, "the whole CPU of the affected hosts");
+	return NULL;
+}
+
+/* CPU evidence for the affected hosts of a, scoped by evidence_scope. */
 static json_object *cpu_evidence(const struct alerter_config *cfg, const struct alert *a,
 				 struct conn *rc)
 {
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
 	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
-	char *single[1];
-	char **hosts = a->hosts;
-	uint32_t nhosts = a->nhosts;
-	json_object *o = json_object_new_object();
+	char *single[1], what[300], t0[40], t1[40], why[700];
+	uint32_t nhosts;
+	char **hosts = alert_hosts(a, single, &nhosts);
+	json_object *o = json_object_new_object(), *w = json_object_new_object();
+	struct profile_scope sc;
+	const struct profile_scope *scope = evidence_scope(a, &sc, what, sizeof(what));
 	struct profile p;
 	size_t windows;
 
-	if (!nhosts && alert_label(a, "host")) {
-		single[0] = (char *)alert_label(a, "host");
-		hosts = single;
-		nhosts = 1;
-	}
+	json_object_object_add(o, "scope", jsonc_string(what));
+	json_object_object_add(w, "from", jsonc_string(alert_format_time(from, t0, sizeof(t0))));
+	json_object_object_add(w, "to", jsonc_string(alert_format_time(now, t1, sizeof(t1))));
+	json_object_object_add(o, "window", w);
 	if (!nhosts) {
 		json_object_object_add(o, "missing", jsonc_string("the alert names no hosts"));
 		return o;
 	}
-	windows = load_profiles(rc, hosts, nhosts, from, now, &p);
+	windows = load_profiles(rc, hosts, nhosts, from, now, scope, &p);
 	if (!p.total) {
-		json_object_object_add(o, "missing",
-				       jsonc_string("no CPU profile windows for the affected "
-							      "hosts in the alert's window (is the "
-							      "probe's profiler on?)"));
+		struct profile all;
+
+		/* said, never replaced by the hosts' whole CPU: that is not what paged */
+		load_profiles(rc, hosts, nhosts, from, now, NULL, &all);
+		if (scope && all.total)
+			snprintf(why, sizeof(why), "no CPU samples of %s on the affected hosts from "
+				 "%s to %s (%llu samples of other processes there)", what, t0, t1,
+				 (unsigned long long)all.total);
+		else
+			snprintf(why, sizeof(why), "no CPU profile windows for the affected hosts "
+				 "from %s to %s (is the probe's profiler on?)", t0, t1);
+		json_object_object_add(o, "missing", jsonc_string(why));
+		profile_free(&all);
 		profile_free(&p);
 		return o;
 	}
@@ -233,7 +292,7 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 		size_t nd;
 		json_object *grew = json_object_new_array();
 
-		load_profiles(rc, hosts, nhosts, a->deploy_base_ms, a->deploy_at_ms, &base);
+		load_profiles(rc, hosts, nhosts, a->deploy_base_ms, a->deploy_at_ms, scope, &base);
 		nd = profile_diff(&base, &p, &d);
 		for (size_t i = 0, shown = 0; i < nd && shown < 5; i++) {
 			if (d[i].target <= d[i].base)
@@ -254,6 +313,60 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 		profile_free(&base);
 	}
 	profile_free(&p);
+	return o;
+}
+
+/*
+ * I/O evidence for a's device: which processes issue its I/O, through which
+ * path (the probe's sampled block requests, fl:{H}:io10), and where they
+ * then wait (fl:{H}:iowait10), on the affected hosts over the alert's
+ * window.  Never another device's, nor the CPU's.
+ */
+static json_object *io_evidence(const struct alerter_config *cfg, const struct alert *a,
+				struct conn *rc)
+{
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
+	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
+	const char *device = alert_label(a, "device");
+	char *single[1], root[160], what[200], t0[40], t1[40], why[600];
+	json_object *o = json_object_new_object(), *w = json_object_new_object();
+	struct profile_scope scope = { 0 };
+	struct profile io, wait;
+	uint32_t nhosts;
+	char **hosts = alert_hosts(a, single, &nhosts);
+
+	json_object_object_add(w, "from", jsonc_string(alert_format_time(from, t0, sizeof(t0))));
+	json_object_object_add(w, "to", jsonc_string(alert_format_time(now, t1, sizeof(t1))));
+	json_object_object_add(o, "window", w);
+	if (!device || !device[0] || !nhosts) {
+		json_object_object_add(o, "missing", jsonc_string(
+			!nhosts ? "the alert names no hosts" : "the alert has no device label: I/O "
+			"stacks are per device"));
+		return o;
+	}
+	snprintf(root, sizeof(root), "[%s ", device);
+	snprintf(what, sizeof(what), "device %s", device);
+	json_object_object_add(o, "scope", jsonc_string(what));
+	scope.root = root;
+	load_kind(rc, PROFILE_IO, hosts, nhosts, from, now, &scope, &io);
+	load_kind(rc, PROFILE_IO_WAIT, hosts, nhosts, from, now, &scope, &wait);
+	if (!io.total) {
+		snprintf(why, sizeof(why), "no sampled I/O to %s on the affected hosts from %s to %s "
+			 "(is the probe's profile.io_interval on?)", device, t0, t1);
+		json_object_object_add(o, "missing", jsonc_string(why));
+	} else {
+		json_object_object_add(o, "sampled_requests", json_object_new_int64((int64_t)io.total));
+		/* each stack's share of the device's sampled requests */
+		json_object_object_add(o, "writers", stacks_json(&io, cfg->top_stacks));
+		json_object_object_add(o, "top_services", services_json(&io));
+	}
+	if (wait.total) {
+		json_object_object_add(o, "waited_us", json_object_new_int64((int64_t)wait.total));
+		/* where they wait: each stack's share of the time its submitters waited */
+		json_object_object_add(o, "waits", stacks_json(&wait, cfg->top_stacks));
+	}
+	profile_free(&io);
+	profile_free(&wait);
 	return o;
 }
 
@@ -385,6 +498,8 @@ static int add_evidence(const struct alerter_config *cfg, json_object *doc, json
 			json_object_object_add(e, "drive", drive_evidence(a, rc));
 		if (a->evidence & ALERT_EV_CSUM_PEERS)
 			json_object_object_add(e, "checksum_peers", csum_evidence(a, rc));
+		if (a->evidence & ALERT_EV_IO_STACKS)
+			json_object_object_add(e, "io", io_evidence(cfg, a, rc));
 		json_object_array_add(evs, e);
 		if (strlen(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN)) >
 		    cfg->max_payload_bytes) {
@@ -521,10 +636,25 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 	    json_object_object_get_ex(fl, "evidence", &evs) && json_object_array_length(evs)) {
 		json_object *cpu, *stacks;
 
+		json_object *missing;
+
 		if (json_object_object_get_ex(json_object_array_get_idx(evs, 0), "cpu", &cpu) &&
-		    json_object_object_get_ex(cpu, "top_stacks", &stacks)) {
+		    json_object_object_get_ex(cpu, "missing", &missing)) {
 			strbuf_reset(&sb);
-			strbuf_adds(&sb, "Top CPU stacks:\n```");
+			strbuf_adds(&sb, "CPU evidence: ");
+			slack_escaped(&sb, json_object_get_string(missing));
+			add_section(blocks, strbuf_str(&sb));
+		} else if (cpu && json_object_object_get_ex(cpu, "top_stacks", &stacks)) {
+			json_object *sc;
+
+			strbuf_reset(&sb);
+			strbuf_adds(&sb, "Top CPU stacks");
+			if (json_object_object_get_ex(cpu, "scope", &sc)) {
+				strbuf_adds(&sb, " (");
+				slack_escaped(&sb, json_object_get_string(sc));
+				strbuf_adds(&sb, ")");
+			}
+			strbuf_adds(&sb, ":\n```");
 			for (size_t i = 0; i < json_object_array_length(stacks) && i < 5; i++) {
 				json_object *s = json_object_array_get_idx(stacks, i), *v, *sh;
 				char line[256];

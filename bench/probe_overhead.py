@@ -15,6 +15,8 @@ and /proc/PID/task/*/schedstat (CPU time of each process, ns).  Prints, per run 
 as the median of the runs:
 
   * BPF ns per completed I/O, faultline vs biolatency, and the ratio
+  * BPF ns per completed I/O of the I/O stacks (profile.io_interval: who
+    submits, where it waits), beside the block path's
   * process CPU per second, faultline-probe vs node_exporter, and the ratio
   * faultline's total (process + BPF) as a share of the host's CPU
   * resident memory, faultline-probe vs node_exporter
@@ -131,7 +133,9 @@ def one_run(out, seconds, tmp, loopdev, redis_sock):
             return t, c
 
         fl_block = {i for i in fl_ids if s1.get(i, (0, 0, ""))[2].startswith("block_rq")}
+        fl_io = {i for i in fl_ids if s1.get(i, (0, 0, ""))[2].startswith("profile_io")}
         fl_all_ns, _ = bpf(fl_ids)
+        io_ns, _ = bpf(fl_io)
         fl_ns, fl_cnt = bpf(fl_block)
         bio_ns, bio_cnt = bpf(bio_ids)
         probe_cpu = (c1[probe.pid] - c0[probe.pid]) / elapsed
@@ -141,6 +145,7 @@ def one_run(out, seconds, tmp, loopdev, redis_sock):
             "fl_ns_per_io": fl_ns / ios,
             "bio_ns_per_io": bio_ns / ios,
             "fl_progs_per_io": fl_cnt / ios,
+            "io_stacks_ns_per_io": io_ns / ios,
             "bio_progs_per_io": bio_cnt / ios,
             "probe_cpu": probe_cpu,
             "nodex_cpu": nodex_cpu,
@@ -207,6 +212,9 @@ def main():
               f"{med('bio_ns_per_io'):.0f} ns ({med('bio_progs_per_io'):.2f} programs/io): "
               f"ratio {statistics.median(r['fl_ns_per_io'] / r['bio_ns_per_io'] for r in results):.2f}x "
               f"(target <= 0.5x)")
+        print(f"median BPF cost per I/O of the I/O stacks (profile.io_interval: submit stacks, "
+              f"waits in io_schedule): {med('io_stacks_ns_per_io'):.0f} ns, "
+              f"{med('io_stacks_ns_per_io') / med('fl_ns_per_io'):.2f}x the block path's")
         print(f"median BPF cost per I/O, all faultline programs (block, scheduler, TCP): "
               f"{med('fl_all_ns_per_io'):.0f} ns")
         print(f"median process CPU: faultline-probe {100 * med('probe_cpu'):.2f}% of a CPU, "

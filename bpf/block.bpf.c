@@ -24,6 +24,7 @@
 
 #include "model/hist_layout.h"
 #include "block.h"
+#include "rq_dev.h"
 
 #define REQ_OP_MASK 0xff
 #define REQ_OP_READ 0
@@ -55,19 +56,6 @@ struct {
 	__type(value, __u64);
 } devs SEC(".maps");
 
-struct request___old {
-	struct gendisk *rq_disk;
-};
-
-static __always_inline struct gendisk *rq_disk(struct request *rq)
-{
-	struct request___old *old = (void *)rq;
-
-	if (bpf_core_field_exists(old->rq_disk))
-		return BPF_CORE_READ(old, rq_disk);
-	return rq->q->disk;
-}
-
 /*
  * Issue times for queues that do not stamp io_start_time_ns: an array
  * indexed by a hash of the request's identity (device, hardware queue,
@@ -91,16 +79,6 @@ struct {
 static __always_inline __u32 issue_hash(__u64 id)
 {
 	return (__u32)((id * 0x9e3779b97f4a7c15ULL) >> 40) & (BLOCK_ISSUE_SLOTS - 1) & ~1U;
-}
-
-/* dev_t of the request's whole disk (kernel encoding), 0 if unknown. */
-static __always_inline __u32 rq_dev(struct request *rq)
-{
-	struct gendisk *disk = rq_disk(rq);
-
-	if (!disk)
-		return 0;
-	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 }
 
 /* Identity of an in-flight request; the verifier keeps addresses opaque. */

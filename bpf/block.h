@@ -15,6 +15,8 @@
 #ifndef FL_BPF_BLOCK_H
 #define FL_BPF_BLOCK_H
 
+#include "model/hist_layout.h"
+
 #define BLOCK_OP_READ 0
 #define BLOCK_OP_WRITE 1
 #define BLOCK_OP_FLUSH 2

@@ -19,12 +19,18 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
+#include "block.h"
 #include "profile.h"
+#include "rq_dev.h"
 
 const volatile bool unwind_dwarf = false;	/* set before load */
+const volatile __u64 io_interval_ns = 0;	/* I/O stacks: one request per CPU per interval */
 
 __u32 gen;		/* generation written now; user space flips it */
 __u64 dropped;		/* samples lost to full maps */
+__u64 io_dropped;	/* I/O stack counts lost to full maps */
+__u64 io_late;		/* waits that spanned a flip: their stacks were drained */
+__s64 io_waiting;	/* armed waits in progress (a task dying mid-wait leaves one) */
 
 struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -39,6 +45,41 @@ struct counts_map {
 	__type(key, struct profile_key);
 	__type(value, __u64);
 };
+
+struct io_counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, IO_MAX_KEYS);
+	__type(key, struct io_key);
+	__type(value, struct io_val);
+};
+
+struct io_counts_map io_counts0 SEC(".maps");
+struct io_counts_map io_counts1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct io_task);
+} io_tasks SEC(".maps");
+
+/*
+ * This CPU's sampling gate: when it last sampled a request, and how many
+ * requests pass between clock reads (skip doubles while requests come
+ * faster than the interval, up to 64, and halves when they come slower:
+ * a busy device costs a counter per request, a slow one is read each time).
+ */
+struct io_gate {
+	__u64 last_ns;
+	__u32 tick, skip;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct io_gate);
+} io_gates SEC(".maps");
 
 struct stacks_map stacks0 SEC(".maps");
 struct stacks_map stacks1 SEC(".maps");
@@ -334,6 +375,142 @@ int BPF_PROG(profile_exit, struct task_struct *p)
 		e->exited = 1;
 		e->comm[0] = '\0';
 		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}
+
+/* counts[k] += (1, amount); a full map counts in io_dropped. */
+static __always_inline void io_add(void *counts, const struct io_key *k, __u64 amount)
+{
+	struct io_val one = { 1, amount }, *v = bpf_map_lookup_elem(counts, k);
+
+	if (!v && bpf_map_update_elem(counts, k, &one, BPF_NOEXIST) == 0)
+		return;
+	if (!v)
+		v = bpf_map_lookup_elem(counts, k);	/* raced with another CPU */
+	if (!v) {
+		__sync_fetch_and_add(&io_dropped, 1);
+		return;
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->amount, amount);
+}
+
+static __always_inline __u8 io_op(struct request *rq)
+{
+	switch (rq->cmd_flags & 0xff) {
+	case 0: return BLOCK_OP_READ;
+	case 1: return BLOCK_OP_WRITE;
+	case 2: return BLOCK_OP_FLUSH;
+	case 3: return BLOCK_OP_DISCARD;
+	default: return BLOCK_OP_OTHER;
+	}
+}
+
+/* Announce a process user space has not read the mappings of (as profile_sample). */
+static __always_inline void io_announce(__u32 tgid)
+{
+	__u8 yes = 1;
+
+	if (bpf_map_update_elem(&seen, &tgid, &yes, BPF_NOEXIST) == 0) {
+		struct profile_proc_event *e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
+
+		if (e) {
+			e->tgid = tgid;
+			e->exited = 0;
+			bpf_get_current_comm(e->comm, sizeof(e->comm));
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+}
+
+/*
+ * A block request starts, in its submitter's context (blk_account_io_start):
+ * at most one per CPU per io_interval_ns counts the submitter's stacks (so
+ * the cost is bounded in time whatever the IOPS, and a slow device's few
+ * requests are all seen), and arms its next wait in io_schedule.
+ */
+SEC("tp_btf/block_io_start")
+int BPF_PROG(profile_io_start, struct request *rq)
+{
+	__u32 zero = 0;
+	struct io_gate *gate = bpf_map_lookup_elem(&io_gates, &zero);
+	__u64 now, id;
+	struct io_key k = {};
+	struct io_task *it;
+	__u32 g = gen & 1;
+
+	if (!gate || ++gate->tick < gate->skip)
+		return 0;
+	gate->tick = 0;
+	now = bpf_ktime_get_ns();
+	if (now - gate->last_ns < io_interval_ns) {
+		if (gate->skip < 64)
+			gate->skip = gate->skip ? gate->skip * 2 : 2;
+		return 0;
+	}
+	gate->skip /= 2;
+	gate->last_ns = now;
+	id = bpf_get_current_pid_tgid();
+	k.tgid = (__u32)(id >> 32);
+	k.dev = rq_dev(rq);
+	k.op = io_op(rq);
+	k.kind = IO_SUBMIT;
+	k.user_stack = bpf_get_stackid(ctx, g ? (void *)&stacks1 : (void *)&stacks0,
+				       BPF_F_USER_STACK);
+	k.kern_stack = bpf_get_stackid(ctx, g ? (void *)&stacks1 : (void *)&stacks0, 0);
+	io_add(g ? (void *)&io_counts1 : (void *)&io_counts0, &k, rq->__data_len);
+	io_announce(k.tgid);
+	it = bpf_task_storage_get(&io_tasks, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (it) {
+		it->dev = k.dev;
+		it->op = k.op;
+		it->armed = 1;
+	}
+	return 0;
+}
+
+/*
+ * A task that submitted a sampled request switches out in io_schedule():
+ * where it waits, from now until it runs again.  While no armed wait is in
+ * progress a switch costs a bit test and a load.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(profile_io_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct io_task *it;
+
+	if (BPF_CORE_READ_BITFIELD(prev, in_iowait)) {
+		it = bpf_task_storage_get(&io_tasks, prev, 0, 0);
+		if (it && it->armed && !it->out_ns) {
+			__u32 g = gen & 1;
+
+			it->armed = 0;
+			it->gen = g;
+			it->user_stack = bpf_get_stackid(ctx, g ? (void *)&stacks1 :
+							 (void *)&stacks0, BPF_F_USER_STACK);
+			it->kern_stack = bpf_get_stackid(ctx, g ? (void *)&stacks1 :
+							 (void *)&stacks0, 0);
+			it->out_ns = bpf_ktime_get_ns();
+			__sync_fetch_and_add(&io_waiting, 1);
+		}
+	}
+	if (io_waiting <= 0)
+		return 0;
+	it = bpf_task_storage_get(&io_tasks, next, 0, 0);
+	if (it && it->out_ns) {
+		struct io_key k = { .tgid = (__u32)next->tgid, .user_stack = it->user_stack,
+				    .kern_stack = it->kern_stack, .dev = it->dev, .op = it->op,
+				    .kind = IO_WAIT };
+		__u64 waited = bpf_ktime_get_ns() - it->out_ns;
+
+		it->out_ns = 0;
+		__sync_fetch_and_add(&io_waiting, -1);
+		if (it->gen != (gen & 1))
+			__sync_fetch_and_add(&io_late, 1);	/* its stacks were drained */
+		else
+			io_add(it->gen ? (void *)&io_counts1 : (void *)&io_counts0, &k, waited);
 	}
 	return 0;
 }

@@ -23,6 +23,44 @@ struct profile_key {
 };
 
 /*
+ * I/O stacks: one block request per CPU per io_interval_ns counts its
+ * submitter's stacks (frame pointers; the kernel part is what says how it
+ * writes) per (device, op, process, user stack, kernel stack), with its
+ * bytes; and the submitter's next switch-out inside io_schedule() counts
+ * its stacks there (where it waits) with the time until it runs again.
+ * The same generations as CPU samples: user space drains both together.
+ */
+#define IO_MAX_KEYS 4096
+#define IO_SUBMIT 0
+#define IO_WAIT 1
+
+struct io_key {
+	__u32 tgid;
+	__s32 user_stack;	/* stack map id, or negative errno */
+	__s32 kern_stack;
+	__u32 dev;		/* the disk's dev_t, kernel encoding (bpf/rq_dev.h) */
+	__u8 op;		/* BLOCK_OP_* (bpf/block.h) */
+	__u8 kind;		/* IO_SUBMIT, IO_WAIT */
+	__u16 pad;
+};
+
+struct io_val {
+	__u64 count;		/* requests, or waits */
+	__u64 amount;		/* their bytes, or the ns waited */
+};
+
+/* Per task: the device of its last sampled request, and a wait in progress. */
+struct io_task {
+	__u64 out_ns;		/* switched out in io_schedule at, 0: not waiting */
+	__u32 dev;
+	__u8 op, armed;		/* armed: the next io wait is counted */
+	__u16 pad;
+	__s32 user_stack, kern_stack;	/* where it waits */
+	__u32 gen;		/* the generation its stacks are in */
+	__u32 pad2;
+};
+
+/*
  * DWARF unwinding (probes/unwind.h): rows of call frame information, one
  * array for every file; per process its executable mappings.
  */

@@ -40,15 +40,15 @@ static uint64_t parse_when(const char *s)
 	return *end ? 0 : d;
 }
 
-static int load_range(struct conn *rc, const char *host, int hourly, uint64_t from, uint64_t to,
-		      const char *service, struct profile *out)
+static int load_range(struct conn *rc, const char *host, int kind, uint64_t from, uint64_t to,
+		      const struct profile_scope *scope, struct profile *out)
 {
 	char err[256];
 	size_t bad = 0;
 	int n;
 
 	profile_init(out, host);
-	n = profile_read_merge(rc, host, hourly, from, to, service, out, &bad,
+	n = profile_read_merge(rc, host, kind, from, to, scope, out, &bad,
 			       err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "faultline profile: %s\n", err);
@@ -59,7 +59,7 @@ static int load_range(struct conn *rc, const char *host, int hourly, uint64_t fr
 	{
 		char key[300];
 
-		key_profile(key, sizeof(key), host, hourly);
+		key_profile(key, sizeof(key), host, kind);
 		fprintf(stderr, "faultline profile: %s: %d windows, %llu samples\n", key, n,
 			(unsigned long long)out->total);
 	}
@@ -177,7 +177,8 @@ static void profile_usage(void)
 {
 	printf("Usage: faultline profile [--host H] [--redis URL]\n"
 	       "         [--since WHEN] [--until WHEN] | [--around WHEN [--window 10m]]\n"
-	       "         [--service S] [--hourly] [-o FILE] [--top N [--cum]]\n"
+	       "         [--service S] [--cgroup PATH] [--hourly | --io | --io-wait]\n"
+	       "         [-o FILE] [--top N [--cum]]\n"
 	       "         [--diff SINCE..UNTIL]\n"
 	       "       faultline profile burst [--host H] [--rate 199] [--for 10s]\n\n"
 	       "Merge a host's 10 s profile windows (or hourly profiles) from Redis and\n"
@@ -190,16 +191,23 @@ static void profile_usage(void)
 	       "CPU share grew or shrank most, and an .svg output is a differential flame\n"
 	       "graph (red grew, blue shrank).  WHEN: now, a duration ago (15m), epoch\n"
 	       "milliseconds, or 2026-11-30T14:00:00Z.  Default range: the last 10 min.\n"
+	       "--service keeps one service's samples (a systemd unit, \"api\" or\n"
+	       "\"api.service\", or a process name), --cgroup one cgroup's and those below\n"
+	       "it (/faultline-demo: the path in the cpu hierarchy, or in cgroup v2's).\n"
+	       "--io reads the I/O stacks instead (profile.io_interval): who submits block\n"
+	       "requests and through which path, each stack rooted at [DEVICE OP], counted\n"
+	       "in sampled requests; --io-wait where those submitters wait, in microseconds.\n"
 	       "burst: sample the host at a high rate for a while (alert evidence).\n");
 }
 
 /* What `faultline profile` is asked. */
 struct profile_args {
-	const char *url, *service, *outpath, *diff;
+	const char *url, *outpath, *diff;
+	struct profile_scope scope;	/* --service, --cgroup */
 	char host[256];
 	uint64_t from, to, around, window;	/* epoch ms; window ns */
 	long top;
-	int hourly, cum;
+	int kind, cum;			/* enum profile_kind */
 };
 
 /* argv into a, with the defaults the usage says: -1 to go on, or the exit status. */
@@ -213,11 +221,14 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 		{ "around", required_argument, NULL, 'a' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "service", required_argument, NULL, 'S' },
+		{ "cgroup", required_argument, NULL, 'g' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 't' },
 		{ "cum", no_argument, NULL, 'c' },
 		{ "diff", required_argument, NULL, 'd' },
 		{ "hourly", no_argument, NULL, 'y' },
+		{ "io", no_argument, NULL, 'I' },
+		{ "io-wait", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -226,7 +237,7 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 
 	*a = (struct profile_args){ .url = "unix:///run/faultline/redis.sock",
 				    .window = 10 * 60 * NSEC_PER_SEC };
-	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:o:t:d:ych", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:H:s:u:a:w:S:g:o:t:d:ych", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': a->url = optarg; break;
 		case 'H': snprintf(a->host, sizeof(a->host), "%s", optarg); break;
@@ -239,7 +250,8 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 				return 2;
 			}
 			break;
-		case 'S': a->service = optarg; break;
+		case 'S': a->scope.service = optarg; break;
+		case 'g': a->scope.cgroup = optarg; break;
 		case 'o': a->outpath = optarg; break;
 		case 't':
 			a->top = strtol(optarg, &end, 10);
@@ -251,7 +263,9 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 			break;
 		case 'c': a->cum = 1; break;
 		case 'd': a->diff = optarg; break;
-		case 'y': a->hourly = 1; break;
+		case 'y': a->kind = PROFILE_CPU_HOURLY; break;
+		case 'I': a->kind = PROFILE_IO; break;
+		case 'W': a->kind = PROFILE_IO_WAIT; break;
 		case 'h': profile_usage(); return 0;
 		default: return 2;
 		}
@@ -286,7 +300,7 @@ static int load_base(struct conn *rc, const struct profile_args *a, struct profi
 		return 2;
 	}
 	*dots = '\0';
-	if (load_range(rc, a->host, a->hourly, parse_when(copy), parse_when(dots + 2), a->service,
+	if (load_range(rc, a->host, a->kind, parse_when(copy), parse_when(dots + 2), &a->scope,
 		       base))
 		return 1;
 	return 0;
@@ -312,8 +326,12 @@ static int write_output(const struct profile_args *a, const struct profile *p,
 	char title[400];
 	int ret;
 
-	snprintf(title, sizeof(title), "%s CPU%s%s%s", a->host, a->service ? " (" : "",
-		 a->service ? a->service : "", a->service ? ")" : "");
+	snprintf(title, sizeof(title), "%s CPU%s%s%s%s%s", a->host,
+		 a->scope.service ? " (service " : "", a->scope.service ? a->scope.service : "",
+		 a->scope.service ? ")" : "", a->scope.cgroup ? " (cgroup " : "",
+		 a->scope.cgroup ? a->scope.cgroup : "");
+	if (a->scope.cgroup)
+		strncat(title, ")", sizeof(title) - strlen(title) - 1);
 	ret = profile_export(p, base, a->outpath, title);
 	if (ret)
 		fprintf(stderr, "faultline profile: cannot write %s: %s\n", a->outpath,
@@ -340,7 +358,7 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "faultline profile: %s\n", err);
 		return 1;
 	}
-	if (load_range(rc, a.host, a.hourly, a.from, a.to, a.service, &p)) {
+	if (load_range(rc, a.host, a.kind, a.from, a.to, &a.scope, &p)) {
 		conn_close(rc);
 		return 1;
 	}

@@ -162,8 +162,7 @@ fail:
 	return ret;
 }
 
-/* Kernel dev_t (major << 20 | minor) to its disk name via sysfs. */
-static void resolve_name(__u64 dev, char *out, size_t len)
+void block_dev_name(uint64_t dev, char *out, size_t len)
 {
 	unsigned maj = (unsigned)(dev >> 20), min = (unsigned)(dev & 0xfffff);
 	char path[96], line[256];
@@ -247,7 +246,7 @@ static int block_collect(void *priv, struct snapshot *s)
 		if (!dev)
 			continue;
 		if (bp->named_dev[d] != dev) {
-			resolve_name(dev, bp->names[d], sizeof(bp->names[d]));
+			block_dev_name(dev, bp->names[d], sizeof(bp->names[d]));
 			device_model(bp->names[d], bp->models[d], sizeof(bp->models[d]));
 			bp->named_dev[d] = dev;
 		}

@@ -43,6 +43,7 @@ struct probe_config {
 	uint64_t profile_window_ns;
 	uint64_t profile_hourly_top;
 	uint64_t profile_unwind_rows;
+	uint64_t profile_io_interval_ns;
 	int profile_enabled;
 	uint64_t drive_interval_ns;
 	uint64_t drive_timeout_ns;
@@ -89,6 +90,13 @@ struct collector {
 };
 
 extern const struct collector block_collector;
+
+/*
+ * A disk's name ("sda", "loop0") from its dev_t in the kernel's encoding
+ * (major << 20 | minor, as the BPF programs see it), through sysfs;
+ * "MAJOR:MINOR" when sysfs does not know it.
+ */
+void block_dev_name(uint64_t dev, char *out, size_t len);
 extern const struct collector tcp_collector;
 extern const struct collector cpu_collector;
 extern const struct collector throttle_collector;

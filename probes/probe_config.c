@@ -236,6 +236,10 @@ const struct cfg_field probe_config_schema[] = {
 		     "One profile window per period goes to fl:{H}:p10"),
 	CFG_UINT("profile.hourly_top", PC, profile_hourly_top, 10, 100000,
 		 "Stacks kept in each hourly profile"),
+	CFG_DURATION("profile.io_interval", PC, profile_io_interval_ns, 0, 3600 * NSEC_PER_SEC,
+		     "I/O stacks: the stacks of at most one block request per CPU per interval "
+		     "and where its submitter then waits, to fl:{H}:io10 and fl:{H}:iowait10 "
+		     "(0: off)"),
 	CFG_CUSTOM_AT("profile.unwind_rows", parse_unwind_rows, "integer", CFG_F_UINT, PC,
 		      profile_unwind_rows, "Rows of call frame information held in the kernel "
 		      "for DWARF unwinding (16 bytes each): 0 (user stacks by frame pointers "

@@ -49,7 +49,7 @@ struct blob {
 	char *data;
 	size_t len;
 	uint64_t ts_ms;
-	int hourly;
+	int kind;			/* enum profile_kind */
 };
 
 struct profiler {
@@ -77,6 +77,10 @@ struct profiler {
 	uint64_t generation;
 	struct profile window;		/* being filled by the current flush */
 	struct profile hour;
+	uint64_t io_interval_ns;	/* profile.io_interval; 0: no I/O stacks */
+	struct bpf_link *io_start_link, *io_switch_link;
+	struct profile io_window, iowait_window;	/* I/O stacks of the window */
+	uint64_t io_dropped_said;	/* io_dropped when last logged */
 	uint64_t hour_start_ms;
 	struct blob pending[PENDING_MAX];
 	int npending;
@@ -246,6 +250,156 @@ static int user_stack(struct profiler *pr, int g, const struct profile_key *k, u
 	return depth;
 }
 
+/* The frames of one stack, root first, for profile_add_in. */
+struct frame_buf {
+	char names[2 * PROFILE_STACK_DEPTH + 1][160];
+	const char *frames[2 * PROFILE_STACK_DEPTH + 1];
+	struct sym_where sw[2 * PROFILE_STACK_DEPTH + 1];
+	struct profile_where where[2 * PROFILE_STACK_DEPTH + 1];
+	int n, unresolved;
+};
+
+/* The one frame buffer: only the profiler's thread drains, one stack at a time. */
+static struct frame_buf scratch;
+
+/* Append frame name (where it lives: w, may be NULL) to fb. */
+static void frame_add(struct frame_buf *fb, const char *name, const struct profile_where *w)
+{
+	snprintf(fb->names[fb->n], sizeof(fb->names[0]), "%s", name);
+	fb->frames[fb->n] = fb->names[fb->n];
+	fb->where[fb->n] = w ? *w : (struct profile_where){ 0 };
+	fb->n++;
+}
+
+/*
+ * Process tgid's user stack uips[0..udepth) (leaf first) then kernel stack
+ * kern_stack of generation g, appended to fb root first ("[no stack]" when
+ * both are empty).
+ */
+static void stack_frames(struct profiler *pr, int g, uint32_t tgid, const uint64_t *uips,
+			 int udepth, int kern_stack, struct frame_buf *fb)
+{
+	int stacks = bpf_map__fd(g ? pr->skel->maps.stacks1 : pr->skel->maps.stacks0);
+	int start = fb->n;
+	static uint64_t kips[PROFILE_STACK_DEPTH];
+
+	for (int i = udepth - 1; i >= 0; i--, fb->n++) {
+		int named = sym_user_where(pr->sym, tgid, uips[i], fb->names[fb->n],
+					   sizeof(fb->names[0]), &fb->sw[fb->n]);
+
+		fb->unresolved += !named;
+		fb->frames[fb->n] = fb->names[fb->n];
+		fb->where[fb->n] = (struct profile_where){
+			fb->sw[fb->n].known ? fb->sw[fb->n].file : NULL, fb->sw[fb->n].build_id,
+			fb->sw[fb->n].offset, named };
+	}
+	if (kern_stack >= 0 && bpf_map_lookup_elem(stacks, &kern_stack, kips) == 0) {
+		int depth = 0, skip = 0;
+		char leaf[160];
+
+		while (depth < PROFILE_STACK_DEPTH && kips[depth])
+			depth++;
+		/* a tracepoint's stack ends in the tracing that ran the program: not its story */
+		while (skip < depth && sym_kernel(pr->sym, kips[skip], leaf, sizeof(leaf)) &&
+		       (!strncmp(leaf, "bpf_prog_", 9) || !strncmp(leaf, "bpf_trace_run", 13) ||
+			!strncmp(leaf, "__traceiter_", 12) || !strncmp(leaf, "__bpf_trace_", 12)))
+			skip++;
+		for (int i = depth - 1; i >= skip; i--, fb->n++) {
+			int named = sym_kernel(pr->sym, kips[i], fb->names[fb->n],
+					       sizeof(fb->names[0]));
+
+			fb->unresolved += !named;
+			fb->frames[fb->n] = fb->names[fb->n];
+			fb->where[fb->n] = (struct profile_where){
+				"[kernel.kallsyms]", sym_kernel_build_id(pr->sym), kips[i], named };
+		}
+	}
+	if (fb->n == start) {
+		frame_add(fb, "[no stack]", NULL);
+		fb->unresolved++;
+	}
+}
+
+static const char *const io_ops[] = { "read", "write", "flush", "discard", "other" };
+
+/*
+ * Drain generation g's I/O stacks into pr->io_window (sampled requests)
+ * and pr->iowait_window (microseconds waited), each stack rooted at
+ * "[DEVICE OP]".  The stack ids they used go into *ids (for drain to free
+ * with its own: CPU samples and I/O may share one).  Returns how many.
+ */
+static size_t drain_io(struct profiler *pr, int g, int **ids)
+{
+	int counts = bpf_map__fd(g ? pr->skel->maps.io_counts1 : pr->skel->maps.io_counts0);
+	int stacks = bpf_map__fd(g ? pr->skel->maps.stacks1 : pr->skel->maps.stacks0);
+	struct io_key key, next, *prev = NULL, *keys = NULL;
+	static uint64_t ips[PROFILE_STACK_DEPTH];
+	struct frame_buf *fb = &scratch;
+	size_t nkeys = 0, cap = 0, nids = 0, cap_ids = 0;
+	/* the devices' names, read from sysfs once a drain (a few devices, many keys) */
+	struct { uint32_t dev; char name[64]; } names[16];
+	int nnames = 0;
+	char root[96];
+
+	*ids = NULL;
+	while (bpf_map_get_next_key(counts, prev, &next) == 0) {
+		struct io_val v;
+		uint64_t count;
+		int depth = 0, d = 0;
+
+		if (ARRAY_GROW(keys, cap, nkeys + 1, 256) ||
+		    ARRAY_GROW(*ids, cap_ids, nids + 2, 512))
+			break;
+		keys[nkeys++] = next;
+		key = next;
+		prev = &key;
+		if (next.user_stack >= 0)
+			(*ids)[nids++] = next.user_stack;
+		if (next.kern_stack >= 0)
+			(*ids)[nids++] = next.kern_stack;
+		if (bpf_map_lookup_elem(counts, &next, &v) || !v.count)
+			continue;
+		sym_process(pr->sym, next.tgid, NULL);
+		if (!wanted(pr, next.tgid))
+			continue;
+		/* waits count in microseconds (a wait under 1 us counts as one) */
+		count = next.kind == IO_WAIT ? (v.amount / 1000 ?: 1) : v.count;
+		if (next.user_stack >= 0 && bpf_map_lookup_elem(stacks, &next.user_stack, ips) == 0)
+			while (depth < PROFILE_STACK_DEPTH && ips[depth])
+				depth++;
+		while (d < nnames && names[d].dev != next.dev)
+			d++;
+		if (d == nnames) {
+			d = nnames < 16 ? nnames++ : 15;
+			names[d].dev = next.dev;
+			block_dev_name(next.dev, names[d].name, sizeof(names[d].name));
+		}
+		snprintf(root, sizeof(root), "[%s %s]", names[d].name,
+			 io_ops[next.op < 5 ? next.op : 4]);
+		fb->n = fb->unresolved = 0;
+		frame_add(fb, root, NULL);
+		stack_frames(pr, g, next.tgid, ips, depth, next.kern_stack, fb);
+		{
+			struct profile_origin o = { sym_service(pr->sym, next.tgid),
+						    sym_comm(pr->sym, next.tgid),
+						    sym_cgroup(pr->sym, next.tgid), next.tgid };
+
+			profile_add_in(next.kind == IO_WAIT ? &pr->iowait_window : &pr->io_window,
+				       &o, fb->frames, fb->where, (uint32_t)fb->n, count);
+		}
+	}
+	for (size_t i = 0; i < nkeys; i++)
+		bpf_map_delete_elem(counts, &keys[i]);
+	free(keys);
+	if (pr->skel->bss->io_dropped > pr->io_dropped_said) {
+		log_warn("profile: %llu I/O stack count(s) lost so far: %d distinct stacks a "
+			 "window fill its map; raise profile.io_interval to sample fewer",
+			 (unsigned long long)pr->skel->bss->io_dropped, IO_MAX_KEYS);
+		pr->io_dropped_said = pr->skel->bss->io_dropped;
+	}
+	return nids;
+}
+
 /* Drain generation `g` of the kernel maps into pr->window. */
 static void drain(struct profiler *pr, int g)
 {
@@ -253,17 +407,16 @@ static void drain(struct profiler *pr, int g)
 	int stacks = bpf_map__fd(g ? pr->skel->maps.stacks1 : pr->skel->maps.stacks0);
 	struct profile_key key, next, *prev = NULL;
 	static uint64_t ips[PROFILE_STACK_DEPTH];
-	char names[2 * PROFILE_STACK_DEPTH][160];
-	const char *frames[2 * PROFILE_STACK_DEPTH];
-	static struct sym_where sw[2 * PROFILE_STACK_DEPTH];
-	static struct profile_where where[2 * PROFILE_STACK_DEPTH];
+	struct frame_buf *fb = &scratch;
 	struct profile_key *keys = NULL;
-	size_t nkeys = 0, cap = 0;
+	size_t nkeys = 0, cap = 0, nio_ids = 0;
 	uint64_t samples = 0, unresolved = 0, nframes = 0, truncated = 0, ustacks = 0;
+	int *io_ids = NULL;
 
+	if (pr->io_interval_ns)
+		nio_ids = drain_io(pr, g, &io_ids);
 	while (bpf_map_get_next_key(counts, prev, &next) == 0) {
 		__u64 count = 0;
-		int n = 0, un = 0;
 
 		if (ARRAY_GROW(keys, cap, nkeys + 1, 1024))
 			break;
@@ -283,45 +436,23 @@ static void drain(struct profiler *pr, int g)
 			ustacks += count;
 			if (!sym_stack_complete(pr->sym, next.tgid, ips, depth))
 				truncated += count;
-			for (int i = depth - 1; i >= 0; i--, n++) {
-				int named = sym_user_where(pr->sym, next.tgid, ips[i], names[n],
-							   sizeof(names[n]), &sw[n]);
-
-				un += !named;
-				frames[n] = names[n];
-				where[n] = (struct profile_where){
-					sw[n].known ? sw[n].file : NULL, sw[n].build_id,
-					sw[n].offset, named };
-			}
 		}
-		if (next.kern_stack >= 0 &&
-		    bpf_map_lookup_elem(stacks, &next.kern_stack, ips) == 0) {
-			int depth = 0;
+		fb->n = fb->unresolved = 0;
+		stack_frames(pr, g, next.tgid, ips, depth, next.kern_stack, fb);
+		unresolved += (uint64_t)fb->unresolved * count;
+		nframes += (uint64_t)fb->n * count;
+		{
+			struct profile_origin o = { sym_service(pr->sym, next.tgid),
+						    sym_comm(pr->sym, next.tgid),
+						    sym_cgroup(pr->sym, next.tgid), next.tgid };
 
-			while (depth < PROFILE_STACK_DEPTH && ips[depth])
-				depth++;
-			for (int i = depth - 1; i >= 0; i--, n++) {
-				int named = sym_kernel(pr->sym, ips[i], names[n], sizeof(names[n]));
-
-				un += !named;
-				frames[n] = names[n];
-				where[n] = (struct profile_where){
-					"[kernel.kallsyms]", sym_kernel_build_id(pr->sym), ips[i], named };
-			}
+			profile_add_in(&pr->window, &o, fb->frames, fb->where, (uint32_t)fb->n, count);
 		}
-		if (n == 0) {
-			snprintf(names[0], sizeof(names[0]), "[no stack]");
-			where[0] = (struct profile_where){ 0 };
-			frames[n++] = names[0];
-			un++;
-		}
-		unresolved += (uint64_t)un * count;
-		nframes += (uint64_t)n * count;
-		profile_add_at(&pr->window, sym_service(pr->sym, next.tgid),
-			       sym_comm(pr->sym, next.tgid), next.tgid, frames, where, (uint32_t)n,
-			       count);
 	}
 	/* empty the generation for its next turn */
+	for (size_t i = 0; i < nio_ids; i++)
+		bpf_map_delete_elem(stacks, &io_ids[i]);
+	free(io_ids);
 	for (size_t i = 0; i < nkeys; i++) {
 		if (keys[i].unwound)
 			bpf_map_delete_elem(bpf_map__fd(g ? pr->skel->maps.dwarf_stacks1 :
@@ -359,9 +490,9 @@ static void drain(struct profiler *pr, int g)
 	pthread_mutex_unlock(&pr->lock);
 }
 
-static void queue_blob(struct profiler *pr, const struct profile *p, int hourly)
+static void queue_blob(struct profiler *pr, const struct profile *p, int kind)
 {
-	struct blob b = { .ts_ms = p->ts_ms, .hourly = hourly };
+	struct blob b = { .ts_ms = p->ts_ms, .kind = kind };
 
 	if (profile_encode(p, &b.data, &b.len))
 		return;
@@ -387,18 +518,30 @@ static void flush(struct profiler *pr, uint64_t duration_ns)
 	sym_set_generation(pr->sym, ++pr->generation);
 	profile_free(&pr->window);
 	profile_init(&pr->window, pr->host);
+	for (int k = 0; pr->io_interval_ns && k < 2; k++) {
+		profile_free(k ? &pr->iowait_window : &pr->io_window);
+		profile_init(k ? &pr->iowait_window : &pr->io_window, pr->host);
+	}
 	drain(pr, g);
 	pr->window.ts_ms = now_ms;
 	pr->window.duration_ms = duration_ns / NSEC_PER_MSEC;
 	pr->window.rate_hz = pr->hz;
 	if (pr->window.total)
-		queue_blob(pr, &pr->window, 0);
+		queue_blob(pr, &pr->window, PROFILE_CPU);
+	for (int k = 0; pr->io_interval_ns && k < 2; k++) {
+		struct profile *io = k ? &pr->iowait_window : &pr->io_window;
+
+		io->ts_ms = now_ms;
+		io->duration_ms = duration_ns / NSEC_PER_MSEC;
+		if (io->total)
+			queue_blob(pr, io, k ? PROFILE_IO_WAIT : PROFILE_IO);
+	}
 	if (!pr->hour_start_ms)
 		pr->hour_start_ms = now_ms / 3600000 * 3600000;
 	if (now_ms >= pr->hour_start_ms + 3600000) {
 		pr->hour.ts_ms = pr->hour_start_ms + 3600000;
 		if (pr->hour.total && profile_truncate(&pr->hour, pr->hourly_top) == 0)
-			queue_blob(pr, &pr->hour, 1);
+			queue_blob(pr, &pr->hour, PROFILE_CPU_HOURLY);
 		profile_free(&pr->hour);
 		profile_init(&pr->hour, pr->host);
 		pr->hour_start_ms = now_ms / 3600000 * 3600000;
@@ -499,9 +642,19 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 	profile_init(&pr->window, pr->host);
 	profile_init(&pr->hour, pr->host);
 	pthread_mutex_init(&pr->lock, NULL);
+	/* block_io_start came in Linux 6.5: without it, no I/O stacks (rather than no profiler) */
+	if (pr->io_interval_ns &&
+	    libbpf_find_vmlinux_btf_id("block_io_start", BPF_TRACE_RAW_TP) < 0) {
+		log_warn("profile: this kernel has no block_io_start tracepoint (Linux 6.5 added "
+			 "it): no I/O stacks; profile.io_interval: 0 says so quietly");
+		pr->io_interval_ns = 0;
+	}
 	pr->skel = profile_bpf__open();
 	if (pr->skel) {
 		pr->skel->rodata->unwind_dwarf = pr->unwind_rows > 0;
+		pr->skel->rodata->io_interval_ns = pr->io_interval_ns;
+		bpf_program__set_autoload(pr->skel->progs.profile_io_start, pr->io_interval_ns > 0);
+		bpf_program__set_autoload(pr->skel->progs.profile_io_switch, pr->io_interval_ns > 0);
 		bpf_map__set_max_entries(pr->skel->maps.unwind_rows,
 					 pr->unwind_rows ? pr->unwind_rows : 1);
 	}
@@ -531,6 +684,21 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 		log_warn("profile: cannot attach to sched_process_exit (%s); exited processes are "
 			 "forgotten after 10 minutes, and a pid used again may keep the old "
 			 "program's names", strerror(errno));
+	if (pr->io_interval_ns) {
+		pr->io_start_link = bpf_program__attach(pr->skel->progs.profile_io_start);
+		pr->io_switch_link = pr->io_start_link ?
+			bpf_program__attach(pr->skel->progs.profile_io_switch) : NULL;
+		if (!pr->io_switch_link) {
+			log_warn("profile: cannot attach to block_io_start and sched_switch (%s); no "
+				 "I/O stacks (profile.io_interval)", strerror(errno));
+			bpf_link__destroy(pr->io_start_link);
+			pr->io_start_link = NULL;
+			pr->io_interval_ns = 0;
+		} else {
+			profile_init(&pr->io_window, pr->host);
+			profile_init(&pr->iowait_window, pr->host);
+		}
+	}
 	pr->rb = ring_buffer__new(bpf_map__fd(pr->skel->maps.procs), on_proc, pr, NULL);
 	if (!pr->rb) {
 		snprintf(err, errlen, "profile: cannot open the ring buffer: %s", strerror(errno));
@@ -561,6 +729,12 @@ static void profiler_stop(struct profiler *pr)
 	ring_buffer__free(pr->rb);
 	bpf_link__destroy(pr->exec_link);
 	bpf_link__destroy(pr->exit_link);
+	bpf_link__destroy(pr->io_start_link);
+	bpf_link__destroy(pr->io_switch_link);
+	if (pr->io_interval_ns) {
+		profile_free(&pr->io_window);
+		profile_free(&pr->iowait_window);
+	}
 	unwinder_free(pr->unw);
 	profile_bpf__destroy(pr->skel);
 	sym_free(pr->sym);
@@ -584,6 +758,7 @@ static int profile_open(void **priv, const struct probe_config *cfg, char *err, 
 	pr->window_ns = cfg->profile_window_ns;
 	pr->hourly_top = (uint32_t)cfg->profile_hourly_top;
 	pr->unwind_rows = (uint32_t)cfg->profile_unwind_rows;
+	pr->io_interval_ns = cfg->profile_io_interval_ns;
 	ret = profiler_start(pr, (uint32_t)cfg->profile_rate_hz, err, errlen);
 	if (ret) {
 		profiler_stop(pr);
@@ -629,7 +804,7 @@ static int profile_publish(void *priv, struct store *st, const char *host)
 	for (int i = 0; i < pr->npending; i++) {
 		struct blob *b = &pr->pending[i];
 
-		profile_store_put(st, host, b->hourly, b->ts_ms, b->data, b->len);
+		profile_store_put(st, host, b->kind, b->ts_ms, b->data, b->len);
 		free(b->data);
 	}
 	pr->npending = 0;

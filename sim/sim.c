@@ -64,6 +64,7 @@ struct cond {
 	double base;			/* > 0: the host's CPU level instead of its own */
 	double regress[MAX_REGRESS];	/* CPU growth, per deploy regressing it */
 	const char *regress_fn[MAX_REGRESS];	/* where each goes (leaf or path) */
+	const char *regress_svc[MAX_REGRESS];	/* whose process spends it: the deploy's */
 	int nregress;
 	double wear;			/* > 0: wear used % reported */
 	double pending;			/* > 0: failing, with these pending sectors */
@@ -87,6 +88,7 @@ struct host {
 	double cpu_acc;			/* CPU-seconds since the last profile */
 	double regress_acc[MAX_REGRESS];	/* of them, each regression's */
 	const char *regress_fn[MAX_REGRESS];
+	const char *regress_svc[MAX_REGRESS];
 	int nregress;
 };
 
@@ -299,6 +301,7 @@ static void apply_events(struct sim *sm, uint64_t t)
 				if (ev->value > 0 && c->nregress < MAX_REGRESS &&
 				    !rolled_back(sm, e, sm->sel[e][k], t)) {
 					c->regress[c->nregress] = ev->value;
+					c->regress_svc[c->nregress] = ev->service;
 					c->regress_fn[c->nregress++] = ev->function;
 				}
 				break;
@@ -482,11 +485,13 @@ static int host_snapshot(struct sim *sm, struct host *h, uint64_t ts_ms, uint64_
 			int slot;
 
 			for (slot = 0; slot < h->nregress &&
-			     strcmp(h->regress_fn[slot], h->c.regress_fn[r]); slot++)
+			     (strcmp(h->regress_fn[slot], h->c.regress_fn[r]) ||
+			      strcmp(h->regress_svc[slot], h->c.regress_svc[r])); slot++)
 				;
 			if (slot == h->nregress) {
 				if (h->nregress == MAX_REGRESS)
 					continue;
+				h->regress_svc[h->nregress] = h->c.regress_svc[r];
 				h->regress_fn[h->nregress++] = h->c.regress_fn[r];
 			}
 			h->regress_acc[slot] += all * NCPUS * h->c.regress[r] / growth;
@@ -557,6 +562,9 @@ static uint32_t split_path(const char *path, char *buf, size_t len, const char *
  * CPU use; each regression's time goes to its function: the built-in leaf
  * it names, or its own new stack (a function with its callers).
  */
+/* The share of a host's baseline CPU its neighbour process (logshipper) uses. */
+#define SIM_NEIGHBOUR_SHARE 0.1
+
 static void host_profile(struct sim *sm, struct host *h, uint64_t ts_ms)
 {
 	double base = h->cpu_acc * PROFILE_HZ, extra = 0;
@@ -579,11 +587,23 @@ static void host_profile(struct sim *sm, struct host *h, uint64_t ts_ms)
 
 		while (depth < SIM_MAX_FRAMES && st->frames[depth])
 			depth++;
-		for (int r = 0; r < h->nregress; r++)
-			if (!strcmp(st->frames[depth - 1], h->regress_fn[r]))
-				n += h->regress_acc[r] * PROFILE_HZ;
+		n *= 1 - SIM_NEIGHBOUR_SHARE;
 		if (n >= 1)
 			profile_add(&p, "api", "api-server", 4242, st->frames, depth, (uint64_t)n);
+		/* a regressed leaf: the deployed service's process spends the growth there */
+		for (int r = 0; r < h->nregress; r++)
+			if (!strcmp(st->frames[depth - 1], h->regress_fn[r]) &&
+			    h->regress_acc[r] * PROFILE_HZ >= 1)
+				profile_add(&p, h->regress_svc[r], h->regress_svc[r], 5000 + (uint32_t)r,
+					    st->frames, depth,
+					    (uint64_t)(h->regress_acc[r] * PROFILE_HZ));
+	}
+	/* a neighbour on every host: evidence about api must leave it out */
+	if (base * SIM_NEIGHBOUR_SHARE >= 1) {
+		static const char *const ship[] = { "main", "ship_logs", "compress_block" };
+
+		profile_add(&p, "logshipper.service", "logshipper", 777, ship, 3,
+			    (uint64_t)(base * SIM_NEIGHBOUR_SHARE));
 	}
 	for (int r = 0; r < h->nregress; r++) {
 		const char *frames[SIM_MAX_FRAMES];
@@ -594,7 +614,8 @@ static void host_profile(struct sim *sm, struct host *h, uint64_t ts_ms)
 		if (!strchr(h->regress_fn[r], ';') || n < 1)
 			continue;	/* a leaf's time went to its stack above */
 		depth = split_path(h->regress_fn[r], buf, sizeof(buf), frames);
-		profile_add(&p, "api", "api-server", 4242, frames, depth, (uint64_t)n);
+		profile_add(&p, h->regress_svc[r], h->regress_svc[r], 5000 + (uint32_t)r, frames,
+			    depth, (uint64_t)n);
 	}
 	if (profile_encode(&p, &blob, &len) == 0) {
 		profile_store_put(sm->st, h->name, 0, ts_ms, blob, len);

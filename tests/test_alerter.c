@@ -81,8 +81,41 @@ static void setup(void)
 	write_config(NULL);
 }
 
+/* What a scoped-evidence test made (killed and removed by teardown, even on failure). */
+static pid_t spinners[2], probe_pid;
+static char cg_root[128], loop_dev[64], io_dir[64];
+
+static void remove_spinners(void)
+{
+	if (probe_pid > 0) {
+		kill(probe_pid, SIGTERM);
+		waitpid(probe_pid, NULL, 0);
+	}
+	probe_pid = 0;
+	for (int i = 0; i < 2; i++) {
+		if (spinners[i] > 0) {
+			kill(spinners[i], SIGKILL);
+			waitpid(spinners[i], NULL, 0);
+		}
+		spinners[i] = 0;
+	}
+	if (cg_root[0]) {
+		/* killed tasks leave their cgroup asynchronously: retry briefly */
+		for (int i = 0; i < 50 && test_sh("rmdir %s/*/ %s 2>/dev/null", cg_root, cg_root); i++)
+			usleep(20000);
+		cg_root[0] = '\0';
+	}
+	if (loop_dev[0])
+		test_sh("losetup -d %s", loop_dev);
+	loop_dev[0] = '\0';
+	if (io_dir[0])
+		test_sh("rm -rf %s", io_dir);
+	io_dir[0] = '\0';
+}
+
 static void teardown(void)
 {
+	remove_spinners();
 	stop_alerter(SIGTERM);
 	rx_stop();
 	test_redis_destroy(&redis);
@@ -241,9 +274,224 @@ Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini 
 		cr_skip_test("needs root and BPF for the evidence part");
 }
 
-/* One synthetic 10 s profile window of host at ts_ms: main;f counted n times each. */
-static void put_window(struct conn *c, const char *host, uint64_t ts_ms, const char *const *fn,
-		       const uint64_t *n, int nfn)
+/*
+ * A spinning program whose hot function is `fn`, started inside cgroup
+ * directory cgdir (it joins before exec, so the profiler sees it there
+ * from its first sample).  Its pid, or -1.
+ */
+static pid_t spin_in_cgroup(const char *dir, const char *fn, const char *cgdir)
+{
+	char path[256], bin[256], procs[300], me[16];
+	pid_t pid;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s.c", dir, fn);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "#include <stdlib.h>\n#include <time.h>\nstatic volatile unsigned long s;\n"
+		"__attribute__((noinline)) void %s(void){for(int i=0;i<100000;i++)s+=i;}\n"
+		"int main(int c,char**v){time_t e=time(0)+atoi(v[1]);while(time(0)<e)%s();}\n",
+		fn, fn);
+	fclose(f);
+	snprintf(bin, sizeof(bin), "%s/%s", dir, fn);
+	if (test_sh("gcc -O1 -fno-omit-frame-pointer -o %s %s", bin, path))
+		return -1;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgdir);
+	pid = fork();
+	if (pid == 0) {
+		snprintf(me, sizeof(me), "%d\n", (int)getpid());
+		fd = open(procs, O_WRONLY);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(126);
+		close(fd);
+		execl(bin, fn, "20", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The alerter's request whose body holds `needle`, or NULL. */
+static struct request *request_with(const char *needle)
+{
+	for (int i = 0; i < rx.n; i++)
+		if (strstr(rx.req[i].body, needle))
+			return &rx.req[i];
+	return NULL;
+}
+
+/*
+ * Evidence scoped by the alert's own labels (issue 42): two programs spin,
+ * each in its own cgroup of the cpu controller, one capped by a quota.  The
+ * page about the capped cgroup shows only its program's stacks and says
+ * what it is scoped to and over which window; a page about a cgroup with no
+ * samples says so rather than showing the host's stacks.
+ */
+Test(alerter, evidence_is_scoped_to_the_alerts_cgroup, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	struct conn *c = conn();
+	char dir[64] = "/tmp/fl-scope.XXXXXX", capped[200], free_cg[200], labels[300];
+	char err[512], *buf;
+	struct profile_one_filter only = { 0 };
+	struct probe_config cfg;
+	struct profile p;
+	struct request *r;
+	size_t len;
+	int ret;
+
+	if (!test_is_root() || access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK))
+		cr_skip_test("needs root and the cpu controller on cgroup v1 (this machine's kind)");
+	cr_assert(mkdtemp(dir));
+	snprintf(cg_root, sizeof(cg_root), "/sys/fs/cgroup/cpu/fl-scope-%d", (int)getpid());
+	snprintf(capped, sizeof(capped), "%s/capped", cg_root);
+	snprintf(free_cg, sizeof(free_cg), "%s/free", cg_root);
+	cr_assert_eq(test_sh("mkdir -p %s %s && echo 100000 > %s/cpu.cfs_period_us && "
+			     "echo 20000 > %s/cpu.cfs_quota_us", capped, free_cg, capped, capped),
+		     0, "cannot make the test's cgroups under %s", cg_root);
+	spinners[0] = spin_in_cgroup(dir, "capped_spinner", capped);
+	spinners[1] = spin_in_cgroup(dir, "free_spinner", free_cg);
+	cr_assert(spinners[0] > 0 && spinners[1] > 0, "cannot start the spinners");
+	usleep(300000);
+
+	/* a real profile of both (the test's parent cgroup: nothing else on the machine) */
+	probe_config_defaults(&cfg, err, sizeof(err));
+	free(cfg.host);
+	cfg.host = strdup("db-2");
+	snprintf(only.cgroup, sizeof(only.cgroup), "/fl-scope-%d", (int)getpid());
+	ret = profile_oneshot(&cfg, 2 * NSEC_PER_SEC, 99, &only, &p, err, sizeof(err));
+	probe_config_free(&cfg);
+	test_sh("rm -rf %s", dir);
+	if (ret)
+		cr_skip_test("no BPF profiler here: %s", err);
+	p.ts_ms = time_wall_ns() / NSEC_PER_MSEC;
+	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{db-2}:p10 %llu-0 d %b",
+				     (unsigned long long)p.ts_ms, buf, len));
+	free(buf);
+	profile_free(&p);
+
+	start_alerter();
+	snprintf(labels, sizeof(labels), ",\"host\":\"db-2\",\"cgroup\":\"/fl-scope-%d/capped\"",
+		 (int)getpid());
+	emit(c, "CpuThrottled", "10aa11bb22cc33dd", "firing", labels,
+	     "{\"hosts\":[\"db-2\"],\"total_hosts\":1,\"value\":0.8,\"evidence\":[\"cpu_stacks\"]}");
+	snprintf(labels, sizeof(labels), ",\"host\":\"db-2\",\"cgroup\":\"/fl-scope-%d/idle\"",
+		 (int)getpid());
+	emit(c, "CpuThrottledIdle", "20aa11bb22cc33dd", "firing", labels,
+	     "{\"hosts\":[\"db-2\"],\"total_hosts\":1,\"value\":0.8,\"evidence\":[\"cpu_stacks\"]}");
+	cr_assert_geq(wait_requests(2, 20), 2, "the two pages were not delivered");
+
+	r = request_with("\"alertname\":\"CpuThrottled\"");
+	cr_assert_not_null(r);
+	cr_expect(strstr(r->body, "capped_spinner"), "the capped cgroup's function is not in its "
+		  "evidence: %.1500s", r->body);
+	cr_expect(!strstr(r->body, "free_spinner"), "the other cgroup's function is in the "
+		  "evidence: %.1500s", r->body);
+	snprintf(labels, sizeof(labels), "\"scope\":\"cgroup \\/fl-scope-%d\\/capped\"",
+		 (int)getpid());
+	cr_expect(strstr(r->body, labels) && strstr(r->body, "\"window\":{\"from\":"),
+		  "the evidence does not say its scope and window: %.1500s", r->body);
+
+	r = request_with("\"alertname\":\"CpuThrottledIdle\"");
+	cr_assert_not_null(r);
+	cr_expect(strstr(r->body, "no CPU samples of cgroup") && !strstr(r->body, "top_stacks") &&
+		  !strstr(r->body, "spinner"), "a cgroup without samples did not say so (or fell "
+		  "back to the host's stacks): %.1500s", r->body);
+	conn_close(c);
+}
+
+/*
+ * I/O evidence names who writes to the alert's device and where it waits
+ * (issue 42): a real probe samples a block request per CPU every
+ * microsecond (profile.io_interval: 1us, about all of them) while dd writes to a loop device with O_DIRECT and a program spins
+ * beside it.  The page about that device names dd and its kernel write
+ * path, its waits in io_schedule, and not the spinner; a device nobody
+ * wrote to says so.
+ */
+Test(alerter, io_evidence_names_the_devices_writer_and_its_wait, .init = setup,
+     .fini = teardown, .timeout = 120)
+{
+	struct conn *c = conn();
+	char cfg[128], probe[256], labels[200], img[128], cmd[300];
+	struct request *r;
+	const char *io;
+	FILE *f;
+
+	if (!test_is_root())
+		cr_skip_test("needs root for BPF and a loop device");
+	snprintf(io_dir, sizeof(io_dir), "/tmp/fl-io.XXXXXX");
+	cr_assert(mkdtemp(io_dir));
+	snprintf(img, sizeof(img), "%s/disk.img", io_dir);
+	cr_assert_eq(test_sh("truncate -s 64M %s", img), 0);
+	snprintf(cmd, sizeof(cmd), "losetup -f --show --direct-io=off %s", img);
+	f = popen(cmd, "r");
+	cr_assert(f && fgets(loop_dev, sizeof(loop_dev), f), "losetup failed");
+	pclose(f);
+	loop_dev[strcspn(loop_dev, "\n")] = '\0';
+
+	snprintf(cfg, sizeof(cfg), "%s/probe.yaml", io_dir);
+	f = fopen(cfg, "w");
+	fputs("profile:\n  window: 2s\n  io_interval: 1us\n  unwind_rows: 0\n", f);
+	fclose(f);
+	snprintf(probe, sizeof(probe), "%s/faultline-probe", test_out_dir());
+	probe_pid = fork();
+	if (probe_pid == 0) {
+		execl(probe, probe, "--config", cfg, "--redis", redis.url, "--host", "io-1",
+		      "--metrics-addr", "", "--log-level", "warn", (char *)NULL);
+		_exit(127);
+	}
+	sleep(2);	/* its BPF programs load */
+	if (waitpid(probe_pid, NULL, WNOHANG) == probe_pid) {
+		probe_pid = 0;
+		cr_skip_test("the probe does not start here (BPF?)");
+	}
+	spinners[0] = spin_in_cgroup(io_dir, "cpu_hog_beside", "/sys/fs/cgroup/cpu");
+	cr_assert_gt(spinners[0], 0);
+	/* ~4 s of synchronous direct writes: two whole windows of them */
+	cr_assert_eq(test_sh("timeout 4 sh -c 'while :; do dd if=/dev/zero of=%s bs=4k "
+			     "count=2000 oflag=direct status=none; done'; true", loop_dev), 0);
+	sleep(3);	/* the last window is published */
+
+	start_alerter();
+	snprintf(labels, sizeof(labels), ",\"host\":\"io-1\",\"device\":\"%s\"",
+		 strrchr(loop_dev, '/') + 1);
+	emit(c, "SlowWrites", "30aa11bb22cc33dd", "firing", labels,
+	     "{\"hosts\":[\"io-1\"],\"total_hosts\":1,\"value\":9,\"evidence\":[\"io_stacks\"]}");
+	emit(c, "SlowWritesElsewhere", "40aa11bb22cc33dd", "firing",
+	     ",\"host\":\"io-1\",\"device\":\"sdzz\"",
+	     "{\"hosts\":[\"io-1\"],\"total_hosts\":1,\"value\":9,\"evidence\":[\"io_stacks\"]}");
+	cr_assert_geq(wait_requests(2, 20), 2, "the two pages were not delivered");
+
+	r = request_with("\"alertname\":\"SlowWrites\"");
+	cr_assert_not_null(r);
+	io = strstr(r->body, "\"io\":");
+	cr_assert(io, "no I/O evidence: %.1500s", r->body);
+	cr_expect(strstr(io, "\"writers\"") && strstr(io, "dd;[") &&
+		  (strstr(io, "blkdev_write_iter") || strstr(io, "submit_bio")),
+		  "the writers are not dd through its write path: %.3000s", io);
+	cr_expect(strstr(io, "\"waits\"") && strstr(io, "io_schedule"),
+		  "no waits in io_schedule: %.3000s", io);
+	cr_expect(!strstr(io, "cpu_hog_beside"), "the spinner is in the I/O evidence: %.3000s",
+		  io);
+	snprintf(labels, sizeof(labels), "\"scope\":\"device %s\"", strrchr(loop_dev, '/') + 1);
+	cr_expect(strstr(io, labels), "the evidence does not say its device: %.3000s", io);
+
+	r = request_with("\"alertname\":\"SlowWritesElsewhere\"");
+	cr_assert_not_null(r);
+	cr_expect(strstr(r->body, "\"missing\":\"no sampled I") &&
+		  strstr(r->body, "to sdzz on the affected hosts") && !strstr(r->body, "\"writers\""),
+		  "a device nobody wrote to did not say so: %.1500s", r->body);
+	conn_close(c);
+}
+
+/*
+ * One synthetic 10 s profile window of host at ts_ms: main;fn[i] counted
+ * n[i] times each, in service svc[i] (svc NULL: all "api").
+ */
+static void put_window(struct conn *c, const char *host, uint64_t ts_ms, const char *const *svc,
+		       const char *const *fn, const uint64_t *n, int nfn)
 {
 	struct profile p;
 	char *buf;
@@ -256,7 +504,8 @@ static void put_window(struct conn *c, const char *host, uint64_t ts_ms, const c
 	for (int i = 0; i < nfn; i++) {
 		const char *frames[] = { "main", fn[i] };
 
-		cr_assert_eq(profile_add(&p, "api", "api", 42, frames, 2, n[i]), 0);
+		cr_assert_eq(profile_add(&p, svc ? svc[i] : "api", svc ? svc[i] : "api", 42, frames,
+					 2, n[i]), 0);
 	}
 	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
 	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{%s}:p10 %llu-0 d %b", host,
@@ -267,21 +516,25 @@ static void put_window(struct conn *c, const char *host, uint64_t ts_ms, const c
 
 /*
  * A post-deploy alert's evidence names the function whose CPU share grew
- * between the window before the deploy and the alert's window.
+ * between the window before the deploy and the alert's window, among the
+ * deployed service's processes (its systemd unit api.service): a batch job
+ * beside it that grows more is not in it, neither in the stacks nor in
+ * the shares.
  */
 Test(alerter, deploy_alert_names_the_function_that_grew, .init = setup, .fini = teardown,
      .timeout = 60)
 {
 	struct conn *c = conn();
 	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, at = now - 15 * 60000;
-	const char *fns[] = { "parse_request", "compress_block", "write_log" };
-	const uint64_t before[] = { 600, 200, 200 }, after[] = { 400, 500, 100 };
+	const char *fns[] = { "parse_request", "compress_block", "write_log", "batch_crunch" };
+	const char *svc[] = { "api.service", "api.service", "api.service", "batch.service" };
+	const uint64_t before[] = { 600, 200, 200, 100 }, after[] = { 400, 500, 100, 5000 };
 	char fl[512];
 	const char *g;
 
 	for (int w = 0; w < 3; w++) {
-		put_window(c, "web-1", at - (uint64_t)(w + 1) * 60000, fns, before, 3);
-		put_window(c, "web-1", now - (uint64_t)(w + 1) * 60000, fns, after, 3);
+		put_window(c, "web-1", at - (uint64_t)(w + 1) * 60000, svc, fns, before, 4);
+		put_window(c, "web-1", now - (uint64_t)(w + 1) * 60000, svc, fns, after, 4);
 	}
 	snprintf(fl, sizeof(fl), "{\"hosts\":[\"web-1\"],\"total_hosts\":2,\"value\":1.3,"
 		 "\"evidence\":[\"cpu_stacks\"],\"deploy\":{\"service\":\"api\",\"at_ms\":%llu,"
@@ -297,6 +550,9 @@ Test(alerter, deploy_alert_names_the_function_that_grew, .init = setup, .fini = 
 	cr_expect(!strstr(g, "parse_request"), "%.600s", g);
 	cr_expect(strstr(g, "\"share_before\":0.2") && strstr(g, "\"share_after\":0.5"), "%.600s",
 		  g);
+	cr_expect(!strstr(rx.req[0].body, "batch_crunch") &&
+		  strstr(rx.req[0].body, "\"scope\":\"service api\""),
+		  "the evidence is not scoped to service api: %.1500s", rx.req[0].body);
 	conn_close(c);
 }
 

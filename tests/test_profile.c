@@ -1046,3 +1046,118 @@ Test(profile, window_codec_round_trip_and_bad_input)
 	free(buf);
 	profile_free(&p);
 }
+
+/*
+ * Rows know their process's cgroup: it survives the wire and a merge, a
+ * scope picks one service (its unit too) or one cgroup subtree, and a
+ * window written before cgroups ("cg" absent) still decodes.
+ */
+Test(profile, scope_picks_a_service_or_a_cgroup_subtree)
+{
+	static const struct {
+		const char *service, *comm, *cgroup, *leaf;
+		uint64_t n;
+	} rows[] = {
+		{ "api.service", "api", "/system.slice/api.service", "json_parse", 30 },
+		{ "batch", "batch", "/batch", "crunch", 50 },
+		{ "batch", "batch", "/batch/low", "crunch_low", 7 },
+		{ "batchy", "batchy", "/batchy", "lookalike", 11 },
+		{ "kworker", "kworker", NULL, "idle", 2 },
+	};
+	struct profile p, d, m;
+	char *buf, err[256];
+	size_t len;
+
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		const char *frames[] = { "main", rows[i].leaf };
+		struct profile_origin o = { rows[i].service, rows[i].comm, rows[i].cgroup, 100 + i };
+
+		cr_assert_eq(profile_add_in(&p, &o, frames, NULL, 2, rows[i].n), 0);
+	}
+	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	cr_assert_eq(profile_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	free(buf);
+	cr_assert_eq(d.nrows, 5);
+	for (uint32_t r = 0; r < d.nrows; r++) {
+		const char *leaf = d.strings[d.stacks[d.rows[r].stack][2]];
+
+		for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++)
+			if (!strcmp(leaf, rows[i].leaf))
+				cr_expect_str_eq(d.strings[d.rows[r].cgroup],
+						 rows[i].cgroup ? rows[i].cgroup : "",
+						 "%s's cgroup after the wire", leaf);
+	}
+
+	/* a cgroup's subtree: /batch holds /batch/low, not /batchy */
+	struct profile_scope batch = { NULL, "/batch" }, batch_slash = { NULL, "/batch/" },
+			     root = { NULL, "/" }, api = { "api", NULL }, none = { NULL, "/nope" };
+	const struct {
+		const struct profile_scope *s;
+		uint64_t want;
+	} cases[] = { { &batch, 57 }, { &batch_slash, 57 }, { &root, 98 }, { &api, 30 },
+		      { &none, 0 }, { NULL, 100 } };
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		cr_assert_eq(profile_init(&m, ""), 0);
+		cr_assert_eq(profile_merge(&m, &d, cases[c].s), 0);
+		cr_expect_eq(m.total, cases[c].want, "scope %zu (%s %s): %llu samples, want %llu",
+			     c, cases[c].s && cases[c].s->service ? cases[c].s->service : "-",
+			     cases[c].s && cases[c].s->cgroup ? cases[c].s->cgroup : "-",
+			     (unsigned long long)m.total, (unsigned long long)cases[c].want);
+		/* merged rows keep their cgroup: a merge of merges scopes the same */
+		if (cases[c].s && cases[c].s->cgroup && m.total) {
+			struct profile again;
+
+			cr_assert_eq(profile_init(&again, ""), 0);
+			cr_assert_eq(profile_merge(&again, &m, cases[c].s), 0);
+			cr_expect_eq(again.total, m.total);
+			profile_free(&again);
+		}
+		profile_free(&m);
+	}
+	profile_free(&d);
+	profile_free(&p);
+
+	/* I/O profiles root their stacks at "[DEVICE OP]": a device's prefix picks them */
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	{
+		const char *w0[] = { "[loop0 write]", "write", "vfs_write" },
+			   *w1[] = { "[loop10 write]", "write", "vfs_write" },
+			   *w2[] = { "[sda read]", "pread64" };
+
+		cr_assert_eq(profile_add(&p, "dd", "dd", 1, w0, 3, 40), 0);
+		cr_assert_eq(profile_add(&p, "dd", "dd", 2, w1, 3, 7), 0);
+		cr_assert_eq(profile_add(&p, "db", "db", 3, w2, 2, 5), 0);
+	}
+	{
+		struct profile_scope loop0 = { .root = "[loop0 " }, sda = { .root = "[sda " };
+
+		cr_assert_eq(profile_init(&m, ""), 0);
+		cr_assert_eq(profile_merge(&m, &p, &loop0), 0);
+		cr_expect_eq(m.total, 40, "[loop0 picked %llu, want 40 (not loop10's)",
+			     (unsigned long long)m.total);
+		profile_free(&m);
+		cr_assert_eq(profile_init(&m, ""), 0);
+		cr_assert_eq(profile_merge(&m, &p, &sda), 0);
+		cr_expect_eq(m.total, 5);
+		profile_free(&m);
+	}
+	profile_free(&p);
+
+	/* a window from before "cg": the same rows, no cgroups */
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	{
+		const char *frames[] = { "main", "old" };
+
+		cr_assert_eq(profile_add(&p, "svc", "svc", 1, frames, 2, 5), 0);
+	}
+	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	cr_expect_null(memmem(buf, len, "\xa2" "cg", 3), "a window without cgroups wrote \"cg\"");
+	cr_assert_eq(profile_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(d.total, 5);
+	cr_expect_eq(d.rows[0].cgroup, 0);
+	free(buf);
+	profile_free(&d);
+	profile_free(&p);
+}

@@ -267,6 +267,21 @@ static const char *evidence_missing(const struct seen *s, struct json_object *x)
 		if (!found)
 			return "no checksum peer of its evidence matches";
 	}
+	/*
+	 * scoped (issue 42): an alert about a service shows that service's
+	 * stacks only, never the hosts' neighbours' (the simulator's logshipper)
+	 */
+	const char *svc = jstr(s->labels, "service");
+
+	if (svc && json_object_object_get_ex(s->evidence, "cpu", &cpu) &&
+	    json_object_object_get_ex(cpu, "top_stacks", &arr))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			const char *in = jstr(json_object_array_get_idx(arr, i), "service") ?: "";
+
+			if (strcmp(in, svc) && (strncmp(in, svc, strlen(svc)) ||
+						strcmp(in + strlen(svc), ".service")))
+				return "its CPU evidence holds another service's stacks";
+		}
 	if (dev && (!json_object_object_get_ex(s->evidence, "drive", &drive) ||
 		    !jstr(drive, "device") || strcmp(jstr(drive, "device"), dev)))
 		return "its drive evidence is not that device's record";

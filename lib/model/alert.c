@@ -233,7 +233,7 @@ const char *alert_annotation(const struct alert *a, const char *key)
 	return NULL;
 }
 
-static const char *const evidence_names[] = { "cpu_stacks", "drive", "csum_peers" };
+static const char *const evidence_names[] = { "cpu_stacks", "drive", "csum_peers", "io_stacks" };
 
 uint32_t alert_evidence_bit(const char *name)
 {

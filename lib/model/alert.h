@@ -61,6 +61,8 @@ struct alert {
 #define ALERT_EV_CPU_STACKS (1u << 0)
 #define ALERT_EV_DRIVE (1u << 1)
 #define ALERT_EV_CSUM_PEERS (1u << 2)
+#define ALERT_EV_IO_STACKS (1u << 3)	/* who issues I/O to the alert's device, where it waits */
+#define ALERT_EV_NAMES "cpu_stacks, drive, csum_peers, io_stacks"
 
 /*
  * Parse an event (len bytes of JSON) into a (uninitialised).  Returns 0 or
@@ -88,7 +90,7 @@ int alert_encode(const struct alert *a, struct strbuf *out);
  */
 void alert_fingerprint(const struct label *l, uint32_t n, char out[17]);
 
-/* ALERT_EV_* bit of an evidence name (cpu_stacks, drive, csum_peers), or 0. */
+/* ALERT_EV_* bit of an evidence name (one of ALERT_EV_NAMES), or 0. */
 uint32_t alert_evidence_bit(const char *name);
 
 /* Value of label key, or NULL. */

@@ -130,13 +130,20 @@ const struct profile_loc *profile_frame_loc(const struct profile *p, uint32_t st
 	       p->locs[st][i].map <= p->nmaps ? &p->locs[st][i] : NULL;
 }
 
-static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t pid,
-		   uint32_t stack, uint64_t count)
+/* The row index's key of a row: every field but its count. */
+static void row_key(const struct profile_row *r, char *key, size_t len)
 {
+	snprintf(key, len, "%x.%x.%x.%x.%x", r->service, r->comm, r->pid, r->stack, r->cgroup);
+}
+
+static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t pid,
+		   uint32_t stack, uint64_t count, uint32_t cgroup)
+{
+	struct profile_row row = { service, comm, pid, stack, count, cgroup };
 	char key[64];
 	uint32_t idx;
 
-	snprintf(key, sizeof(key), "%x.%x.%x.%x", service, comm, pid, stack);
+	row_key(&row, key, sizeof(key));
 	if (strmap_get(&p->row_index, key, &idx)) {
 		p->rows[idx].count += count;
 		p->total += count;
@@ -144,7 +151,7 @@ static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t 
 	}
 	if (ARRAY_GROW(p->rows, p->cap_rows, p->nrows + 1, 256))
 		return -ENOMEM;
-	p->rows[p->nrows] = (struct profile_row){ service, comm, pid, stack, count };
+	p->rows[p->nrows] = row;
 	if (strmap_put(&p->row_index, key, p->nrows))
 		return -ENOMEM;
 	p->nrows++;
@@ -162,17 +169,26 @@ int profile_add_at(struct profile *p, const char *service, const char *comm, uin
 		   const char *const *frames, const struct profile_where *where, uint32_t n,
 		   uint64_t count)
 {
-	uint32_t idx[PROFILE_MAX_DEPTH], st, sv, cm;
+	struct profile_origin o = { service, comm, NULL, pid };
+
+	return profile_add_in(p, &o, frames, where, n, count);
+}
+
+int profile_add_in(struct profile *p, const struct profile_origin *o, const char *const *frames,
+		   const struct profile_where *where, uint32_t n, uint64_t count)
+{
+	uint32_t idx[PROFILE_MAX_DEPTH], st, sv, cm, cg;
 
 	if (n > PROFILE_MAX_DEPTH)
 		n = PROFILE_MAX_DEPTH;
 	for (uint32_t i = 0; i < n; i++)
 		if ((idx[i] = profile_intern(p, frames[i])) == UINT32_MAX)
 			return -ENOMEM;
-	sv = profile_intern(p, service ? service : "");
-	cm = profile_intern(p, comm ? comm : "");
+	sv = profile_intern(p, o->service ? o->service : "");
+	cm = profile_intern(p, o->comm ? o->comm : "");
+	cg = profile_intern(p, o->cgroup ? o->cgroup : "");
 	st = intern_stack(p, idx, n);
-	if (sv == UINT32_MAX || cm == UINT32_MAX || st == UINT32_MAX)
+	if (sv == UINT32_MAX || cm == UINT32_MAX || cg == UINT32_MAX || st == UINT32_MAX)
 		return -ENOMEM;
 	if (where && !(st < p->cap_locs && p->locs[st])) {
 		static __thread struct profile_loc loc[PROFILE_MAX_DEPTH];
@@ -195,7 +211,39 @@ int profile_add_at(struct profile *p, const char *service, const char *comm, uin
 		if (any && set_locs(p, st, loc, n))
 			return -ENOMEM;
 	}
-	return add_row(p, sv, cm, pid, st, count);
+	return add_row(p, sv, cm, o->pid, st, count, cg);
+}
+
+int profile_row_in(const struct profile *p, const struct profile_row *r,
+		   const struct profile_scope *s)
+{
+	if (!s)
+		return 1;
+	if (s->service) {
+		const char *sv = p->strings[r->service];
+		size_t n = strlen(s->service);
+
+		if (strcmp(sv, s->service) && !(!strncmp(sv, s->service, n) &&
+						 !strcmp(sv + n, ".service")))
+			return 0;
+	}
+	if (s->cgroup) {
+		const char *cg = p->strings[r->cgroup];
+		size_t n = strlen(s->cgroup);
+
+		while (n > 1 && s->cgroup[n - 1] == '/')
+			n--;	/* "/a/" is "/a" */
+		if (!cg[0] || strncmp(cg, s->cgroup, n) ||
+		    (cg[n] && cg[n] != '/' && !(n == 1 && s->cgroup[0] == '/')))
+			return 0;
+	}
+	if (s->root) {
+		const uint32_t *st = p->stacks[r->stack];
+
+		if (!st[0] || strncmp(p->strings[st[1]], s->root, strlen(s->root)))
+			return 0;
+	}
+	return 1;
 }
 
 /* Frame i of stack st of p as a profile_where into w (file NULL: none). */
@@ -212,7 +260,8 @@ static void where_of(const struct profile *p, uint32_t st, uint32_t i, struct pr
 	w->named = (int)l->named;
 }
 
-int profile_merge(struct profile *dst, const struct profile *src, const char *service)
+int profile_merge(struct profile *dst, const struct profile *src,
+		  const struct profile_scope *scope)
 {
 	const char *frames[PROFILE_MAX_DEPTH];
 	static __thread struct profile_where where[PROFILE_MAX_DEPTH];
@@ -222,14 +271,16 @@ int profile_merge(struct profile *dst, const struct profile *src, const char *se
 		const uint32_t *st = src->stacks[row->stack];
 		int ret;
 
-		if (service && strcmp(src->strings[row->service], service))
+		struct profile_origin o = { src->strings[row->service], src->strings[row->comm],
+					    src->strings[row->cgroup], 0 };
+
+		if (!profile_row_in(src, row, scope))
 			continue;
 		for (uint32_t i = 0; i < st[0]; i++) {
 			frames[i] = src->strings[st[1 + i]];
 			where_of(src, row->stack, i, &where[i]);
 		}
-		ret = profile_add_at(dst, src->strings[row->service], src->strings[row->comm], 0,
-				     frames, where, st[0], row->count);
+		ret = profile_add_in(dst, &o, frames, where, st[0], row->count);
 		if (ret)
 			return ret;
 	}
@@ -247,10 +298,13 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
+	int any_cgroup = 0;
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, p->nmaps ? 10 : 8);
+	for (uint32_t i = 0; i < p->nrows && !any_cgroup; i++)
+		any_cgroup = p->rows[i].cgroup != 0;
+	msgpack_pack_map(&pk, (p->nmaps ? 10 : 8) + any_cgroup);
 	wire_pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, PROFILE_VERSION);
 	wire_pack_str(&pk, "host");
@@ -281,6 +335,12 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 		msgpack_pack_uint32(&pk, p->rows[i].pid);
 		msgpack_pack_uint32(&pk, p->rows[i].stack);
 		msgpack_pack_uint64(&pk, p->rows[i].count);
+	}
+	if (any_cgroup) {
+		wire_pack_str(&pk, "cg");
+		msgpack_pack_array(&pk, p->nrows);
+		for (uint32_t i = 0; i < p->nrows; i++)
+			msgpack_pack_uint32(&pk, p->rows[i].cgroup);
 	}
 	if (p->nmaps) {
 		wire_pack_str(&pk, "map");
@@ -317,6 +377,7 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
 {
 	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL, *maps = NULL, *locs = NULL;
+	const msgpack_object *cgs = NULL;
 	msgpack_unpacked msg;
 	size_t off = 0;
 	uint64_t v, version = 0;
@@ -359,6 +420,8 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 			maps = val;
 		else if (wire_key_is(k, "loc"))
 			locs = val;
+		else if (wire_key_is(k, "cg"))
+			cgs = val;
 	}
 	if (version != PROFILE_VERSION)
 		FAIL("profile: version %llu, this build reads %d", (unsigned long long)version,
@@ -400,9 +463,11 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 		if (intern_stack(p, idx, s->via.array.size) != i)
 			FAIL("profile: stack %u is a duplicate", i);
 	}
+	if (cgs && (cgs->type != MSGPACK_OBJECT_ARRAY || cgs->via.array.size != rows->via.array.size))
+		FAIL("profile: 'cg' must be an array with a cgroup per row");
 	for (uint32_t i = 0; i < rows->via.array.size; i++) {
 		const msgpack_object *r = &rows->via.array.ptr[i];
-		uint64_t f[5];
+		uint64_t f[5], cg = 0;
 
 		if (r->type != MSGPACK_OBJECT_ARRAY || r->via.array.size != 5)
 			FAIL("profile: row %u must be [service, comm, pid, stack, count]", i);
@@ -412,7 +477,10 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 		if (f[0] >= p->nstrings || f[1] >= p->nstrings || f[3] >= p->nstacks ||
 		    f[2] > UINT32_MAX)
 			FAIL("profile: row %u refers past the tables", i);
-		if (add_row(p, (uint32_t)f[0], (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3], f[4]))
+		if (cgs && (wire_u64(&cgs->via.array.ptr[i], &cg) || cg >= p->nstrings))
+			FAIL("profile: the cgroup of row %u is not a string index", i);
+		if (add_row(p, (uint32_t)f[0], (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3], f[4],
+			    (uint32_t)cg))
 			FAIL("profile: out of memory");
 	}
 	if (maps || locs) {
@@ -525,9 +593,8 @@ int profile_truncate(struct profile *p, uint32_t n)
 	strmap_init(&p->row_index);
 	for (uint32_t i = 0; i < p->nrows; i++) {
 		char key[64];
-		const struct profile_row *r = &p->rows[i];
 
-		snprintf(key, sizeof(key), "%x.%x.%x.%x", r->service, r->comm, r->pid, r->stack);
+		row_key(&p->rows[i], key, sizeof(key));
 		if (strmap_put(&p->row_index, key, i))
 			return -ENOMEM;
 	}
@@ -535,7 +602,7 @@ int profile_truncate(struct profile *p, uint32_t n)
 	sv = profile_intern(p, "");
 	if (oth == UINT32_MAX || sv == UINT32_MAX || (st = intern_stack(p, &oth, 1)) == UINT32_MAX)
 		return -ENOMEM;
-	return add_row(p, sv, sv, 0, st, other);
+	return add_row(p, sv, sv, 0, st, other, sv);
 }
 
 struct fn_acc {

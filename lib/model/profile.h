@@ -1,11 +1,13 @@
 /*
  * profile.h - CPU profile windows: interned frames, stacks and sample rows.
  *
- * A profile holds a string table (frame names, comms, services; index 0
- * is ""), a stack table (each stack a list of string indexes, root first)
- * and rows (service, comm, pid, stack, count).  One 10 s window of one
- * host is a profile; so is the merge of many windows (rows with the same
- * service, comm and stack are added; pid is dropped to 0 when merging).
+ * A profile holds a string table (frame names, comms, services, cgroups;
+ * index 0 is ""), a stack table (each stack a list of string indexes, root
+ * first) and rows (service, comm, pid, stack, count, cgroup).  One 10 s
+ * window of one host is a profile; so is the merge of many windows (rows
+ * with the same service, comm, cgroup and stack are added; pid is dropped
+ * to 0 when merging).  A scope (struct profile_scope) picks the rows of one
+ * service or one cgroup subtree: what an alert's evidence is about.
  *
  * Where each frame's code lives, when the profiler knew it: a mapping (a
  * file by path and build id, or "[kernel.kallsyms]") and an address in it
@@ -19,11 +21,13 @@
  *   { "v": 1, "host": str, "ts": ms (end), "dur": ms, "hz": rate,
  *     "str": [ str... ], "stk": [ [ idx... ]... ],
  *     "rows": [ [ service, comm, pid, stack, count ]... ],
+ *     "cg": [ cgroup... ],              (optional: a string index per row, "" none)
  *     "map": [ [ file, build_id ]... ],               (optional: string indexes)
  *     "loc": [ [ map, addr, named, map, addr, named... ]... ] }  (per stack, per
  *                                           frame; map 0: unknown; [] for none)
  * profile_decode() treats input as hostile (bounds on every index); windows
- * written before "map"/"loc" existed decode without locations.
+ * written before "map"/"loc" or "cg" existed decode without locations or
+ * cgroups (and readers before "cg" ignore it).
  */
 #ifndef FL_PROFILE_H
 #define FL_PROFILE_H
@@ -38,7 +42,20 @@
 struct profile_row {
 	uint32_t service, comm, pid, stack;
 	uint64_t count;
+	uint32_t cgroup;		/* string index: the process's cgroup path, 0 none */
 };
+
+/*
+ * Which rows count: service (NULL: any) equal to the row's service or to it
+ * without ".service" (a deploy's "api" is the unit "api.service"); cgroup
+ * (NULL: any) the row's cgroup or an ancestor of it ("/a" holds "/a/b");
+ * root (NULL: any) a prefix of the stack's root frame (I/O profiles root
+ * their stacks at "[DEVICE OP]": "[loop0 " picks a device).
+ */
+struct profile_scope {
+	const char *service, *cgroup, *root;
+};
+
 
 struct profile_map {
 	uint32_t file, build_id;	/* string indexes */
@@ -77,6 +94,10 @@ struct profile {
 	uint32_t cap_locs;
 };
 
+/* Whether row r of p is in scope s (NULL: every row is). */
+int profile_row_in(const struct profile *p, const struct profile_row *r,
+		   const struct profile_scope *s);
+
 int profile_init(struct profile *p, const char *host);
 void profile_free(struct profile *p);
 
@@ -99,11 +120,22 @@ int profile_add_at(struct profile *p, const char *service, const char *comm, uin
 		   const char *const *frames, const struct profile_where *where, uint32_t n,
 		   uint64_t count);
 
+/* Who a row's samples are of: profile_add_in's process. */
+struct profile_origin {
+	const char *service, *comm, *cgroup;	/* NULL: "" */
+	uint32_t pid;
+};
+
+/* profile_add_at for a process with its cgroup. */
+int profile_add_in(struct profile *p, const struct profile_origin *o, const char *const *frames,
+		   const struct profile_where *where, uint32_t n, uint64_t count);
+
 /*
- * dst += src, optionally only rows whose service equals `service` (NULL:
- * all); pids are dropped.  Returns 0 or -ENOMEM.
+ * dst += src's rows in scope (NULL: all); pids are dropped.  Returns 0 or
+ * -ENOMEM.
  */
-int profile_merge(struct profile *dst, const struct profile *src, const char *service);
+int profile_merge(struct profile *dst, const struct profile *src,
+		  const struct profile_scope *scope);
 
 int profile_encode(const struct profile *p, char **out, size_t *outlen);
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen);

@@ -35,9 +35,15 @@ int key_chunks(char *buf, size_t len, const char *host, uint32_t tier)
 	return name(buf, len, "fl:{%s}:s%u:chunks", host, tier);
 }
 
-int key_profile(char *buf, size_t len, const char *host, int hourly)
+int key_profile(char *buf, size_t len, const char *host, int kind)
 {
-	return name(buf, len, "fl:{%s}:%s", host, hourly ? "p3600" : "p10");
+	static const char *const suffix[] = { "p10", "p3600", "io10", "iowait10" };
+
+	if (kind < 0 || kind > 3) {
+		buf[0] = '\0';
+		return -EINVAL;
+	}
+	return name(buf, len, "fl:{%s}:%s", host, suffix[kind]);
 }
 
 int key_profile_burst(char *buf, size_t len, const char *host)

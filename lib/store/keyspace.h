@@ -28,7 +28,10 @@
  *       meets every point once or twice, never not at all (store_read.c)
  *   fl:{H}:p10                   stream  probe             alerter, CLI       1 h
  *   fl:{H}:p3600                 stream  probe             alerter, CLI       30 d
- *       profile windows (10 s, hourly top), field "d" = model/profile.h blob
+ *   fl:{H}:io10                  stream  probe             alerter, CLI       1 h
+ *   fl:{H}:iowait10              stream  probe             alerter, CLI       1 h
+ *       profile windows (10 s, hourly top; I/O submissions, I/O waits),
+ *       field "d" = model/profile.h blob
  *   fl:{H}:profile:burst         string  CLI profile       probe              TTL of the burst
  *       requested sampling rate (Hz) for a burst profile
  *   fl:{H}:drives                hash    probe             alerter, CLI       kept
@@ -125,7 +128,8 @@
  */
 int key_tier(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H}:s60 */
 int key_chunks(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H}:s60:chunks */
-int key_profile(char *buf, size_t len, const char *host, int hourly);	/* fl:{H}:p10 */
+/* kind: enum profile_kind (store/profile_store.h) */
+int key_profile(char *buf, size_t len, const char *host, int kind);	/* fl:{H}:p10 */
 int key_profile_burst(char *buf, size_t len, const char *host);
 int key_drives(char *buf, size_t len, const char *host);
 int key_host_record(char *buf, size_t len, const char *host);	/* fl:{H}:host */

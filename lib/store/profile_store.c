@@ -15,7 +15,7 @@
 
 struct merge_ctx {
 	struct profile *into;
-	const char *service;
+	const struct profile_scope *scope;
 	size_t bad, windows;
 };
 
@@ -29,22 +29,22 @@ static int merge_window(const char *blob, size_t len, void *arg)
 		m->bad++;
 		return 0;
 	}
-	if (profile_merge(m->into, &w, m->service) == 0)
+	if (profile_merge(m->into, &w, m->scope) == 0)
 		m->windows++;
 	profile_free(&w);
 	return 0;
 }
 
-int profile_read_merge(struct conn *rc, const char *host, int hourly, uint64_t from_ms,
-		       uint64_t to_ms, const char *service, struct profile *into, size_t *bad,
-		       char *err, size_t errlen)
+int profile_read_merge(struct conn *rc, const char *host, int kind, uint64_t from_ms,
+		       uint64_t to_ms, const struct profile_scope *scope, struct profile *into,
+		       size_t *bad, char *err, size_t errlen)
 {
-	struct merge_ctx m = { .into = into, .service = service };
+	struct merge_ctx m = { .into = into, .scope = scope };
 	char key[300];
 	int n;
 
-	if (key_profile(key, sizeof(key), host, hourly) < 0) {
-		snprintf(err, errlen, "host name too long");
+	if (key_profile(key, sizeof(key), host, kind) < 0) {
+		snprintf(err, errlen, "host name too long, or no profiles of kind %d", kind);
 		return -EINVAL;
 	}
 	n = store_read_blobs(rc, key, from_ms, to_ms, merge_window, &m, err, errlen);
@@ -53,15 +53,16 @@ int profile_read_merge(struct conn *rc, const char *host, int hourly, uint64_t f
 	return n < 0 ? n : (int)m.windows;
 }
 
-int profile_store_put(struct store *st, const char *host, int hourly, uint64_t ts_ms,
+int profile_store_put(struct store *st, const char *host, int kind, uint64_t ts_ms,
 		      const void *blob, size_t len)
 {
 	char key[300];
 
-	if (key_profile(key, sizeof(key), host, hourly) < 0)
+	if (key_profile(key, sizeof(key), host, kind) < 0)
 		return -EINVAL;
 	return store_put_stream(st, key, ts_ms,
-				hourly ? KEY_P3600_RETENTION_MS : KEY_P10_RETENTION_MS, blob, len);
+				kind == PROFILE_CPU_HOURLY ? KEY_P3600_RETENTION_MS :
+				KEY_P10_RETENTION_MS, blob, len);
 }
 
 int profile_burst_set(struct conn *rc, const char *host, unsigned long hz, uint64_t ttl_ms,

@@ -4,6 +4,12 @@
  *
  *   fl:{H}:p10            stream of 10 s profile windows (msgpack, kept 1 h)
  *   fl:{H}:p3600          stream of hourly top-stack profiles (kept 30 d)
+ *   fl:{H}:io10           stream of 10 s I/O submission profiles: counts are
+ *                         sampled block requests, each stack's root frame
+ *                         "[DEVICE OP]" (kept 1 h)
+ *   fl:{H}:iowait10       stream of 10 s I/O wait profiles: counts are
+ *                         microseconds its submitters waited in io_schedule,
+ *                         rooted the same (kept 1 h)
  *   fl:{H}:profile:burst  string: a sampling rate in Hz, with a TTL; the
  *                         probe samples at it until the key expires
  *                         (`faultline profile burst`)
@@ -24,12 +30,20 @@ struct conn;	/* a connection from conn_open (store/conn.h) */
 
 struct store;
 
+/* Which profiles: the `kind` of profile_store_put and profile_read_merge. */
+enum profile_kind {
+	PROFILE_CPU = 0,		/* fl:{H}:p10 */
+	PROFILE_CPU_HOURLY = 1,		/* fl:{H}:p3600 */
+	PROFILE_IO = 2,			/* fl:{H}:io10 */
+	PROFILE_IO_WAIT = 3,		/* fl:{H}:iowait10 */
+};
+
 /*
- * Queue profile window blob (len bytes, ts_ms) for host: hourly into
- * fl:{H}:p3600, else fl:{H}:p10, each trimmed to its retention.  Returns
+ * Queue profile window blob (len bytes, ts_ms) for host into the stream of
+ * its kind (enum profile_kind), trimmed to its retention.  Returns
  * what store_put_stream returns.
  */
-int profile_store_put(struct store *st, const char *host, int hourly, uint64_t ts_ms,
+int profile_store_put(struct store *st, const char *host, int kind, uint64_t ts_ms,
 		      const void *blob, size_t len);
 
 /*
@@ -46,14 +60,15 @@ int profile_burst_set(struct conn *rc, const char *host, unsigned long hz, uint6
 long profile_burst_get(struct conn *rc, const char *host);
 
 /*
- * Merge host's 10 s windows (hourly: its hourly ones) with from_ms <= ts <=
+ * Merge host's windows of a kind (enum profile_kind) with from_ms <= ts <=
  * to_ms (0 = open end) into *into (initialised by the caller), only rows
- * of service (NULL: all).  Windows that do not decode are skipped and
+ * in scope (NULL: all).  Windows that do not decode are skipped and
  * counted in *bad (may be NULL).  Returns the number merged, or -EIO with
  * the reason in err.
  */
-int profile_read_merge(struct conn *rc, const char *host, int hourly, uint64_t from_ms,
-		       uint64_t to_ms, const char *service, struct profile *into, size_t *bad,
+int profile_read_merge(struct conn *rc, const char *host, int kind, uint64_t from_ms,
+		       uint64_t to_ms, const struct profile_scope *scope, struct profile *into,
+		       size_t *bad,
 		       char *err, size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include <fnmatch.h>
 #include "core/timeutil.h"
+#include "model/alert.h"
 #include "model/catalog.h"
 
 #define RULE_KEYS "alert, expr, for, keep_firing_for, severity, labels, annotations, runbook, " \
@@ -270,15 +271,14 @@ no_expr:
 		size_t off = 0;
 
 		if (ev->type != CFG_SEQ)
-			return cfg_error(c, ev, err, errlen, "evidence: expected a list such as "
-					 "[cpu_stacks, drive, csum_peers]");
+			return cfg_error(c, ev, err, errlen, "evidence: expected a list of "
+					 "[" ALERT_EV_NAMES "]");
 		for (size_t i = 0; i < ev->nchild; i++) {
 			const char *e = ev->child[i].value ? ev->child[i].value : "";
 
-			if (strcmp(e, "cpu_stacks") && strcmp(e, "drive") && strcmp(e, "csum_peers"))
+			if (!alert_evidence_bit(e))
 				return cfg_error(c, &ev->child[i], err, errlen,
-						 "evidence: '%s' is not one of cpu_stacks, drive, "
-						 "csum_peers", e);
+						 "evidence: '%s' is not one of " ALERT_EV_NAMES, e);
 			off += (size_t)snprintf(r->evidence + off, sizeof(r->evidence) - off, "%s%s",
 						off ? "," : "", e);
 		}
