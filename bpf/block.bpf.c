@@ -24,13 +24,8 @@
 
 #include "model/hist_layout.h"
 #include "block.h"
-#include "rq_dev.h"
+#include "blk_rq.h"
 
-#define REQ_OP_MASK 0xff
-#define REQ_OP_READ 0
-#define REQ_OP_WRITE 1
-#define REQ_OP_FLUSH 2
-#define REQ_OP_DISCARD 3
 #define DEV_PROBES 8
 
 const volatile __u32 max_devs = 32;
@@ -111,17 +106,6 @@ static __always_inline int dev_slot(__u32 dev)
 		}
 	}
 	return -1;
-}
-
-static __always_inline __u32 op_of(__u32 cmd_flags)
-{
-	switch (cmd_flags & REQ_OP_MASK) {
-	case REQ_OP_READ: return BLOCK_OP_READ;
-	case REQ_OP_WRITE: return BLOCK_OP_WRITE;
-	case REQ_OP_FLUSH: return BLOCK_OP_FLUSH;
-	case REQ_OP_DISCARD: return BLOCK_OP_DISCARD;
-	default: return BLOCK_OP_OTHER;
-	}
 }
 
 /* blk_status_t values (include/linux/blk_types.h), stable since 4.13 */

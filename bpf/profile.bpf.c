@@ -19,9 +19,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
-#include "block.h"
+#include "blk_rq.h"
 #include "profile.h"
-#include "rq_dev.h"
 
 const volatile bool unwind_dwarf = false;	/* set before load */
 const volatile __u64 io_interval_ns = 0;	/* I/O stacks: one request per CPU per interval */
@@ -282,12 +281,31 @@ static struct fl_walk_state *dwarf_walk(struct bpf_perf_event_data *ctx, __u32 t
 }
 
 
+/*
+ * The first sample (or I/O) of a process not seen since its last exec sends
+ * its pid to user space, which reads its mappings while it still exists.
+ */
+static __always_inline void announce(__u32 tgid)
+{
+	__u8 yes = 1;
+
+	if (bpf_map_update_elem(&seen, &tgid, &yes, BPF_NOEXIST) == 0) {
+		struct profile_proc_event *e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
+
+		if (e) {
+			e->tgid = tgid;
+			e->exited = 0;
+			bpf_get_current_comm(e->comm, sizeof(e->comm));
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+}
+
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), one = 1, *v;
 	struct profile_key k = {};
-	__u8 yes = 1;
 	void *counts, *stacks;
 
 	k.tgid = (__u32)(id >> 32);
@@ -324,16 +342,7 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 		else
 			__sync_fetch_and_add(&dropped, 1);
 	}
-	if (bpf_map_update_elem(&seen, &k.tgid, &yes, BPF_NOEXIST) == 0) {
-		struct profile_proc_event *e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
-
-		if (e) {
-			e->tgid = k.tgid;
-			e->exited = 0;
-			bpf_get_current_comm(e->comm, sizeof(e->comm));
-			bpf_ringbuf_submit(e, 0);
-		}
-	}
+	announce(k.tgid);
 	return 0;
 }
 
@@ -396,34 +405,6 @@ static __always_inline void io_add(void *counts, const struct io_key *k, __u64 a
 	__sync_fetch_and_add(&v->amount, amount);
 }
 
-static __always_inline __u8 io_op(struct request *rq)
-{
-	switch (rq->cmd_flags & 0xff) {
-	case 0: return BLOCK_OP_READ;
-	case 1: return BLOCK_OP_WRITE;
-	case 2: return BLOCK_OP_FLUSH;
-	case 3: return BLOCK_OP_DISCARD;
-	default: return BLOCK_OP_OTHER;
-	}
-}
-
-/* Announce a process user space has not read the mappings of (as profile_sample). */
-static __always_inline void io_announce(__u32 tgid)
-{
-	__u8 yes = 1;
-
-	if (bpf_map_update_elem(&seen, &tgid, &yes, BPF_NOEXIST) == 0) {
-		struct profile_proc_event *e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
-
-		if (e) {
-			e->tgid = tgid;
-			e->exited = 0;
-			bpf_get_current_comm(e->comm, sizeof(e->comm));
-			bpf_ringbuf_submit(e, 0);
-		}
-	}
-}
-
 /*
  * A block request starts, in its submitter's context (blk_account_io_start):
  * at most one per CPU per io_interval_ns counts the submitter's stacks (so
@@ -454,13 +435,13 @@ int BPF_PROG(profile_io_start, struct request *rq)
 	id = bpf_get_current_pid_tgid();
 	k.tgid = (__u32)(id >> 32);
 	k.dev = rq_dev(rq);
-	k.op = io_op(rq);
+	k.op = (__u8)op_of(rq->cmd_flags);
 	k.kind = IO_SUBMIT;
 	k.user_stack = bpf_get_stackid(ctx, g ? (void *)&stacks1 : (void *)&stacks0,
 				       BPF_F_USER_STACK);
 	k.kern_stack = bpf_get_stackid(ctx, g ? (void *)&stacks1 : (void *)&stacks0, 0);
 	io_add(g ? (void *)&io_counts1 : (void *)&io_counts0, &k, rq->__data_len);
-	io_announce(k.tgid);
+	announce(k.tgid);
 	it = bpf_task_storage_get(&io_tasks, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (it) {

@@ -38,7 +38,7 @@ struct io_key {
 	__u32 tgid;
 	__s32 user_stack;	/* stack map id, or negative errno */
 	__s32 kern_stack;
-	__u32 dev;		/* the disk's dev_t, kernel encoding (bpf/rq_dev.h) */
+	__u32 dev;		/* the disk's dev_t, kernel encoding (bpf/blk_rq.h) */
 	__u8 op;		/* BLOCK_OP_* (bpf/block.h) */
 	__u8 kind;		/* IO_SUBMIT, IO_WAIT */
 	__u16 pad;

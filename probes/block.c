@@ -31,6 +31,11 @@
 #include "probes/probe.h"
 
 static const char *const op_names[BLOCK_OPS] = { "read", "write", "flush", "discard", "other" };
+
+const char *block_op_name(unsigned op)
+{
+	return op_names[op < BLOCK_OPS ? op : BLOCK_OP_OTHER];
+}
 static const char *const err_names[BLOCK_ERR_CLASSES] = { "io", "timeout", "medium", "other" };
 
 struct block_probe {

@@ -97,6 +97,9 @@ extern const struct collector block_collector;
  * "MAJOR:MINOR" when sysfs does not know it.
  */
 void block_dev_name(uint64_t dev, char *out, size_t len);
+
+/* The name of a BLOCK_OP_* (bpf/block.h): "read", "write", ...; "other" past them. */
+const char *block_op_name(unsigned op);
 extern const struct collector tcp_collector;
 extern const struct collector cpu_collector;
 extern const struct collector throttle_collector;

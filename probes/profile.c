@@ -320,8 +320,6 @@ static void stack_frames(struct profiler *pr, int g, uint32_t tgid, const uint64
 	}
 }
 
-static const char *const io_ops[] = { "read", "write", "flush", "discard", "other" };
-
 /*
  * Drain generation g's I/O stacks into pr->io_window (sampled requests)
  * and pr->iowait_window (microseconds waited), each stack rooted at
@@ -374,8 +372,7 @@ static size_t drain_io(struct profiler *pr, int g, int **ids)
 			names[d].dev = next.dev;
 			block_dev_name(next.dev, names[d].name, sizeof(names[d].name));
 		}
-		snprintf(root, sizeof(root), "[%s %s]", names[d].name,
-			 io_ops[next.op < 5 ? next.op : 4]);
+		snprintf(root, sizeof(root), "[%s %s]", names[d].name, block_op_name(next.op));
 		fb->n = fb->unresolved = 0;
 		frame_add(fb, root, NULL);
 		stack_frames(pr, g, next.tgid, ips, depth, next.kern_stack, fb);
