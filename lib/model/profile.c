@@ -214,6 +214,17 @@ int profile_add_in(struct profile *p, const struct profile_origin *o, const char
 	return add_row(p, sv, cm, o->pid, st, count, cg);
 }
 
+int profile_cgroup_in(const char *cg, const char *tree)
+{
+	size_t n = strlen(tree);
+
+	while (n > 1 && tree[n - 1] == '/')
+		n--;	/* "/a/" is "/a" */
+	if (!cg[0] || strncmp(cg, tree, n))
+		return 0;
+	return !cg[n] || cg[n] == '/' || (n == 1 && tree[0] == '/');
+}
+
 int profile_row_in(const struct profile *p, const struct profile_row *r,
 		   const struct profile_scope *s)
 {
@@ -227,16 +238,8 @@ int profile_row_in(const struct profile *p, const struct profile_row *r,
 						 !strcmp(sv + n, ".service")))
 			return 0;
 	}
-	if (s->cgroup) {
-		const char *cg = p->strings[r->cgroup];
-		size_t n = strlen(s->cgroup);
-
-		while (n > 1 && s->cgroup[n - 1] == '/')
-			n--;	/* "/a/" is "/a" */
-		if (!cg[0] || strncmp(cg, s->cgroup, n) ||
-		    (cg[n] && cg[n] != '/' && !(n == 1 && s->cgroup[0] == '/')))
-			return 0;
-	}
+	if (s->cgroup && !profile_cgroup_in(p->strings[r->cgroup], s->cgroup))
+		return 0;
 	if (s->root) {
 		const uint32_t *st = p->stacks[r->stack];
 

@@ -94,6 +94,13 @@ struct profile {
 	uint32_t cap_locs;
 };
 
+/*
+ * Whether cgroup path cg is tree or below it ("/a" holds "/a" and "/a/b",
+ * not "/ab"; "/" holds every path; a trailing "/" on tree is ignored).
+ * An empty cg (not known) is in no tree.
+ */
+int profile_cgroup_in(const char *cg, const char *tree);
+
 /* Whether row r of p is in scope s (NULL: every row is). */
 int profile_row_in(const struct profile *p, const struct profile_row *r,
 		   const struct profile_scope *s);
