@@ -8,7 +8,8 @@
  *   alert_state.c    alert instances (for, keep_firing_for, resolution),
  *                    the events they emit, the checkpoint
  *   domain_rollup.c  host matches -> failure-domain alerts
- *   baseline.c       post-deploy verdicts
+ *   baseline.c       post-deploy verdicts: when to judge, gathering, holding
+ *   baseline_part.c  this worker's part of a verdict: sides, train windows, reads
  *   engine.c         setup, reload, one evaluation of every rule
  */
 #ifndef FL_ENGINE_INTERNAL_H
