@@ -100,7 +100,11 @@ struct deploy_verdict {
 /* Whether s is one of the four verdicts. */
 int deploy_verdict_known(const char *s);
 
-/* Write v (its id, rule and verdict set).  Returns 0, -EINVAL or -EIO. */
+/*
+ * Write v (its id, rule and verdict set).  Returns 0 once it is written
+ * (a failed prune of old verdicts is logged, not returned), -EINVAL or
+ * -EIO.
+ */
 int deploy_verdict_put(struct conn *c, const struct deploy_verdict *v, char *err, size_t errlen);
 
 /*
