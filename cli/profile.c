@@ -263,9 +263,18 @@ static int parse_profile_args(int argc, char **argv, struct profile_args *a)
 			break;
 		case 'c': a->cum = 1; break;
 		case 'd': a->diff = optarg; break;
-		case 'y': a->kind = PROFILE_CPU_HOURLY; break;
-		case 'I': a->kind = PROFILE_IO; break;
-		case 'W': a->kind = PROFILE_IO_WAIT; break;
+		case 'y': case 'I': case 'W': {
+			int kind = c == 'y' ? PROFILE_CPU_HOURLY : c == 'I' ? PROFILE_IO :
+				   PROFILE_IO_WAIT;
+
+			if (a->kind && a->kind != kind) {
+				fprintf(stderr, "faultline profile: --hourly, --io and --io-wait "
+					"each read other profiles: give one\n");
+				return 2;
+			}
+			a->kind = kind;
+			break;
+		}
 		case 'h': profile_usage(); return 0;
 		default: return 2;
 		}

@@ -43,7 +43,7 @@ Test(cli, bad_arguments_are_exit_2)
 		"silence bogus", "deploy bogus", "rules bogus x", "report wear --verdict bogus",
 		"profile burst --rate 0", "profile burst --for 1ms", "profile burst --bogus",
 		"profile burst extra", "top --interval 1ms", "profile --top bogus",
-		"profile --top 0", "profile -o x.svg --cum",
+		"profile --top 0", "profile -o x.svg --cum", "profile --io --hourly",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(run(bad[i]), 2, "faultline %s: not exit 2", bad[i]);
