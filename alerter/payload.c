@@ -241,25 +241,45 @@ static const struct profile_scope *evidence_scope(const struct alert *a, struct 
 	return NULL;
 }
 
+/* The time an alert's profile evidence covers: evidence.window up to now. */
+struct evidence_span {
+	uint64_t from, to;		/* ms */
+	char t0[40], t1[40];		/* the same, as RFC 3339 */
+};
+
+/* A new evidence object for a, its "window" set from *sp (filled in). */
+static json_object *evidence_begin(const struct alerter_config *cfg, const struct alert *a,
+				   struct evidence_span *sp)
+{
+	json_object *o = json_object_new_object(), *w = json_object_new_object();
+
+	sp->to = time_wall_ns() / NSEC_PER_MSEC;
+	sp->from = (a->starts_ms ? a->starts_ms : sp->to) - cfg->evidence_window_ns / NSEC_PER_MSEC;
+	json_object_object_add(w, "from", jsonc_string(alert_format_time(sp->from, sp->t0,
+									sizeof(sp->t0))));
+	json_object_object_add(w, "to", jsonc_string(alert_format_time(sp->to, sp->t1,
+								      sizeof(sp->t1))));
+	json_object_object_add(o, "window", w);
+	return o;
+}
+
 /* CPU evidence for the affected hosts of a, scoped by evidence_scope. */
 static json_object *cpu_evidence(const struct alerter_config *cfg, const struct alert *a,
 				 struct conn *rc)
 {
-	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
-	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
-	char *single[1], what[300], t0[40], t1[40], why[700];
+	char *single[1], what[300], why[700];
 	uint32_t nhosts;
 	char **hosts = alert_hosts(a, single, &nhosts);
-	json_object *o = json_object_new_object(), *w = json_object_new_object();
+	struct evidence_span sp;
+	json_object *o = evidence_begin(cfg, a, &sp);
+	uint64_t from = sp.from, now = sp.to;
+	const char *t0 = sp.t0, *t1 = sp.t1;
 	struct profile_scope sc;
 	const struct profile_scope *scope = evidence_scope(a, &sc, what, sizeof(what));
 	struct profile p;
 	size_t windows;
 
 	json_object_object_add(o, "scope", jsonc_string(what));
-	json_object_object_add(w, "from", jsonc_string(alert_format_time(from, t0, sizeof(t0))));
-	json_object_object_add(w, "to", jsonc_string(alert_format_time(now, t1, sizeof(t1))));
-	json_object_object_add(o, "window", w);
 	if (!nhosts) {
 		json_object_object_add(o, "missing", jsonc_string("the alert names no hosts"));
 		return o;
@@ -325,19 +345,17 @@ static json_object *cpu_evidence(const struct alerter_config *cfg, const struct 
 static json_object *io_evidence(const struct alerter_config *cfg, const struct alert *a,
 				struct conn *rc)
 {
-	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, win = cfg->evidence_window_ns / NSEC_PER_MSEC;
-	uint64_t from = (a->starts_ms ? a->starts_ms : now) - win;
 	const char *device = alert_label(a, "device");
-	char *single[1], root[160], what[200], t0[40], t1[40], why[600];
-	json_object *o = json_object_new_object(), *w = json_object_new_object();
+	char *single[1], root[160], what[200], why[600];
+	struct evidence_span sp;
+	json_object *o = evidence_begin(cfg, a, &sp);
+	uint64_t from = sp.from, now = sp.to;
+	const char *t0 = sp.t0, *t1 = sp.t1;
 	struct profile_scope scope = { 0 };
 	struct profile io, wait;
 	uint32_t nhosts;
 	char **hosts = alert_hosts(a, single, &nhosts);
 
-	json_object_object_add(w, "from", jsonc_string(alert_format_time(from, t0, sizeof(t0))));
-	json_object_object_add(w, "to", jsonc_string(alert_format_time(now, t1, sizeof(t1))));
-	json_object_object_add(o, "window", w);
 	if (!device || !device[0] || !nhosts) {
 		json_object_object_add(o, "missing", jsonc_string(
 			!nhosts ? "the alert names no hosts" : "the alert has no device label: I/O "
