@@ -275,28 +275,19 @@ Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini 
 }
 
 /*
- * A spinning program whose hot function is `fn`, started inside cgroup
- * directory cgdir (it joins before exec, so the profiler sees it there
- * from its first sample).  Its pid, or -1.
+ * The project's CPU burner (tests/tools/hotloop: demo_hot_function) copied
+ * to dir/name, so its samples carry that comm, and started inside cgroup
+ * directory cgdir (it joins before exec: the profiler sees it there from
+ * its first sample).  Its pid, or -1.
  */
-static pid_t spin_in_cgroup(const char *dir, const char *fn, const char *cgdir)
+static pid_t spin_in_cgroup(const char *dir, const char *name, const char *cgdir)
 {
-	char path[256], bin[256], procs[300], me[16];
+	char bin[256], procs[300], me[16];
 	pid_t pid;
-	FILE *f;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s.c", dir, fn);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fprintf(f, "#include <stdlib.h>\n#include <time.h>\nstatic volatile unsigned long s;\n"
-		"__attribute__((noinline)) void %s(void){for(int i=0;i<100000;i++)s+=i;}\n"
-		"int main(int c,char**v){time_t e=time(0)+atoi(v[1]);while(time(0)<e)%s();}\n",
-		fn, fn);
-	fclose(f);
-	snprintf(bin, sizeof(bin), "%s/%s", dir, fn);
-	if (test_sh("gcc -O1 -fno-omit-frame-pointer -o %s %s", bin, path))
+	snprintf(bin, sizeof(bin), "%s/%s", dir, name);
+	if (test_sh("cp %s/tests/tools/hotloop %s", test_out_dir(), bin))
 		return -1;
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgdir);
 	pid = fork();
@@ -306,7 +297,7 @@ static pid_t spin_in_cgroup(const char *dir, const char *fn, const char *cgdir)
 		if (fd < 0 || write(fd, me, strlen(me)) < 0)
 			_exit(126);
 		close(fd);
-		execl(bin, fn, "20", (char *)NULL);
+		execl(bin, name, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -385,9 +376,10 @@ Test(alerter, evidence_is_scoped_to_the_alerts_cgroup, .init = setup, .fini = te
 
 	r = request_with("\"alertname\":\"CpuThrottled\"");
 	cr_assert_not_null(r);
-	cr_expect(strstr(r->body, "capped_spinner"), "the capped cgroup's function is not in its "
+	cr_expect(strstr(r->body, "capped_spinner;") && strstr(r->body, "demo_hot_function"),
+		  "the capped cgroup's process is not in its "
 		  "evidence: %.1500s", r->body);
-	cr_expect(!strstr(r->body, "free_spinner"), "the other cgroup's function is in the "
+	cr_expect(!strstr(r->body, "free_spinner"), "the other cgroup's process is in the "
 		  "evidence: %.1500s", r->body);
 	snprintf(labels, sizeof(labels), "\"scope\":\"cgroup \\/fl-scope-%d\\/capped\"",
 		 (int)getpid());
