@@ -61,10 +61,10 @@ struct conn;	/* a connection from conn_open (store/conn.h) */
 #include "model/alert.h"
 #include "store/silence.h"
 #include "core/strbuf.h"
+#include "alerter/route.h"
 
-#define MAX_RECEIVERS 16
-#define MAX_ROUTES 32
-#define MAX_GROUP_BY 8
+#define MAX_INTEGRATIONS 64	/* every receiver's configs together */
+#define MAX_RECEIVER_NAMES 64
 
 enum payload_format {
 	FMT_ALERTMANAGER,
@@ -80,8 +80,14 @@ enum payload_format {
  */
 #define AM_API_RESEND_NS (60ULL * 1000000000ULL)
 
-struct receiver {
-	char name[64];
+/*
+ * One integration: a place a receiver sends to (an Alertmanager receiver's
+ * webhook_configs, slack_configs, pagerduty_configs or faultline_configs
+ * entry, or a faultline receiver with its url).  A group notifies one.
+ */
+struct integration {
+	char name[96];		/* "oncall" (faultline's shape) or "oncall/webhook[0]" */
+	char receiver[64];	/* the receiver it belongs to: payloads say this */
 	char url[512];
 	enum payload_format format;
 	char secret[256];
@@ -93,14 +99,20 @@ struct receiver {
 	int allow_plain_http;
 	int insecure_skip_verify;
 	uint64_t resend_interval_ns;	/* alertmanager_api: repeat firing alerts this often */
+	int send_resolved;		/* resolutions are notified (else only settled) */
+	char channel[128];		/* slack: the channel, "" the webhook's own */
+	char username[128];		/* slack */
+	/* http_config */
+	char ca_file[256], cert_file[256], key_file[256], server_name[256];
+	char basic_user[128], basic_password[256];
+	char auth_type[32], auth_credentials[512];	/* Authorization: TYPE CREDENTIALS */
+	int follow_redirects;
 };
 
-struct route {
-	struct matcher m[8];
-	int nm;
-	int receiver;		/* index */
-	char group_by[MAX_GROUP_BY][64];
-	int ngroup_by;
+/* A receiver by name: its integrations, integrations[first .. first + n). */
+struct receiver_name {
+	char name[64];
+	int first, n;
 };
 
 struct alerter_config {
@@ -108,10 +120,16 @@ struct alerter_config {
 	char external_url[256];
 	char consumer[64];
 	uint64_t group_wait_ns, group_interval_ns, repeat_interval_ns;
-	struct receiver receivers[MAX_RECEIVERS];
-	int nreceivers;
-	struct route routes[MAX_ROUTES];
-	int nroutes;
+	struct integration integrations[MAX_INTEGRATIONS];
+	int nintegrations;
+	struct receiver_name receiver_names[MAX_RECEIVER_NAMES];
+	int nreceiver_names;
+	struct route root;		/* the routing tree (route.h) */
+	int has_root;
+	/* Alertmanager's global: section, the defaults of its receivers' configs */
+	char slack_api_url[512];
+	char pagerduty_url[512];
+	struct integration global_http;	/* only its http_config fields */
 	uint32_t top_stacks;
 	uint64_t evidence_window_ns;
 	size_t max_payload_bytes;
@@ -147,7 +165,7 @@ struct group_alert {
  * group with key `group_key` and group labels; evidence is read from
  * Redis through rc (NULL: none).  Returns 0 or -ENOMEM.
  */
-int payload_build(const struct alerter_config *cfg, const struct receiver *r,
+int payload_build(const struct alerter_config *cfg, const struct integration *r,
 		  const char *group_key, const struct label *group_labels, int ngroup_labels,
 		  struct group_alert *const *alerts, int n, struct conn *rc, struct strbuf *out);
 
@@ -163,5 +181,11 @@ void sign_body(const char *secret, uint64_t ts, const char *idem, const char *bo
 
 /* 1 if url's host is a loopback address or "localhost". */
 int url_is_loopback(const char *url);
+
+/* url's host into host and its port (the scheme's default if none); -1 when unparsable. */
+int url_host_port(const char *url, char *host, size_t hostlen);
+
+/* url with its host replaced by host, into out.  Returns 0 or -1. */
+int url_with_host(const char *url, const char *host, char *out, size_t outlen);
 
 #endif

@@ -39,10 +39,12 @@
  * each notification, so every alerter notifies the same group state.
  */
 struct group {
-	char key[512];
+	char key[512];			/* INTEGRATION:ROUTE_ID:{labels} (the flat list's: RECEIVER:{labels}) */
+	char pkey[512];			/* the groupKey payloads carry: Alertmanager's ROUTE_KEY:{labels} */
 	char gid[33];			/* alert_group_id(key) */
-	int receiver;
-	struct label glabels[MAX_GROUP_BY];
+	int integration;		/* cfg.integrations[] it notifies */
+	uint64_t group_wait_ns, group_interval_ns, repeat_interval_ns;	/* its route's */
+	struct label *glabels;		/* the group labels (owned) */
 	int ngl;
 	struct group_alert **alerts;	/* as last loaded (for the payload) */
 	int nalerts;
@@ -59,6 +61,8 @@ struct group {
 	/* the notification in flight or waiting to be retried */
 	CURL *easy;
 	struct curl_slist *hdrs;
+	struct curl_slist *connect_to;	/* tls_config.server_name */
+	char url[600];			/* the URL with server_name as its host */
 	struct strbuf body;
 	char idem[65];
 	uint64_t sent_version;		/* the group version it carries */
@@ -86,7 +90,7 @@ struct alerter {
 	CURLM *multi;
 	struct group **groups;
 	int ngroups;
-	int inflight[MAX_RECEIVERS];
+	int inflight[MAX_INTEGRATIONS];
 	struct silence *silences;
 	int nsilences;
 	uint64_t silences_at;
@@ -97,7 +101,7 @@ struct alerter {
 	uint64_t redis_retry_at_ns;
 	uint64_t redis_error_said_ns;	/* rate limit for repeated Redis errors */
 	/* self-monitoring (--metrics-addr), named as Alertmanager names them */
-	uint64_t sent[MAX_RECEIVERS], failed[MAX_RECEIVERS], refused[MAX_RECEIVERS];
+	uint64_t sent[MAX_INTEGRATIONS], failed[MAX_INTEGRATIONS], refused[MAX_INTEGRATIONS];
 	uint64_t received[2];		/* events read: [0] resolved, [1] firing */
 	uint64_t dead_letters, redis_errors, redis_reconnects;
 	uint64_t trimmed;		/* delivered entries trimmed from fl:alerts */
@@ -206,6 +210,12 @@ void drop_alert(struct group_alert *ga);
  * here: it mutes notifications, never state.
  */
 void take_event(struct alerter *al, const char *id, const char *json, size_t len);
+
+/*
+ * Release ids[0..n) held by one group: an entry every group holding it has
+ * released is acknowledged (one XACK).  Returns ack()'s result.
+ */
+int release(struct alerter *al, char (*ids)[32], int n);
 
 /* Free groups with nothing held, nothing in flight and nothing firing. */
 void prune_groups(struct alerter *al);

@@ -31,7 +31,7 @@ static size_t keep_answer(char *p, size_t s, size_t n, void *u)
 
 static void start_request(struct alerter *al, struct group *g)
 {
-	const struct receiver *r = &al->cfg.receivers[g->receiver];
+	const struct integration *r = &al->cfg.integrations[g->integration];
 	char sig[80], hdr[600], ts[32];
 	uint64_t now = time_wall_ns() / NSEC_PER_SEC;
 
@@ -72,10 +72,45 @@ static void start_request(struct alerter *al, struct group *g)
 		curl_easy_setopt(g->easy, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(g->easy, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
+	/* http_config: tls_config, basic_auth, authorization, follow_redirects */
+	if (r->ca_file[0])
+		curl_easy_setopt(g->easy, CURLOPT_CAINFO, r->ca_file);
+	if (r->cert_file[0]) {
+		curl_easy_setopt(g->easy, CURLOPT_SSLCERT, r->cert_file);
+		curl_easy_setopt(g->easy, CURLOPT_SSLKEY, r->key_file);
+	}
+	if (r->server_name[0]) {
+		/* verify (and send as SNI) server_name while connecting where the URL says */
+		char host[300];
+		int port = url_host_port(r->url, host, sizeof(host));
+
+		if (port > 0) {
+			snprintf(hdr, sizeof(hdr), "%s:%d:%s:%d", r->server_name, port, host, port);
+			g->connect_to = curl_slist_append(NULL, hdr);
+			curl_easy_setopt(g->easy, CURLOPT_CONNECT_TO, g->connect_to);
+			url_with_host(r->url, r->server_name, g->url, sizeof(g->url));
+			curl_easy_setopt(g->easy, CURLOPT_URL, g->url);
+		}
+	}
+	if (r->basic_user[0]) {
+		curl_easy_setopt(g->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(g->easy, CURLOPT_USERNAME, r->basic_user);
+		curl_easy_setopt(g->easy, CURLOPT_PASSWORD, r->basic_password);
+	}
+	if (r->auth_credentials[0]) {
+		snprintf(hdr, sizeof(hdr), "Authorization: %s %s", r->auth_type, r->auth_credentials);
+		g->hdrs = curl_slist_append(g->hdrs, hdr);
+		curl_easy_setopt(g->easy, CURLOPT_HTTPHEADER, g->hdrs);
+	}
+	if (r->follow_redirects) {
+		curl_easy_setopt(g->easy, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(g->easy, CURLOPT_MAXREDIRS, 10L);
+		curl_easy_setopt(g->easy, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+	}
 	curl_multi_add_handle(al->multi, g->easy);
 	g->in_flight = 1;
 	g->attempts++;
-	al->inflight[g->receiver]++;
+	al->inflight[g->integration]++;
 }
 
 /*
@@ -92,16 +127,16 @@ uint64_t group_due_at(const struct alerter *al, const struct group *g)
 	if (g->pending)
 		return g->in_flight ? UINT64_MAX : g->retry_at_ns;
 	if (g->changed || g->nids)
-		due = g->sent_once ? g->last_sent_ns + cfg->group_interval_ns
-				   : g->created_ns + cfg->group_wait_ns;
+		due = g->sent_once ? g->last_sent_ns + g->group_interval_ns
+				   : g->created_ns + g->group_wait_ns;
 	else if (g->firing)
-		due = cfg->receivers[g->receiver].format == FMT_ALERTMANAGER_API &&
-		      cfg->receivers[g->receiver].resend_interval_ns < cfg->repeat_interval_ns ?
-		      g->last_sent_ns + cfg->receivers[g->receiver].resend_interval_ns :
-		      g->last_sent_ns + cfg->repeat_interval_ns;
+		due = cfg->integrations[g->integration].format == FMT_ALERTMANAGER_API &&
+		      cfg->integrations[g->integration].resend_interval_ns < g->repeat_interval_ns ?
+		      g->last_sent_ns + cfg->integrations[g->integration].resend_interval_ns :
+		      g->last_sent_ns + g->repeat_interval_ns;
 	if (g->muted_firing && !g->changed && !g->nids &&
-	    g->looked_ns + cfg->group_interval_ns < due)
-		due = g->looked_ns + cfg->group_interval_ns;
+	    g->looked_ns + g->group_interval_ns < due)
+		due = g->looked_ns + g->group_interval_ns;
 	if (due != UINT64_MAX && g->load_retry_ns > due)
 		due = g->load_retry_ns;
 	return due;
@@ -130,11 +165,11 @@ static void idempotency_key(const char *receiver, const struct group *g, uint64_
 /* Whether g's repeat (or, to an Alertmanager, its resend) is due at now. */
 static int repeat_due(const struct alerter_config *cfg, const struct group *g, uint64_t now)
 {
-	uint64_t every = cfg->repeat_interval_ns;
+	uint64_t every = g->repeat_interval_ns;
 
-	if (cfg->receivers[g->receiver].format == FMT_ALERTMANAGER_API &&
-	    cfg->receivers[g->receiver].resend_interval_ns < every)
-		every = cfg->receivers[g->receiver].resend_interval_ns;
+	if (cfg->integrations[g->integration].format == FMT_ALERTMANAGER_API &&
+	    cfg->integrations[g->integration].resend_interval_ns < every)
+		every = cfg->integrations[g->integration].resend_interval_ns;
 	return now >= g->last_sent_ns + every;
 }
 
@@ -224,7 +259,7 @@ static int settle(struct alerter *al, struct group *g, uint64_t version, int nid
 							     ids, g->ndone, err, sizeof(err)),
 				    err) < 0)
 		goto out;
-	ack(al, g->ids, nids);
+	release(al, g->ids, nids);
 	if (g->nids > nids)
 		memmove(g->ids, g->ids + nids, (size_t)(g->nids - nids) * sizeof(*g->ids));
 	g->nids -= nids;
@@ -301,7 +336,8 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 			record(al, "silenced", g->key, detail);
 			log_info("%s", detail);
 		}
-		if (!sil) {
+		if (!sil && (ga->a.firing || cfg->integrations[g->integration].send_resolved)) {
+			/* without send_resolved a resolution is settled, never sent */
 			send[nsend++] = ga;
 			firing |= ga->a.firing;
 		}
@@ -331,8 +367,8 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 		if (!strcmp(content, g->content) || !nsend)
 			goto out;
 	} else if (repeat && notified_ms && notified_version == version &&
-		   notified_ms + cfg->repeat_interval_ns / NSEC_PER_MSEC > wall_ms + 1000 &&
-		   cfg->receivers[g->receiver].format != FMT_ALERTMANAGER_API) {
+		   notified_ms + g->repeat_interval_ns / NSEC_PER_MSEC > wall_ms + 1000 &&
+		   cfg->integrations[g->integration].format != FMT_ALERTMANAGER_API) {
 		/* a peer repeated it lately: the next repeat counts from then */
 		g->last_sent_ns = now - (wall_ms - notified_ms) * NSEC_PER_MSEC;
 		goto out;
@@ -349,13 +385,13 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 	}
 	g->repeats = repeat ? g->repeats + 1 : 0;
 	strbuf_reset(&g->body);
-	if (payload_build(cfg, &cfg->receivers[g->receiver], g->key, g->glabels, g->ngl, send,
+	if (payload_build(cfg, &cfg->integrations[g->integration], g->pkey, g->glabels, g->ngl, send,
 			  nsend, al->rc, &g->body)) {
 		log_error("out of memory building a notification for %s", g->key);
 		g->load_retry_ns = now + NSEC_PER_SEC;
 		goto out;
 	}
-	idempotency_key(cfg->receivers[g->receiver].name, g, version, g->idem);
+	idempotency_key(cfg->integrations[g->integration].name, g, version, g->idem);
 	g->sent_version = version;
 	/* with a firing alert muted, this version is not all notified: unmuted, it is sent */
 	g->mark_version = muted ? 0 : version;
@@ -379,7 +415,7 @@ void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 		char err[300];
 
 		if (g->in_flight || now < g->retry_at_ns ||
-		    al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
+		    al->inflight[g->integration] >= cfg->integrations[g->integration].max_concurrency)
 			return;
 		/* a retry: is what it carries still the group's newest state? */
 		if (!redis_ready(al) ||
@@ -402,7 +438,7 @@ void maybe_send(struct alerter *al, struct group *g, uint64_t now)
 		return;
 	}
 	if (now < group_due_at(al, g) ||
-	    al->inflight[g->receiver] >= cfg->receivers[g->receiver].max_concurrency)
+	    al->inflight[g->integration] >= cfg->integrations[g->integration].max_concurrency)
 		return;
 	flush(al, g, now);
 }
@@ -434,7 +470,7 @@ static void ids_text(const struct group *g, struct strbuf *out)
 static int give_up(struct alerter *al, struct group *g, const char *detail)
 {
 	struct strbuf ids = STRBUF_INIT;
-	const char *rname = al->cfg.receivers[g->receiver].name;
+	const char *rname = al->cfg.integrations[g->integration].name;
 	int ret;
 
 	ids_text(g, &ids);
@@ -461,23 +497,25 @@ void on_done(struct alerter *al, CURLMsg *msg)
 	curl_multi_remove_handle(al->multi, msg->easy_handle);
 	curl_easy_cleanup(msg->easy_handle);
 	curl_slist_free_all(g->hdrs);
+	curl_slist_free_all(g->connect_to);
 	g->easy = NULL;
 	g->hdrs = NULL;
+	g->connect_to = NULL;
 	g->in_flight = 0;
-	al->inflight[g->receiver]--;
-	const char *rname = cfg->receivers[g->receiver].name;
+	al->inflight[g->integration]--;
+	const char *rname = cfg->integrations[g->integration].name;
 
 	if (result == CURLE_OK && code >= 200 && code < 300) {
 		snprintf(detail, sizeof(detail), "HTTP %ld after %d attempt(s), version %llu", code,
 			 g->attempts, (unsigned long long)g->sent_version);
 		log_info("delivered %s to %s (%s)", g->key, rname, detail);
-		al->sent[g->receiver]++;
+		al->sent[g->integration]++;
 		record(al, "sent", g->key, detail);
 		finish_group_send(al, g);
 		return;
 	}
 	if (result == CURLE_OK && code >= 400 && code < 500 && code != 408 && code != 429) {
-		al->refused[g->receiver]++;
+		al->refused[g->integration]++;
 		snprintf(detail, sizeof(detail), "HTTP %ld from %s: the receiver refused the "
 			 "notification; not retried; it answered: %.300s", code, rname,
 			 g->answer_len ? g->answer : "(nothing)");
@@ -492,7 +530,7 @@ void on_done(struct alerter *al, CURLMsg *msg)
 	/* 5xx, 408, 429, timeout, connection error: back off and retry, up to give_up_after */
 	uint64_t delay = backoff_next(&g->backoff), now = time_mono_ns();
 
-	al->failed[g->receiver]++;
+	al->failed[g->integration]++;
 	g->retry_at_ns = now + delay;
 	if (result != CURLE_OK)
 		snprintf(detail, sizeof(detail), "%s", g->errbuf[0] ? g->errbuf :
@@ -522,12 +560,14 @@ void group_free(struct alerter *al, struct group *g)
 		curl_easy_cleanup(g->easy);
 	}
 	curl_slist_free_all(g->hdrs);
+	curl_slist_free_all(g->connect_to);
 	for (int k = 0; k < g->nalerts; k++)
 		drop_alert(g->alerts[k]);
 	for (int k = 0; k < g->ngl; k++) {
 		free(g->glabels[k].key);
 		free(g->glabels[k].value);
 	}
+	free(g->glabels);
 	free(g->alerts);
 	free(g->ids);
 	free(g->done_fps);

@@ -9,63 +9,80 @@
 
 #include "alerter/alerter_internal.h"
 #include "core/log.h"
+#include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "store/alert_group.h"
 #include "store/alert_stream.h"
 
-static int route_of(const struct alerter_config *cfg, const struct alert *a)
+/*
+ * The group of alert a under route rt for integration `integ`, made when
+ * new.  Its key names the integration, the route and the group labels, so
+ * the same alert routed twice (continue, several configs) is two groups;
+ * the flat list's keys are the ones faultline always used.
+ */
+static struct group *group_for(struct alerter *al, const struct route *rt, int integ,
+			       const struct alert *a)
 {
-	for (int i = 0; i < cfg->nroutes; i++) {
-		int all = 1;
+	struct label *gl = calloc(a->nlabels + (size_t)rt->ngroup_by + 1, sizeof(*gl));
+	struct strbuf labels = STRBUF_INIT;
+	char key[512], pkey[512];
+	struct group *g = NULL, **n;
+	int ngl;
 
-		for (int k = 0; k < cfg->routes[i].nm && all; k++)
-			all = matcher_match(&cfg->routes[i].m[k], a);
-		if (all)
-			return i;
+	if (!gl)
+		return NULL;
+	ngl = route_group_labels(rt, a, gl, (int)a->nlabels + rt->ngroup_by);
+	strbuf_adds(&labels, "{");
+	for (int i = 0; i < ngl; i++)
+		strbuf_addf(&labels, "%s%s=\"%s\"", i ? (rt->legacy ? "," : ", ") : "", gl[i].key,
+			    gl[i].value);
+	strbuf_adds(&labels, "}");
+	if (rt->legacy) {
+		snprintf(key, sizeof(key), "%s:%s", al->cfg.integrations[integ].name,
+			 strbuf_str(&labels));
+		snprintf(pkey, sizeof(pkey), "%s", key);
+	} else {
+		snprintf(key, sizeof(key), "%s:%s:%s", al->cfg.integrations[integ].name, rt->id,
+			 strbuf_str(&labels));
+		snprintf(pkey, sizeof(pkey), "%s:%s", rt->key, strbuf_str(&labels));
 	}
-	return -1;
-}
-
-static struct group *group_for(struct alerter *al, int route, const struct alert *a)
-{
-	const struct route *rt = &al->cfg.routes[route];
-	char key[512];
-	size_t off;
-	struct group *g, **n;
-
-	off = (size_t)snprintf(key, sizeof(key), "%s:{", al->cfg.receivers[rt->receiver].name);
-	for (int i = 0; i < rt->ngroup_by && off < sizeof(key); i++) {
-		const char *v = alert_label(a, rt->group_by[i]);
-
-		off += (size_t)snprintf(key + off, sizeof(key) - off, "%s%s=\"%s\"", i ? "," : "",
-					rt->group_by[i], v ? v : "");
-	}
-	if (off < sizeof(key))
-		snprintf(key + off, sizeof(key) - off, "}");
+	strbuf_release(&labels);
 	for (int i = 0; i < al->ngroups; i++)
-		if (!strcmp(al->groups[i]->key, key))
+		if (!strcmp(al->groups[i]->key, key)) {
+			free(gl);
 			return al->groups[i];
+		}
 	g = calloc(1, sizeof(*g));
 	n = realloc(al->groups, (size_t)(al->ngroups + 1) * sizeof(*n));
-	if (!g || !n) {
-		free(g);
-		return NULL;
-	}
+	if (!g || !n)
+		goto fail;
 	al->groups = n;
+	g->glabels = calloc((size_t)ngl + 1, sizeof(*g->glabels));
+	if (!g->glabels)
+		goto fail;
 	snprintf(g->key, sizeof(g->key), "%s", key);
-	g->receiver = rt->receiver;
-	for (int i = 0; i < rt->ngroup_by; i++) {
-		const char *v = alert_label(a, rt->group_by[i]);
-
-		g->glabels[g->ngl].key = strdup(rt->group_by[i]);
-		g->glabels[g->ngl].value = strdup(v ? v : "");
+	snprintf(g->pkey, sizeof(g->pkey), "%s", pkey);
+	g->integration = integ;
+	g->group_wait_ns = rt->group_wait_ns;
+	g->group_interval_ns = rt->group_interval_ns;
+	g->repeat_interval_ns = rt->repeat_interval_ns;
+	for (int i = 0; i < ngl; i++) {
+		g->glabels[g->ngl].key = strdup(gl[i].key);
+		g->glabels[g->ngl].value = strdup(gl[i].value);
 		g->ngl++;
 	}
+	free(gl);
 	g->created_ns = time_mono_ns();
 	alert_group_id(g->key, g->gid);
 	strbuf_init(&g->body);
 	al->groups[al->ngroups++] = g;
 	return g;
+fail:
+	free(gl);
+	if (g)
+		free(g->glabels);
+	free(g);
+	return NULL;
 }
 
 /* Hold entry id in g until a notification carrying it is delivered. */
@@ -78,9 +95,51 @@ static void hold(struct alerter *al, struct group *g, const char *id)
 		log_error("out of memory holding %s entry %s", STREAM, id);
 		return;
 	}
+	uint32_t holders = 0;
+
 	g->ids = n;
 	snprintf(g->ids[g->nids++], 32, "%s", id);
-	strmap_put(&al->held, id, 1);
+	strmap_get(&al->held, id, &holders);
+	strmap_put(&al->held, id, holders + 1);
+}
+
+/* Undo hold(): g gives id back without it being settled (a take that failed half-way). */
+static void unhold(struct alerter *al, struct group *g, const char *id)
+{
+	uint32_t holders = 0;
+
+	for (int i = g->nids - 1; i >= 0; i--) {
+		if (strcmp(g->ids[i], id))
+			continue;
+		memmove(g->ids + i, g->ids + i + 1, (size_t)(g->nids - i - 1) * sizeof(*g->ids));
+		g->nids--;
+		if (strmap_get(&al->held, id, &holders) == 0 && holders > 1)
+			strmap_put(&al->held, id, holders - 1);
+		else
+			strmap_del(&al->held, id);
+		return;
+	}
+}
+
+int release(struct alerter *al, char (*ids)[32], int n)
+{
+	char (*done)[32] = calloc((size_t)n + 1, sizeof(*done));
+	int ndone = 0, ret;
+
+	if (!done)
+		return -1;	/* still held: acknowledged with a later release or re-read */
+	for (int i = 0; i < n; i++) {
+		uint32_t holders = 0;
+
+		if (strmap_get(&al->held, ids[i], &holders) == 0 && holders > 1) {
+			strmap_put(&al->held, ids[i], holders - 1);
+			continue;	/* another group still has it to notify */
+		}
+		memcpy(done[ndone++], ids[i], sizeof(done[0]));
+	}
+	ret = ack(al, done, ndone);
+	free(done);
+	return ret;
 }
 
 void drop_alert(struct group_alert *ga)
@@ -89,14 +148,16 @@ void drop_alert(struct group_alert *ga)
 	free(ga);
 }
 
+#define TAKE_MAX_ROUTES 64
+
 void take_event(struct alerter *al, const char *id, const char *json, size_t len)
 {
-	enum alert_group_verdict verdict;
+	const struct route *routes[TAKE_MAX_ROUTES];
+	struct group *held_by[TAKE_MAX_ROUTES * 4];
 	struct alert a;
-	struct group *g;
 	char err[300];
 	uint32_t dummy;
-	int route, unsent, ret;
+	int nroutes, nheld = 0, ntaken = 0;
 
 	if (strmap_get(&al->held, id, &dummy))
 		return;
@@ -108,8 +169,8 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 		return;
 	}
 	al->received[a.firing ? 1 : 0]++;
-	route = route_of(&al->cfg, &a);
-	if (route < 0) {
+	nroutes = route_match(&al->cfg.root, &a, routes, TAKE_MAX_ROUTES);
+	if (nroutes == 0) {
 		log_warn("alert %s matches no route; dead-lettered to %s (add a catch-all route)",
 			 alert_label(&a, "alertname"), DEAD_STREAM);
 		if (dead_letter(al, "no route", "", "", id, json, len) == 0)
@@ -117,31 +178,48 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 		alert_free(&a);
 		return;
 	}
-	g = group_for(al, route, &a);
-	if (!g || !redis_ready(al)) {
-		alert_free(&a);
-		al->read_pending = 1;	/* not taken: read it again from our pending list */
-		return;
+	/* every route it reaches, every integration of that route's receiver */
+	for (int r = 0; r < nroutes; r++) {
+		const struct receiver_name *rn = &al->cfg.receiver_names[routes[r]->receiver];
+
+		for (int k = 0; k < rn->n; k++) {
+			enum alert_group_verdict verdict;
+			struct group *g = group_for(al, routes[r], rn->first + k, &a);
+			int unsent, ret;
+
+			if (!g || !redis_ready(al))
+				goto again;
+			ret = redis_result(al, alert_group_take(al->rc, g->gid, a.fingerprint, id,
+								a.firing, a.starts_ms, json, len,
+								&verdict, &unsent, err,
+								sizeof(err)), err);
+			if (ret < 0)
+				goto again;
+			ntaken++;
+			if (verdict == ALERT_GROUP_NEW || unsent) {
+				/* a new state, or one a version not yet notified covers */
+				g->changed = 1;
+				if (nheld < (int)(sizeof(held_by) / sizeof(held_by[0]))) {
+					hold(al, g, id);
+					held_by[nheld++] = g;
+				}
+			}
+		}
 	}
-	ret = redis_result(al, alert_group_take(al->rc, g->gid, a.fingerprint, id, a.firing,
-						a.starts_ms, json, len, &verdict, &unsent, err,
-						sizeof(err)), err);
-	if (ret < 0) {
-		alert_free(&a);
-		al->read_pending = 1;
-		return;
-	}
-	if (verdict == ALERT_GROUP_NEW || unsent) {
-		/* a new state, or one a version not yet notified covers: held until it is */
-		g->changed = 1;
-		hold(al, g, id);
-	} else {
+	if (!nheld) {
 		log_debug("%s %s: %s; acknowledged", alert_label(&a, "alertname"), a.fingerprint,
-			  verdict == ALERT_GROUP_SAME ? "a state its group holds and notified" :
-			  "older than the state its group holds");
+			  ntaken ? "nothing new to any group it reaches" :
+			  "its receiver has no integrations (it drops what reaches it)");
 		ack_one(al, id);
 	}
 	alert_free(&a);
+	return;
+again:
+	/* not taken everywhere: give back what was held and read it again (takes repeat safely) */
+	while (nheld--)
+		unhold(al, held_by[nheld], id);
+	alert_free(&a);
+	al->read_pending = 1;
 }
 
 void prune_groups(struct alerter *al)

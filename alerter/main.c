@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alerter/alerter_internal.h"
@@ -40,7 +41,7 @@ static const char *const format_names[] = {
  * the alerts and dashboards kept for Alertmanager read them unchanged.
  */
 /* {receiver="...",integration="..."[,reason="..."]}, the name escaped (it is the config's) */
-static void receiver_labels(struct strbuf *sb, const struct receiver *r, const char *reason)
+static void receiver_labels(struct strbuf *sb, const struct integration *r, const char *reason)
 {
 	strbuf_adds(sb, "{");
 	promtext_label(sb, "receiver", r->name, 1);
@@ -60,21 +61,21 @@ static void render_metrics(const struct alerter *al, struct strbuf *sb)
 	strbuf_adds(sb, "# HELP alertmanager_notifications_total Notifications delivered "
 		    "(2xx), per receiver and integration.\n"
 		    "# TYPE alertmanager_notifications_total counter\n");
-	for (int r = 0; r < cfg->nreceivers; r++) {
+	for (int r = 0; r < cfg->nintegrations; r++) {
 		strbuf_adds(sb, "alertmanager_notifications_total");
-		receiver_labels(sb, &cfg->receivers[r], NULL);
+		receiver_labels(sb, &cfg->integrations[r], NULL);
 		strbuf_addf(sb, " %llu\n", (unsigned long long)al->sent[r]);
 	}
 	strbuf_adds(sb, "# HELP alertmanager_notifications_failed_total Notification "
 		    "attempts that failed: retried (5xx, timeout, refused connection) or refused "
 		    "(4xx, dead-lettered).\n"
 		    "# TYPE alertmanager_notifications_failed_total counter\n");
-	for (int r = 0; r < cfg->nreceivers; r++) {
+	for (int r = 0; r < cfg->nintegrations; r++) {
 		strbuf_adds(sb, "alertmanager_notifications_failed_total");
-		receiver_labels(sb, &cfg->receivers[r], "retried");
+		receiver_labels(sb, &cfg->integrations[r], "retried");
 		strbuf_addf(sb, " %llu\n", (unsigned long long)al->failed[r]);
 		strbuf_adds(sb, "alertmanager_notifications_failed_total");
-		receiver_labels(sb, &cfg->receivers[r], "refused");
+		receiver_labels(sb, &cfg->integrations[r], "refused");
 		strbuf_addf(sb, " %llu\n", (unsigned long long)al->refused[r]);
 	}
 	strbuf_addf(sb, "# HELP alertmanager_alerts_received_total Alert events read from "
@@ -154,6 +155,13 @@ static void usage(FILE *out)
 "                        Redis errors) as Prometheus text on http://A/metrics,\n"
 "                        e.g. 127.0.0.1:9466 (default: the config's\n"
 "                        metrics_addr, off when empty)\n"
+"      --check-config FILE  read FILE (an alerter.yaml or an Alertmanager\n"
+"                        alertmanager.yml), say what it holds or what is\n"
+"                        wrong at file:line:col, and exit (0 good, 1 not)\n"
+"      --routes-test NAME=VALUE...  print the receivers an alert with these\n"
+"                        labels reaches under --config, comma-separated in\n"
+"                        the tree's order, as `amtool config routes test`\n"
+"                        does, and exit\n"
 "      --print-config    print the built-in default config and exit\n"
 "      --config-reference  print every config key (type, bounds, default,\n"
 "                        description) as a Markdown table and exit\n"
@@ -182,9 +190,72 @@ static int print_config_reference(void)
 	return 0;
 }
 
+/* Count the routes under r (r included). */
+static int count_routes(const struct route *r)
+{
+	int n = 1;
+
+	for (int i = 0; i < r->nchild; i++)
+		n += count_routes(&r->child[i]);
+	return n;
+}
+
+/* --check-config FILE: 0 when it reads, 1 (said, file:line:col) when not. */
+static int check_config(const char *path)
+{
+	struct alerter_config cfg;
+	char err[1024];
+
+	if (alerter_config_load(&cfg, path, err, sizeof(err))) {
+		fprintf(stderr, "faultline-alerter: %s\n", err);
+		alerter_config_free(&cfg);
+		return 1;
+	}
+	printf("%s: good: %d receiver(s) with %d integration(s), %d route(s)%s\n", path,
+	       cfg.nreceiver_names, cfg.nintegrations,
+	       cfg.has_root ? count_routes(&cfg.root) - (cfg.root.receiver < 0) : 0,
+	       cfg.has_root && cfg.root.receiver < 0 ? " (faultline's flat list)" : "");
+	alerter_config_free(&cfg);
+	return 0;
+}
+
+/* --routes-test: the receivers labels[0..n) (NAME=VALUE) reach under cfg, as amtool prints them. */
+static int routes_test(const struct alerter_config *cfg, char **labels, int n)
+{
+	const struct route *routes[64];
+	struct alert a;
+	int nr;
+
+	memset(&a, 0, sizeof(a));
+	a.labels = calloc((size_t)n + 1, sizeof(*a.labels));
+	if (!a.labels)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		char *eq = strchr(labels[i], '=');
+
+		if (!eq || eq == labels[i]) {
+			fprintf(stderr, "faultline-alerter: --routes-test: '%s' is not NAME=VALUE\n",
+				labels[i]);
+			free(a.labels);
+			return 2;
+		}
+		*eq = '\0';
+		a.labels[a.nlabels].key = labels[i];
+		a.labels[a.nlabels].value = eq + 1;
+		a.nlabels++;
+	}
+	nr = route_match(&cfg->root, &a, routes, 64);
+	for (int i = 0; i < nr; i++)
+		printf("%s%s", i ? "," : "", cfg->receiver_names[routes[i]->receiver].name);
+	printf("%s\n", nr ? "" : "(no route: dead-lettered)");
+	free(a.labels);
+	return 0;
+}
+
 /* The command line (each option overrides the config's key). */
 struct alerter_args {
 	const char *config, *redis, *level, *metrics_addr, *web_config;
+	int routes_test;
 };
 
 /* argv into a: -1 to go on, or the status to exit with. */
@@ -197,6 +268,8 @@ static int parse_args(int argc, char **argv, struct alerter_args *a)
 		{ "log-format", required_argument, NULL, 'F' },
 		{ "web-config", required_argument, NULL, 'W' },
 		{ "print-config", no_argument, NULL, 'P' },
+		{ "check-config", required_argument, NULL, 'K' },
+		{ "routes-test", no_argument, NULL, 'T' },
 		{ "config-reference", no_argument, NULL, 'C' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
@@ -212,6 +285,8 @@ static int parse_args(int argc, char **argv, struct alerter_args *a)
 		case 'l': a->level = optarg; break;
 		case 'm': a->metrics_addr = optarg; break;
 		case 'P': fputs(alerter_default_config, stdout); return 0;
+		case 'K': return check_config(optarg);
+		case 'T': a->routes_test = 1; break;
 		case 'C': return print_config_reference();
 		case 'F':
 			if (log_format_option("faultline-alerter", optarg))
@@ -222,6 +297,10 @@ static int parse_args(int argc, char **argv, struct alerter_args *a)
 		case 'V': printf("faultline-alerter %s\n", FL_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (optind < argc && !a->routes_test) {
+		fprintf(stderr, "faultline-alerter: unexpected '%s' (try --help)\n", argv[optind]);
+		return 2;
 	}
 	return -1;
 }
@@ -258,7 +337,7 @@ static int alerter_start(struct alerter *al, const struct alerter_args *a,
 		snprintf(al->cfg.redis_url, sizeof(al->cfg.redis_url), "%s", a->redis);
 	if (log_parse_level(a->level ? a->level : al->cfg.log_level, &lv) == 0)
 		log_set_level(lv);
-	if (!al->cfg.nreceivers)
+	if (!al->cfg.nintegrations)
 		log_warn("no receivers configured: alerts will be read and held, not delivered "
 			 "(add receivers to the config)");
 	signal(SIGINT, on_signal);
@@ -269,8 +348,9 @@ static int alerter_start(struct alerter *al, const struct alerter_args *a,
 	strmap_init(&al->held);
 	backoff_init(&al->redis_backoff, 0, 10 * NSEC_PER_SEC);
 	conn_url_redacted(al->cfg.redis_url, al->redis_shown, sizeof(al->redis_shown));
-	log_info("consuming %s as %s/%s from %s; %d receiver(s), %d route(s)", STREAM, GROUP,
-		 al->cfg.consumer, al->redis_shown, al->cfg.nreceivers, al->cfg.nroutes);
+	log_info("consuming %s as %s/%s from %s; %d receiver(s) with %d integration(s)", STREAM,
+		 GROUP, al->cfg.consumer, al->redis_shown, al->cfg.nreceiver_names,
+		 al->cfg.nintegrations);
 	if (!metrics_addr)
 		metrics_addr = al->cfg.metrics_addr;
 	if (!web_config)
@@ -331,7 +411,7 @@ static int alerter_turn(struct alerter *al, int transfers)
 
 	notify_watchdog();
 	ensure_redis(al);
-	if (redis_ready(al) && al->cfg.nreceivers) {
+	if (redis_ready(al) && al->cfg.nintegrations) {
 		refresh_silences(al, now);
 		if (al->read_pending)
 			read_own_pending(al);
@@ -343,7 +423,7 @@ static int alerter_turn(struct alerter *al, int transfers)
 		}
 	}
 	block_ms = read_block_ms(al, now, transfers);
-	if (redis_ready(al) && al->cfg.nreceivers && !al->read_pending)
+	if (redis_ready(al) && al->cfg.nintegrations && !al->read_pending)
 		read_entries(al, ">", block_ms, NULL, 0);
 	else if (!transfers)
 		usleep((useconds_t)block_ms * 1000 + 1000);
@@ -368,6 +448,21 @@ int main(int argc, char **argv)
 	log_init("faultline-alerter");
 	if ((ret = parse_args(argc, argv, &a)) >= 0)
 		return ret;
+	if (a.routes_test) {
+		char err[1024];
+
+		if (a.config ? alerter_config_load(&al.cfg, a.config, err, sizeof(err))
+			     : alerter_config_parse(&al.cfg, "<built-in etc/alerter.yaml>",
+						    alerter_default_config,
+						    strlen(alerter_default_config), err,
+						    sizeof(err))) {
+			fprintf(stderr, "faultline-alerter: %s\n", err);
+			return 1;
+		}
+		ret = routes_test(&al.cfg, argv + optind, argc - optind);
+		alerter_config_free(&al.cfg);
+		return ret;
+	}
 	if (alerter_start(&al, &a, &metrics))
 		return 1;
 	notify_ready("consuming fl:alerts");

@@ -78,6 +78,46 @@ int url_is_loopback(const char *url)
 	return yes;
 }
 
+int url_host_port(const char *url, char *host, size_t hostlen)
+{
+	CURLU *u = curl_url();
+	char *h = NULL, *p = NULL;
+	int port = -1;
+
+	if (!u)
+		return -1;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+	    strlen(h) < hostlen) {
+		snprintf(host, hostlen, "%s", h);
+		port = atoi(p);
+	}
+	curl_free(h);
+	curl_free(p);
+	curl_url_cleanup(u);
+	return port;
+}
+
+int url_with_host(const char *url, const char *host, char *out, size_t outlen)
+{
+	CURLU *u = curl_url();
+	char *s = NULL;
+	int ret = -1;
+
+	if (!u)
+		return -1;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_set(u, CURLUPART_HOST, host, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_URL, &s, 0) == CURLUE_OK && strlen(s) < outlen) {
+		snprintf(out, outlen, "%s", s);
+		ret = 0;
+	}
+	curl_free(s);
+	curl_url_cleanup(u);
+	return ret;
+}
+
 static json_object *labels_json(const struct label *l, int n)
 {
 	json_object *o = json_object_new_object();
@@ -528,7 +568,7 @@ static int add_evidence(const struct alerter_config *cfg, json_object *doc, json
 	return truncated;
 }
 
-static json_object *alertmanager_doc(const struct alerter_config *cfg, const struct receiver *r,
+static json_object *alertmanager_doc(const struct alerter_config *cfg, const struct integration *r,
 				     const char *group_key, const struct label *gl, int ngl,
 				     struct group_alert *const *as, int n, struct conn *rc)
 {
@@ -546,7 +586,7 @@ static json_object *alertmanager_doc(const struct alerter_config *cfg, const str
 	json_object_object_add(doc, "groupKey", jsonc_string(group_key));
 	json_object_object_add(doc, "truncatedAlerts", json_object_new_int(0));
 	json_object_object_add(doc, "status", jsonc_string(firing ? "firing" : "resolved"));
-	json_object_object_add(doc, "receiver", jsonc_string(r->name));
+	json_object_object_add(doc, "receiver", jsonc_string(r->receiver[0] ? r->receiver : r->name));
 	json_object_object_add(doc, "groupLabels", labels_json(gl, ngl));
 	json_object_object_add(doc, "commonLabels", common(as, n, 0));
 	json_object_object_add(doc, "commonAnnotations", common(as, n, 1));
@@ -598,7 +638,7 @@ static void add_section(json_object *blocks, const char *mrkdwn)
 	json_object_array_add(blocks, x);
 }
 
-static json_object *slack_doc(const struct alerter_config *cfg, const struct receiver *r,
+static json_object *slack_doc(const struct alerter_config *cfg, const struct integration *r,
 			      const char *group_key, const struct label *gl, int ngl,
 			      struct group_alert *const *as, int n, struct conn *rc)
 {
@@ -614,6 +654,10 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 	if (nfiring)
 		strbuf_addf(&sb, " (%d)", nfiring);
 	json_object_object_add(doc, "text", jsonc_string(strbuf_str(&sb)));
+	if (r->channel[0])
+		json_object_object_add(doc, "channel", jsonc_string(r->channel));
+	if (r->username[0])
+		json_object_object_add(doc, "username", jsonc_string(r->username));
 	x = json_object_new_object();
 	json_object_object_add(x, "type", jsonc_string("header"));
 	json_object *t = json_object_new_object();
@@ -695,7 +739,7 @@ static json_object *slack_doc(const struct alerter_config *cfg, const struct rec
 	return doc;
 }
 
-static json_object *pagerduty_doc(const struct alerter_config *cfg, const struct receiver *r,
+static json_object *pagerduty_doc(const struct alerter_config *cfg, const struct integration *r,
 				  const char *group_key, const struct label *gl, int ngl,
 				  struct group_alert *const *as, int n, struct conn *rc)
 {
@@ -745,7 +789,7 @@ static json_object *pagerduty_doc(const struct alerter_config *cfg, const struct
  * stops resending lets them expire; resolved: when it resolved),
  * generatorURL.  Alertmanager does its own grouping, silencing and routing.
  */
-static json_object *alertmanager_api_doc(const struct receiver *r, struct group_alert *const *as,
+static json_object *alertmanager_api_doc(const struct integration *r, struct group_alert *const *as,
 					 int n)
 {
 	json_object *arr = json_object_new_array();
@@ -783,7 +827,7 @@ static json_object *alertmanager_api_doc(const struct receiver *r, struct group_
 	return arr;
 }
 
-int payload_build(const struct alerter_config *cfg, const struct receiver *r,
+int payload_build(const struct alerter_config *cfg, const struct integration *r,
 		  const char *group_key, const struct label *gl, int ngl,
 		  struct group_alert *const *as, int n, struct conn *rc, struct strbuf *out)
 {

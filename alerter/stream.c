@@ -232,6 +232,8 @@ void read_own_pending(struct alerter *al)
 static void entry_gone(const char *id, void *arg)
 {
 	struct alerter *al = arg;
+	uint32_t still = 0;
+	int dropped = 0;
 
 	for (int gi = 0; gi < al->ngroups; gi++) {
 		struct group *g = al->groups[gi];
@@ -239,17 +241,24 @@ static void entry_gone(const char *id, void *arg)
 		for (int i = 0; i < g->nids; i++) {
 			if (strcmp(g->ids[i], id))
 				continue;
-			if (g->pending && i < g->nids_sent)
-				return;	/* in a notification under way: settled with it */
+			if (g->pending && i < g->nids_sent) {
+				still++;	/* in a notification under way: settled with it */
+				break;
+			}
 			memmove(g->ids + i, g->ids + i + 1, (size_t)(g->nids - i - 1) *
 				sizeof(*g->ids));
 			g->nids--;
-			strmap_del(&al->held, id);
-			log_info("%s entry %s was taken over by another alerter; leaving it to that "
-				 "one", STREAM, id);
-			return;
+			dropped++;
+			break;
 		}
 	}
+	if (still)
+		strmap_put(&al->held, id, still);
+	else
+		strmap_del(&al->held, id);
+	if (dropped)
+		log_info("%s entry %s was taken over by another alerter; leaving it to that one",
+			 STREAM, id);
 }
 
 /*

@@ -92,10 +92,12 @@ int cmd_silence(int argc, char **argv)
 			       now < all[i].ends_ms ? "active" : "expired",
 			       alert_format_time(all[i].starts_ms, t1, sizeof(t1)),
 			       alert_format_time(all[i].ends_ms, t2, sizeof(t2)));
-			for (int k = 0; k < all[i].nm; k++)
-				printf("%s%s%s%s", k ? "," : "", all[i].m[k].name,
-				       all[i].m[k].op == '=' ? "=" : all[i].m[k].op == '!' ? "!=" : "=~",
-				       all[i].m[k].value);
+			for (int k = 0; k < all[i].nm; k++) {
+				char m[MATCHER_NAME_MAX + 2 * MATCHER_VALUE_MAX + 8];
+
+				matcher_format(&all[i].m[k], m, sizeof(m));
+				printf("%s%s", k ? "," : "", m);
+			}
 			printf("  %s\n", all[i].comment);
 		}
 		if (n >= 0)

@@ -750,7 +750,7 @@ Test(alerter, slack_and_pagerduty_shapes)
 
 	cr_assert_eq(alerter_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0,
 		     "%s", err);
-	cr_assert_eq(payload_build(&cfg, &cfg.receivers[0], "k", &gl, 1, as, 1, NULL, &out), 0);
+	cr_assert_eq(payload_build(&cfg, &cfg.integrations[0], "k", &gl, 1, as, 1, NULL, &out), 0);
 	doc = json_tokener_parse(strbuf_str(&out));
 	cr_assert(json_object_object_get_ex(doc, "text", &x));
 	cr_assert(strstr(json_object_get_string(x), "FIRING"));
@@ -767,7 +767,7 @@ Test(alerter, slack_and_pagerduty_shapes)
 					   "\"2026-11-30T14:00:00Z\"}");
 		struct group_alert *hs[1] = { h };
 
-		cr_assert_eq(payload_build(&cfg, &cfg.receivers[0], "k", &gl, 1, hs, 1, NULL, &out), 0);
+		cr_assert_eq(payload_build(&cfg, &cfg.integrations[0], "k", &gl, 1, hs, 1, NULL, &out), 0);
 		cr_expect_null(strstr(strbuf_str(&out), "<!channel>"), "%s", strbuf_str(&out));
 		cr_expect_null(strstr(strbuf_str(&out), "<@U123>"), "%s", strbuf_str(&out));
 		cr_expect_null(strstr(strbuf_str(&out), "<https://evil"), "%s", strbuf_str(&out));
@@ -777,7 +777,7 @@ Test(alerter, slack_and_pagerduty_shapes)
 		alert_free(&h->a);
 		free(h);
 	}
-	cr_assert_eq(payload_build(&cfg, &cfg.receivers[1], "k", &gl, 1, as, 1, NULL, &out), 0);
+	cr_assert_eq(payload_build(&cfg, &cfg.integrations[1], "k", &gl, 1, as, 1, NULL, &out), 0);
 	doc = json_tokener_parse(strbuf_str(&out));
 	cr_assert(json_object_object_get_ex(doc, "routing_key", &x) &&
 		  !strcmp(json_object_get_string(x), "rk1"));

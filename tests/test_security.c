@@ -364,7 +364,7 @@ Test(secrets, redis_password_from_a_file_taken_whole_or_refused, .init = make_di
 		chmod(path, 0600);
 		cr_expect_eq(alerter_config_parse(&cfg, "a.yaml", yaml, strlen(yaml), err,
 						  sizeof(err)), 0, "%s", err);
-		cr_expect_str_eq(cfg.receivers[0].secret, "webhook-key");
+		cr_expect_str_eq(cfg.integrations[0].secret, "webhook-key");
 		alerter_config_free(&cfg);
 	}
 }

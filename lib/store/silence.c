@@ -19,80 +19,15 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 
-int matcher_parse(struct matcher *m, const char *s, char *err, size_t errlen)
-{
-	const char *op = strpbrk(s, "=!");
-	size_t nl;
-
-	memset(m, 0, sizeof(*m));
-	if (!op || op == s) {
-		snprintf(err, errlen, "matcher '%s': expected name=value, name!=value or name=~regex", s);
-		return -EINVAL;
-	}
-	nl = (size_t)(op - s);
-	if (nl >= sizeof(m->name)) {
-		snprintf(err, errlen, "matcher '%s': label name too long", s);
-		return -EINVAL;
-	}
-	memcpy(m->name, s, nl);
-	if (op[0] == '!' && op[1] == '=') {
-		m->op = '!';
-		op += 2;
-	} else if (op[0] == '=' && op[1] == '~') {
-		m->op = '~';
-		op += 2;
-	} else if (op[0] == '=') {
-		m->op = '=';
-		op += 1;
-	} else {
-		snprintf(err, errlen, "matcher '%s': expected =, != or =~", s);
-		return -EINVAL;
-	}
-	snprintf(m->value, sizeof(m->value), "%s", op);
-	if (m->op == '~') {
-		char why[200];
-
-		if (promregex_compile(&m->re, m->value, why, sizeof(why))) {
-			snprintf(err, errlen, "matcher '%s': not a valid regular expression: %s", s,
-				 why);
-			return -EINVAL;
-		}
-		m->has_re = 1;
-	}
-	return 0;
-}
-
-void matcher_free(struct matcher *m)
-{
-	if (m->has_re)
-		promregex_free(&m->re);
-	m->has_re = 0;
-}
-
-int matcher_match(const struct matcher *m, const struct alert *a)
-{
-	const char *v = alert_label(a, m->name);
-
-	if (!v)
-		v = "";
-	switch (m->op) {
-	case '=': return !strcmp(v, m->value);
-	case '!': return strcmp(v, m->value) != 0;
-	case '~': return promregex_match(&m->re, v);
-	}
-	return 0;
-}
-
 static json_object *to_json(const struct silence *s)
 {
 	json_object *o = json_object_new_object(), *ms = json_object_new_array();
 
 	json_object_object_add(o, "id", jsonc_string(s->id));
 	for (int i = 0; i < s->nm; i++) {
-		char buf[400];
+		char buf[MATCHER_NAME_MAX + 2 * MATCHER_VALUE_MAX + 8];
 
-		snprintf(buf, sizeof(buf), "%s%s%s", s->m[i].name,
-			 s->m[i].op == '=' ? "=" : s->m[i].op == '!' ? "!=" : "=~", s->m[i].value);
+		matcher_format(&s->m[i], buf, sizeof(buf));
 		json_object_array_add(ms, jsonc_string(buf));
 	}
 	json_object_object_add(o, "matchers", ms);

@@ -3,28 +3,20 @@
  * (hash fl:silences: id -> JSON), created with `faultline silence add` and
  * honoured by the alerter: a silenced alert is recorded, not sent.
  *
- * Matchers: "name=value", "name!=value", "name=~regex" (Prometheus'
- * semantics: RE2 syntax, fully anchored; promregex.h).  A silence matches an alert when every matcher does.
+ * Matchers are Alertmanager's (model/matcher.h: =, !=, =~, !~, quoted
+ * values); a silence matches an alert when every matcher does.
  */
 #ifndef FL_SILENCE_H
 #define FL_SILENCE_H
 
-#include "core/promregex.h"
 #include <stdint.h>
 
 struct conn;	/* a connection from conn_open (store/conn.h) */
 
 #include "model/alert.h"
+#include "model/matcher.h"
 
 #define SILENCE_MAX_MATCHERS 16
-
-struct matcher {
-	char name[64];
-	char value[256];
-	int op;			/* '=', '!', '~' */
-	struct prom_regex re;
-	int has_re;
-};
 
 struct silence {
 	char id[40];
@@ -34,11 +26,6 @@ struct silence {
 	char comment[256];
 	char created_by[64];
 };
-
-/* Parse "name=value" etc. into m. Returns 0 or -EINVAL (reason in err). */
-int matcher_parse(struct matcher *m, const char *s, char *err, size_t errlen);
-void matcher_free(struct matcher *m);
-int matcher_match(const struct matcher *m, const struct alert *a);
 
 /*
  * A silence record of fl:silences (len bytes of JSON) into s: every field
