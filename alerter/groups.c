@@ -113,7 +113,7 @@ static void unhold(struct alerter *al, struct group *g, const char *id)
 			continue;
 		memmove(g->ids + i, g->ids + i + 1, (size_t)(g->nids - i - 1) * sizeof(*g->ids));
 		g->nids--;
-		if (strmap_get(&al->held, id, &holders) == 0 && holders > 1)
+		if (strmap_get(&al->held, id, &holders) && holders > 1)
 			strmap_put(&al->held, id, holders - 1);
 		else
 			strmap_del(&al->held, id);
@@ -131,7 +131,7 @@ int release(struct alerter *al, char (*ids)[32], int n)
 	for (int i = 0; i < n; i++) {
 		uint32_t holders = 0;
 
-		if (strmap_get(&al->held, ids[i], &holders) == 0 && holders > 1) {
+		if (strmap_get(&al->held, ids[i], &holders) && holders > 1) {
 			strmap_put(&al->held, ids[i], holders - 1);
 			continue;	/* another group still has it to notify */
 		}
