@@ -21,7 +21,7 @@ static const struct command commands[] = {
 	  "HTML)" },
 	{ "profile", cmd_profile, "CPU profiles from Redis: flame graph SVG, pprof, folded, top,\n"
 	  "            diff; `profile burst` asks a host for a high-rate burst" },
-	{ "silence", cmd_silence, "add, list or expire silences (the alerter records, not sends)" },
+	{ "silence", cmd_silence, "add, update, query or expire silences as amtool does (the alerter records, not sends)" },
 	{ "rules", cmd_rules, "check: validate rule files (positions of every error);\n"
 	  "            test: run rule unit tests (which alerts fire when)" },
 	{ "deploy", cmd_deploy, "mark a deploy (service, version, hosts) or list the markers" },

@@ -21,6 +21,7 @@
 #include "core/timeutil.h"
 #include "model/matcher.h"
 #include "store/conn.h"
+#include "store/silence.h"
 #include "tests/helpers.h"
 #include "tests/receiver.h"
 
@@ -512,4 +513,103 @@ Test(routing, one_alert_reaches_every_receiver_and_is_acked_when_all_settled, .i
 	cr_expect_eq(to_path("/pager-b", NULL), 1, "pager-b: one notification taken, the firing "
 		     "one");
 	conn_close(c);
+}
+
+/* ---- silences as amtool takes them ---------------------------------------- */
+
+Test(routing, silences_take_what_amtool_silence_add_takes, .init = fan_setup,
+     .fini = fan_teardown, .timeout = 60)
+{
+	char cmd[1024], *id, *out;
+	struct conn *c = test_redis_connect(&redis);
+	struct silence *all;
+	struct label ls[2] = { { "alertname", "DiskFull" }, { "rack", "r12" } };
+	struct alert a;
+	char err[400];
+	int n;
+
+	snprintf(cmd, sizeof(cmd), "%s/faultline silence add 'rack=~\"r1.*\"' alertname=DiskFull "
+		 "--comment 'switch swap' --author alice --duration 1h --redis %s",
+		 test_out_dir(), redis.url);
+	id = run(cmd);
+	cr_assert(strchr(id, '-'), "no id: %s", id);
+	/* the quoted regex is a regex, not a value with quotes in it */
+	n = silence_load(c, &all, err, sizeof(err));
+	cr_assert_eq(n, 1, "%s", err);
+	memset(&a, 0, sizeof(a));
+	a.labels = ls;
+	a.nlabels = 2;
+	cr_expect_not_null(silence_find(all, n, &a, time_wall_ns() / NSEC_PER_MSEC),
+			   "'rack=~\"r1.*\"' does not mute rack=r12");
+	ls[1].value = "r2";
+	cr_expect_null(silence_find(all, n, &a, time_wall_ns() / NSEC_PER_MSEC));
+	cr_expect_str_eq(all[0].created_by, "alice");
+	cr_expect_eq(all[0].ends_ms - all[0].starts_ms, 3600000);
+	silence_free_all(all, n);
+	/* query filters as Alertmanager's: by the silence's matchers */
+	snprintf(cmd, sizeof(cmd), "%s/faultline silence query -q 'rack=~\"r1.*\"' --redis %s",
+		 test_out_dir(), redis.url);
+	out = run(cmd);
+	cr_expect_str_eq(out, id);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s/faultline silence query -q alertname=Other --redis %s",
+		 test_out_dir(), redis.url);
+	out = run(cmd);
+	cr_expect_str_eq(out, "", "a filter that does not match listed it");
+	free(out);
+	/* update keeps the id and moves the end */
+	snprintf(cmd, sizeof(cmd), "%s/faultline silence update %s --end 2099-01-01T00:00:00Z "
+		 "--redis %s", test_out_dir(), id, redis.url);
+	out = run(cmd);
+	cr_expect_str_eq(out, id);
+	free(out);
+	n = silence_load(c, &all, err, sizeof(err));
+	cr_assert_eq(n, 1);
+	cr_expect_eq(all[0].ends_ms, 4070908800000ULL);
+	silence_free_all(all, n);
+	/* expired: out of query, into query --expired */
+	snprintf(cmd, sizeof(cmd), "%s/faultline silence expire %s --redis %s && %s/faultline "
+		 "silence query -q --expired --redis %s", test_out_dir(), id, redis.url,
+		 test_out_dir(), redis.url);
+	out = run(cmd);
+	cr_expect_str_eq(out, id);
+	free(out);
+	/* what amtool refuses, faultline refuses */
+	snprintf(cmd, sizeof(cmd), "%s/faultline silence add 'rack=\"open' --redis %s 2>&1; "
+		 "echo rc=$?", test_out_dir(), redis.url);
+	out = run(cmd);
+	cr_expect(strstr(out, "never closed") && strstr(out, "rc=2"), "%s", out);
+	free(out);
+	free(id);
+	conn_close(c);
+}
+
+Test(routing, silence_query_filter_is_alertmanagers)
+{
+	struct silence s = { 0 };
+	struct matcher f[2];
+	char err[300];
+
+	cr_assert_eq(matcher_parse(&s.m[0], "rack=~\"r1.*\"", err, sizeof(err)), 0);
+	cr_assert_eq(matcher_parse(&s.m[1], "team=db", err, sizeof(err)), 0);
+	s.nm = 2;
+	cr_assert_eq(matchers_parse(f, 2, "team=db", err, sizeof(err)), 1);
+	cr_expect(silence_matches_filter(&s, f, 1));
+	matcher_free(&f[0]);
+	cr_assert_eq(matchers_parse(f, 2, "team=~d.*,rack=~\"r1\\\\.\\\\*\"", err, sizeof(err)), 2,
+		     "%s", err);
+	cr_expect(silence_matches_filter(&s, f, 2), "the filter matches the matcher's value text");
+	matcher_free(&f[0]);
+	matcher_free(&f[1]);
+	cr_assert_eq(matchers_parse(f, 2, "host=\"\"", err, sizeof(err)), 1);
+	cr_expect(silence_matches_filter(&s, f, 1), "an empty value: no host matcher is fine");
+	matcher_free(&f[0]);
+	cr_assert_eq(matchers_parse(f, 2, "team!=\"\"", err, sizeof(err)), 1);
+	cr_expect(silence_matches_filter(&s, f, 1), "team!=\"\": it has a team matcher");
+	matcher_free(&f[0]);
+	cr_assert_eq(matchers_parse(f, 2, "team=web", err, sizeof(err)), 1);
+	cr_expect(!silence_matches_filter(&s, f, 1));
+	matcher_free(&f[0]);
+	matcher_free(&s.m[0]);
+	matcher_free(&s.m[1]);
 }

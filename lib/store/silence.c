@@ -109,32 +109,37 @@ bad:
 
 int silence_add(struct conn *c, struct silence *s, char *err, size_t errlen)
 {
-	json_object *o;
-	redisReply *r;
-
 	snprintf(s->id, sizeof(s->id), "%llx-%x", (unsigned long long)(time_wall_ns() / 1000),
 		 (unsigned)getpid());
-	o = to_json(s);
-	r = conn_commandf(c, KEY_SILENCES, "HSET " KEY_SILENCES " %s %s", s->id, json_object_to_json_string(o));
+	return silence_put(c, s, err, errlen);
+}
+
+int silence_put(struct conn *c, const struct silence *s, char *err, size_t errlen)
+{
+	json_object *o = to_json(s);
+	redisReply *r = conn_commandf(c, KEY_SILENCES, "HSET " KEY_SILENCES " %s %s", s->id,
+				      json_object_to_json_string(o));
+	int ret = 0;
+
 	json_object_put(o);
+	if (!r || r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "redis: %s", r ? r->str : conn_errstr(c));
+		ret = -EIO;
+	}
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+int silence_get(struct conn *c, const char *id, struct silence *s, char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(c, KEY_SILENCES, "HGET " KEY_SILENCES " %s", id);
+	int ret;
+
 	if (!r || r->type == REDIS_REPLY_ERROR) {
 		snprintf(err, errlen, "redis: %s", r ? r->str : conn_errstr(c));
 		if (r)
 			freeReplyObject(r);
-		return -EIO;
-	}
-	freeReplyObject(r);
-	return 0;
-}
-
-int silence_expire(struct conn *c, const char *id, char *err, size_t errlen)
-{
-	redisReply *r = conn_commandf(c, KEY_SILENCES, "HGET " KEY_SILENCES " %s", id);
-	struct silence s;
-	json_object *o;
-
-	if (!r) {
-		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		return -EIO;
 	}
 	if (r->type != REDIS_REPLY_STRING) {
@@ -142,24 +147,53 @@ int silence_expire(struct conn *c, const char *id, char *err, size_t errlen)
 		snprintf(err, errlen, "no silence with id %s", id);
 		return -ENOENT;
 	}
-	if (silence_decode(&s, r->str, r->len, err, errlen)) {
+	ret = silence_decode(s, r->str, r->len, err, errlen);
+	freeReplyObject(r);
+	return ret;
+}
+
+int silence_expire(struct conn *c, const char *id, char *err, size_t errlen)
+{
+	struct silence s;
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC;
+	int ret = silence_get(c, id, &s, err, errlen);
+
+	if (ret == -EINVAL) {
 		/* a record no alerter can read mutes nothing: expiring it is removing it */
-		freeReplyObject(r);
-		r = conn_commandf(c, KEY_SILENCES, "HDEL " KEY_SILENCES " %s", id);
+		redisReply *r = conn_commandf(c, KEY_SILENCES, "HDEL " KEY_SILENCES " %s", id);
+
 		if (r)
 			freeReplyObject(r);
 		return r ? 0 : -EIO;
 	}
-	freeReplyObject(r);
-	s.ends_ms = time_wall_ns() / NSEC_PER_MSEC;
-	o = to_json(&s);
-	r = conn_commandf(c, KEY_SILENCES, "HSET " KEY_SILENCES " %s %s", id, json_object_to_json_string(o));
-	json_object_put(o);
+	if (ret)
+		return ret;
+	if (s.ends_ms > now)
+		s.ends_ms = now;
+	if (s.starts_ms > s.ends_ms)
+		s.starts_ms = s.ends_ms;	/* one that never started ends unstarted */
+	ret = silence_put(c, &s, err, errlen);
 	for (int i = 0; i < s.nm; i++)
 		matcher_free(&s.m[i]);
-	if (r)
-		freeReplyObject(r);
-	return r ? 0 : -EIO;
+	return ret;
+}
+
+int silence_matches_filter(const struct silence *s, const struct matcher *f, int nf)
+{
+	for (int i = 0; i < nf; i++) {
+		const char *v = NULL;
+		int negative = f[i].op == MATCH_NE || f[i].op == MATCH_NRE;
+
+		for (int k = 0; k < s->nm && !v; k++)
+			if (!strcmp(s->m[k].name, f[i].name))
+				v = s->m[k].value;
+		/* Alertmanager's filter: an empty value asks for the name's presence or absence */
+		if (!f[i].value[0] && (negative ? v != NULL : v == NULL))
+			continue;
+		if (!matcher_match_value(&f[i], v ? v : ""))
+			return 0;
+	}
+	return 1;
 }
 
 int silence_load(struct conn *c, struct silence **out, char *err, size_t errlen)

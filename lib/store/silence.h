@@ -38,7 +38,24 @@ int silence_decode(struct silence *s, const char *text, size_t len, char *err, s
 
 /* Store a new silence (id filled in). Returns 0 or -EIO. */
 int silence_add(struct conn *c, struct silence *s, char *err, size_t errlen);
-/* Set a silence's end to now. Returns 0, -ENOENT or -EIO. */
+/* Store s under its id (a new one, or an update of it). Returns 0 or -EIO. */
+int silence_put(struct conn *c, const struct silence *s, char *err, size_t errlen);
+
+/*
+ * Read silence id into s (matcher_free its matchers).  Returns 0, -ENOENT,
+ * -EINVAL (a record of the wrong shape: err says what) or -EIO.
+ */
+int silence_get(struct conn *c, const char *id, struct silence *s, char *err, size_t errlen);
+
+/*
+ * 1 when s passes the filter f[0..nf) as Alertmanager's silence query
+ * filters: each filter matcher must match the value s's matcher of that
+ * name has ("" when none); an empty value asks only for presence (=, =~)
+ * or absence (!=, !~) of a matcher of that name.
+ */
+int silence_matches_filter(const struct silence *s, const struct matcher *f, int nf);
+
+/* Set a silence's end to now (if it is later). Returns 0, -ENOENT or -EIO. */
 int silence_expire(struct conn *c, const char *id, char *err, size_t errlen);
 /*
  * Load every silence (active and expired) into a malloc'd array.
