@@ -120,10 +120,75 @@ static void render_metrics(const struct alerter *al, struct strbuf *sb)
 		    "faultline_alerter_redis_up %d\n", al->rc != NULL);
 }
 
+/* The command line (each option overrides the config's key). */
+struct alerter_args {
+	const char *config, *redis, *level, *metrics_addr, *web_config;
+	int routes_test;
+};
+
+static volatile sig_atomic_t reload_asked;
+
 static void on_signal(int sig)
 {
-	(void)sig;
-	stopping = 1;
+	if (sig == SIGHUP)
+		reload_asked = 1;
+	else
+		stopping = 1;
+}
+
+/* The file the config came from ("": the built-in default), for SIGHUP. */
+static char config_path[600];
+
+/*
+ * SIGHUP: read the config again.  A file that does not read keeps the
+ * running config (said, file:line:col).  A good one replaces it the way a
+ * restart would, without losing anything: groups and transfers are
+ * dropped unacknowledged and our pending list is read again, so every held
+ * entry is routed under the new tree and taken into its groups (already
+ * notified versions are recognised, not sent twice).  redis, consumer,
+ * metrics_addr and web_config need a restart.
+ */
+static void reload_config(struct alerter *al, const struct alerter_args *a)
+{
+	struct alerter_config next;
+	char err[1024];
+	int ret;
+
+	ret = config_path[0] ? alerter_config_load(&next, config_path, err, sizeof(err))
+			     : alerter_config_parse(&next, "<built-in etc/alerter.yaml>",
+						    alerter_default_config,
+						    strlen(alerter_default_config), err,
+						    sizeof(err));
+	if (ret) {
+		log_error("SIGHUP: %s; keeping the running config", err);
+		alerter_config_free(&next);
+		return;
+	}
+	if (a->redis)
+		snprintf(next.redis_url, sizeof(next.redis_url), "%s", a->redis);
+	if (strcmp(next.redis_url, al->cfg.redis_url) || strcmp(next.consumer, al->cfg.consumer) ||
+	    strcmp(next.metrics_addr, al->cfg.metrics_addr) ||
+	    strcmp(next.web_config, al->cfg.web_config))
+		log_warn("SIGHUP: redis, consumer, metrics_addr and web_config change at the next "
+			 "start; the running ones stay");
+	snprintf(next.redis_url, sizeof(next.redis_url), "%s", al->cfg.redis_url);
+	snprintf(next.consumer, sizeof(next.consumer), "%s", al->cfg.consumer);
+	snprintf(next.metrics_addr, sizeof(next.metrics_addr), "%s", al->cfg.metrics_addr);
+	snprintf(next.web_config, sizeof(next.web_config), "%s", al->cfg.web_config);
+	free_groups(al);
+	strmap_free(&al->held);
+	strmap_init(&al->held);
+	memset(al->inflight, 0, sizeof(al->inflight));
+	/* counters are per integration, whose indices may have moved: they start again */
+	memset(al->sent, 0, sizeof(al->sent));
+	memset(al->failed, 0, sizeof(al->failed));
+	memset(al->refused, 0, sizeof(al->refused));
+	alerter_config_free(&al->cfg);
+	al->cfg = next;
+	al->read_pending = 1;
+	log_info("SIGHUP: read %s: %d receiver(s) with %d integration(s); held entries are "
+		 "routed again", config_path[0] ? config_path : "the built-in config",
+		 al->cfg.nreceiver_names, al->cfg.nintegrations);
 }
 
 static void usage(FILE *out)
@@ -165,6 +230,9 @@ static void usage(FILE *out)
 "      --print-config    print the built-in default config and exit\n"
 "      --config-reference  print every config key (type, bounds, default,\n"
 "                        description) as a Markdown table and exit\n"
+"\n"
+"SIGHUP reads the config again: a file with an error keeps the running one\n"
+"(said in the log with file:line:col).\n"
 "  -h, --help            this text\n"
 "  -V, --version         print the version\n");
 }
@@ -252,11 +320,6 @@ static int routes_test(const struct alerter_config *cfg, char **labels, int n)
 	return 0;
 }
 
-/* The command line (each option overrides the config's key). */
-struct alerter_args {
-	const char *config, *redis, *level, *metrics_addr, *web_config;
-	int routes_test;
-};
 
 /* argv into a: -1 to go on, or the status to exit with. */
 static int parse_args(int argc, char **argv, struct alerter_args *a)
@@ -340,8 +403,10 @@ static int alerter_start(struct alerter *al, const struct alerter_args *a,
 	if (!al->cfg.nintegrations)
 		log_warn("no receivers configured: alerts will be read and held, not delivered "
 			 "(add receivers to the config)");
+	snprintf(config_path, sizeof(config_path), "%s", config ? config : "");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	al->multi = curl_multi_init();
@@ -469,6 +534,11 @@ int main(int argc, char **argv)
 	while (!stopping) {
 		uint64_t now;
 
+		if (reload_asked) {
+			reload_asked = 0;
+			reload_config(&al, &a);
+			transfers = 0;
+		}
 		transfers = alerter_turn(&al, transfers);
 		now = time_mono_ns();
 		/* render at most every 500 ms; the server thread answers scrapes from it */

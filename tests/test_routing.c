@@ -613,3 +613,73 @@ Test(routing, silence_query_filter_is_alertmanagers)
 	matcher_free(&s.m[0]);
 	matcher_free(&s.m[1]);
 }
+
+/* ---- SIGHUP --------------------------------------------------------------- */
+
+static void write_route_to(const char *path, const char *where, const char *extra)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "route:\n  receiver: r\n  group_by: [alertname]\n  group_wait: 500ms\n"
+		"  group_interval: 1s\n%s"
+		"receivers:\n  - name: r\n    webhook_configs: [{url: 'http://127.0.0.1:%d/%s'}]\n",
+		extra, rx.port, where);
+	fclose(f);
+}
+
+Test(routing, sighup_reads_the_config_again_and_a_bad_one_keeps_the_old, .init = fan_setup,
+     .fini = fan_teardown, .timeout = 60)
+{
+	char path[300], log[300], bin[256], *said;
+	struct conn *c = test_redis_connect(&redis);
+	int status;
+
+	snprintf(path, sizeof(path), "%s/alertmanager.yml", redis.dir);
+	snprintf(log, sizeof(log), "%s/alerter.log", redis.dir);
+	write_route_to(path, "one", "");
+	snprintf(bin, sizeof(bin), "%s/faultline-alerter", test_out_dir());
+	alerter_pid = fork();
+	if (alerter_pid == 0) {
+		cr_assert_not_null(freopen(log, "w", stderr));
+		execl(bin, bin, "--config", path, "--redis", redis.url, (char *)NULL);
+		_exit(127);
+	}
+	sleep(1);
+	emit(c, "b1b1b1b1b1b1b1b1", "firing", ",\"job\":\"first\"");
+	for (int i = 0; i < 100 && !to_path("/one", "b1b1b1b1b1b1b1b1"); i++)
+		usleep(100000);
+	cr_assert_eq(to_path("/one", "b1b1b1b1b1b1b1b1"), 1);
+	/* a broken file: said, and the running config stays */
+	write_route_to(path, "two", "  routes: [{receiver: nobody}]\n");
+	kill(alerter_pid, SIGHUP);
+	sleep(1);
+	cr_assert_eq(waitpid(alerter_pid, &status, WNOHANG), 0, "the alerter died of a bad file");
+	emit(c, "b2b2b2b2b2b2b2b2", "firing", ",\"job\":\"second\"");
+	for (int i = 0; i < 100 && !to_path("/one", "b2b2b2b2b2b2b2b2"); i++)
+		usleep(100000);
+	cr_expect_eq(to_path("/one", "b2b2b2b2b2b2b2b2"), 1, "the old config was not kept");
+	/* a good one: new alerts go where it says */
+	write_route_to(path, "two", "");
+	kill(alerter_pid, SIGHUP);
+	sleep(1);
+	emit(c, "b3b3b3b3b3b3b3b3", "firing", ",\"job\":\"third\"");
+	for (int i = 0; i < 100 && !to_path("/two", "b3b3b3b3b3b3b3b3"); i++)
+		usleep(100000);
+	cr_expect_geq(to_path("/two", "b3b3b3b3b3b3b3b3"), 1, "the new config was not taken");
+	for (int i = 0; i < 50 && pending(c) != 0; i++)
+		usleep(100000);
+	cr_expect_eq(pending(c), 0, "entries left pending across the reload");
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "cat %s", log);
+	said = run(cmd);
+	cr_expect(strstr(said, "SIGHUP: ") && strstr(said, "alertmanager.yml:") &&
+		  strstr(said, "'nobody' is not one of the receivers") &&
+		  strstr(said, "keeping the running config"), "the log does not say what was "
+		  "wrong where: %s", said);
+	if (getenv("FL_TEST_SHOW_LOG"))
+		fprintf(stderr, "%s\n", said);
+	free(said);
+	conn_close(c);
+}
