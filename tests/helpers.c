@@ -9,6 +9,8 @@
 #include "store/conn.h"
 #include "store/store.h"
 
+#include <hiredis/hiredis.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
@@ -302,6 +304,23 @@ struct conn *test_redis_connect(const struct test_redis *r)
 
 	cr_assert_not_null(c, "%s", err);
 	return c;
+}
+
+long long test_alerts_pending(struct conn *c, const char *consumer)
+{
+	redisReply *r;
+	long long n;
+
+	if (consumer) {
+		r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter - + 100000 %s", consumer);
+		n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+	} else {
+		r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter");
+		n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
+	}
+	if (r)
+		freeReplyObject(r);
+	return n;
 }
 
 int test_free_port(void)

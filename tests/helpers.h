@@ -38,6 +38,13 @@ int test_redis_start_persistent(struct test_redis *r);
 struct conn;
 struct conn *test_redis_connect(const struct test_redis *r);
 
+/*
+ * Entries of fl:alerts the alerters' consumer group has read and not
+ * acknowledged: all of them (consumer NULL) or one consumer's; -1 when
+ * Redis does not say.
+ */
+long long test_alerts_pending(struct conn *c, const char *consumer);
+
 /* Stop it (SIGKILL when stop_hard, else SIGTERM) and wait; keeps the dir. */
 void test_redis_stop(struct test_redis *r, int hard);
 

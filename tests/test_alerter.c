@@ -141,16 +141,6 @@ static void emit(struct conn *c, const char *name, const char *fp, const char *s
 	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
-static long long pending(struct conn *c)
-{
-	redisReply *r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter");
-	long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
-
-	if (r)
-		freeReplyObject(r);
-	return n;
-}
-
 /* Put a real profile window of a hot test program into fl:{host}:p10. */
 static int seed_profile(struct conn *c, const char *host)
 {
@@ -266,9 +256,9 @@ Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini 
 	else
 		cr_log_warn("no BPF here: evidence content not checked against a real profile");
 	json_object_put(doc);
-	for (int i = 0; i < 20 && pending(c) != 0; i++)
+	for (int i = 0; i < 20 && test_alerts_pending(c, NULL) != 0; i++)
 		usleep(100000);
-	cr_assert_eq(pending(c), 0, "delivered but not acknowledged");
+	cr_assert_eq(test_alerts_pending(c, NULL), 0, "delivered but not acknowledged");
 	conn_close(c);
 	if (!have_profile)
 		cr_skip_test("needs root and BPF for the evidence part");
@@ -397,8 +387,8 @@ Test(alerter, evidence_is_scoped_to_the_alerts_cgroup, .init = setup, .fini = te
 /*
  * I/O evidence names who writes to the alert's device and where it waits
  * (issue 42): a real probe samples a block request per CPU every
- * microsecond (profile.io_interval: 1us, about all of them) while dd writes to a loop device with O_DIRECT and a program spins
- * beside it.  The page about that device names dd and its kernel write
+ * microsecond (profile.io_interval: 1us, about all of them) while dd writes
+ * to a loop device with O_DIRECT and a program spins beside it.  The page about that device names dd and its kernel write
  * path, its waits in io_schedule, and not the spinner; a device nobody
  * wrote to says so.
  */
@@ -571,7 +561,7 @@ Test(alerter, outage_503_for_30s_then_200_loses_and_doubles_nothing, .init = set
 		for (int k = 0; k < rx.n; k++)
 			ok += rx.req[k].status == 200;
 		pthread_mutex_unlock(&rx.lock);
-		if (ok >= 3 && pending(c) == 0)
+		if (ok >= 3 && test_alerts_pending(c, NULL) == 0)
 			break;
 		usleep(500000);
 	}
@@ -624,7 +614,7 @@ Test(alerter, outage_503_for_30s_then_200_loses_and_doubles_nothing, .init = set
 			cr_assert_str_neq(a, b, "a notification was delivered twice");
 		}
 	pthread_mutex_unlock(&rx.lock);
-	cr_assert_eq(pending(c), 0, "entries left unacknowledged");
+	cr_assert_eq(test_alerts_pending(c, NULL), 0, "entries left unacknowledged");
 	conn_close(c);
 }
 
@@ -640,15 +630,15 @@ Test(alerter, kill_9_mid_delivery_then_restart_loses_nothing, .init = setup, .fi
 	emit(c, "HostSilent", "3333333333333333", "firing", ",\"host\":\"web-9\"", NULL);
 	cr_assert_geq(wait_requests(1, 15), 1);
 	stop_alerter(SIGKILL);	/* while the receiver is still answering */
-	cr_assert_eq(pending(c), 1, "the entry must still be pending after the crash");
+	cr_assert_eq(test_alerts_pending(c, NULL), 1, "the entry must still be pending after the crash");
 	pthread_mutex_lock(&rx.lock);
 	rx.delay_ms = 0;
 	pthread_mutex_unlock(&rx.lock);
 	start_alerter();
 	cr_assert_geq(wait_requests(2, 20), 2, "the restarted alerter did not deliver it");
-	for (int i = 0; i < 40 && pending(c) != 0; i++)
+	for (int i = 0; i < 40 && test_alerts_pending(c, NULL) != 0; i++)
 		usleep(100000);
-	cr_assert_eq(pending(c), 0);
+	cr_assert_eq(test_alerts_pending(c, NULL), 0);
 	cr_assert(strstr(rx.req[1].body, "HostSilent"));
 	conn_close(c);
 }
@@ -663,9 +653,9 @@ Test(alerter, client_error_is_dead_lettered_with_reason, .init = setup, .fini = 
 	start_alerter();
 	emit(c, "BadPayload", "4444444444444444", "firing", NULL, NULL);
 	cr_assert_geq(wait_requests(1, 15), 1);
-	for (int i = 0; i < 40 && pending(c) != 0; i++)
+	for (int i = 0; i < 40 && test_alerts_pending(c, NULL) != 0; i++)
 		usleep(100000);
-	cr_assert_eq(pending(c), 0);
+	cr_assert_eq(test_alerts_pending(c, NULL), 0);
 	sleep(2);
 	cr_assert_eq(rx_count(), 1, "a 400 must not be retried");
 	r = conn_commandf(c, NULL, "XRANGE fl:alerts:dead - +");
@@ -717,7 +707,7 @@ Test(alerter, silenced_alert_is_recorded_not_sent_and_grouping_merges, .init = s
 			silenced |= !strcmp(r->element[i]->element[1]->element[k]->str, "silenced");
 	freeReplyObject(r);
 	cr_assert(silenced, "the silenced alert was not recorded");
-	cr_assert_eq(pending(c), 0);
+	cr_assert_eq(test_alerts_pending(c, NULL), 0);
 	conn_close(c);
 }
 

@@ -165,16 +165,6 @@ static int wait_delivered(const char *fp, const char *status, uint64_t since, in
 	return 0;
 }
 
-static long long xpending(struct conn *c)
-{
-	redisReply *r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter");
-	long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
-
-	if (r)
-		freeReplyObject(r);
-	return n;
-}
-
 /*
  * X fires and is delivered; a silence covers it; X resolves under the
  * silence; the silence expires.  With repeat_interval 3s the old alerter
@@ -213,7 +203,7 @@ Test(pages, a_resolve_under_a_silence_is_not_followed_by_stale_firings, .init = 
 		     delivered_since(x, "firing", resolved_at));
 	cr_assert_eq(delivered_since(x, "resolved", resolved_at), 0,
 		     "the muted resolution was sent");
-	cr_assert_eq(xpending(c), 0, "entries left unacknowledged");
+	cr_assert_eq(test_alerts_pending(c, NULL), 0, "entries left unacknowledged");
 	conn_close(c);
 }
 
@@ -276,7 +266,7 @@ Test(pages, pagerduty_resolves_only_when_the_whole_group_has, .init = setup, .fi
 		usleep(100000);
 	n = pd_actions(acts, 64);
 	cr_assert_str_eq(acts[n - 1], "resolve", "the incident did not resolve with its group");
-	cr_assert_eq(xpending(c), 0);
+	cr_assert_eq(test_alerts_pending(c, NULL), 0);
 	conn_close(c);
 }
 
@@ -347,7 +337,7 @@ Test(pages, a_retry_never_undoes_a_newer_notification, .init = setup, .fini = te
 		     "delivered after its resolution");
 	cr_assert_eq(delivered_since(y, "firing", resolved_at), 0, "a stale FIRING of Y was "
 		     "delivered after its resolution");
-	cr_assert_eq(xpending(c), 0, "entries left unacknowledged");
+	cr_assert_eq(test_alerts_pending(c, NULL), 0, "entries left unacknowledged");
 	conn_close(c);
 }
 
@@ -454,9 +444,9 @@ Test(pages, a_storm_while_the_alerter_is_down_loses_nothing, .init = setup, .fin
 	}
 	cr_log_info("%d of %d storm alerts delivered", got, STORM);
 	cr_assert_eq(got, STORM, "only %d of %d alerts of the storm were delivered", got, STORM);
-	for (int i = 0; i < 100 && xpending(c) != 0; i++)
+	for (int i = 0; i < 100 && test_alerts_pending(c, NULL) != 0; i++)
 		usleep(100000);
-	cr_assert_eq(xpending(c), 0, "entries left unacknowledged");
+	cr_assert_eq(test_alerts_pending(c, NULL), 0, "entries left unacknowledged");
 	/* the backlog drained: the built-in alert resolves */
 	for (int i = 0; i < 200 && !stream_has(c, "\"status\":\"resolved\""); i++)
 		usleep(100000);

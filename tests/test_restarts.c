@@ -129,28 +129,11 @@ static void emit(struct conn *c, const char *fp, const char *rack, const char *s
 	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
-static long long xpending(struct conn *c, const char *consumer)
-{
-	redisReply *r;
-	long long n = -1;
-
-	if (consumer) {
-		r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter - + 100000 %s", consumer);
-		n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
-	} else {
-		r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter");
-		n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
-	}
-	if (r)
-		freeReplyObject(r);
-	return n;
-}
-
 /* Wait until the group has `n` pending entries (read, not settled). */
 static int wait_pending(struct conn *c, long long n, int seconds)
 {
 	for (int i = 0; i < seconds * 10; i++) {
-		if (xpending(c, NULL) == n)
+		if (test_alerts_pending(c, NULL) == n)
 			return 1;
 		usleep(100000);
 	}
@@ -233,7 +216,7 @@ Test(restarts, kill_9_twice_during_an_outage_loses_nothing, .init = setup, .fini
 	stop_alerter(0, SIGKILL);
 	start_alerter(0, cfg_down);
 	sleep(3);	/* it reads its pending list back, retries, fails */
-	cr_assert_eq(xpending(c, NULL), 2, "entries acknowledged without delivery");
+	cr_assert_eq(test_alerts_pending(c, NULL), 2, "entries acknowledged without delivery");
 	stop_alerter(0, SIGKILL);
 	start_alerter(0, cfg_up);
 	cr_assert_eq(wait_all_delivered(2, 30), 2, "a page was lost across two crashes");
@@ -260,7 +243,7 @@ Test(restarts, redis_restart_then_alerter_restart_loses_nothing, .init = setup, 
 	cr_assert_eq(test_redis_restart(&redis), 0);
 	sleep(4);	/* the alerter reconnects and reads its pending list again */
 	c = conn();
-	cr_assert_eq(xpending(c, NULL), 2, "entries acknowledged without delivery after the "
+	cr_assert_eq(test_alerts_pending(c, NULL), 2, "entries acknowledged without delivery after the "
 		     "reconnect");
 	stop_alerter(0, SIGTERM);
 	start_alerter(0, cfg_up);
@@ -287,14 +270,14 @@ Test(restarts, running_alerter_takes_over_a_dead_alerters_events, .init = setup,
 	r = conn_commandf(c, NULL, "XREADGROUP GROUP alerter ghost COUNT 10 STREAMS fl:alerts >");
 	cr_assert(r && r->type == REDIS_REPLY_ARRAY, "the ghost read nothing");
 	freeReplyObject(r);
-	cr_assert_eq(xpending(c, "ghost"), 2);
+	cr_assert_eq(test_alerts_pending(c, "ghost"), 2);
 	/* a live alerter, started after the ghost died */
 	write_cfg(other, sizeof(other), "other", rx.port, "survivor", "rack");
 	start_alerter(1, other);
 	/* claim_idle is 3 s: the survivor takes them over within ~3 s + its timer */
 	cr_assert_eq(wait_all_delivered(2, 20), 2, "a dead alerter's events were never delivered");
 	cr_assert(wait_pending(c, 0, 10));
-	cr_assert_eq(xpending(c, "ghost"), 0);
+	cr_assert_eq(test_alerts_pending(c, "ghost"), 0);
 	conn_close(c);
 }
 
@@ -314,7 +297,7 @@ Test(restarts, held_events_are_not_taken_from_a_live_alerter, .init = setup, .fi
 	start_alerter(1, other);
 	sleep(10);	/* > 3 x claim_idle: the holder refreshes what it holds */
 	cr_assert_eq(delivered(a, "firing"), 0, "a live alerter's event was taken over");
-	cr_assert_eq(xpending(c, "test"), 1);
+	cr_assert_eq(test_alerts_pending(c, "test"), 1);
 	/* the holder dies: now the survivor takes it over */
 	stop_alerter(0, SIGKILL);
 	cr_assert_eq(wait_all_delivered(1, 20), 1);

@@ -409,16 +409,6 @@ static void emit(struct conn *c, const char *fp, const char *status, const char 
 	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
-static long long pending(struct conn *c)
-{
-	redisReply *r = conn_commandf(c, NULL, "XPENDING fl:alerts alerter");
-	long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
-
-	if (r)
-		freeReplyObject(r);
-	return n;
-}
-
 /* Requests to path (the request line names it) the receiver took (2xx), holding status. */
 static int to_path(const char *path, const char *status)
 {
@@ -463,8 +453,10 @@ Test(routing, one_alert_reaches_every_receiver_and_is_acked_when_all_settled, .i
 	rx.status_until_ns = time_mono_ns() + 4 * NSEC_PER_SEC;
 	alerter_pid = fork();
 	if (alerter_pid == 0) {
-		execl(bin, bin, "--config", path, "--redis", redis.url, "--log-level", getenv("FL_ALERTER_LOG") ? getenv("FL_ALERTER_LOG") : "warn",
-		      (char *)NULL);
+		const char *level = getenv("FL_ALERTER_LOG");
+
+		execl(bin, bin, "--config", path, "--redis", redis.url, "--log-level",
+		      level ? level : "warn", (char *)NULL);
 		_exit(127);
 	}
 	sleep(1);
@@ -476,9 +468,10 @@ Test(routing, one_alert_reaches_every_receiver_and_is_acked_when_all_settled, .i
 	cr_assert_geq(to_path("/pager-b", "\"firing\""), 1);
 	cr_expect_eq(to_path("/rest", NULL), 0, "the root's receiver got an alert a child took");
 	/* wait for chat's 2xx: only then is the entry acknowledged */
-	for (int i = 0; i < 150 && pending(c) != 0; i++)
+	for (int i = 0; i < 150 && test_alerts_pending(c, NULL) != 0; i++)
 		usleep(100000);
-	cr_assert_eq(pending(c), 0, "acknowledged before or never after every receiver settled");
+	cr_assert_eq(test_alerts_pending(c, NULL), 0,
+		     "acknowledged before or never after every receiver settled");
 	pthread_mutex_lock(&rx.lock);
 	int ok_chat = 0;
 
@@ -504,9 +497,9 @@ Test(routing, one_alert_reaches_every_receiver_and_is_acked_when_all_settled, .i
 		usleep(100000);
 	cr_expect_eq(to_path("/pager-a", "\"status\":\"resolved\""), 1);
 	cr_expect_eq(to_path("/chat", "\"status\":\"resolved\""), 1);
-	for (int i = 0; i < 50 && pending(c) != 0; i++)
+	for (int i = 0; i < 50 && test_alerts_pending(c, NULL) != 0; i++)
 		usleep(100000);
-	cr_expect_eq(pending(c), 0, "the resolution was not settled everywhere");
+	cr_expect_eq(test_alerts_pending(c, NULL), 0, "the resolution was not settled everywhere");
 	sleep(2);
 	cr_expect_eq(to_path("/pager-b", "\"status\":\"resolved\""), 0,
 		     "send_resolved: false, yet the resolution was sent");
@@ -667,9 +660,9 @@ Test(routing, sighup_reads_the_config_again_and_a_bad_one_keeps_the_old, .init =
 	for (int i = 0; i < 100 && !to_path("/two", "b3b3b3b3b3b3b3b3"); i++)
 		usleep(100000);
 	cr_expect_geq(to_path("/two", "b3b3b3b3b3b3b3b3"), 1, "the new config was not taken");
-	for (int i = 0; i < 50 && pending(c) != 0; i++)
+	for (int i = 0; i < 50 && test_alerts_pending(c, NULL) != 0; i++)
 		usleep(100000);
-	cr_expect_eq(pending(c), 0, "entries left pending across the reload");
+	cr_expect_eq(test_alerts_pending(c, NULL), 0, "entries left pending across the reload");
 	char cmd[400];
 
 	snprintf(cmd, sizeof(cmd), "cat %s", log);
