@@ -130,6 +130,7 @@ struct alerter_config {
 	char slack_api_url[512];
 	char pagerduty_url[512];
 	struct integration global_http;	/* only its http_config fields */
+	int global_follow_redirects_set;	/* global.http_config said follow_redirects */
 	uint32_t top_stacks;
 	uint64_t evidence_window_ns;
 	size_t max_payload_bytes;

@@ -39,8 +39,8 @@
  * each notification, so every alerter notifies the same group state.
  */
 struct group {
-	char key[512];			/* INTEGRATION:ROUTE_ID:{labels} (the flat list's: RECEIVER:{labels}) */
-	char pkey[512];			/* the groupKey payloads carry: Alertmanager's ROUTE_KEY:{labels} */
+	char *key;			/* INTEGRATION:ROUTE_ID:{labels} (the flat list's: RECEIVER:{labels}) */
+	char *pkey;			/* the groupKey payloads carry: Alertmanager's ROUTE_KEY:{labels} */
 	char gid[33];			/* alert_group_id(key) */
 	int integration;		/* cfg.integrations[] it notifies */
 	uint64_t group_wait_ns, group_interval_ns, repeat_interval_ns;	/* its route's */

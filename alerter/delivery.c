@@ -568,6 +568,8 @@ void group_free(struct alerter *al, struct group *g)
 		free(g->glabels[k].value);
 	}
 	free(g->glabels);
+	free(g->key);
+	free(g->pkey);
 	free(g->alerts);
 	free(g->ids);
 	free(g->done_fps);

@@ -9,6 +9,8 @@
 
 #include "alerter/alerter_internal.h"
 #include "core/log.h"
+#include "core/promtext.h"
+#include "model/labels.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "store/alert_group.h"
@@ -24,44 +26,49 @@ static struct group *group_for(struct alerter *al, const struct route *rt, int i
 			       const struct alert *a)
 {
 	struct label *gl = calloc(a->nlabels + (size_t)rt->ngroup_by + 1, sizeof(*gl));
-	struct strbuf labels = STRBUF_INIT;
-	char key[512], pkey[512];
+	struct strbuf key = STRBUF_INIT, pkey = STRBUF_INIT;
 	struct group *g = NULL, **n;
 	int ngl;
 
 	if (!gl)
 		return NULL;
 	ngl = route_group_labels(rt, a, gl, (int)a->nlabels + rt->ngroup_by);
-	strbuf_adds(&labels, "{");
-	for (int i = 0; i < ngl; i++)
-		strbuf_addf(&labels, "%s%s=\"%s\"", i ? (rt->legacy ? "," : ", ") : "", gl[i].key,
-			    gl[i].value);
-	strbuf_adds(&labels, "}");
+	/* whole, escaped: a key is never cut, so two groups never share one */
+	strbuf_addf(&key, "%s:", al->cfg.integrations[integ].name);
+	if (!rt->legacy)
+		strbuf_addf(&key, "%s:", rt->id);
+	labels_format(&key, gl, ngl);
 	if (rt->legacy) {
-		snprintf(key, sizeof(key), "%s:%s", al->cfg.integrations[integ].name,
-			 strbuf_str(&labels));
-		snprintf(pkey, sizeof(pkey), "%s", key);
+		strbuf_adds(&pkey, strbuf_str(&key));
 	} else {
-		snprintf(key, sizeof(key), "%s:%s:%s", al->cfg.integrations[integ].name, rt->id,
-			 strbuf_str(&labels));
-		snprintf(pkey, sizeof(pkey), "%s:%s", rt->key, strbuf_str(&labels));
+		/* Alertmanager's groupKey: route key, then its LabelSet.String() */
+		strbuf_addf(&pkey, "%s:{", rt->key);
+		for (int i = 0; i < ngl; i++) {
+			if (i)
+				strbuf_adds(&pkey, ", ");
+			promtext_label(&pkey, gl[i].key, gl[i].value, 1);
+		}
+		strbuf_adds(&pkey, "}");
 	}
-	strbuf_release(&labels);
 	for (int i = 0; i < al->ngroups; i++)
-		if (!strcmp(al->groups[i]->key, key)) {
-			free(gl);
-			return al->groups[i];
+		if (!strcmp(al->groups[i]->key, strbuf_str(&key))) {
+			g = al->groups[i];
+			goto out;
 		}
 	g = calloc(1, sizeof(*g));
 	n = realloc(al->groups, (size_t)(al->ngroups + 1) * sizeof(*n));
-	if (!g || !n)
-		goto fail;
-	al->groups = n;
-	g->glabels = calloc((size_t)ngl + 1, sizeof(*g->glabels));
-	if (!g->glabels)
-		goto fail;
-	snprintf(g->key, sizeof(g->key), "%s", key);
-	snprintf(g->pkey, sizeof(g->pkey), "%s", pkey);
+	if (n)
+		al->groups = n;
+	if (!g || !n || !(g->glabels = calloc((size_t)ngl + 1, sizeof(*g->glabels))) ||
+	    !(g->key = strdup(strbuf_str(&key))) || !(g->pkey = strdup(strbuf_str(&pkey)))) {
+		if (g) {
+			free(g->glabels);
+			free(g->key);
+		}
+		free(g);
+		g = NULL;
+		goto out;
+	}
 	g->integration = integ;
 	g->group_wait_ns = rt->group_wait_ns;
 	g->group_interval_ns = rt->group_interval_ns;
@@ -71,36 +78,33 @@ static struct group *group_for(struct alerter *al, const struct route *rt, int i
 		g->glabels[g->ngl].value = strdup(gl[i].value);
 		g->ngl++;
 	}
-	free(gl);
 	g->created_ns = time_mono_ns();
 	alert_group_id(g->key, g->gid);
 	strbuf_init(&g->body);
 	al->groups[al->ngroups++] = g;
-	return g;
-fail:
+out:
 	free(gl);
-	if (g)
-		free(g->glabels);
-	free(g);
-	return NULL;
+	strbuf_release(&key);
+	strbuf_release(&pkey);
+	return g;
 }
 
-/* Hold entry id in g until a notification carrying it is delivered. */
-static void hold(struct alerter *al, struct group *g, const char *id)
+/* Hold entry id in g until a notification carrying it is delivered; -1: out of memory. */
+static int hold(struct alerter *al, struct group *g, const char *id)
 {
 	char (*n)[32] = realloc(g->ids, (size_t)(g->nids + 1) * sizeof(*n));
+	uint32_t holders = 0;
 
 	if (!n) {
 		/* not held: it stays pending in Redis and comes back on a re-read */
 		log_error("out of memory holding %s entry %s", STREAM, id);
-		return;
+		return -1;
 	}
-	uint32_t holders = 0;
-
 	g->ids = n;
 	snprintf(g->ids[g->nids++], 32, "%s", id);
 	strmap_get(&al->held, id, &holders);
 	strmap_put(&al->held, id, holders + 1);
+	return 0;
 }
 
 /* Undo hold(): g gives id back without it being settled (a take that failed half-way). */
@@ -148,16 +152,14 @@ void drop_alert(struct group_alert *ga)
 	free(ga);
 }
 
-#define TAKE_MAX_ROUTES 64
-
 void take_event(struct alerter *al, const char *id, const char *json, size_t len)
 {
-	const struct route *routes[TAKE_MAX_ROUTES];
-	struct group *held_by[TAKE_MAX_ROUTES * 4];
+	const struct route *routes[ROUTE_MAX_NODES];	/* a route matches once at most */
+	struct group **held_by = NULL;
 	struct alert a;
 	char err[300];
 	uint32_t dummy;
-	int nroutes, nheld = 0, ntaken = 0;
+	int nroutes, nheld = 0, ntaken = 0, nreach = 0;
 
 	if (strmap_get(&al->held, id, &dummy))
 		return;
@@ -169,7 +171,7 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 		return;
 	}
 	al->received[a.firing ? 1 : 0]++;
-	nroutes = route_match(&al->cfg.root, &a, routes, TAKE_MAX_ROUTES);
+	nroutes = route_match(&al->cfg.root, &a, routes, ROUTE_MAX_NODES);
 	if (nroutes == 0) {
 		log_warn("alert %s matches no route; dead-lettered to %s (add a catch-all route)",
 			 alert_label(&a, "alertname"), DEAD_STREAM);
@@ -179,6 +181,11 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 		return;
 	}
 	/* every route it reaches, every integration of that route's receiver */
+	for (int r = 0; r < nroutes; r++)
+		nreach += al->cfg.receiver_names[routes[r]->receiver].n;
+	held_by = calloc((size_t)nreach + 1, sizeof(*held_by));
+	if (!held_by)
+		goto again;
 	for (int r = 0; r < nroutes; r++) {
 		const struct receiver_name *rn = &al->cfg.receiver_names[routes[r]->receiver];
 
@@ -199,10 +206,9 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 			if (verdict == ALERT_GROUP_NEW || unsent) {
 				/* a new state, or one a version not yet notified covers */
 				g->changed = 1;
-				if (nheld < (int)(sizeof(held_by) / sizeof(held_by[0]))) {
-					hold(al, g, id);
-					held_by[nheld++] = g;
-				}
+				if (hold(al, g, id))
+					goto again;
+				held_by[nheld++] = g;
 			}
 		}
 	}
@@ -212,12 +218,14 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 			  "its receiver has no integrations (it drops what reaches it)");
 		ack_one(al, id);
 	}
+	free(held_by);
 	alert_free(&a);
 	return;
 again:
 	/* not taken everywhere: give back what was held and read it again (takes repeat safely) */
 	while (nheld--)
 		unhold(al, held_by[nheld], id);
+	free(held_by);
 	alert_free(&a);
 	al->read_pending = 1;
 }

@@ -290,7 +290,7 @@ static int check_config(const char *path)
 /* --routes-test: the receivers labels[0..n) (NAME=VALUE) reach under cfg, as amtool prints them. */
 static int routes_test(const struct alerter_config *cfg, char **labels, int n)
 {
-	const struct route *routes[64];
+	const struct route *routes[ROUTE_MAX_NODES];
 	struct alert a;
 	int nr;
 
@@ -312,7 +312,7 @@ static int routes_test(const struct alerter_config *cfg, char **labels, int n)
 		a.labels[a.nlabels].value = eq + 1;
 		a.nlabels++;
 	}
-	nr = route_match(&cfg->root, &a, routes, 64);
+	nr = route_match(&cfg->root, &a, routes, ROUTE_MAX_NODES);
 	for (int i = 0; i < nr; i++)
 		printf("%s%s", i ? "," : "", cfg->receiver_names[routes[i]->receiver].name);
 	printf("%s\n", nr ? "" : "(no route: dead-lettered)");

@@ -156,10 +156,14 @@ static int parse_http_config(struct integration *r, const struct cfg *c,
 	if (!!r->cert_file[0] != !!r->key_file[0])
 		return cfg_error(c, tls, err, errlen, "tls_config: a client certificate needs both "
 				 "cert_file and key_file");
-	for (const char *f = r->ca_file; f; f = f == r->ca_file ? r->cert_file :
-	     f == r->cert_file ? r->key_file : NULL)
-		if (f[0] && access(f, R_OK))
-			return cfg_error(c, tls, err, errlen, "tls_config: cannot read %s", f);
+	{
+		const char *const files[] = { r->ca_file, r->cert_file, r->key_file };
+
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+			if (files[i][0] && access(files[i], R_OK))
+				return cfg_error(c, tls, err, errlen, "tls_config: cannot read %s",
+						 files[i]);
+	}
 	if (ba && ((ret = cfg_copy_str(c, ba, "username", r->basic_user, sizeof(r->basic_user),
 				       err, errlen)) ||
 		   (ret = one_of(c, ba, "password", "password_file", err, errlen)) ||
@@ -253,6 +257,8 @@ static struct integration *integration_new(struct alerter_config *ac, const stru
 	memcpy(r->key_file, ac->global_http.key_file, sizeof(r->key_file));
 	memcpy(r->server_name, ac->global_http.server_name, sizeof(r->server_name));
 	r->insecure_skip_verify = ac->global_http.insecure_skip_verify;
+	if (kind && ac->global_follow_redirects_set)
+		r->follow_redirects = ac->global_http.follow_redirects;
 	return r;
 }
 
@@ -532,6 +538,8 @@ int global_parse(const struct cfg *c, const struct cfg_node *map, const char *ke
 				err, errlen)) ||
 	    (ret = parse_http_config(&ac->global_http, c, cfg_get(g, "http_config"), err, errlen)))
 		return ret;
+	ac->global_follow_redirects_set = cfg_get(g, "http_config") &&
+					  cfg_get(cfg_get(g, "http_config"), "follow_redirects");
 	if (ac->global_http.basic_user[0] || ac->global_http.auth_credentials[0])
 		return cfg_error(c, cfg_get(g, "http_config"), err, errlen, "global.http_config: "
 				 "credentials belong to each receiver's http_config");

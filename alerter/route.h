@@ -65,8 +65,9 @@ int route_default(struct alerter_config *ac);
 
 /*
  * The routes alert a reaches, in the tree's order, into out[0..max);
- * routes without a receiver (a flat list's root) are left out.  Returns
- * how many (0: none takes it).
+ * routes without a receiver (a flat list's root) are left out.  A route
+ * is reached once at most, so max = ROUTE_MAX_NODES never cuts the list.
+ * Returns how many (0: none takes it).
  */
 int route_match(const struct route *root, const struct alert *a, const struct route **out,
 		int max);

@@ -323,6 +323,28 @@ Test(routing, children_inherit_what_they_do_not_set)
 	alerter_config_free(&cfg);
 }
 
+Test(routing, global_http_config_reaches_every_integration)
+{
+	static const char yaml[] =
+		"global:\n  http_config:\n    follow_redirects: false\n"
+		"    tls_config: {server_name: hooks.internal, insecure_skip_verify: true}\n"
+		"route: {receiver: a}\n"
+		"receivers:\n  - name: a\n    webhook_configs:\n"
+		"      - url: https://127.0.0.1/one\n"
+		"      - url: https://127.0.0.1/two\n        http_config: {follow_redirects: true}\n";
+	struct alerter_config cfg;
+	char err[512];
+
+	cr_assert_eq(alerter_config_parse(&cfg, "am.yml", yaml, sizeof(yaml) - 1, err,
+					  sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.nintegrations, 2);
+	cr_expect_eq(cfg.integrations[0].follow_redirects, 0, "global follow_redirects ignored");
+	cr_expect_eq(cfg.integrations[1].follow_redirects, 1, "the integration's own lost");
+	cr_expect_str_eq(cfg.integrations[0].server_name, "hooks.internal");
+	cr_expect_eq(cfg.integrations[1].insecure_skip_verify, 1);
+	alerter_config_free(&cfg);
+}
+
 Test(routing, what_faultline_does_not_do_is_refused_where_it_is_written)
 {
 	static const struct {
