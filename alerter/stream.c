@@ -274,17 +274,26 @@ static void refresh_held(struct alerter *al)
 	char err[300];
 	int n = 0, cap = 0;
 
+	struct strmap seen;
+	uint32_t one;
+
+	/* an entry several groups hold (continue, several integrations) is sent once */
+	strmap_init(&seen);
 	for (int gi = 0; gi < al->ngroups; gi++) {
 		const struct group *g = al->groups[gi];
 
 		for (int i = 0; i < g->nids; i++) {
-			if (ARRAY_GROW(ids, cap, n + 1, 64)) {
+			if (strmap_get(&seen, g->ids[i], &one))
+				continue;
+			if (ARRAY_GROW(ids, cap, n + 1, 64) || strmap_put(&seen, g->ids[i], 1)) {
+				strmap_free(&seen);
 				free(ids);
 				return;
 			}
 			ids[n++] = g->ids[i];
 		}
 	}
+	strmap_free(&seen);
 	/* entry_gone edits the groups' id lists: work on copies */
 	if (n)
 		copy = malloc((size_t)n * sizeof(*copy));
