@@ -215,10 +215,10 @@ $(OUT)/alerter_default_config.c: etc/alerter.yaml scripts/embed.sh
 $(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/receiver.o $(OUT)/alerter/route.o $(OUT)/alerter/evidence.o $(OUT)/alerter/url.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
+ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/receiver.o $(OUT)/alerter/route.o $(OUT)/alerter/inhibit.o $(OUT)/alerter/time_interval.o $(OUT)/alerter/evidence.o $(OUT)/alerter/url.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 
 $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(OUT)/alerter/stream.o $(OUT)/alerter/groups.o \
-	$(OUT)/alerter/delivery.o $(ALERTER_OBJS) \
+	$(OUT)/alerter/delivery.o $(OUT)/alerter/mute.o $(ALERTER_OBJS) \
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -288,7 +288,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
-		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/receiver.c alerter/route.c alerter/evidence.c alerter/url.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
+		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/receiver.c alerter/route.c alerter/inhibit.c alerter/time_interval.c alerter/evidence.c alerter/url.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
 		fuzz_rules) extra="$(LANG_SRCS)";; \
 		fuzz_ruletest) extra="$(LANG_SRCS) $(ENGINE_SRCS) $(wildcard rules/ruletest/*.c)";; \
 		fuzz_alert) extra="$(LANG_SRCS) $(ENGINE_SRCS)";; \

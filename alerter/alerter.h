@@ -62,6 +62,8 @@ struct conn;	/* a connection from conn_open (store/conn.h) */
 #include "store/silence.h"
 #include "core/strbuf.h"
 #include "alerter/route.h"
+#include "alerter/inhibit.h"
+#include "alerter/time_interval.h"
 
 #define MAX_INTEGRATIONS 64	/* every receiver's configs together */
 #define MAX_RECEIVER_NAMES 64
@@ -126,6 +128,10 @@ struct alerter_config {
 	int nreceiver_names;
 	struct route root;		/* the routing tree (route.h) */
 	int has_root;
+	struct time_interval *time_intervals;	/* time_intervals + mute_time_intervals */
+	int ntime_intervals;
+	struct inhibit_rule *inhibit_rules;	/* inhibit.h */
+	int ninhibit_rules;
 	/* Alertmanager's global: section, the defaults of its receivers' configs */
 	char slack_api_url[512];
 	char pagerduty_url[512];

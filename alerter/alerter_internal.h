@@ -7,6 +7,8 @@
  *               backoff, reading (new, our pending list, others' orphans),
  *               acknowledging, dead letters, records, silences
  *   groups.c    an event into its route's group: dedup, newest state wins
+ *   mute.c      what mutes a notification: time intervals, inhibition,
+ *               silences
  *   delivery.c  a group's notification: when it is due, the POST (libcurl
  *               multi), retries, what a 2xx or a refusal settles
  *   main.c      options, the loop, /metrics
@@ -24,6 +26,7 @@
 #include "core/backoff.h"
 #include "core/strbuf.h"
 #include "core/strmap.h"
+#include "store/alert_index.h"
 #include "store/keyspace.h"
 
 #define STREAM KEY_ALERTS		/* for messages; store/keyspace.h owns them */
@@ -43,6 +46,7 @@ struct group {
 	char *pkey;			/* the groupKey payloads carry: Alertmanager's ROUTE_KEY:{labels} */
 	char gid[33];			/* alert_group_id(key) */
 	int integration;		/* cfg.integrations[] it notifies */
+	const struct route *route;	/* its route in cfg.root (time intervals) */
 	uint64_t group_wait_ns, group_interval_ns, repeat_interval_ns;	/* its route's */
 	struct label *glabels;		/* the group labels (owned) */
 	int ngl;
@@ -94,6 +98,9 @@ struct alerter {
 	struct silence *silences;
 	int nsilences;
 	uint64_t silences_at;
+	struct alert_index ix;		/* the fleet's firing alerts, for inhibit_rules */
+	int ix_loaded;
+	uint64_t ix_pruned_ns;		/* last prune of its old resolutions (mono) */
 	struct strmap held;		/* entry ids some group holds unacked */
 	int read_pending;		/* our own pending list must be read (start, reconnect) */
 	uint64_t claim_at_ns;		/* next XAUTOCLAIM + refresh of held entries */

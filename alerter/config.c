@@ -79,6 +79,26 @@ static int parse_route_list(const struct cfg *c, const struct cfg_node *map, con
 	return n ? route_list_parse(base, c, n, err, errlen) : 0;
 }
 
+static int parse_time_intervals(const struct cfg *c, const struct cfg_node *map, const char *key,
+				void *base, char *err, size_t errlen)
+{
+	struct alerter_config *ac = base;
+	const struct cfg_node *n = cfg_get(map, key);
+
+	return n ? time_intervals_parse(c, n, &ac->time_intervals, &ac->ntime_intervals, err,
+					errlen) : 0;
+}
+
+static int parse_inhibit_rules(const struct cfg *c, const struct cfg_node *map, const char *key,
+			       void *base, char *err, size_t errlen)
+{
+	struct alerter_config *ac = base;
+	const struct cfg_node *n = cfg_get(map, key);
+
+	return n ? inhibit_rules_parse(c, n, &ac->inhibit_rules, &ac->ninhibit_rules, err,
+				       errlen) : 0;
+}
+
 /*
  * Alertmanager sections faultline does not do yet: an empty one is read
  * (an alertmanager.yml often carries `templates: []`), anything in one is
@@ -115,18 +135,21 @@ const struct cfg_field alerter_config_schema[] = {
 	CFG_CUSTOM("receivers", receivers_parse, "list of receivers", "Where notifications go: "
 		   "faultline's (name, url, format, secret, ...) or Alertmanager's (name, "
 		   "webhook_configs, slack_configs, pagerduty_configs, faultline_configs)"),
+	CFG_CUSTOM("time_intervals", parse_time_intervals, "list of time intervals",
+		   "Alertmanager's named recurring periods (times, weekdays, days_of_month, "
+		   "months, years, location) that routes mute or activate notifications by"),
+	CFG_CUSTOM("mute_time_intervals", parse_time_intervals, "list of time intervals",
+		   "The older name of time_intervals (both may be given; names are shared)"),
 	CFG_CUSTOM("route", parse_route_tree, "routing tree", "Alertmanager's routing tree: "
 		   "matchers, continue, group_by, timers, nested routes"),
 	CFG_CUSTOM("routes", parse_route_list, "list of routes", "faultline's flat list: which "
 		   "alerts go to which receiver, grouped how (first match wins)"),
-	CFG_CUSTOM("inhibit_rules", refuse_section, "list", "Alertmanager's inhibit rules: not "
-		   "supported yet, refused when not empty"),
+	CFG_CUSTOM("inhibit_rules", parse_inhibit_rules, "list of rules", "Alertmanager's "
+		   "inhibit rules: a firing alert matching source_matchers mutes the "
+		   "notifications of alerts matching target_matchers with the same `equal` "
+		   "labels"),
 	CFG_CUSTOM("templates", refuse_section, "list", "Alertmanager's templates: refused when "
 		   "not empty (faultline writes the messages)"),
-	CFG_CUSTOM("time_intervals", refuse_section, "list", "not supported yet, refused when "
-		   "not empty"),
-	CFG_CUSTOM("mute_time_intervals", refuse_section, "list", "not supported yet, refused "
-		   "when not empty"),
 	CFG_UINT("evidence.top_stacks", AC, top_stacks, 0, 1000, "CPU stacks attached to a page"),
 	CFG_DURATION("evidence.window", AC, evidence_window_ns, NSEC_PER_SEC,
 		     24 * 3600 * NSEC_PER_SEC, "Profile time before the alert the stacks come from"),
@@ -200,5 +223,11 @@ void alerter_config_free(struct alerter_config *ac)
 		}
 	route_free(&ac->root);
 	ac->has_root = 0;
+	time_intervals_free(ac->time_intervals, ac->ntime_intervals);
+	ac->time_intervals = NULL;
+	ac->ntime_intervals = 0;
+	inhibit_rules_free(ac->inhibit_rules, ac->ninhibit_rules);
+	ac->inhibit_rules = NULL;
+	ac->ninhibit_rules = 0;
 	ac->nintegrations = ac->nreceiver_names = 0;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alerter/alerter_internal.h"
+#include "alerter/mute.h"
 #include "core/array.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -292,7 +293,8 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 	struct group_alert **send;
 	uint64_t wall_ms = time_wall_ns() / NSEC_PER_MSEC;
 	int nsend = 0, repeat = g->sent_once && !g->changed && !g->nids, firing = 0, muted = 0;
-	char err[300], content[65];
+	int time_muted;
+	char err[300], content[65], why[700];
 	uint64_t version, notified_version, notified_ms;
 
 	if (!redis_ready(al)) {
@@ -317,26 +319,39 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 	alert_group_state_free(&st);
 	g->changed = 0;
 	g->ndone = 0;
-	/* a silence mutes notifications, never state: muted now, as Alertmanager does at flush */
+	/*
+	 * Time intervals, inhibition and silences mute notifications, never
+	 * state: decided now, as Alertmanager decides at flush (mute.c).
+	 */
 	send = calloc((size_t)g->nalerts + 1, sizeof(*send));
 	if (!send)
 		return;
+	time_muted = mute_group(al, g, (time_t)(wall_ms / 1000), why, sizeof(why));
+	if (time_muted && !repeat) {
+		char detail[800];
+
+		snprintf(detail, sizeof(detail), "%d alert(s) not notified: the route is %s",
+			 g->nalerts, why);
+		record(al, "muted", g->key, detail);
+		log_info("group %s: %s", g->key, detail);
+	}
 	for (int i = 0; i < g->nalerts; i++) {
 		struct group_alert *ga = g->alerts[i];
-		const struct silence *sil = silence_find(al->silences, al->nsilences, &ga->a,
-							 wall_ms);
+		enum mute_kind mk = time_muted ? MUTE_NONE : mute_alert(al, &ga->a, wall_ms, why,
+									 sizeof(why));
+		int is_muted = time_muted || mk != MUTE_NONE;
 
-		muted += sil && ga->a.firing;
-		if (sil && !repeat) {
-			char detail[800];
+		muted += is_muted && ga->a.firing;
+		if (mk != MUTE_NONE && !repeat) {
+			char detail[1200];
 
-			snprintf(detail, sizeof(detail), "%s %s %s silenced by %s (%s)",
-				 ga->a.fingerprint, alert_label(&ga->a, "alertname"),
-				 ga->a.firing ? "firing" : "resolved", sil->id, sil->comment);
-			record(al, "silenced", g->key, detail);
+			snprintf(detail, sizeof(detail), "%s %s %s %s", ga->a.fingerprint,
+				 alert_label(&ga->a, "alertname"),
+				 ga->a.firing ? "firing" : "resolved", why);
+			record(al, mk == MUTE_SILENCED ? "silenced" : "inhibited", g->key, detail);
 			log_info("%s", detail);
 		}
-		if (!sil && (ga->a.firing || cfg->integrations[g->integration].send_resolved)) {
+		if (!is_muted && (ga->a.firing || cfg->integrations[g->integration].send_resolved)) {
 			/* without send_resolved a resolution is settled, never sent */
 			send[nsend++] = ga;
 			firing |= ga->a.firing;

@@ -70,6 +70,7 @@ static struct group *group_for(struct alerter *al, const struct route *rt, int i
 		goto out;
 	}
 	g->integration = integ;
+	g->route = rt;
 	g->group_wait_ns = rt->group_wait_ns;
 	g->group_interval_ns = rt->group_interval_ns;
 	g->repeat_interval_ns = rt->repeat_interval_ns;

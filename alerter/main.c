@@ -563,6 +563,7 @@ int main(int argc, char **argv)
 	if (al.rc)
 		conn_close(al.rc);
 	silence_free_all(al.silences, al.nsilences);
+	alert_index_free(&al.ix);
 	strmap_free(&al.held);
 	alerter_config_free(&al.cfg);
 	metrics_server_stop(metrics);

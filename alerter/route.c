@@ -73,8 +73,9 @@ fail:
 	return -ENOMEM;
 }
 
-static int add_matcher(struct route_ctx *x, struct route *r, const struct cfg_node *at,
-		       const char *spec, int list)
+/* spec (one matcher, or a list when list) onto m[0..*nm). */
+static int add_matcher(const struct cfg *c, const struct cfg_node *at, const char *spec,
+		       int list, struct matcher *m, int *nm, char *err, size_t errlen)
 {
 	struct matcher tmp[ROUTE_MAX_MATCHERS];
 	char why[400];
@@ -83,15 +84,74 @@ static int add_matcher(struct route_ctx *x, struct route *r, const struct cfg_no
 	n = list ? matchers_parse(tmp, ROUTE_MAX_MATCHERS, spec, why, sizeof(why))
 		 : (matcher_parse(&tmp[0], spec, why, sizeof(why)) ? -EINVAL : 1);
 	if (n < 0)
-		return cfg_error(x->c, at, x->err, x->errlen, "%s", why);
-	if (r->nm + n > ROUTE_MAX_MATCHERS) {
+		return cfg_error(c, at, err, errlen, "%s", why);
+	if (*nm + n > ROUTE_MAX_MATCHERS) {
 		while (n--)
 			matcher_free(&tmp[n]);
-		return cfg_error(x->c, at, x->err, x->errlen, "a route takes at most %d matchers",
-				 ROUTE_MAX_MATCHERS);
+		return cfg_error(c, at, err, errlen, "at most %d matchers", ROUTE_MAX_MATCHERS);
 	}
-	memcpy(&r->m[r->nm], tmp, (size_t)n * sizeof(tmp[0]));
-	r->nm += n;
+	memcpy(&m[*nm], tmp, (size_t)n * sizeof(tmp[0]));
+	*nm += n;
+	return 0;
+}
+
+int route_matchers_parse(const struct cfg *c, const struct cfg_node *n, const char *prefix,
+			 int legacy, struct matcher **m, int *nm, char *err, size_t errlen)
+{
+	static const char *const kinds[] = { "match", "match_re" };
+	const struct cfg_node *ms;
+	char key[64];
+	int ret;
+
+	*m = calloc(ROUTE_MAX_MATCHERS, sizeof(**m));
+	*nm = 0;
+	if (!*m)
+		return -ENOMEM;
+	for (int k = 0; k < 2; k++) {
+		const struct cfg_node *map;
+
+		snprintf(key, sizeof(key), "%s%s", prefix, kinds[k]);
+		if ((ret = cfg_map(c, n, key, &map, err, errlen)))
+			return ret;
+		for (size_t i = 0; map && i < map->nchild; i++) {
+			const struct cfg_node *e = &map->child[i];
+			struct strbuf spec = STRBUF_INIT;
+			int re = k == 1 || (legacy && e->value && e->value[0] == '~');
+
+			((struct cfg_node *)e)->used = 1;
+			if (e->type != CFG_SCALAR)
+				return cfg_error(c, e, err, errlen, "%s.%s: expected a string", key,
+						 e->key);
+			/* the value is taken as it is: quote it for the matcher syntax */
+			strbuf_addf(&spec, "%s%s\"", e->key, re ? "=~" : "=");
+			for (const char *v = e->value + (legacy && k == 0 && re); *v; v++) {
+				if (*v == '"' || *v == '\\')
+					strbuf_adds(&spec, "\\");
+				strbuf_add(&spec, v, 1);
+			}
+			strbuf_adds(&spec, "\"");
+			ret = add_matcher(c, e, strbuf_str(&spec), 0, *m, nm, err, errlen);
+			strbuf_release(&spec);
+			if (ret)
+				return ret;
+		}
+	}
+	snprintf(key, sizeof(key), "%smatchers", prefix);
+	ms = cfg_get(n, key);
+	if (ms && legacy)
+		return cfg_error(c, ms, err, errlen, "matchers: only in a `route:` tree (the flat "
+				 "`routes:` list takes match)");
+	if (ms && ms->type != CFG_SEQ)
+		return cfg_error(c, ms, err, errlen, "%s: expected a list of matchers such as "
+				 "'severity=\"page\"'", key);
+	for (size_t i = 0; ms && i < ms->nchild; i++) {
+		if (ms->child[i].type != CFG_SCALAR)
+			return cfg_error(c, &ms->child[i], err, errlen, "%s: each item is a string",
+					 key);
+		if ((ret = add_matcher(c, &ms->child[i], ms->child[i].value, 1, *m, nm, err,
+				       errlen)))
+			return ret;
+	}
 	return 0;
 }
 
@@ -103,56 +163,7 @@ static int add_matcher(struct route_ctx *x, struct route *r, const struct cfg_no
 static int parse_matchers(struct route_ctx *x, struct route *r, const struct cfg_node *n,
 			  int legacy)
 {
-	static const char *const keys[] = { "match", "match_re" };
-	const struct cfg_node *ms;
-	int ret;
-
-	r->m = calloc(ROUTE_MAX_MATCHERS, sizeof(*r->m));
-	if (!r->m)
-		return -ENOMEM;
-	for (int k = 0; k < 2; k++) {
-		const struct cfg_node *map;
-
-		if ((ret = cfg_map(x->c, n, keys[k], &map, x->err, x->errlen)))
-			return ret;
-		for (size_t i = 0; map && i < map->nchild; i++) {
-			const struct cfg_node *e = &map->child[i];
-			struct strbuf spec = STRBUF_INIT;
-			int re = k == 1 || (legacy && e->value && e->value[0] == '~');
-
-			((struct cfg_node *)e)->used = 1;
-			if (e->type != CFG_SCALAR)
-				return cfg_error(x->c, e, x->err, x->errlen,
-						 "%s.%s: expected a string", keys[k], e->key);
-			/* the value is taken as it is: quote it for the matcher syntax */
-			strbuf_addf(&spec, "%s%s\"", e->key, re ? "=~" : "=");
-			for (const char *v = e->value + (legacy && k == 0 && re); *v; v++) {
-				if (*v == '"' || *v == '\\')
-					strbuf_adds(&spec, "\\");
-				strbuf_add(&spec, v, 1);
-			}
-			strbuf_adds(&spec, "\"");
-			ret = add_matcher(x, r, e, strbuf_str(&spec), 0);
-			strbuf_release(&spec);
-			if (ret)
-				return ret;
-		}
-	}
-	ms = cfg_get(n, "matchers");
-	if (ms && legacy)
-		return cfg_error(x->c, ms, x->err, x->errlen, "matchers: only in a `route:` tree "
-				 "(the flat `routes:` list takes match)");
-	if (ms && ms->type != CFG_SEQ)
-		return cfg_error(x->c, ms, x->err, x->errlen, "matchers: expected a list of "
-				 "matchers such as 'severity=\"page\"'");
-	for (size_t i = 0; ms && i < ms->nchild; i++) {
-		if (ms->child[i].type != CFG_SCALAR)
-			return cfg_error(x->c, &ms->child[i], x->err, x->errlen,
-					 "matchers: each item is a string");
-		if ((ret = add_matcher(x, r, &ms->child[i], ms->child[i].value, 1)))
-			return ret;
-	}
-	return 0;
+	return route_matchers_parse(x->c, n, "", legacy, &r->m, &r->nm, x->err, x->errlen);
 }
 
 static int parse_group_by(struct route_ctx *x, struct route *r, const struct cfg_node *gb)
@@ -202,10 +213,53 @@ static int copy_group_by(struct route *r, const struct route_defaults *d)
 	return 0;
 }
 
-/* Alertmanager's keys a route may have that faultline does not do (yet): refused. */
-static const char *const route_unsupported[] = {
-	"mute_time_intervals", "active_time_intervals",
-};
+/* mute_time_intervals or active_time_intervals: names of the config's time intervals. */
+static int parse_intervals(struct route_ctx *x, const struct cfg_node *n, const char *key,
+			   int **out, int *nout, int root)
+{
+	const struct cfg_node *l = cfg_get(n, key);
+
+	if (!l)
+		return 0;
+	if (root)
+		return cfg_error(x->c, l, x->err, x->errlen, "%s: the root route takes none (as "
+				 "in Alertmanager: give them to the routes below it)", key);
+	if (l->type != CFG_SEQ)
+		return cfg_error(x->c, l, x->err, x->errlen, "%s: expected a list of time "
+				 "interval names", key);
+	*out = calloc(l->nchild + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->nchild; i++) {
+		const struct cfg_node *e = &l->child[i];
+		int k = e->type == CFG_SCALAR && e->value ?
+			time_interval_find(x->ac->time_intervals, x->ac->ntime_intervals,
+					   e->value) : -1;
+
+		if (k < 0)
+			return cfg_error(x->c, e, x->err, x->errlen, "%s: '%s' is not one of the "
+					 "time_intervals", key, e->value ? e->value : "");
+		(*out)[(*nout)++] = k;
+	}
+	return 0;
+}
+
+const char *route_time_muted(const struct route *r, const struct time_interval *ti, time_t t,
+			     int *outside_active)
+{
+	*outside_active = 0;
+	for (int i = 0; i < r->nmute; i++)
+		if (time_interval_holds(&ti[r->mute[i]], t))
+			return ti[r->mute[i]].name;
+	for (int i = 0; i < r->nactive; i++)
+		if (time_interval_holds(&ti[r->active[i]], t))
+			return NULL;
+	if (r->nactive) {
+		*outside_active = 1;
+		return ti[r->active[0]].name;
+	}
+	return NULL;
+}
 
 static int parse_node(struct route_ctx *x, struct route *r, const struct cfg_node *n,
 		      const struct route_defaults *d, const struct route *parent, int index,
@@ -227,12 +281,10 @@ static int parse_node(struct route_ctx *x, struct route *r, const struct cfg_nod
 	if (depth > ROUTE_MAX_DEPTH)
 		return cfg_error(x->c, n, x->err, x->errlen, "routes nested deeper than %d",
 				 ROUTE_MAX_DEPTH);
-	for (size_t i = 0; i < sizeof(route_unsupported) / sizeof(route_unsupported[0]); i++)
-		if (cfg_get(n, route_unsupported[i]))
-			return cfg_error(x->c, cfg_get(n, route_unsupported[i]), x->err, x->errlen,
-					 "%s: not supported by faultline yet (it would be "
-					 "ignored; take it out, or keep this file with "
-					 "Alertmanager)", route_unsupported[i]);
+	if ((ret = parse_intervals(x, n, "mute_time_intervals", &r->mute, &r->nmute, !parent)) ||
+	    (ret = parse_intervals(x, n, "active_time_intervals", &r->active, &r->nactive,
+				   !parent)))
+		return ret;
 	if ((ret = parse_matchers(x, r, n, 0)))
 		return ret;
 	if (!parent && r->nm)
@@ -297,7 +349,7 @@ static int parse_node(struct route_ctx *x, struct route *r, const struct cfg_nod
 	kids = cfg_get(n, "routes");
 	if ((ret = cfg_check_unknown(x->c, n, "receiver, group_by, continue, matchers, match, "
 				     "match_re, group_wait, group_interval, repeat_interval, "
-				     "routes", x->err, x->errlen)))
+				     "routes, mute_time_intervals, active_time_intervals", x->err, x->errlen)))
 		return ret;
 	if (!kids)
 		return 0;
@@ -477,6 +529,8 @@ void route_free(struct route *r)
 		matcher_free(&r->m[i]);
 	free(r->m);
 	free(r->group_by);
+	free(r->mute);
+	free(r->active);
 	free(r->key);
 	free(r->id);
 	free(r->child);

@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "model/alert.h"
 #include "model/matcher.h"
+#include "alerter/time_interval.h"
 
 #define ROUTE_MAX_MATCHERS 16
 #define ROUTE_MAX_DEPTH 16
@@ -38,6 +39,8 @@ struct route {
 	int group_by_all;		/* '...' */
 	int legacy;			/* a `routes:` list entry: the old group keys */
 	uint64_t group_wait_ns, group_interval_ns, repeat_interval_ns;
+	int *mute, nmute;		/* mute_time_intervals: alerter_config.time_intervals[] */
+	int *active, nactive;		/* active_time_intervals (none: always active) */
 	char *key;			/* Alertmanager's Key(): the matchers from the root */
 	char *id;			/* Alertmanager's ID(): the key plus the sibling index */
 	struct route *child;
@@ -60,6 +63,17 @@ int route_tree_parse(struct alerter_config *ac, const struct cfg *c, const struc
 int route_list_parse(struct alerter_config *ac, const struct cfg *c, const struct cfg_node *n,
 		     char *err, size_t errlen);
 
+/*
+ * The matchers of map n into a malloc'd *m (ROUTE_MAX_MATCHERS slots) and
+ * *nm: PREFIXmatch (label: value), PREFIXmatch_re (label: regex) and
+ * PREFIXmatchers (Alertmanager's matcher strings) together; prefix is ""
+ * for a route, "source_" or "target_" for an inhibit rule.  legacy: the
+ * flat list's match, where a value starting with ~ is a regex.  On error,
+ * *m still needs freeing (its *nm matchers).  Returns 0 or -EINVAL (err).
+ */
+int route_matchers_parse(const struct cfg *c, const struct cfg_node *n, const char *prefix,
+			 int legacy, struct matcher **m, int *nm, char *err, size_t errlen);
+
 /* No routes given: everything to the first receiver, grouped by alertname. */
 int route_default(struct alerter_config *ac);
 
@@ -79,6 +93,15 @@ int route_match(const struct route *root, const struct alert *a, const struct ro
  * most max (a's labels are bounded: MAX_LABELS).
  */
 int route_group_labels(const struct route *r, const struct alert *a, struct label *out, int max);
+
+/*
+ * Whether r's notifications are muted at time t by its time intervals
+ * (ti: the config's): any mute interval holds, or it has active intervals
+ * and none holds.  Returns the interval's name that mutes it (for an
+ * active one, "outside NAME" is the caller's to say), or NULL.
+ */
+const char *route_time_muted(const struct route *r, const struct time_interval *ti, time_t t,
+			     int *outside_active);
 
 /* Free the tree under r (and r's own parts; r itself is the caller's). */
 void route_free(struct route *r);

@@ -362,6 +362,16 @@ void trim_stream(struct alerter *al)
 	if (trimmed)
 		log_debug("trimmed %llu delivered entr%s from %s", (unsigned long long)trimmed,
 			  trimmed == 1 ? "y" : "ies", STREAM);
+	/* the fleet's alerts: resolutions kept an hour, pruned once a minute */
+	if (time_mono_ns() - al->ix_pruned_ns > 60 * NSEC_PER_SEC && redis_ready(al)) {
+		int gone = alert_index_prune(al->rc, time_wall_ns() / NSEC_PER_MSEC,
+					     3600ULL * 1000, err, sizeof(err));
+
+		al->ix_pruned_ns = time_mono_ns();
+		if (redis_result(al, gone < 0 ? gone : 0, err) >= 0 && gone > 0)
+			log_debug("pruned %d resolution(s) older than an hour from "
+				  KEY_ALERTS_ACTIVE, gone);
+	}
 	/* consumers gone (stopped, renamed) with nothing pending: an hour, or 10 claim_idles */
 	int removed = 0;
 	uint64_t idle = al->cfg.claim_idle_ns * 10 / NSEC_PER_MSEC;

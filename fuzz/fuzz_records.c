@@ -1,7 +1,8 @@
 /*
  * fuzz_records.c - libFuzzer target for the records the alerter reads back
  * from Redis that any writer of their keys could have written: an alert
- * group's record ({fl:alerts}:group:GID, alert_group_record_parse) and a
+ * group's record ({fl:alerts}:group:GID, alert_group_record_parse, which
+ * reads the fleet's index {fl:alerts}:active too) and a
  * silence (fl:silences, silence_decode).  The first byte picks which.  A
  * result or an error, never a crash; a decoded silence has its matchers.
  */

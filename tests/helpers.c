@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include "core/timeutil.h"
+#include "model/alert.h"
 #include "model/snapshot.h"
 #include "store/conn.h"
 #include "store/store.h"
@@ -321,6 +322,17 @@ long long test_alerts_pending(struct conn *c, const char *consumer)
 	if (r)
 		freeReplyObject(r);
 	return n;
+}
+
+void test_emit_alert(struct conn *c, const char *fp, const char *status, const char *labels)
+{
+	char json[2048], t[40];
+
+	snprintf(json, sizeof(json),
+		 "{\"status\":\"%s\",\"fingerprint\":\"%s\",\"labels\":{%s},"
+		 "\"annotations\":{},\"startsAt\":\"%s\"}", status, fp, labels,
+		 alert_format_time(time_wall_ns() / NSEC_PER_MSEC, t, sizeof(t)));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
 int test_free_port(void)

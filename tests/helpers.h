@@ -45,6 +45,13 @@ struct conn *test_redis_connect(const struct test_redis *r);
  */
 long long test_alerts_pending(struct conn *c, const char *consumer);
 
+/*
+ * Put an alert event on fl:alerts as the rules engine writes one: status
+ * "firing" or "resolved", fingerprint fp, labels the inside of a JSON
+ * object ("\"alertname\":\"X\",\"rack\":\"r1\""), startsAt now.
+ */
+void test_emit_alert(struct conn *c, const char *fp, const char *status, const char *labels);
+
 /* Stop it (SIGKILL when stop_hard, else SIGTERM) and wait; keeps the dir. */
 void test_redis_stop(struct test_redis *r, int hard);
 

@@ -353,7 +353,7 @@ Test(routing, what_faultline_does_not_do_is_refused_where_it_is_written)
 		{ "route: {receiver: a}\nreceivers: [{name: a}]\ntemplates: ['/etc/x/*.tmpl']\n",
 		  "am.yml:3:", "templates" },
 		{ "route: {receiver: a}\nreceivers: [{name: a}]\ninhibit_rules:\n  - equal: [x]\n",
-		  "am.yml:4:", "inhibit_rules" },
+		  "am.yml:4:", "needs target_matchers" },
 		{ "route: {receiver: a}\nreceivers:\n  - name: a\n    email_configs: [{to: x}]\n",
 		  "am.yml:4:", "email_configs" },
 		{ "route: {receiver: a}\nreceivers:\n  - name: a\n    slack_configs:\n"
@@ -361,7 +361,7 @@ Test(routing, what_faultline_does_not_do_is_refused_where_it_is_written)
 		  "am.yml:6:", "templates are not supported" },
 		{ "route:\n  receiver: a\n  routes:\n    - receiver: a\n"
 		  "      mute_time_intervals: [night]\nreceivers: [{name: a}]\n",
-		  "am.yml:5:", "mute_time_intervals" },
+		  "am.yml:5:", "'night' is not one of the time_intervals" },
 		{ "route:\n  receiver: a\n  group_by: ['...', host]\nreceivers: [{name: a}]\n",
 		  "am.yml:3:", "'...'" },
 		{ "route:\n  receiver: a\n  matchers: [x=y]\nreceivers: [{name: a}]\n",
@@ -422,13 +422,10 @@ static void fan_teardown(void)
 
 static void emit(struct conn *c, const char *fp, const char *status, const char *labels)
 {
-	char json[1024], t[40];
+	char all[900];
 
-	snprintf(json, sizeof(json),
-		 "{\"status\":\"%s\",\"fingerprint\":\"%s\",\"labels\":{\"alertname\":\"Fan\"%s},"
-		 "\"annotations\":{},\"startsAt\":\"%s\"}", status, fp, labels,
-		 alert_format_time(time_wall_ns() / NSEC_PER_MSEC, t, sizeof(t)));
-	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
+	snprintf(all, sizeof(all), "\"alertname\":\"Fan\"%s", labels);
+	test_emit_alert(c, fp, status, all);
 }
 
 /* Requests to path (the request line names it) the receiver took (2xx), holding status. */

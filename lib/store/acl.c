@@ -69,9 +69,13 @@ int acl_user_line(enum acl_role role, const char *host, const char *password_sha
 			    KEY_ALERTS_STATE_LEGACY " ~" KEY_DEPLOY_VERDICTS);
 		break;
 	case ACL_ALERTER:
-		/* fl:alerts as a consumer: it reads, claims, acknowledges, trims; never adds */
-		strbuf_addf(out, ACL_CENTRAL "%%R~fl:* ~{" KEY_ALERTS "}:group:* ~" KEY_ALERTS_DEAD
-			    " ~" KEY_NOTIFICATIONS " (+xreadgroup +xack +xautoclaim +xclaim +xpending "
+		/*
+		 * fl:alerts as a consumer: it reads, claims, acknowledges, trims;
+		 * never adds.  Silences: its API takes and expires them.
+		 */
+		strbuf_addf(out, ACL_CENTRAL "%%R~fl:* ~{" KEY_ALERTS "}:group:* ~" KEY_ALERTS_ACTIVE
+			    " ~" KEY_ALERTS_DEAD " ~" KEY_NOTIFICATIONS " ~" KEY_SILENCES
+			    " (+xreadgroup +xack +xautoclaim +xclaim +xpending "
 			    "+xgroup|create +xgroup|delconsumer +xinfo|groups +xinfo|consumers +xlen "
 			    "+xrange +xtrim +eval +evalsha ~" KEY_ALERTS ")");
 		break;

@@ -46,11 +46,20 @@ void alert_group_id(const char *group_key, char gid[33])
 	"end\n"
 
 /*
- * KEYS[1] the group; ARGV fp, id, state (f/r), starts, json, ttl.
- * Returns {verdict, unsent}: 0 new, 1 same, 2 older.
+ * KEYS[1] the group, KEYS[2] the fleet's active index (alert_index.h);
+ * ARGV fp, id, state (f/r), starts, json, ttl.  The index takes the event
+ * when it is newer than the one it holds for fp, whichever group it came
+ * for.  Returns {verdict, unsent}: 0 new, 1 same, 2 older.
  */
 static const char TAKE_SCRIPT[] =
 	LUA_ID_LT
+	"local ix = redis.call('HGET', KEYS[2], ARGV[1])\n"
+	"local ixid = ix and string.match(ix, '^(%S+) ')\n"
+	"if not ixid or lt(ixid, ARGV[2]) then\n"
+	"  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] ..\n"
+	"             ' ' .. ARGV[5])\n"
+	"  redis.call('HINCRBY', KEYS[2], '_v', 1)\n"
+	"end\n"
 	"local cur = redis.call('HGET', KEYS[1], ARGV[1])\n"
 	"local verdict = 0\n"
 	"if cur then\n"
@@ -77,19 +86,19 @@ int alert_group_take(struct conn *rc, const char *gid, const char *fp, const cha
 		     enum alert_group_verdict *verdict, int *unsent, char *err, size_t errlen)
 {
 	char key[96], starts[24], ttl[24];
-	const char *argv[] = { "EVAL", TAKE_SCRIPT, "1", key, fp, id, firing ? "f" : "r",
-			       starts, json, ttl };
-	size_t lens[10];
+	const char *argv[] = { "EVAL", TAKE_SCRIPT, "2", key, KEY_ALERTS_ACTIVE, fp, id,
+			       firing ? "f" : "r", starts, json, ttl };
+	size_t lens[11];
 	redisReply *r;
 	int ret;
 
 	key_alert_group(key, sizeof(key), gid);
 	snprintf(starts, sizeof(starts), "%" PRIu64, starts_ms);
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, (uint64_t)GROUP_TTL_MS);
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 11; i++)
 		lens[i] = strlen(argv[i]);
-	lens[8] = len;
-	r = conn_command(rc, ROUTE, 10, argv, lens);
+	lens[9] = len;
+	r = conn_command(rc, ROUTE, 11, argv, lens);
 	if ((ret = alert_stream_answer(rc, r, "EVAL (take an alert into its group)", err, errlen))) {
 		if (r)
 			freeReplyObject(r);

@@ -87,6 +87,12 @@
  *       alerter notifies from it, so a restart or a peer sends the same
  *       page and a PagerDuty incident resolves only when all of it has
  *
+ *   {fl:alerts}:active           hash    alerters          alerters, API,     resolutions
+ *       the fleet's alerts as the alerters took them       `faultline alerts`  kept 1 h
+ *       (alert_index.h): FP -> "ID S STARTS EVENT", the newest event of
+ *       each alert whatever group it went to, _v its version; what
+ *       inhibit_rules look at and what the API lists
+ *
  *   fl:alerts:dead               stream  alerter           operators          ~100,000 entries
  *       dead letters {reason, group, receiver, entries, body}      slot 6460
  *   fl:notifications             stream  alerter           operators, tests   ~100,000 entries
@@ -108,6 +114,7 @@
 #define KEY_NOTIFICATIONS "fl:notifications"
 #define KEY_ALERTS_GROUP "alerter"	/* fl:alerts' consumer group */
 #define KEY_WORKERS "{fl:alerts}:workers"
+#define KEY_ALERTS_ACTIVE "{fl:alerts}:active"
 
 /* Retentions the layout fixes (the snapshot tiers' are configured). */
 #define KEY_DEPLOYS_RETENTION_MS (90ULL * 24 * 3600 * 1000)

@@ -1,0 +1,164 @@
+/*
+ * alert_index.c - the fleet's active alerts; see alert_index.h.
+ */
+#include "store/alert_index.h"
+
+#include <hiredis/hiredis.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/array.h"
+#include "store/alert_stream.h"
+#include "store/conn.h"
+#include "store/keyspace.h"
+#include "store/store_internal.h"
+
+#define ROUTE KEY_ALERTS
+
+int alert_index_load(struct conn *rc, struct alert_index *ix, char *err, size_t errlen)
+{
+	char cursor[32] = "0";
+	size_t cap = 0;
+	int ret = 0, over = 0;
+
+	memset(ix, 0, sizeof(*ix));
+	err[0] = '\0';
+	do {
+		redisReply *r = conn_commandf(rc, ROUTE, "HSCAN %s %s COUNT 1000",
+					      KEY_ALERTS_ACTIVE, cursor);
+		const redisReply *kv;
+
+		if ((ret = alert_stream_answer(rc, r, "HSCAN (the fleet's alerts)", err, errlen))) {
+			if (r)
+				freeReplyObject(r);
+			goto fail;
+		}
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			snprintf(err, errlen, "HSCAN (the fleet's alerts): unexpected reply");
+			ret = ALERT_STREAM_REFUSED;
+			goto fail;
+		}
+		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+			const redisReply *f = kv->element[i], *v = kv->element[i + 1];
+			char why[256];
+			int got;
+
+			if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+				ix->bad++;
+				continue;
+			}
+			if (!strcmp(f->str, "_v")) {
+				ix->version = strtoull(v->str, NULL, 10);
+				continue;
+			}
+			/* "ID r ..." : a resolution, kept only to order late copies */
+			{
+				const char *sp = memchr(v->str, ' ', v->len);
+
+				if (sp && (size_t)(sp - v->str) + 2 < v->len && sp[1] == 'r' &&
+				    sp[2] == ' ') {
+					ix->resolved++;
+					continue;
+				}
+			}
+			if (ix->n >= ALERT_INDEX_MAX) {
+				over++;
+				continue;
+			}
+			if (ARRAY_GROW(ix->m, cap, ix->n + 1, 64)) {
+				freeReplyObject(r);
+				snprintf(err, errlen, "out of memory loading the fleet's alerts");
+				ret = ALERT_STREAM_REFUSED;
+				goto fail;
+			}
+			got = alert_group_record_parse(v->str, v->len, &ix->m[ix->n], why,
+						       sizeof(why));
+			if (got == 0)
+				ix->n++;
+			else
+				ix->bad++;	/* 'd' is a group's state, never the index's */
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0"));
+	if (over) {
+		ix->bad += over;
+		snprintf(err, errlen, "the fleet has %d firing alerts more than the %d loaded at "
+			 "once; they were left out", over, ALERT_INDEX_MAX);
+	}
+	return 0;
+fail:
+	alert_index_free(ix);
+	return ret;
+}
+
+void alert_index_free(struct alert_index *ix)
+{
+	for (int i = 0; i < ix->n; i++)
+		alert_free(&ix->m[i].a);
+	free(ix->m);
+	memset(ix, 0, sizeof(*ix));
+}
+
+int alert_index_version(struct conn *rc, uint64_t *version, char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(rc, ROUTE, "HGET %s _v", KEY_ALERTS_ACTIVE);
+	int ret;
+
+	if ((ret = alert_stream_answer(rc, r, "HGET (the fleet's alerts' version)", err,
+				       errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	*version = r->type == REDIS_REPLY_STRING ? strtoull(r->str, NULL, 10) : 0;
+	freeReplyObject(r);
+	return 0;
+}
+
+/*
+ * KEYS[1] the index; ARGV cut (ms).  A page of HSCAN per call would bound
+ * the script's time; the index holds what fires plus an hour of
+ * resolutions, which one pass handles.
+ */
+static const char PRUNE_SCRIPT[] =
+	"local cut = tonumber(ARGV[1])\n"
+	"local all = redis.call('HGETALL', KEYS[1])\n"
+	"local n = 0\n"
+	"for i = 1, #all, 2 do\n"
+	"  if all[i] ~= '_v' then\n"
+	"    local ms, st = string.match(all[i + 1], '^(%d+)-%d+ (%a) ')\n"
+	"    if not ms or (st ~= 'f' and st ~= 'r') or (st == 'r' and tonumber(ms) < cut) then\n"
+	"      redis.call('HDEL', KEYS[1], all[i])\n"
+	"      n = n + 1\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if n > 0 then redis.call('HINCRBY', KEYS[1], '_v', 1) end\n"
+	"return n\n";
+
+int alert_index_prune(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, char *err,
+		      size_t errlen)
+{
+	char cut[24];
+	const char *argv[] = { "EVAL", PRUNE_SCRIPT, "1", KEY_ALERTS_ACTIVE, cut };
+	redisReply *r;
+	int ret;
+
+	snprintf(cut, sizeof(cut), "%" PRIu64, now_ms > keep_ms ? now_ms - keep_ms : 0);
+	r = conn_command(rc, ROUTE, 5, argv, NULL);
+	if ((ret = alert_stream_answer(rc, r, "EVAL (prune the fleet's alerts)", err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	ret = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 0;
+	freeReplyObject(r);
+	return ret;
+}
