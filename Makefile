@@ -77,6 +77,7 @@ PROBE_SRCS := $(wildcard probes/*.c)
 PROBE_OBJS := $(PROBE_SRCS:%.c=$(OUT)/%.o) $(OUT)/gen/metrics.pb-c.o
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(OUT)/%.o)
+ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/alert_view.o $(OUT)/alerter/receiver.o $(OUT)/alerter/route.o $(OUT)/alerter/inhibit.o $(OUT)/alerter/time_interval.o $(OUT)/alerter/evidence.o $(OUT)/alerter/url.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(OUT)/tests/%)
 TEST_HELPERS := $(OUT)/tests/helpers.o $(OUT)/tests/receiver.o $(OUT)/tests/cluster.o
@@ -200,7 +201,7 @@ $(PROBE_OBJS): $(SKELS)
 $(OUT)/faultline-probe: $(PROBE_OBJS) $(OUT)/probe_default_config.o $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline: $(CLI_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIBS_A)
+$(OUT)/faultline: $(CLI_OBJS) $(ALERTER_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # faultline-rules serves /metrics with the probe's event loop and server.
@@ -215,10 +216,9 @@ $(OUT)/alerter_default_config.c: etc/alerter.yaml scripts/embed.sh
 $(OUT)/alerter_default_config.o: $(OUT)/alerter_default_config.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/receiver.o $(OUT)/alerter/route.o $(OUT)/alerter/inhibit.o $(OUT)/alerter/time_interval.o $(OUT)/alerter/evidence.o $(OUT)/alerter/url.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
 
 $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(OUT)/alerter/stream.o $(OUT)/alerter/groups.o \
-	$(OUT)/alerter/delivery.o $(OUT)/alerter/mute.o $(ALERTER_OBJS) \
+	$(OUT)/alerter/delivery.o $(OUT)/alerter/mute.o $(OUT)/alerter/api.o $(ALERTER_OBJS) \
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -288,7 +288,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
-		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/receiver.c alerter/route.c alerter/inhibit.c alerter/time_interval.c alerter/evidence.c alerter/url.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
+		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/alert_view.c alerter/receiver.c alerter/route.c alerter/inhibit.c alerter/time_interval.c alerter/evidence.c alerter/url.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
 		fuzz_rules) extra="$(LANG_SRCS)";; \
 		fuzz_ruletest) extra="$(LANG_SRCS) $(ENGINE_SRCS) $(wildcard rules/ruletest/*.c)";; \
 		fuzz_alert) extra="$(LANG_SRCS) $(ENGINE_SRCS)";; \

@@ -18,6 +18,7 @@
 #ifndef FL_ALERTER_INTERNAL_H
 #define FL_ALERTER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <curl/curl.h>
@@ -88,7 +89,8 @@ struct group {
 };
 
 struct alerter {
-	struct alerter_config cfg;
+	struct alerter_config cfg;	/* swapped on SIGHUP under cfg_lock (written) */
+	pthread_rwlock_t cfg_lock;	/* the API's thread reads cfg under it */
 	struct conn *rc;
 	char redis_shown[512];		/* the URL with its password masked, for logs */
 	CURLM *multi;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "alerter/alerter_internal.h"
+#include "alerter/api.h"
 #include "core/log.h"
 #include "core/notify.h"
 #include "core/promtext.h"
@@ -183,8 +184,10 @@ static void reload_config(struct alerter *al, const struct alerter_args *a)
 	memset(al->sent, 0, sizeof(al->sent));
 	memset(al->failed, 0, sizeof(al->failed));
 	memset(al->refused, 0, sizeof(al->refused));
+	pthread_rwlock_wrlock(&al->cfg_lock);	/* the API's thread reads it */
 	alerter_config_free(&al->cfg);
 	al->cfg = next;
+	pthread_rwlock_unlock(&al->cfg_lock);
 	al->read_pending = 1;
 	log_info("SIGHUP: read %s: %d receiver(s) with %d integration(s); held entries are "
 		 "routed again", config_path[0] ? config_path : "the built-in config",
@@ -409,6 +412,7 @@ static int alerter_start(struct alerter *al, const struct alerter_args *a,
 	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_rwlock_init(&al->cfg_lock, NULL);
 	al->multi = curl_multi_init();
 	strmap_init(&al->held);
 	backoff_init(&al->redis_backoff, 0, 10 * NSEC_PER_SEC);
@@ -426,7 +430,12 @@ static int alerter_start(struct alerter *al, const struct alerter_args *a,
 			log_error("metrics: %s", err);
 			return -1;
 		}
-		log_info("serving the alerter's metrics on http://%s/metrics", metrics_addr);
+		if (api_start(al, *metrics, config_path)) {
+			log_error("metrics: the API could not be served");
+			return -1;
+		}
+		log_info("serving the alerter's metrics on http://%s/metrics and Alertmanager's "
+			 "API v2 on http://%s/api/v2/", metrics_addr, metrics_addr);
 	}
 	return 0;
 }
@@ -562,11 +571,13 @@ int main(int argc, char **argv)
 	curl_global_cleanup();
 	if (al.rc)
 		conn_close(al.rc);
+	/* the API's thread reads the config: it stops first */
+	metrics_server_stop(metrics);
+	api_stop();
 	silence_free_all(al.silences, al.nsilences);
 	alert_index_free(&al.ix);
 	strmap_free(&al.held);
 	alerter_config_free(&al.cfg);
-	metrics_server_stop(metrics);
 	strbuf_release(&ms);
 	return 0;
 }

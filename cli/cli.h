@@ -22,6 +22,7 @@ int cmd_drive(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_silence(int argc, char **argv);
+int cmd_alerts(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_deploy(int argc, char **argv);
 int cmd_sim(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	  "HTML)" },
 	{ "profile", cmd_profile, "CPU profiles from Redis: flame graph SVG, pprof, folded, top,\n"
 	  "            diff; `profile burst` asks a host for a high-rate burst" },
+	{ "alerts", cmd_alerts, "what fires across the fleet, by failure domain, and what mutes it" },
 	{ "silence", cmd_silence, "add, update, query or expire silences as amtool does (the alerter records, not sends)" },
 	{ "rules", cmd_rules, "check: validate rule files (positions of every error);\n"
 	  "            test: run rule unit tests (which alerts fire when)" },

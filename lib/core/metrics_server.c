@@ -62,6 +62,19 @@ struct metrics_server {
 	int proto_asked;	/* a scraper asked for protobuf: the daemon renders it */
 	char *cert, *key;	/* PEM text, for libmicrohttpd */
 	struct web_config web;
+	struct {
+		char prefix[64];
+		http_handler fn;
+		void *arg;
+	} routes[8];
+	int nroutes;
+};
+
+/* A request body being read (con_cls), freed when the request completes. */
+struct upload {
+	char *buf;
+	size_t len, cap;
+	int too_large;
 };
 
 /* ---- the web config file ------------------------------------------------ */
@@ -267,6 +280,122 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status, con
 	return ret;
 }
 
+struct args_walk {
+	const char *name;
+	void (*fn)(const char *value, void *arg);
+	void *arg;
+	int n;
+};
+
+static enum MHD_Result arg_each(void *cls, enum MHD_ValueKind kind, const char *key,
+				const char *value)
+{
+	struct args_walk *w = cls;
+
+	(void)kind;
+	if (key && !strcmp(key, w->name)) {
+		if (w->fn)
+			w->fn(value ? value : "", w->arg);
+		w->n++;
+	}
+	return MHD_YES;
+}
+
+int http_args(const struct http_request *r, const char *name,
+	      void (*fn)(const char *value, void *arg), void *arg)
+{
+	struct args_walk w = { name, fn, arg, 0 };
+
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, arg_each, &w);
+	return w.n;
+}
+
+const char *http_arg(const struct http_request *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* The request to a routed prefix, read whole, then its handler's answer. */
+static enum MHD_Result handle_routed(struct metrics_server *m, int k, struct MHD_Connection *c,
+				     const char *url, const char *method, const char *upload,
+				     size_t *upload_len, void **con_cls)
+{
+	struct upload *u = *con_cls;
+	struct http_response resp = { 500, "text/plain; charset=utf-8", NULL, 0 };
+	struct http_request req;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!u) {
+		u = calloc(1, sizeof(*u));
+		if (!u)
+			return MHD_NO;
+		*con_cls = u;
+		return MHD_YES;	/* the headers; the body (if any) comes next */
+	}
+	if (*upload_len) {
+		if (u->len + *upload_len > HTTP_BODY_MAX) {
+			u->too_large = 1;
+		} else if (!u->too_large) {
+			if (u->len + *upload_len + 1 > u->cap) {
+				size_t cap = (u->len + *upload_len + 1) * 2;
+				char *b = realloc(u->buf, cap);
+
+				if (!b)
+					return MHD_NO;
+				u->buf = b;
+				u->cap = cap;
+			}
+			memcpy(u->buf + u->len, upload, *upload_len);
+			u->len += *upload_len;
+			u->buf[u->len] = '\0';
+		}
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	if (u->too_large)
+		return answer(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
+	req = (struct http_request){ method, url, u->buf ? u->buf : "", u->len, c };
+	m->routes[k].fn(m->routes[k].arg, &req, &resp);
+	r = MHD_create_response_from_buffer(resp.len, resp.body ? resp.body : (char *)"",
+					    resp.body ? MHD_RESPMEM_MUST_FREE
+						      : MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		free(resp.body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type);
+	ret = MHD_queue_response(c, resp.status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode why)
+{
+	struct upload *u = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)why;
+	if (u) {
+		free(u->buf);
+		free(u);
+		*con_cls = NULL;
+	}
+}
+
+int metrics_server_route(struct metrics_server *m, const char *prefix, http_handler fn, void *arg)
+{
+	if (m->nroutes >= 8 || strlen(prefix) >= sizeof(m->routes[0].prefix))
+		return -1;
+	snprintf(m->routes[m->nroutes].prefix, sizeof(m->routes[0].prefix), "%s", prefix);
+	m->routes[m->nroutes].fn = fn;
+	m->routes[m->nroutes].arg = arg;
+	m->nroutes++;
+	return 0;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **con_cls)
@@ -277,12 +406,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	int gz, proto;
 
 	(void)version;
-	(void)upload;
-	(void)upload_len;
-	(void)con_cls;
+	for (int k = 0; k < m->nroutes; k++)
+		if (!strncmp(url, m->routes[k].prefix, strlen(m->routes[k].prefix))) {
+			/* authorized once, on the headers, before any body is read */
+			if (*con_cls || authorized(m, c))
+				return handle_routed(m, k, c, url, method, upload, upload_len,
+						     con_cls);
+			goto unauthorized;
+		}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	if (!authorized(m, c)) {
+unauthorized:;
 		static const char no[] = "Unauthorized\n";
 
 		r = MHD_create_response_from_buffer(sizeof(no) - 1, (void *)no,
@@ -408,12 +543,13 @@ struct metrics_server *metrics_server_start(const char *addr, const char *web_co
 				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
 				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
 				 MHD_OPTION_HTTPS_MEM_CERT, m->cert,
-				 MHD_OPTION_HTTPS_MEM_KEY, m->key, MHD_OPTION_END) :
+				 MHD_OPTION_HTTPS_MEM_KEY, m->key,
+				 MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END) :
 		MHD_start_daemon(flags, 0, NULL, NULL, handle, m,
 				 MHD_OPTION_LISTEN_SOCKET, m->lfd,
 				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
 				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
-				 MHD_OPTION_END);
+				 MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, errlen, "metrics_addr '%s': libmicrohttpd would not start%s", addr,
 			 m->cert ? " (is the TLS certificate and key a matching PEM pair?)" : "");

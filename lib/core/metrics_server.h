@@ -53,6 +53,54 @@ void metrics_server_set_proto(struct metrics_server *m, const void *data, size_t
  */
 int metrics_server_proto_asked(struct metrics_server *m);
 
+/*
+ * More than /metrics: a handler for every path under a prefix (an API),
+ * behind the same TLS and basic auth.  A request reaches it whole (its
+ * body read up to HTTP_BODY_MAX; a larger one is answered 413) on the
+ * server's thread, one at a time: a handler may block briefly (a Redis
+ * call) but holds up scrapes meanwhile.
+ */
+#define HTTP_BODY_MAX (1 << 20)
+
+struct http_request {
+	const char *method;	/* "GET", "POST", "DELETE", ... */
+	const char *path;	/* "/api/v2/alerts", no query */
+	const char *body;	/* NUL-terminated */
+	size_t len;
+	void *conn;		/* for http_args */
+};
+
+/*
+ * Call fn with each value of query argument name, in order (a name may be
+ * given several times: ?filter=a&filter=b).  Returns how many there were.
+ */
+int http_args(const struct http_request *r, const char *name,
+	      void (*fn)(const char *value, void *arg), void *arg);
+
+/* The first value of query argument name, or NULL. */
+const char *http_arg(const struct http_request *r, const char *name);
+
+/*
+ * What a handler answers: a status, a content type (static storage) and a
+ * body it fills (malloc'd; the server frees it).
+ */
+struct http_response {
+	unsigned int status;
+	const char *content_type;
+	char *body;
+	size_t len;
+};
+
+typedef void (*http_handler)(void *arg, const struct http_request *req,
+			     struct http_response *resp);
+
+/*
+ * Serve every path starting with prefix ("/api/v2/", "/-/") with fn(arg,
+ * ...), every method.  At most 8 prefixes; call before requests arrive
+ * (right after metrics_server_start).  Returns 0 or -1.
+ */
+int metrics_server_route(struct metrics_server *m, const char *prefix, http_handler fn, void *arg);
+
 /* Stop serving and free m (NULL is fine). */
 void metrics_server_stop(struct metrics_server *m);
 
