@@ -380,115 +380,18 @@ static void get_silences(const struct http_request *req, struct http_response *r
 	reply_json(resp, 200, out);
 }
 
-/*
- * A postableSilence (body) into s: every field checked, as Alertmanager
- * checks it.  Returns 0, or -1 with the answer given.
- */
+/* A postableSilence (the body) into s; -1 with the answer given. */
 static int silence_from_json(const struct http_request *req, struct silence *s,
 			     struct http_response *resp)
 {
-	json_object *o, *ms;
-	const char *v;
 	char err[600];
-	uint64_t now_ms = time_wall_ns() / NSEC_PER_MSEC;
-	int all_empty = 1;
 
-	memset(s, 0, sizeof(*s));
-	o = jsonc_parse_depth(req->body, req->len, 8, err, sizeof(err));
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		reply_error(resp, 400, "the body is not a silence (a JSON object): %s",
-			    o ? "not an object" : err);
-		json_object_put(o);
+	if (silence_parse_postable(s, req->body, req->len, time_wall_ns() / NSEC_PER_MSEC, err,
+				   sizeof(err))) {
+		reply_error(resp, 400, "%s", err);
 		return -1;
 	}
-	ms = jsonc_path(o, "matchers");
-	if (!ms || !json_object_is_type(ms, json_type_array) || !json_object_array_length(ms)) {
-		reply_error(resp, 400, "matchers: at least one is needed");
-		goto bad;
-	}
-	if (json_object_array_length(ms) > SILENCE_MAX_MATCHERS) {
-		reply_error(resp, 400, "matchers: at most %d", SILENCE_MAX_MATCHERS);
-		goto bad;
-	}
-	for (size_t i = 0; i < json_object_array_length(ms); i++) {
-		json_object *m = json_object_array_get_idx(ms, i), *re, *eq;
-		const char *name = jsonc_str(m, "name"), *value = jsonc_str(m, "value");
-		int is_re, is_eq = 1;
-		struct strbuf spec = STRBUF_INIT;
-
-		if (!name || !value || !json_object_object_get_ex(m, "isRegex", &re)) {
-			reply_error(resp, 400, "matchers[%zu]: name, value and isRegex are needed",
-				    i);
-			goto bad;
-		}
-		is_re = json_object_get_boolean(re);
-		if (json_object_object_get_ex(m, "isEqual", &eq))
-			is_eq = json_object_get_boolean(eq);
-		strbuf_addf(&spec, "%s%s\"", name, is_eq ? (is_re ? "=~" : "=")
-							 : (is_re ? "!~" : "!="));
-		for (const char *p = value; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				strbuf_adds(&spec, "\\");
-			strbuf_add(&spec, p, 1);
-		}
-		strbuf_adds(&spec, "\"");
-		if (matcher_parse(&s->m[s->nm], strbuf_str(&spec), err, sizeof(err))) {
-			strbuf_release(&spec);
-			reply_error(resp, 400, "matchers[%zu]: %s", i, err);
-			goto bad;
-		}
-		strbuf_release(&spec);
-		all_empty &= matcher_match_value(&s->m[s->nm], "");
-		s->nm++;
-	}
-	if (all_empty) {
-		reply_error(resp, 400, "matchers: at least one must not match the empty string "
-			    "(else the silence would mute every alert)");
-		goto bad;
-	}
-	s->starts_ms = alert_parse_time(jsonc_str(o, "startsAt"));
-	s->ends_ms = alert_parse_time(jsonc_str(o, "endsAt"));
-	if (!s->starts_ms || !s->ends_ms) {
-		reply_error(resp, 400, "startsAt and endsAt: RFC 3339 times are needed");
-		goto bad;
-	}
-	if (s->ends_ms <= s->starts_ms) {
-		reply_error(resp, 400, "endsAt is not after startsAt");
-		goto bad;
-	}
-	if (s->ends_ms <= now_ms) {
-		reply_error(resp, 400, "endsAt is in the past");
-		goto bad;
-	}
-	if (s->starts_ms < now_ms)
-		s->starts_ms = now_ms;
-	v = jsonc_str(o, "createdBy");
-	if (!v || !*v || strlen(v) >= sizeof(s->created_by)) {
-		reply_error(resp, 400, "createdBy: needed, under %zu bytes", sizeof(s->created_by));
-		goto bad;
-	}
-	snprintf(s->created_by, sizeof(s->created_by), "%s", v);
-	v = jsonc_str(o, "comment");
-	if (v && strlen(v) >= sizeof(s->comment)) {
-		reply_error(resp, 400, "comment: under %zu bytes", sizeof(s->comment));
-		goto bad;
-	}
-	snprintf(s->comment, sizeof(s->comment), "%s", v ? v : "");
-	v = jsonc_str(o, "id");
-	if (v && *v) {
-		if (strlen(v) >= sizeof(s->id)) {
-			reply_error(resp, 400, "id: not a silence id");
-			goto bad;
-		}
-		snprintf(s->id, sizeof(s->id), "%s", v);
-	}
-	json_object_put(o);
 	return 0;
-bad:
-	for (int i = 0; i < s->nm; i++)
-		matcher_free(&s->m[i]);
-	json_object_put(o);
-	return -1;
 }
 
 static void post_silence(const struct http_request *req, struct http_response *resp)

@@ -165,8 +165,10 @@ const struct cfg_field alerter_config_schema[] = {
 		     "A notification still failing after this long is dead-lettered and its "
 		     "entries acknowledged, so it cannot hold its group up for ever; 0: never"),
 	CFG_CHARS("log_level", AC, log_level, "error, warn, info or debug"),
-	CFG_CHARS("metrics_addr", AC, metrics_addr, "The alerter's own /metrics; empty: off"),
-	CFG_CHARS("web_config", AC, web_config, "TLS and basic auth for /metrics: a web config "
+	CFG_CHARS("metrics_addr", AC, metrics_addr, "The alerter's own /metrics and "
+		  "Alertmanager's API v2 (/api/v2/); empty: off"),
+	CFG_CHARS("web_config", AC, web_config, "TLS and basic auth for /metrics and the API: "
+		  "a web config "
 		  "file as Prometheus exporters take; empty: plain HTTP"),
 };
 const size_t alerter_config_nschema = sizeof(alerter_config_schema) /

@@ -206,8 +206,9 @@ static void usage(FILE *out)
 "answered 2xx or it was dead-lettered to fl:alerts:dead (4xx, unparsable, no\n"
 "route); 5xx and network errors are retried with backoff (0.5 s x 1.5,\n"
 "jittered, up to 60 s).  Unacknowledged events survive restarts and are\n"
-"taken over by another alerter after 60 s.  The built-in default config is\n"
-"etc/alerter.yaml (--print-config shows it).\n"
+"taken over by another alerter after 60 s.  Inhibit rules and mute/active\n"
+"time intervals mute notifications as Alertmanager's do.  The built-in\n"
+"default config is etc/alerter.yaml (--print-config shows it).\n"
 "\n"
 "  -c, --config FILE     read FILE instead of the built-in default (default:\n"
 "                        /etc/faultline/alerter.yaml or /usr/local/etc/faultline/\n"
@@ -215,13 +216,15 @@ static void usage(FILE *out)
 "  -r, --redis URL       override the config's redis\n"
 "  -l, --log-level LVL   error, warn, info or debug\n"
 "      --log-format FMT  text (default), json or logfmt, for log shippers\n"
-"      --web-config FILE TLS and basic auth for /metrics (Prometheus'\n"
+"      --web-config FILE TLS and basic auth for /metrics and the API (Prometheus'\n"
 "                        exporter-toolkit web config format; default: the\n"
 "                        config's web_config)\n"
 "  -m, --metrics-addr A  serve the alerter's own metrics (notifications sent and\n"
 "                        failed per receiver, dead letters, held entries,\n"
 "                        Redis errors) as Prometheus text on http://A/metrics,\n"
-"                        e.g. 127.0.0.1:9466 (default: the config's\n"
+"                        and Alertmanager's API v2 on http://A/api/v2/ (what\n"
+"                        fires, its groups, silences: amtool, Grafana,\n"
+"                        Karma), e.g. 127.0.0.1:9466 (default: the config's\n"
 "                        metrics_addr, off when empty)\n"
 "      --check-config FILE  read FILE (an alerter.yaml or an Alertmanager\n"
 "                        alertmanager.yml), say what it holds or what is\n"
@@ -282,10 +285,11 @@ static int check_config(const char *path)
 		alerter_config_free(&cfg);
 		return 1;
 	}
-	printf("%s: good: %d receiver(s) with %d integration(s), %d route(s)%s\n", path,
-	       cfg.nreceiver_names, cfg.nintegrations,
+	printf("%s: good: %d receiver(s) with %d integration(s), %d route(s)%s, %d inhibit "
+	       "rule(s), %d time interval(s)\n", path, cfg.nreceiver_names, cfg.nintegrations,
 	       cfg.has_root ? count_routes(&cfg.root) - (cfg.root.receiver < 0) : 0,
-	       cfg.has_root && cfg.root.receiver < 0 ? " (faultline's flat list)" : "");
+	       cfg.has_root && cfg.root.receiver < 0 ? " (faultline's flat list)" : "",
+	       cfg.ninhibit_rules, cfg.ntime_intervals);
 	alerter_config_free(&cfg);
 	return 0;
 }

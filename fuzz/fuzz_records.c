@@ -26,7 +26,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	if (data[0] & 1) {
+	if ((data[0] & 3) == 2) {
+		if (silence_parse_postable(&s, text, size - 1, 1764806400000ULL, err,
+					   sizeof(err)) == 0) {
+			if (s.nm < 1 || s.nm > SILENCE_MAX_MATCHERS || s.ends_ms <= s.starts_ms)
+				abort();
+			for (int i = 0; i < s.nm; i++)
+				matcher_free(&s.m[i]);
+		}
+	} else if (data[0] & 1) {
 		if (silence_decode(&s, text, size - 1, err, sizeof(err)) == 0) {
 			if (s.nm < 1 || s.nm > SILENCE_MAX_MATCHERS)
 				abort();

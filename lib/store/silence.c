@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "core/log.h"
+#include "core/strbuf.h"
 #include "core/timeutil.h"
 
 static json_object *to_json(const struct silence *s)
@@ -253,4 +254,117 @@ const struct silence *silence_find(const struct silence *s, int n, const struct 
 			return &s[i];
 	}
 	return NULL;
+}
+
+int silence_parse_postable(struct silence *s, const char *text, size_t len, uint64_t now_ms,
+			   char *err, size_t errlen)
+{
+	json_object *o, *ms;
+	const char *v;
+	char why[600];
+	int all_empty = 1;
+
+	memset(s, 0, sizeof(*s));
+	o = jsonc_parse_depth(text, len, 8, why, sizeof(why));
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		snprintf(err, errlen, "the body is not a silence (a JSON object): %s",
+			 o ? "not an object" : why);
+		json_object_put(o);
+		return -EINVAL;
+	}
+	ms = jsonc_path(o, "matchers");
+	if (!ms || !json_object_is_type(ms, json_type_array) || !json_object_array_length(ms)) {
+		snprintf(err, errlen, "matchers: at least one is needed");
+		goto bad;
+	}
+	if (json_object_array_length(ms) > SILENCE_MAX_MATCHERS) {
+		snprintf(err, errlen, "matchers: at most %d", SILENCE_MAX_MATCHERS);
+		goto bad;
+	}
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i), *re, *eq;
+		const char *name = jsonc_str(m, "name"), *value = jsonc_str(m, "value");
+		int is_re, is_eq = 1;
+		struct strbuf spec = STRBUF_INIT;
+
+		if (!name || !value || !json_object_object_get_ex(m, "isRegex", &re)) {
+			snprintf(err, errlen, "matchers[%zu]: name, value and isRegex are needed",
+				 i);
+			goto bad;
+		}
+		if (!*name || strlen(name) >= MATCHER_NAME_MAX || (*name >= '0' && *name <= '9') ||
+		    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+		    strlen(name)) {
+			snprintf(err, errlen, "matchers[%zu]: '%.64s' is not a label name "
+				 "([a-zA-Z_][a-zA-Z0-9_]*)", i, name);
+			goto bad;
+		}
+		is_re = json_object_get_boolean(re);
+		if (json_object_object_get_ex(m, "isEqual", &eq))
+			is_eq = json_object_get_boolean(eq);
+		strbuf_addf(&spec, "%s%s\"", name, is_eq ? (is_re ? "=~" : "=")
+							 : (is_re ? "!~" : "!="));
+		for (const char *p = value; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				strbuf_adds(&spec, "\\");
+			strbuf_add(&spec, p, 1);
+		}
+		strbuf_adds(&spec, "\"");
+		if (matcher_parse(&s->m[s->nm], strbuf_str(&spec), why, sizeof(why))) {
+			strbuf_release(&spec);
+			snprintf(err, errlen, "matchers[%zu]: %s", i, why);
+			goto bad;
+		}
+		strbuf_release(&spec);
+		all_empty &= matcher_match_value(&s->m[s->nm], "");
+		s->nm++;
+	}
+	if (all_empty) {
+		snprintf(err, errlen, "matchers: at least one must not match the empty string "
+			 "(else the silence would mute every alert)");
+		goto bad;
+	}
+	s->starts_ms = alert_parse_time(jsonc_str(o, "startsAt"));
+	s->ends_ms = alert_parse_time(jsonc_str(o, "endsAt"));
+	if (!s->starts_ms || !s->ends_ms) {
+		snprintf(err, errlen, "startsAt and endsAt: RFC 3339 times are needed");
+		goto bad;
+	}
+	if (s->ends_ms <= s->starts_ms) {
+		snprintf(err, errlen, "endsAt is not after startsAt");
+		goto bad;
+	}
+	if (s->ends_ms <= now_ms) {
+		snprintf(err, errlen, "endsAt is in the past");
+		goto bad;
+	}
+	if (s->starts_ms < now_ms)
+		s->starts_ms = now_ms;
+	v = jsonc_str(o, "createdBy");
+	if (!v || !*v || strlen(v) >= sizeof(s->created_by)) {
+		snprintf(err, errlen, "createdBy: needed, under %zu bytes", sizeof(s->created_by));
+		goto bad;
+	}
+	snprintf(s->created_by, sizeof(s->created_by), "%s", v);
+	v = jsonc_str(o, "comment");
+	if (v && strlen(v) >= sizeof(s->comment)) {
+		snprintf(err, errlen, "comment: under %zu bytes", sizeof(s->comment));
+		goto bad;
+	}
+	snprintf(s->comment, sizeof(s->comment), "%s", v ? v : "");
+	v = jsonc_str(o, "id");
+	if (v && *v) {
+		if (strlen(v) >= sizeof(s->id)) {
+			snprintf(err, errlen, "id: not a silence id");
+			goto bad;
+		}
+		snprintf(s->id, sizeof(s->id), "%s", v);
+	}
+	json_object_put(o);
+	return 0;
+bad:
+	for (int i = 0; i < s->nm; i++)
+		matcher_free(&s->m[i]);
+	json_object_put(o);
+	return -EINVAL;
 }

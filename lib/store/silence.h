@@ -9,6 +9,7 @@
 #ifndef FL_SILENCE_H
 #define FL_SILENCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct conn;	/* a connection from conn_open (store/conn.h) */
@@ -35,6 +36,19 @@ struct silence {
  */
 #define SILENCE_MAX_BYTES 65536
 int silence_decode(struct silence *s, const char *text, size_t len, char *err, size_t errlen);
+
+/*
+ * A postableSilence of Alertmanager's API v2 (text, len bytes of JSON:
+ * matchers [{name, value, isRegex, isEqual}], startsAt, endsAt, createdBy,
+ * comment, id for an update) into s, every field checked as Alertmanager
+ * checks it: at least one matcher, one that does not match "" (else it
+ * would mute everything), endsAt after startsAt and after now_ms (a
+ * startsAt in the past becomes now_ms), createdBy given; nothing cut (a
+ * field over its bound is an error).  Returns 0 (s->id "" unless given;
+ * matcher_free its matchers) or -EINVAL with the reason in err.
+ */
+int silence_parse_postable(struct silence *s, const char *text, size_t len, uint64_t now_ms,
+			   char *err, size_t errlen);
 
 /* Store a new silence (id filled in). Returns 0 or -EIO. */
 int silence_add(struct conn *c, struct silence *s, char *err, size_t errlen);
