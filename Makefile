@@ -352,8 +352,9 @@ install: all
 		$(DESTDIR)$(SYSCONFDIR)/faultline/
 	install -m 0644 etc/rules/*.yaml $(DESTDIR)$(SYSCONFDIR)/faultline/rules/
 	install -m 0644 runbooks/*.md $(DESTDIR)$(PREFIX)/share/faultline/runbooks/
-	install -d $(DESTDIR)$(PREFIX)/share/faultline/grafana
+	install -d $(DESTDIR)$(PREFIX)/share/faultline/grafana $(DESTDIR)$(PREFIX)/share/faultline/examples
 	install -m 0644 etc/grafana/*.json $(DESTDIR)$(PREFIX)/share/faultline/grafana/
+	install -m 0644 etc/examples/*.yml $(DESTDIR)$(PREFIX)/share/faultline/examples/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/

@@ -259,6 +259,45 @@ Test(routing, the_tree_reaches_the_receivers_amtool_says)
 	rmdir(dir);
 }
 
+/*
+ * The example an on-call team moves over (etc/examples/alertmanager.yml,
+ * shown in docs/alerter.md): both tools take it, and route alike.
+ */
+Test(routing, the_shipped_alertmanager_yml_moves_over_unchanged)
+{
+	static const char *const sets[] = {
+		"severity=page team=db", "severity=page", "team=storage", "severity=info",
+		"severity=warning rack=r1", "alertname=RackDown severity=page rack=r1",
+	};
+	char path[512], cmd[1200], *said;
+
+	snprintf(path, sizeof(path), "%s/../etc/examples/alertmanager.yml", test_out_dir());
+	if (access(path, R_OK))
+		snprintf(path, sizeof(path), "etc/examples/alertmanager.yml");
+	snprintf(cmd, sizeof(cmd), "amtool check-config %s >/dev/null 2>&1", path);
+	cr_assert_eq(system(cmd), 0, "amtool refuses %s", path);
+	snprintf(cmd, sizeof(cmd), "%s/faultline-alerter --check-config %s 2>&1", test_out_dir(),
+		 path);
+	said = run(cmd);
+	cr_expect(strstr(said, "good: 3 receiver(s) with 4 integration(s), 4 route(s), 2 inhibit "
+			 "rule(s), 2 time interval(s)"), "%s", said);
+	free(said);
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		char *am, *fl;
+
+		snprintf(cmd, sizeof(cmd), "amtool config routes test --config.file=%s %s "
+			 "2>/dev/null", path, sets[i]);
+		am = run(cmd);
+		snprintf(cmd, sizeof(cmd), "%s/faultline-alerter --config %s --routes-test %s",
+			 test_out_dir(), path, sets[i]);
+		fl = run(cmd);
+		cr_expect(am[0], "amtool said nothing for %s", sets[i]);
+		cr_expect_str_eq(fl, am, "{%s}: faultline '%s', Alertmanager '%s'", sets[i], fl, am);
+		free(am);
+		free(fl);
+	}
+}
+
 Test(routing, children_inherit_what_they_do_not_set)
 {
 	struct alerter_config cfg;
