@@ -102,6 +102,7 @@ struct alerter {
 	uint64_t silences_at;
 	struct alert_index ix;		/* the fleet's firing alerts, for inhibit_rules */
 	int ix_loaded;
+	int ix_backfilled;		/* alert_index_backfill ran (once per process) */
 	uint64_t ix_pruned_ns;		/* last prune of its old resolutions (mono) */
 	struct strmap held;		/* entry ids some group holds unacked */
 	int read_pending;		/* our own pending list must be read (start, reconnect) */

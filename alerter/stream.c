@@ -96,6 +96,18 @@ int ensure_redis(struct alerter *al)
 	    !al->rc)
 		return -1;
 	log_info("connected to %s", al->redis_shown);
+	if (!al->ix_backfilled) {
+		int groups, taken;
+
+		if (redis_result(al, alert_index_backfill(al->rc, &groups, &taken, err,
+							  sizeof(err)), err) < 0)
+			return -1;
+		al->ix_backfilled = 1;
+		if (groups)
+			log_info("filled the fleet's alert index (" KEY_ALERTS_ACTIVE ") from %d "
+				 "alert group(s): %d record(s), for inhibition and the API", groups,
+				 taken);
+	}
 	backoff_reset(&al->redis_backoff);
 	al->read_pending = 1;	/* what we held may be ours again, or gone */
 	al->claim_at_ns = 0;

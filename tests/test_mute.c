@@ -461,3 +461,52 @@ Test(mute, a_routes_time_intervals_decide_which_receivers_hear_it, .init = setup
 	cr_expect_eq(test_alerts_pending(c, NULL), 0);
 	conn_close(c);
 }
+
+/*
+ * An alerter upgraded from before the fleet's index: its groups hold alerts
+ * firing since, which no new event will bring.  The first start fills the
+ * index from them, newest record per alert, once.
+ */
+Test(mute, the_index_is_filled_from_the_groups_of_an_older_alerter, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+	struct conn *c = test_redis_connect(&redis);
+	enum alert_group_verdict verdict;
+	struct alert_index ix;
+	char err[300];
+	int unsent, groups, taken;
+	static const char fire[] = "{\"status\":\"firing\",\"fingerprint\":\"00000000000000e1\","
+				   "\"labels\":{\"alertname\":\"RackDown\",\"rack\":\"r1\"},"
+				   "\"annotations\":{},\"startsAt\":\"2026-12-04T10:00:00Z\"}";
+	static const char other[] = "{\"status\":\"firing\",\"fingerprint\":\"00000000000000e2\","
+				    "\"labels\":{\"alertname\":\"Fan\"},"
+				    "\"annotations\":{},\"startsAt\":\"2026-12-04T10:00:00Z\"}";
+	static const char gone[] = "{\"status\":\"resolved\",\"fingerprint\":\"00000000000000e2\","
+				   "\"labels\":{\"alertname\":\"Fan\"},"
+				   "\"annotations\":{},\"startsAt\":\"2026-12-04T10:00:00Z\"}";
+
+	/* two groups hold RackDown (two receivers); Fan fired and resolved */
+	cr_assert_eq(alert_group_take(c, "aaaa", "00000000000000e1", "1000-0", 1, 1, fire,
+				      strlen(fire), &verdict, &unsent, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(alert_group_take(c, "bbbb", "00000000000000e1", "1000-0", 1, 1, fire,
+				      strlen(fire), &verdict, &unsent, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(alert_group_take(c, "bbbb", "00000000000000e2", "1001-0", 1, 1, other,
+				      strlen(other), &verdict, &unsent, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(alert_group_take(c, "bbbb", "00000000000000e2", "1002-0", 0, 1, gone,
+				      strlen(gone), &verdict, &unsent, err, sizeof(err)), 0, "%s", err);
+	/* as an older alerter left it: the groups, no index */
+	cr_assert_eq(test_sh("redis-cli -s %s DEL '{fl:alerts}:active' >/dev/null", redis.sock),
+		     0);
+	cr_assert_eq(alert_index_backfill(c, &groups, &taken, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(groups, 2);
+	cr_expect_eq(taken, 3, "RackDown from both groups and Fan's newest record");
+	cr_assert_eq(alert_index_load(c, &ix, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(ix.n, 1, "only RackDown fires");
+	cr_expect_str_eq(ix.n ? ix.m[0].a.fingerprint : "", "00000000000000e1");
+	cr_expect_eq(ix.resolved, 1, "Fan's resolution is known");
+	alert_index_free(&ix);
+	/* once: a second run reads no group */
+	cr_assert_eq(alert_index_backfill(c, &groups, &taken, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(groups, 0);
+	conn_close(c);
+}

@@ -35,16 +35,6 @@ void alert_group_id(const char *group_key, char gid[33])
 	gid[32] = '\0';
 }
 
-/* Lua: stream ids a < b. */
-#define LUA_ID_LT \
-	"local function lt(a, b)\n" \
-	"  local am, as = string.match(a, '^(%d+)-(%d+)$')\n" \
-	"  local bm, bs = string.match(b, '^(%d+)-(%d+)$')\n" \
-	"  if not am or not bm then return false end\n" \
-	"  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)\n" \
-	"  return am < bm or (am == bm and as < bs)\n" \
-	"end\n"
-
 /*
  * KEYS[1] the group, KEYS[2] the fleet's active index (alert_index.h);
  * ARGV fp, id, state (f/r), starts, json, ttl.  The index takes the event
@@ -53,13 +43,9 @@ void alert_group_id(const char *group_key, char gid[33])
  */
 static const char TAKE_SCRIPT[] =
 	LUA_ID_LT
-	"local ix = redis.call('HGET', KEYS[2], ARGV[1])\n"
-	"local ixid = ix and string.match(ix, '^(%S+) ')\n"
-	"if not ixid or lt(ixid, ARGV[2]) then\n"
-	"  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] ..\n"
-	"             ' ' .. ARGV[5])\n"
-	"  redis.call('HINCRBY', KEYS[2], '_v', 1)\n"
-	"end\n"
+	LUA_INDEX_PUT
+	"index_put(KEYS[2], ARGV[1], ARGV[2], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] ..\n"
+	"          ' ' .. ARGV[5])\n"
 	"local cur = redis.call('HGET', KEYS[1], ARGV[1])\n"
 	"local verdict = 0\n"
 	"if cur then\n"

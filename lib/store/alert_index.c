@@ -162,3 +162,110 @@ int alert_index_prune(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, char *
 	freeReplyObject(r);
 	return ret;
 }
+
+/* KEYS[1] the index; ARGV fp, id, record. */
+static const char PUT_SCRIPT[] =
+	LUA_ID_LT
+	LUA_INDEX_PUT
+	"index_put(KEYS[1], ARGV[1], ARGV[2], ARGV[3])\n"
+	"return 0\n";
+
+/* Every firing or resolved record of group hash key into the index. */
+static int backfill_group(struct conn *rc, const char *key, int *taken, char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(rc, ROUTE, "HGETALL %s", key);
+	int ret;
+
+	if ((ret = alert_stream_answer(rc, r, "HGETALL (an alert group)", err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+		const redisReply *f = r->element[i], *v = r->element[i + 1];
+		char id[32];
+		const char *sp;
+		redisReply *p;
+
+		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+		    f->str[0] == '_' || !(sp = memchr(v->str, ' ', v->len)) ||
+		    (size_t)(sp - v->str) >= sizeof(id) || (size_t)(sp - v->str) + 2 >= v->len ||
+		    (sp[1] != 'f' && sp[1] != 'r'))
+			continue;	/* notified resolutions, versions, and what is not a record */
+		memcpy(id, v->str, (size_t)(sp - v->str));
+		id[sp - v->str] = '\0';
+		{
+			const char *argv[] = { "EVAL", PUT_SCRIPT, "1", KEY_ALERTS_ACTIVE, f->str, id,
+					       v->str };
+			size_t lens[] = { 4, sizeof(PUT_SCRIPT) - 1, 1, strlen(KEY_ALERTS_ACTIVE),
+					  f->len, strlen(id), v->len };
+
+			p = conn_command(rc, ROUTE, 7, argv, lens);
+		}
+		if ((ret = alert_stream_answer(rc, p, "EVAL (fill the fleet's alerts)", err,
+					       errlen))) {
+			if (p)
+				freeReplyObject(p);
+			freeReplyObject(r);
+			return ret;
+		}
+		freeReplyObject(p);
+		(*taken)++;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+int alert_index_backfill(struct conn *rc, int *groups, int *taken, char *err, size_t errlen)
+{
+	char cursor[32] = "0";
+	redisReply *r;
+	int ret;
+
+	*groups = *taken = 0;
+	r = conn_commandf(rc, ROUTE, "HEXISTS %s _v", KEY_ALERTS_ACTIVE);
+	if ((ret = alert_stream_answer(rc, r, "HEXISTS (the fleet's alerts)", err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	ret = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	if (ret)
+		return 0;	/* written since this layout: nothing to fill */
+	/* every group key sits in fl:alerts' slot: one node answers the SCAN */
+	do {
+		const redisReply *keys;
+
+		r = conn_commandf(rc, ROUTE, "SCAN %s MATCH {" KEY_ALERTS "}:group:* COUNT 200",
+				  cursor);
+		if ((ret = alert_stream_answer(rc, r, "SCAN (alert groups)", err, errlen))) {
+			if (r)
+				freeReplyObject(r);
+			return ret;
+		}
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    (keys = r->element[1])->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			snprintf(err, errlen, "SCAN (alert groups): unexpected reply");
+			return ALERT_STREAM_REFUSED;
+		}
+		for (size_t i = 0; i < keys->elements; i++) {
+			if (keys->element[i]->type != REDIS_REPLY_STRING)
+				continue;
+			if ((ret = backfill_group(rc, keys->element[i]->str, taken, err, errlen))) {
+				freeReplyObject(r);
+				return ret;
+			}
+			(*groups)++;
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0"));
+	r = conn_commandf(rc, ROUTE, "HSETNX %s _v 1", KEY_ALERTS_ACTIVE);
+	ret = alert_stream_answer(rc, r, "HSETNX (the fleet's alerts)", err, errlen);
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}

@@ -53,4 +53,13 @@ int alert_index_version(struct conn *rc, uint64_t *version, char *err, size_t er
 int alert_index_prune(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, char *err,
 		      size_t errlen);
 
+/*
+ * An index never written (an alerter upgraded from before it, whose groups
+ * hold alerts firing since): filled from every group's state, each alert's
+ * newest record kept, then marked written so this runs once.  Any number
+ * of alerters may run it at once.  *groups and *taken say what it read.
+ * Returns 0 or an ALERT_STREAM_ error.
+ */
+int alert_index_backfill(struct conn *rc, int *groups, int *taken, char *err, size_t errlen);
+
 #endif

@@ -89,4 +89,29 @@ int alerts_commit(struct conn *c, const struct alerts_fence *fence, char *const 
 		  int nevents, const struct alerts_state *st, int ns, char *refused, char *lost,
 		  char *err, size_t errlen);
 
+/* Lua: stream ids a < b. */
+#define LUA_ID_LT \
+	"local function lt(a, b)\n" \
+	"  local am, as = string.match(a, '^(%d+)-(%d+)$')\n" \
+	"  local bm, bs = string.match(b, '^(%d+)-(%d+)$')\n" \
+	"  if not am or not bm then return false end\n" \
+	"  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)\n" \
+	"  return am < bm or (am == bm and as < bs)\n" \
+	"end\n"
+
+/*
+ * Lua (after LUA_ID_LT): the fleet's index (alert_index.h) takes record
+ * rec of alert fp, from stream entry id, when it is newer than the one it
+ * holds; its version moves then.
+ */
+#define LUA_INDEX_PUT \
+	"local function index_put(key, fp, id, rec)\n" \
+	"  local cur = redis.call('HGET', key, fp)\n" \
+	"  local cid = cur and string.match(cur, '^(%S+) ')\n" \
+	"  if not cid or lt(cid, id) then\n" \
+	"    redis.call('HSET', key, fp, rec)\n" \
+	"    redis.call('HINCRBY', key, '_v', 1)\n" \
+	"  end\n" \
+	"end\n"
+
 #endif
