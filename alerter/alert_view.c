@@ -51,12 +51,19 @@ void alert_view_of(const struct alerter_config *cfg, const struct alert_index *i
 		if (!seen && v->nreceivers < MAX_RECEIVER_NAMES)
 			v->receivers[v->nreceivers++] = name;
 	}
-	for (int i = 0; i < nsil && v->nsilenced < SILENCE_MAX_VIEW; i++)
-		if (silence_find(&sil[i], 1, &m->a, now_ms))
-			v->silenced_by[v->nsilenced++] = sil[i].id;
+	v->sil = sil;
+	v->nsil = nsil;
+	v->now_ms = now_ms;
+	for (int i = 0; i < nsil; i++)
+		v->nsilenced += alert_view_silenced_by(v, i);
 	k = inhibit_source(cfg->inhibit_rules, cfg->ninhibit_rules, ix->m, ix->n, &m->a, &rule);
 	if (k >= 0)
 		v->inhibited_by = ix->m[k].a.fingerprint;
+}
+
+int alert_view_silenced_by(const struct alert_view *v, int i)
+{
+	return silence_find(&v->sil[i], 1, v->a, v->now_ms) != NULL;
 }
 
 json_object *alert_view_json(const struct alert_view *v)
@@ -81,8 +88,9 @@ json_object *alert_view_json(const struct alert_view *v)
 		json_object_array_add(rs, r);
 	}
 	jsonc_put(o, "receivers", rs);
-	for (int i = 0; i < v->nsilenced; i++)
-		json_object_array_add(sb, jsonc_string(v->silenced_by[i]));
+	for (int i = 0; i < v->nsil; i++)
+		if (alert_view_silenced_by(v, i))
+			json_object_array_add(sb, jsonc_string(v->sil[i].id));
 	if (v->inhibited_by)
 		json_object_array_add(ib, jsonc_string(v->inhibited_by));
 	jsonc_put(st, "state", jsonc_string(v->nsilenced || v->inhibited_by ? "suppressed"

@@ -17,8 +17,6 @@
 #include "store/alert_index.h"
 #include "store/silence.h"
 
-#define SILENCE_MAX_VIEW 64	/* silence ids listed per alert */
-
 struct alert_view {
 	const struct alert *a;
 	const char *entry_id;
@@ -26,8 +24,10 @@ struct alert_view {
 	int nreceivers;
 	const struct route *routes[ROUTE_MAX_NODES];
 	int nroutes;
-	const char *silenced_by[SILENCE_MAX_VIEW];
-	int nsilenced;
+	const struct silence *sil;	/* the silences looked at (every one listed) */
+	int nsil;
+	uint64_t now_ms;
+	int nsilenced;			/* how many of them mute it now */
 	const char *inhibited_by;	/* a firing source's fingerprint */
 };
 
@@ -35,6 +35,9 @@ struct alert_view {
 void alert_view_of(const struct alerter_config *cfg, const struct alert_index *ix,
 		   const struct silence *sil, int nsil, uint64_t now_ms,
 		   const struct alert_group_member *m, struct alert_view *v);
+
+/* 1 when silence i of v->sil mutes v's alert now. */
+int alert_view_silenced_by(const struct alert_view *v, int i);
 
 /* v as a gettableAlert. */
 json_object *alert_view_json(const struct alert_view *v);

@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "core/config.h"
 #include "core/jsonc.h"
+#include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "store/alert_index.h"
 #include "store/conn.h"
@@ -98,13 +99,15 @@ static const char *lv(const struct alert *a, const char *name)
 
 static void print_table(struct row *rows, int n, const struct alert_index *ix)
 {
+	struct strbuf state = STRBUF_INIT;
+
 	printf("%-22s %-24s %-9s %-20s %-7s %s\n", "DOMAIN", "ALERT", "SEVERITY", "SINCE",
 	       "HOSTS", "STATE / RECEIVERS");
 	for (int i = 0; i < n; i++) {
 		const struct alert_view *v = &rows[i].v;
-		char since[40], hosts[24] = "-", state[600];
-		size_t o = 0;
+		char since[40], hosts[24] = "-";
 
+		strbuf_reset(&state);
 		alert_format_time(v->a->starts_ms, since, sizeof(since));
 		since[19] = 'Z';
 		since[20] = '\0';
@@ -118,22 +121,23 @@ static void print_table(struct row *rows, int n, const struct alert_index *ix)
 			for (int k = 0; k < ix->n; k++)
 				if (!strcmp(ix->m[k].a.fingerprint, v->inhibited_by))
 					by = lv(&ix->m[k].a, "alertname");
-			o += (size_t)snprintf(state + o, sizeof(state) - o, "inhibited by %s %s",
-					      by, v->inhibited_by);
+			strbuf_addf(&state, "inhibited by %s %s", by, v->inhibited_by);
 		}
-		for (int k = 0; k < v->nsilenced && o < sizeof(state); k++)
-			o += (size_t)snprintf(state + o, sizeof(state) - o, "%ssilenced by %s",
-					      o ? ", " : "", v->silenced_by[k]);
-		if (!o && o < sizeof(state))
-			o += (size_t)snprintf(state + o, sizeof(state) - o, "active");
-		for (int k = 0; k < v->nreceivers && o < sizeof(state); k++)
-			o += (size_t)snprintf(state + o, sizeof(state) - o, "%s%s", k ? "," : " -> ",
-					      v->receivers[k]);
-		if (!v->nreceivers && o < sizeof(state))
-			snprintf(state + o, sizeof(state) - o, " -> no route");
+		for (int k = 0; k < v->nsil; k++)
+			if (alert_view_silenced_by(v, k))
+				strbuf_addf(&state, "%ssilenced by %s", state.len ? ", " : "",
+					    v->sil[k].id);
+		if (!state.len)
+			strbuf_adds(&state, "active");
+		for (int k = 0; k < v->nreceivers; k++)
+			strbuf_addf(&state, "%s%s", k ? "," : " -> ", v->receivers[k]);
+		if (!v->nreceivers)
+			strbuf_adds(&state, " -> no route");
 		printf("%-22s %-24s %-9s %-20s %-7s %s\n", rows[i].domain, lv(v->a, "alertname"),
-		       lv(v->a, "severity")[0] ? lv(v->a, "severity") : "-", since, hosts, state);
+		       lv(v->a, "severity")[0] ? lv(v->a, "severity") : "-", since, hosts,
+		       strbuf_str(&state));
 	}
+	strbuf_release(&state);
 	printf("%d firing alert(s)\n", n);
 }
 
