@@ -88,6 +88,59 @@ Test(rules, file_errors_are_positioned)
 	}
 }
 
+/*
+ * An error inside a multi-line expression is reported where its character
+ * was written, whatever the scalar's style: a literal block (|), a folded
+ * one (>), a plain scalar over two lines, a quoted one, and a template in a
+ * block annotation.  The expected position is found in the file itself
+ * (the marker's line and column), not written down.
+ */
+Test(rules, errors_inside_multi_line_scalars_point_at_the_character)
+{
+	static const char *const files[] = {
+		"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: |\n"
+		"          sum by (host) (\n            rate(faultline_tcp_in_segs_total[1m])\n"
+		"          ) > MARKER(3)\n        for: 1m\n",
+		"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: >-\n"
+		"          sum by (host) (rate(faultline_tcp_in_segs_total[1m]))\n\n"
+		"            > 1 and\n          MARKER(3)\n",
+		"groups:\n  - name: g\n    rules:\n      - alert: A\n"
+		"        expr: sum by (host) (rate(faultline_tcp_in_segs_total[1m]))\n"
+		"          > MARKER(1)\n",
+		"groups:\n  - name: g\n    rules:\n      - alert: A\n"
+		"        expr: \"sum by (host) (rate(faultline_tcp_in_segs_total[1m]))\n"
+		"          > MARKER(1)\"\n",
+		"groups:\r\n  - name: g\r\n    rules:\r\n      - alert: A\r\n        expr: |\r\n"
+		"          rate(faultline_tcp_in_segs_total[1m])\r\n          > MARKER(1)\r\n",
+		"groups:\n  - name: g\n    rules:\n      - alert: A\n"
+		"        expr: faultline_tcp_in_segs_total > 1\n        annotations:\n"
+		"          summary: |\n            {{ $labels.host }} is slow\n"
+		"            {{ MARKER }}\n",
+	};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct ruleset rs = { 0 };
+		const char *at = strstr(files[i], "MARKER"), *p;
+		char err[512] = "", want[64];
+		int line = 1, col = 1;
+
+		for (p = files[i]; p < at; p++) {
+			if (*p == '\n') {
+				line++;
+				col = 1;
+			} else if (*p != '\r') {
+				col++;
+			}
+		}
+		snprintf(want, sizeof(want), "r.yaml:%d:%d: ", line, col);
+		cr_expect_neq(rules_parse(&rs, "r.yaml", files[i], strlen(files[i]), err,
+					  sizeof(err)), 0, "case %zu accepted", i);
+		cr_expect(!strncmp(err, want, strlen(want)), "case %zu: want %s..., got %s", i, want,
+			  err);
+		rules_free(&rs);
+	}
+}
+
 Test(rules, annotation_templates)
 {
 	struct label l[2] = { { "device", "sda" }, { "host", "db-1" } };

@@ -145,6 +145,10 @@ static int build_node(struct builder *b, yaml_event_t *ev, struct cfg_node *n, i
 		n->type = CFG_SCALAR;
 		n->quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
 			    ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+		n->style = n->quoted ? CFG_STYLE_QUOTED :
+			   ev->data.scalar.style == YAML_LITERAL_SCALAR_STYLE ||
+			   ev->data.scalar.style == YAML_FOLDED_SCALAR_STYLE ? CFG_STYLE_BLOCK
+									    : CFG_STYLE_PLAIN;
 		n->value = strndup((char *)ev->data.scalar.value, ev->data.scalar.length);
 		if (!n->value)
 			return -ENOMEM;
@@ -173,10 +177,18 @@ int cfg_parse(struct cfg *c, const char *name, const char *text, size_t len,
 
 	memset(c, 0, sizeof(*c));
 	c->file = strdup(name);
-	if (!c->file)
+	c->text = malloc(len + 1);
+	if (!c->file || !c->text) {
+		free(c->file);
+		free(c->text);
 		return -ENOMEM;
+	}
+	memcpy(c->text, text, len);
+	c->text[len] = '\0';
+	c->len = len;
 	if (!yaml_parser_initialize(&b.parser)) {
 		free(c->file);
+		free(c->text);
 		return -ENOMEM;
 	}
 	yaml_parser_set_input_string(&b.parser, (const unsigned char *)text, len);
@@ -287,7 +299,111 @@ void cfg_free(struct cfg *c)
 		free(c->root);
 	}
 	free(c->file);
+	free(c->text);
 	memset(c, 0, sizeof(*c));
+}
+
+/* The byte offset in text of line (1-based) and character column (1-based). */
+static size_t offset_of(const char *text, size_t len, int line, int col)
+{
+	size_t p = 0;
+
+	for (int l = 1; l < line && p < len; p++)
+		if (text[p] == '\n')
+			l++;
+	/* libyaml counts columns in characters: step over UTF-8 continuation bytes */
+	for (int k = 1; k < col && p < len && text[p] != '\n'; k++)
+		do
+			p++;
+		while (p < len && ((unsigned char)text[p] & 0xc0) == 0x80);
+	return p;
+}
+
+void cfg_value_pos(const struct cfg *c, const struct cfg_node *n, size_t off, int *line,
+		   int *col)
+{
+	const char *t = c->text;
+	size_t p, i = 0, indent = 0, vlen = n->value ? strlen(n->value) : 0;
+	int l = n->line, k = n->col, at_start = 0;
+
+	*line = n->line;
+	*col = n->col;
+	if (!t || !n->value)
+		return;
+	p = offset_of(t, c->len, n->line, n->col);
+	if (n->style == CFG_STYLE_QUOTED && p < c->len) {
+		p++;
+		k++;
+	} else if (n->style == CFG_STYLE_BLOCK) {
+		size_t q;
+
+		/* the content starts on the line after the indicator, indented */
+		while (p < c->len && t[p] != '\n')
+			p++;
+		if (p < c->len) {
+			p++;
+			l++;
+			k = 1;
+		}
+		for (q = p; q < c->len;) {
+			size_t s = q;
+
+			while (q < c->len && t[q] == ' ')
+				q++;
+			if (q < c->len && t[q] != '\n' && t[q] != '\r') {
+				indent = q - s;
+				break;
+			}
+			while (q < c->len && t[q] != '\n')
+				q++;
+			q++;	/* a blank line: the indentation is the next one's */
+		}
+		at_start = 1;
+	}
+	if (off > vlen)
+		off = vlen;
+	while (p < c->len && (i < off || at_start)) {
+		if (at_start) {
+			/* a continuation line's indentation is not in the value */
+			size_t skip = 0;
+
+			while (p < c->len && (t[p] == ' ' || (n->style != CFG_STYLE_BLOCK &&
+							      t[p] == '\t')) &&
+			       (n->style != CFG_STYLE_BLOCK || skip < indent)) {
+				p++;
+				k++;
+				skip++;
+			}
+			at_start = 0;
+			continue;
+		}
+		if (t[p] == '\r') {
+			p++;
+			continue;
+		}
+		if (t[p] == '\n') {
+			/* a line break the value kept, or one folded into a space */
+			if (n->value[i] == '\n' || n->value[i] == ' ')
+				i++;
+			p++;
+			l++;
+			k = 1;
+			at_start = 1;
+			continue;
+		}
+		if (t[p] == n->value[i]) {
+			i++;
+		} else if (n->style == CFG_STYLE_QUOTED && t[p] == '\\' && p + 1 < c->len) {
+			p++;	/* an escape: two bytes in the file, one in the value */
+			k++;
+			i++;
+		}
+		/* otherwise a byte the value does not hold (a quote doubled, ...) */
+		p++;
+		k++;
+	}
+	*line = l;
+	*col = k;
 }
 
 const struct cfg_node *cfg_get(const struct cfg_node *map, const char *key)

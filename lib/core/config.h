@@ -24,11 +24,19 @@ enum cfg_type {
 	CFG_SEQ,
 };
 
+/* How a scalar was written, for positions inside it (cfg_value_pos). */
+enum cfg_style {
+	CFG_STYLE_PLAIN,
+	CFG_STYLE_QUOTED,	/* '...' or "..." */
+	CFG_STYLE_BLOCK,	/* | or > */
+};
+
 struct cfg_node {
 	enum cfg_type type;
 	char *key;		/* key in the parent map, or NULL */
 	char *value;		/* scalar text, or NULL */
 	int quoted;		/* scalar was quoted (so "null" is a string) */
+	enum cfg_style style;
 	int line, col;
 	int used;		/* looked up by a caller */
 	struct cfg_node *child;	/* map entries / sequence items */
@@ -38,7 +46,19 @@ struct cfg_node {
 struct cfg {
 	char *file;		/* name used in messages */
 	struct cfg_node *root;	/* a map, or NULL for an empty document */
+	char *text;		/* the source, for positions inside scalars */
+	size_t len;
 };
+
+/*
+ * Where byte off of scalar n's value was written in the file: its line and
+ * column (1-based, columns in bytes), through the quotes, a block scalar's
+ * indicator and indentation (| and >), and the lines a folded or plain
+ * multi-line scalar joins with spaces.  An error inside an expression or
+ * template points at the character, not at the key.
+ */
+void cfg_value_pos(const struct cfg *c, const struct cfg_node *n, size_t off, int *line,
+		   int *col);
 
 /*
  * Parse YAML text (len bytes; name is used in messages).  Returns 0, or

@@ -69,16 +69,7 @@ static int check_templates(const struct cfg *c, const struct cfg_node *map, char
 
 		if (!a->value || !rules_template_check(a->value, why, sizeof(why), &off))
 			continue;
-		line = a->line;
-		col = a->col + (a->quoted ? 1 : 0);
-		for (size_t k = 0; k < off && a->value[k]; k++) {
-			if (a->value[k] == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
-		}
+		cfg_value_pos(c, a, off, &line, &col);
 		snprintf(err, errlen, "%s:%d:%d: annotations.%s: %s", c->file, line, col, a->key,
 			 why);
 		return -EINVAL;
@@ -113,13 +104,21 @@ static int parse_baseline(struct rule_baseline *b, const struct cfg *c, const st
 
 /*
  * An error at line eline, column ecol of expression ex, positioned in the
- * file (quoted scalars start one column later).  Returns -EINVAL.
+ * file where that character was written (through quotes, a block scalar's
+ * indentation, folded lines: cfg_value_pos).  Returns -EINVAL.
  */
 static int expr_error(const struct cfg *c, const struct cfg_node *ex, int eline, int ecol,
 		      const char *msg, char *err, size_t errlen)
 {
-	int line = ex->line + eline - 1;
-	int col = eline == 1 ? ex->col + ecol - 1 + (ex->quoted ? 1 : 0) : ecol;
+	size_t off = 0;
+	int line, col;
+
+	for (int l = 1; l < eline && ex->value[off]; off++)
+		if (ex->value[off] == '\n')
+			l++;
+	for (int k = 1; k < ecol && ex->value[off] && ex->value[off] != '\n'; k++)
+		off++;
+	cfg_value_pos(c, ex, off, &line, &col);
 
 	snprintf(err, errlen, "%s:%d:%d: expr: %s", c->file, line, col, msg);
 	return -EINVAL;
