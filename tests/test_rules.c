@@ -856,6 +856,38 @@ Test(rules, malformed_rule_test_files_are_errors_not_crashes)
 	}
 }
 
+/* promtool's series notation: what is not one of its forms is an error, said. */
+Test(rules, series_values_not_in_promtools_notation_are_refused)
+{
+	static const struct {
+		const char *values, *want;
+	} cases[] = {
+		{ "1x", "n in a+bxn is a count" },
+		{ "_x", "not of the form _xn" },
+		{ "_x-2", "not of the form _xn" },
+		{ "1+x3", "not of the form a+bxn" },
+		{ "stale", "not a value, _, a+bxn, a-bxn, axn or _xn" },
+		{ "1*2x3", "not a value, _, a+bxn, a-bxn, axn or _xn" },
+	};
+	char cwd[512];
+
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+
+		/* the test fails (not the file), at the input's position */
+		cr_expect_gt(run_ruletest(&buf, "rule_files: [%s/etc/rules/faultline.yaml]\n"
+					  "evaluation_interval: 1s\ntests:\n  - interval: 1s\n"
+					  "    input_series:\n"
+					  "      - series: 'faultline_tcp_in_segs_total{host=\"a\"}'\n"
+					  "        values: '%s'\n", cwd, cases[i].values), 0,
+			     "'%s' accepted", cases[i].values);
+		cr_expect(buf && strstr(buf, ":6:9: input_series: ") && strstr(buf, cases[i].want),
+			  "'%s': %s", cases[i].values, buf);
+		free(buf);
+	}
+}
+
 Test(rules, evaluation_errors_are_counted_not_dropped)
 {
 	/* passes `rules check` today, fails every evaluation: and needs two vectors */

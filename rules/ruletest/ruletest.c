@@ -123,11 +123,19 @@ static int push_point(struct input *in, double v, int have, char *err, size_t er
 	return 0;
 }
 
-/* "1 2 _ 3+1x4 10-2x3" */
+/*
+ * promtool's series notation: "1 2 _ 3+1x4 10-2x3 7x2 _x3": a value, _ (no
+ * sample), a+bxn and a-bxn (a, then n more samples each b further), axn
+ * (a, n + 1 times: a+0xn) and _xn (n missing samples).
+ */
 static int parse_values(const char *s, struct input *in, char *err, size_t errlen)
 {
 	char buf[4096], *save, *tok;
 
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "values: longer than %zu bytes", sizeof(buf) - 1);
+		return -1;
+	}
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		char *x = strrchr(tok, 'x'), *end, *send;
@@ -139,19 +147,40 @@ static int parse_values(const char *s, struct input *in, char *err, size_t errle
 				return -1;
 			continue;
 		}
+		if (!strncmp(tok, "_x", 2)) {
+			n = strtol(tok + 2, &end, 10);
+			if (end == tok + 2 || *end || n < 0 || n >= MAX_POINTS) {
+				snprintf(err, errlen, "'%s' is not of the form _xn (n missing samples, "
+					 "n < %d)", tok, MAX_POINTS);
+				return -1;
+			}
+			for (long i = 0; i < n; i++)
+				if (push_point(in, 0, 0, err, errlen))
+					return -1;
+			continue;
+		}
 		if (x)
 			*x = '\0';	/* else strtod would read "+0x22" as hex */
 		a = strtod(tok, &end);
-		if (end == tok || (!x && *end) || (x && *end != '+' && *end != '-')) {
-			snprintf(err, errlen, "'%s' is not a value, _ or a+bxn", tok);
+		if (end == tok || (!x && *end) || (x && *end && *end != '+' && *end != '-')) {
+			if (x)
+				*x = 'x';
+			snprintf(err, errlen, "'%s' is not a value, _, a+bxn, a-bxn, axn or _xn", tok);
 			return -1;
 		}
 		if (x) {
-			step = strtod(end, &send);
-			n = strtol(x + 1, &end, 10);
-			if (send == x - 1 || *send || *end || n < 0) {
+			if (*end) {
+				step = strtod(end, &send);
+				if (send == end || *send) {
+					*x = 'x';
+					snprintf(err, errlen, "'%s' is not of the form a+bxn", tok);
+					return -1;
+				}
+			}
+			n = strtol(x + 1, &send, 10);
+			if (send == x + 1 || *send || n < 0) {
 				*x = 'x';
-				snprintf(err, errlen, "'%s' is not of the form a+bxn", tok);
+				snprintf(err, errlen, "'%s': n in a+bxn is a count", tok);
 				return -1;
 			}
 		}
