@@ -888,6 +888,50 @@ Test(rules, series_values_not_in_promtools_notation_are_refused)
 	}
 }
 
+/* Classic histogram inputs that faultline cannot hold as written: said where. */
+Test(rules, classic_histogram_inputs_that_cannot_be_held_are_refused)
+{
+	static const struct {
+		const char *series, *want;
+	} cases[] = {
+		{ "      - series: 'faultline_block_latency_seconds_bucket{host=\"a\",le=\"0.1\"}'\n"
+		  "        values: '0+1x3'\n",
+		  ":6:9: input_series: le=\"0.1\" is not a bucket bound of "
+		  "faultline_block_latency_seconds (classic buckets are the ones /metrics shows: 1e-06" },
+		{ "      - series: 'faultline_block_latency_seconds_bucket{host=\"a\"}'\n"
+		  "        values: '0+1x3'\n", "a _bucket series needs its le label" },
+		{ "      - series: 'faultline_block_latency_seconds_bucket{host=\"a\",le=\"0.001024\"}'\n"
+		  "        values: '0+5x3'\n"
+		  "      - series: 'faultline_block_latency_seconds_bucket{host=\"a\",le=\"+Inf\"}'\n"
+		  "        values: '0+4x3'\n",
+		  "at step 1 le=0.001024 counts 5, more than le=+Inf's 4 (bucket counts are "
+		  "cumulative)" },
+		{ "      - series: 'faultline_block_latency_seconds_bucket{host=\"a\",le=\"+Inf\"}'\n"
+		  "        values: '0+4x3'\n"
+		  "      - series: 'faultline_block_latency_seconds_count{host=\"a\"}'\n"
+		  "        values: '0+5x3'\n", "at step 1 _count is 5, the +Inf bucket 4" },
+		{ "      - series: 'faultline_block_latency_seconds_sum{host=\"a\"}'\n"
+		  "        values: '0+5x3'\n", "without the histogram's _bucket series" },
+		{ "      - series: 'faultline_block_latency_seconds_bucket{host=\"a\",le=\"+Inf\"}'\n"
+		  "        values: '0+4x3'\n"
+		  "      - series: 'faultline_block_latency_seconds_bucket{host=\"a\",le=\"+Inf\"}'\n"
+		  "        values: '0+4x3'\n", "this le given twice for one histogram" },
+	};
+	char cwd[512];
+
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+
+		cr_expect_gt(run_ruletest(&buf, "rule_files: [%s/etc/rules/faultline.yaml]\n"
+					  "evaluation_interval: 1s\ntests:\n  - interval: 1s\n"
+					  "    input_series:\n%s", cwd, cases[i].series), 0,
+			     "case %zu accepted", i);
+		cr_expect(buf && strstr(buf, cases[i].want), "case %zu: %s", i, buf);
+		free(buf);
+	}
+}
+
 Test(rules, evaluation_errors_are_counted_not_dropped)
 {
 	/* passes `rules check` today, fails every evaluation: and needs two vectors */
