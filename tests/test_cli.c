@@ -142,6 +142,8 @@ Test(cli, bash_completion_offers_commands_and_options)
 		const char *line, *want;
 	} cases[] = {
 		{ "faultline ru", "rules" },
+		{ "faultline al", "alerts" },
+		{ "faultline silence ''", "add update query list expire" },
 		{ "faultline rules ''", "check test" },
 		{ "faultline deploy mark --ser", "--service" },
 		{ "faultline metrics --m", "--markdown" },
