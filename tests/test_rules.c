@@ -56,6 +56,10 @@ Test(rules, file_errors_are_positioned)
 		  "r.yaml:6:17: record: x:y is recorded by another rule already" },
 		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: x:z > 1\n",
 		  "r.yaml:5:15: expr: unknown metric 'x:z'" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total @ 1700000000 > 1\n",
+		  "r.yaml:5:43: expr: '@ 1700000000' pins the selector to a fixed time" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total @ end() @ end() > 1\n",
+		  "r.yaml:5:51: expr: unexpected '@'" },
 		{ "groups: 3\n", "groups: expected a list" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

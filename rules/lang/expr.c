@@ -260,16 +260,44 @@ matchers:
 		if (expect(ps, T_RBRACK, "']'"))
 			return n;
 	}
-	if (is_word(ps, "offset")) {
-		expr_next(ps);
-		if (ps->cur.t != T_DURATION || !ps->cur.ns) {
-			expr_fail(ps, ps->cur.line, ps->cur.col, "expected a duration after offset, such "
-			     "as offset 1h, found '%s' (negative offsets are not supported)",
-			     ps->cur.text);
-			return n;
+	/* offset and @, each at most once, in either order (as PromQL) */
+	for (int seen_offset = 0, seen_at = 0;;) {
+		if (is_word(ps, "offset") && !seen_offset) {
+			seen_offset = 1;
+			expr_next(ps);
+			if (ps->cur.t != T_DURATION || !ps->cur.ns) {
+				expr_fail(ps, ps->cur.line, ps->cur.col, "expected a duration after "
+				     "offset, such as offset 1h, found '%s' (negative offsets are not "
+				     "supported)", ps->cur.text);
+				return n;
+			}
+			n->offset_ns = ps->cur.ns;
+			expr_next(ps);
+		} else if (ps->cur.t == T_OP && !strcmp(ps->cur.text, "@") && !seen_at) {
+			int line = ps->cur.line, col = ps->cur.col;
+
+			seen_at = 1;
+			expr_next(ps);
+			if (ps->cur.t == T_IDENT && (!strcmp(ps->cur.text, "start") ||
+						    !strcmp(ps->cur.text, "end"))) {
+				/* a rule is evaluated at one time: start() and end() are it */
+				expr_next(ps);
+				if (expect(ps, T_LPAREN, "'('") || expect(ps, T_RPAREN, "')'"))
+					return n;
+			} else if (ps->cur.t == T_NUM) {
+				expr_fail(ps, line, col, "'@ %s' pins the selector to a fixed time; a "
+				     "rule is evaluated now, over the history its ranges keep, so it "
+				     "would see nothing: use offset (or @ start() / @ end(), the "
+				     "evaluation time)", ps->cur.text);
+				return n;
+			} else {
+				expr_fail(ps, ps->cur.line, ps->cur.col, "expected start(), end() or a "
+				     "Unix time after @, found '%s'", ps->cur.text);
+				return n;
+			}
+		} else {
+			break;
 		}
-		n->offset_ns = ps->cur.ns;
-		expr_next(ps);
 	}
 	return n;
 }

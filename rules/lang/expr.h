@@ -12,6 +12,7 @@
  *   unary    := "-" unary | primary
  *   primary  := NUMBER [unit] | STRING | "(" expr ")" | agg | call | selector
  *   selector := METRIC [ "{" matcher ("," matcher)* "}" ] [ "[" DURATION "]" ]
+ *               [ "offset" DURATION ] [ "@" ("start()" | "end()") ]  (either order)
  *   matcher  := LABEL ("=" | "!=" | "=~" | "!~") STRING
  *   call     := FUNC "(" [ expr ("," expr)* ] ")"
  *   agg      := ("sum"|"min"|"max"|"avg"|"count") [ "by" "(" LABEL,* ")" ] "(" expr ")"

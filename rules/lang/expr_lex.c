@@ -152,6 +152,7 @@ void expr_next(struct parser *ps)
 	case ']': t->t = T_RBRACK; return;
 	case ',': t->t = T_COMMA; return;
 	case '+': case '-': case '*': case '/': case '%': case '>': case '<': case '=':
+	case '@':
 		t->t = T_OP;
 		return;
 	}
