@@ -83,7 +83,9 @@ Test(expr, every_error_has_a_position)
 		{ "irate(faultline_tcp_in_segs_total)", "1:7: irate needs a range selector" },
 		{ "predict_linear(3, faultline_tcp_in_segs_total[1m])", "1:16: predict_linear needs a range selector" },
 		{ "time(3)", "1:1: time takes 0 arguments, found 1" },
-		{ "max_over_time(faultline_tcp_in_segs_total[5m:1m])", "1:45: subqueries ([range:step]) are not supported" },
+		{ "rate(faultline_tcp_in_segs_total[5m:1m])", "1:6: rate over a subquery is not supported" },
+		{ "max_over_time(faultline_tcp_in_segs_total[5m:])", "1:45: a subquery needs its step" },
+		{ "max_over_time(faultline_tcp_in_segs_total @ 1700000000)", "1:43: '@ 1700000000' pins" },
 		{ "absent_over_time(faultline_tcp_in_segs_total[5m])", "1:1: PromQL's absent_over_time() is "
 		  "not supported by faultline's rule language; a host that stops reporting" },
 		{ "histogram_quantile(0.9, x)", "1:25: unknown metric 'x'" },

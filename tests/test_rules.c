@@ -60,6 +60,17 @@ Test(rules, file_errors_are_positioned)
 		  "r.yaml:5:43: expr: '@ 1700000000' pins the selector to a fixed time" },
 		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: faultline_tcp_in_segs_total @ end() @ end() > 1\n",
 		  "r.yaml:5:51: expr: unexpected '@'" },
+		/* subqueries: a step, a function that takes one, a plain range only on a selector */
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: max_over_time(faultline_tcp_in_segs_total[10m:]) > 1\n",
+		  "r.yaml:5:60: expr: a subquery needs its step" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: rate(sum(faultline_tcp_in_segs_total)[10m:1m]) > 1\n",
+		  "r.yaml:5:20: expr: rate over a subquery is not supported" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: max_over_time(faultline_tcp_in_segs_total[1m:10m]) > 1\n",
+		  "r.yaml:5:59: expr: the step (10m) is longer than the range" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: max_over_time(sum(faultline_tcp_in_segs_total)[5m]) > 1\n",
+		  "expected ':STEP' in a subquery" },
+		{ "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: max_over_time(max_over_time(faultline_tcp_in_segs_total[1m:10s])[5m:1m]) > 1\n",
+		  "r.yaml:5:29: expr: a subquery inside a subquery is not supported" },
 		{ "groups: 3\n", "groups: expected a list" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -661,6 +672,58 @@ Test(rules, history_is_only_the_longest_range_baselines_read_the_minute_tier)
  * its two peers, so it must fire (restricted to h1 alone, its peers'
  * median would be itself and the ratio 1).
  */
+/*
+ * A subquery's inner selector reads back in time though it has no range of
+ * its own: the engine keeps its history (the subquery's range plus the
+ * inner's), and the steps are whole multiples of the step.
+ */
+Test(rules, a_subquery_keeps_the_history_its_inner_expression_needs)
+{
+	const char *yaml = "groups:\n  - name: g\n    rules:\n"
+			   "      - alert: Climbed\n"
+			   "        expr: max_over_time(faultline_host_cpu_utilization_ratio[2m:10s])"
+			   " - min_over_time(faultline_host_cpu_utilization_ratio[2m:10s]) > 0.5\n";
+	struct ruleset rs = { 0 };
+	struct test_events ev = { 0 };
+	struct engine *e;
+	char err[256];
+	uint64_t t0 = 1764500000000ULL;	/* a multiple of 10 s */
+	size_t kept;
+
+	cr_assert_eq(rules_parse(&rs, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs, NULL), 0);
+	for (int t = 0; t <= 600; t++) {
+		struct snapshot s;
+
+		/* 0.1 until 5 min, then 0.9: the climb is inside the last 2 minutes */
+		snapshot_init(&s, "h", t0 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+		snapshot_add_gauge(&s, "cpu.host_utilization", t < 500 ? 0.1 : 0.9, NULL);
+		cr_assert_eq(engine_take_snapshot(e, &s), 0);
+	}
+	kept = engine_history(e, "h");
+	cr_expect(kept >= 120 && kept <= 130, "kept %zu snapshots: the subquery needs 2 min",
+		  kept);
+	engine_eval(e, t0 + 600 * 1000, test_events_collect, &ev);
+	cr_expect_eq(ev.n, 1, "the climb within the subquery's range was not seen (%d alerts)",
+		     ev.n);
+	test_events_free(&ev);
+	memset(&ev, 0, sizeof(ev));
+	/* three minutes later the climb is older than the range: resolved */
+	for (int t = 601; t <= 800; t++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h", t0 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+		snapshot_add_gauge(&s, "cpu.host_utilization", 0.9, NULL);
+		cr_assert_eq(engine_take_snapshot(e, &s), 0);
+	}
+	engine_eval(e, t0 + 800 * 1000, test_events_collect, &ev);
+	cr_expect_eq(ev.n, 1, "expected the resolution (%d events)", ev.n);
+	cr_expect(ev.n && strstr(ev.json[0], "\"resolved\""), "%s", ev.n ? ev.json[0] : "");
+	engine_free(e);
+	test_events_free(&ev);
+	rules_free(&rs);
+}
+
 Test(rules, and_keeps_peer_comparisons_whole)
 {
 	const char *yaml = "groups:\n  - name: g\n    rules:\n      - alert: HotVsPeers\n"

@@ -87,6 +87,8 @@ static int engine_setup(struct engine *e, struct ruleset *rs, const struct engin
 	e->keep_ms = maxr / NSEC_PER_MSEC + 5000;
 	if (opts)
 		e->opts = *opts;
+	if (e->opts.min_keep_ms > e->keep_ms)
+		e->keep_ms = e->opts.min_keep_ms;
 	strmap_init(&e->history_names);
 	e->history_all = e->opts.keep_all_history;
 	for (int i = 0; i < n; i++)

@@ -126,6 +126,11 @@ struct engine_opts {
 	 */
 	int keep_all_history;
 	/*
+	 * Keep at least this much history (ms), whatever the rules' ranges
+	 * need: ad-hoc queries reach further back (a rule test's subqueries).
+	 */
+	uint64_t min_keep_ms;
+	/*
 	 * A pending alert taken back from a checkpoint (a restart, a hand-over)
 	 * does not count the time nobody evaluated it; when its `for` is longer
 	 * than this grace and less than the grace is left, it fires no sooner

@@ -572,6 +572,10 @@ int eval_node(const struct node *n, const struct eval_in *in, struct value *out,
 			return -EINVAL;
 		}
 		return eval_selector(n, FN_NONE, 0, in, out);
+	case N_SUBQ:
+		snprintf(err, errlen, "%d:%d: a subquery needs a function such as "
+			 "max_over_time(...)", n->line, n->col);
+		return -EINVAL;
 	case N_NEG:
 		ret = eval_node(n->l, in, &a, err, errlen);
 		if (ret)
@@ -622,8 +626,16 @@ int eval_node(const struct node *n, const struct eval_in *in, struct value *out,
 			double q;
 
 			ret = eval_param(n, n->args[pi], in, &q, err, errlen);
-			return ret ? ret : eval_selector(n->args[1 - pi], n->fn_id, q, in, out);
+			if (ret)
+				return ret;
+			if (n->args[1 - pi]->t == N_SUBQ)
+				return eval_subquery(n->args[1 - pi], (enum range_fn)n->fn_id, q, in,
+						     out, err, errlen);
+			return eval_selector(n->args[1 - pi], n->fn_id, q, in, out);
 		}
+		if (n->args[0]->t == N_SUBQ)
+			return eval_subquery(n->args[0], (enum range_fn)n->fn_id, 0, in, out, err,
+					     errlen);
 		return eval_selector(n->args[0], n->fn_id, 0, in, out);
 	case N_AGG: {
 		double param = 0;

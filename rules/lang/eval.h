@@ -64,6 +64,14 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nhosts,
 	 struct value *out, char *err, size_t errlen);
 void value_free(struct value *v);
 
+/*
+ * Where subqueries' steps are counted from (ms; PromQL: the epoch, 0).  A
+ * rule test sets its own start, since promtool's tests start at 0: a
+ * [10m:1m] step then falls where promtool's does.  Process-wide; the
+ * daemons never set it.
+ */
+void eval_set_time_origin(uint64_t ms);
+
 /* Whether n is quantile(q, histogram selector); sets *q. */
 int eval_is_quantile(const struct node *n, double *q);
 

@@ -48,6 +48,20 @@ void window_hist_delta(struct histogram *d, const struct columns *c, uint32_t k,
 double eval_range_fn(enum range_fn fn, const struct host_window *w, uint32_t k,
 		     uint64_t range_ns, double q);
 
+/*
+ * The string v, interned in lf (it must outlive the values that borrow it;
+ * at most LABEL_FN_MAX_VALUES).  NULL when out of memory or full.
+ */
+const char *label_fn_intern(struct label_fn *lf, const char *v);
+
+/*
+ * Range function fn (a subquery's: expr.c's subquery_fn_ok) over
+ * subquery sq (N_SUBQ), evaluated over in (subquery.c).  q: quantile_over_
+ * time's quantile.  Returns 0, -EINVAL (err) or -ENOMEM.
+ */
+int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struct eval_in *in,
+		  struct value *out, char *err, size_t errlen);
+
 /* Append an element with labels l (borrowed, sorted by key) and value x. */
 int value_push(struct value *v, const struct label *l, int nl, double x);
 

@@ -161,6 +161,139 @@ static int add_arg(struct node *n, struct node *a)
 	return 0;
 }
 
+/* offset and @ after a selector or subquery n, each at most once, in either order (as PromQL). */
+static void parse_modifiers(struct parser *ps, struct node *n)
+{
+	for (int seen_offset = 0, seen_at = 0;;) {
+		if (is_word(ps, "offset") && !seen_offset) {
+			seen_offset = 1;
+			expr_next(ps);
+			if (ps->cur.t != T_DURATION || !ps->cur.ns) {
+				expr_fail(ps, ps->cur.line, ps->cur.col, "expected a duration after "
+				     "offset, such as offset 1h, found '%s' (negative offsets are not "
+				     "supported)", ps->cur.text);
+				return;
+			}
+			n->offset_ns = ps->cur.ns;
+			expr_next(ps);
+		} else if (ps->cur.t == T_OP && !strcmp(ps->cur.text, "@") && !seen_at) {
+			int line = ps->cur.line, col = ps->cur.col;
+
+			seen_at = 1;
+			expr_next(ps);
+			if (ps->cur.t == T_IDENT && (!strcmp(ps->cur.text, "start") ||
+						    !strcmp(ps->cur.text, "end"))) {
+				/* a rule is evaluated at one time: start() and end() are it */
+				expr_next(ps);
+				if (expect(ps, T_LPAREN, "'('") || expect(ps, T_RPAREN, "')'"))
+					return;
+			} else if (ps->cur.t == T_NUM) {
+				expr_fail(ps, line, col, "'@ %s' pins the selector to a fixed time; a "
+				     "rule is evaluated now, over the history its ranges keep, so it "
+				     "would see nothing: use offset (or @ start() / @ end(), the "
+				     "evaluation time)", ps->cur.text);
+				return;
+			} else {
+				expr_fail(ps, ps->cur.line, ps->cur.col, "expected start(), end() or a "
+				     "Unix time after @, found '%s'", ps->cur.text);
+				return;
+			}
+		} else {
+			break;
+		}
+	}
+}
+
+static int has_subquery(const struct node *n)
+{
+	if (!n)
+		return 0;
+	if (n->t == N_SUBQ)
+		return 1;
+	for (int i = 0; i < n->nargs; i++)
+		if (has_subquery(n->args[i]))
+			return 1;
+	return has_subquery(n->l) || has_subquery(n->r);
+}
+
+/*
+ * The rest of a subquery of inner, its range already read and the current
+ * token ":STEP" (the lexer reads ":1m" as a name): the step, "]", then
+ * offset and @.  line/col: where inner starts.
+ */
+static struct node *subquery_rest(struct parser *ps, struct node *inner, uint64_t range_ns,
+				  int line, int col)
+{
+	struct node *q = new_node(ps, N_SUBQ, line, col);
+	uint64_t step;
+
+	if (!q)
+		return inner;
+	q->l = inner;
+	q->range_ns = range_ns;
+	/* its results' label strings, interned here: they outlive each step's values */
+	q->lf = calloc(1, sizeof(*q->lf));
+	if (!q->lf || !(q->lf->index = calloc(1, sizeof(struct strmap)))) {
+		expr_fail(ps, line, col, "out of memory");
+		return q;
+	}
+	strmap_init(q->lf->index);
+	if (!ps->cur.text[1]) {
+		expr_fail(ps, ps->cur.line, ps->cur.col, "a subquery needs its step, such as "
+			  "[10m:1m] (the evaluation interval is not assumed)");
+		return q;
+	}
+	if (duration_parse(ps->cur.text + 1, &step) || !step) {
+		expr_fail(ps, ps->cur.line, ps->cur.col, "'%s' is not a step such as :1m",
+			  ps->cur.text);
+		return q;
+	}
+	if (step > range_ns) {
+		expr_fail(ps, ps->cur.line, ps->cur.col, "the step (%s) is longer than the range",
+			  ps->cur.text + 1);
+		return q;
+	}
+	if (range_ns / step > SUBQUERY_MAX_STEPS) {
+		expr_fail(ps, ps->cur.line, ps->cur.col, "a subquery of more than %d steps",
+			  SUBQUERY_MAX_STEPS);
+		return q;
+	}
+	if (has_subquery(inner)) {
+		expr_fail(ps, line, col, "a subquery inside a subquery is not supported (its "
+			  "steps would multiply): record the inner one (record:) and range over it");
+		return q;
+	}
+	q->step_ns = step;
+	expr_next(ps);
+	if (expect(ps, T_RBRACK, "']' closing the subquery"))
+		return q;
+	parse_modifiers(ps, q);
+	return q;
+}
+
+/* After an expression: "[" DURATION ":" STEP "]" makes it a subquery. */
+static struct node *maybe_subquery(struct parser *ps, struct node *n, int line, int col)
+{
+	uint64_t range;
+
+	if (!n || ps->failed || ps->cur.t != T_LBRACK)
+		return n;
+	expr_next(ps);
+	if (ps->cur.t != T_DURATION) {
+		expr_fail(ps, ps->cur.line, ps->cur.col, "expected a subquery range like [5m:1m], "
+			  "found '%s'", ps->cur.text);
+		return n;
+	}
+	range = ps->cur.ns;
+	expr_next(ps);
+	if (ps->cur.t != T_IDENT || ps->cur.text[0] != ':') {
+		expr_fail(ps, ps->cur.line, ps->cur.col, "expected ':STEP' in a subquery such as "
+			  "[5m:1m]; only a selector takes a plain range");
+		return n;
+	}
+	return subquery_rest(ps, n, range, line, col);
+}
+
 static struct node *parse_selector(struct parser *ps)
 {
 	struct node *n = new_node(ps, N_SEL, ps->cur.line, ps->cur.col);
@@ -252,53 +385,15 @@ matchers:
 		n->range_ns = ps->cur.ns;
 		expr_next(ps);
 		if (ps->cur.t == T_IDENT && ps->cur.text[0] == ':') {
-			expr_fail(ps, ps->cur.line, ps->cur.col, "subqueries ([range:step]) are not "
-			     "supported: rules see every 1 s sample; use a range function of the "
-			     "metric, or record the inner expression (record:) and range over it");
-			return n;
+			uint64_t range = n->range_ns;
+
+			n->range_ns = 0;
+			return subquery_rest(ps, n, range, n->line, n->col);
 		}
 		if (expect(ps, T_RBRACK, "']'"))
 			return n;
 	}
-	/* offset and @, each at most once, in either order (as PromQL) */
-	for (int seen_offset = 0, seen_at = 0;;) {
-		if (is_word(ps, "offset") && !seen_offset) {
-			seen_offset = 1;
-			expr_next(ps);
-			if (ps->cur.t != T_DURATION || !ps->cur.ns) {
-				expr_fail(ps, ps->cur.line, ps->cur.col, "expected a duration after "
-				     "offset, such as offset 1h, found '%s' (negative offsets are not "
-				     "supported)", ps->cur.text);
-				return n;
-			}
-			n->offset_ns = ps->cur.ns;
-			expr_next(ps);
-		} else if (ps->cur.t == T_OP && !strcmp(ps->cur.text, "@") && !seen_at) {
-			int line = ps->cur.line, col = ps->cur.col;
-
-			seen_at = 1;
-			expr_next(ps);
-			if (ps->cur.t == T_IDENT && (!strcmp(ps->cur.text, "start") ||
-						    !strcmp(ps->cur.text, "end"))) {
-				/* a rule is evaluated at one time: start() and end() are it */
-				expr_next(ps);
-				if (expect(ps, T_LPAREN, "'('") || expect(ps, T_RPAREN, "')'"))
-					return n;
-			} else if (ps->cur.t == T_NUM) {
-				expr_fail(ps, line, col, "'@ %s' pins the selector to a fixed time; a "
-				     "rule is evaluated now, over the history its ranges keep, so it "
-				     "would see nothing: use offset (or @ start() / @ end(), the "
-				     "evaluation time)", ps->cur.text);
-				return n;
-			} else {
-				expr_fail(ps, ps->cur.line, ps->cur.col, "expected start(), end() or a "
-				     "Unix time after @, found '%s'", ps->cur.text);
-				return n;
-			}
-		} else {
-			break;
-		}
-	}
+	parse_modifiers(ps, n);
 	return n;
 }
 
@@ -374,12 +469,34 @@ static struct node *parse_aggregation(struct parser *ps, const struct expr_fn_in
 	return n;
 }
 
+/* The range functions a subquery's samples can feed exactly. */
+static int subquery_fn_ok(enum expr_fn id)
+{
+	switch (id) {
+	case FN_AVG_OVER_TIME: case FN_MIN_OVER_TIME: case FN_MAX_OVER_TIME:
+	case FN_SUM_OVER_TIME: case FN_COUNT_OVER_TIME: case FN_LAST_OVER_TIME:
+	case FN_STDDEV_OVER_TIME: case FN_STDVAR_OVER_TIME: case FN_QUANTILE_OVER_TIME:
+	case FN_PRESENT_OVER_TIME: case FN_CHANGES: case FN_DERIV:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* The kinds of call n's arguments, as function fi takes them (the parser's errors). */
 static void check_call_args(struct parser *ps, const struct expr_fn_info *fi, struct node *n,
 			    int line, int col)
 {
 	const struct node *a = fi->range ? n->args[fi->range - 1] : NULL;
 
+	if (fi->range && a && a->t == N_SUBQ) {
+		if (!subquery_fn_ok(fi->id))
+			expr_fail(ps, a->line, a->col, "%s over a subquery is not supported (only "
+				  "avg/min/max/sum/count/last/stddev/stdvar/quantile/"
+				  "present_over_time, changes and deriv, which need no counter "
+				  "semantics or extrapolation to the range's edges)", n->fn);
+		return;
+	}
 	if (fi->range && (!a || a->t != N_SEL || !a->range_ns))
 		expr_fail(ps, a ? a->line : line, a ? a->col : col,
 			  "%s needs a range selector such as metric[5m]", n->fn);
@@ -513,9 +630,12 @@ static struct node *parse_primary(struct parser *ps)
 		n = parse_expr(ps);
 		if (!ps->failed)
 			expect(ps, T_RPAREN, "')'");
+		n = maybe_subquery(ps, n, line, col);
 		break;
 	case T_IDENT:
 		n = parse_name(ps, line, col);
+		if (n && n->t != N_SEL)
+			n = maybe_subquery(ps, n, line, col);
 		break;
 	default:
 		expr_fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
@@ -733,6 +853,8 @@ uint64_t expr_max_range(const struct node *n)
 		return 0;
 	if (n->t == N_SEL)
 		m = n->range_ns + n->offset_ns;	/* history kept must reach back that far */
+	if (n->t == N_SUBQ)	/* its inner expression is evaluated that far back */
+		return n->range_ns + n->offset_ns + expr_max_range(n->l);
 	for (int i = 0; i < n->nargs; i++)
 		if ((x = expr_max_range(n->args[i])) > m)
 			m = x;
@@ -743,12 +865,29 @@ uint64_t expr_max_range(const struct node *n)
 	return m;
 }
 
+static void every_selector(const struct node *n, void (*fn)(const char *wire, void *arg),
+			   void *arg)
+{
+	if (!n)
+		return;
+	if (n->t == N_SEL)
+		fn(n->wire, arg);
+	for (int i = 0; i < n->nargs; i++)
+		every_selector(n->args[i], fn, arg);
+	every_selector(n->l, fn, arg);
+	every_selector(n->r, fn, arg);
+}
+
 void expr_history_names(const struct node *n, void (*fn)(const char *wire, void *arg), void *arg)
 {
 	if (!n)
 		return;
 	if (n->t == N_SEL && (n->range_ns || n->offset_ns))
 		fn(n->wire, arg);
+	if (n->t == N_SUBQ) {
+		every_selector(n->l, fn, arg);	/* all of it is read back in time */
+		return;
+	}
 	for (int i = 0; i < n->nargs; i++)
 		expr_history_names(n->args[i], fn, arg);
 	expr_history_names(n->l, fn, arg);

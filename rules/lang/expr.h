@@ -13,6 +13,10 @@
  *   primary  := NUMBER [unit] | STRING | "(" expr ")" | agg | call | selector
  *   selector := METRIC [ "{" matcher ("," matcher)* "}" ] [ "[" DURATION "]" ]
  *               [ "offset" DURATION ] [ "@" ("start()" | "end()") ]  (either order)
+ *   subquery := (selector | "(" expr ")" | call | agg) "[" DURATION ":" DURATION "]"
+ *               [ "offset" DURATION ] [ "@" ("start()" | "end()") ]
+ *               as the range argument of avg/min/max/sum/count/last/stddev/stdvar/
+ *               quantile/present_over_time, changes or deriv
  *   matcher  := LABEL ("=" | "!=" | "=~" | "!~") STRING
  *   call     := FUNC "(" [ expr ("," expr)* ] ")"
  *   agg      := ("sum"|"min"|"max"|"avg"|"count") [ "by" "(" LABEL,* ")" ] "(" expr ")"
@@ -41,6 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define SUBQUERY_MAX_STEPS 10000	/* range / step of one subquery (none nested) */
+
 enum node_type {
 	N_NUM,
 	N_STR,
@@ -49,6 +55,7 @@ enum node_type {
 	N_AGG,
 	N_BIN,
 	N_NEG,
+	N_SUBQ,		/* l[range:step] offset: l evaluated every step back over range */
 };
 
 enum bin_op {
@@ -140,6 +147,7 @@ struct node {
 	int nm;
 	uint64_t range_ns;
 	uint64_t offset_ns;	/* "offset 1h": evaluated as of that long ago */
+	uint64_t step_ns;	/* a subquery's step */
 	/* a histogram's _bucket (1), _sum (2) or _count (3), as on /metrics */
 	int hist_part;
 	double hist_scale;	/* the histogram's wire value x hist_scale = base unit */

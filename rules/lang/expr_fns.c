@@ -142,6 +142,11 @@ int expr_minute_check(const struct node *n, const struct node **at, char *why, s
 			 "peer_ratio, absent, scalar, time or on/ignoring in it");
 		return -EINVAL;
 	}
+	if (n->t == N_SUBQ) {
+		snprintf(why, len, "a baseline reads the 1-minute tier, where a subquery's steps "
+			 "are not kept");
+		return -EINVAL;
+	}
 	if (n->t == N_SEL) {
 		if (n->hist_part || n->offset_ns) {
 			snprintf(why, len, "%s: a baseline reads the 1-minute tier, which has no "

@@ -592,8 +592,7 @@ next:;
 	return ret;
 }
 
-/* The label value v, interned in lf (it must outlive the values that borrow it). */
-static const char *label_fn_intern(struct label_fn *lf, const char *v)
+const char *label_fn_intern(struct label_fn *lf, const char *v)
 {
 	uint32_t at;
 	char **m;

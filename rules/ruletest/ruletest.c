@@ -24,7 +24,7 @@
 
 #define MAX_POINTS 100000	/* per series, so a typo like 1+0x1e9 is an error */
 #define MAX_EVALS 100000	/* per test case, so a typo cannot run for hours */
-#define T0 1764500000000ULL	/* tests start at a fixed wall-clock time */
+#define T0 1764500000000ULL	/* tests start at a fixed wall-clock time (test time 0) */
 
 struct input {
 	const struct metric_info *mi;	/* the catalog's entry for metric */
@@ -644,8 +644,10 @@ static struct engine *test_engine(const struct cfg *c, const struct cfg_node *t,
 				  char **files, uint64_t interval, struct label *ext,
 				  struct minute_source *minutes, FILE *out)
 {
+	/* a test's whole input stays: promql_expr_test may reach back over all of it */
 	struct engine_opts eo = { .stale_ms = interval / NSEC_PER_MSEC * 3 + 1,
-				  .keep_all_history = 1 };
+				  .keep_all_history = 1,
+				  .min_keep_ms = interval / NSEC_PER_MSEC * (MAX_POINTS + 1) };
 	const struct cfg_node *xl = cfg_get(t, "external_labels"), *xu = cfg_get(t, "external_url");
 	struct ruleset rs = { 0 };
 	struct engine *e;
@@ -939,7 +941,7 @@ static int check_keys(const struct cfg *c, FILE *out)
 	return 0;
 }
 
-int ruletest_run(const char *path, FILE *out)
+static int run_file(const char *path, FILE *out)
 {
 	const struct cfg_node *files, *tests;
 	char err[512], *dir, *copy = strdup(path), *fpaths[16];
@@ -995,4 +997,15 @@ int ruletest_run(const char *path, FILE *out)
 	cfg_free(&c);
 	free(copy);
 	return failed;
+}
+
+int ruletest_run(const char *path, FILE *out)
+{
+	int ret;
+
+	/* test time 0 is T0, as promtool's is the epoch: subquery steps count from it */
+	eval_set_time_origin(T0);
+	ret = run_file(path, out);
+	eval_set_time_origin(0);
+	return ret;
 }
