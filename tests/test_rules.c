@@ -17,6 +17,7 @@
 
 #include "rules/engine/engine.h"
 #include "rules/lang/eval.h"
+#include "rules/lang/expr.h"
 #include "tests/helpers.h"
 #include "rules/lang/rules.h"
 #include "rules/ruletest/ruletest.h"
@@ -722,6 +723,50 @@ Test(rules, a_subquery_keeps_the_history_its_inner_expression_needs)
 	engine_free(e);
 	test_events_free(&ev);
 	rules_free(&rs);
+}
+
+/* A subquery that would hold millions of points fails, said, instead of eating memory. */
+Test(rules, a_subquery_too_big_to_hold_is_an_evaluation_error, .timeout = 60)
+{
+	struct ruleset rs = { 0 };
+	struct engine_opts eo = { .keep_all_history = 1, .min_keep_ms = 3 * 3600 * 1000ULL };
+	struct engine *e;
+	struct node *n;
+	struct value v;
+	char err[300], cpu[8];
+	uint64_t t0 = 1764500000000ULL;
+	int ret;
+
+	cr_assert_eq(engine_init(&e, &rs, &eo), 0);
+	/* 300 series a host, every 10 s for 2 h 50 m */
+	for (int t = 0; t <= 1020; t++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h", t0 + (uint64_t)t * 10000, 10000, (uint64_t)t, 1);
+		for (int c = 0; c < 300; c++) {
+			snprintf(cpu, sizeof(cpu), "%d", c);
+			snapshot_add_gauge(&s, "cpu.utilization", 0.5, "cpu", cpu, NULL);
+		}
+		cr_assert_eq(engine_take_snapshot(e, &s), 0);
+	}
+	/* 9,900 steps x 300 series */
+	cr_assert_eq(expr_parse("max_over_time(faultline_cpu_utilization_ratio[2h45m:1s])", &n, err,
+				sizeof(err)), 0, "%s", err);
+	ret = engine_query(e, n, t0 + 1020 * 10000, &v, err, sizeof(err));
+	cr_expect_eq(ret, -EINVAL);
+	cr_expect(strstr(err, "more than 2000000 points"), "%s", err);
+	if (!ret)
+		value_free(&v);
+	expr_free(n);
+	/* a tenth of the steps is fine: every series' max */
+	cr_assert_eq(expr_parse("max_over_time(faultline_cpu_utilization_ratio[2h45m:10s])", &n,
+				err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_query(e, n, t0 + 1020 * 10000, &v, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(v.n, 300);
+	cr_expect_float_eq(v.n ? v.e[0].v : 0, 0.5, 1e-12);
+	value_free(&v);
+	expr_free(n);
+	engine_free(e);
 }
 
 Test(rules, and_keeps_peer_comparisons_whole)

@@ -32,6 +32,11 @@ void eval_set_time_origin(uint64_t ms)
 	time_origin_ms = ms;
 }
 #define SUBQUERY_WIRE "subquery"
+/*
+ * What one subquery may hold: steps x elements (PromQL's query.max-samples
+ * is 50 M per query; a rule runs every interval, so much less).
+ */
+#define SUBQUERY_MAX_POINTS 2000000
 
 /* The step's results as one snapshot of the subquery's own columns. */
 static int push_step(struct columns *cols, const struct value *v, uint64_t t, uint64_t keep_ms,
@@ -81,6 +86,7 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 {
 	uint64_t end = 0, start, first, step = sq->step_ns / 1000000, range = sq->range_ns / 1000000;
 	uint64_t seq = 0;
+	size_t points = 0;
 	struct host_window *win, all;
 	struct columns cols;
 	int ret = 0;
@@ -123,6 +129,13 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 			win[at.nh++] = w;
 		}
 		ret = eval_node(sq->l, &at, &v, err, errlen);
+		points += v.is_vector ? v.n : 1;
+		if (!ret && points > SUBQUERY_MAX_POINTS) {
+			snprintf(err, errlen, "%d:%d: the subquery holds more than %d points (steps "
+				 "x elements): a longer step, a shorter range or fewer series",
+				 sq->line, sq->col, SUBQUERY_MAX_POINTS);
+			ret = -EINVAL;
+		}
 		if (!ret)
 			ret = push_step(&cols, &v, t, range + step, ++seq, err, errlen);
 		value_free(&v);
