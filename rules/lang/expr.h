@@ -123,6 +123,13 @@ struct expr_fn_info {
 /* The function or aggregation called name, or NULL (expr_fns.c). */
 const struct expr_fn_info *expr_fn_find(const char *name);
 
+/*
+ * Whether range function id can take a subquery's samples exactly: the
+ * *_over_time functions, changes and deriv, which need neither counter
+ * semantics nor extrapolation to the range's edges.
+ */
+int expr_fn_takes_subquery(enum expr_fn id);
+
 /* PromQL's quantile aggregation (quantile by (x) (q, v)), which shares quantile's name. */
 const struct expr_fn_info *expr_fn_quantile_agg(void);
 

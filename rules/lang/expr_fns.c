@@ -191,3 +191,17 @@ int expr_minute_check(const struct node *n, const struct node **at, char *why, s
 		return -EINVAL;
 	return 0;
 }
+
+/* The range functions a subquery's samples can feed exactly. */
+int expr_fn_takes_subquery(enum expr_fn id)
+{
+	switch (id) {
+	case FN_AVG_OVER_TIME: case FN_MIN_OVER_TIME: case FN_MAX_OVER_TIME:
+	case FN_SUM_OVER_TIME: case FN_COUNT_OVER_TIME: case FN_LAST_OVER_TIME:
+	case FN_STDDEV_OVER_TIME: case FN_STDVAR_OVER_TIME: case FN_QUANTILE_OVER_TIME:
+	case FN_PRESENT_OVER_TIME: case FN_CHANGES: case FN_DERIV:
+		return 1;
+	default:
+		return 0;
+	}
+}

@@ -48,4 +48,9 @@ void expr_fail(struct parser *ps, int line, int col, const char *fmt, ...)
 /* Read the next token into ps->cur (T_EOF at the end or after an error). */
 void expr_next(struct parser *ps);
 
+struct node;
+
+/* Free what parse_matching left in m when no node took it (expr_walk.c). */
+void matching_free(struct node *m);
+
 #endif
