@@ -18,84 +18,74 @@
 
 #define ROUTE KEY_ALERTS
 
+/* What store_hscan's walk of the index keeps. */
+struct index_walk {
+	struct alert_index *ix;
+	size_t cap;
+	int over, nomem;
+};
+
+/* One field of the index: its version, a resolution (counted), or a firing alert. */
+static int index_one(const redisReply *f, const redisReply *v, void *arg)
+{
+	struct index_walk *w = arg;
+	struct alert_index *ix = w->ix;
+	const char *sp;
+	char why[256];
+
+	if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+		ix->bad++;
+		return 0;
+	}
+	if (!strcmp(f->str, "_v")) {
+		ix->version = strtoull(v->str, NULL, 10);
+		return 0;
+	}
+	/* "ID r ...": a resolution, kept only to order late copies */
+	sp = memchr(v->str, ' ', v->len);
+	if (sp && (size_t)(sp - v->str) + 2 < v->len && sp[1] == 'r' && sp[2] == ' ') {
+		ix->resolved++;
+		return 0;
+	}
+	if (ix->n >= ALERT_INDEX_MAX) {
+		w->over++;
+		return 0;
+	}
+	if (ARRAY_GROW(ix->m, w->cap, ix->n + 1, 64)) {
+		w->nomem = 1;
+		return 1;
+	}
+	if (alert_group_record_parse(v->str, v->len, &ix->m[ix->n], why, sizeof(why)) == 0)
+		ix->n++;
+	else
+		ix->bad++;	/* 'd' is a group's state, never the index's */
+	return 0;
+}
+
 int alert_index_load(struct conn *rc, struct alert_index *ix, char *err, size_t errlen)
 {
-	char cursor[32] = "0";
-	size_t cap = 0;
-	int ret = 0, over = 0;
+	struct index_walk w = { ix, 0, 0, 0 };
+	int ret;
 
 	memset(ix, 0, sizeof(*ix));
 	err[0] = '\0';
-	do {
-		redisReply *r = conn_commandf(rc, ROUTE, "HSCAN %s %s COUNT 1000",
-					      KEY_ALERTS_ACTIVE, cursor);
-		const redisReply *kv;
-
-		if ((ret = alert_stream_answer(rc, r, "HSCAN (the fleet's alerts)", err, errlen))) {
-			if (r)
-				freeReplyObject(r);
-			goto fail;
-		}
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    (kv = r->element[1])->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			snprintf(err, errlen, "HSCAN (the fleet's alerts): unexpected reply");
-			ret = ALERT_STREAM_REFUSED;
-			goto fail;
-		}
-		for (size_t i = 0; i + 1 < kv->elements; i += 2) {
-			const redisReply *f = kv->element[i], *v = kv->element[i + 1];
-			char why[256];
-			int got;
-
-			if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
-				ix->bad++;
-				continue;
-			}
-			if (!strcmp(f->str, "_v")) {
-				ix->version = strtoull(v->str, NULL, 10);
-				continue;
-			}
-			/* "ID r ..." : a resolution, kept only to order late copies */
-			{
-				const char *sp = memchr(v->str, ' ', v->len);
-
-				if (sp && (size_t)(sp - v->str) + 2 < v->len && sp[1] == 'r' &&
-				    sp[2] == ' ') {
-					ix->resolved++;
-					continue;
-				}
-			}
-			if (ix->n >= ALERT_INDEX_MAX) {
-				over++;
-				continue;
-			}
-			if (ARRAY_GROW(ix->m, cap, ix->n + 1, 64)) {
-				freeReplyObject(r);
-				snprintf(err, errlen, "out of memory loading the fleet's alerts");
-				ret = ALERT_STREAM_REFUSED;
-				goto fail;
-			}
-			got = alert_group_record_parse(v->str, v->len, &ix->m[ix->n], why,
-						       sizeof(why));
-			if (got == 0)
-				ix->n++;
-			else
-				ix->bad++;	/* 'd' is a group's state, never the index's */
-		}
-		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-		freeReplyObject(r);
-	} while (strcmp(cursor, "0"));
-	if (over) {
-		ix->bad += over;
+	ret = store_hscan(rc, KEY_ALERTS_ACTIVE, 1000, index_one, &w, err, errlen);
+	if (w.nomem) {
+		snprintf(err, errlen, "out of memory loading the fleet's alerts");
+		alert_index_free(ix);
+		return ALERT_STREAM_REFUSED;
+	}
+	if (ret) {
+		/* store_hscan said why; the caller reconnects, as after a dropped connection */
+		alert_index_free(ix);
+		return ALERT_STREAM_LOST;
+	}
+	if (w.over) {
+		ix->bad += w.over;
 		snprintf(err, errlen, "the fleet has %d firing alerts more than the %d loaded at "
-			 "once; they were left out", over, ALERT_INDEX_MAX);
+			 "once; they were left out", w.over, ALERT_INDEX_MAX);
 	}
 	return 0;
-fail:
-	alert_index_free(ix);
-	return ret;
 }
 
 void alert_index_free(struct alert_index *ix)
