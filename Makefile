@@ -103,7 +103,10 @@ SHARD_SRCS := $(wildcard rules/shard/*.c)
 RULES_SRCS := $(foreach l,$(RULES_LAYERS),$(wildcard rules/$(l)/*.c)) \
 	$(filter-out rules/main.c,$(wildcard rules/*.c))
 RULES_OBJS := $(RULES_SRCS:%.c=$(OUT)/%.o)
-BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline
+# faultline-web: Prometheus' HTTP API over the tiers (rules/lang evaluates).
+WEB_OBJS := $(OUT)/web/query.o $(OUT)/web/prom_api.o
+BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline \
+	$(OUT)/faultline-web
 
 .PHONY: all check-deps check-layers deps run demo test asan chaos fuzz bench install uninstall clean vmlinux deb
 .DELETE_ON_ERROR:
@@ -222,9 +225,12 @@ $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(OUT)/alerter/stream.o $(OUT)/a
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+$(OUT)/faultline-web: $(OUT)/web/main.o $(WEB_OBJS) $(RULES_OBJS) $(LIBS_A)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 # Test binaries link the library and the probe's objects (minus main).
 PROBE_LIB_OBJS := $(filter-out $(OUT)/probes/main.o,$(PROBE_OBJS)) $(OUT)/probe_default_config.o \
-	$(ALERTER_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(OUT)/cli/wear_report.o
+	$(ALERTER_OBJS) $(RULES_OBJS) $(SIM_OBJS) $(OUT)/cli/wear_report.o $(WEB_OBJS)
 $(OUT)/tests/%: tests/%.c $(TEST_HELPERS) $(PROBE_LIB_OBJS) $(LIBS_A) $(SKELS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INCS) $(LDFLAGS) $< $(TEST_HELPERS) $(PROBE_LIB_OBJS) $(LIBS_A) \

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -305,14 +306,90 @@ int http_args(const struct http_request *r, const char *name,
 	      void (*fn)(const char *value, void *arg), void *arg)
 {
 	struct args_walk w = { name, fn, arg, 0 };
+	const struct http_form *f = r->form;
 
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, arg_each, &w);
+	for (size_t i = 0; f && i < f->n; i++)
+		arg_each(&w, MHD_POSTDATA_KIND, f->kv[2 * i], f->kv[2 * i + 1]);
 	return w.n;
 }
 
 const char *http_arg(const struct http_request *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+	const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+	const struct http_form *f = r->form;
+
+	for (size_t i = 0; !v && f && i < f->n; i++)
+		if (!strcmp(f->kv[2 * i], name))
+			v = f->kv[2 * i + 1];
+	return v;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decode s[0..len) ('+' is a space), a new string, or NULL. */
+static char *form_decode(const char *s, size_t len)
+{
+	char *out = malloc(len + 1), *o = out;
+
+	for (size_t i = 0; out && i < len; i++) {
+		if (s[i] == '+') {
+			*o++ = ' ';
+		} else if (s[i] == '%' && i + 2 < len && hexval(s[i + 1]) >= 0 &&
+			   hexval(s[i + 2]) >= 0) {
+			*o++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+			i += 2;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	if (out)
+		*o = '\0';
+	return out;
+}
+
+static void form_free(struct http_form *f)
+{
+	for (size_t i = 0; i < 2 * f->n; i++)
+		free(f->kv[i]);
+	free(f->kv);
+	memset(f, 0, sizeof(*f));
+}
+
+/* A form body (application/x-www-form-urlencoded) into f.  Returns 0 or -1. */
+static int form_parse(struct http_form *f, const char *body, size_t len)
+{
+	const char *p = body, *end = body + len;
+
+	memset(f, 0, sizeof(*f));
+	while (p < end) {
+		const char *amp = memchr(p, '&', (size_t)(end - p)), *eq;
+		char **kv;
+
+		if (!amp)
+			amp = end;
+		eq = memchr(p, '=', (size_t)(amp - p));
+		if (amp > p) {
+			if (!(kv = realloc(f->kv, (f->n + 1) * 2 * sizeof(*kv))))
+				goto fail;
+			f->kv = kv;
+			kv[2 * f->n] = form_decode(p, (size_t)((eq ? eq : amp) - p));
+			kv[2 * f->n + 1] = eq ? form_decode(eq + 1, (size_t)(amp - eq - 1))
+					      : strdup("");
+			f->n++;
+			if (!kv[2 * f->n - 2] || !kv[2 * f->n - 1])
+				goto fail;
+		}
+		p = amp + 1;
+	}
+	return 0;
+fail:
+	form_free(f);
+	return -1;
 }
 
 /* The request to a routed prefix, read whole, then its handler's answer. */
@@ -323,7 +400,9 @@ static enum MHD_Result handle_routed(struct metrics_server *m, int k, struct MHD
 	struct upload *u = *con_cls;
 	struct http_response resp = { 500, "text/plain; charset=utf-8", NULL, 0 };
 	struct http_request req;
+	struct http_form form;
 	struct MHD_Response *r;
+	const char *ctype;
 	enum MHD_Result ret;
 
 	if (!u) {
@@ -355,8 +434,17 @@ static enum MHD_Result handle_routed(struct metrics_server *m, int k, struct MHD
 	}
 	if (u->too_large)
 		return answer(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
-	req = (struct http_request){ method, url, u->buf ? u->buf : "", u->len, c };
+	req = (struct http_request){ method, url, u->buf ? u->buf : "", u->len, c, NULL };
+	ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!strcmp(method, "POST") && ctype &&
+	    !strncasecmp(ctype, "application/x-www-form-urlencoded", 33)) {
+		if (form_parse(&form, req.body, req.len))
+			return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+		req.form = &form;
+	}
 	m->routes[k].fn(m->routes[k].arg, &req, &resp);
+	if (req.form)
+		form_free(&form);
 	r = MHD_create_response_from_buffer(resp.len, resp.body ? resp.body : (char *)"",
 					    resp.body ? MHD_RESPMEM_MUST_FREE
 						      : MHD_RESPMEM_PERSISTENT);

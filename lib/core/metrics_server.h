@@ -68,16 +68,25 @@ struct http_request {
 	const char *body;	/* NUL-terminated */
 	size_t len;
 	void *conn;		/* for http_args */
+	const struct http_form *form;	/* a POSTed form's fields (decoded), or NULL */
+};
+
+/* A form body's fields, decoded: kv[2 i] = kv[2 i + 1]. */
+struct http_form {
+	char **kv;
+	size_t n;
 };
 
 /*
  * Call fn with each value of query argument name, in order (a name may be
- * given several times: ?filter=a&filter=b).  Returns how many there were.
+ * given several times: ?filter=a&filter=b), then the same field's of a
+ * POSTed form (application/x-www-form-urlencoded, as Prometheus' clients
+ * send queries).  Returns how many there were.
  */
 int http_args(const struct http_request *r, const char *name,
 	      void (*fn)(const char *value, void *arg), void *arg);
 
-/* The first value of query argument name, or NULL. */
+/* The first value of query argument (or form field) name, or NULL. */
 const char *http_arg(const struct http_request *r, const char *name);
 
 /*

@@ -481,7 +481,7 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 	if (!sub)
 		return -ENOMEM;
 	{
-		struct eval_in part = { sub, ns, in->peers };
+		struct eval_in part = { sub, ns, in->peers, in->at_ms };
 
 		ret = eval_node(n, &part, out, err, errlen);
 	}
@@ -508,12 +508,14 @@ static int eval_param(const struct node *n, const struct node *a, const struct e
 	return ret;
 }
 
-/* The evaluation time in s: the newest snapshot of any host. */
+/* The evaluation time in s: eval_at's, else the newest snapshot of any host. */
 static double eval_time(const struct eval_in *in)
 {
 	const struct host_window *hosts = in->hosts;
 	uint64_t t = 0;
 
+	if (in->at_ms)
+		return (double)in->at_ms / 1000.0;
 	for (size_t h = 0; h < in->nh; h++)
 		if (hosts[h].n && columns_ts(hosts[h].c, hosts[h].n - 1) > t)
 			t = columns_ts(hosts[h].c, hosts[h].n - 1);
@@ -679,6 +681,14 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 	 char *err, size_t errlen)
 {
 	struct eval_in in = { hosts, nh, NULL };
+
+	return eval_node(n, &in, out, err, errlen);
+}
+
+int eval_at(const struct node *n, const struct host_window *hosts, size_t nh, uint64_t at_ms,
+	    struct value *out, char *err, size_t errlen)
+{
+	struct eval_in in = { hosts, nh, NULL, at_ms };
 
 	return eval_node(n, &in, out, err, errlen);
 }

@@ -65,6 +65,20 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nhosts,
 void value_free(struct value *v);
 
 /*
+ * eval() at time at_ms (> 0) rather than at the newest window end: what
+ * time() says and where subqueries' steps end.  For queries at a chosen
+ * time (faultline-web); hosts' windows are cut there by the caller.
+ */
+int eval_at(const struct node *n, const struct host_window *hosts, size_t nh, uint64_t at_ms,
+	    struct value *out, char *err, size_t errlen);
+
+/*
+ * Whether series s of snapshot snap is one selector sel selects: matchers
+ * see the labels its element carries (the series' own, the host's, host).
+ */
+int eval_sel_matches(const struct node *sel, const struct snapshot *snap, const struct series *s);
+
+/*
  * Where subqueries' steps are counted from (ms; PromQL: the epoch, 0).  A
  * rule test sets its own start, since promtool's tests start at 0: a
  * [10m:1m] step then falls where promtool's does.  Process-wide; the

@@ -17,6 +17,7 @@ struct eval_in {
 	const struct host_window *hosts;
 	size_t nh;
 	const struct eval_peers *peers;
+	uint64_t at_ms;		/* the evaluation time (eval_at); 0: the newest window end */
 };
 
 /* Evaluate n over in (eval() and eval_sharded() without the wrapping). */
@@ -114,8 +115,6 @@ int eval_elementwise(const struct node *n, const struct eval_in *in,
 int eval_bin(const struct node *n, const struct value *l, const struct value *r,
 	     struct value *out, char *err, size_t errlen);
 
-/* Whether series s of snapshot snap is one selector sel picks. */
-int eval_sel_matches(const struct node *sel, const struct snapshot *snap, const struct series *s);
 
 /*
  * Range function fn (expr.h's id) of series def over host window w's

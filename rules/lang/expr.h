@@ -219,6 +219,26 @@ int expr_host_local(const struct node *n);
  */
 int expr_minute_check(const struct node *n, const struct node **at, char *why, size_t len);
 
+/*
+ * The same for any reader of the rollup tiers (1 min, 1 h) across hosts (a
+ * query of the HTTP API): aggregations are allowed; who names the reader
+ * and tier in the reason ("this range reads the 1-minute tier").
+ */
+int expr_rollup_check(const struct node *n, const char *who, const struct node **at, char *why,
+		      size_t len);
+
+/* Call fn with every selector node of n (those inside subqueries too). */
+void expr_each_selector(const struct node *n, void (*fn)(const struct node *sel, void *arg),
+			void *arg);
+
+/*
+ * The metric name PromQL keeps on n's elements (its __name__), or NULL:
+ * a plain selector's, through label_replace/label_join, topk/bottomk, a
+ * filtering comparison and and/unless (or: when both sides keep the same
+ * one); arithmetic and other functions drop it.
+ */
+const char *expr_result_name(const struct node *n);
+
 void expr_history_names(const struct node *n, void (*fn)(const char *wire, void *arg), void *arg);
 
 /*

@@ -132,31 +132,36 @@ static int minute_fn_ok(enum expr_fn fn, enum series_kind kind)
 	}
 }
 
-int expr_minute_check(const struct node *n, const struct node **at, char *why, size_t len)
+/*
+ * expr_rollup_check's walk: who reads which rollups, for the messages ("a
+ * baseline reads the 1-minute tier"); host_local: whether the value must
+ * be each host's own (a baseline's).
+ */
+static int rollup_check(const struct node *n, const char *who, int host_local,
+			const struct node **at, char *why, size_t len)
 {
 	if (!n)
 		return 0;
 	*at = n;
-	if (!expr_host_local(n)) {
+	if (host_local && !expr_host_local(n)) {
 		snprintf(why, len, "a baseline's value is each host's own: no aggregation, "
 			 "peer_ratio, absent, scalar, time or on/ignoring in it");
 		return -EINVAL;
 	}
 	if (n->t == N_SUBQ) {
-		snprintf(why, len, "a baseline reads the 1-minute tier, where a subquery's steps "
-			 "are not kept");
+		snprintf(why, len, "%s, where a subquery's steps are not kept", who);
 		return -EINVAL;
 	}
 	if (n->t == N_SEL) {
 		if (n->hist_part || n->offset_ns) {
-			snprintf(why, len, "%s: a baseline reads the 1-minute tier, which has no "
-				 "%s", n->metric, n->offset_ns ? "offset" : "_bucket/_sum/_count");
+			snprintf(why, len, "%s: %s, which has no %s", n->metric, who,
+				 n->offset_ns ? "offset" : "_bucket/_sum/_count");
 			return -EINVAL;
 		}
 		if (!catalog_find_wire(n->wire)) {
 			snprintf(why, len, "%s is a recording rule's output, which only the rules "
-				 "engine's recent history has: a baseline reads the 1-minute tier; "
-				 "write the recorded expression itself", n->metric);
+				 "engine's recent history has: %s; "
+				 "write the recorded expression itself", n->metric, who);
 			return -EINVAL;
 		}
 		return 0;	/* instant: the minute's last value; ranges: under their call */
@@ -172,24 +177,36 @@ int expr_minute_check(const struct node *n, const struct node **at, char *why, s
 		if (sel->hist_part)
 			break;	/* refused below, as a selector */
 		if (!mi || !minute_fn_ok(n->fn_id, mi->kind)) {
-			snprintf(why, len, "%s(%s[...]): a baseline reads the 1-minute tier, where "
-				 "only avg/min/max/sum/count/last_over_time of a gauge, rate/increase "
+			snprintf(why, len, "%s(%s[...]): %s, where only "
+				 "avg/min/max/sum/count/last_over_time of a gauge, rate/increase "
 				 "of a counter and quantile of a histogram are exact", n->fn,
-				 sel->metric);
+				 sel->metric, who);
 			return -EINVAL;
 		}
 		if (sel->range_ns % (60ULL * 1000000000ULL)) {
-			snprintf(why, len, "%s[...]: a baseline reads the 1-minute tier: its ranges "
-				 "are whole minutes (e.g. [1m])", sel->metric);
+			snprintf(why, len, "%s[...]: %s: its ranges "
+				 "are whole minutes (e.g. [1m])", sel->metric, who);
 			return -EINVAL;
 		}
 	}
 	for (int i = 0; i < n->nargs; i++)
-		if (expr_minute_check(n->args[i], at, why, len))
+		if (rollup_check(n->args[i], who, host_local, at, why, len))
 			return -EINVAL;
-	if (expr_minute_check(n->l, at, why, len) || expr_minute_check(n->r, at, why, len))
+	if (rollup_check(n->l, who, host_local, at, why, len) ||
+	    rollup_check(n->r, who, host_local, at, why, len))
 		return -EINVAL;
 	return 0;
+}
+
+int expr_minute_check(const struct node *n, const struct node **at, char *why, size_t len)
+{
+	return rollup_check(n, "a baseline reads the 1-minute tier", 1, at, why, len);
+}
+
+int expr_rollup_check(const struct node *n, const char *who, const struct node **at, char *why,
+		      size_t len)
+{
+	return rollup_check(n, who, 0, at, why, len);
 }
 
 /* The range functions a subquery's samples can feed exactly. */

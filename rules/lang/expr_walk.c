@@ -132,3 +132,44 @@ int expr_host_local(const struct node *n)
 			return 0;
 	return expr_host_local(n->l) && expr_host_local(n->r);
 }
+
+void expr_each_selector(const struct node *n, void (*fn)(const struct node *sel, void *arg),
+			void *arg)
+{
+	if (!n)
+		return;
+	if (n->t == N_SEL)
+		fn(n, arg);
+	for (int i = 0; i < n->nargs; i++)
+		expr_each_selector(n->args[i], fn, arg);
+	expr_each_selector(n->l, fn, arg);
+	expr_each_selector(n->r, fn, arg);
+}
+
+const char *expr_result_name(const struct node *n)
+{
+	const char *l, *r;
+
+	switch (n->t) {
+	case N_SEL:
+		return n->range_ns ? NULL : n->metric;
+	case N_CALL:
+		return n->fn_id == FN_LABEL_REPLACE || n->fn_id == FN_LABEL_JOIN ?
+		       expr_result_name(n->args[0]) : NULL;
+	case N_AGG:
+		return n->fn_id == FN_TOPK || n->fn_id == FN_BOTTOMK ?
+		       expr_result_name(n->args[1]) : NULL;
+	case N_BIN:
+		if (n->op == OP_AND || n->op == OP_UNLESS)
+			return expr_result_name(n->l);
+		l = expr_result_name(n->l);
+		r = expr_result_name(n->r);
+		if (n->op == OP_OR)
+			return l && r && !strcmp(l, r) ? l : NULL;
+		if (n->op >= OP_EQ && n->op <= OP_LE && !n->bool_mod)
+			return l ? l : n->l->t == N_NUM ? r : NULL;
+		return NULL;
+	default:
+		return NULL;
+	}
+}

@@ -8,7 +8,7 @@
  * range's start up to the evaluation time, both ends included (Prometheus
  * 2.x, as Debian's promtool evaluates).  At a step each host's window ends
  * at its last point at or before it, within PromQL's 5-minute lookback;
- * the evaluation time is the newest window end.  What the steps give is
+ * the evaluation time is the newest window end (eval_at's time when given).  What the steps give is
  * pushed, one point per step, into columns of their own, so the range
  * functions are the very ones selectors use (range_fns.c); the parser
  * allows only those that need neither counter semantics nor extrapolation
@@ -98,6 +98,8 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 
 			end = ts > end ? ts : end;
 		}
+	if (in->at_ms)
+		end = in->at_ms;	/* eval_at: the query's time, not its newest point */
 	if (!end || sq->offset_ns / 1000000 >= end || !step)
 		return 0;
 	end -= sq->offset_ns / 1000000;
@@ -114,7 +116,7 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 	}
 	columns_init(&cols);
 	for (uint64_t t = first; t <= end && !ret; t += step) {
-		struct eval_in at = { win, 0, in->peers };
+		struct eval_in at = { win, 0, in->peers, in->at_ms ? t : 0 };
 		struct value v = { 0 };
 
 		/* each host as of t: its last point then, if it is recent enough */

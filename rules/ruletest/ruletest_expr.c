@@ -16,32 +16,18 @@
 /* ---- promql_expr_test --------------------------------------------------- */
 
 /*
- * Whether PromQL's result of n keeps metric name (its __name__): a
- * selector's, through label_replace/label_join, topk/bottomk, a filtering
- * comparison and and/or/unless; arithmetic and other functions drop it.
+ * Whether PromQL's result of n keeps metric name (its __name__): the one
+ * expr_result_name says, or either side's of an `or` (whose elements come
+ * from both).
  */
 static int keeps_name(const struct node *n, const char *name)
 {
-	switch (n->t) {
-	case N_SEL:
-		return !n->range_ns && !strcmp(name, n->metric);
-	case N_CALL:
-		return (n->fn_id == FN_LABEL_REPLACE || n->fn_id == FN_LABEL_JOIN) &&
-		       keeps_name(n->args[0], name);
-	case N_AGG:
-		return (n->fn_id == FN_TOPK || n->fn_id == FN_BOTTOMK) &&
-		       keeps_name(n->args[1], name);
-	case N_BIN:
-		if (n->op == OP_AND || n->op == OP_UNLESS)
-			return keeps_name(n->l, name);
-		if (n->op == OP_OR)
-			return keeps_name(n->l, name) || keeps_name(n->r, name);
-		if (n->op >= OP_EQ && n->op <= OP_LE && !n->bool_mod)
-			return keeps_name(n->l, name) || (n->l->t == N_NUM && keeps_name(n->r, name));
-		return 0;
-	default:
-		return 0;
-	}
+	const char *kept;
+
+	if (n->t == N_BIN && n->op == OP_OR)
+		return keeps_name(n->l, name) || keeps_name(n->r, name);
+	kept = expr_result_name(n);
+	return kept && !strcmp(kept, name);
 }
 
 /*

@@ -1,0 +1,393 @@
+/*
+ * test_web.c - faultline-web: Prometheus' HTTP API over the Redis tiers.
+ *
+ * A fleet of three hosts is written to a real Redis the way probes write
+ * it (1 s snapshots for the last minutes, 1-minute rollups for two hours,
+ * through lib/store), with values that make every answer known: h1 and h2
+ * in rack r1 (their own label) count 2 and 5 checksum errors a second, h3
+ * in rack r2 (the topology's label) 1; their CPU is 0.25, 0.5 and 0.75;
+ * their reads take 1 ms, 4 ms and 16 ms.  Then the real faultline-web is
+ * asked through the real promtool and curl, and web/query.c directly.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "core/jsonc.h"
+#include "core/timeutil.h"
+#include "model/histogram.h"
+#include "model/rollup.h"
+#include "rules/lang/rules.h"
+#include "store/conn.h"
+#include "store/store.h"
+#include "tests/helpers.h"
+#include "web/query.h"
+
+static struct test_redis redis;
+static pid_t web_pid;
+static int port;
+static uint64_t t_end;		/* the newest snapshot's time */
+static struct topology topo;
+
+#define MINUTES 120
+#define S1_SECONDS 240
+
+static const struct {
+	const char *host, *rack;
+	uint64_t csum_per_s;
+	double cpu;
+	uint64_t read_ns;
+} fleet[] = {
+	{ "h1", "r1", 2, 0.25, 1000000 },
+	{ "h2", "r1", 5, 0.5, 4000000 },
+	{ "h3", NULL, 1, 0.75, 16000000 },	/* rack r2 from the topology */
+};
+
+static void host_snapshot(struct snapshot *s, int h, uint64_t ts, uint64_t sec)
+{
+	struct series *lat;
+
+	snapshot_init(s, fleet[h].host, ts, 1000, sec, 1);
+	if (fleet[h].rack)
+		snapshot_set_label(s, "rack", fleet[h].rack);
+	snapshot_add_counter(s, "tcp.in_csum_errors", sec * fleet[h].csum_per_s, NULL);
+	snapshot_add_gauge(s, "cpu.host_utilization", fleet[h].cpu, NULL);
+	lat = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op", "read",
+			   NULL);
+	hist_record_n(lat->hist, fleet[h].read_ns, 10 * (sec + 1));
+}
+
+/* Two hours of the fleet: every minute as a rollup, the last S1_SECONDS as 1 s. */
+static void write_fleet(void)
+{
+	struct store_opts so = {
+		.url = redis.url,
+		.timeout_ns = NSEC_PER_SEC,
+		.retention_ms = { 15 * 60 * 1000, 7ULL * 86400 * 1000, 90ULL * 86400 * 1000 },
+		.spool_max_entries = 100000,
+		.spool_max_bytes = 1 << 30,
+	};
+	char err[256];
+	struct store *st = store_open(&so, err, sizeof(err));
+	uint64_t now = time_wall_ns() / 1000000;
+	uint64_t t0 = (now / 60000 - MINUTES) * 60000;
+
+	cr_assert_not_null(st, "%s", err);
+	t_end = t0 + (uint64_t)MINUTES * 60000;
+	for (int h = 0; h < 3; h++) {
+		struct rollup r;
+		uint64_t win = 0;
+
+		cr_assert_eq(rollup_init(&r, fleet[h].host, 60), 0);
+		for (uint64_t sec = 0; t0 + sec * 1000 <= t_end; sec++) {
+			uint64_t ts = t0 + sec * 1000;
+			struct snapshot s, m;
+
+			host_snapshot(&s, h, ts, sec);
+			if (win && rollup_window_of(&r, ts) != win && rollup_pending(&r)) {
+				cr_assert_eq(rollup_finish(&r, &m), 0);
+				cr_assert_eq(store_put_rollup(st, &m, NULL), 0);
+				snapshot_free(&m);
+			}
+			win = rollup_window_of(&r, ts);
+			cr_assert_eq(rollup_add(&r, &s), 0);
+			if (ts + S1_SECONDS * 1000 > t_end)
+				cr_assert_eq(store_put_snapshot(st, &s), 0);
+			snapshot_free(&s);
+		}
+		rollup_free(&r);
+	}
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	store_close(st);
+}
+
+static void start(void)
+{
+	char bin[256], addr[64], tpath[300], err[256];
+	FILE *f;
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	write_fleet();
+	snprintf(tpath, sizeof(tpath), "%s/topology.yaml", redis.dir);
+	f = fopen(tpath, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "hosts:\n  \"h3\": {rack: r2}\n");
+	fclose(f);
+	cr_assert_eq(topology_load(&topo, tpath, err, sizeof(err)), 0, "%s", err);
+	port = test_free_port();
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	snprintf(bin, sizeof(bin), "%s/faultline-web", test_out_dir());
+	web_pid = fork();
+	if (web_pid == 0) {
+		execl(bin, bin, "--redis", redis.url, "--listen", addr, "--topology", tpath,
+		      "--log-level", "error", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 50 && test_sh("curl -s -o /dev/null http://%s/-/healthy", addr); i++)
+		usleep(100000);
+}
+
+static void stop(void)
+{
+	if (web_pid > 0) {
+		kill(web_pid, SIGTERM);
+		waitpid(web_pid, NULL, 0);
+	}
+	web_pid = 0;
+	topology_free(&topo);
+	test_redis_destroy(&redis);
+}
+
+/* stdout of cmd (malloc'd), its exit status in *rc. */
+static char *run(const char *cmd, int *rc)
+{
+	FILE *p = popen(cmd, "r");
+	char *out = calloc(1, 1 << 20);
+	size_t n = 0;
+	int st;
+
+	cr_assert_not_null(p);
+	while (n < (1 << 20) - 1 && fgets(out + n, (int)((1 << 20) - n), p))
+		n = strlen(out);
+	st = pclose(p);
+	if (rc)
+		*rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return out;
+}
+
+/* GET path (already URL-encoded) as JSON, its HTTP status in *status. */
+static json_object *get(const char *path, int *status)
+{
+	char cmd[2048], *out, *nl, err[256];
+	json_object *o;
+
+	snprintf(cmd, sizeof(cmd), "curl -s -w '\\n%%{http_code}' 'http://127.0.0.1:%d%s'", port,
+		 path);
+	out = run(cmd, NULL);
+	nl = strrchr(out, '\n');
+	cr_assert_not_null(nl, "%s", out);
+	*status = atoi(nl + 1);
+	*nl = '\0';
+	o = jsonc_parse(out, strlen(out), err, sizeof(err));
+	cr_assert_not_null(o, "%s: %s", err, out);
+	free(out);
+	return o;
+}
+
+static struct query_opts opts(void)
+{
+	struct query_opts o = {
+		.retention_ms = { 15 * 60 * 1000, 7ULL * 86400 * 1000, 90ULL * 86400 * 1000 },
+		.stale_ms = 5000, .max_samples = 50000000, .timeout_ms = 60000,
+		.topology = &topo,
+	};
+	return o;
+}
+
+/* The value of r's series whose label key is value (its point k). */
+static double value_of(const struct query_result *r, const char *key, const char *value,
+		       size_t k)
+{
+	for (size_t i = 0; i < r->n; i++)
+		for (int l = 0; l < r->s[i].nlabels; l++)
+			if (!strcmp(r->s[i].labels[l].key, key) &&
+			    !strcmp(r->s[i].labels[l].value, value))
+				return k < r->s[i].n ? r->s[i].v[k] : NAN;
+	return NAN;
+}
+
+Test(web, promtool_instant_and_range_queries_answer_from_the_1s_tier, .init = start,
+     .fini = stop, .timeout = 120)
+{
+	char cmd[1024], *out, *line, *save = NULL;
+	int rc, lines = 0;
+
+	/* sum by rack: r1 is h1 + h2 (their own label), r2 is h3 (the topology's) */
+	snprintf(cmd, sizeof(cmd), "promtool query instant --time=%.3f http://127.0.0.1:%d "
+		 "'sum by (rack) (rate(faultline_tcp_in_csum_errors_total[1m]))' 2>&1",
+		 t_end / 1000.0, port);
+	out = run(cmd, &rc);
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert(strstr(out, "{rack=\"r1\"} => 7 @"), "%s", out);
+	cr_assert(strstr(out, "{rack=\"r2\"} => 1 @"), "%s", out);
+	free(out);
+
+	/* a plain selector keeps its name, and the host's labels */
+	snprintf(cmd, sizeof(cmd), "promtool query instant --time=%.3f http://127.0.0.1:%d "
+		 "'faultline_host_cpu_utilization_ratio{rack=\"r2\"}' 2>&1", t_end / 1000.0, port);
+	out = run(cmd, &rc);
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert(strstr(out, "faultline_host_cpu_utilization_ratio{host=\"h3\", rack=\"r2\"} "
+			  "=> 0.75 @"), "%s", out);
+	free(out);
+
+	/* the median of h2's 4 ms reads, by classic buckets as Prometheus computes it */
+	snprintf(cmd, sizeof(cmd), "promtool query instant --time=%.3f http://127.0.0.1:%d "
+		 "'histogram_quantile(0.5, sum by (le) (rate(faultline_block_latency_seconds_bucket"
+		 "{host=\"h2\"}[1m])))' 2>&1", t_end / 1000.0, port);
+	out = run(cmd, &rc);
+	cr_assert_eq(rc, 0, "%s", out);
+	{
+		const char *v = strstr(out, "=> ");
+		double q = v ? strtod(v + 3, NULL) : NAN;
+
+		/* 4 ms lies in the bucket (2.048 ms, 4.096 ms] */
+		cr_assert(q > 0.002048 && q <= 0.004096, "%s", out);
+	}
+	free(out);
+
+	/* a range: one value per 10 s step, every one of them h2's rate */
+	snprintf(cmd, sizeof(cmd), "promtool query range --start=%.3f --end=%.3f --step=10s "
+		 "http://127.0.0.1:%d 'rate(faultline_tcp_in_csum_errors_total{host=\"h2\"}[30s])' "
+		 "2>&1", (t_end - 120000) / 1000.0, t_end / 1000.0, port);
+	out = run(cmd, &rc);
+	cr_assert_eq(rc, 0, "%s", out);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strstr(line, " @["))
+			continue;
+		cr_assert(strstr(line, "5 @["), "%s", line);
+		lines++;
+	}
+	cr_assert_eq(lines, 13, "13 steps over 2 minutes at 10 s, got %d", lines);
+	free(out);
+}
+
+Test(web, a_query_past_the_1s_retention_reads_the_minute_tier, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	struct query_opts o = opts();
+	struct query_result r;
+	struct conn *c = test_redis_connect(&redis);
+	char err[512];
+	uint64_t hour_ago = t_end - 3600000;
+
+	/* an hour ago only the minutes hold it: rate over whole minutes is exact */
+	cr_assert_eq(query_run(c, &o, "sum by (rack) (rate(faultline_tcp_in_csum_errors_total[5m]))",
+			       hour_ago, hour_ago, 0, &r, err, sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(r.tier, 60);
+	cr_assert_eq(r.type, QUERY_VECTOR);
+	cr_assert_float_eq(value_of(&r, "rack", "r1", 0), 7.0, 1e-9);
+	cr_assert_float_eq(value_of(&r, "rack", "r2", 0), 1.0, 1e-9);
+	query_result_free(&r);
+
+	/* a range at a 5 m step over 90 minutes: the minute tier, every step 0.5 */
+	cr_assert_eq(query_run(c, &o, "avg_over_time(faultline_host_cpu_utilization_ratio"
+			       "{host=\"h2\"}[5m])", t_end - 100 * 60000, t_end - 10 * 60000,
+			       300000, &r, err, sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(r.tier, 60);
+	cr_assert_eq(r.type, QUERY_MATRIX);
+	cr_assert_eq(r.n, 1);
+	cr_assert_eq(r.s[0].n, 19);
+	for (size_t k = 0; k < r.s[0].n; k++)
+		cr_assert_float_eq(r.s[0].v[k], 0.5, 1e-9);
+	/* only h2 was read: the host= matcher reached the registry */
+	cr_assert_eq(r.hosts_read, 1);
+	query_result_free(&r);
+
+	/* what a rollup cannot answer is refused, saying why and where */
+	cr_assert_eq(query_run(c, &o, "deriv(faultline_host_cpu_utilization_ratio[5m])",
+			       hour_ago, hour_ago, 0, &r, err, sizeof(err)), QUERY_BAD_DATA);
+	cr_assert(strstr(err, "1:7:") && strstr(err, "1-minute tier"), "%s", err);
+
+	/* two hours at a 1 h step: the hour tier, which has nothing yet (no hour ended) */
+	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio", t_end - 7200000,
+			       t_end, 3600000, &r, err, sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(r.tier, 3600);
+	query_result_free(&r);
+
+	/* more points than allowed: Prometheus' execution error */
+	o.max_samples = 100;
+	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio", t_end - 60000,
+			       t_end, 1000, &r, err, sizeof(err)), QUERY_EXECUTION);
+	cr_assert(strstr(err, "too many samples"), "%s", err);
+	conn_close(c);
+}
+
+Test(web, api_errors_series_labels_and_metadata_have_prometheus_shapes, .init = start,
+     .fini = stop, .timeout = 120)
+{
+	json_object *o, *d;
+	char path[512];
+	int status, found = 0;
+
+	/* a parse error: 400 bad_data, positioned */
+	o = get("/api/v1/query?query=rate(faultline_tcp_in_csum_errors_total%5B1m%5D", &status);
+	cr_assert_eq(status, 400);
+	cr_assert_str_eq(jsonc_str(o, "status"), "error");
+	cr_assert_str_eq(jsonc_str(o, "errorType"), "bad_data");
+	cr_assert(strstr(jsonc_str(o, "error"), "1:"), "%s", jsonc_str(o, "error"));
+	json_object_put(o);
+
+	/* too fine a range: Prometheus' 11,000 points */
+	o = get("/api/v1/query_range?query=up&start=0&end=100000&step=1", &status);
+	cr_assert_eq(status, 400);
+	cr_assert(strstr(jsonc_str(o, "error"), "11,000"), "%s", jsonc_str(o, "error"));
+	json_object_put(o);
+
+	/* a scalar is a scalar, at the query's time */
+	o = get("/api/v1/query?query=time()&time=1700000000.5", &status);
+	cr_assert_eq(status, 200);
+	cr_assert_str_eq(jsonc_str(o, "data.resultType"), "scalar");
+	d = jsonc_path(o, "data.result");
+	cr_assert_float_eq(json_object_get_double(json_object_array_get_idx(d, 0)), 1700000000.5,
+			   1e-6);
+	cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(d, 1)), "1700000000.5");
+	json_object_put(o);
+
+	/* series: rack r1's, named and labelled as a query names them */
+	snprintf(path, sizeof(path), "/api/v1/series?match%%5B%%5D=faultline_tcp_in_csum_errors_total"
+		 "%%7Brack%%3D%%22r1%%22%%7D&end=%.3f", t_end / 1000.0);
+	o = get(path, &status);
+	cr_assert_eq(status, 200, "%s", json_object_to_json_string(o));
+	d = jsonc_path(o, "data");
+	cr_assert_eq(json_object_array_length(d), 2, "%s", json_object_to_json_string(o));
+	for (size_t i = 0; i < 2; i++) {
+		json_object *s = json_object_array_get_idx(d, i);
+
+		cr_assert_str_eq(jsonc_str(s, "__name__"), "faultline_tcp_in_csum_errors_total");
+		cr_assert_str_eq(jsonc_str(s, "rack"), "r1");
+	}
+	json_object_put(o);
+
+	/* label names and a label's values, sorted */
+	snprintf(path, sizeof(path), "/api/v1/labels?end=%.3f", t_end / 1000.0);
+	o = get(path, &status);
+	cr_assert_eq(status, 200);
+	d = jsonc_path(o, "data");
+	for (size_t i = 0; i < json_object_array_length(d); i++) {
+		const char *l = json_object_get_string(json_object_array_get_idx(d, i));
+
+		found += !strcmp(l, "__name__") + !strcmp(l, "le") + !strcmp(l, "rack") +
+			 !strcmp(l, "device");
+	}
+	cr_assert_eq(found, 4, "%s", json_object_to_json_string(o));
+	json_object_put(o);
+	snprintf(path, sizeof(path), "/api/v1/label/host/values?end=%.3f", t_end / 1000.0);
+	o = get(path, &status);
+	cr_assert_str_eq(json_object_to_json_string_ext(jsonc_path(o, "data"),
+							JSON_C_TO_STRING_PLAIN),
+			 "[\"h1\",\"h2\",\"h3\"]");
+	json_object_put(o);
+
+	/* metadata from the catalog, buildinfo for Grafana */
+	o = get("/api/v1/metadata?metric=faultline_tcp_in_csum_errors_total", &status);
+	cr_assert_eq(status, 200);
+	d = jsonc_path(o, "data.faultline_tcp_in_csum_errors_total");
+	cr_assert_not_null(d, "%s", json_object_to_json_string(o));
+	cr_assert_str_eq(jsonc_str(json_object_array_get_idx(d, 0), "type"), "counter");
+	json_object_put(o);
+	o = get("/api/v1/status/buildinfo", &status);
+	cr_assert_eq(status, 200);
+	cr_assert_not_null(jsonc_str(o, "data.version"));
+	json_object_put(o);
+	o = get("/api/v1/nope", &status);
+	cr_assert_eq(status, 404);
+	json_object_put(o);
+}

@@ -1,0 +1,273 @@
+/*
+ * main.c - faultline-web: Prometheus' HTTP API over the fleet's Redis
+ * tiers (web/prom_api.c, web/query.c), for Grafana, promtool query and
+ * anything else that speaks it.
+ *
+ * It keeps no state of its own: every query reads what it needs from
+ * Redis and is answered with the rules engine's own evaluator, so any
+ * number of faultline-web can run behind a load balancer and answer
+ * alike.  Its own figures are on /metrics beside the API.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/metrics_server.h"
+#include "core/strbuf.h"
+#include "core/timeutil.h"
+#include "rules/lang/rules.h"
+#include "store/conn.h"
+#include "web/prom_api.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:9467"
+#define DEFAULT_REDIS "unix:///run/faultline/redis.sock"
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: faultline-web [--redis URL] [--listen ADDR] [--web.config.file FILE]\n"
+"                     [--topology FILE] [--retention s1=15m,s60=7d,s3600=90d]\n"
+"                     [--query.timeout 2m] [--query.max-samples N] [--log-level L]\n"
+"\n"
+"Serve Prometheus' HTTP API (/api/v1/query, query_range, series, labels,\n"
+"label/NAME/values, metadata, status/buildinfo) over the snapshots faultline's\n"
+"probes write to Redis, evaluated by the rules engine's PromQL: point Grafana's\n"
+"Prometheus data source or `promtool query` at it.  A query reads the 1 s tier\n"
+"when its range is within that tier's retention and its step under a minute,\n"
+"else the 1-minute tier (step under an hour), else the 1-hour tier.  Keeps no\n"
+"state: run as many as you like.\n"
+"\n"
+"  -r, --redis URL       default " DEFAULT_REDIS "; also\n"
+"                        redis://..., redis-cluster://h1:port,h2:port, rediss://\n"
+"                        (options password_file=, tls_ca=, tls_cert=, tls_key=)\n"
+"  -l, --listen ADDR     where to serve the API and /metrics (default\n"
+"                        " DEFAULT_LISTEN "; :9467 for every address)\n"
+"      --web.config.file FILE  TLS and basic auth, Prometheus exporter-toolkit's\n"
+"                        format (docs/security.md)\n"
+"  -t, --topology FILE   host globs -> rack/switch/... labels, as the rules\n"
+"                        engine's (default topology.yaml from ./etc,\n"
+"                        /etc/faultline or /usr/local/etc/faultline, when present)\n"
+"      --retention LIST  how long the probes keep each tier (their config's\n"
+"                        retention:), which decides the tier a query reads\n"
+"                        (default s1=15m,s60=7d,s3600=90d)\n"
+"  -s, --stale DUR       on the 1 s tier, a host whose newest snapshot is older\n"
+"                        than this at a step is left out of it, as the rules\n"
+"                        engine leaves it out (default 5s)\n"
+"      --query.timeout DUR      the longest a query may take (default 2m; a\n"
+"                        request's timeout= may only shorten it)\n"
+"      --query.max-samples N    the most points one query may read into memory\n"
+"                        (default 50000000, as Prometheus')\n"
+"      --log-level L     error, warn, info (default) or debug\n"
+"      --log-format F    text (default), json or logfmt\n"
+"  -h, --help            this help\n"
+"  -V, --version         print the version\n");
+}
+
+struct web_options {
+	const char *redis, *listen, *web_config, *topology;
+	struct query_opts q;
+};
+
+/* "s1=15m,s60=7d,s3600=90d" (any of them) into o->q.retention_ms.  0 or -1. */
+static int parse_retention(struct web_options *o, const char *arg)
+{
+	static const char *const names[STORE_TIERS] = { "s1", "s60", "s3600" };
+	char buf[256], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(p, '=');
+		uint64_t ns;
+		int k;
+
+		for (k = 0; k < STORE_TIERS; k++)
+			if (eq && (size_t)(eq - p) == strlen(names[k]) &&
+			    !strncmp(p, names[k], strlen(names[k])))
+				break;
+		if (k == STORE_TIERS || duration_parse(eq + 1, &ns) || !ns) {
+			fprintf(stderr, "faultline-web: --retention: expected s1=DUR,s60=DUR,"
+				"s3600=DUR, found '%s'\n", p);
+			return -1;
+		}
+		o->q.retention_ms[k] = ns / 1000000;
+	}
+	return 0;
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_options(struct web_options *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "redis", required_argument, NULL, 'r' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "web.config.file", required_argument, NULL, 'W' },
+		{ "topology", required_argument, NULL, 't' },
+		{ "retention", required_argument, NULL, 'R' },
+		{ "stale", required_argument, NULL, 's' },
+		{ "query.timeout", required_argument, NULL, 'T' },
+		{ "query.max-samples", required_argument, NULL, 'M' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "log-format", required_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	uint64_t ns;
+	enum log_level lv;
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->redis = DEFAULT_REDIS;
+	o->listen = DEFAULT_LISTEN;
+	o->q.retention_ms[0] = 15 * 60 * 1000ULL;
+	o->q.retention_ms[1] = 7 * 86400 * 1000ULL;
+	o->q.retention_ms[2] = 90 * 86400 * 1000ULL;
+	o->q.stale_ms = 5000;
+	o->q.timeout_ms = 120000;
+	o->q.max_samples = 50000000;
+	while ((c = getopt_long(argc, argv, "r:l:t:s:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r': o->redis = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'W': o->web_config = optarg; break;
+		case 't': o->topology = optarg; break;
+		case 'R':
+			if (parse_retention(o, optarg))
+				return 2;
+			break;
+		case 's':
+		case 'T':
+			if (duration_parse(optarg, &ns) || !ns) {
+				fprintf(stderr, "faultline-web: --%s: expected a duration such as "
+					"5s or 2m, found '%s'\n", c == 's' ? "stale" : "query.timeout",
+					optarg);
+				return 2;
+			}
+			*(c == 's' ? &o->q.stale_ms : &o->q.timeout_ms) = ns / 1000000;
+			break;
+		case 'M':
+			errno = 0;
+			o->q.max_samples = strtoull(optarg, &end, 10);
+			if (errno || *end || !o->q.max_samples) {
+				fprintf(stderr, "faultline-web: --query.max-samples: expected a "
+					"positive number, found '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'L':
+			if (log_parse_level(optarg, &lv)) {
+				fprintf(stderr, "faultline-web: --log-level: expected error, warn, "
+					"info or debug, found '%s'\n", optarg);
+				return 2;
+			}
+			log_set_level(lv);
+			break;
+		case 'F':
+			if (log_format_option("faultline-web", optarg))
+				return 2;
+			break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("faultline-web %s\n", FL_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "faultline-web: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/* faultline-web's own /metrics. */
+static void render_metrics(struct prom_api *api, struct strbuf *sb)
+{
+	static const char *const tiers[] = { "1s", "1m", "1h" };
+	struct prom_api_stats st;
+
+	prom_api_stats(api, &st);
+	strbuf_reset(sb);
+	strbuf_adds(sb, "# HELP faultline_web_queries_total Queries answered, by the tier they "
+		    "read.\n# TYPE faultline_web_queries_total counter\n");
+	for (int i = 0; i < 3; i++)
+		strbuf_addf(sb, "faultline_web_queries_total{tier=\"%s\"} %" PRIu64 "\n", tiers[i],
+			    st.queries[i]);
+	strbuf_addf(sb, "# HELP faultline_web_requests_failed_total API requests answered with "
+		    "an error.\n# TYPE faultline_web_requests_failed_total counter\n"
+		    "faultline_web_requests_failed_total %" PRIu64 "\n", st.failed);
+	strbuf_addf(sb, "# HELP faultline_web_query_seconds_total Time spent answering queries.\n"
+		    "# TYPE faultline_web_query_seconds_total counter\n"
+		    "faultline_web_query_seconds_total %.6f\n", st.seconds);
+	strbuf_addf(sb, "# HELP faultline_web_query_samples_total Points read from Redis for "
+		    "queries.\n# TYPE faultline_web_query_samples_total counter\n"
+		    "faultline_web_query_samples_total %" PRIu64 "\n", st.samples);
+}
+
+int main(int argc, char **argv)
+{
+	struct web_options o;
+	struct topology topo = { 0 };
+	struct metrics_server *ms;
+	struct prom_api *api;
+	struct strbuf sb = STRBUF_INIT;
+	const char *topo_path;
+	char err[512], found[600], shown[600];
+	int ret;
+
+	log_init("faultline-web");
+	if ((ret = parse_options(&o, argc, argv)) >= 0)
+		return ret;
+	topo_path = o.topology ? o.topology : cfg_find("topology.yaml", 1, found, sizeof(found));
+	if (topo_path && topology_load(&topo, topo_path, err, sizeof(err))) {
+		log_error("%s", err);
+		return 1;
+	}
+	o.q.topology = &topo;
+	if (!(api = prom_api_new(o.redis, &o.q))) {
+		log_error("out of memory");
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	ms = metrics_server_start(o.listen, o.web_config, err, sizeof(err));
+	if (!ms) {
+		log_error("%s", err);
+		return 1;
+	}
+	if (metrics_server_route(ms, "/api/v1/", prom_api_handle, api) ||
+	    metrics_server_route(ms, "/-/", prom_api_handle, api)) {
+		log_error("the API could not be routed");
+		return 1;
+	}
+	conn_url_redacted(o.redis, shown, sizeof(shown));
+	log_info("serving Prometheus' API on http://%s/api/v1/ over %s%s%s", o.listen, shown,
+		 topo_path ? " with the topology of " : "", topo_path ? topo_path : "");
+	while (!stopping) {
+		render_metrics(api, &sb);
+		metrics_server_set_body(ms, strbuf_str(&sb), sb.len);
+		sleep(1);
+	}
+	log_info("stopping");
+	metrics_server_stop(ms);
+	prom_api_free(api);
+	topology_free(&topo);
+	strbuf_release(&sb);
+	return 0;
+}

@@ -1,0 +1,687 @@
+/*
+ * query.c - PromQL queries over the Redis tiers; see query.h.
+ *
+ * A query runs in four steps: parse (rules/lang), choose the tier, read
+ * the hosts it can reach over its range into columns, then evaluate at
+ * every step on each host's window cut at that time.  The history read is
+ * the query's alone and freed with it: faultline-web keeps no state, so
+ * any number of them answer alike.
+ */
+#include "web/query.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/array.h"
+#include "core/strbuf.h"
+#include "core/strmap.h"
+#include "core/timeutil.h"
+#include "model/catalog.h"
+#include "model/host_entry.h"
+#include "rules/lang/columns.h"
+#include "rules/lang/eval.h"
+#include "rules/lang/expr.h"
+#include "rules/lang/rules.h"
+#include "store/conn.h"
+#include "store/host_registry.h"
+
+/* One host's history over the query's range. */
+struct qhost {
+	char *name;
+	struct columns c;		/* every point read (minutes too, on a rollup tier) */
+	struct snapshot *m;		/* rollup tiers: the windows themselves, oldest first */
+	size_t nm, capm;
+};
+
+struct qload {
+	const struct query_opts *o;
+	struct strmap index;		/* host -> its slot in h */
+	struct qhost *h;
+	size_t nh, caph;
+	uint32_t tier;
+	uint64_t keep_ms;
+	uint64_t samples;
+	uint64_t deadline_ns;		/* monotonic */
+	enum query_error failed;	/* set by the reader's callback: stop */
+	char why[256];
+};
+
+/* ---- which hosts a query can reach ----------------------------------- */
+
+static int matcher_ok(const struct expr_matcher *m, const char *v)
+{
+	switch (m->op) {
+	case '=': return !strcmp(v, m->value);
+	case '!': return strcmp(v, m->value) != 0;
+	case '~': return promregex_match(&m->re, v);
+	case '^': return !promregex_match(&m->re, v);
+	}
+	return 1;
+}
+
+struct reach {
+	const struct snapshot *host;	/* a stub: the host's name and labels */
+	int any;			/* some selector may match its series */
+	int nsel;
+};
+
+/*
+ * Whether selector sel may match a series of the host: every matcher on
+ * host, or on a label the host carries (the probe's, the topology's),
+ * holds.  Matchers on other labels are the series' own: not known here.
+ */
+static void reach_one(const struct node *sel, void *arg)
+{
+	struct reach *r = arg;
+	const struct snapshot *s = r->host;
+
+	r->nsel++;
+	for (int i = 0; i < sel->nm; i++) {
+		const struct expr_matcher *m = &sel->m[i];
+		const char *v = NULL;
+
+		if (!strcmp(m->label, "host"))
+			v = s->host;
+		for (uint32_t k = 0; !v && k < s->nlabels; k++)
+			if (!strcmp(s->labels[k].key, m->label))
+				v = s->labels[k].value;
+		if (v && !matcher_ok(m, v))
+			return;
+	}
+	r->any = 1;
+}
+
+struct hosts_arg {
+	struct qload *ql;
+	const struct node *n;		/* NULL: every host */
+	int nomem;
+};
+
+static int add_host(struct qload *ql, const char *name)
+{
+	struct qhost *h;
+
+	if (ARRAY_GROW(ql->h, ql->caph, ql->nh + 1, 64))
+		return -ENOMEM;
+	h = &ql->h[ql->nh];
+	memset(h, 0, sizeof(*h));
+	columns_init(&h->c);
+	if (!(h->name = strdup(name)) || strmap_put(&ql->index, name, (uint32_t)ql->nh)) {
+		free(h->name);
+		return -ENOMEM;
+	}
+	ql->nh++;
+	return 0;
+}
+
+static void host_seen(const char *host, const struct host_entry *e, void *arg)
+{
+	struct hosts_arg *a = arg;
+	struct snapshot stub;
+	struct reach r = { &stub, 0, 0 };
+
+	if (a->nomem || snapshot_init(&stub, host, 0, 0, 0, 1)) {
+		a->nomem = 1;
+		return;
+	}
+	for (uint32_t i = 0; i < e->nlabels; i++)
+		if (snapshot_set_label(&stub, e->labels[i].key, e->labels[i].value))
+			a->nomem = 1;
+	if (topology_apply(a->ql->o->topology, &stub))
+		a->nomem = 1;
+	if (a->n)
+		expr_each_selector(a->n, reach_one, &r);
+	if (!a->nomem && (!a->n || r.any) && add_host(a->ql, host))
+		a->nomem = 1;
+	snapshot_free(&stub);
+}
+
+/* The registered hosts n can reach (n NULL: all of them) into ql. */
+static enum query_error find_hosts(struct conn *rc, struct qload *ql, const struct node *n,
+				   char *err, size_t errlen)
+{
+	struct hosts_arg a = { ql, n, 0 };
+
+	if (store_host_entries(rc, host_seen, &a, err, errlen) < 0)
+		return QUERY_UNAVAILABLE;
+	if (a.nomem) {
+		snprintf(err, errlen, "out of memory listing the hosts");
+		return QUERY_INTERNAL;
+	}
+	return QUERY_OK;
+}
+
+/* ---- reading their history ------------------------------------------- */
+
+static int arrived(struct snapshot *s, void *arg)
+{
+	struct qload *ql = arg;
+	struct qhost *h;
+	uint32_t idx;
+	size_t len;
+
+	if (ql->failed || !s->host || !strmap_get(&ql->index, s->host, &idx))
+		return 1;
+	h = &ql->h[idx];
+	len = columns_len(&h->c);
+	if (len && s->ts_ms <= columns_ts(&h->c, len - 1))
+		return 0;	/* not newer: a duplicate */
+	ql->samples += s->nseries;
+	if (ql->samples > ql->o->max_samples) {
+		ql->failed = QUERY_EXECUTION;
+		snprintf(ql->why, sizeof(ql->why), "query processing would load too many samples "
+			 "into memory in query execution (over %" PRIu64 ", --query.max-samples)",
+			 ql->o->max_samples);
+		return 1;
+	}
+	if (time_mono_ns() > ql->deadline_ns) {
+		ql->failed = QUERY_TIMEOUT;
+		snprintf(ql->why, sizeof(ql->why), "query timed out in query execution "
+			 "(reading the %" PRIu32 " s tier)", ql->tier);
+		return 1;
+	}
+	if (topology_apply(ql->o->topology, s))
+		goto nomem;
+	if (ql->tier != 1) {
+		/* minute_eval folds the windows themselves: keep them beside the columns */
+		if (ARRAY_GROW(h->m, h->capm, h->nm + 1, 16) || snapshot_copy(&h->m[h->nm], s))
+			goto nomem;
+		h->nm++;
+	}
+	if (columns_push(&h->c, s, ql->keep_ms, NULL))
+		goto nomem;
+	return 0;
+nomem:
+	ql->failed = QUERY_INTERNAL;
+	snprintf(ql->why, sizeof(ql->why), "out of memory reading %s", s->host);
+	return 1;
+}
+
+static void qload_free(struct qload *ql)
+{
+	for (size_t i = 0; i < ql->nh; i++) {
+		free(ql->h[i].name);
+		columns_free(&ql->h[i].c);
+		for (size_t k = 0; k < ql->h[i].nm; k++)
+			snapshot_free(&ql->h[i].m[k]);
+		free(ql->h[i].m);
+	}
+	free(ql->h);
+	strmap_free(&ql->index);
+}
+
+/* Read every host of ql over [from_ms, to_ms] of ql->tier. */
+static enum query_error read_hosts(struct conn *rc, struct qload *ql, uint64_t from_ms,
+				   uint64_t to_ms, char *err, size_t errlen)
+{
+	struct store_readers rd = { .snapshot = arrived, .arg = ql };
+	const char **names = calloc(ql->nh + 1, sizeof(*names));
+	uint64_t *from = calloc(ql->nh + 1, sizeof(*from));
+	int got = 0;
+
+	if (!names || !from) {
+		free(names);
+		free(from);
+		snprintf(err, errlen, "out of memory");
+		return QUERY_INTERNAL;
+	}
+	for (size_t i = 0; i < ql->nh; i++) {
+		names[i] = ql->h[i].name;
+		from[i] = from_ms;
+	}
+	if (ql->nh)
+		got = store_read_ranges(rc, names, from, ql->nh, ql->tier, to_ms, &rd, NULL, err,
+					errlen);
+	free(names);
+	free(from);
+	if (ql->failed) {
+		snprintf(err, errlen, "%s", ql->why);
+		return ql->failed;
+	}
+	return got < 0 ? QUERY_UNAVAILABLE : QUERY_OK;
+}
+
+/* ---- the result ------------------------------------------------------ */
+
+void query_result_free(struct query_result *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		for (int k = 0; k < r->s[i].nlabels; k++) {
+			free(r->s[i].labels[k].key);
+			free(r->s[i].labels[k].value);
+		}
+		free(r->s[i].labels);
+		free(r->s[i].ts);
+		free(r->s[i].v);
+	}
+	free(r->s);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A new series of r with labels l[0..nl) (copied) and __name__ name (may be NULL). */
+static struct query_series *series_new(struct query_result *r, const struct label *l, int nl,
+				       const char *name)
+{
+	struct query_series *s;
+	int k = 0;
+
+	if (ARRAY_GROW(r->s, r->cap, r->n + 1, 16))
+		return NULL;
+	s = &r->s[r->n];
+	memset(s, 0, sizeof(*s));
+	if (!(s->labels = calloc((size_t)nl + 2, sizeof(*s->labels))))
+		return NULL;
+	r->n++;		/* from here query_result_free frees what it holds */
+	if (name) {
+		s->labels[k].key = strdup("__name__");
+		s->labels[k].value = strdup(name);
+		if (!s->labels[k].key || !s->labels[k].value)
+			return NULL;
+		s->nlabels = ++k;
+	}
+	for (int i = 0; i < nl; i++, k++) {
+		s->labels[k].key = strdup(l[i].key);
+		s->labels[k].value = strdup(l[i].value);
+		s->nlabels = k + 1;
+		if (!s->labels[k].key || !s->labels[k].value)
+			return NULL;
+	}
+	return s;
+}
+
+static int series_point(struct query_series *s, uint64_t ts, double v)
+{
+	size_t cap = s->cap;
+
+	if (ARRAY_GROW(s->ts, cap, s->n + 1, 8))
+		return -ENOMEM;
+	if (ARRAY_GROW(s->v, s->cap, s->n + 1, 8))
+		return -ENOMEM;
+	s->ts[s->n] = ts;
+	s->v[s->n++] = v;
+	return 0;
+}
+
+/* Add value v at t to r: one series per label set (by its rendering, in keys). */
+static int collect(struct query_result *r, struct strmap *keys, const struct value *v,
+		   const char *name, uint64_t t)
+{
+	struct strbuf key = STRBUF_INIT;
+	int ret = 0;
+
+	if (!v->is_vector) {
+		struct query_series *s = r->n ? &r->s[0] : series_new(r, NULL, 0, NULL);
+
+		return s && !series_point(s, t, v->scalar) ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; i < v->n && !ret; i++) {
+		struct query_series *s;
+		uint32_t idx;
+
+		strbuf_reset(&key);
+		labels_format(&key, v->e[i].labels, v->e[i].nlabels);
+		if (strbuf_failed(&key)) {
+			ret = -ENOMEM;
+		} else if (strmap_get(keys, strbuf_str(&key), &idx)) {
+			ret = series_point(&r->s[idx], t, v->e[i].v);
+		} else if (!(s = series_new(r, v->e[i].labels, v->e[i].nlabels, name)) ||
+			   strmap_put(keys, strbuf_str(&key), (uint32_t)(r->n - 1)) ||
+			   series_point(s, t, v->e[i].v)) {
+			ret = -ENOMEM;
+		}
+	}
+	strbuf_release(&key);
+	return ret;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct query_series *x = a, *y = b;
+
+	for (int i = 0; i < x->nlabels && i < y->nlabels; i++) {
+		int c = strcmp(x->labels[i].key, y->labels[i].key);
+
+		if (c || (c = strcmp(x->labels[i].value, y->labels[i].value)))
+			return c;
+	}
+	return x->nlabels - y->nlabels;
+}
+
+/* ---- the query ------------------------------------------------------- */
+
+/*
+ * The tier a query reading [from_ms, end_ms] at step_ms reads (query.h),
+ * and in who why (for the rollup check's messages).
+ */
+static uint32_t choose_tier(const struct query_opts *o, uint64_t from_ms, uint64_t step_ms,
+			    uint64_t now_ms, char *who, size_t len)
+{
+	char d[32];
+	uint64_t age = now_ms > from_ms ? now_ms - from_ms : 0;
+
+	if (step_ms < 60000 && age <= o->retention_ms[0])
+		return 1;
+	if (step_ms < 3600000 && age <= o->retention_ms[1]) {
+		if (step_ms >= 60000)
+			snprintf(who, len, "a query with a step of 1m or more reads the 1-minute tier");
+		else
+			snprintf(who, len, "a query reaching back past the 1 s tier's retention "
+				 "(%s) reads the 1-minute tier",
+				 duration_format(o->retention_ms[0] * 1000000, d, sizeof(d)));
+		return 60;
+	}
+	if (step_ms >= 3600000)
+		snprintf(who, len, "a query with a step of 1h or more reads the 1-hour tier");
+	else
+		snprintf(who, len, "a query reaching back past the 1-minute tier's retention "
+			 "(%s) reads the 1-hour tier",
+			 duration_format(o->retention_ms[1] * 1000000, d, sizeof(d)));
+	return 3600;
+}
+
+/* How old a host's newest point may be and still take part, on tier. */
+static uint64_t stale_of(const struct query_opts *o, uint32_t tier)
+{
+	return tier == 1 ? (o->stale_ms ? o->stale_ms : 5000) : 2ULL * tier * 1000;
+}
+
+/* Every host's window at t (those with a point no staler than stale) into win. */
+static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t stale,
+			 struct host_window *win)
+{
+	size_t nw = 0;
+
+	for (size_t i = 0; i < ql->nh; i++) {
+		const struct qhost *h = &ql->h[i];
+		long k = columns_len(&h->c) ? columns_last_at(&h->c, t) : -1;
+
+		if (k < 0 || columns_ts(&h->c, (size_t)k) + stale < t)
+			continue;
+		win[nw].host = h->name;
+		win[nw].c = &h->c;
+		win[nw].n = (size_t)k + 1;
+		win[nw].minutes = ql->tier != 1 ? h->m : NULL;
+		win[nw].nminutes = ql->tier != 1 ? (size_t)k + 1 : 0;
+		nw++;
+	}
+	return nw;
+}
+
+enum query_error query_run(struct conn *rc, const struct query_opts *o, const char *expr,
+			   uint64_t start_ms, uint64_t end_ms, uint64_t step_ms,
+			   struct query_result *out, char *err, size_t errlen)
+{
+	struct qload ql = { .o = o };
+	struct strmap keys;
+	struct node *n = NULL;
+	struct host_window *win = NULL;
+	const struct node *at;
+	const char *name;
+	uint64_t lookback, from, stale, now_ms = time_wall_ns() / 1000000;
+	char who[160], why[300];
+	enum query_error ret = QUERY_OK;
+
+	memset(out, 0, sizeof(*out));
+	strmap_init(&ql.index);
+	strmap_init(&keys);
+	ql.deadline_ns = time_mono_ns() + (o->timeout_ms ? o->timeout_ms : 120000) * 1000000;
+	if (end_ms < start_ms || (step_ms && (end_ms - start_ms) / step_ms >= QUERY_MAX_STEPS)) {
+		snprintf(err, errlen, end_ms < start_ms ? "end timestamp must not be before start "
+			 "time" : "exceeded maximum resolution of 11,000 points per timeseries. "
+			 "Try decreasing the query resolution (?step=XX)");
+		return QUERY_BAD_DATA;
+	}
+	if (expr_parse(expr, &n, err, errlen))
+		return QUERY_BAD_DATA;
+	lookback = expr_max_range(n) / 1000000;
+	ql.tier = choose_tier(o, start_ms > lookback ? start_ms - lookback : 0, step_ms, now_ms,
+			      who, sizeof(who));
+	stale = stale_of(o, ql.tier);
+	if (ql.tier != 1 && expr_rollup_check(n, who, &at, why, sizeof(why))) {
+		snprintf(err, errlen, "%d:%d: %s", at->line, at->col, why);
+		ret = QUERY_BAD_DATA;
+		goto out;
+	}
+	from = start_ms > lookback + stale ? start_ms - lookback - stale : 0;
+	ql.keep_ms = end_ms - from + 1000;
+	if ((ret = find_hosts(rc, &ql, n, err, errlen)) ||
+	    (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)))
+		goto out;
+	out->tier = ql.tier;
+	out->hosts_read = ql.nh;
+	out->samples = ql.samples;
+	if (!(win = calloc(ql.nh + 1, sizeof(*win))))
+		goto nomem;
+	name = expr_result_name(n);
+	for (uint64_t t = start_ms;; t += step_ms) {
+		struct value v = { 0 };
+		size_t nw = windows_at(&ql, t, stale, win);
+		int bad;
+
+		if (time_mono_ns() > ql.deadline_ns) {
+			snprintf(err, errlen, "query timed out in query execution (at step %" PRIu64
+				 " of %" PRIu64 ")", out->steps,
+				 step_ms ? (end_ms - start_ms) / step_ms + 1 : 1);
+			ret = QUERY_TIMEOUT;
+			goto out;
+		}
+		if (eval_at(n, win, nw, t, &v, err, errlen)) {
+			value_free(&v);
+			ret = QUERY_EXECUTION;
+			goto out;
+		}
+		out->steps++;
+		if (!step_ms && !v.is_vector) {
+			out->type = QUERY_SCALAR;
+			out->scalar = v.scalar;
+			bad = 0;
+		} else {
+			out->type = !v.is_vector || step_ms ? QUERY_MATRIX : QUERY_VECTOR;
+			bad = collect(out, &keys, &v, name, t);
+		}
+		value_free(&v);
+		if (bad)
+			goto nomem;
+		if (!step_ms || t + step_ms > end_ms)
+			break;
+	}
+	out->at_ms = end_ms;
+	if (out->type == QUERY_MATRIX)
+		qsort(out->s, out->n, sizeof(*out->s), series_cmp);
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	ret = QUERY_INTERNAL;
+out:
+	free(win);
+	expr_free(n);
+	strmap_free(&keys);
+	qload_free(&ql);
+	if (ret)
+		query_result_free(out);
+	return ret;
+}
+
+/* ---- series, label names and values ---------------------------------- */
+
+struct series_walk {
+	const struct node **sel;
+	int nsel;
+	query_series_cb cb;
+	void *arg;
+	struct label l[SNAPSHOT_MAX_LABELS * 2 + 3];
+};
+
+/* The labels an element of series ser of s carries (eval's), then name. */
+static int series_labels(const struct snapshot *s, const struct series *ser, struct label *l,
+			 int max)
+{
+	int n = 0, have_host = 0;
+
+	for (uint32_t i = 0; i < ser->nlabels && n < max; i++)
+		l[n++] = ser->labels[i];
+	for (uint32_t i = 0; i < s->nlabels && n < max; i++) {
+		int dup = 0;
+
+		for (uint32_t k = 0; k < ser->nlabels; k++)
+			dup |= !strcmp(ser->labels[k].key, s->labels[i].key);
+		if (!dup)
+			l[n++] = s->labels[i];
+	}
+	for (int i = 0; i < n; i++)
+		have_host |= !strcmp(l[i].key, "host");
+	if (!have_host && n < max) {
+		l[n].key = "host";
+		l[n++].value = s->host;
+	}
+	return n;
+}
+
+/* Emit one series named name (with le when not NULL) if le passes sel's le matchers. */
+static void emit(struct series_walk *w, const struct node *sel, int nl, const char *name,
+		 const char *le)
+{
+	struct label *l = w->l;
+	int n = nl;
+
+	for (int i = 0; sel && le && i < sel->nm; i++)
+		if (!strcmp(sel->m[i].label, "le") && !matcher_ok(&sel->m[i], le))
+			return;
+	l[n].key = "__name__";
+	l[n++].value = (char *)name;
+	if (le) {
+		l[n].key = "le";
+		l[n++].value = (char *)le;
+	}
+	qsort(l, (size_t)n, sizeof(*l), label_key_cmp);
+	w->cb(l, n, w->arg);
+}
+
+/* A series of s as the API lists it: a histogram as its three parts. */
+static void walk_series(struct series_walk *w, const struct snapshot *s, const struct series *ser,
+			const struct node *sel)
+{
+	const struct metric_info *mi = catalog_find_wire(ser->name);
+	int nl = series_labels(s, ser, w->l, (int)(sizeof(w->l) / sizeof(w->l[0])) - 2);
+	char name[160];
+
+	if (!mi)
+		return;	/* not faultline's: nothing in the catalog names it */
+	if (ser->kind != SERIES_HISTOGRAM) {
+		emit(w, sel, nl, mi->name, NULL);
+		return;
+	}
+	if (!sel || sel->hist_part == 0 || sel->hist_part == 1) {
+		const double *bound;
+		const char *const *le;
+		int nb = catalog_hist_bounds(mi, &bound, &le);
+
+		snprintf(name, sizeof(name), "%s_bucket", mi->name);
+		for (int i = 0; i < nb; i++)
+			emit(w, sel, nl, name, le[i]);
+		emit(w, sel, nl, name, "+Inf");
+	}
+	if (!sel || sel->hist_part != 1) {
+		snprintf(name, sizeof(name), "%s_sum", mi->name);
+		if (!sel || sel->hist_part != 3)
+			emit(w, NULL, nl, name, NULL);
+		snprintf(name, sizeof(name), "%s_count", mi->name);
+		if (!sel || sel->hist_part != 2)
+			emit(w, NULL, nl, name, NULL);
+	}
+}
+
+enum query_error query_series(struct conn *rc, const struct query_opts *o,
+			      const char *const *sel, int nsel, uint64_t start_ms,
+			      uint64_t end_ms, query_series_cb cb, void *arg, char *err,
+			      size_t errlen)
+{
+	struct qload ql = { .o = o };
+	struct series_walk w = { .cb = cb, .arg = arg, .nsel = nsel };
+	struct node **sels = calloc((size_t)nsel + 1, sizeof(*sels));
+	struct node *all = NULL;
+	uint64_t now_ms = time_wall_ns() / 1000000, from, stale;
+	char who[160];
+	enum query_error ret = QUERY_OK;
+
+	strmap_init(&ql.index);
+	ql.deadline_ns = time_mono_ns() + (o->timeout_ms ? o->timeout_ms : 120000) * 1000000;
+	if (!sels) {
+		snprintf(err, errlen, "out of memory");
+		return QUERY_INTERNAL;
+	}
+	for (int i = 0; i < nsel; i++) {
+		char perr[256];
+
+		if (expr_parse(sel[i], &sels[i], perr, sizeof(perr)) || sels[i]->t != N_SEL ||
+		    sels[i]->range_ns) {
+			snprintf(err, errlen, "invalid parameter \"match[]\": %s: %s", sel[i],
+				 sels[i] && !sels[i]->range_ns ? "a selector is a metric name with "
+				 "optional {matchers}" : sels[i] ? "a range is not a selector here" :
+				 perr);
+			ret = QUERY_BAD_DATA;
+			goto out;
+		}
+		/* one tree holding them all, for find_hosts' reach: an `or` chain */
+		if (all) {
+			struct node *b = calloc(1, sizeof(*b));
+
+			if (!b)
+				goto nomem;
+			b->t = N_BIN;
+			b->op = OP_OR;
+			b->l = all;
+			b->r = sels[i];
+			all = b;
+		} else {
+			all = sels[i];
+		}
+	}
+	w.sel = (const struct node **)sels;
+	/* each host's newest snapshot at end_ms, on the finest tier that has it */
+	ql.tier = choose_tier(o, end_ms, 0, now_ms, who, sizeof(who));
+	stale = stale_of(o, ql.tier);
+	from = end_ms > stale ? end_ms - stale : 0;
+	if (from < start_ms)
+		from = start_ms;
+	ql.keep_ms = 1;	/* the newest point is all it looks at */
+	if ((ret = find_hosts(rc, &ql, all, err, errlen)) ||
+	    (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)))
+		goto out;
+	for (size_t h = 0; h < ql.nh; h++) {
+		const struct snapshot *s = &ql.h[h].c.newest;
+
+		if (!columns_len(&ql.h[h].c))
+			continue;
+		for (uint32_t i = 0; i < s->nseries; i++) {
+			if (!nsel) {
+				walk_series(&w, s, &s->series[i], NULL);
+				continue;
+			}
+			for (int k = 0; k < nsel; k++)
+				if (eval_sel_matches(sels[k], s, &s->series[i]))
+					walk_series(&w, s, &s->series[i], sels[k]);
+		}
+	}
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	ret = QUERY_INTERNAL;
+out:
+	/* free the or-chain's own nodes, not the selectors it links */
+	while (all && all->t == N_BIN) {
+		struct node *l = all->l;
+
+		free(all);
+		all = l;
+	}
+	for (int i = 0; i < nsel; i++)
+		expr_free(sels[i]);
+	free(sels);
+	qload_free(&ql);
+	return ret;
+}
