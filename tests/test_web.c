@@ -10,12 +10,15 @@
  * asked through the real promtool and curl, and web/query.c directly.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -390,4 +393,163 @@ Test(web, api_errors_series_labels_and_metadata_have_prometheus_shapes, .init = 
 	o = get("/api/v1/nope", &status);
 	cr_assert_eq(status, 404);
 	json_object_put(o);
+}
+
+/* ---- the same answers as a real Prometheus ------------------------------ */
+
+static pid_t side[3];		/* probe, prometheus, the I/O load */
+static char side_dir[256];
+
+static pid_t spawn(char *const argv[])
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return p;
+}
+
+/* 4 KiB O_DIRECT writes, each synced, every 20 ms on the clock: a steady rate. */
+static void steady_writes(const char *path)
+{
+	struct timespec next;
+	void *buf;
+	int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0600);
+
+	if (fd < 0 || posix_memalign(&buf, 4096, 4096))
+		_exit(1);
+	memset(buf, 0x5a, 4096);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (unsigned i = 0;; i++) {
+		if (pwrite(fd, buf, 4096, (off_t)(i % 256) * 4096) != 4096)
+			_exit(1);
+		fdatasync(fd);
+		next.tv_nsec += 20000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+}
+
+static void side_stop(void)
+{
+	for (int i = 0; i < 3; i++)
+		if (side[i] > 0) {
+			kill(side[i], SIGTERM);
+			waitpid(side[i], NULL, 0);
+			side[i] = 0;
+		}
+	if (web_pid > 0) {
+		kill(web_pid, SIGTERM);
+		waitpid(web_pid, NULL, 0);
+	}
+	web_pid = 0;
+	if (side_dir[0])
+		test_remove_dir(side_dir);
+	test_redis_destroy(&redis);
+}
+
+/* One instant query's single value from the API at base (faultline-web or Prometheus). */
+static double instant(int at_port, const char *q, double t)
+{
+	char cmd[2048], *out, err[256];
+	json_object *o, *res;
+	double v = NAN;
+
+	snprintf(cmd, sizeof(cmd), "curl -s -G 'http://127.0.0.1:%d/api/v1/query' "
+		 "--data-urlencode 'query=%s' --data-urlencode 'time=%.3f'", at_port, q, t);
+	out = run(cmd, NULL);
+	o = jsonc_parse(out, strlen(out), err, sizeof(err));
+	cr_assert_not_null(o, "%s: %s", err, out);
+	res = jsonc_path(o, "data.result");
+	cr_assert_not_null(res, "%s: %s", q, out);
+	cr_assert_eq(json_object_array_length(res), 1, "%s on :%d: %s", q, at_port, out);
+	v = strtod(json_object_get_string(json_object_array_get_idx(
+		jsonc_path(json_object_array_get_idx(res, 0), "value"), 1)), NULL);
+	json_object_put(o);
+	free(out);
+	return v;
+}
+
+Test(web, answers_agree_with_a_real_prometheus_scraping_the_same_probe_at_1s,
+     .fini = side_stop, .timeout = 180)
+{
+	char probe[256], web[256], cfg[300], tsdb[300], file[300], paddr[64], waddr[64],
+	     maddr[64], listen[128], cfgarg[320], tsdbarg[320];
+	int mport, pport;
+	FILE *f;
+	static const char *const queries[] = {
+		"sum(rate(faultline_block_ios_total{op=\"write\"}[30s]))",
+		"sum(rate(faultline_block_bytes_total{op=\"write\"}[30s]))",
+		"histogram_quantile(0.9, sum by (le) "
+		"(rate(faultline_block_latency_seconds_bucket{op=\"write\"}[30s])))",
+		"histogram_quantile(0.5, sum by (le) "
+		"(rate(faultline_block_size_bytes_bucket{op=\"write\"}[30s])))",
+	};
+
+	cr_assert_eq(test_redis_start(&redis), 0);
+	snprintf(side_dir, sizeof(side_dir), "/var/tmp/fl-webcmp-%d", getpid());
+	cr_assert_eq(mkdir(side_dir, 0700), 0);
+	mport = test_free_port();
+	port = test_free_port();
+	pport = test_free_port();
+	snprintf(maddr, sizeof(maddr), "127.0.0.1:%d", mport);
+	snprintf(waddr, sizeof(waddr), "127.0.0.1:%d", port);
+	snprintf(paddr, sizeof(paddr), "127.0.0.1:%d", pport);
+	snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", side_dir);
+	snprintf(tsdb, sizeof(tsdb), "%s/tsdb", side_dir);
+	snprintf(file, sizeof(file), "%s/load", side_dir);
+	f = fopen(cfg, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+		"scrape_configs:\n  - job_name: probe\n    static_configs: [{targets: ['%s']}]\n",
+		maddr);
+	fclose(f);
+	snprintf(probe, sizeof(probe), "%s/faultline-probe", test_out_dir());
+	snprintf(web, sizeof(web), "%s/faultline-web", test_out_dir());
+	snprintf(listen, sizeof(listen), "--web.listen-address=%s", paddr);
+	snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s", cfg);
+	snprintf(tsdbarg, sizeof(tsdbarg), "--storage.tsdb.path=%s", tsdb);
+	{
+		char *pa[] = { probe, "--redis", redis.url, "--host", "webcmp", "--metrics-addr",
+			       maddr, "--log-level", "error", NULL };
+		char *ma[] = { "prometheus", cfgarg, tsdbarg, listen, NULL };
+		char *wa[] = { web, "--redis", redis.url, "--listen", waddr, "--log-level",
+			       "error", NULL };
+
+		side[0] = spawn(pa);
+		side[1] = spawn(ma);
+		web_pid = spawn(wa);
+	}
+	side[2] = fork();
+	if (side[2] == 0)
+		steady_writes(file);
+	/* 30 s windows, then 15 s more so both have a full window of scrapes and snapshots */
+	sleep(48);
+	cr_assert_eq(waitpid(side[0], NULL, WNOHANG), 0, "the probe stopped");
+	cr_assert_eq(waitpid(side[1], NULL, WNOHANG), 0, "prometheus stopped");
+	{
+		double t = (double)(time_wall_ns() / 1000000) / 1000.0 - 3;
+
+		for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+			double ours = instant(port, queries[i], t), theirs = instant(pport, queries[i], t);
+			/* rates: the windows differ by where the scrape fell in the second */
+			double tol = i < 2 ? 0.10 : 0.25;
+
+			cr_log_info("%s: faultline-web %g, prometheus %g", queries[i], ours, theirs);
+			cr_assert(isfinite(ours) && isfinite(theirs) && theirs > 0,
+				  "%s: faultline-web %g, prometheus %g", queries[i], ours, theirs);
+			cr_assert(fabs(ours - theirs) <= tol * theirs,
+				  "%s: faultline-web %g, prometheus %g (more than %.0f %% apart)",
+				  queries[i], ours, theirs, tol * 100);
+		}
+	}
 }
