@@ -27,7 +27,9 @@
 #include "core/timeutil.h"
 #include "model/histogram.h"
 #include "model/rollup.h"
+#include "rules/engine/engine.h"
 #include "rules/lang/rules.h"
+#include "store/alert_checkpoint.h"
 #include "store/conn.h"
 #include "store/store.h"
 #include "tests/helpers.h"
@@ -393,6 +395,130 @@ Test(web, api_errors_series_labels_and_metadata_have_prometheus_shapes, .init = 
 	o = get("/api/v1/nope", &status);
 	cr_assert_eq(status, 404);
 	json_object_put(o);
+}
+
+/* ---- ALERTS and ALERTS_FOR_STATE from the alert checkpoint --------------- */
+
+static void no_event(const char *json, void *arg)
+{
+	(void)json;
+	(void)arg;
+}
+
+struct records {
+	char *fp[8], *json[8];
+	int n;
+};
+
+static void keep_record(const char *fp, const char *json, void *arg)
+{
+	struct records *r = arg;
+
+	if (r->n < 8) {
+		r->fp[r->n] = strdup(fp);
+		r->json[r->n++] = strdup(json);
+	}
+}
+
+/*
+ * A real engine evaluates HostBusy (CPU over 0.4 for 30 s) over the
+ * fleet's last two minutes and writes its checkpoint as faultline-rules
+ * does: h2 and h3 went pending at t_end - 120 s and fired 30 s later.
+ */
+static void checkpoint_fleet(struct conn *c)
+{
+	static const char rules[] = "groups:\n  - name: web\n    rules:\n"
+				    "      - alert: HostBusy\n"
+				    "        expr: faultline_host_cpu_utilization_ratio > 0.4\n"
+				    "        for: 30s\n        severity: warning\n";
+	struct engine_opts eo = { .stale_ms = 5000, .topology = &topo };
+	struct ruleset rs = { 0 };
+	struct records r = { 0 };
+	struct engine *e;
+	char err[512];
+	char refused[1];
+
+	cr_assert_eq(rules_parse(&rs, "web.yaml", rules, strlen(rules), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(engine_init(&e, &rs, &eo), 0);
+	for (uint64_t t = t_end - 120000; t <= t_end; t += 1000) {
+		for (int h = 0; h < 3; h++) {
+			struct snapshot s;
+
+			host_snapshot(&s, h, t, t / 1000);
+			cr_assert_eq(engine_take_snapshot(e, &s), 0);
+		}
+		engine_eval(e, t, no_event, NULL);
+	}
+	cr_assert_eq(engine_state_export(e, keep_record, &r), 2);
+	cr_assert_eq(store_alerts_commit(c, NULL, 0, (const char *const *)r.fp,
+					 (const char *const *)r.json, r.n, refused, err,
+					 sizeof(err)), 0, "%s", err);
+	for (int i = 0; i < r.n; i++) {
+		free(r.fp[i]);
+		free(r.json[i]);
+	}
+	engine_free(e);
+}
+
+Test(web, alerts_series_come_from_the_alert_checkpoint, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	struct query_opts o = opts();
+	struct query_result r;
+	struct conn *c = test_redis_connect(&redis);
+	char err[512];
+
+	checkpoint_fleet(c);
+	/* firing now: h2 and h3, with Prometheus' labels */
+	cr_assert_eq(query_run(c, &o, "ALERTS{alertstate=\"firing\"}", t_end, t_end, 0, &r, err,
+			       sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(r.n, 2);
+	for (size_t i = 0; i < r.n; i++) {
+		int seen = 0;
+
+		for (int k = 0; k < r.s[i].nlabels; k++) {
+			const struct label *l = &r.s[i].labels[k];
+
+			seen += !strcmp(l->key, "__name__") && !strcmp(l->value, "ALERTS");
+			seen += !strcmp(l->key, "alertname") && !strcmp(l->value, "HostBusy");
+			seen += !strcmp(l->key, "severity") && !strcmp(l->value, "warning");
+			seen += !strcmp(l->key, "host") && (!strcmp(l->value, "h2") ||
+							    !strcmp(l->value, "h3"));
+		}
+		cr_assert_eq(seen, 4);
+		cr_assert_float_eq(r.s[i].v[0], 1.0, 1e-9);
+	}
+	cr_assert_float_eq(value_of(&r, "rack", "r2", 0), 1.0, 1e-9);	/* h3, by topology */
+	query_result_free(&r);
+
+	/* when it went pending */
+	cr_assert_eq(query_run(c, &o, "ALERTS_FOR_STATE{host=\"h2\"}", t_end, t_end, 0, &r, err,
+			       sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(r.n, 1);
+	cr_assert_float_eq(r.s[0].v[0], (double)((t_end - 120000) / 1000), 1e-9);
+	query_result_free(&r);
+
+	/* over time: nothing before it began, pending for its `for`, then firing */
+	cr_assert_eq(query_run(c, &o, "count by (alertstate) (ALERTS)", t_end - 180000, t_end,
+			       10000, &r, err, sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(r.n, 2);
+	for (size_t i = 0; i < r.n; i++) {
+		int firing = !strcmp(r.s[i].labels[0].value, "firing");
+
+		/* pending from -120 s to -91 s: steps -120, -110, -100; firing from -90 s */
+		cr_assert_eq(r.s[i].n, firing ? 10 : 3, "%s: %zu", r.s[i].labels[0].value,
+			     r.s[i].n);
+		cr_assert_eq(r.s[i].ts[0], t_end - (firing ? 90000 : 120000));
+		cr_assert_float_eq(r.s[i].v[0], 2.0, 1e-9);
+	}
+	query_result_free(&r);
+
+	/* no range over them: there is no history to take one over */
+	cr_assert_eq(query_run(c, &o, "max_over_time(ALERTS[5m])", t_end, t_end, 0, &r, err,
+			       sizeof(err)), QUERY_BAD_DATA);
+	cr_assert(strstr(err, "alert checkpoint"), "%s", err);
+	conn_close(c);
 }
 
 /* ---- the same answers as a real Prometheus ------------------------------ */

@@ -25,13 +25,16 @@
 #include "rules/lang/columns.h"
 #include "rules/lang/eval.h"
 #include "rules/lang/expr.h"
+#include "rules/engine/engine.h"
 #include "rules/lang/rules.h"
+#include "store/alert_checkpoint.h"
 #include "store/conn.h"
 #include "store/host_registry.h"
 
 /* One host's history over the query's range. */
 struct qhost {
 	char *name;
+	int alerts;			/* not a host: ALERTS and ALERTS_FOR_STATE (below) */
 	struct columns c;		/* every point read (minutes too, on a rollup tier) */
 	struct snapshot *m;		/* rollup tiers: the windows themselves, oldest first */
 	size_t nm, capm;
@@ -79,6 +82,8 @@ static void reach_one(const struct node *sel, void *arg)
 	struct reach *r = arg;
 	const struct snapshot *s = r->host;
 
+	if (!catalog_find_wire(sel->wire))
+		return;	/* ALERTS: no host's series */
 	r->nsel++;
 	for (int i = 0; i < sel->nm; i++) {
 		const struct expr_matcher *m = &sel->m[i];
@@ -284,6 +289,10 @@ static struct query_series *series_new(struct query_result *r, const struct labe
 		s->nlabels = ++k;
 	}
 	for (int i = 0; i < nl; i++, k++) {
+		if (!l[i].value[0]) {	/* PromQL: an empty label is no label (ALERTS' host) */
+			k--;
+			continue;
+		}
 		s->labels[k].key = strdup(l[i].key);
 		s->labels[k].value = strdup(l[i].value);
 		s->nlabels = k + 1;
@@ -351,6 +360,160 @@ static int series_cmp(const void *a, const void *b)
 	return x->nlabels - y->nlabels;
 }
 
+/* ---- ALERTS and ALERTS_FOR_STATE ------------------------------------ */
+
+/*
+ * Prometheus' series of its alerting rules, from the rules engine's alert
+ * checkpoint ({fl:alerts}:rules): ALERTS{alertname, alertstate, severity,
+ * labels...} 1 at every step where the alert was pending or firing, and
+ * ALERTS_FOR_STATE{...} the time (s) it went pending.  The checkpoint is
+ * what is active now, so they hold those alerts from when each began; an
+ * alert that has since resolved is not among them (its notifications
+ * are: the alerter's /api/v2/alerts, fl:notifications).  They are a
+ * pseudo host of their own, "", whose points are the query's steps.
+ */
+static char *const alert_names[] = { "ALERTS", "ALERTS_FOR_STATE" };
+
+#define ALERT_LABELS SNAPSHOT_MAX_LABELS
+
+struct alert_rec {
+	struct label l[ALERT_LABELS];
+	int nl;
+	uint64_t since_ms, fired_ms;
+};
+
+struct alert_recs {
+	struct alert_rec *a;
+	size_t n, cap;
+	size_t refused;			/* records of the wrong shape, or too many labels */
+	int nomem;
+};
+
+static void alert_rec_one(const char *fp, const char *json, void *arg)
+{
+	struct alert_recs *r = arg;
+	struct alert_rec *a;
+
+	(void)fp;
+	if (r->nomem || ARRAY_GROW(r->a, r->cap, r->n + 1, 16)) {
+		r->nomem = 1;
+		return;
+	}
+	a = &r->a[r->n];
+	a->nl = engine_alert_series(json, a->l, ALERT_LABELS - 1, &a->since_ms, &a->fired_ms);
+	if (a->nl < 0)
+		r->refused++;
+	else
+		r->n++;
+}
+
+static void alert_recs_free(struct alert_recs *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		for (int k = 0; k < r->a[i].nl; k++) {
+			free(r->a[i].l[k].key);
+			free(r->a[i].l[k].value);
+		}
+	free(r->a);
+}
+
+struct alert_use {
+	int used;
+	const struct node *bad;		/* a range or offset over one */
+};
+
+static void alert_sel(const struct node *sel, void *arg)
+{
+	struct alert_use *u = arg;
+
+	for (size_t i = 0; i < sizeof(alert_names) / sizeof(alert_names[0]); i++)
+		if (!strcmp(sel->wire, alert_names[i])) {
+			u->used = 1;
+			if ((sel->range_ns || sel->offset_ns) && !u->bad)
+				u->bad = sel;
+		}
+}
+
+/* The pseudo host's point at t: every alert active then. */
+static int alerts_point(struct qhost *h, const struct alert_recs *r, uint64_t t, uint64_t keep_ms)
+{
+	struct snapshot s;
+
+	if (snapshot_init(&s, "", t, 0, 0, 1))
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct alert_rec *a = &r->a[i];
+		struct label l[ALERT_LABELS];
+		struct series *ser;
+
+		if (t < a->since_ms)
+			continue;
+		memcpy(l, a->l, (size_t)a->nl * sizeof(*l));
+		if (!(ser = snapshot_add_labels(&s, "ALERTS_FOR_STATE", SERIES_GAUGE, l,
+						(uint32_t)a->nl)))
+			goto nomem;
+		ser->gauge.last = ser->gauge.min = ser->gauge.max = ser->gauge.sum =
+			(double)(a->since_ms / 1000);
+		ser->gauge.n = 1;
+		l[a->nl].key = "alertstate";
+		l[a->nl].value = a->fired_ms && t >= a->fired_ms ? "firing" : "pending";
+		if (!(ser = snapshot_add_labels(&s, "ALERTS", SERIES_GAUGE, l, (uint32_t)a->nl + 1)))
+			goto nomem;
+		ser->gauge.last = ser->gauge.min = ser->gauge.max = ser->gauge.sum = 1;
+		ser->gauge.n = 1;
+	}
+	return columns_push(&h->c, &s, keep_ms, NULL);
+nomem:
+	snapshot_free(&s);
+	return -ENOMEM;
+}
+
+/*
+ * When n reads ALERTS or ALERTS_FOR_STATE, their pseudo host in ql with a
+ * point at every step.
+ */
+static enum query_error add_alerts(struct conn *rc, struct qload *ql, const struct node *n,
+				   uint64_t start_ms, uint64_t end_ms, uint64_t step_ms,
+				   char *err, size_t errlen)
+{
+	struct alert_use u = { 0, NULL };
+	struct alert_recs r = { 0 };
+	enum query_error ret = QUERY_OK;
+	struct qhost *h;
+
+	expr_each_selector(n, alert_sel, &u);
+	if (!u.used)
+		return QUERY_OK;
+	if (u.bad) {
+		snprintf(err, errlen, "%d:%d: %s: it is answered from the alert checkpoint at each "
+			 "step, with no history to take a range or offset over (what fired before: "
+			 "the alerter's /api/v2/alerts and fl:notifications)", u.bad->line,
+			 u.bad->col, u.bad->metric);
+		return QUERY_BAD_DATA;
+	}
+	if (store_alerts_state_read(rc, alert_rec_one, &r, err, errlen) < 0) {
+		alert_recs_free(&r);
+		return QUERY_UNAVAILABLE;
+	}
+	if (r.nomem || add_host(ql, ""))
+		goto nomem;
+	h = &ql->h[ql->nh - 1];
+	h->alerts = 1;
+	for (uint64_t t = start_ms;; t += step_ms) {
+		if (alerts_point(h, &r, t, ql->keep_ms))
+			goto nomem;
+		if (!step_ms || t + step_ms > end_ms)
+			break;
+	}
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory reading the alert checkpoint");
+	ret = QUERY_INTERNAL;
+out:
+	alert_recs_free(&r);
+	return ret;
+}
+
 /* ---- the query ------------------------------------------------------- */
 
 /*
@@ -404,8 +567,8 @@ static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t stale,
 		win[nw].host = h->name;
 		win[nw].c = &h->c;
 		win[nw].n = (size_t)k + 1;
-		win[nw].minutes = ql->tier != 1 ? h->m : NULL;
-		win[nw].nminutes = ql->tier != 1 ? (size_t)k + 1 : 0;
+		win[nw].minutes = ql->tier != 1 && !h->alerts ? h->m : NULL;
+		win[nw].nminutes = win[nw].minutes ? (size_t)k + 1 : 0;
 		nw++;
 	}
 	return nw;
@@ -435,13 +598,13 @@ enum query_error query_run(struct conn *rc, const struct query_opts *o, const ch
 			 "Try decreasing the query resolution (?step=XX)");
 		return QUERY_BAD_DATA;
 	}
-	if (expr_parse(expr, &n, err, errlen))
+	if (expr_parse_names(expr, alert_names, 2, &n, err, errlen))
 		return QUERY_BAD_DATA;
 	lookback = expr_max_range(n) / 1000000;
 	ql.tier = choose_tier(o, start_ms > lookback ? start_ms - lookback : 0, step_ms, now_ms,
 			      who, sizeof(who));
 	stale = stale_of(o, ql.tier);
-	if (ql.tier != 1 && expr_rollup_check(n, who, &at, why, sizeof(why))) {
+	if (ql.tier != 1 && expr_rollup_check(n, who, alert_names, 2, &at, why, sizeof(why))) {
 		snprintf(err, errlen, "%d:%d: %s", at->line, at->col, why);
 		ret = QUERY_BAD_DATA;
 		goto out;
@@ -449,7 +612,8 @@ enum query_error query_run(struct conn *rc, const struct query_opts *o, const ch
 	from = start_ms > lookback + stale ? start_ms - lookback - stale : 0;
 	ql.keep_ms = end_ms - from + 1000;
 	if ((ret = find_hosts(rc, &ql, n, err, errlen)) ||
-	    (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)))
+	    (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)) ||
+	    (ret = add_alerts(rc, &ql, n, start_ms, end_ms, step_ms, err, errlen)))
 		goto out;
 	out->tier = ql.tier;
 	out->hosts_read = ql.nh;

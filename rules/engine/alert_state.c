@@ -576,6 +576,61 @@ int engine_alert_subject(const char *json, char *host, size_t hostlen)
 	return ret;
 }
 
+int engine_alert_series(const char *json, struct label *l, int max, uint64_t *since_ms,
+			uint64_t *fired_ms)
+{
+	char why[160];
+	json_object *o = jsonc_parse(json, strlen(json), why, sizeof(why)), *v, *labels;
+	int n = 0, ok = 1;
+
+	if (!o || !json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "rule", &v) || !json_object_is_type(v, json_type_string) ||
+	    max < 2) {
+		json_object_put(o);
+		return -1;
+	}
+	l[n].key = strdup("alertname");
+	l[n++].value = strdup(json_object_get_string(v));
+	if (json_object_object_get_ex(o, "severity", &v) && json_object_is_type(v, json_type_string) &&
+	    json_object_get_string_len(v) > 0) {
+		l[n].key = strdup("severity");
+		l[n++].value = strdup(json_object_get_string(v));
+	}
+	if (json_object_object_get_ex(o, "labels", &labels) &&
+	    json_object_is_type(labels, json_type_object)) {
+		json_object_object_foreach(labels, k, lv) {
+			if (!json_object_is_type(lv, json_type_string) || !strcmp(k, "alertname") ||
+			    !strcmp(k, "alertstate") || !strcmp(k, "severity"))
+				continue;
+			if (n == max) {
+				ok = 0;
+				break;
+			}
+			l[n].key = strdup(k);
+			l[n++].value = strdup(json_object_get_string(lv));
+		}
+	}
+	*since_ms = json_object_object_get_ex(o, "since_ms", &v) ?
+		    (uint64_t)json_object_get_int64(v) : 0;
+	*fired_ms = json_object_object_get_ex(o, "pending", &v) && json_object_get_boolean(v) ? 0 :
+		    json_object_object_get_ex(o, "fired_ms", &v) ?
+		    (uint64_t)json_object_get_int64(v) : 0;
+	if (!*fired_ms && !(json_object_object_get_ex(o, "pending", &v) &&
+			    json_object_get_boolean(v)))
+		*fired_ms = *since_ms;	/* firing, from an older record without fired_ms */
+	for (int i = 0; i < n; i++)
+		ok &= l[i].key && l[i].value;
+	json_object_put(o);
+	if (!ok) {
+		for (int i = 0; i < n; i++) {
+			free(l[i].key);
+			free(l[i].value);
+		}
+		return -1;
+	}
+	return n;
+}
+
 int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
 			engine_event_cb cb, void *arg, char *err, size_t errlen)
 {

@@ -332,6 +332,17 @@ int engine_state_export(const struct engine *e, engine_state_cb cb, void *arg);
  * only.
  */
 int engine_alert_subject(const char *json, char *host, size_t hostlen);
+/*
+ * A checkpoint record (engine_state_export's JSON) as PromQL's ALERTS
+ * series names it: alertname, severity and the alert's labels, malloc'd
+ * into l[0..max) (unsorted); *since_ms when it went pending, *fired_ms
+ * when it fired (0: still pending).  Returns the number of labels, or -1
+ * for a record of the wrong shape or with more than max labels (nothing
+ * allocated).
+ */
+struct label;
+int engine_alert_series(const char *json, struct label *l, int max, uint64_t *since_ms,
+			uint64_t *fired_ms);
 int engine_state_import(struct engine *e, const char *fp, const char *json, uint64_t now,
 			engine_event_cb cb, void *arg, char *err, size_t errlen);
 

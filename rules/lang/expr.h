@@ -222,10 +222,12 @@ int expr_minute_check(const struct node *n, const struct node **at, char *why, s
 /*
  * The same for any reader of the rollup tiers (1 min, 1 h) across hosts (a
  * query of the HTTP API): aggregations are allowed; who names the reader
- * and tier in the reason ("this range reads the 1-minute tier").
+ * and tier in the reason ("this range reads the 1-minute tier");
+ * names[0..nnames) are series of the reader's own (expr_parse_names),
+ * taken as instant selectors.
  */
-int expr_rollup_check(const struct node *n, const char *who, const struct node **at, char *why,
-		      size_t len);
+int expr_rollup_check(const struct node *n, const char *who, char *const *names, int nnames,
+		      const struct node **at, char *why, size_t len);
 
 /* Call fn with every selector node of n (those inside subqueries too). */
 void expr_each_selector(const struct node *n, void (*fn)(const struct node *sel, void *arg),

@@ -138,7 +138,8 @@ static int minute_fn_ok(enum expr_fn fn, enum series_kind kind)
  * be each host's own (a baseline's).
  */
 static int rollup_check(const struct node *n, const char *who, int host_local,
-			const struct node **at, char *why, size_t len)
+			char *const *names, int nnames, const struct node **at, char *why,
+			size_t len)
 {
 	if (!n)
 		return 0;
@@ -158,6 +159,9 @@ static int rollup_check(const struct node *n, const char *who, int host_local,
 				 n->offset_ns ? "offset" : "_bucket/_sum/_count");
 			return -EINVAL;
 		}
+		for (int i = 0; !n->offset_ns && i < nnames; i++)
+			if (!strcmp(n->wire, names[i]))
+				return 0;	/* the reader's own series, at each step */
 		if (!catalog_find_wire(n->wire)) {
 			snprintf(why, len, "%s is a recording rule's output, which only the rules "
 				 "engine's recent history has: %s; "
@@ -190,23 +194,23 @@ static int rollup_check(const struct node *n, const char *who, int host_local,
 		}
 	}
 	for (int i = 0; i < n->nargs; i++)
-		if (rollup_check(n->args[i], who, host_local, at, why, len))
+		if (rollup_check(n->args[i], who, host_local, names, nnames, at, why, len))
 			return -EINVAL;
-	if (rollup_check(n->l, who, host_local, at, why, len) ||
-	    rollup_check(n->r, who, host_local, at, why, len))
+	if (rollup_check(n->l, who, host_local, names, nnames, at, why, len) ||
+	    rollup_check(n->r, who, host_local, names, nnames, at, why, len))
 		return -EINVAL;
 	return 0;
 }
 
 int expr_minute_check(const struct node *n, const struct node **at, char *why, size_t len)
 {
-	return rollup_check(n, "a baseline reads the 1-minute tier", 1, at, why, len);
+	return rollup_check(n, "a baseline reads the 1-minute tier", 1, NULL, 0, at, why, len);
 }
 
-int expr_rollup_check(const struct node *n, const char *who, const struct node **at, char *why,
-		      size_t len)
+int expr_rollup_check(const struct node *n, const char *who, char *const *names, int nnames,
+		      const struct node **at, char *why, size_t len)
 {
-	return rollup_check(n, who, 0, at, why, len);
+	return rollup_check(n, who, 0, names, nnames, at, why, len);
 }
 
 /* The range functions a subquery's samples can feed exactly. */
