@@ -287,7 +287,7 @@ chaos: all
 	FL_OUT=$(OUT) $(OUT)/tests/test_restarts --jobs=1
 	FL_OUT=$(OUT) $(OUT)/tests/test_hosts --jobs=1
 
-FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -iquote . -Ilib -I$(OUT)/gen -I/usr/include/libnl3 \
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' -iquote . -Ilib -I$(OUT)/gen -I/usr/include/libnl3 \
 	-fsanitize=fuzzer,address,undefined
 fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/gen/profile.pb-c.c
 	@mkdir -p $(OUT)/fuzz
@@ -303,6 +303,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_perfmap) extra="probes/perfmap.c";; \
 		fuzz_unwind) extra="probes/unwind.c probes/symbolize.c probes/build_id.c probes/perfmap.c";; \
 		fuzz_topology) extra="$(LANG_SRCS)";; \
+		fuzz_http_args) extra="web/prom_api.c web/query.c $(LANG_SRCS) $(ENGINE_SRCS)";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/gen/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \
@@ -365,7 +366,7 @@ install: all
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-	for c in faultline faultline-probe faultline-rules faultline-alerter; do \
+	for c in faultline faultline-probe faultline-rules faultline-alerter faultline-web; do \
 		install -m 0644 etc/bash-completion/faultline \
 			$(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$c; \
 	done
@@ -388,7 +389,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(wildcard man/*.1)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,faultline \
-		faultline-probe faultline-rules faultline-alerter)
+		faultline-probe faultline-rules faultline-alerter faultline-web)
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/lib/systemd/system/,$(notdir $(wildcard etc/systemd/*.service)))
 	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/faultline.conf
 	@for f in probe.yaml alerter.yaml topology.yaml $(notdir $(wildcard etc/rules/*.yaml)); do \

@@ -104,7 +104,7 @@ Test(cli, the_metric_reference_in_docs_is_the_catalog)
  */
 Test(cli, man_pages_render_and_cover_every_option)
 {
-	static const char *const bins[] = { "faultline-probe:8", "faultline-rules:8",
+	static const char *const bins[] = { "faultline-probe:8", "faultline-rules:8", "faultline-web:8",
 					    "faultline-alerter:8", "faultline:1" };
 
 	if (test_sh("command -v groff >/dev/null") != 0)
@@ -326,7 +326,7 @@ Test(cli, systemd_units_verify)
 	 * parts and Redis at most 2.5, the probe (root, for the kernel) at most 5;
 	 * and no unit needs a directory only the local Redis makes
 	 */
-	cr_assert_eq(test_sh("cd %s/.. && for u in rules:2.5 alerter:2.5 redis:2.5 probe:5.0; do "
+	cr_assert_eq(test_sh("cd %s/.. && for u in rules:2.5 alerter:2.5 web:2.5 redis:2.5 probe:5.0; do "
 			     "f=etc/systemd/faultline-${u%%%%:*}.service; "
 			     "s=$(systemd-analyze security --offline=yes $f 2>/dev/null | "
 			     "sed -n 's/.*exposure level for .*: \\([0-9.]*\\).*/\\1/p'); "

@@ -352,7 +352,7 @@ static char *form_decode(const char *s, size_t len)
 	return out;
 }
 
-static void form_free(struct http_form *f)
+void http_form_free(struct http_form *f)
 {
 	for (size_t i = 0; i < 2 * f->n; i++)
 		free(f->kv[i]);
@@ -360,8 +360,7 @@ static void form_free(struct http_form *f)
 	memset(f, 0, sizeof(*f));
 }
 
-/* A form body (application/x-www-form-urlencoded) into f.  Returns 0 or -1. */
-static int form_parse(struct http_form *f, const char *body, size_t len)
+int http_form_parse(struct http_form *f, const char *body, size_t len)
 {
 	const char *p = body, *end = body + len;
 
@@ -388,7 +387,7 @@ static int form_parse(struct http_form *f, const char *body, size_t len)
 	}
 	return 0;
 fail:
-	form_free(f);
+	http_form_free(f);
 	return -1;
 }
 
@@ -438,13 +437,13 @@ static enum MHD_Result handle_routed(struct metrics_server *m, int k, struct MHD
 	ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!strcmp(method, "POST") && ctype &&
 	    !strncasecmp(ctype, "application/x-www-form-urlencoded", 33)) {
-		if (form_parse(&form, req.body, req.len))
+		if (http_form_parse(&form, req.body, req.len))
 			return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 		req.form = &form;
 	}
 	m->routes[k].fn(m->routes[k].arg, &req, &resp);
 	if (req.form)
-		form_free(&form);
+		http_form_free(&form);
 	r = MHD_create_response_from_buffer(resp.len, resp.body ? resp.body : (char *)"",
 					    resp.body ? MHD_RESPMEM_MUST_FREE
 						      : MHD_RESPMEM_PERSISTENT);

@@ -78,6 +78,15 @@ struct http_form {
 };
 
 /*
+ * A form body (application/x-www-form-urlencoded: a=1&b=x+y%21) into f,
+ * percent-decoded ('+' a space; a malformed escape is kept as it is).
+ * Outside input: any bytes are taken.  Returns 0, or -1 on -ENOMEM (f
+ * empty).  The server parses POSTed forms itself; http_form_free frees.
+ */
+int http_form_parse(struct http_form *f, const char *body, size_t len);
+void http_form_free(struct http_form *f);
+
+/*
  * Call fn with each value of query argument name, in order (a name may be
  * given several times: ?filter=a&filter=b), then the same field's of a
  * POSTed form (application/x-www-form-urlencoded, as Prometheus' clients
