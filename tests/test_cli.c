@@ -212,6 +212,9 @@ Test(cli, grafana_dashboard_is_valid_and_speaks_the_vocabulary)
 	cr_assert_eq(test_sh("cd %s/.. && python3 tests/tools/check_dashboard.py "
 			     "etc/grafana/faultline-host.json %s/faultline >&2", test_out_dir(),
 			     test_out_dir()), 0, "etc/grafana/faultline-host.json does not check");
+	cr_assert_eq(test_sh("cd %s/.. && python3 tests/tools/check_dashboard.py "
+			     "etc/grafana/faultline-host-web.json %s/faultline >&2", test_out_dir(),
+			     test_out_dir()), 0, "etc/grafana/faultline-host-web.json does not check");
 	cr_assert_eq(test_sh("cd %s/.. && d=$(mktemp) && sed 's/faultline_tcp_bad_csum_total/"
 			     "faultline_tcp_bad_checksums_total/' etc/grafana/faultline-host.json "
 			     "> $d && python3 tests/tools/check_dashboard.py $d %s/faultline | "

@@ -605,6 +605,58 @@ static double instant(int at_port, const char *q, double t)
 	return v;
 }
 
+/*
+ * Every panel of the shipped faultline-web dashboard is a query
+ * faultline-web answers over a real probe's snapshots (Grafana's variables
+ * as it would fill them: $host the probe's, $__rate_interval 30s), and the
+ * host variable's label_values lists the probe.
+ */
+static void dashboard_answers(void)
+{
+	char cmd[2048], *out, *line, *save = NULL, err[256];
+	int queries = 0, status;
+	json_object *o;
+
+	snprintf(cmd, sizeof(cmd), "cd %s/.. && python3 -c 'import json; "
+		 "[print(t[\"expr\"]) for p in json.load(open(\"etc/grafana/faultline-host-web.json\"))"
+		 "[\"panels\"] for t in p.get(\"targets\", [])]'", test_out_dir());
+	out = run(cmd, NULL);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char q[1024], *res;
+		const char *p;
+		size_t n = 0;
+
+		for (p = line; *p && n < sizeof(q) - 32; ) {
+			if (!strncmp(p, "$host", 5)) {
+				n += (size_t)snprintf(q + n, sizeof(q) - n, "webcmp");
+				p += 5;
+			} else if (!strncmp(p, "$__rate_interval", 16)) {
+				n += (size_t)snprintf(q + n, sizeof(q) - n, "30s");
+				p += 16;
+			} else {
+				q[n++] = *p++;
+			}
+		}
+		q[n] = '\0';
+		snprintf(cmd, sizeof(cmd), "curl -s -G 'http://127.0.0.1:%d/api/v1/query' "
+			 "--data-urlencode 'query=%s'", port, q);
+		res = run(cmd, NULL);
+		o = jsonc_parse(res, strlen(res), err, sizeof(err));
+		cr_assert_not_null(o, "%s: %s", q, res);
+		cr_assert_str_eq(jsonc_str(o, "status"), "success", "%s: %s", q, res);
+		json_object_put(o);
+		free(res);
+		queries++;
+	}
+	free(out);
+	cr_assert_geq(queries, 15, "the dashboard's queries were not read");
+	o = get("/api/v1/label/host/values?match%5B%5D=faultline_host_cpu_utilization_ratio",
+		&status);
+	cr_assert_str_eq(json_object_to_json_string_ext(jsonc_path(o, "data"),
+							JSON_C_TO_STRING_PLAIN), "[\"webcmp\"]");
+	json_object_put(o);
+}
+
 Test(web, answers_agree_with_a_real_prometheus_scraping_the_same_probe_at_1s,
      .fini = side_stop, .timeout = 180)
 {
@@ -678,4 +730,5 @@ Test(web, answers_agree_with_a_real_prometheus_scraping_the_same_probe_at_1s,
 				  queries[i], ours, theirs, tol * 100);
 		}
 	}
+	dashboard_answers();
 }
