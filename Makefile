@@ -104,7 +104,7 @@ RULES_SRCS := $(foreach l,$(RULES_LAYERS),$(wildcard rules/$(l)/*.c)) \
 	$(filter-out rules/main.c,$(wildcard rules/*.c))
 RULES_OBJS := $(RULES_SRCS:%.c=$(OUT)/%.o)
 # faultline-web: Prometheus' HTTP API over the tiers (rules/lang evaluates).
-WEB_OBJS := $(OUT)/web/query.o $(OUT)/web/prom_api.o
+WEB_OBJS := $(OUT)/web/query.o $(OUT)/web/prom_api.o $(OUT)/web/pages.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline \
 	$(OUT)/faultline-web
 
@@ -225,7 +225,7 @@ $(OUT)/faultline-alerter: $(OUT)/alerter/main.o $(OUT)/alerter/stream.o $(OUT)/a
 		$(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/faultline-web: $(OUT)/web/main.o $(WEB_OBJS) $(RULES_OBJS) $(LIBS_A)
+$(OUT)/faultline-web: $(OUT)/web/main.o $(WEB_OBJS) $(RULES_OBJS) $(OUT)/cli/wear_report.o $(LIBS_A)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Test binaries link the library and the probe's objects (minus main).

@@ -58,8 +58,12 @@ static void usage(FILE *out)
 "                        than N fl:alerts entries wait for the alerters (none\n"
 "                        runs, or they cannot keep up); entries are never\n"
 "                        trimmed before they are delivered (default 100000)\n"
-"  -g, --generator-url U where an alert comes from, for Alertmanager and\n"
-"                        receivers: each event's generatorURL is U#RULE, e.g.\n"
+"      --web-url U       faultline-web's address as on-call reaches it: each\n"
+"                        event's generatorURL is its incident page,\n"
+"                        U/alert/FINGERPRINT (default http://127.0.0.1:9467,\n"
+"                        faultline-web's own default; \"\" for none)\n"
+"  -g, --generator-url U instead, a rule file's address: each event's\n"
+"                        generatorURL is U#RULE, e.g.\n"
 "                        https://git.example/ops/rules/blob/main/faultline.yaml\n"
 "  -d, --domains LIST    the fleet's failure-domain labels, outermost first,\n"
 "                        that HostSilent rolls up through (default\n"
@@ -203,6 +207,15 @@ static int parse_option(struct rules_options *o, int c, const char **live_only, 
 		snprintf(o->eopts.generator_url, sizeof(o->eopts.generator_url), "%s",
 			 optarg);
 		break;
+	case 'U':
+		if (strlen(optarg) >= sizeof(o->eopts.web_url) ||
+		    (optarg[0] && strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))) {
+			fprintf(stderr, "faultline-rules: --web-url '%s': expected an http(s) URL "
+				"under %zu characters, or \"\"\n", optarg, sizeof(o->eopts.web_url));
+			return 2;
+		}
+		snprintf(o->eopts.web_url, sizeof(o->eopts.web_url), "%s", optarg);
+		break;
 	case 'd':
 		if (parse_domains(optarg, &o->eopts)) {
 			fprintf(stderr, "faultline-rules: --domains '%s': expected at most %d "
@@ -289,6 +302,7 @@ int rules_options_parse(struct rules_options *o, int argc, char **argv)
 		{ "wait-replicas", required_argument, NULL, 'Y' },
 		{ "domains", required_argument, NULL, 'd' },
 		{ "generator-url", required_argument, NULL, 'g' },
+		{ "web-url", required_argument, NULL, 'U' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "intervals", required_argument, NULL, 'n' },
 		{ "replay", required_argument, NULL, 'P' },
@@ -313,6 +327,7 @@ int rules_options_parse(struct rules_options *o, int argc, char **argv)
 	o->interval = NSEC_PER_SEC;
 	o->stale = 5 * NSEC_PER_SEC;
 	o->eopts.alert_backlog_max = ENGINE_ALERT_BACKLOG_MAX;
+	snprintf(o->eopts.web_url, sizeof(o->eopts.web_url), "http://127.0.0.1:9467");
 	while ((c = getopt_long(argc, argv, "R:t:r:i:s:d:g:n:P:S:l:m:b:hV", opts, NULL)) != -1)
 		if ((ret = parse_option(o, c, &live_only, &grace)) >= 0)
 			return ret;

@@ -29,7 +29,10 @@
 #include "model/rollup.h"
 #include "rules/engine/engine.h"
 #include "rules/lang/rules.h"
+#include "model/profile.h"
 #include "store/alert_checkpoint.h"
+#include "store/alert_group.h"
+#include "store/profile_store.h"
 #include "store/conn.h"
 #include "store/store.h"
 #include "tests/helpers.h"
@@ -40,6 +43,19 @@ static pid_t web_pid;
 static int port;
 static uint64_t t_end;		/* the newest snapshot's time */
 static struct topology topo;
+static char rules_path[320];
+
+/* Rack r1's two hosts count 2 and 5 bad segments a second: the rack pages. */
+static const char incident_rules[] =
+	"groups:\n  - name: web\n    rules:\n"
+	"      - alert: RackChecksumErrors\n"
+	"        expr: rate(faultline_tcp_in_csum_errors_total[30s]) > 1.5\n"
+	"        for: 10s\n        severity: page\n"
+	"        rollup: {by: [rack], min_hosts: 2, min_fraction: 0.5}\n"
+	"        annotations:\n"
+	"          summary: \"{{ $labels.rack }}: corrupt segments\"\n"
+	"          runbook_url: https://runbooks.example/rack-checksums\n"
+	"        evidence: [cpu_stacks]\n";
 
 #define MINUTES 120
 #define S1_SECONDS 240
@@ -125,6 +141,11 @@ static void start(void)
 	cr_assert_not_null(f);
 	fprintf(f, "hosts:\n  \"h3\": {rack: r2}\n");
 	fclose(f);
+	snprintf(rules_path, sizeof(rules_path), "%s/rules.yaml", redis.dir);
+	f = fopen(rules_path, "w");
+	cr_assert_not_null(f);
+	fputs(incident_rules, f);
+	fclose(f);
 	cr_assert_eq(topology_load(&topo, tpath, err, sizeof(err)), 0, "%s", err);
 	port = test_free_port();
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -132,7 +153,7 @@ static void start(void)
 	web_pid = fork();
 	if (web_pid == 0) {
 		execl(bin, bin, "--redis", redis.url, "--listen", addr, "--topology", tpath,
-		      "--log-level", "error", (char *)NULL);
+		      "--rules", rules_path, "--log-level", "error", (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 50 && test_sh("curl -s -o /dev/null http://%s/-/healthy", addr); i++)
@@ -731,4 +752,169 @@ Test(web, answers_agree_with_a_real_prometheus_scraping_the_same_probe_at_1s,
 		}
 	}
 	dashboard_answers();
+}
+
+/* ---- incident pages, in a real browser ---------------------------------- */
+
+static void keep_firing(const char *json, void *arg)
+{
+	char **ev = arg;
+
+	if (!*ev && strstr(json, "\"status\":\"firing\""))
+		*ev = strdup(json);
+}
+
+/*
+ * The rack's page as faultline-rules makes it (a real engine over the
+ * fleet's last two minutes, faultline-web's address given), taken into the
+ * alert index as an alerter takes it; h1's CPU profile around it.
+ */
+static char *page_the_rack(struct conn *c, char *fp, size_t fplen)
+{
+	struct engine_opts eo = { .stale_ms = 5000, .topology = &topo };
+	struct store_opts so = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				 .retention_ms = { 900000, 86400000, 86400000 },
+				 .spool_max_entries = 100, .spool_max_bytes = 1 << 20 };
+	static const char *const stack[] = { "main", "handle", "parse_invoice" };
+	struct ruleset rs = { 0 };
+	struct engine *e;
+	struct profile pr;
+	struct store *st;
+	enum alert_group_verdict verdict;
+	char err[512], gid[33], *ev = NULL, *blob;
+	json_object *o;
+	size_t len;
+	int unsent;
+
+	snprintf(eo.web_url, sizeof(eo.web_url), "http://127.0.0.1:%d", port);
+	cr_assert_eq(rules_parse(&rs, "rules.yaml", incident_rules, strlen(incident_rules), err,
+				 sizeof(err)), 0, "%s", err);
+	cr_assert_eq(engine_init(&e, &rs, &eo), 0);
+	for (uint64_t t = t_end - 120000; t <= t_end; t += 1000) {
+		for (int h = 0; h < 3; h++) {
+			struct snapshot s;
+
+			host_snapshot(&s, h, t, t / 1000);
+			cr_assert_eq(engine_take_snapshot(e, &s), 0);
+		}
+		engine_eval(e, t, keep_firing, &ev);
+	}
+	engine_free(e);
+	cr_assert_not_null(ev, "the rack did not page");
+	o = jsonc_parse(ev, strlen(ev), err, sizeof(err));
+	cr_assert_str_eq(jsonc_str(o, "labels.rack"), "r1", "%s", ev);
+	cr_assert_null(jsonc_path(o, "labels.host"), "a host paged, not the rack: %s", ev);
+	snprintf(fp, fplen, "%s", jsonc_str(o, "fingerprint"));
+	{
+		char want[128];
+
+		snprintf(want, sizeof(want), "http://127.0.0.1:%d/alert/%s", port, fp);
+		cr_assert_str_eq(jsonc_str(o, "generatorURL"), want);
+	}
+	json_object_put(o);
+	alert_group_id("web-test", gid);
+	cr_assert_eq(alert_group_take(c, gid, fp, "1-0", 1, t_end - 60000, ev, strlen(ev),
+				      &verdict, &unsent, err, sizeof(err)), 0, "%s", err);
+	/* h1's stacks: parse_invoice is where its CPU goes */
+	st = store_open(&so, err, sizeof(err));
+	cr_assert_not_null(st, "%s", err);
+	profile_init(&pr, "h1");
+	pr.rate_hz = 99;
+	pr.duration_ms = 10000;
+	pr.ts_ms = t_end - 100000;	/* it fired at about t_end - 109 s */
+	profile_add(&pr, "billing.service", "billing", 7, stack, 3, 900);
+	profile_add(&pr, "billing.service", "billing", 7, stack, 2, 90);
+	cr_assert_eq(profile_encode(&pr, &blob, &len), 0);
+	cr_assert_eq(profile_store_put(st, "h1", PROFILE_CPU, pr.ts_ms, blob, len), 0);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	store_close(st);
+	free(blob);
+	profile_free(&pr);
+	return ev;
+}
+
+/* What chromium --headless makes of path: its DOM (malloc'd), a screenshot in png. */
+static char *chromium(const char *path, const char *png, int width)
+{
+	char cmd[1024];
+
+	if (png) {
+		snprintf(cmd, sizeof(cmd), "chromium --headless --no-sandbox --disable-gpu "
+			 "--hide-scrollbars --window-size=%d,1600 --screenshot=%s "
+			 "'http://127.0.0.1:%d%s' >/dev/null 2>&1", width, png, port, path);
+		cr_assert_eq(test_sh("%s", cmd), 0, "%s", cmd);
+		return NULL;
+	}
+	snprintf(cmd, sizeof(cmd), "chromium --headless --no-sandbox --disable-gpu --dump-dom "
+		 "'http://127.0.0.1:%d%s' 2>/dev/null", port, path);
+	return run(cmd, NULL);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+Test(web, the_incident_page_shows_the_domain_the_series_the_stacks_and_the_runbook,
+     .init = start, .fini = stop, .timeout = 180)
+{
+	struct conn *c = test_redis_connect(&redis);
+	char fp[64], path[128], png[320], cmd[700], *dom, *out, *ev;
+	long w, red, colours;
+
+	ev = page_the_rack(c, fp, sizeof(fp));
+	snprintf(path, sizeof(path), "/alert/%s", fp);
+	dom = chromium(path, NULL, 0);
+	/* the alert, on its rack */
+	cr_assert(strstr(dom, "id=\"alertname\">RackChecksumErrors</h1>"), "%.2000s", dom);
+	cr_assert(strstr(dom, "id=\"domain\">rack=r1</b>"), "%.2000s", dom);
+	cr_assert(strstr(dom, "r1: corrupt segments"), "%.2000s", dom);
+	/* the map: r1's two hosts, both hit; h3 is in r2, not on it */
+	cr_assert_eq(count(dom, "class=\"host hit\""), 2, "%.4000s", dom);
+	cr_assert_eq(count(dom, "class=\"host\""), 0, "%.4000s", dom);
+	cr_assert(strstr(dom, "<title>h1</title>") && strstr(dom, "<title>h2</title>") &&
+		  !strstr(dom, "<title>h3</title>"));
+	/* the series: the rule's left side per host, and its threshold */
+	cr_assert(strstr(dom, "id=\"series\""), "%.4000s", dom);
+	cr_assert_eq(count(dom, "class=\"line\""), 2, "%.6000s", strstr(dom, "id=\"series\""));
+	cr_assert(strstr(dom, "<title>threshold 1.5</title>"));
+	/* the evidence: h1's stacks as a flame graph naming the function */
+	cr_assert(strstr(dom, "parse_invoice"), "no flame graph naming parse_invoice");
+	/* the runbook */
+	cr_assert(strstr(dom, "href=\"https://runbooks.example/rack-checksums\""));
+	free(dom);
+
+	/* on a phone: the page is drawn, the hit hosts in red */
+	snprintf(png, sizeof(png), "%s/incident.png", getenv("FL_KEEP_PNG") ? "/tmp" : redis.dir);
+	chromium(path, png, 400);
+	snprintf(cmd, sizeof(cmd), "python3 %s/../tests/tools/png_colors.py %s d32f2f",
+		 test_out_dir(), png);
+	out = run(cmd, NULL);
+	cr_assert_eq(sscanf(out, "%ld %*d d32f2f %ld colours %ld", &w, &red, &colours), 3, "%s",
+		     out);
+	cr_assert_eq(w, 400, "%s", out);
+	cr_assert_geq(red, 2 * 12 * 12 / 2, "the hit hosts are not drawn red: %s", out);
+	cr_assert_geq(colours, 50, "a blank page: %s", out);
+	free(out);
+
+	/* the fleet page lists it under its rack, linked */
+	dom = chromium("/fleet", NULL, 0);
+	cr_assert(strstr(dom, "class=\"domain\">rack=r1</h2>"), "%.3000s", dom);
+	snprintf(path, sizeof(path), "href=\"/alert/%s\"", fp);
+	cr_assert(strstr(dom, path), "%.3000s", dom);
+	free(dom);
+
+	/* an unknown alert, and the wear page */
+	dom = chromium("/alert/00000000000000ff", NULL, 0);
+	cr_assert(strstr(dom, "No firing alert has this fingerprint"), "%.2000s", dom);
+	free(dom);
+	dom = chromium("/wear", NULL, 0);
+	cr_assert(strstr(dom, "Fleet SSD wear report"), "%.2000s", dom);
+	free(dom);
+	free(ev);
+	conn_close(c);
 }

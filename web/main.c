@@ -24,6 +24,7 @@
 #include "core/timeutil.h"
 #include "rules/lang/rules.h"
 #include "store/conn.h"
+#include "web/pages.h"
 #include "web/prom_api.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9467"
@@ -41,7 +42,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: faultline-web [--redis URL] [--listen ADDR] [--web.config.file FILE]\n"
-"                     [--topology FILE] [--retention s1=15m,s60=7d,s3600=90d]\n"
+"                     [--topology FILE] [--rules FILE...]\n"
+"                     [--retention s1=15m,s60=7d,s3600=90d]\n"
 "                     [--query.timeout 2m] [--query.max-samples N] [--log-level L]\n"
 "\n"
 "Serve Prometheus' HTTP API (/api/v1/query, query_range, series, labels,\n"
@@ -50,7 +52,10 @@ static void usage(FILE *out)
 "Prometheus data source or `promtool query` at it.  A query reads the 1 s tier\n"
 "when its range is within that tier's retention and its step under a minute,\n"
 "else the 1-minute tier (step under an hour), else the 1-hour tier.  Keeps no\n"
-"state: run as many as you like.\n"
+"state: run as many as you like.  It also serves what on-call opens from a\n"
+"page: /alert/FINGERPRINT (each alert's incident page, faultline-rules'\n"
+"default generatorURL), /fleet (what fires, by failure domain) and /wear (the\n"
+"SSD wear report).\n"
 "\n"
 "  -r, --redis URL       default " DEFAULT_REDIS "; also\n"
 "                        redis://..., redis-cluster://h1:port,h2:port, rediss://\n"
@@ -62,6 +67,9 @@ static void usage(FILE *out)
 "  -t, --topology FILE   host globs -> rack/switch/... labels, as the rules\n"
 "                        engine's (default topology.yaml from ./etc,\n"
 "                        /etc/faultline or /usr/local/etc/faultline, when present)\n"
+"  -R, --rules FILE      a rule file, for the incident pages' charts of each\n"
+"                        alert's expression (repeatable; default\n"
+"                        rules/faultline.yaml from the same places)\n"
 "      --retention LIST  how long the probes keep each tier (their config's\n"
 "                        retention:), which decides the tier a query reads\n"
 "                        (default s1=15m,s60=7d,s3600=90d)\n"
@@ -80,6 +88,8 @@ static void usage(FILE *out)
 
 struct web_options {
 	const char *redis, *listen, *web_config, *topology;
+	const char *rules[16];
+	int nrules;
 	struct query_opts q;
 };
 
@@ -117,7 +127,8 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "web.config.file", required_argument, NULL, 'W' },
 		{ "topology", required_argument, NULL, 't' },
-		{ "retention", required_argument, NULL, 'R' },
+		{ "retention", required_argument, NULL, 'E' },
+		{ "rules", required_argument, NULL, 'R' },
 		{ "stale", required_argument, NULL, 's' },
 		{ "query.timeout", required_argument, NULL, 'T' },
 		{ "query.max-samples", required_argument, NULL, 'M' },
@@ -141,15 +152,23 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 	o->q.stale_ms = 5000;
 	o->q.timeout_ms = 120000;
 	o->q.max_samples = 50000000;
-	while ((c = getopt_long(argc, argv, "r:l:t:s:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:l:t:R:s:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r': o->redis = optarg; break;
 		case 'l': o->listen = optarg; break;
 		case 'W': o->web_config = optarg; break;
 		case 't': o->topology = optarg; break;
-		case 'R':
+		case 'E':
 			if (parse_retention(o, optarg))
 				return 2;
+			break;
+		case 'R':
+			if (o->nrules == (int)(sizeof(o->rules) / sizeof(o->rules[0]))) {
+				fprintf(stderr, "faultline-web: --rules: at most %zu files\n",
+					sizeof(o->rules) / sizeof(o->rules[0]));
+				return 2;
+			}
+			o->rules[o->nrules++] = optarg;
 			break;
 		case 's':
 		case 'T':
@@ -225,9 +244,11 @@ int main(int argc, char **argv)
 	struct topology topo = { 0 };
 	struct metrics_server *ms;
 	struct prom_api *api;
+	struct pages *pages;
+	struct ruleset rs = { 0 };
 	struct strbuf sb = STRBUF_INIT;
 	const char *topo_path;
-	char err[512], found[600], shown[600];
+	char err[512], found[600], rfound[600], shown[600];
 	int ret;
 
 	log_init("faultline-web");
@@ -239,7 +260,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	o.q.topology = &topo;
-	if (!(api = prom_api_new(o.redis, &o.q))) {
+	if (!o.nrules && (o.rules[0] = cfg_find("rules/faultline.yaml", 1, rfound,
+						 sizeof(rfound))))
+		o.nrules = 1;
+	for (int i = 0; i < o.nrules; i++)
+		if (rules_load(&rs, o.rules[i], err, sizeof(err))) {
+			log_error("%s", err);
+			return 1;
+		}
+	if (!(api = prom_api_new(o.redis, &o.q)) || !(pages = pages_new(o.redis, &o.q, &rs))) {
 		log_error("out of memory");
 		return 1;
 	}
@@ -252,13 +281,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (metrics_server_route(ms, "/api/v1/", prom_api_handle, api) ||
-	    metrics_server_route(ms, "/-/", prom_api_handle, api)) {
+	    metrics_server_route(ms, "/-/", prom_api_handle, api) ||
+	    metrics_server_route(ms, "/alert/", pages_handle, pages) ||
+	    metrics_server_route(ms, "/fleet", pages_handle, pages) ||
+	    metrics_server_route(ms, "/wear", pages_handle, pages)) {
 		log_error("the API could not be routed");
 		return 1;
 	}
 	conn_url_redacted(o.redis, shown, sizeof(shown));
-	log_info("serving Prometheus' API on http://%s/api/v1/ over %s%s%s", o.listen, shown,
-		 topo_path ? " with the topology of " : "", topo_path ? topo_path : "");
+	log_info("serving Prometheus' API on http://%s/api/v1/ and incident pages on "
+		 "http://%s/fleet over %s%s%s; %d rule file(s)", o.listen, o.listen, shown,
+		 topo_path ? " with the topology of " : "", topo_path ? topo_path : "", o.nrules);
 	while (!stopping) {
 		render_metrics(api, &sb);
 		metrics_server_set_body(ms, strbuf_str(&sb), sb.len);
@@ -267,6 +300,8 @@ int main(int argc, char **argv)
 	log_info("stopping");
 	metrics_server_stop(ms);
 	prom_api_free(api);
+	pages_free(pages);
+	rules_free(&rs);
 	topology_free(&topo);
 	strbuf_release(&sb);
 	return 0;

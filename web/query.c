@@ -140,6 +140,13 @@ static void host_seen(const char *host, const struct host_entry *e, void *arg)
 		a->nomem = 1;
 	if (a->n)
 		expr_each_selector(a->n, reach_one, &r);
+	if (a->ql->o->hosts) {
+		int listed = 0;
+
+		for (size_t i = 0; i < a->ql->o->nhosts && !listed; i++)
+			listed = !strcmp(a->ql->o->hosts[i], host);
+		r.any &= listed;
+	}
 	if (!a->nomem && (!a->n || r.any) && add_host(a->ql, host))
 		a->nomem = 1;
 	snapshot_free(&stub);
@@ -578,9 +585,24 @@ enum query_error query_run(struct conn *rc, const struct query_opts *o, const ch
 			   uint64_t start_ms, uint64_t end_ms, uint64_t step_ms,
 			   struct query_result *out, char *err, size_t errlen)
 {
+	struct node *n = NULL;
+	enum query_error ret;
+
+	memset(out, 0, sizeof(*out));
+	if (expr_parse_names(expr, alert_names, 2, &n, err, errlen))
+		return QUERY_BAD_DATA;
+	ret = query_run_expr(rc, o, n, start_ms, end_ms, step_ms, out, err, errlen);
+	expr_free(n);
+	return ret;
+}
+
+enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
+				const struct node *n, uint64_t start_ms, uint64_t end_ms,
+				uint64_t step_ms, struct query_result *out, char *err,
+				size_t errlen)
+{
 	struct qload ql = { .o = o };
 	struct strmap keys;
-	struct node *n = NULL;
 	struct host_window *win = NULL;
 	const struct node *at;
 	const char *name;
@@ -598,8 +620,6 @@ enum query_error query_run(struct conn *rc, const struct query_opts *o, const ch
 			 "Try decreasing the query resolution (?step=XX)");
 		return QUERY_BAD_DATA;
 	}
-	if (expr_parse_names(expr, alert_names, 2, &n, err, errlen))
-		return QUERY_BAD_DATA;
 	lookback = expr_max_range(n) / 1000000;
 	ql.tier = choose_tier(o, start_ms > lookback ? start_ms - lookback : 0, step_ms, now_ms,
 			      who, sizeof(who));
@@ -662,7 +682,6 @@ nomem:
 	ret = QUERY_INTERNAL;
 out:
 	free(win);
-	expr_free(n);
 	strmap_free(&keys);
 	qload_free(&ql);
 	if (ret)

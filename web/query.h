@@ -50,6 +50,8 @@ struct query_opts {
 	uint64_t max_samples;		/* points read into memory per query */
 	uint64_t timeout_ms;		/* per query */
 	const struct topology *topology;	/* host globs -> rack/switch; may be NULL */
+	const char *const *hosts;	/* only these hosts (an alert's); NULL: any */
+	size_t nhosts;
 };
 
 /* Prometheus' error types, for the API's errorType and status. */
@@ -95,6 +97,13 @@ struct query_result {
 enum query_error query_run(struct conn *rc, const struct query_opts *o, const char *expr,
 			   uint64_t start_ms, uint64_t end_ms, uint64_t step_ms,
 			   struct query_result *out, char *err, size_t errlen);
+
+/* The same for a parsed expression (rules/lang/expr.h; a rule's). */
+struct node;
+enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
+				const struct node *n, uint64_t start_ms, uint64_t end_ms,
+				uint64_t step_ms, struct query_result *out, char *err,
+				size_t errlen);
 
 void query_result_free(struct query_result *r);
 

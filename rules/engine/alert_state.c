@@ -141,6 +141,9 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	if (e->opts.generator_url[0])
 		snprintf(a.generator_url, sizeof(a.generator_url), "%.199s#%.55s",
 			 e->opts.generator_url, r->name);
+	else if (e->opts.web_url[0])
+		snprintf(a.generator_url, sizeof(a.generator_url), "%.199s/alert/%.40s",
+			 e->opts.web_url, in->fp);
 	if (in->nhosts) {
 		a.hosts = in->hosts;
 		a.nhosts = (uint32_t)in->nhosts;

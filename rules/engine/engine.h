@@ -88,6 +88,11 @@ struct engine_opts {
 	uint64_t stale_ms;		/* a host is silent after this; 0: 5 s */
 	const struct topology *topology;	/* optional, not owned */
 	char generator_url[200];	/* events' generatorURL: this + "#" + the rule's name */
+	/*
+	 * Else, when set, faultline-web's address: events' generatorURL is
+	 * their incident page, this + "/alert/" + the fingerprint.
+	 */
+	char web_url[200];
 	engine_profile_fn load_profile;	/* for profile baselines; NULL: none */
 	engine_rollup_fn load_rollups;	/* for value baselines; NULL: none */
 	void *load_rollups_arg;
