@@ -28,6 +28,7 @@
 #include "model/histogram.h"
 #include "model/rollup.h"
 #include "rules/engine/engine.h"
+#include "rules/lang/expr.h"
 #include "rules/lang/rules.h"
 #include "model/profile.h"
 #include "store/alert_checkpoint.h"
@@ -333,6 +334,52 @@ Test(web, a_query_past_the_1s_retention_reads_the_minute_tier, .init = start, .f
 	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio", t_end - 60000,
 			       t_end, 1000, &r, err, sizeof(err)), QUERY_EXECUTION);
 	cr_assert(strstr(err, "too many samples"), "%s", err);
+	conn_close(c);
+}
+
+/* `@` pins a selector: to a time, or the range's start or end, at every step. */
+Test(web, at_pins_a_selector_to_a_time_or_the_range_s_ends, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	struct query_opts o = opts();
+	struct query_result r;
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t t0 = t_end - (uint64_t)MINUTES * 60000;	/* h2's counter: 5 a second since */
+	char q[256], err[512];
+	static const char *const at[] = { "@ %.3f", "@ start()", "@ end()" };
+	double want[] = { 5.0 * ((t_end - 60000 - t0) / 1000), 5.0 * ((t_end - 120000 - t0) / 1000),
+			  5.0 * ((t_end - t0) / 1000) };
+
+	for (int i = 0; i < 3; i++) {
+		char pin[64];
+
+		snprintf(pin, sizeof(pin), at[i], (t_end - 60000) / 1000.0);
+		snprintf(q, sizeof(q), "faultline_tcp_in_csum_errors_total{host=\"h2\"} %s", pin);
+		cr_assert_eq(query_run(c, &o, q, t_end - 120000, t_end, 30000, &r, err,
+				       sizeof(err)), QUERY_OK, "%s: %s", q, err);
+		cr_assert_eq(r.n, 1, "%s", q);
+		cr_assert_eq(r.s[0].n, 5, "%s", q);
+		for (size_t k = 0; k < r.s[0].n; k++)
+			cr_assert_float_eq(r.s[0].v[k], want[i], 1e-9, "%s step %zu: %g", q, k,
+					   r.s[0].v[k]);
+		query_result_free(&r);
+	}
+	/* a rate as of a minute ago, with its own range, at every step */
+	snprintf(q, sizeof(q), "rate(faultline_tcp_in_csum_errors_total{host=\"h1\"}[30s] @ %.3f)",
+		 (t_end - 60000) / 1000.0);
+	cr_assert_eq(query_run(c, &o, q, t_end - 20000, t_end, 10000, &r, err, sizeof(err)),
+		     QUERY_OK, "%s", err);
+	cr_assert_eq(r.s[0].n, 3);
+	cr_assert_float_eq(r.s[0].v[2], 2.0, 1e-9);
+	query_result_free(&r);
+	/* a rule still may not pin a time: it would see nothing */
+	{
+		struct node *n = NULL;
+
+		cr_assert_neq(expr_parse("faultline_host_cpu_utilization_ratio @ 1700000000", &n,
+					 err, sizeof(err)), 0);
+		cr_assert(strstr(err, "fixed time"), "%s", err);
+	}
 	conn_close(c);
 }
 

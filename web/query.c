@@ -581,6 +581,19 @@ static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t stale,
 	return nw;
 }
 
+/* A range Prometheus refuses before it parses the query: 1 (said in err) or 0. */
+static int range_refused(uint64_t start_ms, uint64_t end_ms, uint64_t step_ms, char *err,
+			 size_t errlen)
+{
+	if (end_ms < start_ms || (step_ms && (end_ms - start_ms) / step_ms >= QUERY_MAX_STEPS)) {
+		snprintf(err, errlen, end_ms < start_ms ? "end timestamp must not be before start "
+			 "time" : "exceeded maximum resolution of 11,000 points per timeseries. "
+			 "Try decreasing the query resolution (?step=XX)");
+		return 1;
+	}
+	return 0;
+}
+
 enum query_error query_run(struct conn *rc, const struct query_opts *o, const char *expr,
 			   uint64_t start_ms, uint64_t end_ms, uint64_t step_ms,
 			   struct query_result *out, char *err, size_t errlen)
@@ -589,7 +602,9 @@ enum query_error query_run(struct conn *rc, const struct query_opts *o, const ch
 	enum query_error ret;
 
 	memset(out, 0, sizeof(*out));
-	if (expr_parse_names(expr, alert_names, 2, &n, err, errlen))
+	if (range_refused(start_ms, end_ms, step_ms, err, errlen))
+		return QUERY_BAD_DATA;
+	if (expr_parse_query(expr, alert_names, 2, &n, err, errlen))
 		return QUERY_BAD_DATA;
 	ret = query_run_expr(rc, o, n, start_ms, end_ms, step_ms, out, err, errlen);
 	expr_free(n);
@@ -606,7 +621,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	struct host_window *win = NULL;
 	const struct node *at;
 	const char *name;
-	uint64_t lookback, from, stale, now_ms = time_wall_ns() / 1000000;
+	uint64_t lookback, from, stale, pinned, now_ms = time_wall_ns() / 1000000;
 	char who[160], why[300];
 	enum query_error ret = QUERY_OK;
 
@@ -614,13 +629,12 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	strmap_init(&ql.index);
 	strmap_init(&keys);
 	ql.deadline_ns = time_mono_ns() + (o->timeout_ms ? o->timeout_ms : 120000) * 1000000;
-	if (end_ms < start_ms || (step_ms && (end_ms - start_ms) / step_ms >= QUERY_MAX_STEPS)) {
-		snprintf(err, errlen, end_ms < start_ms ? "end timestamp must not be before start "
-			 "time" : "exceeded maximum resolution of 11,000 points per timeseries. "
-			 "Try decreasing the query resolution (?step=XX)");
+	if (range_refused(start_ms, end_ms, step_ms, err, errlen))
 		return QUERY_BAD_DATA;
-	}
 	lookback = expr_max_range(n) / 1000000;
+	/* `@ <time>` before the start reads back from there */
+	if ((pinned = expr_earliest_at(n)) && pinned < start_ms)
+		lookback += start_ms - pinned;
 	ql.tier = choose_tier(o, start_ms > lookback ? start_ms - lookback : 0, step_ms, now_ms,
 			      who, sizeof(who));
 	stale = stale_of(o, ql.tier);
@@ -653,7 +667,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 			ret = QUERY_TIMEOUT;
 			goto out;
 		}
-		if (eval_at(n, win, nw, t, &v, err, errlen)) {
+		if (eval_at(n, win, nw, t, start_ms, end_ms, &v, err, errlen)) {
 			value_free(&v);
 			ret = QUERY_EXECUTION;
 			goto out;

@@ -339,12 +339,16 @@ static int select_one(const struct series *def, uint32_t k, void *arg)
 	return value_push(a->out, l, nl, v) ? -ENOMEM : 0;
 }
 
+/* A pinned instant selector reads back at most PromQL's lookback. */
+#define PINNED_LOOKBACK_MS (5 * 60 * 1000ULL)
+
 static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 			 const struct eval_in *in, struct value *out)
 {
 	struct sel_arg a = { sel, (enum range_fn)fn, q, NULL, out };
 	const struct host_window *hosts = in->hosts;
 	size_t nh = in->nh;
+	uint64_t pin = eval_pinned(sel, in);
 
 	out->is_vector = 1;
 	for (size_t h = 0; h < nh; h++) {
@@ -352,13 +356,20 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 
 		if (!w.n)
 			continue;
-		if (sel->offset_ns) {
-			/* as of offset ago: the window ends at the point then */
-			uint64_t last_ts = columns_ts(w.c, w.n - 1);
+		if (sel->offset_ns || pin) {
+			/*
+			 * as of offset ago (from the pinned time, when `@` pins it): the
+			 * window ends at the point then; pinned, it may lie past the step
+			 */
+			uint64_t last_ts = pin ? pin : columns_ts(w.c, w.n - 1);
 			uint64_t at = last_ts - sel->offset_ns / 1000000;
-			ssize_t last = sel->offset_ns / 1000000 > last_ts ? -1 : window_last_at(&w, at);
+			ssize_t last;
 
-			if (last < 0)
+			if (pin)
+				w.n = columns_len(w.c);
+			last = sel->offset_ns / 1000000 > last_ts ? -1 : window_last_at(&w, at);
+			if (last < 0 || (pin && !sel->range_ns &&
+					 at - columns_ts(w.c, (size_t)last) > PINNED_LOOKBACK_MS))
 				continue;	/* no history that old */
 			w.n = (size_t)last + 1;
 		}
@@ -481,7 +492,7 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 	if (!sub)
 		return -ENOMEM;
 	{
-		struct eval_in part = { sub, ns, in->peers, in->at_ms };
+		struct eval_in part = { sub, ns, in->peers, in->at_ms, in->start_ms, in->end_ms };
 
 		ret = eval_node(n, &part, out, err, errlen);
 	}
@@ -686,9 +697,9 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 }
 
 int eval_at(const struct node *n, const struct host_window *hosts, size_t nh, uint64_t at_ms,
-	    struct value *out, char *err, size_t errlen)
+	    uint64_t start_ms, uint64_t end_ms, struct value *out, char *err, size_t errlen)
 {
-	struct eval_in in = { hosts, nh, NULL, at_ms };
+	struct eval_in in = { hosts, nh, NULL, at_ms, start_ms, end_ms };
 
 	return eval_node(n, &in, out, err, errlen);
 }

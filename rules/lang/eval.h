@@ -67,10 +67,13 @@ void value_free(struct value *v);
 /*
  * eval() at time at_ms (> 0) rather than at the newest window end: what
  * time() says and where subqueries' steps end.  For queries at a chosen
- * time (faultline-web); hosts' windows are cut there by the caller.
+ * time (faultline-web); hosts' windows are cut there by the caller, who
+ * keeps each host's whole history in its columns: `@` pins a selector to
+ * a time (start_ms, end_ms: the query's range, for @ start() / @ end()),
+ * which may lie past the window's end.
  */
 int eval_at(const struct node *n, const struct host_window *hosts, size_t nh, uint64_t at_ms,
-	    struct value *out, char *err, size_t errlen);
+	    uint64_t start_ms, uint64_t end_ms, struct value *out, char *err, size_t errlen);
 
 /*
  * Whether series s of snapshot snap is one selector sel selects: matchers

@@ -18,7 +18,19 @@ struct eval_in {
 	size_t nh;
 	const struct eval_peers *peers;
 	uint64_t at_ms;		/* the evaluation time (eval_at); 0: the newest window end */
+	uint64_t start_ms, end_ms;	/* a query's range, for @ start() / @ end(); 0: none */
 };
+
+/*
+ * Where node n (a selector or subquery) is pinned by `@` in in, or 0: a
+ * time, the query's start or end (a rule's `@ start()` is its evaluation
+ * time, which it is evaluated at anyway).
+ */
+static inline uint64_t eval_pinned(const struct node *n, const struct eval_in *in)
+{
+	return n->at == AT_TIME ? n->at_ms : n->at == AT_START ? in->start_ms :
+	       n->at == AT_END ? in->end_ms : 0;
+}
 
 /* Evaluate n over in (eval() and eval_sharded() without the wrapping). */
 int eval_node(const struct node *n, const struct eval_in *in, struct value *out, char *err,

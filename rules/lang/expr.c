@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,9 +185,19 @@ static void parse_modifiers(struct parser *ps, struct node *n)
 			if (ps->cur.t == T_IDENT && (!strcmp(ps->cur.text, "start") ||
 						    !strcmp(ps->cur.text, "end"))) {
 				/* a rule is evaluated at one time: start() and end() are it */
+				n->at = ps->cur.text[0] == 's' ? AT_START : AT_END;
 				expr_next(ps);
 				if (expect(ps, T_LPAREN, "'('") || expect(ps, T_RPAREN, "')'"))
 					return;
+			} else if (ps->cur.t == T_NUM && ps->query) {
+				if (!(ps->cur.num >= 0) || ps->cur.num > 9.2e12) {
+					expr_fail(ps, ps->cur.line, ps->cur.col, "expected a Unix time "
+						  "in seconds after @, found '%s'", ps->cur.text);
+					return;
+				}
+				n->at = AT_TIME;
+				n->at_ms = (uint64_t)llround(ps->cur.num * 1000.0);
+				expr_next(ps);
 			} else if (ps->cur.t == T_NUM) {
 				expr_fail(ps, line, col, "'@ %s' pins the selector to a fixed time; a "
 				     "rule is evaluated now, over the history its ranges keep, so it "
@@ -752,11 +763,26 @@ int expr_parse(const char *text, struct node **out, char *err, size_t errlen)
 	return expr_parse_names(text, NULL, 0, out, err, errlen);
 }
 
+static int parse_text(const char *text, char *const *names, int nnames, int query,
+		      struct node **out, char *err, size_t errlen);
+
 int expr_parse_names(const char *text, char *const *names, int nnames, struct node **out,
 		     char *err, size_t errlen)
 {
+	return parse_text(text, names, nnames, 0, out, err, errlen);
+}
+
+int expr_parse_query(const char *text, char *const *names, int nnames, struct node **out,
+		     char *err, size_t errlen)
+{
+	return parse_text(text, names, nnames, 1, out, err, errlen);
+}
+
+static int parse_text(const char *text, char *const *names, int nnames, int query,
+		      struct node **out, char *err, size_t errlen)
+{
 	struct parser ps = { .src = text, .p = text, .line = 1, .col = 1, .err = err,
-			     .errlen = errlen, .names = names, .nnames = nnames };
+			     .errlen = errlen, .names = names, .nnames = nnames, .query = query };
 	struct node *n;
 
 	*out = NULL;

@@ -12,7 +12,8 @@
  *   unary    := "-" unary | primary
  *   primary  := NUMBER [unit] | STRING | "(" expr ")" | agg | call | selector
  *   selector := METRIC [ "{" matcher ("," matcher)* "}" ] [ "[" DURATION "]" ]
- *               [ "offset" DURATION ] [ "@" ("start()" | "end()") ]  (either order)
+ *               [ "offset" DURATION ] [ "@" ("start()" | "end()") ]  (either order;
+ *               a query's also "@" UNIX_TIME)
  *   subquery := (selector | "(" expr ")" | call | agg) "[" DURATION ":" DURATION "]"
  *               [ "offset" DURATION ] [ "@" ("start()" | "end()") ]
  *               as the range argument of avg/min/max/sum/count/last/stddev/stdvar/
@@ -155,6 +156,13 @@ struct node {
 	uint64_t range_ns;
 	uint64_t offset_ns;	/* "offset 1h": evaluated as of that long ago */
 	uint64_t step_ns;	/* a subquery's step */
+	/*
+	 * `@`: a selector or subquery pinned to the query's start (AT_START),
+	 * end (AT_END) or a time (AT_TIME, at_ms).  A rule's evaluation time
+	 * is both its start and end.
+	 */
+	enum { AT_NONE, AT_START, AT_END, AT_TIME } at;
+	uint64_t at_ms;
 	/* a histogram's _bucket (1), _sum (2) or _count (3), as on /metrics */
 	int hist_part;
 	double hist_scale;	/* the histogram's wire value x hist_scale = base unit */
@@ -195,6 +203,15 @@ int expr_parse(const char *text, struct node **out, char *err, size_t errlen);
  */
 int expr_parse_names(const char *text, char *const *names, int nnames, struct node **out,
 		     char *err, size_t errlen);
+/*
+ * The same for a query of the HTTP API (faultline-web), which is
+ * evaluated at times of its own choosing: `@ <unix time>` is taken too.
+ */
+int expr_parse_query(const char *text, char *const *names, int nnames, struct node **out,
+		     char *err, size_t errlen);
+
+/* The earliest `@ <time>` in n (ms), or 0 when it has none. */
+uint64_t expr_earliest_at(const struct node *n);
 void expr_free(struct node *n);
 
 /* Longest range any selector in n asks for (ns); 0 if none. */

@@ -153,6 +153,11 @@ static int rollup_check(const struct node *n, const char *who, int host_local,
 		snprintf(why, len, "%s, where a subquery's steps are not kept", who);
 		return -EINVAL;
 	}
+	if ((n->t == N_SEL || n->t == N_SUBQ) && n->at && !host_local) {
+		snprintf(why, len, "%s: %s, where `@` cannot pin a selector", n->metric ?
+			 n->metric : "@", who);
+		return -EINVAL;
+	}
 	if (n->t == N_SEL) {
 		if (n->hist_part || n->offset_ns) {
 			snprintf(why, len, "%s: %s, which has no %s", n->metric, who,

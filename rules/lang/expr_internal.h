@@ -32,6 +32,7 @@ struct parser {
 	char *const *names;	/* recording rules' outputs, metrics as well */
 	int nnames;
 	int nodes;		/* nodes made: a chain "1+1+1..." nests by this */
+	int query;		/* a query's (expr_parse_query): `@ <time>` is taken */
 };
 
 /*

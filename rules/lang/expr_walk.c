@@ -173,3 +173,20 @@ const char *expr_result_name(const struct node *n)
 		return NULL;
 	}
 }
+
+uint64_t expr_earliest_at(const struct node *n)
+{
+	uint64_t m, x;
+
+	if (!n)
+		return 0;
+	m = n->at == AT_TIME ? n->at_ms : 0;
+	for (int i = 0; i < n->nargs; i++)
+		if ((x = expr_earliest_at(n->args[i])) && (!m || x < m))
+			m = x;
+	if ((x = expr_earliest_at(n->l)) && (!m || x < m))
+		m = x;
+	if ((x = expr_earliest_at(n->r)) && (!m || x < m))
+		m = x;
+	return m;
+}

@@ -100,6 +100,8 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 		}
 	if (in->at_ms)
 		end = in->at_ms;	/* eval_at: the query's time, not its newest point */
+	if (eval_pinned(sq, in))
+		end = eval_pinned(sq, in);	/* @: its own time */
 	if (!end || sq->offset_ns / 1000000 >= end || !step)
 		return 0;
 	end -= sq->offset_ns / 1000000;
@@ -116,7 +118,7 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 	}
 	columns_init(&cols);
 	for (uint64_t t = first; t <= end && !ret; t += step) {
-		struct eval_in at = { win, 0, in->peers, in->at_ms ? t : 0 };
+		struct eval_in at = { win, 0, in->peers, in->at_ms ? t : 0, in->start_ms, in->end_ms };
 		struct value v = { 0 };
 
 		/* each host as of t: its last point then, if it is recent enough */
@@ -124,6 +126,8 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 			struct host_window w = in->hosts[h];
 			ssize_t last;
 
+			if (w.n && eval_pinned(sq, in))
+				w.n = columns_len(w.c);	/* pinned: past the step too */
 			if (!w.n || (last = window_last_at(&w, t)) < 0 ||
 			    t - columns_ts(w.c, (size_t)last) > LOOKBACK_MS)
 				continue;
