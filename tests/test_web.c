@@ -33,6 +33,7 @@
 #include "model/profile.h"
 #include "store/alert_checkpoint.h"
 #include "store/alert_group.h"
+#include "store/drives.h"
 #include "store/profile_store.h"
 #include "store/conn.h"
 #include "store/store.h"
@@ -56,7 +57,7 @@ static const char incident_rules[] =
 	"        annotations:\n"
 	"          summary: \"{{ $labels.rack }}: corrupt segments\"\n"
 	"          runbook_url: https://runbooks.example/rack-checksums\n"
-	"        evidence: [cpu_stacks]\n";
+	"        evidence: [cpu_stacks, csum_peers]\n";
 
 #define MINUTES 120
 #define S1_SECONDS 240
@@ -81,6 +82,9 @@ static void host_snapshot(struct snapshot *s, int h, uint64_t ts, uint64_t sec)
 		snapshot_set_label(s, "rack", fleet[h].rack);
 	snapshot_add_counter(s, "tcp.in_csum_errors", sec * fleet[h].csum_per_s, NULL);
 	snapshot_add_gauge(s, "cpu.host_utilization", fleet[h].cpu, NULL);
+	/* the corrupt segments come from one peer for rack r1, another for h3 */
+	snapshot_add_counter(s, "tcp.bad_csum", sec * fleet[h].csum_per_s, "interface", "eth0",
+			     "peer", fleet[h].rack ? "192.0.2.7" : "192.0.2.9", NULL);
 	lat = snapshot_add(s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op", "read",
 			   NULL);
 	hist_record_n(lat->hist, fleet[h].read_ns, 10 * (sec + 1));
@@ -955,6 +959,14 @@ Test(web, the_incident_page_shows_the_domain_the_series_the_stacks_and_the_runbo
 	cr_assert(strstr(dom, path), "%.3000s", dom);
 	free(dom);
 
+	/* the checksum peers: rack r1's two hosts, both from 192.0.2.7 */
+	snprintf(path, sizeof(path), "/alert/%s", fp);
+	dom = chromium(path, NULL, 0);
+	cr_assert(strstr(dom, "id=\"csum-peers\""), "%.3000s", dom);
+	cr_assert_eq(count(dom, "class=\"peer\""), 2, "%.6000s", strstr(dom, "csum-peers"));
+	cr_assert(strstr(dom, "192.0.2.7") && !strstr(dom, "192.0.2.9"));
+	free(dom);
+
 	/* an unknown alert, and the wear page */
 	dom = chromium("/alert/00000000000000ff", NULL, 0);
 	cr_assert(strstr(dom, "No firing alert has this fingerprint"), "%.2000s", dom);
@@ -963,5 +975,56 @@ Test(web, the_incident_page_shows_the_domain_the_series_the_stacks_and_the_runbo
 	cr_assert(strstr(dom, "Fleet SSD wear report"), "%.2000s", dom);
 	free(dom);
 	free(ev);
+	conn_close(c);
+}
+
+/* A drive's alert shows the drive's record and its wear by day. */
+Test(web, a_drive_alert_s_page_shows_the_record_and_the_wear_history, .init = start,
+     .fini = stop, .timeout = 120)
+{
+	struct store_opts so = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				 .retention_ms = { 900000, 86400000, 86400000 },
+				 .spool_max_entries = 100, .spool_max_bytes = 1 << 20 };
+	static const char *const days[] = { "2026-11-01", "2026-11-15", "2026-12-01" };
+	struct conn *c = test_redis_connect(&redis);
+	struct drive_record rec = { 0 };
+	enum alert_group_verdict verdict;
+	char err[512], gid[33], ev[1024], t[40], *dom;
+	struct store *st = store_open(&so, err, sizeof(err));
+	int unsent;
+
+	cr_assert_not_null(st, "%s", err);
+	snprintf(rec.device, sizeof(rec.device), "sda");
+	snprintf(rec.protocol, sizeof(rec.protocol), "ata");
+	snprintf(rec.model, sizeof(rec.model), "ACME SSD 960");
+	snprintf(rec.serial, sizeof(rec.serial), "S3RIAL42");
+	snprintf(rec.status, sizeof(rec.status), "ok");
+	rec.smart_passed = 1;
+	rec.rotational = 0;
+	rec.read_at_ms = t_end;
+	for (int i = 0; i < 3; i++) {
+		rec.f[DF_WEAR_USED_PCT].present = 1;
+		rec.f[DF_WEAR_USED_PCT].v = 40 + 10 * i;
+		drives_put(st, "h1", &rec, days[i]);
+	}
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	store_close(st);
+	snprintf(ev, sizeof(ev), "{\"status\":\"firing\",\"fingerprint\":\"00000000000000d5\","
+		 "\"labels\":{\"alertname\":\"DriveWearing\",\"device\":\"sda\",\"host\":\"h1\","
+		 "\"severity\":\"warning\"},\"annotations\":{\"summary\":\"sda wears\"},"
+		 "\"startsAt\":\"%s\",\"generatorURL\":\"\",\"faultline\":{\"evidence\":[\"drive\"]}}",
+		 time_format_rfc3339((t_end - 60000) * 1000000, t, sizeof(t)));
+	alert_group_id("web-drive", gid);
+	cr_assert_eq(alert_group_take(c, gid, "00000000000000d5", "2-0", 1, t_end - 60000, ev,
+				      strlen(ev), &verdict, &unsent, err, sizeof(err)), 0, "%s", err);
+	dom = chromium("/alert/00000000000000d5", NULL, 0);
+	cr_assert(strstr(dom, "id=\"drive\""), "%.3000s", dom);
+	cr_assert(strstr(dom, "ACME SSD 960") && strstr(dom, "S3RIAL42"), "%.3000s", dom);
+	cr_assert(strstr(dom, "id=\"wear-history\""), "%.5000s", strstr(dom, "id=\"drive\""));
+	cr_assert(strstr(dom, "3 day(s) of history"), "%.5000s", strstr(dom, "id=\"drive\""));
+	/* its map: h1 in its rack r1, beside h2 */
+	cr_assert_eq(count(dom, "class=\"host hit\""), 1);
+	cr_assert_eq(count(dom, "class=\"host\""), 1);
+	free(dom);
 	conn_close(c);
 }

@@ -28,6 +28,7 @@
 #include "rules/lang/rules.h"
 #include "store/alert_index.h"
 #include "store/conn.h"
+#include "store/drives.h"
 #include "store/host_registry.h"
 #include "store/profile_store.h"
 
@@ -649,6 +650,172 @@ static void flame(struct pages *p, FILE *f, const char *host, uint64_t from, uin
 	profile_free(&before);
 }
 
+/*
+ * Which peers the corrupt segments came from (hence which switch): the
+ * alert's hosts' bad checksums per interface and peer over the 5 minutes
+ * up to a minute after it fired.
+ */
+static void csum_peers(struct pages *p, FILE *f, const struct alert *a)
+{
+	static const char q[] = "sum by (host, interface, peer) "
+				"(increase(faultline_tcp_bad_csum_total[5m]))";
+	uint64_t at = (a->fired_ms ? a->fired_ms : a->starts_ms) + 60000;
+	uint64_t now = time_wall_ns() / 1000000;
+	struct query_opts o = p->o;
+	struct query_result r;
+	const char *one[1];
+	char err[400];
+	int rows = 0;
+
+	if (at > now)
+		at = now;
+	o.hosts = (const char *const *)a->hosts;
+	o.nhosts = a->nhosts;
+	if (!a->nhosts && (one[0] = label_of(a, "host"))) {
+		o.hosts = one;
+		o.nhosts = 1;
+	}
+	fputs("<h3>Checksum peers</h3>\n", f);
+	if (query_run(p->rc, &o, q, at, at, 0, &r, err, sizeof(err))) {
+		fputs("<p class=\"err\">", f);
+		fputs_xml(err, f);
+		fputs("</p>\n", f);
+		return;
+	}
+	fputs("<table id=\"csum-peers\"><tr><th>host</th><th>interface</th><th>peer</th>"
+	      "<th>bad segments, 5 min</th></tr>\n", f);
+	for (size_t i = 0; i < r.n; i++) {
+		const char *col[3] = { "", "", "" };
+
+		if (!(r.s[i].v[0] > 0))
+			continue;
+		for (int k = 0; k < r.s[i].nlabels; k++) {
+			const struct label *l = &r.s[i].labels[k];
+
+			if (!strcmp(l->key, "host"))
+				col[0] = l->value;
+			else if (!strcmp(l->key, "interface"))
+				col[1] = l->value;
+			else if (!strcmp(l->key, "peer"))
+				col[2] = l->value;
+		}
+		fputs("<tr class=\"peer\">", f);
+		for (int c = 0; c < 3; c++) {
+			fputs("<td>", f);
+			fputs_xml(col[c], f);
+			fputs("</td>", f);
+		}
+		fprintf(f, "<td>%.0f</td></tr>\n", r.s[i].v[0]);
+		rows++;
+	}
+	fputs("</table>\n", f);
+	if (!rows)
+		fputs("<p class=\"note\">No bad checksum from any peer then.</p>\n", f);
+	query_result_free(&r);
+}
+
+struct drive_find {
+	const char *device;
+	struct drive_record rec;
+	int found;
+};
+
+static void drive_seen(const struct drive_record *r, void *arg)
+{
+	struct drive_find *d = arg;
+
+	if (!d->found && !strcmp(r->device, d->device)) {
+		d->rec = *r;
+		d->found = 1;
+	}
+}
+
+struct wear_hist {
+	char day[64][16];
+	double wear[64];
+	int n;
+};
+
+static void wear_seen(const char *day, double wear, double bytes, double hours, void *arg)
+{
+	struct wear_hist *w = arg;
+
+	(void)bytes;
+	(void)hours;
+	if (wear < 0)
+		return;
+	if (w->n == 64) {	/* the newest 64 days */
+		memmove(w->day, w->day + 1, sizeof(w->day[0]) * 63);
+		memmove(w->wear, w->wear + 1, sizeof(w->wear[0]) * 63);
+		w->n = 63;
+	}
+	snprintf(w->day[w->n], sizeof(w->day[0]), "%s", day);
+	w->wear[w->n++] = wear;
+}
+
+/* The alert's drive: its record as the probe read it, and its wear by day. */
+static void drive(struct pages *p, FILE *f, const struct alert *a)
+{
+	const char *host = a->nhosts ? a->hosts[0] : label_of(a, "host");
+	struct drive_find d = { .device = label_of(a, "device") };
+	struct wear_hist *w;
+	char err[300];
+
+	fputs("<h3>The drive</h3>\n", f);
+	if (!host || !d.device) {
+		fputs("<p class=\"note\">The alert names no host and device.</p>\n", f);
+		return;
+	}
+	if (drives_load(p->rc, host, drive_seen, &d, err, sizeof(err)) < 0 || !d.found) {
+		fputs("<p class=\"note\">No drive record for ", f);
+		fputs_xml(d.device, f);
+		fputs(" on ", f);
+		fputs_xml(host, f);
+		fputs(".</p>\n", f);
+		return;
+	}
+	fputs("<table id=\"drive\">\n<tr><th>model</th><td>", f);
+	fputs_xml(d.rec.model, f);
+	fputs("</td></tr>\n<tr><th>serial</th><td>", f);
+	fputs_xml(d.rec.serial, f);
+	fputs("</td></tr>\n<tr><th>firmware</th><td>", f);
+	fputs_xml(d.rec.firmware, f);
+	fprintf(f, "</td></tr>\n<tr><th>SMART</th><td>%s</td></tr>\n", d.rec.smart_passed == 1 ?
+		"passed" : d.rec.smart_passed == 0 ? "FAILED" : "unknown");
+	for (int i = 0; i < DF_COUNT; i++)
+		if (d.rec.f[i].present)
+			fprintf(f, "<tr><th>%s</th><td>%.15g</td></tr>\n", drive_field_names[i],
+				d.rec.f[i].v);
+	fputs("</table>\n", f);
+	if (!(w = calloc(1, sizeof(*w))))
+		return;
+	if (d.rec.serial[0] &&
+	    drives_wear_history(p->rc, host, d.rec.serial, wear_seen, w, err, sizeof(err)) > 0 &&
+	    w->n) {
+		const int W = 600, H = 120, L = 40;
+
+		fprintf(f, "<svg id=\"wear-history\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+			"height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"wear history\">"
+			"\n<rect x=\"%d\" y=\"5\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" "
+			"stroke=\"#ccc\"/>\n<text x=\"0\" y=\"15\" font-size=\"11\">100%%</text>"
+			"<text x=\"0\" y=\"%d\" font-size=\"11\">0%%</text>\n<polyline class=\"wear\" "
+			"fill=\"none\" stroke=\"#d32f2f\" stroke-width=\"2\" points=\"", W, H + 25, W,
+			H + 25, L, W - L - 5, H, H + 5);
+		for (int i = 0; i < w->n; i++)
+			fprintf(f, "%.1f,%.1f ", L + (w->n > 1 ? (double)i * (W - L - 10) /
+							(w->n - 1) : 0), 5 + H - w->wear[i] * H / 100);
+		fputs("\"/>\n<text x=\"40\" y=\"", f);
+		fprintf(f, "%d\" font-size=\"11\">", H + 20);
+		fputs_xml(w->day[0], f);
+		fprintf(f, "</text><text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">",
+			W - 5, H + 20);
+		fputs_xml(w->day[w->n - 1], f);
+		fprintf(f, "</text></svg>\n<p class=\"note\">Wear used, %d day(s) of history.</p>\n",
+			w->n);
+	}
+	free(w);
+}
+
 static void evidence(struct pages *p, FILE *f, const struct alert *a)
 {
 	const char *host = a->nhosts ? a->hosts[0] : label_of(a, "host");
@@ -675,11 +842,13 @@ static void evidence(struct pages *p, FILE *f, const struct alert *a)
 		fputs("<p class=\"note\">No host to show stacks of.</p>\n", f);
 		return;
 	}
+	if (a->evidence & ALERT_EV_CSUM_PEERS)
+		csum_peers(p, f, a);
+	if (a->evidence & ALERT_EV_DRIVE)
+		drive(p, f, a);
+	fputs("<h3>Stacks</h3>\n", f);
 	snprintf(title, sizeof(title), "%s, the minutes around its firing", host);
 	flame(p, f, host, fired > 60000 ? fired - 60000 : 0, fired + 60000, 0, 0, title);
-	if (a->evidence & (ALERT_EV_DRIVE))
-		fputs("<p>The drive's record and wear history: <a href=\"/wear\">the wear report"
-		      "</a>.</p>\n", f);
 }
 
 /* ---- the incident page ----------------------------------------------- */
