@@ -51,7 +51,47 @@ struct qload {
 	uint64_t deadline_ns;		/* monotonic */
 	enum query_error failed;	/* set by the reader's callback: stop */
 	char why[256];
+	/*
+	 * The series the query's selectors name (wire names, borrowed from
+	 * its tree): only they keep their points; any other series of a host
+	 * keeps its newest value alone (columns.h), unread.  NULL policy: all.
+	 */
+	const char *keep[64];
+	int nkeep;
+	struct columns_policy policy;
+	const struct columns_policy *pol;
 };
+
+static int keeps_named(const struct series *def, void *arg)
+{
+	const struct qload *ql = arg;
+
+	for (int i = 0; i < ql->nkeep; i++)
+		if (!strcmp(def->name, ql->keep[i]))
+			return 1;
+	return 0;
+}
+
+static void keep_sel(const struct node *sel, void *arg)
+{
+	struct qload *ql = arg;
+
+	for (int i = 0; i < ql->nkeep; i++)
+		if (!strcmp(ql->keep[i], sel->wire))
+			return;
+	if (ql->nkeep < (int)(sizeof(ql->keep) / sizeof(ql->keep[0])))
+		ql->keep[ql->nkeep++] = sel->wire;
+	else
+		ql->pol = NULL;	/* more than it holds: every series keeps its points */
+}
+
+/* Keep the points of the series n's selectors name only. */
+static void keep_only(struct qload *ql, const struct node *n)
+{
+	ql->policy = (struct columns_policy){ keeps_named, ql, 1 };
+	ql->pol = &ql->policy;
+	expr_each_selector(n, keep_sel, ql);
+}
 
 /* ---- which hosts a query can reach ----------------------------------- */
 
@@ -204,7 +244,7 @@ static int arrived(struct snapshot *s, void *arg)
 			goto nomem;
 		h->nm++;
 	}
-	if (columns_push(&h->c, s, ql->keep_ms, NULL))
+	if (columns_push(&h->c, s, ql->keep_ms, ql->pol))
 		goto nomem;
 	return 0;
 nomem:
@@ -226,11 +266,24 @@ static void qload_free(struct qload *ql)
 	strmap_free(&ql->index);
 }
 
+/*
+ * A host's next snapshot most likely repeats its newest (the same series
+ * every interval): decoded like it, borrowing its strings, which
+ * columns_push adopts (what the rules engine does; 3x less decoding).
+ */
+static const struct snapshot *like_newest(size_t host_index, void *arg)
+{
+	const struct qload *ql = arg;
+
+	return host_index < ql->nh && columns_len(&ql->h[host_index].c) ?
+	       &ql->h[host_index].c.newest : NULL;
+}
+
 /* Read every host of ql over [from_ms, to_ms] of ql->tier. */
 static enum query_error read_hosts(struct conn *rc, struct qload *ql, uint64_t from_ms,
 				   uint64_t to_ms, char *err, size_t errlen)
 {
-	struct store_readers rd = { .snapshot = arrived, .arg = ql };
+	struct store_readers rd = { .snapshot = arrived, .like = like_newest, .arg = ql };
 	const char **names = calloc(ql->nh + 1, sizeof(*names));
 	uint64_t *from = calloc(ql->nh + 1, sizeof(*from));
 	int got = 0;
@@ -645,6 +698,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	}
 	from = start_ms > lookback + stale ? start_ms - lookback - stale : 0;
 	ql.keep_ms = end_ms - from + 1000;
+	keep_only(&ql, n);
 	if ((ret = find_hosts(rc, &ql, n, err, errlen)) ||
 	    (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)) ||
 	    (ret = add_alerts(rc, &ql, n, start_ms, end_ms, step_ms, err, errlen)))
