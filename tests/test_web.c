@@ -597,6 +597,7 @@ Test(web, alerts_series_come_from_the_alert_checkpoint, .init = start, .fini = s
 
 static pid_t side[3];		/* probe, prometheus, the I/O load */
 static char side_dir[256];
+static char loop_dev[64];	/* the load's own disk: no other test's I/O on it */
 
 static pid_t spawn(char *const argv[])
 {
@@ -650,6 +651,9 @@ static void side_stop(void)
 		waitpid(web_pid, NULL, 0);
 	}
 	web_pid = 0;
+	if (loop_dev[0])
+		test_sh("losetup -d %s", loop_dev);
+	loop_dev[0] = '\0';
 	if (side_dir[0])
 		test_remove_dir(side_dir);
 	test_redis_destroy(&redis);
@@ -736,14 +740,15 @@ Test(web, answers_agree_with_a_real_prometheus_scraping_the_same_probe_at_1s,
 	     maddr[64], listen[128], cfgarg[320], tsdbarg[320];
 	int mport, pport;
 	FILE *f;
-	static const char *const queries[] = {
-		"sum(rate(faultline_block_ios_total{op=\"write\"}[30s]))",
-		"sum(rate(faultline_block_bytes_total{op=\"write\"}[30s]))",
+	static const char *const templates[] = {
+		"sum(rate(faultline_block_ios_total{device=\"%s\",op=\"write\"}[30s]))",
+		"sum(rate(faultline_block_bytes_total{device=\"%s\",op=\"write\"}[30s]))",
 		"histogram_quantile(0.9, sum by (le) "
-		"(rate(faultline_block_latency_seconds_bucket{op=\"write\"}[30s])))",
+		"(rate(faultline_block_latency_seconds_bucket{device=\"%s\",op=\"write\"}[30s])))",
 		"histogram_quantile(0.5, sum by (le) "
-		"(rate(faultline_block_size_bytes_bucket{op=\"write\"}[30s])))",
+		"(rate(faultline_block_size_bytes_bucket{device=\"%s\",op=\"write\"}[30s])))",
 	};
+	char queries[4][300];
 
 	cr_assert_eq(test_redis_start(&redis), 0);
 	snprintf(side_dir, sizeof(side_dir), "/var/tmp/fl-webcmp-%d", getpid());
@@ -779,13 +784,27 @@ Test(web, answers_agree_with_a_real_prometheus_scraping_the_same_probe_at_1s,
 		side[1] = spawn(ma);
 		web_pid = spawn(wa);
 	}
+	/* the load writes to a loop device of its own, so only it moves that disk's series */
+	{
+		char cmd[600];
+		FILE *p;
+
+		cr_assert_eq(test_sh("truncate -s 16M %s", file), 0);
+		snprintf(cmd, sizeof(cmd), "losetup -f --show --direct-io=on %s", file);
+		p = popen(cmd, "r");
+		cr_assert(p && fgets(loop_dev, sizeof(loop_dev), p), "losetup failed");
+		pclose(p);
+		loop_dev[strcspn(loop_dev, "\n")] = '\0';
+	}
 	side[2] = fork();
 	if (side[2] == 0)
-		steady_writes(file);
+		steady_writes(loop_dev);
 	/* 30 s windows, then 15 s more so both have a full window of scrapes and snapshots */
 	sleep(48);
 	cr_assert_eq(waitpid(side[0], NULL, WNOHANG), 0, "the probe stopped");
 	cr_assert_eq(waitpid(side[1], NULL, WNOHANG), 0, "prometheus stopped");
+	for (int i = 0; i < 4; i++)
+		snprintf(queries[i], sizeof(queries[i]), templates[i], strrchr(loop_dev, '/') + 1);
 	{
 		double t = (double)(time_wall_ns() / 1000000) / 1000.0 - 3;
 
