@@ -131,7 +131,7 @@ int cmd_acl(int argc, char **argv)
 	struct strbuf out = STRBUF_INIT;
 	struct strmap seen;
 	int nh = 0, setuser = 0, made = 0, ret = 2;
-	static const enum acl_role central[] = { ACL_RULES, ACL_ALERTER, ACL_OPERATOR };
+	static const enum acl_role central[] = { ACL_RULES, ACL_ALERTER, ACL_OPERATOR, ACL_WEB };
 
 	if (help_asked(argc, argv)) {
 		usage(stdout);

@@ -611,6 +611,33 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 	cr_expect(refused(op, "XADD fl:alerts * e {}"), "the operator could forge an event");
 	cr_expect(refused(op, "SET fl:{web-1}:host {}"), "the operator could write host data");
 	conn_close(op);
+
+	/* faultline-web as fl-web: it answers a query, and may write nothing */
+	snprintf(url, sizeof(url), "unix://%s?user=fl-web&password_file=%s/secrets/"
+		 "fl-web.pass", acl_redis.sock, dir);
+	{
+		int port = test_free_port();
+
+		cr_expect_eq(test_sh("cd %s/.. && (%s/faultline-web --redis '%s' --listen "
+				     "127.0.0.1:%d >%s/web.log 2>&1 & p=$!; "
+				     "for i in $(seq 50); do curl -sf -o /dev/null "
+				     "http://127.0.0.1:%d/-/healthy && break; sleep 0.1; done; "
+				     "curl -s 'http://127.0.0.1:%d/api/v1/query?query="
+				     "max_over_time(faultline_tcp_in_csum_errors_total%%5B5m%%5D)' >%s/web.json; kill $p; wait $p) "
+				     "&& grep -q '\"host\":\"web-1\"' %s/web.json && "
+				     "! grep -q NOPERM %s/web.log", test_out_dir(), test_out_dir(), url,
+				     port, dir, port, port, dir, dir, dir), 0,
+			     "faultline-web could not answer as fl-web (%s/web.json, %s/web.log)",
+			     dir, dir);
+	}
+	op = open_as("fl-web");
+	cr_expect(allowed(op, "XRANGE fl:{web-1}:s1 - +"), "fl-web cannot read a host");
+	cr_expect(allowed(op, "HGETALL {fl:alerts}:active"), "fl-web cannot read what fires");
+	cr_expect(refused(op, "HSET fl:silences s {}"), "fl-web could write a silence");
+	cr_expect(refused(op, "XADD fl:alerts * e {}"), "fl-web could forge an event");
+	cr_expect(refused(op, "SET fl:{web-1}:host {}"), "fl-web could write host data");
+	cr_expect(refused(op, "DEL fl:{web-1}:s1"), "fl-web could delete a host's data");
+	conn_close(op);
 	conn_close(admin);
 }
 

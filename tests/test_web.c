@@ -376,6 +376,20 @@ Test(web, at_pins_a_selector_to_a_time_or_the_range_s_ends, .init = start, .fini
 	cr_assert_eq(r.s[0].n, 3);
 	cr_assert_float_eq(r.s[0].v[2], 2.0, 1e-9);
 	query_result_free(&r);
+	/*
+	 * 30 s after the fleet went quiet: no instant value (stale, as the rules
+	 * engine sees it), but a range still reads what it holds, as PromQL's
+	 */
+	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio", t_end + 30000,
+			       t_end + 30000, 0, &r, err, sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(r.n, 0);
+	query_result_free(&r);
+	cr_assert_eq(query_run(c, &o, "max_over_time(faultline_host_cpu_utilization_ratio[1m])",
+			       t_end + 30000, t_end + 30000, 0, &r, err, sizeof(err)), QUERY_OK,
+		     "%s", err);
+	cr_assert_eq(r.n, 3);
+	cr_assert_float_eq(value_of(&r, "host", "h3", 0), 0.75, 1e-9);
+	query_result_free(&r);
 	/* a rule still may not pin a time: it would see nothing */
 	{
 		struct node *n = NULL;

@@ -612,8 +612,12 @@ static uint64_t stale_of(const struct query_opts *o, uint32_t tier)
 	return tier == 1 ? (o->stale_ms ? o->stale_ms : 5000) : 2ULL * tier * 1000;
 }
 
-/* Every host's window at t (those with a point no staler than stale) into win. */
-static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t stale,
+/*
+ * Every host's window at t into win: those with a point no older than
+ * reach (the query's longest range plus the staleness; instant selectors
+ * apply the staleness alone, eval_at).
+ */
+static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t reach,
 			 struct host_window *win)
 {
 	size_t nw = 0;
@@ -622,7 +626,7 @@ static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t stale,
 		const struct qhost *h = &ql->h[i];
 		long k = columns_len(&h->c) ? columns_last_at(&h->c, t) : -1;
 
-		if (k < 0 || columns_ts(&h->c, (size_t)k) + stale < t)
+		if (k < 0 || columns_ts(&h->c, (size_t)k) + reach < t)
 			continue;
 		win[nw].host = h->name;
 		win[nw].c = &h->c;
@@ -711,7 +715,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	name = expr_result_name(n);
 	for (uint64_t t = start_ms;; t += step_ms) {
 		struct value v = { 0 };
-		size_t nw = windows_at(&ql, t, stale, win);
+		size_t nw = windows_at(&ql, t, expr_max_range(n) / 1000000 + stale, win);
 		int bad;
 
 		if (time_mono_ns() > ql.deadline_ns) {
@@ -721,7 +725,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 			ret = QUERY_TIMEOUT;
 			goto out;
 		}
-		if (eval_at(n, win, nw, t, start_ms, end_ms, &v, err, errlen)) {
+		if (eval_at(n, win, nw, t, start_ms, end_ms, stale, &v, err, errlen)) {
 			value_free(&v);
 			ret = QUERY_EXECUTION;
 			goto out;

@@ -42,6 +42,9 @@ int acl_user_name(enum acl_role role, const char *host, char *buf, size_t len)
 	case ACL_ALERTER:
 		n = snprintf(buf, len, "fl-alerter");
 		break;
+	case ACL_WEB:
+		n = snprintf(buf, len, "fl-web");
+		break;
 	default:
 		n = snprintf(buf, len, "fl-operator");
 		break;
@@ -82,6 +85,11 @@ int acl_user_line(enum acl_role role, const char *host, const char *password_sha
 	case ACL_OPERATOR:
 		strbuf_addf(out, ACL_CENTRAL "%%R~fl:* %%R~{" KEY_ALERTS "}:* ~" KEY_SILENCES " ~"
 			    KEY_DEPLOYS " ~fl:{*}:profile:burst");
+		break;
+	case ACL_WEB:
+		/* reads only: no write command at all, and read access to its keys */
+		strbuf_addf(out, ACL_BASE "+@read -@dangerous -@admin -@write %%R~fl:* %%R~{"
+			    KEY_ALERTS "}:*");
 		break;
 	}
 	strbuf_adds(out, "\n");

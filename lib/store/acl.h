@@ -19,6 +19,9 @@
  *                 {fl:alerts}:group:*, fl:alerts:dead, fl:notifications.
  *   fl-operator   the faultline CLI: reads fl:* and {fl:alerts}:*; writes
  *                 fl:silences, fl:deploys and fl:{H}:profile:burst.
+ *   fl-web        faultline-web: reads fl:* and {fl:alerts}:* (the tiers,
+ *                 the registry, profiles, drives, the alert checkpoint and
+ *                 index); writes nothing.
  *   default       off: a client that does not authenticate can do nothing.
  *
  * Scripts (EVAL) run with their caller's permissions, so a role's scripts
@@ -32,7 +35,7 @@
 
 struct strbuf;
 
-enum acl_role { ACL_PROBE, ACL_RULES, ACL_ALERTER, ACL_OPERATOR };
+enum acl_role { ACL_PROBE, ACL_RULES, ACL_ALERTER, ACL_OPERATOR, ACL_WEB };
 
 /*
  * The Redis user name of role (host: the probe's host, else ignored) into

@@ -356,6 +356,9 @@ static int eval_selector(const struct node *sel, enum expr_fn fn, double q,
 
 		if (!w.n)
 			continue;
+		if (in->stale_ms && !pin && !sel->offset_ns && fn == FN_NONE && !sel->range_ns &&
+		    in->at_ms > columns_ts(w.c, w.n - 1) + in->stale_ms)
+			continue;	/* silent at the query's time: no instant value */
 		if (sel->offset_ns || pin) {
 			/*
 			 * as of offset ago (from the pinned time, when `@` pins it): the
@@ -492,7 +495,8 @@ static int eval_on_hosts_of(const struct node *n, const struct value *left,
 	if (!sub)
 		return -ENOMEM;
 	{
-		struct eval_in part = { sub, ns, in->peers, in->at_ms, in->start_ms, in->end_ms };
+		struct eval_in part = { sub, ns, in->peers, in->at_ms, in->start_ms, in->end_ms,
+					in->stale_ms };
 
 		ret = eval_node(n, &part, out, err, errlen);
 	}
@@ -697,9 +701,10 @@ int eval(const struct node *n, const struct host_window *hosts, size_t nh, struc
 }
 
 int eval_at(const struct node *n, const struct host_window *hosts, size_t nh, uint64_t at_ms,
-	    uint64_t start_ms, uint64_t end_ms, struct value *out, char *err, size_t errlen)
+	    uint64_t start_ms, uint64_t end_ms, uint64_t stale_ms, struct value *out, char *err,
+	    size_t errlen)
 {
-	struct eval_in in = { hosts, nh, NULL, at_ms, start_ms, end_ms };
+	struct eval_in in = { hosts, nh, NULL, at_ms, start_ms, end_ms, stale_ms };
 
 	return eval_node(n, &in, out, err, errlen);
 }

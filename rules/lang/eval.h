@@ -70,10 +70,13 @@ void value_free(struct value *v);
  * time (faultline-web); hosts' windows are cut there by the caller, who
  * keeps each host's whole history in its columns: `@` pins a selector to
  * a time (start_ms, end_ms: the query's range, for @ start() / @ end()),
- * which may lie past the window's end.
+ * which may lie past the window's end.  An instant selector leaves out a
+ * host whose newest point at at_ms is older than stale_ms (> 0), so the
+ * windows may reach as far back as the query's ranges do.
  */
 int eval_at(const struct node *n, const struct host_window *hosts, size_t nh, uint64_t at_ms,
-	    uint64_t start_ms, uint64_t end_ms, struct value *out, char *err, size_t errlen);
+	    uint64_t start_ms, uint64_t end_ms, uint64_t stale_ms, struct value *out, char *err,
+	    size_t errlen);
 
 /*
  * Whether series s of snapshot snap is one selector sel selects: matchers

@@ -19,6 +19,12 @@ struct eval_in {
 	const struct eval_peers *peers;
 	uint64_t at_ms;		/* the evaluation time (eval_at); 0: the newest window end */
 	uint64_t start_ms, end_ms;	/* a query's range, for @ start() / @ end(); 0: none */
+	/*
+	 * A query's: an instant selector skips a host whose point at at_ms is
+	 * older than this (its windows reach further back for range
+	 * selectors); 0: every window's end is current (the rules engine).
+	 */
+	uint64_t stale_ms;
 };
 
 /*

@@ -118,7 +118,8 @@ int eval_subquery(const struct node *sq, enum range_fn fn, double q, const struc
 	}
 	columns_init(&cols);
 	for (uint64_t t = first; t <= end && !ret; t += step) {
-		struct eval_in at = { win, 0, in->peers, in->at_ms ? t : 0, in->start_ms, in->end_ms };
+		struct eval_in at = { win, 0, in->peers, in->at_ms ? t : 0, in->start_ms, in->end_ms,
+				      in->stale_ms };
 		struct value v = { 0 };
 
 		/* each host as of t: its last point then, if it is recent enough */
