@@ -103,6 +103,7 @@ struct alerter {
 	struct alert_index ix;		/* the fleet's firing alerts, for inhibit_rules */
 	int ix_loaded;
 	int ix_backfilled;		/* alert_index_backfill ran (once per process) */
+	int taken_up;			/* groups_take_up ran (once per process) */
 	uint64_t ix_pruned_ns;		/* last prune of its old resolutions (mono) */
 	struct strmap held;		/* entry ids some group holds unacked */
 	int read_pending;		/* our own pending list must be read (start, reconnect) */
@@ -220,6 +221,15 @@ void drop_alert(struct group_alert *ga);
  * here: it mutes notifications, never state.
  */
 void take_event(struct alerter *al, const char *id, const char *json, size_t len);
+
+/*
+ * Once an alerter is connected: take up every group in Redis whose newest
+ * version no alerter notified and that holds a firing alert (all muted
+ * when it was read, whose entries were acknowledged; or an alerter that
+ * stopped before it sent), so it is looked at again and sent once nothing
+ * mutes it, whatever alerter holds it.  Returns 0 or -1 (Redis; said).
+ */
+int groups_take_up(struct alerter *al);
 
 /*
  * Release ids[0..n) held by one group: an entry every group holding it has

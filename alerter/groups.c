@@ -14,6 +14,7 @@
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "store/alert_group.h"
+#include "store/alert_index.h"
 #include "store/alert_stream.h"
 
 /*
@@ -153,7 +154,15 @@ void drop_alert(struct group_alert *ga)
 	free(ga);
 }
 
-void take_event(struct alerter *al, const char *id, const char *json, size_t len)
+/*
+ * Take event json into every group it reaches.  from_stream: it is the
+ * fl:alerts entry id, held by the groups until settled (or dead-lettered
+ * or acknowledged at once); else it is an alert a group in Redis already
+ * holds, whose entry was settled long ago (groups_take_up): its groups
+ * are made to look at it again, nothing is held or acknowledged.
+ */
+static void take_alert(struct alerter *al, const char *id, const char *json, size_t len,
+		       int from_stream)
 {
 	const struct route *routes[ROUTE_MAX_NODES];	/* a route matches once at most */
 	struct group **held_by = NULL;
@@ -162,9 +171,11 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 	uint32_t dummy;
 	int nroutes, nheld = 0, ntaken = 0, nreach = 0;
 
-	if (strmap_get(&al->held, id, &dummy))
+	if (from_stream && strmap_get(&al->held, id, &dummy))
 		return;
 	if (alert_parse(&a, json, len, err, sizeof(err))) {
+		if (!from_stream)
+			return;	/* a group's record: alert_group_load checked it */
 		log_error("%s entry %s is not an alert event (%s); dead-lettered to %s", STREAM, id,
 			  err, DEAD_STREAM);
 		if (dead_letter(al, err, "", "", id, json, len) == 0)
@@ -173,6 +184,10 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 	}
 	al->received[a.firing ? 1 : 0]++;
 	nroutes = route_match(&al->cfg.root, &a, routes, ROUTE_MAX_NODES);
+	if (nroutes == 0 && !from_stream) {
+		alert_free(&a);
+		return;	/* the routes changed since: nothing of this config holds it */
+	}
 	if (nroutes == 0) {
 		log_warn("alert %s matches no route; dead-lettered to %s (add a catch-all route)",
 			 alert_label(&a, "alertname"), DEAD_STREAM);
@@ -207,13 +222,15 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 			if (verdict == ALERT_GROUP_NEW || unsent) {
 				/* a new state, or one a version not yet notified covers */
 				g->changed = 1;
+				if (!from_stream)
+					continue;
 				if (hold(al, g, id))
 					goto again;
 				held_by[nheld++] = g;
 			}
 		}
 	}
-	if (!nheld) {
+	if (!nheld && from_stream) {
 		log_debug("%s %s: %s; acknowledged", alert_label(&a, "alertname"), a.fingerprint,
 			  ntaken ? "nothing new to any group it reaches" :
 			  "its receiver has no integrations (it drops what reaches it)");
@@ -229,6 +246,60 @@ again:
 	free(held_by);
 	alert_free(&a);
 	al->read_pending = 1;
+}
+
+void take_event(struct alerter *al, const char *id, const char *json, size_t len)
+{
+	take_alert(al, id, json, len, 1);
+}
+
+struct take_up {
+	struct alerter *al;
+	int groups, alerts;
+};
+
+/* A group whose newest version no alerter notified: its firing alerts taken again. */
+static int take_up_group(struct conn *rc, const char *gid, void *arg, char *err, size_t errlen)
+{
+	struct take_up *tu = arg;
+	struct alert_group_state st;
+	struct strbuf sb = STRBUF_INIT;
+	int firing = 0;
+
+	if (alert_group_load(rc, gid, &st, err, errlen))
+		return 0;	/* unreadable now: its next event brings it back */
+	for (int i = 0; i < st.n; i++)
+		firing += st.m[i].a.firing;
+	if (st.version > st.notified_version && firing) {
+		tu->groups++;
+		for (int i = 0; i < st.n; i++) {
+			if (!st.m[i].a.firing)
+				continue;
+			strbuf_reset(&sb);
+			if (alert_encode(&st.m[i].a, &sb) || strbuf_failed(&sb))
+				continue;
+			take_alert(tu->al, st.m[i].entry_id, strbuf_str(&sb), sb.len, 0);
+			tu->alerts++;
+		}
+	}
+	strbuf_release(&sb);
+	alert_group_state_free(&st);
+	return 0;
+}
+
+int groups_take_up(struct alerter *al)
+{
+	struct take_up tu = { al, 0, 0 };
+	char err[300];
+
+	if (redis_result(al, alert_groups_each(al->rc, take_up_group, &tu, err, sizeof(err)),
+			 err) < 0)
+		return -1;
+	if (tu.groups)
+		log_info("took up %d alert group(s) whose newest state no alerter notified (muted "
+			 "when it was read, or an alerter stopped first): %d firing alert(s), "
+			 "looked at again as their groups' intervals come", tu.groups, tu.alerts);
+	return 0;
 }
 
 void prune_groups(struct alerter *al)

@@ -108,6 +108,11 @@ int ensure_redis(struct alerter *al)
 				 "alert group(s): %d record(s), for inhibition and the API", groups,
 				 taken);
 	}
+	if (!al->taken_up) {
+		if (groups_take_up(al) < 0)
+			return -1;
+		al->taken_up = 1;
+	}
 	backoff_reset(&al->redis_backoff);
 	al->read_pending = 1;	/* what we held may be ours again, or gone */
 	al->claim_at_ns = 0;

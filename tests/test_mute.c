@@ -510,3 +510,56 @@ Test(mute, the_index_is_filled_from_the_groups_of_an_older_alerter, .init = setu
 	cr_expect_eq(groups, 0);
 	conn_close(c);
 }
+
+/*
+ * An alert muted when it came (its entry acknowledged: it waits in its
+ * group's state, not in the stream) survives the alerter's restart: the
+ * next alerter takes its group up and sends it once nothing mutes it,
+ * though no new event of it comes.
+ */
+Test(mute, a_muted_alert_is_sent_after_a_restart_once_its_mute_ends, .init = setup,
+     .fini = teardown, .timeout = 90)
+{
+	char yaml[1200], *rec = NULL;
+	struct conn *c = test_redis_connect(&redis);
+
+	snprintf(yaml, sizeof(yaml),
+		 "route:\n  receiver: r\n  group_by: [alertname, rack]\n  group_wait: 1s\n"
+		 "  group_interval: 1s\n"
+		 "receivers:\n  - name: r\n    webhook_configs: [{url: 'http://127.0.0.1:%d/'}]\n"
+		 "inhibit_rules:\n"
+		 "  - source_matchers: [alertname=RackDown]\n"
+		 "    target_matchers: [severity=warning]\n"
+		 "    equal: [rack]\n", rx.port);
+	start_alerter(yaml);
+	sleep(1);
+	test_emit_alert(c, "00000000000000b0", "firing", "\"alertname\":\"RackDown\","
+			"\"rack\":\"r1\",\"severity\":\"page\"");
+	test_emit_alert(c, "00000000000000b1", "firing", "\"alertname\":\"DriveWear\","
+			"\"rack\":\"r1\",\"host\":\"h1\",\"severity\":\"warning\"");
+	for (int i = 0; i < 150; i++) {
+		free(rec);
+		rec = records(c);
+		if (strstr(rec, "inhibited 00000000000000b1") &&
+		    rx_carried("00000000000000b0", "firing", NULL))
+			break;
+		usleep(100000);
+	}
+	cr_assert(strstr(rec, "inhibited 00000000000000b1"), "the warning was not muted:\n%s",
+		  rec);
+	free(rec);
+	cr_assert_eq(test_alerts_pending(c, NULL), 0, "the muted alert's entry is still pending");
+	/* the alerter stops; the rack resolves while none runs */
+	kill(alerter_pid, SIGTERM);
+	waitpid(alerter_pid, NULL, 0);
+	alerter_pid = 0;
+	test_emit_alert(c, "00000000000000b0", "resolved", "\"alertname\":\"RackDown\","
+			"\"rack\":\"r1\",\"severity\":\"page\"");
+	start_alerter(yaml);
+	for (int i = 0; i < 150 && !rx_carried("00000000000000b1", "firing", NULL); i++)
+		usleep(100000);
+	cr_assert_eq(rx_carried("00000000000000b1", "firing", NULL), 1,
+		     "the warning muted before the restart was not sent once its mute ended");
+	sleep(2);
+	cr_expect_eq(rx_carried("00000000000000b1", "firing", NULL), 1, "sent more than once");
+}

@@ -206,23 +206,28 @@ static int backfill_group(struct conn *rc, const char *key, int *taken, char *er
 	return 0;
 }
 
-int alert_index_backfill(struct conn *rc, int *groups, int *taken, char *err, size_t errlen)
+struct backfill {
+	int *taken, *groups;
+};
+
+static int backfill_one(struct conn *rc, const char *gid, void *arg, char *err, size_t errlen)
 {
+	struct backfill *bf = arg;
+	char key[128];
+
+	if (key_alert_group(key, sizeof(key), gid) < 0)
+		return 0;
+	(*bf->groups)++;
+	return backfill_group(rc, key, bf->taken, err, errlen);
+}
+
+int alert_groups_each(struct conn *rc, alert_group_fn fn, void *arg, char *err, size_t errlen)
+{
+	static const char prefix[] = "{" KEY_ALERTS "}:group:";
 	char cursor[32] = "0";
 	redisReply *r;
 	int ret;
 
-	*groups = *taken = 0;
-	r = conn_commandf(rc, ROUTE, "HEXISTS %s _v", KEY_ALERTS_ACTIVE);
-	if ((ret = alert_stream_answer(rc, r, "HEXISTS (the fleet's alerts)", err, errlen))) {
-		if (r)
-			freeReplyObject(r);
-		return ret;
-	}
-	ret = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	freeReplyObject(r);
-	if (ret)
-		return 0;	/* written since this layout: nothing to fill */
 	/* every group key sits in fl:alerts' slot: one node answers the SCAN */
 	do {
 		const redisReply *keys;
@@ -242,17 +247,43 @@ int alert_index_backfill(struct conn *rc, int *groups, int *taken, char *err, si
 			return ALERT_STREAM_REFUSED;
 		}
 		for (size_t i = 0; i < keys->elements; i++) {
-			if (keys->element[i]->type != REDIS_REPLY_STRING)
+			const char *k = keys->element[i]->str;
+
+			if (keys->element[i]->type != REDIS_REPLY_STRING ||
+			    strncmp(k, prefix, sizeof(prefix) - 1))
 				continue;
-			if ((ret = backfill_group(rc, keys->element[i]->str, taken, err, errlen))) {
+			if ((ret = fn(rc, k + sizeof(prefix) - 1, arg, err, errlen))) {
 				freeReplyObject(r);
 				return ret;
 			}
-			(*groups)++;
 		}
 		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
 		freeReplyObject(r);
 	} while (strcmp(cursor, "0"));
+	return 0;
+}
+
+int alert_index_backfill(struct conn *rc, int *groups, int *taken, char *err, size_t errlen)
+{
+	struct backfill bf;
+	redisReply *r;
+	int ret;
+
+	*groups = *taken = 0;
+	r = conn_commandf(rc, ROUTE, "HEXISTS %s _v", KEY_ALERTS_ACTIVE);
+	if ((ret = alert_stream_answer(rc, r, "HEXISTS (the fleet's alerts)", err, errlen))) {
+		if (r)
+			freeReplyObject(r);
+		return ret;
+	}
+	ret = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	if (ret)
+		return 0;	/* written since this layout: nothing to fill */
+	bf.taken = taken;
+	bf.groups = groups;
+	if ((ret = alert_groups_each(rc, backfill_one, &bf, err, errlen)))
+		return ret;
 	r = conn_commandf(rc, ROUTE, "HSETNX %s _v 1", KEY_ALERTS_ACTIVE);
 	ret = alert_stream_answer(rc, r, "HSETNX (the fleet's alerts)", err, errlen);
 	if (r)

@@ -62,4 +62,14 @@ int alert_index_prune(struct conn *rc, uint64_t now_ms, uint64_t keep_ms, char *
  */
 int alert_index_backfill(struct conn *rc, int *groups, int *taken, char *err, size_t errlen);
 
+/*
+ * Call fn with the id of every alert group in Redis (SCAN: each at least
+ * once while they change; fn may read the group).  fn returns 0 to go on
+ * or an ALERT_STREAM_ error, which stops the walk and is returned.
+ * Returns 0 or an ALERT_STREAM_ error.
+ */
+typedef int (*alert_group_fn)(struct conn *rc, const char *gid, void *arg, char *err,
+			      size_t errlen);
+int alert_groups_each(struct conn *rc, alert_group_fn fn, void *arg, char *err, size_t errlen);
+
 #endif
