@@ -1,7 +1,7 @@
 /*
  * fuzz_rules.c - libFuzzer target for rule files, the expression language
  * and annotation templates: the input is tried as a whole rule file, as a
- * bare expression and as a template (checked, then rendered whatever the
+ * bare expression (a rule's and a query's) and as a template (checked, then rendered whatever the
  * check said); each gives a result or a positioned error, never a crash.
  */
 #include <stdint.h>
@@ -23,6 +23,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	if (expr_parse(text, &n, err, sizeof(err)) == 0)
 		expr_free(n);
+	/* as faultline-web parses a query: `@ <time>` too, and ALERTS */
+	{
+		static char *const names[] = { "ALERTS", "ALERTS_FOR_STATE" };
+
+		if (expr_parse_query(text, names, 2, &n, err, sizeof(err)) == 0) {
+			expr_earliest_at(n);
+			expr_result_name(n);
+			expr_free(n);
+		}
+	}
 	{
 		struct label l[2] = { { "device", "sda" }, { "host", "h1" } };
 		char out[256];
