@@ -68,24 +68,36 @@ void prom_api_stats(struct prom_api *a, struct prom_api_stats *out)
 
 /* ---- arguments ------------------------------------------------------- */
 
+/*
+ * s as a number of seconds (fractions too), the form times and durations
+ * share: 1 with *out_ms set, 0 when s is not a plain number, -1 when it is
+ * one out of range.
+ */
+static int parse_seconds(const char *s, uint64_t *out_ms)
+{
+	char *end;
+	double x = strtod(s, &end);
+
+	if (end == s || *end)
+		return 0;
+	if (!isfinite(x) || x < 0 || x > 9.2e12)
+		return -1;
+	*out_ms = (uint64_t)llround(x * 1000.0);
+	return 1;
+}
+
 int prom_parse_time(const char *s, uint64_t *out_ms)
 {
 	struct tm tm;
-	char *end;
-	double x;
 	const char *p;
 	long off = 0, ms = 0;
 	time_t t;
+	int num;
 
 	if (!s || !*s)
 		return -1;
-	x = strtod(s, &end);
-	if (end != s && !*end) {
-		if (!isfinite(x) || x < 0 || x > 9.2e12)
-			return -1;
-		*out_ms = (uint64_t)llround(x * 1000.0);
-		return 0;
-	}
+	if ((num = parse_seconds(s, out_ms)))
+		return num > 0 ? 0 : -1;
 	memset(&tm, 0, sizeof(tm));
 	if (!(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
 		return -1;
@@ -114,18 +126,12 @@ int prom_parse_time(const char *s, uint64_t *out_ms)
 int prom_parse_duration(const char *s, uint64_t *out_ms)
 {
 	uint64_t ns;
-	char *end;
-	double x;
+	int num;
 
 	if (!s || !*s)
 		return -1;
-	x = strtod(s, &end);
-	if (end != s && !*end) {
-		if (!isfinite(x) || x < 0 || x > 9.2e12)
-			return -1;
-		*out_ms = (uint64_t)llround(x * 1000.0);
-		return 0;
-	}
+	if ((num = parse_seconds(s, out_ms)))
+		return num > 0 ? 0 : -1;
 	if (duration_parse(s, &ns))
 		return -1;
 	*out_ms = ns / 1000000;

@@ -583,27 +583,23 @@ out:
 static uint32_t choose_tier(const struct query_opts *o, uint64_t from_ms, uint64_t step_ms,
 			    uint64_t now_ms, char *who, size_t len)
 {
+	static const char *const names[] = { "1 s", "1-minute", "1-hour" };
 	char d[32];
 	uint64_t age = now_ms > from_ms ? now_ms - from_ms : 0;
+	int k;
 
 	if (step_ms < 60000 && age <= o->retention_ms[0])
 		return 1;
-	if (step_ms < 3600000 && age <= o->retention_ms[1]) {
-		if (step_ms >= 60000)
-			snprintf(who, len, "a query with a step of 1m or more reads the 1-minute tier");
-		else
-			snprintf(who, len, "a query reaching back past the 1 s tier's retention "
-				 "(%s) reads the 1-minute tier",
-				 duration_format(o->retention_ms[0] * 1000000, d, sizeof(d)));
-		return 60;
-	}
-	if (step_ms >= 3600000)
-		snprintf(who, len, "a query with a step of 1h or more reads the 1-hour tier");
+	k = step_ms < 3600000 && age <= o->retention_ms[1] ? 1 : 2;
+	/* why: its step, or how far back it reads (past the finer tier's retention) */
+	if (step_ms >= (k == 1 ? 60000ULL : 3600000ULL))
+		snprintf(who, len, "a query with a step of %s or more reads the %s tier",
+			 k == 1 ? "1m" : "1h", names[k]);
 	else
-		snprintf(who, len, "a query reaching back past the 1-minute tier's retention "
-			 "(%s) reads the 1-hour tier",
-			 duration_format(o->retention_ms[1] * 1000000, d, sizeof(d)));
-	return 3600;
+		snprintf(who, len, "a query reaching back past the %s tier's retention (%s) reads "
+			 "the %s tier", names[k - 1],
+			 duration_format(o->retention_ms[k - 1] * 1000000, d, sizeof(d)), names[k]);
+	return k == 1 ? 60 : 3600;
 }
 
 /* How old a host's newest point may be and still take part, on tier. */
