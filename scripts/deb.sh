@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/deb.sh OUT VERSION - build OUT/faultline_VERSION_ARCH.deb with
-# dpkg-deb from what `make install DESTDIR=... PREFIX=/usr` stages: the four
+# dpkg-deb from what `make install DESTDIR=... PREFIX=/usr` stages: the five
 # binaries (stripped), configs under /etc/faultline as conffiles, runbooks,
 # the Grafana dashboard, man pages, bash completion, the systemd units and
 # the docs.  Depends are computed by dpkg-shlibdeps; lintian checks the
@@ -76,7 +76,9 @@ Description: fleet health and anomaly alerting on eBPF
  by peer, CPU bursts, throttling, pressure, drive wear, CPU profiles) into
  Redis; faultline-rules rolls failures up by rack and switch and judges
  deploys against a baseline; faultline-alerter delivers signed webhooks
- with the top CPU stacks as evidence, or feeds an existing Alertmanager.
+ with the top CPU stacks as evidence, or feeds an existing Alertmanager;
+ faultline-web serves Prometheus' query API over the fleet's history and
+ an incident page per alert.
 EOC
 cat > "$root/DEBIAN/postinst" <<'EOC'
 #!/bin/sh

@@ -283,7 +283,8 @@ Test(cli, debian_package_installs_and_purges, .fini = purge_deb, .timeout = 600)
 		     "the package did not make the faultline user the units run as");
 	cr_assert_eq(test_sh("/usr/bin/faultline-rules --version && /usr/bin/faultline --version && "
 			     "/usr/bin/faultline-alerter --version && "
-			     "/usr/bin/faultline-probe --version >/dev/null"), 0);
+			     "/usr/bin/faultline-probe --version >/dev/null && "
+			     "/usr/bin/faultline-web --version >/dev/null"), 0);
 	/* every unit starts an installed binary; the configs are conffiles in /etc/faultline */
 	cr_assert_eq(test_sh("for u in /lib/systemd/system/faultline-*.service; do "
 			     "b=$(sed -n 's/^ExecStart=\\([^ ]*\\).*/\\1/p' $u); "
