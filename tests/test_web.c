@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1058,6 +1059,67 @@ Test(web, a_drive_alert_s_page_shows_the_record_and_the_wear_history, .init = st
 	/* its map: h1 in its rack r1, beside h2 */
 	cr_assert_eq(count(dom, "class=\"host hit\""), 1);
 	cr_assert_eq(count(dom, "class=\"host\""), 1);
+	free(dom);
+	conn_close(c);
+}
+
+/*
+ * A deploy regression's page: the deploy's numbers, and the minutes after
+ * it against as long before it as a differential flame graph, whose frames
+ * say which grew.
+ */
+Test(web, a_deploy_regression_s_page_shows_the_deploy_and_the_differential_stacks,
+     .init = start, .fini = stop, .timeout = 120)
+{
+	struct store_opts so = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				 .retention_ms = { 900000, 86400000, 86400000 },
+				 .spool_max_entries = 100, .spool_max_bytes = 1 << 20 };
+	static const char *const hot[] = { "main", "handle", "parse_invoice" };
+	static const char *const other[] = { "main", "handle", "render" };
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t at = t_end - 120000, fired = t_end - 60000;
+	enum alert_group_verdict verdict;
+	char err[512], gid[33], ev[1400], t1[40], t2[40], *dom;
+	struct store *st = store_open(&so, err, sizeof(err));
+	int unsent;
+
+	cr_assert_not_null(st, "%s", err);
+	/* before the deploy render and parse_invoice share the CPU; after, parse_invoice takes it */
+	for (int side = 0; side < 2; side++) {
+		struct profile pr;
+		char *blob;
+		size_t len;
+
+		profile_init(&pr, "h2");
+		pr.rate_hz = 99;
+		pr.duration_ms = 10000;
+		pr.ts_ms = side ? at + 30000 : at - 30000;
+		profile_add(&pr, "billing.service", "billing", 7, hot, 3, side ? 900 : 100);
+		profile_add(&pr, "billing.service", "billing", 7, other, 3, 100);
+		cr_assert_eq(profile_encode(&pr, &blob, &len), 0);
+		cr_assert_eq(profile_store_put(st, "h2", PROFILE_CPU, pr.ts_ms, blob, len), 0);
+		free(blob);
+		profile_free(&pr);
+	}
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	store_close(st);
+	snprintf(ev, sizeof(ev), "{\"status\":\"firing\",\"fingerprint\":\"00000000000000d7\","
+		 "\"labels\":{\"alertname\":\"PostDeployHotFunction\",\"host\":\"h2\","
+		 "\"service\":\"billing\",\"severity\":\"warning\"},\"annotations\":{},"
+		 "\"startsAt\":\"%s\",\"generatorURL\":\"\",\"faultline\":{\"firedAt\":\"%s\","
+		 "\"value\":2.5,\"deploy\":{\"service\":\"billing\",\"at_ms\":%" PRIu64
+		 ",\"base_ms\":%" PRIu64 "}}}",
+		 time_format_rfc3339(fired * 1000000, t1, sizeof(t1)),
+		 time_format_rfc3339(fired * 1000000, t2, sizeof(t2)), at, at - 900000);
+	alert_group_id("web-deploy", gid);
+	cr_assert_eq(alert_group_take(c, gid, "00000000000000d7", "3-0", 1, fired, ev, strlen(ev),
+				      &verdict, &unsent, err, sizeof(err)), 0, "%s", err);
+	dom = chromium("/alert/00000000000000d7", NULL, 0);
+	cr_assert(strstr(dom, "Deploy of <b>billing</b>"), "%.4000s", dom);
+	cr_assert(strstr(dom, "Verdict value: <b>2.5</b>"), "%.4000s", dom);
+	cr_assert(strstr(dom, "h2 after the deploy against before it"), "no differential graph");
+	cr_assert(strstr(dom, "red: share grew since the base"), "not a differential graph");
+	cr_assert(strstr(dom, "parse_invoice") && strstr(dom, "render"));
 	free(dom);
 	conn_close(c);
 }

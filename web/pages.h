@@ -13,8 +13,8 @@
  *   /fleet     what fires, by failure domain, widest first
  *   /wear      the fleet SSD wear report (faultline report wear's page)
  *
- * Plain HTML and inline SVG, no script and no build step, readable on a
- * phone (one column under 700 px).  What fires is the fleet's alert index
+ * Plain HTML and inline SVG, no build step (the only script is the flame
+ * graph's own zoom), readable on a phone (one column under 700 px).  What fires is the fleet's alert index
  * ({fl:alerts}:active, as the alerters took it); the series come from the
  * tiers through web/query.c with the rules' own expressions.
  */
