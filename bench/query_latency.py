@@ -204,6 +204,15 @@ def main():
                   (name, 1000 * statistics.median(fl), 1000 * statistics.median(pm),
                    statistics.median(fl) / statistics.median(pm),
                    "agree" if same else "DIFFER", len(rf["data"]["result"])), flush=True)
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % wport, timeout=10) as r:
+            m = dict(l.split()[:2] for l in r.read().decode().splitlines()
+                     if l.startswith("faultline_web_hot_"))
+        if m:
+            hosts = int(float(m.get("faultline_web_hot_hosts", "0")))
+            print("\nfaultline-web's in-memory tail (--hot 5m, the default): %d hosts, %.1f MiB, "
+                  "%.0f KiB a host" % (hosts, float(m.get("faultline_web_hot_bytes", "0")) / 2**20,
+                                       float(m.get("faultline_web_hot_bytes", "0")) / 1024 /
+                                       max(hosts, 1)))
         print("\n(%d hosts, %d min at 1 s; median of %d runs each, alternating; ratio "
               "faultline / Prometheus: under 1 is faster)" % (a.hosts, a.minutes, a.runs))
     finally:

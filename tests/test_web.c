@@ -1123,3 +1123,74 @@ Test(web, a_deploy_regression_s_page_shows_the_deploy_and_the_differential_stack
 	free(dom);
 	conn_close(c);
 }
+
+/*
+ * The in-memory tail answers as Redis does: the same queries, the same
+ * series and values, and a query older than what it holds goes to Redis.
+ */
+Test(web, the_in_memory_tail_answers_as_redis_does, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	static const char *const queries[] = {
+		"sum by (rack) (rate(faultline_tcp_in_csum_errors_total[1m]))",
+		"faultline_host_cpu_utilization_ratio{rack=\"r1\"}",
+		"histogram_quantile(0.5, sum by (le) (rate(faultline_block_latency_seconds_bucket[1m])))",
+		"max_over_time(rate(faultline_tcp_in_csum_errors_total{host=\"h2\"}[10s])[1m:10s])",
+		"faultline_tcp_in_csum_errors_total{host=\"h1\"} @ end()",
+	};
+	struct query_opts cold = opts(), warm = opts();
+	struct query_result a, b;
+	struct conn *c = test_redis_connect(&redis);
+	char err[512];
+	int served = 0;
+
+	/*
+	 * It holds from 170 s before t_end (t_end is the minute the fleet was
+	 * written in, up to a minute ago): the queries below reach back 105 s,
+	 * the one it must leave to Redis 235 s (the fleet's 1 s tier: 240 s).
+	 */
+	warm.hot = query_hot_start(redis.url, &warm,
+				   time_wall_ns() / 1000000 - t_end + 170000);
+	cr_assert_not_null(warm.hot);
+	for (int i = 0; i < 100 && !served; i++) {
+		cr_assert_eq(query_run(c, &warm, queries[0], t_end, t_end, 0, &a, err, sizeof(err)),
+			     QUERY_OK, "%s", err);
+		served = a.from_memory;
+		query_result_free(&a);
+		if (!served)
+			usleep(100000);
+	}
+	cr_assert(served, "the tail never served a query");
+	cr_assert_eq(query_hot_hosts(warm.hot, NULL), 3);
+	for (size_t q = 0; q < sizeof(queries) / sizeof(queries[0]); q++) {
+		cr_assert_eq(query_run(c, &warm, queries[q], t_end - 30000, t_end, 10000, &a, err,
+				       sizeof(err)), QUERY_OK, "%s: %s", queries[q], err);
+		cr_assert_eq(query_run(c, &cold, queries[q], t_end - 30000, t_end, 10000, &b, err,
+				       sizeof(err)), QUERY_OK, "%s: %s", queries[q], err);
+		cr_assert(a.from_memory && !b.from_memory, "%s", queries[q]);
+		cr_assert_eq(a.n, b.n, "%s: %zu series from memory, %zu from Redis", queries[q],
+			     a.n, b.n);
+		cr_assert_gt(a.n, 0, "%s", queries[q]);
+		for (size_t i = 0; i < a.n; i++) {
+			cr_assert_eq(a.s[i].nlabels, b.s[i].nlabels);
+			for (int k = 0; k < a.s[i].nlabels; k++)
+				cr_assert_str_eq(a.s[i].labels[k].value, b.s[i].labels[k].value);
+			cr_assert_eq(a.s[i].n, b.s[i].n, "%s", queries[q]);
+			for (size_t k = 0; k < a.s[i].n; k++)
+				cr_assert(a.s[i].v[k] == b.s[i].v[k] ||
+					  (isnan(a.s[i].v[k]) && isnan(b.s[i].v[k])),
+					  "%s: step %zu: %g from memory, %g from Redis", queries[q],
+					  k, a.s[i].v[k], b.s[i].v[k]);
+		}
+		query_result_free(&a);
+		query_result_free(&b);
+	}
+	/* older than it holds (and within the 4 min of 1 s the fleet has): Redis answers */
+	cr_assert_eq(query_run(c, &warm, queries[1], t_end - 230000, t_end - 230000, 0, &a, err,
+			       sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert(!a.from_memory);
+	cr_assert_eq(a.n, 2);
+	query_result_free(&a);
+	query_hot_stop(warm.hot);
+	conn_close(c);
+}

@@ -44,7 +44,8 @@ static void usage(FILE *out)
 "Usage: faultline-web [--redis URL] [--listen ADDR] [--web.config.file FILE]\n"
 "                     [--topology FILE] [--rules FILE...]\n"
 "                     [--retention s1=15m,s60=7d,s3600=90d]\n"
-"                     [--query.timeout 2m] [--query.max-samples N] [--log-level L]\n"
+"                     [--query.timeout 2m] [--query.max-samples N] [--hot 5m]\n"
+"                     [--log-level L]\n"
 "\n"
 "Serve Prometheus' HTTP API (/api/v1/query, query_range, series, labels,\n"
 "label/NAME/values, metadata, status/buildinfo) over the snapshots faultline's\n"
@@ -80,6 +81,13 @@ static void usage(FILE *out)
 "                        request's timeout= may only shorten it)\n"
 "      --query.max-samples N    the most points one query may read into memory\n"
 "                        (default 50000000, as Prometheus')\n"
+"      --hot DUR         keep the last DUR of every host's 1 s snapshots in\n"
+"                        memory, tailed from Redis, and answer queries within it\n"
+"                        from there (each snapshot decoded once, not per query;\n"
+"                        ~18 KiB a minute per simulated host of 30 series, more\n"
+"                        for a real one: faultline_web_hot_bytes on /metrics\n"
+"                        says); 0 reads Redis for\n"
+"                        every query (default 5m)\n"
 "      --log-level L     error, warn, info (default) or debug\n"
 "      --log-format F    text (default), json or logfmt\n"
 "  -h, --help            this help\n"
@@ -90,6 +98,7 @@ struct web_options {
 	const char *redis, *listen, *web_config, *topology;
 	const char *rules[16];
 	int nrules;
+	uint64_t hot_ms;
 	struct query_opts q;
 };
 
@@ -132,6 +141,7 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 		{ "stale", required_argument, NULL, 's' },
 		{ "query.timeout", required_argument, NULL, 'T' },
 		{ "query.max-samples", required_argument, NULL, 'M' },
+		{ "hot", required_argument, NULL, 'H' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "log-format", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
@@ -152,6 +162,7 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 	o->q.stale_ms = 5000;
 	o->q.timeout_ms = 120000;
 	o->q.max_samples = 50000000;
+	o->hot_ms = 5 * 60 * 1000;
 	while ((c = getopt_long(argc, argv, "r:l:t:R:s:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r': o->redis = optarg; break;
@@ -179,6 +190,14 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 				return 2;
 			}
 			*(c == 's' ? &o->q.stale_ms : &o->q.timeout_ms) = ns / 1000000;
+			break;
+		case 'H':
+			if (duration_parse(optarg, &ns)) {
+				fprintf(stderr, "faultline-web: --hot: expected a duration such as 5m "
+					"(0: none), found '%s'\n", optarg);
+				return 2;
+			}
+			o->hot_ms = ns / 1000000;
 			break;
 		case 'M':
 			errno = 0;
@@ -215,7 +234,7 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 }
 
 /* faultline-web's own /metrics. */
-static void render_metrics(struct prom_api *api, struct strbuf *sb)
+static void render_metrics(struct prom_api *api, struct query_hot *hot, struct strbuf *sb)
 {
 	static const char *const tiers[] = { "1s", "1m", "1h" };
 	struct prom_api_stats st;
@@ -236,6 +255,18 @@ static void render_metrics(struct prom_api *api, struct strbuf *sb)
 	strbuf_addf(sb, "# HELP faultline_web_query_samples_total Points read from Redis for "
 		    "queries.\n# TYPE faultline_web_query_samples_total counter\n"
 		    "faultline_web_query_samples_total %" PRIu64 "\n", st.samples);
+	if (hot) {
+		/* the bytes walk every column: every 5 s, not every render */
+		static size_t bytes;
+		static unsigned renders;
+		size_t n = query_hot_hosts(hot, renders++ % 5 && bytes ? NULL : &bytes);
+
+		strbuf_addf(sb, "# HELP faultline_web_hot_hosts Hosts whose 1 s snapshots the "
+			    "in-memory tail holds.\n# TYPE faultline_web_hot_hosts gauge\n"
+			    "faultline_web_hot_hosts %zu\n# HELP faultline_web_hot_bytes Memory the "
+			    "tail's columns hold.\n# TYPE faultline_web_hot_bytes gauge\n"
+			    "faultline_web_hot_bytes %zu\n", n, bytes);
+	}
 }
 
 int main(int argc, char **argv)
@@ -268,6 +299,10 @@ int main(int argc, char **argv)
 			log_error("%s", err);
 			return 1;
 		}
+	if (o.hot_ms && !(o.q.hot = query_hot_start(o.redis, &o.q, o.hot_ms))) {
+		log_error("the in-memory tail could not start (out of memory)");
+		return 1;
+	}
 	if (!(api = prom_api_new(o.redis, &o.q)) || !(pages = pages_new(o.redis, &o.q, &rs))) {
 		log_error("out of memory");
 		return 1;
@@ -293,7 +328,7 @@ int main(int argc, char **argv)
 		 "http://%s/fleet over %s%s%s; %d rule file(s)", o.listen, o.listen, shown,
 		 topo_path ? " with the topology of " : "", topo_path ? topo_path : "", o.nrules);
 	while (!stopping) {
-		render_metrics(api, &sb);
+		render_metrics(api, o.q.hot, &sb);
 		metrics_server_set_body(ms, strbuf_str(&sb), sb.len);
 		sleep(1);
 	}
@@ -301,6 +336,7 @@ int main(int argc, char **argv)
 	metrics_server_stop(ms);
 	prom_api_free(api);
 	pages_free(pages);
+	query_hot_stop(o.q.hot);
 	rules_free(&rs);
 	topology_free(&topo);
 	strbuf_release(&sb);

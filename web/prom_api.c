@@ -369,6 +369,7 @@ static void answer_query(struct prom_api *a, const struct http_request *req,
 	jsonc_put(data, "result", res);
 	extra = json_object_new_object();
 	jsonc_put(extra, "tier", jsonc_string(tier_name(r.tier)));
+	jsonc_put(extra, "memory", json_object_new_boolean(r.from_memory));
 	jsonc_put(extra, "hosts", json_object_new_int64((int64_t)r.hosts_read));
 	jsonc_put(extra, "samples", json_object_new_int64((int64_t)r.samples));
 	jsonc_put(extra, "steps", json_object_new_int64((int64_t)r.steps));

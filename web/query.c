@@ -12,11 +12,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/array.h"
+#include "core/log.h"
 #include "core/strbuf.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
@@ -35,6 +38,7 @@
 struct qhost {
 	char *name;
 	int alerts;			/* not a host: ALERTS and ALERTS_FOR_STATE (below) */
+	int borrowed;			/* the tail's (query_hot): not this query's to free */
 	struct columns c;		/* every point read (minutes too, on a rollup tier) */
 	struct snapshot *m;		/* rollup tiers: the windows themselves, oldest first */
 	size_t nm, capm;
@@ -163,11 +167,32 @@ static int add_host(struct qload *ql, const char *name)
 	return 0;
 }
 
+/*
+ * Whether the host of stub (its name and labels) is one n can reach (n
+ * NULL: any) among o's hosts.
+ */
+static int host_reached(const struct node *n, const struct snapshot *stub,
+			const struct query_opts *o)
+{
+	struct reach r = { stub, 0, 0 };
+
+	if (n)
+		expr_each_selector(n, reach_one, &r);
+	if (o->hosts) {
+		int listed = 0;
+
+		for (size_t i = 0; i < o->nhosts && !listed; i++)
+			listed = !strcmp(o->hosts[i], stub->host);
+		if (!listed)
+			return 0;
+	}
+	return !n || r.any;
+}
+
 static void host_seen(const char *host, const struct host_entry *e, void *arg)
 {
 	struct hosts_arg *a = arg;
 	struct snapshot stub;
-	struct reach r = { &stub, 0, 0 };
 
 	if (a->nomem || snapshot_init(&stub, host, 0, 0, 0, 1)) {
 		a->nomem = 1;
@@ -178,16 +203,7 @@ static void host_seen(const char *host, const struct host_entry *e, void *arg)
 			a->nomem = 1;
 	if (topology_apply(a->ql->o->topology, &stub))
 		a->nomem = 1;
-	if (a->n)
-		expr_each_selector(a->n, reach_one, &r);
-	if (a->ql->o->hosts) {
-		int listed = 0;
-
-		for (size_t i = 0; i < a->ql->o->nhosts && !listed; i++)
-			listed = !strcmp(a->ql->o->hosts[i], host);
-		r.any &= listed;
-	}
-	if (!a->nomem && (!a->n || r.any) && add_host(a->ql, host))
+	if (!a->nomem && host_reached(a->n, &stub, a->ql->o) && add_host(a->ql, host))
 		a->nomem = 1;
 	snapshot_free(&stub);
 }
@@ -256,6 +272,8 @@ nomem:
 static void qload_free(struct qload *ql)
 {
 	for (size_t i = 0; i < ql->nh; i++) {
+		if (ql->h[i].borrowed)
+			continue;
 		free(ql->h[i].name);
 		columns_free(&ql->h[i].c);
 		for (size_t k = 0; k < ql->h[i].nm; k++)
@@ -308,6 +326,213 @@ static enum query_error read_hosts(struct conn *rc, struct qload *ql, uint64_t f
 		return ql->failed;
 	}
 	return got < 0 ? QUERY_UNAVAILABLE : QUERY_OK;
+}
+
+/* ---- the 1 s tier in memory (query_hot) ------------------------------ */
+
+struct query_hot {
+	struct query_opts o;		/* its own: no sample bound, no deadline */
+	char url[600];
+	uint64_t window_ms;
+	pthread_t thread;
+	int running;
+	volatile int stop;
+	pthread_rwlock_t lock;		/* ql: the tail writes, queries read */
+	struct qload ql;
+	uint64_t from_ms;		/* every host is held from here (its first read) */
+	uint64_t read_ms;		/* the last read that completed started then */
+	uint64_t listed_ms;		/* the hosts were last listed then */
+	int ready;
+};
+
+/* A snapshot the tail read: into its host's columns, under the write lock. */
+static int hot_arrived(struct snapshot *s, void *arg)
+{
+	struct query_hot *hot = arg;
+	int ret;
+
+	pthread_rwlock_wrlock(&hot->lock);
+	ret = arrived(s, &hot->ql);
+	pthread_rwlock_unlock(&hot->lock);
+	return ret;
+}
+
+/* The tail's like callback: only the tail changes its columns, so no lock. */
+static const struct snapshot *hot_like(size_t host_index, void *arg)
+{
+	struct query_hot *hot = arg;
+
+	return like_newest(host_index, &hot->ql);
+}
+
+/* New registered hosts into the tail (read from a window ago). */
+static void hot_list(struct query_hot *hot, struct conn *rc)
+{
+	struct qload found = { .o = &hot->o };
+	char err[300];
+	uint32_t idx;
+
+	strmap_init(&found.index);
+	if (find_hosts(rc, &found, NULL, err, sizeof(err)) == QUERY_OK) {
+		pthread_rwlock_wrlock(&hot->lock);
+		for (size_t i = 0; i < found.nh; i++)
+			if (!strmap_get(&hot->ql.index, found.h[i].name, &idx) &&
+			    add_host(&hot->ql, found.h[i].name))
+				break;
+		pthread_rwlock_unlock(&hot->lock);
+	} else {
+		log_warn("faultline-web: listing the hosts for the in-memory tail: %s", err);
+	}
+	qload_free(&found);
+}
+
+/* One read of every host's new 1 s snapshots.  Returns 0 or -1 (the connection went). */
+static int hot_read(struct query_hot *hot, struct conn *rc, uint64_t now_ms)
+{
+	struct store_readers rd = { .snapshot = hot_arrived, .like = hot_like, .arg = hot };
+	const char **names;
+	uint64_t *from;
+	char err[300];
+	size_t n;
+	int got;
+
+	/* the names and where each host's read starts: the tail alone changes them */
+	n = hot->ql.nh;
+	names = calloc(n + 1, sizeof(*names));
+	from = calloc(n + 1, sizeof(*from));
+	if (!names || !from) {
+		free(names);
+		free(from);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct columns *c = &hot->ql.h[i].c;
+		size_t len = columns_len(c);
+
+		names[i] = hot->ql.h[i].name;
+		from[i] = len ? columns_ts(c, len - 1) + 1 : now_ms - hot->window_ms;
+	}
+	hot->ql.failed = QUERY_OK;
+	got = n ? store_read_ranges(rc, names, from, n, 1, 0, &rd, NULL, err, sizeof(err)) : 0;
+	free(names);
+	free(from);
+	if (got < 0)
+		log_warn("faultline-web: the in-memory tail could not read: %s; retrying", err);
+	return got < 0 ? -1 : 0;
+}
+
+static void *hot_loop(void *arg)
+{
+	struct query_hot *hot = arg;
+	struct conn *rc = NULL;
+	char err[300];
+
+	while (!hot->stop) {
+		uint64_t t0 = time_wall_ns() / 1000000, mono = time_mono_ns();
+
+		if (!rc && !(rc = conn_open(hot->url, 2 * NSEC_PER_SEC, err, sizeof(err))))
+			log_warn("faultline-web: the in-memory tail cannot reach Redis: %s", err);
+		if (rc && (!hot->listed_ms || t0 >= hot->listed_ms + 10000)) {
+			hot_list(hot, rc);
+			hot->listed_ms = t0;
+		}
+		if (rc && hot_read(hot, rc, t0)) {
+			conn_close(rc);
+			rc = NULL;
+		} else if (rc) {
+			pthread_rwlock_wrlock(&hot->lock);
+			if (!hot->ready)
+				hot->from_ms = t0 - hot->window_ms;
+			hot->read_ms = t0;
+			hot->ready = 1;
+			pthread_rwlock_unlock(&hot->lock);
+		}
+		while (!hot->stop && time_mono_ns() < mono + NSEC_PER_SEC)
+			usleep(20000);
+	}
+	conn_close(rc);
+	return NULL;
+}
+
+struct query_hot *query_hot_start(const char *url, const struct query_opts *o, uint64_t window_ms)
+{
+	struct query_hot *hot = calloc(1, sizeof(*hot));
+
+	if (!hot)
+		return NULL;
+	snprintf(hot->url, sizeof(hot->url), "%s", url);
+	hot->o = *o;
+	hot->o.max_samples = UINT64_MAX;
+	hot->o.hosts = NULL;
+	hot->o.hot = NULL;
+	hot->window_ms = window_ms;
+	hot->ql.o = &hot->o;
+	hot->ql.tier = 1;
+	hot->ql.keep_ms = window_ms;
+	hot->ql.deadline_ns = UINT64_MAX;
+	strmap_init(&hot->ql.index);
+	pthread_rwlock_init(&hot->lock, NULL);
+	if (pthread_create(&hot->thread, NULL, hot_loop, hot)) {
+		pthread_rwlock_destroy(&hot->lock);
+		strmap_free(&hot->ql.index);
+		free(hot);
+		return NULL;
+	}
+	hot->running = 1;
+	return hot;
+}
+
+void query_hot_stop(struct query_hot *hot)
+{
+	if (!hot)
+		return;
+	hot->stop = 1;
+	if (hot->running)
+		pthread_join(hot->thread, NULL);
+	qload_free(&hot->ql);
+	pthread_rwlock_destroy(&hot->lock);
+	free(hot);
+}
+
+size_t query_hot_hosts(struct query_hot *hot, size_t *bytes)
+{
+	size_t n, b = 0;
+
+	pthread_rwlock_rdlock(&hot->lock);
+	n = hot->ql.nh;
+	for (size_t i = 0; bytes && i < n; i++)
+		b += columns_bytes(&hot->ql.h[i].c);
+	pthread_rwlock_unlock(&hot->lock);
+	if (bytes)
+		*bytes = b;
+	return n;
+}
+
+/*
+ * With the read lock taken: whether the tail holds every host over
+ * [from_ms, end_ms] (its newest read at most 2 s behind end_ms: one
+ * interval of a probe, at most).  If so, ql gets the hosts n can reach,
+ * borrowed, and the caller keeps the lock while it evaluates.
+ */
+static int hot_serves(struct query_hot *hot, struct qload *ql, const struct node *n,
+		      uint64_t from_ms, uint64_t end_ms)
+{
+	uint64_t now = time_wall_ns() / 1000000;
+
+	if (!hot->ready || from_ms < hot->from_ms || from_ms + hot->window_ms < now + 2000 ||
+	    end_ms > hot->read_ms + 2000)
+		return 0;
+	for (size_t i = 0; i < hot->ql.nh; i++) {
+		const struct qhost *h = &hot->ql.h[i];
+
+		if (!columns_len(&h->c) || !host_reached(n, &h->c.newest, ql->o))
+			continue;
+		if (ARRAY_GROW(ql->h, ql->caph, ql->nh + 1, 64))
+			return 0;
+		ql->h[ql->nh] = *h;
+		ql->h[ql->nh++].borrowed = 1;
+	}
+	return 1;
 }
 
 /* ---- the result ------------------------------------------------------ */
@@ -670,6 +895,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 				size_t errlen)
 {
 	struct qload ql = { .o = o };
+	struct query_hot *hot = NULL;
 	struct strmap keys;
 	struct host_window *win = NULL;
 	const struct node *at;
@@ -699,10 +925,18 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	from = start_ms > lookback + stale ? start_ms - lookback - stale : 0;
 	ql.keep_ms = end_ms - from + 1000;
 	keep_only(&ql, n);
-	if ((ret = find_hosts(rc, &ql, n, err, errlen)) ||
-	    (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)) ||
+	if (o->hot && ql.tier == 1) {
+		pthread_rwlock_rdlock(&o->hot->lock);
+		if (hot_serves(o->hot, &ql, n, from, end_ms))
+			hot = o->hot;	/* the lock is held until the result is made */
+		else
+			pthread_rwlock_unlock(&o->hot->lock);
+	}
+	if ((!hot && ((ret = find_hosts(rc, &ql, n, err, errlen)) ||
+		      (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)))) ||
 	    (ret = add_alerts(rc, &ql, n, start_ms, end_ms, step_ms, err, errlen)))
 		goto out;
+	out->from_memory = hot != NULL;
 	out->tier = ql.tier;
 	out->hosts_read = ql.nh;
 	out->samples = ql.samples;
@@ -749,6 +983,8 @@ nomem:
 	snprintf(err, errlen, "out of memory");
 	ret = QUERY_INTERNAL;
 out:
+	if (hot)
+		pthread_rwlock_unlock(&hot->lock);
 	free(win);
 	strmap_free(&keys);
 	qload_free(&ql);

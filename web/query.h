@@ -52,6 +52,7 @@ struct query_opts {
 	const struct topology *topology;	/* host globs -> rack/switch; may be NULL */
 	const char *const *hosts;	/* only these hosts (an alert's); NULL: any */
 	size_t nhosts;
+	struct query_hot *hot;		/* the 1 s tier in memory (query_hot_start); NULL: none */
 };
 
 /* Prometheus' error types, for the API's errorType and status. */
@@ -86,6 +87,7 @@ struct query_result {
 	size_t hosts_read;
 	uint64_t samples;		/* points read into memory */
 	uint64_t steps;
+	int from_memory;		/* answered from the in-memory tail, not Redis */
 };
 
 /*
@@ -106,6 +108,23 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 				size_t errlen);
 
 void query_result_free(struct query_result *r);
+
+/*
+ * The 1 s tier in memory: a thread tails every registered host's 1 s
+ * snapshots from Redis (each decoded once, as the rules engine reads them;
+ * new hosts listed every 10 s) and keeps window_ms of them as columns.  A
+ * query on the 1 s tier whose range lies within what it holds (and whose
+ * end is at most 2 s past its newest read) is evaluated on those columns
+ * under a read lock, not read from Redis; anything else is read as
+ * before.  Memory: every series of every host over the window (columns.h;
+ * faultline-web's /metrics says how much).  NULL on -ENOMEM.
+ */
+struct query_hot;
+struct query_hot *query_hot_start(const char *url, const struct query_opts *o, uint64_t window_ms);
+void query_hot_stop(struct query_hot *hot);
+
+/* How many hosts the tail holds, and in *bytes (may be NULL) their memory. */
+size_t query_hot_hosts(struct query_hot *hot, size_t *bytes);
 
 /*
  * The series the selectors sel[0..nsel) (PromQL selectors: `name{...}`)
