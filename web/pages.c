@@ -921,7 +921,9 @@ static void alert_page(struct pages *p, const char *fp, struct http_response *re
 		fputs_xml(a->annotations[i].value, f);
 		fputs("</td></tr>\n", f);
 	}
-	fprintf(f, "<tr><th>fingerprint</th><td>%s</td></tr>\n</table>\n", a->fingerprint);
+	fputs("<tr><th>fingerprint</th><td>", f);
+	fputs_xml(a->fingerprint, f);
+	fputs("</td></tr>\n</table>\n", f);
 	fputs("<h2>Failure domain</h2>\n", f);
 	domain_map(p, f, a);
 	fputs("<h2>The series behind it</h2>\n", f);
