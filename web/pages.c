@@ -454,6 +454,23 @@ out:
 
 /* ---- the series behind it -------------------------------------------- */
 
+/*
+ * Queries of an alert's page read its hosts only: those it lists, else its
+ * host label (one[0] holds it), else (an alert of the fleet) every host.
+ */
+static void alert_hosts_only(const struct alert *a, struct query_opts *o, const char **one)
+{
+	o->hosts = NULL;
+	o->nhosts = 0;
+	if (a->nhosts) {
+		o->hosts = (const char *const *)a->hosts;
+		o->nhosts = a->nhosts;
+	} else if ((one[0] = label_of(a, "host"))) {
+		o->hosts = one;
+		o->nhosts = 1;
+	}
+}
+
 static const struct rule *rule_named(const struct ruleset *rs, const char *name)
 {
 	for (int g = 0; rs && g < rs->ngroups; g++)
@@ -489,6 +506,7 @@ static void series_chart(struct pages *p, FILE *f, const struct alert *a)
 	double threshold = NAN, lo = INFINITY, hi = -INFINITY;
 	struct query_opts o = p->o;
 	struct query_result res;
+	const char *one[1];
 	const int W = 900, H = 260, L = 70, T = 10, B = 30;
 	char err[600], t[40];
 	size_t order[CHART_SERIES], nshow = 0;
@@ -517,17 +535,7 @@ static void series_chart(struct pages *p, FILE *f, const struct alert *a)
 		to = from + 1000;
 	step = (to - from) / CHART_POINTS;
 	step = step < 1000 ? 1000 : (step + 999) / 1000 * 1000;
-	if (a->nhosts || label_of(a, "host")) {
-		o.hosts = a->nhosts ? (const char *const *)a->hosts : (const char *const *)NULL;
-		o.nhosts = a->nhosts;
-		if (!a->nhosts) {
-			static const char *one[1];
-
-			one[0] = label_of(a, "host");
-			o.hosts = one;
-			o.nhosts = 1;
-		}
-	}
+	alert_hosts_only(a, &o, one);
 	if (query_run_expr(p->rc, &o, shown, from, to, step, &res, err, sizeof(err))) {
 		fputs("<p class=\"err\">The series could not be read: ", f);
 		fputs_xml(err, f);
@@ -669,12 +677,7 @@ static void csum_peers(struct pages *p, FILE *f, const struct alert *a)
 
 	if (at > now)
 		at = now;
-	o.hosts = (const char *const *)a->hosts;
-	o.nhosts = a->nhosts;
-	if (!a->nhosts && (one[0] = label_of(a, "host"))) {
-		o.hosts = one;
-		o.nhosts = 1;
-	}
+	alert_hosts_only(a, &o, one);
 	fputs("<h3>Checksum peers</h3>\n", f);
 	if (query_run(p->rc, &o, q, at, at, 0, &r, err, sizeof(err))) {
 		fputs("<p class=\"err\">", f);
