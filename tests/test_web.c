@@ -486,6 +486,20 @@ Test(web, api_errors_series_labels_and_metadata_have_prometheus_shapes, .init = 
 
 /* ---- ALERTS and ALERTS_FOR_STATE from the alert checkpoint --------------- */
 
+/* A real engine evaluates e's rules every second over the fleet's last two minutes. */
+static void evaluate_fleet(struct engine *e, engine_event_cb cb, void *arg)
+{
+	for (uint64_t t = t_end - 120000; t <= t_end; t += 1000) {
+		for (int h = 0; h < 3; h++) {
+			struct snapshot s;
+
+			host_snapshot(&s, h, t, t / 1000);
+			cr_assert_eq(engine_take_snapshot(e, &s), 0);
+		}
+		engine_eval(e, t, cb, arg);
+	}
+}
+
 static void no_event(const char *json, void *arg)
 {
 	(void)json;
@@ -528,15 +542,7 @@ static void checkpoint_fleet(struct conn *c)
 	cr_assert_eq(rules_parse(&rs, "web.yaml", rules, strlen(rules), err, sizeof(err)), 0,
 		     "%s", err);
 	cr_assert_eq(engine_init(&e, &rs, &eo), 0);
-	for (uint64_t t = t_end - 120000; t <= t_end; t += 1000) {
-		for (int h = 0; h < 3; h++) {
-			struct snapshot s;
-
-			host_snapshot(&s, h, t, t / 1000);
-			cr_assert_eq(engine_take_snapshot(e, &s), 0);
-		}
-		engine_eval(e, t, no_event, NULL);
-	}
+	evaluate_fleet(e, no_event, NULL);
 	cr_assert_eq(engine_state_export(e, keep_record, &r), 2);
 	cr_assert_eq(store_alerts_commit(c, NULL, 0, (const char *const *)r.fp,
 					 (const char *const *)r.json, r.n, refused, err,
@@ -875,15 +881,7 @@ static char *page_the_rack(struct conn *c, char *fp, size_t fplen)
 	cr_assert_eq(rules_parse(&rs, "rules.yaml", incident_rules, strlen(incident_rules), err,
 				 sizeof(err)), 0, "%s", err);
 	cr_assert_eq(engine_init(&e, &rs, &eo), 0);
-	for (uint64_t t = t_end - 120000; t <= t_end; t += 1000) {
-		for (int h = 0; h < 3; h++) {
-			struct snapshot s;
-
-			host_snapshot(&s, h, t, t / 1000);
-			cr_assert_eq(engine_take_snapshot(e, &s), 0);
-		}
-		engine_eval(e, t, keep_firing, &ev);
-	}
+	evaluate_fleet(e, keep_firing, &ev);
 	engine_free(e);
 	cr_assert_not_null(ev, "the rack did not page");
 	o = jsonc_parse(ev, strlen(ev), err, sizeof(err));
