@@ -339,8 +339,7 @@ static void answer_query(struct prom_api *a, const struct http_request *req,
 	if (e) {
 		if (e == QUERY_UNAVAILABLE)
 			unavailable(a);
-		reply_error(a, resp, e, "%s%s", e == QUERY_BAD_DATA && !strstr(err, "11,000") &&
-			    !strstr(err, "end timestamp") ? "invalid parameter \"query\": " : "", err);
+		reply_error(a, resp, e, "%s", err);
 		return;
 	}
 	data = json_object_new_object();

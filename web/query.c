@@ -34,6 +34,9 @@
 #include "store/conn.h"
 #include "store/host_registry.h"
 
+/* What Prometheus says before an error in the query itself. */
+#define QUERY_PARAM "invalid parameter \"query\": "
+
 /* One host's history over the query's range. */
 struct qhost {
 	char *name;
@@ -770,7 +773,7 @@ static enum query_error add_alerts(struct conn *rc, struct qload *ql, const stru
 	if (!u.used)
 		return QUERY_OK;
 	if (u.bad) {
-		snprintf(err, errlen, "%d:%d: %s: it is answered from the alert checkpoint at each "
+		snprintf(err, errlen, QUERY_PARAM "%d:%d: %s: it is answered from the alert checkpoint at each "
 			 "step, with no history to take a range or offset over (what fired before: "
 			 "the alerter's /api/v2/alerts and fl:notifications)", u.bad->line,
 			 u.bad->col, u.bad->metric);
@@ -878,12 +881,15 @@ enum query_error query_run(struct conn *rc, const struct query_opts *o, const ch
 {
 	struct node *n = NULL;
 	enum query_error ret;
+	char why[512];
 
 	memset(out, 0, sizeof(*out));
 	if (range_refused(start_ms, end_ms, step_ms, err, errlen))
 		return QUERY_BAD_DATA;
-	if (expr_parse_query(expr, alert_names, 2, &n, err, errlen))
+	if (expr_parse_query(expr, alert_names, 2, &n, why, sizeof(why))) {
+		snprintf(err, errlen, QUERY_PARAM "%s", why);
 		return QUERY_BAD_DATA;
+	}
 	ret = query_run_expr(rc, o, n, start_ms, end_ms, step_ms, out, err, errlen);
 	expr_free(n);
 	return ret;
@@ -918,7 +924,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 			      who, sizeof(who));
 	stale = stale_of(o, ql.tier);
 	if (ql.tier != 1 && expr_rollup_check(n, who, alert_names, 2, &at, why, sizeof(why))) {
-		snprintf(err, errlen, "%d:%d: %s", at->line, at->col, why);
+		snprintf(err, errlen, QUERY_PARAM "%d:%d: %s", at->line, at->col, why);
 		ret = QUERY_BAD_DATA;
 		goto out;
 	}

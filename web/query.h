@@ -94,7 +94,8 @@ struct query_result {
  * Evaluate expr at every step from start_ms to end_ms (step_ms 0: an
  * instant query at end_ms) over what rc's Redis holds.  *out (zeroed
  * first) is freed with query_result_free, also on error.  Returns
- * QUERY_OK, or an error type with the reason in err.
+ * QUERY_OK, or an error type with the reason in err, as Prometheus words
+ * it (an error in the query itself: 'invalid parameter "query": 1:7: ...').
  */
 enum query_error query_run(struct conn *rc, const struct query_opts *o, const char *expr,
 			   uint64_t start_ms, uint64_t end_ms, uint64_t step_ms,
