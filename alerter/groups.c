@@ -255,22 +255,55 @@ void take_event(struct alerter *al, const char *id, const char *json, size_t len
 
 struct take_up {
 	struct alerter *al;
-	int groups, alerts;
+	int groups, alerts, held;
 };
 
-/* A group whose newest version no alerter notified: its firing alerts taken again. */
+/*
+ * 1 when an entry a member of st came in is still pending: an alerter read
+ * it and has not settled it.  The group is that alerter's to notify (or,
+ * should it be dead, whoever claims the entry); taking it up too would
+ * page twice.  0 else, or the ALERT_STREAM_ error of Redis not saying.
+ */
+static int group_held(struct conn *rc, const struct alert_group_state *st, char *err,
+		      size_t errlen)
+{
+	const char **ids = calloc((size_t)st->n + 1, sizeof(*ids));
+	int pending, ret;
+
+	if (!ids) {
+		snprintf(err, errlen, "out of memory");
+		return ALERT_STREAM_REFUSED;
+	}
+	for (int i = 0; i < st->n; i++)
+		ids[i] = st->m[i].entry_id;
+	ret = alert_stream_pending_of(rc, ids, st->n, &pending, err, errlen);
+	free(ids);
+	return ret ? ret : pending > 0;
+}
+
+/*
+ * A group whose newest version no alerter notified, and that no alerter
+ * holds: its firing alerts taken again.
+ */
 static int take_up_group(struct conn *rc, const char *gid, void *arg, char *err, size_t errlen)
 {
 	struct take_up *tu = arg;
 	struct alert_group_state st;
 	struct strbuf sb = STRBUF_INIT;
-	int firing = 0;
+	int firing = 0, held = 0;
 
 	if (alert_group_load(rc, gid, &st, err, errlen))
 		return 0;	/* unreadable now: its next event brings it back */
 	for (int i = 0; i < st.n; i++)
 		firing += st.m[i].a.firing;
-	if (st.version > st.notified_version && firing) {
+	if (st.version > st.notified_version && firing &&
+	    (held = group_held(rc, &st, err, errlen)) < 0) {
+		alert_group_state_free(&st);
+		return held;	/* Redis did not say: the take-up is tried again */
+	}
+	if (held)
+		tu->held++;
+	else if (st.version > st.notified_version && firing) {
 		tu->groups++;
 		for (int i = 0; i < st.n; i++) {
 			if (!st.m[i].a.firing)
@@ -289,7 +322,7 @@ static int take_up_group(struct conn *rc, const char *gid, void *arg, char *err,
 
 int groups_take_up(struct alerter *al)
 {
-	struct take_up tu = { al, 0, 0 };
+	struct take_up tu = { al, 0, 0, 0 };
 	char err[300];
 
 	if (redis_result(al, alert_groups_each(al->rc, take_up_group, &tu, err, sizeof(err)),
@@ -299,6 +332,9 @@ int groups_take_up(struct alerter *al)
 		log_info("took up %d alert group(s) whose newest state no alerter notified (muted "
 			 "when it was read, or an alerter stopped first): %d firing alert(s), "
 			 "looked at again as their groups' intervals come", tu.groups, tu.alerts);
+	if (tu.held)
+		log_info("left %d un-notified alert group(s) to the alerter(s) holding their "
+			 "events (claimed from them after claim_idle should they be dead)", tu.held);
 	return 0;
 }
 

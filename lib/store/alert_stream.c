@@ -174,6 +174,48 @@ static const char HOLD_SCRIPT[] =
 	"end\n"
 	"return gone\n";
 
+/* KEYS[1] the stream; ARGV group, then ids: how many of them are pending. */
+static const char PENDING_SCRIPT[] =
+	"local n = 0\n"
+	"for i = 2, #ARGV do\n"
+	"  if redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)[1] then n = n + 1 end\n"
+	"end\n"
+	"return n\n";
+
+int alert_stream_pending_of(struct conn *rc, const char *const *ids, int n, int *pending,
+			    char *err, size_t errlen)
+{
+	const char *const head[] = { "EVAL", PENDING_SCRIPT, "1", STREAM, GROUP };
+	const char **argv;
+	redisReply *r;
+	int argc = 0, ret;
+
+	*pending = 0;
+	if (n <= 0)
+		return 0;
+	argv = malloc((size_t)(n + 5) * sizeof(*argv));
+	if (!argv) {
+		snprintf(err, errlen, "out of memory");
+		return ALERT_STREAM_REFUSED;
+	}
+	for (int i = 0; i < 5; i++)
+		argv[argc++] = head[i];
+	for (int i = 0; i < n; i++)
+		argv[argc++] = ids[i];
+	r = conn_command(rc, STREAM, argc, argv, NULL);
+	free(argv);
+	ret = alert_stream_answer(rc, r, "EVAL (pending entries) " STREAM, err, errlen);
+	if (!ret && r->type == REDIS_REPLY_INTEGER)
+		*pending = (int)r->integer;
+	else if (!ret) {
+		snprintf(err, errlen, "EVAL (pending entries) " STREAM ": not a count");
+		ret = ALERT_STREAM_REFUSED;
+	}
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
 int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *ids, int n,
 		      alert_stream_gone_cb gone, void *arg, char *err, size_t errlen)
 {

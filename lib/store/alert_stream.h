@@ -70,6 +70,14 @@ int alert_stream_hold(struct conn *rc, const char *consumer, const char *const *
 		      alert_stream_gone_cb gone, void *arg, char *err, size_t errlen);
 
 /*
+ * How many of ids[0..n) are pending in the consumer group (read by some
+ * alerter and not yet acknowledged: that alerter's to settle, or to be
+ * claimed from it once it looks dead), into *pending.
+ */
+int alert_stream_pending_of(struct conn *rc, const char *const *ids, int n, int *pending,
+			    char *err, size_t errlen);
+
+/*
  * One page of taking over entries other consumers left idle for idle_ms
  * (XAUTOCLAIM from cursor, which is advanced; "0-0" again when done):
  * each given to cb; pending entries already deleted from the stream come
