@@ -18,7 +18,7 @@
 #include "core/timeutil.h"
 #include "rules/lang/expr_internal.h"
 
-static struct node *new_node(struct parser *ps, enum node_type t, int line, int col)
+struct node *expr_new_node(struct parser *ps, enum node_type t, int line, int col)
 {
 	struct node *n;
 
@@ -36,26 +36,6 @@ static struct node *new_node(struct parser *ps, enum node_type t, int line, int 
 	n->line = line;
 	n->col = col;
 	return n;
-}
-
-static int is_op(struct parser *ps, const char *op)
-{
-	return ps->cur.t == T_OP && !strcmp(ps->cur.text, op);
-}
-
-static int is_word(struct parser *ps, const char *w)
-{
-	return ps->cur.t == T_IDENT && !strcmp(ps->cur.text, w);
-}
-
-static int expect(struct parser *ps, enum tok_type t, const char *what)
-{
-	if (ps->cur.t != t) {
-		expr_fail(ps, ps->cur.line, ps->cur.col, "expected %s, found '%s'", what, ps->cur.text);
-		return -1;
-	}
-	expr_next(ps);
-	return 0;
 }
 
 static struct node *parse_expr(struct parser *ps);
@@ -87,7 +67,7 @@ static int parse_label_list(struct parser *ps, char ***list, int *n, const char 
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "'(' after %s", what);
-	if (expect(ps, T_LPAREN, msg))
+	if (expr_expect(ps, T_LPAREN, msg))
 		return -1;
 	while (ps->cur.t == T_IDENT) {
 		char **b = realloc(*list, (size_t)(*n + 1) * sizeof(*b));
@@ -102,7 +82,7 @@ static int parse_label_list(struct parser *ps, char ***list, int *n, const char 
 		expr_next(ps);
 	}
 	snprintf(msg, sizeof(msg), "a label or ')' in %s (...)", what);
-	return expect(ps, T_RPAREN, msg);
+	return expr_expect(ps, T_RPAREN, msg);
 }
 
 static int parse_by(struct parser *ps, struct node *n)
@@ -119,23 +99,23 @@ static int parse_by(struct parser *ps, struct node *n)
  */
 static int parse_matching(struct parser *ps, struct node *m, enum bin_op op)
 {
-	if (!is_word(ps, "on") && !is_word(ps, "ignoring")) {
-		if (is_word(ps, "group_left") || is_word(ps, "group_right"))
+	if (!expr_is_word(ps, "on") && !expr_is_word(ps, "ignoring")) {
+		if (expr_is_word(ps, "group_left") || expr_is_word(ps, "group_right"))
 			expr_fail(ps, ps->cur.line, ps->cur.col, "%s needs on (...) or ignoring (...) "
 			     "before it", ps->cur.text);
 		return ps->failed ? -1 : 0;
 	}
-	m->match_on = is_word(ps, "on");
+	m->match_on = expr_is_word(ps, "on");
 	expr_next(ps);
 	if (parse_label_list(ps, &m->match, &m->nmatch, m->match_on ? "on" : "ignoring"))
 		return -1;
-	if (!is_word(ps, "group_left") && !is_word(ps, "group_right"))
+	if (!expr_is_word(ps, "group_left") && !expr_is_word(ps, "group_right"))
 		return 0;
 	if (op == OP_AND || op == OP_OR || op == OP_UNLESS) {
 		expr_fail(ps, ps->cur.line, ps->cur.col, "no grouping allowed for and, or, unless");
 		return -1;
 	}
-	m->card = is_word(ps, "group_left") ? CARD_MANY_TO_ONE : CARD_ONE_TO_MANY;
+	m->card = expr_is_word(ps, "group_left") ? CARD_MANY_TO_ONE : CARD_ONE_TO_MANY;
 	expr_next(ps);
 	if (ps->cur.t == T_LPAREN &&
 	    parse_label_list(ps, &m->include, &m->ninclude,
@@ -162,152 +142,10 @@ static int add_arg(struct node *n, struct node *a)
 	return 0;
 }
 
-/* offset and @ after a selector or subquery n, each at most once, in either order (as PromQL). */
-static void parse_modifiers(struct parser *ps, struct node *n)
-{
-	for (int seen_offset = 0, seen_at = 0;;) {
-		if (is_word(ps, "offset") && !seen_offset) {
-			seen_offset = 1;
-			expr_next(ps);
-			if (ps->cur.t != T_DURATION || !ps->cur.ns) {
-				expr_fail(ps, ps->cur.line, ps->cur.col, "expected a duration after "
-				     "offset, such as offset 1h, found '%s' (negative offsets are not "
-				     "supported)", ps->cur.text);
-				return;
-			}
-			n->offset_ns = ps->cur.ns;
-			expr_next(ps);
-		} else if (ps->cur.t == T_OP && !strcmp(ps->cur.text, "@") && !seen_at) {
-			int line = ps->cur.line, col = ps->cur.col;
-
-			seen_at = 1;
-			expr_next(ps);
-			if (ps->cur.t == T_IDENT && (!strcmp(ps->cur.text, "start") ||
-						    !strcmp(ps->cur.text, "end"))) {
-				/* a rule is evaluated at one time: start() and end() are it */
-				n->at = ps->cur.text[0] == 's' ? AT_START : AT_END;
-				expr_next(ps);
-				if (expect(ps, T_LPAREN, "'('") || expect(ps, T_RPAREN, "')'"))
-					return;
-			} else if (ps->cur.t == T_NUM && ps->query) {
-				if (!(ps->cur.num >= 0) || ps->cur.num > 9.2e12) {
-					expr_fail(ps, ps->cur.line, ps->cur.col, "expected a Unix time "
-						  "in seconds after @, found '%s'", ps->cur.text);
-					return;
-				}
-				n->at = AT_TIME;
-				n->at_ms = (uint64_t)llround(ps->cur.num * 1000.0);
-				expr_next(ps);
-			} else if (ps->cur.t == T_NUM) {
-				expr_fail(ps, line, col, "'@ %s' pins the selector to a fixed time; a "
-				     "rule is evaluated now, over the history its ranges keep, so it "
-				     "would see nothing: use offset (or @ start() / @ end(), the "
-				     "evaluation time)", ps->cur.text);
-				return;
-			} else {
-				expr_fail(ps, ps->cur.line, ps->cur.col, "expected start(), end() or a "
-				     "Unix time after @, found '%s'", ps->cur.text);
-				return;
-			}
-		} else {
-			break;
-		}
-	}
-}
-
-static int has_subquery(const struct node *n)
-{
-	if (!n)
-		return 0;
-	if (n->t == N_SUBQ)
-		return 1;
-	for (int i = 0; i < n->nargs; i++)
-		if (has_subquery(n->args[i]))
-			return 1;
-	return has_subquery(n->l) || has_subquery(n->r);
-}
-
-/*
- * The rest of a subquery of inner, its range already read and the current
- * token ":STEP" (the lexer reads ":1m" as a name): the step, "]", then
- * offset and @.  line/col: where inner starts.
- */
-static struct node *subquery_rest(struct parser *ps, struct node *inner, uint64_t range_ns,
-				  int line, int col)
-{
-	struct node *q = new_node(ps, N_SUBQ, line, col);
-	uint64_t step;
-
-	if (!q)
-		return inner;
-	q->l = inner;
-	q->range_ns = range_ns;
-	/* its results' label strings, interned here: they outlive each step's values */
-	q->lf = calloc(1, sizeof(*q->lf));
-	if (!q->lf || !(q->lf->index = calloc(1, sizeof(struct strmap)))) {
-		expr_fail(ps, line, col, "out of memory");
-		return q;
-	}
-	strmap_init(q->lf->index);
-	if (!ps->cur.text[1]) {
-		expr_fail(ps, ps->cur.line, ps->cur.col, "a subquery needs its step, such as "
-			  "[10m:1m] (the evaluation interval is not assumed)");
-		return q;
-	}
-	if (duration_parse(ps->cur.text + 1, &step) || !step) {
-		expr_fail(ps, ps->cur.line, ps->cur.col, "'%s' is not a step such as :1m",
-			  ps->cur.text);
-		return q;
-	}
-	if (step > range_ns) {
-		expr_fail(ps, ps->cur.line, ps->cur.col, "the step (%s) is longer than the range",
-			  ps->cur.text + 1);
-		return q;
-	}
-	if (range_ns / step > SUBQUERY_MAX_STEPS) {
-		expr_fail(ps, ps->cur.line, ps->cur.col, "a subquery of more than %d steps",
-			  SUBQUERY_MAX_STEPS);
-		return q;
-	}
-	if (has_subquery(inner)) {
-		expr_fail(ps, line, col, "a subquery inside a subquery is not supported (its "
-			  "steps would multiply): record the inner one (record:) and range over it");
-		return q;
-	}
-	q->step_ns = step;
-	expr_next(ps);
-	if (expect(ps, T_RBRACK, "']' closing the subquery"))
-		return q;
-	parse_modifiers(ps, q);
-	return q;
-}
-
-/* After an expression: "[" DURATION ":" STEP "]" makes it a subquery. */
-static struct node *maybe_subquery(struct parser *ps, struct node *n, int line, int col)
-{
-	uint64_t range;
-
-	if (!n || ps->failed || ps->cur.t != T_LBRACK)
-		return n;
-	expr_next(ps);
-	if (ps->cur.t != T_DURATION) {
-		expr_fail(ps, ps->cur.line, ps->cur.col, "expected a subquery range like [5m:1m], "
-			  "found '%s'", ps->cur.text);
-		return n;
-	}
-	range = ps->cur.ns;
-	expr_next(ps);
-	if (ps->cur.t != T_IDENT || ps->cur.text[0] != ':') {
-		expr_fail(ps, ps->cur.line, ps->cur.col, "expected ':STEP' in a subquery such as "
-			  "[5m:1m]; only a selector takes a plain range");
-		return n;
-	}
-	return subquery_rest(ps, n, range, line, col);
-}
 
 static struct node *parse_selector(struct parser *ps)
 {
-	struct node *n = new_node(ps, N_SEL, ps->cur.line, ps->cur.col);
+	struct node *n = expr_new_node(ps, N_SEL, ps->cur.line, ps->cur.col);
 
 	if (!n)
 		return NULL;
@@ -383,7 +221,7 @@ matchers:
 				break;
 			expr_next(ps);
 		}
-		if (expect(ps, T_RBRACE, "',' or '}' in the label matchers"))
+		if (expr_expect(ps, T_RBRACE, "',' or '}' in the label matchers"))
 			return n;
 	}
 	if (ps->cur.t == T_LBRACK) {
@@ -399,12 +237,12 @@ matchers:
 			uint64_t range = n->range_ns;
 
 			n->range_ns = 0;
-			return subquery_rest(ps, n, range, n->line, n->col);
+			return expr_subquery_rest(ps, n, range, n->line, n->col);
 		}
-		if (expect(ps, T_RBRACK, "']'"))
+		if (expr_expect(ps, T_RBRACK, "']'"))
 			return n;
 	}
-	parse_modifiers(ps, n);
+	expr_parse_modifiers(ps, n);
 	return n;
 }
 
@@ -456,26 +294,26 @@ static void parse_label_fn(struct parser *ps, struct node *n)
 static struct node *parse_aggregation(struct parser *ps, const struct expr_fn_info *fi,
 				      int line, int col)
 {
-	struct node *n = new_node(ps, N_AGG, line, col);
+	struct node *n = expr_new_node(ps, N_AGG, line, col);
 
 	if (!n)
 		return NULL;
 	n->fn = strdup(ps->cur.text);
 	n->fn_id = fi->id;
 	expr_next(ps);
-	if ((is_word(ps, "by") || is_word(ps, "without")) && parse_by(ps, n))
+	if ((expr_is_word(ps, "by") || expr_is_word(ps, "without")) && parse_by(ps, n))
 		return n;
-	if (expect(ps, T_LPAREN, "'(' after the aggregation"))
+	if (expr_expect(ps, T_LPAREN, "'(' after the aggregation"))
 		return n;
 	add_arg(n, parse_expr(ps));
 	if (fi->nargs == 2 && !ps->failed) {
-		if (expect(ps, T_COMMA, "',' after the aggregation's parameter"))
+		if (expr_expect(ps, T_COMMA, "',' after the aggregation's parameter"))
 			return n;
 		add_arg(n, parse_expr(ps));
 	}
-	if (ps->failed || expect(ps, T_RPAREN, "')' closing the aggregation"))
+	if (ps->failed || expr_expect(ps, T_RPAREN, "')' closing the aggregation"))
 		return n;
-	if ((is_word(ps, "by") || is_word(ps, "without")) && !n->by)
+	if ((expr_is_word(ps, "by") || expr_is_word(ps, "without")) && !n->by)
 		parse_by(ps, n);
 	return n;
 }
@@ -523,7 +361,7 @@ static void check_call_args(struct parser *ps, const struct expr_fn_info *fi, st
 static struct node *parse_call(struct parser *ps, const struct expr_fn_info *fi, int line,
 			       int col)
 {
-	struct node *n = new_node(ps, N_CALL, line, col);
+	struct node *n = expr_new_node(ps, N_CALL, line, col);
 	int want = fi->nargs;
 
 	if (!n)
@@ -531,7 +369,7 @@ static struct node *parse_call(struct parser *ps, const struct expr_fn_info *fi,
 	n->fn = strdup(ps->cur.text);
 	n->fn_id = fi->id;
 	expr_next(ps);
-	if (expect(ps, T_LPAREN, "'(' after the function name"))
+	if (expr_expect(ps, T_LPAREN, "'(' after the function name"))
 		return n;
 	while (ps->cur.t != T_RPAREN && !ps->failed) {
 		add_arg(n, parse_expr(ps));
@@ -539,7 +377,7 @@ static struct node *parse_call(struct parser *ps, const struct expr_fn_info *fi,
 			break;
 		expr_next(ps);
 	}
-	if (ps->failed || expect(ps, T_RPAREN, "',' or ')' in the arguments"))
+	if (ps->failed || expr_expect(ps, T_RPAREN, "',' or ')' in the arguments"))
 		return n;
 	if (want < 0 && n->nargs < -want) {
 		expr_fail(ps, line, col, "%s takes at least %d arguments, found %d", n->fn, -want,
@@ -560,7 +398,7 @@ static struct node *parse_call(struct parser *ps, const struct expr_fn_info *fi,
 		/* quantile(q, v) of an instant vector: PromQL's aggregation */
 		n->t = N_AGG;
 		n->fn_id = FN_QUANTILE_AGG;
-		if (is_word(ps, "by") || is_word(ps, "without"))
+		if (expr_is_word(ps, "by") || expr_is_word(ps, "without"))
 			parse_by(ps, n);
 		return n;
 	}
@@ -611,13 +449,13 @@ static struct node *parse_primary(struct parser *ps)
 	switch (ps->cur.t) {
 	case T_NUM:
 	case T_DURATION:
-		n = new_node(ps, N_NUM, line, col);
+		n = expr_new_node(ps, N_NUM, line, col);
 		if (n)
 			n->num = ps->cur.num;
 		expr_next(ps);
 		break;
 	case T_STR:
-		n = new_node(ps, N_STR, line, col);
+		n = expr_new_node(ps, N_STR, line, col);
 		if (n)
 			n->str = strdup(ps->cur.text);
 		expr_next(ps);
@@ -626,13 +464,13 @@ static struct node *parse_primary(struct parser *ps)
 		expr_next(ps);
 		n = parse_expr(ps);
 		if (!ps->failed)
-			expect(ps, T_RPAREN, "')'");
-		n = maybe_subquery(ps, n, line, col);
+			expr_expect(ps, T_RPAREN, "')'");
+		n = expr_maybe_subquery(ps, n, line, col);
 		break;
 	case T_IDENT:
 		n = parse_name(ps, line, col);
 		if (n && n->t != N_SEL)
-			n = maybe_subquery(ps, n, line, col);
+			n = expr_maybe_subquery(ps, n, line, col);
 		break;
 	default:
 		expr_fail(ps, line, col, "expected an expression, found '%s'", ps->cur.text);
@@ -649,7 +487,7 @@ static struct node *parse_primary(struct parser *ps)
 static struct node *binary(struct parser *ps, enum bin_op op, struct node *l, struct node *r,
 			   int line, int col, struct node *m)
 {
-	struct node *n = new_node(ps, N_BIN, line, col);
+	struct node *n = expr_new_node(ps, N_BIN, line, col);
 
 	if (!n) {
 		expr_free(l);
@@ -671,7 +509,7 @@ static struct node *binary(struct parser *ps, enum bin_op op, struct node *l, st
 
 static struct node *parse_unary(struct parser *ps)
 {
-	if (is_op(ps, "-")) {
+	if (expr_is_op(ps, "-")) {
 		int line = ps->cur.line, col = ps->cur.col;
 		struct node *n;
 
@@ -680,7 +518,7 @@ static struct node *parse_unary(struct parser *ps)
 			return NULL;
 		}
 		expr_next(ps);
-		n = new_node(ps, N_NEG, line, col);
+		n = expr_new_node(ps, N_NEG, line, col);
 		if (n)
 			n->l = parse_unary(ps);
 		ps->depth--;
@@ -717,7 +555,7 @@ static int bin_op_at(struct parser *ps, int lv)
 	const struct bin_level *b = &bin_levels[lv];
 
 	for (int i = 0; i < 6 && b->ops[i].s; i++)
-		if (b->word ? is_word(ps, b->ops[i].s) : is_op(ps, b->ops[i].s))
+		if (b->word ? expr_is_word(ps, b->ops[i].s) : expr_is_op(ps, b->ops[i].s))
 			return (int)b->ops[i].op;
 	return -1;
 }
@@ -736,7 +574,7 @@ static struct node *parse_level(struct parser *ps, int lv)
 		struct node m = { 0 };
 
 		expr_next(ps);
-		if (bin_levels[lv].cmp && is_word(ps, "bool")) {
+		if (bin_levels[lv].cmp && expr_is_word(ps, "bool")) {
 			with_bool = 1;
 			expr_next(ps);
 		}
@@ -748,7 +586,7 @@ static struct node *parse_level(struct parser *ps, int lv)
 		if (l)
 			l->bool_mod = with_bool;
 	}
-	if (bin_levels[lv].cmp && !ps->failed && ps->cur.t == T_OP && is_op(ps, "="))
+	if (bin_levels[lv].cmp && !ps->failed && ps->cur.t == T_OP && expr_is_op(ps, "="))
 		expr_fail(ps, ps->cur.line, ps->cur.col, "'=' is not a comparison; use '=='");
 	return l;
 }

@@ -159,3 +159,23 @@ void expr_next(struct parser *ps)
 	expr_fail(ps, t->line, t->col, "unexpected character '%c'", c);
 	t->t = T_EOF;
 }
+
+int expr_is_op(struct parser *ps, const char *op)
+{
+	return ps->cur.t == T_OP && !strcmp(ps->cur.text, op);
+}
+
+int expr_is_word(struct parser *ps, const char *w)
+{
+	return ps->cur.t == T_IDENT && !strcmp(ps->cur.text, w);
+}
+
+int expr_expect(struct parser *ps, enum tok_type t, const char *what)
+{
+	if (ps->cur.t != t) {
+		expr_fail(ps, ps->cur.line, ps->cur.col, "expected %s, found '%s'", what, ps->cur.text);
+		return -1;
+	}
+	expr_next(ps);
+	return 0;
+}
