@@ -362,13 +362,10 @@ static char *records(struct conn *c)
 	return out;
 }
 
-Test(mute, a_racks_page_mutes_its_hosts_warnings_until_it_resolves, .init = setup,
-     .fini = teardown, .timeout = 90)
+/* An alerter grouping by rack whose racks' RackDown pages inhibit their warnings. */
+static void start_rack_inhibiting_alerter(void)
 {
-	char yaml[1200], *rec;
-	struct conn *c = test_redis_connect(&redis);
-	struct alert_index ix;
-	char err[300];
+	char yaml[1200];
 
 	snprintf(yaml, sizeof(yaml),
 		 "route:\n  receiver: r\n  group_by: [alertname, rack]\n  group_wait: 1s\n"
@@ -379,6 +376,17 @@ Test(mute, a_racks_page_mutes_its_hosts_warnings_until_it_resolves, .init = setu
 		 "    target_matchers: [severity=warning]\n"
 		 "    equal: [rack]\n", rx.port);
 	start_alerter(yaml);
+}
+
+Test(mute, a_racks_page_mutes_its_hosts_warnings_until_it_resolves, .init = setup,
+     .fini = teardown, .timeout = 90)
+{
+	char *rec;
+	struct conn *c = test_redis_connect(&redis);
+	struct alert_index ix;
+	char err[300];
+
+	start_rack_inhibiting_alerter();
 	sleep(1);
 	/* the hosts' warnings first, the rack's page a moment later (within group_wait) */
 	test_emit_alert(c, "00000000000000b1", "firing", "\"alertname\":\"DriveWear\","
@@ -520,18 +528,10 @@ Test(mute, the_index_is_filled_from_the_groups_of_an_older_alerter, .init = setu
 Test(mute, a_muted_alert_is_sent_after_a_restart_once_its_mute_ends, .init = setup,
      .fini = teardown, .timeout = 90)
 {
-	char yaml[1200], *rec = NULL;
+	char *rec = NULL;
 	struct conn *c = test_redis_connect(&redis);
 
-	snprintf(yaml, sizeof(yaml),
-		 "route:\n  receiver: r\n  group_by: [alertname, rack]\n  group_wait: 1s\n"
-		 "  group_interval: 1s\n"
-		 "receivers:\n  - name: r\n    webhook_configs: [{url: 'http://127.0.0.1:%d/'}]\n"
-		 "inhibit_rules:\n"
-		 "  - source_matchers: [alertname=RackDown]\n"
-		 "    target_matchers: [severity=warning]\n"
-		 "    equal: [rack]\n", rx.port);
-	start_alerter(yaml);
+	start_rack_inhibiting_alerter();
 	sleep(1);
 	test_emit_alert(c, "00000000000000b0", "firing", "\"alertname\":\"RackDown\","
 			"\"rack\":\"r1\",\"severity\":\"page\"");
@@ -555,7 +555,7 @@ Test(mute, a_muted_alert_is_sent_after_a_restart_once_its_mute_ends, .init = set
 	alerter_pid = 0;
 	test_emit_alert(c, "00000000000000b0", "resolved", "\"alertname\":\"RackDown\","
 			"\"rack\":\"r1\",\"severity\":\"page\"");
-	start_alerter(yaml);
+	start_rack_inhibiting_alerter();
 	for (int i = 0; i < 150 && !rx_carried("00000000000000b1", "firing", NULL); i++)
 		usleep(100000);
 	cr_assert_eq(rx_carried("00000000000000b1", "firing", NULL), 1,
