@@ -499,7 +499,7 @@ static void get_receivers(struct http_response *resp)
 static void get_status(struct http_response *resp)
 {
 	json_object *o = json_object_new_object(), *cl = json_object_new_object();
-	json_object *vi = json_object_new_object(), *cf = json_object_new_object();
+	json_object *cf = json_object_new_object();
 	char *text = NULL;
 	size_t len = 0;
 	char err[300];
@@ -507,13 +507,7 @@ static void get_status(struct http_response *resp)
 	jsonc_put(cl, "status", jsonc_string("disabled"));
 	jsonc_put(cl, "peers", json_object_new_array());
 	jsonc_put(o, "cluster", cl);
-	jsonc_put(vi, "version", jsonc_string(FL_VERSION));
-	jsonc_put(vi, "revision", jsonc_string("faultline"));
-	jsonc_put(vi, "branch", jsonc_string(""));
-	jsonc_put(vi, "buildUser", jsonc_string(""));
-	jsonc_put(vi, "buildDate", jsonc_string(""));
-	jsonc_put(vi, "goVersion", jsonc_string("none (C)"));
-	jsonc_put(o, "versionInfo", vi);
+	jsonc_put(o, "versionInfo", jsonc_build_info());
 	if (api.config_path[0] && cfg_read_file(api.config_path, &text, &len, err, sizeof(err)))
 		text = NULL;
 	jsonc_put(cf, "original", jsonc_string(api.config_path[0] ? (text ? text : "")

@@ -477,7 +477,8 @@ Test(web, api_errors_series_labels_and_metadata_have_prometheus_shapes, .init = 
 	json_object_put(o);
 	o = get("/api/v1/status/buildinfo", &status);
 	cr_assert_eq(status, 200);
-	cr_assert_not_null(jsonc_str(o, "data.version"));
+	cr_assert_str_eq(jsonc_str(o, "data.version"), FL_VERSION);
+	cr_assert_str_eq(jsonc_str(o, "data.goVersion"), "none (faultline is C)");
 	json_object_put(o);
 	o = get("/api/v1/nope", &status);
 	cr_assert_eq(status, 404);

@@ -522,15 +522,7 @@ static void answer_metadata(struct prom_api *a, const struct http_request *req,
 
 static void answer_buildinfo(struct http_response *resp)
 {
-	json_object *d = json_object_new_object();
-
-	jsonc_put(d, "version", jsonc_string(FL_VERSION));
-	jsonc_put(d, "revision", jsonc_string(""));
-	jsonc_put(d, "branch", jsonc_string(""));
-	jsonc_put(d, "buildUser", jsonc_string(""));
-	jsonc_put(d, "buildDate", jsonc_string(""));
-	jsonc_put(d, "goVersion", jsonc_string("faultline (C)"));
-	reply_data(resp, d, NULL);
+	reply_data(resp, jsonc_build_info(), NULL);
 }
 
 /* ---- routing --------------------------------------------------------- */

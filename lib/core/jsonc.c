@@ -132,3 +132,16 @@ const char *jsonc_str(json_object *o, const char *path)
 
 	return x && json_object_is_type(x, json_type_string) ? json_object_get_string(x) : NULL;
 }
+
+json_object *jsonc_build_info(void)
+{
+	json_object *o = json_object_new_object();
+
+	jsonc_put(o, "version", jsonc_string(FL_VERSION));
+	jsonc_put(o, "revision", jsonc_string(""));
+	jsonc_put(o, "branch", jsonc_string(""));
+	jsonc_put(o, "buildUser", jsonc_string(""));
+	jsonc_put(o, "buildDate", jsonc_string(""));
+	jsonc_put(o, "goVersion", jsonc_string("none (faultline is C)"));
+	return o;
+}

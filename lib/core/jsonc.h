@@ -38,6 +38,14 @@ json_object *jsonc_parse(const char *text, size_t len, char *err, size_t errlen)
 json_object *jsonc_parse_depth(const char *text, size_t len, int depth, char *err,
 			       size_t errlen);
 
+/*
+ * The build as Prometheus' /api/v1/status/buildinfo and Alertmanager's
+ * versionInfo describe theirs (version, revision, branch, buildUser,
+ * buildDate, goVersion): faultline's version, and the fields only a Go
+ * build fills empty or saying so.
+ */
+json_object *jsonc_build_info(void);
+
 /* The value at a dotted path of object keys ("smart_status.passed"), or NULL. */
 json_object *jsonc_path(json_object *o, const char *path);
 
