@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
 #include "core/jsonc.h"
@@ -29,6 +30,7 @@
 #include "model/histogram.h"
 #include "model/rollup.h"
 #include "rules/engine/engine.h"
+#include "rules/lang/columns.h"
 #include "rules/lang/expr.h"
 #include "rules/lang/rules.h"
 #include "model/profile.h"
@@ -37,6 +39,7 @@
 #include "store/drives.h"
 #include "store/profile_store.h"
 #include "store/conn.h"
+#include "store/keyspace.h"
 #include "store/store.h"
 #include "tests/helpers.h"
 #include "web/query.h"
@@ -1190,6 +1193,159 @@ Test(web, the_in_memory_tail_answers_as_redis_does, .init = start, .fini = stop,
 	cr_assert(!a.from_memory);
 	cr_assert_eq(a.n, 2);
 	query_result_free(&a);
+	query_hot_stop(warm.hot);
+	conn_close(c);
+}
+
+/* The tail's hosts and bytes, once both satisfy ok, within secs: 1, or 0. */
+static int wait_tail(struct query_hot *hot, int secs, size_t *hosts, size_t *bytes,
+		     int (*ok)(size_t hosts, size_t bytes))
+{
+	for (int i = 0; i < secs * 10; i++) {
+		*hosts = query_hot_hosts(hot, bytes);
+		if (ok(*hosts, *bytes))
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+static int four_hosts_held(size_t hosts, size_t bytes)
+{
+	return hosts == 4 && bytes > 4 * sizeof(struct columns);
+}
+
+static int h9_dropped(size_t hosts, size_t bytes)
+{
+	(void)bytes;
+	return hosts == 3;
+}
+
+static int nothing_held(size_t hosts, size_t bytes)
+{
+	return hosts == 3 && bytes <= 3 * sizeof(struct columns);
+}
+
+/*
+ * A fleet's churn does not grow the tail: a host that leaves the registry
+ * is dropped from it, and the points of a host gone quiet for longer than
+ * the window are let go (the fleet's three hosts are quiet since t_end).
+ */
+Test(web, the_tail_drops_hosts_that_left_and_lets_quiet_ones_go, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	struct store_opts so = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				 .retention_ms = { 900000, 86400000, 86400000 },
+				 .spool_max_entries = 100, .spool_max_bytes = 1 << 20 };
+	struct query_opts warm = opts();
+	struct conn *c = test_redis_connect(&redis);
+	char err[256], key[128];
+	struct store *st = store_open(&so, err, sizeof(err));
+	size_t hosts = 0, bytes = 0;
+	redisReply *r;
+	int held = 0;
+
+	cr_assert_not_null(st, "%s", err);
+	warm.hot = query_hot_start(redis.url, &warm, 5000);
+	cr_assert_not_null(warm.hot);
+	/* h9 reports every second until the tail holds it */
+	for (uint64_t sec = 0; sec < 20 && !held; sec++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h9", time_wall_ns() / 1000000, 1000, sec, 1);
+		snapshot_add_counter(&s, "tcp.in_csum_errors", sec, NULL);
+		cr_assert_eq(store_put_snapshot(st, &s), 0);
+		snapshot_free(&s);
+		cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+		held = wait_tail(warm.hot, 1, &hosts, &bytes, four_hosts_held);
+	}
+	store_close(st);
+	cr_assert(held, "the tail never held h9's points: %zu host(s), %zu bytes", hosts, bytes);
+	/* h9 leaves the registry (as `faultline hosts` would see it gone) */
+	key_host_record(key, sizeof(key), "h9");
+	r = conn_commandf(c, key, "DEL %s", key);
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+	freeReplyObject(r);
+	cr_assert(wait_tail(warm.hot, 30, &hosts, &bytes, h9_dropped),
+		  "h9 left the registry but the tail holds %zu host(s)", hosts);
+	/* every host left is quiet for longer than the window: their points go */
+	cr_assert(wait_tail(warm.hot, 30, &hosts, &bytes, nothing_held),
+		  "quiet hosts still hold %zu bytes in the tail", bytes);
+	query_hot_stop(warm.hot);
+	conn_close(c);
+}
+
+/* h9's snapshots of seconds [from, to) before t0, counter = its second, into Redis. */
+static void write_h9(struct store *st, uint64_t t0, int from, int to)
+{
+	for (int sec = from; sec < to; sec++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h9", t0 + (uint64_t)sec * 1000, 1000, (uint64_t)sec, 1);
+		snapshot_add_counter(&s, "tcp.in_csum_errors", 3.0 * sec, NULL);
+		cr_assert_eq(store_put_snapshot(st, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+}
+
+/*
+ * Snapshots delivered late (a probe's spool draining after an outage: a
+ * burst of seconds older than now, in order) reach the tail as they reach
+ * Redis, and a query from memory over the outage answers what Redis does.
+ */
+Test(web, the_tail_takes_what_a_spool_delivers_late, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	static const char q[] = "rate(faultline_tcp_in_csum_errors_total{host=\"h9\"}[10s])";
+	struct store_opts so = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				 .retention_ms = { 900000, 86400000, 86400000 },
+				 .spool_max_entries = 1000, .spool_max_bytes = 1 << 20 };
+	struct query_opts warm = opts(), cold = opts();
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t t0 = (time_wall_ns() / 1000000 / 1000 - 70) * 1000;
+	struct query_result a, b;
+	char err[512];
+	struct store *st = store_open(&so, err, sizeof(err));
+	int served = 0;
+
+	cr_assert_not_null(st, "%s", err);
+	warm.hot = query_hot_start(redis.url, &warm, 120000);
+	cr_assert_not_null(warm.hot);
+	/* before the outage: 70 s ago to 50 s ago, read by the tail */
+	write_h9(st, t0, 0, 20);
+	for (int i = 0; i < 250 && !served; i++) {	/* new hosts are listed every 10 s */
+		cr_assert_eq(query_run(c, &warm, q, t0 + 15000, t0 + 15000, 0, &a, err,
+				       sizeof(err)), QUERY_OK, "%s", err);
+		served = a.from_memory && a.n == 1;
+		query_result_free(&a);
+		if (!served)
+			usleep(100000);
+	}
+	cr_assert(served, "the tail never served h9");
+	/* the outage's 45 s, delivered at once when it ends */
+	write_h9(st, t0, 20, 65);
+	store_close(st);
+	sleep(3);	/* the tail reads every second */
+	cr_assert_eq(query_run(c, &warm, q, t0 + 15000, t0 + 60000, 5000, &a, err, sizeof(err)),
+		     QUERY_OK, "%s", err);
+	cr_assert_eq(query_run(c, &cold, q, t0 + 15000, t0 + 60000, 5000, &b, err, sizeof(err)),
+		     QUERY_OK, "%s", err);
+	cr_assert(a.from_memory && !b.from_memory);
+	cr_assert_eq(a.n, 1);
+	cr_assert_eq(b.n, 1);
+	cr_assert_eq(b.s[0].n, 10, "Redis has %zu of the 10 steps", b.s[0].n);
+	cr_assert_eq(a.s[0].n, b.s[0].n, "the tail answered %zu steps, Redis %zu", a.s[0].n,
+		     b.s[0].n);
+	for (size_t k = 0; k < a.s[0].n; k++) {
+		cr_assert_eq(a.s[0].ts[k], b.s[0].ts[k]);
+		cr_assert_float_eq(a.s[0].v[k], 3.0, 1e-9, "step %zu: %g from memory", k,
+				   a.s[0].v[k]);
+		cr_assert_float_eq(b.s[0].v[k], 3.0, 1e-9, "step %zu: %g from Redis", k,
+				   b.s[0].v[k]);
+	}
+	query_result_free(&a);
+	query_result_free(&b);
 	query_hot_stop(warm.hot);
 	conn_close(c);
 }

@@ -368,21 +368,66 @@ static const struct snapshot *hot_like(size_t host_index, void *arg)
 	return like_newest(host_index, &hot->ql);
 }
 
-/* New registered hosts into the tail (read from a window ago). */
-static void hot_list(struct query_hot *hot, struct conn *rc)
+/*
+ * With the write lock taken: drop from the tail the hosts the registry no
+ * longer lists (found: what it lists now), and let go of the points of
+ * those whose newest snapshot is older than the window (a host that went
+ * quiet: no query the tail serves reaches them), so a fleet's churn does
+ * not grow it.  Returns how many hosts went.
+ */
+static size_t hot_prune(struct query_hot *hot, const struct qload *found, uint64_t now_ms)
+{
+	struct qload *ql = &hot->ql;
+	size_t kept = 0, gone;
+	uint32_t idx;
+
+	for (size_t i = 0; i < ql->nh; i++) {
+		struct qhost *h = &ql->h[i];
+		size_t len = columns_len(&h->c);
+
+		if (!strmap_get(&found->index, h->name, &idx)) {
+			free(h->name);
+			columns_free(&h->c);
+			continue;
+		}
+		if (len && columns_ts(&h->c, len - 1) + hot->window_ms + 2000 < now_ms) {
+			columns_free(&h->c);
+			columns_init(&h->c);
+		}
+		ql->h[kept++] = *h;
+	}
+	gone = ql->nh - kept;
+	if (gone) {
+		ql->nh = kept;
+		strmap_free(&ql->index);
+		strmap_init(&ql->index);
+		for (size_t i = 0; i < ql->nh; i++)
+			if (strmap_put(&ql->index, ql->h[i].name, (uint32_t)i))
+				ql->nh = i;	/* no memory: the rest are read again as new */
+	}
+	return gone;
+}
+
+/* The registered hosts into the tail: new ones read from a window ago, departed ones dropped. */
+static void hot_list(struct query_hot *hot, struct conn *rc, uint64_t now_ms)
 {
 	struct qload found = { .o = &hot->o };
 	char err[300];
 	uint32_t idx;
+	size_t gone;
 
 	strmap_init(&found.index);
 	if (find_hosts(rc, &found, NULL, err, sizeof(err)) == QUERY_OK) {
 		pthread_rwlock_wrlock(&hot->lock);
+		gone = hot_prune(hot, &found, now_ms);
 		for (size_t i = 0; i < found.nh; i++)
 			if (!strmap_get(&hot->ql.index, found.h[i].name, &idx) &&
 			    add_host(&hot->ql, found.h[i].name))
 				break;
 		pthread_rwlock_unlock(&hot->lock);
+		if (gone)
+			log_info("faultline-web: %zu host(s) left the registry; dropped from the "
+				 "in-memory tail", gone);
 	} else {
 		log_warn("faultline-web: listing the hosts for the in-memory tail: %s", err);
 	}
@@ -436,7 +481,7 @@ static void *hot_loop(void *arg)
 		if (!rc && !(rc = conn_open(hot->url, 2 * NSEC_PER_SEC, err, sizeof(err))))
 			log_warn("faultline-web: the in-memory tail cannot reach Redis: %s", err);
 		if (rc && (!hot->listed_ms || t0 >= hot->listed_ms + 10000)) {
-			hot_list(hot, rc);
+			hot_list(hot, rc, t0);
 			hot->listed_ms = t0;
 		}
 		if (rc && hot_read(hot, rc, t0)) {
