@@ -101,6 +101,8 @@ static json_object *faultline_json(const struct alert *a)
 		json_object_object_add(d, "value", jsonc_string(a->domain_value));
 		if (a->domain_same[0])
 			json_object_object_add(d, "same_as", jsonc_string(a->domain_same));
+		if (a->has_domain_p)
+			json_object_object_add(d, "p", json_object_new_double(a->domain_p));
 		json_object_object_add(o, "domain", d);
 	}
 	for (uint32_t i = 0; i < a->nhosts; i++)

@@ -16,6 +16,7 @@
 
 #include "model/alert.h"
 #include "rules/engine/engine.h"
+#include "core/jsonc.h"
 #include "tests/helpers.h"
 #include "rules/lang/rules.h"
 #include "model/snapshot.h"
@@ -154,8 +155,13 @@ static char *pages(const struct test_events *ev, const char *alertname)
 		if (json_object_object_get_ex(fl, "domain", &d)) {
 			json_object *dl, *dv;
 
-			json_object *same = NULL;
+			json_object *same = NULL, *pv = NULL;
 
+			/* every domain page says how unlikely it is by chance */
+			cr_assert(json_object_object_get_ex(d, "p", &pv) &&
+				  json_object_is_type(pv, json_type_double) &&
+				  json_object_get_double(pv) >= 0 && json_object_get_double(pv) <= 1,
+				  "a domain page without its p-value: %s", ev->json[i]);
 			json_object_object_get_ex(d, "label", &dl);
 			json_object_object_get_ex(d, "value", &dv);
 			json_object_object_get_ex(d, "same_as", &same);
@@ -181,6 +187,23 @@ static char *pages(const struct test_events *ev, const char *alertname)
 	return out;
 }
 
+/* The p-value of the first domain page of alertname among ev (-1: none). */
+static double domain_p(const struct test_events *ev, const char *alertname)
+{
+	double p = -1;
+
+	for (int i = 0; i < ev->n && p < 0; i++) {
+		json_object *o = json_tokener_parse(ev->json[i]), *x;
+
+		x = jsonc_path(o, "labels.alertname");
+		if (x && !strcmp(json_object_get_string(x), alertname) &&
+		    (x = jsonc_path(o, "faultline.domain.p")))
+			p = json_object_get_double(x);
+		json_object_put(o);
+	}
+	return p;
+}
+
 static const int eight[] = { 8 };
 #define NESTED "{by: [site, switch, rack], min_hosts: 3, min_fraction: 0.2}"
 
@@ -194,6 +217,9 @@ Test(domains, full_rack_under_small_switch_is_the_rack)
 	hit_rack(&f, "r2", -1);
 	evaluate(&f, rule_yaml(NESTED), 7, &ev);
 	cr_assert_str_eq(pages(&ev, "Hot"), "rack=r2:8");
+	/* the 8 hits of 64 hosts all in this rack of 8: 1 / C(64, 8) */
+	cr_assert_float_eq(domain_p(&ev, "Hot") * 4426165368.0, 1.0, 1e-6, "p %g",
+			   domain_p(&ev, "Hot"));
 	test_events_free(&ev);
 }
 
@@ -231,6 +257,8 @@ Test(domains, one_per_rack_across_a_switch_is_the_switch)
 	}
 	evaluate(&f, rule_yaml(NESTED), 7, &ev);
 	cr_assert_str_eq(pages(&ev, "Hot"), "switch=sw1:8");
+	/* placement is what made it: the page's p is that test's */
+	cr_assert_float_eq(domain_p(&ev, "Hot"), stats_hypergeom_tail(256, 8, 64, 8), 1e-15);
 	test_events_free(&ev);
 	evaluate(&f, rule_yaml("{by: [site, switch, rack], min_hosts: 3, min_fraction: 0.2, "
 			       "alpha: 0}"), 7, &ev);
@@ -494,9 +522,13 @@ Test(domains, hits_beginning_together_page_the_switch_in_a_small_fleet)
 					mode == 1 ? 20 + 120 * racks : 40, &ev);
 			got = firing_pages(&ev);
 			snprintf(want, sizeof(want), "switch=sw0:%d", racks);
-			if (mode == 0)
+			if (mode == 0) {
 				cr_expect_str_eq(got, want, "%d racks of %d, p %.4f by placement, "
 						 "begun together: %s", racks, shapes[k].size, ph, got);
+				/* placement and onsets together: a smaller p than placement's */
+				cr_expect(domain_p(&ev, "Hot") >= 0 && domain_p(&ev, "Hot") < ph,
+					  "p %g, placement alone %g", domain_p(&ev, "Hot"), ph);
+			}
 			else
 				cr_expect_str_eq(got, hosts_want, "%d racks of %d, %s: %s", racks,
 						 shapes[k].size, mode == 1 ? "begun 2 min apart" :

@@ -184,6 +184,8 @@ Test(alert, encode_and_parse_round_trip)
 	snprintf(a.domain_label, sizeof(a.domain_label), "rack");
 	snprintf(a.domain_value, sizeof(a.domain_value), "r1");
 	snprintf(a.domain_same, sizeof(a.domain_same), "switch=sw1");
+	a.domain_p = 2.5e-10;
+	a.has_domain_p = 1;
 	snprintf(a.runbook, sizeof(a.runbook), "runbooks/x.md");
 	a.evidence = ALERT_EV_CPU_STACKS | ALERT_EV_CSUM_PEERS;
 	snprintf(a.deploy_service, sizeof(a.deploy_service), "api");
@@ -208,6 +210,8 @@ Test(alert, encode_and_parse_round_trip)
 	cr_assert_str_eq(b.domain_label, "rack");
 	cr_assert_str_eq(b.domain_value, "r1");
 	cr_assert_str_eq(b.domain_same, "switch=sw1");
+	cr_assert(b.has_domain_p);
+	cr_assert_float_eq(b.domain_p, 2.5e-10, 1e-22);
 	cr_assert_str_eq(b.runbook, "runbooks/x.md");
 	cr_assert_eq(b.evidence, a.evidence);
 	cr_assert_str_eq(b.deploy_service, "api");

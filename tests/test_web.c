@@ -950,7 +950,8 @@ Test(web, the_incident_page_shows_the_domain_the_series_the_stacks_and_the_runbo
      .init = start, .fini = stop, .timeout = 180)
 {
 	struct conn *c = test_redis_connect(&redis);
-	char fp[64], path[128], png[320], cmd[700], *dom, *out, *ev;
+	char fp[64], path[128], png[320], cmd[700], *dom, *out, *ev, *pv;
+	double p;
 	long w, red, colours;
 
 	ev = page_the_rack(c, fp, sizeof(fp));
@@ -959,6 +960,14 @@ Test(web, the_incident_page_shows_the_domain_the_series_the_stacks_and_the_runbo
 	/* the alert, on its rack */
 	cr_assert(strstr(dom, "id=\"alertname\">RackChecksumErrors</h1>"), "%.2000s", dom);
 	cr_assert(strstr(dom, "id=\"domain\">rack=r1</b>"), "%.2000s", dom);
+	/*
+	 * its p-value: both hits of the 3 hosts landing in r1's 2 is 1 / C(3, 2)
+	 * by chance, less with their onsets together (Fisher's combination)
+	 */
+	pv = strstr(dom, "class=\"pvalue\">p = ");
+	cr_assert(pv && sscanf(pv + strlen("class=\"pvalue\">p = "), "%lf", &p) == 1,
+		  "%.4000s", dom);
+	cr_assert(p > 0 && p <= 1.0 / 3 + 1e-9, "p = %g", p);
 	cr_assert(strstr(dom, "r1: corrupt segments"), "%.2000s", dom);
 	/* the map: r1's two hosts, both hit; h3 is in r2, not on it */
 	cr_assert_eq(count(dom, "class=\"host hit\""), 2, "%.4000s", dom);

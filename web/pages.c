@@ -399,7 +399,11 @@ static void domain_map(struct pages *p, FILE *f, const struct alert *a)
 	fputs_xml(m.want_value, f);
 	if (a->total_hosts)
 		fprintf(f, " hit (the rollup counted %u of %u)", a->nhosts, a->total_hosts);
-	fputs(".</p>\n", f);
+	fputs(".", f);
+	if (a->has_domain_p)
+		fprintf(f, " <span class=\"pvalue\">p = %.2g</span>: the chance of hits like "
+			"these landing here by chance.", a->domain_p);
+	fputs("</p>\n", f);
 	/* rows: one per rack */
 	for (size_t i = 0; i < m.n; i++)
 		if (!i || map_host_cmp(&(struct map_host){ NULL, { m.h[i].level[0], m.h[i].level[1],

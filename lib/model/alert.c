@@ -96,7 +96,7 @@ static const char *str_of(json_object *o, const char *key)
 
 int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t errlen)
 {
-	json_object *root = NULL, *o, *fl;
+	json_object *root = NULL, *o, *fl, *v;
 	const char *s;
 	char why[160];
 
@@ -142,6 +142,13 @@ int alert_parse(struct alert *a, const char *json, size_t len, char *err, size_t
 				snprintf(a->domain_value, sizeof(a->domain_value), "%s", s);
 			if ((s = str_of(o, "same_as")))
 				snprintf(a->domain_same, sizeof(a->domain_same), "%s", s);
+			if (json_object_object_get_ex(o, "p", &v) &&
+			    (json_object_is_type(v, json_type_double) ||
+			     json_object_is_type(v, json_type_int)) &&
+			    json_object_get_double(v) >= 0 && json_object_get_double(v) <= 1) {
+				a->domain_p = json_object_get_double(v);
+				a->has_domain_p = 1;
+			}
 		}
 		if (json_object_object_get_ex(fl, "hosts", &o) &&
 		    json_object_is_type(o, json_type_array)) {
@@ -294,6 +301,8 @@ int alert_encode(const struct alert *a, struct strbuf *out)
 		json_object_object_add(d, "value", jsonc_string(a->domain_value));
 		if (a->domain_same[0])
 			json_object_object_add(d, "same_as", jsonc_string(a->domain_same));
+		if (a->has_domain_p)
+			json_object_object_add(d, "p", json_object_new_double(a->domain_p));
 		json_object_object_add(fl, "domain", d);
 	}
 	if (a->runbook[0])

@@ -12,11 +12,14 @@
  *     "generatorURL": "...",
  *     "faultline": {                              optional
  *        "domain": { "label": "switch", "value": "sw3",
- *                    "same_as": "site=s1" },       optional: outer levels
+ *                    "same_as": "site=s1",         optional: outer levels
  *                                                 holding exactly the same hosts
  *                                                 (label=value, comma-separated,
  *                                                 outermost first); the alert's
  *                                                 labels carry all of them
+ *                    "p": 0.0004 },                optional: the chance of hits
+ *                                                 like these landing in the
+ *                                                 domain at random (domain_rollup.c)
  *        "hosts": [ "db-1", ... ], "total_hosts": 8,
  *        "value": 12.5, "runbook": "runbooks/x.md",
  *        "firedAt": "RFC 3339",                   when it fired (startsAt is when
@@ -47,6 +50,8 @@ struct alert {
 	char generator_url[256];
 	char domain_label[64], domain_value[128];
 	char domain_same[192];		/* "site=s1,agg=a2": the same hosts, outer names */
+	double domain_p;		/* the domain's p-value, when has_domain_p */
+	int has_domain_p;
 	char **hosts;
 	uint32_t nhosts;
 	uint32_t total_hosts;

@@ -162,6 +162,8 @@ static void emit(struct engine *e, const struct rule *r, const struct instance *
 	snprintf(a.domain_label, sizeof(a.domain_label), "%s", in->domain_label);
 	snprintf(a.domain_value, sizeof(a.domain_value), "%s", in->domain_value);
 	snprintf(a.domain_same, sizeof(a.domain_same), "%s", in->domain_same);
+	a.has_domain_p = in->domain_label[0] && in->domain_p >= 0 && in->domain_p <= 1;
+	a.domain_p = a.has_domain_p ? in->domain_p : 0;
 	if (in->deploy_at_ms) {
 		snprintf(a.deploy_service, sizeof(a.deploy_service), "%s", in->deploy_service);
 		a.deploy_at_ms = in->deploy_at_ms;
@@ -227,6 +229,7 @@ void alert_state_track(struct engine *e, const struct rule *r, struct rule_inst 
 			snprintf(in->domain_label, sizeof(in->domain_label), "%s", m[i].dlabel);
 			snprintf(in->domain_value, sizeof(in->domain_value), "%s", m[i].dvalue);
 			snprintf(in->domain_same, sizeof(in->domain_same), "%s", m[i].dsame);
+			in->domain_p = m[i].dp;
 		}
 		if (m[i].deploy) {
 			snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
@@ -348,6 +351,8 @@ static json_object *instance_json(const struct rule *r, const struct instance *i
 			       jsonc_string(in->domain_value));
 	if (in->domain_same[0])
 		json_object_object_add(o, "domain_same", jsonc_string(in->domain_same));
+	if (in->domain_label[0] && in->domain_p >= 0 && in->domain_p <= 1)
+		json_object_object_add(o, "domain_p", json_object_new_double(in->domain_p));
 	json_object_object_add(o, "deploy_service",
 			       jsonc_string(in->deploy_service));
 	json_object_object_add(o, "deploy_at_ms",
@@ -479,6 +484,12 @@ static int record_check(json_object *o, const char *fp, char *err, size_t errlen
 	if (json_object_object_get_ex(o, "value", &v) &&
 	    !json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) {
 		snprintf(err, errlen, "alert state %s: \"value\" is not a number", fp);
+		return -EINVAL;
+	}
+	if (json_object_object_get_ex(o, "domain_p", &v) &&
+	    ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
+	     !(json_object_get_double(v) >= 0 && json_object_get_double(v) <= 1))) {
+		snprintf(err, errlen, "alert state %s: \"domain_p\" is not a number from 0 to 1", fp);
 		return -EINVAL;
 	}
 	if (json_object_object_get_ex(o, "pending", &v) &&
@@ -712,6 +723,7 @@ int engine_state_import(struct engine *e, const char *fp, const char *json, uint
 	snprintf(in->domain_label, sizeof(in->domain_label), "%s", obj_str(o, "domain_label"));
 	snprintf(in->domain_value, sizeof(in->domain_value), "%s", obj_str(o, "domain_value"));
 	snprintf(in->domain_same, sizeof(in->domain_same), "%s", obj_str(o, "domain_same"));
+	in->domain_p = json_object_object_get_ex(o, "domain_p", &v) ? json_object_get_double(v) : NAN;
 	snprintf(in->deploy_service, sizeof(in->deploy_service), "%s",
 		 obj_str(o, "deploy_service"));
 	in->deploy_at_ms = obj_u64(o, "deploy_at_ms");

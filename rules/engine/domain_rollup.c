@@ -228,6 +228,23 @@ static int32_t match_live(const struct search *sr, int i)
 }
 
 /*
+ * The p-value a page shows for hits hs[0..hits) in a domain of total live
+ * hosts: the chance that the fleet's hits, spread at random, put this many
+ * in it (the hypergeometric tail), or, when the onsets are known and
+ * together with them that chance is smaller, Fisher's combination of the
+ * two: how unlikely the page is as chance, whichever test it passed.
+ */
+static double domain_p(const struct search *sr, const uint32_t *hs, uint32_t hits,
+		       uint32_t total)
+{
+	double ph = stats_hypergeom_tail(sr->pop, sr->pop_hits, total, hits);
+	double po = sr->onset ? onset_p(sr, hs, hits) : 1;
+	double pc = po < 1 ? stats_fisher2(ph, po) : 1;
+
+	return pc < ph ? pc : ph;
+}
+
+/*
  * Page domain d of level l for the hits hs[0..nh): one match; their host
  * matches inhibited.  same >= 0: the levels same..l-1 hold exactly these
  * hosts too (a site that is one switch, a switch that is one rack): the
@@ -263,6 +280,7 @@ static int page(struct search *sr, int l, uint32_t d, int same, const uint32_t *
 	}
 	qsort(dm->labels, (size_t)dm->nlabels, sizeof(*dm->labels), label_key_cmp);
 	dm->total = (int)lv->total[d];
+	dm->dp = domain_p(sr, hs, (uint32_t)nh, lv->total[d]);
 	dm->dlabel = lv->label;
 	dm->dvalue = lv->name[d];
 	for (size_t k = 0; k < nh; k++)

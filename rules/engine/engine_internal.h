@@ -93,6 +93,7 @@ struct instance {
 	int nhosts, total_hosts;
 	char domain_label[64], domain_value[128];
 	char domain_same[192];		/* outer levels of the same hosts (alert.h) */
+	double domain_p;		/* its p-value (alert.h); NAN: not known */
 	char deploy_service[128];	/* baseline alerts: the deploy judged */
 	uint64_t deploy_at_ms, deploy_base_ms;
 	int seen;
@@ -152,6 +153,7 @@ struct match {
 	int nhosts, total;
 	const char *dlabel, *dvalue;	/* domain matches: the innermost level's name */
 	char dsame[192];		/* ... and the outer levels with the same hosts: "switch=sw1" */
+	double dp;			/* domain matches: its p-value (domain_rollup.c, page) */
 	const struct deploy *deploy;	/* baseline matches */
 	uint64_t base_ms;
 };
