@@ -59,7 +59,6 @@ struct group {
 	int changed, sent_once;
 	int firing;			/* the last notification had a firing alert */
 	int muted_firing;		/* a firing alert was muted: look again at group_interval */
-	uint32_t repeats;		/* repeat notifications sent of unchanged content */
 	uint64_t load_retry_ns;		/* the group could not be loaded: not before */
 	uint64_t looked_ns;		/* last load (muted alerts are looked at again) */
 	char content[65];		/* what the last notification said (content_key) */

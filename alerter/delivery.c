@@ -145,20 +145,22 @@ uint64_t group_due_at(const struct alerter *al, const struct group *g)
 
 /*
  * The notification's idempotency key: SHA-256 of the receiver, the group
- * and the group's version in Redis (plus the repeat number of a repeat).
- * A version is one content of the group, whoever loads it: the same
- * notification rebuilt after a restart, or sent by a peer, carries the
- * same key, so a receiver can drop the redelivery; any change of the group
- * is a new version, so a new key.
+ * and the group's version in Redis, plus for a repeat when the
+ * notification it repeats was made (repeat_of_ms, the group's notified
+ * time in Redis; 0: not a repeat).  A version is one content of the group,
+ * whoever loads it: the same notification rebuilt after a restart, or sent
+ * by a peer, carries the same key, so a receiver can drop the redelivery;
+ * any change of the group is a new version, so a new key; each repeat is
+ * a new key, the same whichever alerter (or restarted one) sends it.
  */
 static void idempotency_key(const char *receiver, const struct group *g, uint64_t version,
-			    char out[65])
+			    uint64_t repeat_of_ms, char out[65])
 {
 	struct strbuf k = STRBUF_INIT;
 
 	strbuf_addf(&k, "%s|%s|v%llu", receiver, g->key, (unsigned long long)version);
-	if (g->repeats)
-		strbuf_addf(&k, "|repeat:%u", g->repeats);
+	if (repeat_of_ms)
+		strbuf_addf(&k, "|repeat-of:%llu", (unsigned long long)repeat_of_ms);
 	sha256_hex(strbuf_str(&k), k.len, out);
 	strbuf_release(&k);
 }
@@ -398,7 +400,6 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 		g->content[0] = '\0';
 		goto out;
 	}
-	g->repeats = repeat ? g->repeats + 1 : 0;
 	strbuf_reset(&g->body);
 	if (payload_build(cfg, &cfg->integrations[g->integration], g->pkey, g->glabels, g->ngl, send,
 			  nsend, al->rc, &g->body)) {
@@ -406,7 +407,8 @@ static void flush(struct alerter *al, struct group *g, uint64_t now)
 		g->load_retry_ns = now + NSEC_PER_SEC;
 		goto out;
 	}
-	idempotency_key(cfg->integrations[g->integration].name, g, version, g->idem);
+	idempotency_key(cfg->integrations[g->integration].name, g, version,
+			repeat ? (notified_ms ? notified_ms : 1) : 0, g->idem);
 	g->sent_version = version;
 	/* with a firing alert muted, this version is not all notified: unmuted, it is sent */
 	g->mark_version = muted ? 0 : version;

@@ -155,14 +155,33 @@ void drop_alert(struct group_alert *ga)
 }
 
 /*
+ * A group taken up whose newest version was notified at notified_ms (wall
+ * ms), by this alerter before a restart or by a peer: as if this one had
+ * sent it then, so its next repeat is due a repeat_interval after that.
+ */
+static void sent_before(struct group *g, uint64_t notified_ms)
+{
+	uint64_t now = time_mono_ns(), wall_ms = time_wall_ns() / NSEC_PER_MSEC;
+	uint64_t ago = wall_ms > notified_ms ? (wall_ms - notified_ms) * NSEC_PER_MSEC : 0;
+
+	g->sent_once = 1;
+	g->firing = 1;
+	/* longer ago than this machine is up (it rebooted): due as soon as it can be */
+	g->last_sent_ns = now > ago ? now - ago : 0;
+}
+
+/*
  * Take event json into every group it reaches.  from_stream: it is the
  * fl:alerts entry id, held by the groups until settled (or dead-lettered
  * or acknowledged at once); else it is an alert a group in Redis already
  * holds, whose entry was settled long ago (groups_take_up): its groups
- * are made to look at it again, nothing is held or acknowledged.
+ * are made to look at it again, nothing is held or acknowledged.  Then
+ * notified_ms, when not 0, says the group's newest version was notified
+ * then (wall ms): a group this alert reaches unchanged counts as sent at
+ * that time, so its repeats (and resends to an Alertmanager) go on.
  */
 static void take_alert(struct alerter *al, const char *id, const char *json, size_t len,
-		       int from_stream)
+		       int from_stream, uint64_t notified_ms)
 {
 	const struct route *routes[ROUTE_MAX_NODES];	/* a route matches once at most */
 	struct group **held_by = NULL;
@@ -219,6 +238,9 @@ static void take_alert(struct alerter *al, const char *id, const char *json, siz
 			if (ret < 0)
 				goto again;
 			ntaken++;
+			if (!from_stream && notified_ms && verdict != ALERT_GROUP_NEW && !unsent &&
+			    !g->sent_once)
+				sent_before(g, notified_ms);
 			if (verdict == ALERT_GROUP_NEW || unsent) {
 				/* a new state, or one a version not yet notified covers */
 				g->changed = 1;
@@ -250,12 +272,12 @@ again:
 
 void take_event(struct alerter *al, const char *id, const char *json, size_t len)
 {
-	take_alert(al, id, json, len, 1);
+	take_alert(al, id, json, len, 1, 0);
 }
 
 struct take_up {
 	struct alerter *al;
-	int groups, alerts, held;
+	int groups, notified, alerts, held;
 };
 
 /*
@@ -282,36 +304,48 @@ static int group_held(struct conn *rc, const struct alert_group_state *st, char 
 }
 
 /*
- * A group whose newest version no alerter notified, and that no alerter
- * holds: its firing alerts taken again.
+ * A group holding a firing alert that no alerter holds (no entry of it
+ * pending): its firing alerts taken again.  Its newest version not yet
+ * notified (muted when it came, or its alerter stopped first): it is
+ * notified as its intervals come.  Notified: it counts as sent then, so
+ * its repeats and Alertmanager resends go on after a restart.
  */
 static int take_up_group(struct conn *rc, const char *gid, void *arg, char *err, size_t errlen)
 {
 	struct take_up *tu = arg;
 	struct alert_group_state st;
 	struct strbuf sb = STRBUF_INIT;
-	int firing = 0, held = 0;
+	int firing = 0, held, notified;
 
 	if (alert_group_load(rc, gid, &st, err, errlen))
 		return 0;	/* unreadable now: its next event brings it back */
 	for (int i = 0; i < st.n; i++)
 		firing += st.m[i].a.firing;
-	if (st.version > st.notified_version && firing &&
-	    (held = group_held(rc, &st, err, errlen)) < 0) {
+	if (!firing) {
+		alert_group_state_free(&st);
+		return 0;
+	}
+	if ((held = group_held(rc, &st, err, errlen)) < 0) {
 		alert_group_state_free(&st);
 		return held;	/* Redis did not say: the take-up is tried again */
 	}
-	if (held)
+	notified = st.notified_version && st.version <= st.notified_version;
+	if (held) {
 		tu->held++;
-	else if (st.version > st.notified_version && firing) {
-		tu->groups++;
+	} else {
+		if (notified)
+			tu->notified++;
+		else
+			tu->groups++;
 		for (int i = 0; i < st.n; i++) {
 			if (!st.m[i].a.firing)
 				continue;
 			strbuf_reset(&sb);
 			if (alert_encode(&st.m[i].a, &sb) || strbuf_failed(&sb))
 				continue;
-			take_alert(tu->al, st.m[i].entry_id, strbuf_str(&sb), sb.len, 0);
+			take_alert(tu->al, st.m[i].entry_id, strbuf_str(&sb), sb.len, 0,
+				   notified ? (st.notified_ms ? st.notified_ms :
+					       time_wall_ns() / NSEC_PER_MSEC) : 0);
 			tu->alerts++;
 		}
 	}
@@ -322,19 +356,21 @@ static int take_up_group(struct conn *rc, const char *gid, void *arg, char *err,
 
 int groups_take_up(struct alerter *al)
 {
-	struct take_up tu = { al, 0, 0, 0 };
+	struct take_up tu = { al, 0, 0, 0, 0 };
 	char err[300];
 
 	if (redis_result(al, alert_groups_each(al->rc, take_up_group, &tu, err, sizeof(err)),
 			 err) < 0)
 		return -1;
-	if (tu.groups)
-		log_info("took up %d alert group(s) whose newest state no alerter notified (muted "
-			 "when it was read, or an alerter stopped first): %d firing alert(s), "
-			 "looked at again as their groups' intervals come", tu.groups, tu.alerts);
+	if (tu.groups || tu.notified)
+		log_info("took up %d firing alert group(s) (%d firing alert(s)): %d whose newest "
+			 "state no alerter notified (muted when it was read, or an alerter stopped "
+			 "first), looked at again as their intervals come; %d notified, repeated "
+			 "from when they were", tu.groups + tu.notified, tu.alerts, tu.groups,
+			 tu.notified);
 	if (tu.held)
-		log_info("left %d un-notified alert group(s) to the alerter(s) holding their "
-			 "events (claimed from them after claim_idle should they be dead)", tu.held);
+		log_info("left %d alert group(s) to the alerter(s) holding their events (claimed "
+			 "from them after claim_idle should they be dead)", tu.held);
 	return 0;
 }
 

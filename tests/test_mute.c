@@ -563,3 +563,47 @@ Test(mute, a_muted_alert_is_sent_after_a_restart_once_its_mute_ends, .init = set
 	sleep(2);
 	cr_expect_eq(rx_carried("00000000000000b1", "firing", NULL), 1, "sent more than once");
 }
+
+/*
+ * A firing alert notified before the alerter restarts is repeated by the
+ * next one at its repeat_interval, counted from when it was notified,
+ * with no new event of it (it used to wait for the alert's next change).
+ */
+Test(mute, repeats_go_on_after_a_restart, .init = setup, .fini = teardown, .timeout = 90)
+{
+	char yaml[600];
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t first_ns, second_ns;
+
+	snprintf(yaml, sizeof(yaml),
+		 "route:\n  receiver: r\n  group_by: [alertname]\n  group_wait: 0s\n"
+		 "  group_interval: 1s\n  repeat_interval: 4s\n"
+		 "receivers:\n  - name: r\n    webhook_configs: [{url: 'http://127.0.0.1:%d/'}]\n",
+		 rx.port);
+	start_alerter(yaml);
+	sleep(1);
+	test_emit_alert(c, "00000000000000c1", "firing", "\"alertname\":\"DiskFull\","
+			"\"host\":\"h1\",\"severity\":\"page\"");
+	for (int i = 0; i < 150 && !rx_carried("00000000000000c1", "firing", NULL); i++)
+		usleep(50000);
+	first_ns = time_mono_ns();
+	cr_assert_eq(rx_carried("00000000000000c1", "firing", NULL), 1, "never sent");
+	/* the alerter restarts at once; nothing new about the alert comes */
+	kill(alerter_pid, SIGTERM);
+	waitpid(alerter_pid, NULL, 0);
+	alerter_pid = 0;
+	cr_assert_eq(test_alerts_pending(c, NULL), 0, "its entry is still pending");
+	start_alerter(yaml);
+	for (int i = 0; i < 200 && rx_carried("00000000000000c1", "firing", NULL) < 2; i++)
+		usleep(50000);
+	second_ns = time_mono_ns();
+	cr_assert_eq(rx_carried("00000000000000c1", "firing", NULL), 2,
+		     "the restarted alerter never repeated the firing alert");
+	/* at its repeat_interval after the first notification, not at once */
+	cr_assert_geq(second_ns - first_ns, 3 * NSEC_PER_SEC, "repeated %.1f s after it was sent",
+		      (double)(second_ns - first_ns) / 1e9);
+	/* and it goes on */
+	for (int i = 0; i < 200 && rx_carried("00000000000000c1", "firing", NULL) < 3; i++)
+		usleep(50000);
+	cr_assert_eq(rx_carried("00000000000000c1", "firing", NULL), 3);
+}
