@@ -401,9 +401,16 @@ static size_t hot_prune(struct query_hot *hot, const struct qload *found, uint64
 		ql->nh = kept;
 		strmap_free(&ql->index);
 		strmap_init(&ql->index);
-		for (size_t i = 0; i < ql->nh; i++)
-			if (strmap_put(&ql->index, ql->h[i].name, (uint32_t)i))
-				ql->nh = i;	/* no memory: the rest are read again as new */
+		for (size_t i = 0; i < ql->nh; i++) {
+			if (!strmap_put(&ql->index, ql->h[i].name, (uint32_t)i))
+				continue;
+			/* no memory: the rest go, and are listed and read again as new */
+			for (size_t k = i; k < ql->nh; k++) {
+				free(ql->h[k].name);
+				columns_free(&ql->h[k].c);
+			}
+			ql->nh = i;
+		}
 	}
 	return gone;
 }
