@@ -122,6 +122,12 @@ struct alerter_config {
 	char external_url[256];
 	char consumer[64];
 	uint64_t group_wait_ns, group_interval_ns, repeat_interval_ns;
+	/*
+	 * A new group that holds a firing severity="page" alert waits this
+	 * long instead of group_wait when it is shorter (faultline's; 0 by
+	 * default: a page goes out as it comes, docs/alerter.md).
+	 */
+	uint64_t page_group_wait_ns;
 	struct integration integrations[MAX_INTEGRATIONS];
 	int nintegrations;
 	struct receiver_name receiver_names[MAX_RECEIVER_NAMES];

@@ -58,6 +58,7 @@ struct group {
 	uint64_t created_ns, last_sent_ns;
 	int changed, sent_once;
 	int firing;			/* the last notification had a firing alert */
+	int page;			/* a firing severity="page" alert came in (page_group_wait) */
 	int muted_firing;		/* a firing alert was muted: look again at group_interval */
 	uint64_t load_retry_ns;		/* the group could not be loaded: not before */
 	uint64_t looked_ns;		/* last load (muted alerts are looked at again) */

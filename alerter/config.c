@@ -48,6 +48,7 @@ static void reset(struct alerter_config *ac)
 	snprintf(ac->log_level, sizeof(ac->log_level), "info");
 	ac->group_wait_ns = 1 * NSEC_PER_SEC;
 	ac->group_interval_ns = 30 * NSEC_PER_SEC;
+	ac->page_group_wait_ns = 0;
 	ac->repeat_interval_ns = 4 * 3600 * NSEC_PER_SEC;
 	ac->top_stacks = 10;
 	ac->evidence_window_ns = 5 * 60 * NSEC_PER_SEC;
@@ -126,6 +127,10 @@ const struct cfg_field alerter_config_schema[] = {
 		  "the hostname"),
 	CFG_DURATION("group_wait", AC, group_wait_ns, 0, 3600 * NSEC_PER_SEC,
 		     "Wait before a new group's first notification"),
+	CFG_DURATION("page_group_wait", AC, page_group_wait_ns, 0, 3600 * NSEC_PER_SEC,
+		     "Wait before a new group's first notification when it holds a firing "
+		     "severity=\"page\" alert, if shorter than group_wait (faultline's; set "
+		     "it to group_wait for Alertmanager's timing)"),
 	CFG_DURATION("group_interval", AC, group_interval_ns, 0, 24 * 3600 * NSEC_PER_SEC,
 		     "Wait before notifying a group's changes"),
 	CFG_DURATION("repeat_interval", AC, repeat_interval_ns, NSEC_PER_SEC,

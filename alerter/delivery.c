@@ -114,9 +114,16 @@ static void start_request(struct alerter *al, struct group *g)
 	al->inflight[g->integration]++;
 }
 
+/* How long a new group waits for siblings before its first notification. */
+static uint64_t first_wait(const struct alerter_config *cfg, const struct group *g)
+{
+	return g->page && cfg->page_group_wait_ns < g->group_wait_ns ? cfg->page_group_wait_ns
+								     : g->group_wait_ns;
+}
+
 /*
  * When g next wants something done (mono ns): a retry, its first
- * notification after group_wait, a change after group_interval, a muted
+ * notification after group_wait (page_group_wait for a page), a change after group_interval, a muted
  * firing alert looked at again after group_interval, a repeat;
  * UINT64_MAX when nothing.
  */
@@ -129,7 +136,7 @@ uint64_t group_due_at(const struct alerter *al, const struct group *g)
 		return g->in_flight ? UINT64_MAX : g->retry_at_ns;
 	if (g->changed || g->nids)
 		due = g->sent_once ? g->last_sent_ns + g->group_interval_ns
-				   : g->created_ns + g->group_wait_ns;
+				   : g->created_ns + first_wait(cfg, g);
 	else if (g->firing)
 		due = cfg->integrations[g->integration].format == FMT_ALERTMANAGER_API &&
 		      cfg->integrations[g->integration].resend_interval_ns < g->repeat_interval_ns ?

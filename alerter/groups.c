@@ -244,6 +244,9 @@ static void take_alert(struct alerter *al, const char *id, const char *json, siz
 			if (verdict == ALERT_GROUP_NEW || unsent) {
 				/* a new state, or one a version not yet notified covers */
 				g->changed = 1;
+				if (a.firing && alert_label(&a, "severity") &&
+				    !strcmp(alert_label(&a, "severity"), "page"))
+					g->page = 1;
 				if (!from_stream)
 					continue;
 				if (hold(al, g, id))

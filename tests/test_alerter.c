@@ -44,7 +44,7 @@ static void write_config(const char *extra_receiver)
 	snprintf(cfgpath, sizeof(cfgpath), "%s/alerter.yaml", redis.dir);
 	f = fopen(cfgpath, "w");
 	fprintf(f, "redis: %s\nconsumer: test\nexternal_url: http://faultline.test/\n"
-		"group_wait: 1s\ngroup_interval: 2s\nrepeat_interval: 1h\n"
+		"group_wait: 1s\npage_group_wait: 1s\ngroup_interval: 2s\nrepeat_interval: 1h\n"
 		"receivers:\n  - name: hook\n    url: http://127.0.0.1:%d/hook\n"
 		"    secret: s3cret\n    timeout: 5s\n%s"
 		"delivery:\n  backoff_initial: 200ms\n  backoff_max: 2s\n"
@@ -969,5 +969,45 @@ Test(alerter, serves_its_own_metrics, .init = setup, .fini = teardown, .timeout 
 		  "%.3000s", buf);
 	cr_expect(strstr(buf, "faultline_alerter_redis_up 1\n"));
 	free(buf);
+	conn_close(c);
+}
+
+/*
+ * page_group_wait (0s by default): a new group holding a firing page goes
+ * out as it comes; a warning's group still waits its group_wait (15 s
+ * here), and is sent then, not dropped.
+ */
+Test(alerter, a_page_does_not_wait_for_its_siblings, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	struct conn *c = conn();
+	FILE *f = fopen(cfgpath, "w");
+	uint64_t t0;
+	int page = -1, warn = -1;
+
+	cr_assert(f);
+	fprintf(f, "redis: %s\nconsumer: test\ngroup_wait: 15s\ngroup_interval: 15s\n"
+		"receivers:\n  - name: hook\n    url: http://127.0.0.1:%d/hook\n"
+		"    secret: s3cret\n", redis.url, rx.port);
+	fclose(f);
+	start_alerter();
+	sleep(1);
+	t0 = time_mono_ns();
+	test_emit_alert(c, "00000000000000a1", "firing", "\"alertname\":\"DriveWear\","
+			"\"host\":\"h1\",\"severity\":\"warning\"");
+	test_emit_alert(c, "00000000000000a2", "firing", "\"alertname\":\"TcpCsum\","
+			"\"host\":\"h1\",\"severity\":\"page\"");
+	for (int i = 0; i < 100 && !rx_carried("00000000000000a2", "firing", &page); i++)
+		usleep(100000);
+	cr_assert_geq(page, 0, "the page was not sent within 10 s (group_wait is 15 s)");
+	cr_expect_lt(rx.req[page].at_ns - t0, 10 * NSEC_PER_SEC);
+	cr_assert(!rx_carried("00000000000000a1", "firing", NULL),
+		  "the warning went out with the page: it must wait its group_wait");
+	for (int i = 0; i < 300 && !rx_carried("00000000000000a1", "firing", &warn); i++)
+		usleep(100000);
+	cr_assert_geq(warn, 0, "the warning was never sent");
+	cr_expect_geq(rx.req[warn].at_ns - t0, 14 * NSEC_PER_SEC,
+		      "the warning did not wait group_wait: sent after %.1f s",
+		      (double)(rx.req[warn].at_ns - t0) / 1e9);
 	conn_close(c);
 }
