@@ -52,6 +52,8 @@ struct drive_probe {
 	int nrecs;
 	uint64_t generation;		/* bumped by every scan */
 	uint64_t published;		/* generation last written to Redis */
+	uint64_t collected;		/* generation of the last collect */
+	uint64_t health_seen;		/* health_sign at the last collect */
 	char last_day[MAX_DRIVES][16];	/* per record: day of the last wear point */
 };
 
@@ -328,12 +330,52 @@ static int drive_open(void **priv, const struct probe_config *cfg, char *err, si
 	return 0;
 }
 
+/*
+ * What the health flags say, as one number that changes when any drive's
+ * does: SMART passed or failed, NVMe critical warning bits, media errors,
+ * pending and reallocated sectors.  Under dp->lock.
+ */
+static uint64_t health_sign(const struct drive_probe *dp)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (int i = 0; i < dp->nrecs; i++) {
+		const struct drive_record *r = &dp->recs[i];
+		uint64_t v[5] = { (uint64_t)(r->smart_passed + 1), r->critical_warning,
+				  (uint64_t)r->f[DF_MEDIA_ERRORS].v,
+				  (uint64_t)r->f[DF_PENDING_SECTORS].v,
+				  (uint64_t)r->f[DF_REALLOCATED_SECTORS].v };
+
+		for (int k = 0; k < 5; k++)
+			h = (h ^ v[k]) * 1099511628211ULL;
+	}
+	return h;
+}
+
+/* A scan came in since the last snapshot and a drive's health flags changed. */
+static int drive_moved(void *priv)
+{
+	struct drive_probe *dp = priv;
+	int moved = 0;
+
+	/* a scan holding the lock is not waited for: the next look sees it */
+	if (pthread_mutex_trylock(&dp->lock))
+		return 0;
+	/* the first scan is not a change: nothing was known before it */
+	if (dp->collected && dp->generation != dp->collected)
+		moved = health_sign(dp) != dp->health_seen;
+	pthread_mutex_unlock(&dp->lock);
+	return moved;
+}
+
 static int drive_collect(void *priv, struct snapshot *s)
 {
 	struct drive_probe *dp = priv;
 	int ret = 0;
 
 	pthread_mutex_lock(&dp->lock);
+	dp->collected = dp->generation;
+	dp->health_seen = health_sign(dp);
 	for (int i = 0; i < dp->nrecs && !ret; i++)
 		ret = drive_add_series(&dp->recs[i], s);
 	pthread_mutex_unlock(&dp->lock);
@@ -407,6 +449,7 @@ const struct collector drive_collector = {
 	.needs_bpf = 0,
 	.open = drive_open,
 	.collect = drive_collect,
+	.moved = drive_moved,
 	.publish = drive_publish,
 	.close = drive_close,
 };

@@ -64,6 +64,12 @@ struct probe {
 	uint64_t last_collect_ns;
 	uint64_t missed_ticks;
 	struct strbuf prom;
+	/* between ticks (PROBE_WATCH_NS): the counters pages hang on */
+	uint64_t watch_ns;		/* the timer's period: PROBE_WATCH_NS, or the interval */
+	uint64_t slot;			/* wall clock / interval of the last snapshot on the tick */
+	int quiet;			/* none of them moved in the interval before this one */
+	int moved;			/* one moved in this interval */
+	uint64_t early_flushes;
 };
 
 static void usage(FILE *out)
@@ -141,6 +147,7 @@ static int collect(struct probe *p, struct snapshot *s)
 	if (p->store)
 		store_get_stats(p->store, &st);
 	snapshot_add_gauge(s, "probe.collect_duration", (double)p->last_collect_ns, NULL);
+	snapshot_add_counter(s, "probe.early_flushes", p->early_flushes, NULL);
 	snapshot_add_counter(s, "probe.store_written", st.written, NULL);
 	snapshot_add_counter(s, "probe.store_dropped", st.dropped, NULL);
 	snapshot_add_counter(s, "probe.store_errors", st.errors, NULL);
@@ -158,17 +165,81 @@ static void put_rollup(const struct snapshot *out, const struct snapshot *base, 
 	store_put_rollup(p->store, out, base);
 }
 
+/* Whether a counter a page hangs on moved since the last snapshot (collector.moved). */
+static int page_counters_moved(struct probe *p)
+{
+	for (size_t i = 0; i < p->ncoll; i++)
+		if (p->coll[i]->moved && p->coll[i]->moved(p->priv[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * A snapshot between ticks: a counter a page hangs on moved after a quiet
+ * interval.  To Redis at once, with a wake for the rules (store/wake.h);
+ * not to the rollups (the tiers are cumulative: the next tick's snapshot
+ * carries what this one saw) nor /metrics.  At most one per interval, and
+ * none while the counters keep moving: a host that is already sad is on
+ * the tick, so its Redis writes double for one interval at most.
+ */
+static void flush_early(struct probe *p)
+{
+	struct snapshot s;
+
+	p->early_flushes++;
+	if (collect(p, &s)) {
+		log_error("out of memory building a snapshot; skipping it");
+		return;
+	}
+	if (store_put_snapshot(p->store, &s) || store_put_wake(p->store, p->cfg.host))
+		log_warn("could not queue an early snapshot for Redis (out of memory)");
+	log_debug("a counter a page hangs on moved: snapshot %llu flushed early",
+		  (unsigned long long)s.seq);
+	snapshot_free(&s);
+}
+
+static void take_snapshot(struct probe *p, uint64_t missed);
+
 static void on_tick(struct loop *l, uint64_t expirations, void *arg)
 {
 	struct probe *p = arg;
-	struct snapshot s;
+	uint64_t slot;
 
 	(void)l;
+	if (p->watch_ns == p->cfg.interval_ns) {
+		take_snapshot(p, expirations - 1);
+		return;
+	}
+	/* within half a watch period of a multiple of the interval: the tick */
+	slot = (time_wall_ns() + p->watch_ns / 2) / p->cfg.interval_ns;
+	if (slot != p->slot) {
+		uint64_t missed = p->slot && slot > p->slot + 1 ? slot - p->slot - 1 : 0;
+
+		/* quiet: nothing moved in the interval that ends (none is watched before the first) */
+		p->quiet = !p->moved;
+		p->moved = 0;
+		p->slot = slot;
+		take_snapshot(p, missed);
+		return;
+	}
+	/* before the first snapshot the collectors have nothing to compare with */
+	if (!p->slot || p->moved || !page_counters_moved(p))
+		return;
+	p->moved = 1;
+	if (p->quiet)
+		flush_early(p);
+}
+
+/* The snapshot of the tick, to Redis, the rollups and /metrics. */
+static void take_snapshot(struct probe *p, uint64_t missed)
+{
+	struct snapshot s;
+
 	notify_watchdog();	/* the loop ticks: systemd's watchdog is fed */
-	if (expirations > 1) {
-		p->missed_ticks += expirations - 1;
+	if (missed) {
+		p->missed_ticks += missed;
 		log_warn("sampling fell behind by %llu interval(s) (system overloaded?)",
-			 (unsigned long long)(expirations - 1));
+			 (unsigned long long)missed);
 	}
 	if (collect(p, &s)) {
 		log_error("out of memory building a snapshot; skipping this interval");
@@ -597,6 +668,14 @@ static int probe_start(struct probe *p, const int *sigs)
 
 	for (int i = 0; i < STORE_TIERS; i++)
 		so.retention_ms[i] = p->cfg.retention_ns[i] / NSEC_PER_MSEC;
+	/* the watch only between ticks that are further apart, on a grid they fall on */
+	p->watch_ns = p->cfg.interval_ns;
+	if (p->cfg.page_watch_ns && p->cfg.page_watch_ns < p->cfg.interval_ns &&
+	    p->cfg.interval_ns % p->cfg.page_watch_ns == 0)
+		p->watch_ns = p->cfg.page_watch_ns;
+	else if (p->cfg.page_watch_ns && p->cfg.page_watch_ns < p->cfg.interval_ns)
+		log_warn("page_watch %llu ms does not divide the interval: it is off",
+			 (unsigned long long)(p->cfg.page_watch_ns / NSEC_PER_MSEC));
 	p->store = store_open(&so, err, sizeof(err));
 	if (!p->store) {
 		log_error("%s", err);
@@ -620,7 +699,7 @@ static int probe_start(struct probe *p, const int *sigs)
 		}
 	}
 	if (loop_watch_signals(p->loop, sigs, on_signal, p) ||
-	    loop_set_timer(p->loop, p->cfg.interval_ns, on_tick, p)) {
+	    loop_set_timer(p->loop, p->watch_ns, on_tick, p)) {
 		log_error("cannot set up timers/signals: %s", strerror(errno));
 		return -1;
 	}

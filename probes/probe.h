@@ -22,6 +22,7 @@
 struct probe_config {
 	char *host;
 	uint64_t interval_ns;
+	uint64_t page_watch_ns;		/* PROBE_WATCH_NS by default; 0: off */
 	char *redis_url;
 	uint64_t redis_timeout_ns;
 	char *metrics_addr;
@@ -73,6 +74,12 @@ void probe_config_free(struct probe_config *cfg);
 extern const struct cfg_field probe_config_schema[];
 extern const size_t probe_config_nschema;
 
+/*
+ * Between two snapshots the probe looks every page_watch (100 ms) at the
+ * counters pages hang on (collector.moved); when one moves after a quiet
+ * interval it takes and flushes a snapshot at once and wakes the rules
+ * (store_put_wake), so a page does not wait for the next tick.
+ */
 struct collector {
 	const char *name;
 	int needs_bpf;
@@ -84,6 +91,13 @@ struct collector {
 	int (*enabled)(const struct probe_config *cfg, int once, const char **why);
 	int (*open)(void **priv, const struct probe_config *cfg, char *err, size_t errlen);
 	int (*collect)(void *priv, struct snapshot *s);
+	/*
+	 * optional: whether a counter a page hangs on (checksum and error
+	 * counters, a drive's health flags) moved since the last collect().
+	 * Called every page_watch between snapshots, so it
+	 * must cost next to nothing: a mapped BPF counter, one pread.
+	 */
+	int (*moved)(void *priv);
 	/* optional: write what is not a series (drive records) to Redis */
 	int (*publish)(void *priv, struct store *st, const char *host);
 	void (*close)(void *priv);

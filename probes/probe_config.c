@@ -193,6 +193,10 @@ const struct cfg_field probe_config_schema[] = {
 		   "empty: the system hostname"),
 	CFG_DURATION("interval", PC, interval_ns, 10 * NSEC_PER_MSEC, 3600 * NSEC_PER_SEC,
 		     "One snapshot of every collector per interval"),
+	CFG_DURATION("page_watch", PC, page_watch_ns, 0, 3600 * NSEC_PER_SEC,
+		     "Between snapshots, look this often at the counters pages hang on "
+		     "(checksum and error counters, drive health) and flush a snapshot at "
+		     "once when one moves after a quiet interval; 0s: off"),
 	CFG_STRING("redis", PC, redis_url, "Where snapshots go: redis://..., unix:///...sock or redis-cluster://h1:p,h2:p"),
 	CFG_DURATION("redis_timeout", PC, redis_timeout_ns, NSEC_PER_MSEC, 600 * NSEC_PER_SEC,
 		     "Connect and command timeout for Redis"),

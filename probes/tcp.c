@@ -60,6 +60,10 @@ struct tcp_probe {
 	struct peer_count *bad, *retr;	/* cached table contents */
 	size_t nbad, nretr;
 	int walked;
+	/* tcp_moved: the error counters' sum at the last collect */
+	int dev_fd;			/* /proc/net/dev */
+	uint64_t errors_seen, bad_seen;
+	char wbuf[8192];
 };
 
 static const struct {
@@ -124,6 +128,8 @@ static int tcp_open(void **priv, const struct probe_config *cfg, char *err, size
 		return -ENOMEM;
 	tp->files[0].path = snmp && *snmp ? snmp : "/proc/net/snmp";
 	tp->files[1].path = "/proc/net/netstat";
+	tp->dev_fd = open(getenv("FL_PROC_NET_DEV") && *getenv("FL_PROC_NET_DEV") ?
+			  getenv("FL_PROC_NET_DEV") : "/proc/net/dev", O_RDONLY | O_CLOEXEC);
 	for (int i = 0; i < 2; i++) {
 		tp->files[i].fd = open(tp->files[i].path, O_RDONLY | O_CLOEXEC);
 		if (tp->files[i].fd < 0 && i == 0) {
@@ -298,10 +304,106 @@ static int collect_bpf(struct tcp_probe *tp, struct snapshot *s)
 	return 0;
 }
 
+/* The value on line `vals` under header field `name` of a "Proto: names" / "Proto: values" pair. */
+static uint64_t snmp_field(const char *head, const char *vals, const char *name)
+{
+	size_t nlen = strlen(name);
+	int col = -1, i = 0;
+
+	for (const char *h = strchr(head, ' '); h && *h && *h != '\n'; i++) {
+		h += strspn(h, " ");
+		if (!strncmp(h, name, nlen) && (h[nlen] == ' ' || h[nlen] == '\n' || !h[nlen])) {
+			col = i;
+			break;
+		}
+		h += strcspn(h, " \n");
+	}
+	if (col < 0)
+		return 0;
+	for (const char *v = strchr(vals, ' '); v && *v && *v != '\n'; col--) {
+		v += strspn(v, " ");
+		if (!col)
+			return strtoull(v, NULL, 10);
+		v += strcspn(v, " \n");
+	}
+	return 0;
+}
+
+/* The line after the line that starts with prefix (a header's values), or NULL. */
+static const char *values_of(const char *buf, const char *prefix, const char **head)
+{
+	const char *p = buf;
+	size_t n = strlen(prefix);
+
+	while (p && *p) {
+		if (!strncmp(p, prefix, n)) {
+			const char *v = strchr(p, '\n');
+
+			*head = p;
+			return v && !strncmp(v + 1, prefix, n) ? v + 1 : NULL;
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * The sum of the error counters a page hangs on: TCP and UDP checksum and
+ * receive errors (/proc/net/snmp) and every link's receive errors and
+ * frame errors (/proc/net/dev; drops move on healthy hosts, so not them).
+ * Two preads, no allocation.
+ */
+static uint64_t error_sum(struct tcp_probe *tp)
+{
+	const char *head, *vals;
+	uint64_t sum = 0;
+	ssize_t n;
+
+	if (tp->files[0].fd >= 0 &&
+	    (n = pread(tp->files[0].fd, tp->wbuf, sizeof(tp->wbuf) - 1, 0)) > 0) {
+		tp->wbuf[n] = '\0';
+		if ((vals = values_of(tp->wbuf, "Tcp:", &head)))
+			sum += snmp_field(head, vals, "InCsumErrors") + snmp_field(head, vals, "InErrs");
+		if ((vals = values_of(tp->wbuf, "Udp:", &head)))
+			sum += snmp_field(head, vals, "InCsumErrors") +
+			       snmp_field(head, vals, "InErrors");
+	}
+	if (tp->dev_fd >= 0 && (n = pread(tp->dev_fd, tp->wbuf, sizeof(tp->wbuf) - 1, 0)) > 0) {
+		char *save, *line;
+
+		tp->wbuf[n] = '\0';
+		/* "  eth0: bytes packets errs drop fifo frame compressed multicast | tx..." */
+		for (line = strtok_r(tp->wbuf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char *c = strchr(line, ':');
+			unsigned long long f[6];
+
+			if (c && sscanf(c + 1, "%llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2],
+					&f[3], &f[4], &f[5]) == 6)
+				sum += f[2] + f[5];
+		}
+	}
+	return sum;
+}
+
+static int tcp_moved(void *priv)
+{
+	struct tcp_probe *tp = priv;
+
+	if (tp->skel && tp->skel->bss->bad_csum_total != tp->bad_seen)
+		return 1;	/* a mapped counter: no syscall */
+	return error_sum(tp) != tp->errors_seen;
+}
+
 static int tcp_collect(void *priv, struct snapshot *s)
 {
 	struct tcp_probe *tp = priv;
 	int ret;
+
+	/* what tcp_moved compares with, from before this snapshot's reads */
+	tp->errors_seen = error_sum(tp);
+	if (tp->skel)
+		tp->bad_seen = tp->skel->bss->bad_csum_total;
 
 	for (int i = 0; i < 2; i++)
 		if ((ret = collect_proc(tp, &tp->files[i], s)))
@@ -322,6 +424,8 @@ static void tcp_close(void *priv)
 	for (int i = 0; i < 2; i++)
 		if (tp->files[i].fd > 0)
 			close(tp->files[i].fd);
+	if (tp->dev_fd > 0)
+		close(tp->dev_fd);
 	if (tp->links)
 		nl_cache_free(tp->links);
 	if (tp->nl)
@@ -337,5 +441,6 @@ const struct collector tcp_collector = {
 	.needs_bpf = 0,
 	.open = tcp_open,
 	.collect = tcp_collect,
+	.moved = tcp_moved,
 	.close = tcp_close,
 };

@@ -132,6 +132,10 @@ void rules_metrics_render(const struct engine *e, const struct worker *w,
 		    "every group.\n"
 		    "# TYPE faultline_rules_evaluation_seconds gauge\n"
 		    "faultline_rules_evaluation_seconds %.6f\n", st->eval_s);
+	strbuf_addf(sb, "# HELP faultline_rules_wake_evaluations_total Evaluations made before "
+		    "the tick because a probe named its host in fl:wake.\n"
+		    "# TYPE faultline_rules_wake_evaluations_total counter\n"
+		    "faultline_rules_wake_evaluations_total %llu\n", (unsigned long long)st->wakes);
 	strbuf_addf(sb, "# HELP faultline_rules_redis_up 1 while the engine's Redis answers.\n"
 		    "# TYPE faultline_rules_redis_up gauge\nfaultline_rules_redis_up %d\n", st->redis_up);
 }

@@ -21,6 +21,7 @@ struct rules_daemon_stats {
 	int redis_up;
 	long events;		/* alert events emitted */
 	double eval_s;		/* the last evaluation round */
+	uint64_t wakes;		/* evaluations a wake (fl:wake) made before the tick */
 };
 
 /* Replace sb's content with the metrics, Prometheus text format. */

@@ -35,6 +35,7 @@
 #include "store/alert_stream.h"
 #include "store/conn.h"
 #include "store/deploy.h"
+#include "store/wake.h"
 
 static volatile sig_atomic_t stopping, reload;
 
@@ -103,6 +104,9 @@ static void redis_wait(struct backoff *bo, const char *why)
 
 /* Deploy verdicts held while Redis is away (each ~1.5 KB); past it, logged and dropped. */
 #define VERDICTS_QUEUED_MAX 10000
+/* fl:wake: hosts taken per read, and the least time between two early evaluations */
+#define WAKE_BATCH 256
+#define WAKE_GAP_NS (100 * NSEC_PER_MSEC)
 
 /*
  * Tell the engine how many fl:alerts entries wait for the alerters; over
@@ -200,6 +204,13 @@ struct daemon {
 	uint64_t gen_written;		/* engine_state_generation at that write */
 	struct deploy_verdict *verdicts;	/* judged, not yet in Redis */
 	int nverdicts, cap_verdicts;
+	/* fl:wake (store/wake.h): hosts to evaluate before the next tick */
+	struct wake_cursor wake;
+	int wake_ready;			/* the cursor is set (on this connection's Redis) */
+	uint64_t wake_off_until;	/* mono ns: waking failed, the tick alone until then */
+	uint64_t wake_evaluated;	/* mono ns: the last early evaluation */
+	uint64_t wake_busy_said;
+	uint64_t eval_ns;		/* how long the last evaluation took */
 };
 
 /* engine_opts.verdict_cb: keep it until Redis has it (--once, which prints, keeps none). */
@@ -487,6 +498,7 @@ static void evaluate(struct daemon *d, uint64_t t0, uint64_t now, int nread)
 	engine_set_profile_loader(d->e, rules_redis_profiles, &d->ob);
 	engine_set_rollup_loader(d->e, rules_redis_rollups, &d->ob, RULES_ROLLUP_DELAY_MS);
 	engine_eval(d->e, now, outbox_emit, &d->ob);
+	d->eval_ns = time_mono_ns() - t_read;
 	with_state = checkpoint_due(d, t0);
 	gen = engine_state_generation(d->e);
 	if (outbox_flush(&d->ob, d->e, with_state)) {
@@ -503,13 +515,123 @@ static void evaluate(struct daemon *d, uint64_t t0, uint64_t now, int nread)
 	report_interval(d, t0, t_read, time_mono_ns(), nread);
 }
 
-/* Sleep out the rest of the interval, or warn (once a minute) that it overran. */
+/* The hosts one fl:wake read named that this engine owns (deduplicated). */
+struct woken {
+	const struct engine *e;
+	char names[WAKE_BATCH][256];
+	char *ptr[WAKE_BATCH];
+	size_t n;
+};
+
+static int want_woken(const char *host, void *arg)
+{
+	struct woken *w = arg;
+
+	if (!engine_owns_host(w->e, host))
+		return 0;
+	for (size_t i = 0; i < w->n; i++)
+		if (!strcmp(w->names[i], host))
+			return 1;
+	if (w->n < WAKE_BATCH) {
+		snprintf(w->names[w->n], sizeof(w->names[0]), "%s", host);
+		w->ptr[w->n] = w->names[w->n];
+		w->n++;
+	}
+	return 1;
+}
+
+/*
+ * Evaluate now for the woken hosts: read their new snapshots (only
+ * theirs: the others' were read at the tick) and evaluate every rule, so
+ * that a page a moved counter makes does not wait for the next tick.
+ */
+static void evaluate_woken(struct daemon *d, struct woken *w)
+{
+	uint64_t t0 = time_mono_ns();
+	char err[512];
+	int nread;
+
+	nread = engine_load_hosts(d->e, d->rc, w->ptr, w->n, err, sizeof(err));
+	if (nread < 0) {
+		log_warn("reading the woken host(s) %s...: %s; they are evaluated at the next tick",
+			 w->ptr[0], err);
+		return;
+	}
+	log_debug("woken by %zu host(s) (%s...): evaluating now", w->n, w->ptr[0]);
+	d->wake_evaluated = t0;
+	dstats.wakes++;
+	evaluate(d, t0, time_wall_ns() / NSEC_PER_MSEC, nread);
+}
+
+/*
+ * Wait for fl:wake until t0 + interval; evaluate whenever a host this
+ * engine owns is named, at most every WAKE_GAP_NS (the wakes of a switch's
+ * hosts, a few ms apart, make one evaluation), and not while an
+ * evaluation takes more than a quarter of the interval (waking would
+ * then cost the tick its time).  Returns at the end of the interval.
+ */
+static void wait_for_wakes(struct daemon *d, uint64_t t0)
+{
+	uint64_t interval = d->o->interval;
+	char err[512];
+
+	while (!stopping && !reload && d->rc) {
+		uint64_t now = time_mono_ns(), left;
+		struct woken w = { .e = d->e };
+		int n;
+
+		if (now - t0 >= interval)
+			return;
+		left = interval - (now - t0);
+		if (d->wake_evaluated && now - d->wake_evaluated < WAKE_GAP_NS) {
+			uint64_t gap = WAKE_GAP_NS - (now - d->wake_evaluated);
+
+			usleep((useconds_t)((gap < left ? gap : left) / 1000));
+			continue;
+		}
+		if (!d->wake_ready) {
+			if (wake_cursor_init(d->rc, &d->wake, err, sizeof(err)))
+				break;
+			d->wake_ready = 1;
+		}
+		n = wake_wait(d->rc, &d->wake, left / NSEC_PER_MSEC > 1000 ? 1000 :
+			      (int)(left / NSEC_PER_MSEC) + 1, want_woken, &w, err, sizeof(err));
+		if (n < 0)
+			break;
+		if (!n || !w.n)
+			continue;
+		if (d->eval_ns > interval / 4) {
+			if (!d->wake_busy_said || now - d->wake_busy_said >= 60 * NSEC_PER_SEC) {
+				log_warn("an evaluation takes %.0f ms, over a quarter of the interval: "
+					 "woken hosts wait for the tick", (double)d->eval_ns / 1e6);
+				d->wake_busy_said = now;
+			}
+			continue;
+		}
+		evaluate_woken(d, &w);
+	}
+	if (!stopping && !reload && d->rc) {
+		log_warn("fl:wake cannot be read (%s): evaluating on the tick alone for a minute; "
+			 "pages wait for the next tick", err);
+		d->wake_off_until = time_mono_ns() + 60 * NSEC_PER_SEC;
+		d->wake_ready = 0;
+	}
+}
+
+/*
+ * Sleep out the rest of the interval (waiting for wakes, unless --no-wake
+ * or waking failed lately), or warn (once a minute) that it overran.
+ */
 static void pace(struct daemon *d, uint64_t t0)
 {
 	uint64_t spent = time_mono_ns() - t0, interval = d->o->interval;
 
 	if (spent < interval) {
-		usleep((useconds_t)((interval - spent) / 1000));
+		if (!d->o->no_wake && d->rc && time_mono_ns() >= d->wake_off_until)
+			wait_for_wakes(d, t0);
+		spent = time_mono_ns() - t0;
+		if (spent < interval)
+			usleep((useconds_t)((interval - spent) / 1000));
 	} else if (!d->overrun_said || t0 - d->overrun_said >= 60 * NSEC_PER_SEC) {
 		log_warn("an evaluation took %.2f s, longer than the %.2f s interval: alerts lag; "
 			 "raise --interval or split the rules over two instances",

@@ -81,6 +81,10 @@ static void usage(FILE *out)
 "                        3 intervals (at least 3 s), fleet-wide comparisons merge\n"
 "                        every worker's partial aggregates (docs/rules.md)\n"
 "      --worker-id NAME  this worker's name among them (default hostname-pid)\n"
+"      --no-wake         evaluate on the interval's tick only; by default a\n"
+"                        host named in fl:wake (a probe flushed a snapshot at\n"
+"                        once because a counter a page hangs on moved) is\n"
+"                        evaluated as soon as it is named (docs/rules.md)\n"
 "  -n, --intervals N     evaluate N intervals, then exit (events go to\n"
 "                        fl:alerts as usual; each interval's timing is logged)\n"
 "  -m, --metrics-addr A  serve the engine's own metrics (hosts, unreadable\n"
@@ -237,6 +241,7 @@ static int parse_option(struct rules_options *o, int c, const char **live_only, 
 		break;
 	case 'W': o->web_config = optarg; break;
 	case 'H': o->shard = 1; break;
+	case 'K': o->no_wake = 1; break;
 	case 'w': o->worker_name = optarg; break;
 	case 'b': o->runbook_base = optarg; break;
 	case 'h': usage(stdout); return 0;
@@ -313,6 +318,7 @@ int rules_options_parse(struct rules_options *o, int argc, char **argv)
 		{ "runbook-base", required_argument, NULL, 'b' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "shard", no_argument, NULL, 'H' },
+		{ "no-wake", no_argument, NULL, 'K' },
 		{ "worker-id", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },

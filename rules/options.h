@@ -25,6 +25,7 @@ struct rules_options {
 	int shard;
 	const char *worker_name;
 	int wait_replicas;
+	int no_wake;			/* --no-wake: evaluate on the tick only */
 	/* what the engine is built with: stale, domains, generator URL, grace, backlog */
 	struct engine_opts eopts;
 };

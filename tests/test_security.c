@@ -464,6 +464,7 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 	snapshot_init(&s, "web-1", time_wall_ns() / NSEC_PER_MSEC, 1000, 1, 1);
 	snapshot_add_counter(&s, "tcp.in_csum_errors", 7, NULL);
 	cr_assert_eq(store_put_snapshot(st, &s), 0);
+	cr_assert_eq(store_put_wake(st, "web-1"), 0);
 	snapshot_free(&s);
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0, "the probe's user could not write its "
 		     "own snapshots");
@@ -476,6 +477,9 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 	store_close(st);
 	r = conn_commandf(admin, NULL, "XLEN fl:{web-1}:s1");
 	cr_expect(r && r->integer == 1, "web-1's snapshot is not in its stream");
+	freeReplyObject(r);
+	r = conn_commandf(admin, NULL, "XLEN fl:wake");
+	cr_expect(r && r->integer == 1, "web-1's wake is not in fl:wake");
 	freeReplyObject(r);
 	r = conn_commandf(admin, NULL, "EXISTS fl:{web-1}:host");
 	cr_expect(r && r->integer == 1, "web-1's registry record was not written");
@@ -492,6 +496,8 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 	cr_expect(refused(probe, "SET fl:{web-2}:host {}"), "a probe could register another host");
 	cr_expect(refused(probe, "XRANGE fl:{web-2}:s1 - +"), "a probe could read another host");
 	cr_expect(refused(probe, "SET {fl:alerts}:lease:0 me|1"), "a probe could take a lease");
+	cr_expect(refused(probe, "XTRIM fl:wake MAXLEN 0"), "a probe could trim fl:wake");
+	cr_expect(refused(probe, "XRANGE fl:wake - +"), "a probe could read fl:wake");
 	cr_expect(refused(probe, "FLUSHALL"), "a probe could flush Redis");
 	cr_expect(refused(probe, "CONFIG SET appendonly no"), "a probe could reconfigure Redis");
 	{

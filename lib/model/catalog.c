@@ -154,6 +154,8 @@ const struct metric_info catalog[] = {
 	/* the probe itself */
 	{ "faultline_probe_collect_duration_seconds", "probe.collect_duration", SERIES_GAUGE, UNIT_SECONDS, 1e-9, "",
 	  "Time the probe spent collecting the last snapshot." },
+	{ "faultline_probe_early_flushes_total", "probe.early_flushes", SERIES_COUNTER, UNIT_NONE, 1, "",
+	  "Snapshots taken between ticks because a counter a page hangs on moved after a quiet interval; each wakes the rules at once." },
 	{ "faultline_probe_store_written_total", "probe.store_written", SERIES_COUNTER, UNIT_NONE, 1, "",
 	  "Snapshots acknowledged by Redis." },
 	{ "faultline_probe_store_dropped_total", "probe.store_dropped", SERIES_COUNTER, UNIT_NONE, 1, "",

@@ -62,9 +62,10 @@ int acl_user_line(enum acl_role role, const char *host, const char *password_sha
 	strbuf_addf(out, "%s %s on #%s ", setuser ? "ACL SETUSER" : "user", name, password_sha256);
 	switch (role) {
 	case ACL_PROBE:
-		/* its own keys (its registry record too); deploy markers by XADD alone */
+		/* its own keys (its registry record too); deploy markers and wakes by XADD alone */
 		strbuf_addf(out, ACL_BASE "+xadd +xrange +xrevrange +xdel +xlen +xtrim +hset +hget "
-			    "+hgetall +set +get +eval ~fl:{%s}:* (+xadd ~" KEY_DEPLOYS ")", host);
+			    "+hgetall +set +get +eval ~fl:{%s}:* (+xadd ~" KEY_DEPLOYS " ~" KEY_WAKE
+			    ")", host);
 		break;
 	case ACL_RULES:
 		/* its events and checkpoints; the deploy verdicts it judges */

@@ -55,6 +55,9 @@
  *       deploy markers (deploy.h)                                  slot 3313
  *   fl:deploys:verdicts          hash    rules (the judge) CLI deploy list    kept (one per
  *       "DEPLOY_ID RULE" -> verdict JSON (deploy.h)                       deploy and rule)
+ *   fl:wake                      stream  probe             rules (XREAD       ~1,000 entries
+ *       field "h" = a host whose page counter     BLOCK)           slot 6228
+ *       moved: evaluate it now (wake.h)
  *   fl:silences                  hash    CLI silence       alerter            until expired
  *       id -> silence JSON (silence.h)                             slot 9711
  *   fl:alerts                    stream  rules             alerter (group     undelivered + 7 d
@@ -115,6 +118,8 @@
 #define KEY_ALERTS_GROUP "alerter"	/* fl:alerts' consumer group */
 #define KEY_WORKERS "{fl:alerts}:workers"
 #define KEY_ALERTS_ACTIVE "{fl:alerts}:active"
+#define KEY_WAKE "fl:wake"
+#define KEY_WAKE_MAXLEN 1000	/* trimmed with MAXLEN ~ */
 
 /* Retentions the layout fixes (the snapshot tiers' are configured). */
 #define KEY_DEPLOYS_RETENTION_MS (90ULL * 24 * 3600 * 1000)

@@ -87,7 +87,7 @@ int spool_file_save(const char *path, const struct spool_item *(*at)(void *arg, 
 		uint32_t nf = (uint32_t)it->nfields;
 		uint64_t bl = it->bloblen;
 
-		if (it->done || it->kind == ITEM_COMPACT)
+		if (it->done || it->kind == ITEM_COMPACT || it->maxlen)
 			continue;
 		bad = put_bytes(f, &kind, 4) || put_str(f, it->key) || put_str(f, it->field) ||
 		      put_bytes(f, &it->ts_ms, 8) || put_bytes(f, &it->minid, 8) ||

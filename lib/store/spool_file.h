@@ -42,6 +42,11 @@ struct spool_item {
 	uint64_t ts_ms;		/* XADD entry id ms part */
 	uint64_t minid;		/* XADD MINID trim point */
 	int star;		/* XADD with '*' (clock went back) */
+	/*
+	 * XADD trimmed with MAXLEN ~ maxlen instead of MINID (0: MINID).  Such
+	 * an entry (fl:wake) is worth only its moment: not saved to a spool file.
+	 */
+	uint32_t maxlen;
 	int host_registry;	/* the host's registry record, fl:{H}:host (one queued) */
 	int attempts;
 	int done;

@@ -150,10 +150,13 @@ static int append_item(struct conn *c, struct spool_item *it)
 			snprintf(id, sizeof(id), "*");
 		else
 			snprintf(id, sizeof(id), "%" PRIu64 "-0", it->ts_ms);
-		snprintf(minid, sizeof(minid), "%" PRIu64, it->minid);
+		snprintf(minid, sizeof(minid), "%" PRIu64, it->maxlen ? it->maxlen : it->minid);
 		ARG("XADD", 4);
 		ARG(it->key, strlen(it->key));
-		ARG("MINID", 5);
+		if (it->maxlen)
+			ARG("MAXLEN", 6);
+		else
+			ARG("MINID", 5);
 		ARG("~", 1);
 		ARG(minid, strlen(minid));
 		ARG(id, strlen(id));
@@ -688,25 +691,21 @@ int store_put_stream(struct store *st, const char *key, uint64_t ts_ms, uint64_t
 	return 0;
 }
 
-int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
-		     const char *const *fv, int nfields)
+/* An ITEM_XADD_FIELDS of key with nfields pairs fv (copied), not queued yet; NULL: no memory. */
+static struct spool_item *fields_item(const char *key, const char *const *fv, int nfields)
 {
 	struct spool_item *it;
 	size_t len = 0, off = 0;
 
-	if (nfields < 1 || nfields > STORE_MAX_FIELDS)
-		return -EINVAL;
 	for (int i = 0; i < 2 * nfields; i++)
 		len += strlen(fv[i]) + 1;
 	it = calloc(1, sizeof(*it));
 	if (!it || !(it->blob = malloc(len))) {
 		free(it);
-		return -ENOMEM;
+		return NULL;
 	}
 	it->kind = ITEM_XADD_FIELDS;
 	snprintf(it->key, sizeof(it->key), "%s", key);
-	it->ts_ms = ts_ms;
-	it->minid = retention_ms && ts_ms > retention_ms ? ts_ms - retention_ms : 0;
 	for (int i = 0; i < 2 * nfields; i++) {
 		size_t l = strlen(fv[i]) + 1;
 
@@ -715,6 +714,37 @@ int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t
 	}
 	it->bloblen = len;
 	it->nfields = nfields;
+	return it;
+}
+
+int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t retention_ms,
+		     const char *const *fv, int nfields)
+{
+	struct spool_item *it;
+
+	if (nfields < 1 || nfields > STORE_MAX_FIELDS)
+		return -EINVAL;
+	it = fields_item(key, fv, nfields);
+	if (!it)
+		return -ENOMEM;
+	it->ts_ms = ts_ms;
+	it->minid = retention_ms && ts_ms > retention_ms ? ts_ms - retention_ms : 0;
+	spool_push(st, it);
+	return 0;
+}
+
+int store_put_wake(struct store *st, const char *host)
+{
+	const char *fv[2] = { "h", host };
+	struct spool_item *it;
+
+	if (!store_host_valid(host))
+		return -EINVAL;
+	it = fields_item(KEY_WAKE, fv, 1);
+	if (!it)
+		return -ENOMEM;
+	it->star = 1;		/* hosts wake in the same millisecond */
+	it->maxlen = KEY_WAKE_MAXLEN;
 	spool_push(st, it);
 	return 0;
 }

@@ -109,6 +109,15 @@ int store_put_fields(struct store *st, const char *key, uint64_t ts_ms, uint64_t
 		     const char *const *fv, int nfields);
 
 /*
+ * Queue XADD fl:wake * h HOST behind everything queued before it (the
+ * snapshot it wakes the rules for): faultline-rules evaluates at once
+ * when a host it owns is named (wake.h) instead of at its next tick.  For
+ * a snapshot flushed early because a page counter moved.  Never saved to
+ * the spool file.  Returns 0, -EINVAL (not a host name) or -ENOMEM.
+ */
+int store_put_wake(struct store *st, const char *host);
+
+/*
  * Queue HSET key field value (len bytes, copied) behind everything queued
  * before it.  Used for drive records and their wear history.  Never waits
  * for Redis.  Returns 0 or -ENOMEM.

@@ -265,14 +265,21 @@ size_t engine_history(const struct engine *e, const char *host);
  * histogram, so for summaries, not for every interval) and, in *points,
  * the points it holds.
  */
+/* Whether this engine evaluates host (not another --shard worker's). */
+int engine_owns_host(const struct engine *e, const char *host);
+
 size_t engine_history_bytes(const struct engine *e, size_t *points);
 int engine_take_snapshot(struct engine *e, struct snapshot *s);
 
 /*
  * Read new 1 s snapshots of every registered host from Redis (pipelined),
  * up to until_ms (0: the newest; a replay reads up to the time it is
- * evaluating).  Returns the number read, or -EIO.
+ * evaluating).  engine_load_hosts: the same for names[0..n) alone, of
+ * the hosts this engine already follows and owns (a woken host's, wake.h).
+ * Returns the number read, or -EIO.
  */
+int engine_load_hosts(struct engine *e, struct conn *rc, char *const *names, size_t n, char *err,
+		      size_t errlen);
 int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char *err,
 		      size_t errlen);
 

@@ -54,6 +54,11 @@ static int owned(const struct engine *e, const char *host)
 	return !f || f->owns_host(f->arg, host);
 }
 
+int engine_owns_host(const struct engine *e, const char *host)
+{
+	return owned(e, host);
+}
+
 void history_forget_hosts(struct engine *e)
 {
 	size_t kept = 0;
@@ -272,21 +277,22 @@ int history_recent_bad(const struct host_state *h, uint64_t now)
 	return n;
 }
 
-int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char *err,
-		      size_t errlen)
+/*
+ * Read the new 1 s snapshots of hosts all[0..nall) up to until_ms: each
+ * from past what its history holds.  known_only: only hosts the engine
+ * already follows (a wake may name any).  Returns the number read or < 0.
+ */
+static int load_hosts(struct engine *e, struct conn *rc, char *const *all, size_t nall,
+		      uint64_t until_ms, int known_only, char *err, size_t errlen)
 {
 	struct load_arg la = { e, 0, until_ms ? until_ms : time_wall_ns() / NSEC_PER_MSEC, NULL };
 	struct store_readers readers = { .snapshot = load_cb, .bad = bad_cb, .like = like_cb,
 					 .oversize = oversize_cb, .arg = &la };
 	const char **names = NULL;
 	uint64_t *from = NULL;
-	char **all = NULL;
-	size_t n = 0, nall = 0;
+	size_t n = 0;
 	int ret;
 
-	ret = store_host_names(rc, &all, &nall, err, errlen);
-	if (ret)
-		return ret;
 	names = calloc(nall + 1, sizeof(*names));
 	from = calloc(nall + 1, sizeof(*from));
 	la.hosts = calloc(nall + 1, sizeof(*la.hosts));
@@ -296,6 +302,7 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 	}
 	for (size_t i = 0; i < nall; i++) {
 		struct host_state *h;
+		uint32_t known;
 		uint64_t held;
 
 		if (!store_host_valid(all[i])) {
@@ -309,6 +316,8 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 		}
 		if (!owned(e, all[i]))
 			continue;	/* another worker's (sharded) */
+		if (known_only && !strmap_get(&e->host_index, all[i], &known))
+			continue;
 		h = host_of(e, all[i]);
 		if (!h)
 			continue;
@@ -325,11 +334,32 @@ int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char
 		la.hosts[n] = (uint32_t)(h - e->hosts);
 		names[n++] = all[i];	/* not h->name: a later host_of may move it */
 	}
-	ret = store_read_ranges(rc, names, from, n, 1, until_ms, &readers, NULL, err, errlen);
+	ret = n ? store_read_ranges(rc, names, from, n, 1, until_ms, &readers, NULL, err, errlen)
+		: 0;
 out:
 	free(names);
 	free(from);
 	free(la.hosts);
-	store_host_names_free(all, nall);
 	return ret < 0 ? ret : la.n;
+}
+
+int engine_load_redis(struct engine *e, struct conn *rc, uint64_t until_ms, char *err,
+		      size_t errlen)
+{
+	char **all = NULL;
+	size_t nall = 0;
+	int ret;
+
+	ret = store_host_names(rc, &all, &nall, err, errlen);
+	if (ret)
+		return ret;
+	ret = load_hosts(e, rc, all, nall, until_ms, 0, err, errlen);
+	store_host_names_free(all, nall);
+	return ret;
+}
+
+int engine_load_hosts(struct engine *e, struct conn *rc, char *const *names, size_t n, char *err,
+		      size_t errlen)
+{
+	return load_hosts(e, rc, names, n, 0, 1, err, errlen);
 }
