@@ -319,7 +319,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 			dict=-dict=fuzz/dicts/yaml.dict ;; \
 		fuzz_rules) dict=-dict=fuzz/dicts/expr.dict ;; \
 		fuzz_smartctl_json|fuzz_alert|fuzz_host_entry|fuzz_partials|fuzz_records) dict=-dict=fuzz/dicts/json.dict ;; \
-		fuzz_cluster|fuzz_deploy) dict=-dict=fuzz/dicts/resp.dict ;; \
+		fuzz_cluster|fuzz_deploy|fuzz_wake) dict=-dict=fuzz/dicts/resp.dict ;; \
 		esac; \
 		echo "fuzz: running $$t for $(FUZZ_TIME) s $$dict"; \
 		$(OUT)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 $$dict \

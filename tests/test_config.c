@@ -104,7 +104,7 @@ Test(config, errors_name_file_line_column_and_key)
 		/* the unknown-key message lists the level's keys, from the schema table */
 		{ "drive:\n  smartclt: x\n",
 		  "probe.yaml:2:13: smartclt: unknown key (valid here: interval, timeout, smartctl)" },
-		{ "colour: red\n", "colour: unknown key (valid here: host, interval, redis, "
+		{ "colour: red\n", "colour: unknown key (valid here: host, interval, page_watch, redis, "
 		  "redis_timeout, metrics_addr, web_config, metrics_buckets, bpf, log_level, labels, "
 		  "deploy_watch, retention, spool, block, drive, profile)" },
 		{ "a: &x 1\nb: *x\n", "aliases are not supported" },

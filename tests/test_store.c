@@ -21,6 +21,7 @@
 #include "store/profile_store.h"
 #include "core/timeutil.h"
 #include "model/chunk.h"
+#include "store/wake.h"
 
 static struct test_redis redis;
 
@@ -844,4 +845,61 @@ Test(store, legacy_alert_checkpoint_is_taken_over, .init = setup, .fini = teardo
 	cr_expect_eq(r->integer, 1);
 	freeReplyObject(r);
 	conn_close(c);
+}
+
+struct woken_names {
+	char names[8][64];
+	int n;
+};
+
+static int take_name(const char *host, void *arg)
+{
+	struct woken_names *w = arg;
+
+	if (w->n < 8)
+		snprintf(w->names[w->n++], 64, "%s", host);
+	return strcmp(host, "web-3") != 0;	/* web-3 is not ours */
+}
+
+/*
+ * fl:wake: the cursor starts after what is there (an old wake is not
+ * news), each wake is read once, a name that is not a host name is
+ * skipped and passed over, and the stream is trimmed by length.
+ */
+Test(store, wakes_are_read_once_past_the_cursor, .init = setup, .fini = teardown)
+{
+	struct store *st = open_store(100);
+	struct conn *c = conn();
+	struct wake_cursor cur;
+	struct woken_names w = { 0 };
+	char err[256];
+	redisReply *r;
+
+	cr_assert_eq(store_put_wake(st, "old-1"), 0);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	cr_assert_eq(wake_cursor_init(c, &cur, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(store_put_wake(st, "bad name!"), -EINVAL);
+	cr_assert_eq(store_put_wake(st, "web-1"), 0);
+	cr_assert_eq(store_put_wake(st, "web-3"), 0);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:wake * h %s", "bad name!"));
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:wake * x web-9"));
+	cr_assert_eq(wake_wait(c, &cur, 100, take_name, &w, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(w.n, 2);
+	cr_expect_str_eq(w.names[0], "web-1");
+	cr_expect_str_eq(w.names[1], "web-3");
+	/* read once: the cursor is past all four, the malformed ones included */
+	w.n = 0;
+	cr_assert_eq(wake_wait(c, &cur, 100, take_name, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.n, 0);
+	/* trimmed by length as it is written */
+	for (int i = 0; i < 3 * KEY_WAKE_MAXLEN; i++)
+		cr_assert_eq(store_put_wake(st, "web-1"), 0);
+	cr_assert_eq(store_flush(st, 10 * NSEC_PER_SEC), 0);
+	r = conn_commandf(c, NULL, "XLEN fl:wake");
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+	cr_expect_lt(r->integer, 2 * KEY_WAKE_MAXLEN, "fl:wake holds %lld entries", r->integer);
+	freeReplyObject(r);
+	conn_close(c);
+	store_close(st);
 }
