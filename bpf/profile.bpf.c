@@ -130,6 +130,7 @@ struct fl_walk_state {
 	__u64 hash;
 	__u32 leaf_unmapped;	/* the leaf is in no published mapping (dlopen? JIT?) */
 	__u32 pad;
+	__u64 want;		/* a UNWIND_LAZY mapping the walk went through (its start) */
 	struct unwind_stack st;
 };
 
@@ -188,6 +189,8 @@ static long unwind_step(__u32 i, void *arg)
 		const struct unwind_map *mp = &up->m[j];
 
 		if (pc >= mp->start && pc < mp->end) {
+			if (mp->first == UNWIND_LAZY && !st->want)
+				st->want = mp->start;
 			row = find_row(mp, pc, n == 0);
 			break;
 		}
@@ -255,6 +258,7 @@ static struct fl_walk_state *dwarf_walk(struct bpf_perf_event_data *ctx, __u32 t
 	st->hash = 0xcbf29ce484222325ULL;
 	st->st.n = 0;
 	st->leaf_unmapped = 0;
+	st->want = 0;
 	w.st = st;
 	w.up = up;
 	bpf_loop(UNWIND_MAX_FRAMES, unwind_step, &w, 0);
@@ -262,16 +266,19 @@ static struct fl_walk_state *dwarf_walk(struct bpf_perf_event_data *ctx, __u32 t
 	 * code in no published mapping: a library loaded since (dlopen), or JIT
 	 * code; ask user space to read the mappings again, at most once a second
 	 */
-	if (st->leaf_unmapped) {
+	if (st->leaf_unmapped || st->want) {
 		__u64 now = bpf_ktime_get_ns();
 
-		if (now - up->asked_ns > 1000000000ULL) {
+		/* a lazy file's rows: every 100 ms; the mappings again: every second */
+		if (now - up->asked_ns > (st->want ? 100000000ULL : 1000000000ULL)) {
 			struct profile_proc_event *e;
 
 			up->asked_ns = now;
 			e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
 			if (e) {
 				e->tgid = tgid;
+				e->exited = 0;
+				e->want = st->want;
 				bpf_get_current_comm(e->comm, sizeof(e->comm));
 				bpf_ringbuf_submit(e, 0);
 			}
@@ -295,6 +302,7 @@ static __always_inline void announce(__u32 tgid)
 		if (e) {
 			e->tgid = tgid;
 			e->exited = 0;
+			e->want = 0;
 			bpf_get_current_comm(e->comm, sizeof(e->comm));
 			bpf_ringbuf_submit(e, 0);
 		}
@@ -382,6 +390,7 @@ int BPF_PROG(profile_exit, struct task_struct *p)
 	if (e) {
 		e->tgid = tgid;
 		e->exited = 1;
+		e->want = 0;
 		e->comm[0] = '\0';
 		bpf_ringbuf_submit(e, 0);
 	}

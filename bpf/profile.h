@@ -92,11 +92,17 @@ struct unwind_row {
 	__u32 pad;		/* an array map's elements are 8-byte aligned (mmap stride) */
 };
 
-/* One executable mapping: addresses [start, end) are ELF address + bias. */
+/*
+ * One executable mapping: addresses [start, end) are ELF address + bias.
+ * first UNWIND_LAZY (count 0): its file's rows are built when a sample
+ * needs them (the walker asks, profile_proc_event.want), not before.
+ */
 struct unwind_map {
 	__u64 start, end, bias;
 	__u32 first, count;	/* its file's rows in the rows array */
 };
+
+#define UNWIND_LAZY 0xffffffffU
 
 struct unwind_proc {
 	__u32 n;
@@ -119,6 +125,7 @@ struct profile_proc_event {
 	__u32 tgid;
 	__u32 exited;
 	char comm[16];
+	__u64 want;		/* the start of a UNWIND_LAZY mapping a walk went through; 0 none */
 };
 
 #endif

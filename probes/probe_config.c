@@ -157,7 +157,7 @@ static int parse_log_level(const struct cfg *c, const struct cfg_node *map, cons
 	return ret;
 }
 
-/* 0 (frame pointers only) or enough rows for libc within a file's quarter share. */
+/* 0 (frame pointers only) or enough rows for libc within a file's share (half). */
 static int parse_unwind_rows(const struct cfg *c, const struct cfg_node *map, const char *key,
 			     void *base, char *err, size_t errlen)
 {
@@ -166,7 +166,7 @@ static int parse_unwind_rows(const struct cfg *c, const struct cfg_node *map, co
 
 	if (!ret && cfg->profile_unwind_rows && cfg->profile_unwind_rows < 131072)
 		ret = cfg_error(c, cfg_get(map, key), err, errlen,
-				"%s: %llu rows cannot hold libc's (~28,000) within the quarter one "
+				"%s: %llu rows cannot hold python3's (~65,000) within the half one "
 				"file may take; 0 turns DWARF unwinding off, else at least 131072",
 				key, (unsigned long long)cfg->profile_unwind_rows);
 	return ret;

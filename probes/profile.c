@@ -86,6 +86,17 @@ static void close_events(struct profiler *pr)
 	}
 }
 
+/*
+ * What a process's tables are built for when it is announced: a one-shot
+ * profile of one process builds all of its files at once (before its first
+ * sample); the probe builds a file only once a sample goes through it, so
+ * only what is sampled costs rows and time (unwind.h, UNWIND_LAZY).
+ */
+uint64_t profile_unwind_want(const struct profiler *pr)
+{
+	return pr->only.pid ? UNWIND_WANT_ALL : 0;
+}
+
 static int on_proc(void *ctx, void *data, size_t len)
 {
 	struct profiler *pr = ctx;
@@ -103,15 +114,20 @@ static int on_proc(void *ctx, void *data, size_t len)
 	}
 	memcpy(comm, e->comm, 16);
 	comm[16] = '\0';
-	/* a known pid arriving again has exec'd: its mappings changed */
-	sym_process_refresh(pr->sym, e->tgid, comm);
+	/* a known pid arriving again has exec'd: its mappings changed (not when it asks for rows) */
+	if (!e->want)
+		sym_process_refresh(pr->sym, e->tgid, comm);
 	/*
 	 * tables only for what the profile keeps (a one-shot --pid needs one
 	 * process's), built after the ring buffer is read: every announced
 	 * process's mappings are snapshotted first, as a 40 ms one cannot wait
 	 */
-	if (pr->unw && profile_wanted(pr, e->tgid) && pr->nunw_todo < sizeof(pr->unw_todo) / 4)
-		pr->unw_todo[pr->nunw_todo++] = e->tgid;
+	if (pr->unw && profile_wanted(pr, e->tgid) &&
+	    pr->nunw_todo < sizeof(pr->unw_todo) / sizeof(pr->unw_todo[0])) {
+		pr->unw_todo[pr->nunw_todo].pid = e->tgid;
+		pr->unw_todo[pr->nunw_todo].want = e->want ? e->want : profile_unwind_want(pr);
+		pr->nunw_todo++;
+	}
 	return 0;
 }
 
@@ -131,14 +147,24 @@ static void poll_processes(struct profiler *pr, int timeout_ms)
 	while (done < pr->nunw_todo && time_mono_ns() - start < 10 * NSEC_PER_MSEC) {
 		uint32_t j = 0;
 
-		while (j < done && pr->unw_todo[j] != pr->unw_todo[done])
+		while (j < done && (pr->unw_todo[j].pid != pr->unw_todo[done].pid ||
+				    pr->unw_todo[j].want != pr->unw_todo[done].want))
 			j++;
 		if (j == done)
-			unwinder_add_process(pr->unw, pr->unw_todo[done]);
+			unwinder_publish(pr->unw, pr->unw_todo[done].pid, pr->unw_todo[done].want);
 		done++;
 	}
-	memmove(pr->unw_todo, pr->unw_todo + done, (pr->nunw_todo - done) * sizeof(uint32_t));
+	memmove(pr->unw_todo, pr->unw_todo + done, (pr->nunw_todo - done) * sizeof(pr->unw_todo[0]));
 	pr->nunw_todo -= done;
+	if (pr->unw && done) {
+		uint32_t rows, max, files, failed;
+
+		unwinder_stats(pr->unw, &rows, &max, &files, &failed);
+		pthread_mutex_lock(&pr->lock);
+		pr->unw_rows = rows;
+		pr->unw_files = files;
+		pthread_mutex_unlock(&pr->lock);
+	}
 	if (pr->unw)
 		profile_forget_seen(pr);
 }
@@ -274,6 +300,26 @@ static void *profiler_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Entries of the count and stack maps: one window's distinct stacks are at
+ * most its samples, so this host's CPUs x the rate (99 Hz at least, for a
+ * burst) x the window, twice over, as a power of two from 1024 up to the
+ * compiled maximum.  A stack map preallocates ~1 KiB an entry: sized for
+ * the largest host, the two generations held 34 MB of kernel memory on a
+ * 2-CPU one.  A burst beyond this loses what does not fit, counted in
+ * faultline_profile_dropped_total.
+ */
+static uint32_t stack_entries(int ncpu, uint32_t hz, uint64_t window_ns)
+{
+	uint64_t want = (uint64_t)(ncpu > 0 ? ncpu : 1) * (hz > 99 ? hz : 99) *
+			((window_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC) * 2;
+	uint32_t n = 1024;
+
+	while (n < want && n < PROFILE_MAX_STACKS)
+		n *= 2;
+	return n;
+}
+
 /* Load the sampler and open its events; no thread. */
 static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t errlen)
 {
@@ -310,6 +356,11 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 		bpf_program__set_autoload(pr->skel->progs.profile_io_switch, pr->io_interval_ns > 0);
 		bpf_map__set_max_entries(pr->skel->maps.unwind_rows,
 					 pr->unwind_rows ? pr->unwind_rows : 1);
+		pr->max_stacks = stack_entries(pr->ncpu, hz, pr->window_ns);
+		bpf_map__set_max_entries(pr->skel->maps.stacks0, pr->max_stacks);
+		bpf_map__set_max_entries(pr->skel->maps.stacks1, pr->max_stacks);
+		bpf_map__set_max_entries(pr->skel->maps.counts0, pr->max_stacks);
+		bpf_map__set_max_entries(pr->skel->maps.counts1, pr->max_stacks);
 	}
 	if (!pr->skel || profile_bpf__load(pr->skel)) {
 		ret = -errno;
@@ -321,7 +372,7 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 		char uerr[256];
 
 		pr->unw = unwinder_new(bpf_map__fd(pr->skel->maps.unwind_rows), pr->unwind_rows,
-				       pr->unwind_rows / 4, bpf_map__fd(pr->skel->maps.unwind_procs),
+				       pr->unwind_rows / 2, bpf_map__fd(pr->skel->maps.unwind_procs),
 				       uerr, sizeof(uerr));
 		if (!pr->unw)
 			log_warn("profile: %s; user stacks unwind with frame pointers only", uerr);
@@ -439,6 +490,10 @@ static int profile_collect(void *priv, struct snapshot *s)
 	ok &= !!snapshot_add_counter(s, "profile.samples", pr->samples, NULL);
 	ok &= !!snapshot_add_counter(s, "profile.dropped", pr->dropped, NULL);
 	ok &= !!snapshot_add_gauge(s, "profile.rate_hz", pr->hz, NULL);
+	if (pr->unw) {
+		ok &= !!snapshot_add_gauge(s, "profile.unwind_rows", pr->unw_rows, NULL);
+		ok &= !!snapshot_add_gauge(s, "profile.unwind_files", pr->unw_files, NULL);
+	}
 	if (pr->have_stats) {
 		ok &= !!snapshot_add_gauge(s, "profile.unresolved_frames_ratio",
 					   catalog_ratio(pr->unresolved_ratio), NULL);

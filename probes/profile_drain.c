@@ -284,7 +284,7 @@ void profile_drain(struct profiler *pr, int g)
 		while (j < i && keys[j].tgid != keys[i].tgid)
 			j++;
 		if (j == i && profile_wanted(pr, keys[i].tgid))
-			unwinder_add_process(pr->unw, keys[i].tgid);
+			unwinder_publish(pr->unw, keys[i].tgid, profile_unwind_want(pr));
 	}
 	if (pr->unw)
 		profile_forget_seen(pr);

@@ -33,8 +33,13 @@ struct profiler {
 	struct bpf_link *exit_link;
 	struct symbolizer *sym;
 	struct unwinder *unw;		/* NULL: frame pointers only */
-	uint32_t unw_todo[256];		/* processes announced, their tables not built yet */
+	struct {
+		uint32_t pid;
+		uint64_t want;		/* unwinder_publish's */
+	} unw_todo[256];		/* processes announced or asking for a file's rows */
 	uint32_t nunw_todo;
+	uint32_t max_stacks;		/* entries of the count and stack maps (stack_entries) */
+	uint32_t unw_rows, unw_files;	/* unwinder_stats, copied under lock for collect */
 	uint32_t unwind_rows;		/* profile.unwind_rows */
 	char host[200];
 	char redis_url[512];
@@ -65,6 +70,8 @@ struct profiler {
  * a cgroup and the cgroups below it.
  */
 int profile_wanted(const struct profiler *pr, uint32_t tgid);
+/* unwinder_publish's want for a process announced or read again (profile.c). */
+uint64_t profile_unwind_want(const struct profiler *pr);
 
 /*
  * After the unwinder started its rows over, every process announces itself

@@ -493,11 +493,13 @@ void unwinder_stats(const struct unwinder *u, uint32_t *rows, uint32_t *max_rows
 }
 
 /*
- * The rows of the file at path, built and loaded the first time; NULL if
- * none.  *reset is set when the rows were started over to make room (the
- * caller's earlier results are void).
+ * The rows of the file at path, built and loaded the first time when
+ * build says so; NULL if none, with *lazy set when that is only because
+ * they are not built yet (!build).  *reset is set when the rows were
+ * started over to make room (the caller's earlier results are void).
  */
-static const struct file_rows *file_rows_of(struct unwinder *u, const char *path, int *reset)
+static const struct file_rows *file_rows_of(struct unwinder *u, const char *path, int *reset,
+					    int build, int *lazy)
 {
 	struct unwind_table t;
 	struct file_rows *f, *n;
@@ -517,6 +519,20 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		if (f->dev == st.st_dev && f->ino == st.st_ino && f->mtime == st.st_mtime) {
 			close(fd);
 			return f->count ? f : NULL;
+		}
+	}
+	if (!build) {
+		char bid[80];
+
+		/* the same build under another inode is known; anything else waits */
+		if (sym_fd_build_id(fd, bid, sizeof(bid)) == 0)
+			for (size_t i = 0; i < u->nfiles; i++)
+				if (u->files[i].build_id[0] && !strcmp(u->files[i].build_id, bid))
+					build = 1;
+		if (!build) {
+			close(fd);
+			*lazy = 1;
+			return NULL;
 		}
 	}
 	n = realloc(u->files, (u->nfiles + 1) * sizeof(*n));
@@ -556,7 +572,7 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 	ret = unwind_table_build(fd, u->max_file_rows, &t, err, sizeof(err));
 	close(fd);
 	if (ret == -E2BIG) {
-		log_info("profile: %s: %s (a quarter of profile.unwind_rows); it unwinds with "
+		log_info("profile: %s: %s (half of profile.unwind_rows); it unwinds with "
 			 "frame pointers only", path, err);
 		u->failed++;
 		f->never = 1;
@@ -634,6 +650,11 @@ static int map_cmp(const void *a, const void *b)
 
 int unwinder_add_process(struct unwinder *u, uint32_t pid)
 {
+	return unwinder_publish(u, pid, UNWIND_WANT_ALL);
+}
+
+int unwinder_publish(struct unwinder *u, uint32_t pid, uint64_t want)
+{
 	struct unwind_proc *up = calloc(1, sizeof(*up));
 	char path[64], line[1024];
 	FILE *fp;
@@ -648,7 +669,7 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid)
 		free(up);
 		return ret;
 	}
-	int reset = 0, again = 1;
+	int reset = 0, again = 1, lazy;
 	uint64_t h = FNV64_OFFSET;
 	size_t slot = pid % (sizeof(u->seen) / sizeof(u->seen[0]));
 
@@ -662,7 +683,7 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid)
 		if (perms && strlen(perms) > 3 && perms[3] == 'x')	/* " r-xp" */
 			h = fnv64_str(h, line);
 	}
-	if (u->seen[slot].pid == pid && u->seen[slot].maps == h) {
+	if (u->seen[slot].pid == pid && u->seen[slot].maps == h && !want) {
 		fclose(fp);
 		free(up);
 		return (int)u->seen[slot].n;
@@ -683,7 +704,9 @@ restart:
 		if (name[0] != '/')
 			continue;	/* anonymous (JIT), [vdso]: frame pointers */
 		snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, name);
-		f = file_rows_of(u, rooted, &reset);
+		lazy = 0;
+		f = file_rows_of(u, rooted, &reset, want == UNWIND_WANT_ALL ||
+				 (want >= start && want < end), &lazy);
 		if (reset && again) {
 			/* the rows the mappings read so far pointed at are gone: read them again */
 			again = 0;
@@ -691,6 +714,15 @@ restart:
 			memset(up, 0, sizeof(*up));
 			rewind(fp);
 			goto restart;
+		}
+		if (!f && lazy) {
+			/* the walker asks for it (want) when a sample goes through it */
+			struct unwind_map *m = &up->m[up->n++];
+
+			m->start = start;
+			m->end = end;
+			m->first = UNWIND_LAZY;
+			continue;
 		}
 		if (!f)
 			continue;

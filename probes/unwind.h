@@ -94,6 +94,16 @@ void unwinder_free(struct unwinder *u);
 int unwinder_add_process(struct unwinder *u, uint32_t pid);
 
 /*
+ * The same, building only what is wanted: want UNWIND_WANT_ALL every file
+ * (unwinder_add_process), 0 none (a file without rows yet is published
+ * UNWIND_LAZY: the walker asks for it when a sample goes through it), or
+ * an address: the file mapped there.  So only files that are sampled cost
+ * rows and the time to build them.
+ */
+#define UNWIND_WANT_ALL UINT64_MAX
+int unwinder_publish(struct unwinder *u, uint32_t pid, uint64_t want);
+
+/*
  * Process pid exited (its unwind_procs entry is gone: the BPF exit hook
  * deletes it): a process given the pid again is published, even with the
  * same mappings.

@@ -100,7 +100,7 @@ Test(config, errors_name_file_line_column_and_key)
 		{ "drive:\n  interval: 30d\n", "probe.yaml:2:13: interval: must be between 1s and 7d" },
 		{ "profile:\n  rate: 5000\n", "rate: 5000 is out of range" },
 		{ "profile:\n  unwind_rows: 5000\n",
-		  "probe.yaml:2:16: unwind_rows: 5000 rows cannot hold libc's" },
+		  "probe.yaml:2:16: unwind_rows: 5000 rows cannot hold python3's" },
 		/* the unknown-key message lists the level's keys, from the schema table */
 		{ "drive:\n  smartclt: x\n",
 		  "probe.yaml:2:13: smartclt: unknown key (valid here: interval, timeout, smartctl)" },

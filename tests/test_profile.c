@@ -343,6 +343,32 @@ Test(profile, stock_binaries_unwind_through_libc_to_main, .init = setup, .fini =
 }
 
 /*
+ * The probe's way (lazy: a file gets rows when a sample's walk asks for
+ * them): a whole-host profile of a running xz, which starts with no rows
+ * at all, still unwinds >= 80 % of xz's samples to main within 3 s.
+ */
+Test(profile, lazily_loaded_rows_unwind_a_running_program, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct profile_one_filter everything = { 0 };
+	uint64_t all, complete, named;
+	struct profile p;
+	pid_t pid = spawn_sh("exec xz -9 -T1 -c < /dev/urandom > /dev/null");
+
+	usleep(300000);
+	profile_unwinding(&p, 3 * NSEC_PER_SEC, 99, &everything, -1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	complete_share(&p, (uint32_t)pid, NULL, &all, &complete, &named);
+	cr_log_info("xz, rows built as samples ask: %llu of %llu samples unwound",
+		    (unsigned long long)complete, (unsigned long long)all);
+	cr_assert_geq(all, 60, "too few samples of xz (%llu)", (unsigned long long)all);
+	cr_expect_geq(complete * 100, all * 80, "only %llu of %llu samples unwound",
+		      (unsigned long long)complete, (unsigned long long)all);
+	profile_free(&p);
+}
+
+/*
  * A library loaded after the process was first sampled (python3 spins,
  * then imports bz2 — dlopen of _bz2 and libbz2 — and compresses):
  * the walker notices code outside the mappings it has and asks for them
@@ -1160,4 +1186,70 @@ Test(profile, scope_picks_a_service_or_a_cgroup_subtree)
 	free(buf);
 	profile_free(&d);
 	profile_free(&p);
+}
+
+/*
+ * Lazy publishing (the probe's): a process is published with every file
+ * that has no rows yet marked UNWIND_LAZY and no rows used; asked for the
+ * address of its libc mapping (as the walker asks), libc's rows are built
+ * and that mapping points at them, while the others stay lazy.
+ */
+Test(profile, files_get_rows_only_when_a_sample_asks, .init = setup, .fini = teardown)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
+				  200000, &mmapable);
+	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc),
+				   16, NULL);
+	pid_t a = spawn_sh("exec sleep 30");
+	uint32_t key = 0, used0, used1, max, files, failed, lazy0 = 0, lazy1 = 0, nlibc = 0;
+	unsigned long long libc = 0;
+	struct unwind_proc up0, up1;
+	struct unwinder *u;
+	char err[256], path[64], line[512];
+	int got0, got1;
+	FILE *f;
+
+	cr_assert_geq(rows, 0, "cannot create the rows array: %s", strerror(errno));
+	cr_assert_geq(procs, 0);
+	u = unwinder_new(rows, 200000, 100000, procs, err, sizeof(err));
+	cr_assert_not_null(u, "%s", err);
+	usleep(300000);		/* exec'd */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)a);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "r-xp") && strstr(line, "/libc.so"))
+			sscanf(line, "%llx-", &libc);
+	if (f)
+		fclose(f);
+	key = (uint32_t)a;
+	cr_assert_gt(unwinder_publish(u, key, 0), 0);
+	unwinder_stats(u, &used0, &max, &files, &failed);
+	got0 = bpf_map_lookup_elem(procs, &key, &up0);
+	cr_assert_gt(unwinder_publish(u, key, libc + 16), 0);
+	unwinder_stats(u, &used1, &max, &files, &failed);
+	got1 = bpf_map_lookup_elem(procs, &key, &up1);
+	stop_spawned(a, 0);
+	unwinder_free(u);
+	close(rows);
+	close(procs);
+	cr_assert_neq(libc, 0, "no libc mapping in sleep's maps");
+	cr_assert_eq(got0, 0, "not published lazily");
+	cr_assert_eq(got1, 0, "not published again when asked");
+	cr_expect_eq(used0, 0, "rows were built before any sample asked: %u", used0);
+	for (uint32_t i = 0; i < up0.n; i++)
+		lazy0 += up0.m[i].first == UNWIND_LAZY;
+	cr_expect_eq(lazy0, up0.n, "%u of %u mappings lazy at first", lazy0, up0.n);
+	cr_expect_gt(used1, 20000, "libc's rows were not built when asked (%u rows)", used1);
+	for (uint32_t i = 0; i < up1.n; i++) {
+		lazy1 += up1.m[i].first == UNWIND_LAZY;
+		if (up1.m[i].start <= libc + 16 && libc + 16 < up1.m[i].end) {
+			nlibc++;
+			cr_expect_neq(up1.m[i].first, UNWIND_LAZY, "libc's mapping is still lazy");
+			cr_expect_gt(up1.m[i].count, 20000);
+		}
+	}
+	cr_expect_eq(nlibc, 1);
+	cr_expect_eq(lazy1, up1.n - 1, "%u of %u mappings lazy after libc's were built", lazy1,
+		     up1.n);
 }
