@@ -61,6 +61,14 @@ def progs():
             for p in json.loads(out)}
 
 
+def maps():
+    """{map id: bytes_memlock} of every BPF map (kernel memory, not in any RSS
+    unless mmap'd)."""
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
+                         text=True, check=True).stdout
+    return {m["id"]: m.get("bytes_memlock", 0) for m in json.loads(out)}
+
+
 def start_and_claim(argv, ready, **kw):
     """Start argv and return (process, ids of the BPF programs it loaded).
 
@@ -136,6 +144,7 @@ def one_run(out, seconds, startup, settle, tmp, loopdev, redis_sock):
                                stdout=subprocess.DEVNULL)
         time.sleep(1)
         before = set(progs())
+        maps_before = set(maps())
         n0 = cpu_seconds(nodex.pid)
         t0 = time.time()
         probe = subprocess.Popen(
@@ -157,6 +166,8 @@ def one_run(out, seconds, startup, settle, tmp, loopdev, redis_sock):
               "nodex_cpu": cpu_seconds(nodex.pid) - n0, "elapsed": time.time() - t0,
               "probe_hwm": status_kib(probe.pid, "VmHWM") / 1024}
         fl_ids = set(progs()) - before - bio_ids
+        now_maps = maps()
+        fl_map_bytes = sum(b for i, b in now_maps.items() if i not in maps_before)
         if not fl_ids or not bio_ids:
             raise SystemExit("probe_overhead: could not find the BPF programs of faultline-probe "
                              f"({len(fl_ids)}) or biolatency ({len(bio_ids)})")
@@ -207,6 +218,7 @@ def one_run(out, seconds, startup, settle, tmp, loopdev, redis_sock):
             "host_share": (probe_cpu + fl_all_ns / 1e9 / elapsed) / NCPU,
             "scrapes": scrapes,
             "probe_rss": rss[probe.pid] / 1024,
+            "probe_bpf_maps": fl_map_bytes / 1048576,
             "nodex_rss": rss[nodex.pid] / 1024,
             "up_probe_cpu": up["probe_cpu"] / up["elapsed"],
             "up_probe_cpu_s": up["probe_cpu"],
@@ -311,7 +323,8 @@ def main():
               f" (target <= 0.5%)")
         print(f"resident memory: faultline-probe {med('probe_rss'):.1f} MiB, node_exporter "
               f"{med('nodex_rss'):.1f} MiB: ratio {med('probe_rss') / med('nodex_rss'):.2f}x "
-              f"(target <= 1x)")
+              f"(target <= 1x); besides, its BPF maps hold {med('probe_bpf_maps'):.1f} MiB of "
+              f"kernel memory (what of it is mmap'd is in the RSS too)")
         print("before (the same bench):")
         for when, what in HISTORY:
             print(f"  {when:<15} {what}")

@@ -89,37 +89,53 @@ static void send_from_a(int n, int gap_us)
 	waitpid(p, NULL, 0);
 }
 
+/* The chain's files in the test's folder and the binaries' paths. */
+struct chain {
+	char rules[400], alerter_cfg[400], probe[256], rules_bin[256], alerter_bin[256];
+};
+
+/* Write rules_yaml and an alerter config (grouping, then a receiver on rx). */
+static void chain_files(struct chain *ch, const char *rules_yaml, const char *grouping)
+{
+	FILE *f;
+
+	snprintf(ch->rules, sizeof(ch->rules), "%s/e2e-rules.yaml", dir);
+	f = fopen(ch->rules, "w");
+	cr_assert_not_null(f);
+	fputs(rules_yaml, f);
+	fclose(f);
+	snprintf(ch->alerter_cfg, sizeof(ch->alerter_cfg), "%s/alerter.yaml", dir);
+	f = fopen(ch->alerter_cfg, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "redis: %s\nconsumer: e2e\n%s"
+		"receivers:\n  - name: pager\n    url: http://127.0.0.1:%d/page\n    secret: x\n",
+		redis.url, grouping, rx.port);
+	fclose(f);
+	snprintf(ch->probe, sizeof(ch->probe), "%s/faultline-probe", test_out_dir());
+	snprintf(ch->rules_bin, sizeof(ch->rules_bin), "%s/faultline-rules", test_out_dir());
+	snprintf(ch->alerter_bin, sizeof(ch->alerter_bin), "%s/faultline-alerter", test_out_dir());
+}
+
 Test(e2e, bad_checksums_page_with_the_peer_and_resolve, .init = setup, .fini = teardown,
      .timeout = 120)
 {
-	char rules[400], alerter_cfg[400], probe[256], rulesbin[256], alerterbin[256];
-	FILE *f;
+	struct chain ch;
 	uint64_t t_fault, t_page = 0;
 
-	snprintf(rules, sizeof(rules), "%s/e2e-rules.yaml", dir);
-	f = fopen(rules, "w");
-	fputs("groups:\n  - name: e2e\n    interval: 1s\n    rules:\n"
-	      "      - alert: E2eChecksumErrors\n"
-	      "        expr: rate(faultline_tcp_in_csum_errors_total[5s]) > 0.5\n"
-	      "        severity: page\n"
-	      "        annotations: {summary: \"{{ $labels.host }}: {{ $value }} corrupt segments/s\"}\n"
-	      "        evidence: [csum_peers]\n", f);
-	fclose(f);
-	snprintf(alerter_cfg, sizeof(alerter_cfg), "%s/alerter.yaml", dir);
-	f = fopen(alerter_cfg, "w");
-	fprintf(f, "redis: %s\nconsumer: e2e\ngroup_wait: 0s\ngroup_interval: 1s\n"
-		"receivers:\n  - name: pager\n    url: http://127.0.0.1:%d/page\n    secret: x\n",
-		redis.url, rx.port);
-	fclose(f);
-	snprintf(probe, sizeof(probe), "%s/faultline-probe", test_out_dir());
-	snprintf(rulesbin, sizeof(rulesbin), "%s/faultline-rules", test_out_dir());
-	snprintf(alerterbin, sizeof(alerterbin), "%s/faultline-alerter", test_out_dir());
+	chain_files(&ch, "groups:\n  - name: e2e\n    interval: 1s\n    rules:\n"
+		    "      - alert: E2eChecksumErrors\n"
+		    "        expr: rate(faultline_tcp_in_csum_errors_total[5s]) > 0.5\n"
+		    "        severity: page\n"
+		    "        annotations: {summary: \"{{ $labels.host }}: {{ $value }} corrupt "
+		    "segments/s\"}\n"
+		    "        evidence: [csum_peers]\n", "group_wait: 0s\ngroup_interval: 1s\n");
 	{
-		char *pa[] = { "ip", "netns", "exec", ns_b, probe, "--redis", redis.url, "--host",
+		char *pa[] = { "ip", "netns", "exec", ns_b, ch.probe, "--redis", redis.url, "--host",
 			       "e2e-b", "--metrics-addr", "", "--log-level", "warn", NULL };
-		char *ra[] = { rulesbin, "--rules", rules, "--redis", redis.url, "--interval", "1s",
-			       "--stale", "30s", "--log-level", "warn", NULL };
-		char *aa[] = { alerterbin, "--config", alerter_cfg, "--log-level", "warn", NULL };
+		char *ra[] = { ch.rules_bin, "--rules", ch.rules, "--redis", redis.url, "--interval",
+			       "1s", "--stale", "30s", "--log-level", "warn", NULL };
+		char *aa[] = { ch.alerter_bin, "--config", ch.alerter_cfg, "--log-level", "warn",
+			       NULL };
 
 		procs[0] = spawn(pa);
 		procs[1] = spawn(ra);
@@ -181,30 +197,17 @@ static long long xlen(struct conn *c, const char *key)
 
 Test(e2e, a_page_does_not_wait_for_the_tick, .init = setup, .fini = teardown, .timeout = 150)
 {
-	char rules[400], alerter_cfg[400], probe[256], rulesbin[256], alerterbin[256];
 	struct conn *c = test_redis_connect(&redis);
+	struct chain ch;
 	uint64_t t_fault;
-	FILE *f;
 	int i;
 
-	snprintf(rules, sizeof(rules), "%s/e2e-rules.yaml", dir);
-	f = fopen(rules, "w");
-	fputs("groups:\n  - name: e2e\n    interval: 30s\n    rules:\n"
-	      "      - alert: E2eChecksumErrors\n"
-	      "        expr: increase(faultline_tcp_in_csum_errors_total[2m]) > 0\n"
-	      "        severity: page\n", f);
-	fclose(f);
-	snprintf(alerter_cfg, sizeof(alerter_cfg), "%s/alerter.yaml", dir);
-	f = fopen(alerter_cfg, "w");
-	fprintf(f, "redis: %s\nconsumer: e2e\ngroup_wait: 30s\ngroup_interval: 30s\n"
-		"receivers:\n  - name: pager\n    url: http://127.0.0.1:%d/page\n    secret: x\n",
-		redis.url, rx.port);
-	fclose(f);
-	snprintf(probe, sizeof(probe), "%s/faultline-probe", test_out_dir());
-	snprintf(rulesbin, sizeof(rulesbin), "%s/faultline-rules", test_out_dir());
-	snprintf(alerterbin, sizeof(alerterbin), "%s/faultline-alerter", test_out_dir());
+	chain_files(&ch, "groups:\n  - name: e2e\n    interval: 30s\n    rules:\n"
+		    "      - alert: E2eChecksumErrors\n"
+		    "        expr: increase(faultline_tcp_in_csum_errors_total[2m]) > 0\n"
+		    "        severity: page\n", "group_wait: 30s\ngroup_interval: 30s\n");
 	{
-		char *pa[] = { "ip", "netns", "exec", ns_b, probe, "--redis", redis.url, "--host",
+		char *pa[] = { "ip", "netns", "exec", ns_b, ch.probe, "--redis", redis.url, "--host",
 			       "e2e-b", "--interval", "10s", "--metrics-addr", "", "--log-level",
 			       "warn", NULL };
 
@@ -219,9 +222,10 @@ Test(e2e, a_page_does_not_wait_for_the_tick, .init = setup, .fini = teardown, .t
 	}
 	cr_assert_geq(xlen(c, "fl:{e2e-b}:s1"), 1, "no snapshot in 30 s");
 	{
-		char *ra[] = { rulesbin, "--rules", rules, "--redis", redis.url, "--interval", "30s",
-			       "--stale", "2m", "--log-level", "warn", NULL };
-		char *aa[] = { alerterbin, "--config", alerter_cfg, "--log-level", "warn", NULL };
+		char *ra[] = { ch.rules_bin, "--rules", ch.rules, "--redis", redis.url, "--interval",
+			       "30s", "--stale", "2m", "--log-level", "warn", NULL };
+		char *aa[] = { ch.alerter_bin, "--config", ch.alerter_cfg, "--log-level", "warn",
+			       NULL };
 
 		procs[1] = spawn(ra);
 		procs[2] = spawn(aa);
