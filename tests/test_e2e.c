@@ -246,3 +246,44 @@ Test(e2e, a_page_does_not_wait_for_the_tick, .init = setup, .fini = teardown, .t
 	cr_assert_eq(xlen(c, "fl:wake"), 1, "the probe did not wake the rules once");
 	conn_close(c);
 }
+
+/*
+ * The early flush is for onsets only: 5 s of bad segments (20 a second, a
+ * move every look) make one early snapshot and one wake, not one per
+ * interval; after 3 quiet seconds a new burst makes the second.  A sad
+ * host's writes do not double.
+ */
+Test(e2e, a_fault_that_goes_on_wakes_the_rules_once, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	struct conn *c = test_redis_connect(&redis);
+	struct chain ch;
+	long long n1, n2;
+	int i;
+
+	chain_files(&ch, "groups: []\n", "");
+	{
+		char *pa[] = { "ip", "netns", "exec", ns_b, ch.probe, "--redis", redis.url, "--host",
+			       "e2e-b", "--metrics-addr", "", "--log-level", "warn", NULL };
+
+		procs[0] = spawn(pa);
+	}
+	for (i = 0; i < 300 && xlen(c, "fl:{e2e-b}:s1") < 3; i++)
+		usleep(100000);
+	if (waitpid(procs[0], NULL, WNOHANG) == procs[0]) {
+		procs[0] = 0;
+		cr_skip_test("the probe does not start here (BPF?)");
+	}
+	cr_assert_geq(xlen(c, "fl:{e2e-b}:s1"), 3, "no snapshots in 30 s");
+	cr_assert_leq(xlen(c, "fl:wake"), 0, "a wake before any fault");
+	send_from_a(100, 50000);	/* 5 s, 20 a second */
+	n1 = xlen(c, "fl:wake");
+	sleep(3);
+	send_from_a(3, 1000);
+	for (i = 0; i < 30 && xlen(c, "fl:wake") < 2; i++)
+		usleep(100000);
+	n2 = xlen(c, "fl:wake");
+	cr_expect_eq(n1, 1, "a fault that went on for 5 s woke the rules %lld times", n1);
+	cr_expect_eq(n2, 2, "a new burst after 3 quiet seconds: %lld wakes in all", n2);
+	conn_close(c);
+}
