@@ -34,6 +34,7 @@
 #include "model/drive.h"
 #include "store/drives.h"
 #include "core/array.h"
+#include "core/fnv.h"
 #include "core/log.h"
 #include "probes/probe.h"
 #include "core/timeutil.h"
@@ -337,7 +338,7 @@ static int drive_open(void **priv, const struct probe_config *cfg, char *err, si
  */
 static uint64_t health_sign(const struct drive_probe *dp)
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = FNV64_OFFSET;
 
 	for (int i = 0; i < dp->nrecs; i++) {
 		const struct drive_record *r = &dp->recs[i];
@@ -346,8 +347,7 @@ static uint64_t health_sign(const struct drive_probe *dp)
 				  (uint64_t)r->f[DF_PENDING_SECTORS].v,
 				  (uint64_t)r->f[DF_REALLOCATED_SECTORS].v };
 
-		for (int k = 0; k < 5; k++)
-			h = (h ^ v[k]) * 1099511628211ULL;
+		h = fnv64_bytes(h, v, sizeof(v));
 	}
 	return h;
 }

@@ -248,6 +248,9 @@ const struct cfg_field probe_config_schema[] = {
 		      profile_unwind_rows, "Rows of call frame information held in the kernel "
 		      "for DWARF unwinding (16 bytes each): 0 (user stacks by frame pointers "
 		      "only) or 131072 .. 67108864"),
+	CFG_STRING("profile.unwind_cache", PC, profile_unwind_cache, "Folder where built unwind "
+		   "tables are kept by build id, so a restart reads libc's rather than building "
+		   "it again; empty: none"),
 };
 const size_t probe_config_nschema = sizeof(probe_config_schema) / sizeof(probe_config_schema[0]);
 #undef PC
@@ -277,8 +280,9 @@ int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
 	cfg->log_level = strdup("info");
 	cfg->smartctl = strdup("/usr/sbin/smartctl");
 	cfg->spool_path = strdup("");
+	cfg->profile_unwind_cache = strdup("");
 	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->web_config ||
-	    !cfg->log_level || !cfg->smartctl || !cfg->spool_path)
+	    !cfg->log_level || !cfg->smartctl || !cfg->spool_path || !cfg->profile_unwind_cache)
 		return -ENOMEM;
 	return probe_config_parse(cfg, "<built-in etc/probe.yaml>", probe_default_config,
 				  strlen(probe_default_config), err, errlen);
@@ -305,6 +309,7 @@ void probe_config_free(struct probe_config *cfg)
 	free(cfg->log_level);
 	free(cfg->smartctl);
 	free(cfg->spool_path);
+	free(cfg->profile_unwind_cache);
 	free_string_map(&cfg->labels, &cfg->nlabels);
 	free_string_map(&cfg->deploy_watch, &cfg->ndeploy_watch);
 	memset(cfg, 0, sizeof(*cfg));

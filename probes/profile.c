@@ -376,6 +376,10 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 				       uerr, sizeof(uerr));
 		if (!pr->unw)
 			log_warn("profile: %s; user stacks unwind with frame pointers only", uerr);
+		else if (pr->unwind_cache[0] &&
+			 (ret = unwinder_set_cache(pr->unw, pr->unwind_cache)))
+			log_warn("profile: profile.unwind_cache %s: %s; unwind tables are built at "
+				 "every start", pr->unwind_cache, strerror(-ret));
 		else if (pr->only.pid)
 			unwinder_add_process(pr->unw, pr->only.pid);	/* before its first sample */
 	}
@@ -462,6 +466,7 @@ static int profile_open(void **priv, const struct probe_config *cfg, char *err, 
 	pr->window_ns = cfg->profile_window_ns;
 	pr->hourly_top = (uint32_t)cfg->profile_hourly_top;
 	pr->unwind_rows = (uint32_t)cfg->profile_unwind_rows;
+	snprintf(pr->unwind_cache, sizeof(pr->unwind_cache), "%s", cfg->profile_unwind_cache);
 	pr->io_interval_ns = cfg->profile_io_interval_ns;
 	ret = profiler_start(pr, (uint32_t)cfg->profile_rate_hz, err, errlen);
 	if (ret) {
@@ -544,6 +549,7 @@ int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32
 	snprintf(pr.host, sizeof(pr.host), "%s", cfg->host);
 	pr.window_ns = duration_ns;
 	pr.unwind_rows = (uint32_t)cfg->profile_unwind_rows;
+	snprintf(pr.unwind_cache, sizeof(pr.unwind_cache), "%s", cfg->profile_unwind_cache);
 	ret = profiler_start(&pr, hz, err, errlen);
 	if (ret) {
 		profiler_stop(&pr);

@@ -38,6 +38,7 @@ struct profiler {
 		uint64_t want;		/* unwinder_publish's */
 	} unw_todo[256];		/* processes announced or asking for a file's rows */
 	uint32_t nunw_todo;
+	char unwind_cache[400];		/* profile.unwind_cache */
 	uint32_t max_stacks;		/* entries of the count and stack maps (stack_entries) */
 	uint32_t unw_rows, unw_files;	/* unwinder_stats, copied under lock for collect */
 	uint32_t unwind_rows;		/* profile.unwind_rows */

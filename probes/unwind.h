@@ -71,6 +71,20 @@ void unwind_table_free(struct unwind_table *t);
  */
 const struct unwind_row *unwind_table_find(const struct unwind_table *t, uint64_t pc);
 
+/*
+ * A built table as a cache file holds it (unwinder_set_cache): a header
+ * (magic, the row and load sizes of this build, the counts, an FNV-1a
+ * checksum of the rest), then the rows and the loads.  encode: into a
+ * malloc'd buffer (*buf, *len); returns 0 or -ENOMEM.  decode: checks all
+ * of it — sizes, checksum, at most max_rows rows (0: no limit), rows
+ * sorted with rules the walker knows, at most 64 loads — and fills t, or
+ * returns -EINVAL with the reason in err.  Any bytes are survived
+ * (fuzz/fuzz_unwind.c).
+ */
+int unwind_table_encode(const struct unwind_table *t, void **buf, size_t *len);
+int unwind_table_decode(const void *buf, size_t len, size_t max_rows, struct unwind_table *t,
+			char *err, size_t errlen);
+
 struct unwinder;
 
 /*
@@ -82,6 +96,18 @@ struct unwinder;
 struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, uint32_t max_file_rows,
 			      int procs_fd, char *err, size_t errlen);
 void unwinder_free(struct unwinder *u);
+
+/*
+ * Keep built tables in dir (created 0700 when missing) as BUILD_ID.unwind,
+ * and read a file's from there before building it: a restart reads libc's
+ * instead of building it again.  A file without a build id is built every
+ * time.  Returns 0, or -errno when dir cannot be made (the unwinder then
+ * builds as before).
+ */
+int unwinder_set_cache(struct unwinder *u, const char *dir);
+
+/* How many tables were read from the cache rather than built. */
+uint32_t unwinder_cache_reads(const struct unwinder *u);
 
 /*
  * Read pid's executable mappings (through /proc/PID/root for containers),

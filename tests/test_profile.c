@@ -1253,3 +1253,95 @@ Test(profile, files_get_rows_only_when_a_sample_asks, .init = setup, .fini = tea
 	cr_expect_eq(lazy1, up1.n - 1, "%u of %u mappings lazy after libc's were built", lazy1,
 		     up1.n);
 }
+
+/*
+ * The table cache: libc's table encodes and decodes to the same rows; a
+ * flipped byte, a cut, a row limit under its size or an unsorted row is
+ * refused.  An unwinder with a cache keeps the tables it builds, by build
+ * id, and a second one (a restart) reads them instead of building: the
+ * same rows; a damaged file is removed and built again.
+ */
+Test(profile, unwind_tables_are_kept_by_build_id_and_checked_when_read, .init = setup,
+     .fini = teardown)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+	struct unwind_table t, back;
+	Dl_info info;
+	char err[256], cache[64] = "/tmp/fl-unwcache.XXXXXX";
+	void *buf;
+	size_t len;
+	int fd;
+
+	cr_assert(dladdr((void *)qsort, &info) && info.dli_fname);
+	fd = open(info.dli_fname, O_RDONLY);
+	cr_assert_eq(unwind_table_build(fd, 0, &t, err, sizeof(err)), 0, "%s", err);
+	close(fd);
+	cr_assert_eq(unwind_table_encode(&t, &buf, &len), 0);
+	cr_assert_eq(unwind_table_decode(buf, len, 0, &back, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(back.nrows, t.nrows);
+	cr_expect_eq(back.nloads, t.nloads);
+	cr_expect_eq(memcmp(back.rows, t.rows, t.nrows * sizeof(*t.rows)), 0);
+	unwind_table_free(&back);
+	cr_expect_eq(unwind_table_decode(buf, len - 1, 0, &back, err, sizeof(err)), -EINVAL);
+	cr_expect_eq(unwind_table_decode(buf, len, t.nrows - 1, &back, err, sizeof(err)), -EINVAL);
+	((uint8_t *)buf)[len / 2] ^= 0x40;
+	cr_expect_eq(unwind_table_decode(buf, len, 0, &back, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "checksum"), "%s", err);
+	free(buf);
+	unwind_table_free(&t);
+
+	/* through the unwinder: kept, read back by a second one, a damaged one rebuilt */
+	cr_assert_not_null(mkdtemp(cache));
+	{
+		int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
+					  200000, &mmapable);
+		int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4,
+					   sizeof(struct unwind_proc), 16, NULL);
+		pid_t a = spawn_sh("exec sleep 30");
+		uint32_t used[3], reads[3], max, files, failed, key = (uint32_t)a;
+		struct unwind_proc up[3];
+		char sub[128];
+		int kept;
+
+		cr_assert_geq(rows, 0);
+		cr_assert_geq(procs, 0);
+		snprintf(sub, sizeof(sub), "%s/deeper/unwind", cache);
+		usleep(300000);
+		for (int round = 0; round < 3; round++) {
+			struct unwinder *u = unwinder_new(rows, 200000, 100000, procs, err,
+							  sizeof(err));
+
+			cr_assert_not_null(u, "%s", err);
+			cr_assert_eq(unwinder_set_cache(u, sub), 0);
+			if (round == 2)	/* damage every kept table */
+				test_sh("for f in %s/*.unwind; do printf x | dd of=$f bs=1 seek=100 "
+					"conv=notrunc 2>/dev/null; done", sub);
+			cr_assert_gt(unwinder_add_process(u, key), 0);
+			unwinder_stats(u, &used[round], &max, &files, &failed);
+			reads[round] = unwinder_cache_reads(u);
+			cr_assert_eq(bpf_map_lookup_elem(procs, &key, &up[round]), 0);
+			unwinder_free(u);
+			bpf_map_delete_elem(procs, &key);
+			if (round == 0) {
+				kept = test_sh("test $(ls %s/*.unwind | wc -l) -ge 2", sub);
+				cr_expect_eq(kept, 0, "the tables were not kept in %s", sub);
+			}
+		}
+		stop_spawned(a, 0);
+		close(rows);
+		close(procs);
+		cr_expect_gt(used[0], 20000);
+		cr_expect_eq(reads[0], 0);
+		cr_expect_geq(reads[1], 2, "a restart built again instead of reading the cache");
+		cr_expect_eq(reads[2], 0, "damaged tables were read");
+		cr_expect_eq(used[1], used[0], "read back: %u rows, built: %u", used[1], used[0]);
+		cr_expect_eq(used[2], used[0], "rebuilt after damage: %u rows", used[2]);
+		cr_expect_eq(up[1].n, up[0].n);
+		for (uint32_t i = 0; i < up[0].n && i < up[1].n; i++)
+			cr_expect(up[1].m[i].count == up[0].m[i].count &&
+				  up[1].m[i].bias == up[0].m[i].bias, "mapping %u differs", i);
+		cr_expect_eq(test_sh("test $(ls %s/*.unwind | wc -l) -ge 2", sub), 0,
+			     "the damaged tables were not kept again");
+	}
+	test_sh("rm -rf %s", cache);
+}

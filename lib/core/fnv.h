@@ -11,6 +11,7 @@
 #ifndef FL_FNV_H
 #define FL_FNV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
@@ -21,6 +22,16 @@ static inline uint64_t fnv64_str(uint64_t h, const char *s)
 {
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * FNV64_PRIME;
+	return h;
+}
+
+/* h extended by n bytes at p (binary data: cache files, health flags). */
+static inline uint64_t fnv64_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * FNV64_PRIME;
 	return h;
 }
 
