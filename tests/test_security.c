@@ -546,6 +546,8 @@ Test(acl, each_role_may_do_its_part_and_nothing_more, .init = make_dir, .fini = 
 		     dir);
 	rules = open_as("fl-rules");
 	cr_expect(allowed(rules, "XRANGE fl:{web-1}:s1 - +"), "rules cannot read a host");
+	cr_expect(allowed(rules, "XREAD COUNT 1 STREAMS fl:wake 0-0"), "rules cannot read fl:wake");
+	cr_expect(refused(rules, "XADD fl:wake * h web-1"), "rules could forge a wake");
 	cr_expect(refused(rules, "XADD fl:{web-1}:s1 * d x"), "rules could write host data");
 	cr_expect(refused(rules, "HSET fl:silences s {}"), "rules could write a silence");
 	conn_close(rules);
