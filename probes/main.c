@@ -64,8 +64,8 @@ struct probe {
 	uint64_t last_collect_ns;
 	uint64_t missed_ticks;
 	struct strbuf prom;
-	/* between ticks (PROBE_WATCH_NS): the counters pages hang on */
-	uint64_t watch_ns;		/* the timer's period: PROBE_WATCH_NS, or the interval */
+	/* between ticks (page_watch): the counters pages hang on */
+	uint64_t watch_ns;		/* the timer's period: page_watch, or the interval */
 	uint64_t slot;			/* wall clock / interval of the last snapshot on the tick */
 	int quiet;			/* none of them moved in the interval before this one */
 	int moved;			/* one moved in this interval */

@@ -22,7 +22,7 @@
 struct probe_config {
 	char *host;
 	uint64_t interval_ns;
-	uint64_t page_watch_ns;		/* PROBE_WATCH_NS by default; 0: off */
+	uint64_t page_watch_ns;		/* 100 ms by default (etc/probe.yaml); 0: off */
 	char *redis_url;
 	uint64_t redis_timeout_ns;
 	char *metrics_addr;
