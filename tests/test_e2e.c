@@ -287,3 +287,51 @@ Test(e2e, a_fault_that_goes_on_wakes_the_rules_once, .init = setup, .fini = tear
 	cr_expect_eq(n2, 2, "a new burst after 3 quiet seconds: %lld wakes in all", n2);
 	conn_close(c);
 }
+
+/*
+ * The /proc side of the watch, without BPF (--no-bpf): UDP checksum
+ * errors, which only /proc/net/snmp counts, moving in a copy of that file
+ * the probe reads (FL_PROC_NET_SNMP) make an early snapshot and a wake
+ * within 3 s (the /proc files are looked at every 500 ms), 9 s before the
+ * next of its 10 s snapshots.
+ */
+Test(e2e, a_proc_counter_that_moves_flushes_early, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	struct conn *c = test_redis_connect(&redis);
+	char snmp[400], cmd[2048];
+	uint64_t t0;
+	int i;
+
+	snprintf(snmp, sizeof(snmp), "%s/snmp", dir);
+	cr_assert_eq(test_sh("cp /proc/net/snmp %s", snmp), 0);
+	procs[0] = fork();
+	if (procs[0] == 0) {
+		char probe[256];
+
+		setenv("FL_PROC_NET_SNMP", snmp, 1);
+		snprintf(probe, sizeof(probe), "%s/faultline-probe", test_out_dir());
+		execl(probe, probe, "--redis", redis.url, "--host", "e2e-proc", "--no-bpf",
+		      "--interval", "10s", "--metrics-addr", "", "--log-level", "warn",
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* the second snapshot is on the 10 s grid: the next tick is ~9 s after the change */
+	for (i = 0; i < 300 && xlen(c, "fl:{e2e-proc}:s1") < 2; i++)
+		usleep(100000);
+	cr_assert_geq(xlen(c, "fl:{e2e-proc}:s1"), 2, "no second snapshot in 30 s");
+	sleep(1);
+	cr_assert_leq(xlen(c, "fl:wake"), 0, "a wake before any change");
+	/* "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors" */
+	snprintf(cmd, sizeof(cmd), "awk '/^Udp: [0-9]/ { $8 = $8 + 7 } { print }' %s > %s.new && "
+		 "cat %s.new > %s", snmp, snmp, snmp, snmp);	/* the same file: the probe keeps it open */
+	t0 = time_mono_ns();
+	cr_assert_eq(test_sh("%s", cmd), 0);
+	for (i = 0; i < 50 && xlen(c, "fl:wake") < 1; i++)
+		usleep(100000);
+	cr_expect_eq(xlen(c, "fl:wake"), 1, "no wake within 5 s");
+	cr_expect_lt(time_mono_ns() - t0, 3 * NSEC_PER_SEC, "the wake took %.1f s",
+		     (double)(time_mono_ns() - t0) / 1e9);
+	cr_expect_geq(xlen(c, "fl:{e2e-proc}:s1"), 3, "no early snapshot");
+	conn_close(c);
+}
