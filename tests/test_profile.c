@@ -413,6 +413,20 @@ Test(profile, dlopened_library_unwinds_once_noticed, .init = setup, .fini = tear
 }
 
 /*
+ * The unwinder's two BPF maps as the profiler makes them: an mmap-able
+ * array of nrows rows and a table of 16 processes' mappings.
+ */
+static void unwind_maps(uint32_t nrows, int *rows, int *procs)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+
+	*rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row), nrows,
+			       &mmapable);
+	*procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc), 16,
+				NULL);
+}
+
+/*
  * When its rows are full the unwinder starts them over: a `sleep` and then
  * a perl (each ~30,000 rows with libc) do not fit 40,000 rows together;
  * loading perl forgets sleep (its process entry is gone, the caller is
@@ -421,17 +435,14 @@ Test(profile, dlopened_library_unwinds_once_noticed, .init = setup, .fini = tear
  */
 Test(profile, unwinder_starts_its_rows_over_when_full, .init = setup, .fini = teardown)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
-	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
-				  40000, &mmapable);
-	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc),
-				   16, NULL);
+	int rows, procs;
 	pid_t a = spawn_sh("exec sleep 30"), b = spawn_sh("exec perl -e 'sleep 30'");
 	uint32_t key, used, max, files, failed;
 	struct unwind_proc up;
 	struct unwinder *u;
 	char err[256];
 
+	unwind_maps(40000, &rows, &procs);
 	cr_assert_geq(rows, 0, "cannot create the rows array: %s", strerror(errno));
 	cr_assert_geq(procs, 0);
 	u = unwinder_new(rows, 40000, 40000, procs, err, sizeof(err));
@@ -467,11 +478,7 @@ Test(profile, unwinder_starts_its_rows_over_when_full, .init = setup, .fini = te
  */
 Test(profile, copies_of_a_binary_share_rows_by_build_id)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
-	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
-				  200000, &mmapable);
-	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc),
-				   16, NULL);
+	int rows, procs;
 	char tmp[] = "/tmp/fl-copies.XXXXXX", cmd[128], err[256];
 	uint32_t used1, used2, max, files1, files2, failed, key;
 	struct unwind_proc pa, pb;
@@ -481,6 +488,7 @@ Test(profile, copies_of_a_binary_share_rows_by_build_id)
 
 	if (!test_is_root())
 		cr_skip_test("needs root (CAP_BPF)");
+	unwind_maps(200000, &rows, &procs);
 	cr_assert_geq(rows, 0, "cannot create the rows array: %s", strerror(errno));
 	cr_assert_geq(procs, 0);
 	cr_assert_not_null(mkdtemp(tmp));
@@ -1196,11 +1204,7 @@ Test(profile, scope_picks_a_service_or_a_cgroup_subtree)
  */
 Test(profile, files_get_rows_only_when_a_sample_asks, .init = setup, .fini = teardown)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
-	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
-				  200000, &mmapable);
-	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc),
-				   16, NULL);
+	int rows, procs;
 	pid_t a = spawn_sh("exec sleep 30");
 	uint32_t key = 0, used0, used1, max, files, failed, lazy0 = 0, lazy1 = 0, nlibc = 0;
 	unsigned long long libc = 0;
@@ -1210,6 +1214,7 @@ Test(profile, files_get_rows_only_when_a_sample_asks, .init = setup, .fini = tea
 	int got0, got1;
 	FILE *f;
 
+	unwind_maps(200000, &rows, &procs);
 	cr_assert_geq(rows, 0, "cannot create the rows array: %s", strerror(errno));
 	cr_assert_geq(procs, 0);
 	u = unwinder_new(rows, 200000, 100000, procs, err, sizeof(err));
@@ -1264,7 +1269,6 @@ Test(profile, files_get_rows_only_when_a_sample_asks, .init = setup, .fini = tea
 Test(profile, unwind_tables_are_kept_by_build_id_and_checked_when_read, .init = setup,
      .fini = teardown)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
 	struct unwind_table t, back;
 	Dl_info info;
 	char err[256], cache[64] = "/tmp/fl-unwcache.XXXXXX";
@@ -1293,16 +1297,14 @@ Test(profile, unwind_tables_are_kept_by_build_id_and_checked_when_read, .init = 
 	/* through the unwinder: kept, read back by a second one, a damaged one rebuilt */
 	cr_assert_not_null(mkdtemp(cache));
 	{
-		int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct unwind_row),
-					  200000, &mmapable);
-		int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4,
-					   sizeof(struct unwind_proc), 16, NULL);
+		int rows, procs;
 		pid_t a = spawn_sh("exec sleep 30");
 		uint32_t used[3], reads[3], max, files, failed, key = (uint32_t)a;
 		struct unwind_proc up[3];
 		char sub[128];
 		int kept;
 
+		unwind_maps(200000, &rows, &procs);
 		cr_assert_geq(rows, 0);
 		cr_assert_geq(procs, 0);
 		snprintf(sub, sizeof(sub), "%s/deeper/unwind", cache);
