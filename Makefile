@@ -34,6 +34,7 @@ SHARED ?= ../shared
 CC ?= gcc
 CLANG ?= clang
 BPFTOOL ?= bpftool
+LLVM_STRIP ?= llvm-strip
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
@@ -191,9 +192,12 @@ $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh
 $(OUT)/probe_default_config.o: $(OUT)/probe_default_config.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The skeleton embeds the object in the probe and libbpf reads it at start:
+# DWARF (90% of it) is dropped, BTF and its line info (.BTF.ext) stay.
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) lib/model/hist_layout.h | check-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(LLVM_STRIP) -g $@
 
 $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
@@ -301,7 +305,8 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_scenario) extra="sim/scenario.c";; \
 		fuzz_partials) extra="$(LANG_SRCS) $(ENGINE_SRCS) $(SHARD_SRCS)";; \
 		fuzz_perfmap) extra="probes/perfmap.c";; \
-		fuzz_unwind) extra="probes/unwind.c probes/unwind_cache.c probes/symbolize.c probes/build_id.c probes/perfmap.c";; \
+		fuzz_kallsyms) extra="probes/kernel_syms.c";; \
+		fuzz_unwind) extra="probes/unwind.c probes/unwind_cache.c probes/symbolize.c probes/build_id.c probes/perfmap.c probes/bpfmap.c probes/kernel_syms.c";; \
 		fuzz_topology) extra="$(LANG_SRCS)";; \
 		fuzz_http_args) extra="web/prom_api.c web/query.c $(LANG_SRCS) $(ENGINE_SRCS)";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \

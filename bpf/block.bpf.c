@@ -186,7 +186,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		__sync_fetch_and_add(&dev_overflow, 1);
 		return 0;
 	}
-	idx = ((bpf_get_smp_processor_id() % nslots) * max_devs + (__u32)slot) * BLOCK_OPS +
+	idx = ((__u32)slot * nslots + bpf_get_smp_processor_id() % nslots) * BLOCK_OPS +
 	      op_of(rq->cmd_flags);
 	st = bpf_map_lookup_elem(&stats, &idx);
 	if (!st)

@@ -1,11 +1,13 @@
 /*
  * block.h - layout shared by bpf/block.bpf.c and probes/block.c.
  *
- * The kernel side keeps, per (slot, device, op), counters and three
+ * The kernel side keeps, per (device, slot, op), counters and three
  * histograms in one BPF array that user space mmaps and reads without a
  * syscall.  Slots shard the array by CPU (slot = cpu % nslots) so that CPUs
  * rarely touch the same cache line; every block_stats is a whole number of
- * cache lines and starts on one.  Updates are atomic adds, which keep
+ * cache lines and starts on one.  A device's entries are contiguous
+ * (index (device * nslots + slot) * BLOCK_OPS + op), so user space maps only
+ * the devices that have done I/O: a mapped BPF array is resident whole.  Updates are atomic adds, which keep
  * nested completions (hard IRQ over soft IRQ on one CPU) exact.
  *
  * Histogram buckets use the fleet-wide layout (lib/model/hist_layout.h), cut off

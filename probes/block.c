@@ -40,8 +40,8 @@ static const char *const err_names[BLOCK_ERR_CLASSES] = { "io", "timeout", "medi
 
 struct block_probe {
 	struct block_bpf *skel;
-	struct block_stats *stats;	/* mmap of the stats array */
-	size_t stats_len;
+	struct block_stats **dev_stats;	/* per device slot: its entries, mapped once it has I/O */
+	struct bpfmap_window *windows;	/* the mappings behind dev_stats */
 	__u64 *devs;			/* mmap of the device table */
 	size_t devs_len;
 	__u32 max_devs, nslots;
@@ -141,9 +141,8 @@ static int block_open(void **priv, const struct probe_config *cfg, char *err, si
 			 "block_rq_complete: %s; pass --no-bpf to run without it", strerror(-ret));
 		goto fail;
 	}
-	bp->stats = bpfmap_mmap(bp->skel->maps.stats, &bp->stats_len);
 	bp->devs = bpfmap_mmap(bp->skel->maps.devs, &bp->devs_len);
-	if (!bp->stats || !bp->devs) {
+	if (!bp->devs) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot mmap the block probe's maps: %s (kernel < 5.5?)",
 			 strerror(errno));
@@ -153,7 +152,10 @@ static int block_open(void **priv, const struct probe_config *cfg, char *err, si
 	bp->named_dev = calloc(bp->max_devs, sizeof(*bp->named_dev));
 	bp->models = calloc(bp->max_devs, sizeof(*bp->models));
 	bp->scratch = calloc(3, sizeof(*bp->scratch));
-	if (!bp->names || !bp->named_dev || !bp->models || !bp->scratch) {
+	bp->dev_stats = calloc(bp->max_devs, sizeof(*bp->dev_stats));
+	bp->windows = calloc(bp->max_devs, sizeof(*bp->windows));
+	if (!bp->names || !bp->named_dev || !bp->models || !bp->scratch || !bp->dev_stats ||
+	    !bp->windows) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -250,6 +252,20 @@ static int block_collect(void *priv, struct snapshot *s)
 
 		if (!dev)
 			continue;
+		if (!bp->dev_stats[d]) {
+			/* its first I/O: map its entries (all of them would be resident) */
+			bp->dev_stats[d] = bpfmap_window_open(
+				bpf_map__fd(bp->skel->maps.stats), sizeof(struct block_stats),
+				(size_t)d * bp->nslots * BLOCK_OPS, (size_t)bp->nslots * BLOCK_OPS,
+				PROT_READ, &bp->windows[d]);
+			if (!bp->dev_stats[d]) {
+				int e = errno;
+
+				log_warn("block: cannot map device slot %u's counters: %s", d,
+					 strerror(e));
+				return -e;
+			}
+		}
 		if (bp->named_dev[d] != dev) {
 			block_dev_name(dev, bp->names[d], sizeof(bp->names[d]));
 			device_model(bp->names[d], bp->models[d], sizeof(bp->models[d]));
@@ -260,7 +276,7 @@ static int block_collect(void *priv, struct snapshot *s)
 			struct series *ser;
 
 			for (__u32 sl = 0; sl < bp->nslots; sl++)
-				ios += bp->stats[(sl * bp->max_devs + d) * BLOCK_OPS + op].ios;
+				ios += bp->dev_stats[d][sl * BLOCK_OPS + op].ios;
 			if (!ios)
 				continue;
 			hist_reset(lat);
@@ -268,7 +284,7 @@ static int block_collect(void *priv, struct snapshot *s)
 			hist_reset(size);
 			for (__u32 sl = 0; sl < bp->nslots; sl++) {
 				const volatile struct block_stats *st =
-					&bp->stats[(sl * bp->max_devs + d) * BLOCK_OPS + op];
+					&bp->dev_stats[d][sl * BLOCK_OPS + op];
 
 				bytes += st->bytes;
 				for (int e = 0; e < BLOCK_ERR_CLASSES; e++)
@@ -343,8 +359,10 @@ static void block_close(void *priv)
 
 	if (!bp)
 		return;
-	if (bp->stats)
-		munmap(bp->stats, bp->stats_len);
+	for (__u32 d = 0; bp->windows && d < bp->max_devs; d++)
+		bpfmap_window_close(&bp->windows[d]);
+	free(bp->windows);
+	free(bp->dev_stats);
 	if (bp->devs)
 		munmap(bp->devs, bp->devs_len);
 	block_bpf__destroy(bp->skel);

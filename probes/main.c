@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -742,6 +743,14 @@ int main(int argc, char **argv)
 	int rc;
 
 	log_init("faultline-probe");
+	/*
+	 * A fixed threshold: glibc otherwise raises it to the size of each
+	 * large block freed (a binary's symbols, an unwind table being built,
+	 * libbpf's copy of the kernel's BTF), and blocks that size then come
+	 * from the heap, which keeps their pages once they are freed: the
+	 * probe's RSS stayed at its start-up peak.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	if (argc > 1 && !strcmp(argv[1], "profile"))
 		return cmd_profile(argc - 1, argv + 1);
 	if ((rc = parse_args(argc, argv, &a)) >= 0)

@@ -44,6 +44,7 @@ struct probe_config {
 	uint64_t profile_window_ns;
 	uint64_t profile_hourly_top;
 	uint64_t profile_unwind_rows;
+	uint64_t profile_symbol_bytes;	/* ELF symbols held at most (sym_set_budget) */
 	char *profile_unwind_cache;	/* folder of built unwind tables by build id; "": none */
 	uint64_t profile_io_interval_ns;
 	int profile_enabled;

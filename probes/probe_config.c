@@ -251,6 +251,9 @@ const struct cfg_field probe_config_schema[] = {
 	CFG_STRING("profile.unwind_cache", PC, profile_unwind_cache, "Folder where built unwind "
 		   "tables are kept by build id, so a restart reads libc's rather than building "
 		   "it again; empty: none"),
+	CFG_UINT("profile.symbol_bytes", PC, profile_symbol_bytes, 1 << 20, 1ULL << 32,
+		 "Bytes of function names (ELF symbols) of sampled binaries held at most; the "
+		 "least recently used files' are dropped past it and read again when sampled"),
 };
 const size_t probe_config_nschema = sizeof(probe_config_schema) / sizeof(probe_config_schema[0]);
 #undef PC

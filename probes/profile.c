@@ -335,9 +335,14 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 	}
 	for (int c = 0; c < pr->ncpu; c++)
 		pr->pfds[c] = -1;
+	if (pr->symbol_bytes)
+		sym_set_budget(pr->sym, pr->symbol_bytes);
 	if (sym_load_kernel(pr->sym) <= 0)
 		log_warn("profile: /proc/kallsyms gave no addresses (kptr_restrict?); kernel frames "
 			 "stay unresolved");
+	else
+		log_debug("profile: the kernel's function names in %zu KiB",
+			  sym_kernel_bytes(pr->sym) / 1024);
 	profile_init(&pr->window, pr->host);
 	profile_init(&pr->hour, pr->host);
 	pthread_mutex_init(&pr->lock, NULL);
@@ -466,6 +471,7 @@ static int profile_open(void **priv, const struct probe_config *cfg, char *err, 
 	pr->window_ns = cfg->profile_window_ns;
 	pr->hourly_top = (uint32_t)cfg->profile_hourly_top;
 	pr->unwind_rows = (uint32_t)cfg->profile_unwind_rows;
+	pr->symbol_bytes = cfg->profile_symbol_bytes;
 	snprintf(pr->unwind_cache, sizeof(pr->unwind_cache), "%s", cfg->profile_unwind_cache);
 	pr->io_interval_ns = cfg->profile_io_interval_ns;
 	ret = profiler_start(pr, (uint32_t)cfg->profile_rate_hz, err, errlen);
@@ -499,6 +505,9 @@ static int profile_collect(void *priv, struct snapshot *s)
 		ok &= !!snapshot_add_gauge(s, "profile.unwind_rows", pr->unw_rows, NULL);
 		ok &= !!snapshot_add_gauge(s, "profile.unwind_files", pr->unw_files, NULL);
 	}
+	ok &= !!snapshot_add_gauge(s, "profile.symbol_bytes", pr->sym_bytes, NULL);
+	ok &= !!snapshot_add_gauge(s, "profile.symbol_files", pr->sym_files, NULL);
+	ok &= !!snapshot_add_counter(s, "profile.symbol_reads", pr->sym_reads, NULL);
 	if (pr->have_stats) {
 		ok &= !!snapshot_add_gauge(s, "profile.unresolved_frames_ratio",
 					   catalog_ratio(pr->unresolved_ratio), NULL);
@@ -549,6 +558,7 @@ int profile_oneshot(const struct probe_config *cfg, uint64_t duration_ns, uint32
 	snprintf(pr.host, sizeof(pr.host), "%s", cfg->host);
 	pr.window_ns = duration_ns;
 	pr.unwind_rows = (uint32_t)cfg->profile_unwind_rows;
+	pr.symbol_bytes = cfg->profile_symbol_bytes;
 	snprintf(pr.unwind_cache, sizeof(pr.unwind_cache), "%s", cfg->profile_unwind_cache);
 	ret = profiler_start(&pr, hz, err, errlen);
 	if (ret) {

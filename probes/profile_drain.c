@@ -222,6 +222,8 @@ void profile_drain(struct profiler *pr, int g)
 	size_t nkeys = 0, cap = 0, nio_ids = 0;
 	uint64_t samples = 0, unresolved = 0, nframes = 0, truncated = 0, ustacks = 0;
 	int *io_ids = NULL;
+	size_t sym_bytes, sym_files;
+	uint64_t sym_reads;
 
 	if (pr->io_interval_ns)
 		nio_ids = drain_io(pr, g, &io_ids);
@@ -289,7 +291,12 @@ void profile_drain(struct profiler *pr, int g)
 	if (pr->unw)
 		profile_forget_seen(pr);
 	free(keys);
+	sym_trim(pr->sym);
+	sym_symbol_stats(pr->sym, &sym_bytes, &sym_files, &sym_reads);
 	pthread_mutex_lock(&pr->lock);
+	pr->sym_bytes = sym_bytes;
+	pr->sym_files = sym_files;
+	pr->sym_reads = sym_reads;
 	pr->samples += samples;
 	pr->dropped = pr->skel->bss->dropped;
 	if (samples) {

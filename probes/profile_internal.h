@@ -42,6 +42,9 @@ struct profiler {
 	uint32_t max_stacks;		/* entries of the count and stack maps (stack_entries) */
 	uint32_t unw_rows, unw_files;	/* unwinder_stats, copied under lock for collect */
 	uint32_t unwind_rows;		/* profile.unwind_rows */
+	uint64_t symbol_bytes;		/* profile.symbol_bytes */
+	size_t sym_bytes, sym_files;	/* sym_symbol_stats, copied under lock for collect */
+	uint64_t sym_reads;
 	char host[200];
 	char redis_url[512];
 	uint64_t window_ns;

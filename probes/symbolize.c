@@ -8,6 +8,7 @@
 #include "probes/symbolize.h"
 
 #include "probes/build_id.h"
+#include "probes/kernel_syms.h"
 #include "probes/perfmap.h"
 
 #include <errno.h>
@@ -25,11 +26,7 @@
 #include "core/strmap.h"
 
 #define MAX_PROCS 4096
-
-struct ksym {
-	uint64_t addr;
-	const char *name;	/* in symbolizer.kstrings */
-};
+#define SYM_DEFAULT_BUDGET (8u << 20)
 
 struct esym {
 	uint64_t addr, size;
@@ -40,17 +37,28 @@ struct phdr {
 	uint64_t offset, vaddr, filesz;
 };
 
+/*
+ * A file some process maps.  Its symbols are read the first time an
+ * address in it is named (most of what a process maps is never sampled),
+ * and dropped again, least recently used first, when all files' symbols
+ * would hold more than the symbolizer's budget.
+ */
 struct elf_syms {
 	char key[160];		/* the build id, or "ino:DEV:INO:MTIME" without one */
 	int used;		/* sym_expire's mark: a process still maps it */
+	int state;		/* ELF_UNREAD, ELF_READ, ELF_UNREADABLE */
+	uint64_t last_use;	/* symbolizer.use_clock when it last named an address */
 	size_t heap;		/* bytes allocated for strings and syms */
 	char path[256];		/* as the first process that mapped it names it */
+	char *open_path;	/* where it was opened (through /proc/PID/root) */
 	char *strings;		/* one buffer for all names */
 	struct esym *syms;
 	size_t nsyms;
 	struct phdr *phdrs;
 	size_t nphdrs;
 };
+
+enum { ELF_UNREAD, ELF_READ, ELF_UNREADABLE };
 
 struct mapping {
 	uint64_t start, end, offset;
@@ -74,12 +82,14 @@ struct proc {
 
 struct symbolizer {
 	char kernel_build_id[64];	/* from /sys/kernel/notes, "" if unknown */
-	struct ksym *ksyms;
-	size_t nksyms;
-	char *kstrings;			/* the kernel symbols' names, one buffer */
+	struct kernel_syms *kernel;	/* NULL until sym_load_kernel */
 	struct elf_syms **elfs;
 	size_t nelfs;
 	struct strmap elf_index;
+	size_t budget;			/* bytes of ELF symbols held at most (sym_set_budget) */
+	size_t syms_heap;		/* bytes held now, of files in ELF_READ */
+	uint64_t use_clock;		/* ticks once per name looked up */
+	uint64_t syms_reads;		/* files whose symbols were read (again) */
 	struct proc *procs;
 	size_t nprocs;
 	uint64_t generation;
@@ -93,6 +103,7 @@ struct symbolizer *sym_new(void)
 		return NULL;
 	elf_version(EV_CURRENT);
 	strmap_init(&s->elf_index);
+	s->budget = SYM_DEFAULT_BUDGET;
 	s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
 	if (!s->procs) {
 		free(s);
@@ -121,6 +132,7 @@ static void elf_syms_free(struct elf_syms *es)
 	free(es->strings);
 	free(es->syms);
 	free(es->phdrs);
+	free(es->open_path);
 	free(es);
 }
 
@@ -128,8 +140,7 @@ void sym_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	free(s->kstrings);
-	free(s->ksyms);
+	ksyms_free(s->kernel);
 	for (size_t i = 0; i < s->nelfs; i++)
 		elf_syms_free(s->elfs[i]);
 	free(s->elfs);
@@ -142,13 +153,6 @@ void sym_free(struct symbolizer *s)
 
 /* ---- kernel ------------------------------------------------------------ */
 
-static int ksym_cmp(const void *a, const void *b)
-{
-	uint64_t x = ((const struct ksym *)a)->addr, y = ((const struct ksym *)b)->addr;
-
-	return x < y ? -1 : x > y;
-}
-
 const char *sym_kernel_build_id(const struct symbolizer *s)
 {
 	return s->kernel_build_id;
@@ -156,57 +160,26 @@ const char *sym_kernel_build_id(const struct symbolizer *s)
 
 int sym_load_kernel(struct symbolizer *s)
 {
-	char line[512];
-	size_t cap = 0, used = 0, strcap = 0;
-	FILE *f = fopen("/proc/kallsyms", "r");
+	struct kernel_syms *k;
 
 	build_id_of_kernel(s->kernel_build_id, sizeof(s->kernel_build_id));
-	if (!f)
+	k = ksyms_load();
+	if (!k)
 		return -errno;
-	/* ~120,000 names: one buffer (offsets first, pointers after), not a malloc each */
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long addr;
-		char type, name[256];
-		size_t nl;
-
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
-			continue;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		nl = strlen(name) + 1;
-		if (ARRAY_GROW(s->ksyms, cap, s->nksyms + 1, 65536) ||
-		    ARRAY_GROW(s->kstrings, strcap, used + nl, 1 << 20))
-			break;
-		memcpy(s->kstrings + used, name, nl);
-		s->ksyms[s->nksyms].addr = addr;
-		s->ksyms[s->nksyms].name = (const char *)(uintptr_t)used;
-		used += nl;
-		s->nksyms++;
-	}
-	fclose(f);
-	for (size_t i = 0; i < s->nksyms; i++)
-		s->ksyms[i].name = s->kstrings + (uintptr_t)s->ksyms[i].name;
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
-	return (int)s->nksyms;
+	ksyms_free(s->kernel);
+	s->kernel = k;
+	return (int)ksyms_count(k);
 }
 
 int sym_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len)
 {
-	size_t lo = 0, hi = s->nksyms;
+	const char *name = ksyms_name(s->kernel, addr);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0) {
+	if (!name) {
 		snprintf(buf, len, "[kernel]+0x%llx_[k]", (unsigned long long)addr);
 		return 0;
 	}
-	snprintf(buf, len, "%s_[k]", s->ksyms[lo - 1].name);
+	snprintf(buf, len, "%s_[k]", name);
 	return 1;
 }
 
@@ -219,26 +192,35 @@ static int esym_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Function symbols (and PT_LOAD headers) of an open ELF into es. */
-static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
+/* The PT_LOAD headers of an open ELF into es: file offsets to addresses. */
+static void read_phdrs(Elf *e, struct elf_syms *es)
 {
-	size_t nph = 0, total = 0, cap = 0, strcap = 0, strlen_total = 0;
-	Elf_Scn *scn = NULL;
-	struct esym *tmp = NULL;
+	size_t nph = 0;
 
-	if (want_phdrs && elf_getphdrnum(e, &nph) == 0) {
-		es->phdrs = calloc(nph + 1, sizeof(*es->phdrs));
-		for (size_t i = 0; es->phdrs && i < nph; i++) {
-			GElf_Phdr ph;
+	if (elf_getphdrnum(e, &nph))
+		return;
+	es->phdrs = calloc(nph + 1, sizeof(*es->phdrs));
+	for (size_t i = 0; es->phdrs && i < nph; i++) {
+		GElf_Phdr ph;
 
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-				es->phdrs[es->nphdrs].offset = ph.p_offset;
-				es->phdrs[es->nphdrs].vaddr = ph.p_vaddr;
-				es->phdrs[es->nphdrs].filesz = ph.p_filesz;
-				es->nphdrs++;
-			}
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			es->phdrs[es->nphdrs].offset = ph.p_offset;
+			es->phdrs[es->nphdrs].vaddr = ph.p_vaddr;
+			es->phdrs[es->nphdrs].filesz = ph.p_filesz;
+			es->nphdrs++;
 		}
 	}
+}
+
+/* Function symbols of an open ELF: sorted into *syms, names in *strings. */
+static void read_symbols(Elf *e, struct esym **syms, size_t *nsyms, char **strings,
+			 size_t *heap)
+{
+	size_t total = 0, cap = 0, strcap = 0, strlen_total = 0;
+	Elf_Scn *scn = NULL;
+	struct esym *tmp = NULL;
+	char *str = NULL;
+
 	/* names are copied into one buffer: offsets first, pointers after */
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
@@ -258,9 +240,9 @@ static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
 				continue;
 			nl = strlen(name) + 1;
 			if (ARRAY_GROW(tmp, cap, total + 1, 1024) ||
-			    ARRAY_GROW(es->strings, strcap, strlen_total + nl, 16384))
+			    ARRAY_GROW(str, strcap, strlen_total + nl, 16384))
 				break;
-			memcpy(es->strings + strlen_total, name, nl);
+			memcpy(str + strlen_total, name, nl);
 			tmp[total].addr = sym.st_value;
 			tmp[total].size = sym.st_size;
 			tmp[total].name = (const char *)(uintptr_t)strlen_total;
@@ -268,19 +250,49 @@ static void read_symbols(Elf *e, struct elf_syms *es, int want_phdrs)
 			total++;
 		}
 	}
+	/* held until the file is dropped: no room to spare */
+	if (total && total < cap) {
+		struct esym *fit = realloc(tmp, total * sizeof(*tmp));
+
+		if (fit) {
+			tmp = fit;
+			cap = total;
+		}
+	}
+	if (strlen_total && strlen_total < strcap) {
+		char *fit = realloc(str, strlen_total);
+
+		if (fit) {
+			str = fit;
+			strcap = strlen_total;
+		}
+	}
 	for (size_t i = 0; i < total; i++)
-		tmp[i].name = es->strings + (uintptr_t)tmp[i].name;
+		tmp[i].name = str + (uintptr_t)tmp[i].name;
 	if (total)
 		qsort(tmp, total, sizeof(*tmp), esym_cmp);
-	es->syms = tmp;
-	es->nsyms = total;
-	es->heap = strcap + cap * sizeof(*tmp);
+	*syms = tmp;
+	*nsyms = total;
+	*strings = str;
+	*heap = strcap + cap * sizeof(*tmp);
 }
 
-/* Symbols of the file at path (as seen from the process), cached. */
-static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
+/* The cache key of an open ELF: its build id, or where and when it was written. */
+static void elf_key(Elf *e, const struct stat *st, char *key, size_t len)
 {
-	char key[160], dbg[256];
+	if (build_id_of_elf(e, key, len))
+		snprintf(key, len, "ino:%llu:%llu:%lld", (unsigned long long)st->st_dev,
+			 (unsigned long long)st->st_ino, (long long)st->st_mtime);
+}
+
+/*
+ * The file at path (as seen from the process), known by its key: its
+ * program headers are read now, its symbols when an address in it is
+ * first named (elf_read_symbols).
+ */
+static struct elf_syms *elf_of(struct symbolizer *s, const char *path)
+{
+	char key[160];
 	struct elf_syms *es, **n;
 	struct stat st;
 	uint32_t idx;
@@ -298,9 +310,7 @@ static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
 		close(fd);
 		return NULL;
 	}
-	if (build_id_of_elf(e, key, sizeof(key)))
-		snprintf(key, sizeof(key), "ino:%llu:%llu:%lld", (unsigned long long)st.st_dev,
-			 (unsigned long long)st.st_ino, (long long)st.st_mtime);
+	elf_key(e, &st, key, sizeof(key));
 	if (strmap_get(&s->elf_index, key, &idx)) {
 		elf_end(e);
 		close(fd);
@@ -308,13 +318,14 @@ static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
 	}
 	es = calloc(1, sizeof(*es));
 	n = realloc(s->elfs, (s->nelfs + 1) * sizeof(*n));
-	if (!es || !n) {
+	if (n)
+		s->elfs = n;
+	if (!es || !n || !(es->open_path = strdup(path))) {
 		free(es);
 		elf_end(e);
 		close(fd);
 		return NULL;
 	}
-	s->elfs = n;
 	snprintf(es->key, sizeof(es->key), "%s", key);
 	{
 		/* the path in the process's own mount namespace, not /proc/PID/root/... */
@@ -326,39 +337,122 @@ static struct elf_syms *load_elf(struct symbolizer *s, const char *path)
 			in = path;
 		snprintf(es->path, sizeof(es->path), "%s", in);
 	}
-	read_symbols(e, es, 1);
+	read_phdrs(e, es);
 	elf_end(e);
 	close(fd);
-	/* separate debug info carries the full .symtab of a stripped binary */
-	if (strncmp(key, "ino:", 4) != 0) {
-		snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", key, key + 2);
+	s->elfs[s->nelfs] = es;
+	strmap_put(&s->elf_index, key, (uint32_t)s->nelfs);
+	s->nelfs++;
+	return es;
+}
+
+/*
+ * Read the symbols of path into es if it is es's file (the same key): 1
+ * if read, 0 if not.
+ */
+static int read_symbols_at(struct elf_syms *es, const char *path)
+{
+	char key[160];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), same;
+	Elf *e;
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !(e = elf_begin(fd, ELF_C_READ, NULL))) {
+		close(fd);
+		return 0;
+	}
+	elf_key(e, &st, key, sizeof(key));
+	same = !strcmp(key, es->key);
+	if (same)
+		read_symbols(e, &es->syms, &es->nsyms, &es->strings, &es->heap);
+	elf_end(e);
+	close(fd);
+	return same;
+}
+
+/*
+ * Drop the symbols of the least recently used files, all but keep, until
+ * under the budget.  Only between windows (sym_trim): within one, every
+ * file it names is held, or two files that take turns in one stack would
+ * read each other out frame by frame.
+ */
+static void make_room(struct symbolizer *s, const struct elf_syms *keep)
+{
+	while (s->syms_heap > s->budget) {
+		struct elf_syms *old = NULL;
+
+		for (size_t i = 0; i < s->nelfs; i++) {
+			struct elf_syms *es = s->elfs[i];
+
+			if (es != keep && es->state == ELF_READ && (!old || es->last_use < old->last_use))
+				old = es;
+		}
+		if (!old)
+			return;
+		s->syms_heap -= old->heap;
+		free(old->syms);
+		free(old->strings);
+		old->syms = NULL;
+		old->strings = NULL;
+		old->nsyms = old->heap = 0;
+		old->state = ELF_UNREAD;
+	}
+}
+
+/*
+ * Read es's symbols: from where a process mapped it, else the same file
+ * in this namespace (the process is gone); separate debug info (a
+ * stripped binary's full .symtab) when installed and larger.
+ */
+static void elf_read_symbols(struct symbolizer *s, struct elf_syms *es)
+{
+	char dbg[256];
+	int fd;
+
+	if (!read_symbols_at(es, es->open_path))
+		read_symbols_at(es, es->path);
+	if (strncmp(es->key, "ino:", 4) != 0) {
+		snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", es->key,
+			 es->key + 2);
 		fd = open(dbg, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
-			e = elf_begin(fd, ELF_C_READ, NULL);
-			if (e) {
-				struct elf_syms d = { 0 };
+			Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 
-				read_symbols(e, &d, 0);
-				if (d.nsyms > es->nsyms) {
+			if (e) {
+				struct esym *syms;
+				size_t nsyms, heap;
+				char *strings;
+
+				read_symbols(e, &syms, &nsyms, &strings, &heap);
+				if (nsyms > es->nsyms) {
 					free(es->syms);
 					free(es->strings);
-					es->syms = d.syms;
-					es->strings = d.strings;
-					es->nsyms = d.nsyms;
-					es->heap = d.heap;
+					es->syms = syms;
+					es->strings = strings;
+					es->nsyms = nsyms;
+					es->heap = heap;
 				} else {
-					free(d.syms);
-					free(d.strings);
+					free(syms);
+					free(strings);
 				}
 				elf_end(e);
 			}
 			close(fd);
 		}
 	}
-	s->elfs[s->nelfs] = es;
-	strmap_put(&s->elf_index, key, (uint32_t)s->nelfs);
-	s->nelfs++;
-	return es;
+	es->state = es->nsyms ? ELF_READ : ELF_UNREADABLE;
+	if (es->state == ELF_UNREADABLE) {
+		free(es->syms);
+		free(es->strings);
+		es->syms = NULL;
+		es->strings = NULL;
+		es->heap = 0;
+		return;
+	}
+	s->syms_reads++;
+	s->syms_heap += es->heap;
 }
 
 /* ---- processes --------------------------------------------------------- */
@@ -486,9 +580,9 @@ int sym_process(struct symbolizer *s, uint32_t pid, const char *comm)
 				char rooted[1024];
 
 				snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, f2);
-				m->elf = load_elf(s, rooted);
+				m->elf = elf_of(s, rooted);
 				if (!m->elf)
-					m->elf = load_elf(s, f2);
+					m->elf = elf_of(s, f2);
 			}
 		}
 	}
@@ -592,6 +686,11 @@ int sym_user_where(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf,
 			w->known = 1;
 		}
 		if (m->elf) {
+			m->elf->last_use = ++s->use_clock;
+			if (m->elf->state == ELF_UNREAD)
+				elf_read_symbols(s, m->elf);
+		}
+		if (m->elf && m->elf->state == ELF_READ) {
 			for (size_t k = 0; k < m->elf->nphdrs; k++) {
 				const struct phdr *ph = &m->elf->phdrs[k];
 				const struct esym *e;
@@ -687,6 +786,8 @@ static void sweep_elfs(struct symbolizer *s)
 			s->elfs[kept++] = s->elfs[i];
 		} else {
 			freed += s->elfs[i]->heap;
+			if (s->elfs[i]->state == ELF_READ)
+				s->syms_heap -= s->elfs[i]->heap;
 			elf_syms_free(s->elfs[i]);
 		}
 	}
@@ -751,4 +852,37 @@ void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, s
 	*procs = s->nprocs;
 	*files = s->nelfs;
 	*bytes = b;
+}
+
+size_t sym_kernel_bytes(const struct symbolizer *s)
+{
+	return ksyms_bytes(s->kernel);
+}
+
+void sym_set_budget(struct symbolizer *s, size_t bytes)
+{
+	s->budget = bytes;
+	sym_trim(s);
+}
+
+void sym_trim(struct symbolizer *s)
+{
+	struct elf_syms *last = NULL;
+
+	for (size_t i = 0; i < s->nelfs; i++)
+		if (s->elfs[i]->state == ELF_READ && (!last || s->elfs[i]->last_use > last->last_use))
+			last = s->elfs[i];
+	make_room(s, last);
+}
+
+void sym_symbol_stats(const struct symbolizer *s, size_t *bytes, size_t *files_read,
+		      uint64_t *reads)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nelfs; i++)
+		n += s->elfs[i]->state == ELF_READ;
+	*bytes = s->syms_heap;
+	*files_read = n;
+	*reads = s->syms_reads;
 }

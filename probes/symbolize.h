@@ -7,7 +7,8 @@
  * the ELF symbol tables of the mapped files, read through /proc/PID/root so
  * containers work; separate debug info (/usr/lib/debug/.build-id/..) is
  * used when installed.  Symbol tables are cached by build id (or path and
- * inode without one).  A frame that cannot be named keeps module+offset;
+ * inode without one), read only for files an address is named in, within a
+ * budget of bytes (sym_set_budget).  A frame that cannot be named keeps module+offset;
  * nothing is dropped.
  */
 #ifndef FL_SYMBOLIZE_H
@@ -92,6 +93,29 @@ void sym_forget_exited(struct symbolizer *s);
 
 /* What the symbolizer holds: processes, files with symbols, their bytes. */
 void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes);
+
+/*
+ * The most bytes of ELF symbols held between windows (8 MiB unless set).
+ * A file's symbols are read when an address in it is first named, and
+ * held at least until the next sym_trim; that drops the least recently
+ * used files' until under the budget, to be read again if named again.
+ * The file named last is kept even if it alone is larger.
+ */
+void sym_set_budget(struct symbolizer *s, size_t bytes);
+
+/* Drop symbols past the budget: once a window, after it is named. */
+void sym_trim(struct symbolizer *s);
+
+/*
+ * The bytes of ELF symbols held now, the files they are of, and how many
+ * times a file's symbols have been read (a count that keeps rising fast
+ * says the budget is too small for what is sampled).
+ */
+void sym_symbol_stats(const struct symbolizer *s, size_t *bytes, size_t *files_read,
+		      uint64_t *reads);
+
+/* Bytes the kernel's names are held in (probes/kernel_syms.h). */
+size_t sym_kernel_bytes(const struct symbolizer *s);
 
 /*
  * The service a process belongs to, from its cgroup path: a systemd unit

@@ -30,6 +30,7 @@
 #include "core/array.h"
 #include "core/fnv.h"
 #include "core/log.h"
+#include "probes/bpfmap.h"
 #include "probes/symbolize.h"
 
 #define REG_RBP 6
@@ -380,7 +381,6 @@ struct file_rows {
 
 struct unwinder {
 	int rows_fd, procs_fd;
-	struct unwind_row *rows;	/* the BPF array, mmap'd */
 	uint32_t max_rows, used;
 	uint32_t max_file_rows;		/* a bigger file stays on frame pointers */
 	struct file_rows *files;
@@ -452,18 +452,19 @@ struct unwinder *unwinder_new(int rows_fd, uint32_t max_rows, uint32_t max_file_
 			      int procs_fd, char *err, size_t errlen)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
-	size_t len = (size_t)max_rows * sizeof(struct unwind_row);
+	struct bpfmap_window w;
 
 	if (!u) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	u->rows = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, rows_fd, 0);
-	if (u->rows == MAP_FAILED) {
+	if (!bpfmap_window_open(rows_fd, sizeof(struct unwind_row), 0, 1, PROT_READ | PROT_WRITE,
+				&w)) {
 		snprintf(err, errlen, "cannot map the unwind rows: %s", strerror(errno));
 		free(u);
 		return NULL;
 	}
+	bpfmap_window_close(&w);
 	u->rows_fd = rows_fd;
 	u->procs_fd = procs_fd;
 	u->max_rows = max_rows;
@@ -475,7 +476,6 @@ void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
-	munmap(u->rows, (size_t)u->max_rows * sizeof(struct unwind_row));
 	for (size_t i = 0; i < u->nfiles; i++)
 		free(u->files[i].loads);
 	free(u->files);
@@ -522,6 +522,25 @@ void unwinder_stats(const struct unwinder *u, uint32_t *rows, uint32_t *max_rows
  * they are not built yet (!build).  *reset is set when the rows were
  * started over to make room (the caller's earlier results are void).
  */
+/*
+ * Copy n rows into the BPF array from row first on, through a window
+ * mapped for the copy: a mapping of the whole array would be resident
+ * whole (bpfmap.h).  Returns 0, or -1 with errno set.
+ */
+static int write_rows(struct unwinder *u, uint32_t first, const struct unwind_row *rows,
+		      size_t n)
+{
+	struct bpfmap_window w;
+	void *p = bpfmap_window_open(u->rows_fd, sizeof(*rows), first, n, PROT_READ | PROT_WRITE,
+				     &w);
+
+	if (!p)
+		return -1;
+	memcpy(p, rows, n * sizeof(*rows));
+	bpfmap_window_close(&w);
+	return 0;
+}
+
 static const struct file_rows *file_rows_of(struct unwinder *u, const char *path, int *reset,
 					    int build, int *lazy)
 {
@@ -660,7 +679,12 @@ static const struct file_rows *file_rows_of(struct unwinder *u, const char *path
 		unwind_table_free(&t);
 		return NULL;
 	}
-	memcpy(&u->rows[u->used], t.rows, t.nrows * sizeof(*t.rows));
+	if (write_rows(u, u->used, t.rows, t.nrows)) {
+		log_warn("profile: %s: cannot write its unwind rows: %s", path, strerror(errno));
+		u->failed++;
+		unwind_table_free(&t);
+		return NULL;
+	}
 	f->first = u->used;
 	f->count = (uint32_t)t.nrows;
 	u->used += (uint32_t)t.nrows;

@@ -2,9 +2,12 @@
  * test_symbolize.c - names of code a JIT compiled, from perf map files
  * (probes/perfmap.h): a real process with anonymous executable memory and
  * a /tmp/perf-PID.map it writes as it goes; the map's parser on bad input.
+ * The kernel's names (probes/kernel_syms.h), compressed, against the
+ * running kernel's /proc/kallsyms read here line by line.
  */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "probes/kernel_syms.h"
 #include "probes/perfmap.h"
 #include "probes/symbolize.h"
 
@@ -227,5 +231,235 @@ Test(symbolize, an_exited_process_is_named_until_forgotten, .fini = cleanup, .ti
 	cr_expect_eq(procs, 1);
 	cr_expect_gt(files, 0);
 	child = 0;
+	sym_free(s);
+}
+
+/* The text symbols of /proc/kallsyms as this test reads them: address-sorted. */
+struct plain_sym {
+	uint64_t addr;
+	char *name;
+};
+
+static int plain_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct plain_sym *)a)->addr, y = ((const struct plain_sym *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct plain_sym *plain_kallsyms(size_t *n)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	struct plain_sym *v = NULL;
+	size_t cap = 0;
+	char line[1024];
+
+	cr_assert_not_null(f);
+	*n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char type, name[512];
+
+		if (sscanf(line, "%llx %c %511s", &a, &type, name) != 3 || !a ||
+		    !strchr("tTwW", type))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 65536;
+			v = realloc(v, cap * sizeof(*v));
+			cr_assert_not_null(v);
+		}
+		v[*n].addr = a;
+		v[*n].name = strdup(name);
+		cr_assert_not_null(v[*n].name);
+		(*n)++;
+	}
+	fclose(f);
+	qsort(v, *n, sizeof(*v), plain_cmp);
+	return v;
+}
+
+/* 1 if name is one of the names at plain[i]'s address (aliases share one). */
+static int plain_named(const struct plain_sym *v, size_t n, size_t i, const char *name)
+{
+	size_t j = i;
+
+	while (j > 0 && v[j - 1].addr == v[i].addr)
+		j--;
+	for (; j < n && v[j].addr == v[i].addr; j++)
+		if (!strcmp(v[j].name, name))
+			return 1;
+	return 0;
+}
+
+Test(symbolize, kernel_names_are_the_running_kernels, .timeout = 60)
+{
+	struct kernel_syms *k = ksyms_load();
+	struct plain_sym *v;
+	size_t n, checked = 0;
+
+	cr_assert_not_null(k, "/proc/kallsyms: %s", strerror(errno));
+	v = plain_kallsyms(&n);
+	cr_assert_gt(n, 1000, "this test needs a kernel with symbols (root, kptr_restrict)");
+	cr_expect_eq(ksyms_count(k), n, "every text symbol is kept: %zu of %zu",
+		     ksyms_count(k), n);
+	/* compact: well under the ~40 bytes a symbol its names and pointers took */
+	cr_expect_lt(ksyms_bytes(k), n * 16, "%zu bytes for %zu names", ksyms_bytes(k), n);
+	cr_expect_null(ksyms_name(k, v[0].addr - 1), "below the first function: no name");
+	/*
+	 * Every symbol, twice over (the second pass after the name cache has
+	 * started over, ~4,000 names at a time): its own address and one byte
+	 * into it name it, or an alias at the same address.
+	 */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i += 1 + (size_t)pass * 6) {
+			const char *at = ksyms_name(k, v[i].addr);
+
+			cr_assert_not_null(at, "%s at %llx", v[i].name, (unsigned long long)v[i].addr);
+			cr_assert(plain_named(v, n, i, at), "%llx: %s, not %s",
+				  (unsigned long long)v[i].addr, at, v[i].name);
+			if (i + 1 < n && v[i + 1].addr > v[i].addr + 1) {
+				at = ksyms_name(k, v[i].addr + 1);
+				cr_assert(at && plain_named(v, n, i, at), "%llx + 1: %s, not %s",
+					  (unsigned long long)v[i].addr, at ? at : "(null)",
+					  v[i].name);
+			}
+			checked++;
+		}
+	}
+	cr_expect_gt(checked, n);
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	ksyms_free(k);
+}
+
+Test(symbolize, kallsyms_text_is_read_whatever_its_order_and_noise)
+{
+	static const char text[] =
+		"ffffffffa0000400 t helper_b\t[mod_b]\n"
+		"ffffffff81000100 T start_kernel\n"
+		"garbage line\n"
+		"ffffffff81000000 T _stext\n"
+		"ffffffff81000200 D some_data\n"
+		"0000000000000000 T hidden_by_kptr_restrict\n"
+		"ffffffffa0000000 t helper_a\t[mod_a]\n"
+		"ffffffff81000300 W weak_one\n"
+		"00000000c0000000 T too_far_below\n"
+		"ffffffff81000400 Tx not_a_type\n"
+		"ffffffff81000500 t \n";
+	FILE *f = fmemopen((void *)text, sizeof(text) - 1, "r");
+	struct kernel_syms *k;
+	const char *name;
+
+	cr_assert_not_null(f);
+	k = ksyms_read(f);
+	fclose(f);
+	cr_assert_not_null(k);
+	/* the lowest address is the base: whatever lies 4 GiB above it is dropped */
+	cr_expect_eq(ksyms_count(k), 1, "only too_far_below fits below the rest: %zu",
+		     ksyms_count(k));
+	ksyms_free(k);
+
+	f = fmemopen((void *)(text + 0), strstr(text, "00000000c0") - text, "r");
+	k = ksyms_read(f);
+	fclose(f);
+	cr_assert_not_null(k);
+	cr_expect_eq(ksyms_count(k), 5, "%zu", ksyms_count(k));
+	cr_expect_null(ksyms_name(k, 0xffffffff80ffffffULL));
+	name = ksyms_name(k, 0xffffffff81000000ULL);
+	cr_expect(name && !strcmp(name, "_stext"), "%s", name);
+	name = ksyms_name(k, 0xffffffff810001ffULL);
+	cr_expect(name && !strcmp(name, "start_kernel"), "%s", name);
+	name = ksyms_name(k, 0xffffffff81000250ULL);
+	cr_expect(name && !strcmp(name, "start_kernel"), "data is not a function: %s", name);
+	name = ksyms_name(k, 0xffffffff81000300ULL);
+	cr_expect(name && !strcmp(name, "weak_one"), "%s", name);
+	name = ksyms_name(k, 0xffffffffa0000410ULL);
+	cr_expect(name && !strcmp(name, "helper_b"), "module text: %s", name);
+	ksyms_free(k);
+}
+
+Test(symbolize, many_kernel_names_span_blocks)
+{
+	/* 1,000 functions in reverse order: 16 blocks, looked up in every order */
+	size_t len = 0, cap = 1000 * 64;
+	char *text = malloc(cap);
+	struct kernel_syms *k;
+	FILE *f;
+
+	cr_assert_not_null(text);
+	for (int i = 999; i >= 0; i--)
+		len += (size_t)snprintf(text + len, cap - len, "%llx T fn_%d_%s\n",
+					0xffffffff81000000ULL + (unsigned long long)i * 0x40, i,
+					i % 3 ? "x" : "a_longer_name_for_variety");
+	f = fmemopen(text, len, "r");
+	k = ksyms_read(f);
+	fclose(f);
+	cr_assert_not_null(k);
+	cr_assert_eq(ksyms_count(k), 1000);
+	for (int round = 0; round < 3; round++)
+		for (int j = 0; j < 1000; j++) {
+			int i = round == 1 ? 999 - j : (j * 7919) % 1000;
+			char want[64];
+			const char *got = ksyms_name(k, 0xffffffff81000000ULL +
+							    (unsigned long long)i * 0x40 + 0x3f);
+
+			snprintf(want, sizeof(want), "fn_%d_%s", i,
+				 i % 3 ? "x" : "a_longer_name_for_variety");
+			cr_assert(got && !strcmp(got, want), "%d: %s", i, got ? got : "(null)");
+		}
+	free(text);
+	ksyms_free(k);
+}
+
+/*
+ * A file's symbols are read only once an address in it is named, and past
+ * the budget the least recently used files' are dropped between windows
+ * (sym_trim), then read again when named again: names stay right.
+ */
+Test(symbolize, symbols_are_read_when_named_and_held_within_the_budget)
+{
+	struct symbolizer *s = sym_new();
+	uint32_t self = (uint32_t)getpid();
+	uint64_t in_self = (uint64_t)(uintptr_t)&start_jit;
+	uint64_t in_libc = (uint64_t)(uintptr_t)&fopen;
+	size_t bytes, files, procs, all_files, b;
+	uint64_t reads;
+	char name[256];
+
+	cr_assert_not_null(s);
+	cr_assert_eq(sym_process(s, self, NULL), 0);
+	sym_cache_stats(s, &procs, &all_files, &b);
+	sym_symbol_stats(s, &bytes, &files, &reads);
+	cr_assert_geq(all_files, 2, "this test and libc at least: %zu", all_files);
+	cr_expect_eq(files + reads + bytes, 0, "nothing read before a name is asked for: %zu "
+		     "files, %llu reads", files, (unsigned long long)reads);
+
+	cr_assert_eq(sym_user(s, self, in_libc, name, sizeof(name)), 1);
+	cr_expect(strstr(name, "fopen"), "%s", name);
+	cr_assert_eq(sym_user(s, self, in_self, name, sizeof(name)), 1);
+	cr_expect(strstr(name, "start_jit"), "%s", name);
+	sym_symbol_stats(s, &bytes, &files, &reads);
+	cr_expect_eq(files, 2, "the two files named, of %zu mapped: %zu", all_files, files);
+	cr_expect_eq(reads, 2);
+
+	/* a budget of one byte: the file named last stays, alone */
+	sym_set_budget(s, 1);
+	sym_symbol_stats(s, &bytes, &files, &reads);
+	cr_expect_eq(files, 1, "%zu files held past the budget", files);
+	cr_assert_eq(sym_user(s, self, in_self, name, sizeof(name)), 1);
+	sym_symbol_stats(s, &b, &files, &reads);
+	cr_expect_eq(reads, 2, "the file named last was kept, not read again");
+	cr_expect_eq(b, bytes);
+
+	/* libc's were dropped: named again, read again, and right */
+	cr_assert_eq(sym_user(s, self, in_libc, name, sizeof(name)), 1);
+	cr_expect(strstr(name, "fopen"), "%s", name);
+	sym_symbol_stats(s, &bytes, &files, &reads);
+	cr_expect_eq(reads, 3);
+	cr_expect_eq(files, 2, "within a window both are held");
+	sym_trim(s);
+	sym_symbol_stats(s, &bytes, &files, &reads);
+	cr_expect_eq(files, 1);
 	sym_free(s);
 }
