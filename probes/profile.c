@@ -337,12 +337,6 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 		pr->pfds[c] = -1;
 	if (pr->symbol_bytes)
 		sym_set_budget(pr->sym, pr->symbol_bytes);
-	if (sym_load_kernel(pr->sym) <= 0)
-		log_warn("profile: /proc/kallsyms gave no addresses (kptr_restrict?); kernel frames "
-			 "stay unresolved");
-	else
-		log_debug("profile: the kernel's function names in %zu KiB",
-			  sym_kernel_bytes(pr->sym) / 1024);
 	profile_init(&pr->window, pr->host);
 	profile_init(&pr->hour, pr->host);
 	pthread_mutex_init(&pr->lock, NULL);
@@ -373,6 +367,13 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 			 "CAP_PERFMON and BTF; pass --no-bpf to run without it", strerror(errno));
 		return ret;
 	}
+	/* after the load: libbpf's copy of the kernel's BTF (11 MB) is freed by then */
+	if (sym_load_kernel(pr->sym) <= 0)
+		log_warn("profile: /proc/kallsyms gave no addresses (kptr_restrict?); kernel frames "
+			 "stay unresolved");
+	else
+		log_debug("profile: the kernel's function names in %zu KiB",
+			  sym_kernel_bytes(pr->sym) / 1024);
 	if (pr->unwind_rows) {
 		char uerr[256];
 
