@@ -26,7 +26,7 @@
 #include "core/strmap.h"
 
 #define MAX_PROCS 4096
-#define SYM_DEFAULT_BUDGET (8u << 20)
+#define SYM_DEFAULT_BUDGET (4u << 20)	/* etc/probe.yaml's profile.symbol_bytes */
 
 struct esym {
 	uint64_t addr, size;
@@ -372,6 +372,17 @@ static int read_symbols_at(struct elf_syms *es, const char *path)
 	return same;
 }
 
+/* Free es's symbols (not its key or headers) and leave it in state. */
+static void drop_symbols(struct elf_syms *es, int state)
+{
+	free(es->syms);
+	free(es->strings);
+	es->syms = NULL;
+	es->strings = NULL;
+	es->nsyms = es->heap = 0;
+	es->state = state;
+}
+
 /*
  * Drop the symbols of the least recently used files, all but keep, until
  * under the budget.  Only between windows (sym_trim): within one, every
@@ -392,12 +403,7 @@ static void make_room(struct symbolizer *s, const struct elf_syms *keep)
 		if (!old)
 			return;
 		s->syms_heap -= old->heap;
-		free(old->syms);
-		free(old->strings);
-		old->syms = NULL;
-		old->strings = NULL;
-		old->nsyms = old->heap = 0;
-		old->state = ELF_UNREAD;
+		drop_symbols(old, ELF_UNREAD);
 	}
 }
 
@@ -442,15 +448,11 @@ static void elf_read_symbols(struct symbolizer *s, struct elf_syms *es)
 			close(fd);
 		}
 	}
-	es->state = es->nsyms ? ELF_READ : ELF_UNREADABLE;
-	if (es->state == ELF_UNREADABLE) {
-		free(es->syms);
-		free(es->strings);
-		es->syms = NULL;
-		es->strings = NULL;
-		es->heap = 0;
+	if (!es->nsyms) {
+		drop_symbols(es, ELF_UNREADABLE);
 		return;
 	}
+	es->state = ELF_READ;
 	s->syms_reads++;
 	s->syms_heap += es->heap;
 }

@@ -95,7 +95,7 @@ void sym_forget_exited(struct symbolizer *s);
 void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, size_t *bytes);
 
 /*
- * The most bytes of ELF symbols held between windows (8 MiB unless set).
+ * The most bytes of ELF symbols held between windows (4 MiB unless set).
  * A file's symbols are read when an address in it is first named, and
  * held at least until the next sym_trim; that drops the least recently
  * used files' until under the budget, to be read again if named again.
