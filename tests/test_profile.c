@@ -582,11 +582,52 @@ Test(profile, unwind_table_of_libc)
 	close(fd);
 }
 
-Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .timeout = 60)
+/*
+ * Of comm's samples with a user-space frame, how many name all of them: a
+ * frame is unnamed if its mappings were not known ("[unknown]+0x...") or
+ * if it lies in the program (which has a symbol table) as "prog+0x...".
+ * Of the samples that reach main, how many name hot_function.  What else
+ * a 40 ms process spends its samples on (ld.so, exit, page faults) grows
+ * with the machine's load; whether its frames are named does not.
+ */
+static void named_in_user(const struct profile *p, const char *comm, uint64_t *user,
+			  uint64_t *named, uint64_t *in_main, uint64_t *hot)
 {
-	struct profile p;
-	uint64_t all = 0, hit = 0;
+	char prog[32];
+
+	snprintf(prog, sizeof(prog), "%s+0x", comm);
+	*user = *named = *in_main = *hot = 0;
+	for (uint32_t r = 0; r < p->nrows; r++) {
+		const uint32_t *st = p->stacks[p->rows[r].stack];
+		int has_user = 0, unnamed = 0, has_main = 0, has_hot = 0;
+
+		if (strcmp(p->strings[p->rows[r].comm], comm))
+			continue;
+		for (uint32_t i = 0; i < st[0]; i++) {
+			const char *name = p->strings[st[1 + i]];
+
+			if (strstr(name, "_[k]"))
+				continue;
+			has_user = 1;
+			if (!strncmp(name, "[unknown]", 9) || !strncmp(name, prog, strlen(prog)))
+				unnamed = 1;
+			has_main |= !strcmp(name, "main");
+			has_hot |= !strcmp(name, "hot_function");
+		}
+		if (!has_user)
+			continue;
+		*user += p->rows[r].count;
+		*named += unnamed ? 0 : p->rows[r].count;
+		*in_main += has_main ? p->rows[r].count : 0;
+		*hot += has_main && has_hot ? p->rows[r].count : 0;
+	}
+}
+
+Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .timeout = 120)
+{
+	uint64_t user = 0, named = 0, in_main = 0, hot = 0;
 	pid_t kids[16];
+	int round;
 
 	/*
 	 * a stream of 40 ms processes across the whole profile, however long
@@ -602,15 +643,25 @@ Test(profile, short_lived_process_is_named, .init = setup, .fini = teardown, .ti
 			usleep(110000);
 		}
 	}
-	profile_now(&p, 3 * NSEC_PER_SEC, 999);
+	/* 3 s profiles until 40 samples: a busy machine gives a 40 ms process few */
+	for (round = 0; round < 6 && user < 40; round++) {
+		struct profile p;
+		uint64_t u, n, m, h;
+
+		profile_now(&p, 3 * NSEC_PER_SEC, 999);
+		named_in_user(&p, "flhotfp", &u, &n, &m, &h);
+		user += u, named += n, in_main += m, hot += h;
+		profile_free(&p);
+	}
 	kill(prof, SIGKILL);
 	waitpid(prof, NULL, 0);
-	share_of(&p, "flhotfp", "hot_function", &all, &hit);
-	cr_log_info("40 ms processes: %llu/%llu samples name hot_function",
-		    (unsigned long long)hit, (unsigned long long)all);
-	cr_assert_gt(all, 0, "no samples of the short-lived processes");
-	cr_assert_geq(hit * 100, all * 60, "short-lived processes' frames were not named");
-	profile_free(&p);
+	cr_log_info("40 ms processes, %d profile(s): %llu/%llu samples in user space named, "
+		    "%llu/%llu in main name hot_function", round, (unsigned long long)named,
+		    (unsigned long long)user, (unsigned long long)hot, (unsigned long long)in_main);
+	cr_assert_geq(user, 20, "too few samples of the short-lived processes: %llu",
+		      (unsigned long long)user);
+	cr_assert_geq(named * 100, user * 75, "short-lived processes' frames were not named");
+	cr_assert_geq(hot * 100, in_main * 75, "their hot function was not named under main");
 }
 
 /*
