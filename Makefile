@@ -53,7 +53,7 @@ LDFLAGS += -Wl,-z,relro,-z,now
 ifneq ($(SAN),1)
 CFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LDLIBS := -lbpf -lelf -lz -lzstd -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lssl -lcrypto -lmicrohttpd -lcrypt -lpthread -lm
+LDLIBS := -lbpf -lelf -lz -lzstd -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lssl -lcrypto -lmicrohttpd -lcrypt -lsnappy -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -75,7 +75,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/bpf/%.bpf.o)
 SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(OUT)/%.skel.h)
 PROBE_SRCS := $(wildcard probes/*.c)
-PROBE_OBJS := $(PROBE_SRCS:%.c=$(OUT)/%.o) $(OUT)/gen/metrics.pb-c.o
+PROBE_OBJS := $(PROBE_SRCS:%.c=$(OUT)/%.o) $(OUT)/gen/metrics.pb-c.o $(OUT)/gen/remote.pb-c.o
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(OUT)/%.o)
 ALERTER_OBJS := $(OUT)/alerter/config.o $(OUT)/alerter/alert_view.o $(OUT)/alerter/receiver.o $(OUT)/alerter/route.o $(OUT)/alerter/inhibit.o $(OUT)/alerter/time_interval.o $(OUT)/alerter/evidence.o $(OUT)/alerter/url.o $(OUT)/alerter/payload.o $(OUT)/alerter_default_config.o
@@ -174,15 +174,16 @@ $(OUT)/gen/profile.pb-c.o: $(OUT)/gen/profile.pb-c.c
 
 $(MODEL_OBJS) $(STORE_OBJS) $(TEST_BINS): $(OUT)/gen/profile.pb-c.h
 
-# Prometheus' protobuf exposition (native histograms on /metrics), the same way.
-$(OUT)/gen/metrics.pb-c.c $(OUT)/gen/metrics.pb-c.h: proto/metrics.proto | check-deps
+# Prometheus' protobuf exposition (native histograms on /metrics) and its
+# remote write request, the same way.
+$(OUT)/gen/%.pb-c.c $(OUT)/gen/%.pb-c.h: proto/%.proto | check-deps
 	@mkdir -p $(OUT)/gen
 	protoc-c --proto_path=proto --c_out=$(OUT)/gen $<
 
-$(OUT)/gen/metrics.pb-c.o: $(OUT)/gen/metrics.pb-c.c
+$(OUT)/gen/metrics.pb-c.o $(OUT)/gen/remote.pb-c.o: $(OUT)/gen/%.pb-c.o: $(OUT)/gen/%.pb-c.c
 	$(CC) -O2 -g -std=gnu11 $(if $(filter 1,$(SAN)),-fsanitize=address$(,)undefined) -I$(OUT)/gen -c $< -o $@
 
-$(PROBE_OBJS) $(TEST_BINS): $(OUT)/gen/metrics.pb-c.h
+$(PROBE_OBJS) $(TEST_BINS): $(OUT)/gen/metrics.pb-c.h $(OUT)/gen/remote.pb-c.h
 
 # The embedded default probe config is etc/probe.yaml itself.
 $(OUT)/probe_default_config.c: etc/probe.yaml scripts/embed.sh

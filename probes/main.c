@@ -57,6 +57,7 @@ struct probe {
 	struct loop *loop;
 	struct store *store;
 	struct metrics_server *metrics;
+	struct remote_write *rw;	/* remote_write.url set: the tier out to a TSDB */
 	const struct collector *coll[N_COLLECTORS];
 	void *priv[N_COLLECTORS];
 	size_t ncoll;
@@ -154,6 +155,20 @@ static int collect(struct probe *p, struct snapshot *s)
 	snapshot_add_counter(s, "probe.store_errors", st.errors, NULL);
 	snapshot_add_gauge(s, "probe.store_spooled", (double)st.spooled, NULL);
 	snapshot_add_gauge(s, "probe.store_connected", st.connected, NULL);
+	if (p->rw) {
+		struct remote_write_stats rs;
+
+		remote_write_get_stats(p->rw, &rs);
+		snapshot_add_counter(s, "probe.remote_write_samples", rs.sent, "outcome", "sent",
+				     NULL);
+		snapshot_add_counter(s, "probe.remote_write_samples", rs.failed, "outcome",
+				     "failed", NULL);
+		snapshot_add_counter(s, "probe.remote_write_samples", rs.dropped, "outcome",
+				     "dropped", NULL);
+		snapshot_add_counter(s, "probe.remote_write_retries", rs.retries, NULL);
+		snapshot_add_gauge(s, "probe.remote_write_pending", (double)rs.pending, NULL);
+		snapshot_add_gauge(s, "probe.remote_write_last_sent", (double)rs.last_sent_ms, NULL);
+	}
 	p->last_collect_ns = time_mono_ns() - t0;
 	return 0;
 }
@@ -253,6 +268,8 @@ static void take_snapshot(struct probe *p, uint64_t missed)
 			p->coll[i]->publish(p->priv[i], p->store, p->cfg.host);
 	if (rollup_cascade(p->tiers, 2, &s, put_rollup, p))
 		log_warn("rollups: out of memory");
+	if (p->rw && remote_write_offer(p->rw, &s) < 0)
+		log_warn("remote write: out of memory; this tier's samples are not sent");
 	if (p->metrics) {
 		strbuf_reset(&p->prom);
 		prom_render(&s, &p->cfg.buckets, &p->prom);
@@ -682,6 +699,19 @@ static int probe_start(struct probe *p, const int *sigs)
 		log_error("%s", err);
 		return -1;
 	}
+	if (p->cfg.remote_write.url[0]) {
+		char tier[32];
+
+		p->rw = remote_write_open(&p->cfg.remote_write, p->cfg.host, p->cfg.labels,
+					  p->cfg.nlabels, &p->cfg.buckets, err, sizeof(err));
+		if (!p->rw) {
+			log_error("%s", err);
+			return -1;
+		}
+		log_info("remote write: every series each %s to %s",
+			 duration_format(p->cfg.remote_write.tier_ns, tier, sizeof(tier)),
+			 p->cfg.remote_write.url);
+	}
 	if (rollup_init(&p->tiers[0], p->cfg.host, 60) ||
 	    rollup_init(&p->tiers[1], p->cfg.host, 3600)) {
 		log_error("out of memory");
@@ -723,6 +753,7 @@ static int probe_start(struct probe *p, const int *sigs)
 static void probe_free(struct probe *p)
 {
 	metrics_server_stop(p->metrics);
+	remote_write_close(p->rw, 0);
 	loop_free(p->loop);
 	if (p->store)
 		store_close(p->store);
@@ -789,6 +820,8 @@ int main(int argc, char **argv)
 		log_warn("exiting with %llu snapshot(s) not yet in Redis (it is unreachable)",
 			 (unsigned long long)st.spooled);
 	}
+	remote_write_close(p.rw, 3 * NSEC_PER_SEC);
+	p.rw = NULL;
 out:
 	probe_free(&p);
 	return rc;

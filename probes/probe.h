@@ -16,6 +16,7 @@
 #include "core/config_schema.h"
 #include "core/config.h"
 #include "probes/prom.h"
+#include "probes/remote_write.h"
 #include "model/snapshot.h"
 #include "store/store.h"
 
@@ -52,6 +53,7 @@ struct probe_config {
 	uint64_t drive_timeout_ns;
 	char *smartctl;
 	struct prom_buckets buckets;	/* /metrics histogram bounds (metrics_buckets) */
+	struct remote_write_config remote_write;	/* url "": off */
 };
 
 /* The embedded default config (etc/probe.yaml), NUL-terminated. */

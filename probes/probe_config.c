@@ -185,6 +185,35 @@ static int parse_host(const struct cfg *c, const struct cfg_node *map, const cha
 	return ret;
 }
 
+/* remote_write.tier: one of the tiers the probe keeps. */
+static int parse_rw_tier(const struct cfg *c, const struct cfg_node *map, const char *key,
+			 void *base, char *err, size_t errlen)
+{
+	struct probe_config *cfg = base;
+	uint64_t *t = &cfg->remote_write.tier_ns;
+	int ret = cfg_duration(c, map, key, t, err, errlen);
+
+	if (!ret && *t != NSEC_PER_SEC && *t != 60 * NSEC_PER_SEC && *t != 3600 * NSEC_PER_SEC)
+		ret = cfg_error(c, cfg_get(map, key), err, errlen,
+				"%s: expected 1s, 1m or 1h (a tier the probe keeps)", key);
+	return ret;
+}
+
+/* remote_write.url: empty, or an http(s) URL. */
+static int parse_rw_url(const struct cfg *c, const struct cfg_node *map, const char *key,
+			void *base, char *err, size_t errlen)
+{
+	struct probe_config *cfg = base;
+	char **u = &cfg->remote_write.url;
+	int ret = cfg_string(c, map, key, u, err, errlen);
+
+	if (!ret && (*u)[0] && strncmp(*u, "http://", 7) && strncmp(*u, "https://", 8))
+		ret = cfg_error(c, cfg_get(map, key), err, errlen,
+				"%s: expected an http:// or https:// URL (the receiver's "
+				"/api/v1/write), found '%s'", key, *u);
+	return ret;
+}
+
 #define PC struct probe_config
 #define DAY (86400 * NSEC_PER_SEC)
 /* etc/probe.yaml, key by key: parsing, the unknown-key message and the reference. */
@@ -218,6 +247,29 @@ const struct cfg_field probe_config_schema[] = {
 		     "How long 1 min rollups are kept"),
 	CFG_DURATION("retention.s3600", PC, retention_ns[2], (60 * NSEC_PER_SEC), 3650 * DAY,
 		     "How long 1 h rollups are kept"),
+	CFG_CUSTOM_AT("remote_write.url", parse_rw_url, "string", CFG_F_STRING, PC, remote_write.url,
+		      "Prometheus remote write receiver (http(s)://.../api/v1/write); empty: off"),
+	CFG_CUSTOM_AT("remote_write.tier", parse_rw_tier, "duration", CFG_F_DURATION, PC,
+		      remote_write.tier_ns, "Which tier is written: one sample per series "
+		      "every 1s, 1m or 1h"),
+	CFG_DURATION("remote_write.timeout", PC, remote_write.timeout_ns, 100 * NSEC_PER_MSEC,
+		     600 * NSEC_PER_SEC, "One request, answer included"),
+	CFG_UINT("remote_write.queue_samples", PC, remote_write.queue_samples, 100, 10000000,
+		 "Samples held while the receiver is away; the oldest are dropped past it"),
+	CFG_UINT("remote_write.max_samples_per_send", PC, remote_write.max_samples_per_send, 1,
+		 1000000, "Samples in one request at most"),
+	CFG_DURATION("remote_write.min_backoff", PC, remote_write.min_backoff_ns, NSEC_PER_MSEC,
+		     600 * NSEC_PER_SEC, "First wait before a retry"),
+	CFG_DURATION("remote_write.max_backoff", PC, remote_write.max_backoff_ns, NSEC_PER_MSEC,
+		     3600 * NSEC_PER_SEC, "Longest wait between retries"),
+	CFG_STRING("remote_write.bearer_token_file", PC, remote_write.bearer_token_file,
+		   "File holding a bearer token sent as Authorization; empty: none"),
+	CFG_STRING("remote_write.basic_auth.username", PC, remote_write.basic_auth_username,
+		   "Basic auth user; empty: none"),
+	CFG_STRING("remote_write.basic_auth.password_file", PC,
+		   remote_write.basic_auth_password_file, "File holding the basic auth password"),
+	CFG_STRING("remote_write.tls.ca_file", PC, remote_write.ca_file,
+		   "CA certificates for an https receiver; empty: the system's"),
 	CFG_UINT("spool.max_snapshots", PC, spool_max_snapshots, 1, 10000000,
 		 "Snapshots held while Redis is away"),
 	CFG_UINT("spool.max_bytes", PC, spool_max_bytes, 4096, 1ULL << 40,
@@ -284,6 +336,15 @@ int probe_config_defaults(struct probe_config *cfg, char *err, size_t errlen)
 	cfg->smartctl = strdup("/usr/sbin/smartctl");
 	cfg->spool_path = strdup("");
 	cfg->profile_unwind_cache = strdup("");
+	cfg->remote_write.url = strdup("");
+	cfg->remote_write.bearer_token_file = strdup("");
+	cfg->remote_write.basic_auth_username = strdup("");
+	cfg->remote_write.basic_auth_password_file = strdup("");
+	cfg->remote_write.ca_file = strdup("");
+	if (!cfg->remote_write.url || !cfg->remote_write.bearer_token_file ||
+	    !cfg->remote_write.basic_auth_username || !cfg->remote_write.basic_auth_password_file ||
+	    !cfg->remote_write.ca_file)
+		return -ENOMEM;
 	if (!cfg->host || !cfg->redis_url || !cfg->metrics_addr || !cfg->web_config ||
 	    !cfg->log_level || !cfg->smartctl || !cfg->spool_path || !cfg->profile_unwind_cache)
 		return -ENOMEM;
@@ -313,6 +374,11 @@ void probe_config_free(struct probe_config *cfg)
 	free(cfg->smartctl);
 	free(cfg->spool_path);
 	free(cfg->profile_unwind_cache);
+	free(cfg->remote_write.url);
+	free(cfg->remote_write.bearer_token_file);
+	free(cfg->remote_write.basic_auth_username);
+	free(cfg->remote_write.basic_auth_password_file);
+	free(cfg->remote_write.ca_file);
 	free_string_map(&cfg->labels, &cfg->nlabels);
 	free_string_map(&cfg->deploy_watch, &cfg->ndeploy_watch);
 	memset(cfg, 0, sizeof(*cfg));

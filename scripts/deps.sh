@@ -18,7 +18,7 @@ libcurl4-openssl-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler \
 libnl-3-dev libnl-route-3-dev libpcre2-dev libatasmart-dev smartmontools libjson-c-dev \
 libcriterion-dev libfuse3-dev fuse3 fio iproute2 util-linux kmod \
 protobuf-compiler libxml2-utils chromium python3 prometheus-alertmanager prometheus curl \
-bash-completion groff-base lintian libmicrohttpd-dev libcrypt-dev nodejs \
+bash-completion groff-base lintian libmicrohttpd-dev libcrypt-dev libsnappy-dev nodejs \
 xz-utils openssl golang-go"
 BENCH_PKGS="prometheus-node-exporter libbpf-tools valgrind python3 linux-perf"
 

@@ -58,7 +58,13 @@ static void *rx_main(void *arg)
 			struct request *r = &rx.req[rx.n++];
 
 			snprintf(r->headers, sizeof(r->headers), "%.*s", (int)(hend - buf), buf);
-			r->body = strndup(hend + 4, (size_t)clen);
+			/* bodies may be binary (remote write): kept whole, with their length */
+			r->body = malloc((size_t)clen + 1);
+			if (r->body) {
+				memcpy(r->body, hend + 4, (size_t)clen);
+				r->body[clen] = '\0';
+			}
+			r->body_len = (size_t)clen;
 			r->status = status;
 			r->at_ns = time_mono_ns();
 		}

@@ -13,7 +13,8 @@
 
 struct request {
 	char headers[4096];
-	char *body;
+	char *body;		/* NUL-terminated, body_len bytes before it */
+	size_t body_len;
 	int status;		/* what we answered */
 	uint64_t at_ns;
 };

@@ -106,7 +106,13 @@ Test(config, errors_name_file_line_column_and_key)
 		  "probe.yaml:2:13: smartclt: unknown key (valid here: interval, timeout, smartctl)" },
 		{ "colour: red\n", "colour: unknown key (valid here: host, interval, page_watch, redis, "
 		  "redis_timeout, metrics_addr, web_config, metrics_buckets, bpf, log_level, labels, "
-		  "deploy_watch, retention, spool, block, drive, profile)" },
+		  "deploy_watch, retention, remote_write, spool, block, drive, profile)" },
+		{ "remote_write:\n  url: localhost:9090\n",
+		  "probe.yaml:2:8: url: expected an http:// or https:// URL" },
+		{ "remote_write:\n  tier: 5m\n", "probe.yaml:2:9: tier: expected 1s, 1m or 1h" },
+		{ "remote_write:\n  queue: 5\n", "probe.yaml:2:10: queue: unknown key (valid here: url, "
+		  "tier, timeout, queue_samples, max_samples_per_send, min_backoff, max_backoff, "
+		  "bearer_token_file, basic_auth, tls)" },
 		{ "a: &x 1\nb: *x\n", "aliases are not supported" },
 		{ "labels:\n  rack: [1]\n", "labels.rack: expected a string value" },
 		{ "labels:\n  \"\": r1\n", "labels: keys must be non-empty" },

@@ -176,6 +176,15 @@ const struct metric_info catalog[] = {
 	  "Snapshots waiting to be written to Redis." },
 	{ "faultline_probe_store_connected", "probe.store_connected", SERIES_GAUGE, UNIT_NONE, 1, "",
 	  "1 while the probe has a working Redis connection." },
+	{ "faultline_probe_remote_write_samples_total", "probe.remote_write_samples", SERIES_COUNTER, UNIT_NONE, 1, "outcome",
+	  "Samples offered to remote write, by outcome: sent (the receiver took them), failed "
+	  "(refused with a 4xx, logged) or dropped (the queue was full, or the probe exited)." },
+	{ "faultline_probe_remote_write_retries_total", "probe.remote_write_retries", SERIES_COUNTER, UNIT_NONE, 1, "",
+	  "Remote write requests sent again after a 5xx, a 429 or no answer." },
+	{ "faultline_probe_remote_write_pending_samples", "probe.remote_write_pending", SERIES_GAUGE, UNIT_NONE, 1, "",
+	  "Samples waiting for the remote write receiver." },
+	{ "faultline_probe_remote_write_last_sent_timestamp_seconds", "probe.remote_write_last_sent", SERIES_GAUGE, UNIT_SECONDS, 1e-3, "",
+	  "When the receiver last took a request (Unix time; 0: never)." },
 	{ NULL, NULL, 0, 0, 0, NULL, NULL },
 };
 
