@@ -1,25 +1,24 @@
 /*
  * symbolize.c - addresses to names; see symbolize.h.
  *
- * Everything is looked up by binary search over sorted arrays: kallsyms
- * once, each ELF's function symbols once per build id, each process's
- * executable mappings once per process.
+ * Everything is looked up by binary search over sorted arrays: the
+ * kernel's names (kernel_syms.h), each ELF file's function symbols once
+ * per build id (elf_syms.h; read when first named, dropped past the
+ * budget), each process's executable mappings once per process.
  */
 #include "probes/symbolize.h"
 
 #include "probes/build_id.h"
+#include "probes/elf_syms.h"
 #include "probes/kernel_syms.h"
 #include "probes/perfmap.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <libelf.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/array.h"
@@ -27,38 +26,6 @@
 
 #define MAX_PROCS 4096
 #define SYM_DEFAULT_BUDGET (4u << 20)	/* etc/probe.yaml's profile.symbol_bytes */
-
-struct esym {
-	uint64_t addr, size;
-	const char *name;
-};
-
-struct phdr {
-	uint64_t offset, vaddr, filesz;
-};
-
-/*
- * A file some process maps.  Its symbols are read the first time an
- * address in it is named (most of what a process maps is never sampled),
- * and dropped again, least recently used first, when all files' symbols
- * would hold more than the symbolizer's budget.
- */
-struct elf_syms {
-	char key[160];		/* the build id, or "ino:DEV:INO:MTIME" without one */
-	int used;		/* sym_expire's mark: a process still maps it */
-	int state;		/* ELF_UNREAD, ELF_READ, ELF_UNREADABLE */
-	uint64_t last_use;	/* symbolizer.use_clock when it last named an address */
-	size_t heap;		/* bytes allocated for strings and syms */
-	char path[256];		/* as the first process that mapped it names it */
-	char *open_path;	/* where it was opened (through /proc/PID/root) */
-	char *strings;		/* one buffer for all names */
-	struct esym *syms;
-	size_t nsyms;
-	struct phdr *phdrs;
-	size_t nphdrs;
-};
-
-enum { ELF_UNREAD, ELF_READ, ELF_UNREADABLE };
 
 struct mapping {
 	uint64_t start, end, offset;
@@ -127,15 +94,6 @@ static void proc_remove(struct symbolizer *s, size_t i)
 	memset(&s->procs[s->nprocs], 0, sizeof(s->procs[0]));
 }
 
-static void elf_syms_free(struct elf_syms *es)
-{
-	free(es->strings);
-	free(es->syms);
-	free(es->phdrs);
-	free(es->open_path);
-	free(es);
-}
-
 void sym_free(struct symbolizer *s)
 {
 	if (!s)
@@ -185,202 +143,31 @@ int sym_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len)
 
 /* ---- ELF --------------------------------------------------------------- */
 
-static int esym_cmp(const void *a, const void *b)
-{
-	uint64_t x = ((const struct esym *)a)->addr, y = ((const struct esym *)b)->addr;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The PT_LOAD headers of an open ELF into es: file offsets to addresses. */
-static void read_phdrs(Elf *e, struct elf_syms *es)
-{
-	size_t nph = 0;
-
-	if (elf_getphdrnum(e, &nph))
-		return;
-	es->phdrs = calloc(nph + 1, sizeof(*es->phdrs));
-	for (size_t i = 0; es->phdrs && i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			es->phdrs[es->nphdrs].offset = ph.p_offset;
-			es->phdrs[es->nphdrs].vaddr = ph.p_vaddr;
-			es->phdrs[es->nphdrs].filesz = ph.p_filesz;
-			es->nphdrs++;
-		}
-	}
-}
-
-/* Function symbols of an open ELF: sorted into *syms, names in *strings. */
-static void read_symbols(Elf *e, struct esym **syms, size_t *nsyms, char **strings,
-			 size_t *heap)
-{
-	size_t total = 0, cap = 0, strcap = 0, strlen_total = 0;
-	Elf_Scn *scn = NULL;
-	struct esym *tmp = NULL;
-	char *str = NULL;
-
-	/* names are copied into one buffer: offsets first, pointers after */
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *name;
-			size_t nl;
-
-			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    !sym.st_value || !(name = elf_strptr(e, sh.sh_link, sym.st_name)) ||
-			    !*name)
-				continue;
-			nl = strlen(name) + 1;
-			if (ARRAY_GROW(tmp, cap, total + 1, 1024) ||
-			    ARRAY_GROW(str, strcap, strlen_total + nl, 16384))
-				break;
-			memcpy(str + strlen_total, name, nl);
-			tmp[total].addr = sym.st_value;
-			tmp[total].size = sym.st_size;
-			tmp[total].name = (const char *)(uintptr_t)strlen_total;
-			strlen_total += nl;
-			total++;
-		}
-	}
-	/* held until the file is dropped: no room to spare */
-	if (total && total < cap) {
-		struct esym *fit = realloc(tmp, total * sizeof(*tmp));
-
-		if (fit) {
-			tmp = fit;
-			cap = total;
-		}
-	}
-	if (strlen_total && strlen_total < strcap) {
-		char *fit = realloc(str, strlen_total);
-
-		if (fit) {
-			str = fit;
-			strcap = strlen_total;
-		}
-	}
-	for (size_t i = 0; i < total; i++)
-		tmp[i].name = str + (uintptr_t)tmp[i].name;
-	if (total)
-		qsort(tmp, total, sizeof(*tmp), esym_cmp);
-	*syms = tmp;
-	*nsyms = total;
-	*strings = str;
-	*heap = strcap + cap * sizeof(*tmp);
-}
-
-/* The cache key of an open ELF: its build id, or where and when it was written. */
-static void elf_key(Elf *e, const struct stat *st, char *key, size_t len)
-{
-	if (build_id_of_elf(e, key, len))
-		snprintf(key, len, "ino:%llu:%llu:%lld", (unsigned long long)st->st_dev,
-			 (unsigned long long)st->st_ino, (long long)st->st_mtime);
-}
-
 /*
- * The file at path (as seen from the process), known by its key: its
- * program headers are read now, its symbols when an address in it is
- * first named (elf_read_symbols).
+ * The file at path (as seen from the process), one entry per key however
+ * many processes map it; its symbols are read when first named.
  */
 static struct elf_syms *elf_of(struct symbolizer *s, const char *path)
 {
-	char key[160];
-	struct elf_syms *es, **n;
-	struct stat st;
+	struct elf_syms *es = elf_syms_open(path), **n;
 	uint32_t idx;
-	Elf *e;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		if (fd >= 0)
-			close(fd);
+	if (!es)
 		return NULL;
-	}
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e) {
-		close(fd);
-		return NULL;
-	}
-	elf_key(e, &st, key, sizeof(key));
-	if (strmap_get(&s->elf_index, key, &idx)) {
-		elf_end(e);
-		close(fd);
+	if (strmap_get(&s->elf_index, es->key, &idx)) {
+		elf_syms_free(es);
 		return s->elfs[idx];
 	}
-	es = calloc(1, sizeof(*es));
 	n = realloc(s->elfs, (s->nelfs + 1) * sizeof(*n));
-	if (n)
-		s->elfs = n;
-	if (!es || !n || !(es->open_path = strdup(path))) {
-		free(es);
-		elf_end(e);
-		close(fd);
+	if (!n) {
+		elf_syms_free(es);
 		return NULL;
 	}
-	snprintf(es->key, sizeof(es->key), "%s", key);
-	{
-		/* the path in the process's own mount namespace, not /proc/PID/root/... */
-		const char *in = path;
-
-		if (!strncmp(in, "/proc/", 6) && (in = strstr(in + 6, "/root/")))
-			in += 5;
-		else
-			in = path;
-		snprintf(es->path, sizeof(es->path), "%s", in);
-	}
-	read_phdrs(e, es);
-	elf_end(e);
-	close(fd);
+	s->elfs = n;
 	s->elfs[s->nelfs] = es;
-	strmap_put(&s->elf_index, key, (uint32_t)s->nelfs);
+	strmap_put(&s->elf_index, es->key, (uint32_t)s->nelfs);
 	s->nelfs++;
 	return es;
-}
-
-/*
- * Read the symbols of path into es if it is es's file (the same key): 1
- * if read, 0 if not.
- */
-static int read_symbols_at(struct elf_syms *es, const char *path)
-{
-	char key[160];
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), same;
-	Elf *e;
-
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) || !(e = elf_begin(fd, ELF_C_READ, NULL))) {
-		close(fd);
-		return 0;
-	}
-	elf_key(e, &st, key, sizeof(key));
-	same = !strcmp(key, es->key);
-	if (same)
-		read_symbols(e, &es->syms, &es->nsyms, &es->strings, &es->heap);
-	elf_end(e);
-	close(fd);
-	return same;
-}
-
-/* Free es's symbols (not its key or headers) and leave it in state. */
-static void drop_symbols(struct elf_syms *es, int state)
-{
-	free(es->syms);
-	free(es->strings);
-	es->syms = NULL;
-	es->strings = NULL;
-	es->nsyms = es->heap = 0;
-	es->state = state;
 }
 
 /*
@@ -403,58 +190,8 @@ static void make_room(struct symbolizer *s, const struct elf_syms *keep)
 		if (!old)
 			return;
 		s->syms_heap -= old->heap;
-		drop_symbols(old, ELF_UNREAD);
+		elf_syms_drop(old, ELF_UNREAD);
 	}
-}
-
-/*
- * Read es's symbols: from where a process mapped it, else the same file
- * in this namespace (the process is gone); separate debug info (a
- * stripped binary's full .symtab) when installed and larger.
- */
-static void elf_read_symbols(struct symbolizer *s, struct elf_syms *es)
-{
-	char dbg[256];
-	int fd;
-
-	if (!read_symbols_at(es, es->open_path))
-		read_symbols_at(es, es->path);
-	if (strncmp(es->key, "ino:", 4) != 0) {
-		snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", es->key,
-			 es->key + 2);
-		fd = open(dbg, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-
-			if (e) {
-				struct esym *syms;
-				size_t nsyms, heap;
-				char *strings;
-
-				read_symbols(e, &syms, &nsyms, &strings, &heap);
-				if (nsyms > es->nsyms) {
-					free(es->syms);
-					free(es->strings);
-					es->syms = syms;
-					es->strings = strings;
-					es->nsyms = nsyms;
-					es->heap = heap;
-				} else {
-					free(syms);
-					free(strings);
-				}
-				elf_end(e);
-			}
-			close(fd);
-		}
-	}
-	if (!es->nsyms) {
-		drop_symbols(es, ELF_UNREADABLE);
-		return;
-	}
-	es->state = ELF_READ;
-	s->syms_reads++;
-	s->syms_heap += es->heap;
 }
 
 /* ---- processes --------------------------------------------------------- */
@@ -622,27 +359,6 @@ int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm)
 	return sym_process(s, pid, comm);
 }
 
-static const struct esym *elf_lookup(const struct elf_syms *es, uint64_t vaddr)
-{
-	size_t lo = 0, hi = es->nsyms;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (es->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	const struct esym *e = &es->syms[lo - 1];
-
-	if (e->size && vaddr >= e->addr + e->size)
-		return NULL;
-	return e;
-}
-
 /*
  * A name for addr from p's perf map (code a JIT made), looked for the
  * first time one is needed.
@@ -689,22 +405,17 @@ int sym_user_where(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf,
 		}
 		if (m->elf) {
 			m->elf->last_use = ++s->use_clock;
-			if (m->elf->state == ELF_UNREAD)
-				elf_read_symbols(s, m->elf);
+			if (m->elf->state == ELF_UNREAD && elf_syms_read(m->elf)) {
+				s->syms_reads++;
+				s->syms_heap += m->elf->heap;
+			}
 		}
 		if (m->elf && m->elf->state == ELF_READ) {
-			for (size_t k = 0; k < m->elf->nphdrs; k++) {
-				const struct phdr *ph = &m->elf->phdrs[k];
-				const struct esym *e;
+			const struct elf_sym *e = elf_syms_at(m->elf, file_off);
 
-				if (file_off < ph->offset || file_off >= ph->offset + ph->filesz)
-					continue;
-				e = elf_lookup(m->elf, file_off - ph->offset + ph->vaddr);
-				if (e) {
-					snprintf(buf, len, "%s", e->name);
-					return 1;
-				}
-				break;
+			if (e) {
+				snprintf(buf, len, "%s", e->name);
+				return 1;
 			}
 		}
 		/* anonymous executable memory: what a JIT compiled, if it says */
@@ -850,7 +561,7 @@ void sym_cache_stats(const struct symbolizer *s, size_t *procs, size_t *files, s
 
 	for (size_t i = 0; i < s->nelfs; i++)
 		b += sizeof(*s->elfs[i]) + s->elfs[i]->heap +
-		     s->elfs[i]->nphdrs * sizeof(*s->elfs[i]->phdrs);
+		     s->elfs[i]->nloads * sizeof(*s->elfs[i]->loads);
 	*procs = s->nprocs;
 	*files = s->nelfs;
 	*bytes = b;
