@@ -349,6 +349,31 @@ int test_free_port(void)
 	return port;
 }
 
+pid_t test_prometheus_start(const char *dir, int port, const char *flag)
+{
+	pid_t pid;
+
+	if (test_sh("command -v prometheus >/dev/null") != 0)
+		cr_skip_test("prometheus is not installed (make deps installs Debian's)");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char data[600], listen[64], conf[600], log[600];
+		int fd;
+
+		snprintf(data, sizeof(data), "--storage.tsdb.path=%s/data", dir);
+		snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%d", port);
+		snprintf(conf, sizeof(conf), "--config.file=%s/prometheus.yml", dir);
+		snprintf(log, sizeof(log), "%s/prometheus.log", dir);
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execlp("prometheus", "prometheus", conf, data, listen, flag, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
 int test_scrape(int port, char *buf, size_t len)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };

@@ -131,6 +131,14 @@ void test_events_free(struct test_events *ev);
 int test_free_port(void);
 
 /*
+ * Debian's prometheus on 127.0.0.1:port: its config dir/prometheus.yml
+ * (the caller writes it), its TSDB in dir/data, its output in
+ * dir/prometheus.log, and one more flag (NULL: none).  Returns its pid;
+ * skips the test when prometheus is not installed (make deps installs it).
+ */
+pid_t test_prometheus_start(const char *dir, int port, const char *flag);
+
+/*
  * Certificates for TLS tests, made with openssl(1) in dir: ca.crt (a CA),
  * server.crt/server.key (signed by it, for 127.0.0.1, ::1 and localhost),
  * client.crt/client.key (signed by it) and other-ca.crt (a CA that signed

@@ -269,8 +269,6 @@ Test(metrics_server, prometheus_scrapes_native_histograms, .fini = stop_promethe
 	int port, pport = test_free_port(), found = 0;
 	double p50 = 0, p99 = 0;
 
-	if (test_sh("command -v prometheus >/dev/null") != 0)
-		cr_skip_test("prometheus is not installed (make deps installs Debian's)");
 	snprintf(dir, sizeof(dir), "/tmp/fl-prom.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	m = start(NULL, &port);
@@ -278,22 +276,7 @@ Test(metrics_server, prometheus_scrapes_native_histograms, .fini = stop_promethe
 	cr_assert_eq(test_sh("printf 'global: {scrape_interval: 1s, evaluation_interval: 1s}\\n"
 			     "scrape_configs:\\n  - job_name: fl\\n    static_configs:\\n"
 			     "      - targets: [\"127.0.0.1:%d\"]\\n' > %s", port, cfg), 0);
-	prometheus_pid = fork();
-	if (prometheus_pid == 0) {
-		char data[64], listen[64], conf[320], log[64];
-		int fd;
-
-		snprintf(data, sizeof(data), "--storage.tsdb.path=%s/data", dir);
-		snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%d", pport);
-		snprintf(conf, sizeof(conf), "--config.file=%s", cfg);
-		snprintf(log, sizeof(log), "%s/prometheus.log", dir);
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execlp("prometheus", "prometheus", conf, data, listen,
-		       "--enable-feature=native-histograms", (char *)NULL);
-		_exit(127);
-	}
+	prometheus_pid = test_prometheus_start(dir, pport, "--enable-feature=native-histograms");
 	snapshot_init(&s, "h", 1000, 1000, 1, 1);
 	h = snapshot_add(&s, "block.latency", SERIES_HISTOGRAM, "device", "sda", "op", "write",
 			 NULL);

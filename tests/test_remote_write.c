@@ -469,28 +469,11 @@ static void start_prometheus(int pport)
 	struct strbuf out = STRBUF_INIT;
 	char url[128];
 
-	if (test_sh("command -v prometheus >/dev/null") != 0)
-		cr_skip_test("prometheus is not installed (make deps installs Debian's)");
 	snprintf(prom_dir, sizeof(prom_dir), "/tmp/fl-rw.XXXXXX");
 	cr_assert_not_null(mkdtemp(prom_dir));
 	cr_assert_eq(test_sh("printf 'global: {scrape_interval: 1m}\\n' > %s/prometheus.yml",
 			     prom_dir), 0);
-	prom_pid = fork();
-	if (prom_pid == 0) {
-		char data[96], listen[64], conf[96], log[96];
-		int fd;
-
-		snprintf(data, sizeof(data), "--storage.tsdb.path=%s/data", prom_dir);
-		snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%d", pport);
-		snprintf(conf, sizeof(conf), "--config.file=%s/prometheus.yml", prom_dir);
-		snprintf(log, sizeof(log), "%s/prometheus.log", prom_dir);
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execlp("prometheus", "prometheus", conf, data, listen,
-		       "--web.enable-remote-write-receiver", (char *)NULL);
-		_exit(127);
-	}
+	prom_pid = test_prometheus_start(prom_dir, pport, "--web.enable-remote-write-receiver");
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/-/ready", pport);
 	for (int i = 0; i < 300 && get(url, &out) != 200; i++)
 		usleep(100000);
