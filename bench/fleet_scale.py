@@ -20,6 +20,15 @@ in a redis-server of its own:
             7 days, s3600 90 days, p10 1 hour; an hourly rollup holds the
             same series as a minute one, so its entries are sized like
             those); and Redis's used_memory per host at each fleet size.
+  real      a real faultline-probe (BPF, defaults) on this host for
+            --real-seconds, into a Redis of its own, remote-writing its
+            1 s tier to a real Prometheus (--web.enable-remote-write-
+            receiver): each tier's bytes per entry as the probe wrote them
+            beside the simulator's, projected to the default retention, and
+            the same seconds of the same host in Prometheus' TSDB (its head
+            written out as a block by the snapshot API; meta.json's sample
+            count, the block's bytes): bytes per host-second and per sample
+            side by side.  Skipped without root or with --real-seconds 0.
   alerter   --alerts host alerts (with cpu_stacks evidence, so the alerter
             reads each host's profiles) appended to fl:alerts at once, then
             `faultline-alerter` delivers them, one notification per host, to
@@ -44,7 +53,7 @@ import tempfile
 import threading
 import time
 
-RETENTION = {"s1": 15 * 60, "s60": 7 * 24 * 60, "s3600": 90 * 24, "p10": 360}
+RETENTION = {"s1": 15 * 60, "s60": 24 * 60, "s3600": 90 * 24, "p10": 360}
 SERIES_PER_ENTRY = 30   # a simulated host's series per entry (faultline sim)
 # wave 1 (a chain of decoded snapshots per host, README history): what the
 # rules engine held per host per kept snapshot, and how many it kept under
@@ -276,6 +285,94 @@ def measure_memory(out, d, compressed):
     return {"per_entry": per_entry, "projected": proj, "costs": costs, "chunks": chunks}
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def prom_query(port, q):
+    import urllib.parse
+    import urllib.request
+    url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.parse.quote(q))
+    with urllib.request.urlopen(url, timeout=10) as r:
+        res = json.load(r)["data"]["result"]
+    return float(res[0]["value"][1]) if res else 0.0
+
+
+def measure_real_probe(out, d, seconds):
+    """A real probe for `seconds` into its own Redis, its 1 s tier remote-
+    written to a real Prometheus: Redis bytes per entry of each tier (what
+    deleting the stream frees) and Prometheus' bytes for the same seconds
+    (its head written out as a block by the admin snapshot API)."""
+    import urllib.request
+    srv, sock = start_redis(d)
+    pport = free_port()
+    pdir = os.path.join(d, "prom")
+    os.makedirs(pdir)
+    with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
+        f.write("global: {scrape_interval: 1m}\n")
+    prom = subprocess.Popen(["prometheus", "--config.file=" + os.path.join(pdir, "prometheus.yml"),
+                             "--storage.tsdb.path=" + os.path.join(pdir, "data"),
+                             "--web.listen-address=127.0.0.1:%d" % pport,
+                             "--web.enable-remote-write-receiver", "--web.enable-admin-api"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cfg = os.path.join(d, "probe.yaml")
+    with open(cfg, "w") as f:
+        f.write("remote_write:\n  url: http://127.0.0.1:%d/api/v1/write\n  tier: 1s\n" % pport)
+    probe = None
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen("http://127.0.0.1:%d/-/ready" % pport, timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        probe = subprocess.Popen([os.path.join(out, "faultline-probe"), "--config", cfg,
+                                  "--redis", "unix://" + sock, "--host", "real-1",
+                                  "--metrics-addr", "", "--log-level", "error"])
+        time.sleep(seconds)
+        probe.terminate()
+        probe.wait(timeout=30)
+        sent = prom_query(pport, 'faultline_probe_remote_write_samples_total{outcome="sent"}')
+        failed = prom_query(pport, 'sum(faultline_probe_remote_write_samples_total'
+                                   '{outcome=~"failed|dropped"})')
+        req = urllib.request.Request("http://127.0.0.1:%d/api/v1/admin/tsdb/snapshot" % pport,
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            snap = json.load(r)["data"]["name"]
+        sdir = os.path.join(pdir, "data", "snapshots", snap)
+        pbytes, psamples, pseries = 0, 0, 0
+        for block in os.listdir(sdir):
+            bdir = os.path.join(sdir, block)
+            for root, _, names in os.walk(bdir):
+                pbytes += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+            with open(os.path.join(bdir, "meta.json")) as f:
+                st = json.load(f)["stats"]
+            psamples += st.get("numSamples", 0)
+            pseries += st.get("numSeries", 0)
+        tiers = {}
+        for tier in ("s1", "s60", "p10"):
+            key = "fl:{real-1}:%s" % tier
+            n = int(redis_cmd(sock, "XLEN", key) or 0)
+            blobs = sum(len(b) for b in raw_entries(sock, key, n + 1, b"d")) if n else 0
+            # too few entries for used_memory's difference to stand above the
+            # allocator's noise: Redis's own count of the stream, every node sampled
+            used = int(redis_cmd(sock, "MEMORY", "USAGE", key, "SAMPLES", "0") or 0)
+            tiers[tier] = (n, used / n if n else 0, blobs / n if n else 0)
+    finally:
+        if probe and probe.poll() is None:
+            probe.kill()
+        prom.terminate()
+        prom.wait()
+        srv.terminate()
+        srv.wait()
+    return {"seconds": seconds, "tiers": tiers, "sent": sent, "failed": failed,
+            "prom_bytes": pbytes, "prom_samples": psamples, "prom_series": pseries}
+
+
 def measure_history(out, d, hosts, intervals):
     """The rules engine's history with the shipped rules' full window (keep_ms:
     the longest range they read, 5 min; baselines read the 1-minute tier when
@@ -364,6 +461,8 @@ def main():
     ap.add_argument("--history", type=int, default=150, help="seconds of history written")
     ap.add_argument("--intervals", type=int, default=30, help="intervals replayed and timed")
     ap.add_argument("--alerts", type=int, default=2000)
+    ap.add_argument("--real-seconds", type=int, default=300,
+                    help="seconds a real probe runs for the real-host step (0: skip)")
     ap.add_argument("--history-hosts", type=int, default=500,
                     help="hosts for the rules-history measurement (%d s each)" % HISTORY_SECONDS)
     a = ap.parse_args()
@@ -379,6 +478,13 @@ def main():
         mems.append(measure_memory(out, d, compressed))
         shutil.rmtree(d, ignore_errors=True)
     plain, mem = mems
+    real = None
+    if a.real_seconds and os.geteuid() == 0 and shutil.which("prometheus"):
+        print("fleet_scale: a real probe on this host for %d s, remote-writing its 1 s tier "
+              "to Prometheus ..." % a.real_seconds, flush=True)
+        d = tempfile.mkdtemp(prefix="fl-scale-real-")
+        real = measure_real_probe(out, d, a.real_seconds)
+        shutil.rmtree(d, ignore_errors=True)
     print("fleet_scale: rules history at the shipped rules' window (%d hosts, %d s) ..."
           % (a.history_hosts, HISTORY_SECONDS), flush=True)
     d = tempfile.mkdtemp(prefix="fl-scale-hist-")
@@ -430,6 +536,35 @@ def main():
               (t, c["chunks"], c["points"], c["blob_per_point"], c["decode_ns"]))
     for t, line in sorted(mem["costs"].items()):
         print("  decode %s: %s" % (t, line))
+    if real:
+        t = real["tiers"]
+        n1 = t["s1"][0]
+        per_s = real["sent"] / n1 if n1 else 0
+        print("\nfleet_scale: a real probe (this host, %d s, defaults), Redis bytes per entry "
+              "as written, beside the simulator's" % real["seconds"])
+        print("  %-6s %9s %12s %12s %14s %14s" % ("tier", "entries", "real B/e", "sim B/e",
+                                                 "real MB/host", "sim MB/host"))
+        for tier in ("s1", "s60", "p10"):
+            n, b, blob = t[tier]
+            print("  %-6s %9d %12.0f %12.0f %14.2f %14.2f   (blob %.0f B)" %
+                  (tier, n, b, mem["per_entry"][tier], b * RETENTION[tier] / 1e6,
+                   p[tier] / 1e6, blob))
+        print("  (real B/e: MEMORY USAGE of the stream per entry; real MB/host: entries at the "
+              "default retention, s1 %d, s60 %d, p10 %d; an ended hour of minutes is a chunk, "
+              "smaller still)" % (RETENTION["s1"], RETENTION["s60"], RETENTION["p10"]))
+        if real["prom_samples"] and n1:
+            pb_s = real["prom_bytes"] / real["seconds"]
+            print("  the same host's 1 s tier in Prometheus' TSDB (remote write, %d series, %d "
+                  "samples, %d failed or dropped): %.0f bytes a host-second (%.2f a sample) "
+                  "against faultline's s1 %.0f (%.2f a sample of the %.0f a second it sent): "
+                  "%.2fx" %
+                  (real["prom_series"], real["prom_samples"], real["failed"], pb_s,
+                   real["prom_bytes"] / real["prom_samples"], t["s1"][1],
+                   t["s1"][1] / per_s if per_s else 0, per_s, t["s1"][1] / pb_s))
+        print("  (Prometheus holds each histogram as its %d classic buckets; faultline's s1 "
+              "keeps the fleet layout's, 16 per power of two.  A block of %d s carries its "
+              "index whole, which a 2 h block spreads over 24x the samples)" %
+              (26, real["seconds"]))
     w1 = WAVE1_BYTES_PER_SNAPSHOT * WAVE1_POINTS
     print("\nfleet_scale: rules history, shipped rules, %d hosts x %d s (the engine keeps "
           "%.0f points per host: every second of 5 min; baselines read the 1-minute tier)" %

@@ -35,6 +35,8 @@ struct probe_config {
 	struct label *deploy_watch;	/* service -> executable path */
 	uint32_t ndeploy_watch;
 	uint64_t retention_ns[STORE_TIERS];
+	uint64_t retention_p10_ns;	/* profile windows and I/O stacks */
+	uint64_t retention_p3600_ns;	/* hourly profiles */
 	uint64_t spool_max_snapshots;
 	uint64_t spool_max_bytes;
 	char *spool_path;		/* "": memory only */

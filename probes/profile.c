@@ -471,6 +471,8 @@ static int profile_open(void **priv, const struct probe_config *cfg, char *err, 
 	snprintf(pr->redis_url, sizeof(pr->redis_url), "%s", cfg->redis_url);
 	pr->window_ns = cfg->profile_window_ns;
 	pr->hourly_top = (uint32_t)cfg->profile_hourly_top;
+	pr->retention_ms[0] = cfg->retention_p10_ns / NSEC_PER_MSEC;
+	pr->retention_ms[1] = cfg->retention_p3600_ns / NSEC_PER_MSEC;
 	pr->unwind_rows = (uint32_t)cfg->profile_unwind_rows;
 	pr->symbol_bytes = cfg->profile_symbol_bytes;
 	snprintf(pr->unwind_cache, sizeof(pr->unwind_cache), "%s", cfg->profile_unwind_cache);
@@ -527,7 +529,9 @@ static int profile_publish(void *priv, struct store *st, const char *host)
 	for (int i = 0; i < pr->npending; i++) {
 		struct blob *b = &pr->pending[i];
 
-		profile_store_put(st, host, b->kind, b->ts_ms, b->data, b->len);
+		profile_store_put(st, host, b->kind, b->ts_ms,
+				  b->kind == PROFILE_CPU_HOURLY ? pr->retention_ms[1] :
+				  pr->retention_ms[0], b->data, b->len);
 		free(b->data);
 	}
 	pr->npending = 0;

@@ -49,6 +49,7 @@ struct profiler {
 	char redis_url[512];
 	uint64_t window_ns;
 	uint32_t hourly_top;
+	uint64_t retention_ms[2];	/* the 10 s windows' (and I/O stacks'), the hours' */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	int stop, started;

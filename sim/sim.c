@@ -618,7 +618,7 @@ static void host_profile(struct sim *sm, struct host *h, uint64_t ts_ms)
 			    depth, (uint64_t)n);
 	}
 	if (profile_encode(&p, &blob, &len) == 0) {
-		profile_store_put(sm->st, h->name, 0, ts_ms, blob, len);
+		profile_store_put(sm->st, h->name, 0, ts_ms, 0, blob, len);
 		sm->stats->profiles++;
 		free(blob);
 	}

@@ -414,7 +414,7 @@ Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60)
 	profile_add(&p, "api.service", "api", 42, leaf_a, 3, 600);
 	profile_add(&p, "api.service", "api", 42, leaf_b, 2, 400);
 	cr_assert_eq(profile_encode(&p, &blob, &len), 0);
-	cr_assert_eq(profile_store_put(st, "prof-1", 0, p.ts_ms, blob, len), 0);
+	cr_assert_eq(profile_store_put(st, "prof-1", 0, p.ts_ms, 0, blob, len), 0);
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 	store_close(st);
 	free(blob);

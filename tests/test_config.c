@@ -32,8 +32,10 @@ Test(config, embedded_default_is_etc_probe_yaml)
 	cr_assert_eq(probe_config_defaults(&cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cfg.interval_ns, NSEC_PER_SEC);
 	cr_assert_eq(cfg.retention_ns[0], 15 * 60 * NSEC_PER_SEC);
-	cr_assert_eq(cfg.retention_ns[1], 7 * 86400 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.retention_ns[1], 86400 * NSEC_PER_SEC);
 	cr_assert_eq(cfg.retention_ns[2], 90 * 86400 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.retention_p10_ns, 3600 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.retention_p3600_ns, 7 * 86400 * NSEC_PER_SEC);
 	cr_assert_eq(cfg.spool_max_snapshots, 3600);
 	cr_assert_eq(cfg.bpf, 1);
 	cr_assert_str_eq(cfg.metrics_addr, "127.0.0.1:9464");

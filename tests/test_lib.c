@@ -21,6 +21,7 @@
 #include "model/drive.h"
 #include "model/host_entry.h"
 #include "model/catalog.h"
+#include "model/profile.h"
 
 Test(backoff, alertmanagers_schedule_jittered_and_capped)
 {
@@ -372,4 +373,45 @@ Test(lib, catalog_lookups_find_every_metric_once)
 	cr_assert_null(catalog_find("faultline_nosuch_total"));
 	cr_assert_null(catalog_find_wire("nosuch.metric"));
 	cr_assert_null(catalog_find(""));
+}
+
+/*
+ * An hour's profile cut to its top rows keeps only what those rows name:
+ * 5,000 distinct stacks of 3 frames each, cut to 10, encode in a small
+ * fraction of the whole and decode to the 10 rows plus [other], the
+ * counts and the total unchanged.
+ */
+Test(profile, truncate_drops_the_stacks_and_names_of_dropped_rows)
+{
+	struct profile p, back;
+	char *whole, *cut, err[200], a[32], b[32];
+	size_t whole_len, cut_len;
+	uint64_t total;
+
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	for (int i = 0; i < 5000; i++) {
+		const char *frames[3] = { "main", a, b };
+
+		snprintf(a, sizeof(a), "handler_%d", i);
+		snprintf(b, sizeof(b), "leaf_%d", i);
+		cr_assert_eq(profile_add(&p, "svc", "api", 7, frames, 3, (uint64_t)(i % 100 + 1)), 0);
+	}
+	total = p.total;
+	cr_assert_eq(profile_encode(&p, &whole, &whole_len), 0);
+	cr_assert_eq(profile_truncate(&p, 10), 0);
+	cr_assert_eq(p.nrows, 11, "10 rows and [other]");
+	cr_assert_eq(p.total, total, "counts are moved to [other], not lost");
+	cr_assert_leq(p.nstacks, 11);
+	cr_assert_leq(p.nstrings, 40, "%u names kept for 11 rows", p.nstrings);
+	cr_assert_eq(profile_encode(&p, &cut, &cut_len), 0);
+	cr_assert_lt(cut_len * 50, whole_len, "cut %zu bytes, whole %zu", cut_len, whole_len);
+	cr_assert_eq(profile_decode(cut, cut_len, &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(back.nrows, 11);
+	cr_assert_eq(back.total, total);
+	for (uint32_t r = 0; r < back.nrows; r++)
+		cr_assert_geq(back.rows[r].count, 100, "a top row (count 100) or [other]");
+	free(whole);
+	free(cut);
+	profile_free(&p);
+	profile_free(&back);
 }

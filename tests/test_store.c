@@ -791,6 +791,7 @@ Test(store, profile_burst_and_windows_round_trip, .init = setup, .fini = teardow
 	char err[256];
 	struct conn *c = conn_open(redis.url, NSEC_PER_SEC, err, sizeof(err));
 	const char *frames[2] = { "main", "hot_loop" };
+	int n;
 
 	cr_assert_not_null(c, "%s", err);
 	cr_assert_eq(profile_burst_get(c, "web-1"), 0, "no burst asked yet");
@@ -803,13 +804,26 @@ Test(store, profile_burst_and_windows_round_trip, .init = setup, .fini = teardow
 	profile_init(&p, "web-1");
 	profile_add(&p, "api", "api-server", 42, frames, 2, 7);
 	cr_assert_eq(profile_encode(&p, &blob, &len), 0);
-	cr_assert_eq(profile_store_put(st, "web-1", 0, 1764500000000ULL, blob, len), 0);
+	cr_assert_eq(profile_store_put(st, "web-1", 0, 1764500000000ULL, 0, blob, len), 0);
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 	profile_init(&into, "web-1");
 	cr_assert_eq(profile_read_merge(c, "web-1", 0, 0, 0, NULL, &into, NULL, err,
 					sizeof(err)), 1, "%s", err);
 	cr_assert_eq(profile_read_merge(c, "web-1", 1, 0, 0, NULL, &into, NULL, err,
 					sizeof(err)), 0, "an hourly window was not asked for");
+	/*
+	 * a retention given (retention.p10: 30 s): 400 windows, then one 10 min
+	 * later; MINID ~ trims whole stream nodes (100 entries each), so the
+	 * default hour would keep all 401 and 30 s at most the newest node's
+	 */
+	for (int k = 0; k <= 400; k++)
+		cr_assert_eq(profile_store_put(st, "web-2", 0, 1764500000000ULL + (k == 400 ?
+					       600000ULL : k * 10ULL), 30000, blob, len), 0);
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+	profile_free(&into);
+	profile_init(&into, "web-2");
+	n = profile_read_merge(c, "web-2", 0, 0, 0, NULL, &into, NULL, err, sizeof(err));
+	cr_assert(n >= 1 && n < 150, "%d windows kept under a 30 s retention", n);
 	free(blob);
 	profile_free(&p);
 	profile_free(&into);

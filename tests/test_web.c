@@ -912,7 +912,7 @@ static char *page_the_rack(struct conn *c, char *fp, size_t fplen)
 	profile_add(&pr, "billing.service", "billing", 7, stack, 3, 900);
 	profile_add(&pr, "billing.service", "billing", 7, stack, 2, 90);
 	cr_assert_eq(profile_encode(&pr, &blob, &len), 0);
-	cr_assert_eq(profile_store_put(st, "h1", PROFILE_CPU, pr.ts_ms, blob, len), 0);
+	cr_assert_eq(profile_store_put(st, "h1", PROFILE_CPU, pr.ts_ms, 0, blob, len), 0);
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 	store_close(st);
 	free(blob);
@@ -1108,7 +1108,7 @@ Test(web, a_deploy_regression_s_page_shows_the_deploy_and_the_differential_stack
 		profile_add(&pr, "billing.service", "billing", 7, hot, 3, side ? 900 : 100);
 		profile_add(&pr, "billing.service", "billing", 7, other, 3, 100);
 		cr_assert_eq(profile_encode(&pr, &blob, &len), 0);
-		cr_assert_eq(profile_store_put(st, "h2", PROFILE_CPU, pr.ts_ms, blob, len), 0);
+		cr_assert_eq(profile_store_put(st, "h2", PROFILE_CPU, pr.ts_ms, 0, blob, len), 0);
 		free(blob);
 		profile_free(&pr);
 	}

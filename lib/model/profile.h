@@ -150,7 +150,10 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 /* "comm;root;...;leaf count" lines, one per row, sorted. */
 void profile_write_folded(const struct profile *p, FILE *out);
 
-/* Keep the top n rows by count and fold the rest into one "[other]" row. */
+/*
+ * Keep the top n rows by count and fold the rest into one "[other]" row;
+ * the stacks, names and mappings only dropped rows used are dropped too.
+ */
 int profile_truncate(struct profile *p, uint32_t n);
 
 /*

@@ -124,7 +124,7 @@
 /* Retentions the layout fixes (the snapshot tiers' are configured). */
 #define KEY_DEPLOYS_RETENTION_MS (90ULL * 24 * 3600 * 1000)
 #define KEY_P10_RETENTION_MS (3600ULL * 1000)
-#define KEY_P3600_RETENTION_MS (30ULL * 24 * 3600 * 1000)
+#define KEY_P3600_RETENTION_MS (7ULL * 24 * 3600 * 1000)
 #define KEY_STREAM_MAXLEN "100000"	/* what the alerter writes (dead letters, records) */
 /*
  * fl:alerts keeps what its consumers have acknowledged this long, unless it

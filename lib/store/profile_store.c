@@ -54,15 +54,16 @@ int profile_read_merge(struct conn *rc, const char *host, int kind, uint64_t fro
 }
 
 int profile_store_put(struct store *st, const char *host, int kind, uint64_t ts_ms,
-		      const void *blob, size_t len)
+		      uint64_t retention_ms, const void *blob, size_t len)
 {
 	char key[300];
 
 	if (key_profile(key, sizeof(key), host, kind) < 0)
 		return -EINVAL;
-	return store_put_stream(st, key, ts_ms,
-				kind == PROFILE_CPU_HOURLY ? KEY_P3600_RETENTION_MS :
-				KEY_P10_RETENTION_MS, blob, len);
+	if (!retention_ms)
+		retention_ms = kind == PROFILE_CPU_HOURLY ? KEY_P3600_RETENTION_MS :
+			       KEY_P10_RETENTION_MS;
+	return store_put_stream(st, key, ts_ms, retention_ms, blob, len);
 }
 
 int profile_burst_set(struct conn *rc, const char *host, unsigned long hz, uint64_t ttl_ms,

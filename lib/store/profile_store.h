@@ -40,11 +40,12 @@ enum profile_kind {
 
 /*
  * Queue profile window blob (len bytes, ts_ms) for host into the stream of
- * its kind (enum profile_kind), trimmed to its retention.  Returns
- * what store_put_stream returns.
+ * its kind (enum profile_kind), trimmed to retention_ms (0: the kind's
+ * default, KEY_P10_RETENTION_MS or KEY_P3600_RETENTION_MS).  Returns what
+ * store_put_stream returns.
  */
 int profile_store_put(struct store *st, const char *host, int kind, uint64_t ts_ms,
-		      const void *blob, size_t len);
+		      uint64_t retention_ms, const void *blob, size_t len);
 
 /*
  * Ask host's probe to sample at hz for ttl_ms (SET fl:{H}:profile:burst).
