@@ -284,12 +284,13 @@ static void take_snapshot(struct probe *p, uint64_t missed)
 }
 
 /* The Redis writer and compactor threads (store.h) need no capability at all. */
-static void store_thread_start(void)
+/* The store writer's and remote write's threads: they hold no capability. */
+static void thread_drop_caps(void)
 {
 	char err[256];
 
 	if (caps_keep(caps_none, err, sizeof(err)))
-		log_warn("store: keeping every capability: %s", err);
+		log_warn("a network thread keeps every capability: %s", err);
 }
 
 static void on_signal(struct loop *l, int signo, void *arg)
@@ -680,7 +681,7 @@ static int probe_start(struct probe *p, const int *sigs)
 		.spool_max_entries = p->cfg.spool_max_snapshots,
 		.spool_max_bytes = p->cfg.spool_max_bytes,
 		.spool_path = p->cfg.spool_path,
-		.thread_start = store_thread_start,
+		.thread_start = thread_drop_caps,
 	};
 	char err[512], iv[32], names[256] = "", shown[600], status[300];
 
@@ -702,6 +703,7 @@ static int probe_start(struct probe *p, const int *sigs)
 	if (p->cfg.remote_write.url[0]) {
 		char tier[32];
 
+		p->cfg.remote_write.thread_start = thread_drop_caps;
 		p->rw = remote_write_open(&p->cfg.remote_write, p->cfg.host, p->cfg.labels,
 					  p->cfg.nlabels, &p->cfg.buckets, err, sizeof(err));
 		if (!p->rw) {

@@ -395,6 +395,8 @@ static void *sender(void *arg)
 	uint64_t failing = 0;	/* attempts that failed since the last success */
 	char why[700];
 
+	if (rw->cfg.thread_start)
+		rw->cfg.thread_start();
 	backoff_init(&bo, rw->cfg.min_backoff_ns, rw->cfg.max_backoff_ns);
 	pthread_mutex_lock(&rw->lock);
 	for (;;) {

@@ -43,6 +43,13 @@ struct remote_write_config {
 	char *basic_auth_username;	/* "": none */
 	char *basic_auth_password_file;
 	char *ca_file;			/* "": the system's CAs */
+	/*
+	 * Called first in the sender thread (NULL: nothing), as the store's
+	 * thread_start: the probe drops every capability there, since the
+	 * thread talks to the network and was started before the main
+	 * thread dropped its own.
+	 */
+	void (*thread_start)(void);
 };
 
 struct remote_write_stats {

@@ -980,8 +980,16 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 
 	if (!probe_with_threads())
 		cr_skip_test("needs root and BPF (the capabilities to drop)");
-	/* with /metrics on: its thread faces the network and must hold nothing */
+	/*
+	 * with /metrics on and remote write to a port nothing listens on: both
+	 * threads face the network and must hold nothing
+	 */
 	write_probe_cfg_metrics(1, port);
+	f = fopen(probe_yaml, "a");
+	cr_assert_not_null(f);
+	fprintf(f, "remote_write: {url: \"http://127.0.0.1:%d/api/v1/write\", tier: 1s}\n",
+		test_free_port());
+	fclose(f);
 	start_probe();
 	sleep(3);
 	snprintf(path, sizeof(path), "/proc/%d/task", probe);
@@ -1016,10 +1024,11 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 		powerless += eff == 0;
 	}
 	closedir(d);
-	cr_assert_geq(threads, 4, "expected the main, store, /metrics and collector threads");
-	/* the store writer, its compactor and /metrics hold no capability at all */
-	cr_assert_geq(powerless, 2, "%d thread(s) without capabilities; the store writer and "
-		      "/metrics should both be", powerless);
+	cr_assert_geq(threads, 5, "expected the main, store, /metrics, remote write and "
+		      "collector threads");
+	/* the store writer, its compactor, /metrics and remote write hold no capability at all */
+	cr_assert_geq(powerless, 3, "%d thread(s) without capabilities; the store writer, "
+		      "/metrics and remote write should be", powerless);
 	cr_assert_eq(WEXITSTATUS(stop_probe(SIGTERM)), 0);
 }
 
