@@ -453,6 +453,18 @@ static void *sender(void *arg)
 
 /* ---- open, stats, close ---- */
 
+/* [a-zA-Z_][a-zA-Z0-9_]*, not __reserved: what a receiver takes as a label name. */
+static int prom_label_name(const char *k)
+{
+	if (!*k || (k[0] == '_' && k[1] == '_') || (*k >= '0' && *k <= '9'))
+		return 0;
+	for (; *k; k++)
+		if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') ||
+		      (*k >= '0' && *k <= '9') || *k == '_'))
+			return 0;
+	return 1;
+}
+
 struct remote_write *remote_write_open(const struct remote_write_config *cfg, const char *host,
 				       const struct label *labels, uint32_t nlabels,
 				       const struct prom_buckets *b, char *err, size_t errlen)
@@ -472,6 +484,14 @@ struct remote_write *remote_write_open(const struct remote_write_config *cfg, co
 			 (unsigned long long)cfg->max_samples_per_send);
 		return NULL;
 	}
+	/* refused here, once, rather than by the receiver every minute */
+	for (uint32_t i = 0; i < nlabels; i++)
+		if (!prom_label_name(labels[i].key)) {
+			snprintf(err, errlen, "remote_write: the label '%s' (labels:) is not a "
+				 "Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not __...); the "
+				 "receiver would refuse every sample", labels[i].key);
+			return NULL;
+		}
 	rw = calloc(1, sizeof(*rw));
 	if (!rw) {
 		snprintf(err, errlen, "remote write: out of memory");

@@ -370,6 +370,14 @@ Test(remote_write, credentials_come_from_files, .timeout = 60)
 	snapshot_free(&s);
 
 	c.basic_auth_password_file = (char *)"";
+	{
+		/* a label the receiver would refuse every minute is refused at open */
+		static const struct label bad[] = { { "rack-row", "r7" } };
+
+		cr_assert_null(remote_write_open(&c, "web-3", bad, 1, NULL, err, sizeof(err)));
+		cr_assert(strstr(err, "'rack-row' (labels:) is not a Prometheus label name"), "%s",
+			  err);
+	}
 	cr_assert_null(remote_write_open(&c, "web-3", NULL, 0, NULL, err, sizeof(err)));
 	cr_assert(strstr(err, "basic_auth: a username needs a password_file"), "%s", err);
 	c.basic_auth_username = (char *)"";
@@ -383,11 +391,21 @@ Test(remote_write, credentials_come_from_files, .timeout = 60)
 
 /* ---- against a real Prometheus ---- */
 
-static pid_t prom_pid;
+static pid_t prom_pid, probe_pid;
 static char prom_dir[64];
+static struct test_redis probe_redis;
 
+/* Prometheus, and the probe and its Redis if a test started them, even when it failed. */
 static void stop_prometheus(void)
 {
+	if (probe_pid > 0) {
+		kill(probe_pid, SIGTERM);
+		waitpid(probe_pid, NULL, 0);
+	}
+	probe_pid = 0;
+	if (probe_redis.url[0])
+		test_redis_destroy(&probe_redis);
+	memset(&probe_redis, 0, sizeof(probe_redis));
 	if (prom_pid > 0) {
 		kill(prom_pid, SIGTERM);
 		waitpid(prom_pid, NULL, 0);
@@ -593,22 +611,20 @@ Test(remote_write, prometheus_answers_what_the_minute_tier_holds, .fini = stop_p
 Test(remote_write, the_probe_writes_its_series_to_prometheus, .fini = stop_prometheus,
      .timeout = 120)
 {
-	struct test_redis redis;
 	char cfg[128], bin[256], q[256];
 	int pport = test_free_port();
-	pid_t probe;
 	double series = NAN, sent = NAN;
 
 	start_prometheus(pport);
-	cr_assert_eq(test_redis_start(&redis), 0, "cannot start redis-server");
+	cr_assert_eq(test_redis_start(&probe_redis), 0, "cannot start redis-server");
 	snprintf(cfg, sizeof(cfg), "%s/probe.yaml", prom_dir);
 	cr_assert_eq(test_sh("printf 'labels: {rack: r7}\\nremote_write:\\n  url: "
 			     "http://127.0.0.1:%d/api/v1/write\\n  tier: 1s\\n' > %s", pport, cfg),
 		     0);
 	snprintf(bin, sizeof(bin), "%s/faultline-probe", test_out_dir());
-	probe = fork();
-	if (probe == 0) {
-		execl(bin, bin, "--config", cfg, "--redis", redis.url, "--host", "rw-probe",
+	probe_pid = fork();
+	if (probe_pid == 0) {
+		execl(bin, bin, "--config", cfg, "--redis", probe_redis.url, "--host", "rw-probe",
 		      "--no-bpf", "--metrics-addr", "", "--log-level", "warn", (char *)NULL);
 		_exit(127);
 	}
@@ -621,9 +637,6 @@ Test(remote_write, the_probe_writes_its_series_to_prometheus, .fini = stop_prome
 			 "{host=\"rw-probe\",outcome=\"sent\"}");
 		sent = query(pport, q, time_wall_ns() / NSEC_PER_SEC, NULL, 0);
 	}
-	kill(probe, SIGTERM);
-	waitpid(probe, NULL, 0);
-	test_redis_destroy(&redis);
 	cr_assert_gt(series, 10, "Prometheus holds %g of the probe's series", series);
 	cr_assert_gt(sent, 0, "the probe does not count what it sent");
 	cr_assert_eq(query(pport, "max(faultline_probe_remote_write_samples_total"
