@@ -25,6 +25,7 @@
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "model/catalog.h"
+#include "model/rollup.h"
 
 /* One compressed request, waiting. */
 struct rw_request {
@@ -273,9 +274,8 @@ static void add_sample(const struct label *labels, uint32_t nlabels, double valu
 
 int remote_write_offer(struct remote_write *rw, const struct snapshot *s)
 {
-	uint64_t tier_ms = rw->cfg.tier_ns / NSEC_PER_MSEC;
-	/* the tiers' own rule (rollup_window_of): a snapshot stamped :00 ends the window before */
-	uint64_t window = (s->ts_ms ? s->ts_ms - 1 : 0) / (tier_ms ? tier_ms : 1) + 1;
+	/* the tiers' own windows: a snapshot stamped :00 ends the one before */
+	uint64_t window = tier_window_of((uint32_t)(rw->cfg.tier_ns / NSEC_PER_SEC), s->ts_ms) + 1;
 	struct builder bd = { .rw = rw, .body = STRBUF_INIT };
 
 	if (window == rw->window)

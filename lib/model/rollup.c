@@ -30,12 +30,17 @@ void rollup_free(struct rollup *r)
 	memset(r, 0, sizeof(*r));
 }
 
-uint64_t rollup_window_of(const struct rollup *r, uint64_t ts_ms)
+uint64_t tier_window_of(uint32_t tier_s, uint64_t ts_ms)
 {
-	uint64_t w = (uint64_t)r->tier * 1000;
+	uint64_t w = (uint64_t)(tier_s ? tier_s : 1) * 1000;
 
 	/* A snapshot stamped exactly at :00 ends the previous window. */
 	return ts_ms ? (ts_ms - 1) / w * w : 0;
+}
+
+uint64_t rollup_window_of(const struct rollup *r, uint64_t ts_ms)
+{
+	return tier_window_of(r->tier, ts_ms);
 }
 
 static int index_snapshot(const struct snapshot *s, struct strmap *m)

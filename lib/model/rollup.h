@@ -49,6 +49,9 @@ void rollup_free(struct rollup *r);
  */
 uint64_t rollup_window_of(const struct rollup *r, uint64_t ts_ms);
 
+/* The same for a tier of tier_s seconds, without a rollup (remote write's windows). */
+uint64_t tier_window_of(uint32_t tier_s, uint64_t ts_ms);
+
 /*
  * Add one snapshot (tier 1, or a finer rollup tier) to the window.
  * Returns 0, -EINVAL if s is of this tier or coarser, or -ENOMEM.
