@@ -131,7 +131,19 @@ struct fl_walk_state {
 	__u32 leaf_unmapped;	/* the leaf is in no published mapping (dlopen? JIT?) */
 	__u32 pad;
 	__u64 want;		/* a UNWIND_LAZY mapping the walk went through (its start) */
+	__u64 py_frame;		/* the next Python frame to emit (0: none) */
+	__u32 py_state;		/* PY_* below */
+	__u32 native;		/* native frames stepped so far (0: at the leaf) */
 	struct unwind_stack st;
+};
+
+/* Where a walk is with the interpreter's frames (struct unwind_python). */
+enum {
+	PY_UNREAD = 0,	/* the thread state not read yet */
+	PY_NATIVE,	/* not this thread's, or unreadable: native frames only */
+	PY_READY,	/* py_frame is the next frame to emit at an evaluation frame */
+	PY_EMITTING,	/* emitting Python frames in place of an evaluation frame */
+	PY_STEP_OVER,	/* emitted: step over the evaluation frame without recording it */
 };
 
 struct {
@@ -170,6 +182,63 @@ static const struct unwind_row *find_row(const struct unwind_map *mp, __u64 pc, 
 	return r && r->pc <= addr ? r : NULL;
 }
 
+/* Record frame value v (an address, or a PY_FRAME_TAG'd Python frame). */
+static __always_inline void record(struct fl_walk_state *st, __u32 n, __u64 v)
+{
+	st->st.ip[n & (UNWIND_MAX_FRAMES - 1)] = v;
+	st->st.n = n + 1;
+	st->hash = (st->hash ^ v) * 0x100000001b3ULL;
+}
+
+/*
+ * The thread's current Python frame, if the thread state holding the GIL
+ * is this thread's: its thread_id is pthread_self(), the fs base.
+ */
+static __noinline __u64 python_current_frame(const struct unwind_python *py)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 tstate = 0, tid = 0, cframe = 0, frame = 0;
+
+	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)py->tstate_current) || !tstate ||
+	    bpf_probe_read_user(&tid, sizeof(tid), (void *)(tstate + py->tstate_thread_id)) ||
+	    tid != BPF_CORE_READ(task, thread.fsbase) ||
+	    bpf_probe_read_user(&cframe, sizeof(cframe), (void *)(tstate + py->tstate_cframe)) ||
+	    !cframe ||
+	    bpf_probe_read_user(&frame, sizeof(frame),
+				(void *)(cframe + py->cframe_current_frame)))
+		return 0;
+	return frame;
+}
+
+/*
+ * Emit the Python frame st->py_frame and move to its caller.  Returns 1
+ * when it was the frame that entered this evaluation (the native frame is
+ * then stepped over), 0 when more of this evaluation's frames follow, -1
+ * when it cannot be read (the walk ends).
+ */
+static __noinline int python_emit(struct fl_walk_state *st, const struct unwind_python *py)
+{
+	__u64 f = st->py_frame, code = 0, prev = 0, instr = 0, idx, v;
+	__u8 entry = 0;
+	__u32 n = st->st.n;
+
+	if (!f || n >= UNWIND_MAX_FRAMES ||
+	    bpf_probe_read_user(&code, sizeof(code), (void *)(f + py->frame_code)) ||
+	    bpf_probe_read_user(&prev, sizeof(prev), (void *)(f + py->frame_previous)) ||
+	    bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + py->frame_prev_instr)) ||
+	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(f + py->frame_is_entry)) ||
+	    !code || code & ~PY_FRAME_ADDR_MASK)
+		return -1;
+	/* the instruction, in code units (2 bytes) from the code's first */
+	idx = instr >= code + py->code_adaptive ? (instr - code - py->code_adaptive) / 2 : 0xffff;
+	if (idx > 0xffff)
+		idx = 0xffff;
+	v = PY_FRAME_TAG | idx << PY_FRAME_INSTR_SHIFT | code;
+	record(st, n, v);
+	st->py_frame = prev;
+	return entry || !prev;
+}
+
 /* One frame: record pc, then step to the caller. Returns 1 to stop. */
 static long unwind_step(__u32 i, void *arg)
 {
@@ -182,19 +251,40 @@ static long unwind_step(__u32 i, void *arg)
 
 	if (n >= UNWIND_MAX_FRAMES || !pc)
 		return 1;
-	st->st.ip[n & (UNWIND_MAX_FRAMES - 1)] = pc;
-	st->st.n = n + 1;
-	st->hash = (st->hash ^ pc) * 0x100000001b3ULL;
+	if (st->py_state == PY_EMITTING) {
+		int ret = python_emit(st, &up->py);
+
+		if (ret < 0)
+			return 1;
+		if (ret)
+			st->py_state = PY_STEP_OVER;
+		return 0;
+	}
+	if (up->py.eval_end && pc >= up->py.eval_start && pc < up->py.eval_end &&
+	    st->py_state != PY_STEP_OVER && st->py_state != PY_NATIVE) {
+		if (st->py_state == PY_UNREAD) {
+			st->py_frame = python_current_frame(&up->py);
+			st->py_state = st->py_frame ? PY_READY : PY_NATIVE;
+		}
+		if (st->py_state == PY_READY && st->py_frame) {
+			st->py_state = PY_EMITTING;
+			return 0;	/* the next steps emit its Python frames */
+		}
+	}
+	if (st->py_state == PY_STEP_OVER)	/* this evaluation frame was replaced */
+		st->py_state = st->py_frame ? PY_READY : PY_NATIVE;
+	else
+		record(st, n, pc);
 	for (__u32 j = 0; j < UNWIND_MAX_MAPS && j < nmaps; j++) {
 		const struct unwind_map *mp = &up->m[j];
 
 		if (pc >= mp->start && pc < mp->end) {
 			if (mp->first == UNWIND_LAZY && !st->want)
 				st->want = mp->start;
-			row = find_row(mp, pc, n == 0);
+			row = find_row(mp, pc, st->native == 0);
 			break;
 		}
-		if (j + 1 == nmaps && n == 0)
+		if (j + 1 == nmaps && st->native == 0)
 			st->leaf_unmapped = 1;
 	}
 	if (row && row->cfa == UNWIND_CFA_STOP)
@@ -224,6 +314,7 @@ static long unwind_step(__u32 i, void *arg)
 	}
 	st->bp = bp;
 	st->pc = ra;
+	st->native++;
 	return ra ? 0 : 1;
 }
 
@@ -259,9 +350,12 @@ static struct fl_walk_state *dwarf_walk(struct bpf_perf_event_data *ctx, __u32 t
 	st->st.n = 0;
 	st->leaf_unmapped = 0;
 	st->want = 0;
+	st->py_frame = 0;
+	st->py_state = PY_UNREAD;
+	st->native = 0;
 	w.st = st;
 	w.up = up;
-	bpf_loop(UNWIND_MAX_FRAMES, unwind_step, &w, 0);
+	bpf_loop(2 * UNWIND_MAX_FRAMES, unwind_step, &w, 0);
 	/*
 	 * code in no published mapping: a library loaded since (dlopen), or JIT
 	 * code; ask user space to read the mappings again, at most once a second

@@ -104,10 +104,46 @@ struct unwind_map {
 
 #define UNWIND_LAZY 0xffffffffU
 
+/*
+ * A CPython interpreter the process runs (probes/python.h): where its
+ * evaluation loop's code is, where the running thread state is found, and
+ * the offsets of the fields the walker reads, for its version.  eval_end
+ * 0: no interpreter, or one of a version not supported.
+ *
+ * When a walk reaches a frame in [eval_start, eval_end) and the thread
+ * state holding the GIL is this thread's (its thread_id is the thread's
+ * pthread_t, which is its fs base on x86-64), the interpreter's own frame
+ * is replaced by the Python frames it runs: from the thread's current
+ * frame back to the one that entered that evaluation (is_entry), leaf
+ * first, each as a PY_FRAME_TAG'd address naming the code object and the
+ * instruction it is at.  Otherwise the native frame stays: a name is
+ * never guessed.
+ */
+struct unwind_python {
+	__u64 eval_start, eval_end;	/* _PyEval_EvalFrameDefault, as mapped */
+	__u64 tstate_current;		/* the address of _PyRuntime.gilstate.tstate_current */
+	__u64 code_type;		/* &PyCode_Type, as mapped: user space checks it */
+	__u16 version;			/* 0x030b: 3.11 */
+	__u16 tstate_cframe, tstate_thread_id, cframe_current_frame;
+	__u16 frame_code, frame_previous, frame_prev_instr, frame_is_entry;
+	__u16 code_adaptive;		/* the first instruction, in the code object */
+	__u16 pad[3];
+};
+
+/*
+ * A Python frame in a walked stack: bit 63 set (never a user address),
+ * the instruction's index in its code (16 bits, saturated) at bits 47..62,
+ * the code object's address in bits 0..46.
+ */
+#define PY_FRAME_TAG (1ULL << 63)
+#define PY_FRAME_ADDR_MASK ((1ULL << 47) - 1)
+#define PY_FRAME_INSTR_SHIFT 47
+
 struct unwind_proc {
 	__u32 n;
 	__u32 pad;
 	__u64 asked_ns;		/* when a sample last asked for the mappings again */
+	struct unwind_python py;
 	struct unwind_map m[UNWIND_MAX_MAPS];	/* sorted by start */
 };
 

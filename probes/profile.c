@@ -40,6 +40,7 @@
 #include "store/profile_store.h"
 #include "store/store.h"
 #include "probes/profile_internal.h"
+#include "probes/python.h"
 #include "probes/symbolize.h"
 #include "probes/unwind.h"
 #include "core/timeutil.h"
@@ -115,8 +116,11 @@ static int on_proc(void *ctx, void *data, size_t len)
 	memcpy(comm, e->comm, 16);
 	comm[16] = '\0';
 	/* a known pid arriving again has exec'd: its mappings changed (not when it asks for rows) */
-	if (!e->want)
+	if (!e->want) {
 		sym_process_refresh(pr->sym, e->tgid, comm);
+		/* names of code objects are per process: a new program (or pid) starts over */
+		python_names_forget(pr->py, e->tgid);
+	}
 	/*
 	 * tables only for what the profile keeps (a one-shot --pid needs one
 	 * process's), built after the ring buffer is read: every announced
@@ -329,7 +333,8 @@ static int profiler_start(struct profiler *pr, uint32_t hz, char *err, size_t er
 	pr->pfds = calloc((size_t)pr->ncpu, sizeof(*pr->pfds));
 	pr->links = calloc((size_t)pr->ncpu, sizeof(*pr->links));
 	pr->sym = sym_new();
-	if (!pr->pfds || !pr->links || !pr->sym) {
+	pr->py = python_names_new();
+	if (!pr->pfds || !pr->links || !pr->sym || !pr->py) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -452,6 +457,7 @@ static void profiler_stop(struct profiler *pr)
 	unwinder_free(pr->unw);
 	profile_bpf__destroy(pr->skel);
 	sym_free(pr->sym);
+	python_names_free(pr->py);
 	profile_free(&pr->window);
 	profile_free(&pr->hour);
 	for (int i = 0; i < pr->npending; i++)

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "probes/probe.h"
 #include "probes/profile_internal.h"
+#include "probes/python.h"
 #include "probes/symbolize.h"
 #include "probes/unwind.h"
 #include "profile.skel.h"
@@ -86,6 +87,25 @@ static void frame_add(struct frame_buf *fb, const char *name, const struct profi
 }
 
 /*
+ * What the walker was told of tgid's interpreter: its unwind_procs entry,
+ * read once per drain per process (the last one read is kept).
+ */
+static struct unwind_proc *python_proc(struct profiler *pr, uint32_t tgid)
+{
+	static struct unwind_proc up;
+	static uint32_t last_tgid;
+	static uint64_t last_generation = UINT64_MAX;
+
+	if (last_tgid == tgid && last_generation == pr->generation)
+		return up.py.eval_end ? &up : NULL;
+	last_tgid = tgid;
+	last_generation = pr->generation;
+	if (!pr->unw || bpf_map_lookup_elem(bpf_map__fd(pr->skel->maps.unwind_procs), &tgid, &up))
+		memset(&up, 0, sizeof(up));
+	return up.py.eval_end ? &up : NULL;
+}
+
+/*
  * Process tgid's user stack uips[0..udepth) (leaf first) then kernel stack
  * kern_stack of generation g, appended to fb root first ("[no stack]" when
  * both are empty).
@@ -97,9 +117,24 @@ static void stack_frames(struct profiler *pr, int g, uint32_t tgid, const uint64
 	int start = fb->n;
 	static uint64_t kips[PROFILE_STACK_DEPTH];
 
+	struct unwind_proc *up = NULL;
+
 	for (int i = udepth - 1; i >= 0; i--, fb->n++) {
-		int named = sym_user_where(pr->sym, tgid, uips[i], fb->names[fb->n],
-					   sizeof(fb->names[0]), &fb->sw[fb->n]);
+		int named;
+
+		if (uips[i] & PY_FRAME_TAG) {
+			/* a Python frame the walker read in place of the interpreter's */
+			if (!up)
+				up = python_proc(pr, tgid);
+			named = python_frame_name(pr->py, tgid, up ? &up->py : NULL, uips[i],
+						  fb->names[fb->n], sizeof(fb->names[0]));
+			fb->unresolved += !named;
+			fb->frames[fb->n] = fb->names[fb->n];
+			fb->where[fb->n] = (struct profile_where){ NULL, NULL, 0, named };
+			continue;
+		}
+		named = sym_user_where(pr->sym, tgid, uips[i], fb->names[fb->n],
+				       sizeof(fb->names[0]), &fb->sw[fb->n]);
 
 		fb->unresolved += !named;
 		fb->frames[fb->n] = fb->names[fb->n];

@@ -33,6 +33,7 @@ struct profiler {
 	struct bpf_link *exit_link;
 	struct symbolizer *sym;
 	struct unwinder *unw;		/* NULL: frame pointers only */
+	struct python_names *py;	/* Python frames' names (probes/python.h) */
 	struct {
 		uint32_t pid;
 		uint64_t want;		/* unwinder_publish's */

@@ -9,6 +9,7 @@
  * with the same rules are merged.
  */
 #include "probes/unwind.h"
+#include "probes/python.h"
 #include "probes/unwind_cache.h"
 
 #include <dwarf.h>
@@ -760,6 +761,12 @@ restart:
 		if (name[0] != '/')
 			continue;	/* anonymous (JIT), [vdso]: frame pointers */
 		snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, name);
+		if (!up->py.eval_end && python_file_name_matches(name)) {
+			struct python_interp pi;
+
+			if (python_interp_of(rooted, &pi) == 0)
+				python_interp_publish(&pi, start, end, off, &up->py);
+		}
 		lazy = 0;
 		f = file_rows_of(u, rooted, &reset, want == UNWIND_WANT_ALL ||
 				 (want >= start && want < end), &lazy);

@@ -1,0 +1,359 @@
+/*
+ * test_python.c - Python frames in CPU profiles (probes/python.h) against
+ * the real CPython 3.11 Debian ships (a static python3.11) and, when
+ * present, a shared-library build (pyenv's libpython3.11.so):
+ *
+ *   - the location-table reader gives the line CPython's own
+ *     co_positions() gives, for every instruction of every function of a
+ *     stdlib module;
+ *   - interpreters are found in both builds, by version and layout; other
+ *     files are not interpreters, and another version is refused by name;
+ *   - a real script whose time goes to parse_invoice() called from
+ *     handle() is profiled: >= 90 % of its samples name handle ->
+ *     parse_invoice with file and line, in that order;
+ *   - with two busy threads, a thread's Python frames are never put under
+ *     the other thread's native stack (the GIL holder is checked).
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <errno.h>
+#include <fcntl.h>
+
+#include "core/timeutil.h"
+#include "model/profile.h"
+#include "probes/probe.h"
+#include "probes/python.h"
+#include "tests/helpers.h"
+
+#define DEBIAN_PYTHON "/usr/bin/python3.11"
+#define PYENV "/root/.pyenv/versions"
+
+static char dir[64];
+
+static void setup(void)
+{
+	if (access(DEBIAN_PYTHON, X_OK))
+		cr_skip_test("needs Debian's python3.11 (package python3.11-minimal)");
+	snprintf(dir, sizeof(dir), "/tmp/fl-python.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	if (dir[0])
+		test_sh("rm -rf %s", dir);
+	dir[0] = '\0';
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/*
+ * CPython dumps, for every code object of a module: its first line, its
+ * location table (hex) and the line co_positions() gives each code unit
+ * ("-" for none).  The reader must agree everywhere.
+ */
+Test(python, line_table_agrees_with_co_positions, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	static const char dump[] =
+		"import sys, json.decoder, argparse, asyncio.base_events as b\n"
+		"def codes(c):\n"
+		"    yield c\n"
+		"    for k in c.co_consts:\n"
+		"        if hasattr(k, 'co_linetable'): yield from codes(k)\n"
+		"for m in (json.decoder, argparse, b):\n"
+		"    top = compile(open(m.__file__).read(), m.__file__, 'exec')\n"
+		"    for c in codes(top):\n"
+		"        lines = ['-' if p[0] is None else str(p[0]) for p in c.co_positions()]\n"
+		"        print(c.co_firstlineno, c.co_linetable.hex() or '.', ','.join(lines) or '.')\n";
+	char cmd[256], line[1 << 17];
+	uint64_t codes = 0, checked = 0, wrong = 0;
+	FILE *f, *out;
+
+	snprintf(cmd, sizeof(cmd), "%s/dump.py", dir);
+	f = fopen(cmd, "w");
+	cr_assert(f);
+	fputs(dump, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s %s/dump.py", DEBIAN_PYTHON, dir);
+	out = popen(cmd, "r");
+	cr_assert(out);
+	while (fgets(line, sizeof(line), out)) {
+		char *hex = strchr(line, ' '), *pos;
+		uint8_t *table;
+		size_t n = 0;
+		int first = atoi(line);
+		uint32_t instr = 0;
+
+		cr_assert(hex, "bad dump line");
+		*hex++ = '\0';
+		pos = strchr(hex, ' ');
+		cr_assert(pos);
+		*pos++ = '\0';
+		table = malloc(strlen(hex) / 2 + 1);
+		for (size_t i = 0; hex[i] != '.' && hex[i] && hex[i + 1]; i += 2)
+			table[n++] = (uint8_t)(hexval(hex[i]) << 4 | hexval(hex[i + 1]));
+		codes++;
+		for (char *tok = strtok(pos, ",\n"); tok && *tok != '.'; tok = strtok(NULL, ",\n"),
+		     instr++) {
+			int want = *tok == '-' ? -1 : atoi(tok), got = python_line_of(table, n, first,
+										      instr);
+
+			checked++;
+			if (got != want && wrong++ < 5)
+				cr_log_error("first line %d, instruction %u: %d, CPython says %d",
+					     first, instr, got, want);
+		}
+		/* past the table: no line, not the last one again */
+		cr_expect_eq(python_line_of(table, n, first, instr + 100), -1);
+		free(table);
+	}
+	cr_assert_eq(pclose(out), 0, "the dump script failed");
+	cr_log_info("%llu code objects, %llu instructions: %llu lines differ",
+		    (unsigned long long)codes, (unsigned long long)checked,
+		    (unsigned long long)wrong);
+	cr_assert_gt(codes, 200, "too few code objects dumped (%llu)", (unsigned long long)codes);
+	cr_assert_eq(wrong, 0);
+}
+
+static int interp_of(const char *path, struct python_interp *pi, char *err, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	ret = python_interp_read(fd, pi, err, len);
+	close(fd);
+	return ret;
+}
+
+Test(python, interpreters_are_found_by_version_and_layout, .init = setup, .fini = teardown)
+{
+	struct python_interp pi;
+	struct unwind_python py;
+	char err[256], path[256];
+	int ret;
+
+	ret = interp_of(DEBIAN_PYTHON, &pi, err, sizeof(err));
+	cr_assert_eq(ret, 0, "%s: %s", DEBIAN_PYTHON, err);
+	cr_expect_eq(pi.version, 0x030b);
+	cr_expect_gt(pi.eval_size, 4096, "the evaluation loop is a big function");
+	cr_expect(pi.runtime_vaddr && pi.code_type_vaddr);
+	/* published as mapped: a PIE's text at some base, its loop inside it */
+	cr_assert_eq(python_interp_publish(&pi, 0x555555554000ULL + pi.text_vaddr -
+					   pi.text_offset + 0x1000, 0x555555554000ULL + 0x1000000,
+					   0x1000, &py) >= 0, 1);
+	/* a mapping that does not hold the loop is not published */
+	memset(&py, 0, sizeof(py));
+	cr_expect_eq(python_interp_publish(&pi, 0x7f0000000000ULL, 0x7f0000001000ULL, 0, &py), 0);
+	cr_expect_eq(py.eval_end, 0);
+	/* not interpreters */
+	cr_expect_eq(interp_of("/usr/lib/x86_64-linux-gnu/libc.so.6", &pi, err, sizeof(err)),
+		     -ENOENT);
+	cr_expect_eq(interp_of("/bin/sh", &pi, err, sizeof(err)), -ENOENT);
+	cr_expect_eq(interp_of("/etc/hostname", &pi, err, sizeof(err)), -EINVAL);
+	cr_expect(python_file_name_matches("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"));
+	cr_expect(python_file_name_matches("/usr/bin/python3.11"));
+	cr_expect(!python_file_name_matches("/usr/bin/perl"));
+	/* a shared build, and another version, when this machine has them */
+	snprintf(path, sizeof(path), PYENV "/3.11.7/lib/libpython3.11.so.1.0");
+	if (access(path, R_OK) == 0) {
+		ret = interp_of(path, &pi, err, sizeof(err));
+		cr_expect_eq(ret, 0, "%s: %s", path, err);
+		cr_expect_eq(pi.version, 0x030b);
+	}
+	snprintf(path, sizeof(path), PYENV "/3.12.1/lib/libpython3.12.so.1.0");
+	if (access(path, R_OK) == 0) {
+		ret = interp_of(path, &pi, err, sizeof(err));
+		cr_expect_eq(ret, -ENOTSUP, "3.12 is not walked yet: %d", ret);
+		cr_expect(strstr(err, "3.12"), "the reason names the version: %s", err);
+	}
+}
+
+/* Run python on script (written into dir) with args; its pid. */
+static pid_t run_python(const char *python, const char *name, const char *script,
+			const char *arg)
+{
+	char path[128];
+	FILE *f;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs(script, f);
+	fclose(f);
+	pid = fork();
+	if (pid == 0) {
+		execl(python, python, path, arg, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void profile_pid(struct profile *p, pid_t pid, uint64_t ns)
+{
+	struct profile_one_filter only = { .pid = (uint32_t)pid };
+	struct probe_config cfg;
+	char err[512];
+	int ret;
+
+	probe_config_defaults(&cfg, err, sizeof(err));
+	free(cfg.host);
+	cfg.host = strdup("test");
+	ret = profile_oneshot(&cfg, ns, 199, &only, p, err, sizeof(err));
+	probe_config_free(&cfg);
+	if (ret)
+		cr_skip_test("the BPF profiler does not load here: %s", err);
+}
+
+/* The index of the first frame of st (root first) from `from` that starts with prefix, or -1. */
+static int frame_at(const struct profile *p, const uint32_t *st, int from, const char *prefix)
+{
+	for (int i = from; i < (int)st[0]; i++)
+		if (!strncmp(p->strings[st[1 + i]], prefix, strlen(prefix)))
+			return i;
+	return -1;
+}
+
+static const char invoice_py[] =
+	"import sys, time\n"
+	"\n"
+	"def parse_invoice(text):\n"
+	"    total = 0\n"
+	"    for i, ch in enumerate(text):\n"
+	"        total += (ord(ch) * i) % 7\n"
+	"    return total\n"
+	"\n"
+	"def handle(n):\n"
+	"    return parse_invoice('invoice-line;' * n)\n"
+	"\n"
+	"end = time.time() + float(sys.argv[1])\n"
+	"while time.time() < end:\n"
+	"    handle(2000)\n";
+
+/*
+ * >= 90 % of the script's samples name handle -> parse_invoice, root to
+ * leaf, each with its file and a line inside its own body.
+ */
+static void invoice_named(const char *python)
+{
+	char want_handle[160], want_parse[160], file[128];
+	uint64_t all = 0, hit = 0;
+	struct profile p;
+	pid_t py = run_python(python, "invoice.py", invoice_py, "6");
+
+	usleep(1500000);	/* past start-up: the loop runs */
+	profile_pid(&p, py, 3 * NSEC_PER_SEC);
+	kill(py, SIGKILL);
+	waitpid(py, NULL, 0);
+	snprintf(file, sizeof(file), "%s/invoice.py:", dir);
+	snprintf(want_handle, sizeof(want_handle), "invoice.handle (%s10)", file);
+	snprintf(want_parse, sizeof(want_parse), "invoice.parse_invoice (%s", file);
+	for (uint32_t r = 0; r < p.nrows; r++) {
+		const uint32_t *st = p.stacks[p.rows[r].stack];
+		int h = frame_at(&p, st, 0, want_handle), q = h < 0 ? -1 :
+			frame_at(&p, st, h + 1, want_parse);
+
+		all += p.rows[r].count;
+		if (q >= 0) {
+			int line = atoi(p.strings[st[1 + q]] + strlen(want_parse));
+
+			cr_expect(line >= 4 && line <= 7, "parse_invoice at line %d: %s", line,
+				  p.strings[st[1 + q]]);
+			hit += p.rows[r].count;
+		}
+	}
+	cr_log_info("%s: %llu/%llu samples name handle -> parse_invoice with file and line",
+		    python, (unsigned long long)hit, (unsigned long long)all);
+	if (hit * 100 < all * 90)
+		for (uint32_t r = 0; r < p.nrows && r < 8; r++) {
+			const uint32_t *st = p.stacks[p.rows[r].stack];
+
+			cr_log_info("row %u (%llu):", r, (unsigned long long)p.rows[r].count);
+			for (uint32_t i = 0; i < st[0]; i++)
+				cr_log_info("  %s", p.strings[st[1 + i]]);
+		}
+	cr_assert_gt(all, 100, "too few samples of the script (%llu)", (unsigned long long)all);
+	cr_assert_geq(hit * 100, all * 90, "only %llu of %llu samples name handle -> parse_invoice",
+		      (unsigned long long)hit, (unsigned long long)all);
+	profile_free(&p);
+}
+
+Test(python, script_functions_are_named_with_file_and_line, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+	invoice_named(DEBIAN_PYTHON);
+}
+
+Test(python, a_libpython_build_is_walked_too, .init = setup, .fini = teardown, .timeout = 120)
+{
+	if (access(PYENV "/3.11.7/bin/python3.11", X_OK))
+		cr_skip_test("no shared-library CPython 3.11 here (pyenv's 3.11.7)");
+	invoice_named(PYENV "/3.11.7/bin/python3.11");
+}
+
+/*
+ * The main thread runs parse_invoice, a second thread other_work; the GIL
+ * passes between them every 5 ms, so each is sampled on the CPU while the
+ * other holds it.  Every stack naming parse_invoice must be the main
+ * thread's (rooted in Py_BytesMain), every one naming other_work the
+ * thread's (rooted in start_thread): the walker reads Python frames only
+ * for the thread holding the GIL.
+ */
+Test(python, a_thread_never_gets_another_threads_frames, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+	static const char threads_py[] =
+		"import sys, threading, time\n"
+		"def other_work():\n"
+		"    x = 0\n"
+		"    while True:\n"
+		"        for i in range(1000): x += i * i\n"
+		"def parse_invoice():\n"
+		"    t = 0\n"
+		"    for i in range(20000): t += i % 7\n"
+		"threading.Thread(target=other_work, daemon=True).start()\n"
+		"end = time.time() + float(sys.argv[1])\n"
+		"while time.time() < end:\n"
+		"    parse_invoice()\n";
+	uint64_t main_ok = 0, thread_ok = 0, wrong = 0;
+	struct profile p;
+	pid_t py = run_python(DEBIAN_PYTHON, "threads.py", threads_py, "6");
+
+	usleep(1500000);
+	profile_pid(&p, py, 3 * NSEC_PER_SEC);
+	kill(py, SIGKILL);
+	waitpid(py, NULL, 0);
+	for (uint32_t r = 0; r < p.nrows; r++) {
+		const uint32_t *st = p.stacks[p.rows[r].stack];
+		int in_main = frame_at(&p, st, 0, "Py_BytesMain") >= 0;
+		int in_thread = frame_at(&p, st, 0, "start_thread") >= 0;
+		int parse = frame_at(&p, st, 0, "threads.parse_invoice (") >= 0;
+		int other = frame_at(&p, st, 0, "threads.other_work (") >= 0;
+
+		if ((parse && !in_main) || (other && !in_thread) || (parse && other)) {
+			wrong += p.rows[r].count;
+			for (uint32_t i = 0; i < st[0]; i++)
+				cr_log_error("  %s", p.strings[st[1 + i]]);
+		}
+		main_ok += parse && in_main ? p.rows[r].count : 0;
+		thread_ok += other && in_thread ? p.rows[r].count : 0;
+	}
+	cr_log_info("two threads: %llu samples name parse_invoice under the main thread, %llu "
+		    "other_work under its thread, %llu under the wrong one",
+		    (unsigned long long)main_ok, (unsigned long long)thread_ok,
+		    (unsigned long long)wrong);
+	cr_assert_eq(wrong, 0, "Python frames were put under another thread's stack");
+	cr_assert_gt(main_ok, 20, "the main thread's function was not named");
+	cr_assert_gt(thread_ok, 20, "the second thread's function was not named");
+	profile_free(&p);
+}
