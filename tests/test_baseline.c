@@ -7,6 +7,9 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include "model/alert.h"
 #include "store/deploy.h"
 #include "model/profile.h"
+#include "probes/probe.h"
 #include "rules/engine/engine.h"
 #include "rules/engine/fleet.h"
 #include "rules/lang/expr.h"
@@ -906,6 +910,118 @@ Test(baseline, a_profile_shift_on_every_host_is_not_a_regression)
 	mix_changes_everywhere = 1;
 	run_with(profile_yaml, fake_profiles, 1.0, 1.0, "web-[0-3]", &ev);
 	cr_expect_eq(ev.n, 0, "%s", ev.n ? ev.json[0] : "");
+	test_events_free(&ev);
+}
+
+/* ---- a real Python service ------------------------------------------------ */
+
+/*
+ * A Python service whose version 2 made parse_invoice() three times
+ * slower, profiled for real (the BPF walker's Python frames) while it
+ * runs: version 1 before the deploy on every host and after it on the
+ * peers, version 2 after it on the deployed hosts.
+ */
+static struct profile python_v[2];
+
+static const char python_service[] =
+	"import sys, time\n"
+	"def render_page(n):\n"
+	"    out = []\n"
+	"    for i in range(n): out.append(str(i * 7))\n"
+	"    return len(out)\n"
+	"def parse_invoice(text, rounds):\n"
+	"    total = 0\n"
+	"    for r in range(rounds):\n"
+	"        for i, ch in enumerate(text): total += (ord(ch) * i) % 7\n"
+	"    return total\n"
+	"def handle(rounds):\n"
+	"    return render_page(6000) + parse_invoice('invoice-line;' * 150, rounds)\n"
+	"end = time.time() + float(sys.argv[1])\n"
+	"while time.time() < end:\n"
+	"    handle(int(sys.argv[2]))\n";
+
+static void profile_python_version(const char *dir, int v, struct profile *p)
+{
+	struct profile_one_filter only = { 0 };
+	struct probe_config cfg;
+	char err[512], path[128];
+	pid_t pid;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/invoice.py", dir);
+	pid = fork();
+	if (pid == 0) {
+		execl("/usr/bin/python3.11", "python3.11", path, "8", v ? "3" : "1", (char *)NULL);
+		_exit(127);
+	}
+	usleep(1000000);	/* past start-up */
+	only.pid = (uint32_t)pid;
+	probe_config_defaults(&cfg, err, sizeof(err));
+	free(cfg.host);
+	cfg.host = strdup("test");
+	ret = profile_oneshot(&cfg, 3 * NSEC_PER_SEC, 199, &only, p, err, sizeof(err));
+	probe_config_free(&cfg);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (ret)
+		cr_skip_test("the BPF profiler does not load here: %s", err);
+}
+
+static int python_profiles(void *arg, const char *host, uint64_t from, uint64_t to,
+			   struct profile *into)
+{
+	const struct deploy *d = arg;
+	int n = 0;
+
+	for (uint64_t t = T0; t <= T0 + 45 * 60 * 1000; t += 10000) {
+		const struct profile *src = &python_v[t >= d->ts_ms && deploy_covers(d, host)];
+
+		if (t < from || t > to)
+			continue;
+		for (uint32_t r = 0; r < src->nrows; r++) {
+			const uint32_t *st = src->stacks[src->rows[r].stack];
+			const char *frames[256];
+
+			for (uint32_t i = 0; i < st[0] && i < 256; i++)
+				frames[i] = src->strings[st[1 + i]];
+			cr_assert_eq(profile_add(into, "api", "python3.11", 7, frames,
+						 st[0] < 256 ? st[0] : 256, src->rows[r].count), 0);
+		}
+		n++;
+	}
+	return n;
+}
+
+Test(baseline, a_python_function_that_got_slower_is_named, .timeout = 120)
+{
+	struct test_events ev = { 0 };
+	char dir[64] = "/tmp/fl-pybase.XXXXXX", path[128], want[256];
+	FILE *f;
+
+	if (!test_is_root() || access("/usr/bin/python3.11", X_OK))
+		cr_skip_test("needs root (BPF) and Debian's python3.11");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/invoice.py", dir);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs(python_service, f);
+	fclose(f);
+	profile_python_version(dir, 0, &python_v[0]);
+	profile_python_version(dir, 1, &python_v[1]);
+	test_sh("rm -rf %s", dir);
+	mix_changes_everywhere = 0;
+	run_with(profile_yaml, python_profiles, 1.0, 1.0, "web-[0-3]", &ev);
+	profile_free(&python_v[0]);
+	profile_free(&python_v[1]);
+	cr_assert_eq(ev.n, 1, "expected one event, got %d", ev.n);
+	/* the Python function, by module, name and file: not the interpreter */
+	snprintf(want, sizeof(want), "\"function\":\"invoice.parse_invoice (%s/invoice.py)\"",
+		 dir);
+	cr_expect(strstr(ev.json[0], want), "want %s: %s", want, ev.json[0]);
+	snprintf(want, sizeof(want), "invoice.handle (%s/invoice.py:12);invoice.parse_invoice (",
+		 dir);
+	cr_expect(strstr(ev.json[0], want), "the call path names handle -> parse_invoice: %s",
+		  ev.json[0]);
 	test_events_free(&ev);
 }
 

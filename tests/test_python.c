@@ -27,6 +27,7 @@
 
 #include "core/timeutil.h"
 #include "model/profile.h"
+#include <math.h>
 #include "probes/probe.h"
 #include "probes/python.h"
 #include "tests/helpers.h"
@@ -355,5 +356,59 @@ Test(python, a_thread_never_gets_another_threads_frames, .init = setup, .fini = 
 	cr_assert_eq(wrong, 0, "Python frames were put under another thread's stack");
 	cr_assert_gt(main_ok, 20, "the main thread's function was not named");
 	cr_assert_gt(thread_ok, 20, "the second thread's function was not named");
+	profile_free(&p);
+}
+
+/*
+ * A Python function's lines are one function: its total counts a sample
+ * once whichever line it was at, its self time is the samples whose
+ * innermost Python frame it is (the interpreter's native helpers under it
+ * keep their own too), and the hot path finds it by its function name.
+ */
+Test(python, a_functions_lines_are_one_function)
+{
+	const char *a[] = { "main", "app.handle (app.py:10)", "app.parse (app.py:4)" };
+	const char *b[] = { "main", "app.handle (app.py:10)", "app.parse (app.py:5)",
+			    "PyNumber_Remainder" };
+	const char *c[] = { "main", "app.handle (app.py:11)" };
+	struct profile_func *f;
+	struct profile p;
+	char path[256];
+	size_t n;
+	int seen = 0;
+
+	cr_expect_eq(profile_python_function_len("app.parse (app.py:4)"), strlen("app.parse (app.py"));
+	cr_expect_eq(profile_python_function_len("app.parse (app.py)"), 0);
+	cr_expect_eq(profile_python_function_len("foo(int)"), 0);
+	cr_expect_eq(profile_python_function_len("libc.so.6+0x2a1b0"), 0);
+	cr_expect_eq(profile_python_function_len("x (:1)"), 0, "no file");
+	cr_expect_eq(profile_python_function_len("(a:1)"), 0);
+	cr_expect_eq(profile_python_function_len("do_syscall_64_[k]"), 0);
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	cr_assert_eq(profile_add(&p, "s", "c", 1, a, 3, 30), 0);
+	cr_assert_eq(profile_add(&p, "s", "c", 1, b, 4, 50), 0);
+	cr_assert_eq(profile_add(&p, "s", "c", 1, c, 2, 20), 0);
+	n = profile_functions(&p, &f);
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(f[i].name, "app.parse (app.py)")) {
+			cr_expect_float_eq(f[i].total, 0.8, 1e-9);
+			cr_expect_float_eq(f[i].self, 0.8, 1e-9, "its lines and its helper's time");
+			seen |= 1;
+		} else if (!strcmp(f[i].name, "app.handle (app.py)")) {
+			cr_expect_float_eq(f[i].total, 1.0, 1e-9, "counted once per sample");
+			cr_expect_float_eq(f[i].self, 0.2, 1e-9);
+			seen |= 2;
+		} else if (!strcmp(f[i].name, "PyNumber_Remainder")) {
+			cr_expect_float_eq(f[i].self, 0.5, 1e-9);
+			seen |= 4;
+		} else {
+			cr_expect(!strstr(f[i].name, ".py:"), "a line left as a function: %s",
+				  f[i].name);
+		}
+	}
+	cr_expect_eq(seen, 7);
+	free(f);
+	cr_assert_eq(profile_hot_path(&p, "app.parse (app.py)", path, sizeof(path)), 0);
+	cr_expect_str_eq(path, "main;app.handle (app.py:10);app.parse (app.py:5)");
 	profile_free(&p);
 }

@@ -636,43 +636,123 @@ struct fn_acc {
 	uint64_t last_row;	/* to count a function once per sample row */
 };
 
+size_t profile_python_function_len(const char *frame)
+{
+	size_t n = strlen(frame), i;
+	const char *open;
+
+	/* "mod.fn (file.py:12)": digits, then ':' before the final ')' */
+	if (n < 6 || frame[n - 1] != ')')
+		return 0;
+	for (i = n - 1; i > 0 && frame[i - 1] >= '0' && frame[i - 1] <= '9'; i--)
+		;
+	if (i == n - 1 || i < 2 || frame[i - 1] != ':')
+		return 0;
+	open = strstr(frame, " (");
+	return open && open + 2 < frame + i - 1 ? i - 1 : 0;
+}
+
+/* 1 if frame is function fn: the same name, or a line of Python function fn. */
+static int frame_is_function(const char *frame, const char *fn)
+{
+	size_t k;
+
+	if (!strcmp(frame, fn))
+		return 1;
+	k = profile_python_function_len(frame);
+	return k && !strncmp(frame, fn, k) && fn[k] == ')' && fn[k + 1] == '\0';
+}
+
 size_t profile_functions(const struct profile *p, struct profile_func **out)
 {
 	struct fn_acc *acc = calloc(p->nstrings + 1, sizeof(*acc));
-	struct profile_func *f;
-	size_t n = 0;
+	uint32_t *fn_of = calloc(p->nstrings + 1, sizeof(*fn_of));
+	uint8_t *python = calloc(p->nstrings + 1, 1);
+	struct profile_func *f = NULL;
+	struct strmap keys;
+	size_t n = 0, key_bytes = 0, nkeys = 0;
+	char *tail, **knames = NULL;
 
 	*out = NULL;
-	if (!acc || !p->total) {
-		free(acc);
-		return 0;
+	strmap_init(&keys);
+	if (!acc || !fn_of || !python || !p->total)
+		goto out;
+	/*
+	 * A function is a frame name, except that a Python function's lines
+	 * ("mod.fn (file.py:12)", "mod.fn (file.py:14)") are one function,
+	 * "mod.fn (file.py)": its keys are numbered after the strings.
+	 */
+	for (uint32_t i = 0; i < p->nstrings; i++) {
+		size_t k = profile_python_function_len(p->strings[i]);
+		char key[512];
+		uint32_t id;
+
+		fn_of[i] = i;
+		if (!k || k + 2 > sizeof(key))
+			continue;
+		python[i] = 1;
+		memcpy(key, p->strings[i], k);
+		memcpy(key + k, ")", 2);
+		if (!strmap_get(&keys, key, &id)) {
+			struct fn_acc *grown = realloc(acc, (p->nstrings + nkeys + 2) * sizeof(*acc));
+			char **kn = realloc(knames, (nkeys + 1) * sizeof(*kn));
+
+			if (grown)
+				acc = grown;
+			if (kn)
+				knames = kn;
+			if (!grown || !kn || !(knames[nkeys] = strdup(key)))
+				goto out;
+			memset(&acc[p->nstrings + nkeys], 0, sizeof(*acc));
+			id = (uint32_t)(p->nstrings + nkeys++);
+			key_bytes += k + 2;
+			if (strmap_put(&keys, key, id))
+				goto out;
+		}
+		fn_of[i] = id;
 	}
 	for (uint32_t r = 0; r < p->nrows; r++) {
 		const uint32_t *st = p->stacks[p->rows[r].stack];
 		double c = (double)p->rows[r].count;
+		int inner_python = -1;
 
 		for (uint32_t i = 0; i < st[0]; i++) {
-			struct fn_acc *a = &acc[st[1 + i]];
+			struct fn_acc *a = &acc[fn_of[st[1 + i]]];
 
 			if (a->last_row != r + 1) {
 				a->total += c;
 				a->last_row = r + 1;
 			}
-			if (i + 1 == st[0])
-				a->self += c;
+			if (python[st[1 + i]])
+				inner_python = (int)i;
 		}
+		if (st[0])
+			acc[fn_of[st[st[0]]]].self += c;
+		/*
+		 * a Python function's own time is also what the interpreter did
+		 * for it: the samples whose innermost Python frame it is
+		 */
+		if (inner_python >= 0 && fn_of[st[1 + inner_python]] != fn_of[st[st[0]]])
+			acc[fn_of[st[1 + inner_python]]].self += c;
 	}
-	f = calloc(p->nstrings + 1, sizeof(*f));
-	for (uint32_t i = 0; f && i < p->nstrings; i++) {
+	f = malloc((p->nstrings + nkeys + 1) * sizeof(*f) + key_bytes + 1);
+	if (!f)
+		goto out;
+	tail = (char *)(f + p->nstrings + nkeys + 1);
+	for (uint32_t i = 0; i < p->nstrings + nkeys; i++) {
 		if (!acc[i].total)
 			continue;
-		f[n].name = p->strings[i];
+		f[n].name = i < p->nstrings ? p->strings[i] : NULL;
 		f[n].self = acc[i].self / (double)p->total;
 		f[n].total = acc[i].total / (double)p->total;
+		if (i >= p->nstrings) {
+			strcpy(tail, knames[i - p->nstrings]);
+			f[n].name = tail;
+			tail += strlen(tail) + 1;
+		}
 		n++;
 	}
-	free(acc);
-	for (size_t i = 1; f && i < n; i++) {
+	for (size_t i = 1; i < n; i++) {
 		struct profile_func t = f[i];
 		size_t j = i;
 
@@ -682,6 +762,14 @@ size_t profile_functions(const struct profile *p, struct profile_func **out)
 		}
 		f[j] = t;
 	}
+out:
+	strmap_free(&keys);
+	for (size_t i = 0; i < nkeys; i++)
+		free(knames[i]);
+	free(knames);
+	free(acc);
+	free(fn_of);
+	free(python);
 	*out = f;
 	return f ? n : 0;
 }
@@ -699,8 +787,18 @@ size_t profile_diff(const struct profile *base, const struct profile *target,
 {
 	struct profile_func *bf, *tf;
 	size_t nb = profile_functions(base, &bf), nt = profile_functions(target, &tf), n = 0;
-	struct profile_delta *d = calloc(nb + nt + 1, sizeof(*d));
+	size_t bytes = 1;
+	struct profile_delta *d;
 	struct strmap idx;
+	char *tail;
+
+	/* names are copied after the deltas: a Python function's lives in bf or tf */
+	for (size_t i = 0; i < nb; i++)
+		bytes += strlen(bf[i].name) + 1;
+	for (size_t i = 0; i < nt; i++)
+		bytes += strlen(tf[i].name) + 1;
+	d = calloc(1, (nb + nt + 1) * sizeof(*d) + bytes);
+	tail = (char *)(d + nb + nt + 1);
 
 	*out = d;
 	if (!d) {
@@ -727,6 +825,13 @@ size_t profile_diff(const struct profile *base, const struct profile *target,
 		}
 	}
 	strmap_free(&idx);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(d[i].name) + 1;
+
+		memcpy(tail, d[i].name, len);
+		d[i].name = tail;
+		tail += len;
+	}
 	qsort(d, n, sizeof(*d), delta_cmp);
 	free(bf);
 	free(tf);
@@ -742,10 +847,10 @@ int profile_hot_path(const struct profile *p, const char *fn, char *out, size_t 
 
 	if (len)
 		out[0] = '\0';
-	if (!n || !strmap_get(&p->string_index, fn, &name)) {
-		free(n);
-		return n ? -ENOENT : -ENOMEM;
-	}
+	if (!n)
+		return -ENOMEM;
+	if (!strmap_get(&p->string_index, fn, &name))
+		name = UINT32_MAX;	/* a Python function: any of its lines */
 	for (uint32_t r = 0; r < p->nrows; r++)
 		n[p->rows[r].stack] += p->rows[r].count;	/* a stack's samples over its rows */
 	for (uint32_t s = 0; s < p->nstacks; s++) {
@@ -754,11 +859,19 @@ int profile_hot_path(const struct profile *p, const char *fn, char *out, size_t 
 		int leaf;
 
 		for (uint32_t i = 0; i < st[0] && !at; i++)
-			if (st[1 + i] == name)
+			if (st[1 + i] == name ||
+			    (name == UINT32_MAX && frame_is_function(p->strings[st[1 + i]], fn)))
 				at = i + 1;
 		if (!at || !n[s])
 			continue;
 		leaf = at == st[0];
+		/* a Python function "ends" a stack when no Python frame is under it */
+		if (name == UINT32_MAX) {
+			leaf = 1;
+			for (uint32_t i = at; i < st[0]; i++)
+				if (profile_python_function_len(p->strings[st[1 + i]]))
+					leaf = 0;
+		}
 		/* a stack that ends in fn beats one that passes through it */
 		if (leaf > best_leaf || (leaf == best_leaf && n[s] > best_n)) {
 			best = s;

@@ -167,9 +167,21 @@ struct profile_func {
 size_t profile_functions(const struct profile *p, struct profile_func **out);
 
 /*
+ * A Python frame names a line: "mod.fn (file.py:12)".  Its function is
+ * "mod.fn (file.py)": profile_functions and profile_diff count a Python
+ * function's lines as one function, whose self time is the samples whose
+ * innermost Python frame it is (what the interpreter did for it, in
+ * whatever native code), as well as the samples it is the leaf of; and
+ * profile_hot_path finds it by that name.  Returns the length of
+ * "mod.fn (file.py" in frame, or 0 when frame is not a Python frame.
+ */
+size_t profile_python_function_len(const char *frame);
+
+/*
  * Functions whose total share changed most from base to target, with their
  * self (leaf) shares beside: a caller's total share moves with its
  * callee's, its self share does not, so self says which frame grew.
+ * One allocation: free(*out) frees the names too.
  */
 struct profile_delta {
 	const char *name;
