@@ -30,6 +30,8 @@
 #include <math.h>
 #include "probes/probe.h"
 #include "probes/python.h"
+#include "model/pprof.h"
+#include "profile.pb-c.h"
 #include "tests/helpers.h"
 
 #define DEBIAN_PYTHON "/usr/bin/python3.11"
@@ -410,5 +412,55 @@ Test(python, a_functions_lines_are_one_function)
 	free(f);
 	cr_assert_eq(profile_hot_path(&p, "app.parse (app.py)", path, sizeof(path)), 0);
 	cr_expect_str_eq(path, "main;app.handle (app.py:10);app.parse (app.py:5)");
+	profile_free(&p);
+}
+
+/*
+ * pprof has Python functions as pprof has them: a Function per function
+ * ("app.parse" in app.py), a location per line of it with that line.
+ */
+Test(python, pprof_names_the_function_its_file_and_its_lines)
+{
+	const char *a[] = { "main", "app.handle (app.py:10)", "app.parse (app.py:4)" };
+	const char *b[] = { "main", "app.handle (app.py:10)", "app.parse (app.py:5)" };
+	Perftools__Profiles__Profile *pb;
+	uint8_t *gz, *raw;
+	size_t gzlen, rawlen;
+	struct profile p;
+	uint64_t parse_fn = 0;
+	int lines = 0;
+
+	cr_assert_eq(profile_init(&p, "h"), 0);
+	cr_assert_eq(profile_add(&p, "s", "c", 1, a, 3, 30), 0);
+	cr_assert_eq(profile_add(&p, "s", "c", 1, b, 3, 50), 0);
+	cr_assert_eq(pprof_encode(&p, &gz, &gzlen), 0);
+	cr_assert_eq(pprof_gunzip(gz, gzlen, &raw, &rawlen), 0);
+	pb = perftools__profiles__profile__unpack(NULL, rawlen, raw);
+	cr_assert_not_null(pb, "pprof does not decode");
+	for (size_t i = 0; i < pb->n_function; i++) {
+		const Perftools__Profiles__Function *f = pb->function[i];
+		const char *name = pb->string_table[f->name];
+
+		cr_expect(!strstr(name, "("), "a function named with its file: %s", name);
+		if (!strcmp(name, "app.parse")) {
+			cr_expect(!parse_fn, "app.parse is one function");
+			parse_fn = f->id;
+			cr_expect_str_eq(pb->string_table[f->filename], "app.py");
+		}
+	}
+	cr_assert(parse_fn, "no function app.parse");
+	for (size_t i = 0; i < pb->n_location; i++) {
+		const Perftools__Profiles__Location *l = pb->location[i];
+
+		cr_assert_eq(l->n_line, 1);
+		if (l->line[0]->function_id == parse_fn) {
+			cr_expect(l->line[0]->line == 4 || l->line[0]->line == 5);
+			lines |= 1 << l->line[0]->line;
+		}
+	}
+	cr_expect_eq(lines, (1 << 4) | (1 << 5), "a location per line of app.parse");
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	free(raw);
+	free(gz);
 	profile_free(&p);
 }

@@ -149,6 +149,9 @@ struct pprof_build {
 	uint32_t *fn_of;		/* string index -> function id */
 	uint32_t *name_loc;		/* name -> location id (frames with no code address) */
 	struct strmap addr_loc;		/* "map:addr" -> location id */
+	struct strmap py_fn;		/* a Python function ("mod.fn (file.py)") -> function id */
+	char **owned;			/* strings added for Python functions: names, files */
+	uint32_t nowned;
 	int64_t period_ns;
 };
 
@@ -160,6 +163,10 @@ static const char *const pprof_extra[7] = {
 static void build_free(struct pprof_build *b)
 {
 	strmap_free(&b->addr_loc);
+	strmap_free(&b->py_fn);
+	for (uint32_t i = 0; i < b->nowned; i++)
+		free(b->owned[i]);
+	free(b->owned);
 	free(b->strs);
 	free(b->fns);
 	free(b->fnp);
@@ -188,12 +195,15 @@ static int build_alloc(struct pprof_build *b, const struct profile *p)
 	memset(b, 0, sizeof(*b));
 	b->p = p;
 	strmap_init(&b->addr_loc);
+	strmap_init(&b->py_fn);
 	b->period_ns = p->rate_hz ? 1000000000LL / p->rate_hz : 1000000000LL / 19;
 	for (uint32_t s = 0; s < p->nstacks; s++)
 		nframes += p->stacks[s][0];	/* at most one location per frame of every stack */
 	for (uint32_t r = 0; r < p->nrows; r++)
 		nsample_locs += p->stacks[p->rows[r].stack][0];
-	b->strs = calloc(nstr + 8, sizeof(*b->strs));
+	/* a Python frame can add two strings: its function's name and file */
+	b->strs = calloc(3 * (size_t)nstr + 8, sizeof(*b->strs));
+	b->owned = calloc(2 * (size_t)nstr + 1, sizeof(*b->owned));
 	b->fns = calloc(nstr, sizeof(*b->fns));
 	b->fnp = calloc(nstr, sizeof(*b->fnp));
 	b->fn_of = calloc(nstr, sizeof(*b->fn_of));
@@ -212,7 +222,7 @@ static int build_alloc(struct pprof_build *b, const struct profile *p)
 	b->mapp = calloc(p->nmaps + 1, sizeof(*b->mapp));
 	if (!b->strs || !b->fns || !b->fnp || !b->locs || !b->locp || !b->lines || !b->linep ||
 	    !b->samples || !b->samplep || !b->labels || !b->labelp || !b->locids || !b->values ||
-	    !b->fn_of || !b->name_loc || !b->maps || !b->mapp)
+	    !b->fn_of || !b->name_loc || !b->maps || !b->mapp || !b->owned)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < nstr; i++)
 		b->strs[i] = p->strings[i];
@@ -261,6 +271,46 @@ static uint32_t function_of(struct pprof_build *b, uint32_t name)
 	return b->fn_of[name];
 }
 
+/* Add a copy of s[0..len) to the string table.  Its index, or 0 on -ENOMEM. */
+static uint32_t add_string(struct pprof_build *b, const char *s, size_t len)
+{
+	char *c = strndup(s, len);
+
+	if (!c)
+		return 0;
+	b->owned[b->nowned++] = c;
+	b->strs[b->nstr] = c;
+	return b->nstr++;
+}
+
+/*
+ * The function of Python frame name ("mod.fn (file.py:12)", its function
+ * part k bytes long): one per function, named "mod.fn" with its file, as
+ * pprof has them; the line goes on the location.  Returns its id, 0 on
+ * -ENOMEM.
+ */
+static uint32_t python_function_of(struct pprof_build *b, uint32_t name, size_t k)
+{
+	const char *s = b->p->strings[name], *open = strstr(s, " (");
+	char key[512];
+	uint32_t id;
+	PbFunction *f;
+
+	snprintf(key, sizeof(key), "%.*s)", (int)k, s);
+	if (strmap_get(&b->py_fn, key, &id))
+		return id;
+	f = &b->fns[b->nfn];
+	perftools__profiles__function__init(f);
+	f->id = b->nfn + 1;
+	f->name = add_string(b, s, (size_t)(open - s));
+	f->filename = add_string(b, open + 2, k - (size_t)(open + 2 - s));
+	if (!f->name || !f->filename || strmap_put(&b->py_fn, key, (uint32_t)f->id))
+		return 0;
+	f->system_name = f->name;
+	b->fnp[b->nfn++] = f;
+	return (uint32_t)f->id;
+}
+
 /*
  * A function per frame name; a location per (mapping, address) where the
  * frame's code is known — with the function as its line when the name is
@@ -273,10 +323,15 @@ static int add_locations(struct pprof_build *b)
 
 	for (uint32_t s = 0; s < p->nstacks; s++) {
 		for (uint32_t i = 0; i < p->stacks[s][0]; i++) {
-			uint32_t name = p->stacks[s][1 + i], fn = function_of(b, name), id = 0;
+			uint32_t name = p->stacks[s][1 + i], fn, id = 0;
+			size_t py = profile_python_function_len(p->strings[name]);
 			char key[64];
 			const struct profile_loc *l = frame_loc(p, s, i, key);
 			PbLocation *lc;
+
+			fn = py ? python_function_of(b, name, py) : function_of(b, name);
+			if (!fn)
+				return -ENOMEM;
 
 			if (l)
 				strmap_get(&b->addr_loc, key, &id);
@@ -302,6 +357,8 @@ static int add_locations(struct pprof_build *b)
 
 				perftools__profiles__line__init(ln);
 				ln->function_id = fn;
+				if (py && !l)	/* a Python frame: its line */
+					ln->line = atoll(p->strings[name] + py + 1);
 				b->linep[id - 1] = ln;
 				lc->n_line = 1;
 				lc->line = &b->linep[id - 1];
