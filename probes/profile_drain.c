@@ -260,6 +260,7 @@ void profile_drain(struct profiler *pr, int g)
 	size_t sym_bytes, sym_files;
 	uint64_t sym_reads;
 
+	python_names_new_window(pr->py);
 	if (pr->io_interval_ns)
 		nio_ids = drain_io(pr, g, &io_ids);
 	while (bpf_map_get_next_key(counts, prev, &next) == 0) {

@@ -345,6 +345,8 @@ int python_line_of(const uint8_t *table, size_t len, int firstlineno, uint32_t i
 struct python_code {
 	uint32_t pid;
 	uint64_t addr;
+	uint64_t checked;	/* the window it was last read or checked in */
+	uint64_t refs[3];	/* its qualname, filename and location table objects */
 	char *name;		/* "module.qualname", NULL: slot empty */
 	char *file;
 	int firstlineno;
@@ -355,7 +357,14 @@ struct python_code {
 struct python_names {
 	struct python_code slot[NAMES_SLOTS];
 	unsigned used;
+	uint64_t window;	/* python_names_new_window's count */
 };
+
+void python_names_new_window(struct python_names *pn)
+{
+	if (pn)
+		pn->window++;
+}
 
 struct python_names *python_names_new(void)
 {
@@ -526,6 +535,9 @@ static int read_code(uint32_t pid, const struct unwind_python *py, const struct 
 	}
 	c->file = strdup(file);
 	c->firstlineno = first;
+	c->refs[0] = qualname;
+	c->refs[1] = filename;
+	c->refs[2] = linetable;
 	c->pid = pid;
 	c->addr = addr;
 	if (!c->file) {
@@ -533,6 +545,27 @@ static int read_code(uint32_t pid, const struct unwind_python *py, const struct 
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * 1 if code object c of a live process is not the one named any more: its
+ * name, file or location table is another object now (a code object freed
+ * and another made at its address: exec'd or generated code).  A process
+ * that cannot be read (it exited) keeps its names: its code did not change.
+ */
+static int code_replaced(uint32_t pid, const struct unwind_python *py,
+			 const struct python_layout *l, const struct python_code *c)
+{
+	uint8_t head[256];
+	uint64_t type, refs[3];
+
+	if (peek(pid, c->addr, head, l->code_adaptive))
+		return 0;
+	memcpy(&type, head + l->object_type, 8);
+	memcpy(&refs[0], head + l->code_qualname, 8);
+	memcpy(&refs[1], head + l->code_filename, 8);
+	memcpy(&refs[2], head + l->code_linetable, 8);
+	return type != py->code_type || memcmp(refs, c->refs, sizeof(refs));
 }
 
 int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind_python *py,
@@ -566,12 +599,22 @@ int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind
 			}
 			if (read_code(pid, py, l, addr, s))
 				return 0;
+			s->checked = pn->window;
 			pn->used++;
 			c = s;
 			break;
 		}
 		if (s->pid == pid && s->addr == addr) {
 			c = s;
+			if (c->checked != pn->window && code_replaced(pid, py, l, c)) {
+				/* freed, and another code object made at its address */
+				code_clear(c);
+				if (read_code(pid, py, l, addr, c)) {
+					pn->used--;
+					return 0;
+				}
+			}
+			c->checked = pn->window;
 			break;
 		}
 	}

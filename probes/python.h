@@ -23,7 +23,8 @@
  *   3. python_frame_name: a walked Python frame (a code object's address
  *      and an instruction) as "module.function (file:line)", read from the
  *      live process (process_vm_readv) and kept per process and code
- *      object, so a long-running service costs one read per function.
+ *      object, so a long-running service costs one read per function
+ *      (and one check per window that it is still the same code).
  *      The code object is checked to be one (its type is PyCode_Type) and
  *      the line comes from its location table (python_line_of).  A frame
  *      of a process that is gone, or whose code cannot be read, is named
@@ -96,6 +97,13 @@ void python_names_free(struct python_names *pn);
  */
 int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind_python *py,
 		      uint64_t frame, char *buf, size_t len);
+
+/*
+ * A window is being named: each code object named again is checked once
+ * in it (its name, file and location table still the same objects), so
+ * code freed and made again at the same address gets its own name.
+ */
+void python_names_new_window(struct python_names *pn);
 
 /* Process pid exited or exec'd: its code objects' names are forgotten. */
 void python_names_forget(struct python_names *pn, uint32_t pid);
