@@ -14,6 +14,8 @@ plus the BPF program's run time (kernel.bpf_stats_enabled); for perf it is perf'
 CPU time (its in-kernel sampling work is not attributed to it, which
 flatters perf).  Both are measured in steady state, between 1.5 s after
 start and 0.5 s before the end.  Prints CPU share of the host, samples/s, and ratios.
+With CPython 3.11 on every CPU instead, the BPF cost per sample of walking
+Python frames (probes/python.h) is printed beside native unwinding's.
 """
 import argparse
 import json
@@ -188,6 +190,59 @@ int main(int argc, char **argv)
 """
 
 
+PY_SPIN = """
+import sys, time
+def parse_invoice(text):
+    total = 0
+    for i, ch in enumerate(text):
+        total += (ord(ch) * i) % 7
+    return total
+def handle(depth):
+    return handle(depth - 1) if depth else parse_invoice("invoice-line;" * 500)
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    handle(12)
+"""
+
+
+def python_cost(out, seconds, tmp, runs):
+    """The BPF program's ns per sample when every CPU runs CPython 3.11
+    (Python frames walked in place of the interpreter's, 14 deep), beside
+    the same with native spinners; and the share of samples naming
+    parse_invoice."""
+    python = "/usr/bin/python3.11"
+    if not os.access(python, os.X_OK):
+        return None
+    script = os.path.join(tmp, "spin.py")
+    with open(script, "w") as f:
+        f.write(PY_SPIN)
+    res = []
+    for _ in range(runs):
+        ps = [subprocess.Popen([python, script, str(seconds + 3)]) for _ in range(NCPU)]
+        time.sleep(1.0)
+        res.append(run_faultline(out, 99, seconds, tmp))
+        for p in ps:
+            p.kill()
+            p.wait()
+    named = total = 0
+    folded = os.path.join(tmp, "spin.folded")
+    one = subprocess.Popen([python, script, "6"])
+    try:
+        time.sleep(1.0)
+        subprocess.run([f"{out}/faultline-probe", "profile", "--duration", "3s", "--rate", "99",
+                        "--pid", str(one.pid), "-o", folded], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    finally:
+        one.kill()
+        one.wait()
+    if os.path.exists(folded):
+        for frames, count in chains_faultline(folded):
+            total += count
+            named += count if any(x.startswith("spin.parse_invoice (") for x in frames) else 0
+    return (statistics.median(r[2] for r in res), statistics.median(r[0] for r in res),
+            named, total)
+
+
 def spin_rate(spin, seconds):
     """Work done by one spinner per CPU in `seconds` (total iterations)."""
     ps = [subprocess.Popen([spin, str(seconds)], stdout=subprocess.PIPE, text=True)
@@ -274,6 +329,13 @@ def main():
         print(f"samples/s at 99 Hz, faultline / perf: {f99[1] / max(p99[1], 1):.2f}x")
         print(f"slowdown of CPU-bound work at 99 Hz (everything, kernel included): faultline "
               f"{100 * fl_slow:.2f}%, perf record -g {100 * perf_slow:.2f}% (noise ~0.5%)")
+        py = python_cost(a.out, a.seconds, tmp, a.runs)
+        if py:
+            print(f"BPF cost per sample at 99 Hz with CPython 3.11 on every CPU (Python "
+                  f"frames read in BPF, 14 deep): {py[0]:.0f} ns, "
+                  f"{py[0] / max(ns['faultline 99 Hz'], 1):.2f}x native DWARF unwinding; "
+                  f"faultline's host CPU {100 * py[1]:.3f}%; "
+                  f"{py[2]}/{py[3]} samples name parse_invoice")
         print()
         compare_with_perf(a.out, tmp)
     finally:
