@@ -199,8 +199,13 @@ static __noinline __u64 python_current_frame(const struct unwind_python *py)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 tstate = 0, tid = 0, cframe = 0, frame = 0;
 
-	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)py->tstate_current) || !tstate ||
-	    bpf_probe_read_user(&tid, sizeof(tid), (void *)(tstate + py->tstate_thread_id)) ||
+	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)py->tstate_at) || !tstate)
+		return 0;
+	for (int i = 0; i < 2 && i < py->ntstate_chain; i++)
+		if (bpf_probe_read_user(&tstate, sizeof(tstate),
+					(void *)(tstate + py->tstate_chain[i])) || !tstate)
+			return 0;
+	if (bpf_probe_read_user(&tid, sizeof(tid), (void *)(tstate + py->tstate_thread_id)) ||
 	    tid != BPF_CORE_READ(task, thread.fsbase) ||
 	    bpf_probe_read_user(&cframe, sizeof(cframe), (void *)(tstate + py->tstate_cframe)) ||
 	    !cframe ||
@@ -219,14 +224,25 @@ static __noinline __u64 python_current_frame(const struct unwind_python *py)
 static __noinline int python_emit(struct fl_walk_state *st, const struct unwind_python *py)
 {
 	__u64 f = st->py_frame, code = 0, prev = 0, instr = 0, idx, v;
-	__u8 entry = 0;
+	__u8 entry = 0, owner = 0;
 	__u32 n = st->st.n;
 
 	if (!f || n >= UNWIND_MAX_FRAMES ||
+	    bpf_probe_read_user(&prev, sizeof(prev), (void *)(f + py->frame_previous)))
+		return -1;
+	if (py->frame_owner != PY_NO_FIELD) {
+		if (bpf_probe_read_user(&owner, sizeof(owner), (void *)(f + py->frame_owner)))
+			return -1;
+		if (owner == py->owner_cstack) {
+			/* 3.12: the entry's shim frame: this evaluation's frames are done */
+			st->py_frame = prev;
+			return 1;
+		}
+	}
+	if ((py->frame_is_entry != PY_NO_FIELD &&
+	     bpf_probe_read_user(&entry, sizeof(entry), (void *)(f + py->frame_is_entry))) ||
 	    bpf_probe_read_user(&code, sizeof(code), (void *)(f + py->frame_code)) ||
-	    bpf_probe_read_user(&prev, sizeof(prev), (void *)(f + py->frame_previous)) ||
 	    bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + py->frame_prev_instr)) ||
-	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(f + py->frame_is_entry)) ||
 	    !code || code & ~PY_FRAME_ADDR_MASK)
 		return -1;
 	/* the instruction, in code units (2 bytes) from the code's first */

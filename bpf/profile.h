@@ -114,21 +114,35 @@ struct unwind_map {
  * state holding the GIL is this thread's (its thread_id is the thread's
  * pthread_t, which is its fs base on x86-64), the interpreter's own frame
  * is replaced by the Python frames it runs: from the thread's current
- * frame back to the one that entered that evaluation (is_entry), leaf
- * first, each as a PY_FRAME_TAG'd address naming the code object and the
+ * frame back to the one that entered that evaluation (3.11: is_entry;
+ * 3.12: the frame before the entry's shim frame, owned by the C stack),
+ * leaf first, each as a PY_FRAME_TAG'd address naming the code object and the
  * instruction it is at.  Otherwise the native frame stays: a name is
  * never guessed.
  */
 struct unwind_python {
 	__u64 eval_start, eval_end;	/* _PyEval_EvalFrameDefault, as mapped */
-	__u64 tstate_current;		/* the address of _PyRuntime.gilstate.tstate_current */
+	/*
+	 * Where the GIL holder's thread state is: read the pointer at
+	 * tstate_at, then follow tstate_chain[0..ntstate_chain) (3.11: the
+	 * pointer at _PyRuntime.gilstate.tstate_current; 3.12: the main
+	 * interpreter, its GIL, the GIL's last holder)
+	 */
+	__u64 tstate_at;
 	__u64 code_type;		/* &PyCode_Type, as mapped: user space checks it */
-	__u16 version;			/* 0x030b: 3.11 */
+	__u16 version;			/* 0x030b: 3.11, 0x030c: 3.12 */
+	__u16 tstate_chain[2];
+	__u16 ntstate_chain;
 	__u16 tstate_cframe, tstate_thread_id, cframe_current_frame;
-	__u16 frame_code, frame_previous, frame_prev_instr, frame_is_entry;
+	__u16 frame_code, frame_previous, frame_prev_instr;
+	__u16 frame_is_entry;		/* 3.11: the frame that entered an evaluation; else PY_NO_FIELD */
+	__u16 frame_owner;		/* 3.12: a frame's owner; else PY_NO_FIELD */
+	__u16 owner_cstack;		/* 3.12: the owner of an evaluation's entry (shim) frame */
 	__u16 code_adaptive;		/* the first instruction, in the code object */
-	__u16 pad[3];
+	__u16 pad;
 };
+
+#define PY_NO_FIELD 0xffff
 
 /*
  * A Python frame in a walked stack: bit 63 set (never a user address),

@@ -28,9 +28,11 @@
 struct python_layout {
 	uint16_t version;
 	uint64_t runtime_size;
-	uint16_t runtime_tstate_current;
+	uint16_t runtime_tstate;	/* in _PyRuntime: the first pointer to the GIL holder */
+	uint16_t tstate_chain[2], ntstate_chain;	/* then these (struct unwind_python) */
 	uint16_t tstate_cframe, tstate_thread_id, cframe_current_frame;
 	uint16_t frame_code, frame_previous, frame_prev_instr, frame_is_entry;
+	uint16_t frame_owner, owner_cstack;
 	uint16_t code_adaptive, code_firstlineno, code_filename, code_qualname, code_linetable;
 	uint16_t object_type;
 	uint16_t str_length, str_state, ascii_size, compact_size;	/* PyUnicode */
@@ -39,16 +41,35 @@ struct python_layout {
 
 static const struct python_layout layouts[] = {
 	{
+		/* _PyRuntime.gilstate.tstate_current */
 		.version = 0x030b,
 		.runtime_size = 166688,
-		.runtime_tstate_current = 576,
+		.runtime_tstate = 576,
 		.tstate_cframe = 56, .tstate_thread_id = 152, .cframe_current_frame = 8,
 		.frame_code = 32, .frame_previous = 48, .frame_prev_instr = 56,
-		.frame_is_entry = 68,
+		.frame_is_entry = 68, .frame_owner = PY_NO_FIELD,
 		.code_adaptive = 184, .code_firstlineno = 72, .code_filename = 112,
 		.code_qualname = 128, .code_linetable = 136,
 		.object_type = 8,
 		.str_length = 16, .str_state = 32, .ascii_size = 48, .compact_size = 72,
+		.bytes_size = 16, .bytes_sval = 32,
+	},
+	{
+		/*
+		 * the running thread's state is thread-local now
+		 * (_Py_tss_tstate); the GIL's last holder is reached from
+		 * _PyRuntime: interpreters.main -> ceval.gil -> last_holder
+		 */
+		.version = 0x030c,
+		.runtime_size = 459944,
+		.runtime_tstate = 48, .tstate_chain = { 384, 8 }, .ntstate_chain = 2,
+		.tstate_cframe = 56, .tstate_thread_id = 136, .cframe_current_frame = 0,
+		.frame_code = 0, .frame_previous = 8, .frame_prev_instr = 56,
+		.frame_is_entry = PY_NO_FIELD, .frame_owner = 70, .owner_cstack = 3,
+		.code_adaptive = 192, .code_firstlineno = 68, .code_filename = 112,
+		.code_qualname = 128, .code_linetable = 136,
+		.object_type = 8,
+		.str_length = 16, .str_state = 32, .ascii_size = 40, .compact_size = 56,
 		.bytes_size = 16, .bytes_sval = 32,
 	},
 };
@@ -175,7 +196,7 @@ int python_interp_read(int fd, struct python_interp *pi, char *err, size_t errle
 		ret = 0;
 		goto out;
 	}
-	snprintf(err, errlen, "CPython %u.%u.%u: only 3.11 is walked", hex >> 24,
+	snprintf(err, errlen, "CPython %u.%u.%u: only 3.11 and 3.12 are walked", hex >> 24,
 		 (hex >> 16) & 0xff, (hex >> 8) & 0xff);
 out:
 	elf_end(e);
@@ -245,7 +266,12 @@ int python_interp_publish(const struct python_interp *pi, uint64_t start, uint64
 	memset(out, 0, sizeof(*out));
 	out->eval_start = pi->eval_vaddr + bias;
 	out->eval_end = pi->eval_vaddr + pi->eval_size + bias;
-	out->tstate_current = pi->runtime_vaddr + bias + l->runtime_tstate_current;
+	out->tstate_at = pi->runtime_vaddr + bias + l->runtime_tstate;
+	out->tstate_chain[0] = l->tstate_chain[0];
+	out->tstate_chain[1] = l->tstate_chain[1];
+	out->ntstate_chain = l->ntstate_chain;
+	out->frame_owner = l->frame_owner;
+	out->owner_cstack = l->owner_cstack;
 	out->code_type = pi->code_type_vaddr + bias;
 	out->version = pi->version;
 	out->tstate_cframe = l->tstate_cframe;

@@ -14,7 +14,7 @@
  *      are read (_PyRuntime, _PyEval_EvalFrameDefault, PyCode_Type,
  *      Py_Version), which every build exports for extension modules, so a
  *      stripped interpreter works.  The layout of the structures walked is
- *      a table per version (3.11 now), checked against the file: the
+ *      a table per version (3.11 and 3.12), checked against the file: the
  *      version from Py_Version and the size of _PyRuntime must both match.
  *      Anything else is "not supported" with the reason, and the process
  *      keeps its native frames.

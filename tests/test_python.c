@@ -1,7 +1,7 @@
 /*
  * test_python.c - Python frames in CPU profiles (probes/python.h) against
  * the real CPython 3.11 Debian ships (a static python3.11) and, when
- * present, a shared-library build (pyenv's libpython3.11.so):
+ * present, shared-library builds (pyenv's libpython 3.11.7 and 3.12.1):
  *
  *   - the location-table reader gives the line CPython's own
  *     co_positions() gives, for every instruction of every function of a
@@ -59,35 +59,23 @@ static int hexval(char c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/*
- * CPython dumps, for every code object of a module: its first line, its
- * location table (hex) and the line co_positions() gives each code unit
- * ("-" for none).  The reader must agree everywhere.
- */
-Test(python, line_table_agrees_with_co_positions, .init = setup, .fini = teardown,
-     .timeout = 60)
-{
-	static const char dump[] =
-		"import sys, json.decoder, argparse, asyncio.base_events as b\n"
-		"def codes(c):\n"
-		"    yield c\n"
-		"    for k in c.co_consts:\n"
-		"        if hasattr(k, 'co_linetable'): yield from codes(k)\n"
-		"for m in (json.decoder, argparse, b):\n"
-		"    top = compile(open(m.__file__).read(), m.__file__, 'exec')\n"
-		"    for c in codes(top):\n"
-		"        lines = ['-' if p[0] is None else str(p[0]) for p in c.co_positions()]\n"
-		"        print(c.co_firstlineno, c.co_linetable.hex() or '.', ','.join(lines) or '.')\n";
-	char cmd[256], line[1 << 17];
-	uint64_t codes = 0, checked = 0, wrong = 0;
-	FILE *f, *out;
+/* Counts of line_table_agrees_with_co_positions, over every python run. */
+struct line_check {
+	uint64_t codes, checked, wrong;
+};
 
-	snprintf(cmd, sizeof(cmd), "%s/dump.py", dir);
-	f = fopen(cmd, "w");
-	cr_assert(f);
-	fputs(dump, f);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "%s %s/dump.py", DEBIAN_PYTHON, dir);
+/*
+ * Run dump.py (in dir) with python: for every code object of a module, its
+ * first line, its location table (hex) and the line co_positions() gives
+ * each code unit ("-" for none); check the reader against each.
+ */
+static void check_lines(const char *python, struct line_check *lc)
+{
+	static char line[1 << 17];
+	char cmd[256];
+	FILE *out;
+
+	snprintf(cmd, sizeof(cmd), "%s %s/dump.py", python, dir);
 	out = popen(cmd, "r");
 	cr_assert(out);
 	while (fgets(line, sizeof(line), out)) {
@@ -105,27 +93,61 @@ Test(python, line_table_agrees_with_co_positions, .init = setup, .fini = teardow
 		table = malloc(strlen(hex) / 2 + 1);
 		for (size_t i = 0; hex[i] != '.' && hex[i] && hex[i + 1]; i += 2)
 			table[n++] = (uint8_t)(hexval(hex[i]) << 4 | hexval(hex[i + 1]));
-		codes++;
+		lc->codes++;
 		for (char *tok = strtok(pos, ",\n"); tok && *tok != '.'; tok = strtok(NULL, ",\n"),
 		     instr++) {
 			int want = *tok == '-' ? -1 : atoi(tok), got = python_line_of(table, n, first,
 										      instr);
 
-			checked++;
-			if (got != want && wrong++ < 5)
-				cr_log_error("first line %d, instruction %u: %d, CPython says %d",
-					     first, instr, got, want);
+			lc->checked++;
+			if (got != want && lc->wrong++ < 5)
+				cr_log_error("%s: first line %d, instruction %u: %d, CPython says %d",
+					     python, first, instr, got, want);
 		}
 		/* past the table: no line, not the last one again */
 		cr_expect_eq(python_line_of(table, n, first, instr + 100), -1);
 		free(table);
 	}
-	cr_assert_eq(pclose(out), 0, "the dump script failed");
+	cr_assert_eq(pclose(out), 0, "the dump script failed (%s)", python);
+}
+
+/*
+ * The location-table reader agrees with CPython's co_positions() on every
+ * instruction of three stdlib modules: Debian's 3.11, and 3.12 (the same
+ * table format) when this machine has it.
+ */
+Test(python, line_table_agrees_with_co_positions, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	static const char dump[] =
+		"import sys, json.decoder, argparse, asyncio.base_events as b\n"
+		"def codes(c):\n"
+		"    yield c\n"
+		"    for k in c.co_consts:\n"
+		"        if hasattr(k, 'co_linetable'): yield from codes(k)\n"
+		"for m in (json.decoder, argparse, b):\n"
+		"    top = compile(open(m.__file__).read(), m.__file__, 'exec')\n"
+		"    for c in codes(top):\n"
+		"        lines = ['-' if p[0] is None else str(p[0]) for p in c.co_positions()]\n"
+		"        print(c.co_firstlineno, c.co_linetable.hex() or '.', ','.join(lines) or '.')\n";
+	struct line_check lc = { 0 };
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/dump.py", dir);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs(dump, f);
+	fclose(f);
+	check_lines(DEBIAN_PYTHON, &lc);
+	if (access(PYENV "/3.12.1/bin/python3.12", X_OK) == 0)
+		check_lines(PYENV "/3.12.1/bin/python3.12", &lc);
 	cr_log_info("%llu code objects, %llu instructions: %llu lines differ",
-		    (unsigned long long)codes, (unsigned long long)checked,
-		    (unsigned long long)wrong);
-	cr_assert_gt(codes, 200, "too few code objects dumped (%llu)", (unsigned long long)codes);
-	cr_assert_eq(wrong, 0);
+		    (unsigned long long)lc.codes, (unsigned long long)lc.checked,
+		    (unsigned long long)lc.wrong);
+	cr_assert_gt(lc.codes, 200, "too few code objects dumped (%llu)",
+		     (unsigned long long)lc.codes);
+	cr_assert_eq(lc.wrong, 0);
 }
 
 static int interp_of(const char *path, struct python_interp *pi, char *err, size_t len)
@@ -176,8 +198,14 @@ Test(python, interpreters_are_found_by_version_and_layout, .init = setup, .fini 
 	snprintf(path, sizeof(path), PYENV "/3.12.1/lib/libpython3.12.so.1.0");
 	if (access(path, R_OK) == 0) {
 		ret = interp_of(path, &pi, err, sizeof(err));
-		cr_expect_eq(ret, -ENOTSUP, "3.12 is not walked yet: %d", ret);
-		cr_expect(strstr(err, "3.12"), "the reason names the version: %s", err);
+		cr_expect_eq(ret, 0, "%s: %s", path, err);
+		cr_expect_eq(pi.version, 0x030c);
+	}
+	snprintf(path, sizeof(path), PYENV "/3.13.0/lib/libpython3.13.so.1.0");
+	if (access(path, R_OK) == 0) {
+		ret = interp_of(path, &pi, err, sizeof(err));
+		cr_expect_eq(ret, -ENOTSUP, "3.13 is not walked: %d", ret);
+		cr_expect(strstr(err, "3.13"), "the reason names the version: %s", err);
 	}
 }
 
@@ -305,6 +333,14 @@ Test(python, a_libpython_build_is_walked_too, .init = setup, .fini = teardown, .
 	invoice_named(PYENV "/3.11.7/bin/python3.11");
 }
 
+/* 3.12: the GIL's last holder found through the interpreter, entry shim frames skipped. */
+Test(python, cpython_3_12_is_walked, .init = setup, .fini = teardown, .timeout = 120)
+{
+	if (access(PYENV "/3.12.1/bin/python3.12", X_OK))
+		cr_skip_test("no CPython 3.12 here (pyenv's 3.12.1)");
+	invoice_named(PYENV "/3.12.1/bin/python3.12");
+}
+
 /*
  * The main thread runs parse_invoice, a second thread other_work; the GIL
  * passes between them every 5 ms, so each is sampled on the CPU while the
@@ -313,6 +349,8 @@ Test(python, a_libpython_build_is_walked_too, .init = setup, .fini = teardown, .
  * thread's (rooted in start_thread): the walker reads Python frames only
  * for the thread holding the GIL.
  */
+static void two_threads(const char *python, const char *threads_py);
+
 Test(python, a_thread_never_gets_another_threads_frames, .init = setup, .fini = teardown,
      .timeout = 120)
 {
@@ -329,9 +367,19 @@ Test(python, a_thread_never_gets_another_threads_frames, .init = setup, .fini = 
 		"end = time.time() + float(sys.argv[1])\n"
 		"while time.time() < end:\n"
 		"    parse_invoice()\n";
+	const char *pythons[] = { DEBIAN_PYTHON, PYENV "/3.12.1/bin/python3.12" };
+
+	for (int k = 0; k < 2; k++) {
+		if (access(pythons[k], X_OK) == 0)
+			two_threads(pythons[k], threads_py);
+	}
+}
+
+static void two_threads(const char *python, const char *threads_py)
+{
 	uint64_t main_ok = 0, thread_ok = 0, wrong = 0;
 	struct profile p;
-	pid_t py = run_python(DEBIAN_PYTHON, "threads.py", threads_py, "6");
+	pid_t py = run_python(python, "threads.py", threads_py, "6");
 
 	usleep(1500000);
 	profile_pid(&p, py, 3 * NSEC_PER_SEC);
@@ -352,8 +400,8 @@ Test(python, a_thread_never_gets_another_threads_frames, .init = setup, .fini = 
 		main_ok += parse && in_main ? p.rows[r].count : 0;
 		thread_ok += other && in_thread ? p.rows[r].count : 0;
 	}
-	cr_log_info("two threads: %llu samples name parse_invoice under the main thread, %llu "
-		    "other_work under its thread, %llu under the wrong one",
+	cr_log_info("%s, two threads: %llu samples name parse_invoice under the main thread, "
+		    "%llu other_work under its thread, %llu under the wrong one", python,
 		    (unsigned long long)main_ok, (unsigned long long)thread_ok,
 		    (unsigned long long)wrong);
 	cr_assert_eq(wrong, 0, "Python frames were put under another thread's stack");
