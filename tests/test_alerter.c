@@ -141,6 +141,39 @@ static void emit(struct conn *c, const char *name, const char *fp, const char *s
 	freeReplyObject(conn_commandf(c, NULL, "XADD fl:alerts * e %s", json));
 }
 
+/*
+ * Profile process pid for 2 s (its samples only: the evidence shows the
+ * host's top stacks, and on a busy machine other processes' stacks would
+ * push it out of the top ten), kill it, and put the window into
+ * fl:{host}:p10.  Returns 0, or -1 when BPF does not load here.
+ */
+static int seed_window(struct conn *c, const char *host, pid_t pid)
+{
+	struct profile_one_filter only = { .pid = pid };
+	struct probe_config cfg;
+	struct profile p;
+	char err[512], *buf;
+	size_t len;
+	int ret;
+
+	probe_config_defaults(&cfg, err, sizeof(err));
+	free(cfg.host);
+	cfg.host = strdup(host);
+	ret = profile_oneshot(&cfg, 2 * NSEC_PER_SEC, 99, &only, &p, err, sizeof(err));
+	probe_config_free(&cfg);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (ret)
+		return -1;
+	p.ts_ms = time_wall_ns() / NSEC_PER_MSEC;
+	profile_encode(&p, &buf, &len);
+	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{%s}:p10 %llu-0 d %b", host,
+				     (unsigned long long)p.ts_ms, buf, len));
+	free(buf);
+	profile_free(&p);
+	return 0;
+}
+
 /* Put a real profile window of a hot test program into fl:{host}:p10. */
 static int seed_profile(struct conn *c, const char *host)
 {
@@ -149,10 +182,6 @@ static int seed_profile(struct conn *c, const char *host)
 		"__attribute__((noinline)) void hot_function(void){for(int i=0;i<100000;i++)s+=i;}\n"
 		"int main(int c,char**v){time_t e=time(0)+atoi(v[1]);while(time(0)<e)hot_function();}\n";
 	char dir[64] = "/tmp/fl-alert.XXXXXX", path[128], bin[128];
-	struct probe_config cfg;
-	struct profile p;
-	char err[512], *buf;
-	size_t len;
 	FILE *f;
 	pid_t hot;
 	int ret;
@@ -164,39 +193,53 @@ static int seed_profile(struct conn *c, const char *host)
 	fputs(src, f);
 	fclose(f);
 	snprintf(bin, sizeof(bin), "%s/flalerthot", dir);
-	if (test_sh("gcc -O1 -o %s %s", bin, path))
+	if (test_sh("gcc -O1 -o %s %s", bin, path)) {
+		test_sh("rm -rf %s", dir);
 		return -1;
+	}
 	hot = fork();
 	if (hot == 0) {
 		execl(bin, "flalerthot", "3", (char *)NULL);
 		_exit(1);
 	}
-	probe_config_defaults(&cfg, err, sizeof(err));
-	free(cfg.host);
-	cfg.host = strdup(host);
-	{
-		/*
-		 * The hot program's samples only: the evidence shows the host's top
-		 * stacks, and on a busy machine (a build beside the tests) other
-		 * processes' stacks would push it out of the top ten.
-		 */
-		struct profile_one_filter only = { .pid = hot };
-
-		ret = profile_oneshot(&cfg, 2 * NSEC_PER_SEC, 99, &only, &p, err, sizeof(err));
-	}
-	probe_config_free(&cfg);
-	kill(hot, SIGKILL);
-	waitpid(hot, NULL, 0);
+	ret = seed_window(c, host, hot);
 	test_sh("rm -rf %s", dir);
-	if (ret)
+	return ret;
+}
+
+/* The same for a real Python script whose time goes to parse_invoice() under handle(). */
+static int seed_python_profile(struct conn *c, const char *host)
+{
+	char dir[64] = "/tmp/fl-alertpy.XXXXXX";
+	static const char script[] =
+		"import sys, time\n"
+		"def parse_invoice(text):\n"
+		"    return sum((ord(ch) * i) % 7 for i, ch in enumerate(text))\n"
+		"def handle():\n"
+		"    return parse_invoice('invoice-line;' * 2000)\n"
+		"end = time.time() + 4\n"
+		"while time.time() < end:\n"
+		"    handle()\n";
+	char path[128];
+	FILE *f;
+	pid_t py;
+	int ret;
+
+	if (!test_is_root() || access("/usr/bin/python3.11", X_OK) || !mkdtemp(dir))
 		return -1;
-	p.ts_ms = time_wall_ns() / NSEC_PER_MSEC;
-	profile_encode(&p, &buf, &len);
-	freeReplyObject(conn_commandf(c, NULL, "XADD fl:{%s}:p10 %llu-0 d %b", host,
-				     (unsigned long long)p.ts_ms, buf, len));
-	free(buf);
-	profile_free(&p);
-	return 0;
+	snprintf(path, sizeof(path), "%s/invoice.py", dir);
+	f = fopen(path, "w");
+	fputs(script, f);
+	fclose(f);
+	py = fork();
+	if (py == 0) {
+		execl("/usr/bin/python3.11", "python3.11", path, (char *)NULL);
+		_exit(1);
+	}
+	usleep(500000);		/* past start-up */
+	ret = seed_window(c, host, py);
+	test_sh("rm -rf %s", dir);
+	return ret;
 }
 
 Test(alerter, alertmanager_payload_signature_and_evidence, .init = setup, .fini = teardown,
@@ -392,6 +435,39 @@ Test(alerter, evidence_is_scoped_to_the_alerts_cgroup, .init = setup, .fini = te
  * path, its waits in io_schedule, and not the spinner; a device nobody
  * wrote to says so.
  */
+/*
+ * A Python service's page carries its Python functions as evidence, not
+ * the interpreter's: the stacks name handle -> parse_invoice with file
+ * and line, the frames the BPF walker read at each sample.
+ */
+Test(alerter, python_functions_reach_the_evidence, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct conn *c = conn();
+	char want[160];
+
+	if (seed_python_profile(c, "app-1")) {
+		conn_close(c);
+		cr_skip_test("needs root, BPF and Debian's python3.11");
+	}
+	start_alerter();
+	emit(c, "CpuSaturated", "00aa11bb22cc33ee", "firing", ",\"host\":\"app-1\"",
+	     "{\"hosts\":[\"app-1\"],\"total_hosts\":1,\"value\":0.97,"
+	     "\"evidence\":[\"cpu_stacks\"]}");
+	cr_assert_geq(wait_requests(1, 15), 1, "nothing delivered");
+	/* the body may escape '/' in the file's path: look for what has none */
+	snprintf(want, sizeof(want), "invoice.handle (");
+	cr_assert(strstr(rx.req[0].body, want), "no handle in the evidence: %.800s",
+		  rx.req[0].body);
+	cr_assert(strstr(rx.req[0].body, "invoice.parse_invoice ("),
+		  "no parse_invoice in the evidence: %.800s", rx.req[0].body);
+	cr_assert(strstr(rx.req[0].body, "invoice.py:5)"),
+		  "handle's frame lacks its file and line: %.800s", rx.req[0].body);
+	cr_expect(!strstr(rx.req[0].body, "[python]"), "an unnamed Python frame: %.800s",
+		  rx.req[0].body);
+	conn_close(c);
+}
+
 Test(alerter, io_evidence_names_the_devices_writer_and_its_wait, .init = setup,
      .fini = teardown, .timeout = 120)
 {

@@ -412,9 +412,11 @@ static void two_threads(const char *python, const char *threads_py)
 
 /*
  * A Python function's lines are one function: its total counts a sample
- * once whichever line it was at, its self time is the samples whose
- * innermost Python frame it is (the interpreter's native helpers under it
- * keep their own too), and the hot path finds it by its function name.
+ * once whichever line it was at, its self time is what it is the leaf of
+ * (pprof's flat: the sum of flat stays the samples), its own time adds the
+ * samples whose innermost Python frame it is (the interpreter's native
+ * helpers under it keep theirs too), and the hot path finds it by its
+ * function name.
  */
 Test(python, a_functions_lines_are_one_function)
 {
@@ -443,14 +445,17 @@ Test(python, a_functions_lines_are_one_function)
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(f[i].name, "app.parse (app.py)")) {
 			cr_expect_float_eq(f[i].total, 0.8, 1e-9);
-			cr_expect_float_eq(f[i].self, 0.8, 1e-9, "its lines and its helper's time");
+			cr_expect_float_eq(f[i].self, 0.3, 1e-9, "the samples it is the leaf of");
+			cr_expect_float_eq(f[i].own, 0.8, 1e-9, "its lines and its helper's time");
 			seen |= 1;
 		} else if (!strcmp(f[i].name, "app.handle (app.py)")) {
 			cr_expect_float_eq(f[i].total, 1.0, 1e-9, "counted once per sample");
 			cr_expect_float_eq(f[i].self, 0.2, 1e-9);
+			cr_expect_float_eq(f[i].own, 0.2, 1e-9);
 			seen |= 2;
 		} else if (!strcmp(f[i].name, "PyNumber_Remainder")) {
 			cr_expect_float_eq(f[i].self, 0.5, 1e-9);
+			cr_expect_float_eq(f[i].own, 0.5, 1e-9);
 			seen |= 4;
 		} else {
 			cr_expect(!strstr(f[i].name, ".py:"), "a line left as a function: %s",

@@ -632,7 +632,7 @@ int profile_truncate(struct profile *p, uint32_t n)
 }
 
 struct fn_acc {
-	double self, total;
+	double self, own, total;
 	uint64_t last_row;	/* to count a function once per sample row */
 };
 
@@ -726,14 +726,16 @@ size_t profile_functions(const struct profile *p, struct profile_func **out)
 			if (python[st[1 + i]])
 				inner_python = (int)i;
 		}
-		if (st[0])
+		if (st[0]) {
 			acc[fn_of[st[st[0]]]].self += c;
+			acc[fn_of[st[st[0]]]].own += c;
+		}
 		/*
 		 * a Python function's own time is also what the interpreter did
 		 * for it: the samples whose innermost Python frame it is
 		 */
 		if (inner_python >= 0 && fn_of[st[1 + inner_python]] != fn_of[st[st[0]]])
-			acc[fn_of[st[1 + inner_python]]].self += c;
+			acc[fn_of[st[1 + inner_python]]].own += c;
 	}
 	f = malloc((p->nstrings + nkeys + 1) * sizeof(*f) + key_bytes + 1);
 	if (!f)
@@ -744,6 +746,7 @@ size_t profile_functions(const struct profile *p, struct profile_func **out)
 			continue;
 		f[n].name = i < p->nstrings ? p->strings[i] : NULL;
 		f[n].self = acc[i].self / (double)p->total;
+		f[n].own = acc[i].own / (double)p->total;
 		f[n].total = acc[i].total / (double)p->total;
 		if (i >= p->nstrings) {
 			strcpy(tail, knames[i - p->nstrings]);
@@ -809,7 +812,7 @@ size_t profile_diff(const struct profile *base, const struct profile *target,
 	strmap_init(&idx);
 	for (size_t i = 0; i < nb; i++) {
 		d[n] = (struct profile_delta){ .name = bf[i].name, .base = bf[i].total,
-					       .self_base = bf[i].self };
+					       .self_base = bf[i].own };
 		strmap_put(&idx, bf[i].name, (uint32_t)n++);
 	}
 	for (size_t i = 0; i < nt; i++) {
@@ -817,11 +820,11 @@ size_t profile_diff(const struct profile *base, const struct profile *target,
 
 		if (strmap_get(&idx, tf[i].name, &k)) {
 			d[k].target = tf[i].total;
-			d[k].self_target = tf[i].self;
+			d[k].self_target = tf[i].own;
 			d[k].name = tf[i].name;	/* keep a pointer into target */
 		} else {
 			d[n++] = (struct profile_delta){ .name = tf[i].name, .target = tf[i].total,
-							 .self_target = tf[i].self };
+							 .self_target = tf[i].own };
 		}
 	}
 	strmap_free(&idx);

@@ -163,23 +163,26 @@ int profile_truncate(struct profile *p, uint32_t n);
 struct profile_func {
 	const char *name;
 	double self, total;	/* fractions of all samples */
+	double own;		/* self, and for a Python function its innermost samples (below) */
 };
 size_t profile_functions(const struct profile *p, struct profile_func **out);
 
 /*
  * A Python frame names a line: "mod.fn (file.py:12)".  Its function is
  * "mod.fn (file.py)": profile_functions and profile_diff count a Python
- * function's lines as one function, whose self time is the samples whose
- * innermost Python frame it is (what the interpreter did for it, in
- * whatever native code), as well as the samples it is the leaf of; and
- * profile_hot_path finds it by that name.  Returns the length of
+ * function's lines as one function, and profile_hot_path finds it by that
+ * name.  Its self time is the samples it is the leaf of (pprof's flat);
+ * its own time (profile_func.own, profile_delta's self shares) adds the
+ * samples whose innermost Python frame it is: what the interpreter did for
+ * it, in whatever native helper.  Returns the length of
  * "mod.fn (file.py" in frame, or 0 when frame is not a Python frame.
  */
 size_t profile_python_function_len(const char *frame);
 
 /*
  * Functions whose total share changed most from base to target, with their
- * self (leaf) shares beside: a caller's total share moves with its
+ * own shares (profile_func.own: the leaf's, and a Python function's
+ * innermost samples) beside: a caller's total share moves with its
  * callee's, its self share does not, so self says which frame grew.
  * One allocation: free(*out) frees the names too.
  */
