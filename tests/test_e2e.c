@@ -335,3 +335,140 @@ Test(e2e, a_proc_counter_that_moves_flushes_early, .init = setup, .fini = teardo
 	cr_expect_geq(xlen(c, "fl:{e2e-proc}:s1"), 3, "no early snapshot");
 	conn_close(c);
 }
+
+/*
+ * The unnoticed regression, in Python: a real CPython service (Debian's
+ * python3.11) in a v1 cpu cgroup named like a systemd unit runs version 1
+ * (render_page most of its time, parse_invoice the rest); it is deployed
+ * as version 2, whose parse_invoice is three times slower, and marked with
+ * `faultline deploy mark`.  The real probe profiles it (Python frames
+ * walked in BPF) into Redis, faultline-rules judges the deploy against the
+ * service's own past, and the page that reaches the webhook names the
+ * Python function: invoice.parse_invoice, not the interpreter.
+ */
+static const char e2e_python_service[] =
+	"import sys, time\n"
+	"def render_page(n):\n"
+	"    out = []\n"
+	"    for i in range(n): out.append(str(i * 7))\n"
+	"    return len(out)\n"
+	"def parse_invoice(text, rounds):\n"
+	"    total = 0\n"
+	"    for r in range(rounds):\n"
+	"        for i, ch in enumerate(text): total += (ord(ch) * i) % 7\n"
+	"    return total\n"
+	"def handle(rounds):\n"
+	"    return render_page(6000) + parse_invoice('invoice-line;' * 150, rounds)\n"
+	"while True:\n"
+	"    handle(int(sys.argv[1]))\n";
+
+static char e2e_cgroup[96];
+
+/* Version v of the service, in the test's cgroup. */
+static pid_t start_python_service(const char *script, int v)
+{
+	char cmd[512];
+	pid_t p;
+
+	snprintf(cmd, sizeof(cmd), "echo $$ > /sys/fs/cgroup/cpu/%s/cgroup.procs && "
+		 "exec /usr/bin/python3.11 %s %d", e2e_cgroup, script, v ? 3 : 1);
+	p = fork();
+	if (p == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return p;
+}
+
+static void stop_python_service(pid_t p)
+{
+	if (p > 0) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+	}
+}
+
+static pid_t e2e_py;
+
+static void python_teardown(void)
+{
+	stop_python_service(e2e_py);
+	e2e_py = 0;
+	if (e2e_cgroup[0])
+		test_sh("rmdir /sys/fs/cgroup/cpu/%s 2>/dev/null", e2e_cgroup);
+	teardown();
+}
+
+Test(e2e, a_python_deploy_that_got_slower_pages_naming_the_function, .init = setup,
+     .fini = python_teardown, .timeout = 240)
+{
+	struct conn *c = test_redis_connect(&redis);
+	char yaml[1024], script[400], service[48], want[128];
+	struct chain ch;
+	int i, fired = 0;
+	FILE *f;
+
+	if (access("/usr/bin/python3.11", X_OK) || access("/sys/fs/cgroup/cpu/cgroup.procs", F_OK))
+		cr_skip_test("needs Debian's python3.11 and a v1 cpu controller");
+	snprintf(service, sizeof(service), "fl-pyapi-%d", getpid());
+	snprintf(e2e_cgroup, sizeof(e2e_cgroup), "%s.service", service);
+	cr_assert_eq(test_sh("mkdir -p /sys/fs/cgroup/cpu/%s", e2e_cgroup), 0);
+	snprintf(script, sizeof(script), "%s/invoice.py", dir);
+	f = fopen(script, "w");
+	cr_assert(f);
+	fputs(e2e_python_service, f);
+	fclose(f);
+	snprintf(yaml, sizeof(yaml),
+		 "groups:\n  - name: deploys\n    interval: 1s\n    rules:\n"
+		 "      - alert: PostDeployHotFunction\n"
+		 "        baseline: {service: %s, window: 30s, profile_share: 10}\n"
+		 "        severity: page\n", service);
+	chain_files(&ch, yaml, "group_wait: 0s\ngroup_interval: 1s\n");
+	e2e_py = start_python_service(script, 0);
+	{
+		char *pa[] = { ch.probe, "--redis", redis.url, "--host", "e2e-py", "--metrics-addr",
+			       "", "--log-level", "warn", NULL };
+		char *ra[] = { ch.rules_bin, "--rules", ch.rules, "--redis", redis.url, "--interval",
+			       "1s", "--stale", "30s", "--log-level", "warn", NULL };
+		char *aa[] = { ch.alerter_bin, "--config", ch.alerter_cfg, "--log-level", "warn",
+			       NULL };
+
+		procs[0] = spawn(pa);
+		procs[1] = spawn(ra);
+		procs[2] = spawn(aa);
+	}
+	sleep(3);
+	if (waitpid(procs[0], NULL, WNOHANG) == procs[0]) {
+		procs[0] = 0;
+		cr_skip_test("the probe does not start here (BPF?)");
+	}
+	/* version 1 for 40 s: the 30 s before the deploy are whole 10 s windows */
+	sleep(40);
+	cr_assert_geq(xlen(c, "fl:{e2e-py}:p10"), 3, "too few profile windows of version 1");
+	stop_python_service(e2e_py);
+	e2e_py = start_python_service(script, 1);
+	cr_assert_eq(test_sh("%s/faultline deploy mark --service %s --version 2 --hosts e2e-py "
+			     "--redis %s >/dev/null", test_out_dir(), service, redis.url), 0);
+	cr_assert_eq(rx_count(), 0, "paged before the deploy was judged");
+	/* the 30 s after it, their windows flushed, then the judge */
+	for (i = 0; i < 120 && !fired; i++) {
+		sleep(1);
+		pthread_mutex_lock(&rx.lock);
+		for (int k = 0; k < rx.n; k++)
+			fired |= strstr(rx.req[k].body, "PostDeployHotFunction") != NULL;
+		pthread_mutex_unlock(&rx.lock);
+	}
+	cr_assert(fired, "no PostDeployHotFunction page within 2 min of the deploy");
+	pthread_mutex_lock(&rx.lock);
+	cr_log_info("paged %d s after the deploy: %.600s", i, rx.req[rx.n - 1].body);
+	snprintf(want, sizeof(want), "invoice.parse_invoice (");
+	cr_expect(strstr(rx.req[rx.n - 1].body, want),
+		  "the page does not name the Python function: %.1000s", rx.req[rx.n - 1].body);
+	cr_expect(strstr(rx.req[rx.n - 1].body, "invoice.py)"),
+		  "the function's file is not named: %.1000s", rx.req[rx.n - 1].body);
+	cr_expect(!strstr(rx.req[rx.n - 1].body, "\"function\":\"_PyEval") &&
+		  !strstr(rx.req[rx.n - 1].body, "\"function\":\"Py"),
+		  "the interpreter was named: %.1000s", rx.req[rx.n - 1].body);
+	pthread_mutex_unlock(&rx.lock);
+	conn_close(c);
+}
