@@ -433,3 +433,20 @@ int test_tls_certs(const char *dir)
 		"openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
 		"  -out client.crt -days 2 && chmod 600 *.key; } >openssl.log 2>&1", dir) == 0 ? 0 : -1;
 }
+
+const char test_python_service[] =
+	"import sys, time\n"
+	"def render_page(n):\n"
+	"    out = []\n"
+	"    for i in range(n): out.append(str(i * 7))\n"
+	"    return len(out)\n"
+	"def parse_invoice(text, rounds):\n"
+	"    total = 0\n"
+	"    for r in range(rounds):\n"
+	"        for i, ch in enumerate(text): total += (ord(ch) * i) % 7\n"
+	"    return total\n"
+	"def handle(rounds):\n"
+	"    return render_page(6000) + parse_invoice('invoice-line;' * 150, rounds)\n"
+	"end = time.time() + float(sys.argv[2]) if float(sys.argv[2]) > 0 else None\n"
+	"while end is None or time.time() < end:\n"
+	"    handle(int(sys.argv[1]))\n";

@@ -139,6 +139,14 @@ int test_free_port(void);
 pid_t test_prometheus_start(const char *dir, int port, const char *flag);
 
 /*
+ * A Python service (a script for python3.11 ROUNDS SECONDS): handle()
+ * renders a page, then parse_invoice() does ROUNDS times its work (1:
+ * version 1, most time in render_page; 3: a version 2 whose parse_invoice
+ * got 3x slower), for SECONDS (0: until killed).  handle is at line 12.
+ */
+extern const char test_python_service[];
+
+/*
  * Certificates for TLS tests, made with openssl(1) in dir: ca.crt (a CA),
  * server.crt/server.key (signed by it, for 127.0.0.1, ::1 and localhost),
  * client.crt/client.key (signed by it) and other-ca.crt (a CA that signed

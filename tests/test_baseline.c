@@ -923,23 +923,6 @@ Test(baseline, a_profile_shift_on_every_host_is_not_a_regression)
  */
 static struct profile python_v[2];
 
-static const char python_service[] =
-	"import sys, time\n"
-	"def render_page(n):\n"
-	"    out = []\n"
-	"    for i in range(n): out.append(str(i * 7))\n"
-	"    return len(out)\n"
-	"def parse_invoice(text, rounds):\n"
-	"    total = 0\n"
-	"    for r in range(rounds):\n"
-	"        for i, ch in enumerate(text): total += (ord(ch) * i) % 7\n"
-	"    return total\n"
-	"def handle(rounds):\n"
-	"    return render_page(6000) + parse_invoice('invoice-line;' * 150, rounds)\n"
-	"end = time.time() + float(sys.argv[1])\n"
-	"while time.time() < end:\n"
-	"    handle(int(sys.argv[2]))\n";
-
 static void profile_python_version(const char *dir, int v, struct profile *p)
 {
 	struct profile_one_filter only = { 0 };
@@ -951,7 +934,7 @@ static void profile_python_version(const char *dir, int v, struct profile *p)
 	snprintf(path, sizeof(path), "%s/invoice.py", dir);
 	pid = fork();
 	if (pid == 0) {
-		execl("/usr/bin/python3.11", "python3.11", path, "8", v ? "3" : "1", (char *)NULL);
+		execl("/usr/bin/python3.11", "python3.11", path, v ? "3" : "1", "8", (char *)NULL);
 		_exit(127);
 	}
 	usleep(1000000);	/* past start-up */
@@ -1004,7 +987,7 @@ Test(baseline, a_python_function_that_got_slower_is_named, .timeout = 120)
 	snprintf(path, sizeof(path), "%s/invoice.py", dir);
 	f = fopen(path, "w");
 	cr_assert(f);
-	fputs(python_service, f);
+	fputs(test_python_service, f);
 	fclose(f);
 	profile_python_version(dir, 0, &python_v[0]);
 	profile_python_version(dir, 1, &python_v[1]);

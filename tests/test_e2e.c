@@ -346,22 +346,6 @@ Test(e2e, a_proc_counter_that_moves_flushes_early, .init = setup, .fini = teardo
  * service's own past, and the page that reaches the webhook names the
  * Python function: invoice.parse_invoice, not the interpreter.
  */
-static const char e2e_python_service[] =
-	"import sys, time\n"
-	"def render_page(n):\n"
-	"    out = []\n"
-	"    for i in range(n): out.append(str(i * 7))\n"
-	"    return len(out)\n"
-	"def parse_invoice(text, rounds):\n"
-	"    total = 0\n"
-	"    for r in range(rounds):\n"
-	"        for i, ch in enumerate(text): total += (ord(ch) * i) % 7\n"
-	"    return total\n"
-	"def handle(rounds):\n"
-	"    return render_page(6000) + parse_invoice('invoice-line;' * 150, rounds)\n"
-	"while True:\n"
-	"    handle(int(sys.argv[1]))\n";
-
 static char e2e_cgroup[96];
 
 /* Version v of the service, in the test's cgroup. */
@@ -371,7 +355,7 @@ static pid_t start_python_service(const char *script, int v)
 	pid_t p;
 
 	snprintf(cmd, sizeof(cmd), "echo $$ > /sys/fs/cgroup/cpu/%s/cgroup.procs && "
-		 "exec /usr/bin/python3.11 %s %d", e2e_cgroup, script, v ? 3 : 1);
+		 "exec /usr/bin/python3.11 %s %d 0", e2e_cgroup, script, v ? 3 : 1);
 	p = fork();
 	if (p == 0) {
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
@@ -416,7 +400,7 @@ Test(e2e, a_python_deploy_that_got_slower_pages_naming_the_function, .init = set
 	snprintf(script, sizeof(script), "%s/invoice.py", dir);
 	f = fopen(script, "w");
 	cr_assert(f);
-	fputs(e2e_python_service, f);
+	fputs(test_python_service, f);
 	fclose(f);
 	snprintf(yaml, sizeof(yaml),
 		 "groups:\n  - name: deploys\n    interval: 1s\n    rules:\n"
