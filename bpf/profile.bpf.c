@@ -219,7 +219,7 @@ static __noinline __u64 python_current_frame(const struct unwind_python *py)
  * Emit the Python frame st->py_frame and move to its caller.  Returns 1
  * when it was the frame that entered this evaluation (the native frame is
  * then stepped over), 0 when more of this evaluation's frames follow, -1
- * when it cannot be read (the walk ends).
+ * when it cannot be read (the native frames go on from there).
  */
 static __noinline int python_emit(struct fl_walk_state *st, const struct unwind_python *py)
 {
@@ -270,11 +270,13 @@ static long unwind_step(__u32 i, void *arg)
 	if (st->py_state == PY_EMITTING) {
 		int ret = python_emit(st, &up->py);
 
-		if (ret < 0)
-			return 1;
-		if (ret)
-			st->py_state = PY_STEP_OVER;
-		return 0;
+		if (ret >= 0) {
+			if (ret)
+				st->py_state = PY_STEP_OVER;
+			return 0;
+		}
+		/* a frame that cannot be read: the rest stays native, this one too */
+		st->py_state = PY_NATIVE;
 	}
 	if (up->py.eval_end && pc >= up->py.eval_start && pc < up->py.eval_end &&
 	    st->py_state != PY_STEP_OVER && st->py_state != PY_NATIVE) {

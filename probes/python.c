@@ -384,6 +384,11 @@ struct python_names {
 	struct python_code slot[NAMES_SLOTS];
 	unsigned used;
 	uint64_t window;	/* python_names_new_window's count */
+	/*
+	 * pid % 4096 of every process with names: forgetting a process (every
+	 * new one announced) costs a bit test unless it may have some
+	 */
+	uint64_t pids[64];
 };
 
 void python_names_new_window(struct python_names *pn)
@@ -418,7 +423,7 @@ void python_names_forget(struct python_names *pn, uint32_t pid)
 {
 	unsigned kept = 0;
 
-	if (!pn || !pn->used)
+	if (!pn || !pn->used || !(pn->pids[pid % 4096 / 64] >> (pid % 64) & 1))
 		return;
 	/* slots are rehashed as they are found: clear them all and put the rest back */
 	struct python_code *keep = malloc(pn->used * sizeof(*keep));
@@ -621,12 +626,14 @@ int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind
 				for (unsigned i = 0; i < NAMES_SLOTS; i++)
 					code_clear(&pn->slot[i]);
 				pn->used = 0;
+				memset(pn->pids, 0, sizeof(pn->pids));
 				s = &pn->slot[(addr >> 4 ^ pid * 2654435761u) & (NAMES_SLOTS - 1)];
 			}
 			if (read_code(pid, py, l, addr, s))
 				return 0;
 			s->checked = pn->window;
 			pn->used++;
+			pn->pids[pid % 4096 / 64] |= 1ULL << (pid % 64);
 			c = s;
 			break;
 		}

@@ -518,3 +518,96 @@ Test(python, pprof_names_the_function_its_file_and_its_lines)
 	free(gz);
 	profile_free(&p);
 }
+
+/* The walker's view of pid's interpreter, as the unwinder publishes it. */
+static int published(pid_t pid, struct unwind_python *py)
+{
+	char path[64], line[1024];
+	FILE *f;
+	int ok = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (!ok && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char perms[8], file[512] = "";
+		struct python_interp pi;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %511s", &start, &end, perms, &off,
+			   file) == 5 && perms[2] == 'x' && python_interp_of(file, &pi) == 0)
+			ok = python_interp_publish(&pi, start, end, off, py);
+	}
+	fclose(f);
+	return ok;
+}
+
+/*
+ * Naming from the live process, without BPF: a code object's address (as
+ * the script prints it) is named module.qualname (file:line); an object
+ * that is not a code object, or a process that is gone, is "[python]",
+ * never a name; a forgotten process is read again.
+ */
+Test(python, frames_are_named_from_the_live_process_or_not_at_all, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	static const char script[] =
+		"import sys, time\n"
+		"class Invoice:\n"
+		"    def total(self):\n"
+		"        return 1\n"
+		"junk = [1, 2, 3]\n"
+		"print(id(Invoice.total.__code__), id(junk), flush=True)\n"
+		"time.sleep(30)\n";
+	unsigned long long code = 0, junk = 0;
+	struct python_names *pn = python_names_new();
+	struct unwind_python py;
+	char path[128], cmd[256], name[256], want[256];
+	FILE *f, *out;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/billing.py", dir);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs(script, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "exec %s %s & echo $!", DEBIAN_PYTHON, path);
+	out = popen(cmd, "r");
+	cr_assert(out);
+	cr_assert_eq(fscanf(out, "%d", &pid), 1);
+	cr_assert_eq(fscanf(out, "%llu %llu", &code, &junk), 2, "the script printed no addresses");
+	pclose(out);
+	cr_assert(published(pid, &py), "python3.11 not found in the process's mappings");
+	/* instruction 0xffff: no instruction (a frame just made): its def line */
+	cr_assert_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG |
+				       (0xffffULL << PY_FRAME_INSTR_SHIFT) | code, name,
+				       sizeof(name)), 1, "not named: %s", name);
+	snprintf(want, sizeof(want), "billing.Invoice.total (%s:3)", path);
+	cr_expect_str_eq(name, want);
+	/* its first instruction (RESUME) is on the def line too, its return on line 4 */
+	cr_assert_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG |
+				       (2ULL << PY_FRAME_INSTR_SHIFT) | code, name,
+				       sizeof(name)), 1);
+	snprintf(want, sizeof(want), "billing.Invoice.total (%s:4)", path);
+	cr_expect_str_eq(name, want);
+	/* a list is not a code object: no name */
+	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG | junk, name,
+				       sizeof(name)), 0);
+	cr_expect_str_eq(name, "[python]");
+	/* an address the process does not map: no name */
+	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG | 0x10, name,
+				       sizeof(name)), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	usleep(100000);
+	/* gone: what was named stays named (its last window is still to be drained) */
+	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG |
+				       (2ULL << PY_FRAME_INSTR_SHIFT) | code, name,
+				       sizeof(name)), 1);
+	/* forgotten (the pid announced again: a new process): not a guess from before */
+	python_names_forget(pn, (uint32_t)pid);
+	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG | code, name,
+				       sizeof(name)), 0);
+	python_names_free(pn);
+}
