@@ -1,7 +1,6 @@
 /*
  * unwind_cache.c - built unwind tables on disk, by GNU build id (see
- * unwind_cache.h), and the file format they are kept in (unwind.h:
- * unwind_table_encode / unwind_table_decode).
+ * unwind_cache.h), in unwind_table_encode's format (unwind_table.h).
  */
 #include "probes/unwind_cache.h"
 
@@ -15,95 +14,6 @@
 
 #include "core/fnv.h"
 #include "core/log.h"
-
-/* ---- the cache file format (unwind.h) ---------------------------------- */
-
-#define CACHE_MAGIC "FLUNW\0\0\1"
-#define CACHE_MAX_LOADS 64
-
-struct cache_header {
-	char magic[8];
-	uint32_t row_size, load_size;
-	uint64_t nrows, nloads, fdes, unsupported;
-	uint64_t sum;		/* FNV-1a 64 of what follows the header */
-};
-
-int unwind_table_encode(const struct unwind_table *t, void **buf, size_t *len)
-{
-	size_t rows = t->nrows * sizeof(*t->rows), loads = t->nloads * sizeof(*t->loads);
-	struct cache_header h = { .row_size = sizeof(*t->rows), .load_size = sizeof(*t->loads),
-				  .nrows = t->nrows, .nloads = t->nloads, .fdes = t->fdes,
-				  .unsupported = t->unsupported };
-	uint8_t *b = malloc(sizeof(h) + rows + loads);
-
-	if (!b)
-		return -ENOMEM;
-	memcpy(h.magic, CACHE_MAGIC, 8);
-	memcpy(b + sizeof(h), t->rows, rows);
-	memcpy(b + sizeof(h) + rows, t->loads, loads);
-	h.sum = fnv64_bytes(FNV64_OFFSET, b + sizeof(h), rows + loads);
-	memcpy(b, &h, sizeof(h));
-	*buf = b;
-	*len = sizeof(h) + rows + loads;
-	return 0;
-}
-
-int unwind_table_decode(const void *buf, size_t len, size_t max_rows, struct unwind_table *t,
-			char *err, size_t errlen)
-{
-	const uint8_t *b = buf;
-	struct cache_header h;
-	size_t rows, loads;
-
-	memset(t, 0, sizeof(*t));
-	if (len < sizeof(h)) {
-		snprintf(err, errlen, "shorter than its header");
-		return -EINVAL;
-	}
-	memcpy(&h, b, sizeof(h));
-	if (memcmp(h.magic, CACHE_MAGIC, 8) || h.row_size != sizeof(*t->rows) ||
-	    h.load_size != sizeof(*t->loads)) {
-		snprintf(err, errlen, "not a table of this build of faultline-probe");
-		return -EINVAL;
-	}
-	if (!h.nrows || h.nrows > UINT32_MAX || (max_rows && h.nrows > max_rows) || !h.nloads ||
-	    h.nloads > CACHE_MAX_LOADS) {
-		snprintf(err, errlen, "%llu rows and %llu loads: out of bounds",
-			 (unsigned long long)h.nrows, (unsigned long long)h.nloads);
-		return -EINVAL;
-	}
-	rows = (size_t)h.nrows * sizeof(*t->rows);
-	loads = (size_t)h.nloads * sizeof(*t->loads);
-	if (len != sizeof(h) + rows + loads || fnv64_bytes(FNV64_OFFSET, b + sizeof(h), rows + loads) != h.sum) {
-		snprintf(err, errlen, "truncated or damaged (size or checksum)");
-		return -EINVAL;
-	}
-	t->rows = malloc(rows);
-	t->loads = malloc(loads);
-	if (!t->rows || !t->loads) {
-		unwind_table_free(t);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	memcpy(t->rows, b + sizeof(h), rows);
-	memcpy(t->loads, b + sizeof(h) + rows, loads);
-	t->nrows = (size_t)h.nrows;
-	t->nloads = (size_t)h.nloads;
-	t->fdes = (size_t)h.fdes;
-	t->unsupported = (size_t)h.unsupported;
-	for (size_t i = 0; i < t->nrows; i++) {
-		const struct unwind_row *r = &t->rows[i];
-
-		if ((i && r->pc <= t->rows[i - 1].pc) || r->cfa > UNWIND_CFA_STOP ||
-		    r->rbp > UNWIND_RBP_AT) {
-			snprintf(err, errlen, "row %zu is out of order or has an unknown rule", i);
-			unwind_table_free(t);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 
 /* mkdir -p path (0700). 0 or -errno. */
 static int make_dirs(const char *path)
