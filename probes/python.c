@@ -164,19 +164,22 @@ int python_interp_read(int fd, struct python_interp *pi, char *err, size_t errle
 	pi->version = (uint16_t)(hex >> 16);
 	{
 		size_t n = 0;
+		int found = 0;
 
 		elf_getphdrnum(e, &n);
 		for (size_t i = 0; i < n; i++) {
 			GElf_Phdr ph;
 
+			/* one R+X segment from offset 0 (no -z separate-code) is at 0, 0 */
 			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
 			    pi->eval_vaddr >= ph.p_vaddr &&
 			    pi->eval_vaddr + pi->eval_size <= ph.p_vaddr + ph.p_filesz) {
 				pi->text_offset = ph.p_offset;
 				pi->text_vaddr = ph.p_vaddr;
+				found = 1;
 			}
 		}
-		if (!pi->text_vaddr && !pi->text_offset) {
+		if (!found) {
 			snprintf(err, errlen, "its evaluation loop is in no loadable segment");
 			goto out;
 		}
@@ -372,6 +375,7 @@ struct python_code {
 	uint32_t pid;
 	uint64_t addr;
 	uint64_t checked;	/* the window it was last read or checked in */
+	int stale;		/* replaced by code that could not be read: no name */
 	uint64_t refs[3];	/* its qualname, filename and location table objects */
 	char *name;		/* "module.qualname", NULL: slot empty */
 	char *file;
@@ -562,6 +566,7 @@ static int read_code(uint32_t pid, const struct unwind_python *py, const struct 
 	if (asprintf(&c->name, "%s%s%s", module, module[0] ? "." : "", qual) < 0) {
 		c->name = NULL;
 		free(c->linetable);
+		c->linetable = NULL;
 		return -1;
 	}
 	c->file = strdup(file);
@@ -605,7 +610,7 @@ int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind
 	uint64_t addr = frame & PY_FRAME_ADDR_MASK;
 	uint32_t instr = (uint32_t)((frame & ~PY_FRAME_TAG) >> PY_FRAME_INSTR_SHIFT);
 	const struct python_layout *l = NULL;
-	struct python_code *c = NULL;
+	struct python_code *c = NULL, *empty = NULL;
 	const char *file;
 	unsigned h;
 	int line;
@@ -614,45 +619,56 @@ int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
 		if (py && layouts[i].version == py->version)
 			l = &layouts[i];
-	if (!pn || !l || !(frame & PY_FRAME_TAG))
+	if (!pn || !(frame & PY_FRAME_TAG))
 		return 0;
 	h = (unsigned)((addr >> 4) ^ pid * 2654435761u);
-	for (unsigned probe = 0; probe < NAMES_SLOTS; probe++, h++) {
+	for (unsigned probe = 0; probe < NAMES_SLOTS && !c && !empty; probe++, h++) {
 		struct python_code *s = &pn->slot[h & (NAMES_SLOTS - 1)];
 
-		if (!s->name) {
-			if (pn->used >= NAMES_SLOTS / 2) {
-				/* full of code long run: start over rather than grow */
-				for (unsigned i = 0; i < NAMES_SLOTS; i++)
-					code_clear(&pn->slot[i]);
-				pn->used = 0;
-				memset(pn->pids, 0, sizeof(pn->pids));
-				s = &pn->slot[(addr >> 4 ^ pid * 2654435761u) & (NAMES_SLOTS - 1)];
-			}
-			if (read_code(pid, py, l, addr, s))
-				return 0;
-			s->checked = pn->window;
-			pn->used++;
-			pn->pids[pid % 4096 / 64] |= 1ULL << (pid % 64);
+		if (!s->name)
+			empty = s;
+		else if (s->pid == pid && s->addr == addr)
 			c = s;
-			break;
-		}
-		if (s->pid == pid && s->addr == addr) {
-			c = s;
-			if (c->checked != pn->window && code_replaced(pid, py, l, c)) {
-				/* freed, and another code object made at its address */
-				code_clear(c);
-				if (read_code(pid, py, l, addr, c)) {
-					pn->used--;
-					return 0;
-				}
-			}
-			c->checked = pn->window;
-			break;
-		}
 	}
-	if (!c)
+	if (c && l && c->checked != pn->window) {
+		/*
+		 * once a window: still the same code?  A process that exited (no
+		 * py: its entry left the kernel) keeps its names, as its code
+		 * cannot have changed
+		 */
+		if (code_replaced(pid, py, l, c)) {
+			/* freed, and another code object made at its address */
+			struct python_code fresh = { 0 };
+
+			if (read_code(pid, py, l, addr, &fresh) == 0) {
+				code_clear(c);
+				*c = fresh;
+			} else {
+				c->stale = 1;
+			}
+		}
+		c->checked = pn->window;
+	}
+	if (c && c->stale)
 		return 0;
+	if (!c) {
+		if (!l || !empty)
+			return 0;
+		if (pn->used >= NAMES_SLOTS / 2) {
+			/* full of code long run: start over rather than grow */
+			for (unsigned i = 0; i < NAMES_SLOTS; i++)
+				code_clear(&pn->slot[i]);
+			pn->used = 0;
+			memset(pn->pids, 0, sizeof(pn->pids));
+			empty = &pn->slot[(addr >> 4 ^ pid * 2654435761u) & (NAMES_SLOTS - 1)];
+		}
+		if (read_code(pid, py, l, addr, empty))
+			return 0;
+		empty->checked = pn->window;
+		pn->used++;
+		pn->pids[pid % 4096 / 64] |= 1ULL << (pid % 64);
+		c = empty;
+	}
 	line = instr == 0xffff ? -1 : python_line_of(c->linetable, c->nlinetable,
 						       c->firstlineno, instr);
 	file = c->file;

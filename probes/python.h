@@ -93,7 +93,9 @@ void python_names_free(struct python_names *pn);
 /*
  * Name walked Python frame `frame` (PY_FRAME_TAG'd) of process pid,
  * whose interpreter is py, into buf: "module.function (file:line)".
- * Returns 1 if named, 0 if not (buf says "[python]").
+ * py NULL (the process exited: its entry left the kernel's map): only
+ * code named before is named.  Returns 1 if named, 0 if not (buf says
+ * "[python]").
  */
 int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind_python *py,
 		      uint64_t frame, char *buf, size_t len);

@@ -601,10 +601,26 @@ Test(python, frames_are_named_from_the_live_process_or_not_at_all, .init = setup
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	usleep(100000);
-	/* gone: what was named stays named (its last window is still to be drained) */
+	/*
+	 * gone: what was named stays named (its last window is still to be
+	 * drained), in a later window too, and with no interpreter to go by
+	 * (its entry left the kernel's map when it exited)
+	 */
 	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG |
 				       (2ULL << PY_FRAME_INSTR_SHIFT) | code, name,
 				       sizeof(name)), 1);
+	python_names_new_window(pn);
+	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG |
+				       (2ULL << PY_FRAME_INSTR_SHIFT) | code, name,
+				       sizeof(name)), 1);
+	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, NULL, PY_FRAME_TAG |
+				       (2ULL << PY_FRAME_INSTR_SHIFT) | code, name,
+				       sizeof(name)), 1);
+	snprintf(want, sizeof(want), "billing.Invoice.total (%s:4)", path);
+	cr_expect_str_eq(name, want);
+	/* never seen, and nothing to read it with: no name */
+	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, NULL, PY_FRAME_TAG | (code + 64),
+				       name, sizeof(name)), 0);
 	/* forgotten (the pid announced again: a new process): not a guess from before */
 	python_names_forget(pn, (uint32_t)pid);
 	cr_expect_eq(python_frame_name(pn, (uint32_t)pid, &py, PY_FRAME_TAG | code, name,
