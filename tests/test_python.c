@@ -175,7 +175,16 @@ Test(python, interpreters_are_found_by_version_and_layout, .init = setup, .fini 
 	/* published as mapped: a PIE's text at some base, its loop inside it */
 	cr_assert_eq(python_interp_publish(&pi, 0x555555554000ULL + pi.text_vaddr -
 					   pi.text_offset + 0x1000, 0x555555554000ULL + 0x1000000,
-					   0x1000, &py) >= 0, 1);
+					   0x1000, &py), 1);
+	/* every address moved by the load bias, the offsets the version's */
+	cr_expect_eq(py.eval_start, pi.eval_vaddr + 0x555555554000ULL);
+	cr_expect_eq(py.eval_end - py.eval_start, pi.eval_size);
+	cr_expect_eq(py.tstate_at, pi.runtime_vaddr + 0x555555554000ULL + 576,
+		     "3.11: _PyRuntime.gilstate.tstate_current");
+	cr_expect_eq(py.code_type, pi.code_type_vaddr + 0x555555554000ULL);
+	cr_expect_eq(py.ntstate_chain, 0);
+	cr_expect_eq(py.frame_is_entry, 68);
+	cr_expect_eq(py.frame_owner, PY_NO_FIELD);
 	/* a mapping that does not hold the loop is not published */
 	memset(&py, 0, sizeof(py));
 	cr_expect_eq(python_interp_publish(&pi, 0x7f0000000000ULL, 0x7f0000001000ULL, 0, &py), 0);
