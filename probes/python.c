@@ -26,14 +26,12 @@
  * debug build) is not walked with offsets that would be wrong for it.
  */
 struct python_layout {
-	uint16_t version;
 	uint64_t runtime_size;
 	uint16_t runtime_tstate;	/* in _PyRuntime: the first pointer to the GIL holder */
-	uint16_t tstate_chain[2], ntstate_chain;	/* then these (struct unwind_python) */
-	uint16_t tstate_cframe, tstate_thread_id, cframe_current_frame;
-	uint16_t frame_code, frame_previous, frame_prev_instr, frame_is_entry;
-	uint16_t frame_owner, owner_cstack;
-	uint16_t code_adaptive, code_firstlineno, code_filename, code_qualname, code_linetable;
+	/* what the walker reads: the offsets (and version) it is published with */
+	struct unwind_python walker;
+	/* what naming reads */
+	uint16_t code_firstlineno, code_filename, code_qualname, code_linetable;
 	uint16_t object_type;
 	uint16_t str_length, str_state, ascii_size, compact_size;	/* PyUnicode */
 	uint16_t bytes_size, bytes_sval;				/* PyBytes */
@@ -42,14 +40,16 @@ struct python_layout {
 static const struct python_layout layouts[] = {
 	{
 		/* _PyRuntime.gilstate.tstate_current */
-		.version = 0x030b,
 		.runtime_size = 166688,
 		.runtime_tstate = 576,
-		.tstate_cframe = 56, .tstate_thread_id = 152, .cframe_current_frame = 8,
-		.frame_code = 32, .frame_previous = 48, .frame_prev_instr = 56,
-		.frame_is_entry = 68, .frame_owner = PY_NO_FIELD,
-		.code_adaptive = 184, .code_firstlineno = 72, .code_filename = 112,
-		.code_qualname = 128, .code_linetable = 136,
+		.walker = {
+			.version = 0x030b,
+			.tstate_cframe = 56, .tstate_thread_id = 152, .cframe_current_frame = 8,
+			.frame_code = 32, .frame_previous = 48, .frame_prev_instr = 56,
+			.frame_is_entry = 68, .frame_owner = PY_NO_FIELD, .code_adaptive = 184,
+		},
+		.code_firstlineno = 72, .code_filename = 112, .code_qualname = 128,
+		.code_linetable = 136,
 		.object_type = 8,
 		.str_length = 16, .str_state = 32, .ascii_size = 48, .compact_size = 72,
 		.bytes_size = 16, .bytes_sval = 32,
@@ -60,19 +60,32 @@ static const struct python_layout layouts[] = {
 		 * (_Py_tss_tstate); the GIL's last holder is reached from
 		 * _PyRuntime: interpreters.main -> ceval.gil -> last_holder
 		 */
-		.version = 0x030c,
 		.runtime_size = 459944,
-		.runtime_tstate = 48, .tstate_chain = { 384, 8 }, .ntstate_chain = 2,
-		.tstate_cframe = 56, .tstate_thread_id = 136, .cframe_current_frame = 0,
-		.frame_code = 0, .frame_previous = 8, .frame_prev_instr = 56,
-		.frame_is_entry = PY_NO_FIELD, .frame_owner = 70, .owner_cstack = 3,
-		.code_adaptive = 192, .code_firstlineno = 68, .code_filename = 112,
-		.code_qualname = 128, .code_linetable = 136,
+		.runtime_tstate = 48,
+		.walker = {
+			.version = 0x030c,
+			.tstate_chain = { 384, 8 }, .ntstate_chain = 2,
+			.tstate_cframe = 56, .tstate_thread_id = 136, .cframe_current_frame = 0,
+			.frame_code = 0, .frame_previous = 8, .frame_prev_instr = 56,
+			.frame_is_entry = PY_NO_FIELD, .frame_owner = 70, .owner_cstack = 3,
+			.code_adaptive = 192,
+		},
+		.code_firstlineno = 68, .code_filename = 112, .code_qualname = 128,
+		.code_linetable = 136,
 		.object_type = 8,
 		.str_length = 16, .str_state = 32, .ascii_size = 40, .compact_size = 56,
 		.bytes_size = 16, .bytes_sval = 32,
 	},
 };
+
+/* The layout of version (0x030b), or NULL. */
+static const struct python_layout *layout_of(uint16_t version)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].walker.version == version)
+			return &layouts[i];
+	return NULL;
+}
 
 int python_file_name_matches(const char *path)
 {
@@ -184,23 +197,19 @@ int python_interp_read(int fd, struct python_interp *pi, char *err, size_t errle
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
-		if (layouts[i].version != pi->version)
-			continue;
-		if (layouts[i].runtime_size != runtime_size) {
-			snprintf(err, errlen, "CPython %u.%u.%u whose _PyRuntime is %llu bytes, "
-				 "not the %llu its version's layout has (a debug or patched build)",
-				 hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff,
-				 (unsigned long long)runtime_size,
-				 (unsigned long long)layouts[i].runtime_size);
-			goto out;
-		}
-		pi->layout = &layouts[i];
+	pi->layout = layout_of(pi->version);
+	if (!pi->layout) {
+		snprintf(err, errlen, "CPython %u.%u.%u: only 3.11 and 3.12 are walked", hex >> 24,
+			 (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+	} else if (pi->layout->runtime_size != runtime_size) {
+		snprintf(err, errlen, "CPython %u.%u.%u whose _PyRuntime is %llu bytes, not the "
+			 "%llu its version's layout has (a debug or patched build)", hex >> 24,
+			 (hex >> 16) & 0xff, (hex >> 8) & 0xff, (unsigned long long)runtime_size,
+			 (unsigned long long)pi->layout->runtime_size);
+		pi->layout = NULL;
+	} else {
 		ret = 0;
-		goto out;
 	}
-	snprintf(err, errlen, "CPython %u.%u.%u: only 3.11 and 3.12 are walked", hex >> 24,
-		 (hex >> 16) & 0xff, (hex >> 8) & 0xff);
 out:
 	elf_end(e);
 	return ret;
@@ -266,25 +275,11 @@ int python_interp_publish(const struct python_interp *pi, uint64_t start, uint64
 
 	if (!l || pi->eval_vaddr + bias < start || pi->eval_vaddr + pi->eval_size + bias > end)
 		return 0;
-	memset(out, 0, sizeof(*out));
+	*out = l->walker;
 	out->eval_start = pi->eval_vaddr + bias;
 	out->eval_end = pi->eval_vaddr + pi->eval_size + bias;
 	out->tstate_at = pi->runtime_vaddr + bias + l->runtime_tstate;
-	out->tstate_chain[0] = l->tstate_chain[0];
-	out->tstate_chain[1] = l->tstate_chain[1];
-	out->ntstate_chain = l->ntstate_chain;
-	out->frame_owner = l->frame_owner;
-	out->owner_cstack = l->owner_cstack;
 	out->code_type = pi->code_type_vaddr + bias;
-	out->version = pi->version;
-	out->tstate_cframe = l->tstate_cframe;
-	out->tstate_thread_id = l->tstate_thread_id;
-	out->cframe_current_frame = l->cframe_current_frame;
-	out->frame_code = l->frame_code;
-	out->frame_previous = l->frame_previous;
-	out->frame_prev_instr = l->frame_prev_instr;
-	out->frame_is_entry = l->frame_is_entry;
-	out->code_adaptive = l->code_adaptive;
 	return 1;
 }
 
@@ -534,7 +529,7 @@ static int read_code(uint32_t pid, const struct unwind_python *py, const struct 
 	const char *base;
 	size_t n;
 
-	if (peek(pid, addr, head, l->code_adaptive))
+	if (peek(pid, addr, head, l->walker.code_adaptive))
 		return -1;
 	memcpy(&type, head + l->object_type, 8);
 	if (type != py->code_type)
@@ -595,7 +590,7 @@ static int code_replaced(uint32_t pid, const struct unwind_python *py,
 	uint8_t head[256];
 	uint64_t type, refs[3];
 
-	if (peek(pid, c->addr, head, l->code_adaptive))
+	if (peek(pid, c->addr, head, l->walker.code_adaptive))
 		return 0;
 	memcpy(&type, head + l->object_type, 8);
 	memcpy(&refs[0], head + l->code_qualname, 8);
@@ -616,9 +611,8 @@ int python_frame_name(struct python_names *pn, uint32_t pid, const struct unwind
 	int line;
 
 	snprintf(buf, len, "[python]");
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
-		if (py && layouts[i].version == py->version)
-			l = &layouts[i];
+	if (py)
+		l = layout_of(py->version);
 	if (!pn || !(frame & PY_FRAME_TAG))
 		return 0;
 	h = (unsigned)((addr >> 4) ^ pid * 2654435761u);
