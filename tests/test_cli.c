@@ -444,5 +444,5 @@ Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60)
 			cr_assert(strstr(buf, "1000 100.00%  main"), "%s", buf);
 		}
 	}
-	test_redis_stop(&redis, 0);
+	test_redis_destroy(&redis);	/* its dir holds the top*.out files */
 }
