@@ -386,15 +386,22 @@ Test(cli, rules_check_reads_files_in_order_as_the_daemon_does, .timeout = 30)
 	test_sh("rm -rf %s", dir);
 }
 
+/* file scope, so that .fini removes it when an assertion ends the test early */
+static struct test_redis top_redis;
+
+static void top_redis_destroy(void)
+{
+	test_redis_destroy(&top_redis);
+}
+
 /*
  * `faultline profile --top` reads like `pprof -top`: flat, flat%, sum%, cum,
  * cum%, sorted by flat (the leaf), or by cum with --cum.
  */
-Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60)
+Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60, .fini = top_redis_destroy)
 {
 	const char *leaf_a[] = { "main", "work", "hash" };	/* 600 samples, leaf hash */
 	const char *leaf_b[] = { "main", "io_wait" };		/* 400 samples, leaf io_wait */
-	struct test_redis redis;
 	struct store_opts o = { .timeout_ns = NSEC_PER_SEC };
 	char err[256], out[300], buf[4096] = "";
 	struct profile p;
@@ -403,8 +410,8 @@ Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60)
 	char *blob;
 	FILE *f;
 
-	cr_assert_eq(test_redis_start(&redis), 0);
-	o.url = redis.url;
+	cr_assert_eq(test_redis_start(&top_redis), 0);
+	o.url = top_redis.url;
 	st = store_open(&o, err, sizeof(err));
 	cr_assert_not_null(st, "%s", err);
 	profile_init(&p, "prof-1");
@@ -420,9 +427,9 @@ Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60)
 	free(blob);
 	profile_free(&p);
 	for (int cum = 0; cum < 2; cum++) {
-		snprintf(out, sizeof(out), "%s/top%d.out", redis.dir, cum);
+		snprintf(out, sizeof(out), "%s/top%d.out", top_redis.dir, cum);
 		cr_assert_eq(test_sh("%s/faultline profile --redis %s --host prof-1 --top 3 %s "
-				     ">%s 2>/dev/null", test_out_dir(), redis.url,
+				     ">%s 2>/dev/null", test_out_dir(), top_redis.url,
 				     cum ? "--cum" : "", out), 0);
 		f = fopen(out, "r");
 		cr_assert_not_null(f);
@@ -444,5 +451,4 @@ Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60)
 			cr_assert(strstr(buf, "1000 100.00%  main"), "%s", buf);
 		}
 	}
-	test_redis_destroy(&redis);	/* its dir holds the top*.out files */
 }
