@@ -1,6 +1,7 @@
 /*
  * fuzz_profile.c - libFuzzer target for profile windows read back from
- * Redis: any bytes give a profile or an error; a decoded profile
+ * Redis, plain msgpack or a zstd frame of it (seeds of both: *.zst): any
+ * bytes give a profile or an error; a decoded profile
  * re-encodes, merges under a cgroup and a service scope (the alerter's
  * evidence) to no more samples than it holds, and exports to pprof
  * without crashing.

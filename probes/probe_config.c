@@ -252,10 +252,10 @@ const struct cfg_field probe_config_schema[] = {
 		     "90d)"),
 	CFG_DURATION("retention.p10", PC, retention_p10_ns, (60 * NSEC_PER_SEC), 365 * DAY,
 		     "How long 10 s profile windows (and I/O stacks) are kept (a real host: "
-		     "11-15 KB a window, 4-10 MB an hour with I/O stacks)"),
+		     "4-12 KB a window as zstd, 2-5 MB an hour with I/O stacks)"),
 	CFG_DURATION("retention.p3600", PC, retention_p3600_ns, (3600 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long hourly profiles are kept (a real host: ~80 KB an hour, 13 MB at "
-		     "7d)"),
+		     "How long hourly profiles are kept (a real host: ~80 KB of msgpack an "
+		     "hour, ~23 KB as zstd, ~4 MB at 7d)"),
 	CFG_CUSTOM_AT("remote_write.url", parse_rw_url, "string", CFG_F_STRING, PC, remote_write.url,
 		      "Prometheus remote write receiver (http(s)://.../api/v1/write); empty: off"),
 	CFG_CUSTOM_AT("remote_write.tier", parse_rw_tier, "duration", CFG_F_DURATION, PC,

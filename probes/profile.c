@@ -176,8 +176,9 @@ static void poll_processes(struct profiler *pr, int timeout_ms)
 static void queue_blob(struct profiler *pr, const struct profile *p, int kind)
 {
 	struct blob b = { .ts_ms = p->ts_ms, .kind = kind };
+	int level = kind == PROFILE_CPU_HOURLY ? PROFILE_LEVEL_ARCHIVE : PROFILE_LEVEL_WINDOW;
 
-	if (profile_encode(p, &b.data, &b.len))
+	if (profile_encode_level(p, level, &b.data, &b.len))
 		return;
 	pthread_mutex_lock(&pr->lock);
 	if (pr->npending == PENDING_MAX) {

@@ -536,6 +536,28 @@ Test(alerter, io_evidence_names_the_devices_writer_and_its_wait, .init = setup,
 	snprintf(labels, sizeof(labels), "\"scope\":\"device %s\"", strrchr(loop_dev, '/') + 1);
 	cr_expect(strstr(io, labels), "the evidence does not say its device: %.3000s", io);
 
+	{
+		/* the probe stores its CPU windows as zstd frames (profile.h) */
+		redisReply *x = conn_commandf(c, NULL, "XRANGE fl:{io-1}:p10 - +");
+		size_t frames = 0, big_plain = 0;
+
+		cr_assert(x && x->type == REDIS_REPLY_ARRAY, "no p10 stream");
+		for (size_t i = 0; i < x->elements; i++) {
+			redisReply *f = x->element[i]->element[1];
+			int frame;
+
+			cr_assert_eq(f->elements, 2);
+			frame = f->element[1]->len >= 4 &&
+				!memcmp(f->element[1]->str, "\x28\xb5\x2f\xfd", 4);
+			frames += frame;
+			/* only a window zstd cannot shrink (a few stacks) stays msgpack */
+			big_plain += !frame && f->element[1]->len > 512;
+		}
+		cr_expect(frames > 0 && big_plain == 0, "of %zu CPU windows %zu are zstd frames, "
+			  "%zu larger ones are not", x->elements, frames, big_plain);
+		freeReplyObject(x);
+	}
+
 	r = request_with("\"alertname\":\"SlowWritesElsewhere\"");
 	cr_assert_not_null(r);
 	cr_expect(strstr(r->body, "\"missing\":\"no sampled I") &&

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -1137,6 +1138,107 @@ Test(profile, window_codec_round_trip_and_bad_input)
  * scope picks one service (its unit too) or one cgroup subtree, and a
  * window written before cgroups ("cg" absent) still decodes.
  */
+/* The folded lines of p, for comparing two profiles whole. */
+static char *folded(const struct profile *p)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	cr_assert_not_null(f);
+	profile_write_folded(p, f);
+	fclose(f);
+	return text;
+}
+
+/*
+ * A window is stored as a zstd frame of its msgpack, smaller than the
+ * msgpack and decoding to the same rows; a window written before that
+ * (plain msgpack) still decodes; a frame that would decompress past the
+ * limit, a frame of a frame and any cut or flipped byte of one are errors,
+ * never a crash.
+ */
+Test(profile, window_is_a_zstd_frame_and_old_windows_still_decode)
+{
+	static const unsigned char magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	struct profile p, d;
+	char *plain, *packed, *text, *back, err[256], fn[64];
+	size_t plen, zlen;
+
+	cr_assert_eq(profile_init(&p, "db-7"), 0);
+	p.rate_hz = 99;
+	p.duration_ms = 10000;
+	p.ts_ms = 1764500000000ULL;
+	for (int i = 0; i < 300; i++) {
+		const char *frames[] = { "__libc_start_main", "main", "event_loop", fn,
+					 "entry_SYSCALL_64_after_hwframe", "do_syscall_64" };
+
+		snprintf(fn, sizeof(fn), "handle_request_kind_%d", i % 37);
+		frames[5] = i % 2 ? "do_syscall_64" : "__x64_sys_pwrite64";
+		cr_assert_eq(profile_add(&p, "db.service", "db", 4000 + i % 5, frames, 6,
+					 1 + i % 13), 0);
+	}
+	cr_assert_eq(profile_encode_level(&p, 0, &plain, &plen), 0);
+	cr_assert_eq(profile_encode(&p, &packed, &zlen), 0);
+	cr_assert_eq(memcmp(packed, magic, 4), 0, "a window is not stored as a zstd frame");
+	cr_assert_lt(zlen * 2, plen, "zstd made %zu bytes of msgpack only %zu", plen, zlen);
+	text = folded(&p);
+	cr_assert_eq(profile_decode(packed, zlen, &d, err, sizeof(err)), 0, "%s", err);
+	back = folded(&d);
+	cr_expect_str_eq(back, text);
+	cr_expect_eq(d.total, p.total);
+	cr_expect_str_eq(d.host, "db-7");
+	free(back);
+	profile_free(&d);
+	cr_assert_eq(profile_decode(plain, plen, &d, err, sizeof(err)), 0, "%s", err);
+	back = folded(&d);
+	cr_expect_str_eq(back, text, "a plain msgpack window (before compression) changed");
+	free(back);
+	profile_free(&d);
+
+	for (size_t cut = 0; cut < zlen; cut++)
+		cr_assert_neq(profile_decode(packed, cut, &d, err, sizeof(err)), 0, "cut %zu", cut);
+	for (int i = 0; i < 3000; i++) {
+		char *m = malloc(zlen);
+
+		memcpy(m, packed, zlen);
+		m[(size_t)(i * 7919) % zlen] ^= (char)(i | 1);
+		if (profile_decode(m, zlen, &d, err, sizeof(err)) == 0)
+			profile_free(&d);
+		free(m);
+	}
+
+	{
+		/* a frame of a frame, made without the "only if smaller" rule */
+		size_t cap = ZSTD_compressBound(zlen), n;
+		char *twice = malloc(cap);
+
+		n = ZSTD_compress(twice, cap, packed, zlen, 1);
+		cr_assert(!ZSTD_isError(n));
+		cr_assert_neq(profile_decode(twice, n, &d, err, sizeof(err)), 0);
+		cr_expect(strstr(err, "inside a zstd frame"), "%s", err);
+		free(twice);
+	}
+	{
+		/* 65 MiB of zeros packs into a few KB; the reader refuses it */
+		size_t big = (65u << 20), cap = ZSTD_compressBound(big), n;
+		char *zeros = calloc(1, big), *bomb = malloc(cap);
+
+		cr_assert(zeros && bomb);
+		n = ZSTD_compress(bomb, cap, zeros, big, 1);
+		cr_assert(!ZSTD_isError(n));
+		cr_assert_lt(n, 1 << 20);
+		cr_assert_neq(profile_decode(bomb, n, &d, err, sizeof(err)), 0);
+		cr_expect(strstr(err, "at most"), "%s", err);
+		free(zeros);
+		free(bomb);
+	}
+	free(text);
+	free(plain);
+	free(packed);
+	profile_free(&p);
+}
+
 Test(profile, scope_picks_a_service_or_a_cgroup_subtree)
 {
 	static const struct {
@@ -1237,7 +1339,7 @@ Test(profile, scope_picks_a_service_or_a_cgroup_subtree)
 
 		cr_assert_eq(profile_add(&p, "svc", "svc", 1, frames, 2, 5), 0);
 	}
-	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	cr_assert_eq(profile_encode_level(&p, 0, &buf, &len), 0);	/* msgpack, to look into */
 	cr_expect_null(memmem(buf, len, "\xa2" "cg", 3), "a window without cgroups wrote \"cg\"");
 	cr_assert_eq(profile_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(d.total, 5);

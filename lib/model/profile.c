@@ -12,9 +12,12 @@
 
 #include "core/array.h"
 #include "core/strbuf.h"
+#include "model/snapshot_zstd.h"
 #include "model/wire.h"
 
 #define PROFILE_MAX_STRINGS 1000000
+/* the largest window a reader takes, packed or not */
+#define PROFILE_MAX_BYTES (64u << 20)
 #define PROFILE_MAX_DEPTH 512
 
 int profile_init(struct profile *p, const char *host)
@@ -298,6 +301,11 @@ int profile_merge(struct profile *dst, const struct profile *src,
 
 int profile_encode(const struct profile *p, char **out, size_t *outlen)
 {
+	return profile_encode_level(p, PROFILE_LEVEL_WINDOW, out, outlen);
+}
+
+int profile_encode_level(const struct profile *p, int level, char **out, size_t *outlen)
+{
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	int any_cgroup = 0;
@@ -369,6 +377,22 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 		msgpack_sbuffer_destroy(&sb);
 		return -ENOMEM;
 	}
+	if (level > 0) {
+		void *z;
+		size_t zlen;
+		int ret = snapshot_zstd_pack_level(sb.data, sb.size, level, &z, &zlen);
+
+		if (ret == 0) {
+			msgpack_sbuffer_destroy(&sb);
+			*out = z;
+			*outlen = zlen;
+			return 0;
+		}
+		if (ret != -EAGAIN) {
+			msgpack_sbuffer_destroy(&sb);
+			return ret;
+		}
+	}
 	*out = sb.data;
 	*outlen = sb.size;
 	return 0;
@@ -376,7 +400,37 @@ int profile_encode(const struct profile *p, char **out, size_t *outlen)
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 
+static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *err,
+			  size_t errlen);
+
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
+{
+	char why[200];
+	void *plain;
+	size_t plen;
+	int ret;
+
+	if (!snapshot_zstd_is_frame(buf, len))
+		return decode_msgpack(buf, len, p, err, errlen);
+	/* a failed decode leaves p as profile_free does, whichever way it fails */
+	memset(p, 0, sizeof(*p));
+	ret = snapshot_zstd_unpack(buf, len, PROFILE_MAX_BYTES, &plain, &plen, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "profile: %s", why);
+		return ret;
+	}
+	if (snapshot_zstd_is_frame(plain, plen)) {
+		free(plain);
+		snprintf(err, errlen, "profile: a zstd frame inside a zstd frame");
+		return -EINVAL;
+	}
+	ret = decode_msgpack(plain, plen, p, err, errlen);
+	free(plain);
+	return ret;
+}
+
+static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *err,
+			  size_t errlen)
 {
 	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL, *maps = NULL, *locs = NULL;
 	const msgpack_object *cgs = NULL;
@@ -388,7 +442,7 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 	if (profile_init(p, ""))
 		return -ENOMEM;
 	msgpack_unpacked_init(&msg);
-	if (len == 0 || len > (64u << 20))
+	if (len == 0 || len > PROFILE_MAX_BYTES)
 		FAIL("profile: %zu bytes is not a profile window", len);
 	if (wire_check(buf, len, 4, &off) || off != len)
 		FAIL("profile: not well-formed msgpack (truncated, or a container larger than the input)");

@@ -17,7 +17,8 @@
  * frame names, so a frame's location is the first one sampled for that
  * stack: an address inside the named function.
  *
- * Wire form (msgpack, version 1):
+ * Wire form (msgpack, version 1; stored as a zstd frame of it, see
+ * profile_encode_level):
  *   { "v": 1, "host": str, "ts": ms (end), "dur": ms, "hz": rate,
  *     "str": [ str... ], "stk": [ [ idx... ]... ],
  *     "rows": [ [ service, comm, pid, stack, count ]... ],
@@ -144,7 +145,25 @@ int profile_add_in(struct profile *p, const struct profile_origin *o, const char
 int profile_merge(struct profile *dst, const struct profile *src,
 		  const struct profile_scope *scope);
 
+/*
+ * The wire form of p into *out (malloc'd, *outlen bytes): a zstd frame of
+ * the msgpack at `level` (1-22, no dictionary: the names are the host's
+ * own), or the msgpack itself when level is 0, compression is off
+ * (FAULTLINE_WIRE_COMPRESS=0, snapshot_zstd.h) or would not make it
+ * smaller.  profile_encode packs at PROFILE_LEVEL_WINDOW.  Returns 0 or
+ * -ENOMEM.
+ */
+#define PROFILE_LEVEL_WINDOW 3		/* a 10 s window: ~0.3 ms for ~2.5x */
+#define PROFILE_LEVEL_ARCHIVE 19	/* an hour kept for days: ~12 % smaller again */
 int profile_encode(const struct profile *p, char **out, size_t *outlen);
+int profile_encode_level(const struct profile *p, int level, char **out, size_t *outlen);
+
+/*
+ * The profile in buf[0..len) (untrusted: a zstd frame or plain msgpack,
+ * told apart by the first bytes) into p (initialised here).  Returns 0, or
+ * -EINVAL / -E2BIG / -ENOMEM with "profile: why" in err and p left as
+ * profile_free leaves it.
+ */
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen);
 
 /* "comm;root;...;leaf count" lines, one per row, sorted. */

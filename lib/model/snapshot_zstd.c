@@ -128,6 +128,39 @@ int snapshot_zstd_pack(const void *in, size_t len, uint32_t tier, void **out, si
 	return 0;
 }
 
+int snapshot_zstd_pack_level(const void *in, size_t len, int level, void **out, size_t *outlen)
+{
+	ZSTD_CCtx *once_cctx;
+	size_t cap, n;
+	void *buf;
+
+	pthread_once(&once, setup);
+	if (!compress_on)
+		return -EAGAIN;
+	cap = ZSTD_compressBound(len);
+	buf = malloc(cap);
+	/*
+	 * A context of its own, freed at once: the thread's cached one would
+	 * keep the workspace of the highest level it ever ran (megabytes at
+	 * 19) resident in the probe for good, for a blob every 10 s or hour.
+	 */
+	once_cctx = ZSTD_createCCtx();
+	if (!buf || !once_cctx) {
+		free(buf);
+		ZSTD_freeCCtx(once_cctx);
+		return -ENOMEM;
+	}
+	n = ZSTD_compressCCtx(once_cctx, buf, cap, in, len, level);
+	ZSTD_freeCCtx(once_cctx);
+	if (ZSTD_isError(n) || n >= len) {
+		free(buf);
+		return -EAGAIN;
+	}
+	*out = buf;
+	*outlen = n;
+	return 0;
+}
+
 int snapshot_zstd_unpack(const void *in, size_t len, size_t max, void **out, size_t *outlen,
 			 char *err, size_t errlen)
 {
@@ -148,12 +181,12 @@ int snapshot_zstd_unpack(const void *in, size_t len, size_t max, void **out, siz
 		return -E2BIG;
 	}
 	id = ZSTD_getDictID_fromFrame(in, len);
-	if (id < 1 || id >= NDICTS) {
+	if (id >= NDICTS) {
 		snprintf(err, errlen, "snapshot: zstd frame compressed with dictionary %u, which "
 			 "this build does not have (written by a newer faultline?)", id);
 		return -EINVAL;
 	}
-	if (!ddict[id] || (!dctx && !(dctx = ZSTD_createDCtx()))) {
+	if ((id && !ddict[id]) || (!dctx && !(dctx = ZSTD_createDCtx()))) {
 		snprintf(err, errlen, "snapshot: out of memory");
 		return -ENOMEM;
 	}
@@ -163,7 +196,9 @@ int snapshot_zstd_unpack(const void *in, size_t len, size_t max, void **out, siz
 		snprintf(err, errlen, "snapshot: out of memory");
 		return -ENOMEM;
 	}
-	n = ZSTD_decompress_usingDDict(dctx, buf, size, in, len, ddict[id]);
+	/* id 0: a frame compressed without a dictionary (profile windows) */
+	n = id ? ZSTD_decompress_usingDDict(dctx, buf, size, in, len, ddict[id]) :
+		 ZSTD_decompressDCtx(dctx, buf, size, in, len);
 	if (ZSTD_isError(n) || n != size) {
 		snprintf(err, errlen, "snapshot: zstd frame does not decompress (%s)",
 			 ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");

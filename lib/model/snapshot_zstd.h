@@ -21,7 +21,8 @@
  * written before this and any entry compression would not make smaller.
  * Readers tell the two apart by the first byte, so old entries stay
  * readable; a frame naming a dictionary this build does not have is an
- * error that says so (a newer writer: upgrade the reader).
+ * error that says so (a newer writer: upgrade the reader).  A frame
+ * naming no dictionary (id 0, snapshot_zstd_pack_level) is read as well.
  *
  * FAULTLINE_WIRE_COMPRESS=0 in the environment writes plain msgpack (for
  * training a dictionary, and for tools that read entries themselves), and
@@ -47,6 +48,14 @@ int snapshot_zstd_is_frame(const void *buf, size_t len);
  * or would not make it smaller (keep the input); -ENOMEM.
  */
 int snapshot_zstd_pack(const void *in, size_t len, uint32_t tier, void **out, size_t *outlen);
+
+/*
+ * in[0..len) compressed at zstd level `level` with no dictionary into *out
+ * (malloc'd, *outlen bytes), for blobs no trained dictionary fits (profile
+ * windows: their names are the host's own).  Returns 0; -EAGAIN when
+ * compression is off or would not make it smaller; -ENOMEM.
+ */
+int snapshot_zstd_pack_level(const void *in, size_t len, int level, void **out, size_t *outlen);
 
 /*
  * Decompress the frame in[0..len) (untrusted) into *out (malloc'd,
