@@ -1106,6 +1106,28 @@ Test(profile, stacks_without_locations_after_ones_with_free_cleanly)
 	profile_free(&p);
 }
 
+/*
+ * Every prefix of the encoded window buf[0..len) is refused, and `flips`
+ * copies with one byte flipped each decode or fail without a crash.
+ */
+static void decode_refuses_cuts_survives_flips(const char *buf, size_t len, int flips)
+{
+	struct profile d;
+	char err[256];
+
+	for (size_t cut = 0; cut < len; cut++)
+		cr_assert_neq(profile_decode(buf, cut, &d, err, sizeof(err)), 0, "cut %zu", cut);
+	for (int i = 0; i < flips; i++) {
+		char *m = malloc(len);
+
+		memcpy(m, buf, len);
+		m[(size_t)(i * 7919) % len] ^= (char)(i | 1);
+		if (profile_decode(m, len, &d, err, sizeof(err)) == 0)
+			profile_free(&d);
+		free(m);
+	}
+}
+
 Test(profile, window_codec_round_trip_and_bad_input)
 {
 	struct profile p = synthetic(0.2), d;
@@ -1118,17 +1140,7 @@ Test(profile, window_codec_round_trip_and_bad_input)
 	cr_assert_eq(d.nstacks, p.nstacks);
 	cr_assert_eq(d.rate_hz, 99);
 	profile_free(&d);
-	for (size_t cut = 0; cut < len; cut++)
-		cr_assert_neq(profile_decode(buf, cut, &d, err, sizeof(err)), 0, "cut %zu", cut);
-	for (int i = 0; i < 5000; i++) {
-		char *m = malloc(len);
-
-		memcpy(m, buf, len);
-		m[(size_t)(i * 7919) % len] ^= (char)(i | 1);
-		if (profile_decode(m, len, &d, err, sizeof(err)) == 0)
-			profile_free(&d);
-		free(m);
-	}
+	decode_refuses_cuts_survives_flips(buf, len, 5000);
 	free(buf);
 	profile_free(&p);
 }
@@ -1196,17 +1208,7 @@ Test(profile, window_is_a_zstd_frame_and_old_windows_still_decode)
 	free(back);
 	profile_free(&d);
 
-	for (size_t cut = 0; cut < zlen; cut++)
-		cr_assert_neq(profile_decode(packed, cut, &d, err, sizeof(err)), 0, "cut %zu", cut);
-	for (int i = 0; i < 3000; i++) {
-		char *m = malloc(zlen);
-
-		memcpy(m, packed, zlen);
-		m[(size_t)(i * 7919) % zlen] ^= (char)(i | 1);
-		if (profile_decode(m, zlen, &d, err, sizeof(err)) == 0)
-			profile_free(&d);
-		free(m);
-	}
+	decode_refuses_cuts_survives_flips(packed, zlen, 3000);
 
 	{
 		/* a frame of a frame, made without the "only if smaller" rule */
