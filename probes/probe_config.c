@@ -246,10 +246,11 @@ const struct cfg_field probe_config_schema[] = {
 		     "2-5 MB at 15m)"),
 	CFG_DURATION("retention.s60", PC, retention_ns[1], (60 * NSEC_PER_SEC), 3650 * DAY,
 		     "How long 1 min rollups are kept (a real host: ~0.8 KB a minute once "
-		     "chunked, 1.2 MB a day)"),
+		     "chunked, 1.2 MB a day, measured before coarse histograms made its "
+		     "entries 1.6x smaller)"),
 	CFG_DURATION("retention.s3600", PC, retention_ns[2], (60 * NSEC_PER_SEC), 3650 * DAY,
 		     "How long 1 h rollups are kept (a real host: ~4-5 KB an hour, 6-10 MB at "
-		     "90d)"),
+		     "90d, measured before coarse histograms)"),
 	CFG_DURATION("retention.p10", PC, retention_p10_ns, (60 * NSEC_PER_SEC), 365 * DAY,
 		     "How long 10 s profile windows (and I/O stacks) are kept (a real host: "
 		     "4-12 KB a window as zstd, 2-5 MB an hour with I/O stacks)"),

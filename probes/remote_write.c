@@ -106,9 +106,11 @@ static void emit(const struct sample_labels *base, const char *name, const char 
 }
 
 size_t remote_write_samples(const struct snapshot *s, const char *host, const struct label *labels,
-			    uint32_t nlabels, const struct prom_buckets *b,
+			    uint32_t nlabels, const struct prom_buckets *b, int coarse,
 			    remote_write_sample_fn fn, void *arg)
 {
+	struct histogram *tmp = NULL;
+
 	struct sample_labels base;
 	int64_t ts = (int64_t)s->ts_ms;
 	size_t n = 0;
@@ -134,6 +136,13 @@ size_t remote_write_samples(const struct snapshot *s, const char *host, const st
 			int nb = prom_bounds(b, name, &bound);
 			uint64_t cum[PROM_MAX_BOUNDS];
 
+			if (coarse && (tmp || (tmp = malloc(sizeof(*tmp))))) {
+				/* what the rollup tiers hold of it (linear: rate() agrees) */
+				memcpy(tmp, h, sizeof(*tmp));
+				hist_coarsen(tmp);
+				h = tmp;
+			}
+
 			hist_cumulative(h, scale, bound, nb, cum);
 			snprintf(sub, sizeof(sub), "%s_bucket", name);
 			for (int k = 0; k < nb; k++) {
@@ -148,6 +157,7 @@ size_t remote_write_samples(const struct snapshot *s, const char *host, const st
 			n += (size_t)nb + 3;
 		}
 	}
+	free(tmp);
 	return n;
 }
 
@@ -281,7 +291,8 @@ int remote_write_offer(struct remote_write *rw, const struct snapshot *s)
 	if (window == rw->window)
 		return 0;
 	rw->window = window;
-	remote_write_samples(s, rw->host, rw->labels, rw->nlabels, &rw->buckets, add_sample, &bd);
+	remote_write_samples(s, rw->host, rw->labels, rw->nlabels, &rw->buckets,
+			     rw->cfg.tier_ns >= 60 * NSEC_PER_SEC, add_sample, &bd);
 	finish_request(&bd);
 	strbuf_release(&bd.body);
 	pthread_mutex_lock(&rw->lock);

@@ -40,26 +40,43 @@ static uint64_t exact_quantile(const uint64_t *sorted, size_t n, double q)
 	return sorted[rank - 1];
 }
 
+/*
+ * Every quantile of v's histogram is within the layout's bound of the
+ * exact one, and so is the coarse (rollup tiers') histogram's within
+ * HIST_COARSE_ERROR, of the exact quantile and of the fine one.
+ */
 static void check_quantiles(uint64_t *v, size_t n)
 {
 	static const double qs[] = { 0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1 };
-	struct histogram *h = calloc(1, sizeof(*h));
+	struct histogram *h = calloc(1, sizeof(*h)), *coarse = calloc(1, sizeof(*coarse));
 
 	for (size_t i = 0; i < n; i++)
 		hist_record(h, v[i]);
+	memcpy(coarse, h, sizeof(*h));
+	hist_coarsen(coarse);
 	qsort(v, n, sizeof(*v), cmp_u64);
 	cr_assert_eq(h->count, n);
+	cr_assert_eq(coarse->count, n);
+	cr_assert_eq(coarse->sum, h->sum);
 	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
 		uint64_t want = exact_quantile(v, n, qs[i]);
-		uint64_t got = hist_quantile(h, qs[i]);
+		uint64_t got = hist_quantile(h, qs[i]), cgot = hist_quantile(coarse, qs[i]);
 		/* bound: 2^-(G+1) relative, exact below 2^G */
 		double bound = (double)want / (double)(1u << (HIST_G + 1));
 		double diff = got > want ? (double)(got - want) : (double)(want - got);
+		double cdiff = cgot > want ? (double)(cgot - want) : (double)(want - cgot);
+		double fdiff = cgot > got ? (double)(cgot - got) : (double)(got - cgot);
 
 		cr_assert(diff <= bound + 0.5,
 			  "q=%g: got %llu, exact %llu, |diff| %.0f > bound %.0f", qs[i],
 			  (unsigned long long)got, (unsigned long long)want, diff, bound);
+		cr_assert(cdiff <= HIST_COARSE_ERROR * (double)want + 0.5 &&
+			  fdiff <= HIST_COARSE_ERROR * (double)got + 0.5,
+			  "q=%g: coarse %llu, exact %llu, fine %llu: off by more than %g", qs[i],
+			  (unsigned long long)cgot, (unsigned long long)want,
+			  (unsigned long long)got, HIST_COARSE_ERROR);
 	}
+	free(coarse);
 	free(h);
 }
 
@@ -155,6 +172,51 @@ Test(histogram, quantiles_adversarial_within_bound)
 		v[i] = 123456789;
 	check_quantiles(v, n);
 	free(v);
+}
+
+/*
+ * Coarsening keeps values below 2^G exact, leaves at most one bucket in
+ * four, and is linear and idempotent: the hour made of coarse minutes is
+ * the coarse hour, and a delta of coarse histograms the coarse delta.
+ */
+Test(histogram, coarse_is_exact_below_2g_linear_and_idempotent)
+{
+	struct histogram *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct histogram *sum = calloc(1, sizeof(*sum)), *twice = calloc(1, sizeof(*twice));
+
+	for (uint64_t v = 0; v < HIST_SUB; v++)
+		hist_record(a, v);
+	for (int i = 0; i < 50000; i++) {
+		hist_record(a, rng() >> (rng() % 64));
+		hist_record(b, rng() % 5000000);
+	}
+	size_t fine = hist_nonempty(a);
+	uint64_t exact[HIST_SUB];
+
+	memcpy(exact, a->buckets, sizeof(exact));
+	hist_merge(sum, a);
+	hist_merge(sum, b);
+	hist_coarsen(a);
+	hist_coarsen(b);
+	hist_coarsen(sum);
+	for (uint32_t i = 0; i < HIST_SUB; i++)
+		cr_assert(a->buckets[i] == exact[i] && exact[i] >= 1, "value %u is no longer exact",
+			  i);
+	for (uint32_t i = HIST_SUB; i < HIST_BUCKETS; i++)
+		cr_assert(a->buckets[i] == 0 || (i & 3) == 1, "bucket %u kept", i);
+	cr_assert_lt(hist_nonempty(a) - HIST_SUB, (fine - HIST_SUB) / 2,
+		     "%zu buckets of %zu left", hist_nonempty(a), fine);
+	memcpy(twice, a, sizeof(*a));
+	hist_merge(twice, b);
+	cr_assert(hist_equal(twice, sum), "coarse(a) + coarse(b) != coarse(a + b)");
+	hist_coarsen(twice);
+	cr_assert(hist_equal(twice, sum), "coarsening twice changed it");
+	cr_assert_eq(hist_subtract(twice, sum, b), 0);
+	cr_assert(hist_equal(twice, a), "coarse(a + b) - coarse(b) != coarse(a)");
+	free(a);
+	free(b);
+	free(sum);
+	free(twice);
 }
 
 Test(histogram, merge_of_n_equals_union)

@@ -69,6 +69,18 @@ reset:
 	return -ERANGE;
 }
 
+void hist_coarsen(struct histogram *h)
+{
+	_Static_assert(HIST_SUB % 4 == 0, "groups of 4 start at 2^HIST_G");
+	for (uint32_t i = HIST_SUB; i < HIST_BUCKETS; i += 4) {
+		uint64_t n = h->buckets[i] + h->buckets[i + 1] + h->buckets[i + 2] +
+			     h->buckets[i + 3];
+
+		h->buckets[i] = h->buckets[i + 2] = h->buckets[i + 3] = 0;
+		h->buckets[i + 1] = n;
+	}
+}
+
 uint64_t hist_quantile(const struct histogram *h, double q)
 {
 	uint64_t rank, seen = 0;

@@ -80,6 +80,21 @@ uint64_t hist_quantile(const struct histogram *h, double q);
 /* Mean of recorded values, 0 when empty. */
 double hist_mean(const struct histogram *h);
 
+/*
+ * The rollup tiers' resolution (native histograms' schema 4 -> 2): from
+ * 2^HIST_G up, each power of two keeps 4 sub-buckets instead of 16, every
+ * group of 4 adjacent buckets moved into its second one, (idx & ~3) | 1;
+ * below 2^HIST_G values stay exact.  The layout is unchanged, so every
+ * reader, merge and subtraction works on coarse histograms as on fine ones;
+ * the map is linear and coarsening twice is coarsening once, so the hour
+ * tier made of coarse minutes equals the coarse hour.  A quantile is then
+ * within HIST_COARSE_ERROR (relative) of the exact one: a value in a group
+ * [lo, lo + 4w) with lo >= 16w is reported as lo + 1.5w, at worst 1.5w/16w
+ * below or 2.5w/20w above.  count and sum are untouched.
+ */
+#define HIST_COARSE_ERROR 0.125
+void hist_coarsen(struct histogram *h);
+
 /* Number of non-empty buckets. */
 size_t hist_nonempty(const struct histogram *h);
 

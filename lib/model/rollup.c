@@ -155,6 +155,10 @@ int rollup_finish(struct rollup *r, struct snapshot *out)
 	if (!r->inputs)
 		return -ENODATA;
 	end = r->window_start_ms + (uint64_t)r->tier * 1000;
+	/* what a minute or an hour of latencies needs: 4 buckets an octave */
+	for (uint32_t i = 0; i < r->acc.nseries; i++)
+		if (r->acc.series[i].kind == SERIES_HISTOGRAM && r->acc.series[i].hist)
+			hist_coarsen(r->acc.series[i].hist);
 	*out = r->acc;
 	out->ts_ms = end;
 	out->interval_ms = (uint64_t)r->tier * 1000;

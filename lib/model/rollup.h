@@ -8,7 +8,9 @@
  *               value; `value` is the last cumulative value
  *   gauges      last, min, max, and sum/n for the average
  *   histograms  the increase over the window: per-interval deltas merged
- *               (a reset contributes the new cumulative histogram)
+ *               (a reset contributes the new cumulative histogram), at
+ *               the coarse resolution (hist_coarsen: 4 buckets a power of
+ *               two, quantiles within 12.5 %)
  *
  * Input may be tier-1 snapshots (cumulative: deltas are taken against the
  * previous input, which the rollup remembers across windows so no interval
