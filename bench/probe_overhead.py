@@ -200,6 +200,13 @@ def one_run(out, seconds, startup, settle, tmp, loopdev, redis_sock):
         prof_ns, _ = bpf(fl_prof)
         fl_ns, fl_cnt = bpf(fl_block)
         bio_ns, bio_cnt = bpf(bio_ids)
+        # each faultline program alone (docs/benchmarks.md, "Where the BPF time per I/O goes")
+        per_prog = {}
+        for i in fl_ids:
+            name = s1.get(i, (0, 0, ""))[2] or f"prog{i}"
+            t, c = bpf({i})
+            pt, pc = per_prog.get(name, (0, 0))
+            per_prog[name] = (pt + t, pc + c)
         probe_cpu = (c1[probe.pid] - c0[probe.pid]) / elapsed
         nodex_cpu = (c1[nodex.pid] - c0[nodex.pid]) / elapsed
         return {
@@ -225,6 +232,7 @@ def one_run(out, seconds, startup, settle, tmp, loopdev, redis_sock):
             "up_profiler_share": up["profiler_cpu"] / max(up["probe_cpu"], 1e-9),
             "up_nodex_cpu": up["nodex_cpu"] / up["elapsed"],
             "up_probe_hwm": up["probe_hwm"],
+            "per_prog": {n: (c / ios, t / max(c, 1), t / ios) for n, (t, c) in per_prog.items()},
         }
     finally:
         for p in procs:
@@ -308,6 +316,13 @@ def main():
               f"{med('io_stacks_ns_per_io') / med('fl_ns_per_io'):.2f}x the block path's")
         print(f"median BPF cost per I/O, all faultline programs (block, scheduler, TCP, "
               f"profiler): {med('fl_all_ns_per_io'):.0f} ns")
+        names = sorted({n for r in results for n in r["per_prog"]},
+                       key=lambda n: -statistics.median(r["per_prog"].get(n, (0, 0, 0))[2]
+                                                        for r in results))
+        print("  per program (median): runs per I/O, ns a run, ns per I/O")
+        for n in names:
+            col = lambda k: statistics.median(r["per_prog"].get(n, (0, 0, 0))[k] for r in results)
+            print(f"    {n:<24} {col(0):>6.2f} {col(1):>9.0f} {col(2):>7.0f}")
         print(f"start-up (the first {a.startup} s from exec): faultline-probe "
               f"{100 * med('up_probe_cpu'):.2f}% of a CPU ({med('up_probe_cpu_s'):.2f} CPU-s, "
               f"{100 * med('up_profiler_share'):.0f}% of it the profiler thread), node_exporter "
