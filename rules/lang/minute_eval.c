@@ -16,7 +16,9 @@
  *
  * are the values those functions give over the minutes' 1 s snapshots (up
  * to where a counter's boundary interval falls: a minute counts the
- * interval that ends in it).  Other functions (deriv, changes, irate...)
+ * interval that ends in it), except that a minute's histogram is coarse
+ * (hist_coarsen: its quantiles within 12.5 % of the 1 s tier's).  Both
+ * sides of a baseline read minutes, so they compare like with like.  Other functions (deriv, changes, irate...)
  * need the points themselves, so a baseline expression that uses them is
  * refused when the rules load (expr_minute_check), never evaluated wrong.
  */
