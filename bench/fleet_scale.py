@@ -254,6 +254,10 @@ def measure_memory(out, d, compressed):
                 entries += int(redis_cmd(sock, "XLEN", key) or 0)
                 sizes += key_bytes(sock, key)
             per_entry[tier] = sizes / entries if entries else 0
+        if compressed:
+            # ended minutes of 1 s snapshots are chunks too (the streams read
+            # above hold the minute under way, now deleted: entries 0 here)
+            chunks["s1"] = measure_chunks(out, sock, d, range(20), "s1")
         # an hourly rollup holds the same series as a minute one
         per_entry["s3600"] = per_entry["s60"]
         drives = statistics.mean(key_bytes(sock, "fl:{%s}:drives" % host_name(i))
@@ -275,11 +279,11 @@ def measure_memory(out, d, compressed):
             srv.terminate()
             srv.wait()
     proj = {t: per_entry[t] * RETENTION[t] for t in RETENTION}
-    for t, span in (("s60", 60), ("s3600", 24)):
+    for t, span in (("s1", 60), ("s60", 60), ("s3600", 24)):
         if t in chunks:
             # at most a span of entries waits to become a chunk; the rest are chunks
             # (the hour tier's few entries: sized like a minute's, as above)
-            per_entry[t] = chunks[t]["per_entry"] or per_entry["s60"]
+            per_entry[t] = chunks[t]["per_entry"] or per_entry["s60" if t == "s3600" else t]
             proj[t] = per_entry[t] * span + chunks[t]["per_point"] * (RETENTION[t] - span)
     proj["drives"] = drives
     return {"per_entry": per_entry, "projected": proj, "costs": costs, "chunks": chunks}
@@ -362,6 +366,19 @@ def measure_real_probe(out, d, seconds):
             # allocator's noise: Redis's own count of the stream, every node sampled
             used = int(redis_cmd(sock, "MEMORY", "USAGE", key, "SAMPLES", "0") or 0)
             tiers[tier] = (n, used / n if n else 0, blobs / n if n else 0)
+        # the 1 s tier's ended minutes, as chunks: Redis bytes per point in them
+        ckey = "fl:{real-1}:s1:chunks"
+        files = []
+        for k, blob in enumerate(raw_entries(sock, ckey, 1000, b"c")):
+            files.append(os.path.join(d, "real-s1-%d" % k))
+            with open(files[-1], "wb") as f:
+                f.write(blob)
+        if files:
+            r = subprocess.run([os.path.join(out, "bench", "codec_cost"), "--chunks"] + files,
+                               capture_output=True, text=True, check=True)
+            m = CHUNK_LINE.search(r.stdout)
+            used = int(redis_cmd(sock, "MEMORY", "USAGE", ckey, "SAMPLES", "0") or 0)
+            tiers["s1 chunks"] = (int(m.group(2)), used / int(m.group(2)), 0)
     finally:
         if probe and probe.poll() is None:
             probe.kill()
@@ -549,6 +566,13 @@ def main():
             print("  %-6s %9d %12.0f %12.0f %14.2f %14.2f   (blob %.0f B)" %
                   (tier, n, b, mem["per_entry"][tier], b * RETENTION[tier] / 1e6,
                    p[tier] / 1e6, blob))
+            if tier == "s1" and "s1 chunks" in t:
+                # the minute under way as entries, the ended ones as chunks
+                cp = t["s1 chunks"][1]
+                print("  %-6s %9d %12.0f %12.0f %14.2f %14s   (1 s points in chunks; s1 at "
+                      "retention: a minute of entries, the rest chunks)" %
+                      ("  chunk", t["s1 chunks"][0], cp, mem["chunks"]["s1"]["per_point"],
+                       (b * 60 + cp * (RETENTION["s1"] - 60)) / 1e6, ""))
         print("  (real B/e: MEMORY USAGE of the stream per entry; real MB/host: entries at the "
               "default retention, s1 %d, s60 %d, p10 %d; an ended hour of minutes is a chunk, "
               "smaller still)" % (RETENTION["s1"], RETENTION["s60"], RETENTION["p10"]))

@@ -298,6 +298,24 @@ int test_snapshot_gaps(const char *url, const char *host, uint64_t from_ms, uint
 	return n < 0 ? -1 : 0;
 }
 
+static int count_cb(struct snapshot *s, void *arg)
+{
+	(void)s;
+	(*(long long *)arg)++;
+	return 0;
+}
+
+long long test_s1_count(struct conn *c, const char *host, uint64_t from_ms, uint64_t to_ms)
+{
+	long long n = 0;
+	char err[256];
+
+	if (store_read_range(c, host, 1, from_ms, to_ms, 0, count_cb, &n, NULL, err,
+			     sizeof(err)) < 0)
+		return -1;
+	return n;
+}
+
 struct conn *test_redis_connect(const struct test_redis *r)
 {
 	char err[256];

@@ -114,6 +114,15 @@ int test_snapshot_gaps(const char *url, const char *host, uint64_t from_ms, uint
 		       long *count, long *missing);
 
 /*
+ * How many 1 s snapshots of host Redis holds with from_ms <= ts <= to_ms
+ * (0: open), as entries or in the chunks of ended minutes (store.h): what
+ * XLEN or a raw XRANGE of fl:{H}:s1 no longer tells.  -1 if the read
+ * failed.
+ */
+struct conn;
+long long test_s1_count(struct conn *c, const char *host, uint64_t from_ms, uint64_t to_ms);
+
+/*
  * Alert events an in-process engine emitted (engine_eval's callback):
  * test_events_collect keeps a copy of each (the first TEST_MAX_EVENTS).
  */

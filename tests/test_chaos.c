@@ -90,16 +90,6 @@ static struct conn *conn(void)
 	return test_redis_connect(&redis);
 }
 
-static long long count_range(struct conn *c, const char *key, uint64_t from, uint64_t to)
-{
-	redisReply *r = conn_commandf(c, NULL, "XRANGE %s %llu %llu", key, (unsigned long long)from,
-				     (unsigned long long)to);
-	long long n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
-
-	if (r)
-		freeReplyObject(r);
-	return n;
-}
 
 /* ---- probe and Redis ------------------------------------------------------ */
 
@@ -155,7 +145,7 @@ Test(chaos, redis_away_under_a_probe_loses_nothing_and_an_empty_redis_is_refille
 	cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1,
 		  "the host is not registered again in an empty Redis");
 	freeReplyObject(r);
-	got = count_range(c, "fl:{chaos-1}:s1", from, time_wall_ns() / NSEC_PER_MSEC);
+	got = test_s1_count(c, "chaos-1", from, time_wall_ns() / NSEC_PER_MSEC);
 	cr_log_info("after Redis came back empty: %lld snapshots in 4 s", got);
 	cr_assert_geq(got, 8, "the probe stopped writing to an empty Redis");
 	conn_close(c);
@@ -180,8 +170,8 @@ Test(chaos, kill_9_of_the_probe_loses_only_its_dead_time, .init = setup, .fini =
 	child = spawn("faultline-probe", "--config", cfg);
 	sleep(3);
 	c = conn();
-	before = count_range(c, "fl:{chaos-1}:s1", killed - 1500, killed);
-	after = count_range(c, "fl:{chaos-1}:s1", back + 1000, back + 2500);
+	before = test_s1_count(c, "chaos-1", killed - 1500, killed);
+	after = test_s1_count(c, "chaos-1", back + 1000, back + 2500);
 	cr_log_info("probe killed with -9: %lld snapshots in the 1.5 s before, %lld in 1.5 s "
 		    "after its restart", before, after);
 	cr_assert_geq(before, 4, "what was written before the kill is gone");

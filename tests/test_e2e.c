@@ -214,13 +214,13 @@ Test(e2e, a_page_does_not_wait_for_the_tick, .init = setup, .fini = teardown, .t
 		procs[0] = spawn(pa);
 	}
 	/* the rules start once the host has its first snapshot (they list hosts at the tick) */
-	for (i = 0; i < 300 && xlen(c, "fl:{e2e-b}:s1") < 1; i++)
+	for (i = 0; i < 300 && test_s1_count(c, "e2e-b", 0, 0) < 1; i++)
 		usleep(100000);
 	if (waitpid(procs[0], NULL, WNOHANG) == procs[0]) {
 		procs[0] = 0;
 		cr_skip_test("the probe does not start here (BPF?)");
 	}
-	cr_assert_geq(xlen(c, "fl:{e2e-b}:s1"), 1, "no snapshot in 30 s");
+	cr_assert_geq(test_s1_count(c, "e2e-b", 0, 0), 1, "no snapshot in 30 s");
 	{
 		char *ra[] = { ch.rules_bin, "--rules", ch.rules, "--redis", redis.url, "--interval",
 			       "30s", "--stale", "2m", "--log-level", "warn", NULL };
@@ -268,13 +268,13 @@ Test(e2e, a_fault_that_goes_on_wakes_the_rules_once, .init = setup, .fini = tear
 
 		procs[0] = spawn(pa);
 	}
-	for (i = 0; i < 300 && xlen(c, "fl:{e2e-b}:s1") < 3; i++)
+	for (i = 0; i < 300 && test_s1_count(c, "e2e-b", 0, 0) < 3; i++)
 		usleep(100000);
 	if (waitpid(procs[0], NULL, WNOHANG) == procs[0]) {
 		procs[0] = 0;
 		cr_skip_test("the probe does not start here (BPF?)");
 	}
-	cr_assert_geq(xlen(c, "fl:{e2e-b}:s1"), 3, "no snapshots in 30 s");
+	cr_assert_geq(test_s1_count(c, "e2e-b", 0, 0), 3, "no snapshots in 30 s");
 	cr_assert_leq(xlen(c, "fl:wake"), 0, "a wake before any fault");
 	send_from_a(100, 50000);	/* 5 s, 20 a second */
 	n1 = xlen(c, "fl:wake");
@@ -317,9 +317,9 @@ Test(e2e, a_proc_counter_that_moves_flushes_early, .init = setup, .fini = teardo
 		_exit(127);
 	}
 	/* the second snapshot is on the 10 s grid: the next tick is ~9 s after the change */
-	for (i = 0; i < 300 && xlen(c, "fl:{e2e-proc}:s1") < 2; i++)
+	for (i = 0; i < 300 && test_s1_count(c, "e2e-proc", 0, 0) < 2; i++)
 		usleep(100000);
-	cr_assert_geq(xlen(c, "fl:{e2e-proc}:s1"), 2, "no second snapshot in 30 s");
+	cr_assert_geq(test_s1_count(c, "e2e-proc", 0, 0), 2, "no second snapshot in 30 s");
 	sleep(1);
 	cr_assert_leq(xlen(c, "fl:wake"), 0, "a wake before any change");
 	/* "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors" */
@@ -332,7 +332,7 @@ Test(e2e, a_proc_counter_that_moves_flushes_early, .init = setup, .fini = teardo
 	cr_expect_eq(xlen(c, "fl:wake"), 1, "no wake within 5 s");
 	cr_expect_lt(time_mono_ns() - t0, 3 * NSEC_PER_SEC, "the wake took %.1f s",
 		     (double)(time_mono_ns() - t0) / 1e9);
-	cr_expect_geq(xlen(c, "fl:{e2e-proc}:s1"), 3, "no early snapshot");
+	cr_expect_geq(test_s1_count(c, "e2e-proc", 0, 0), 3, "no early snapshot");
 	conn_close(c);
 }
 

@@ -886,13 +886,7 @@ static void probe_teardown(void)
 
 static long long stream_len(struct conn *c, uint64_t from_ms, uint64_t to_ms)
 {
-	redisReply *r = conn_commandf(c, NULL, "XRANGE fl:{spool-1}:s1 %llu %llu",
-				     (unsigned long long)from_ms, (unsigned long long)to_ms);
-	long long n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
-
-	if (r)
-		freeReplyObject(r);
-	return n;
+	return test_s1_count(c, "spool-1", from_ms, to_ms);
 }
 
 /* A probe with its BPF collectors (and so its profiler and drive threads). */

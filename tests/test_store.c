@@ -365,7 +365,8 @@ Test(store, spool_bytes_follow_refreshed_registry_entries, .init = setup, .fini 
 		snapshot_free(&s);
 	}
 	store_get_stats(st, &stats);
-	cr_assert_eq(stats.spooled, 41, "40 snapshots and one registry entry: %llu",
+	/* and the compaction of the minute before the last (a run before may have left it) */
+	cr_assert_eq(stats.spooled, 42, "40 snapshots, one registry entry, one compaction: %llu",
 		     (unsigned long long)stats.spooled);
 	cr_assert_eq(test_redis_restart(&redis), 0);
 	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0, "spool did not drain");
@@ -736,6 +737,199 @@ Test(store, an_hour_ends_while_redis_stalls_and_still_becomes_a_chunk, .init = s
 	cr_assert_eq(bad, 0);
 	for (size_t k = 0; k < got.n; k++)
 		cr_assert_eq(got.value[k], 1000000 + k * k * 7919, "minute %zu", k);
+	conn_close(c);
+	store_close(st);
+}
+
+/* XRANGE calls Redis has answered so far (INFO commandstats). */
+static long long xrange_calls(struct conn *c)
+{
+	redisReply *r = conn_commandf(c, NULL, "INFO commandstats");
+	const char *p;
+	long long n = 0;
+
+	cr_assert_eq(r->type, REDIS_REPLY_STRING);
+	p = strstr(r->str, "cmdstat_xrange:calls=");
+	if (p)
+		n = strtoll(p + strlen("cmdstat_xrange:calls="), NULL, 10);
+	freeReplyObject(r);
+	return n;
+}
+
+/*
+ * The 1 s tier is compacted a minute at a time, once the next has begun:
+ * after 200 s, minutes 0 to 2 are chunks (an early flush between two ticks
+ * inside one of them), minute 3 entries.  A read from any second, of one
+ * host or of many, open or closed, gets every snapshot from there in
+ * order, value for value; a reader that keeps up reads no chunk (one
+ * XRANGE), one that is behind reads them after the entries (two); the
+ * newest snapshots come from the chunk when the entries are too few.
+ */
+Test(store, ended_minutes_of_seconds_become_chunks_read_back_from_any_second,
+     .init = setup, .fini = teardown, .timeout = 60)
+{
+	struct store *st = open_store(1000);
+	uint64_t t0 = 1796166000000ULL;	/* a minute's start */
+	uint64_t froms[] = { 0, t0 + 30000, t0 + 30500, t0 + 60001, t0 + 119000, t0 + 121000,
+			     t0 + 199000 };
+	struct collect got = { 0 };
+	size_t bad = 0;
+	struct conn *c;
+	redisReply *r;
+	char err[256];
+	long long x;
+
+	for (uint64_t k = 1; k <= 200; k++) {
+		struct snapshot s;
+
+		make_snap(&s, t0 + k * 1000, 2 * k);
+		cr_assert_eq(store_put_snapshot(st, &s), 0);
+		snapshot_free(&s);
+		if (k == 30) {
+			/* an early flush, off the second grid */
+			make_snap(&s, t0 + 30500, 61);
+			cr_assert_eq(store_put_snapshot(st, &s), 0);
+			snapshot_free(&s);
+		}
+	}
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	c = conn();
+	r = conn_commandf(c, NULL, "XLEN fl:{web-1}:s1");
+	cr_assert_eq(r->integer, 20, "minute 3 stays entries: %lld", r->integer);
+	freeReplyObject(r);
+	r = conn_commandf(c, NULL, "XRANGE fl:{web-1}:s1:chunks - +");
+	cr_assert_eq(r->elements, 3);
+	for (size_t i = 0; i < 3; i++) {
+		redisReply *d = r->element[i]->element[1]->element[1];
+		struct snapshot *pts;
+		size_t n;
+
+		cr_assert_eq(strtoull(r->element[i]->element[0]->str, NULL, 10), t0 + i * 60000);
+		cr_assert_eq(chunk_decode(d->str, d->len, 0, &pts, &n, err, sizeof(err)), 0, "%s",
+			     err);
+		cr_assert_eq(n, i ? 60 : 61);
+		for (size_t k = 0; k < n; k++) {
+			uint64_t sec = i * 60 + (i || k <= 29 ? k + 1 : k);
+			struct snapshot w;
+
+			if (!i && k == 30)
+				make_snap(&w, t0 + 30500, 61);
+			else
+				make_snap(&w, t0 + sec * 1000, 2 * sec);
+			cr_assert(snapshot_equal(&pts[k], &w), "minute %zu point %zu", i, k);
+			snapshot_free(&w);
+		}
+		chunk_points_free(pts, n);
+	}
+	freeReplyObject(r);
+
+	for (size_t f = 0; f < sizeof(froms) / sizeof(froms[0]); f++) {
+		const char *hosts[] = { "nosuch", "web-1" };
+		uint64_t from[] = { 0, froms[f] };
+		struct store_readers rd = { .snapshot = collect_cb, .arg = &got };
+
+		for (int many = 0; many < 2; many++) {
+			size_t k = 0;
+
+			got.n = 0;
+			if (many)
+				cr_assert_geq(store_read_ranges(c, hosts, from, 2, 1, 0, &rd, &bad, err,
+								sizeof(err)), 0, "%s", err);
+			else
+				cr_assert_geq(store_read_range(c, "web-1", 1, froms[f], 0, 0, collect_cb,
+							       &got, &bad, err, sizeof(err)), 0,
+					      "%s", err);
+			cr_assert_eq(bad, 0);
+			/* every second from froms[f] on, and the early flush once, in order */
+			for (uint64_t sec = 1; sec <= 200; sec++) {
+				if (t0 + sec * 1000 >= froms[f]) {
+					cr_assert_lt(k, got.n, "from %llu: %zu delivered",
+						     (unsigned long long)froms[f], got.n);
+					cr_assert_eq(got.seqs[k++], 2 * sec, "from %llu, second %llu",
+						     (unsigned long long)froms[f],
+						     (unsigned long long)sec);
+				}
+				if (sec == 30 && t0 + 30500 >= froms[f]) {
+					cr_assert_lt(k, got.n);
+					cr_assert_eq(got.seqs[k++], 61);
+				}
+			}
+			cr_assert_eq(k, got.n, "from %llu (%s): %zu delivered, %zu wanted",
+				     (unsigned long long)froms[f], many ? "many" : "one", got.n, k);
+		}
+	}
+	/* closed ranges wholly inside the chunks, and across chunks and entries */
+	got.n = 0;
+	cr_assert_eq(store_read_range(c, "web-1", 1, t0 + 10000, t0 + 70000, 0, collect_cb, &got,
+				      &bad, err, sizeof(err)), 62, "%s", err);
+	cr_assert_eq(got.seqs[0], 20);
+	cr_assert_eq(got.seqs[61], 140);
+	{
+		const char *hosts[] = { "web-1" };
+		uint64_t from[] = { t0 + 100000 };
+		struct store_readers rd = { .snapshot = collect_cb, .arg = &got };
+
+		got.n = 0;
+		cr_assert_eq(store_read_ranges(c, hosts, from, 1, 1, t0 + 130000, &rd, &bad, err,
+					       sizeof(err)), 31, "%s", err);
+		cr_assert_eq(got.seqs[0], 200);
+		cr_assert_eq(got.seqs[30], 260);
+	}
+	/* at most max, from inside a chunk */
+	got.n = 0;
+	cr_assert_eq(store_read_range(c, "web-1", 1, t0 + 59000, 0, 3, collect_cb, &got, &bad,
+				      err, sizeof(err)), 3, "%s", err);
+	cr_assert_eq(got.seqs[0], 118);
+	cr_assert_eq(got.seqs[2], 122);
+	/* the newest two are entries */
+	got.n = 0;
+	cr_assert_eq(store_read_latest(c, "web-1", 1, 2, collect_cb, &got, &bad, err,
+				       sizeof(err)), 2, "%s", err);
+	cr_assert_eq(got.seqs[0], 398);
+	cr_assert_eq(got.seqs[1], 400);
+	/* a reader that keeps up sends one XRANGE; one behind, the chunks' too */
+	{
+		const char *hosts[] = { "web-1" };
+		uint64_t from[] = { t0 + 190001 };
+		struct store_readers rd = { .snapshot = collect_cb, .arg = &got };
+
+		x = xrange_calls(c);
+		cr_assert_eq(store_read_ranges(c, hosts, from, 1, 1, 0, &rd, &bad, err,
+					       sizeof(err)), 10, "%s", err);
+		cr_assert_eq(xrange_calls(c) - x, 1, "kept up: the entries only");
+		from[0] = t0 + 200001;
+		x = xrange_calls(c);
+		cr_assert_eq(store_read_ranges(c, hosts, from, 1, 1, 0, &rd, &bad, err,
+					       sizeof(err)), 0, "%s", err);
+		cr_assert_eq(xrange_calls(c) - x, 1, "nothing new: the entries only");
+		from[0] = t0 + 90001;
+		x = xrange_calls(c);
+		cr_assert_eq(store_read_ranges(c, hosts, from, 1, 1, 0, &rd, &bad, err,
+					       sizeof(err)), 110, "%s", err);
+		cr_assert_eq(xrange_calls(c) - x, 2, "behind: the chunks too");
+	}
+	/* one second into a minute: the newest before it come from its chunk */
+	for (uint64_t k = 1; k <= 61; k++) {
+		struct snapshot s;
+
+		make_snap(&s, t0 + k * 1000, 2 * k);
+		free(s.host);
+		s.host = strdup("web-2");
+		cr_assert_eq(store_put_snapshot(st, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	r = conn_commandf(c, NULL, "XLEN fl:{web-2}:s1");
+	cr_assert_eq(r->integer, 1);
+	freeReplyObject(r);
+	for (size_t count = 1; count <= 4; count++) {
+		got.n = 0;
+		cr_assert_eq(store_read_latest(c, "web-2", 1, count, collect_cb, &got, &bad, err,
+					       sizeof(err)), (int)count, "%s", err);
+		for (size_t k = 0; k < count; k++)
+			cr_assert_eq(got.seqs[k], 2 * (61 - count + 1 + k), "count %zu, %zu", count,
+				     k);
+	}
 	conn_close(c);
 	store_close(st);
 }

@@ -426,6 +426,12 @@ out:
 	return ret;
 }
 
+uint64_t chunk_span_ms(uint32_t tier)
+{
+	/* 1 s snapshots are whole entries, no chain: compacted by the minute */
+	return tier == 1 ? 60000 : snapshot_delta_span_ms(tier);
+}
+
 int chunk_encode(const struct snapshot *pts, size_t n, char **out, size_t *outlen)
 {
 	struct strbuf sb = STRBUF_INIT;

@@ -63,6 +63,20 @@
 #define CHUNK_MAX_VALUES (1u << 20)	/* series x points present */
 #define CHUNK_MAX_HIST_POINTS 16384	/* histogram series x points present */
 
+/*
+ * The span (ms, aligned on the wall clock) one chunk of a tier-`tier`
+ * stream holds: a minute of 1 s snapshots, an hour of minutes, a day of
+ * hours (for the rollups, the span of their delta chains too).  Entry ids
+ * are window ends, so a span starting at S holds the entries with ids in
+ * (S, S + span]: chunk_span_of.
+ */
+uint64_t chunk_span_ms(uint32_t tier);
+
+/* The start of the span (of span ms) the entry with id ts_ms belongs to. */
+static inline uint64_t chunk_span_of(uint64_t ts_ms, uint64_t span)
+{
+	return ts_ms ? (ts_ms - 1) - (ts_ms - 1) % span : 0;
+}
 
 /*
  * Encode pts[0..n) (one host, one tier, ts ascending, 1 <= n <=

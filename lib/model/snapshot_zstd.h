@@ -26,7 +26,7 @@
  *
  * FAULTLINE_WIRE_COMPRESS=0 in the environment writes plain msgpack (for
  * training a dictionary, and for tools that read entries themselves), and
- * keeps the rollup tiers' ended spans as entries rather than chunks
+ * keeps every tier's ended spans as entries rather than chunks
  * (store/compaction.h); 1 or unset compresses; any other value is reported
  * on stderr and compresses.
  */
@@ -60,7 +60,8 @@ int snapshot_zstd_pack_level(const void *in, size_t len, int level, void **out, 
 /*
  * Decompress the frame in[0..len) (untrusted) into *out (malloc'd,
  * *outlen bytes), refusing more than max bytes.  Returns 0, or -EINVAL /
- * -E2BIG / -ENOMEM with the reason in err.
+ * -E2BIG / -ENOMEM with the reason in err, which the caller prefixes with
+ * what the frame held ("snapshot: ", "profile: ").
  */
 int snapshot_zstd_unpack(const void *in, size_t len, size_t max, void **out, size_t *outlen,
 			 char *err, size_t errlen);

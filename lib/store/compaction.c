@@ -126,7 +126,7 @@ static int swap_in(struct conn *c, const char *key, const char *ckey, uint64_t s
 int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t span_start,
 		       uint64_t minid, char *err, size_t errlen)
 {
-	uint64_t span = snapshot_delta_span_ms(tier);
+	uint64_t span = chunk_span_ms(tier);
 	char key[320], ckey[320], from[32], to[32], why[256];
 	const char *argv[4] = { "XRANGE", key, from, to };
 	struct snapshot *pts = NULL;

@@ -1,6 +1,7 @@
 /*
- * compaction.h - replacing an ended span of a rollup tier (an hour of
- * minutes, a day of hours) by its chunk (model/chunk.h).
+ * compaction.h - replacing an ended span of a tier (a minute of 1 s
+ * snapshots, an hour of minutes, a day of hours: chunk_span_ms) by its
+ * chunk (model/chunk.h).
  *
  * The probe's writer (store.c) asks for it once the first window of the
  * next span has landed: the span's entries are read back, decoded along
@@ -26,7 +27,7 @@ struct conn;
 
 /*
  * Compact host's tier-`tier` span starting at span_start (ms, aligned to
- * snapshot_delta_span_ms(tier)); the chunk stream is trimmed to minid (0:
+ * chunk_span_ms(tier)); the chunk stream is trimmed to minid (0:
  * not trimmed).  Returns 0 when the span is done with (compacted, empty,
  * or left as entries for good, logged), -EIO when the connection failed
  * (reconnect, then retry), or -EAGAIN when Redis refused or memory ran

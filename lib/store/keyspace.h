@@ -19,13 +19,16 @@
  *       (model/snapshot.h); trimmed by age with XADD MINID ~; a rollup
  *       may be a delta on the entry before it, within an hour (a day):
  *       trimmed at such a span's start, read from it (store.h)
+ *   fl:{H}:s1:chunks             stream  probe, sim        rules, web, tools  (15 min)
  *   fl:{H}:s60:chunks            stream  probe, sim        rules, tools       (7 d)
  *   fl:{H}:s3600:chunks          stream  probe, sim        rules, tools       (90 d)
  *       entry id = the span's start (ms), field "c" = model/chunk.h: an
- *       ended hour (day) of the tier as one block of columns.  The writer
- *       replaces the span's entries by it in one MULTI/EXEC (XADD here,
- *       XDEL there), so a reader that reads the tier before its chunks
- *       meets every point once or twice, never not at all (store_read.c)
+ *       ended minute (hour, day) of the tier as one block of columns
+ *       (chunk_span_ms).  The
+ *       compactor replaces the span's entries by it in one script (XADD
+ *       here, XDEL there), so a reader that reads the tier before its
+ *       chunks meets every point once or twice, never not at all
+ *       (store_read.c)
  *   fl:{H}:p10                   stream  probe             alerter, CLI       1 h
  *   fl:{H}:p3600                 stream  probe             alerter, CLI       30 d
  *   fl:{H}:io10                  stream  probe             alerter, CLI       1 h

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "core/strmap.h"
 #include "store/spool_file.h"
 #include "store/store.h"
 
@@ -35,6 +36,7 @@ struct store {
 	int stop;
 	struct store_stats stats;
 	struct compactor *compactor;	/* runs the spool's ITEM_COMPACTs (compaction.h) */
+	struct strmap s1_minute;	/* host -> newest minute of its 1 s entries (lock) */
 };
 
 /* What an entry counts against spool.max_bytes. */

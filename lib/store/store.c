@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
+#include "model/chunk.h"
 #include "model/host_entry.h"
 #include "model/snapshot_zstd.h"
 #include "store/compaction.h"
@@ -210,6 +211,53 @@ static struct spool_item *host_item(const struct snapshot *s)
 	return it;
 }
 
+/*
+ * Queue the compaction of host's tier-`tier` span at start (compaction.h),
+ * behind what is queued now: it runs once those entries landed.  The chunk
+ * stream is trimmed to the tier's retention.  0 or -ENOMEM.
+ */
+static int queue_compaction(struct store *st, const struct snapshot *s, uint64_t start,
+			    uint64_t ret_ms)
+{
+	struct spool_item *ci = calloc(1, sizeof(*ci));
+
+	if (!ci)
+		return -ENOMEM;
+	ci->kind = ITEM_COMPACT;
+	ci->tier = s->tier;
+	key_tier(ci->key, sizeof(ci->key), s->host, s->tier);
+	snprintf(ci->field, sizeof(ci->field), "%s", s->host);
+	ci->ts_ms = start;
+	ci->minid = ret_ms && start > ret_ms ? start - ret_ms : 0;
+	spool_push(st, ci);
+	return 0;
+}
+
+/*
+ * The 1 s tier is compacted a minute at a time: once the first entry of
+ * the host's minute N is queued after one of minute L, minute L is (it
+ * ended; the minutes between had no entry).  The newest entry is never in
+ * a chunk (store_read.c counts on it), and the first entry a store sees of
+ * a host compacts minute N - 1, which a run before may have left.
+ * Compacting a span that holds no entries is an XRANGE that finds none.
+ * 0 or -ENOMEM.
+ */
+static int s1_compaction(struct store *st, const struct snapshot *s, uint64_t ret_ms)
+{
+	uint64_t span = chunk_span_ms(1);
+	uint32_t now = (uint32_t)(chunk_span_of(s->ts_ms, span) / span), last = 0;
+	int known, ret = 0;
+
+	pthread_mutex_lock(&st->lock);
+	known = strmap_get(&st->s1_minute, s->host, &last);
+	if (!known || now > last)
+		ret = strmap_put(&st->s1_minute, s->host, now);
+	pthread_mutex_unlock(&st->lock);
+	if (ret || (known && now <= last) || now < 1)
+		return ret;
+	return queue_compaction(st, s, (uint64_t)(known ? last : now - 1) * span, ret_ms);
+}
+
 /* Queue s (a delta on base too, when it fits; see struct spool_item). */
 static int put_snapshot(struct store *st, const struct snapshot *s, const struct snapshot *base)
 {
@@ -253,22 +301,12 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 
 		/* the first window of a span: the span before it has ended */
 		if (base->ts_ms >= iv && base->ts_ms < s->ts_ms &&
-		    (base->ts_ms - iv) / span < (s->ts_ms - iv) / span) {
-			uint64_t start = (base->ts_ms - iv) - (base->ts_ms - iv) % span;
-			struct spool_item *ci = calloc(1, sizeof(*ci));
-
-			if (!ci)
-				return -ENOMEM;
-			ci->kind = ITEM_COMPACT;
-			ci->tier = s->tier;
-			/* not it->key: it belongs to the writer once pushed */
-			key_tier(ci->key, sizeof(ci->key), s->host, s->tier);
-			snprintf(ci->field, sizeof(ci->field), "%s", s->host);
-			ci->ts_ms = start;
-			ci->minid = ret_ms && start > ret_ms ? start - ret_ms : 0;
-			spool_push(st, ci);
-		}
+		    (base->ts_ms - iv) / span < (s->ts_ms - iv) / span &&
+		    queue_compaction(st, s, (base->ts_ms - iv) - (base->ts_ms - iv) % span, ret_ms))
+			return -ENOMEM;
 	}
+	if (s->tier == 1 && snapshot_zstd_enabled() && s1_compaction(st, s, ret_ms))
+		return -ENOMEM;
 
 	if (s->tier == 1) {
 		struct spool_item *h = host_item(s);
@@ -464,6 +502,7 @@ void store_close(struct store *st)
 	pthread_mutex_destroy(&st->lock);
 	pthread_cond_destroy(&st->wake);
 	pthread_cond_destroy(&st->drained);
+	strmap_free(&st->s1_minute);
 	free(st->ring);
 	free(st);
 }

@@ -204,7 +204,11 @@ typedef int (*store_blob_cb)(const char *blob, size_t len, void *arg);
 int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t to_ms,
 		     store_blob_cb cb, void *arg, char *err, size_t errlen);
 
-/* The newest `count` snapshots, oldest first. Same contract as above. */
+/*
+ * The newest `count` snapshots of a tier that is not chained (1 s), oldest
+ * first; when the stream holds fewer entries (its minute before was just
+ * compacted), the rest from its newest chunk.  Same contract as above.
+ */
 int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t count,
 		      store_snapshot_cb cb, void *arg, size_t *bad, char *err, size_t errlen);
 

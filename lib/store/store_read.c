@@ -3,7 +3,11 @@
  * store.h.  A reply is decoded entry by entry; an entry that does not
  * decode is counted and named, never fatal.  Rollup tiers may hold deltas
  * (model/snapshot.h): their reads start at the chain's whole entry and
- * keep the entry before as the next one's base.
+ * keep the entry before as the next one's base.  Every tier's ended spans
+ * may be chunks (compaction.h): a rollup tier's are read in the same
+ * pipeline as its entries, the 1 s tier's only when its entries show that
+ * they may hold part of the range (chunks_may_hold), which a reader that
+ * keeps up (the rules, every second) almost never needs.
  */
 #include "store/store.h"
 
@@ -325,15 +329,46 @@ static int append_xrange(struct conn *c, const char *key, const char *from, cons
 	return conn_append(c, key, count ? 6 : 4, argv, NULL);
 }
 
-/* Queue the XRANGE of host's chunks of tier from from_ms (a chunked tier only). */
+/*
+ * Queue the XRANGE of host's chunks of tier from from_ms (a chunked tier
+ * only): from the chunk of from_ms's span (a chunk's id is its span's start).
+ */
 static int append_chunks(struct conn *c, const char *host, uint32_t tier, uint64_t from_ms,
 			 const char *to)
 {
 	char key[320], from[32];
 
 	key_chunks(key, sizeof(key), host, tier);
-	snprintf(from, sizeof(from), "%" PRIu64, chain_start(tier, from_ms));
+	snprintf(from, sizeof(from), "%" PRIu64, chunk_span_of(from_ms, chunk_span_ms(tier)));
 	return append_xrange(c, key, from, to, NULL);
+}
+
+/*
+ * Whether the chunks of a tier whose entries are not chained (1 s) may
+ * hold points of a read from from_ms to to_ms (0: open), given the reply
+ * r to the XRANGE of its entries, sent before: when the first entry is in
+ * a later span than from_ms (the spans before it, from from_ms's, may have
+ * been compacted), or when a closed range has no entry.  An open range
+ * with no entry has none in the chunks either: the newest entry is never
+ * compacted (store.c), so a span compacted after from_ms leaves a newer
+ * entry in r.  An entry of from_ms's own span means that span is entries:
+ * a compaction removes all of a span's entries at once.
+ */
+static int chunks_may_hold(uint32_t tier, uint64_t from_ms, uint64_t to_ms, const redisReply *r)
+{
+	uint64_t span = chunk_span_ms(tier);
+	const redisReply *e;
+
+	if (!span || r->type != REDIS_REPLY_ARRAY)
+		return 0;
+	if (!r->elements)
+		return to_ms != 0;
+	e = r->element[0];
+	if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 ||
+	    e->element[0]->type != REDIS_REPLY_STRING)
+		return 1;
+	return chunk_span_of(strtoull(e->element[0]->str, NULL, 10), span) !=
+	       chunk_span_of(from_ms, span);
 }
 
 int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t from_ms,
@@ -363,6 +398,13 @@ int store_read_range(struct conn *c, const char *host, uint32_t tier, uint64_t f
 		snprintf(err, errlen, "redis: %s", conn_errstr(c));
 		if (r)
 			freeReplyObject(r);
+		return -EIO;
+	}
+	/* not chained: the chunks after the entries, when they may hold part of the range */
+	if (!chain && chunks_may_hold(tier, from_ms, to_ms, r) &&
+	    (append_chunks(c, host, tier, from_ms, to) || !(rch = conn_reply(c)))) {
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
+		freeReplyObject(r);
 		return -EIO;
 	}
 	if (rch) {
@@ -436,10 +478,17 @@ struct ranges_read {
 	char to[32], count[16];		/* XRANGE's end and COUNT */
 	const struct store_readers *rd;
 	size_t *bad;
-	int chain;			/* a rollup tier: chains and chunks */
+	int chain;			/* a rollup tier: chains, and chunks read with the entries */
+	int chunked;			/* the tier has chunks (all do; chunk_span_ms) */
 	struct snapshot **bases;	/* chain: each host's entry before its next page */
-	struct chunk_points **chunks;	/* chain: its chunks' points, read with its first page */
+	struct chunk_points **chunks;	/* chunked: its chunks' points, read with its first page */
 	struct read_page *todo;		/* hosts with a page to read */
+	/* not chained: first pages held until their chunks are read (take_deferred) */
+	struct deferred_page {
+		size_t host;
+		redisReply *r;
+	} *deferred;
+	size_t ndeferred;
 	int delivered;
 };
 
@@ -475,7 +524,7 @@ static void take_page(struct ranges_read *rr, size_t h, redisReply *r, redisRepl
 			       .like = rd->like, .arg = rd->arg, .chain = rr->chain,
 			       .base = rr->chain ? rr->bases[h] : NULL,
 			       .deliver_from = rr->from_ms[h],
-			       .chunks = rr->chain ? rr->chunks[h] : NULL };
+			       .chunks = rr->chunked ? rr->chunks[h] : NULL };
 	int got, last_page = 1;
 
 	if (rch) {
@@ -484,10 +533,10 @@ static void take_page(struct ranges_read *rr, size_t h, redisReply *r, redisRepl
 		freeReplyObject(rch);
 	}
 	got = deliver_entries(r, 0, rd->snapshot, rd->arg, &rc, rr->bad, err, errlen);
-	if (rr->chain) {
+	if (rr->chain)
 		rr->bases[h] = rc.base;
+	if (rr->chunked)
 		rr->chunks[h] = rc.chunks;
-	}
 	if (got < 0) {
 		if (rd->bad)
 			rd->bad(h, 0, err, rd->arg);
@@ -512,7 +561,7 @@ static void take_page(struct ranges_read *rr, size_t h, redisReply *r, redisRepl
 		}
 	}
 	/* the host's entries are all read: what its chunks hold after them */
-	if (rr->chain && last_page && got >= 0) {
+	if (rr->chunked && last_page && got >= 0) {
 		int rest = 0;
 
 		rc.chunks = rr->chunks[h];
@@ -530,8 +579,8 @@ static void take_page(struct ranges_read *rr, size_t h, redisReply *r, redisRepl
  * was abandoned: the hosts from there are asked again), and sets
  * *pipeline for it; -1 when the connection failed (err says why).
  */
-static ssize_t take_pages(struct ranges_read *rr, size_t at, size_t batch, int first,
-			  size_t *pipeline, size_t *more, char *err, size_t errlen)
+static ssize_t take_replies(struct ranges_read *rr, size_t at, size_t batch, int first,
+			    size_t *pipeline, size_t *more, char *err, size_t errlen)
 {
 	struct conn *c = rr->c;
 
@@ -577,9 +626,81 @@ static ssize_t take_pages(struct ranges_read *rr, size_t at, size_t batch, int f
 			snprintf(err, errlen, "redis: %s", conn_errstr(c));
 			return -1;
 		}
+		if (!rr->chain && rr->chunked && first &&
+		    chunks_may_hold(rr->tier, rr->from_ms[h], rr->to_ms, r)) {
+			rr->deferred[rr->ndeferred].host = h;
+			rr->deferred[rr->ndeferred++].r = r;
+			continue;
+		}
 		take_page(rr, h, r, rch, more, err, errlen);
 	}
 	return (ssize_t)(at + batch);
+}
+
+/*
+ * The first pages take_replies held (a 1 s tier's entries that show its
+ * chunks may hold part of the range): their hosts' chunks, read now that
+ * their entries were (keyspace.h: every point once or twice, never not at
+ * all), then the pages delivered.  A chunk reply over the bound leaves its
+ * host unread (rd->oversize) and the rest are asked again (the connection
+ * was dropped).  With `failed` (the batch failed, err set) the pages are
+ * only freed.  Returns 0, or -1 when the connection failed (err says why).
+ */
+static int take_deferred(struct ranges_read *rr, size_t *more, int failed, char *err,
+			 size_t errlen)
+{
+	size_t at = 0, i;
+	int broken = 0;
+
+	while (!failed && !broken && at < rr->ndeferred) {
+		for (i = at; i < rr->ndeferred && !broken; i++) {
+			size_t h = rr->deferred[i].host;
+
+			broken = append_chunks(rr->c, rr->hosts[h], rr->tier, rr->from_ms[h], rr->to);
+		}
+		for (i = at; i < rr->ndeferred && !broken; i++) {
+			size_t h = rr->deferred[i].host;
+			redisReply *rch = conn_reply(rr->c);
+
+			if (!rch && conn_reply_too_large(rr->c)) {
+				if (rr->rd->oversize)
+					rr->rd->oversize(h, rr->rd->arg);
+				else
+					log_error("%s: %s; not read", rr->hosts[h], conn_errstr(rr->c));
+				if (rr->bad)
+					(*rr->bad)++;
+				freeReplyObject(rr->deferred[i].r);
+				rr->deferred[i].r = NULL;
+				i++;
+				break;
+			}
+			if (!rch) {
+				broken = 1;
+				break;
+			}
+			take_page(rr, h, rr->deferred[i].r, rch, more, err, errlen);
+			rr->deferred[i].r = NULL;
+		}
+		at = i;
+	}
+	if (broken)
+		snprintf(err, errlen, "redis: %s", conn_errstr(rr->c));
+	for (i = 0; i < rr->ndeferred; i++)
+		if (rr->deferred[i].r)
+			freeReplyObject(rr->deferred[i].r);
+	rr->ndeferred = 0;
+	return broken ? -1 : 0;
+}
+
+/* take_replies, then the pages it held (take_deferred). */
+static ssize_t take_pages(struct ranges_read *rr, size_t at, size_t batch, int first,
+			  size_t *pipeline, size_t *more, char *err, size_t errlen)
+{
+	ssize_t next = take_replies(rr, at, batch, first, pipeline, more, err, errlen);
+
+	if (take_deferred(rr, more, next < 0, err, errlen))
+		return -1;
+	return next;
 }
 
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,
@@ -588,19 +709,23 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 {
 	struct ranges_read rr = { .c = c, .hosts = hosts, .from_ms = from_ms, .tier = tier,
 				  .to_ms = to_ms, .to = "+", .rd = rd, .bad = bad,
-				  .chain = snapshot_delta_span_ms(tier) != 0 };
+				  .chain = snapshot_delta_span_ms(tier) != 0,
+				  .chunked = chunk_span_ms(tier) != 0 };
 	size_t ntodo = n;
 	int first = 1;
 
 	rr.todo = malloc((n + 1) * sizeof(*rr.todo));
-	if (rr.chain) {
+	if (rr.chain)
 		rr.bases = calloc(n + 1, sizeof(*rr.bases));
+	if (rr.chunked) {
 		rr.chunks = calloc(n + 1, sizeof(*rr.chunks));
+		rr.deferred = calloc(n < READ_PIPELINE ? n + 1 : READ_PIPELINE, sizeof(*rr.deferred));
 	}
-	if (!rr.todo || (rr.chain && (!rr.bases || !rr.chunks))) {
+	if (!rr.todo || (rr.chain && !rr.bases) || (rr.chunked && (!rr.chunks || !rr.deferred))) {
 		free(rr.todo);
 		free(rr.bases);
 		free(rr.chunks);
+		free(rr.deferred);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -639,16 +764,61 @@ int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *
 	}
 out:
 	conn_set_reply_limit(c, 0);
-	for (size_t i = 0; rr.chain && i < n; i++) {
-		struct read_ctx rc = { .base = rr.bases[i] };
+	for (size_t i = 0; i < n; i++) {
+		struct read_ctx rc = { .base = rr.chain ? rr.bases[i] : NULL };
 
 		chain_end(&rc);
-		chunk_points_release(rr.chunks[i]);
+		if (rr.chunked)
+			chunk_points_release(rr.chunks[i]);
 	}
+	free(rr.deferred);
 	free(rr.chunks);
 	free(rr.bases);
 	free(rr.todo);
 	return rr.delivered;
+}
+
+/*
+ * Into rc->chunks, the newest `need` points of host's newest chunk of tier
+ * older than the entry `oldest` (NULL: none), read after the entries: a
+ * minute compacted between the two is met in both, and its points at or
+ * after `oldest` are dropped.  0, or -EIO with the reason in err.
+ */
+static int newest_chunk(struct conn *c, struct read_ctx *rc, const char *host, uint32_t tier,
+			size_t need, const redisReply *oldest, size_t *bad, char *err,
+			size_t errlen)
+{
+	char key[320];
+	const char *argv[6] = { "XREVRANGE", key, "+", "-", "COUNT", "1" };
+	uint64_t before = UINT64_MAX;
+	struct chunk_points *cp;
+	redisReply *r;
+	size_t keep;
+
+	if (oldest && oldest->type == REDIS_REPLY_ARRAY && oldest->elements >= 1 &&
+	    oldest->element[0]->type == REDIS_REPLY_STRING)
+		before = strtoull(oldest->element[0]->str, NULL, 10);
+	key_chunks(key, sizeof(key), host, tier);
+	r = conn_command(c, key, 6, argv, NULL);
+	if (!r) {
+		snprintf(err, errlen, "redis: %s", conn_errstr(c));
+		return -EIO;
+	}
+	if (r->type == REDIS_REPLY_ARRAY)
+		chunks_take(rc, r, 0, bad);
+	freeReplyObject(r);
+	cp = rc->chunks;
+	if (!cp)
+		return 0;
+	/* chunks_take kept them ascending: the eligible ones are a prefix */
+	for (keep = 0; keep < cp->n && cp->pts[keep].ts_ms < before; keep++)
+		;
+	for (size_t i = keep; i < cp->n; i++)
+		snapshot_free(&cp->pts[i]);
+	cp->n = keep;
+	for (; cp->at + need < cp->n; cp->at++)
+		snapshot_free(&cp->pts[cp->at]);
+	return 0;
 }
 
 int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t count,
@@ -669,7 +839,18 @@ int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t co
 	{
 		struct read_ctx rc = { .host = host };
 
+		if (r->type == REDIS_REPLY_ARRAY && r->elements < (count ? count : 1) &&
+		    chunk_span_ms(tier) && !snapshot_delta_span_ms(tier) &&
+		    newest_chunk(c, &rc, host, tier, (count ? count : 1) - r->elements,
+				 r->elements ? r->element[r->elements - 1] : NULL, bad, err,
+				 errlen)) {
+			freeReplyObject(r);
+			return -EIO;
+		}
 		ret = deliver_entries(r, 1, cb, arg, &rc, bad, err, errlen);
+		if (ret >= 0 && !rc.stopped && !r->elements)
+			chunks_deliver(&rc, 0, cb, arg, &ret);
+		chunk_points_release(rc.chunks);
 	}
 	freeReplyObject(r);
 	return ret;
