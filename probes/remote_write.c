@@ -42,6 +42,7 @@ struct remote_write {
 	uint32_t nlabels;
 	struct prom_buckets buckets;
 	uint64_t window;		/* the tier window last offered + 1; 0 none yet */
+	struct histogram coarse;	/* remote_write_samples' scratch for a rollup tier */
 
 	char bearer[4096];		/* secrets, read once at open */
 	char password[4096];
@@ -106,11 +107,9 @@ static void emit(const struct sample_labels *base, const char *name, const char 
 }
 
 size_t remote_write_samples(const struct snapshot *s, const char *host, const struct label *labels,
-			    uint32_t nlabels, const struct prom_buckets *b, int coarse,
-			    remote_write_sample_fn fn, void *arg)
+			    uint32_t nlabels, const struct prom_buckets *b,
+			    struct histogram *coarse, remote_write_sample_fn fn, void *arg)
 {
-	struct histogram *tmp = NULL;
-
 	struct sample_labels base;
 	int64_t ts = (int64_t)s->ts_ms;
 	size_t n = 0;
@@ -136,11 +135,11 @@ size_t remote_write_samples(const struct snapshot *s, const char *host, const st
 			int nb = prom_bounds(b, name, &bound);
 			uint64_t cum[PROM_MAX_BOUNDS];
 
-			if (coarse && (tmp || (tmp = malloc(sizeof(*tmp))))) {
+			if (coarse) {
 				/* what the rollup tiers hold of it (linear: rate() agrees) */
-				memcpy(tmp, h, sizeof(*tmp));
-				hist_coarsen(tmp);
-				h = tmp;
+				memcpy(coarse, h, sizeof(*coarse));
+				hist_coarsen(coarse);
+				h = coarse;
 			}
 
 			hist_cumulative(h, scale, bound, nb, cum);
@@ -157,7 +156,6 @@ size_t remote_write_samples(const struct snapshot *s, const char *host, const st
 			n += (size_t)nb + 3;
 		}
 	}
-	free(tmp);
 	return n;
 }
 
@@ -292,7 +290,8 @@ int remote_write_offer(struct remote_write *rw, const struct snapshot *s)
 		return 0;
 	rw->window = window;
 	remote_write_samples(s, rw->host, rw->labels, rw->nlabels, &rw->buckets,
-			     rw->cfg.tier_ns >= 60 * NSEC_PER_SEC, add_sample, &bd);
+			     rw->cfg.tier_ns >= 60 * NSEC_PER_SEC ? &rw->coarse : NULL, add_sample,
+			     &bd);
 	finish_request(&bd);
 	strbuf_release(&bd.body);
 	pthread_mutex_lock(&rw->lock);

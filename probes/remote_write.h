@@ -89,15 +89,16 @@ void remote_write_close(struct remote_write *rw, uint64_t grace_ns);
 /*
  * The samples of s as remote write would send them, each series' labels
  * sorted with __name__: calls fn once per sample.  Returns the count.
- * coarse: histograms as the rollup tiers hold them (hist_coarsen), which
- * remote_write_offer sends for a tier of a minute or more, so that what
- * Prometheus answers is what faultline's own tier does.  For tests and the
- * reference; remote_write_offer encodes the same.
+ * With coarse (scratch the caller owns), histograms as the rollup tiers
+ * hold them (hist_coarsen), which remote_write_offer sends for a tier of a
+ * minute or more, so that what Prometheus answers is what faultline's own
+ * tier does; NULL: as they are.  For tests and the reference;
+ * remote_write_offer encodes the same.
  */
 typedef void (*remote_write_sample_fn)(const struct label *labels, uint32_t nlabels,
 				       double value, int64_t ts_ms, void *arg);
 size_t remote_write_samples(const struct snapshot *s, const char *host, const struct label *labels,
-			    uint32_t nlabels, const struct prom_buckets *b, int coarse,
-			    remote_write_sample_fn fn, void *arg);
+			    uint32_t nlabels, const struct prom_buckets *b,
+			    struct histogram *coarse, remote_write_sample_fn fn, void *arg);
 
 #endif

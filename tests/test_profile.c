@@ -1232,6 +1232,7 @@ Test(profile, window_is_a_zstd_frame_and_old_windows_still_decode)
 		cr_assert_lt(n, 1 << 20);
 		cr_assert_neq(profile_decode(bomb, n, &d, err, sizeof(err)), 0);
 		cr_expect(strstr(err, "at most"), "%s", err);
+		cr_expect(!strncmp(err, "profile: zstd frame of", 22), "%s", err);
 		free(zeros);
 		free(bomb);
 	}

@@ -91,7 +91,7 @@ Test(remote_write, samples_are_what_metrics_shows)
 
 	fill(&s, 1700000000000ULL, 1234, 90, 10);
 	prom_render(&s, NULL, &text);
-	n = remote_write_samples(&s, "web-3", own, 2, NULL, 0, collect_sample, &sn);
+	n = remote_write_samples(&s, "web-3", own, 2, NULL, NULL, collect_sample, &sn);
 	cr_assert_eq((int)n, sn.n);
 	cr_assert(sn.sorted, "labels not sorted by name");
 	cr_assert_eq(sn.has_host, sn.n, "every sample carries host=\"web-3\"");

@@ -207,6 +207,13 @@ Test(snapshot, entries_are_compressed_and_round_trip)
 		assert_same(&s, &d);
 		snapshot_free(&d);
 		free(z);
+		/* and a frame made without a dictionary (id 0, as profile windows are) */
+		cr_assert_eq(snapshot_zstd_pack_level(plain, plen, 3, (void **)&z, &zlen), 0);
+		cr_assert(snapshot_zstd_is_frame(z, zlen));
+		cr_assert_eq(snapshot_decode(z, zlen, &d, err, sizeof(err)), 0, "%s", err);
+		assert_same(&s, &d);
+		snapshot_free(&d);
+		free(z);
 		free(plain);
 		snapshot_free(&s);
 	}

@@ -516,12 +516,14 @@ static int decode(const void *buf, size_t len, struct snapshot *s, int compact,
 	if (len > SNAPSHOT_MAX_BYTES)
 		FAIL(-E2BIG, "snapshot: %zu bytes, at most %u allowed", len, SNAPSHOT_MAX_BYTES);
 	if (snapshot_zstd_is_frame(buf, len)) {
+		char why[200];
 		void *plain;
 		size_t plen;
 
-		ret = snapshot_zstd_unpack(buf, len, SNAPSHOT_MAX_BYTES, &plain, &plen, err, errlen);
+		ret = snapshot_zstd_unpack(buf, len, SNAPSHOT_MAX_BYTES, &plain, &plen, why,
+					   sizeof(why));
 		if (ret)
-			return ret;
+			FAIL(ret, "snapshot: %s", why);
 		if (snapshot_zstd_is_frame(plain, plen)) {
 			free(plain);
 			FAIL(-EINVAL, "snapshot: a zstd frame inside a zstd frame");

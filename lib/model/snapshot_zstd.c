@@ -172,35 +172,35 @@ int snapshot_zstd_unpack(const void *in, size_t len, size_t max, void **out, siz
 	pthread_once(&once, setup);
 	size = ZSTD_getFrameContentSize(in, len);
 	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
-		snprintf(err, errlen, "snapshot: a zstd frame without a valid content size");
+		snprintf(err, errlen, "a zstd frame without a valid content size");
 		return -EINVAL;
 	}
 	if (size > max) {
-		snprintf(err, errlen, "snapshot: zstd frame of %llu bytes, at most %zu allowed",
+		snprintf(err, errlen, "zstd frame of %llu bytes, at most %zu allowed",
 			 size, max);
 		return -E2BIG;
 	}
 	id = ZSTD_getDictID_fromFrame(in, len);
 	if (id >= NDICTS) {
-		snprintf(err, errlen, "snapshot: zstd frame compressed with dictionary %u, which "
+		snprintf(err, errlen, "zstd frame compressed with dictionary %u, which "
 			 "this build does not have (written by a newer faultline?)", id);
 		return -EINVAL;
 	}
 	if ((id && !ddict[id]) || (!dctx && !(dctx = ZSTD_createDCtx()))) {
-		snprintf(err, errlen, "snapshot: out of memory");
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	own_context();
 	buf = malloc(size ? size : 1);
 	if (!buf) {
-		snprintf(err, errlen, "snapshot: out of memory");
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	/* id 0: a frame compressed without a dictionary (profile windows) */
 	n = id ? ZSTD_decompress_usingDDict(dctx, buf, size, in, len, ddict[id]) :
 		 ZSTD_decompressDCtx(dctx, buf, size, in, len);
 	if (ZSTD_isError(n) || n != size) {
-		snprintf(err, errlen, "snapshot: zstd frame does not decompress (%s)",
+		snprintf(err, errlen, "zstd frame does not decompress (%s)",
 			 ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");
 		free(buf);
 		return -EINVAL;
