@@ -242,21 +242,21 @@ const struct cfg_field probe_config_schema[] = {
 	CFG_CUSTOM("deploy_watch", parse_deploy_watch, "map of strings", "service -> executable whose build-id "
 		   "change marks a deploy"),
 	CFG_DURATION("retention.s1", PC, retention_ns[0], (60 * NSEC_PER_SEC), 365 * DAY,
-		     "How long 1 s snapshots are kept in Redis (a real host: 2.4-5.6 KB each, "
-		     "2-5 MB at 15m)"),
+		     "How long 1 s snapshots are kept in Redis (a real host: the minute under "
+		     "way as entries of 2.4-6.5 KB, ended minutes as chunks of ~15-28 KB; "
+		     "0.3-0.5 MB at 15m)"),
 	CFG_DURATION("retention.s60", PC, retention_ns[1], (60 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long 1 min rollups are kept (a real host: ~0.8 KB a minute once "
-		     "chunked, 1.2 MB a day, measured before coarse histograms made its "
-		     "entries 1.6x smaller)"),
+		     "How long 1 min rollups are kept (a real host: ~0.8-0.9 KB a minute once "
+		     "chunked, ~1.3 MB a day)"),
 	CFG_DURATION("retention.s3600", PC, retention_ns[2], (60 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long 1 h rollups are kept (a real host: ~4-5 KB an hour, 6-10 MB at "
-		     "90d, measured before coarse histograms)"),
+		     "How long 1 h rollups are kept (a real host: ~2.7 KB an hour as an entry, "
+		     "<= 5.8 MB at 90d, less once days are chunks)"),
 	CFG_DURATION("retention.p10", PC, retention_p10_ns, (60 * NSEC_PER_SEC), 365 * DAY,
 		     "How long 10 s profile windows (and I/O stacks) are kept (a real host: "
-		     "4-12 KB a window as zstd, 2-5 MB an hour with I/O stacks)"),
+		     "1-12 KB a window as zstd, 0.3-4 MB an hour with I/O stacks)"),
 	CFG_DURATION("retention.p3600", PC, retention_p3600_ns, (3600 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long hourly profiles are kept (a real host: ~80 KB of msgpack an "
-		     "hour, ~23 KB as zstd, ~4 MB at 7d)"),
+		     "How long hourly profiles are kept (a real host: ~17-23 KB an hour as "
+		     "zstd, ~3-4 MB at 7d)"),
 	CFG_CUSTOM_AT("remote_write.url", parse_rw_url, "string", CFG_F_STRING, PC, remote_write.url,
 		      "Prometheus remote write receiver (http(s)://.../api/v1/write); empty: off"),
 	CFG_CUSTOM_AT("remote_write.tier", parse_rw_tier, "duration", CFG_F_DURATION, PC,
