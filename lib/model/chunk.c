@@ -469,7 +469,8 @@ int chunk_encode(const struct snapshot *pts, size_t n, char **out, size_t *outle
 		return -ENOMEM;
 	}
 	/* exact or refused */
-	ret = chunk_decode(z, cap, 0, &back, &nback, err, sizeof(err));
+	/* compact: a minute of 1 s points holds hundreds of histograms (snapshot_equal: either form) */
+	ret = chunk_decode(z, cap, 1, &back, &nback, err, sizeof(err));
 	if (ret == -ENOMEM) {
 		free(z);
 		return ret;
