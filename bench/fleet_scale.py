@@ -587,6 +587,9 @@ def main():
                   (real["prom_series"], real["prom_samples"], real["failed"], pb_s,
                    real["prom_bytes"] / real["prom_samples"], t["s1"][1],
                    t["s1"][1] / per_s if per_s else 0, per_s, t["s1"][1] / pb_s))
+            if "s1 chunks" in t:
+                print("  an ended minute of it in a chunk: %.0f bytes a host-second, %.2fx "
+                      "Prometheus'" % (t["s1 chunks"][1], t["s1 chunks"][1] / pb_s))
         print("  (Prometheus holds each histogram as its %d classic buckets; faultline's s1 "
               "keeps the fleet layout's, 16 per power of two.  A block of %d s carries its "
               "index whole, which a 2 h block spreads over 24x the samples)" %
