@@ -254,12 +254,8 @@ def measure_memory(out, d, compressed):
                 entries += int(redis_cmd(sock, "XLEN", key) or 0)
                 sizes += key_bytes(sock, key)
             per_entry[tier] = sizes / entries if entries else 0
-        if compressed:
-            # ended minutes of 1 s snapshots are chunks too (the streams read
-            # above hold the minute under way, now deleted: entries 0 here)
-            # (two hosts: the simulator keeps its whole duration of 1 s
-            # snapshots, 180 chunks a host, each decoded for ~0.2 s)
-            chunks["s1"] = measure_chunks(out, sock, d, range(2), "s1")
+        # (the simulator keeps its 1 s snapshots as entries, for replays:
+        # a real probe's minute chunks are measured in measure_real_probe)
         # an hourly rollup holds the same series as a minute one
         per_entry["s3600"] = per_entry["s60"]
         drives = statistics.mean(key_bytes(sock, "fl:{%s}:drives" % host_name(i))

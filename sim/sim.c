@@ -676,6 +676,8 @@ int sim_run(const struct scenario *sc, const struct sim_opts *o, struct sim_stat
 	sm.end_ms = sm.start_ms + duration;
 	/* the 1 s tier must still hold the scenario's start when it ends */
 	so.retention_ms[0] = duration + 15 * 60 * 1000;
+	/* replays read all of it second by second: entries, not minute chunks */
+	so.s1_entries_only = 1;
 	so.retention_ms[1] = 7ULL * 86400 * 1000;
 	so.retention_ms[2] = 90ULL * 86400 * 1000;
 	sm.h = calloc(sm.n, sizeof(*sm.h));

@@ -305,7 +305,8 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 		    queue_compaction(st, s, (base->ts_ms - iv) - (base->ts_ms - iv) % span, ret_ms))
 			return -ENOMEM;
 	}
-	if (s->tier == 1 && snapshot_zstd_enabled() && s1_compaction(st, s, ret_ms))
+	if (s->tier == 1 && !st->opts.s1_entries_only && snapshot_zstd_enabled() &&
+	    s1_compaction(st, s, ret_ms))
 		return -ENOMEM;
 
 	if (s->tier == 1) {

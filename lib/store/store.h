@@ -51,6 +51,12 @@ struct store_opts {
 	const char *spool_path;
 	/* called first thing in the writer thread (e.g. to drop capabilities) */
 	void (*thread_start)(void);
+	/*
+	 * 1 s snapshots stay entries, never minute chunks: the simulator's,
+	 * whose whole duration a replay then reads second by second (a reader
+	 * of one second of a compacted minute decodes the minute's chunk).
+	 */
+	int s1_entries_only;
 };
 
 struct store_stats {
