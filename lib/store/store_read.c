@@ -241,6 +241,15 @@ static int deliver_entries(redisReply *r, int reverse, store_snapshot_cb cb, voi
 			continue;
 		}
 		fields = e->element[1];
+		/*
+		 * The chunks' points before this entry go first, before it is
+		 * decoded: an entry decoded like the host's newest snapshot
+		 * (rc->like) borrows from it, and those points change which one
+		 * is newest.  An entry's id is its ts.
+		 */
+		if (rc && rc->chunks && e->element[0]->type == REDIS_REPLY_STRING &&
+		    chunks_deliver(rc, strtoull(e->element[0]->str, NULL, 10), cb, arg, &delivered))
+			return delivered;
 		for (size_t f = 0; f + 1 < fields->elements; f += 2) {
 			redisReply *fk = fields->element[f], *fv = fields->element[f + 1];
 
