@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "model/alert.h"
 #include "store/silence.h"
@@ -22,6 +23,7 @@
 #include "model/host_entry.h"
 #include "model/catalog.h"
 #include "model/profile.h"
+#include "model/profile_span.h"
 
 Test(backoff, alertmanagers_schedule_jittered_and_capped)
 {
@@ -415,4 +417,176 @@ Test(profile, truncate_drops_the_stacks_and_names_of_dropped_rows)
 	free(cut);
 	profile_free(&p);
 	profile_free(&back);
+}
+
+/* Window k of a host's run: the same few stacks window after window, counts moving. */
+static void span_window(struct profile *p, int k)
+{
+	static const char *const stacks[4][3] = {
+		{ "main", "serve", "parse" }, { "main", "serve", "write" },
+		{ "main", "gc", "mark" }, { "[vda W]", "ext4_writepages", "submit_bio" },
+	};
+	const struct profile_origin who[3] = {
+		{ "api.service", "api", "/system.slice/api.service", 100 },
+		{ "api.service", "api-worker", "/system.slice/api.service", 101 },
+		{ "", "kworker/0:1", NULL, 7 },
+	};
+	struct profile_where where[3] = {
+		{ "/usr/bin/api", "abc123", 0x1000, 1 }, { "/usr/bin/api", "abc123", 0x2000, 1 },
+		{ "/lib/libc.so.6", "ffee", 0x3000, 0 },
+	};
+
+	cr_assert_eq(profile_init(p, "db-7"), 0);
+	p->ts_ms = 1764500000000ULL + 10000ULL * (uint64_t)k;
+	p->duration_ms = 10000;
+	p->rate_hz = k == 2 ? 997 : 19;	/* a burst */
+	if (k == 3)
+		return;			/* an idle window: no rows */
+	for (int s = 0; s < 4; s++) {
+		/* a later window samples the same stack at another address */
+		where[2].addr = 0x3000 + (uint64_t)k;
+		cr_assert_eq(profile_add_in(p, &who[s % 3], stacks[s], where, 3,
+					    (uint64_t)(10 + k * 3 + s)), 0);
+	}
+}
+
+static char *folded(const struct profile *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	profile_write_folded(p, f);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * A span of windows reads back as the windows it was given: every row
+ * with its pid, cgroup and count, each window's time, length and rate, an
+ * empty window too; merged, the same profile as the windows merged; a
+ * stack's location is the first the span saw.  And windows that repeat
+ * themselves take far less room as a span than one by one.
+ */
+Test(profile_span, keeps_every_window_exactly)
+{
+	struct profile w[40], one, all_w, all_s;
+	struct profile_span s;
+	char *blob, *enc, err[200];
+	size_t len, enclen, singles = 0;
+
+	for (int k = 0; k < 40; k++)
+		span_window(&w[k], k);
+	cr_assert_eq(profile_span_encode(w, 40, PROFILE_LEVEL_ARCHIVE, &blob, &len), 0);
+	cr_assert_eq(profile_span_decode(blob, len, &s, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(s.tables.host, "db-7");
+	cr_assert_eq(s.nwindows, 40);
+	cr_assert_eq(profile_init(&all_w, "db-7"), 0);
+	cr_assert_eq(profile_init(&all_s, "db-7"), 0);
+	for (uint32_t k = 0; k < 40; k++) {
+		char *a, *b;
+
+		profile_span_view(&s, k, &one);
+		cr_assert_eq(one.ts_ms, w[k].ts_ms);
+		cr_assert_eq(one.duration_ms, w[k].duration_ms);
+		cr_assert_eq(one.rate_hz, w[k].rate_hz);
+		cr_assert_eq(one.nrows, w[k].nrows, "window %u: %u rows, was %u", k, one.nrows,
+			     w[k].nrows);
+		cr_assert_eq(one.total, w[k].total);
+		for (uint32_t r = 0; r < one.nrows; r++) {
+			cr_assert_eq(one.rows[r].pid, w[k].rows[r].pid);
+			cr_assert_str_eq(one.strings[one.rows[r].cgroup],
+					 w[k].strings[w[k].rows[r].cgroup]);
+			cr_assert_str_eq(one.strings[one.rows[r].comm],
+					 w[k].strings[w[k].rows[r].comm]);
+		}
+		a = folded(&one);
+		b = folded(&w[k]);
+		cr_assert_str_eq(a, b, "window %u", k);
+		free(a);
+		free(b);
+		cr_assert_eq(profile_merge(&all_w, &w[k], NULL), 0);
+		cr_assert_eq(profile_merge(&all_s, &one, NULL), 0);
+		singles += (profile_encode(&w[k], &enc, &enclen), free(enc), enclen);
+	}
+	{
+		char *a = folded(&all_w), *b = folded(&all_s);
+
+		cr_assert_str_eq(a, b);
+		cr_assert_eq(all_s.total, all_w.total);
+		cr_assert_eq(all_s.duration_ms, 400000);
+		free(a);
+		free(b);
+	}
+	/* libc's frame of the first stack: window 0's address, as a merge keeps */
+	profile_span_view(&s, 39, &one);
+	cr_assert_eq(profile_frame_loc(&one, one.rows[0].stack, 2)->addr, 0x3000);
+	cr_assert_lt(len * 5, singles, "span %zu bytes, 40 windows alone %zu", len, singles);
+	cr_log_info("40 windows: %zu bytes alone, %zu as a span", singles, len);
+	free(blob);
+	profile_span_free(&s);
+	profile_free(&all_w);
+	profile_free(&all_s);
+	for (int k = 0; k < 40; k++)
+		profile_free(&w[k]);
+}
+
+/*
+ * Bytes from Redis are hostile: no span of nothing or of two hosts is
+ * made, every cut of a span and every byte of it changed reads back as an
+ * error or as a span whose every index is inside its tables, and rows
+ * that point past the tables are named.
+ */
+Test(profile_span, hostile_bytes_are_errors)
+{
+	struct profile w[3];
+	struct profile_span s;
+	char *blob, err[200];
+	size_t len, plen;
+	unsigned char *plain;
+	char bad[] = "\x84\xa1v\x01\xa3str\x91\xa0\xa3stk\x90\xa3win\x91\x94\x01\x02\x03"
+		     "\x96\x00\x00\x01\x05\x09\x00";
+
+	for (int k = 0; k < 3; k++)
+		span_window(&w[k], k);
+	cr_assert_eq(profile_span_encode(w, 0, 3, &blob, &len), -EINVAL);
+	snprintf(w[1].host, sizeof(w[1].host), "other");
+	cr_assert_eq(profile_span_encode(w, 3, 3, &blob, &len), -EINVAL, "two hosts' windows");
+	snprintf(w[1].host, sizeof(w[1].host), "db-7");
+	cr_assert_eq(profile_span_encode(w, 3, 3, &blob, &len), 0);
+	plen = ZSTD_getFrameContentSize(blob, len);
+	cr_assert_lt(plen, 1u << 20);
+	plain = malloc(plen);
+	cr_assert_eq(ZSTD_decompress(plain, plen, blob, len), plen);
+	cr_assert_eq(profile_span_decode(plain, plen, &s, err, sizeof(err)), 0, "%s", err);
+	profile_span_free(&s);
+	for (size_t cut = 0; cut < plen; cut++)
+		cr_assert_neq(profile_span_decode(plain, cut, &s, err, sizeof(err)), 0,
+			      "a span cut at %zu of %zu bytes decoded", cut, plen);
+	for (size_t i = 0; i < plen; i++) {
+		unsigned char was = plain[i];
+
+		for (int x = 1; x < 256; x <<= 1) {
+			plain[i] = (unsigned char)(was ^ x);
+			if (profile_span_decode(plain, plen, &s, err, sizeof(err)) == 0) {
+				for (uint32_t r = 0; r < s.nrows; r++)
+					cr_assert(s.rows[r].stack < s.tables.nstacks &&
+						  s.rows[r].service < s.tables.nstrings &&
+						  s.rows[r].cgroup < s.tables.nstrings);
+				for (uint32_t k = 0; k < s.nwindows; k++)
+					cr_assert_leq(s.windows[k].first + s.windows[k].nrows,
+						      s.nrows);
+				profile_span_free(&s);
+			} else {
+				cr_assert_str_neq(err, "");
+			}
+		}
+		plain[i] = was;
+	}
+	cr_assert_eq(profile_span_decode(bad, sizeof(bad) - 1, &s, err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err, "profile span: row 0 of window 0 refers past the tables");
+	free(plain);
+	free(blob);
+	for (int k = 0; k < 3; k++)
+		profile_free(&w[k]);
 }

@@ -13,6 +13,7 @@
 #include "core/array.h"
 #include "core/strbuf.h"
 #include "model/snapshot_zstd.h"
+#include "model/profile_internal.h"
 #include "model/wire.h"
 
 #define PROFILE_MAX_STRINGS 1000000
@@ -64,8 +65,7 @@ uint32_t profile_intern(struct profile *p, const char *s)
 	return p->nstrings++;
 }
 
-/* Index of the stack of string indexes idx[0..n), added if new. */
-static uint32_t intern_stack(struct profile *p, const uint32_t *idx, uint32_t n)
+uint32_t profile_intern_stack(struct profile *p, const uint32_t *idx, uint32_t n)
 {
 	struct strbuf key = STRBUF_INIT;
 	uint32_t found;
@@ -161,6 +161,11 @@ static int add_row(struct profile *p, uint32_t service, uint32_t comm, uint32_t 
 	return 0;
 }
 
+int profile_add_row(struct profile *p, const struct profile_row *r)
+{
+	return add_row(p, r->service, r->comm, r->pid, r->stack, r->count, r->cgroup);
+}
+
 int profile_add(struct profile *p, const char *service, const char *comm, uint32_t pid,
 		const char *const *frames, uint32_t n, uint64_t count)
 {
@@ -189,7 +194,7 @@ int profile_add_in(struct profile *p, const struct profile_origin *o, const char
 	sv = profile_intern(p, o->service ? o->service : "");
 	cm = profile_intern(p, o->comm ? o->comm : "");
 	cg = profile_intern(p, o->cgroup ? o->cgroup : "");
-	st = intern_stack(p, idx, n);
+	st = profile_intern_stack(p, idx, n);
 	if (sv == UINT32_MAX || cm == UINT32_MAX || cg == UINT32_MAX || st == UINT32_MAX)
 		return -ENOMEM;
 	if (where && !(st < p->cap_locs && p->locs[st])) {
@@ -265,27 +270,63 @@ static void where_of(const struct profile *p, uint32_t st, uint32_t i, struct pr
 	w->named = (int)l->named;
 }
 
-int profile_merge(struct profile *dst, const struct profile *src,
-		  const struct profile_scope *scope)
+int profile_import_row(struct profile *dst, const struct profile *src,
+		       const struct profile_row *row, struct profile_row *out)
 {
 	const char *frames[PROFILE_MAX_DEPTH];
 	static __thread struct profile_where where[PROFILE_MAX_DEPTH];
+	static __thread struct profile_loc loc[PROFILE_MAX_DEPTH];
+	const uint32_t *st = src->stacks[row->stack];
+	uint32_t idx[PROFILE_MAX_DEPTH], n = st[0] < PROFILE_MAX_DEPTH ? st[0] : PROFILE_MAX_DEPTH;
+	int any = 0;
 
+	for (uint32_t i = 0; i < n; i++) {
+		frames[i] = src->strings[st[1 + i]];
+		where_of(src, row->stack, i, &where[i]);
+		if ((idx[i] = profile_intern(dst, frames[i])) == UINT32_MAX)
+			return -ENOMEM;
+	}
+	*out = *row;
+	out->service = profile_intern(dst, src->strings[row->service]);
+	out->comm = profile_intern(dst, src->strings[row->comm]);
+	out->cgroup = profile_intern(dst, src->strings[row->cgroup]);
+	out->stack = profile_intern_stack(dst, idx, n);
+	if (out->service == UINT32_MAX || out->comm == UINT32_MAX || out->cgroup == UINT32_MAX ||
+	    out->stack == UINT32_MAX)
+		return -ENOMEM;
+	/* a stack's location is the first one seen of it, as profile_add_in keeps */
+	if (out->stack < dst->cap_locs && dst->locs[out->stack])
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t f, b;
+
+		memset(&loc[i], 0, sizeof(loc[i]));
+		if (!where[i].file)
+			continue;
+		f = profile_intern(dst, where[i].file);
+		b = profile_intern(dst, where[i].build_id ? where[i].build_id : "");
+		if (f == UINT32_MAX || b == UINT32_MAX || !(loc[i].map = intern_map(dst, f, b)))
+			return -ENOMEM;
+		loc[i].addr = where[i].addr;
+		loc[i].named = (uint32_t)where[i].named;
+		any = 1;
+	}
+	return any ? set_locs(dst, out->stack, loc, n) : 0;
+}
+
+int profile_merge(struct profile *dst, const struct profile *src,
+		  const struct profile_scope *scope)
+{
 	for (uint32_t r = 0; r < src->nrows; r++) {
-		const struct profile_row *row = &src->rows[r];
-		const uint32_t *st = src->stacks[row->stack];
+		struct profile_row row;
 		int ret;
 
-		struct profile_origin o = { src->strings[row->service], src->strings[row->comm],
-					    src->strings[row->cgroup], 0 };
-
-		if (!profile_row_in(src, row, scope))
+		if (!profile_row_in(src, &src->rows[r], scope))
 			continue;
-		for (uint32_t i = 0; i < st[0]; i++) {
-			frames[i] = src->strings[st[1 + i]];
-			where_of(src, row->stack, i, &where[i]);
-		}
-		ret = profile_add_in(dst, &o, frames, where, st[0], row->count);
+		ret = profile_import_row(dst, src, &src->rows[r], &row);
+		row.pid = 0;	/* a merge is of many processes' windows */
+		if (!ret)
+			ret = profile_add_row(dst, &row);
 		if (ret)
 			return ret;
 	}
@@ -298,6 +339,47 @@ int profile_merge(struct profile *dst, const struct profile *src,
 }
 
 /* ---- codec ------------------------------------------------------------- */
+
+int profile_tables_fields(const struct profile *p)
+{
+	return p->nmaps ? 4 : 2;
+}
+
+void profile_pack_tables(msgpack_packer *pk, const struct profile *p)
+{
+	wire_pack_str(pk, "str");
+	msgpack_pack_array(pk, p->nstrings);
+	for (uint32_t i = 0; i < p->nstrings; i++)
+		wire_pack_str(pk, p->strings[i]);
+	wire_pack_str(pk, "stk");
+	msgpack_pack_array(pk, p->nstacks);
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		msgpack_pack_array(pk, p->stacks[i][0]);
+		for (uint32_t k = 0; k < p->stacks[i][0]; k++)
+			msgpack_pack_uint32(pk, p->stacks[i][1 + k]);
+	}
+	if (p->nmaps) {
+		wire_pack_str(pk, "map");
+		msgpack_pack_array(pk, p->nmaps);
+		for (uint32_t i = 0; i < p->nmaps; i++) {
+			msgpack_pack_array(pk, 2);
+			msgpack_pack_uint32(pk, p->maps[i].file);
+			msgpack_pack_uint32(pk, p->maps[i].build_id);
+		}
+		wire_pack_str(pk, "loc");
+		msgpack_pack_array(pk, p->nstacks);
+		for (uint32_t i = 0; i < p->nstacks; i++) {
+			int has = i < p->cap_locs && p->locs[i];
+
+			msgpack_pack_array(pk, has ? 3 * p->stacks[i][0] : 0);
+			for (uint32_t k = 0; has && k < p->stacks[i][0]; k++) {
+				msgpack_pack_uint32(pk, p->locs[i][k].map);
+				msgpack_pack_uint64(pk, p->locs[i][k].addr);
+				msgpack_pack_uint32(pk, p->locs[i][k].named);
+			}
+		}
+	}
+}
 
 int profile_encode(const struct profile *p, char **out, size_t *outlen)
 {
@@ -314,7 +396,7 @@ int profile_encode_level(const struct profile *p, int level, char **out, size_t 
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	for (uint32_t i = 0; i < p->nrows && !any_cgroup; i++)
 		any_cgroup = p->rows[i].cgroup != 0;
-	msgpack_pack_map(&pk, (p->nmaps ? 10 : 8) + any_cgroup);
+	msgpack_pack_map(&pk, 6 + profile_tables_fields(p) + any_cgroup);
 	wire_pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, PROFILE_VERSION);
 	wire_pack_str(&pk, "host");
@@ -325,17 +407,7 @@ int profile_encode_level(const struct profile *p, int level, char **out, size_t 
 	msgpack_pack_uint64(&pk, p->duration_ms);
 	wire_pack_str(&pk, "hz");
 	msgpack_pack_uint32(&pk, p->rate_hz);
-	wire_pack_str(&pk, "str");
-	msgpack_pack_array(&pk, p->nstrings);
-	for (uint32_t i = 0; i < p->nstrings; i++)
-		wire_pack_str(&pk, p->strings[i]);
-	wire_pack_str(&pk, "stk");
-	msgpack_pack_array(&pk, p->nstacks);
-	for (uint32_t i = 0; i < p->nstacks; i++) {
-		msgpack_pack_array(&pk, p->stacks[i][0]);
-		for (uint32_t k = 0; k < p->stacks[i][0]; k++)
-			msgpack_pack_uint32(&pk, p->stacks[i][1 + k]);
-	}
+	profile_pack_tables(&pk, p);
 	wire_pack_str(&pk, "rows");
 	msgpack_pack_array(&pk, p->nrows);
 	for (uint32_t i = 0; i < p->nrows; i++) {
@@ -351,27 +423,6 @@ int profile_encode_level(const struct profile *p, int level, char **out, size_t 
 		msgpack_pack_array(&pk, p->nrows);
 		for (uint32_t i = 0; i < p->nrows; i++)
 			msgpack_pack_uint32(&pk, p->rows[i].cgroup);
-	}
-	if (p->nmaps) {
-		wire_pack_str(&pk, "map");
-		msgpack_pack_array(&pk, p->nmaps);
-		for (uint32_t i = 0; i < p->nmaps; i++) {
-			msgpack_pack_array(&pk, 2);
-			msgpack_pack_uint32(&pk, p->maps[i].file);
-			msgpack_pack_uint32(&pk, p->maps[i].build_id);
-		}
-		wire_pack_str(&pk, "loc");
-		msgpack_pack_array(&pk, p->nstacks);
-		for (uint32_t i = 0; i < p->nstacks; i++) {
-			int has = i < p->cap_locs && p->locs[i];
-
-			msgpack_pack_array(&pk, has ? 3 * p->stacks[i][0] : 0);
-			for (uint32_t k = 0; has && k < p->stacks[i][0]; k++) {
-				msgpack_pack_uint32(&pk, p->locs[i][k].map);
-				msgpack_pack_uint64(&pk, p->locs[i][k].addr);
-				msgpack_pack_uint32(&pk, p->locs[i][k].named);
-			}
-		}
 	}
 	if (!sb.data) {
 		msgpack_sbuffer_destroy(&sb);
@@ -429,6 +480,94 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 	return ret;
 }
 
+int profile_decode_tables(struct profile *p, const msgpack_object *str,
+			  const msgpack_object *stk, const msgpack_object *maps,
+			  const msgpack_object *locs, char *err, size_t errlen)
+{
+	uint64_t v;
+	char *tmp;
+
+	if (!str || !stk || str->type != MSGPACK_OBJECT_ARRAY || stk->type != MSGPACK_OBJECT_ARRAY)
+		FAIL("profile: 'str' and 'stk' must be arrays");
+	if (str->via.array.size > PROFILE_MAX_STRINGS || str->via.array.size == 0)
+		FAIL("profile: %u strings", str->via.array.size);
+	/* string 0 is "" and already interned */
+	for (uint32_t i = 1; i < str->via.array.size; i++) {
+		const msgpack_object *s = &str->via.array.ptr[i];
+
+		if (s->type != MSGPACK_OBJECT_STR || s->via.str.size > 4096 ||
+		    memchr(s->via.str.ptr, 0, s->via.str.size))
+			FAIL("profile: string %u is not a string", i);
+		tmp = strndup(s->via.str.ptr, s->via.str.size);
+		if (!tmp)
+			FAIL("profile: out of memory");
+		/* duplicates in hostile input would shift indexes: reject them */
+		if (profile_intern(p, tmp) != i) {
+			free(tmp);
+			FAIL("profile: string %u is a duplicate", i);
+		}
+		free(tmp);
+	}
+	for (uint32_t i = 0; i < stk->via.array.size; i++) {
+		const msgpack_object *s = &stk->via.array.ptr[i];
+		uint32_t idx[PROFILE_MAX_DEPTH];
+
+		if (s->type != MSGPACK_OBJECT_ARRAY || s->via.array.size > PROFILE_MAX_DEPTH)
+			FAIL("profile: stack %u is not an array of at most %d frames", i,
+			     PROFILE_MAX_DEPTH);
+		for (uint32_t k = 0; k < s->via.array.size; k++) {
+			if (wire_u64(&s->via.array.ptr[k], &v) || v >= p->nstrings)
+				FAIL("profile: stack %u frame %u is not a string index", i, k);
+			idx[k] = (uint32_t)v;
+		}
+		if (profile_intern_stack(p, idx, s->via.array.size) != i)
+			FAIL("profile: stack %u is a duplicate", i);
+	}
+	if (maps || locs) {
+		if (!maps || !locs || maps->type != MSGPACK_OBJECT_ARRAY ||
+		    locs->type != MSGPACK_OBJECT_ARRAY || locs->via.array.size != p->nstacks)
+			FAIL("profile: 'map' and 'loc' must be arrays, 'loc' one entry per stack");
+		for (uint32_t i = 0; i < maps->via.array.size; i++) {
+			const msgpack_object *m = &maps->via.array.ptr[i];
+			uint64_t fi, bi;
+
+			if (m->type != MSGPACK_OBJECT_ARRAY || m->via.array.size != 2 ||
+			    wire_u64(&m->via.array.ptr[0], &fi) || wire_u64(&m->via.array.ptr[1], &bi) ||
+			    fi >= p->nstrings || bi >= p->nstrings)
+				FAIL("profile: mapping %u must be [file, build_id] string indexes", i);
+			if (intern_map(p, (uint32_t)fi, (uint32_t)bi) != i + 1)
+				FAIL("profile: mapping %u is a duplicate", i);
+		}
+		for (uint32_t i = 0; i < p->nstacks; i++) {
+			const msgpack_object *l = &locs->via.array.ptr[i];
+			struct profile_loc loc[PROFILE_MAX_DEPTH];
+			uint32_t n = p->stacks[i][0];
+
+			if (l->type != MSGPACK_OBJECT_ARRAY ||
+			    (l->via.array.size && l->via.array.size != 3 * n))
+				FAIL("profile: 'loc' of stack %u must hold 3 values per frame", i);
+			if (!l->via.array.size)
+				continue;
+			for (uint32_t k = 0; k < n; k++) {
+				uint64_t m, named;
+
+				if (wire_u64(&l->via.array.ptr[3 * k], &m) || m > p->nmaps ||
+				    wire_u64(&l->via.array.ptr[3 * k + 1], &loc[k].addr) ||
+				    wire_u64(&l->via.array.ptr[3 * k + 2], &named) || named > 1)
+					FAIL("profile: location %u of stack %u is not [map, addr, named]",
+					     k, i);
+				loc[k].map = (uint32_t)m;
+				loc[k].named = (uint32_t)named;
+			}
+			if (set_locs(p, i, loc, n))
+				FAIL("profile: out of memory");
+		}
+	}
+	return 0;
+fail:
+	return -EINVAL;
+}
+
 static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *err,
 			  size_t errlen)
 {
@@ -437,7 +576,6 @@ static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *
 	msgpack_unpacked msg;
 	size_t off = 0;
 	uint64_t v, version = 0;
-	char *tmp;
 
 	if (profile_init(p, ""))
 		return -ENOMEM;
@@ -482,43 +620,10 @@ static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *
 	if (version != PROFILE_VERSION)
 		FAIL("profile: version %llu, this build reads %d", (unsigned long long)version,
 		     PROFILE_VERSION);
-	if (!str || !stk || !rows || str->type != MSGPACK_OBJECT_ARRAY ||
-	    stk->type != MSGPACK_OBJECT_ARRAY || rows->type != MSGPACK_OBJECT_ARRAY)
-		FAIL("profile: 'str', 'stk' and 'rows' must be arrays");
-	if (str->via.array.size > PROFILE_MAX_STRINGS || str->via.array.size == 0)
-		FAIL("profile: %u strings", str->via.array.size);
-	/* string 0 is "" and already interned */
-	for (uint32_t i = 1; i < str->via.array.size; i++) {
-		const msgpack_object *s = &str->via.array.ptr[i];
-
-		if (s->type != MSGPACK_OBJECT_STR || s->via.str.size > 4096 ||
-		    memchr(s->via.str.ptr, 0, s->via.str.size))
-			FAIL("profile: string %u is not a string", i);
-		tmp = strndup(s->via.str.ptr, s->via.str.size);
-		if (!tmp)
-			FAIL("profile: out of memory");
-		/* duplicates in hostile input would shift indexes: reject them */
-		if (profile_intern(p, tmp) != i) {
-			free(tmp);
-			FAIL("profile: string %u is a duplicate", i);
-		}
-		free(tmp);
-	}
-	for (uint32_t i = 0; i < stk->via.array.size; i++) {
-		const msgpack_object *s = &stk->via.array.ptr[i];
-		uint32_t idx[PROFILE_MAX_DEPTH];
-
-		if (s->type != MSGPACK_OBJECT_ARRAY || s->via.array.size > PROFILE_MAX_DEPTH)
-			FAIL("profile: stack %u is not an array of at most %d frames", i,
-			     PROFILE_MAX_DEPTH);
-		for (uint32_t k = 0; k < s->via.array.size; k++) {
-			if (wire_u64(&s->via.array.ptr[k], &v) || v >= p->nstrings)
-				FAIL("profile: stack %u frame %u is not a string index", i, k);
-			idx[k] = (uint32_t)v;
-		}
-		if (intern_stack(p, idx, s->via.array.size) != i)
-			FAIL("profile: stack %u is a duplicate", i);
-	}
+	if (!rows || rows->type != MSGPACK_OBJECT_ARRAY)
+		FAIL("profile: 'rows' must be an array");
+	if (profile_decode_tables(p, str, stk, maps, locs, err, errlen))
+		goto fail;
 	if (cgs && (cgs->type != MSGPACK_OBJECT_ARRAY || cgs->via.array.size != rows->via.array.size))
 		FAIL("profile: 'cg' must be an array with a cgroup per row");
 	for (uint32_t i = 0; i < rows->via.array.size; i++) {
@@ -538,46 +643,6 @@ static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *
 		if (add_row(p, (uint32_t)f[0], (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3], f[4],
 			    (uint32_t)cg))
 			FAIL("profile: out of memory");
-	}
-	if (maps || locs) {
-		if (!maps || !locs || maps->type != MSGPACK_OBJECT_ARRAY ||
-		    locs->type != MSGPACK_OBJECT_ARRAY || locs->via.array.size != p->nstacks)
-			FAIL("profile: 'map' and 'loc' must be arrays, 'loc' one entry per stack");
-		for (uint32_t i = 0; i < maps->via.array.size; i++) {
-			const msgpack_object *m = &maps->via.array.ptr[i];
-			uint64_t fi, bi;
-
-			if (m->type != MSGPACK_OBJECT_ARRAY || m->via.array.size != 2 ||
-			    wire_u64(&m->via.array.ptr[0], &fi) || wire_u64(&m->via.array.ptr[1], &bi) ||
-			    fi >= p->nstrings || bi >= p->nstrings)
-				FAIL("profile: mapping %u must be [file, build_id] string indexes", i);
-			if (intern_map(p, (uint32_t)fi, (uint32_t)bi) != i + 1)
-				FAIL("profile: mapping %u is a duplicate", i);
-		}
-		for (uint32_t i = 0; i < p->nstacks; i++) {
-			const msgpack_object *l = &locs->via.array.ptr[i];
-			struct profile_loc loc[PROFILE_MAX_DEPTH];
-			uint32_t n = p->stacks[i][0];
-
-			if (l->type != MSGPACK_OBJECT_ARRAY ||
-			    (l->via.array.size && l->via.array.size != 3 * n))
-				FAIL("profile: 'loc' of stack %u must hold 3 values per frame", i);
-			if (!l->via.array.size)
-				continue;
-			for (uint32_t k = 0; k < n; k++) {
-				uint64_t m, named;
-
-				if (wire_u64(&l->via.array.ptr[3 * k], &m) || m > p->nmaps ||
-				    wire_u64(&l->via.array.ptr[3 * k + 1], &loc[k].addr) ||
-				    wire_u64(&l->via.array.ptr[3 * k + 2], &named) || named > 1)
-					FAIL("profile: location %u of stack %u is not [map, addr, named]",
-					     k, i);
-				loc[k].map = (uint32_t)m;
-				loc[k].named = (uint32_t)named;
-			}
-			if (set_locs(p, i, loc, n))
-				FAIL("profile: out of memory");
-		}
 	}
 	msgpack_unpacked_destroy(&msg);
 	return 0;
@@ -658,7 +723,7 @@ int profile_truncate(struct profile *p, uint32_t n)
 	}
 	oth = profile_intern(p, "[other]");
 	sv = profile_intern(p, "");
-	if (oth == UINT32_MAX || sv == UINT32_MAX || (st = intern_stack(p, &oth, 1)) == UINT32_MAX)
+	if (oth == UINT32_MAX || sv == UINT32_MAX || (st = profile_intern_stack(p, &oth, 1)) == UINT32_MAX)
 		return -ENOMEM;
 	ret = add_row(p, sv, sv, 0, st, other, sv);
 	if (ret)

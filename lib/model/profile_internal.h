@@ -1,0 +1,45 @@
+/*
+ * profile_internal.h - what profile.c lends the other codecs of profiles
+ * (profile_span.c) and nobody else: the tables' interning, packing and
+ * checked decoding, and a row carried from one profile's tables to
+ * another's.
+ */
+#ifndef FL_PROFILE_INTERNAL_H
+#define FL_PROFILE_INTERNAL_H
+
+#include <msgpack.h>
+
+#include "model/profile.h"
+
+/* Index of the stack of string indexes idx[0..n), added if new; UINT32_MAX on -ENOMEM. */
+uint32_t profile_intern_stack(struct profile *p, const uint32_t *idx, uint32_t n);
+
+/* Add row r (indexes into p's tables), merged with an equal one. 0 or -ENOMEM. */
+int profile_add_row(struct profile *p, const struct profile_row *r);
+
+/*
+ * Row `row` of src with its names, stack and the stack's locations
+ * interned in dst (a stack dst knows keeps the locations it has: the first
+ * seen, as a merge keeps), into *out (count and pid as they were).
+ * Nothing is added to dst's rows.  0 or -ENOMEM.
+ */
+int profile_import_row(struct profile *dst, const struct profile *src,
+		       const struct profile_row *row, struct profile_row *out);
+
+/* How many map fields profile_pack_tables packs. */
+int profile_tables_fields(const struct profile *p);
+
+/* "str", "stk" and, when p has mappings, "map" and "loc": keys and values. */
+void profile_pack_tables(msgpack_packer *pk, const struct profile *p);
+
+/*
+ * The tables of a packed profile (str and stk required, maps and locs
+ * both or neither) into p (profile_init'd, nothing but "" interned),
+ * every index bounded.  0, or -EINVAL with "profile: why" in err (p then
+ * holds what was read: the caller frees it).
+ */
+int profile_decode_tables(struct profile *p, const msgpack_object *str,
+			  const msgpack_object *stk, const msgpack_object *maps,
+			  const msgpack_object *locs, char *err, size_t errlen);
+
+#endif

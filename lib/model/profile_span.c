@@ -1,0 +1,364 @@
+/*
+ * profile_span.c - a span of profile windows sharing one set of tables;
+ * see profile_span.h.
+ */
+#include "model/profile_span.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "model/profile_internal.h"
+#include "model/snapshot_zstd.h"
+#include "model/wire.h"
+
+#define SPAN_VERSION 1
+#define SPAN_ROW_FIELDS 6
+/* the largest span a reader takes, packed or not (as a profile window) */
+#define SPAN_MAX_BYTES (64u << 20)
+
+void profile_span_free(struct profile_span *s)
+{
+	profile_free(&s->tables);
+	free(s->windows);
+	free(s->rows);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Room for one more row in s. 0 or -ENOMEM. */
+static int grow_rows(struct profile_span *s, uint32_t *cap)
+{
+	struct profile_row *r;
+	uint32_t n = *cap ? 2 * *cap : 256;
+
+	if (s->nrows < *cap)
+		return 0;
+	r = realloc(s->rows, (size_t)n * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	s->rows = r;
+	*cap = n;
+	return 0;
+}
+
+void profile_span_view(const struct profile_span *s, uint32_t i, struct profile *view)
+{
+	const struct profile_span_window *w = &s->windows[i];
+
+	*view = s->tables;
+	view->ts_ms = w->ts_ms;
+	view->duration_ms = w->duration_ms;
+	view->rate_hz = w->rate_hz;
+	view->rows = s->rows + w->first;
+	view->nrows = w->nrows;
+	view->cap_rows = w->nrows;
+	view->total = w->total;
+}
+
+/* ---- encode ------------------------------------------------------------ */
+
+/* The windows w[0..n) with their rows' names interned in s->tables. */
+static int build(struct profile_span *s, const struct profile *w, size_t n)
+{
+	uint32_t cap = 0;
+
+	if (profile_init(&s->tables, w[0].host))
+		return -ENOMEM;
+	s->windows = calloc(n, sizeof(*s->windows));
+	if (!s->windows)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		struct profile_span_window *sw = &s->windows[s->nwindows++];
+
+		sw->ts_ms = w[k].ts_ms;
+		sw->duration_ms = w[k].duration_ms;
+		sw->rate_hz = w[k].rate_hz;
+		sw->first = s->nrows;
+		for (uint32_t r = 0; r < w[k].nrows; r++) {
+			if (grow_rows(s, &cap) ||
+			    profile_import_row(&s->tables, &w[k], &w[k].rows[r], &s->rows[s->nrows]))
+				return -ENOMEM;
+			sw->total += s->rows[s->nrows++].count;
+			sw->nrows++;
+		}
+	}
+	return 0;
+}
+
+static void pack(msgpack_packer *pk, const struct profile_span *s)
+{
+	msgpack_pack_map(pk, 3 + profile_tables_fields(&s->tables));
+	wire_pack_str(pk, "v");
+	msgpack_pack_uint32(pk, SPAN_VERSION);
+	wire_pack_str(pk, "host");
+	wire_pack_str(pk, s->tables.host);
+	profile_pack_tables(pk, &s->tables);
+	wire_pack_str(pk, "win");
+	msgpack_pack_array(pk, s->nwindows);
+	for (uint32_t k = 0; k < s->nwindows; k++) {
+		const struct profile_span_window *w = &s->windows[k];
+
+		msgpack_pack_array(pk, 4);
+		msgpack_pack_uint64(pk, w->ts_ms);
+		msgpack_pack_uint64(pk, w->duration_ms);
+		msgpack_pack_uint32(pk, w->rate_hz);
+		msgpack_pack_array(pk, SPAN_ROW_FIELDS * w->nrows);
+		for (uint32_t i = w->first; i < w->first + w->nrows; i++) {
+			const struct profile_row *r = &s->rows[i];
+
+			msgpack_pack_uint32(pk, r->service);
+			msgpack_pack_uint32(pk, r->comm);
+			msgpack_pack_uint32(pk, r->pid);
+			msgpack_pack_uint32(pk, r->stack);
+			msgpack_pack_uint64(pk, r->count);
+			msgpack_pack_uint32(pk, r->cgroup);
+		}
+	}
+}
+
+/* Whether string a of pa is string b of pb. */
+static int same_str(const struct profile *pa, uint32_t a, const struct profile *pb, uint32_t b)
+{
+	return !strcmp(pa->strings[a], pb->strings[b]);
+}
+
+/* Whether row ra of pa and row rb of pb are the same samples of the same stack. */
+static int same_row(const struct profile *pa, const struct profile_row *ra,
+		    const struct profile *pb, const struct profile_row *rb)
+{
+	const uint32_t *sa = pa->stacks[ra->stack], *sb = pb->stacks[rb->stack];
+
+	if (ra->pid != rb->pid || ra->count != rb->count || sa[0] != sb[0] ||
+	    !same_str(pa, ra->service, pb, rb->service) || !same_str(pa, ra->comm, pb, rb->comm) ||
+	    !same_str(pa, ra->cgroup, pb, rb->cgroup))
+		return 0;
+	for (uint32_t i = 0; i < sa[0]; i++)
+		if (!same_str(pa, sa[1 + i], pb, sb[1 + i]))
+			return 0;
+	return 1;
+}
+
+/* Whether span s holds exactly the windows w[0..n). */
+static int holds(const struct profile_span *s, const struct profile *w, size_t n)
+{
+	if (s->nwindows != n || strcmp(s->tables.host, w[0].host))
+		return 0;
+	for (size_t k = 0; k < n; k++) {
+		struct profile v;
+
+		profile_span_view(s, (uint32_t)k, &v);
+		if (v.ts_ms != w[k].ts_ms || v.duration_ms != w[k].duration_ms ||
+		    v.rate_hz != w[k].rate_hz || v.nrows != w[k].nrows)
+			return 0;
+		for (uint32_t r = 0; r < v.nrows; r++)
+			if (!same_row(&v, &v.rows[r], &w[k], &w[k].rows[r]))
+				return 0;
+	}
+	return 1;
+}
+
+int profile_span_encode(const struct profile *w, size_t n, int level, char **out,
+			size_t *outlen)
+{
+	struct profile_span s = { 0 }, back;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	char err[200];
+	void *z;
+	size_t zlen;
+	int ret;
+
+	if (n == 0 || n > PROFILE_SPAN_MAX_WINDOWS)
+		return -EINVAL;
+	for (size_t k = 1; k < n; k++)
+		if (strcmp(w[k].host, w[0].host))
+			return -EINVAL;
+	ret = build(&s, w, n);
+	if (ret) {
+		profile_span_free(&s);
+		return ret;
+	}
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	pack(&pk, &s);
+	profile_span_free(&s);
+	if (!sb.data)
+		return -ENOMEM;
+	ret = snapshot_zstd_pack_level(sb.data, sb.size, level > 0 ? level : 1, &z, &zlen);
+	msgpack_sbuffer_destroy(&sb);
+	if (ret == -EAGAIN)	/* compression off: a span is only ever kept packed */
+		return -EINVAL;
+	if (ret)
+		return ret;
+	ret = profile_span_decode(z, zlen, &back, err, sizeof(err));
+	if (ret == 0 && !holds(&back, w, n))
+		ret = -EINVAL;
+	if (ret == 0) {
+		*out = z;
+		*outlen = zlen;
+	} else {
+		free(z);
+	}
+	if (ret != -ENOMEM)
+		ret = ret ? -EINVAL : 0;
+	profile_span_free(&back);
+	return ret;
+}
+
+/* ---- decode ------------------------------------------------------------ */
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
+
+/* Window k (untrusted) of s's "win" into s. */
+static int decode_window(struct profile_span *s, const msgpack_object *o, uint32_t k,
+			 uint32_t *cap, char *err, size_t errlen)
+{
+	struct profile_span_window *w = &s->windows[k];
+	const msgpack_object *rows;
+	uint64_t v[3];
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4 ||
+	    wire_u64(&o->via.array.ptr[0], &v[0]) || wire_u64(&o->via.array.ptr[1], &v[1]) ||
+	    wire_u64(&o->via.array.ptr[2], &v[2]) || v[2] > UINT32_MAX)
+		FAIL("profile span: window %u must be [ts, dur, hz, rows]", k);
+	rows = &o->via.array.ptr[3];
+	if (rows->type != MSGPACK_OBJECT_ARRAY || rows->via.array.size % SPAN_ROW_FIELDS)
+		FAIL("profile span: the rows of window %u must be %d values each", k,
+		     SPAN_ROW_FIELDS);
+	w->ts_ms = v[0];
+	w->duration_ms = v[1];
+	w->rate_hz = (uint32_t)v[2];
+	w->first = s->nrows;
+	for (uint32_t i = 0; i < rows->via.array.size; i += SPAN_ROW_FIELDS) {
+		const struct profile *t = &s->tables;
+		struct profile_row *r;
+		uint64_t f[SPAN_ROW_FIELDS];
+
+		for (int j = 0; j < SPAN_ROW_FIELDS; j++)
+			if (wire_u64(&rows->via.array.ptr[i + j], &f[j]))
+				FAIL("profile span: row %u of window %u: field %d is not an "
+				     "unsigned integer", i / SPAN_ROW_FIELDS, k, j);
+		if (f[0] >= t->nstrings || f[1] >= t->nstrings || f[2] > UINT32_MAX ||
+		    f[3] >= t->nstacks || f[5] >= t->nstrings)
+			FAIL("profile span: row %u of window %u refers past the tables",
+			     i / SPAN_ROW_FIELDS, k);
+		if (w->total + f[4] < w->total)
+			FAIL("profile span: the counts of window %u overflow", k);
+		if (grow_rows(s, cap))
+			FAIL("profile span: out of memory");
+		r = &s->rows[s->nrows++];
+		r->service = (uint32_t)f[0];
+		r->comm = (uint32_t)f[1];
+		r->pid = (uint32_t)f[2];
+		r->stack = (uint32_t)f[3];
+		r->count = f[4];
+		r->cgroup = (uint32_t)f[5];
+		w->total += f[4];
+		w->nrows++;
+	}
+	return 0;
+fail:
+	return -EINVAL;
+}
+
+static int decode_msgpack(const void *buf, size_t len, struct profile_span *s, char *err,
+			  size_t errlen)
+{
+	const msgpack_object *str = NULL, *stk = NULL, *maps = NULL, *locs = NULL, *win = NULL;
+	msgpack_unpacked msg;
+	size_t off = 0;
+	uint64_t v, version = 0;
+	uint32_t cap = 0;
+
+	msgpack_unpacked_init(&msg);
+	if (profile_init(&s->tables, ""))
+		FAIL("profile span: out of memory");
+	if (len == 0 || len > SPAN_MAX_BYTES)
+		FAIL("profile span: %zu bytes is not a span", len);
+	if (wire_check(buf, len, 5, &off) || off != len)
+		FAIL("profile span: not well-formed msgpack (truncated, or a container larger "
+		     "than the input)");
+	off = 0;
+	if (msgpack_unpack_next(&msg, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+		FAIL("profile span: not well-formed msgpack");
+	if (msg.data.type != MSGPACK_OBJECT_MAP)
+		FAIL("profile span: top level must be a map");
+	for (uint32_t i = 0; i < msg.data.via.map.size; i++) {
+		const msgpack_object *k = &msg.data.via.map.ptr[i].key;
+		const msgpack_object *val = &msg.data.via.map.ptr[i].val;
+
+		if (wire_key_is(k, "v") && !wire_u64(val, &v))
+			version = v;
+		else if (wire_key_is(k, "host") && val->type == MSGPACK_OBJECT_STR)
+			snprintf(s->tables.host, sizeof(s->tables.host), "%.*s",
+				 (int)(val->via.str.size < 199 ? val->via.str.size : 199),
+				 val->via.str.ptr);
+		else if (wire_key_is(k, "str"))
+			str = val;
+		else if (wire_key_is(k, "stk"))
+			stk = val;
+		else if (wire_key_is(k, "map"))
+			maps = val;
+		else if (wire_key_is(k, "loc"))
+			locs = val;
+		else if (wire_key_is(k, "win"))
+			win = val;
+	}
+	if (version != SPAN_VERSION)
+		FAIL("profile span: version %llu, this build reads %d",
+		     (unsigned long long)version, SPAN_VERSION);
+	if (!win || win->type != MSGPACK_OBJECT_ARRAY || !win->via.array.size ||
+	    win->via.array.size > PROFILE_SPAN_MAX_WINDOWS)
+		FAIL("profile span: 'win' must be an array of 1 to %d windows",
+		     PROFILE_SPAN_MAX_WINDOWS);
+	if (profile_decode_tables(&s->tables, str, stk, maps, locs, err, errlen)) {
+		/* "profile: why" -> "profile span: why" */
+		char why[200];
+
+		snprintf(why, sizeof(why), "%s", strncmp(err, "profile: ", 9) ? err : err + 9);
+		FAIL("profile span: %s", why);
+	}
+	s->windows = calloc(win->via.array.size, sizeof(*s->windows));
+	if (!s->windows)
+		FAIL("profile span: out of memory");
+	for (uint32_t k = 0; k < win->via.array.size; k++) {
+		if (decode_window(s, &win->via.array.ptr[k], k, &cap, err, errlen))
+			goto fail;
+		s->nwindows++;
+	}
+	msgpack_unpacked_destroy(&msg);
+	return 0;
+fail:
+	msgpack_unpacked_destroy(&msg);
+	profile_span_free(s);
+	return -EINVAL;
+}
+
+int profile_span_decode(const void *buf, size_t len, struct profile_span *s, char *err,
+			size_t errlen)
+{
+	char why[200];
+	void *plain;
+	size_t plen;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	if (!snapshot_zstd_is_frame(buf, len))
+		return decode_msgpack(buf, len, s, err, errlen);
+	ret = snapshot_zstd_unpack(buf, len, SPAN_MAX_BYTES, &plain, &plen, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "profile span: %s", why);
+		return ret;
+	}
+	if (snapshot_zstd_is_frame(plain, plen)) {
+		free(plain);
+		snprintf(err, errlen, "profile span: a zstd frame inside a zstd frame");
+		return -EINVAL;
+	}
+	ret = decode_msgpack(plain, plen, s, err, errlen);
+	free(plain);
+	return ret;
+}
