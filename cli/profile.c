@@ -55,7 +55,8 @@ static int load_range(struct conn *rc, const char *host, int kind, uint64_t from
 		return -1;
 	}
 	if (bad)
-		fprintf(stderr, "faultline profile: skipped %zu undecodable windows\n", bad);
+		fprintf(stderr, "faultline profile: skipped %zu windows or chunks that do not "
+			"decode\n", bad);
 	{
 		char key[300];
 

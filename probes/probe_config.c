@@ -253,10 +253,11 @@ const struct cfg_field probe_config_schema[] = {
 		     "<= 5.8 MB at 90d, less once days are chunks)"),
 	CFG_DURATION("retention.p10", PC, retention_p10_ns, (60 * NSEC_PER_SEC), 365 * DAY,
 		     "How long 10 s profile windows (and I/O stacks) are kept (a real host: "
-		     "1-12 KB a window as zstd, 0.3-4 MB an hour with I/O stacks)"),
+		     "1-12 KB a window as zstd, ~3x less once its 10 minutes are a chunk; "
+		     "0.2-2.4 MB an hour with I/O stacks)"),
 	CFG_DURATION("retention.p3600", PC, retention_p3600_ns, (3600 * NSEC_PER_SEC), 3650 * DAY,
 		     "How long hourly profiles are kept (a real host: ~17-23 KB an hour as "
-		     "zstd, ~3-4 MB at 7d)"),
+		     "zstd, <= 3-4 MB at 7d, less once days are chunks)"),
 	CFG_CUSTOM_AT("remote_write.url", parse_rw_url, "string", CFG_F_STRING, PC, remote_write.url,
 		      "Prometheus remote write receiver (http(s)://.../api/v1/write); empty: off"),
 	CFG_CUSTOM_AT("remote_write.tier", parse_rw_tier, "duration", CFG_F_DURATION, PC,

@@ -676,8 +676,13 @@ int sim_run(const struct scenario *sc, const struct sim_opts *o, struct sim_stat
 	sm.end_ms = sm.start_ms + duration;
 	/* the 1 s tier must still hold the scenario's start when it ends */
 	so.retention_ms[0] = duration + 15 * 60 * 1000;
-	/* replays read all of it second by second: entries, not minute chunks */
+	/*
+	 * Replays read all of it second by second: entries, not minute
+	 * chunks.  Profile windows stay entries too: the sim's tests read them
+	 * as the probe wrote them.
+	 */
 	so.s1_entries_only = 1;
+	so.profiles_entries_only = 1;
 	so.retention_ms[1] = 7ULL * 86400 * 1000;
 	so.retention_ms[2] = 90ULL * 86400 * 1000;
 	sm.h = calloc(sm.n, sizeof(*sm.h));

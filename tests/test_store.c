@@ -22,6 +22,8 @@
 #include "core/timeutil.h"
 #include "model/chunk.h"
 #include "store/wake.h"
+#include "store/compaction.h"
+#include "model/profile.h"
 
 static struct test_redis redis;
 
@@ -1021,6 +1023,157 @@ Test(store, profile_burst_and_windows_round_trip, .init = setup, .fini = teardow
 	free(blob);
 	profile_free(&p);
 	profile_free(&into);
+	conn_close(c);
+	store_close(st);
+}
+
+/* Window k of host's 10 s CPU profile from t0: a frame of its own and a count of k + 1. */
+static void put_window(struct store *st, const char *host, uint64_t t0, int k)
+{
+	struct profile p;
+	char own[32], *blob;
+	const char *frames[3] = { "main", k % 2 ? "serve" : "gc", own };
+	size_t len;
+
+	snprintf(own, sizeof(own), "window_%d", k);
+	profile_init(&p, host);
+	p.ts_ms = t0 + 10000ULL * (uint64_t)(k + 1);
+	p.duration_ms = 10000;
+	p.rate_hz = 19;
+	cr_assert_eq(profile_add(&p, "api", "api-server", 42, frames, 3, (uint64_t)k + 1), 0);
+	cr_assert_eq(profile_encode(&p, &blob, &len), 0);
+	cr_assert_eq(profile_store_put(st, host, PROFILE_CPU, p.ts_ms, 0, blob, len), 0);
+	free(blob);
+	profile_free(&p);
+}
+
+/* Merge host's CPU windows ending in [from, to]: how many, their samples, which frames. */
+static int read_windows(struct conn *c, const char *host, uint64_t from, uint64_t to,
+			uint64_t *total, size_t *bad, int *seen, int nseen)
+{
+	struct profile into;
+	char err[256];
+	int n;
+
+	profile_init(&into, host);
+	n = profile_read_merge(c, host, PROFILE_CPU, from, to, NULL, &into, bad, err,
+			       sizeof(err));
+	cr_assert_geq(n, 0, "%s", err);
+	*total = into.total;
+	for (int k = 0; k < nseen; k++) {
+		char own[32];
+
+		snprintf(own, sizeof(own), "window_%d", k);
+		seen[k] = 0;
+		for (uint32_t i = 0; i < into.nstrings; i++)
+			seen[k] |= !strcmp(into.strings[i], own);
+	}
+	profile_free(&into);
+	return n;
+}
+
+static long long stream_len(struct conn *c, const char *key)
+{
+	redisReply *r = conn_commandf(c, key, "XLEN %s", key);
+	long long n;
+
+	cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+	n = r->integer;
+	freeReplyObject(r);
+	return n;
+}
+
+/*
+ * A profile stream is kept as spans (10 min of 10 s windows): once a
+ * window of the next span lands, the ended span's windows go into one
+ * chunk and leave the stream; the newest span stays entries.  A read
+ * takes every window in its range exactly once: whole, from the middle of
+ * one chunk to the middle of the next, when a chunk and the entries both
+ * hold a span (compacted between a reader's two reads), and past a chunk
+ * that does not decode (counted bad).
+ */
+Test(store, profile_spans_compact_and_read_back_once, .init = setup, .fini = teardown)
+{
+	const uint64_t t0 = 1764500400000ULL;	/* a 10-minute boundary */
+	struct store *st = open_store(1000);
+	struct conn *c = conn();
+	uint64_t total;
+	size_t bad;
+	int seen[130], n;
+	redisReply *r;
+
+	cr_assert_eq(t0 % KEY_PROFILE_SPAN_10S_MS, 0);
+	for (int k = 0; k < 130; k++)
+		put_window(st, "web-3", t0, k);
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	cr_assert_eq(stream_len(c, "fl:{web-3}:p10"), 10, "the newest span stays entries");
+	cr_assert_eq(stream_len(c, "fl:{web-3}:p10:chunks"), 2, "two ended spans, two chunks");
+
+	n = read_windows(c, "web-3", 0, 0, &total, &bad, seen, 130);
+	cr_assert_eq(n, 130);
+	cr_assert_eq(total, 130 * 131 / 2, "every window's samples once");
+	cr_assert_eq(bad, 0);
+	for (int k = 0; k < 130; k++)
+		cr_assert(seen[k], "window %d is missing", k);
+
+	/* windows ending in [t0 + 300 s, t0 + 900 s]: k + 1 in [30, 90] */
+	n = read_windows(c, "web-3", t0 + 300000, t0 + 900000, &total, &bad, seen, 130);
+	cr_assert_eq(n, 61);
+	cr_assert_eq(total, (90 * 91 - 29 * 30) / 2);
+	for (int k = 0; k < 130; k++)
+		cr_assert_eq(seen[k], k >= 29 && k <= 89, "window %d", k);
+
+	/* the first span both compacted and (again) entries: each window once */
+	r = conn_commandf(c, "fl:{web-3}:p10", "XRANGE fl:{web-3}:p10:chunks - + COUNT 1");
+	cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+	freeReplyObject(r);
+	{
+		struct store_opts o = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+					.spool_max_entries = 1000, .profiles_entries_only = 1 };
+		char err[256];
+		struct store *plain = store_open(&o, err, sizeof(err));
+
+		cr_assert_not_null(plain, "%s", err);
+		for (int k = 0; k < 70; k++)
+			put_window(plain, "web-4", t0, k);
+		cr_assert_eq(store_flush(plain, 20 * NSEC_PER_SEC), 0);
+		store_close(plain);
+	}
+	cr_assert_eq(stream_len(c, "fl:{web-4}:p10"), 70, "entries only: nothing compacted");
+	freeReplyObject(conn_commandf(c, "fl:{web-4}:p10", "COPY fl:{web-4}:p10 fl:{web-4}:keep"));
+	{
+		char err[256];
+
+		cr_assert_eq(store_compact_span(c, "web-4", COMPACT_PROFILE(PROFILE_CPU), t0, 0, err,
+						sizeof(err)), 0, "%s", err);
+	}
+	cr_assert_eq(stream_len(c, "fl:{web-4}:p10"), 10);
+	cr_assert_eq(stream_len(c, "fl:{web-4}:p10:chunks"), 1);
+	freeReplyObject(conn_commandf(c, "fl:{web-4}:p10",
+				      "COPY fl:{web-4}:keep fl:{web-4}:p10 REPLACE"));
+	cr_assert_eq(stream_len(c, "fl:{web-4}:p10"), 70);
+	n = read_windows(c, "web-4", 0, 0, &total, &bad, seen, 70);
+	cr_assert_eq(n, 70, "%d windows merged from 70 entries and a chunk of 60 of them", n);
+	cr_assert_eq(total, 70 * 71 / 2);
+
+	/* a chunk that does not decode: counted, the rest read */
+	freeReplyObject(conn_commandf(c, "fl:{web-3}:p10", "XADD fl:{web-3}:p10:chunks %llu-0 c junk",
+				      (unsigned long long)(t0 + 1200000)));
+	n = read_windows(c, "web-3", 0, 0, &total, &bad, seen, 130);
+	cr_assert_eq(n, 130);
+	cr_assert_eq(bad, 1);
+
+	/* a span holding an entry that does not decode stays entries: nothing lost */
+	freeReplyObject(conn_commandf(c, "fl:{web-5}:p10", "XADD fl:{web-5}:p10 %llu-0 d junk",
+				      (unsigned long long)(t0 + 5000)));
+	for (int k = 0; k < 61; k++)
+		put_window(st, "web-5", t0, k);
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	cr_assert_eq(stream_len(c, "fl:{web-5}:p10"), 62);
+	cr_assert_eq(stream_len(c, "fl:{web-5}:p10:chunks"), 0);
+	n = read_windows(c, "web-5", 0, 0, &total, &bad, seen, 61);
+	cr_assert_eq(n, 61);
+	cr_assert_eq(bad, 1);
 	conn_close(c);
 	store_close(st);
 }

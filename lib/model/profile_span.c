@@ -11,6 +11,7 @@
 
 #include <msgpack.h>
 
+#include "core/array.h"
 #include "model/profile_internal.h"
 #include "model/snapshot_zstd.h"
 #include "model/wire.h"
@@ -29,19 +30,9 @@ void profile_span_free(struct profile_span *s)
 }
 
 /* Room for one more row in s. 0 or -ENOMEM. */
-static int grow_rows(struct profile_span *s, uint32_t *cap)
+static int grow_rows(struct profile_span *s)
 {
-	struct profile_row *r;
-	uint32_t n = *cap ? 2 * *cap : 256;
-
-	if (s->nrows < *cap)
-		return 0;
-	r = realloc(s->rows, (size_t)n * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	s->rows = r;
-	*cap = n;
-	return 0;
+	return ARRAY_GROW(s->rows, s->cap_rows, s->nrows + 1, 256);
 }
 
 void profile_span_view(const struct profile_span *s, uint32_t i, struct profile *view)
@@ -60,31 +51,32 @@ void profile_span_view(const struct profile_span *s, uint32_t i, struct profile 
 
 /* ---- encode ------------------------------------------------------------ */
 
-/* The windows w[0..n) with their rows' names interned in s->tables. */
-static int build(struct profile_span *s, const struct profile *w, size_t n)
+int profile_span_add(struct profile_span *s, const struct profile *w)
 {
-	uint32_t cap = 0;
+	struct profile_span_window *sw;
 
-	if (profile_init(&s->tables, w[0].host))
+	if (!s->tables.strings && profile_init(&s->tables, w->host))
 		return -ENOMEM;
-	s->windows = calloc(n, sizeof(*s->windows));
-	if (!s->windows)
+	if (strcmp(w->host, s->tables.host) || s->nwindows >= PROFILE_SPAN_MAX_WINDOWS)
+		return -EINVAL;
+	if (ARRAY_GROW(s->windows, s->cap_windows, s->nwindows + 1, 64))
 		return -ENOMEM;
-	for (size_t k = 0; k < n; k++) {
-		struct profile_span_window *sw = &s->windows[s->nwindows++];
-
-		sw->ts_ms = w[k].ts_ms;
-		sw->duration_ms = w[k].duration_ms;
-		sw->rate_hz = w[k].rate_hz;
-		sw->first = s->nrows;
-		for (uint32_t r = 0; r < w[k].nrows; r++) {
-			if (grow_rows(s, &cap) ||
-			    profile_import_row(&s->tables, &w[k], &w[k].rows[r], &s->rows[s->nrows]))
-				return -ENOMEM;
-			sw->total += s->rows[s->nrows++].count;
-			sw->nrows++;
+	sw = &s->windows[s->nwindows];
+	memset(sw, 0, sizeof(*sw));
+	sw->ts_ms = w->ts_ms;
+	sw->duration_ms = w->duration_ms;
+	sw->rate_hz = w->rate_hz;
+	sw->first = s->nrows;
+	for (uint32_t r = 0; r < w->nrows; r++) {
+		if (grow_rows(s) ||
+		    profile_import_row(&s->tables, w, &w->rows[r], &s->rows[s->nrows])) {
+			s->nrows = sw->first;	/* the window is not added (its names may stay) */
+			return -ENOMEM;
 		}
+		sw->total += s->rows[s->nrows++].count;
+		sw->nrows++;
 	}
+	s->nwindows++;
 	return 0;
 }
 
@@ -141,50 +133,35 @@ static int same_row(const struct profile *pa, const struct profile_row *ra,
 	return 1;
 }
 
-/* Whether span s holds exactly the windows w[0..n). */
-static int holds(const struct profile_span *s, const struct profile *w, size_t n)
+int profile_span_window_is(const struct profile_span *s, uint32_t i, const struct profile *w)
 {
-	if (s->nwindows != n || strcmp(s->tables.host, w[0].host))
-		return 0;
-	for (size_t k = 0; k < n; k++) {
-		struct profile v;
+	struct profile v;
 
-		profile_span_view(s, (uint32_t)k, &v);
-		if (v.ts_ms != w[k].ts_ms || v.duration_ms != w[k].duration_ms ||
-		    v.rate_hz != w[k].rate_hz || v.nrows != w[k].nrows)
+	if (i >= s->nwindows || strcmp(s->tables.host, w->host))
+		return 0;
+	profile_span_view(s, i, &v);
+	if (v.ts_ms != w->ts_ms || v.duration_ms != w->duration_ms || v.rate_hz != w->rate_hz ||
+	    v.nrows != w->nrows)
+		return 0;
+	for (uint32_t r = 0; r < v.nrows; r++)
+		if (!same_row(&v, &v.rows[r], w, &w->rows[r]))
 			return 0;
-		for (uint32_t r = 0; r < v.nrows; r++)
-			if (!same_row(&v, &v.rows[r], &w[k], &w[k].rows[r]))
-				return 0;
-	}
 	return 1;
 }
 
-int profile_span_encode(const struct profile *w, size_t n, int level, char **out,
-			size_t *outlen)
+int profile_span_pack(const struct profile_span *s, int level, char **out, size_t *outlen)
 {
-	struct profile_span s = { 0 }, back;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	char err[200];
 	void *z;
 	size_t zlen;
 	int ret;
 
-	if (n == 0 || n > PROFILE_SPAN_MAX_WINDOWS)
+	if (!s->nwindows)
 		return -EINVAL;
-	for (size_t k = 1; k < n; k++)
-		if (strcmp(w[k].host, w[0].host))
-			return -EINVAL;
-	ret = build(&s, w, n);
-	if (ret) {
-		profile_span_free(&s);
-		return ret;
-	}
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	pack(&pk, &s);
-	profile_span_free(&s);
+	pack(&pk, s);
 	if (!sb.data)
 		return -ENOMEM;
 	ret = snapshot_zstd_pack_level(sb.data, sb.size, level > 0 ? level : 1, &z, &zlen);
@@ -193,17 +170,36 @@ int profile_span_encode(const struct profile *w, size_t n, int level, char **out
 		return -EINVAL;
 	if (ret)
 		return ret;
-	ret = profile_span_decode(z, zlen, &back, err, sizeof(err));
-	if (ret == 0 && !holds(&back, w, n))
+	*out = z;
+	*outlen = zlen;
+	return 0;
+}
+
+int profile_span_encode(const struct profile *w, size_t n, int level, char **out,
+			size_t *outlen)
+{
+	struct profile_span s = { 0 }, back;
+	char err[200];
+	int ret = n && n <= PROFILE_SPAN_MAX_WINDOWS ? 0 : -EINVAL;
+
+	for (size_t k = 0; k < n && !ret; k++)
+		ret = profile_span_add(&s, &w[k]);
+	if (!ret)
+		ret = profile_span_pack(&s, level, out, outlen);
+	profile_span_free(&s);
+	if (ret)
+		return ret;
+	ret = profile_span_decode(*out, *outlen, &back, err, sizeof(err));
+	for (size_t k = 0; k < n && !ret; k++)
+		if (!profile_span_window_is(&back, (uint32_t)k, &w[k]))
+			ret = -EINVAL;
+	if (!ret && back.nwindows != n)
 		ret = -EINVAL;
-	if (ret == 0) {
-		*out = z;
-		*outlen = zlen;
-	} else {
-		free(z);
+	if (ret) {
+		free(*out);
+		*out = NULL;
+		ret = ret == -ENOMEM ? ret : -EINVAL;
 	}
-	if (ret != -ENOMEM)
-		ret = ret ? -EINVAL : 0;
 	profile_span_free(&back);
 	return ret;
 }
@@ -214,7 +210,7 @@ int profile_span_encode(const struct profile *w, size_t n, int level, char **out
 
 /* Window k (untrusted) of s's "win" into s. */
 static int decode_window(struct profile_span *s, const msgpack_object *o, uint32_t k,
-			 uint32_t *cap, char *err, size_t errlen)
+			 char *err, size_t errlen)
 {
 	struct profile_span_window *w = &s->windows[k];
 	const msgpack_object *rows;
@@ -247,7 +243,7 @@ static int decode_window(struct profile_span *s, const msgpack_object *o, uint32
 			     i / SPAN_ROW_FIELDS, k);
 		if (w->total + f[4] < w->total)
 			FAIL("profile span: the counts of window %u overflow", k);
-		if (grow_rows(s, cap))
+		if (grow_rows(s))
 			FAIL("profile span: out of memory");
 		r = &s->rows[s->nrows++];
 		r->service = (uint32_t)f[0];
@@ -271,7 +267,6 @@ static int decode_msgpack(const void *buf, size_t len, struct profile_span *s, c
 	msgpack_unpacked msg;
 	size_t off = 0;
 	uint64_t v, version = 0;
-	uint32_t cap = 0;
 
 	msgpack_unpacked_init(&msg);
 	if (profile_init(&s->tables, ""))
@@ -324,8 +319,9 @@ static int decode_msgpack(const void *buf, size_t len, struct profile_span *s, c
 	s->windows = calloc(win->via.array.size, sizeof(*s->windows));
 	if (!s->windows)
 		FAIL("profile span: out of memory");
+	s->cap_windows = win->via.array.size;
 	for (uint32_t k = 0; k < win->via.array.size; k++) {
-		if (decode_window(s, &win->via.array.ptr[k], k, &cap, err, errlen))
+		if (decode_window(s, &win->via.array.ptr[k], k, err, errlen))
 			goto fail;
 		s->nwindows++;
 	}

@@ -42,7 +42,29 @@ struct profile_span {
 	uint32_t nwindows;
 	struct profile_row *rows;	/* indexes into tables */
 	uint32_t nrows;
+	uint32_t cap_windows, cap_rows;
 };
+
+/*
+ * Append window w to s (zeroed, or built by this: the first window names
+ * the host).  Returns 0, -EINVAL when w is another host's or s holds
+ * PROFILE_SPAN_MAX_WINDOWS, or -ENOMEM (w is not added).
+ */
+int profile_span_add(struct profile_span *s, const struct profile *w);
+
+/*
+ * s (at least one window) as a span blob into *out (malloc'd, *outlen
+ * bytes), a zstd frame at level.  Returns 0, -EINVAL (no windows, or
+ * compression off: FAULTLINE_WIRE_COMPRESS=0) or -ENOMEM.
+ */
+int profile_span_pack(const struct profile_span *s, int level, char **out, size_t *outlen);
+
+/*
+ * Whether window i of s is w exactly: its time, length, rate and every
+ * row in order (names, pid, stack frames, count, cgroup compared as
+ * strings).  Frame locations are not compared (a span keeps the first).
+ */
+int profile_span_window_is(const struct profile_span *s, uint32_t i, const struct profile *w);
 
 /*
  * Windows w[0..n) (one host's, oldest first) as one span blob into *out

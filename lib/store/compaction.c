@@ -18,6 +18,8 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "model/chunk.h"
+#include "model/profile.h"
+#include "model/profile_span.h"
 #include "model/snapshot.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
@@ -128,24 +130,47 @@ static int swap_in(struct conn *c, const char *key, const char *ckey, uint64_t s
 	return ret;
 }
 
-int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t span_start,
-		       uint64_t minid, char *err, size_t errlen)
+/*
+ * What an encoded span comes to (ret: its encoder's answer, why: the
+ * reason it gave): swapped in for its entries r, left as entries for good
+ * (logged), or retried (-EAGAIN: no memory).  Frees blob and r.  Returns
+ * as store_compact_span.
+ */
+static int finish_span(struct conn *c, const char *key, const char *ckey, uint64_t span_start,
+		       uint64_t minid, int ret, char *blob, size_t len, const char *why,
+		       redisReply *r, char *err, size_t errlen)
 {
-	uint64_t span = chunk_span_ms(tier);
-	char key[320], ckey[320], from[32], to[32], why[256];
-	const char *argv[4] = { "XRANGE", key, from, to };
-	struct snapshot *pts = NULL;
-	size_t n = 0, len;
-	redisReply *r;
-	char *blob;
-	int ret;
+	if (ret == -ENOMEM) {
+		snprintf(err, errlen, "out of memory");
+		ret = -EAGAIN;
+	} else if (ret) {
+		log_warn("%s: span %" PRIu64 " stays as %zu entries (%s)", key, span_start,
+			 r->elements, why);
+		ret = 0;
+	} else {
+		ret = swap_in(c, key, ckey, span_start, minid, blob, len, r, err, errlen);
+		if (!ret)
+			log_debug("%s: span %" PRIu64 ": %zu entries -> a %zu-byte chunk", key,
+				  span_start, r->elements, len);
+	}
+	free(blob);
+	freeReplyObject(r);
+	return ret;
+}
 
-	if (!span || key_tier(key, sizeof(key), host, tier) < 0 ||
-	    key_chunks(ckey, sizeof(ckey), host, tier) < 0)
-		return 0;
-	/* the windows that start in the span: ids (window ends) in (start, start + span] */
-	snprintf(from, sizeof(from), "%" PRIu64, span_start + 1);
-	snprintf(to, sizeof(to), "%" PRIu64, span_start + span);
+/*
+ * XRANGE of key's entries with ids in (start, start + span] into *out.
+ * 0, or -EIO / -EAGAIN with the reason in err (store_compact_span).
+ */
+static int read_span(struct conn *c, const char *key, uint64_t start, uint64_t span,
+		     redisReply **out, char *err, size_t errlen)
+{
+	char from[32], to[32];
+	const char *argv[4] = { "XRANGE", key, from, to };
+	redisReply *r;
+
+	snprintf(from, sizeof(from), "%" PRIu64, start + 1);
+	snprintf(to, sizeof(to), "%" PRIu64, start + span);
 	r = conn_command(c, key, 4, argv, NULL);
 	if (!r) {
 		snprintf(err, errlen, "redis: reading %s: %s", key, conn_errstr(c));
@@ -157,6 +182,152 @@ int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t
 		freeReplyObject(r);
 		return -EAGAIN;
 	}
+	*out = r;
+	return 0;
+}
+
+/*
+ * Host's profile stream of kind: the windows of the span at span_start
+ * into one profile_span blob (profile_span.h), swapped in for them as a
+ * tier's chunk is.  Returns as store_compact_span.
+ */
+/*
+ * Entry i of a profile span r as a window into w, its end checked against
+ * its id: readers tell a chunk's windows from entries by their ends.
+ * 0, or -EINVAL / -ENOMEM with the reason in why.
+ */
+static int span_window(const redisReply *r, size_t i, struct profile *w, char *why,
+		       size_t whylen)
+{
+	const redisReply *d = entry_data(r->element[i]);
+	const char *id = r->element[i]->element[0]->str;
+	char derr[200];
+	int ret;
+
+	if (!d) {
+		snprintf(why, whylen, "entry %s has no \"d\" field", id);
+		return -EINVAL;
+	}
+	ret = profile_decode(d->str, d->len, w, derr, sizeof(derr));
+	if (ret) {
+		snprintf(why, whylen, "entry %s: %s", id, derr);
+		return ret;
+	}
+	if (w->ts_ms != strtoull(id, NULL, 10)) {
+		snprintf(why, whylen, "entry %s: its window ends at %" PRIu64, id, w->ts_ms);
+		profile_free(w);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The windows of r into one span blob (*blob, *len), built a window at a
+ * time (a busy host's 60 windows decoded at once are ~10 MB), then
+ * decoded back and compared with each entry again.  0, or -EINVAL /
+ * -ENOMEM with the reason in why.
+ */
+static int encode_profile_span(const redisReply *r, char **blob, size_t *len, char *why,
+			       size_t whylen)
+{
+	struct profile_span s = { 0 }, back = { 0 };
+	struct profile w;
+	char derr[200];
+	int ret = 0;
+
+	for (size_t i = 0; i < r->elements && !ret; i++) {
+		ret = span_window(r, i, &w, why, whylen);
+		if (ret)
+			break;
+		ret = profile_span_add(&s, &w);
+		profile_free(&w);
+	}
+	if (!ret)
+		ret = profile_span_pack(&s, PROFILE_LEVEL_ARCHIVE, blob, len);
+	profile_span_free(&s);
+	if (ret) {
+		if (!why[0])
+			snprintf(why, whylen, "a span cannot hold its windows");
+		return ret;
+	}
+	ret = profile_span_decode(*blob, *len, &back, derr, sizeof(derr));
+	if (ret)
+		snprintf(why, whylen, "the span does not read back: %s", derr);
+	for (size_t i = 0; i < r->elements && !ret; i++) {
+		ret = span_window(r, i, &w, why, whylen);
+		if (ret)
+			break;
+		if (!profile_span_window_is(&back, (uint32_t)i, &w)) {
+			snprintf(why, whylen, "entry %s reads back otherwise from the span",
+				 r->element[i]->element[0]->str);
+			ret = -EINVAL;
+		}
+		profile_free(&w);
+	}
+	if (!ret && back.nwindows != r->elements)
+		ret = -EINVAL;
+	profile_span_free(&back);
+	if (ret) {
+		free(*blob);
+		*blob = NULL;
+	}
+	return ret == -ENOMEM ? ret : ret ? -EINVAL : 0;
+}
+
+/*
+ * Host's profile stream of kind: the windows of the span at span_start
+ * into one profile_span blob (profile_span.h), swapped in for them as a
+ * tier's chunk is.  Returns as store_compact_span.
+ */
+static int compact_profile_span(struct conn *c, const char *host, int kind,
+				uint64_t span_start, uint64_t minid, char *err, size_t errlen)
+{
+	char key[320], ckey[320], why[256] = "";
+	size_t len = 0;
+	redisReply *r;
+	char *blob = NULL;
+	int ret;
+
+	if (key_profile(key, sizeof(key), host, kind) < 0 ||
+	    key_profile_chunks(ckey, sizeof(ckey), host, kind) < 0)
+		return 0;
+	ret = read_span(c, key, span_start, key_profile_span_ms(kind), &r, err, errlen);
+	if (ret)
+		return ret;
+	if (r->elements == 0) {
+		freeReplyObject(r);
+		return 0;
+	}
+	if (r->elements > PROFILE_SPAN_MAX_WINDOWS) {
+		snprintf(why, sizeof(why), "more than %d windows", PROFILE_SPAN_MAX_WINDOWS);
+		ret = -EINVAL;
+	} else {
+		ret = encode_profile_span(r, &blob, &len, why, sizeof(why));
+	}
+	return finish_span(c, key, ckey, span_start, minid, ret, blob, len, why, r, err, errlen);
+}
+
+int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t span_start,
+		       uint64_t minid, char *err, size_t errlen)
+{
+	uint64_t span = chunk_span_ms(tier);
+	char key[320], ckey[320], why[256] = "";
+	struct snapshot *pts = NULL;
+	size_t n = 0, len = 0;
+	redisReply *r;
+	char *blob = NULL;
+	int ret;
+
+	if (tier >= COMPACT_PROFILE_BASE && tier < COMPACT_PROFILE(KEY_PROFILE_KINDS))
+		return compact_profile_span(c, host, (int)(tier - COMPACT_PROFILE_BASE), span_start,
+					    minid, err, errlen);
+	if (!span || key_tier(key, sizeof(key), host, tier) < 0 ||
+	    key_chunks(ckey, sizeof(ckey), host, tier) < 0)
+		return 0;
+	/* the windows that start in the span: ids (window ends) in (start, start + span] */
+	ret = read_span(c, key, span_start, span, &r, err, errlen);
+	if (ret)
+		return ret;
 	if (r->elements == 0 || r->elements > CHUNK_MAX_POINTS) {
 		freeReplyObject(r);
 		return 0;
@@ -176,24 +347,7 @@ int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t
 	for (size_t i = 0; i < n; i++)
 		snapshot_free(&pts[i]);
 	free(pts);
-	if (ret == -ENOMEM) {
-		freeReplyObject(r);
-		snprintf(err, errlen, "out of memory");
-		return -EAGAIN;
-	}
-	if (ret) {
-		log_warn("%s: span %" PRIu64 " stays as %zu entries (%s)", key, span_start,
-			 r->elements, why);
-		freeReplyObject(r);
-		return 0;
-	}
-	ret = swap_in(c, key, ckey, span_start, minid, blob, len, r, err, errlen);
-	if (!ret)
-		log_debug("%s: span %" PRIu64 ": %zu entries -> a %zu-byte chunk", key, span_start,
-			  r->elements, len);
-	free(blob);
-	freeReplyObject(r);
-	return ret;
+	return finish_span(c, key, ckey, span_start, minid, ret, blob, len, why, r, err, errlen);
 }
 
 /* ---- the compactor thread ------------------------------------------------ */

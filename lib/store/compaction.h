@@ -26,6 +26,16 @@
 struct conn;
 
 /*
+ * What a compaction compacts, its `tier`: a snapshot tier (1, 60, 3600;
+ * model/chunk.h), or a profile stream, COMPACT_PROFILE(enum profile_kind),
+ * whose ended span (key_profile_span_ms, keyspace.h) of windows goes into one
+ * model/profile_span.h blob at fl:{H}:p10:chunks (keyspace.h), the same
+ * way: read back, encoded, checked, swapped in one script.
+ */
+#define COMPACT_PROFILE_BASE 0x10000u
+#define COMPACT_PROFILE(kind) (COMPACT_PROFILE_BASE + (uint32_t)(kind))	/* kind: 0-3 */
+
+/*
  * Compact host's tier-`tier` span starting at span_start (ms, aligned to
  * chunk_span_ms(tier)); the chunk stream is trimmed to minid (0:
  * not trimmed).  Returns 0 when the span is done with (compacted, empty,

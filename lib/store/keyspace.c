@@ -35,15 +35,24 @@ int key_chunks(char *buf, size_t len, const char *host, uint32_t tier)
 	return name(buf, len, "fl:{%s}:s%u:chunks", host, tier);
 }
 
+static const char *const profile_suffix[] = { "p10", "p3600", "io10", "iowait10" };
+
 int key_profile(char *buf, size_t len, const char *host, int kind)
 {
-	static const char *const suffix[] = { "p10", "p3600", "io10", "iowait10" };
-
 	if (kind < 0 || kind > 3) {
 		buf[0] = '\0';
 		return -EINVAL;
 	}
-	return name(buf, len, "fl:{%s}:%s", host, suffix[kind]);
+	return name(buf, len, "fl:{%s}:%s", host, profile_suffix[kind]);
+}
+
+int key_profile_chunks(char *buf, size_t len, const char *host, int kind)
+{
+	if (kind < 0 || kind > 3) {
+		buf[0] = '\0';
+		return -EINVAL;
+	}
+	return name(buf, len, "fl:{%s}:%s:chunks", host, profile_suffix[kind]);
 }
 
 int key_profile_burst(char *buf, size_t len, const char *host)

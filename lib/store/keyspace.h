@@ -29,12 +29,20 @@
  *       here, XDEL there), so a reader that reads the tier before its
  *       chunks meets every point once or twice, never not at all
  *       (store_read.c)
- *   fl:{H}:p10                   stream  probe             alerter, CLI       1 h
- *   fl:{H}:p3600                 stream  probe             alerter, CLI       30 d
- *   fl:{H}:io10                  stream  probe             alerter, CLI       1 h
- *   fl:{H}:iowait10              stream  probe             alerter, CLI       1 h
+ *   fl:{H}:p10                   stream  probe, sim        alerter, CLI, web  retention.p10 (1 h)
+ *   fl:{H}:p3600                 stream  probe             alerter, CLI       retention.p3600 (7 d)
+ *   fl:{H}:io10                  stream  probe             alerter, CLI       retention.p10
+ *   fl:{H}:iowait10              stream  probe             alerter, CLI       retention.p10
  *       profile windows (10 s, hourly top; I/O submissions, I/O waits),
- *       field "d" = model/profile.h blob
+ *       entry id = the window's end (ms), field "d" = model/profile.h blob
+ *   fl:{H}:p10:chunks (and p3600, io10, iowait10)
+ *                                stream  probe             as the stream      as the stream
+ *       entry id = the span's start (ms), field "c" = model/profile_span.h:
+ *       an ended span of the stream's windows (10 min of 10 s ones, a day
+ *       of hourly ones: key_profile_span_ms) sharing one set of tables,
+ *       swapped in for its entries as the tiers' chunks are; a reader
+ *       reads the entries, then the chunks, and takes each window once
+ *       (profile_store.c)
  *   fl:{H}:profile:burst         string  CLI profile       probe              TTL of the burst
  *       requested sampling rate (Hz) for a burst profile
  *   fl:{H}:drives                hash    probe             alerter, CLI       kept
@@ -128,6 +136,20 @@
 #define KEY_DEPLOYS_RETENTION_MS (90ULL * 24 * 3600 * 1000)
 #define KEY_P10_RETENTION_MS (3600ULL * 1000)
 #define KEY_P3600_RETENTION_MS (7ULL * 24 * 3600 * 1000)
+
+/*
+ * The span of a profile stream's chunks (ms): a chunk holds the windows
+ * whose ends are in (S, S + span].  Ten minutes of 10 s windows (60 share
+ * one set of tables, ~2x smaller than alone; the newest span stays
+ * entries: ~5 of the hour's 60 minutes), a day of hourly ones.
+ */
+#define KEY_PROFILE_KINDS 4	/* enum profile_kind: p10, p3600, io10, iowait10 */
+#define KEY_PROFILE_SPAN_10S_MS (600ULL * 1000)
+#define KEY_PROFILE_SPAN_HOURLY_MS (24ULL * 3600 * 1000)
+static inline uint64_t key_profile_span_ms(int kind)
+{
+	return kind == 1 ? KEY_PROFILE_SPAN_HOURLY_MS : KEY_PROFILE_SPAN_10S_MS;
+}
 #define KEY_STREAM_MAXLEN "100000"	/* what the alerter writes (dead letters, records) */
 /*
  * fl:alerts keeps what its consumers have acknowledged this long, unless it
@@ -145,6 +167,7 @@ int key_tier(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H}:
 int key_chunks(char *buf, size_t len, const char *host, uint32_t tier);	/* fl:{H}:s60:chunks */
 /* kind: enum profile_kind (store/profile_store.h) */
 int key_profile(char *buf, size_t len, const char *host, int kind);	/* fl:{H}:p10 */
+int key_profile_chunks(char *buf, size_t len, const char *host, int kind); /* fl:{H}:p10:chunks */
 int key_profile_burst(char *buf, size_t len, const char *host);
 int key_drives(char *buf, size_t len, const char *host);
 int key_host_record(char *buf, size_t len, const char *host);	/* fl:{H}:host */

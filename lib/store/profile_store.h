@@ -10,6 +10,10 @@
  *   fl:{H}:iowait10       stream of 10 s I/O wait profiles: counts are
  *                         microseconds its submitters waited in io_schedule,
  *                         rooted the same (kept 1 h)
+ *   fl:{H}:p10:chunks     (and p3600, io10, iowait10) each ended span of
+ *                         the stream's windows as one blob that shares one
+ *                         set of names and stacks (model/profile_span.h):
+ *                         10 min of 10 s windows, a day of hourly ones
  *   fl:{H}:profile:burst  string: a sampling rate in Hz, with a TTL; the
  *                         probe samples at it until the key expires
  *                         (`faultline profile burst`)
@@ -41,8 +45,10 @@ enum profile_kind {
 /*
  * Queue profile window blob (len bytes, ts_ms) for host into the stream of
  * its kind (enum profile_kind), trimmed to retention_ms (0: the kind's
- * default, KEY_P10_RETENTION_MS or KEY_P3600_RETENTION_MS).  Returns what
- * store_put_stream returns.
+ * default, KEY_P10_RETENTION_MS or KEY_P3600_RETENTION_MS).  The first
+ * window of a span queues the compaction of the span before it
+ * (store.h's compaction; not with store_opts.profiles_entries_only or
+ * compression off).  Returns what store_put_stream returns.
  */
 int profile_store_put(struct store *st, const char *host, int kind, uint64_t ts_ms,
 		      uint64_t retention_ms, const void *blob, size_t len);
@@ -63,7 +69,10 @@ long profile_burst_get(struct conn *rc, const char *host);
 /*
  * Merge host's windows of a kind (enum profile_kind) with from_ms <= ts <=
  * to_ms (0 = open end) into *into (initialised by the caller), only rows
- * in scope (NULL: all).  Windows that do not decode are skipped and
+ * in scope (NULL: all), each window once whether it is an entry or in a
+ * chunk (entries are read first, then the chunks that may hold the
+ * range; a window met in both, compacted in between, is taken once, by
+ * its end time).  Windows and chunks that do not decode are skipped and
  * counted in *bad (may be NULL).  Returns the number merged, or -EIO with
  * the reason in err.
  */

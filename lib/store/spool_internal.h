@@ -36,7 +36,7 @@ struct store {
 	int stop;
 	struct store_stats stats;
 	struct compactor *compactor;	/* runs the spool's ITEM_COMPACTs (compaction.h) */
-	struct strmap s1_minute;	/* host -> newest minute of its 1 s entries (lock) */
+	struct strmap spans;		/* "what:host" -> its newest span (lock): store_span_ended */
 };
 
 /* What an entry counts against spool.max_bytes. */
@@ -73,5 +73,20 @@ static inline struct spool_item *spool_ring_remove(struct store *st, size_t pos)
  * st->stop is set (whatever is still queued stays for store_close).
  */
 void *store_writer_main(void *arg);
+
+/*
+ * Stream `key` of host is kept as spans of span ms (what: its compaction
+ * job, a snapshot tier or COMPACT_PROFILE(kind), compaction.h), and an
+ * entry at ts_ms was just queued to it: when ts_ms starts a span newer
+ * than the last one seen of (what, host), that one ended and is queued
+ * for compaction behind the entry, its chunk stream trimmed to ret_ms
+ * (spans as model/chunk.h's: entry ids in (S, S + span], chunk_span_of).
+ * The newest span is never compacted (readers count on its entries); the
+ * first entry a store sees compacts the span before, which a run before
+ * may have left.  Compacting a span without entries finds none.  Nothing
+ * when compression is off (FAULTLINE_WIRE_COMPRESS=0).  0 or -ENOMEM.
+ */
+int store_span_ended(struct store *st, const char *host, uint32_t what, const char *key,
+		     uint64_t ts_ms, uint64_t span, uint64_t ret_ms);
 
 #endif

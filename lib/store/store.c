@@ -212,50 +212,51 @@ static struct spool_item *host_item(const struct snapshot *s)
 }
 
 /*
- * Queue the compaction of host's tier-`tier` span at start (compaction.h),
- * behind what is queued now: it runs once those entries landed.  The chunk
- * stream is trimmed to the tier's retention.  0 or -ENOMEM.
+ * Queue the compaction of host's span of `what` (a snapshot tier, or
+ * COMPACT_PROFILE(kind): compaction.h) at start, stream key, behind what
+ * is queued now: it runs once those entries landed.  The chunk stream is
+ * trimmed to the stream's retention.  0 or -ENOMEM.
  */
-static int queue_compaction(struct store *st, const struct snapshot *s, uint64_t start,
-			    uint64_t ret_ms)
+static int queue_compaction(struct store *st, const char *host, uint32_t what,
+			    const char *key, uint64_t start, uint64_t ret_ms)
 {
 	struct spool_item *ci = calloc(1, sizeof(*ci));
 
 	if (!ci)
 		return -ENOMEM;
 	ci->kind = ITEM_COMPACT;
-	ci->tier = s->tier;
-	key_tier(ci->key, sizeof(ci->key), s->host, s->tier);
-	snprintf(ci->field, sizeof(ci->field), "%s", s->host);
+	ci->tier = what;
+	snprintf(ci->key, sizeof(ci->key), "%s", key);
+	snprintf(ci->field, sizeof(ci->field), "%s", host);
 	ci->ts_ms = start;
 	ci->minid = ret_ms && start > ret_ms ? start - ret_ms : 0;
 	spool_push(st, ci);
 	return 0;
 }
 
-/*
- * The 1 s tier is compacted a minute at a time: once the first entry of
- * the host's minute N is queued after one of minute L, minute L is (it
- * ended; the minutes between had no entry).  The newest entry is never in
- * a chunk (store_read.c counts on it), and the first entry a store sees of
- * a host compacts minute N - 1, which a run before may have left.
- * Compacting a span that holds no entries is an XRANGE that finds none.
- * 0 or -ENOMEM.
- */
-static int s1_compaction(struct store *st, const struct snapshot *s, uint64_t ret_ms)
+int store_span_ended(struct store *st, const char *host, uint32_t what, const char *key,
+		     uint64_t ts_ms, uint64_t span, uint64_t ret_ms)
 {
-	uint64_t span = chunk_span_ms(1);
-	uint32_t now = (uint32_t)(chunk_span_of(s->ts_ms, span) / span), last = 0;
+	uint64_t now = chunk_span_of(ts_ms, span) / span, last = 0;
+	char name[300];
+	uint32_t known_span = 0;
 	int known, ret = 0;
 
+	if (!snapshot_zstd_enabled())
+		return 0;
+	/* spans as 32-bit indexes: a minute's lasts until the year 10000 */
+	if (now > UINT32_MAX)
+		return 0;
+	snprintf(name, sizeof(name), "%u:%s", what, host);
 	pthread_mutex_lock(&st->lock);
-	known = strmap_get(&st->s1_minute, s->host, &last);
+	known = strmap_get(&st->spans, name, &known_span);
+	last = known_span;
 	if (!known || now > last)
-		ret = strmap_put(&st->s1_minute, s->host, now);
+		ret = strmap_put(&st->spans, name, (uint32_t)now);
 	pthread_mutex_unlock(&st->lock);
 	if (ret || (known && now <= last) || now < 1)
 		return ret;
-	return queue_compaction(st, s, (uint64_t)(known ? last : now - 1) * span, ret_ms);
+	return queue_compaction(st, host, what, key, (known ? last : now - 1) * span, ret_ms);
 }
 
 /* Queue s (a delta on base too, when it fits; see struct spool_item). */
@@ -264,6 +265,7 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 	struct spool_item *it;
 	int slot = tier_slot(s->tier), pending;
 	uint64_t ret_ms, span = snapshot_delta_span_ms(s->tier);
+	char key[320];
 
 	if (slot < 0)
 		return -EINVAL;
@@ -272,6 +274,7 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 		return -ENOMEM;
 	it->kind = ITEM_XADD;
 	key_tier(it->key, sizeof(it->key), s->host, s->tier);
+	snprintf(key, sizeof(key), "%s", it->key);
 	it->ts_ms = s->ts_ms;
 	ret_ms = st->opts.retention_ms[slot];
 	it->minid = ret_ms && s->ts_ms > ret_ms ? s->ts_ms - ret_ms : 0;
@@ -302,11 +305,12 @@ static int put_snapshot(struct store *st, const struct snapshot *s, const struct
 		/* the first window of a span: the span before it has ended */
 		if (base->ts_ms >= iv && base->ts_ms < s->ts_ms &&
 		    (base->ts_ms - iv) / span < (s->ts_ms - iv) / span &&
-		    queue_compaction(st, s, (base->ts_ms - iv) - (base->ts_ms - iv) % span, ret_ms))
+		    queue_compaction(st, s->host, s->tier, key,
+				     (base->ts_ms - iv) - (base->ts_ms - iv) % span, ret_ms))
 			return -ENOMEM;
 	}
-	if (s->tier == 1 && !st->opts.s1_entries_only && snapshot_zstd_enabled() &&
-	    s1_compaction(st, s, ret_ms))
+	if (s->tier == 1 && !st->opts.s1_entries_only &&
+	    store_span_ended(st, s->host, 1, key, s->ts_ms, chunk_span_ms(1), ret_ms))
 		return -ENOMEM;
 
 	if (s->tier == 1) {
@@ -503,7 +507,7 @@ void store_close(struct store *st)
 	pthread_mutex_destroy(&st->lock);
 	pthread_cond_destroy(&st->wake);
 	pthread_cond_destroy(&st->drained);
-	strmap_free(&st->s1_minute);
+	strmap_free(&st->spans);
 	free(st->ring);
 	free(st);
 }

@@ -57,6 +57,11 @@ struct store_opts {
 	 * of one second of a compacted minute decodes the minute's chunk).
 	 */
 	int s1_entries_only;
+	/*
+	 * Profile windows stay entries, never span chunks (profile_store.h):
+	 * the simulator's, which its tests and tools read as entries.
+	 */
+	int profiles_entries_only;
 };
 
 struct store_stats {

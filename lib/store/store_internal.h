@@ -5,6 +5,7 @@
 #define FL_STORE_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct conn;
 struct redisReply;
@@ -113,5 +114,14 @@ int alerts_commit(struct conn *c, const struct alerts_fence *fence, char *const 
 	"    redis.call('HINCRBY', key, '_v', 1)\n" \
 	"  end\n" \
 	"end\n"
+
+/*
+ * store_read_blobs (store.h) for field `field` of each entry, page entries a
+ * command (chunk streams: a few large entries a page).
+ */
+int store_read_field(struct conn *c, const char *key, const char *field, int page,
+		     uint64_t from_ms, uint64_t to_ms,
+		     int (*cb)(const char *blob, size_t len, void *arg), void *arg, char *err,
+		     size_t errlen);
 
 #endif

@@ -29,6 +29,7 @@
 #include "store/conn.h"
 #include "store/keyspace.h"
 #include "store/store_read_internal.h"
+#include "store/store_internal.h"
 
 void chunk_points_release(struct chunk_points *cp)
 {
@@ -481,6 +482,14 @@ int store_read_latest(struct conn *c, const char *host, uint32_t tier, size_t co
 int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t to_ms,
 		     store_blob_cb cb, void *arg, char *err, size_t errlen)
 {
+	return store_read_field(c, key, "d", STORE_READ_PAGE, from_ms, to_ms, cb, arg, err,
+				errlen);
+}
+
+int store_read_field(struct conn *c, const char *key, const char *field, int page,
+		     uint64_t from_ms, uint64_t to_ms, store_blob_cb cb, void *arg, char *err,
+		     size_t errlen)
+{
 	char from[48], to[32], count[16];
 	const char *argv[6] = { "XRANGE", key, from, to, "COUNT", count };
 	int n = 0, ret = 0, more = 1;
@@ -490,7 +499,7 @@ int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t
 		snprintf(to, sizeof(to), "%" PRIu64, to_ms);
 	else
 		snprintf(to, sizeof(to), "+");
-	snprintf(count, sizeof(count), "%d", STORE_READ_PAGE);
+	snprintf(count, sizeof(count), "%d", page);
 	/* paged and bounded: what a host wrote cannot make a reader hold more than a page */
 	conn_set_reply_limit(c, STORE_READ_PAGE_MAX);
 	while (more && !ret) {
@@ -508,7 +517,7 @@ int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t
 			ret = -EIO;
 			break;
 		}
-		more = r->elements == STORE_READ_PAGE;
+		more = r->elements == (size_t)page;
 		for (size_t i = 0; i < r->elements && !ret; i++) {
 			redisReply *e = r->element[i], *f;
 
@@ -526,7 +535,7 @@ int store_read_blobs(struct conn *c, const char *key, uint64_t from_ms, uint64_t
 			     k += 2) {
 				if (f->element[k]->type != REDIS_REPLY_STRING ||
 				    f->element[k + 1]->type != REDIS_REPLY_STRING ||
-				    strcmp(f->element[k]->str, "d"))
+				    strcmp(f->element[k]->str, field))
 					continue;
 				n++;
 				if (cb(f->element[k + 1]->str, f->element[k + 1]->len, arg)) {
