@@ -451,60 +451,75 @@ int profile_encode_level(const struct profile *p, int level, char **out, size_t 
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 
-static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *err,
-			  size_t errlen);
-
-int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
+int profile_unpack_map(const void *buf, size_t len, int depth, const char *what,
+		       msgpack_unpacked *msg, void **plain, char *err, size_t errlen)
 {
 	char why[200];
-	void *plain;
-	size_t plen;
+	size_t off = 0, plen;
 	int ret;
 
-	if (!snapshot_zstd_is_frame(buf, len))
-		return decode_msgpack(buf, len, p, err, errlen);
-	/* a failed decode leaves p as profile_free does, whichever way it fails */
-	memset(p, 0, sizeof(*p));
-	ret = snapshot_zstd_unpack(buf, len, PROFILE_MAX_BYTES, &plain, &plen, why, sizeof(why));
-	if (ret) {
-		snprintf(err, errlen, "profile: %s", why);
-		return ret;
+	*plain = NULL;
+	if (snapshot_zstd_is_frame(buf, len)) {
+		ret = snapshot_zstd_unpack(buf, len, PROFILE_MAX_BYTES, plain, &plen, why,
+					   sizeof(why));
+		if (ret) {
+			snprintf(err, errlen, "%s: %s", what, why);
+			return ret;
+		}
+		if (snapshot_zstd_is_frame(*plain, plen))
+			FAIL("%s: a zstd frame inside a zstd frame", what);
+		buf = *plain;
+		len = plen;
 	}
-	if (snapshot_zstd_is_frame(plain, plen)) {
-		free(plain);
-		snprintf(err, errlen, "profile: a zstd frame inside a zstd frame");
-		return -EINVAL;
-	}
-	ret = decode_msgpack(plain, plen, p, err, errlen);
-	free(plain);
-	return ret;
+	if (len == 0 || len > PROFILE_MAX_BYTES)
+		FAIL("%s: %zu bytes (empty, or over 64 MiB)", what, len);
+	if (wire_check(buf, len, depth, &off) || off != len)
+		FAIL("%s: not well-formed msgpack (truncated, or a container larger than the input)",
+		     what);
+	off = 0;
+	if (msgpack_unpack_next(msg, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+		FAIL("%s: not well-formed msgpack", what);
+	if (msg->data.type != MSGPACK_OBJECT_MAP)
+		FAIL("%s: top level must be a map", what);
+	return 0;
+fail:
+	free(*plain);
+	*plain = NULL;
+	return -EINVAL;
+}
+
+void profile_set_host(struct profile *p, const msgpack_object *val)
+{
+	snprintf(p->host, sizeof(p->host), "%.*s",
+		 (int)(val->via.str.size < sizeof(p->host) - 1 ? val->via.str.size :
+		       sizeof(p->host) - 1), val->via.str.ptr);
 }
 
 int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			  const msgpack_object *stk, const msgpack_object *maps,
-			  const msgpack_object *locs, char *err, size_t errlen)
+			  const msgpack_object *locs, const char *what, char *err, size_t errlen)
 {
 	uint64_t v;
 	char *tmp;
 
 	if (!str || !stk || str->type != MSGPACK_OBJECT_ARRAY || stk->type != MSGPACK_OBJECT_ARRAY)
-		FAIL("profile: 'str' and 'stk' must be arrays");
+		FAIL("%s: 'str' and 'stk' must be arrays", what);
 	if (str->via.array.size > PROFILE_MAX_STRINGS || str->via.array.size == 0)
-		FAIL("profile: %u strings", str->via.array.size);
+		FAIL("%s: %u strings", what, str->via.array.size);
 	/* string 0 is "" and already interned */
 	for (uint32_t i = 1; i < str->via.array.size; i++) {
 		const msgpack_object *s = &str->via.array.ptr[i];
 
 		if (s->type != MSGPACK_OBJECT_STR || s->via.str.size > 4096 ||
 		    memchr(s->via.str.ptr, 0, s->via.str.size))
-			FAIL("profile: string %u is not a string", i);
+			FAIL("%s: string %u is not a string", what, i);
 		tmp = strndup(s->via.str.ptr, s->via.str.size);
 		if (!tmp)
-			FAIL("profile: out of memory");
+			FAIL("%s: out of memory", what);
 		/* duplicates in hostile input would shift indexes: reject them */
 		if (profile_intern(p, tmp) != i) {
 			free(tmp);
-			FAIL("profile: string %u is a duplicate", i);
+			FAIL("%s: string %u is a duplicate", what, i);
 		}
 		free(tmp);
 	}
@@ -513,20 +528,20 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 		uint32_t idx[PROFILE_MAX_DEPTH];
 
 		if (s->type != MSGPACK_OBJECT_ARRAY || s->via.array.size > PROFILE_MAX_DEPTH)
-			FAIL("profile: stack %u is not an array of at most %d frames", i,
+			FAIL("%s: stack %u is not an array of at most %d frames", what, i,
 			     PROFILE_MAX_DEPTH);
 		for (uint32_t k = 0; k < s->via.array.size; k++) {
 			if (wire_u64(&s->via.array.ptr[k], &v) || v >= p->nstrings)
-				FAIL("profile: stack %u frame %u is not a string index", i, k);
+				FAIL("%s: stack %u frame %u is not a string index", what, i, k);
 			idx[k] = (uint32_t)v;
 		}
 		if (profile_intern_stack(p, idx, s->via.array.size) != i)
-			FAIL("profile: stack %u is a duplicate", i);
+			FAIL("%s: stack %u is a duplicate", what, i);
 	}
 	if (maps || locs) {
 		if (!maps || !locs || maps->type != MSGPACK_OBJECT_ARRAY ||
 		    locs->type != MSGPACK_OBJECT_ARRAY || locs->via.array.size != p->nstacks)
-			FAIL("profile: 'map' and 'loc' must be arrays, 'loc' one entry per stack");
+			FAIL("%s: 'map' and 'loc' must be arrays, 'loc' one entry per stack", what);
 		for (uint32_t i = 0; i < maps->via.array.size; i++) {
 			const msgpack_object *m = &maps->via.array.ptr[i];
 			uint64_t fi, bi;
@@ -534,9 +549,9 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			if (m->type != MSGPACK_OBJECT_ARRAY || m->via.array.size != 2 ||
 			    wire_u64(&m->via.array.ptr[0], &fi) || wire_u64(&m->via.array.ptr[1], &bi) ||
 			    fi >= p->nstrings || bi >= p->nstrings)
-				FAIL("profile: mapping %u must be [file, build_id] string indexes", i);
+				FAIL("%s: mapping %u must be [file, build_id] string indexes", what, i);
 			if (intern_map(p, (uint32_t)fi, (uint32_t)bi) != i + 1)
-				FAIL("profile: mapping %u is a duplicate", i);
+				FAIL("%s: mapping %u is a duplicate", what, i);
 		}
 		for (uint32_t i = 0; i < p->nstacks; i++) {
 			const msgpack_object *l = &locs->via.array.ptr[i];
@@ -545,7 +560,7 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 
 			if (l->type != MSGPACK_OBJECT_ARRAY ||
 			    (l->via.array.size && l->via.array.size != 3 * n))
-				FAIL("profile: 'loc' of stack %u must hold 3 values per frame", i);
+				FAIL("%s: 'loc' of stack %u must hold 3 values per frame", what, i);
 			if (!l->via.array.size)
 				continue;
 			for (uint32_t k = 0; k < n; k++) {
@@ -554,13 +569,13 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 				if (wire_u64(&l->via.array.ptr[3 * k], &m) || m > p->nmaps ||
 				    wire_u64(&l->via.array.ptr[3 * k + 1], &loc[k].addr) ||
 				    wire_u64(&l->via.array.ptr[3 * k + 2], &named) || named > 1)
-					FAIL("profile: location %u of stack %u is not [map, addr, named]",
+					FAIL("%s: location %u of stack %u is not [map, addr, named]", what,
 					     k, i);
 				loc[k].map = (uint32_t)m;
 				loc[k].named = (uint32_t)named;
 			}
 			if (set_locs(p, i, loc, n))
-				FAIL("profile: out of memory");
+				FAIL("%s: out of memory", what);
 		}
 	}
 	return 0;
@@ -568,36 +583,29 @@ fail:
 	return -EINVAL;
 }
 
-static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *err,
-			  size_t errlen)
+int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
 {
 	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL, *maps = NULL, *locs = NULL;
 	const msgpack_object *cgs = NULL;
 	msgpack_unpacked msg;
-	size_t off = 0;
+	void *plain = NULL;
 	uint64_t v, version = 0;
+	int ret;
 
+	/* a failed decode leaves p as profile_free does, whichever way it fails */
 	if (profile_init(p, ""))
 		return -ENOMEM;
 	msgpack_unpacked_init(&msg);
-	if (len == 0 || len > PROFILE_MAX_BYTES)
-		FAIL("profile: %zu bytes is not a profile window", len);
-	if (wire_check(buf, len, 4, &off) || off != len)
-		FAIL("profile: not well-formed msgpack (truncated, or a container larger than the input)");
-	off = 0;
-	if (msgpack_unpack_next(&msg, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
-		FAIL("profile: not well-formed msgpack");
-	if (msg.data.type != MSGPACK_OBJECT_MAP)
-		FAIL("profile: top level must be a map");
+	ret = profile_unpack_map(buf, len, 4, "profile", &msg, &plain, err, errlen);
+	if (ret)
+		goto out;
 	for (uint32_t i = 0; i < msg.data.via.map.size; i++) {
 		const msgpack_object *k = &msg.data.via.map.ptr[i].key, *val = &msg.data.via.map.ptr[i].val;
 
 		if (wire_key_is(k, "v") && !wire_u64(val, &v))
 			version = v;
 		else if (wire_key_is(k, "host") && val->type == MSGPACK_OBJECT_STR)
-			snprintf(p->host, sizeof(p->host), "%.*s",
-				 (int)(val->via.str.size < 199 ? val->via.str.size : 199),
-				 val->via.str.ptr);
+			profile_set_host(p, val);
 		else if (wire_key_is(k, "ts") && !wire_u64(val, &v))
 			p->ts_ms = v;
 		else if (wire_key_is(k, "dur") && !wire_u64(val, &v))
@@ -622,7 +630,7 @@ static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *
 		     PROFILE_VERSION);
 	if (!rows || rows->type != MSGPACK_OBJECT_ARRAY)
 		FAIL("profile: 'rows' must be an array");
-	if (profile_decode_tables(p, str, stk, maps, locs, err, errlen))
+	if (profile_decode_tables(p, str, stk, maps, locs, "profile", err, errlen))
 		goto fail;
 	if (cgs && (cgs->type != MSGPACK_OBJECT_ARRAY || cgs->via.array.size != rows->via.array.size))
 		FAIL("profile: 'cg' must be an array with a cgroup per row");
@@ -645,11 +653,15 @@ static int decode_msgpack(const void *buf, size_t len, struct profile *p, char *
 			FAIL("profile: out of memory");
 	}
 	msgpack_unpacked_destroy(&msg);
+	free(plain);
 	return 0;
 fail:
+	ret = -EINVAL;
+out:
 	msgpack_unpacked_destroy(&msg);
+	free(plain);
 	profile_free(p);
-	return -EINVAL;
+	return ret;
 }
 
 /* ---- views ------------------------------------------------------------- */

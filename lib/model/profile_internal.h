@@ -35,11 +35,25 @@ void profile_pack_tables(msgpack_packer *pk, const struct profile *p);
 /*
  * The tables of a packed profile (str and stk required, maps and locs
  * both or neither) into p (profile_init'd, nothing but "" interned),
- * every index bounded.  0, or -EINVAL with "profile: why" in err (p then
+ * every index bounded.  0, or -EINVAL with "WHAT: why" in err (p then
  * holds what was read: the caller frees it).
  */
 int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			  const msgpack_object *stk, const msgpack_object *maps,
-			  const msgpack_object *locs, char *err, size_t errlen);
+			  const msgpack_object *locs, const char *what, char *err, size_t errlen);
+
+/*
+ * The msgpack map at the top of buf[0..len) (untrusted: a zstd frame of it
+ * or the msgpack itself, at most 64 MiB either way, containers nested at
+ * most depth deep) into *msg (msgpack_unpacked_init'd and destroyed by the
+ * caller).  *plain holds the bytes msg points into when buf was a frame
+ * (free it after msg; NULL otherwise).  Returns 0, or -EINVAL / -E2BIG /
+ * -ENOMEM with "WHAT: why" in err.
+ */
+int profile_unpack_map(const void *buf, size_t len, int depth, const char *what,
+		       msgpack_unpacked *msg, void **plain, char *err, size_t errlen);
+
+/* p's host from a msgpack string (cut to fit). */
+void profile_set_host(struct profile *p, const msgpack_object *val);
 
 #endif

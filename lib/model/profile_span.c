@@ -18,8 +18,6 @@
 
 #define SPAN_VERSION 1
 #define SPAN_ROW_FIELDS 6
-/* the largest span a reader takes, packed or not (as a profile window) */
-#define SPAN_MAX_BYTES (64u << 20)
 
 void profile_span_free(struct profile_span *s)
 {
@@ -260,27 +258,22 @@ fail:
 	return -EINVAL;
 }
 
-static int decode_msgpack(const void *buf, size_t len, struct profile_span *s, char *err,
-			  size_t errlen)
+int profile_span_decode(const void *buf, size_t len, struct profile_span *s, char *err,
+			size_t errlen)
 {
 	const msgpack_object *str = NULL, *stk = NULL, *maps = NULL, *locs = NULL, *win = NULL;
 	msgpack_unpacked msg;
-	size_t off = 0;
+	void *plain = NULL;
 	uint64_t v, version = 0;
+	int ret;
 
-	msgpack_unpacked_init(&msg);
+	memset(s, 0, sizeof(*s));
 	if (profile_init(&s->tables, ""))
-		FAIL("profile span: out of memory");
-	if (len == 0 || len > SPAN_MAX_BYTES)
-		FAIL("profile span: %zu bytes is not a span", len);
-	if (wire_check(buf, len, 5, &off) || off != len)
-		FAIL("profile span: not well-formed msgpack (truncated, or a container larger "
-		     "than the input)");
-	off = 0;
-	if (msgpack_unpack_next(&msg, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
-		FAIL("profile span: not well-formed msgpack");
-	if (msg.data.type != MSGPACK_OBJECT_MAP)
-		FAIL("profile span: top level must be a map");
+		return -ENOMEM;
+	msgpack_unpacked_init(&msg);
+	ret = profile_unpack_map(buf, len, 5, "profile span", &msg, &plain, err, errlen);
+	if (ret)
+		goto out;
 	for (uint32_t i = 0; i < msg.data.via.map.size; i++) {
 		const msgpack_object *k = &msg.data.via.map.ptr[i].key;
 		const msgpack_object *val = &msg.data.via.map.ptr[i].val;
@@ -288,9 +281,7 @@ static int decode_msgpack(const void *buf, size_t len, struct profile_span *s, c
 		if (wire_key_is(k, "v") && !wire_u64(val, &v))
 			version = v;
 		else if (wire_key_is(k, "host") && val->type == MSGPACK_OBJECT_STR)
-			snprintf(s->tables.host, sizeof(s->tables.host), "%.*s",
-				 (int)(val->via.str.size < 199 ? val->via.str.size : 199),
-				 val->via.str.ptr);
+			profile_set_host(&s->tables, val);
 		else if (wire_key_is(k, "str"))
 			str = val;
 		else if (wire_key_is(k, "stk"))
@@ -309,13 +300,8 @@ static int decode_msgpack(const void *buf, size_t len, struct profile_span *s, c
 	    win->via.array.size > PROFILE_SPAN_MAX_WINDOWS)
 		FAIL("profile span: 'win' must be an array of 1 to %d windows",
 		     PROFILE_SPAN_MAX_WINDOWS);
-	if (profile_decode_tables(&s->tables, str, stk, maps, locs, err, errlen)) {
-		/* "profile: why" -> "profile span: why" */
-		char why[200];
-
-		snprintf(why, sizeof(why), "%s", strncmp(err, "profile: ", 9) ? err : err + 9);
-		FAIL("profile span: %s", why);
-	}
+	if (profile_decode_tables(&s->tables, str, stk, maps, locs, "profile span", err, errlen))
+		goto fail;
 	s->windows = calloc(win->via.array.size, sizeof(*s->windows));
 	if (!s->windows)
 		FAIL("profile span: out of memory");
@@ -326,35 +312,13 @@ static int decode_msgpack(const void *buf, size_t len, struct profile_span *s, c
 		s->nwindows++;
 	}
 	msgpack_unpacked_destroy(&msg);
+	free(plain);
 	return 0;
 fail:
+	ret = -EINVAL;
+out:
 	msgpack_unpacked_destroy(&msg);
-	profile_span_free(s);
-	return -EINVAL;
-}
-
-int profile_span_decode(const void *buf, size_t len, struct profile_span *s, char *err,
-			size_t errlen)
-{
-	char why[200];
-	void *plain;
-	size_t plen;
-	int ret;
-
-	memset(s, 0, sizeof(*s));
-	if (!snapshot_zstd_is_frame(buf, len))
-		return decode_msgpack(buf, len, s, err, errlen);
-	ret = snapshot_zstd_unpack(buf, len, SPAN_MAX_BYTES, &plain, &plen, why, sizeof(why));
-	if (ret) {
-		snprintf(err, errlen, "profile span: %s", why);
-		return ret;
-	}
-	if (snapshot_zstd_is_frame(plain, plen)) {
-		free(plain);
-		snprintf(err, errlen, "profile span: a zstd frame inside a zstd frame");
-		return -EINVAL;
-	}
-	ret = decode_msgpack(plain, plen, s, err, errlen);
 	free(plain);
+	profile_span_free(s);
 	return ret;
 }

@@ -17,7 +17,9 @@
  *     "str": [...], "stk": [...], "map": [...], "loc": [...]  (as profile.h)
  *     "win": [ [ ts, dur, hz, [ service, comm, pid, stack, count,
  *                               cgroup, ... ] ]... ] }   (six per row)
- * profile_span_decode treats input as hostile, as profile_decode does.
+ * profile_span_decode treats input as hostile, as profile_decode does,
+ * and as it does skips keys it does not know (a later writer's, which
+ * this reader cannot use and need not refuse).
  */
 #ifndef FL_PROFILE_SPAN_H
 #define FL_PROFILE_SPAN_H

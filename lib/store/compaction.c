@@ -187,11 +187,6 @@ static int read_span(struct conn *c, const char *key, uint64_t start, uint64_t s
 }
 
 /*
- * Host's profile stream of kind: the windows of the span at span_start
- * into one profile_span blob (profile_span.h), swapped in for them as a
- * tier's chunk is.  Returns as store_compact_span.
- */
-/*
  * Entry i of a profile span r as a window into w, its end checked against
  * its id: readers tell a chunk's windows from entries by their ends.
  * 0, or -EINVAL / -ENOMEM with the reason in why.
