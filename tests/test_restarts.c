@@ -919,6 +919,43 @@ Test(restarts, probe_stops_cleanly_on_sigterm, .init = setup, .fini = probe_tear
 		cr_log_warn("BPF does not load here: tested without the profiler thread");
 }
 
+/* The last n bytes of the probe's (and alerters') log, for a failure message. */
+static const char *log_tail(long n)
+{
+	static char buf[8192];
+	FILE *f = fopen(alerter_log, "r");
+	size_t got = 0;
+
+	buf[0] = 0;
+	if (!f)
+		return "(no log)";
+	if (n >= (long)sizeof(buf))
+		n = sizeof(buf) - 1;
+	if (fseek(f, -n, SEEK_END))
+		rewind(f);
+	got = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[got] = 0;
+	fclose(f);
+	return buf;
+}
+
+/*
+ * Wait up to secs for the probe's first snapshot (its /metrics answers with
+ * one).  0, or -1 if none came.
+ */
+static int wait_first_snapshot(int port, int secs)
+{
+	static char buf[1 << 16];
+
+	for (int i = 0; i < secs * 20; i++) {
+		if (test_scrape(port, buf, sizeof(buf)) > 0 &&
+		    strstr(buf, "\nfaultline_probe_store_spooled "))
+			return 0;
+		usleep(50000);
+	}
+	return -1;
+}
+
 Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
      .fini = probe_teardown, .timeout = 90)
 {
@@ -927,8 +964,9 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 	struct stat st;
 	long long during, before;
 	long count, missing;
+	int port = test_free_port(), started;
 
-	write_probe_cfg(0);
+	write_probe_cfg_metrics(0, port);
 	start_probe();
 	sleep(2);
 	test_redis_stop(&redis, 0);	/* Redis away (its data kept) */
@@ -940,6 +978,8 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 	cr_assert_eq(stat(spool_file, &st), 0, "nothing was saved to the spool file");
 	cr_assert_eq(st.st_mode & 0777, 0600, "the spool file is mode %o", st.st_mode & 0777);
 	start_probe();			/* a restart while Redis is still away */
+	/* 2 s from its first snapshot (a busy machine may take seconds to start it) */
+	started = wait_first_snapshot(port, 30);
 	sleep(2);
 	down_to = time_wall_ns() / NSEC_PER_MSEC;
 	cr_assert_eq(test_redis_restart(&redis), 0);
@@ -958,7 +998,15 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 	cr_assert_eq(missing, 0, "%ld snapshots taken before the restart were lost", missing);
 	cr_assert_geq(before, (long long)((asked - down_from) / 250) / 2,
 		      "only %lld snapshots taken before the restart survived it", before);
-	cr_assert_geq(during, 4, "the restarted probe's own spool was lost");
+	cr_assert_eq(started, 0, "the restarted probe took no snapshot in 30 s; its log:\n%s",
+		     log_tail(4000));
+	/* what the restarted probe took while Redis was away: all of it, in sequence */
+	cr_assert_eq(test_snapshot_gaps(redis.url, "spool-1", stopped, down_to, &count,
+					&missing), 0);
+	cr_assert_eq(missing, 0, "%ld snapshots the restarted probe took were lost; its log:\n%s",
+		     missing, log_tail(4000));
+	cr_assert_geq(during, 4, "the restarted probe's own spool was lost (%lld in Redis); "
+		      "its log:\n%s", during, log_tail(4000));
 	cr_assert_neq(stat(spool_file, &st), 0, "the spool file was not removed once sent");
 	conn_close(c);
 }
