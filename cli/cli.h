@@ -27,6 +27,7 @@ int cmd_rules(int argc, char **argv);
 int cmd_deploy(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_acl(int argc, char **argv);
+int cmd_usage(int argc, char **argv);
 
 /* 1 if -h or --help is among the arguments (a subcommand's help, anywhere). */
 int help_asked(int argc, char **argv);

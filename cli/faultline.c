@@ -27,6 +27,7 @@ static const struct command commands[] = {
 	  "            test: run rule unit tests (which alerts fire when)" },
 	{ "deploy", cmd_deploy, "mark a deploy (service, version, hosts) or list the markers" },
 	{ "sim", cmd_sim, "simulate a fleet's probes into Redis, with a scenario's faults" },
+	{ "usage", cmd_usage, "what hosts cost in Redis, stream by stream, now and at a retention" },
 	{ "acl", cmd_acl, "the Redis ACL users of a fleet (a probe may write only its own\n"
 	  "            host's keys) and their password files" },
 };

@@ -31,7 +31,7 @@ Test(cli, help_is_exit_0_everywhere_without_redis)
 		"deploy --help", "deploy mark --help", "rules --help", "rules test --help",
 		"rules check --help", "drive --help", "drive inspect --help", "report --help",
 		"report wear --help", "profile --help", "profile burst --help", "metrics --help",
-		"sim --help",
+		"sim --help", "usage --help",
 	};
 	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
 		cr_expect_eq(run(helps[i]), 0, "faultline %s: not exit 0", helps[i]);
@@ -44,9 +44,21 @@ Test(cli, bad_arguments_are_exit_2)
 		"profile burst --rate 0", "profile burst --for 1ms", "profile burst --bogus",
 		"profile burst extra", "top --interval 1ms", "profile --top bogus",
 		"profile --top 0", "profile -o x.svg --cum", "profile --io --hourly",
+		"usage --retention s1=0", "usage --retention p1=1h", "usage --bogus",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(run(bad[i]), 2, "faultline %s: not exit 2", bad[i]);
+}
+
+/* `faultline usage` projects at the probe's own default retention, not a copy that drifts. */
+Test(cli, usage_defaults_are_the_probes_retention)
+{
+	cr_assert_eq(test_sh("cd %s && want=$(./faultline-probe --print-config | "
+			     "sed -n '/^retention:/,/^[a-z]/s/^  \\([a-z0-9]*\\): *\\([0-9a-z]*\\).*/\\1=\\2/p' | "
+			     "paste -sd, -) && test -n \"$want\" && "
+			     "./faultline usage --help | tr -d ' \\n' | grep -qF \"(default$want,\" || "
+			     "{ echo \"probe retention: $want\" >&2; exit 1; }", test_out_dir()), 0,
+		     "faultline usage --help does not state the probe's default retention");
 }
 
 Test(cli, top_of_an_unknown_host_says_so_and_exits, .timeout = 60)

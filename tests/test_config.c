@@ -174,6 +174,32 @@ Test(config, durations)
 	cr_assert_neq(duration_parse("99999999999999999999s", &v), 0);
 }
 
+/* NAME=DUR lists (--retention): any order, unknown names, zero and repeats refused by name. */
+Test(config, duration_lists)
+{
+	static const char *const names[] = { "s1", "s60", "s3600" };
+	uint64_t v[3] = { 1, 2, 3 };
+	char err[256];
+
+	cr_assert_eq(duration_list_parse("s3600=90d,s1=15m", names, 3, v, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(v[0], 15 * 60 * NSEC_PER_SEC);
+	cr_assert_eq(v[1], 2, "a name not given keeps its value");
+	cr_assert_eq(v[2], 90ULL * 86400 * NSEC_PER_SEC);
+	cr_assert_eq(duration_list_parse("", names, 3, v, err, sizeof(err)), 0);
+	cr_assert_neq(duration_list_parse("s6=1h", names, 3, v, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "'s6=1h'") && strstr(err, "s1, s60, s3600"), "%s", err);
+	cr_assert_neq(duration_list_parse("s1", names, 3, v, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "'s1'"), "%s", err);
+	cr_assert_neq(duration_list_parse("s1=15m,s60=0", names, 3, v, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "'s60=0'"), "%s", err);
+	cr_assert_neq(duration_list_parse("s60=1x", names, 3, v, err, sizeof(err)), 0);
+	cr_assert_neq(duration_list_parse("s1=1m,s1=2m", names, 3, v, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "twice"), "%s", err);
+	cr_assert_neq(duration_list_parse("s1=1m,", names, 3, v, err, sizeof(err)), 0,
+		      "an empty item after a comma");
+}
+
 /* cfg_number: a number in range, positioned errors otherwise (an empty value is not 0). */
 Test(config, numbers)
 {

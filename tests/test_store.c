@@ -22,6 +22,7 @@
 #include "core/timeutil.h"
 #include "model/chunk.h"
 #include "store/wake.h"
+#include "store/host_usage.h"
 #include "store/compaction.h"
 #include "model/profile.h"
 
@@ -1185,6 +1186,88 @@ static void count_state(const char *fp, const char *json, void *arg)
  * A single server set up before the checkpoint moved into fl:alerts' slot
  * keeps its firing alerts: the old hash is taken over on first read.
  */
+/*
+ * faultline usage's measure of a host: what is entries and what is chunks,
+ * the points the chunks hold (counted by decoding them; a chunk that does
+ * not decode is counted apart), and a projection whose cost a point beyond
+ * the span under way is a chunk's.
+ */
+Test(store, host_usage_counts_entries_chunk_points_and_projects, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const uint64_t t0 = 1796166000000ULL;	/* a 10-minute boundary */
+	struct store *st = open_store(1000);
+	struct host_usage u, none;
+	const struct stream_usage *s1 = &u.s[USAGE_S1], *p10 = &u.s[USAGE_P10];
+	double entry_cost, chunk_cost, at15, at30;
+	struct conn *c = conn();
+	char err[256], basis;
+
+	cr_assert_eq(t0 % KEY_PROFILE_SPAN_10S_MS, 0);
+	for (uint64_t k = 1; k <= 150; k++) {
+		struct snapshot sn;
+
+		make_snap(&sn, t0 + k * 1000, k);
+		cr_assert_eq(store_put_snapshot(st, &sn), 0);
+		snapshot_free(&sn);
+	}
+	for (int k = 0; k < 130; k++)
+		put_window(st, "web-1", t0, k);
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	store_close(st);
+	freeReplyObject(conn_commandf(c, "fl:{web-1}:p10:chunks",
+				      "XADD fl:{web-1}:p10:chunks %llu-0 c junk",
+				      (unsigned long long)(t0 + 3 * KEY_PROFILE_SPAN_10S_MS)));
+
+	cr_assert_eq(host_usage_read(c, "web-1", &u, err, sizeof(err)), 0, "%s", err);
+	/* the third minute under way is entries, two ended minutes are chunks of 60 */
+	cr_assert_eq(s1->entries, 30);
+	cr_assert_eq(s1->chunks, 2);
+	cr_assert_eq(s1->chunk_points, 120);
+	cr_assert_eq(s1->bad_chunks, 0);
+	cr_assert_eq(s1->step_ms, 1000, "the interval measured from the entries");
+	cr_assert_eq(s1->oldest_ms, t0 + 121000);
+	cr_assert_eq(s1->newest_ms, t0 + 150000);
+	cr_assert(s1->entry_bytes > 0 && s1->chunk_bytes > 0);
+	/* 13 windows a span: 10 entries, 2 chunks of 60, and the junk one counted apart */
+	cr_assert_eq(p10->entries, 10);
+	cr_assert_eq(p10->chunks, 3);
+	cr_assert_eq(p10->chunk_points, 120);
+	cr_assert_eq(p10->bad_chunks, 1);
+	cr_assert_eq(p10->step_ms, 10000);
+	cr_assert_eq(u.s[USAGE_S60].entries + u.s[USAGE_S60].chunks, 0);
+
+	/* steady state: half a minute as entries, the rest at a chunk point's cost */
+	entry_cost = (double)s1->entry_bytes / 30;
+	chunk_cost = (double)s1->chunk_bytes / 120;
+	cr_assert_lt(chunk_cost, entry_cost, "a chunk point costs %.0f B, an entry %.0f",
+		     chunk_cost, entry_cost);
+	cr_assert_float_eq(stream_usage_at(s1, 20000, &basis), 20 * entry_cost, 1e-6,
+			   "within half a span, all of it entries");
+	cr_assert_eq(basis, 'b');
+	at15 = stream_usage_at(s1, 15 * 60000, &basis);
+	at30 = stream_usage_at(s1, 30 * 60000, &basis);
+	cr_assert_float_eq(at15, 30 * entry_cost + 870 * chunk_cost, 1e-3);
+	cr_assert_float_eq(at30 - at15, 900 * chunk_cost, 1e-3,
+			   "each second past the span under way costs a chunk point");
+	cr_assert_lt(at15, 900 * entry_cost);
+
+	/* a host with nothing: zeros, basis '-' */
+	cr_assert_eq(host_usage_read(c, "nobody-9", &none, err, sizeof(err)), 0, "%s", err);
+	cr_assert_float_eq(stream_usage_at(&none.s[USAGE_S1], 900000, &basis), 0, 1e-9);
+	cr_assert_eq(basis, '-');
+	cr_assert_eq(none.other_bytes, 0);
+	/* entries only (no chunk yet): all of it at an entry's cost, said so */
+	{
+		struct stream_usage e = *s1;
+
+		e.chunks = e.chunk_points = e.chunk_bytes = 0;
+		cr_assert_float_eq(stream_usage_at(&e, 900000, &basis), 900 * entry_cost, 1e-3);
+		cr_assert_eq(basis, 'e');
+	}
+	conn_close(c);
+}
+
 Test(store, legacy_alert_checkpoint_is_taken_over, .init = setup, .fini = teardown)
 {
 	struct conn *c = conn();

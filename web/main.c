@@ -106,25 +106,17 @@ struct web_options {
 static int parse_retention(struct web_options *o, const char *arg)
 {
 	static const char *const names[STORE_TIERS] = { "s1", "s60", "s3600" };
-	char buf[256], *save = NULL;
+	uint64_t ns[STORE_TIERS];
+	char err[256];
 
-	snprintf(buf, sizeof(buf), "%s", arg);
-	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(p, '=');
-		uint64_t ns;
-		int k;
-
-		for (k = 0; k < STORE_TIERS; k++)
-			if (eq && (size_t)(eq - p) == strlen(names[k]) &&
-			    !strncmp(p, names[k], strlen(names[k])))
-				break;
-		if (k == STORE_TIERS || duration_parse(eq + 1, &ns) || !ns) {
-			fprintf(stderr, "faultline-web: --retention: expected s1=DUR,s60=DUR,"
-				"s3600=DUR, found '%s'\n", p);
-			return -1;
-		}
-		o->q.retention_ms[k] = ns / 1000000;
+	for (int k = 0; k < STORE_TIERS; k++)
+		ns[k] = o->q.retention_ms[k] * 1000000;
+	if (duration_list_parse(arg, names, STORE_TIERS, ns, err, sizeof(err))) {
+		fprintf(stderr, "faultline-web: --retention %s\n", err);
+		return -1;
 	}
+	for (int k = 0; k < STORE_TIERS; k++)
+		o->q.retention_ms[k] = ns[k] / 1000000;
 	return 0;
 }
 

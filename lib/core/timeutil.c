@@ -100,6 +100,50 @@ int duration_parse(const char *s, uint64_t *out)
 	return 0;
 }
 
+int duration_list_parse(const char *arg, const char *const *names, size_t n,
+			uint64_t *out_ns, char *err, size_t errlen)
+{
+	uint64_t seen = 0;
+	const char *p = *arg ? arg : NULL;	/* "" sets nothing; "a=1h," has an empty item */
+
+	while (p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		const char *eq = memchr(p, '=', len);
+		char dur[64];
+		uint64_t ns;
+		size_t i;
+
+		for (i = 0; eq && i < n && i < 64; i++)
+			if ((size_t)(eq - p) == strlen(names[i]) && !strncmp(p, names[i], eq - p))
+				break;
+		if (!eq || i == n || i == 64) {
+			char known[256] = "";
+
+			for (size_t k = 0; k < n; k++)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s",
+					 k ? ", " : "", names[k]);
+			snprintf(err, errlen, "'%.*s': expected NAME=DURATION, NAME one of %s",
+				 (int)len, p, known);
+			return -EINVAL;
+		}
+		snprintf(dur, sizeof(dur), "%.*s", (int)(len - (size_t)(eq + 1 - p)), eq + 1);
+		if (duration_parse(dur, &ns) || !ns) {
+			snprintf(err, errlen, "'%.*s': '%s' is not a non-zero duration (1h, 7d, 90m)",
+				 (int)len, p, dur);
+			return -EINVAL;
+		}
+		if (seen & (1ULL << i)) {
+			snprintf(err, errlen, "'%.*s': %s given twice", (int)len, p, names[i]);
+			return -EINVAL;
+		}
+		seen |= 1ULL << i;
+		out_ns[i] = ns;
+		p = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
 char *duration_format(uint64_t ns, char *buf, size_t len)
 {
 	size_t off = 0;

@@ -38,6 +38,15 @@ struct timespec time_wall_after(uint64_t ns);
 int duration_parse(const char *s, uint64_t *out);
 
 /*
+ * Parse "NAME=DUR,NAME=DUR" (any of names[0..n), each at most once, in any
+ * order) into out_ns[i] for names[i]; names not given keep their value.
+ * Returns 0, or -EINVAL with err naming the item that is not NAME=DUR with
+ * a known NAME and a non-zero duration (out_ns is then partly updated).
+ */
+int duration_list_parse(const char *arg, const char *const *names, size_t n,
+			uint64_t *out_ns, char *err, size_t errlen);
+
+/*
  * Format ns as the shortest exact duration string ("1m30s", "250ms") into
  * buf.  Returns buf.
  */

@@ -1,0 +1,262 @@
+/*
+ * host_usage.c - what one host's data costs in Redis; see host_usage.h.
+ */
+#include "store/host_usage.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/chunk.h"
+#include "model/drive.h"
+#include "model/profile_span.h"
+#include "store/conn.h"
+#include "store/drives.h"
+#include "store/keyspace.h"
+#include "store/profile_store.h"
+#include "store/store_internal.h"
+
+static const char *const stream_names[USAGE_STREAMS] = {
+	"s1", "s60", "s3600", "p10", "p3600", "io10", "iowait10"
+};
+
+/* the tier (1, 60, 3600) or the profile kind each stream is */
+static const int stream_tier[USAGE_STREAMS] = { 1, 60, 3600, 0, 0, 0, 0 };
+static const int stream_kind[USAGE_STREAMS] = { -1, -1, -1, PROFILE_CPU, PROFILE_CPU_HOURLY,
+						PROFILE_IO, PROFILE_IO_WAIT };
+
+const char *usage_stream_name(int k)
+{
+	return k >= 0 && k < USAGE_STREAMS ? stream_names[k] : "?";
+}
+
+/* An integer reply of c's command, or -1 with err. */
+static long long integer_of(struct conn *c, redisReply *r, const char *what, char *err,
+			    size_t errlen)
+{
+	long long v;
+
+	if (!r) {
+		snprintf(err, errlen, "%s: %s", what, conn_errstr(c));
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_NIL) {
+		freeReplyObject(r);
+		return 0;	/* MEMORY USAGE of a key that is not there */
+	}
+	if (r->type != REDIS_REPLY_INTEGER) {
+		snprintf(err, errlen, "%s: %s", what,
+			 r->type == REDIS_REPLY_ERROR ? r->str : "not an integer reply");
+		freeReplyObject(r);
+		return -1;
+	}
+	v = r->integer;
+	freeReplyObject(r);
+	return v;
+}
+
+/* Bytes of key (MEMORY USAGE, every element counted), 0 if absent; -1 with err. */
+static long long key_bytes(struct conn *c, const char *key, char *err, size_t errlen)
+{
+	return integer_of(c, conn_commandf(c, key, "MEMORY USAGE %s SAMPLES 0", key),
+			  "MEMORY USAGE", err, errlen);
+}
+
+/* The id (ms) of key's first (rev 0) or last (rev 1) entry, 0 if none; -1 with err. */
+static int64_t edge_id(struct conn *c, const char *key, int rev, char *err, size_t errlen)
+{
+	redisReply *r = conn_commandf(c, key, rev ? "XREVRANGE %s + - COUNT 1" :
+					     "XRANGE %s - + COUNT 1", key);
+	int64_t id = 0;
+
+	if (!r) {
+		snprintf(err, errlen, "XRANGE %s: %s", key, conn_errstr(c));
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "XRANGE %s: %s", key, r->str);
+		freeReplyObject(r);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+	    r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements >= 1 &&
+	    r->element[0]->element[0]->type == REDIS_REPLY_STRING)
+		id = strtoll(r->element[0]->element[0]->str, NULL, 10);
+	freeReplyObject(r);
+	return id;
+}
+
+struct chunk_count {
+	int kind;		/* -1: a tier's chunk, else a profile span */
+	struct stream_usage *u;
+};
+
+/* One chunk: its points (windows) counted, or counted bad. */
+static int count_chunk(const char *blob, size_t len, void *arg)
+{
+	struct chunk_count *cc = arg;
+	char err[256];
+
+	cc->u->chunks++;
+	if (cc->kind < 0) {
+		struct snapshot *pts = NULL;
+		size_t n = 0;
+
+		if (chunk_decode(blob, len, 1, &pts, &n, err, sizeof(err))) {
+			cc->u->bad_chunks++;
+			return 0;
+		}
+		cc->u->chunk_points += n;
+		chunk_points_free(pts, n);
+	} else {
+		struct profile_span s = { 0 };
+
+		if (profile_span_decode(blob, len, &s, err, sizeof(err))) {
+			cc->u->bad_chunks++;
+			return 0;
+		}
+		cc->u->chunk_points += s.nwindows;
+		profile_span_free(&s);
+	}
+	return 0;
+}
+
+static int read_stream(struct conn *c, const char *host, int k, struct stream_usage *u,
+		       char *err, size_t errlen)
+{
+	char key[300], ckey[320];
+	struct chunk_count cc = { stream_kind[k], u };
+	long long v;
+	int64_t id;
+
+	if (stream_kind[k] < 0) {
+		key_tier(key, sizeof(key), host, (uint32_t)stream_tier[k]);
+		key_chunks(ckey, sizeof(ckey), host, (uint32_t)stream_tier[k]);
+		u->span_ms = chunk_span_ms((uint32_t)stream_tier[k]);
+		u->step_ms = (uint64_t)stream_tier[k] * 1000;
+	} else {
+		key_profile(key, sizeof(key), host, stream_kind[k]);
+		key_profile_chunks(ckey, sizeof(ckey), host, stream_kind[k]);
+		u->span_ms = key_profile_span_ms(stream_kind[k]);
+		u->step_ms = stream_kind[k] == PROFILE_CPU_HOURLY ? 3600 * 1000 : 10 * 1000;
+	}
+	if ((v = integer_of(c, conn_commandf(c, key, "XLEN %s", key), "XLEN", err, errlen)) < 0)
+		return -1;
+	u->entries = (uint64_t)v;
+	if ((v = key_bytes(c, key, err, errlen)) < 0)
+		return -1;
+	u->entry_bytes = (uint64_t)v;
+	if ((id = edge_id(c, key, 0, err, errlen)) < 0)
+		return -1;
+	u->oldest_ms = (uint64_t)id;
+	if ((id = edge_id(c, key, 1, err, errlen)) < 0)
+		return -1;
+	u->newest_ms = (uint64_t)id;
+	if ((v = key_bytes(c, ckey, err, errlen)) < 0)
+		return -1;
+	u->chunk_bytes = (uint64_t)v;
+	if (v && store_read_field(c, ckey, "c", 4, 0, UINT64_MAX, count_chunk, &cc, err,
+				  errlen) < 0)
+		return -1;
+	/* the 1 s tier's step is the probe's interval: measured from its entries */
+	if (k == USAGE_S1 && u->entries >= 2 && u->newest_ms > u->oldest_ms)
+		u->step_ms = (u->newest_ms - u->oldest_ms + (u->entries - 1) / 2) /
+			     (u->entries - 1);
+	else if (k == USAGE_S1 && u->chunk_points)
+		u->step_ms = u->chunks * u->span_ms / u->chunk_points;
+	if (!u->step_ms)
+		u->step_ms = 1;
+	return 0;
+}
+
+struct other {
+	struct conn *c;
+	const char *host;
+	uint64_t bytes, keys;
+	int failed;
+	char *err;
+	size_t errlen;
+};
+
+/* A drive's wear history hash, counted once per serial. */
+static void count_wear(const struct drive_record *r, void *arg)
+{
+	struct other *o = arg;
+	char key[400];
+	long long v;
+
+	if (o->failed || !r->serial[0] || key_wear(key, sizeof(key), o->host, r->serial) < 0)
+		return;
+	v = key_bytes(o->c, key, o->err, o->errlen);
+	if (v < 0) {
+		o->failed = 1;
+		return;
+	}
+	o->bytes += (uint64_t)v;
+	o->keys += v > 0;
+}
+
+static int read_other(struct conn *c, const char *host, struct host_usage *u, char *err,
+		      size_t errlen)
+{
+	struct other o = { c, host, 0, 0, 0, err, errlen };
+	char key[300];
+	int (*const keys[])(char *, size_t, const char *) = {
+		key_host_record, key_drives, key_profile_burst
+	};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		long long v;
+
+		keys[i](key, sizeof(key), host);
+		if ((v = key_bytes(c, key, err, errlen)) < 0)
+			return -1;
+		o.bytes += (uint64_t)v;
+		o.keys += v > 0;
+	}
+	if (drives_load(c, host, count_wear, &o, err, errlen) < 0 || o.failed)
+		return -1;
+	u->other_bytes = o.bytes;
+	u->other_keys = o.keys;
+	return 0;
+}
+
+int host_usage_read(struct conn *c, const char *host, struct host_usage *u, char *err,
+		    size_t errlen)
+{
+	memset(u, 0, sizeof(*u));
+	for (int k = 0; k < USAGE_STREAMS; k++)
+		if (read_stream(c, host, k, &u->s[k], err, errlen))
+			return -1;
+	return read_other(c, host, u, err, errlen);
+}
+
+double stream_usage_at(const struct stream_usage *u, uint64_t retention_ms, char *basis)
+{
+	double points = (double)retention_ms / (double)u->step_ms;
+	double entry_cost = u->entries ? (double)u->entry_bytes / (double)u->entries : 0;
+	double chunk_cost = u->chunk_points ? (double)u->chunk_bytes / (double)u->chunk_points : 0;
+	double as_entries;
+
+	if (!u->entries && !u->chunk_points) {
+		*basis = '-';
+		return 0;
+	}
+	if (!u->chunk_points) {
+		*basis = 'e';
+		return points * entry_cost;
+	}
+	if (!u->entries) {
+		*basis = 'c';
+		return points * chunk_cost;
+	}
+	*basis = 'b';
+	/* the span under way is entries: half a span on average */
+	as_entries = (double)(u->span_ms / 2) / (double)u->step_ms;
+	if (as_entries > points)
+		as_entries = points;
+	return as_entries * entry_cost + (points - as_entries) * chunk_cost;
+}
