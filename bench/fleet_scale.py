@@ -377,6 +377,11 @@ def measure_real_probe(out, d, seconds):
             m = CHUNK_LINE.search(r.stdout)
             used = int(redis_cmd(sock, "MEMORY", "USAGE", ckey, "SAMPLES", "0") or 0)
             tiers["s1 chunks"] = (int(m.group(2)), used / int(m.group(2)), 0)
+        # what faultline usage measures and projects for this host at the defaults
+        r = subprocess.run([os.path.join(out, "faultline"), "usage", "--json", "--redis",
+                            "unix://" + sock, "real-1"], capture_output=True, text=True,
+                           check=True)
+        usage = json.loads(r.stdout)[0]
     finally:
         if probe and probe.poll() is None:
             probe.kill()
@@ -384,7 +389,7 @@ def measure_real_probe(out, d, seconds):
         prom.wait()
         srv.terminate()
         srv.wait()
-    return {"seconds": seconds, "tiers": tiers, "sent": sent, "failed": failed,
+    return {"seconds": seconds, "tiers": tiers, "usage": usage, "sent": sent, "failed": failed,
             "prom_bytes": pbytes, "prom_samples": psamples, "prom_series": pseries}
 
 
@@ -586,6 +591,16 @@ def main():
             if "s1 chunks" in t:
                 print("  an ended minute of it in a chunk: %.0f bytes a host-second, %.2fx "
                       "Prometheus'" % (t["s1 chunks"][1], t["s1 chunks"][1] / pb_s))
+        u = real["usage"]
+        print("\nfleet_scale: the real host at the default retention, as `faultline usage` "
+              "projects it (the span under way as entries, the rest as chunks; basis e: no "
+              "chunk yet, all as entries, an upper bound)")
+        for st in u["streams"]:
+            print("  %-9s %8.3f MB  (%d entries, %d chunks of %d points; basis %s)" %
+                  (st["stream"], st["bytes_at_retention"] / 1e6, st["entries"], st["chunks"],
+                   st["chunk_points"], st["basis"]))
+        print("  %-9s %8.3f MB at the retention (%.3f MB in Redis after %d s)" %
+              ("total", u["bytes_at_retention"] / 1e6, u["bytes_now"] / 1e6, real["seconds"]))
         print("  (Prometheus holds each histogram as its %d classic buckets; faultline's s1 "
               "keeps the fleet layout's, 16 per power of two.  A block of %d s carries its "
               "index whole, which a 2 h block spreads over 24x the samples)" %

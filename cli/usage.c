@@ -54,7 +54,7 @@ static uint64_t retention_of(const uint64_t *ret_ns, int k)
 static void print_table(const char *host, const struct host_usage *u, const uint64_t *ret_ns)
 {
 	double now = 0, at = 0;
-	char dur[32];
+	char dur[32], empty[128] = "";
 
 	printf("%-9s %9s %9s %9s %7s %8s %8s %9s %11s %5s\n", "stream", "retention", "entries",
 	       "B/entry", "chunks", "points", "B/point", "now MB", "at ret. MB", "basis");
@@ -66,6 +66,9 @@ static void print_table(const char *host, const struct host_usage *u, const uint
 
 		now += (double)(s->entry_bytes + s->chunk_bytes);
 		at += a;
+		if (basis == '-')
+			snprintf(empty + strlen(empty), sizeof(empty) - strlen(empty), "%s%s",
+				 empty[0] ? ", " : "", usage_stream_name(k));
 		printf("%-9s %9s %9llu %9.0f %7llu %8llu %8.0f %9.3f %11.3f %5c\n",
 		       usage_stream_name(k), duration_format(r * 1000000, dur, sizeof(dur)),
 		       (unsigned long long)s->entries,
@@ -85,6 +88,8 @@ static void print_table(const char *host, const struct host_usage *u, const uint
 	       (double)u->other_bytes / 1e6);
 	printf("host %s: %.2f MB in Redis now, %.2f MB at this retention\n", host, now / 1e6,
 	       at / 1e6);
+	if (empty[0])
+		printf("(nothing stored yet in %s: not in the total)\n", empty);
 }
 
 static json_object *host_json(const char *host, const struct host_usage *u,
