@@ -19,6 +19,15 @@
  * fl:{H}:s60:chunks): printed, the points they hold, their bytes per point,
  * and the ns per point of decoding them as the rules engine does
  * (histograms compact).
+ *
+ *   codec_cost --profile-span FILE...
+ *
+ * Each FILE is one profile window as Redis holds it (a "d" field of
+ * fl:{H}:p10 or p3600), oldest first: the bytes of the first k windows as
+ * one span (model/profile_span.h, zstd 19, as the compactor writes it) for
+ * every k, beside their bytes as entries, so that what one more window adds
+ * to a span (what a day chunk of hours will cost) is measured before a
+ * whole span has been waited for.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +36,8 @@
 #include <time.h>
 
 #include "model/chunk.h"
+#include "model/profile.h"
+#include "model/profile_span.h"
 #include "model/snapshot.h"
 #include "model/snapshot_zstd.h"
 
@@ -138,6 +149,42 @@ static int chunks_main(int argc, char **argv)
 	return 0;
 }
 
+static int profile_span_main(int argc, char **argv)
+{
+	struct profile *w = calloc((size_t)argc + 1, sizeof(*w));
+	double entries = 0, prev = 0;
+
+	if (!w || argc < 1)
+		return 1;
+	printf("%8s %14s %12s %12s %16s\n", "windows", "as entries B", "as a span B", "ratio",
+	       "last window adds");
+	for (int i = 0; i < argc; i++) {
+		size_t len, slen;
+		void *buf = slurp(argv[i], &len);
+		char err[256], *span;
+
+		if (profile_decode(buf, len, &w[i], err, sizeof(err))) {
+			fprintf(stderr, "codec_cost: %s: %s\n", argv[i], err);
+			return 1;
+		}
+		free(buf);
+		entries += (double)len;
+		if (profile_span_encode(w, (size_t)i + 1, PROFILE_LEVEL_ARCHIVE, &span, &slen)) {
+			fprintf(stderr, "codec_cost: %s: the first %d windows do not make a span\n",
+				argv[i], i + 1);
+			return 1;
+		}
+		printf("%8d %14.0f %12zu %11.2fx %14.0f B\n", i + 1, entries, slen,
+		       entries / (double)slen, (double)slen - prev);
+		prev = (double)slen;
+		free(span);
+	}
+	for (int i = 0; i < argc; i++)
+		profile_free(&w[i]);
+	free(w);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	double zb = 0, pb = 0, zns = 0, pns = 0, cns = 0;
@@ -148,11 +195,15 @@ int main(int argc, char **argv)
 		fprintf(argc < 2 ? stderr : stdout, "usage: codec_cost FILE...\n"
 			"  decode cost of stream entries (as Redis holds them), plain and compressed\n"
 			"       codec_cost --chunks FILE...\n"
-			"  points, bytes and decode cost of chunks (fl:{H}:s60:chunks entries)\n");
+			"  points, bytes and decode cost of chunks (fl:{H}:s60:chunks entries)\n"
+			"       codec_cost --profile-span FILE...\n"
+			"  bytes of the first k profile windows as one span, for every k\n");
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "--chunks"))
 		return chunks_main(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "--profile-span"))
+		return profile_span_main(argc - 2, argv + 2);
 	for (int i = 1; i < argc; i++) {
 		size_t zlen, plen;
 		void *z = slurp(argv[i], &zlen), *plain;

@@ -569,16 +569,10 @@ def main():
             print("  %-6s %9d %12.0f %12.0f %14.2f %14.2f   (blob %.0f B)" %
                   (tier, n, b, mem["per_entry"][tier], b * RETENTION[tier] / 1e6,
                    p[tier] / 1e6, blob))
-            if tier == "s1" and "s1 chunks" in t:
-                # the minute under way as entries, the ended ones as chunks
-                cp = t["s1 chunks"][1]
-                print("  %-6s %9d %12.0f %12.0f %14.2f %14s   (1 s points in chunks; s1 at "
-                      "retention: a minute of entries, the rest chunks)" %
-                      ("  chunk", t["s1 chunks"][0], cp, mem["chunks"]["s1"]["per_point"],
-                       (b * 60 + cp * (RETENTION["s1"] - 60)) / 1e6, ""))
-        print("  (real B/e: MEMORY USAGE of the stream per entry; real MB/host: entries at the "
-              "default retention, s1 %d, s60 %d, p10 %d; an ended hour of minutes is a chunk, "
-              "smaller still)" % (RETENTION["s1"], RETENTION["s60"], RETENTION["p10"]))
+        print("  (real B/e: MEMORY USAGE of the stream per entry; real MB/host: all of it as "
+              "entries at the default retention, s1 %d, s60 %d, p10 %d; with chunks, as "
+              "faultline usage projects it below)" % (RETENTION["s1"], RETENTION["s60"],
+                                                      RETENTION["p10"]))
         if real["prom_samples"] and n1:
             pb_s = real["prom_bytes"] / real["seconds"]
             print("  the same host's 1 s tier in Prometheus' TSDB (remote write, %d series, %d "

@@ -48,6 +48,7 @@ struct block_probe {
 	char (*names)[64];		/* resolved name per device slot */
 	char (*models)[64];		/* and its model (device_model()) */
 	__u64 *named_dev;		/* dev each name was resolved for */
+	int *map_errno;			/* per device slot: why mapping it last failed (0: not) */
 	struct histogram *scratch;
 };
 
@@ -154,8 +155,9 @@ static int block_open(void **priv, const struct probe_config *cfg, char *err, si
 	bp->scratch = calloc(3, sizeof(*bp->scratch));
 	bp->dev_stats = calloc(bp->max_devs, sizeof(*bp->dev_stats));
 	bp->windows = calloc(bp->max_devs, sizeof(*bp->windows));
+	bp->map_errno = calloc(bp->max_devs, sizeof(*bp->map_errno));
 	if (!bp->names || !bp->named_dev || !bp->models || !bp->scratch || !bp->dev_stats ||
-	    !bp->windows) {
+	    !bp->windows || !bp->map_errno) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -258,13 +260,23 @@ static int block_collect(void *priv, struct snapshot *s)
 				bpf_map__fd(bp->skel->maps.stats), sizeof(struct block_stats),
 				(size_t)d * bp->nslots * BLOCK_OPS, (size_t)bp->nslots * BLOCK_OPS,
 				PROT_READ, &bp->windows[d]);
+			/*
+			 * Said once, not every tick; the other devices are still
+			 * reported, and the mapping is tried again each tick.
+			 */
 			if (!bp->dev_stats[d]) {
-				int e = errno;
+				int e = errno ? errno : EIO;
 
-				log_warn("block: cannot map device slot %u's counters: %s", d,
-					 strerror(e));
-				return -e;
+				if (bp->map_errno[d] != e)
+					log_warn("block: cannot map device slot %u's counters: %s; "
+						 "its I/O is not reported until it can be (retried "
+						 "every interval)", d, strerror(e));
+				bp->map_errno[d] = e;
+				continue;
 			}
+			if (bp->map_errno[d])
+				log_info("block: device slot %u's counters are mapped now", d);
+			bp->map_errno[d] = 0;
 		}
 		if (bp->named_dev[d] != dev) {
 			block_dev_name(dev, bp->names[d], sizeof(bp->names[d]));
@@ -363,6 +375,7 @@ static void block_close(void *priv)
 		bpfmap_window_close(&bp->windows[d]);
 	free(bp->windows);
 	free(bp->dev_stats);
+	free(bp->map_errno);
 	if (bp->devs)
 		munmap(bp->devs, bp->devs_len);
 	block_bpf__destroy(bp->skel);

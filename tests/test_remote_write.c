@@ -331,13 +331,24 @@ Test(remote_write, retries_keep_order_refusals_and_drops_are_counted, .timeout =
  * Authorization, basic auth as such; a token file others can read, or a
  * username without a password file, is refused at open, naming the key.
  */
-Test(remote_write, credentials_come_from_files, .timeout = 60)
+/* the secrets' folder, removed even when the test fails */
+static char secrets_dir[64];
+
+static void remove_secrets(void)
+{
+	if (secrets_dir[0])
+		test_remove_dir(secrets_dir);
+	secrets_dir[0] = '\0';
+}
+
+Test(remote_write, credentials_come_from_files, .fini = remove_secrets, .timeout = 60)
 {
 	struct remote_write_config c;
 	struct remote_write *rw;
 	struct snapshot s;
-	char url[64], err[256], dir[] = "/tmp/fl-rwsec.XXXXXX", tok[64], pw[64], hv[256];
+	char url[64], err[256], *dir = secrets_dir, tok[96], pw[96], hv[256];
 
+	snprintf(secrets_dir, sizeof(secrets_dir), "/tmp/fl-rwsec.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(tok, sizeof(tok), "%s/token", dir);
 	snprintf(pw, sizeof(pw), "%s/password", dir);
@@ -386,7 +397,6 @@ Test(remote_write, credentials_come_from_files, .timeout = 60)
 	cr_assert_null(remote_write_open(&c, "web-3", NULL, 0, NULL, err, sizeof(err)));
 	cr_assert(strstr(err, tok), "the error names the file: %s", err);
 	rx_stop();
-	test_remove_dir(dir);
 }
 
 /* ---- against a real Prometheus ---- */
