@@ -28,6 +28,12 @@
  * every k, beside their bytes as entries, so that what one more window adds
  * to a span (what a day chunk of hours will cost) is measured before a
  * whole span has been waited for.
+ *
+ *   codec_cost --chunk-span FILE...
+ *
+ * The same for a tier's entries (a "d" field of fl:{H}:s60 or s3600, in
+ * the stream's order, deltas decoded on the entry before): the bytes of
+ * the first k points as one chunk (model/chunk.h) for every k.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -185,6 +191,44 @@ static int profile_span_main(int argc, char **argv)
 	return 0;
 }
 
+static int chunk_span_main(int argc, char **argv)
+{
+	struct snapshot *pts = calloc((size_t)argc + 1, sizeof(*pts));
+	double entries = 0, prev = 0;
+
+	if (!pts || argc < 1)
+		return 1;
+	printf("%8s %14s %12s %12s %16s\n", "points", "as entries B", "as a chunk B", "ratio",
+	       "last point adds");
+	for (int i = 0; i < argc; i++) {
+		size_t len, clen;
+		void *buf = slurp(argv[i], &len);
+		char err[256], *chunk;
+
+		if (snapshot_decode_on(buf, len, &pts[i], i ? &pts[i - 1] : NULL, 0, err,
+				       sizeof(err))) {
+			fprintf(stderr, "codec_cost: %s: %s (give a stream's entries in order)\n",
+				argv[i], err);
+			return 1;
+		}
+		free(buf);
+		entries += (double)len;
+		if (chunk_encode(pts, (size_t)i + 1, &chunk, &clen)) {
+			fprintf(stderr, "codec_cost: %s: the first %d points do not make a chunk\n",
+				argv[i], i + 1);
+			return 1;
+		}
+		printf("%8d %14.0f %12zu %11.2fx %14.0f B\n", i + 1, entries, clen,
+		       entries / (double)clen, (double)clen - prev);
+		prev = (double)clen;
+		free(chunk);
+	}
+	for (int i = 0; i < argc; i++)
+		snapshot_free(&pts[i]);
+	free(pts);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	double zb = 0, pb = 0, zns = 0, pns = 0, cns = 0;
@@ -197,11 +241,15 @@ int main(int argc, char **argv)
 			"       codec_cost --chunks FILE...\n"
 			"  points, bytes and decode cost of chunks (fl:{H}:s60:chunks entries)\n"
 			"       codec_cost --profile-span FILE...\n"
-			"  bytes of the first k profile windows as one span, for every k\n");
+			"  bytes of the first k profile windows as one span, for every k\n"
+			"       codec_cost --chunk-span FILE...\n"
+			"  bytes of the first k entries of a tier as one chunk, for every k\n");
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "--chunks"))
 		return chunks_main(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "--chunk-span"))
+		return chunk_span_main(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "--profile-span"))
 		return profile_span_main(argc - 2, argv + 2);
 	for (int i = 1; i < argc; i++) {
