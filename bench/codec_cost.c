@@ -155,6 +155,19 @@ static int chunks_main(int argc, char **argv)
 	return 0;
 }
 
+/* The table --profile-span and --chunk-span print: one row per prefix of k items. */
+static void prefix_header(const char *items, const char *as)
+{
+	printf("%8s %14s %12s %12s %16s\n", items, "as entries B", as, "ratio", "last one adds");
+}
+
+static void prefix_row(int k, double entries, size_t bytes, double *prev)
+{
+	printf("%8d %14.0f %12zu %11.2fx %14.0f B\n", k, entries, bytes, entries / (double)bytes,
+	       (double)bytes - *prev);
+	*prev = (double)bytes;
+}
+
 static int profile_span_main(int argc, char **argv)
 {
 	struct profile *w = calloc((size_t)argc + 1, sizeof(*w));
@@ -162,8 +175,7 @@ static int profile_span_main(int argc, char **argv)
 
 	if (!w || argc < 1)
 		return 1;
-	printf("%8s %14s %12s %12s %16s\n", "windows", "as entries B", "as a span B", "ratio",
-	       "last window adds");
+	prefix_header("windows", "as a span B");
 	for (int i = 0; i < argc; i++) {
 		size_t len, slen;
 		void *buf = slurp(argv[i], &len);
@@ -180,9 +192,7 @@ static int profile_span_main(int argc, char **argv)
 				argv[i], i + 1);
 			return 1;
 		}
-		printf("%8d %14.0f %12zu %11.2fx %14.0f B\n", i + 1, entries, slen,
-		       entries / (double)slen, (double)slen - prev);
-		prev = (double)slen;
+		prefix_row(i + 1, entries, slen, &prev);
 		free(span);
 	}
 	for (int i = 0; i < argc; i++)
@@ -198,8 +208,7 @@ static int chunk_span_main(int argc, char **argv)
 
 	if (!pts || argc < 1)
 		return 1;
-	printf("%8s %14s %12s %12s %16s\n", "points", "as entries B", "as a chunk B", "ratio",
-	       "last point adds");
+	prefix_header("points", "as a chunk B");
 	for (int i = 0; i < argc; i++) {
 		size_t len, clen;
 		void *buf = slurp(argv[i], &len);
@@ -218,9 +227,7 @@ static int chunk_span_main(int argc, char **argv)
 				argv[i], i + 1);
 			return 1;
 		}
-		printf("%8d %14.0f %12zu %11.2fx %14.0f B\n", i + 1, entries, clen,
-		       entries / (double)clen, (double)clen - prev);
-		prev = (double)clen;
+		prefix_row(i + 1, entries, clen, &prev);
 		free(chunk);
 	}
 	for (int i = 0; i < argc; i++)
