@@ -53,6 +53,8 @@ import tempfile
 import threading
 import time
 
+from benchlib import free_port
+
 RETENTION = {"s1": 15 * 60, "s60": 24 * 60, "s3600": 90 * 24, "p10": 360}
 SERIES_PER_ENTRY = 30   # a simulated host's series per entry (faultline sim)
 # wave 1 (a chain of decoded snapshots per host, README history): what the
@@ -285,14 +287,6 @@ def measure_memory(out, d, compressed):
             proj[t] = per_entry[t] * span + chunks[t]["per_point"] * (RETENTION[t] - span)
     proj["drives"] = drives
     return {"per_entry": per_entry, "projected": proj, "costs": costs, "chunks": chunks}
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def prom_query(port, q):

@@ -29,41 +29,26 @@ import argparse
 import json
 import math
 import os
-import random
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import free_port
+
 
 LINE = re.compile(r"interval: read (\d+) snapshot\(s\) in ([\d.]+) ms, evaluated (\d+) rule\(s\) "
                   r"over (\d+) host\(s\) in ([\d.]+) ms")
 
 
-def free_port():
-    while True:
-        p = random.randint(20000, 55000)
-        ok = True
-        for q in (p, p + 10000):
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", q))
-            except OSError:
-                ok = False
-            finally:
-                s.close()
-        if ok:
-            return p
-
 
 def start_cluster(d, masters=3):
     procs, ports = [], []
     for _ in range(masters):
-        port = free_port()
+        port = free_port(also=(10000,))
         procs.append(subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled",
              "yes", "--cluster-config-file", "nodes-%d.conf" % port, "--save", "",
@@ -93,7 +78,7 @@ def start_single(d):
     """One redis-server reached over TCP loopback, as the cluster's nodes are
     and as a rules engine on its own machine reaches its Redis (a unix socket
     would make the peer cheaper for a reason sharding has nothing to do with)."""
-    port = free_port()
+    port = free_port(also=(10000,))
     p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save",
                           "", "--appendonly", "no", "--dir", d],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
