@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "core/timeutil.h"
 #include "store/conn.h"
+#include "store/host_registry.h"
 #include "store/host_usage.h"
 
 /*
@@ -29,7 +30,8 @@ static const char *const retention_keys[USAGE_KEYS] = { "s1", "s60", "s3600", "p
 #define USAGE_DEFAULTS "s1=15m,s60=1d,s3600=90d,p10=1h,p3600=7d"
 
 static const char usage_help[] =
-"Usage: faultline usage [HOST...] [--retention LIST] [--json] [--redis URL]\n\n"
+"Usage: faultline usage [HOST... | --all [--sample N]] [--retention LIST] [--json]\n"
+"                       [--redis URL]\n\n"
 "What each HOST (default: this host's name) costs in Redis, stream by stream:\n"
 "its entries and chunks now (MEMORY USAGE), what an entry and a point in a\n"
 "chunk cost, and the bytes it would hold at the retention in steady state\n"
@@ -38,7 +40,13 @@ static const char usage_help[] =
 "  --retention LIST  NAME=DUR,... for s1, s60, s3600, p10 (also io10 and\n"
 "                    iowait10), p3600: the probes' retention: (default\n"
 "                    " USAGE_DEFAULTS ", the probe's defaults)\n"
-"  --json            one JSON object per host, in an array\n"
+"  --all             every registered host: per stream the mean and the\n"
+"                    largest a host costs, a host's p50, p90 and max, and\n"
+"                    the fleet's total (hosts x the mean)\n"
+"  --sample N        with --all, measure N hosts spread over the names\n"
+"                    (every k-th) and scale the total to all of them\n"
+"  --json            one JSON object per host, in an array (with --all, the\n"
+"                    fleet's summary as one object)\n"
 "  --redis URL       default unix:///run/faultline/redis.sock\n\n"
 "basis: b = both costs measured; e = no chunk yet, all of the retention at\n"
 "an entry's cost (an upper bound); c = no entry, all at a chunk point's\n"
@@ -134,11 +142,109 @@ static json_object *host_json(const char *host, const struct host_usage *u,
 	return o;
 }
 
+/* Bytes host u would hold at the retention: every stream's projection and the rest. */
+static double host_at(const struct host_usage *u, const uint64_t *ret_ns)
+{
+	double at = (double)u->other_bytes;
+	char basis;
+
+	for (int k = 0; k < USAGE_STREAMS; k++)
+		at += stream_usage_at(&u->s[k], retention_of(ret_ns, k), &basis);
+	return at;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* What a fleet of nhosts costs, from the measured hosts' projections. */
+struct fleet {
+	size_t nhosts, measured;
+	double sum[USAGE_STREAMS + 1], max[USAGE_STREAMS + 1];	/* [USAGE_STREAMS]: other */
+	double *totals;		/* each measured host's total at the retention */
+};
+
+static void fleet_add(struct fleet *f, const struct host_usage *u, const uint64_t *ret_ns)
+{
+	char basis;
+
+	for (int k = 0; k <= USAGE_STREAMS; k++) {
+		double a = k < USAGE_STREAMS ?
+			   stream_usage_at(&u->s[k], retention_of(ret_ns, k), &basis) :
+			   (double)u->other_bytes;
+
+		f->sum[k] += a;
+		if (a > f->max[k])
+			f->max[k] = a;
+	}
+	f->totals[f->measured++] = host_at(u, ret_ns);
+}
+
+static double pct(const double *sorted, size_t n, double q)
+{
+	return n ? sorted[(size_t)(q * (double)(n - 1) + 0.5)] : 0;
+}
+
+static void fleet_print(struct fleet *f, const uint64_t *ret_ns, int json)
+{
+	double mean = 0, n = f->measured ? (double)f->measured : 1;
+	char dur[32];
+
+	qsort(f->totals, f->measured, sizeof(*f->totals), cmp_double);
+	for (size_t i = 0; i < f->measured; i++)
+		mean += f->totals[i] / n;
+	if (json) {
+		json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+		json_object_object_add(o, "hosts", json_object_new_int64((int64_t)f->nhosts));
+		json_object_object_add(o, "measured", json_object_new_int64((int64_t)f->measured));
+		for (int k = 0; k <= USAGE_STREAMS; k++) {
+			json_object *j = json_object_new_object();
+
+			json_object_object_add(j, "stream", json_object_new_string(
+				k < USAGE_STREAMS ? usage_stream_name(k) : "other"));
+			json_object_object_add(j, "mean_bytes_at_retention",
+					       json_object_new_int64((int64_t)(f->sum[k] / n)));
+			json_object_object_add(j, "max_bytes_at_retention",
+					       json_object_new_int64((int64_t)f->max[k]));
+			json_object_array_add(arr, j);
+		}
+		json_object_object_add(o, "streams", arr);
+		json_object_object_add(o, "host_p50_bytes",
+				       json_object_new_int64((int64_t)pct(f->totals, f->measured, 0.5)));
+		json_object_object_add(o, "host_p90_bytes",
+				       json_object_new_int64((int64_t)pct(f->totals, f->measured, 0.9)));
+		json_object_object_add(o, "host_max_bytes",
+				       json_object_new_int64((int64_t)pct(f->totals, f->measured, 1)));
+		json_object_object_add(o, "fleet_bytes_at_retention",
+				       json_object_new_int64((int64_t)(mean * (double)f->nhosts)));
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		json_object_put(o);
+		return;
+	}
+	printf("fleet: %zu host(s) registered, %zu measured\n", f->nhosts, f->measured);
+	printf("%-9s %9s %13s %12s\n", "stream", "retention", "mean MB/host", "max MB/host");
+	for (int k = 0; k <= USAGE_STREAMS; k++)
+		printf("%-9s %9s %13.3f %12.3f\n", k < USAGE_STREAMS ? usage_stream_name(k) : "other",
+		       k < USAGE_STREAMS ? duration_format(retention_of(ret_ns, k) * 1000000, dur,
+							   sizeof(dur)) : "kept",
+		       f->sum[k] / n / 1e6, f->max[k] / 1e6);
+	printf("a host at this retention: p50 %.2f MB, p90 %.2f MB, max %.2f MB; the fleet: "
+	       "%.2f GB (%zu host(s) x the mean %.2f MB)\n", pct(f->totals, f->measured, 0.5) / 1e6,
+	       pct(f->totals, f->measured, 0.9) / 1e6, pct(f->totals, f->measured, 1) / 1e6,
+	       mean * (double)f->nhosts / 1e9, f->nhosts, mean / 1e6);
+}
+
 int cmd_usage(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "retention", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "sample", required_argument, NULL, 's' },
 		{ "redis", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -147,8 +253,11 @@ int cmd_usage(int argc, char **argv)
 	uint64_t ret_ns[USAGE_KEYS];
 	char err[512], self[256] = "";
 	json_object *all = NULL;
+	struct fleet fleet = { 0 };
 	struct conn *rc;
-	int c, json = 0, rcode = 0;
+	char **hosts = NULL, *end;
+	size_t nhosts = 0, sample = 0, step = 1;
+	int c, json = 0, every = 0, rcode = 0;
 
 	if (help_asked(argc, argv)) {
 		fputs(usage_help, stdout);
@@ -167,44 +276,93 @@ int cmd_usage(int argc, char **argv)
 			}
 			break;
 		case 'j': json = 1; break;
+		case 'a': every = 1; break;
+		case 's':
+			sample = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || !sample) {
+				fprintf(stderr, "faultline usage: --sample '%s': expected a number of "
+					"hosts (1 or more)\n", optarg);
+				return 2;
+			}
+			break;
 		case 'r': url = optarg; break;
 		default:
 			fprintf(stderr, "faultline usage: see --help\n");
 			return 2;
 		}
 	}
+	if (sample && !every) {
+		fprintf(stderr, "faultline usage: --sample goes with --all\n");
+		return 2;
+	}
+	if (every && optind < argc) {
+		fprintf(stderr, "faultline usage: --all measures the registered hosts: name no "
+			"HOST with it\n");
+		return 2;
+	}
 	rc = conn_open(url, 5 * NSEC_PER_SEC, err, sizeof(err));
 	if (!rc) {
 		fprintf(stderr, "faultline usage: %s\n", err);
 		return 1;
 	}
-	if (optind == argc)
+	if (every) {
+		if (store_host_names(rc, &hosts, &nhosts, err, sizeof(err))) {
+			fprintf(stderr, "faultline usage: listing the hosts: %s\n", err);
+			conn_close(rc);
+			return 1;
+		}
+		/* a sample spread over the names: every step-th */
+		if (sample && sample < nhosts)
+			step = (nhosts + sample - 1) / sample;
+		fleet.nhosts = nhosts;
+		fleet.totals = calloc(nhosts + 1, sizeof(*fleet.totals));
+		if (!fleet.totals) {
+			fprintf(stderr, "faultline usage: out of memory\n");
+			rcode = 1;
+		}
+	} else if (optind == argc) {
 		gethostname(self, sizeof(self) - 1);
-	if (json)
+	}
+	if (json && !every)
 		all = json_object_new_array();
-	for (int i = optind; i < argc || (i == optind && self[0]); i++) {
-		const char *host = i < argc ? argv[i] : self;
+	for (size_t i = 0; !rcode; i += every ? step : 1) {
+		const char *host = every ? (i < nhosts ? hosts[i] : NULL) :
+				   optind + (int)i < argc ? argv[optind + (int)i] :
+				   i == 0 && self[0] ? self : NULL;
 		struct host_usage u;
 
+		if (!host)
+			break;
 		if (host_usage_read(rc, host, &u, err, sizeof(err))) {
 			fprintf(stderr, "faultline usage: host %s: %s\n", host, err);
 			rcode = 1;
 			break;
 		}
-		if (json) {
+		if (every) {
+			fleet_add(&fleet, &u, ret_ns);
+			if (isatty(STDERR_FILENO) && fleet.measured % 50 == 0)
+				fprintf(stderr, "\rfaultline usage: %zu host(s) measured...",
+					fleet.measured);
+		} else if (json) {
 			json_object_array_add(all, host_json(host, &u, ret_ns));
 		} else {
-			if (i > optind)
+			if (i > 0)
 				putchar('\n');
 			print_table(host, &u, ret_ns);
 		}
 	}
-	if (json) {
+	if (every && isatty(STDERR_FILENO) && fleet.measured >= 50)
+		fputc('\n', stderr);
+	if (every && !rcode)
+		fleet_print(&fleet, ret_ns, json);
+	if (all) {
 		if (!rcode)
 			puts(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY |
 								  JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(all);
 	}
+	free(fleet.totals);
+	store_host_names_free(hosts, nhosts);
 	conn_close(rc);
 	return rcode;
 }

@@ -5,6 +5,7 @@
  * registered says so and exits 1 instead of waiting forever.
  */
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,4 +464,95 @@ Test(cli, profile_top_is_sorted_by_flat_like_pprof, .timeout = 60, .fini = top_r
 			cr_assert(strstr(buf, "1000 100.00%  main"), "%s", buf);
 		}
 	}
+}
+
+/* The output of a shell command (at most len - 1 bytes) into buf; its exit status. */
+static int capture(char *buf, size_t len, const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	size_t n;
+
+	buf[0] = '\0';
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	return pclose(f);
+}
+
+/* bytes_at_retention of the fleet summary's or a host's JSON object. */
+static double json_bytes(json_object *o, const char *key)
+{
+	json_object *v;
+
+	cr_assert(json_object_object_get_ex(o, key, &v), "no %s in %s", key,
+		  json_object_to_json_string(o));
+	return (double)json_object_get_int64(v);
+}
+
+/*
+ * `faultline usage --all`: the fleet's summary is the measured hosts' own
+ * projections (its mean is the mean of `faultline usage HOST` of each),
+ * and --sample measures that many hosts, spread, and scales to all.
+ */
+Test(cli, usage_all_is_the_mean_of_the_hosts_scaled_to_the_fleet, .timeout = 120,
+     .fini = top_redis_destroy)
+{
+	static char out[1 << 20], cmd[4096];
+	json_object *hosts, *fleet;
+	double sum = 0, max = 0;
+	size_t n;
+
+	cr_assert_eq(test_redis_start(&top_redis), 0);
+	cr_assert_eq(strncmp(top_redis.url, "unix://", 7), 0);
+	cr_assert_eq(test_sh("%s/faultline sim --redis %s --hosts 6 --duration 150s --ends-now "
+			     "--no-profiles >/dev/null 2>&1", test_out_dir(), top_redis.url), 0);
+	/* each host on its own, named as the registry names them */
+	snprintf(cmd, sizeof(cmd), "%s/faultline usage --redis %s --json $(%s/faultline usage "
+		 "--redis %s --all --json >/dev/null && redis-cli -s %s --scan "
+		 "--pattern 'fl:{*}:host' | sed 's/^fl:{\\(.*\\)}:host$/\\1/' | sort)",
+		 test_out_dir(), top_redis.url, test_out_dir(), top_redis.url,
+		 top_redis.url + strlen("unix://"));
+	cr_assert_eq(capture(out, sizeof(out), cmd), 0, "%s", cmd);
+	hosts = json_tokener_parse(out);
+	cr_assert_not_null(hosts, "%.500s", out);
+	n = json_object_array_length(hosts);
+	cr_assert_eq(n, 6, "%zu hosts", n);
+	for (size_t i = 0; i < n; i++) {
+		double b = json_bytes(json_object_array_get_idx(hosts, i), "bytes_at_retention");
+
+		cr_assert_gt(b, 0);
+		sum += b;
+		max = b > max ? b : max;
+	}
+	json_object_put(hosts);
+
+	snprintf(cmd, sizeof(cmd), "%s/faultline usage --redis %s --all --json", test_out_dir(),
+		 top_redis.url);
+	cr_assert_eq(capture(out, sizeof(out), cmd), 0);
+	fleet = json_tokener_parse(out);
+	cr_assert_not_null(fleet, "%.500s", out);
+	cr_assert_eq(json_bytes(fleet, "hosts"), 6);
+	cr_assert_eq(json_bytes(fleet, "measured"), 6);
+	/* the fleet is the six hosts' sum (each rounded to a byte) */
+	cr_assert_float_eq(json_bytes(fleet, "fleet_bytes_at_retention"), sum, 6 + sum * 1e-9,
+			   "the fleet's total is not its hosts' sum %.0f: %s", sum, out);
+	cr_assert_float_eq(json_bytes(fleet, "host_max_bytes"), max, 1);
+	json_object_put(fleet);
+
+	/* a sample of 2 of 6: every 3rd name, scaled to the 6 */
+	snprintf(cmd, sizeof(cmd), "%s/faultline usage --redis %s --all --sample 2 --json",
+		 test_out_dir(), top_redis.url);
+	cr_assert_eq(capture(out, sizeof(out), cmd), 0);
+	fleet = json_tokener_parse(out);
+	cr_assert_not_null(fleet, "%.500s", out);
+	cr_assert_eq(json_bytes(fleet, "hosts"), 6);
+	cr_assert_eq(json_bytes(fleet, "measured"), 2);
+	cr_assert_gt(json_bytes(fleet, "fleet_bytes_at_retention"), 0);
+	json_object_put(fleet);
+
+	/* usage errors before Redis is asked */
+	cr_assert_eq(run("usage --sample 2"), 2, "--sample without --all");
+	cr_assert_eq(run("usage --all web-1"), 2, "--all with a host");
+	cr_assert_eq(run("usage --all --sample 0"), 2);
 }
