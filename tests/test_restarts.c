@@ -968,7 +968,9 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 
 	write_probe_cfg_metrics(0, port);
 	start_probe();
-	sleep(2);
+	cr_assert_eq(wait_first_snapshot(port, 30), 0, "the probe took no snapshot in 30 s; its "
+		     "log:\n%s", log_tail(4000));
+	sleep(1);
 	test_redis_stop(&redis, 0);	/* Redis away (its data kept) */
 	down_from = time_wall_ns() / NSEC_PER_MSEC;
 	sleep(3);
@@ -1033,7 +1035,10 @@ Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup
 		test_free_port());
 	fclose(f);
 	start_probe();
-	sleep(3);
+	/* its threads exist once it has taken a snapshot (a busy machine may take seconds) */
+	cr_assert_eq(wait_first_snapshot(port, 30), 0, "the probe took no snapshot in 30 s; its "
+		     "log:\n%s", log_tail(4000));
+	sleep(1);
 	snprintf(path, sizeof(path), "/proc/%d/task", probe);
 	d = opendir(path);
 	cr_assert_not_null(d);
