@@ -1028,8 +1028,9 @@ Test(store, profile_burst_and_windows_round_trip, .init = setup, .fini = teardow
 	store_close(st);
 }
 
-/* Window k of host's 10 s CPU profile from t0: a frame of its own and a count of k + 1. */
-static void put_window(struct store *st, const char *host, uint64_t t0, int k)
+/* Window k of host's CPU profile of period_ms windows from t0: its own frame, k + 1 samples. */
+static void put_window_every(struct store *st, const char *host, uint64_t t0, int k,
+			     uint64_t period_ms)
 {
 	struct profile p;
 	char own[32], *blob;
@@ -1038,14 +1039,20 @@ static void put_window(struct store *st, const char *host, uint64_t t0, int k)
 
 	snprintf(own, sizeof(own), "window_%d", k);
 	profile_init(&p, host);
-	p.ts_ms = t0 + 10000ULL * (uint64_t)(k + 1);
-	p.duration_ms = 10000;
+	p.ts_ms = t0 + period_ms * (uint64_t)(k + 1);
+	p.duration_ms = period_ms;
 	p.rate_hz = 19;
 	cr_assert_eq(profile_add(&p, "api", "api-server", 42, frames, 3, (uint64_t)k + 1), 0);
 	cr_assert_eq(profile_encode(&p, &blob, &len), 0);
 	cr_assert_eq(profile_store_put(st, host, PROFILE_CPU, p.ts_ms, 0, blob, len), 0);
 	free(blob);
 	profile_free(&p);
+}
+
+/* Window k of host's 10 s CPU profile from t0. */
+static void put_window(struct store *st, const char *host, uint64_t t0, int k)
+{
+	put_window_every(st, host, t0, k, 10000);
 }
 
 /* Merge host's CPU windows ending in [from, to]: how many, their samples, which frames. */
@@ -1265,6 +1272,27 @@ Test(store, host_usage_counts_entries_chunk_points_and_projects, .init = setup,
 		cr_assert_float_eq(stream_usage_at(&e, 900000, &basis), 900 * entry_cost, 1e-3);
 		cr_assert_eq(basis, 'e');
 	}
+	/*
+	 * a probe with profile.window: 30s: its step is measured, from the
+	 * entries, and with none from what the chunk's windows cover
+	 */
+	st = open_store(1000);
+	for (int k = 0; k < 40; k++)
+		put_window_every(st, "web-30", t0, k, 30000);
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	store_close(st);
+	cr_assert_eq(host_usage_read(c, "web-30", &u, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p10->entries, 20);
+	cr_assert_eq(p10->chunk_points, 20);
+	cr_assert_eq(p10->step_ms, 30000, "from the entries: %llu",
+		     (unsigned long long)p10->step_ms);
+	freeReplyObject(conn_commandf(c, "fl:{web-30}:p10", "DEL fl:{web-30}:p10"));
+	cr_assert_eq(host_usage_read(c, "web-30", &u, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p10->entries, 0);
+	cr_assert_eq(p10->step_ms, 30000, "from the chunk: %llu", (unsigned long long)p10->step_ms);
+	cr_assert_float_eq(stream_usage_at(p10, 3600000, &basis), 120 * (double)p10->chunk_bytes / 20,
+			   1e-3, "an hour is 120 windows of 30 s");
+
 	conn_close(c);
 }
 

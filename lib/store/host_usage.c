@@ -110,6 +110,8 @@ static int count_chunk(const char *blob, size_t len, void *arg)
 			return 0;
 		}
 		cc->u->chunk_points += n;
+		for (size_t i = 0; i < n; i++)
+			cc->u->chunk_ms += pts[i].interval_ms;
 		chunk_points_free(pts, n);
 	} else {
 		struct profile_span s = { 0 };
@@ -119,6 +121,8 @@ static int count_chunk(const char *blob, size_t len, void *arg)
 			return 0;
 		}
 		cc->u->chunk_points += s.nwindows;
+		for (uint32_t i = 0; i < s.nwindows; i++)
+			cc->u->chunk_ms += s.windows[i].duration_ms;
 		profile_span_free(&s);
 	}
 	return 0;
@@ -136,12 +140,10 @@ static int read_stream(struct conn *c, const char *host, int k, struct stream_us
 		key_tier(key, sizeof(key), host, (uint32_t)stream_tier[k]);
 		key_chunks(ckey, sizeof(ckey), host, (uint32_t)stream_tier[k]);
 		u->span_ms = chunk_span_ms((uint32_t)stream_tier[k]);
-		u->step_ms = (uint64_t)stream_tier[k] * 1000;
 	} else {
 		key_profile(key, sizeof(key), host, stream_kind[k]);
 		key_profile_chunks(ckey, sizeof(ckey), host, stream_kind[k]);
 		u->span_ms = key_profile_span_ms(stream_kind[k]);
-		u->step_ms = stream_kind[k] == PROFILE_CPU_HOURLY ? 3600 * 1000 : 10 * 1000;
 	}
 	if ((v = integer_of(c, conn_commandf(c, key, "XLEN %s", key), "XLEN", err, errlen)) < 0)
 		return -1;
@@ -161,12 +163,19 @@ static int read_stream(struct conn *c, const char *host, int k, struct stream_us
 	if (v && store_read_field(c, ckey, "c", 4, 0, UINT64_MAX, count_chunk, &cc, err,
 				  errlen) < 0)
 		return -1;
-	/* the 1 s tier's step is the probe's interval: measured from its entries */
-	if (k == USAGE_S1 && u->entries >= 2 && u->newest_ms > u->oldest_ms)
+	/*
+	 * How often a point comes is the probe's (interval:, profile.window:),
+	 * so it is measured: from the entries' ids, else from what the chunks'
+	 * points say they cover, else the stream's usual period.
+	 */
+	if (u->entries >= 2 && u->newest_ms > u->oldest_ms)
 		u->step_ms = (u->newest_ms - u->oldest_ms + (u->entries - 1) / 2) /
 			     (u->entries - 1);
-	else if (k == USAGE_S1 && u->chunk_points)
-		u->step_ms = u->chunks * u->span_ms / u->chunk_points;
+	else if (u->chunk_points && u->chunk_ms)
+		u->step_ms = (u->chunk_ms + u->chunk_points / 2) / u->chunk_points;
+	else
+		u->step_ms = stream_kind[k] < 0 ? (uint64_t)stream_tier[k] * 1000 :
+			     stream_kind[k] == PROFILE_CPU_HOURLY ? 3600 * 1000 : 10 * 1000;
 	if (!u->step_ms)
 		u->step_ms = 1;
 	return 0;

@@ -33,12 +33,13 @@ enum usage_stream {
 const char *usage_stream_name(int k);
 
 struct stream_usage {
-	uint64_t step_ms;	/* a point every (for s1: measured from its entries) */
+	uint64_t step_ms;	/* a point every: measured (entry ids, else chunk points) */
 	uint64_t span_ms;	/* what one chunk holds */
 	uint64_t entries, entry_bytes;	/* the stream: XLEN, MEMORY USAGE */
 	uint64_t oldest_ms, newest_ms;	/* its first and last entry ids (0: none) */
 	uint64_t chunks, chunk_bytes;	/* its chunk stream */
 	uint64_t chunk_points;	/* the points (windows) those chunks hold */
+	uint64_t chunk_ms;	/* the time they cover: their intervals (windows' lengths) */
 	uint64_t bad_chunks;	/* chunks that did not decode (their bytes counted) */
 };
 
