@@ -59,22 +59,37 @@ static uint64_t retention_of(const uint64_t *ret_ns, int k)
 	return ret_ns[key_of[k]] / 1000000;
 }
 
+/* Host u projected at the retention: each stream's bytes and basis, and the totals. */
+struct projection {
+	double at[USAGE_STREAMS];
+	char basis[USAGE_STREAMS];
+	double now, total;	/* in Redis now, and at the retention (the rest included) */
+};
+
+static void project(const struct host_usage *u, const uint64_t *ret_ns, struct projection *p)
+{
+	p->now = p->total = (double)u->other_bytes;
+	for (int k = 0; k < USAGE_STREAMS; k++) {
+		p->at[k] = stream_usage_at(&u->s[k], retention_of(ret_ns, k), &p->basis[k]);
+		p->now += (double)(u->s[k].entry_bytes + u->s[k].chunk_bytes);
+		p->total += p->at[k];
+	}
+}
+
 static void print_table(const char *host, const struct host_usage *u, const uint64_t *ret_ns)
 {
-	double now = 0, at = 0;
+	struct projection pj;
 	char dur[32], empty[128] = "";
+
+	project(u, ret_ns, &pj);
 
 	printf("%-9s %9s %9s %9s %7s %8s %8s %9s %11s %5s\n", "stream", "retention", "entries",
 	       "B/entry", "chunks", "points", "B/point", "now MB", "at ret. MB", "basis");
 	for (int k = 0; k < USAGE_STREAMS; k++) {
 		const struct stream_usage *s = &u->s[k];
 		uint64_t r = retention_of(ret_ns, k);
-		char basis;
-		double a = stream_usage_at(s, r, &basis);
 
-		now += (double)(s->entry_bytes + s->chunk_bytes);
-		at += a;
-		if (basis == '-')
+		if (pj.basis[k] == '-')
 			snprintf(empty + strlen(empty), sizeof(empty) - strlen(empty), "%s%s",
 				 empty[0] ? ", " : "", usage_stream_name(k));
 		printf("%-9s %9s %9llu %9.0f %7llu %8llu %8.0f %9.3f %11.3f %5c\n",
@@ -83,19 +98,18 @@ static void print_table(const char *host, const struct host_usage *u, const uint
 		       s->entries ? (double)s->entry_bytes / (double)s->entries : 0,
 		       (unsigned long long)s->chunks, (unsigned long long)s->chunk_points,
 		       s->chunk_points ? (double)s->chunk_bytes / (double)s->chunk_points : 0,
-		       (double)(s->entry_bytes + s->chunk_bytes) / 1e6, a / 1e6, basis);
+		       (double)(s->entry_bytes + s->chunk_bytes) / 1e6, pj.at[k] / 1e6,
+		       pj.basis[k]);
 		if (s->bad_chunks)
 			printf("  (%llu chunk(s) of %s did not decode: their bytes are counted, "
 			       "their points are not)\n", (unsigned long long)s->bad_chunks,
 			       usage_stream_name(k));
 	}
-	now += (double)u->other_bytes;
-	at += (double)u->other_bytes;
 	printf("%-9s %9s %9llu %9s %7s %8s %8s %9.3f %11.3f\n", "other", "kept",
 	       (unsigned long long)u->other_keys, "", "", "", "", (double)u->other_bytes / 1e6,
 	       (double)u->other_bytes / 1e6);
-	printf("host %s: %.2f MB in Redis now, %.2f MB at this retention\n", host, now / 1e6,
-	       at / 1e6);
+	printf("host %s: %.2f MB in Redis now, %.2f MB at this retention\n", host, pj.now / 1e6,
+	       pj.total / 1e6);
 	if (empty[0])
 		printf("(nothing stored yet in %s: not in the total)\n", empty);
 }
@@ -104,18 +118,15 @@ static json_object *host_json(const char *host, const struct host_usage *u,
 			      const uint64_t *ret_ns)
 {
 	json_object *o = json_object_new_object(), *arr = json_object_new_array();
-	double now = 0, at = 0;
+	struct projection pj;
 
+	project(u, ret_ns, &pj);
 	json_object_object_add(o, "host", json_object_new_string(host));
 	for (int k = 0; k < USAGE_STREAMS; k++) {
 		const struct stream_usage *s = &u->s[k];
 		json_object *j = json_object_new_object();
 		uint64_t r = retention_of(ret_ns, k);
-		char basis[2] = "";
-		double a = stream_usage_at(s, r, basis);
-
-		now += (double)(s->entry_bytes + s->chunk_bytes);
-		at += a;
+		char basis[2] = { pj.basis[k], '\0' };
 		json_object_object_add(j, "stream", json_object_new_string(usage_stream_name(k)));
 		json_object_object_add(j, "retention_ms", json_object_new_int64((int64_t)r));
 		json_object_object_add(j, "step_ms", json_object_new_int64((int64_t)s->step_ms));
@@ -129,28 +140,16 @@ static json_object *host_json(const char *host, const struct host_usage *u,
 		json_object_object_add(j, "chunk_bytes",
 				       json_object_new_int64((int64_t)s->chunk_bytes));
 		json_object_object_add(j, "bad_chunks", json_object_new_int64((int64_t)s->bad_chunks));
-		json_object_object_add(j, "bytes_at_retention", json_object_new_int64((int64_t)a));
+		json_object_object_add(j, "bytes_at_retention",
+				       json_object_new_int64((int64_t)pj.at[k]));
 		json_object_object_add(j, "basis", json_object_new_string(basis));
 		json_object_array_add(arr, j);
 	}
-	now += (double)u->other_bytes;
-	at += (double)u->other_bytes;
 	json_object_object_add(o, "streams", arr);
 	json_object_object_add(o, "other_bytes", json_object_new_int64((int64_t)u->other_bytes));
-	json_object_object_add(o, "bytes_now", json_object_new_int64((int64_t)now));
-	json_object_object_add(o, "bytes_at_retention", json_object_new_int64((int64_t)at));
+	json_object_object_add(o, "bytes_now", json_object_new_int64((int64_t)pj.now));
+	json_object_object_add(o, "bytes_at_retention", json_object_new_int64((int64_t)pj.total));
 	return o;
-}
-
-/* Bytes host u would hold at the retention: every stream's projection and the rest. */
-static double host_at(const struct host_usage *u, const uint64_t *ret_ns)
-{
-	double at = (double)u->other_bytes;
-	char basis;
-
-	for (int k = 0; k < USAGE_STREAMS; k++)
-		at += stream_usage_at(&u->s[k], retention_of(ret_ns, k), &basis);
-	return at;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -169,18 +168,17 @@ struct fleet {
 
 static void fleet_add(struct fleet *f, const struct host_usage *u, const uint64_t *ret_ns)
 {
-	char basis;
+	struct projection pj;
 
+	project(u, ret_ns, &pj);
 	for (int k = 0; k <= USAGE_STREAMS; k++) {
-		double a = k < USAGE_STREAMS ?
-			   stream_usage_at(&u->s[k], retention_of(ret_ns, k), &basis) :
-			   (double)u->other_bytes;
+		double a = k < USAGE_STREAMS ? pj.at[k] : (double)u->other_bytes;
 
 		f->sum[k] += a;
 		if (a > f->max[k])
 			f->max[k] = a;
 	}
-	f->totals[f->measured++] = host_at(u, ret_ns);
+	f->totals[f->measured++] = pj.total;
 }
 
 static double pct(const double *sorted, size_t n, double q)
@@ -255,8 +253,10 @@ int cmd_usage(int argc, char **argv)
 	json_object *all = NULL;
 	struct fleet fleet = { 0 };
 	struct conn *rc;
-	char **hosts = NULL, *end;
+	char **hosts = NULL, *end, *self_list[1] = { self };
 	size_t nhosts = 0, sample = 0, step = 1;
+	char **names;		/* the hosts measured: the registry's, argv's or this one */
+	size_t nnames;
 	int c, json = 0, every = 0, rcode = 0;
 
 	if (help_asked(argc, argv)) {
@@ -323,16 +323,22 @@ int cmd_usage(int argc, char **argv)
 	} else if (optind == argc) {
 		gethostname(self, sizeof(self) - 1);
 	}
+	if (every) {
+		names = hosts;
+		nnames = nhosts;
+	} else if (optind < argc) {
+		names = argv + optind;
+		nnames = (size_t)(argc - optind);
+	} else {
+		names = self_list;
+		nnames = 1;
+	}
 	if (json && !every)
 		all = json_object_new_array();
-	for (size_t i = 0; !rcode; i += every ? step : 1) {
-		const char *host = every ? (i < nhosts ? hosts[i] : NULL) :
-				   optind + (int)i < argc ? argv[optind + (int)i] :
-				   i == 0 && self[0] ? self : NULL;
+	for (size_t i = 0; !rcode && i < nnames; i += step) {
+		const char *host = names[i];
 		struct host_usage u;
 
-		if (!host)
-			break;
 		if (host_usage_read(rc, host, &u, err, sizeof(err))) {
 			fprintf(stderr, "faultline usage: host %s: %s\n", host, err);
 			rcode = 1;
