@@ -964,7 +964,7 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 	struct stat st;
 	long long during, before;
 	long count, missing;
-	int port = test_free_port(), started;
+	int port = test_free_port();
 
 	write_probe_cfg_metrics(0, port);
 	start_probe();
@@ -981,7 +981,8 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 	cr_assert_eq(st.st_mode & 0777, 0600, "the spool file is mode %o", st.st_mode & 0777);
 	start_probe();			/* a restart while Redis is still away */
 	/* 2 s from its first snapshot (a busy machine may take seconds to start it) */
-	started = wait_first_snapshot(port, 30);
+	cr_assert_eq(wait_first_snapshot(port, 30), 0, "the restarted probe took no snapshot in "
+		     "30 s; its log:\n%s", log_tail(4000));
 	sleep(2);
 	down_to = time_wall_ns() / NSEC_PER_MSEC;
 	cr_assert_eq(test_redis_restart(&redis), 0);
@@ -1000,8 +1001,6 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 	cr_assert_eq(missing, 0, "%ld snapshots taken before the restart were lost", missing);
 	cr_assert_geq(before, (long long)((asked - down_from) / 250) / 2,
 		      "only %lld snapshots taken before the restart survived it", before);
-	cr_assert_eq(started, 0, "the restarted probe took no snapshot in 30 s; its log:\n%s",
-		     log_tail(4000));
 	/* what the restarted probe took while Redis was away: all of it, in sequence */
 	cr_assert_eq(test_snapshot_gaps(redis.url, "spool-1", stopped, down_to, &count,
 					&missing), 0);
