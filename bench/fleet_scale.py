@@ -16,8 +16,8 @@ in a redis-server of its own:
             stream of 20 simulated hosts with 3 hours of history (sim seed
             7, one the zstd dictionaries were not trained on) is deleted
             (used_memory before and after), and the projection
-            to a full retention window per host (DESIGN.md: s1 15 min, s60
-            7 days, s3600 90 days, p10 1 hour; an hourly rollup holds the
+            to a full retention window per host (the probe's defaults: s1 15 min, s60
+            1 day, s3600 7 days, p10 1 hour; an hourly rollup holds the
             same series as a minute one, so its entries are sized like
             those); and Redis's used_memory per host at each fleet size.
   real      a real faultline-probe (BPF, defaults) on this host for
@@ -55,7 +55,7 @@ import time
 
 from benchlib import free_port
 
-RETENTION = {"s1": 15 * 60, "s60": 24 * 60, "s3600": 90 * 24, "p10": 360}
+RETENTION = {"s1": 15 * 60, "s60": 24 * 60, "s3600": 7 * 24, "p10": 360}
 SERIES_PER_ENTRY = 30   # a simulated host's series per entry (faultline sim)
 # wave 1 (a chain of decoded snapshots per host, README history): what the
 # rules engine held per host per kept snapshot, and how many it kept under

@@ -27,7 +27,7 @@
  */
 #define USAGE_KEYS 5
 static const char *const retention_keys[USAGE_KEYS] = { "s1", "s60", "s3600", "p10", "p3600" };
-#define USAGE_DEFAULTS "s1=15m,s60=1d,s3600=90d,p10=1h,p3600=7d"
+#define USAGE_DEFAULTS "s1=15m,s60=1d,s3600=7d,p10=1h,p3600=7d"
 
 static const char usage_help[] =
 "Usage: faultline usage [HOST... | --all [--sample N]] [--retention LIST] [--json]\n"

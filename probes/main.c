@@ -38,6 +38,7 @@
 #include "probes/prom.h"
 #include "model/rollup.h"
 #include "store/conn.h"
+#include "store/host_usage.h"
 #include "store/store.h"
 #include "core/strbuf.h"
 #include "core/timeutil.h"
@@ -545,6 +546,59 @@ static int probe_once(struct probe *p)
 }
 
 /*
+ * Say, at start-up, which of the host's streams hold history older than
+ * their retention: the probe trims it as it writes, so a retention made
+ * shorter (by hand, or a default that changed on upgrade: retention.s3600
+ * was 90d) would otherwise drop days of history without a word.  A stream
+ * is named when it holds more than its retention plus two of its spans (or
+ * a quarter of the retention): trimming by age is by whole spans.  Redis
+ * away: nothing to say (the writer reconnects on its own).
+ */
+static void retention_notice(const struct probe_config *cfg)
+{
+	static const char *const key[USAGE_STREAMS] = {
+		"s1", "s60", "s3600", "p10", "p3600", "p10", "p10"
+	};
+	const uint64_t keep_ns[USAGE_STREAMS] = {
+		cfg->retention_ns[0], cfg->retention_ns[1], cfg->retention_ns[2],
+		cfg->retention_p10_ns, cfg->retention_p3600_ns, cfg->retention_p10_ns,
+		cfg->retention_p10_ns
+	};
+	uint64_t oldest[USAGE_STREAMS], now = time_wall_ns();
+	char err[256];
+	struct conn *c = conn_open(cfg->redis_url, cfg->redis_timeout_ns, err, sizeof(err));
+
+	if (!c || host_history_oldest(c, cfg->host, oldest, err, sizeof(err))) {
+		log_debug("retention: history not checked: %s", err);
+		if (c)
+			conn_close(c);
+		return;
+	}
+	conn_close(c);
+	for (int k = 0; k < USAGE_STREAMS; k++) {
+		uint64_t span = usage_stream_span_ms(k) * NSEC_PER_MSEC, held, slack;
+		char since[40], h[32], r[32], cut[40];
+
+		if (!oldest[k] || oldest[k] * NSEC_PER_MSEC >= now)
+			continue;
+		held = now - oldest[k] * NSEC_PER_MSEC;
+		slack = 2 * span > keep_ns[k] / 4 ? 2 * span : keep_ns[k] / 4;
+		if (held <= keep_ns[k] + slack)
+			continue;
+		log_warn("retention: %s's %s holds %s of history (since %s) and retention.%s "
+			 "is %s: what is older than %s goes as the probe writes; to keep it, "
+			 "raise retention.%s in the probe's config%s",
+			 cfg->host, usage_stream_name(k),
+			 duration_format(held - held % (span ? span : 1), h, sizeof(h)),
+			 time_format_rfc3339(oldest[k] * NSEC_PER_MSEC, since, sizeof(since)),
+			 key[k], duration_format(keep_ns[k], r, sizeof(r)),
+			 time_format_rfc3339(now - keep_ns[k], cut, sizeof(cut)), key[k],
+			 k == USAGE_S3600 ? " (its default was 90d in earlier releases and is "
+			 "7d now; remote_write: keeps longer history)" : "");
+	}
+}
+
+/*
  * The running probe: the store, the rollup tiers, the event loop with its
  * timer and signals, /metrics; then only the capabilities the loop needs.
  * 0, or -1 (said).
@@ -576,6 +630,7 @@ static int probe_start(struct probe *p, const int *sigs)
 		log_error("%s", err);
 		return -1;
 	}
+	retention_notice(&p->cfg);
 	if (p->cfg.remote_write.url[0]) {
 		char tier[32];
 

@@ -249,8 +249,9 @@ const struct cfg_field probe_config_schema[] = {
 		     "How long 1 min rollups are kept (a real host: ~0.8-0.9 KB a minute once "
 		     "chunked, ~1.3 MB a day)"),
 	CFG_DURATION("retention.s3600", PC, retention_ns[2], (60 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long 1 h rollups are kept (a real host: ~2.7 KB an hour as an entry, "
-		     "<= 5.8 MB at 90d, less once days are chunks)"),
+		     "How long 1 h rollups are kept (a real host: ~2.2-2.7 KB an hour as an "
+		     "entry, ~1.4 KB in a day's chunk; ~0.25 MB at 7d, ~3.1 MB at 90d, the "
+		     "default before the 4 MB budget; longer history: remote_write)"),
 	CFG_DURATION("retention.p10", PC, retention_p10_ns, (60 * NSEC_PER_SEC), 365 * DAY,
 		     "How long 10 s profile windows (and I/O stacks) are kept (a real host: "
 		     "1-12 KB a window as zstd, ~3x less once its 10 minutes are a chunk; "

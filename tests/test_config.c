@@ -33,7 +33,7 @@ Test(config, embedded_default_is_etc_probe_yaml)
 	cr_assert_eq(cfg.interval_ns, NSEC_PER_SEC);
 	cr_assert_eq(cfg.retention_ns[0], 15 * 60 * NSEC_PER_SEC);
 	cr_assert_eq(cfg.retention_ns[1], 86400 * NSEC_PER_SEC);
-	cr_assert_eq(cfg.retention_ns[2], 90 * 86400 * NSEC_PER_SEC);
+	cr_assert_eq(cfg.retention_ns[2], 7 * 86400 * NSEC_PER_SEC);
 	cr_assert_eq(cfg.retention_p10_ns, 3600 * NSEC_PER_SEC);
 	cr_assert_eq(cfg.retention_p3600_ns, 7 * 86400 * NSEC_PER_SEC);
 	cr_assert_eq(cfg.spool_max_snapshots, 3600);

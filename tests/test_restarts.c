@@ -36,6 +36,7 @@
 #include "tests/helpers.h"
 #include "tests/receiver.h"
 #include "model/snapshot.h"
+#include "store/keyspace.h"
 #include "store/store.h"
 #include "core/timeutil.h"
 
@@ -1010,6 +1011,80 @@ Test(restarts, probe_restarted_during_an_outage_loses_nothing, .init = setup,
 		      "its log:\n%s", during, log_tail(4000));
 	cr_assert_neq(stat(spool_file, &st), 0, "the spool file was not removed once sent");
 	conn_close(c);
+}
+
+/* Append an entry with id ms (field f, a placeholder value) to key. */
+static void xadd_at(struct conn *c, const char *key, uint64_t ms, const char *f)
+{
+	redisReply *r = conn_commandf(c, key, "XADD %s %llu-0 %s x", key, (unsigned long long)ms,
+				      f);
+
+	cr_assert(r && r->type == REDIS_REPLY_STRING, "XADD %s: %s", key,
+		  r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+	freeReplyObject(r);
+}
+
+/* Start the probe, wait for its start-up line, stop it; its log is in alerter_log. */
+static void probe_until_started(void)
+{
+	FILE *f = fopen(alerter_log, "w");	/* a log of this start alone */
+	int started = 0;
+
+	cr_assert(f, "%s", alerter_log);
+	fclose(f);
+	start_probe();
+	for (int i = 0; i < 200 && !started; i++) {
+		usleep(50000);
+		started = strstr(log_tail(8000), "probing host spool-1") != NULL;
+	}
+	stop_probe(SIGTERM);
+	cr_assert(started, "the probe did not start: %s", log_tail(2000));
+}
+
+/*
+ * A probe that starts with a shorter retention than the history its host
+ * holds (an upgrade: retention.s3600's default went from 90 days to 7)
+ * says which streams it is about to trim, and how to keep them; streams
+ * within their retention, and a retention raised to cover the history, are
+ * not named.
+ */
+Test(restarts, a_shorter_retention_says_what_it_will_trim, .init = setup,
+     .fini = probe_teardown, .timeout = 60)
+{
+	struct conn *c = conn();
+	uint64_t now = time_wall_ns() / NSEC_PER_MSEC, day = 86400000;
+	char key[200];
+	const char *log;
+
+	key_chunks(key, sizeof(key), "spool-1", 3600);
+	xadd_at(c, key, (now - 90 * day) - (now - 90 * day) % day, "c");	/* 90 days of hours */
+	key_profile(key, sizeof(key), "spool-1", 0);
+	xadd_at(c, key, now - 3 * 3600000, "d");		/* p10: 3 h, kept 1 h */
+	key_profile(key, sizeof(key), "spool-1", 1);
+	xadd_at(c, key, now - 2 * day, "d");			/* p3600: 2 d, kept 7 d */
+	conn_close(c);
+
+	write_probe_cfg(0);
+	probe_until_started();
+	log = log_tail(8000);
+	cr_assert(strstr(log, "spool-1's s3600 holds 90d of history") &&
+		  strstr(log, "retention.s3600 is 7d") && strstr(log, "raise retention.s3600") &&
+		  strstr(log, "was 90d in earlier releases"), "%s", log);
+	cr_assert(strstr(log, "spool-1's p10 holds") && strstr(log, "retention.p10 is 1h"),
+		  "%s", log);
+	cr_assert_null(strstr(log, "p3600 holds"), "p3600 is within its 7 days: %s", log);
+	cr_assert_null(strstr(log, "s1 holds"), "%s", log);
+
+	/* history the retention covers is not named */
+	{
+		FILE *f = fopen(probe_yaml, "a");
+
+		fprintf(f, "retention: {s3600: 120d, p10: 4h}\n");
+		fclose(f);
+	}
+	probe_until_started();
+	log = log_tail(8000);
+	cr_assert_null(strstr(log, "retention: spool-1"), "nothing is trimmed now: %s", log);
 }
 
 Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup,

@@ -43,7 +43,7 @@ static void usage(FILE *out)
 	fprintf(out,
 "Usage: faultline-web [--redis URL] [--listen ADDR] [--web.config.file FILE]\n"
 "                     [--topology FILE] [--rules FILE...]\n"
-"                     [--retention s1=15m,s60=1d,s3600=90d]\n"
+"                     [--retention s1=15m,s60=1d,s3600=7d]\n"
 "                     [--query.timeout 2m] [--query.max-samples N] [--hot 5m]\n"
 "                     [--log-level L]\n"
 "\n"
@@ -73,7 +73,7 @@ static void usage(FILE *out)
 "                        rules/faultline.yaml from the same places)\n"
 "      --retention LIST  how long the probes keep each tier (their config's\n"
 "                        retention:), which decides the tier a query reads\n"
-"                        (default s1=15m,s60=1d,s3600=90d)\n"
+"                        (default s1=15m,s60=1d,s3600=7d)\n"
 "  -s, --stale DUR       on the 1 s tier, a host whose newest snapshot is older\n"
 "                        than this at a step is left out of it, as the rules\n"
 "                        engine leaves it out (default 5s)\n"
@@ -102,7 +102,7 @@ struct web_options {
 	struct query_opts q;
 };
 
-/* "s1=15m,s60=1d,s3600=90d" (any of them) into o->q.retention_ms.  0 or -1. */
+/* "s1=15m,s60=1d,s3600=7d" (any of them) into o->q.retention_ms.  0 or -1. */
 static int parse_retention(struct web_options *o, const char *arg)
 {
 	static const char *const names[STORE_TIERS] = { "s1", "s60", "s3600" };

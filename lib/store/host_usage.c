@@ -33,6 +33,14 @@ const char *usage_stream_name(int k)
 	return k >= 0 && k < USAGE_STREAMS ? stream_names[k] : "?";
 }
 
+uint64_t usage_stream_span_ms(int k)
+{
+	if (k < 0 || k >= USAGE_STREAMS)
+		return 0;
+	return stream_kind[k] < 0 ? chunk_span_ms((uint32_t)stream_tier[k]) :
+	       key_profile_span_ms(stream_kind[k]);
+}
+
 /* An integer reply of c's command, or -1 with err. */
 static long long integer_of(struct conn *c, redisReply *r, const char *what, char *err,
 			    size_t errlen)
@@ -128,6 +136,20 @@ static int count_chunk(const char *blob, size_t len, void *arg)
 	return 0;
 }
 
+/* Stream k's entry and chunk keys for host; returns what one chunk spans (ms). */
+static uint64_t stream_keys(const char *host, int k, char *key, size_t klen, char *ckey,
+			    size_t cklen)
+{
+	if (stream_kind[k] < 0) {
+		key_tier(key, klen, host, (uint32_t)stream_tier[k]);
+		key_chunks(ckey, cklen, host, (uint32_t)stream_tier[k]);
+	} else {
+		key_profile(key, klen, host, stream_kind[k]);
+		key_profile_chunks(ckey, cklen, host, stream_kind[k]);
+	}
+	return usage_stream_span_ms(k);
+}
+
 static int read_stream(struct conn *c, const char *host, int k, struct stream_usage *u,
 		       char *err, size_t errlen)
 {
@@ -136,15 +158,7 @@ static int read_stream(struct conn *c, const char *host, int k, struct stream_us
 	long long v;
 	int64_t id;
 
-	if (stream_kind[k] < 0) {
-		key_tier(key, sizeof(key), host, (uint32_t)stream_tier[k]);
-		key_chunks(ckey, sizeof(ckey), host, (uint32_t)stream_tier[k]);
-		u->span_ms = chunk_span_ms((uint32_t)stream_tier[k]);
-	} else {
-		key_profile(key, sizeof(key), host, stream_kind[k]);
-		key_profile_chunks(ckey, sizeof(ckey), host, stream_kind[k]);
-		u->span_ms = key_profile_span_ms(stream_kind[k]);
-	}
+	u->span_ms = stream_keys(host, k, key, sizeof(key), ckey, sizeof(ckey));
 	if ((v = integer_of(c, conn_commandf(c, key, "XLEN %s", key), "XLEN", err, errlen)) < 0)
 		return -1;
 	u->entries = (uint64_t)v;
@@ -241,6 +255,22 @@ int host_usage_read(struct conn *c, const char *host, struct host_usage *u, char
 		if (read_stream(c, host, k, &u->s[k], err, errlen))
 			return -1;
 	return read_other(c, host, u, err, errlen);
+}
+
+int host_history_oldest(struct conn *c, const char *host, uint64_t oldest_ms[USAGE_STREAMS],
+			char *err, size_t errlen)
+{
+	for (int k = 0; k < USAGE_STREAMS; k++) {
+		char key[300], ckey[320];
+		int64_t entry, chunk;
+
+		stream_keys(host, k, key, sizeof(key), ckey, sizeof(ckey));
+		if ((entry = edge_id(c, key, 0, err, errlen)) < 0 ||
+		    (chunk = edge_id(c, ckey, 0, err, errlen)) < 0)
+			return -1;
+		oldest_ms[k] = (uint64_t)(chunk && (!entry || chunk < entry) ? chunk : entry);
+	}
+	return 0;
 }
 
 double stream_usage_at(const struct stream_usage *u, uint64_t retention_ms, char *basis)

@@ -32,6 +32,9 @@ enum usage_stream {
 /* Name of stream k ("s1", "p3600", ...), as in probe.yaml's retention:. */
 const char *usage_stream_name(int k);
 
+/* What one chunk of stream k spans (ms): a minute of s1, an hour of s60, ... */
+uint64_t usage_stream_span_ms(int k);
+
 struct stream_usage {
 	uint64_t step_ms;	/* a point every: measured (entry ids, else chunk points) */
 	uint64_t span_ms;	/* what one chunk holds */
@@ -56,6 +59,15 @@ struct host_usage {
  */
 int host_usage_read(struct conn *c, const char *host, struct host_usage *u, char *err,
 		    size_t errlen);
+
+/*
+ * The oldest point host holds in each stream (oldest_ms[k], 0: none): the
+ * first entry's id or the first chunk's span start, whichever is older.
+ * Cheap (two XRANGE ... COUNT 1 a stream), for a probe's start-up: what a
+ * shorter retention is about to trim.  Returns 0, or -1 with err.
+ */
+int host_history_oldest(struct conn *c, const char *host, uint64_t oldest_ms[USAGE_STREAMS],
+			char *err, size_t errlen);
 
 /*
  * Bytes stream u would hold at retention_ms in steady state: the span under

@@ -12,16 +12,16 @@
  * writes and reads touch one node:
  *
  *   key                          type    writer            readers            retention
- *   fl:{H}:s1                    stream  probe, sim        rules, CLI top     store.retention (1 h)
- *   fl:{H}:s60                   stream  probe, sim        tools              (7 d)
- *   fl:{H}:s3600                 stream  probe, sim        tools              (90 d)
+ *   fl:{H}:s1                    stream  probe, sim        rules, CLI top     (retention.s1, 15 min)
+ *   fl:{H}:s60                   stream  probe, sim        tools              (retention.s60, 1 d)
+ *   fl:{H}:s3600                 stream  probe, sim        tools              (retention.s3600, 7 d)
  *       entry id = snapshot ts (ms), field "d" = msgpack snapshot
  *       (model/snapshot.h); trimmed by age with XADD MINID ~; a rollup
  *       may be a delta on the entry before it, within an hour (a day):
  *       trimmed at such a span's start, read from it (store.h)
- *   fl:{H}:s1:chunks             stream  probe, sim        rules, web, tools  (15 min)
- *   fl:{H}:s60:chunks            stream  probe, sim        rules, tools       (7 d)
- *   fl:{H}:s3600:chunks          stream  probe, sim        rules, tools       (90 d)
+ *   fl:{H}:s1:chunks             stream  probe, sim        rules, web, tools  (retention.s1, 15 min)
+ *   fl:{H}:s60:chunks            stream  probe, sim        rules, tools       (retention.s60, 1 d)
+ *   fl:{H}:s3600:chunks          stream  probe, sim        rules, tools       (retention.s3600, 7 d)
  *       entry id = the span's start (ms), field "c" = model/chunk.h: an
  *       ended minute (hour, day) of the tier as one block of columns
  *       (chunk_span_ms).  The
