@@ -40,9 +40,27 @@
 #include "bpf/tcp.h"
 #include "tcp.skel.h"
 
+/* One column of a header/value line pair that the catalog knows. */
+struct proc_pick {
+	uint16_t pair, col;		/* line pair, column in its value line (0: first value) */
+	const struct metric_info *mi;
+	char metric[80];		/* "tcp.in_csum_errors" */
+};
+
+/*
+ * A /proc/net file of header/value line pairs, and which of its columns
+ * become series.  The header lines are the same at every read (they change
+ * only with the kernel), so the columns are named once (snake_case, the
+ * catalog lookup) and picked by position after; a read whose header lines
+ * differ from the ones the picks were made from makes them again.
+ */
 struct proc_file {
 	const char *path;
 	int fd;
+	char *heads;			/* the header lines the picks were made from, '\n'-joined */
+	size_t heads_len;
+	struct proc_pick *picks;	/* by pair, then column */
+	size_t npicks;
 };
 
 struct peer_count {
@@ -159,37 +177,124 @@ fail:
 	return ret;
 }
 
-/* Parse one header/value line pair into s. */
-static int emit_pair(struct snapshot *s, char *head, char *vals)
+/* Whether header lines lines[0], [2], ... (n lines) are those pf's picks were made from. */
+static int picks_fit(const struct proc_file *pf, char **lines, int n)
 {
-	char proto[16], metric[96], snake[64], *hsave, *vsave, *h, *v;
-	const struct metric_info *mi;
-	size_t plen = strcspn(head, ":");
+	size_t off = 0;
 
-	if (plen >= sizeof(proto) || strncmp(head, vals, plen + 1) != 0)
+	if (!pf->heads)
 		return 0;
-	for (size_t i = 0; i < plen; i++)
-		proto[i] = (char)tolower((unsigned char)head[i]);
-	proto[plen] = '\0';
-	h = strtok_r(head + plen + 1, " \n", &hsave);
-	v = strtok_r(vals + plen + 1, " \n", &vsave);
-	for (; h && v; h = strtok_r(NULL, " \n", &hsave), v = strtok_r(NULL, " \n", &vsave)) {
+	for (int i = 0; i + 1 < n; i += 2) {
+		size_t len = strlen(lines[i]);
+
+		if (off + len + 1 > pf->heads_len || memcmp(pf->heads + off, lines[i], len) ||
+		    pf->heads[off + len] != '\n')
+			return 0;
+		off += len + 1;
+	}
+	return off == pf->heads_len;
+}
+
+/*
+ * Name every column of the header lines (n lines, header/value pairs) and
+ * keep those the catalog knows as pf's picks.  A header field becomes
+ * proto.snake_case (InCsumErrors -> tcp.in_csum_errors); a pair whose value
+ * line does not start with its header's "Proto:" is skipped.
+ */
+static int picks_make(struct proc_file *pf, char **lines, int n)
+{
+	size_t len = 0, off = 0, cap = 0;
+
+	free(pf->heads);
+	free(pf->picks);
+	pf->heads = NULL;
+	pf->picks = NULL;
+	pf->npicks = pf->heads_len = 0;
+	for (int i = 0; i + 1 < n; i += 2)
+		len += strlen(lines[i]) + 1;
+	if (!(pf->heads = malloc(len + 1)))
+		return -ENOMEM;
+	for (int i = 0; i + 1 < n; i += 2) {
+		char proto[16], snake[64], *h = lines[i];
+		size_t plen = strcspn(h, ":"), hl = strlen(h);
+		uint16_t col = 0;
+
+		memcpy(pf->heads + off, h, hl);
+		pf->heads[off + hl] = '\n';
+		off += hl + 1;
+		if (plen >= sizeof(proto) || strncmp(h, lines[i + 1], plen + 1))
+			continue;
+		for (size_t k = 0; k < plen; k++)
+			proto[k] = (char)tolower((unsigned char)h[k]);
+		proto[plen] = '\0';
+		for (h += plen + 1; *(h += strspn(h, " ")); col++) {
+			size_t fl = strcspn(h, " ");
+			char field[64];
+			const struct metric_info *mi;
+			struct proc_pick *pk;
+
+			snprintf(field, sizeof(field), "%.*s", (int)(fl < 63 ? fl : 63), h);
+			h += fl;
+			snake_case(field, snake, sizeof(snake));
+			if (strlen(proto) + 1 + strlen(snake) >= sizeof(pk->metric))
+				continue;
+			{
+				char metric[sizeof(pk->metric)];
+
+				snprintf(metric, sizeof(metric), "%s.%s", proto, snake);
+				if (!(mi = catalog_find_wire(metric)))
+					continue;
+				if (pf->npicks == cap) {
+					size_t nc = cap ? 2 * cap : 32;
+					struct proc_pick *np = realloc(pf->picks, nc * sizeof(*np));
+
+					if (!np)
+						return -ENOMEM;
+					pf->picks = np;
+					cap = nc;
+				}
+				pk = &pf->picks[pf->npicks++];
+				pk->pair = (uint16_t)(i / 2);
+				pk->col = col;
+				pk->mi = mi;
+				memcpy(pk->metric, metric, sizeof(metric));
+			}
+		}
+	}
+	pf->heads[off] = '\0';
+	pf->heads_len = off;
+	return 0;
+}
+
+/* The picked columns of value line vals (pair p), from pick *at on, into s. */
+static int emit_values(struct snapshot *s, const struct proc_file *pf, size_t *at, uint16_t p,
+		       const char *vals)
+{
+	const char *v = vals + strcspn(vals, ":");
+	uint16_t col = 0;
+
+	if (*v)
+		v++;
+	for (; *at < pf->npicks && pf->picks[*at].pair == p; ++*at) {
+		const struct proc_pick *pk = &pf->picks[*at];
 		char *end;
 		long long x;
 
-		snake_case(h, snake, sizeof(snake));
-		snprintf(metric, sizeof(metric), "%s.%s", proto, snake);
-		mi = catalog_find_wire(metric);
-		if (!mi)
-			continue;
+		while (col < pk->col && *(v += strspn(v, " "))) {
+			v += strcspn(v, " ");
+			col++;
+		}
+		v += strspn(v, " ");
+		if (col != pk->col || !*v)
+			continue;	/* a value line shorter than its header */
 		errno = 0;
 		x = strtoll(v, &end, 10);
-		if (errno || *end || x < 0)
+		if (errno || (*end && *end != ' ') || x < 0)
 			continue;
-		if (mi->kind == SERIES_COUNTER) {
-			if (!snapshot_add_counter(s, metric, (uint64_t)x, NULL))
+		if (pk->mi->kind == SERIES_COUNTER) {
+			if (!snapshot_add_counter(s, pk->metric, (uint64_t)x, NULL))
 				return -ENOMEM;
-		} else if (!snapshot_add_gauge(s, metric, (double)x, NULL)) {
+		} else if (!snapshot_add_gauge(s, pk->metric, (double)x, NULL)) {
 			return -ENOMEM;
 		}
 	}
@@ -199,6 +304,7 @@ static int emit_pair(struct snapshot *s, char *head, char *vals)
 static int collect_proc(struct tcp_probe *tp, struct proc_file *pf, struct snapshot *s)
 {
 	char *lines[128], *save, *line;
+	size_t at = 0;
 	ssize_t n;
 	int nl = 0, ret;
 
@@ -213,8 +319,10 @@ static int collect_proc(struct tcp_probe *tp, struct proc_file *pf, struct snaps
 	for (line = strtok_r(tp->buf, "\n", &save); line && nl < 128;
 	     line = strtok_r(NULL, "\n", &save))
 		lines[nl++] = line;
+	if (!picks_fit(pf, lines, nl) && (ret = picks_make(pf, lines, nl)))
+		return ret;
 	for (int i = 0; i + 1 < nl; i += 2)
-		if ((ret = emit_pair(s, lines[i], lines[i + 1])))
+		if ((ret = emit_values(s, pf, &at, (uint16_t)(i / 2), lines[i + 1])))
 			return ret;
 	return 0;
 }
@@ -433,9 +541,12 @@ static void tcp_close(void *priv)
 
 	if (!tp)
 		return;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (tp->files[i].fd > 0)
 			close(tp->files[i].fd);
+		free(tp->files[i].heads);
+		free(tp->files[i].picks);
+	}
 	if (tp->dev_fd > 0)
 		close(tp->dev_fd);
 	if (tp->links)

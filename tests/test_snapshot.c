@@ -75,6 +75,19 @@ Test(snapshot, labels_sorted_into_canonical_key)
 	cr_assert_str_eq(key, "block.ios{device=nvme0n1,op=write}");
 	cr_assert_not_null(snapshot_find(&s, "tcp.in_csum_errors{}"));
 	cr_assert_str_eq(series_label(&s.series[1], "op"), "write");
+	/* a buffer too short: cut and terminated, the length it needed returned (as snprintf) */
+	for (size_t len = 0; len < 40; len++) {
+		char cut[40];
+
+		memset(cut, 'x', sizeof(cut));
+		cr_assert_eq(series_key(&s.series[1], cut, len), 34, "len %zu", len);
+		if (len)
+			cr_assert(strlen(cut) == (len - 1 < 34 ? len - 1 : 34) &&
+				  !strncmp(cut, "block.ios{device=nvme0n1,op=write}", strlen(cut)),
+				  "len %zu: %s", len, cut);
+		else
+			cr_assert_eq(cut[0], 'x', "len 0 writes nothing");
+	}
 	snapshot_free(&s);
 }
 

@@ -25,6 +25,7 @@
 #include "probes/probe.h"
 
 static char ns_a[32], ns_b[32];
+static char snmp_dir[32];	/* a test's /proc/net/snmp stand-in */
 static void *priv;
 
 static void teardown(void)
@@ -37,6 +38,9 @@ static void teardown(void)
 	if (ns_b[0])
 		test_sh("ip netns del %s 2>/dev/null", ns_b);
 	ns_a[0] = ns_b[0] = '\0';
+	if (snmp_dir[0])
+		test_sh("rm -rf %s", snmp_dir);
+	snmp_dir[0] = '\0';
 }
 
 static void enter(const char *ns)
@@ -133,4 +137,83 @@ Test(tcp, bad_checksums_counted_and_attributed_to_peer_and_interface, .init = se
 	close(lfd);
 	snapshot_free(&s0);
 	snapshot_free(&s1);
+}
+
+/* Write text over path in place (the collector keeps the file open). */
+static void rewrite(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "r+");
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(ftruncate(fileno(f), 0), 0);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* One snapshot of priv's collector; its series by key in *s (snapshot_free it). */
+static void collect_once(struct snapshot *s, uint64_t seq)
+{
+	snapshot_init(s, "h", seq, 1000, seq, 1);
+	cr_assert_eq(tcp_collector.collect(priv, s), 0);
+}
+
+/*
+ * /proc/net/snmp's columns are named once and then read by position, so a
+ * header that changes between reads (another kernel's file, a new field)
+ * must be named again: every value follows its name, never its old place.
+ * Negative values, values past a short line and words are left out.
+ */
+Test(tcp, proc_columns_follow_their_names_when_the_header_changes, .fini = teardown)
+{
+	char path[64], err[256];
+	struct probe_config cfg = { .bpf = 0 };
+	struct snapshot s;
+
+	strcpy(snmp_dir, "/tmp/fl-snmp-XXXXXX");
+	cr_assert_not_null(mkdtemp(snmp_dir));
+	snprintf(path, sizeof(path), "%s/snmp", snmp_dir);
+	cr_assert_eq(test_sh("printf 'x' > %s", path), 0);
+	rewrite(path, "Tcp: RtoAlgorithm InErrs InCsumErrors MaxConn\nTcp: 1 5 7 -1\n"
+		      "Udp: InDatagrams InErrors InCsumErrors\nUdp: 10 2 3\n");
+	setenv("FL_PROC_NET_SNMP", path, 1);
+	cr_assert_eq(tcp_collector.open(&priv, &cfg, err, sizeof(err)), 0, "%s", err);
+	unsetenv("FL_PROC_NET_SNMP");
+
+	collect_once(&s, 1);
+	cr_expect_eq(counter(&s, "tcp.in_errs{}"), 5);
+	cr_expect_eq(counter(&s, "tcp.in_csum_errors{}"), 7);
+	cr_expect_eq(counter(&s, "udp.in_datagrams{}"), 10);
+	cr_expect_eq(counter(&s, "udp.in_errors{}"), 2);
+	cr_expect_eq(counter(&s, "udp.in_csum_errors{}"), 3);
+	snapshot_free(&s);
+
+	/* the same file, new values: read by position */
+	rewrite(path, "Tcp: RtoAlgorithm InErrs InCsumErrors MaxConn\nTcp: 1 6 8 -1\n"
+		      "Udp: InDatagrams InErrors InCsumErrors\nUdp: 11 2 4\n");
+	collect_once(&s, 2);
+	cr_expect_eq(counter(&s, "tcp.in_errs{}"), 6);
+	cr_expect_eq(counter(&s, "tcp.in_csum_errors{}"), 8);
+	cr_expect_eq(counter(&s, "udp.in_csum_errors{}"), 4);
+	snapshot_free(&s);
+
+	/* columns reordered, one gone: named again */
+	rewrite(path, "Tcp: InCsumErrors RtoAlgorithm InErrs\nTcp: 9 1 6\n"
+		      "Udp: InErrors InDatagrams\nUdp: 4 12\n");
+	collect_once(&s, 3);
+	cr_expect_eq(counter(&s, "tcp.in_csum_errors{}"), 9);
+	cr_expect_eq(counter(&s, "tcp.in_errs{}"), 6);
+	cr_expect_eq(counter(&s, "udp.in_errors{}"), 4);
+	cr_expect_eq(counter(&s, "udp.in_datagrams{}"), 12);
+	cr_expect_null(snapshot_find(&s, "udp.in_csum_errors{}"), "a column no longer there");
+	snapshot_free(&s);
+
+	/* a value line shorter than its header, and words for numbers */
+	rewrite(path, "Tcp: InCsumErrors RtoAlgorithm InErrs\nTcp: 9\n"
+		      "Udp: InErrors InDatagrams\nUdp: x 13\n");
+	collect_once(&s, 4);
+	cr_expect_eq(counter(&s, "tcp.in_csum_errors{}"), 9);
+	cr_expect_null(snapshot_find(&s, "tcp.in_errs{}"), "past the end of its line");
+	cr_expect_null(snapshot_find(&s, "udp.in_errors{}"), "not a number");
+	cr_expect_eq(counter(&s, "udp.in_datagrams{}"), 13);
+	snapshot_free(&s);
 }

@@ -330,22 +330,37 @@ const char *series_label(const struct series *ser, const char *key)
 	return NULL;
 }
 
+/* Append str to buf (len bytes) at *off as snprintf would: cut to fit, NUL-terminated. */
+static void key_append(char *buf, size_t len, size_t *off, const char *str)
+{
+	size_t n = strlen(str);
+
+	if (*off + 1 < len) {
+		size_t room = len - 1 - *off;
+
+		memcpy(buf + *off, str, n < room ? n : room);
+		buf[*off + (n < room ? n : room)] = '\0';
+	}
+	*off += n;
+}
+
+/* One a snapshot's series, every rollup step: copies, not snprintf's formatting. */
 int series_key(const struct series *ser, char *buf, size_t len)
 {
 	size_t off = 0;
-	int n;
 
-#define APPEND(...)                                                        \
-	do {                                                               \
-		n = snprintf(buf + (off < len ? off : len), off < len ? len - off : 0, \
-			     __VA_ARGS__);                                 \
-		off += (size_t)n;                                          \
-	} while (0)
-	APPEND("%s{", ser->name);
-	for (uint32_t i = 0; i < ser->nlabels; i++)
-		APPEND("%s%s=%s", i ? "," : "", ser->labels[i].key, ser->labels[i].value);
-	APPEND("}");
-#undef APPEND
+	if (len)
+		buf[0] = '\0';
+	key_append(buf, len, &off, ser->name);
+	key_append(buf, len, &off, "{");
+	for (uint32_t i = 0; i < ser->nlabels; i++) {
+		if (i)
+			key_append(buf, len, &off, ",");
+		key_append(buf, len, &off, ser->labels[i].key);
+		key_append(buf, len, &off, "=");
+		key_append(buf, len, &off, ser->labels[i].value);
+	}
+	key_append(buf, len, &off, "}");
 	return (int)off;
 }
 
