@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,4 +152,74 @@ Test(rollup, hour_of_minutes_merges_increases)
 	rollup_free(&m);
 	rollup_free(&hr);
 	free(want);
+}
+
+/*
+ * Series are looked for where they were the second before, and by name when
+ * they are not there: snapshots whose series come in a new order every
+ * second, with one that appears mid-minute (shifting the rest) and one that
+ * changes kind, roll up exactly as the same series in a fixed order.
+ */
+Test(rollup, series_in_any_order_roll_up_the_same)
+{
+	struct rollup fixed, moving;
+	struct snapshot a, b;
+	char name[32];
+
+	cr_assert_eq(rollup_init(&fixed, "h1", 60), 0);
+	cr_assert_eq(rollup_init(&moving, "h1", 60), 0);
+	for (int i = 0; i <= 60; i++) {
+		int n = i < 30 ? 6 : 7;	/* c6 appears at 30 s */
+
+		snapshot_init(&a, "h1", T0 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
+		snapshot_init(&b, "h1", T0 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
+		for (int k = 0; k < n; k++) {
+			int kb = (k + i) % n;	/* b's k-th series is a's (k + i) mod n-th */
+
+			snprintf(name, sizeof(name), "c%d", k);
+			snapshot_add_counter(&a, name, (uint64_t)(1000 * k + i * (k + 1)), "x", "1",
+					     NULL);
+			snprintf(name, sizeof(name), "c%d", kb);
+			snapshot_add_counter(&b, name, (uint64_t)(1000 * kb + i * (kb + 1)), "x", "1",
+					     NULL);
+		}
+		/* "g" a gauge, then a counter from 40 s on: skipped when its kind changed */
+		if (i < 40) {
+			snapshot_add_gauge(&a, "g", i, NULL);
+			snapshot_add_gauge(&b, "g", i, NULL);
+		} else {
+			snapshot_add_counter(&a, "g", (uint64_t)i, NULL);
+			snapshot_add_counter(&b, "g", (uint64_t)i, NULL);
+		}
+		cr_assert_eq(rollup_add(&fixed, &a), 0);
+		cr_assert_eq(rollup_add(&moving, &b), 0);
+		snapshot_free(&a);
+		snapshot_free(&b);
+	}
+	cr_assert_eq(rollup_finish(&fixed, &a), 0);
+	cr_assert_eq(rollup_finish(&moving, &b), 0);
+	cr_assert_eq(a.nseries, b.nseries);
+	for (int k = 0; k < 7; k++) {
+		struct series *x, *y;
+		char key[64];
+
+		snprintf(key, sizeof(key), "c%d{x=1}", k);
+		x = snapshot_find(&a, key);
+		y = snapshot_find(&b, key);
+		cr_assert(x && y, "%s", key);
+		/* c_k grows by k + 1 a second: 60 s of it (c6: from its second snapshot) */
+		cr_assert_eq(x->counter.increase, (uint64_t)(k + 1) * (k < 6 ? 60 : 30), "%s: %llu",
+			     key, (unsigned long long)x->counter.increase);
+		cr_assert_eq(y->counter.increase, x->counter.increase, "%s: %llu against %llu", key,
+			     (unsigned long long)y->counter.increase,
+			     (unsigned long long)x->counter.increase);
+		cr_assert_eq(y->counter.value, x->counter.value);
+	}
+	cr_assert_eq(snapshot_find(&b, "g{}")->kind, SERIES_GAUGE);
+	cr_assert_eq(snapshot_find(&b, "g{}")->gauge.max, 39);
+	cr_assert_eq(snapshot_find(&a, "g{}")->gauge.max, 39);
+	snapshot_free(&a);
+	snapshot_free(&b);
+	rollup_free(&fixed);
+	rollup_free(&moving);
 }

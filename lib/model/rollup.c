@@ -101,18 +101,43 @@ int rollup_add(struct rollup *r, const struct snapshot *s)
 			if (snapshot_set_label(&r->acc, s->labels[i].key, s->labels[i].value))
 				return -ENOMEM;
 	}
+	/*
+	 * A host's collectors add their series in the same order every time,
+	 * so series i is looked for at i first (in the accumulator, in the
+	 * snapshot before) and by its key only when it is not there.
+	 */
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		const struct series *in = &s->series[i];
 		struct series *acc;
+		int keyed = 0;
 
-		series_key(in, key, sizeof(key));
-		acc = acc_series(r, in, key);
+		if (i < r->acc.nseries && snapshot_same_series(&r->acc.series[i], in)) {
+			acc = r->acc.series[i].kind == in->kind ? &r->acc.series[i] : NULL;
+		} else {
+			series_key(in, key, sizeof(key));
+			keyed = 1;
+			acc = acc_series(r, in, key);
+		}
 		if (!acc)
 			continue;	/* kind changed under the same key: skip */
 		old = NULL;
-		if (s->tier == 1 && r->have_prev && strmap_get(&r->prev_index, key, &pi) &&
-		    r->prev.series[pi].kind == in->kind)
-			old = &r->prev.series[pi];
+		if (s->tier == 1 && r->have_prev) {
+			if (i < r->prev.nseries && snapshot_same_series(&r->prev.series[i], in)) {
+				old = &r->prev.series[i];
+			} else {
+				if (!keyed)
+					series_key(in, key, sizeof(key));
+				if (!r->prev_indexed) {
+					if (index_snapshot(&r->prev, &r->prev_index))
+						return -ENOMEM;
+					r->prev_indexed = 1;
+				}
+				if (strmap_get(&r->prev_index, key, &pi))
+					old = &r->prev.series[pi];
+			}
+			if (old && old->kind != in->kind)
+				old = NULL;
+		}
 		switch (in->kind) {
 		case SERIES_COUNTER:
 			acc->counter.value = in->counter.value;
@@ -139,9 +164,10 @@ int rollup_add(struct rollup *r, const struct snapshot *s)
 		if (r->have_prev)
 			snapshot_free(&r->prev);
 		r->have_prev = 0;
-		if (snapshot_copy(&r->prev, s) || index_snapshot(&r->prev, &r->prev_index))
+		if (snapshot_copy(&r->prev, s))
 			return -ENOMEM;
 		r->have_prev = 1;
+		r->prev_indexed = 0;	/* indexed when a lookup misses */
 	}
 	r->acc.ts_ms = s->ts_ms;
 	r->inputs++;

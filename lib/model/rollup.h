@@ -32,8 +32,8 @@ struct rollup {
 	struct snapshot acc;		/* the window so far */
 	struct strmap acc_index;	/* series key -> index in acc */
 	struct snapshot prev;		/* last tier-1 input (for deltas) */
-	struct strmap prev_index;
-	int have_prev;
+	struct strmap prev_index;	/* built when a series is not where it was */
+	int have_prev, prev_indexed;
 	struct snapshot last;		/* the window emitted last (a delta's base) */
 	int have_last;
 	uint64_t window_start_ms;	/* 0 when the window is empty */
