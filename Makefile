@@ -306,9 +306,10 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_scenario) extra="sim/scenario.c";; \
 		fuzz_partials) extra="$(LANG_SRCS) $(ENGINE_SRCS) $(SHARD_SRCS)";; \
 		fuzz_perfmap) extra="probes/perfmap.c";; \
+		fuzz_proc_maps) extra="probes/proc_maps.c";; \
 		fuzz_python) extra="probes/python.c";; \
 		fuzz_kallsyms) extra="probes/kernel_syms.c";; \
-		fuzz_unwind) extra="probes/unwind.c probes/unwind_table.c probes/unwind_cache.c probes/symbolize.c probes/build_id.c probes/perfmap.c probes/bpfmap.c probes/kernel_syms.c";; \
+		fuzz_unwind) extra="probes/unwind.c probes/proc_maps.c probes/unwind_table.c probes/unwind_cache.c probes/symbolize.c probes/build_id.c probes/perfmap.c probes/bpfmap.c probes/kernel_syms.c";; \
 		fuzz_topology) extra="$(LANG_SRCS)";; \
 		fuzz_http_args) extra="web/prom_api.c web/query.c $(LANG_SRCS) $(ENGINE_SRCS)";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \

@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "core/digest.h"
 #include "core/jsonc.h"
 #include "alerter/alerter.h"
 #include "alerter/evidence.h"
@@ -33,8 +34,7 @@ void sign_body(const char *secret, uint64_t ts, const char *idem, const char *bo
 	memcpy(msg + tl, body, len);
 	HMAC(EVP_sha256(), secret, (int)strlen(secret), msg, tl + len, md, &n);
 	free(msg);
-	for (unsigned i = 0; i < n; i++)
-		sprintf(out + 7 + 2 * i, "%02x", md[i]);
+	hex_encode(md, n, out + 7);
 }
 
 static json_object *labels_json(const struct label *l, int n)

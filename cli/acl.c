@@ -41,8 +41,7 @@ static int user_password(const char *dir, const char *user, char *sha, int *made
 			fprintf(stderr, "faultline acl: getrandom: %s\n", strerror(errno));
 			return -1;
 		}
-		for (size_t i = 0; i < sizeof(raw); i++)
-			snprintf(pw + 2 * i, 3, "%02x", raw[i]);
+		hex_encode(raw, sizeof(raw), pw);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 || write(fd, pw, strlen(pw)) != (ssize_t)strlen(pw) ||
 		    write(fd, "\n", 1) != 1 || fsync(fd)) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/digest.h"
 #include "probes/symbolize.h"
 
 /* The running kernel's GNU build id from its notes (ELF note records). */
@@ -37,8 +38,7 @@ void build_id_of_kernel(char *out, size_t len)
 			return;
 		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(buf + name_at, "GNU", 4) &&
 		    descsz * 2 < len) {
-			for (uint32_t i = 0; i < descsz; i++)
-				sprintf(out + 2 * i, "%02x", buf[desc_at + i]);
+			hex_encode(buf + desc_at, descsz, out);
 			return;
 		}
 		off = desc_at + ((descsz + 3) & ~3u);
@@ -62,8 +62,7 @@ int build_id_of_elf(Elf *e, char *out, size_t len)
 			    nh.n_descsz * 2 < len) {
 				const unsigned char *b = (const unsigned char *)d->d_buf + desc_off;
 
-				for (size_t i = 0; i < nh.n_descsz; i++)
-					sprintf(out + 2 * i, "%02x", b[i]);
+				hex_encode(b, nh.n_descsz, out);
 				return 0;
 			}
 			off = noff;

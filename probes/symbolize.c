@@ -7,6 +7,7 @@
  * budget), each process's executable mappings once per process.
  */
 #include "probes/symbolize.h"
+#include "probes/proc_maps.h"
 
 #include "probes/build_id.h"
 #include "probes/elf_syms.h"
@@ -294,35 +295,29 @@ int sym_process(struct symbolizer *s, uint32_t pid, const char *comm)
 	p->pid = pid;
 	p->generation = s->generation;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off;
-		char perms[8], file[768] = "";
+		struct maps_line ml;
 		struct mapping *m;
+		const char *f2;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %767[^\n]", &start, &end, perms, &off,
-			   file) < 4 || perms[2] != 'x')
+		if (maps_line_parse(line, &ml) != 1)
 			continue;
 		if (ARRAY_GROW(p->maps, cap, p->nmaps + 1, 32))
 			break;
 		m = &p->maps[p->nmaps++];
 		memset(m, 0, sizeof(*m));
-		m->start = start;
-		m->end = end;
-		m->offset = off;
-		{
-			char *f2 = file;
+		m->start = ml.start;
+		m->end = ml.end;
+		m->offset = ml.offset;
+		f2 = ml.path;
+		snprintf(m->module, sizeof(m->module), "%s",
+			 strrchr(f2, '/') ? strrchr(f2, '/') + 1 : (*f2 ? f2 : "[anon]"));
+		if (f2[0] == '/') {
+			char rooted[1024];
 
-			while (*f2 == ' ')
-				f2++;
-			snprintf(m->module, sizeof(m->module), "%s",
-				 strrchr(f2, '/') ? strrchr(f2, '/') + 1 : (*f2 ? f2 : "[anon]"));
-			if (f2[0] == '/') {
-				char rooted[1024];
-
-				snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, f2);
-				m->elf = elf_of(s, rooted);
-				if (!m->elf)
-					m->elf = elf_of(s, f2);
-			}
+			snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, f2);
+			m->elf = elf_of(s, rooted);
+			if (!m->elf)
+				m->elf = elf_of(s, f2);
 		}
 	}
 	fclose(f);

@@ -3,6 +3,7 @@
  * array, processes' mappings in unwind_procs; see unwind.h.
  */
 #include "probes/unwind.h"
+#include "probes/proc_maps.h"
 #include "probes/python.h"
 #include "probes/unwind_cache.h"
 
@@ -405,16 +406,18 @@ int unwinder_publish(struct unwinder *u, uint32_t pid, uint64_t want)
 	rewind(fp);
 restart:
 	while (fgets(line, sizeof(line), fp) && up->n < UNWIND_MAX_MAPS) {
-		unsigned long long start, end, off;
-		char perms[8], file[768] = "", rooted[1024];
+		struct maps_line ml;
+		char rooted[1024];
 		const struct file_rows *f;
-		const char *name = file;
+		const char *name;
+		uint64_t start, end, off;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %767[^\n]", &start, &end, perms, &off,
-			   file) < 5 || perms[2] != 'x')
+		if (maps_line_parse(line, &ml) != 1)
 			continue;
-		while (*name == ' ')
-			name++;
+		name = ml.path;
+		start = ml.start;
+		end = ml.end;
+		off = ml.offset;
 		if (name[0] != '/')
 			continue;	/* anonymous (JIT), [vdso]: frame pointers */
 		snprintf(rooted, sizeof(rooted), "/proc/%u/root%s", pid, name);

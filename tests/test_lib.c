@@ -13,6 +13,7 @@
 #include "store/silence.h"
 #include "core/array.h"
 #include "core/backoff.h"
+#include "core/digest.h"
 #include "store/conn.h"
 #include "store/store.h"
 #include "core/strbuf.h"
@@ -591,4 +592,18 @@ Test(profile_span, hostile_bytes_are_errors)
 	free(blob);
 	for (int k = 0; k < 3; k++)
 		profile_free(&w[k]);
+}
+
+Test(digest, hex_and_sha256_are_lowercase_hex)
+{
+	const unsigned char b[] = { 0x00, 0x01, 0x7f, 0x80, 0xab, 0xff };
+	char out[2 * sizeof(b) + 1], sha[65];
+
+	memset(out, 'x', sizeof(out));
+	hex_encode(b, sizeof(b), out);
+	cr_assert_str_eq(out, "00017f80abff");
+	hex_encode(b, 0, out);
+	cr_assert_str_eq(out, "");
+	sha256_hex("abc", 3, sha);
+	cr_assert_str_eq(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }

@@ -18,6 +18,7 @@
 
 #include "probes/kernel_syms.h"
 #include "probes/perfmap.h"
+#include "probes/proc_maps.h"
 #include "probes/symbolize.h"
 
 static pid_t child;
@@ -462,4 +463,65 @@ Test(symbolize, symbols_are_read_when_named_and_held_within_the_budget)
 	sym_symbol_stats(s, &bytes, &files, &reads);
 	cr_expect_eq(files, 1);
 	sym_free(s);
+}
+
+/*
+ * /proc/PID/maps lines as the kernel writes them: executable ones with
+ * their addresses, offset and path (spaces and " (deleted)" kept, the
+ * newline cut), anonymous ones with an empty path, others passed over at
+ * their perms, and lines that are not mappings refused.
+ */
+Test(symbolize, maps_lines_are_parsed_as_the_kernel_writes_them)
+{
+	char l1[] = "55d0c1a00000-55d0c1a22000 r-xp 00002000 fd:01 1234                       "
+		    "/opt/my app/bin/server (deleted)\n";
+	char l2[] = "7ffd5e1f0000-7ffd5e1f2000 r-xp 00000000 00:00 0                  [vdso]\n";
+	char l3[] = "7f0000000000-7f0000001000 r-xp 00000000 00:00 0\n";
+	char l4[] = "7f0000001000-7f0000002000 rw-p 00001000 fd:01 99   /usr/lib/libc.so.6\n";
+	char l5[] = "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]";
+	char bad1[] = "not a mapping\n", bad2[] = "1000-2000 r-xp\n", bad3[] = "1000-2000 r-x 0 0 0\n";
+	char bad4[] = "11111111111111111-2 r-xp 0 00:00 0\n", bad5[] = "1000-2000 r-xp zz 00:00 0 /x\n";
+	struct maps_line m;
+
+	cr_assert_eq(maps_line_parse(l1, &m), 1);
+	cr_assert_eq(m.start, 0x55d0c1a00000ULL);
+	cr_assert_eq(m.end, 0x55d0c1a22000ULL);
+	cr_assert_eq(m.offset, 0x2000);
+	cr_assert_str_eq(m.perms, "r-xp");
+	cr_assert_str_eq(m.path, "/opt/my app/bin/server (deleted)");
+	cr_assert_eq(maps_line_parse(l2, &m), 1);
+	cr_assert_str_eq(m.path, "[vdso]");
+	cr_assert_eq(maps_line_parse(l3, &m), 1);
+	cr_assert_str_eq(m.path, "", "anonymous: %s", m.path);
+	cr_assert_eq(maps_line_parse(l4, &m), 0, "not executable");
+	cr_assert_str_eq(m.perms, "rw-p");
+	cr_assert_eq(maps_line_parse(l5, &m), 1);
+	cr_assert_eq(m.start, 0xffffffffff600000ULL);
+	cr_assert_str_eq(m.path, "[vsyscall]");
+	cr_assert_eq(maps_line_parse(bad1, &m), -1);
+	cr_assert_eq(maps_line_parse(bad2, &m), -1, "perms must be followed by the offset");
+	cr_assert_eq(maps_line_parse(bad3, &m), -1);
+	cr_assert_eq(maps_line_parse(bad4, &m), -1, "an address past 64 bits");
+	cr_assert_eq(maps_line_parse(bad5, &m), -1);
+}
+
+/* The same parse over this process's own mappings finds its own code. */
+Test(symbolize, own_maps_hold_this_function)
+{
+	char line[1024];
+	uint64_t here = (uint64_t)(uintptr_t)&maps_line_parse;
+	int found = 0, lines = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		struct maps_line m;
+
+		lines++;
+		cr_assert_neq(maps_line_parse(line, &m), -1, "refused: %s", line);
+		if (m.perms[2] == 'x' && here >= m.start && here < m.end)
+			found = m.path[0] == '/';
+	}
+	fclose(f);
+	cr_assert(lines > 5 && found, "%d lines; maps_line_parse's own mapping not found", lines);
 }

@@ -3,9 +3,19 @@
  */
 #include "core/digest.h"
 
-#include <stdio.h>
-
 #include <openssl/evp.h>
+
+void hex_encode(const void *in, size_t n, char *out)
+{
+	static const char digit[] = "0123456789abcdef";
+	const unsigned char *b = in;
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digit[b[i] >> 4];
+		out[2 * i + 1] = digit[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
 
 void sha256_hex(const void *data, size_t len, char *out)
 {
@@ -15,6 +25,5 @@ void sha256_hex(const void *data, size_t len, char *out)
 	out[0] = '\0';
 	if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL))
 		return;
-	for (unsigned i = 0; i < n && i < 32; i++)
-		sprintf(out + 2 * i, "%02x", md[i]);
+	hex_encode(md, n < 32 ? n : 32, out);
 }
