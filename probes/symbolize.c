@@ -381,7 +381,7 @@ int sym_user_where(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf,
 	if (w)
 		memset(w, 0, sizeof(*w));
 	if (!p) {
-		snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
+		snprintf(buf, len, "%s", SYM_UNKNOWN);
 		return 0;
 	}
 	for (size_t i = 0; i < p->nmaps; i++) {
@@ -436,7 +436,7 @@ int sym_user_where(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf,
 			return sym_user_where(s, pid, addr, buf, len, w);
 		}
 	}
-	snprintf(buf, len, "[unknown]+0x%llx", (unsigned long long)addr);
+	snprintf(buf, len, "%s", SYM_UNKNOWN);
 	return 0;
 }
 

@@ -45,8 +45,19 @@ int sym_process(struct symbolizer *s, uint32_t pid, const char *comm);
 int sym_process_refresh(struct symbolizer *s, uint32_t pid, const char *comm);
 
 /*
- * Name of user address addr in pid into buf ("main", "libc.so.6+0x2a1b0").
- * Returns 1 if resolved to a symbol, 0 otherwise.
+ * What an address in no mapping of its process is called: the process was
+ * gone before its mappings were read, or the address is in none of them.
+ * Its absolute address would say nothing without those mappings (every
+ * process's are randomized), and as a name it made every such frame a new
+ * string and every stack through it a new stack: on a host that starts
+ * processes all the time, two thirds of a profile's names (as perf,
+ * faultline says [unknown]).
+ */
+#define SYM_UNKNOWN "[unknown]"
+
+/*
+ * Name of user address addr in pid into buf ("main", "libc.so.6+0x2a1b0",
+ * SYM_UNKNOWN).  Returns 1 if resolved to a symbol, 0 otherwise.
  */
 int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len);
 

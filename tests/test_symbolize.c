@@ -525,3 +525,27 @@ Test(symbolize, own_maps_hold_this_function)
 	fclose(f);
 	cr_assert(lines > 5 && found, "%d lines; maps_line_parse's own mapping not found", lines);
 }
+
+/*
+ * An address no mapping of its process holds (the process gone before its
+ * mappings were read, or an address in none of them) is called [unknown],
+ * one name for all of them: not its absolute address, which made every
+ * such frame a name and every stack through it a stack of its own.  An
+ * address in a mapping keeps its module and offset.
+ */
+Test(symbolize, frames_in_no_mapping_are_one_unknown_name)
+{
+	struct symbolizer *s = sym_new();
+	char buf[256];
+
+	cr_assert_not_null(s);
+	cr_assert_eq(sym_user(s, 0x7ffffff0, 0x7f0012345678ULL, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "[unknown]", "a process never read: %s", buf);
+	cr_assert_eq(sym_process(s, (uint32_t)getpid(), "test"), 0);
+	cr_assert_eq(sym_user(s, (uint32_t)getpid(), 0x10, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "[unknown]", "an address in no mapping: %s", buf);
+	cr_assert_eq(sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)&sym_new, buf,
+			      sizeof(buf)) + 1, 2, "this test's own code is named: %s", buf);
+	cr_assert_str_eq(buf, "sym_new");
+	sym_free(s);
+}
