@@ -268,8 +268,6 @@ static void take_snapshot(struct probe *p, uint64_t missed)
 	for (size_t i = 0; i < p->ncoll; i++)
 		if (p->coll[i]->publish)
 			p->coll[i]->publish(p->priv[i], p->store, p->cfg.host);
-	if (rollup_cascade(p->tiers, 2, &s, put_rollup, p))
-		log_warn("rollups: out of memory");
 	if (p->rw && remote_write_offer(p->rw, &s) < 0)
 		log_warn("remote write: out of memory; this tier's samples are not sent");
 	if (p->metrics) {
@@ -282,7 +280,9 @@ static void take_snapshot(struct probe *p, uint64_t missed)
 		    prom_render_proto(&s, &p->cfg.buckets, &p->prom) == 0)
 			metrics_server_set_proto(p->metrics, p->prom.buf, p->prom.len);
 	}
-	snapshot_free(&s);
+	/* last: the minute's rollup keeps s (to difference the next second's counters with) */
+	if (rollup_cascade_take(p->tiers, 2, &s, put_rollup, p))
+		log_warn("rollups: out of memory");
 }
 
 /* The Redis writer and compactor threads (store.h) need no capability at all. */

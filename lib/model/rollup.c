@@ -86,7 +86,8 @@ static void add_gauge(struct gauge_value *acc, const struct gauge_value *in)
 	acc->n += in->n;
 }
 
-int rollup_add(struct rollup *r, const struct snapshot *s)
+/* rollup_add; owned (NULL, or s itself) is kept as r->prev or freed. */
+static int add(struct rollup *r, const struct snapshot *s, struct snapshot *owned)
 {
 	const struct series *old;
 	struct histogram delta;
@@ -101,6 +102,8 @@ int rollup_add(struct rollup *r, const struct snapshot *s)
 			if (snapshot_set_label(&r->acc, s->labels[i].key, s->labels[i].value))
 				return -ENOMEM;
 	}
+	r->acc.ts_ms = s->ts_ms;	/* before s may be taken below */
+	r->inputs++;
 	/*
 	 * A host's collectors add their series in the same order every time,
 	 * so series i is looked for at i first (in the accumulator, in the
@@ -164,14 +167,21 @@ int rollup_add(struct rollup *r, const struct snapshot *s)
 		if (r->have_prev)
 			snapshot_free(&r->prev);
 		r->have_prev = 0;
-		if (snapshot_copy(&r->prev, s))
-			return -ENOMEM;
-		r->have_prev = 1;
 		r->prev_indexed = 0;	/* indexed when a lookup misses */
+		if (owned) {
+			r->prev = *owned;
+			memset(owned, 0, sizeof(*owned));
+		} else if (snapshot_copy(&r->prev, s)) {
+			return -ENOMEM;
+		}
+		r->have_prev = 1;
 	}
-	r->acc.ts_ms = s->ts_ms;
-	r->inputs++;
 	return 0;
+}
+
+int rollup_add(struct rollup *r, const struct snapshot *s)
+{
+	return add(r, s, NULL);
 }
 
 int rollup_finish(struct rollup *r, struct snapshot *out)
@@ -199,8 +209,9 @@ int rollup_finish(struct rollup *r, struct snapshot *out)
 	return 0;
 }
 
-int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emit_fn emit,
-		   void *arg)
+/* rollup_cascade; owned: s is the caller's to give (NULL: copied where kept). */
+static int cascade(struct rollup *r, int n, const struct snapshot *s, struct snapshot *owned,
+		   rollup_emit_fn emit, void *arg)
 {
 	struct snapshot out;
 
@@ -209,7 +220,7 @@ int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emi
 	if (rollup_pending(r) && rollup_window_of(r, s->ts_ms) != r->window_start_ms &&
 	    rollup_finish(r, &out) == 0) {
 		emit(&out, r->have_last ? &r->last : NULL, arg);
-		rollup_cascade(r + 1, n - 1, &out, emit, arg);
+		cascade(r + 1, n - 1, &out, NULL, emit, arg);
 		/* kept as the next window's base, compact: its histograms are not used */
 		if (r->have_last)
 			snapshot_free(&r->last);
@@ -217,5 +228,21 @@ int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emi
 		r->have_last = 1;
 		snapshot_compact(&r->last);
 	}
-	return rollup_add(r, s);
+	return add(r, s, owned);
+}
+
+int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emit_fn emit,
+		   void *arg)
+{
+	return cascade(r, n, s, NULL, emit, arg);
+}
+
+int rollup_cascade_take(struct rollup *r, int n, struct snapshot *s, rollup_emit_fn emit,
+			void *arg)
+{
+	int ret = cascade(r, n, s, s, emit, arg);
+
+	if (s->series || s->labels || s->host)
+		snapshot_free(s);	/* not kept: not a 1 s snapshot, or refused */
+	return ret;
 }

@@ -91,4 +91,13 @@ typedef void (*rollup_emit_fn)(const struct snapshot *out, const struct snapshot
 int rollup_cascade(struct rollup *r, int n, const struct snapshot *s, rollup_emit_fn emit,
 		   void *arg);
 
+/*
+ * rollup_cascade, taking s: r[0] keeps a 1 s snapshot as the one the next
+ * second's counters are differenced with instead of copying it (a copy of
+ * every series and histogram was a sixth of the probe's snapshot), and s
+ * is freed otherwise.  s is the rollup's (or freed) whatever is returned.
+ */
+int rollup_cascade_take(struct rollup *r, int n, struct snapshot *s, rollup_emit_fn emit,
+			void *arg);
+
 #endif
