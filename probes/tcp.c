@@ -301,7 +301,11 @@ static int emit_values(struct snapshot *s, const struct proc_file *pf, size_t *a
 	return 0;
 }
 
-static int collect_proc(struct tcp_probe *tp, struct proc_file *pf, struct snapshot *s)
+static uint64_t snmp_errors(const char *buf);
+
+/* pf's series into s; *errs (may be NULL) gets snmp_errors of what was read. */
+static int collect_proc(struct tcp_probe *tp, struct proc_file *pf, struct snapshot *s,
+			uint64_t *errs)
 {
 	char *lines[128], *save, *line;
 	size_t at = 0;
@@ -316,6 +320,8 @@ static int collect_proc(struct tcp_probe *tp, struct proc_file *pf, struct snaps
 		return 0;
 	}
 	tp->buf[n] = '\0';
+	if (errs)
+		*errs = snmp_errors(tp->buf);
 	for (line = strtok_r(tp->buf, "\n", &save); line && nl < 128;
 	     line = strtok_r(NULL, "\n", &save))
 		lines[nl++] = line;
@@ -457,42 +463,70 @@ static const char *values_of(const char *buf, const char *prefix, const char **h
 	return NULL;
 }
 
+/* TCP and UDP checksum and receive errors in /proc/net/snmp's text buf. */
+static uint64_t snmp_errors(const char *buf)
+{
+	const char *head, *vals;
+	uint64_t sum = 0;
+
+	if ((vals = values_of(buf, "Tcp:", &head)))
+		sum += snmp_field(head, vals, "InCsumErrors") + snmp_field(head, vals, "InErrs");
+	if ((vals = values_of(buf, "Udp:", &head)))
+		sum += snmp_field(head, vals, "InCsumErrors") + snmp_field(head, vals, "InErrors");
+	return sum;
+}
+
 /*
- * The sum of the error counters a page hangs on: TCP and UDP checksum and
- * receive errors (/proc/net/snmp) and every link's receive errors and
- * frame errors (/proc/net/dev; drops move on healthy hosts, so not them).
+ * Every link's receive errors and frame errors (/proc/net/dev; drops move
+ * on healthy hosts, so not them): one pread, read by hand.
+ */
+static uint64_t dev_errors(struct tcp_probe *tp)
+{
+	uint64_t sum = 0;
+	ssize_t n;
+
+	if (tp->dev_fd < 0 || (n = pread(tp->dev_fd, tp->wbuf, sizeof(tp->wbuf) - 1, 0)) <= 0)
+		return 0;
+	tp->wbuf[n] = '\0';
+	/* "  eth0: bytes packets errs drop fifo frame compressed multicast | tx..." */
+	for (const char *line = tp->wbuf; line && *line; ) {
+		const char *nl = strchr(line, '\n'), *c = memchr(line, ':', nl ? (size_t)(nl - line) :
+								    strlen(line));
+		const char *p = c ? c + 1 : NULL;
+		unsigned long long f[6];
+		int k = 0;
+
+		for (; p && k < 6; k++) {
+			char *end;
+
+			p += strspn(p, " \t");
+			if (*p < '0' || *p > '9')
+				break;
+			f[k] = strtoull(p, &end, 10);
+			p = end;
+		}
+		if (k == 6)
+			sum += f[2] + f[5];
+		line = nl ? nl + 1 : NULL;
+	}
+	return sum;
+}
+
+/*
+ * The sum of the error counters a page hangs on (snmp_errors, dev_errors).
  * Two preads, no allocation.
  */
 static uint64_t error_sum(struct tcp_probe *tp)
 {
-	const char *head, *vals;
 	uint64_t sum = 0;
 	ssize_t n;
 
 	if (tp->files[0].fd >= 0 &&
 	    (n = pread(tp->files[0].fd, tp->wbuf, sizeof(tp->wbuf) - 1, 0)) > 0) {
 		tp->wbuf[n] = '\0';
-		if ((vals = values_of(tp->wbuf, "Tcp:", &head)))
-			sum += snmp_field(head, vals, "InCsumErrors") + snmp_field(head, vals, "InErrs");
-		if ((vals = values_of(tp->wbuf, "Udp:", &head)))
-			sum += snmp_field(head, vals, "InCsumErrors") +
-			       snmp_field(head, vals, "InErrors");
+		sum = snmp_errors(tp->wbuf);
 	}
-	if (tp->dev_fd >= 0 && (n = pread(tp->dev_fd, tp->wbuf, sizeof(tp->wbuf) - 1, 0)) > 0) {
-		char *save, *line;
-
-		tp->wbuf[n] = '\0';
-		/* "  eth0: bytes packets errs drop fifo frame compressed multicast | tx..." */
-		for (line = strtok_r(tp->wbuf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			char *c = strchr(line, ':');
-			unsigned long long f[6];
-
-			if (c && sscanf(c + 1, "%llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2],
-					&f[3], &f[4], &f[5]) == 6)
-				sum += f[2] + f[5];
-		}
-	}
-	return sum;
+	return sum + dev_errors(tp);
 }
 
 /*
@@ -519,15 +553,16 @@ static int tcp_collect(void *priv, struct snapshot *s)
 	struct tcp_probe *tp = priv;
 	int ret;
 
-	/* what tcp_moved compares with, from before this snapshot's reads */
-	tp->errors_seen = error_sum(tp);
+	uint64_t snmp_err = 0;
+
 	tp->looks = 0;
 	if (tp->skel)
 		tp->bad_seen = tp->skel->bss->bad_csum_total;
-
 	for (int i = 0; i < 2; i++)
-		if ((ret = collect_proc(tp, &tp->files[i], s)))
+		if ((ret = collect_proc(tp, &tp->files[i], s, i ? NULL : &snmp_err)))
 			return ret;
+	/* what tcp_moved compares with: what this snapshot read (snmp once a tick, not twice) */
+	tp->errors_seen = snmp_err + dev_errors(tp);
 	if ((ret = collect_links(tp, s)))
 		return ret;
 	if (tp->skel && (ret = collect_bpf(tp, s)))

@@ -217,3 +217,73 @@ Test(tcp, proc_columns_follow_their_names_when_the_header_changes, .fini = teard
 	cr_expect_eq(counter(&s, "udp.in_datagrams{}"), 13);
 	snapshot_free(&s);
 }
+
+/* How many of n looks (tcp_collector.moved, as page_watch calls it) say a counter moved. */
+static int moved_in(int n)
+{
+	int m = 0;
+
+	for (int i = 0; i < n; i++)
+		m += tcp_collector.moved(priv) != 0;
+	return m;
+}
+
+/*
+ * page_watch's look at the counters a page hangs on: nothing moved since
+ * the snapshot, nothing said; a TCP checksum error in /proc/net/snmp or a
+ * link's receive or frame error in /proc/net/dev, said within the five
+ * looks (500 ms) it takes to read the files again; drops, which move on
+ * healthy hosts, never; and a snapshot takes what it read as the new
+ * baseline.
+ */
+Test(tcp, page_watch_sees_error_counters_move_and_nothing_else, .fini = teardown)
+{
+	char snmp[64], dev[64], err[256];
+	struct probe_config cfg = { .bpf = 0 };
+	struct snapshot s;
+	const char *snmp_text = "Tcp: RtoAlgorithm InErrs InCsumErrors\nTcp: 1 5 %d\n"
+				"Udp: InDatagrams InErrors InCsumErrors\nUdp: 10 2 3\n";
+	const char *dev_text = "Inter-|   Receive                            |  Transmit\n"
+			       " face |bytes    packets errs drop fifo frame compressed multicast|bytes\n"
+			       "    lo: 100 2 0 %d 0 0 0 0 100\n  eth0: 5000 40 %d 0 0 %d 0 0 700\n";
+	char text[512];
+
+	strcpy(snmp_dir, "/tmp/fl-snmp-XXXXXX");
+	cr_assert_not_null(mkdtemp(snmp_dir));
+	snprintf(snmp, sizeof(snmp), "%s/snmp", snmp_dir);
+	snprintf(dev, sizeof(dev), "%s/dev", snmp_dir);
+	cr_assert_eq(test_sh("touch %s %s", snmp, dev), 0);
+	snprintf(text, sizeof(text), snmp_text, 7);
+	rewrite(snmp, text);
+	snprintf(text, sizeof(text), dev_text, 0, 1, 2);
+	rewrite(dev, text);
+	setenv("FL_PROC_NET_SNMP", snmp, 1);
+	setenv("FL_PROC_NET_DEV", dev, 1);
+	cr_assert_eq(tcp_collector.open(&priv, &cfg, err, sizeof(err)), 0, "%s", err);
+	unsetenv("FL_PROC_NET_SNMP");
+	unsetenv("FL_PROC_NET_DEV");
+
+	collect_once(&s, 1);
+	snapshot_free(&s);
+	cr_assert_eq(moved_in(10), 0, "nothing moved");
+
+	snprintf(text, sizeof(text), dev_text, 9, 1, 2);	/* lo drops: not a page's */
+	rewrite(dev, text);
+	cr_assert_eq(moved_in(10), 0, "drops moved");
+
+	snprintf(text, sizeof(text), snmp_text, 8);		/* a TCP checksum error */
+	rewrite(snmp, text);
+	cr_assert_geq(moved_in(5), 1, "a checksum error not seen within 5 looks");
+	collect_once(&s, 2);					/* the new baseline */
+	snapshot_free(&s);
+	cr_assert_eq(moved_in(10), 0, "seen again after the snapshot took it");
+
+	snprintf(text, sizeof(text), dev_text, 9, 1, 3);	/* a frame error on eth0 */
+	rewrite(dev, text);
+	cr_assert_geq(moved_in(5), 1, "a frame error not seen");
+	collect_once(&s, 3);
+	snapshot_free(&s);
+	snprintf(text, sizeof(text), dev_text, 9, 2, 3);	/* a receive error on eth0 */
+	rewrite(dev, text);
+	cr_assert_geq(moved_in(5), 1, "a receive error not seen");
+}
