@@ -243,22 +243,22 @@ const struct cfg_field probe_config_schema[] = {
 		   "change marks a deploy"),
 	CFG_DURATION("retention.s1", PC, retention_ns[0], (60 * NSEC_PER_SEC), 365 * DAY,
 		     "How long 1 s snapshots are kept in Redis (a real host: the minute under "
-		     "way as entries of 2.4-6.5 KB, ended minutes as chunks of ~15-28 KB; "
-		     "0.3-0.5 MB at 15m)"),
+		     "way as entries of 2.4-6.5 KB, ended minutes as chunks of ~18-35 KB; "
+		     "0.3-0.6 MB at 15m)"),
 	CFG_DURATION("retention.s60", PC, retention_ns[1], (60 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long 1 min rollups are kept (a real host: ~0.8-0.9 KB a minute once "
-		     "chunked, ~1.3 MB a day)"),
+		     "How long 1 min rollups are kept (a real host: ~0.8-0.95 KB a minute once "
+		     "chunked, ~1.2-1.5 MB a day)"),
 	CFG_DURATION("retention.s3600", PC, retention_ns[2], (60 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long 1 h rollups are kept (a real host: ~2.2-2.7 KB an hour as an "
-		     "entry, ~1.4 KB in a day's chunk; ~0.25 MB at 7d, ~3.1 MB at 90d, the "
+		     "How long 1 h rollups are kept (a real host: ~2.2-4.7 KB an hour as an "
+		     "entry, ~1.4 KB in a day's chunk; ~0.3 MB at 7d, ~3.1 MB at 90d, the "
 		     "default before the 4 MB budget; longer history: remote_write)"),
 	CFG_DURATION("retention.p10", PC, retention_p10_ns, (60 * NSEC_PER_SEC), 365 * DAY,
 		     "How long 10 s profile windows (and I/O stacks) are kept (a real host: "
-		     "1-12 KB a window as zstd, ~3x less once its 10 minutes are a chunk; "
-		     "0.2-2.4 MB an hour with I/O stacks)"),
+		     "4-11 KB a window as an entry, ~1.8 KB in its 10 minutes' chunk under a "
+		     "test run; ~1.1 MB an hour with I/O stacks)"),
 	CFG_DURATION("retention.p3600", PC, retention_p3600_ns, (3600 * NSEC_PER_SEC), 3650 * DAY,
-		     "How long hourly profiles are kept (a real host: ~17-23 KB an hour as "
-		     "zstd, <= 3-4 MB at 7d, less once days are chunks)"),
+		     "How long hourly profiles are kept (a real host: ~8-9 KB an hour at "
+		     "hourly_top 200, less in a day's chunk; ~0.5 MB at 7d)"),
 	CFG_CUSTOM_AT("remote_write.url", parse_rw_url, "string", CFG_F_STRING, PC, remote_write.url,
 		      "Prometheus remote write receiver (http(s)://.../api/v1/write); empty: off"),
 	CFG_CUSTOM_AT("remote_write.tier", parse_rw_tier, "duration", CFG_F_DURATION, PC,
@@ -303,7 +303,8 @@ const struct cfg_field probe_config_schema[] = {
 	CFG_DURATION("profile.window", PC, profile_window_ns, NSEC_PER_SEC, 3600 * NSEC_PER_SEC,
 		     "One profile window per period goes to fl:{H}:p10"),
 	CFG_UINT("profile.hourly_top", PC, profile_hourly_top, 10, 100000,
-		 "Stacks kept in each hourly profile"),
+		 "Stacks kept in each hourly profile (the rest summed into [other]; 200: a "
+		 "busy hour ~8-9 KB, 500: ~16-18 KB)"),
 	CFG_DURATION("profile.io_interval", PC, profile_io_interval_ns, 0, 3600 * NSEC_PER_SEC,
 		     "I/O stacks: the stacks of at most one block request per CPU per interval "
 		     "and where its submitter then waits, to fl:{H}:io10 and fl:{H}:iowait10 "
