@@ -552,8 +552,13 @@ static int probe_once(struct probe *p)
  * was 90d) would otherwise drop days of history without a word.  A stream
  * is named when it holds more than its retention plus two of its spans (or
  * a quarter of the retention): trimming by age is by whole spans.  Redis
- * away: nothing to say (the writer reconnects on its own).
+ * away, or slower than RETENTION_CHECK_NS to connect or answer: not
+ * checked (said at debug level); the sampling loop, which never waits on
+ * Redis, starts after this one look, bounded by it rather than by
+ * redis_timeout.
  */
+#define RETENTION_CHECK_NS (500 * NSEC_PER_MSEC)
+
 static void retention_notice(const struct probe_config *cfg)
 {
 	static const char *const key[USAGE_STREAMS] = {
@@ -566,7 +571,8 @@ static void retention_notice(const struct probe_config *cfg)
 	};
 	uint64_t oldest[USAGE_STREAMS], now = time_wall_ns();
 	char err[256];
-	struct conn *c = conn_open(cfg->redis_url, cfg->redis_timeout_ns, err, sizeof(err));
+	struct conn *c = conn_open(cfg->redis_url, cfg->redis_timeout_ns < RETENTION_CHECK_NS ?
+				   cfg->redis_timeout_ns : RETENTION_CHECK_NS, err, sizeof(err));
 
 	if (!c || host_history_oldest(c, cfg->host, oldest, err, sizeof(err))) {
 		log_debug("retention: history not checked: %s", err);
