@@ -35,6 +35,7 @@
 #include <netlink/route/link.h>
 
 #include "model/catalog.h"
+#include "core/array.h"
 #include "core/log.h"
 #include "probes/probe.h"
 #include "bpf/tcp.h"
@@ -229,36 +230,23 @@ static int picks_make(struct proc_file *pf, char **lines, int n)
 		proto[plen] = '\0';
 		for (h += plen + 1; *(h += strspn(h, " ")); col++) {
 			size_t fl = strcspn(h, " ");
-			char field[64];
+			char field[64], metric[sizeof(pf->picks->metric)];
 			const struct metric_info *mi;
 			struct proc_pick *pk;
 
 			snprintf(field, sizeof(field), "%.*s", (int)(fl < 63 ? fl : 63), h);
 			h += fl;
 			snake_case(field, snake, sizeof(snake));
-			if (strlen(proto) + 1 + strlen(snake) >= sizeof(pk->metric))
+			if (snprintf(metric, sizeof(metric), "%s.%s", proto, snake) >=
+			    (int)sizeof(metric) || !(mi = catalog_find_wire(metric)))
 				continue;
-			{
-				char metric[sizeof(pk->metric)];
-
-				snprintf(metric, sizeof(metric), "%s.%s", proto, snake);
-				if (!(mi = catalog_find_wire(metric)))
-					continue;
-				if (pf->npicks == cap) {
-					size_t nc = cap ? 2 * cap : 32;
-					struct proc_pick *np = realloc(pf->picks, nc * sizeof(*np));
-
-					if (!np)
-						return -ENOMEM;
-					pf->picks = np;
-					cap = nc;
-				}
-				pk = &pf->picks[pf->npicks++];
-				pk->pair = (uint16_t)(i / 2);
-				pk->col = col;
-				pk->mi = mi;
-				memcpy(pk->metric, metric, sizeof(metric));
-			}
+			if (ARRAY_GROW(pf->picks, cap, pf->npicks + 1, 32))
+				return -ENOMEM;
+			pk = &pf->picks[pf->npicks++];
+			pk->pair = (uint16_t)(i / 2);
+			pk->col = col;
+			pk->mi = mi;
+			memcpy(pk->metric, metric, sizeof(metric));
 		}
 	}
 	pf->heads[off] = '\0';
