@@ -25,8 +25,6 @@
  * holds them to `faultline-probe --print-config`); io10 and iowait10 follow
  * p10, as retention.p10 says.
  */
-#define USAGE_KEYS 5
-static const char *const retention_keys[USAGE_KEYS] = { "s1", "s60", "s3600", "p10", "p3600" };
 #define USAGE_DEFAULTS "s1=15m,s60=1d,s3600=7d,p10=1h,p3600=7d"
 
 static const char usage_help[] =
@@ -54,9 +52,7 @@ static const char usage_help[] =
 
 static uint64_t retention_of(const uint64_t *ret_ns, int k)
 {
-	static const int key_of[USAGE_STREAMS] = { 0, 1, 2, 3, 4, 3, 3 };
-
-	return ret_ns[key_of[k]] / 1000000;
+	return ret_ns[usage_stream_retention_key(k)] / 1000000;
 }
 
 /* Host u projected at the retention: each stream's bytes and basis, and the totals. */
@@ -248,7 +244,7 @@ int cmd_usage(int argc, char **argv)
 		{ 0 },
 	};
 	const char *url = "unix:///run/faultline/redis.sock";
-	uint64_t ret_ns[USAGE_KEYS];
+	uint64_t ret_ns[USAGE_RETENTION_KEYS];
 	char err[512], self[256] = "";
 	json_object *all = NULL;
 	struct fleet fleet = { 0 };
@@ -263,14 +259,14 @@ int cmd_usage(int argc, char **argv)
 		fputs(usage_help, stdout);
 		return 0;
 	}
-	if (duration_list_parse(USAGE_DEFAULTS, retention_keys, USAGE_KEYS, ret_ns, err,
-				sizeof(err)))
+	if (duration_list_parse(USAGE_DEFAULTS, usage_retention_keys, USAGE_RETENTION_KEYS,
+				ret_ns, err, sizeof(err)))
 		return 1;	/* a bug: the defaults are a constant */
 	while ((c = getopt_long(argc, argv, "r:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'E':
-			if (duration_list_parse(optarg, retention_keys, USAGE_KEYS, ret_ns, err,
-						sizeof(err))) {
+			if (duration_list_parse(optarg, usage_retention_keys,
+						USAGE_RETENTION_KEYS, ret_ns, err, sizeof(err))) {
 				fprintf(stderr, "faultline usage: --retention %s\n", err);
 				return 2;
 			}

@@ -561,13 +561,10 @@ static int probe_once(struct probe *p)
 
 static void retention_notice(const struct probe_config *cfg)
 {
-	static const char *const key[USAGE_STREAMS] = {
-		"s1", "s60", "s3600", "p10", "p3600", "p10", "p10"
-	};
-	const uint64_t keep_ns[USAGE_STREAMS] = {
+	/* in the order of usage_retention_keys */
+	const uint64_t keep_of_key[USAGE_RETENTION_KEYS] = {
 		cfg->retention_ns[0], cfg->retention_ns[1], cfg->retention_ns[2],
-		cfg->retention_p10_ns, cfg->retention_p3600_ns, cfg->retention_p10_ns,
-		cfg->retention_p10_ns
+		cfg->retention_p10_ns, cfg->retention_p3600_ns
 	};
 	uint64_t oldest[USAGE_STREAMS], now = time_wall_ns();
 	char err[256];
@@ -582,14 +579,16 @@ static void retention_notice(const struct probe_config *cfg)
 	}
 	conn_close(c);
 	for (int k = 0; k < USAGE_STREAMS; k++) {
+		const char *key = usage_retention_keys[usage_stream_retention_key(k)];
+		uint64_t keep = keep_of_key[usage_stream_retention_key(k)];
 		uint64_t span = usage_stream_span_ms(k) * NSEC_PER_MSEC, held, slack;
 		char since[40], h[32], r[32], cut[40];
 
 		if (!oldest[k] || oldest[k] * NSEC_PER_MSEC >= now)
 			continue;
 		held = now - oldest[k] * NSEC_PER_MSEC;
-		slack = 2 * span > keep_ns[k] / 4 ? 2 * span : keep_ns[k] / 4;
-		if (held <= keep_ns[k] + slack)
+		slack = 2 * span > keep / 4 ? 2 * span : keep / 4;
+		if (held <= keep + slack)
 			continue;
 		log_warn("retention: %s's %s holds %s of history (since %s) and retention.%s "
 			 "is %s: what is older than %s goes as the probe writes; to keep it, "
@@ -597,8 +596,8 @@ static void retention_notice(const struct probe_config *cfg)
 			 cfg->host, usage_stream_name(k),
 			 duration_format(held - held % (span ? span : 1), h, sizeof(h)),
 			 time_format_rfc3339(oldest[k] * NSEC_PER_MSEC, since, sizeof(since)),
-			 key[k], duration_format(keep_ns[k], r, sizeof(r)),
-			 time_format_rfc3339(now - keep_ns[k], cut, sizeof(cut)), key[k],
+			 key, duration_format(keep, r, sizeof(r)),
+			 time_format_rfc3339(now - keep, cut, sizeof(cut)), key,
 			 k == USAGE_S3600 ? " (its default was 90d in earlier releases and is "
 			 "7d now; remote_write: keeps longer history)" : "");
 	}

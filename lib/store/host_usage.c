@@ -33,6 +33,17 @@ const char *usage_stream_name(int k)
 	return k >= 0 && k < USAGE_STREAMS ? stream_names[k] : "?";
 }
 
+const char *const usage_retention_keys[USAGE_RETENTION_KEYS] = {
+	"s1", "s60", "s3600", "p10", "p3600"
+};
+
+int usage_stream_retention_key(int k)
+{
+	static const int key_of[USAGE_STREAMS] = { 0, 1, 2, 3, 4, 3, 3 };
+
+	return k >= 0 && k < USAGE_STREAMS ? key_of[k] : 0;
+}
+
 uint64_t usage_stream_span_ms(int k)
 {
 	if (k < 0 || k >= USAGE_STREAMS)

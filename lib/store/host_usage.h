@@ -32,6 +32,14 @@ enum usage_stream {
 /* Name of stream k ("s1", "p3600", ...), as in probe.yaml's retention:. */
 const char *usage_stream_name(int k);
 
+/*
+ * probe.yaml's retention keys, and which one keeps stream k (io10 and
+ * iowait10 follow p10): an index into usage_retention_keys.
+ */
+#define USAGE_RETENTION_KEYS 5
+extern const char *const usage_retention_keys[USAGE_RETENTION_KEYS];
+int usage_stream_retention_key(int k);
+
 /* What one chunk of stream k spans (ms): a minute of s1, an hour of s60, ... */
 uint64_t usage_stream_span_ms(int k);
 
