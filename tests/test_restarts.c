@@ -1075,16 +1075,26 @@ Test(restarts, a_shorter_retention_says_what_it_will_trim, .init = setup,
 	cr_assert_null(strstr(log, "p3600 holds"), "p3600 is within its 7 days: %s", log);
 	cr_assert_null(strstr(log, "s1 holds"), "%s", log);
 
-	/* history the retention covers is not named */
+	/*
+	 * history the retention covers is not named; 10 days of hourly profiles
+	 * (kept 7) are, which shows the look was taken this time too
+	 */
 	{
 		FILE *f = fopen(probe_yaml, "a");
 
 		fprintf(f, "retention: {s3600: 120d, p10: 4h}\n");
 		fclose(f);
 	}
+	c = conn();
+	key_profile_chunks(key, sizeof(key), "spool-1", 1);	/* an ended day's span */
+	xadd_at(c, key, (now - 10 * day) - (now - 10 * day) % day, "c");
+	conn_close(c);
 	probe_until_started();
 	log = log_tail(8000);
-	cr_assert_null(strstr(log, "retention: spool-1"), "nothing is trimmed now: %s", log);
+	cr_assert(strstr(log, "spool-1's p3600 holds") && strstr(log, "retention.p3600 is 7d"),
+		  "the second look was not taken: %s", log);
+	cr_assert_null(strstr(log, "spool-1's s3600 holds"), "s3600 is within 120 days: %s", log);
+	cr_assert_null(strstr(log, "spool-1's p10 holds"), "p10 is within 4 hours: %s", log);
 }
 
 Test(restarts, probe_threads_keep_only_the_capabilities_they_need, .init = setup,
