@@ -314,7 +314,14 @@ Test(hosts, the_first_read_of_a_large_fleet_reads_every_host, .init = setup, .fi
  */
 static void put_fleet(uint64_t ts, double huge_temp)
 {
-	struct store_opts o = { .url = redis.url, .timeout_ns = 5 * NSEC_PER_SEC };
+	/*
+	 * Entries only: a store that compacts would, once a minute ends, read
+	 * huge-1's giant entries back to make its chunk, and Redis busy with
+	 * that answer for seconds held this store's writes past the flush
+	 * below (CI, 2026-12-07).  The rules' reads are what is tested.
+	 */
+	struct store_opts o = { .url = redis.url, .timeout_ns = 5 * NSEC_PER_SEC,
+				.s1_entries_only = 1 };
 	char err[256];
 	struct store *st = store_open(&o, err, sizeof(err));
 	struct snapshot sn;
