@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <msgpack.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include "model/pprof.h"
 #include "probes/probe.h"
 #include "model/profile.h"
+#include "model/wire.h"
 #include "profile.pb-c.h"
 #include "model/profile_export.h"
 #include "core/timeutil.h"
@@ -804,6 +806,50 @@ Test(profile, diff_puts_the_grown_function_first)
 }
 
 /*
+ * back (p through the codec) has every location p has: the same mapping and
+ * kind for every frame, a "module+0xoffset" frame's own address, and a
+ * symbol's frame an address p sampled for that name in that mapping (the
+ * same function: the codec keeps one per name).  Returns how many symbol
+ * frames moved to their name's address.
+ */
+static uint32_t locations_read_back(const struct profile *p, const struct profile *back)
+{
+	uint32_t moved = 0;
+
+	cr_assert_eq(back->nstacks, p->nstacks);
+	for (uint32_t st = 0; st < p->nstacks; st++) {
+		for (uint32_t i = 0; i < p->stacks[st][0]; i++) {
+			const struct profile_loc *a = profile_frame_loc(p, st, i);
+			const struct profile_loc *b = profile_frame_loc(back, st, i);
+			int found = 0;
+
+			if (!a) {
+				cr_assert_null(b, "stack %u frame %u: a location from nowhere", st, i);
+				continue;
+			}
+			cr_assert(b && b->map == a->map && b->named == a->named,
+				  "stack %u frame %u's location lost in the codec", st, i);
+			if (b->addr == a->addr)
+				continue;
+			cr_assert(a->named, "stack %u frame %u (%s): address 0x%lx, not 0x%lx", st, i,
+				  p->strings[p->stacks[st][1 + i]], (unsigned long)b->addr,
+				  (unsigned long)a->addr);
+			for (uint32_t s2 = 0; s2 < p->nstacks && !found; s2++)
+				for (uint32_t k = 0; k < p->stacks[s2][0] && !found; k++) {
+					const struct profile_loc *o = profile_frame_loc(p, s2, k);
+
+					found = o && p->stacks[s2][1 + k] == p->stacks[st][1 + i] &&
+						o->map == a->map && o->addr == b->addr;
+				}
+			cr_assert(found, "stack %u frame %u: 0x%lx is no address of %s", st, i,
+				  (unsigned long)b->addr, p->strings[p->stacks[st][1 + i]]);
+			moved++;
+		}
+	}
+	return moved;
+}
+
+/*
  * pprof that tools can symbolize again: a stock xz profiled for real has a
  * mapping per file with its build id, every located frame's address
  * inside its mapping, a symbol-named frame's address naming the same
@@ -829,13 +875,7 @@ Test(profile, pprof_mappings_and_addresses_symbolize_again, .init = setup, .fini
 	cr_assert_eq(profile_encode(&p, &enc, &enclen), 0);
 	cr_assert_eq(profile_decode(enc, enclen, &back, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(back.nmaps, p.nmaps, "the window codec lost mappings");
-	for (uint32_t st = 0; st < p.nstacks; st++)
-		for (uint32_t i = 0; p.locs && st < p.cap_locs && p.locs[st] && i < p.stacks[st][0];
-		     i++)
-			cr_assert(back.locs && back.locs[st] &&
-				  back.locs[st][i].addr == p.locs[st][i].addr &&
-				  back.locs[st][i].map == p.locs[st][i].map,
-				  "stack %u frame %u's location lost in the codec", st, i);
+	locations_read_back(&p, &back);
 	free(enc);
 	profile_free(&back);
 
@@ -1239,6 +1279,208 @@ Test(profile, window_is_a_zstd_frame_and_old_windows_still_decode)
 	free(text);
 	free(plain);
 	free(packed);
+	profile_free(&p);
+}
+
+/* p as a probe before "floc" wrote it: every stack's locations in full. */
+static void pack_before_floc(const struct profile *p, msgpack_sbuffer *sb)
+{
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 10);
+	wire_pack_str(&pk, "v");
+	msgpack_pack_uint32(&pk, 1);
+	wire_pack_str(&pk, "host");
+	wire_pack_str(&pk, p->host);
+	wire_pack_str(&pk, "ts");
+	msgpack_pack_uint64(&pk, p->ts_ms);
+	wire_pack_str(&pk, "dur");
+	msgpack_pack_uint64(&pk, p->duration_ms);
+	wire_pack_str(&pk, "hz");
+	msgpack_pack_uint32(&pk, p->rate_hz);
+	wire_pack_str(&pk, "str");
+	msgpack_pack_array(&pk, p->nstrings);
+	for (uint32_t i = 0; i < p->nstrings; i++)
+		wire_pack_str(&pk, p->strings[i]);
+	wire_pack_str(&pk, "stk");
+	msgpack_pack_array(&pk, p->nstacks);
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		msgpack_pack_array(&pk, p->stacks[i][0]);
+		for (uint32_t k = 0; k < p->stacks[i][0]; k++)
+			msgpack_pack_uint32(&pk, p->stacks[i][1 + k]);
+	}
+	wire_pack_str(&pk, "rows");
+	msgpack_pack_array(&pk, p->nrows);
+	for (uint32_t i = 0; i < p->nrows; i++) {
+		msgpack_pack_array(&pk, 5);
+		msgpack_pack_uint32(&pk, p->rows[i].service);
+		msgpack_pack_uint32(&pk, p->rows[i].comm);
+		msgpack_pack_uint32(&pk, p->rows[i].pid);
+		msgpack_pack_uint32(&pk, p->rows[i].stack);
+		msgpack_pack_uint64(&pk, p->rows[i].count);
+	}
+	wire_pack_str(&pk, "map");
+	msgpack_pack_array(&pk, p->nmaps);
+	for (uint32_t i = 0; i < p->nmaps; i++) {
+		msgpack_pack_array(&pk, 2);
+		msgpack_pack_uint32(&pk, p->maps[i].file);
+		msgpack_pack_uint32(&pk, p->maps[i].build_id);
+	}
+	wire_pack_str(&pk, "loc");
+	msgpack_pack_array(&pk, p->nstacks);
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		uint32_t n = p->locs && i < p->cap_locs && p->locs[i] ? p->stacks[i][0] : 0;
+
+		msgpack_pack_array(&pk, 3 * n);
+		for (uint32_t k = 0; k < n; k++) {
+			msgpack_pack_uint32(&pk, p->locs[i][k].map);
+			msgpack_pack_uint64(&pk, p->locs[i][k].addr);
+			msgpack_pack_uint32(&pk, p->locs[i][k].named);
+		}
+	}
+}
+
+/*
+ * A frame's location is written once per name: a symbol's frame is at
+ * another return address in every stack it is in, and any of them names
+ * the function.  What must not blur does not: the same name in two
+ * binaries keeps each binary, a "module+0xoffset" frame its own address,
+ * a frame in no mapping none, a stack added without locations none.  The
+ * window is smaller for it; one written before (every stack in full)
+ * still reads back exactly; a hostile "floc" is refused by name.
+ */
+Test(profile, locations_are_written_once_per_name)
+{
+	struct profile p, bare, d;
+	msgpack_sbuffer old;
+	char *buf, *oldz, *barez, err[256], fn[64], raw[64];
+	size_t len, oldzlen, barelen;
+	uint32_t moved;
+
+	cr_assert_eq(profile_init(&p, "api-3"), 0);
+	cr_assert_eq(profile_init(&bare, "api-3"), 0);
+	p.rate_hz = bare.rate_hz = 19;
+	p.duration_ms = bare.duration_ms = 10000;
+	p.ts_ms = bare.ts_ms = 1764500000000ULL;
+	for (int i = 0; i < 400; i++) {
+		int other = i % 10 == 0;	/* "main" of another binary */
+		const char *frames[] = { "__libc_start_main", "main", fn, raw, "[unknown]" };
+		struct profile_where w[5] = {
+			{ "/usr/lib/x86_64-linux-gnu/libc.so.6", "aa11", 0x27000 + i % 7, 1 },
+			{ other ? "/usr/bin/worker" : "/usr/bin/api", other ? "cc33" : "bb22",
+			  0x1100 + (uint64_t)(i % 50) * 4, 1 },
+			{ "/usr/bin/api", "bb22", 0x2000 + (uint64_t)i * 16, 1 },
+			{ "/usr/lib/x86_64-linux-gnu/libz.so.1", "dd44", 0x3000 + (uint64_t)i * 8,
+			  0 },
+			{ NULL, NULL, 0, 0 },
+		};
+
+		snprintf(fn, sizeof(fn), "handler_%d", i % 60);
+		snprintf(raw, sizeof(raw), "libz.so.1+0x%x", 0x3000 + i * 8);
+		cr_assert_eq(profile_add_at(&p, "api.service", "api", 100, frames, w, 5, 1), 0);
+		cr_assert_eq(profile_add(&bare, "api.service", "api", 100, frames, 5, 1), 0);
+	}
+	{
+		const char *frames[] = { "main", "handler_1", "never_located" };
+
+		cr_assert_eq(profile_add(&p, "api.service", "api", 101, frames, 3, 2), 0);
+	}
+	cr_assert_eq(p.nstacks, 401);
+
+	cr_assert_eq(profile_encode(&p, &buf, &len), 0);
+	cr_assert_eq(profile_decode(buf, len, &d, err, sizeof(err)), 0, "%s", err);
+	moved = locations_read_back(&p, &d);
+	cr_expect_gt(moved, 400, "the case under test: symbols at many addresses");
+	cr_expect_null(profile_frame_loc(&d, 400, 0), "a stack added without locations got one");
+	profile_free(&d);
+	decode_refuses_cuts_survives_flips(buf, len, 2000);
+
+	pack_before_floc(&p, &old);
+	oldzlen = ZSTD_compressBound(old.size);
+	oldz = malloc(oldzlen);
+	oldzlen = ZSTD_compress(oldz, oldzlen, old.data, old.size, PROFILE_LEVEL_WINDOW);
+	cr_assert(!ZSTD_isError(oldzlen));
+	cr_assert_eq(profile_encode(&bare, &barez, &barelen), 0);
+	cr_log_info("400 stacks: %zu bytes without locations, %zu with one per name, %zu with "
+		    "one per frame", barelen, len, oldzlen);
+	cr_expect_lt((len - barelen) * 2, oldzlen - barelen,
+		     "locations cost %zu bytes, before %zu", len - barelen, oldzlen - barelen);
+	free(barez);
+	profile_free(&bare);
+	cr_assert_eq(profile_decode(old.data, old.size, &d, err, sizeof(err)), 0, "%s", err);
+	for (uint32_t st = 0; st < p.nstacks; st++)
+		for (uint32_t i = 0; i < p.stacks[st][0]; i++) {
+			const struct profile_loc *a = profile_frame_loc(&p, st, i);
+			const struct profile_loc *b = profile_frame_loc(&d, st, i);
+
+			cr_assert(a ? b && b->addr == a->addr && b->map == a->map : !b,
+				  "a window written before 'floc': stack %u frame %u moved", st, i);
+		}
+	profile_free(&d);
+	free(oldz);
+	msgpack_sbuffer_destroy(&old);
+	free(buf);
+
+	{
+		/*
+		 * hostile "floc": a map past the table, a name twice, ragged
+		 * columns, a nil address with no offset in the name
+		 */
+#define BAD(bytes, why) { bytes, sizeof(bytes) - 1, why }
+		static const struct {
+			const char *floc;
+			size_t len;
+			const char *why;
+		} bad[] = {
+			BAD("\x94\x91\x01\x91\x09\x91\x01\x91\x10", "is not [name, map, named"),
+			BAD("\x94\x92\x01\x01\x92\x01\x01\x92\x01\x01\x92\x10\x20",
+			    "names string 1 again"),
+			BAD("\x94\x91\x01\x91\x01\x91\x01\x90", "4 columns of one length"),
+			BAD("\x93\x91\x01\x91\x01\x91\x01", "must be 4 columns"),
+			BAD("\x94\x91\x01\x91\x01\x91\x00\x91\xc0", "has no +0x offset"),
+		};
+#undef BAD
+
+		for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+			msgpack_sbuffer sb;
+			msgpack_packer pk;
+
+			msgpack_sbuffer_init(&sb);
+			msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+			msgpack_pack_map(&pk, 8);
+			wire_pack_str(&pk, "v");
+			msgpack_pack_uint32(&pk, 1);
+			wire_pack_str(&pk, "host");
+			wire_pack_str(&pk, "h");
+			wire_pack_str(&pk, "str");
+			msgpack_pack_array(&pk, 3);
+			wire_pack_str(&pk, "");
+			wire_pack_str(&pk, "main");
+			wire_pack_str(&pk, "/bin/x");
+			wire_pack_str(&pk, "stk");
+			msgpack_pack_array(&pk, 1);
+			msgpack_pack_array(&pk, 1);
+			msgpack_pack_uint32(&pk, 1);
+			wire_pack_str(&pk, "rows");
+			msgpack_pack_array(&pk, 0);
+			wire_pack_str(&pk, "map");
+			msgpack_pack_array(&pk, 1);
+			msgpack_pack_array(&pk, 2);
+			msgpack_pack_uint32(&pk, 2);
+			msgpack_pack_uint32(&pk, 0);
+			wire_pack_str(&pk, "floc");
+			msgpack_sbuffer_write(&sb, bad[b].floc, bad[b].len);
+			wire_pack_str(&pk, "loc");
+			msgpack_pack_array(&pk, 1);
+			msgpack_pack_array(&pk, 0);
+			cr_assert_neq(profile_decode(sb.data, sb.size, &d, err, sizeof(err)), 0,
+				      "case %zu", b);
+			cr_expect(strstr(err, bad[b].why), "case %zu: %s", b, err);
+			msgpack_sbuffer_destroy(&sb);
+		}
+	}
 	profile_free(&p);
 }
 

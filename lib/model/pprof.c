@@ -460,8 +460,9 @@ int pprof_encode(const struct profile *p, uint8_t **out, size_t *outlen)
 	prof.string_table = b.strs;
 	prof.period_type = &period;
 	prof.period = b.period_ns;
-	prof.time_nanos = (int64_t)(p->ts_ms - p->duration_ms) * 1000000LL;
-	prof.duration_nanos = (int64_t)p->duration_ms * 1000000LL;
+	/* unsigned: a window's times are read from Redis, and no product of them is UB */
+	prof.time_nanos = (int64_t)((p->ts_ms - p->duration_ms) * 1000000ULL);
+	prof.duration_nanos = (int64_t)(p->duration_ms * 1000000ULL);
 	rawlen = perftools__profiles__profile__get_packed_size(&prof);
 	raw = malloc(rawlen + 1);
 	if (!raw)

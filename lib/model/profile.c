@@ -342,7 +342,183 @@ int profile_merge(struct profile *dst, const struct profile *src,
 
 int profile_tables_fields(const struct profile *p)
 {
-	return p->nmaps ? 4 : 2;
+	return p->nmaps ? 5 : 2;
+}
+
+/*
+ * Whether a frame named by its location `by_name` (what "floc" says of the
+ * name) may stand for the location `at`: the same mapping and kind, and for
+ * a frame named "module+0xoffset" the same address.  A symbol's frame sits
+ * at another address in every stack it is in (a return address inside the
+ * function); any of them names the function.
+ */
+static int loc_stands_for(const struct profile_loc *by_name, const struct profile_loc *at)
+{
+	if (by_name->map != at->map)
+		return 0;
+	return !at->map || (by_name->named == at->named && (at->named || by_name->addr == at->addr));
+}
+
+/* Location k of stack st as p holds it: zero when not known. */
+static struct profile_loc stack_loc(const struct profile *p, uint32_t st, uint32_t k)
+{
+	static const struct profile_loc none;
+
+	return st < p->cap_locs && p->locs[st] ? p->locs[st][k] : none;
+}
+
+/*
+ * The address in a frame name "module+0xOFFSET" (the symbolizer's name for
+ * a frame in no symbol) into *addr: 0, or -1 when the name does not end so.
+ */
+static int name_offset(const char *name, uint64_t *addr)
+{
+	const char *plus = strrchr(name, '+');
+	uint64_t v = 0;
+	size_t n;
+
+	if (!plus || strncmp(plus, "+0x", 3))
+		return -1;
+	plus += 3;
+	n = strspn(plus, "0123456789abcdefABCDEF");
+	if (!n || n > 16 || plus[n])
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int c = plus[i];
+
+		v = v << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	*addr = v;
+	return 0;
+}
+
+struct name_loc {
+	uint64_t addr;
+	uint32_t name, map, named;
+};
+
+static int name_loc_cmp(const void *a, const void *b)
+{
+	const struct name_loc *x = a, *y = b;
+
+	if (x->map != y->map)
+		return x->map < y->map ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/*
+ * "floc": the location of each name in by_name (zero: none) as four
+ * columns, sorted by mapping and address so that an address is written as
+ * the step from the one before it in the same mapping, and not at all
+ * (nil) when the name says it ("libz.so.1+0x3f10", not a symbol).
+ */
+static void pack_flocs(msgpack_packer *pk, const struct profile *p,
+		       const struct profile_loc *by_name)
+{
+	struct name_loc *e = NULL;
+	uint32_t n = 0;
+
+	for (uint32_t s = 0; by_name && s < p->nstrings; s++)
+		n += by_name[s].map != 0;
+	if (n && !(e = malloc(n * sizeof(*e))))
+		n = 0;
+	for (uint32_t s = 0, i = 0; i < n; s++) {
+		if (by_name[s].map)
+			e[i++] = (struct name_loc){ .addr = by_name[s].addr, .name = s,
+						    .map = by_name[s].map,
+						    .named = by_name[s].named };
+	}
+	qsort(e, n, sizeof(*e), name_loc_cmp);
+	wire_pack_str(pk, "floc");
+	msgpack_pack_array(pk, 4);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++)
+		msgpack_pack_uint32(pk, e[i].name);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++)
+		msgpack_pack_uint32(pk, e[i].map);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++)
+		msgpack_pack_uint32(pk, e[i].named);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t said;
+
+		if (!e[i].named && !name_offset(p->strings[e[i].name], &said) &&
+		    said == e[i].addr)
+			msgpack_pack_nil(pk);
+		else
+			msgpack_pack_uint64(pk, e[i].addr -
+				(i && e[i - 1].map == e[i].map ? e[i - 1].addr : 0));
+	}
+	free(e);
+}
+
+/*
+ * "floc" and "loc": a location for each frame name (by_name, one per
+ * string, zero where no stack has one), and per stack either [] (every
+ * frame is where its name says) or all its locations, as version 1 wrote
+ * them for every stack.  by_name NULL (out of memory): every stack's own.
+ *
+ * A name's location is the one most of its frames agree with (a majority
+ * vote, one pass: "main" is in every program, and the binary most stacks
+ * run is the one worth not writing again); a stack with a frame the vote
+ * does not stand for is written in full.
+ */
+static void pack_locations(msgpack_packer *pk, const struct profile *p)
+{
+	struct profile_loc *by_name = calloc(p->nstrings, sizeof(*by_name));
+	uint32_t *votes = calloc(p->nstrings, sizeof(*votes));
+
+	if (!votes) {
+		free(by_name);
+		by_name = NULL;
+	}
+	for (uint32_t i = 0; by_name && i < p->nstacks; i++) {
+		for (uint32_t k = 0; k < p->stacks[i][0]; k++) {
+			struct profile_loc l = stack_loc(p, i, k);
+			uint32_t name = p->stacks[i][1 + k];
+
+			if (!l.map)
+				continue;
+			if (!votes[name])
+				by_name[name] = l;
+			if (!votes[name] || loc_stands_for(&by_name[name], &l))
+				votes[name]++;
+			else
+				votes[name]--;
+		}
+	}
+	pack_flocs(pk, p, by_name);
+	wire_pack_str(pk, "loc");
+	msgpack_pack_array(pk, p->nstacks);
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		uint32_t n = p->stacks[i][0], k = 0;
+		struct profile_loc l;
+
+		if (by_name) {
+			for (; k < n; k++) {
+				l = stack_loc(p, i, k);
+				if (!loc_stands_for(&by_name[p->stacks[i][1 + k]], &l))
+					break;
+			}
+			if (k == n) {
+				msgpack_pack_array(pk, 0);
+				continue;
+			}
+		}
+		msgpack_pack_array(pk, 3 * n);
+		for (k = 0; k < n; k++) {
+			l = stack_loc(p, i, k);
+			msgpack_pack_uint32(pk, l.map);
+			msgpack_pack_uint64(pk, l.addr);
+			msgpack_pack_uint32(pk, l.named);
+		}
+	}
+	free(by_name);
+	free(votes);
 }
 
 void profile_pack_tables(msgpack_packer *pk, const struct profile *p)
@@ -366,18 +542,7 @@ void profile_pack_tables(msgpack_packer *pk, const struct profile *p)
 			msgpack_pack_uint32(pk, p->maps[i].file);
 			msgpack_pack_uint32(pk, p->maps[i].build_id);
 		}
-		wire_pack_str(pk, "loc");
-		msgpack_pack_array(pk, p->nstacks);
-		for (uint32_t i = 0; i < p->nstacks; i++) {
-			int has = i < p->cap_locs && p->locs[i];
-
-			msgpack_pack_array(pk, has ? 3 * p->stacks[i][0] : 0);
-			for (uint32_t k = 0; has && k < p->stacks[i][0]; k++) {
-				msgpack_pack_uint32(pk, p->locs[i][k].map);
-				msgpack_pack_uint64(pk, p->locs[i][k].addr);
-				msgpack_pack_uint32(pk, p->locs[i][k].named);
-			}
-		}
+		pack_locations(pk, p);
 	}
 }
 
@@ -495,10 +660,83 @@ void profile_set_host(struct profile *p, const msgpack_object *val)
 		       sizeof(p->host) - 1), val->via.str.ptr);
 }
 
+/*
+ * "floc" (four columns: name, map, named, address as pack_flocs writes
+ * them) as a location per string of p, zero where none; NULL with err set
+ * when it is not that.  Columns of different lengths, an index past its
+ * table, a name twice or a nil address whose name holds none are errors;
+ * the order is not checked (any order reads as the steps say).
+ */
+static struct profile_loc *decode_flocs(const struct profile *p, const msgpack_object *flocs,
+					const char *what, char *err, size_t errlen)
+{
+	struct profile_loc *by_name = NULL;
+	const msgpack_object *col[4];
+	uint64_t prev_addr = 0;
+	uint32_t n, prev_map = 0;
+
+	if (flocs->type != MSGPACK_OBJECT_ARRAY || flocs->via.array.size != 4)
+		FAIL("%s: 'floc' must be 4 columns: name, map, named, address", what);
+	for (int c = 0; c < 4; c++) {
+		col[c] = &flocs->via.array.ptr[c];
+		if (col[c]->type != MSGPACK_OBJECT_ARRAY ||
+		    col[c]->via.array.size != flocs->via.array.ptr[0].via.array.size)
+			FAIL("%s: 'floc' must be 4 columns of one length", what);
+	}
+	n = col[0]->via.array.size;
+	by_name = calloc(p->nstrings, sizeof(*by_name));
+	if (!by_name)
+		FAIL("%s: out of memory", what);
+	for (uint32_t i = 0; i < n; i++) {
+		const msgpack_object *a = &col[3]->via.array.ptr[i];
+		uint64_t name, map, named, addr;
+
+		if (wire_u64(&col[0]->via.array.ptr[i], &name) || name >= p->nstrings ||
+		    wire_u64(&col[1]->via.array.ptr[i], &map) || !map || map > p->nmaps ||
+		    wire_u64(&col[2]->via.array.ptr[i], &named) || named > 1)
+			FAIL("%s: frame location %u is not [name, map, named, address]", what, i);
+		if (by_name[name].map)
+			FAIL("%s: frame location %u names string %u again", what, i,
+			     (uint32_t)name);
+		if (a->type == MSGPACK_OBJECT_NIL) {
+			if (name_offset(p->strings[name], &addr))
+				FAIL("%s: frame location %u: no address, and its name has no "
+				     "+0x offset", what, i);
+		} else if (!wire_u64(a, &addr)) {
+			addr += map == prev_map ? prev_addr : 0;
+		} else {
+			FAIL("%s: frame location %u's address is not a number", what, i);
+		}
+		by_name[name] = (struct profile_loc){ .map = (uint32_t)map,
+						      .named = (uint32_t)named, .addr = addr };
+		prev_map = (uint32_t)map;
+		prev_addr = addr;
+	}
+	return by_name;
+fail:
+	free(by_name);
+	return NULL;
+}
+
+/* Stack st's locations from its frames' names, when any name has one. */
+static int locs_by_name(struct profile *p, uint32_t st, const struct profile_loc *by_name)
+{
+	struct profile_loc loc[PROFILE_MAX_DEPTH];
+	uint32_t n = p->stacks[st][0], any = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		loc[k] = by_name[p->stacks[st][1 + k]];
+		any |= loc[k].map;
+	}
+	return any ? set_locs(p, st, loc, n) : 0;
+}
+
 int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			  const msgpack_object *stk, const msgpack_object *maps,
-			  const msgpack_object *locs, const char *what, char *err, size_t errlen)
+			  const msgpack_object *locs, const msgpack_object *flocs, const char *what,
+			  char *err, size_t errlen)
 {
+	struct profile_loc *by_name = NULL;
 	uint64_t v;
 	char *tmp;
 
@@ -538,7 +776,7 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 		if (profile_intern_stack(p, idx, s->via.array.size) != i)
 			FAIL("%s: stack %u is a duplicate", what, i);
 	}
-	if (maps || locs) {
+	if (maps || locs || flocs) {
 		if (!maps || !locs || maps->type != MSGPACK_OBJECT_ARRAY ||
 		    locs->type != MSGPACK_OBJECT_ARRAY || locs->via.array.size != p->nstacks)
 			FAIL("%s: 'map' and 'loc' must be arrays, 'loc' one entry per stack", what);
@@ -553,6 +791,8 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			if (intern_map(p, (uint32_t)fi, (uint32_t)bi) != i + 1)
 				FAIL("%s: mapping %u is a duplicate", what, i);
 		}
+		if (flocs && !(by_name = decode_flocs(p, flocs, what, err, errlen)))
+			goto fail;
 		for (uint32_t i = 0; i < p->nstacks; i++) {
 			const msgpack_object *l = &locs->via.array.ptr[i];
 			struct profile_loc loc[PROFILE_MAX_DEPTH];
@@ -561,8 +801,11 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			if (l->type != MSGPACK_OBJECT_ARRAY ||
 			    (l->via.array.size && l->via.array.size != 3 * n))
 				FAIL("%s: 'loc' of stack %u must hold 3 values per frame", what, i);
-			if (!l->via.array.size)
+			if (!l->via.array.size) {
+				if (by_name && locs_by_name(p, i, by_name))
+					FAIL("%s: out of memory", what);
 				continue;
+			}
 			for (uint32_t k = 0; k < n; k++) {
 				uint64_t m, named;
 
@@ -578,15 +821,17 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 				FAIL("%s: out of memory", what);
 		}
 	}
+	free(by_name);
 	return 0;
 fail:
+	free(by_name);
 	return -EINVAL;
 }
 
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
 {
 	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL, *maps = NULL, *locs = NULL;
-	const msgpack_object *cgs = NULL;
+	const msgpack_object *cgs = NULL, *flocs = NULL;
 	msgpack_unpacked msg;
 	void *plain = NULL;
 	uint64_t v, version = 0;
@@ -622,6 +867,8 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 			maps = val;
 		else if (wire_key_is(k, "loc"))
 			locs = val;
+		else if (wire_key_is(k, "floc"))
+			flocs = val;
 		else if (wire_key_is(k, "cg"))
 			cgs = val;
 	}
@@ -630,7 +877,7 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 		     PROFILE_VERSION);
 	if (!rows || rows->type != MSGPACK_OBJECT_ARRAY)
 		FAIL("profile: 'rows' must be an array");
-	if (profile_decode_tables(p, str, stk, maps, locs, "profile", err, errlen))
+	if (profile_decode_tables(p, str, stk, maps, locs, flocs, "profile", err, errlen))
 		goto fail;
 	if (cgs && (cgs->type != MSGPACK_OBJECT_ARRAY || cgs->via.array.size != rows->via.array.size))
 		FAIL("profile: 'cg' must be an array with a cgroup per row");

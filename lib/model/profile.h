@@ -15,7 +15,10 @@
  * frame's name came from a symbol (else the name is "module+0xoffset",
  * for people, and tools should symbolize the address).  Stacks merge by
  * frame names, so a frame's location is the first one sampled for that
- * stack: an address inside the named function.
+ * stack: an address inside the named function.  On the wire a name's first
+ * location stands for every frame of that name in the same mapping (its
+ * other addresses are return addresses inside the same function), so a
+ * location is written once per name, not once per frame of every stack.
  *
  * Wire form (msgpack, version 1; stored as a zstd frame of it, see
  * profile_encode_level):
@@ -24,11 +27,23 @@
  *     "rows": [ [ service, comm, pid, stack, count ]... ],
  *     "cg": [ cgroup... ],              (optional: a string index per row, "" none)
  *     "map": [ [ file, build_id ]... ],               (optional: string indexes)
+ *     "floc": [ [ name... ], [ map... ], [ named... ], [ addr... ] ],
+ *                       (with "map": a location per frame name, in columns)
  *     "loc": [ [ map, addr, named, map, addr, named... ]... ] }  (per stack, per
- *                                           frame; map 0: unknown; [] for none)
+ *                       frame; map 0: unknown; [] for a stack whose every frame
+ *                       is where "floc" puts its name, or nowhere if not there)
+ * "floc" is sorted by map and address; an addr is the step from the entry
+ * before it when that has the same map (its address otherwise), or nil:
+ * the offset the name ends with ("libz.so.1+0x3f10").  A stack's frames
+ * are where "floc" puts their names unless its "loc" says otherwise:
+ * written only for a stack where some frame's mapping or kind is not its
+ * name's (the same name in two binaries; "floc" holds the one most frames
+ * agree on), or, for a frame named "module+0xoffset", its address.
  * profile_decode() treats input as hostile (bounds on every index); windows
  * written before "map"/"loc" or "cg" existed decode without locations or
- * cgroups (and readers before "cg" ignore it).
+ * cgroups (and readers before "cg" ignore it).  Before "floc" every stack's
+ * "loc" was written in full, and a reader before it, which skips "floc",
+ * reads locations of only the stacks written in full.
  */
 #ifndef FL_PROFILE_H
 #define FL_PROFILE_H

@@ -29,18 +29,22 @@ int profile_import_row(struct profile *dst, const struct profile *src,
 /* How many map fields profile_pack_tables packs. */
 int profile_tables_fields(const struct profile *p);
 
-/* "str", "stk" and, when p has mappings, "map" and "loc": keys and values. */
+/*
+ * "str", "stk" and, when p has mappings, "map", "floc" and "loc": keys and
+ * values (profile.h's wire form).
+ */
 void profile_pack_tables(msgpack_packer *pk, const struct profile *p);
 
 /*
- * The tables of a packed profile (str and stk required, maps and locs
- * both or neither) into p (profile_init'd, nothing but "" interned),
+ * The tables of a packed profile (str and stk required; maps and locs
+ * both or neither, flocs only with them) into p (profile_init'd, nothing but "" interned),
  * every index bounded.  0, or -EINVAL with "WHAT: why" in err (p then
  * holds what was read: the caller frees it).
  */
 int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			  const msgpack_object *stk, const msgpack_object *maps,
-			  const msgpack_object *locs, const char *what, char *err, size_t errlen);
+			  const msgpack_object *locs, const msgpack_object *flocs, const char *what,
+			  char *err, size_t errlen);
 
 /*
  * The msgpack map at the top of buf[0..len) (untrusted: a zstd frame of it

@@ -262,6 +262,7 @@ int profile_span_decode(const void *buf, size_t len, struct profile_span *s, cha
 			size_t errlen)
 {
 	const msgpack_object *str = NULL, *stk = NULL, *maps = NULL, *locs = NULL, *win = NULL;
+	const msgpack_object *flocs = NULL;
 	msgpack_unpacked msg;
 	void *plain = NULL;
 	uint64_t v, version = 0;
@@ -290,6 +291,8 @@ int profile_span_decode(const void *buf, size_t len, struct profile_span *s, cha
 			maps = val;
 		else if (wire_key_is(k, "loc"))
 			locs = val;
+		else if (wire_key_is(k, "floc"))
+			flocs = val;
 		else if (wire_key_is(k, "win"))
 			win = val;
 	}
@@ -300,7 +303,8 @@ int profile_span_decode(const void *buf, size_t len, struct profile_span *s, cha
 	    win->via.array.size > PROFILE_SPAN_MAX_WINDOWS)
 		FAIL("profile span: 'win' must be an array of 1 to %d windows",
 		     PROFILE_SPAN_MAX_WINDOWS);
-	if (profile_decode_tables(&s->tables, str, stk, maps, locs, "profile span", err, errlen))
+	if (profile_decode_tables(&s->tables, str, stk, maps, locs, flocs, "profile span",
+				  err, errlen))
 		goto fail;
 	s->windows = calloc(win->via.array.size, sizeof(*s->windows));
 	if (!s->windows)

@@ -14,7 +14,8 @@
  *
  * Wire form (msgpack, version 1, stored as a zstd frame of it):
  *   { "v": 1, "host": str,
- *     "str": [...], "stk": [...], "map": [...], "loc": [...]  (as profile.h)
+ *     "str": [...], "stk": [...], "map": [...], "floc": [...],
+ *     "loc": [...]  (as profile.h)
  *     "win": [ [ ts, dur, hz, [ service, comm, pid, stack, count,
  *                               cgroup, ... ] ]... ] }   (six per row)
  * profile_span_decode treats input as hostile, as profile_decode does,
