@@ -271,7 +271,13 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	/* the average is what ran: low on a quiet CPU, never above what the kernel saw */
 	cr_assert_leq(avg, fmax(0.45, stat_s / 6 + 0.2), "minute average %.3f is not low "
 		      "(/proc/stat: %.2f of 6 s)", avg, stat_s);
-	if (stat_s <= 2.4)
+	/*
+	 * The gap is judged when the CPU ran little besides the bursts (their
+	 * 0.9 s and at most 0.6 s more): busier, the average is rightly what
+	 * ran, and a CPU 35 % busy with other work (a test run beside this
+	 * one) leaves a 1.0 max and a 0.51 average, no bug.
+	 */
+	if (stat_s <= 1.5)
 		cr_assert_geq(m->gauge.max - avg, 0.5, "the average (%.2f) hides no burst (max %.2f)",
 			      avg, m->gauge.max);
 	else
