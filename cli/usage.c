@@ -48,7 +48,8 @@ static const char usage_help[] =
 "  --redis URL       default unix:///run/faultline/redis.sock\n\n"
 "basis: b = both costs measured; e = no chunk yet, all of the retention at\n"
 "an entry's cost (an upper bound); c = no entry, all at a chunk point's\n"
-"cost; - = nothing stored.\n";
+"cost; y = chunks under half a span on average (a probe's first day of\n"
+"hourly profiles), their cost a point an upper bound; - = nothing stored.\n";
 
 static uint64_t retention_of(const uint64_t *ret_ns, int k)
 {
@@ -75,7 +76,7 @@ static void project(const struct host_usage *u, const uint64_t *ret_ns, struct p
 static void print_table(const char *host, const struct host_usage *u, const uint64_t *ret_ns)
 {
 	struct projection pj;
-	char dur[32], empty[128] = "";
+	char dur[32], empty[128] = "", young[128] = "";
 
 	project(u, ret_ns, &pj);
 
@@ -88,6 +89,12 @@ static void print_table(const char *host, const struct host_usage *u, const uint
 		if (pj.basis[k] == '-')
 			snprintf(empty + strlen(empty), sizeof(empty) - strlen(empty), "%s%s",
 				 empty[0] ? ", " : "", usage_stream_name(k));
+		if (pj.basis[k] == 'y')
+			snprintf(young + strlen(young), sizeof(young) - strlen(young),
+				 "%s%s (%llu of %llu points a span)", young[0] ? ", " : "",
+				 usage_stream_name(k),
+				 (unsigned long long)(s->chunk_points / s->chunks),
+				 (unsigned long long)(s->span_ms / s->step_ms));
 		printf("%-9s %9s %9llu %9.0f %7llu %8llu %8.0f %9.3f %11.3f %5c\n",
 		       usage_stream_name(k), duration_format(r * 1000000, dur, sizeof(dur)),
 		       (unsigned long long)s->entries,
@@ -108,6 +115,9 @@ static void print_table(const char *host, const struct host_usage *u, const uint
 	       pj.total / 1e6);
 	if (empty[0])
 		printf("(nothing stored yet in %s: not in the total)\n", empty);
+	if (young[0])
+		printf("(young chunks in %s: projected from them, an upper bound; measure "
+		       "again once they hold whole spans)\n", young);
 }
 
 static json_object *host_json(const char *host, const struct host_usage *u,

@@ -1273,6 +1273,29 @@ Test(store, host_usage_counts_entries_chunk_points_and_projects, .init = setup,
 		cr_assert_eq(basis, 'e');
 	}
 	/*
+	 * young chunks (under half a span a chunk: a probe's first chunk of
+	 * hourly profiles holds its first day's last hours) are said to be,
+	 * projected as any; whole spans are not, a junk chunk not counted
+	 */
+	{
+		struct stream_usage y = *s1;
+
+		cr_assert_not(stream_chunks_young(s1), "two chunks of 60 seconds each");
+		cr_assert_not(stream_chunks_young(p10), "two chunks of 60 windows and a junk one");
+		y.chunks = 1;
+		y.chunk_points = 29;
+		cr_assert_float_eq(stream_usage_at(&y, 15 * 60000, &basis),
+				   30 * entry_cost + 870 * (double)y.chunk_bytes / 29, 1e-3);
+		cr_assert_eq(basis, 'y');
+		y.chunk_points = 30;
+		stream_usage_at(&y, 15 * 60000, &basis);
+		cr_assert_eq(basis, 'b', "half a span is not young");
+		y.entries = 0;
+		y.chunk_points = 2;
+		stream_usage_at(&y, 15 * 60000, &basis);
+		cr_assert_eq(basis, 'y', "chunks only, young");
+	}
+	/*
 	 * a probe with profile.window: 30s: its step is measured, from the
 	 * entries, and with none from what the chunk's windows cover
 	 */

@@ -284,6 +284,15 @@ int host_history_oldest(struct conn *c, const char *host, uint64_t oldest_ms[USA
 	return 0;
 }
 
+int stream_chunks_young(const struct stream_usage *u)
+{
+	uint64_t per_span = u->step_ms ? u->span_ms / u->step_ms : 0;
+
+	uint64_t good = u->chunks - (u->bad_chunks < u->chunks ? u->bad_chunks : u->chunks);
+
+	return good && per_span && u->chunk_points * 2 < good * per_span;
+}
+
 double stream_usage_at(const struct stream_usage *u, uint64_t retention_ms, char *basis)
 {
 	double points = (double)retention_ms / (double)u->step_ms;
@@ -299,11 +308,17 @@ double stream_usage_at(const struct stream_usage *u, uint64_t retention_ms, char
 		*basis = 'e';
 		return points * entry_cost;
 	}
-	if (!u->entries) {
-		*basis = 'c';
+	/*
+	 * Chunks holding under half a span on average (a probe's first day of
+	 * hourly profiles: a chunk of its last two hours) share their tables
+	 * among few points, and a point costs more than in a whole span.
+	 */
+	if (stream_chunks_young(u))
+		*basis = 'y';
+	else
+		*basis = u->entries ? 'b' : 'c';
+	if (!u->entries)
 		return points * chunk_cost;
-	}
-	*basis = 'b';
 	/* the span under way is entries: half a span on average */
 	as_entries = (double)(u->span_ms / 2) / (double)u->step_ms;
 	if (as_entries > points)

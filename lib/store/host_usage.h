@@ -83,8 +83,16 @@ int host_history_oldest(struct conn *c, const char *host, uint64_t oldest_ms[USA
  * the rest of the retention as chunks (at the chunks' cost a point).  With
  * no chunk seen yet, all of it at the entries' cost (an upper bound) and
  * *basis 'e'; with chunks but no entry, all at the chunks' cost, 'c';
- * both measured, 'b'; nothing to measure, 0 and '-'.
+ * both measured, 'b'; nothing to measure, 0 and '-'; chunks that are
+ * young (stream_chunks_young: their cost a point is an upper bound), 'y'.
  */
 double stream_usage_at(const struct stream_usage *u, uint64_t retention_ms, char *basis);
+
+/*
+ * Whether u's chunks hold under half a span's points on average: a young
+ * stream's first chunk (the hours of a probe's first day), whose tables
+ * are shared among few points.
+ */
+int stream_chunks_young(const struct stream_usage *u);
 
 #endif
