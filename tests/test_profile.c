@@ -1349,7 +1349,7 @@ static void pack_before_floc(const struct profile *p, msgpack_sbuffer *sb)
  * binaries keeps each binary, a "module+0xoffset" frame its own address,
  * a frame in no mapping none, a stack added without locations none.  The
  * window is smaller for it; one written before (every stack in full)
- * still reads back exactly; a hostile "floc" is refused by name.
+ * still reads back exactly; a hostile "floc" or "xloc" is refused by name.
  */
 Test(profile, locations_are_written_once_per_name)
 {
@@ -1425,31 +1425,42 @@ Test(profile, locations_are_written_once_per_name)
 
 	{
 		/*
-		 * hostile "floc": a map past the table, a name twice, ragged
-		 * columns, a nil address with no offset in the name
+		 * hostile "floc" and "xloc": a map past the table, a name twice,
+		 * ragged columns, a nil address with no offset in the name, an
+		 * exception past the stacks or past its stack's frames
 		 */
-#define BAD(bytes, why) { bytes, sizeof(bytes) - 1, why }
+#define BAD(key, bytes, why) { key, bytes, sizeof(bytes) - 1, why }
 		static const struct {
-			const char *floc;
+			const char *key, *bytes;
 			size_t len;
 			const char *why;
 		} bad[] = {
-			BAD("\x94\x91\x01\x91\x09\x91\x01\x91\x10", "is not [name, map, named"),
-			BAD("\x94\x92\x01\x01\x92\x01\x01\x92\x01\x01\x92\x10\x20",
+			BAD("floc", "\x94\x91\x01\x91\x09\x91\x01\x91\x10", "is not [name, map, named"),
+			BAD("floc", "\x94\x92\x01\x01\x92\x01\x01\x92\x01\x01\x92\x10\x20",
 			    "names string 1 again"),
-			BAD("\x94\x91\x01\x91\x01\x91\x01\x90", "4 columns of one length"),
-			BAD("\x93\x91\x01\x91\x01\x91\x01", "must be 4 columns"),
-			BAD("\x94\x91\x01\x91\x01\x91\x00\x91\xc0", "has no +0x offset"),
+			BAD("floc", "\x94\x91\x01\x91\x01\x91\x01\x90", "4 columns of one length"),
+			BAD("floc", "\x93\x91\x01\x91\x01\x91\x01", "must be 4 columns"),
+			BAD("floc", "\x94\x91\x01\x91\x01\x91\x00\x91\xc0", "has no +0x offset"),
+			BAD("xloc", "\x95\x91\x01\x91\x00\x91\x01\x91\x01\x91\x10",
+			    "is not [stack, frame, map"),
+			BAD("xloc", "\x95\x91\x00\x91\x01\x91\x01\x91\x01\x91\x10",
+			    "is not [stack, frame, map"),
+			BAD("xloc", "\x95\x91\x00\x91\x00\x91\x02\x91\x01\x91\x10",
+			    "is not [stack, frame, map"),
+			BAD("xloc", "\x95\x91\x00\x91\x00\x91\x01\x91\x00\x91\xc0", "has no +0x offset"),
+			BAD("xloc", "\x95\x91\x00\x91\x00\x91\x01\x91\x01\x90", "5 columns of one length"),
+			BAD("xloc", "\x95\x91\x00\x91\x00\x91\x01\x91\x01\x91\xa1x", "not a number"),
 		};
 #undef BAD
 
 		for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+			int xloc = !strcmp(bad[b].key, "xloc");
 			msgpack_sbuffer sb;
 			msgpack_packer pk;
 
 			msgpack_sbuffer_init(&sb);
 			msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-			msgpack_pack_map(&pk, 8);
+			msgpack_pack_map(&pk, 9);
 			wire_pack_str(&pk, "v");
 			msgpack_pack_uint32(&pk, 1);
 			wire_pack_str(&pk, "host");
@@ -1471,7 +1482,15 @@ Test(profile, locations_are_written_once_per_name)
 			msgpack_pack_uint32(&pk, 2);
 			msgpack_pack_uint32(&pk, 0);
 			wire_pack_str(&pk, "floc");
-			msgpack_sbuffer_write(&sb, bad[b].floc, bad[b].len);
+			if (xloc)
+				msgpack_sbuffer_write(&sb, "\x94\x90\x90\x90\x90", 5);
+			else
+				msgpack_sbuffer_write(&sb, bad[b].bytes, bad[b].len);
+			wire_pack_str(&pk, "xloc");
+			if (xloc)
+				msgpack_sbuffer_write(&sb, bad[b].bytes, bad[b].len);
+			else
+				msgpack_sbuffer_write(&sb, "\x95\x90\x90\x90\x90\x90", 6);
 			wire_pack_str(&pk, "loc");
 			msgpack_pack_array(&pk, 1);
 			msgpack_pack_array(&pk, 0);

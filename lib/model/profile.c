@@ -342,7 +342,7 @@ int profile_merge(struct profile *dst, const struct profile *src,
 
 int profile_tables_fields(const struct profile *p)
 {
-	return p->nmaps ? 5 : 2;
+	return p->nmaps ? 6 : 2;
 }
 
 /*
@@ -456,21 +456,69 @@ static void pack_flocs(msgpack_packer *pk, const struct profile *p,
 	free(e);
 }
 
+/* Whether a frame's address is the offset its name ends with (not written, then). */
+static int addr_in_name(const struct profile *p, uint32_t name, const struct profile_loc *l)
+{
+	uint64_t said;
+
+	return !l->named && !name_offset(p->strings[name], &said) && said == l->addr;
+}
+
 /*
- * "floc" and "loc": a location for each frame name (by_name, one per
- * string, zero where no stack has one), and per stack either [] (every
- * frame is where its name says) or all its locations, as version 1 wrote
- * them for every stack.  by_name NULL (out of memory): every stack's own.
+ * "xloc": the frames not where "floc" puts their names (by_name), as five
+ * columns: stack (the step from the one before), frame, map (0: no
+ * location), named, address (nil: the name's offset).  n of them.
+ */
+static void pack_xlocs(msgpack_packer *pk, const struct profile *p,
+		       const struct profile_loc *by_name, uint32_t n)
+{
+	wire_pack_str(pk, "xloc");
+	msgpack_pack_array(pk, 5);
+	for (int col = 0; col < 5; col++) {
+		uint32_t prev = 0;
+
+		msgpack_pack_array(pk, n);
+		for (uint32_t i = 0; n && i < p->nstacks; i++) {
+			for (uint32_t k = 0; k < p->stacks[i][0]; k++) {
+				struct profile_loc l = stack_loc(p, i, k);
+				uint32_t name = p->stacks[i][1 + k];
+
+				if (loc_stands_for(&by_name[name], &l))
+					continue;
+				if (col == 0)
+					msgpack_pack_uint32(pk, i - prev);
+				else if (col == 1)
+					msgpack_pack_uint32(pk, k);
+				else if (col == 2)
+					msgpack_pack_uint32(pk, l.map);
+				else if (col == 3)
+					msgpack_pack_uint32(pk, l.named);
+				else if (addr_in_name(p, name, &l))
+					msgpack_pack_nil(pk);
+				else
+					msgpack_pack_uint64(pk, l.addr);
+				prev = i;
+			}
+		}
+	}
+}
+
+/*
+ * "floc", "xloc" and "loc": a location for each frame name (by_name, one
+ * per string, zero where no stack has one), the frames that are not where
+ * their name's is, and for readers before "floc" one "loc" per stack, []
+ * (they read no location; the map and loc keys must be there for them to
+ * read the window at all).  Out of memory: "floc" and "xloc" empty and
+ * every stack's locations in its "loc", as version 1 wrote them.
  *
  * A name's location is the one most of its frames agree with (a majority
- * vote, one pass: "main" is in every program, and the binary most stacks
- * run is the one worth not writing again); a stack with a frame the vote
- * does not stand for is written in full.
+ * vote, one pass: "_start" and "main" are in every program, and the binary
+ * most of a name's frames are in is the one worth not writing again).
  */
 static void pack_locations(msgpack_packer *pk, const struct profile *p)
 {
 	struct profile_loc *by_name = calloc(p->nstrings, sizeof(*by_name));
-	uint32_t *votes = calloc(p->nstrings, sizeof(*votes));
+	uint32_t *votes = calloc(p->nstrings, sizeof(*votes)), nx = 0;
 
 	if (!votes) {
 		free(by_name);
@@ -491,27 +539,24 @@ static void pack_locations(msgpack_packer *pk, const struct profile *p)
 				votes[name]--;
 		}
 	}
+	for (uint32_t i = 0; by_name && i < p->nstacks; i++) {
+		for (uint32_t k = 0; k < p->stacks[i][0]; k++) {
+			struct profile_loc l = stack_loc(p, i, k);
+
+			nx += !loc_stands_for(&by_name[p->stacks[i][1 + k]], &l);
+		}
+	}
 	pack_flocs(pk, p, by_name);
+	pack_xlocs(pk, p, by_name, nx);
 	wire_pack_str(pk, "loc");
 	msgpack_pack_array(pk, p->nstacks);
 	for (uint32_t i = 0; i < p->nstacks; i++) {
-		uint32_t n = p->stacks[i][0], k = 0;
-		struct profile_loc l;
+		uint32_t n = by_name ? 0 : p->stacks[i][0];
 
-		if (by_name) {
-			for (; k < n; k++) {
-				l = stack_loc(p, i, k);
-				if (!loc_stands_for(&by_name[p->stacks[i][1 + k]], &l))
-					break;
-			}
-			if (k == n) {
-				msgpack_pack_array(pk, 0);
-				continue;
-			}
-		}
 		msgpack_pack_array(pk, 3 * n);
-		for (k = 0; k < n; k++) {
-			l = stack_loc(p, i, k);
+		for (uint32_t k = 0; k < n; k++) {
+			struct profile_loc l = stack_loc(p, i, k);
+
 			msgpack_pack_uint32(pk, l.map);
 			msgpack_pack_uint64(pk, l.addr);
 			msgpack_pack_uint32(pk, l.named);
@@ -718,6 +763,59 @@ fail:
 	return NULL;
 }
 
+/*
+ * "xloc" (five columns: stack step, frame, map, named, address, as
+ * pack_xlocs writes them) over the locations p has: each frame it names
+ * takes its location (map 0: none).  0, or -1 with err set.
+ */
+static int decode_xlocs(struct profile *p, const msgpack_object *xlocs, const char *what,
+			char *err, size_t errlen)
+{
+	static const struct profile_loc none[PROFILE_MAX_DEPTH];
+	const msgpack_object *col[5];
+	uint64_t stack = 0;
+
+	if (xlocs->type != MSGPACK_OBJECT_ARRAY || xlocs->via.array.size != 5)
+		FAIL("%s: 'xloc' must be 5 columns: stack, frame, map, named, address", what);
+	for (int c = 0; c < 5; c++) {
+		col[c] = &xlocs->via.array.ptr[c];
+		if (col[c]->type != MSGPACK_OBJECT_ARRAY ||
+		    col[c]->via.array.size != xlocs->via.array.ptr[0].via.array.size)
+			FAIL("%s: 'xloc' must be 5 columns of one length", what);
+	}
+	for (uint32_t i = 0; i < col[0]->via.array.size; i++) {
+		const msgpack_object *a = &col[4]->via.array.ptr[i];
+		uint64_t step, frame, map, named, addr = 0;
+		uint32_t name;
+
+		if (wire_u64(&col[0]->via.array.ptr[i], &step) || step >= p->nstacks - stack ||
+		    wire_u64(&col[1]->via.array.ptr[i], &frame) ||
+		    frame >= p->stacks[stack + step][0] ||
+		    wire_u64(&col[2]->via.array.ptr[i], &map) || map > p->nmaps ||
+		    wire_u64(&col[3]->via.array.ptr[i], &named) || named > 1)
+			FAIL("%s: frame exception %u is not [stack, frame, map, named, address]",
+			     what, i);
+		stack += step;
+		name = p->stacks[stack][1 + frame];
+		if (a->type == MSGPACK_OBJECT_NIL) {
+			if (name_offset(p->strings[name], &addr))
+				FAIL("%s: frame exception %u: no address, and its name has no "
+				     "+0x offset", what, i);
+		} else if (wire_u64(a, &addr)) {
+			FAIL("%s: frame exception %u's address is not a number", what, i);
+		}
+		/* a stack no name put anywhere gets its locations here */
+		if (set_locs(p, (uint32_t)stack, none, p->stacks[stack][0]))
+			FAIL("%s: out of memory", what);
+		p->locs[stack][frame] = (struct profile_loc){ .map = (uint32_t)map,
+							      .named = (uint32_t)named,
+							      .addr = addr };
+	}
+	return 0;
+fail:
+	return -1;
+}
+
 /* Stack st's locations from its frames' names, when any name has one. */
 static int locs_by_name(struct profile *p, uint32_t st, const struct profile_loc *by_name)
 {
@@ -731,11 +829,25 @@ static int locs_by_name(struct profile *p, uint32_t st, const struct profile_loc
 	return any ? set_locs(p, st, loc, n) : 0;
 }
 
-int profile_decode_tables(struct profile *p, const msgpack_object *str,
-			  const msgpack_object *stk, const msgpack_object *maps,
-			  const msgpack_object *locs, const msgpack_object *flocs, const char *what,
-			  char *err, size_t errlen)
+int profile_wire_table_key(struct profile_wire_tables *t, const msgpack_object *k,
+			   const msgpack_object *val)
 {
+	static const char *const keys[] = { "str", "stk", "map", "loc", "floc", "xloc" };
+	const msgpack_object **slot[] = { &t->str, &t->stk, &t->map, &t->loc, &t->floc, &t->xloc };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (wire_key_is(k, keys[i])) {
+			*slot[i] = val;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int profile_decode_tables(struct profile *p, const struct profile_wire_tables *t,
+			  const char *what, char *err, size_t errlen)
+{
+	const msgpack_object *str = t->str, *stk = t->stk, *maps = t->map, *locs = t->loc;
 	struct profile_loc *by_name = NULL;
 	uint64_t v;
 	char *tmp;
@@ -776,7 +888,7 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 		if (profile_intern_stack(p, idx, s->via.array.size) != i)
 			FAIL("%s: stack %u is a duplicate", what, i);
 	}
-	if (maps || locs || flocs) {
+	if (maps || locs || t->floc || t->xloc) {
 		if (!maps || !locs || maps->type != MSGPACK_OBJECT_ARRAY ||
 		    locs->type != MSGPACK_OBJECT_ARRAY || locs->via.array.size != p->nstacks)
 			FAIL("%s: 'map' and 'loc' must be arrays, 'loc' one entry per stack", what);
@@ -791,7 +903,7 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			if (intern_map(p, (uint32_t)fi, (uint32_t)bi) != i + 1)
 				FAIL("%s: mapping %u is a duplicate", what, i);
 		}
-		if (flocs && !(by_name = decode_flocs(p, flocs, what, err, errlen)))
+		if (t->floc && !(by_name = decode_flocs(p, t->floc, what, err, errlen)))
 			goto fail;
 		for (uint32_t i = 0; i < p->nstacks; i++) {
 			const msgpack_object *l = &locs->via.array.ptr[i];
@@ -820,6 +932,8 @@ int profile_decode_tables(struct profile *p, const msgpack_object *str,
 			if (set_locs(p, i, loc, n))
 				FAIL("%s: out of memory", what);
 		}
+		if (t->xloc && decode_xlocs(p, t->xloc, what, err, errlen))
+			goto fail;
 	}
 	free(by_name);
 	return 0;
@@ -830,8 +944,8 @@ fail:
 
 int profile_decode(const void *buf, size_t len, struct profile *p, char *err, size_t errlen)
 {
-	const msgpack_object *str = NULL, *stk = NULL, *rows = NULL, *maps = NULL, *locs = NULL;
-	const msgpack_object *cgs = NULL, *flocs = NULL;
+	struct profile_wire_tables t = { 0 };
+	const msgpack_object *rows = NULL, *cgs = NULL;
 	msgpack_unpacked msg;
 	void *plain = NULL;
 	uint64_t v, version = 0;
@@ -857,18 +971,10 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 			p->duration_ms = v;
 		else if (wire_key_is(k, "hz") && !wire_u64(val, &v))
 			p->rate_hz = (uint32_t)v;
-		else if (wire_key_is(k, "str"))
-			str = val;
-		else if (wire_key_is(k, "stk"))
-			stk = val;
+		else if (profile_wire_table_key(&t, k, val))
+			continue;
 		else if (wire_key_is(k, "rows"))
 			rows = val;
-		else if (wire_key_is(k, "map"))
-			maps = val;
-		else if (wire_key_is(k, "loc"))
-			locs = val;
-		else if (wire_key_is(k, "floc"))
-			flocs = val;
 		else if (wire_key_is(k, "cg"))
 			cgs = val;
 	}
@@ -877,7 +983,7 @@ int profile_decode(const void *buf, size_t len, struct profile *p, char *err, si
 		     PROFILE_VERSION);
 	if (!rows || rows->type != MSGPACK_OBJECT_ARRAY)
 		FAIL("profile: 'rows' must be an array");
-	if (profile_decode_tables(p, str, stk, maps, locs, flocs, "profile", err, errlen))
+	if (profile_decode_tables(p, &t, "profile", err, errlen))
 		goto fail;
 	if (cgs && (cgs->type != MSGPACK_OBJECT_ARRAY || cgs->via.array.size != rows->via.array.size))
 		FAIL("profile: 'cg' must be an array with a cgroup per row");

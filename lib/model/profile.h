@@ -15,8 +15,8 @@
  * frame's name came from a symbol (else the name is "module+0xoffset",
  * for people, and tools should symbolize the address).  Stacks merge by
  * frame names, so a frame's location is the first one sampled for that
- * stack: an address inside the named function.  On the wire a name's first
- * location stands for every frame of that name in the same mapping (its
+ * stack: an address inside the named function.  On the wire one location
+ * of a name stands for every frame of that name in the same mapping (its
  * other addresses are return addresses inside the same function), so a
  * location is written once per name, not once per frame of every stack.
  *
@@ -29,21 +29,23 @@
  *     "map": [ [ file, build_id ]... ],               (optional: string indexes)
  *     "floc": [ [ name... ], [ map... ], [ named... ], [ addr... ] ],
  *                       (with "map": a location per frame name, in columns)
+ *     "xloc": [ [ stack... ], [ frame... ], [ map... ], [ named... ], [ addr... ] ],
+ *                       (the frames not where "floc" puts their names)
  *     "loc": [ [ map, addr, named, map, addr, named... ]... ] }  (per stack, per
- *                       frame; map 0: unknown; [] for a stack whose every frame
- *                       is where "floc" puts its name, or nowhere if not there)
- * "floc" is sorted by map and address; an addr is the step from the entry
- * before it when that has the same map (its address otherwise), or nil:
- * the offset the name ends with ("libz.so.1+0x3f10").  A stack's frames
- * are where "floc" puts their names unless its "loc" says otherwise:
- * written only for a stack where some frame's mapping or kind is not its
- * name's (the same name in two binaries; "floc" holds the one most frames
- * agree on), or, for a frame named "module+0xoffset", its address.
+ *                       frame; map 0: unknown; [] for none)
+ * A frame is where "floc" puts its name (nowhere if it does not), unless
+ * "xloc" names it: the same name in another binary ("floc" holds the one
+ * most frames agree on), a "module+0xoffset" frame at another address, a
+ * frame with no location.  "floc" is sorted by map and address; its addr
+ * is the step from the entry before when that has the same map (the
+ * address otherwise).  In "xloc" a stack is the step from the one before;
+ * an addr in either is nil when it is the offset the frame's name ends
+ * with ("libz.so.1+0x3f10").  This version writes every "loc" [].
  * profile_decode() treats input as hostile (bounds on every index); windows
  * written before "map"/"loc" or "cg" existed decode without locations or
  * cgroups (and readers before "cg" ignore it).  Before "floc" every stack's
- * "loc" was written in full, and a reader before it, which skips "floc",
- * reads locations of only the stacks written in full.
+ * "loc" was written in full (read as it is); a reader before "floc", which
+ * skips it and "xloc", reads the windows written since without locations.
  */
 #ifndef FL_PROFILE_H
 #define FL_PROFILE_H

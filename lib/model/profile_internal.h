@@ -30,21 +30,28 @@ int profile_import_row(struct profile *dst, const struct profile *src,
 int profile_tables_fields(const struct profile *p);
 
 /*
- * "str", "stk" and, when p has mappings, "map", "floc" and "loc": keys and
- * values (profile.h's wire form).
+ * "str", "stk" and, when p has mappings, "map", "floc", "xloc" and "loc":
+ * keys and values (profile.h's wire form).
  */
 void profile_pack_tables(msgpack_packer *pk, const struct profile *p);
 
+/* The table keys of a packed profile or span, as found (NULL: absent). */
+struct profile_wire_tables {
+	const msgpack_object *str, *stk, *map, *loc, *floc, *xloc;
+};
+
+/* Whether key k (value val) is a table key: then kept in t. */
+int profile_wire_table_key(struct profile_wire_tables *t, const msgpack_object *k,
+			   const msgpack_object *val);
+
 /*
- * The tables of a packed profile (str and stk required; maps and locs
- * both or neither, flocs only with them) into p (profile_init'd, nothing but "" interned),
- * every index bounded.  0, or -EINVAL with "WHAT: why" in err (p then
- * holds what was read: the caller frees it).
+ * The tables of a packed profile (str and stk required; map and loc both
+ * or neither, floc and xloc only with them) into p (profile_init'd,
+ * nothing but "" interned), every index bounded.  0, or -EINVAL with
+ * "WHAT: why" in err (p then holds what was read: the caller frees it).
  */
-int profile_decode_tables(struct profile *p, const msgpack_object *str,
-			  const msgpack_object *stk, const msgpack_object *maps,
-			  const msgpack_object *locs, const msgpack_object *flocs, const char *what,
-			  char *err, size_t errlen);
+int profile_decode_tables(struct profile *p, const struct profile_wire_tables *t,
+			  const char *what, char *err, size_t errlen);
 
 /*
  * The msgpack map at the top of buf[0..len) (untrusted: a zstd frame of it

@@ -261,8 +261,8 @@ fail:
 int profile_span_decode(const void *buf, size_t len, struct profile_span *s, char *err,
 			size_t errlen)
 {
-	const msgpack_object *str = NULL, *stk = NULL, *maps = NULL, *locs = NULL, *win = NULL;
-	const msgpack_object *flocs = NULL;
+	struct profile_wire_tables t = { 0 };
+	const msgpack_object *win = NULL;
 	msgpack_unpacked msg;
 	void *plain = NULL;
 	uint64_t v, version = 0;
@@ -283,16 +283,8 @@ int profile_span_decode(const void *buf, size_t len, struct profile_span *s, cha
 			version = v;
 		else if (wire_key_is(k, "host") && val->type == MSGPACK_OBJECT_STR)
 			profile_set_host(&s->tables, val);
-		else if (wire_key_is(k, "str"))
-			str = val;
-		else if (wire_key_is(k, "stk"))
-			stk = val;
-		else if (wire_key_is(k, "map"))
-			maps = val;
-		else if (wire_key_is(k, "loc"))
-			locs = val;
-		else if (wire_key_is(k, "floc"))
-			flocs = val;
+		else if (profile_wire_table_key(&t, k, val))
+			continue;
 		else if (wire_key_is(k, "win"))
 			win = val;
 	}
@@ -303,8 +295,7 @@ int profile_span_decode(const void *buf, size_t len, struct profile_span *s, cha
 	    win->via.array.size > PROFILE_SPAN_MAX_WINDOWS)
 		FAIL("profile span: 'win' must be an array of 1 to %d windows",
 		     PROFILE_SPAN_MAX_WINDOWS);
-	if (profile_decode_tables(&s->tables, str, stk, maps, locs, flocs, "profile span",
-				  err, errlen))
+	if (profile_decode_tables(&s->tables, &t, "profile span", err, errlen))
 		goto fail;
 	s->windows = calloc(win->via.array.size, sizeof(*s->windows));
 	if (!s->windows)

@@ -15,7 +15,7 @@
  * Wire form (msgpack, version 1, stored as a zstd frame of it):
  *   { "v": 1, "host": str,
  *     "str": [...], "stk": [...], "map": [...], "floc": [...],
- *     "loc": [...]  (as profile.h)
+ *     "xloc": [...], "loc": [...]  (as profile.h)
  *     "win": [ [ ts, dur, hz, [ service, comm, pid, stack, count,
  *                               cgroup, ... ] ]... ] }   (six per row)
  * profile_span_decode treats input as hostile, as profile_decode does,
