@@ -178,6 +178,69 @@ Test(chunk, a_range_decodes_the_points_in_it_alone)
 	free_span(pts, 60);
 }
 
+static int picks(const char *name, void *arg)
+{
+	int *asked = arg;
+
+	(*asked)++;
+	return !strcmp(name, "block.latency") || !strcmp(name, "tcp.bad_csum");
+}
+
+/*
+ * A reader of one metric (a query over a host's hour) gets the points it
+ * asked for with the series it picks alone, each value as a whole decode
+ * has it; every column is read past to find the next, the others' values
+ * and points' own orders included, and the pick is asked once a column.
+ */
+Test(chunk, a_pick_builds_the_series_it_names_alone)
+{
+	struct snapshot pts[60], *all, *back;
+	size_t n, nall, len;
+	char *buf, err[256];
+	int asked = 0;
+
+	build_span(pts, 60);
+	for (size_t p = 10; p < 60; p += 7) {
+		struct series t = pts[p].series[0];
+
+		pts[p].series[0] = pts[p].series[1];
+		pts[p].series[1] = t;
+	}
+	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
+	cr_assert_eq(chunk_decode_range(buf, len, 1, pts[3].ts_ms, pts[40].ts_ms, &all, &nall,
+					err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(chunk_decode_select(buf, len, 1, pts[3].ts_ms, pts[40].ts_ms, picks, &asked,
+					 &back, &n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(n, 38);
+	cr_assert_eq(nall, 38);
+	cr_assert_eq(asked, 10, "the pick was asked %d times for 10 columns", asked);
+	for (size_t k = 0; k < n; k++) {
+		uint32_t want = 0;
+
+		cr_assert_eq(back[k].ts_ms, all[k].ts_ms);
+		cr_assert_eq(back[k].nlabels, all[k].nlabels, "point %zu lost its host labels", k);
+		for (uint32_t i = 0; i < all[k].nseries; i++) {
+			const struct series *a = &all[k].series[i], *b;
+			char key[256];
+
+			if (strcmp(a->name, "block.latency") && strcmp(a->name, "tcp.bad_csum"))
+				continue;
+			want++;
+			series_key(a, key, sizeof(key));
+			b = snapshot_find(&back[k], key);
+			cr_assert_not_null(b, "point %zu: %s not built", k, key);
+			cr_assert(series_equal(a, b), "point %zu: %s differs", k, key);
+		}
+		cr_assert_eq(back[k].nseries, want, "point %zu holds %u series, %u picked", k,
+			     back[k].nseries, want);
+	}
+	chunk_points_free(all, nall);
+	chunk_points_free(back, n);
+	free(buf);
+	free_span(pts, 60);
+}
+
+
 Test(chunk, is_smaller_than_the_entries_it_replaces)
 {
 	struct snapshot pts[60];

@@ -69,14 +69,20 @@ struct qload {
 	const struct columns_policy *pol;
 };
 
-static int keeps_named(const struct series *def, void *arg)
+/* Whether a series of this name is one the query's selectors name. */
+static int picks_named(const char *name, void *arg)
 {
 	const struct qload *ql = arg;
 
 	for (int i = 0; i < ql->nkeep; i++)
-		if (!strcmp(def->name, ql->keep[i]))
+		if (!strcmp(name, ql->keep[i]))
 			return 1;
 	return 0;
+}
+
+static int keeps_named(const struct series *def, void *arg)
+{
+	return picks_named(def->name, arg);
 }
 
 static void keep_sel(const struct node *sel, void *arg)
@@ -304,7 +310,9 @@ static const struct snapshot *like_newest(size_t host_index, void *arg)
 static enum query_error read_hosts(struct conn *rc, struct qload *ql, uint64_t from_ms,
 				   uint64_t to_ms, char *err, size_t errlen)
 {
-	struct store_readers rd = { .snapshot = arrived, .like = like_newest, .arg = ql };
+	/* a chunk builds the series the query names only (when it names them all) */
+	struct store_readers rd = { .snapshot = arrived, .like = like_newest,
+				    .series = ql->pol ? picks_named : NULL, .arg = ql };
 	const char **names = calloc(ql->nh + 1, sizeof(*names));
 	uint64_t *from = calloc(ql->nh + 1, sizeof(*from));
 	int got = 0;

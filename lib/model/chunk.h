@@ -104,6 +104,23 @@ int chunk_decode(const void *buf, size_t len, int compact, struct snapshot **pts
 int chunk_decode_range(const void *buf, size_t len, int compact, uint64_t from_ms,
 		       uint64_t to_ms, struct snapshot **pts, size_t *n, char *err, size_t errlen);
 
+/*
+ * Which series a reader builds (chunk_decode_select): 1 to build the
+ * series named name, 0 to read its values and drop them.
+ */
+typedef int (*chunk_series_cb)(const char *name, void *arg);
+
+/*
+ * chunk_decode_range building only the series want picks (want NULL: all,
+ * as chunk_decode_range): a query of one metric over a host's hour reads
+ * every column, as it must to find the next, but builds one.  The points
+ * then hold the picked series in the span's order, not in each point's
+ * own (a reader that picks does not compare points whole).
+ */
+int chunk_decode_select(const void *buf, size_t len, int compact, uint64_t from_ms,
+			uint64_t to_ms, chunk_series_cb want, void *arg, struct snapshot **pts,
+			size_t *n, char *err, size_t errlen);
+
 /* Free what chunk_decode returned. */
 void chunk_points_free(struct snapshot *pts, size_t n);
 
@@ -112,5 +129,8 @@ void chunk_points_free(struct snapshot *pts, size_t n);
  * order, and every value to the bit (histograms dense or compact alike).
  */
 int snapshot_equal(const struct snapshot *a, const struct snapshot *b);
+
+/* The same for one series: name, labels, kind and every value to the bit. */
+int series_equal(const struct series *x, const struct series *y);
 
 #endif

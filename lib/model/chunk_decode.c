@@ -282,15 +282,22 @@ static int get_column_head(struct reader *r, size_t n, uint8_t *kind, uint8_t *b
 	return 0;
 }
 
+/* Which series decode_plain builds: NULL want, all of them. */
+struct series_pick {
+	chunk_series_cb want;
+	void *arg;
+};
+
 static int get_column(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
-		      uint32_t *npresent, size_t *values, size_t *hists, char *err, size_t errlen)
+		      const struct series_pick *pick, uint32_t *npresent, size_t *values,
+		      size_t *hists, char *err, size_t errlen)
 {
 	struct series skipped;	/* the values of a point not asked for, read and dropped */
 	char name[SNAPSHOT_MAX_STR + 1];
 	struct label_set ls;
 	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
 	struct column_prev cp = { 0 };
-	int ret;
+	int ret, picked;
 
 	if (!get_str(r, "series name", name))
 		return fail(err, errlen, -EINVAL, "series %zu's name is malformed", *values);
@@ -306,6 +313,7 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
 			fail(err, errlen, ret, "%s: kind %u unknown", name, kind);
 	}
+	picked = !pick->want || pick->want(name, pick->arg);
 	for (size_t p = 0; p < n && !r->bad && !ret; p++) {
 		struct series *x;
 
@@ -317,7 +325,7 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 			break;
 		}
 		npresent[p]++;
-		if (want[p]) {
+		if (want[p] && picked) {
 			x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
 		} else {
 			memset(&skipped, 0, sizeof(skipped));
@@ -345,7 +353,7 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
  * points asked for: the others' orders are read and dropped).
  */
 static int get_orders(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
-		      const uint32_t *npresent)
+		      const uint32_t *npresent, int reorder)
 {
 	uint64_t norders = get_uv(r, "orders");
 	struct series *tmp = NULL;
@@ -391,10 +399,10 @@ static int get_orders(struct reader *r, struct snapshot *pts, size_t n, const ui
 				goto out;
 			}
 			seen[k] = 1;
-			if (want[p])
+			if (want[p] && reorder)
 				tmp[i] = pts[p].series[k];
 		}
-		if (want[p])
+		if (want[p] && reorder)
 			memcpy(pts[p].series, tmp, ns * sizeof(*tmp));
 	}
 	ret = 0;
@@ -405,7 +413,8 @@ out:
 }
 
 static int decode_plain(const uint8_t *buf, size_t len, uint64_t from_ms, uint64_t to_ms,
-			struct snapshot **out, size_t *nout, char *err, size_t errlen)
+			const struct series_pick *pick, struct snapshot **out, size_t *nout,
+			char *err, size_t errlen)
 {
 	struct reader r = { buf, buf + len, NULL };
 	char host[SNAPSHOT_MAX_STR + 1];
@@ -486,11 +495,12 @@ static int decode_plain(const uint8_t *buf, size_t len, uint64_t from_ms, uint64
 	if (r.bad || nseries > SNAPSHOT_MAX_SERIES)
 		goto malformed;
 	for (uint64_t i = 0; i < nseries; i++) {
-		ret = get_column(&r, pts, n, want, npresent, &values, &hists, err, errlen);
+		ret = get_column(&r, pts, n, want, pick, npresent, &values, &hists, err, errlen);
 		if (ret)
 			goto out_err;
 	}
-	ret = get_orders(&r, pts, n, want, npresent);
+	/* a point's own order is of all its series: a pick keeps the span's */
+	ret = get_orders(&r, pts, n, want, npresent, !pick->want);
 	if (ret == -ENOMEM)
 		goto out;
 	if (ret)
@@ -539,6 +549,15 @@ int chunk_decode(const void *buf, size_t len, int compact, struct snapshot **pts
 int chunk_decode_range(const void *buf, size_t len, int compact, uint64_t from_ms,
 		       uint64_t to_ms, struct snapshot **pts, size_t *n, char *err, size_t errlen)
 {
+	return chunk_decode_select(buf, len, compact, from_ms, to_ms, NULL, NULL, pts, n, err,
+				   errlen);
+}
+
+int chunk_decode_select(const void *buf, size_t len, int compact, uint64_t from_ms,
+			uint64_t to_ms, chunk_series_cb want, void *arg, struct snapshot **pts,
+			size_t *n, char *err, size_t errlen)
+{
+	struct series_pick pick = { want, arg };
 	unsigned long long size = ZSTD_getFrameContentSize(buf, len);
 	void *plain;
 	size_t got;
@@ -558,7 +577,7 @@ int chunk_decode_range(const void *buf, size_t len, int compact, uint64_t from_m
 		return fail(err, errlen, -EINVAL, "zstd: %s",
 			    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
 	}
-	ret = decode_plain(plain, size, from_ms, to_ms, pts, n, err, errlen);
+	ret = decode_plain(plain, size, from_ms, to_ms, &pick, pts, n, err, errlen);
 	free(plain);
 	if (ret || compact)
 		return ret;

@@ -15,9 +15,36 @@ static int same_bits(double a, double b)
 	return !memcmp(&a, &b, sizeof(a));
 }
 
+/* Whether x and y are the same series with the same values; ha, hb scratch. */
+static int same_series(const struct series *x, const struct series *y, struct histogram *ha,
+		       struct histogram *hb)
+{
+	if (x->kind != y->kind || strcmp(x->name, y->name) ||
+	    !labels_equal(x->labels, x->nlabels, y->labels, y->nlabels))
+		return 0;
+	if (x->kind == SERIES_COUNTER)
+		return x->counter.value == y->counter.value &&
+		       x->counter.increase == y->counter.increase;
+	if (x->kind == SERIES_GAUGE)
+		return x->gauge.n == y->gauge.n && same_bits(x->gauge.last, y->gauge.last) &&
+		       same_bits(x->gauge.min, y->gauge.min) &&
+		       same_bits(x->gauge.max, y->gauge.max) &&
+		       same_bits(x->gauge.sum, y->gauge.sum);
+	return hist_equal(series_hist(x, ha), series_hist(y, hb));
+}
+
+int series_equal(const struct series *x, const struct series *y)
+{
+	struct histogram *h = malloc(2 * sizeof(*h));
+	int eq = h && same_series(x, y, h, h + 1);
+
+	free(h);
+	return eq;
+}
+
 int snapshot_equal(const struct snapshot *a, const struct snapshot *b)
 {
-	struct histogram *ha, *hb;
+	struct histogram *ha;
 	int eq = 1;
 
 	if (strcmp(a->host, b->host) || a->ts_ms != b->ts_ms || a->interval_ms != b->interval_ms ||
@@ -27,24 +54,8 @@ int snapshot_equal(const struct snapshot *a, const struct snapshot *b)
 	ha = malloc(2 * sizeof(*ha));
 	if (!ha)
 		return 0;
-	hb = ha + 1;
-	for (uint32_t i = 0; i < a->nseries && eq; i++) {
-		const struct series *x = &a->series[i], *y = &b->series[i];
-
-		if (x->kind != y->kind || strcmp(x->name, y->name) ||
-		    !labels_equal(x->labels, x->nlabels, y->labels, y->nlabels))
-			eq = 0;
-		else if (x->kind == SERIES_COUNTER)
-			eq = x->counter.value == y->counter.value &&
-			     x->counter.increase == y->counter.increase;
-		else if (x->kind == SERIES_GAUGE)
-			eq = x->gauge.n == y->gauge.n && same_bits(x->gauge.last, y->gauge.last) &&
-			     same_bits(x->gauge.min, y->gauge.min) &&
-			     same_bits(x->gauge.max, y->gauge.max) &&
-			     same_bits(x->gauge.sum, y->gauge.sum);
-		else
-			eq = hist_equal(series_hist(x, ha), series_hist(y, hb));
-	}
+	for (uint32_t i = 0; i < a->nseries && eq; i++)
+		eq = same_series(&a->series[i], &b->series[i], ha, ha + 1);
 	free(ha);
 	return eq;
 }

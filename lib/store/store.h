@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/chunk.h"
 #include "model/snapshot.h"
 
 #define STORE_TIERS 3
@@ -200,6 +201,12 @@ struct store_readers {
 	store_bad_cb bad;		/* NULL: undecodable entries logged as warnings */
 	store_like_cb like;		/* NULL: decoded without a template */
 	store_oversize_cb oversize;	/* NULL: logged as an error */
+	/*
+	 * NULL: every series.  Else the series a chunk's points are built
+	 * with (chunk_decode_select: the rest are read and dropped); entries
+	 * still hold all theirs.  A reader of a few series over a long range.
+	 */
+	chunk_series_cb series;
 	void *arg;			/* passed to each */
 };
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,

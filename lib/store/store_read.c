@@ -126,8 +126,9 @@ void chunks_take(struct read_ctx *rc, redisReply *r, uint64_t to_ms, size_t *bad
 			continue;
 		}
 		f = e->element[1]->element[1];
-		if (chunk_decode_range(f->str, f->len, rc->compact, rc->deliver_from,
-				       to_ms ? to_ms : UINT64_MAX, &pts, &n, derr, sizeof(derr))) {
+		if (chunk_decode_select(f->str, f->len, rc->compact, rc->deliver_from,
+					to_ms ? to_ms : UINT64_MAX, rc->series, rc->arg, &pts, &n,
+					derr, sizeof(derr))) {
 			entry_bad(rc, e, derr, bad);
 			continue;
 		}

@@ -25,6 +25,7 @@ struct read_ctx {
 	size_t index;			/* the host's index for bad_cb */
 	store_bad_cb bad_cb;
 	store_like_cb like;		/* decode like the host's newest (store_read_ranges) */
+	chunk_series_cb series;		/* the series chunks' points are built with (NULL: all) */
 	void *arg;
 	/*
 	 * A rollup tier's chain (snapshot.h: deltas): the entry before the
