@@ -107,6 +107,17 @@ static void free_span(struct snapshot *pts, size_t n)
 		snapshot_free(&pts[p]);
 }
 
+/* Other orders of series in some points: skipped points' orders are read too. */
+static void swap_some_orders(struct snapshot *pts, size_t n)
+{
+	for (size_t p = 10; p < n; p += 7) {
+		struct series t = pts[p].series[0];
+
+		pts[p].series[0] = pts[p].series[1];
+		pts[p].series[1] = t;
+	}
+}
+
 Test(chunk, every_value_comes_back_to_the_bit)
 {
 	struct snapshot pts[60], *back;
@@ -149,13 +160,7 @@ Test(chunk, a_range_decodes_the_points_in_it_alone)
 	char *buf, err[256];
 
 	build_span(pts, 60);
-	/* other orders in some points, so that skipped points' orders are read too */
-	for (size_t p = 10; p < 60; p += 7) {
-		struct series t = pts[p].series[0];
-
-		pts[p].series[0] = pts[p].series[1];
-		pts[p].series[1] = t;
-	}
+	swap_some_orders(pts, 60);
 	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
 	for (int compact = 0; compact < 2; compact++) {
 		cr_assert_eq(chunk_decode_range(buf, len, compact, pts[17].ts_ms, pts[31].ts_ms,
@@ -200,12 +205,7 @@ Test(chunk, a_pick_builds_the_series_it_names_alone)
 	int asked = 0;
 
 	build_span(pts, 60);
-	for (size_t p = 10; p < 60; p += 7) {
-		struct series t = pts[p].series[0];
-
-		pts[p].series[0] = pts[p].series[1];
-		pts[p].series[1] = t;
-	}
+	swap_some_orders(pts, 60);
 	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
 	cr_assert_eq(chunk_decode_range(buf, len, 1, pts[3].ts_ms, pts[40].ts_ms, &all, &nall,
 					err, sizeof(err)), 0, "%s", err);
