@@ -27,7 +27,7 @@ static void sim_usage(FILE *out)
 	fprintf(out,
 "Usage: faultline sim [--scenario FILE] [--hosts N] [--duration D]\n"
 "                     [--start -30m | --ends-now] [--no-wait] [--timeline FILE]\n"
-"                     [--redis URL] [--seed N] [--no-profiles]\n"
+"                     [--redis URL] [--seed N] [--no-profiles] [--chunked]\n"
 "\n"
 "Write what a fleet's probes would write (1 s snapshots and rollups, 10 s CPU\n"
 "profiles, drive records with a month of wear history, deploy markers) into\n"
@@ -51,6 +51,8 @@ static void sim_usage(FILE *out)
 "      --no-wait         do not follow the wall clock\n"
 "  -t, --timeline FILE   write the injected timeline here (JSON)\n"
 "      --no-profiles     skip the 10 s CPU profile windows\n"
+"      --chunked         store ended minutes of 1 s snapshots as chunks, as a\n"
+"                        probe does (default: entries, which replays read)\n"
 "      --seed N          per-host randomness (default 1)\n"
 "  -r, --redis URL       default unix:///run/faultline/redis.sock\n"
 "  -h, --help            this text\n");
@@ -58,7 +60,8 @@ static void sim_usage(FILE *out)
 
 int cmd_sim(int argc, char **argv)
 {
-	enum { O_HPR = 256, O_RPS, O_SPS, O_START, O_ENDS, O_NOWAIT, O_NOPROF, O_SEED };
+	enum { O_HPR = 256, O_RPS, O_SPS, O_START, O_ENDS, O_NOWAIT, O_NOPROF, O_SEED,
+	       O_CHUNKED };
 	static const struct option opts[] = {
 		{ "scenario", required_argument, NULL, 's' },
 		{ "hosts", required_argument, NULL, 'n' },
@@ -72,6 +75,7 @@ int cmd_sim(int argc, char **argv)
 		{ "timeline", required_argument, NULL, 't' },
 		{ "no-profiles", no_argument, NULL, O_NOPROF },
 		{ "seed", required_argument, NULL, O_SEED },
+		{ "chunked", no_argument, NULL, O_CHUNKED },
 		{ "redis", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -115,6 +119,7 @@ int cmd_sim(int argc, char **argv)
 		case O_ENDS: ends_now = 1; break;
 		case O_NOWAIT: o.pace = 0; break;
 		case O_NOPROF: o.profiles = 0; break;
+		case O_CHUNKED: o.chunked = 1; break;
 		case 't': o.timeline = optarg; break;
 		case 'r': o.url = optarg; break;
 		case 'h': sim_usage(stdout); return 0;

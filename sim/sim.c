@@ -678,10 +678,11 @@ int sim_run(const struct scenario *sc, const struct sim_opts *o, struct sim_stat
 	so.retention_ms[0] = duration + 15 * 60 * 1000;
 	/*
 	 * Replays read all of it second by second: entries, not minute
-	 * chunks.  Profile windows stay entries too: the sim's tests read them
-	 * as the probe wrote them.
+	 * chunks, unless asked for a probe's layout (a query bench: what a
+	 * reader of a real fleet's ended minutes meets).  Profile windows stay
+	 * entries: the sim's tests read them as the probe wrote them.
 	 */
-	so.s1_entries_only = 1;
+	so.s1_entries_only = !o->chunked;
 	so.profiles_entries_only = 1;
 	so.retention_ms[1] = 7ULL * 86400 * 1000;
 	so.retention_ms[2] = 90ULL * 86400 * 1000;

@@ -40,6 +40,7 @@ struct sim_opts {
 	unsigned seed;
 	const char *timeline;		/* write the timeline JSON here, or NULL */
 	int profiles;			/* write 10 s profile windows */
+	int chunked;			/* ended minutes of 1 s as chunks, as a probe stores them */
 	volatile int *stop;		/* set asynchronously to end early, or NULL */
 };
 

@@ -345,6 +345,74 @@ Test(web, a_query_past_the_1s_retention_reads_the_minute_tier, .init = start, .f
 	conn_close(c);
 }
 
+/* How many SCANs the test's Redis has answered. */
+static long long scans(struct conn *c)
+{
+	redisReply *r = conn_commandf(c, NULL, "INFO commandstats");
+	const char *at;
+	long long n = 0;
+
+	cr_assert(r && r->type == REDIS_REPLY_STRING);
+	at = strstr(r->str, "cmdstat_scan:calls=");
+	if (at)
+		n = atoll(at + strlen("cmdstat_scan:calls="));
+	freeReplyObject(r);
+	return n;
+}
+
+/*
+ * A query whose every selector names its host (host="...") reads those
+ * hosts' records alone, without listing the fleet (no SCAN), and answers
+ * what the same query listing the fleet answers; a name with no record
+ * answers nothing.
+ */
+Test(web, a_query_naming_its_hosts_reads_their_records_alone, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	struct query_opts o = opts();
+	struct query_result a, b;
+	struct conn *c = test_redis_connect(&redis);
+	char err[512];
+	long long before;
+
+	before = scans(c);
+	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio{host=\"h2\"}",
+			       t_end - 60000, t_end, 10000, &a, err, sizeof(err)), QUERY_OK, "%s",
+		     err);
+	cr_assert_eq(scans(c), before, "a one-host query listed the fleet");
+	cr_assert_eq(a.hosts_read, 1);
+	cr_assert_eq(a.n, 1);
+	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio{host=~\"h2\"}",
+			       t_end - 60000, t_end, 10000, &b, err, sizeof(err)), QUERY_OK, "%s",
+		     err);
+	cr_assert_gt(scans(c), before, "a regex on host lists the fleet (the count works)");
+	cr_assert_eq(b.n, 1);
+	cr_assert_eq(a.s[0].n, b.s[0].n);
+	cr_assert_gt(a.s[0].n, 0);
+	cr_assert_eq(a.s[0].nlabels, b.s[0].nlabels, "the host's labels (rack, switch) as listed");
+	for (int k = 0; k < a.s[0].nlabels; k++)
+		cr_assert_str_eq(a.s[0].labels[k].value, b.s[0].labels[k].value);
+	for (size_t k = 0; k < a.s[0].n; k++)
+		cr_assert(a.s[0].v[k] == b.s[0].v[k], "step %zu", k);
+	query_result_free(&a);
+	query_result_free(&b);
+
+	before = scans(c);
+	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio{host=\"h1\"} or "
+			       "faultline_host_cpu_utilization_ratio{host=\"h3\"}", t_end, t_end, 0,
+			       &a, err, sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(a.hosts_read, 2);
+	cr_assert_eq(a.n, 2);
+	query_result_free(&a);
+	cr_assert_eq(query_run(c, &o, "faultline_host_cpu_utilization_ratio{host=\"nope\"}",
+			       t_end, t_end, 0, &a, err, sizeof(err)), QUERY_OK, "%s", err);
+	cr_assert_eq(a.hosts_read, 0);
+	cr_assert_eq(a.n, 0);
+	query_result_free(&a);
+	cr_assert_eq(scans(c), before);
+	conn_close(c);
+}
+
 /* `@` pins a selector: to a time, or the range's start or end, at every step. */
 Test(web, at_pins_a_selector_to_a_time_or_the_range_s_ends, .init = start, .fini = stop,
      .timeout = 120)

@@ -217,13 +217,56 @@ static void host_seen(const char *host, const struct host_entry *e, void *arg)
 	snapshot_free(&stub);
 }
 
-/* The registered hosts n can reach (n NULL: all of them) into ql. */
+/* The hosts a query's selectors name by host="..." (every one of them must). */
+struct named_hosts {
+	char *name[16];
+	size_t n;
+	int all;		/* a selector names none, or more than fit: list them all */
+};
+
+static void host_named(const struct node *sel, void *arg)
+{
+	struct named_hosts *nh = arg;
+	const char *v = NULL;
+
+	if (!catalog_find_wire(sel->wire))
+		return;	/* ALERTS: no host's series */
+	for (int i = 0; i < sel->nm && !v; i++)
+		if (!strcmp(sel->m[i].label, "host") && sel->m[i].op == '=')
+			v = sel->m[i].value;
+	if (!v) {
+		nh->all = 1;
+		return;
+	}
+	for (size_t i = 0; i < nh->n; i++)
+		if (!strcmp(nh->name[i], v))
+			return;
+	if (nh->n < sizeof(nh->name) / sizeof(nh->name[0]))
+		nh->name[nh->n++] = (char *)v;
+	else
+		nh->all = 1;
+}
+
+/*
+ * The registered hosts n can reach (n NULL: all of them) into ql.  When
+ * every selector names its host (a dashboard's one-host panel), only those
+ * hosts' records are read: no scan of the keyspace, no record of the
+ * fleet's other hosts decoded.
+ */
 static enum query_error find_hosts(struct conn *rc, struct qload *ql, const struct node *n,
 				   char *err, size_t errlen)
 {
 	struct hosts_arg a = { ql, n, 0 };
+	struct named_hosts nh = { .all = !n };
+	int got;
 
-	if (store_host_entries(rc, host_seen, &a, err, errlen) < 0)
+	if (n)
+		expr_each_selector(n, host_named, &nh);
+	if (!nh.all)
+		got = store_host_entries_of(rc, nh.name, nh.n, host_seen, &a, err, errlen);
+	else
+		got = store_host_entries(rc, host_seen, &a, err, errlen);
+	if (got < 0)
 		return QUERY_UNAVAILABLE;
 	if (a.nomem) {
 		snprintf(err, errlen, "out of memory listing the hosts");
@@ -663,8 +706,38 @@ static int series_point(struct query_series *s, uint64_t ts, double v)
 	return 0;
 }
 
-/* Add value v at t to r: one series per label set (by its rendering, in keys). */
-static int collect(struct query_result *r, struct strmap *keys, const struct value *v,
+/*
+ * Which of r's series a step's values go to: by their label set's
+ * rendering (keys), and, since a range query's steps mostly repeat the
+ * one before, first by the series element i went to then (hint[i]).
+ */
+struct collector {
+	struct strmap keys;
+	uint32_t *hint;			/* per element index: a series, or UINT32_MAX */
+	size_t nhint;
+};
+
+/* Whether series s is what series_new makes of labels l[0..nl) and name. */
+static int series_made_from(const struct query_series *s, const struct label *l, int nl,
+			    const char *name)
+{
+	int k = 0;
+
+	if (name && (!s->nlabels || strcmp(s->labels[0].key, "__name__") ||
+		     strcmp(s->labels[0].value, name)))
+		return 0;
+	k = name ? 1 : 0;
+	for (int i = 0; i < nl; i++, k++) {
+		/* an empty label is no label: such a set goes by its rendering */
+		if (!l[i].value[0] || k >= s->nlabels || strcmp(s->labels[k].key, l[i].key) ||
+		    strcmp(s->labels[k].value, l[i].value))
+			return 0;
+	}
+	return k == s->nlabels;
+}
+
+/* Add value v at t to r: one series per label set. */
+static int collect(struct query_result *r, struct collector *c, const struct value *v,
 		   const char *name, uint64_t t)
 {
 	struct strbuf key = STRBUF_INIT;
@@ -675,21 +748,39 @@ static int collect(struct query_result *r, struct strmap *keys, const struct val
 
 		return s && !series_point(s, t, v->scalar) ? 0 : -ENOMEM;
 	}
-	for (size_t i = 0; i < v->n && !ret; i++) {
-		struct query_series *s;
-		uint32_t idx;
+	if (v->n > c->nhint) {
+		uint32_t *h = realloc(c->hint, v->n * sizeof(*h));
 
+		if (!h)
+			return -ENOMEM;
+		for (size_t i = c->nhint; i < v->n; i++)
+			h[i] = UINT32_MAX;
+		c->hint = h;
+		c->nhint = v->n;
+	}
+	for (size_t i = 0; i < v->n && !ret; i++) {
+		const struct velem *e = &v->e[i];
+		struct query_series *s;
+		uint32_t idx = c->hint[i];
+
+		if (idx < r->n && series_made_from(&r->s[idx], e->labels, e->nlabels, name)) {
+			ret = series_point(&r->s[idx], t, e->v);
+			continue;
+		}
 		strbuf_reset(&key);
-		labels_format(&key, v->e[i].labels, v->e[i].nlabels);
+		labels_format(&key, e->labels, e->nlabels);
 		if (strbuf_failed(&key)) {
 			ret = -ENOMEM;
-		} else if (strmap_get(keys, strbuf_str(&key), &idx)) {
-			ret = series_point(&r->s[idx], t, v->e[i].v);
-		} else if (!(s = series_new(r, v->e[i].labels, v->e[i].nlabels, name)) ||
-			   strmap_put(keys, strbuf_str(&key), (uint32_t)(r->n - 1)) ||
-			   series_point(s, t, v->e[i].v)) {
+		} else if (strmap_get(&c->keys, strbuf_str(&key), &idx)) {
+			ret = series_point(&r->s[idx], t, e->v);
+		} else if (!(s = series_new(r, e->labels, e->nlabels, name)) ||
+			   strmap_put(&c->keys, strbuf_str(&key), (uint32_t)(r->n - 1)) ||
+			   series_point(s, t, e->v)) {
 			ret = -ENOMEM;
+		} else {
+			idx = (uint32_t)(r->n - 1);
 		}
+		c->hint[i] = idx;
 	}
 	strbuf_release(&key);
 	return ret;
@@ -962,7 +1053,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 {
 	struct qload ql = { .o = o };
 	struct query_hot *hot = NULL;
-	struct strmap keys;
+	struct collector keys = { 0 };
 	struct host_window *win = NULL;
 	const struct node *at;
 	const char *name;
@@ -972,7 +1063,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 
 	memset(out, 0, sizeof(*out));
 	strmap_init(&ql.index);
-	strmap_init(&keys);
+	strmap_init(&keys.keys);
 	ql.deadline_ns = time_mono_ns() + (o->timeout_ms ? o->timeout_ms : 120000) * 1000000;
 	if (range_refused(start_ms, end_ms, step_ms, err, errlen))
 		return QUERY_BAD_DATA;
@@ -1052,7 +1143,8 @@ out:
 	if (hot)
 		pthread_rwlock_unlock(&hot->lock);
 	free(win);
-	strmap_free(&keys);
+	strmap_free(&keys.keys);
+	free(keys.hint);
 	qload_free(&ql);
 	if (ret)
 		query_result_free(out);

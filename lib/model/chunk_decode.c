@@ -257,9 +257,62 @@ static int get_value(struct reader *r, uint8_t kind, struct series *x, int skipp
 	}
 }
 
+/* Past a label list, checked as get_labels checks it, nothing kept. */
+static void skip_labels(struct reader *r, const char *what)
+{
+	uint64_t n = get_uv(r, what);
+	char buf[SNAPSHOT_MAX_STR + 1];
+
+	if (!r->bad && n > SNAPSHOT_MAX_LABELS)
+		r->bad = what;
+	for (uint64_t i = 0; i < 2 * n && !r->bad; i++)
+		get_str(r, what, buf);
+}
+
+/* Past one point's value of a column not built, checked as get_value checks it. */
+static void skip_value(struct reader *r, uint8_t kind, const struct column_prev *cp)
+{
+	uint64_t runs;
+	uint32_t at = 0;
+
+	switch (kind) {
+	case SERIES_COUNTER:
+		get_uv(r, "counter increase");
+		get_uv(r, "counter value");
+		return;
+	case SERIES_GAUGE:
+		get_uv(r, "gauge n");
+		if (cp->k != GAUGE_RAW) {
+			for (int i = 0; i < 4; i++)
+				get_uv(r, "gauge value");
+		} else if (!r->bad && r->end - r->p < 32) {
+			r->bad = "gauge value";
+		} else if (!r->bad) {
+			r->p += 32;
+		}
+		return;
+	default:
+		get_uv(r, "histogram count");
+		get_uv(r, "histogram sum");
+		runs = get_uv(r, "histogram runs");
+		if (runs > HIST_BUCKETS && !r->bad)
+			r->bad = "histogram runs";
+		for (uint64_t i = 0; i < runs && !r->bad; i++) {
+			uint64_t gap = get_uv(r, "histogram bucket");
+
+			if (gap >= HIST_BUCKETS || (i ? at + 1 + gap : gap) >= HIST_BUCKETS) {
+				r->bad = "histogram bucket";
+				return;
+			}
+			at = (uint32_t)(i ? at + 1 + gap : gap);
+			get_uv(r, "histogram bucket count");
+		}
+	}
+}
+
 /* A column's header after its name and labels: kind, presence, mode or scale. */
 static int get_column_head(struct reader *r, size_t n, uint8_t *kind, uint8_t *bits,
-			   size_t size, struct column_prev *cp)
+			   size_t size, struct column_prev *cp, int build)
 {
 	*kind = get_u8(r, "series kind");
 	if (*kind > SERIES_HISTOGRAM)
@@ -268,7 +321,7 @@ static int get_column_head(struct reader *r, size_t n, uint8_t *kind, uint8_t *b
 	cp->hmode = HIST_DELTA;
 	if (*kind == SERIES_HISTOGRAM) {
 		/* the previous point's histogram, and a skipped point's */
-		if (!(cp->hist = calloc(2, sizeof(*cp->hist))))
+		if (build && !(cp->hist = calloc(2, sizeof(*cp->hist))))
 			return -ENOMEM;
 		cp->hmode = get_u8(r, "histogram mode");
 		if (cp->hmode != HIST_DELTA && cp->hmode != HIST_RAW && !r->bad)
@@ -288,6 +341,35 @@ struct series_pick {
 	void *arg;
 };
 
+/*
+ * A column pick does not build: read past, each point counted (npresent,
+ * the limits) and checked as a built one is, nothing allocated.
+ */
+static int skip_column(struct reader *r, size_t n, const char *name, uint32_t *npresent,
+		       size_t *values, size_t *hists, char *err, size_t errlen)
+{
+	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
+	struct column_prev cp = { 0 };
+
+	skip_labels(r, "series labels");
+	if (r->bad)
+		return fail(err, errlen, -EINVAL, "%s: labels malformed", name);
+	if (get_column_head(r, n, &kind, bits, sizeof(bits), &cp, 0))
+		return fail(err, errlen, -EINVAL, "%s: kind %u unknown", name, kind);
+	for (size_t p = 0; p < n && !r->bad; p++) {
+		if (!(bits[p / 8] & (1u << (p % 8))))
+			continue;
+		if (++*values > CHUNK_MAX_VALUES ||
+		    (kind == SERIES_HISTOGRAM && ++*hists > CHUNK_MAX_HIST_POINTS))
+			return fail(err, errlen, -E2BIG, "more than %u values", CHUNK_MAX_VALUES);
+		npresent[p]++;
+		skip_value(r, kind, &cp);
+	}
+	if (r->bad)
+		return fail(err, errlen, -EINVAL, "%s: %s malformed or truncated", name, r->bad);
+	return 0;
+}
+
 static int get_column(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
 		      const struct series_pick *pick, uint32_t *npresent, size_t *values,
 		      size_t *hists, char *err, size_t errlen)
@@ -297,23 +379,24 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 	struct label_set ls;
 	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
 	struct column_prev cp = { 0 };
-	int ret, picked;
+	int ret;
 
 	if (!get_str(r, "series name", name))
 		return fail(err, errlen, -EINVAL, "series %zu's name is malformed", *values);
+	if (pick->want && !pick->want(name, pick->arg))
+		return skip_column(r, n, name, npresent, values, hists, err, errlen);
 	ret = get_labels(r, "series labels", &ls);
 	if (ret) {
 		labels_release(&ls);
 		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
 			fail(err, errlen, ret, "%s: labels malformed", name);
 	}
-	ret = get_column_head(r, n, &kind, bits, sizeof(bits), &cp);
+	ret = get_column_head(r, n, &kind, bits, sizeof(bits), &cp, 1);
 	if (ret) {
 		labels_release(&ls);
 		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
 			fail(err, errlen, ret, "%s: kind %u unknown", name, kind);
 	}
-	picked = !pick->want || pick->want(name, pick->arg);
 	for (size_t p = 0; p < n && !r->bad && !ret; p++) {
 		struct series *x;
 
@@ -325,7 +408,7 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 			break;
 		}
 		npresent[p]++;
-		if (want[p] && picked) {
+		if (want[p]) {
 			x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
 		} else {
 			memset(&skipped, 0, sizeof(skipped));

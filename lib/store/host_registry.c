@@ -157,29 +157,30 @@ static int take_record(const char *host, redisReply *v, store_host_entry_cb cb, 
 	return 1;
 }
 
-int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *err,
-		       size_t errlen)
+int store_host_entries_of(struct conn *c, char *const *names, size_t n, store_host_entry_cb cb,
+			  void *arg, char *err, size_t errlen)
 {
 	redisReply *replies[GET_BATCH];
-	char **names, key[320], last[16];
-	size_t n;
+	char key[320], last[16];
 	int got = 0, ret = 0;
 
-	if (store_host_names(c, &names, &n, err, errlen))
-		return -EIO;
 	snprintf(last, sizeof(last), "%d", STORE_HOST_RECORD_MAX - 1);
 	for (size_t from = 0; from < n && !ret; from += GET_BATCH) {
-		size_t to = from + GET_BATCH < n ? from + GET_BATCH : n, nr = 0;
+		size_t to = from + GET_BATCH < n ? from + GET_BATCH : n, nr = 0, sent = 0;
 
 		for (size_t i = from; i < to && !ret; i++) {
 			const char *argv[4] = { "GETRANGE", key, "0", last };
 
+			if (!store_host_valid(names[i]))
+				continue;	/* no such key can exist: nothing asked */
 			if (key_host_record(key, sizeof(key), names[i]) < 0 ||
 			    conn_append(c, key, 4, argv, NULL))
 				ret = -EIO;
+			else
+				sent++;
 		}
 		/* every reply is read before cb runs: cb may send commands of its own */
-		for (size_t i = from; i < to; i++) {
+		for (size_t i = 0; i < sent; i++) {
 			replies[nr] = conn_reply(c);
 			if (!replies[nr]) {
 				ret = store_reply_failed(c, NULL, "GETRANGE " KEY_HOST_RECORD_MATCH,
@@ -188,12 +189,27 @@ int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *
 			}
 			nr++;
 		}
-		for (size_t i = 0; i < nr; i++) {
+		for (size_t i = from, k = 0; k < nr; i++) {
+			if (!store_host_valid(names[i]))
+				continue;
 			if (!ret)
-				got += take_record(names[from + i], replies[i], cb, arg);
-			freeReplyObject(replies[i]);
+				got += take_record(names[i], replies[k], cb, arg);
+			freeReplyObject(replies[k++]);
 		}
 	}
-	store_host_names_free(names, n);
 	return ret ? ret : got;
+}
+
+int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *err,
+		       size_t errlen)
+{
+	char **names;
+	size_t n;
+	int ret;
+
+	if (store_host_names(c, &names, &n, err, errlen))
+		return -EIO;
+	ret = store_host_entries_of(c, names, n, cb, arg, err, errlen);
+	store_host_names_free(names, n);
+	return ret;
 }

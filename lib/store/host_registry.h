@@ -41,4 +41,12 @@ typedef void (*store_host_entry_cb)(const char *host, const struct host_entry *e
 int store_host_entries(struct conn *c, store_host_entry_cb cb, void *arg, char *err,
 		       size_t errlen);
 
+/*
+ * The same for the hosts names[0..n) only, in that order (a reader that
+ * knows its hosts: no scan): a name with no record (not registered, or
+ * not a host name at all) is left out.  Returns the records read, or -EIO.
+ */
+int store_host_entries_of(struct conn *c, char *const *names, size_t n, store_host_entry_cb cb,
+			  void *arg, char *err, size_t errlen);
+
 #endif
