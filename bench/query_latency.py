@@ -2,9 +2,10 @@
 """bench/query_latency.py OUT - faultline-web against a real Prometheus on the
 same samples: the same PromQL, timed side by side.
 
-The fleet: `faultline sim --hosts N --duration Dm --ends-now` writes N
-simulated hosts' 1 s snapshots into a redis-server of this run's own, and
-faultline-web serves them.  The same samples go to Prometheus: they are read
+The fleet: `faultline sim --hosts N --duration Dm --ends-now --chunked` writes
+N simulated hosts' 1 s snapshots into a redis-server of this run's own, laid
+out as probes lay them out (ended minutes as chunks, the minute under way as
+entries), and faultline-web serves them.  The same samples go to Prometheus: they are read
 back through faultline-web's own API (each series' value at every second),
 written as OpenMetrics, turned into TSDB blocks by `promtool tsdb
 create-blocks-from openmetrics`, and served by `prometheus` (no scrape jobs).
@@ -130,7 +131,8 @@ def main():
               flush=True)
         t0 = time.monotonic()
         subprocess.run([out + "/faultline", "sim", "--hosts", str(a.hosts), "--duration",
-                        "%dm" % a.minutes, "--ends-now", "--no-profiles", "--redis", url],
+                        "%dm" % a.minutes, "--ends-now", "--no-profiles", "--chunked",
+                        "--redis", url],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print("query_latency: written in %.0f s" % (time.monotonic() - t0), flush=True)
         host = subprocess.run(["redis-cli", "-s", sock, "--scan", "--pattern", "fl:{*}:host"],
