@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <crypt.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,70 @@ static struct metrics_server *start(const char *wc, int *port)
 	cr_assert_not_null(m, "%s", err);
 	metrics_server_set_body(m, BODY, strlen(BODY));
 	return m;
+}
+
+struct later_body {
+	struct metrics_server *m;
+	useconds_t after;
+	const char *body;
+};
+
+static void *set_later(void *arg)
+{
+	struct later_body *l = arg;
+
+	usleep(l->after);
+	metrics_server_set_body(l->m, l->body, strlen(l->body));
+	return NULL;
+}
+
+/*
+ * A lazy server (the probe's): its daemon is not asked to render until a
+ * scraper comes; the first scrape after a while waits for the next body
+ * rather than take an old one, and takes the old one if none comes; from
+ * then on the daemon renders and scrapes are answered at once.  A server
+ * that is not lazy always wants its body.
+ */
+Test(metrics_server, a_lazy_server_renders_while_scraped)
+{
+	struct metrics_server *m, *eager;
+	struct later_body l;
+	pthread_t t;
+	char buf[4096];
+	uint64_t t0;
+	int port, eport;
+
+	m = start(NULL, &port);
+	eager = start(NULL, &eport);
+	cr_assert(metrics_server_wanted(eager));
+	metrics_server_lazy(m, 500 * 1000000ULL);
+	cr_assert_not(metrics_server_wanted(m), "rendering with nobody scraping");
+	usleep(600000);		/* the body is older than its 500 ms */
+
+	l = (struct later_body){ m, 700000, "faultline_up 2\n" };
+	cr_assert_eq(pthread_create(&t, NULL, set_later, &l), 0);
+	t0 = time_mono_ns();
+	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
+	pthread_join(t, NULL);
+	cr_assert(strstr(buf, "faultline_up 2\n"), "the first scrape took an old body: %s", buf);
+	cr_assert_geq(time_mono_ns() - t0, 500 * 1000000ULL, "it did not wait for the next body");
+	cr_assert(metrics_server_wanted(m), "scraped, and not rendering");
+
+	metrics_server_set_body(m, "faultline_up 3\n", 15);
+	t0 = time_mono_ns();
+	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
+	cr_assert(strstr(buf, "faultline_up 3\n"), "%s", buf);
+	/* waiting would take a second: what is quicker did not wait */
+	cr_assert_lt(time_mono_ns() - t0, 900 * 1000000ULL, "a fresh body was waited for");
+
+	/* a daemon that stops rendering: after a second the old body, not a hang */
+	usleep(600000);
+	t0 = time_mono_ns();
+	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
+	cr_assert(strstr(buf, " 200 OK") && strstr(buf, "faultline_up 3\n"), "%s", buf);
+	cr_assert_geq(time_mono_ns() - t0, 950 * 1000000ULL);
+	metrics_server_stop(m);
+	metrics_server_stop(eager);
 }
 
 Test(metrics_server, idle_connections_do_not_lock_out_a_scrape)

@@ -28,6 +28,7 @@
 
 #include "core/config.h"
 #include "core/config_schema.h"
+#include "core/timeutil.h"
 
 #define CONNECTION_LIMIT 256
 #define IDLE_TIMEOUT_S 10
@@ -61,6 +62,15 @@ struct metrics_server {
 	char *pgz;		/* proto gzip'd, or NULL until a client asks */
 	size_t pgzlen;
 	int proto_asked;	/* a scraper asked for protobuf: the daemon renders it */
+	/*
+	 * Lazy (metrics_server_lazy): the daemon renders only while scrapers
+	 * come (one within METRICS_IDLE_NS), and a scrape that finds the body
+	 * older than max_age waits for the next one (body_set).
+	 */
+	uint64_t max_age_ns;	/* 0: not lazy */
+	uint64_t asked_ns;	/* the last scrape of /metrics (monotonic) */
+	uint64_t set_ns;	/* when the body was last set */
+	pthread_cond_t body_set;
 	char *cert, *key;	/* PEM text, for libmicrohttpd */
 	struct web_config web;
 	struct {
@@ -521,6 +531,25 @@ unauthorized:;
 		return answer(c, MHD_HTTP_NOT_FOUND, "not found; metrics are at /metrics\n");
 	gz = accepts_gzip(c);
 	pthread_mutex_lock(&m->lock);
+	if (m->max_age_ns) {
+		uint64_t now = time_mono_ns();
+		struct timespec until;
+
+		m->asked_ns = now;
+		/* the first scrape in a while: the body is old, the next tick renders one */
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		{
+			uint64_t wait = 2 * m->max_age_ns > 1000000000ULL ? 2 * m->max_age_ns
+									  : 1000000000ULL;
+			uint64_t ns = (uint64_t)until.tv_nsec + wait;
+
+			until.tv_sec += (time_t)(ns / 1000000000ULL);
+			until.tv_nsec = (long)(ns % 1000000000ULL);
+		}
+		while (now - m->set_ns > m->max_age_ns &&
+		       pthread_cond_timedwait(&m->body_set, &m->lock, &until) == 0)
+			now = time_mono_ns();
+	}
 	/* Prometheus asks for protobuf (native histograms) first when it wants it */
 	proto = wants_proto(c);
 	if (proto)
@@ -617,6 +646,14 @@ struct metrics_server *metrics_server_start(const char *addr, const char *web_co
 		return NULL;
 	}
 	pthread_mutex_init(&m->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->body_set, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	m->lfd = -1;
 	if (web_config && web_config[0] && web_config_load(m, web_config, err, errlen))
 		goto fail;
@@ -650,6 +687,7 @@ fail:
 	free(m->cert);
 	free(m->key);
 	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->body_set);
 	free(m);
 	return NULL;
 }
@@ -671,7 +709,28 @@ static void set_served(struct metrics_server *m, char **body, size_t *len, char 
 	*len = n;
 	*gz = NULL;
 	*gzlen = 0;
+	if (body == &m->body) {
+		m->set_ns = time_mono_ns();
+		pthread_cond_broadcast(&m->body_set);
+	}
 	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_server_lazy(struct metrics_server *m, uint64_t max_age_ns)
+{
+	pthread_mutex_lock(&m->lock);
+	m->max_age_ns = max_age_ns;
+	pthread_mutex_unlock(&m->lock);
+}
+
+int metrics_server_wanted(struct metrics_server *m)
+{
+	int wanted;
+
+	pthread_mutex_lock(&m->lock);
+	wanted = !m->max_age_ns || (m->asked_ns && time_mono_ns() - m->asked_ns < METRICS_IDLE_NS);
+	pthread_mutex_unlock(&m->lock);
+	return wanted;
 }
 
 void metrics_server_set_body(struct metrics_server *m, const char *body, size_t len)
@@ -707,5 +766,6 @@ void metrics_server_stop(struct metrics_server *m)
 	free(m->proto);
 	free(m->pgz);
 	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->body_set);
 	free(m);
 }

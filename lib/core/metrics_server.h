@@ -48,6 +48,20 @@ void metrics_server_set_body(struct metrics_server *m, const char *body, size_t 
 void metrics_server_set_proto(struct metrics_server *m, const void *data, size_t len);
 
 /*
+ * Render on demand: a daemon that renders its body every max_age_ns (a
+ * probe's interval) need not while nobody scrapes.  After this,
+ * metrics_server_wanted says whether a scrape came within the last
+ * METRICS_IDLE_NS, and a scrape that finds the body older than max_age_ns
+ * (the first in a while) waits for the next one, up to twice max_age_ns
+ * (a second at least), then takes what there is.
+ */
+#define METRICS_IDLE_NS (600ULL * 1000000000ULL)
+void metrics_server_lazy(struct metrics_server *m, uint64_t max_age_ns);
+
+/* Whether to render the body now: always, unless lazy and nobody scrapes. */
+int metrics_server_wanted(struct metrics_server *m);
+
+/*
  * Whether a scraper has asked for protobuf: until one does, a daemon need
  * not render it (scrapers get text meanwhile, which they all take).
  */
