@@ -205,6 +205,19 @@ static void get_gauge(struct reader *r, struct gauge_value *g, struct column_pre
 	g->sum = ldexp((double)(int64_t)cp->sum, -k);
 }
 
+/* Run i's bucket index after *at (a gap past it; run 0's the index itself). */
+static int next_bucket(struct reader *r, uint64_t i, uint32_t *at)
+{
+	uint64_t gap = get_uv(r, "histogram bucket");
+
+	if (gap >= HIST_BUCKETS || (i ? *at + 1 + gap : gap) >= HIST_BUCKETS) {
+		r->bad = "histogram bucket";
+		return -1;
+	}
+	*at = (uint32_t)(i ? *at + 1 + gap : gap);
+	return 0;
+}
+
 static void get_hist(struct reader *r, struct histogram *h, struct column_prev *cp)
 {
 	uint64_t runs, total = 0, over = (uint64_t)get_zz(r, "histogram count");
@@ -218,13 +231,8 @@ static void get_hist(struct reader *r, struct histogram *h, struct column_prev *
 		return;
 	}
 	for (uint64_t i = 0; i < runs && !r->bad; i++) {
-		uint64_t gap = get_uv(r, "histogram bucket");
-
-		if (gap >= HIST_BUCKETS || (i ? at + 1 + gap : gap) >= HIST_BUCKETS) {
-			r->bad = "histogram bucket";
+		if (next_bucket(r, i, &at))
 			return;
-		}
-		at = (uint32_t)(i ? at + 1 + gap : gap);
 		/* as it is, or a difference from the point before's bucket */
 		if (cp->hmode == HIST_RAW)
 			h->buckets[at] = get_uv(r, "histogram bucket count");
@@ -298,13 +306,8 @@ static void skip_value(struct reader *r, uint8_t kind, const struct column_prev 
 		if (runs > HIST_BUCKETS && !r->bad)
 			r->bad = "histogram runs";
 		for (uint64_t i = 0; i < runs && !r->bad; i++) {
-			uint64_t gap = get_uv(r, "histogram bucket");
-
-			if (gap >= HIST_BUCKETS || (i ? at + 1 + gap : gap) >= HIST_BUCKETS) {
-				r->bad = "histogram bucket";
+			if (next_bucket(r, i, &at))
 				return;
-			}
-			at = (uint32_t)(i ? at + 1 + gap : gap);
 			get_uv(r, "histogram bucket count");
 		}
 	}
