@@ -1316,6 +1316,23 @@ Test(store, host_usage_counts_entries_chunk_points_and_projects, .init = setup,
 	cr_assert_float_eq(stream_usage_at(p10, 3600000, &basis), 120 * (double)p10->chunk_bytes / 20,
 			   1e-3, "an hour is 120 windows of 30 s");
 
+	/*
+	 * a probe that paused (down 200 s, then back): its entries' ids
+	 * average 20 s a window, its interval is still 10 s
+	 */
+	st = open_store(1000);
+	for (int k = 0; k < 40; k++)
+		if (k < 10 || k >= 30)
+			put_window(st, "web-gap", t0, k);
+	cr_assert_eq(store_flush(st, 20 * NSEC_PER_SEC), 0);
+	store_close(st);
+	cr_assert_eq(host_usage_read(c, "web-gap", &u, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p10->entries, 20);
+	cr_assert_eq(p10->chunks, 0, "the case under test: one span under way, as entries");
+	cr_assert_eq(p10->newest_ms - p10->oldest_ms, 390000);
+	cr_assert_eq(p10->step_ms, 10000, "a pause taken for the interval: %llu",
+		     (unsigned long long)p10->step_ms);
+
 	conn_close(c);
 }
 

@@ -85,11 +85,16 @@ static long long key_bytes(struct conn *c, const char *key, char *err, size_t er
 }
 
 /* The id (ms) of key's first (rev 0) or last (rev 1) entry, 0 if none; -1 with err. */
-static int64_t edge_id(struct conn *c, const char *key, int rev, char *err, size_t errlen)
+/*
+ * The ids (ms) of key's first (rev: last) up to n entries into ids, in that
+ * order: how many there are (0: none), or -1 with err.
+ */
+static int edge_ids(struct conn *c, const char *key, int rev, int n, int64_t *ids, char *err,
+		    size_t errlen)
 {
-	redisReply *r = conn_commandf(c, key, rev ? "XREVRANGE %s + - COUNT 1" :
-					     "XRANGE %s - + COUNT 1", key);
-	int64_t id = 0;
+	redisReply *r = conn_commandf(c, key, rev ? "XREVRANGE %s + - COUNT %d" :
+					     "XRANGE %s - + COUNT %d", key, n);
+	int got = 0;
 
 	if (!r) {
 		snprintf(err, errlen, "XRANGE %s: %s", key, conn_errstr(c));
@@ -100,12 +105,22 @@ static int64_t edge_id(struct conn *c, const char *key, int rev, char *err, size
 		freeReplyObject(r);
 		return -1;
 	}
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-	    r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements >= 1 &&
-	    r->element[0]->element[0]->type == REDIS_REPLY_STRING)
-		id = strtoll(r->element[0]->element[0]->str, NULL, 10);
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements && got < n; i++) {
+		const redisReply *e = r->element[i];
+
+		if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 &&
+		    e->element[0]->type == REDIS_REPLY_STRING)
+			ids[got++] = strtoll(e->element[0]->str, NULL, 10);
+	}
 	freeReplyObject(r);
-	return id;
+	return got;
+}
+
+static int64_t edge_id(struct conn *c, const char *key, int rev, char *err, size_t errlen)
+{
+	int64_t id = 0;
+
+	return edge_ids(c, key, rev, 1, &id, err, errlen) < 0 ? -1 : id;
 }
 
 struct chunk_count {
@@ -193,10 +208,22 @@ static int read_stream(struct conn *c, const char *host, int k, struct stream_us
 	 * so it is measured: from the entries' ids, else from what the chunks'
 	 * points say they cover, else the stream's usual period.
 	 */
-	if (u->entries >= 2 && u->newest_ms > u->oldest_ms)
+	if (u->entries >= 2 && u->newest_ms > u->oldest_ms) {
+		int64_t last[2];
+		int got;
+
 		u->step_ms = (u->newest_ms - u->oldest_ms + (u->entries - 1) / 2) /
 			     (u->entries - 1);
-	else if (u->chunk_points && u->chunk_ms)
+		/*
+		 * A pause (the probe down or restarted) stretches that average:
+		 * the step between the newest two is the probe's interval now,
+		 * unless the pause came right between them.
+		 */
+		if ((got = edge_ids(c, key, 1, 2, last, err, errlen)) < 0)
+			return -1;
+		if (got == 2 && last[0] > last[1] && (uint64_t)(last[0] - last[1]) < u->step_ms)
+			u->step_ms = (uint64_t)(last[0] - last[1]);
+	} else if (u->chunk_points && u->chunk_ms)
 		u->step_ms = (u->chunk_ms + u->chunk_points / 2) / u->chunk_points;
 	else
 		u->step_ms = stream_kind[k] < 0 ? (uint64_t)stream_tier[k] * 1000 :
