@@ -1,6 +1,6 @@
 /*
- * profile_internal.h - what profile.c lends the other codecs of profiles
- * (profile_span.c) and nobody else: the tables' interning, packing and
+ * profile_internal.h - what profile.c lends the codecs of profiles
+ * (profile_codec.c, profile_span.c) and nobody else: the tables' interning, packing and
  * checked decoding, and a row carried from one profile's tables to
  * another's.
  */
@@ -10,6 +10,17 @@
 #include <msgpack.h>
 
 #include "model/profile.h"
+
+#define PROFILE_MAX_STRINGS 1000000
+/* the largest window a reader takes, packed or not */
+#define PROFILE_MAX_BYTES (64u << 20)
+#define PROFILE_MAX_DEPTH 512
+
+/* 1 + the index of mapping (file, build_id) in p, added if new; 0 on -ENOMEM. */
+uint32_t profile_intern_map(struct profile *p, uint32_t file, uint32_t build_id);
+
+/* Stack st's locations (n frames) from loc, unless it has them already.  0 or -ENOMEM. */
+int profile_set_locs(struct profile *p, uint32_t st, const struct profile_loc *loc, uint32_t n);
 
 /* Index of the stack of string indexes idx[0..n), added if new; UINT32_MAX on -ENOMEM. */
 uint32_t profile_intern_stack(struct profile *p, const uint32_t *idx, uint32_t n);
