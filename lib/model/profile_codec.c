@@ -383,6 +383,23 @@ void profile_set_host(struct profile *p, const msgpack_object *val)
 }
 
 /*
+ * o as n columns into col[0..n): 0, -1 when it is not an array of n, -2
+ * when they are not all arrays of one length.
+ */
+static int wire_columns(const msgpack_object *o, int n, const msgpack_object **col)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != (uint32_t)n)
+		return -1;
+	for (int c = 0; c < n; c++) {
+		col[c] = &o->via.array.ptr[c];
+		if (col[c]->type != MSGPACK_OBJECT_ARRAY ||
+		    col[c]->via.array.size != col[0]->via.array.size)
+			return -2;
+	}
+	return 0;
+}
+
+/*
  * "floc" (four columns: name, map, named, address as pack_flocs writes
  * them) as a location per string of p, zero where none; NULL with err set
  * when it is not that.  Columns of different lengths, an index past its
@@ -397,13 +414,11 @@ static struct profile_loc *decode_flocs(const struct profile *p, const msgpack_o
 	uint64_t prev_addr = 0;
 	uint32_t n, prev_map = 0;
 
-	if (flocs->type != MSGPACK_OBJECT_ARRAY || flocs->via.array.size != 4)
+	switch (wire_columns(flocs, 4, col)) {
+	case -1:
 		FAIL("%s: 'floc' must be 4 columns: name, map, named, address", what);
-	for (int c = 0; c < 4; c++) {
-		col[c] = &flocs->via.array.ptr[c];
-		if (col[c]->type != MSGPACK_OBJECT_ARRAY ||
-		    col[c]->via.array.size != flocs->via.array.ptr[0].via.array.size)
-			FAIL("%s: 'floc' must be 4 columns of one length", what);
+	case -2:
+		FAIL("%s: 'floc' must be 4 columns of one length", what);
 	}
 	n = col[0]->via.array.size;
 	by_name = calloc(p->nstrings, sizeof(*by_name));
@@ -452,13 +467,11 @@ static int decode_xlocs(struct profile *p, const msgpack_object *xlocs, const ch
 	const msgpack_object *col[5];
 	uint64_t stack = 0;
 
-	if (xlocs->type != MSGPACK_OBJECT_ARRAY || xlocs->via.array.size != 5)
+	switch (wire_columns(xlocs, 5, col)) {
+	case -1:
 		FAIL("%s: 'xloc' must be 5 columns: stack, frame, map, named, address", what);
-	for (int c = 0; c < 5; c++) {
-		col[c] = &xlocs->via.array.ptr[c];
-		if (col[c]->type != MSGPACK_OBJECT_ARRAY ||
-		    col[c]->via.array.size != xlocs->via.array.ptr[0].via.array.size)
-			FAIL("%s: 'xloc' must be 5 columns of one length", what);
+	case -2:
+		FAIL("%s: 'xloc' must be 5 columns of one length", what);
 	}
 	for (uint32_t i = 0; i < col[0]->via.array.size; i++) {
 		const msgpack_object *a = &col[4]->via.array.ptr[i];
