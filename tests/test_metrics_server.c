@@ -99,6 +99,15 @@ static void *set_later(void *arg)
 	return NULL;
 }
 
+static void *set_proto_later(void *arg)
+{
+	struct later_body *l = arg;
+
+	usleep(l->after);
+	metrics_server_set_proto(l->m, "new-proto", 9);
+	return NULL;
+}
+
 /*
  * A lazy server (the probe's): its daemon is not asked to render until a
  * scraper comes; the first scrape after a while waits for the next body
@@ -144,6 +153,24 @@ Test(metrics_server, a_lazy_server_renders_while_scraped)
 	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf)), 0);
 	cr_assert(strstr(buf, " 200 OK") && strstr(buf, "faultline_up 3\n"), "%s", buf);
 	cr_assert_geq(time_mono_ns() - t0, 950 * 1000000ULL);
+
+	/*
+	 * protobuf set long ago (a scraper that asked, left and came back):
+	 * the first protobuf scrape waits for the next one, not the old one
+	 */
+	metrics_server_set_proto(m, "old-proto", 9);
+	usleep(600000);
+	l = (struct later_body){ m, 300000, NULL };
+	cr_assert_eq(pthread_create(&t, NULL, set_proto_later, &l), 0);
+	t0 = time_mono_ns();
+	cr_assert_gt(ask(port, "GET /metrics HTTP/1.0\r\nAccept: application/vnd.google.protobuf;"
+			 "proto=io.prometheus.client.MetricFamily;encoding=delimited\r\n\r\n",
+			 buf, sizeof(buf)), 0);
+	pthread_join(t, NULL);
+	cr_assert(strstr(buf, "new-proto") && !strstr(buf, "old-proto"),
+		  "the first protobuf scrape took an old body: %s", buf);
+	/* answered when the protobuf came, not after waiting out a text body */
+	cr_assert_lt(time_mono_ns() - t0, 900 * 1000000ULL);
 	metrics_server_stop(m);
 	metrics_server_stop(eager);
 }

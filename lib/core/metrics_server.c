@@ -70,6 +70,7 @@ struct metrics_server {
 	uint64_t max_age_ns;	/* 0: not lazy */
 	uint64_t asked_ns;	/* the last scrape of /metrics (monotonic) */
 	uint64_t set_ns;	/* when the body was last set */
+	uint64_t pset_ns;	/* when the protobuf form was */
 	pthread_cond_t body_set;
 	char *cert, *key;	/* PEM text, for libmicrohttpd */
 	struct web_config web;
@@ -493,6 +494,28 @@ int metrics_server_route(struct metrics_server *m, const char *prefix, http_hand
 	return 0;
 }
 
+/*
+ * A lazy server's scrape (m->lock held): noted, and when the form it wants
+ * was set (*set_ns) longer than max_age ago (the first scrape in a while,
+ * or the first to ask for protobuf), waited for until the daemon's next
+ * tick sets it, twice max_age (a second at least) at most.
+ */
+static void wait_fresh(struct metrics_server *m, const uint64_t *set_ns)
+{
+	uint64_t wait = 2 * m->max_age_ns > 1000000000ULL ? 2 * m->max_age_ns : 1000000000ULL;
+	uint64_t now = time_mono_ns(), ns;
+	struct timespec until;
+
+	m->asked_ns = now;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	ns = (uint64_t)until.tv_nsec + wait;
+	until.tv_sec += (time_t)(ns / 1000000000ULL);
+	until.tv_nsec = (long)(ns % 1000000000ULL);
+	while (now - *set_ns > m->max_age_ns &&
+	       pthread_cond_timedwait(&m->body_set, &m->lock, &until) == 0)
+		now = time_mono_ns();
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **con_cls)
@@ -531,29 +554,12 @@ unauthorized:;
 		return answer(c, MHD_HTTP_NOT_FOUND, "not found; metrics are at /metrics\n");
 	gz = accepts_gzip(c);
 	pthread_mutex_lock(&m->lock);
-	if (m->max_age_ns) {
-		uint64_t now = time_mono_ns();
-		struct timespec until;
-
-		m->asked_ns = now;
-		/* the first scrape in a while: the body is old, the next tick renders one */
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		{
-			uint64_t wait = 2 * m->max_age_ns > 1000000000ULL ? 2 * m->max_age_ns
-									  : 1000000000ULL;
-			uint64_t ns = (uint64_t)until.tv_nsec + wait;
-
-			until.tv_sec += (time_t)(ns / 1000000000ULL);
-			until.tv_nsec = (long)(ns % 1000000000ULL);
-		}
-		while (now - m->set_ns > m->max_age_ns &&
-		       pthread_cond_timedwait(&m->body_set, &m->lock, &until) == 0)
-			now = time_mono_ns();
-	}
 	/* Prometheus asks for protobuf (native histograms) first when it wants it */
 	proto = wants_proto(c);
 	if (proto)
 		m->proto_asked = 1;
+	if (m->max_age_ns)
+		wait_fresh(m, proto ? &m->pset_ns : &m->set_ns);
 	proto = proto && m->proto;	/* text until the daemon renders protobuf too */
 	{
 		const char *body = proto ? m->proto : m->body ? m->body : "";
@@ -709,8 +715,8 @@ static void set_served(struct metrics_server *m, char **body, size_t *len, char 
 	*len = n;
 	*gz = NULL;
 	*gzlen = 0;
-	if (body == &m->body) {
-		m->set_ns = time_mono_ns();
+	if (body == &m->body || body == &m->proto) {
+		*(body == &m->body ? &m->set_ns : &m->pset_ns) = time_mono_ns();
 		pthread_cond_broadcast(&m->body_set);
 	}
 	pthread_mutex_unlock(&m->lock);
