@@ -53,11 +53,17 @@ LDFLAGS += -Wl,-z,relro,-z,now
 ifneq ($(SAN),1)
 CFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LDLIBS := -lbpf -lelf -lz -lzstd -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lssl -lcrypto -lmicrohttpd -lcrypt -lsnappy -lpthread -lm
+LDLIBS := -lbpf -lelf -lz -lzstd -lhiredis -lmsgpackc -lyaml -lnl-route-3 -lnl-3 -latasmart -ljson-c -lpcre2-8 -ldw -lelf -lprotobuf-c -lcurl -lssl -lcrypto -lmicrohttpd -lcrypt -lsnappy -lstdc++ -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
+# The one C++ file (web/float_text.cc: libstdc++'s std::to_chars behind a C
+# function), built with the C files' warnings and hardening.
+CXX ?= g++
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++17 $(WARN) -D_GNU_SOURCE -fstack-protector-strong \
+	$(if $(filter 1,$(SAN)),-fsanitize=address$(,)undefined -fno-omit-frame-pointer,-D_FORTIFY_SOURCE=2)
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ibpf -Ilib
 
@@ -105,7 +111,7 @@ RULES_SRCS := $(foreach l,$(RULES_LAYERS),$(wildcard rules/$(l)/*.c)) \
 	$(filter-out rules/main.c,$(wildcard rules/*.c))
 RULES_OBJS := $(RULES_SRCS:%.c=$(OUT)/%.o)
 # faultline-web: Prometheus' HTTP API over the tiers (rules/lang evaluates).
-WEB_OBJS := $(OUT)/web/query.o $(OUT)/web/prom_api.o $(OUT)/web/pages.o
+WEB_OBJS := $(OUT)/web/query.o $(OUT)/web/prom_api.o $(OUT)/web/pages.o $(OUT)/web/float_text.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline \
 	$(OUT)/faultline-web
 
@@ -132,6 +138,10 @@ deps:
 $(OUT)/%.o: %.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INCS) -MMD -MP -c $< -o $@
+
+$(OUT)/%.o: %.cc | check-deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(INCS) -MMD -MP -c $< -o $@
 
 # A stratum's include path: symlinks to itself and the strata below it.
 STRATA := core model store
@@ -296,6 +306,8 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -DFL_VERSION='"$(VERSION)"' -iquo
 	-fsanitize=fuzzer,address,undefined
 fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $(OUT)/gen/profile.pb-c.c
 	@mkdir -p $(OUT)/fuzz
+	$(CLANG)++ -g -O1 -std=c++17 -iquote . -fsanitize=address,undefined -c web/float_text.cc \
+		-o $(OUT)/fuzz/float_text.o
 	@set -e; for f in $(FUZZ_SRCS); do \
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
@@ -311,7 +323,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_kallsyms) extra="probes/kernel_syms.c";; \
 		fuzz_unwind) extra="probes/unwind.c probes/proc_maps.c probes/unwind_table.c probes/unwind_cache.c probes/symbolize.c probes/build_id.c probes/perfmap.c probes/bpfmap.c probes/kernel_syms.c";; \
 		fuzz_topology) extra="$(LANG_SRCS)";; \
-		fuzz_http_args) extra="web/prom_api.c web/query.c $(LANG_SRCS) $(ENGINE_SRCS)";; \
+		fuzz_http_args) extra="web/prom_api.c web/query.c $(OUT)/fuzz/float_text.o $(LANG_SRCS) $(ENGINE_SRCS)";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/gen/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \

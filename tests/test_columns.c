@@ -17,6 +17,7 @@
 #include "model/histogram.h"
 #include "model/snapshot.h"
 #include "rules/lang/columns.h"
+#include "rules/lang/hist_pack.h"
 #include "tests/helpers.h"
 
 #define STEP_MS 1000
@@ -333,4 +334,96 @@ Test(columns, a_policy_keeps_only_what_is_read_back)
 		free(got);
 	}
 	columns_free(&c);
+}
+
+/* Every point of c reads back as the ref point of its time, and its newest links right. */
+static void check_all(const struct columns *c, struct snapshot *ref)
+{
+	char key[512], want[512];
+
+	for (size_t i = 0; i < columns_len(c); i++)
+		check_point(c, i, &ref[(columns_ts(c, i) - 1000000) / STEP_MS]);
+	for (uint32_t j = 0; j < c->newest.nseries; j++) {
+		const struct series *x = &c->newest.series[j];
+
+		cr_assert(x->link && x->link <= c->ncol, "newest series %u unlinked", j);
+		series_key(x, key, sizeof(key));
+		series_key(&c->col[columns_of(x)].def, want, sizeof(want));
+		cr_assert_str_eq(key, want);
+	}
+	cr_assert_eq(c->nhash, c->newest.nseries);
+}
+
+/*
+ * A query's read past the in-memory tail (web/query.c): points read before
+ * the tail begins, then the tail's appended column by column.  Whatever
+ * the history before (the same points, none, one with a gap, one that
+ * keeps fewer series), every point reads back as the snapshot it came
+ * from: a histogram delta on a point dst does not hold is rebuilt in full.
+ */
+Test(columns, appended_points_read_back_as_pushed_ones)
+{
+	static struct snapshot ref[NPOINTS];
+	struct histogram *grow = calloc(1, sizeof(*grow)), *restart = calloc(1, sizeof(*restart));
+	struct columns src, dst;
+	struct columns_policy p = { keeps_segs, "tcp.in_segs", 1 };
+	uint64_t ctr = 0;
+	size_t i0;
+	long segs, lat;
+	int first;
+
+	cr_assert(grow && restart);
+	columns_init(&src);
+	for (int t = 0; t < NPOINTS; t++) {
+		struct snapshot copy;
+
+		make_point(&ref[t], t, &ctr, grow, restart);
+		cr_assert_eq(snapshot_copy(&copy, &ref[t]), 0);
+		cr_assert_eq(columns_push(&src, &copy, KEEP_MS, NULL), 0);
+	}
+	/* the tail's point i0, from t = 450 on: one whose read latency is a delta */
+	lat = column_of(&src, "block.latency{device=sda,op=read}");
+	cr_assert_geq(lat, 0);
+	for (i0 = (size_t)columns_last_at(&src, 1000000 + 449 * STEP_MS) + 1;
+	     ((uint8_t **)src.col[lat].v)[columns_slot(&src, i0)][0] != HPACK_DELTA; i0++)
+		cr_assert_lt(i0, columns_len(&src) - 10);
+	first = (int)((columns_ts(&src, i0) - 1000000) / STEP_MS);
+	for (int variant = 0; variant < 3; variant++) {
+		/* 0: the points before; 1: none; 2: the points before but the last 7 */
+		int upto = variant == 1 ? 0 : variant == 2 ? first - 7 : first;
+
+		columns_init(&dst);
+		for (int t = 300; t < upto; t++) {
+			struct snapshot copy;
+
+			cr_assert_eq(snapshot_copy(&copy, &ref[t]), 0);
+			cr_assert_eq(columns_push(&dst, &copy, 1000000, NULL), 0);
+		}
+		cr_assert_eq(columns_append(&dst, &src, i0, 1000000, NULL), 0);
+		cr_assert_eq(columns_len(&dst),
+			     (size_t)(upto > 300 ? upto - 300 : 0) + (size_t)(NPOINTS - first),
+			     "variant %d", variant);
+		cr_assert_eq(dst.newest.ts_ms, ref[NPOINTS - 1].ts_ms);
+		check_all(&dst, ref);
+		/* not older than what it holds */
+		cr_assert_eq(columns_append(&dst, &src, i0, 1000000, NULL), -EINVAL);
+		columns_free(&dst);
+	}
+	/* a history that keeps one series: it keeps the others' newest values alone */
+	columns_init(&dst);
+	cr_assert_eq(columns_append(&dst, &src, i0, 1000000, &p), 0);
+	segs = column_of(&dst, "tcp.in_segs{}");
+	cr_assert_geq(segs, 0);
+	for (size_t i = 0; i < columns_len(&dst); i++)
+		cr_assert_eq(columns_counter(&dst, (uint32_t)segs, i),
+			     ref[first + (int)i].series[0].counter.value);
+	check_point(&dst, columns_len(&dst) - 1, &ref[NPOINTS - 1]);
+	for (uint32_t k = 0; k < dst.ncol; k++)
+		cr_assert_eq(dst.col[k].keep, k == (uint32_t)segs);
+	columns_free(&dst);
+	columns_free(&src);
+	for (int t = 0; t < NPOINTS; t++)
+		snapshot_free(&ref[t]);
+	free(grow);
+	free(restart);
 }

@@ -1203,9 +1203,31 @@ Test(web, a_deploy_regression_s_page_shows_the_deploy_and_the_differential_stack
 	conn_close(c);
 }
 
+/* a and b hold the same series, labels and values (NaN as NaN), and some. */
+static void same_answers(const struct query_result *a, const struct query_result *b,
+			 const char *what)
+{
+	cr_assert_eq(a->n, b->n, "%s: %zu series from memory, %zu from Redis", what, a->n, b->n);
+	cr_assert_gt(a->n, 0, "%s", what);
+	for (size_t i = 0; i < a->n; i++) {
+		cr_assert_eq(a->s[i].nlabels, b->s[i].nlabels);
+		for (int k = 0; k < a->s[i].nlabels; k++)
+			cr_assert_str_eq(a->s[i].labels[k].value, b->s[i].labels[k].value);
+		cr_assert_eq(a->s[i].n, b->s[i].n, "%s", what);
+		for (size_t k = 0; k < a->s[i].n; k++)
+			cr_assert(a->s[i].ts[k] == b->s[i].ts[k] &&
+				  (a->s[i].v[k] == b->s[i].v[k] ||
+				   (isnan(a->s[i].v[k]) && isnan(b->s[i].v[k]))),
+				  "%s: step %zu: %g from memory, %g from Redis", what, k,
+				  a->s[i].v[k], b->s[i].v[k]);
+	}
+}
+
 /*
  * The in-memory tail answers as Redis does: the same queries, the same
- * series and values, and a query older than what it holds goes to Redis.
+ * series and values, from memory, or from Redis and the tail together for a
+ * range that begins before what it holds; a query older than what it
+ * holds goes to Redis.
  */
 Test(web, the_in_memory_tail_answers_as_redis_does, .init = start, .fini = stop,
      .timeout = 120)
@@ -1247,20 +1269,23 @@ Test(web, the_in_memory_tail_answers_as_redis_does, .init = start, .fini = stop,
 		cr_assert_eq(query_run(c, &cold, queries[q], t_end - 30000, t_end, 10000, &b, err,
 				       sizeof(err)), QUERY_OK, "%s: %s", queries[q], err);
 		cr_assert(a.from_memory && !b.from_memory, "%s", queries[q]);
-		cr_assert_eq(a.n, b.n, "%s: %zu series from memory, %zu from Redis", queries[q],
-			     a.n, b.n);
-		cr_assert_gt(a.n, 0, "%s", queries[q]);
-		for (size_t i = 0; i < a.n; i++) {
-			cr_assert_eq(a.s[i].nlabels, b.s[i].nlabels);
-			for (int k = 0; k < a.s[i].nlabels; k++)
-				cr_assert_str_eq(a.s[i].labels[k].value, b.s[i].labels[k].value);
-			cr_assert_eq(a.s[i].n, b.s[i].n, "%s", queries[q]);
-			for (size_t k = 0; k < a.s[i].n; k++)
-				cr_assert(a.s[i].v[k] == b.s[i].v[k] ||
-					  (isnan(a.s[i].v[k]) && isnan(b.s[i].v[k])),
-					  "%s: step %zu: %g from memory, %g from Redis", queries[q],
-					  k, a.s[i].v[k], b.s[i].v[k]);
-		}
+		same_answers(&a, &b, queries[q]);
+		query_result_free(&a);
+		query_result_free(&b);
+		/*
+		 * a range that begins before what the tail holds: Redis up to
+		 * where it begins, the tail's points from there, copied (its
+		 * histograms' deltas on points not copied rebuilt in full)
+		 */
+		cr_assert_eq(query_run(c, &warm, queries[q], t_end - 200000, t_end, 5000, &a, err,
+				       sizeof(err)), QUERY_OK, "%s: %s", queries[q], err);
+		cr_assert_eq(query_run(c, &cold, queries[q], t_end - 200000, t_end, 5000, &b, err,
+				       sizeof(err)), QUERY_OK, "%s: %s", queries[q], err);
+		cr_assert(!a.from_memory && !b.from_memory && !b.memory_from_ms, "%s", queries[q]);
+		cr_assert(a.memory_from_ms > t_end - 200000 && a.memory_from_ms < t_end - 150000,
+			  "%s: the tail served from %" PRIu64 " (t_end %" PRIu64 ")", queries[q],
+			  a.memory_from_ms, t_end);
+		same_answers(&a, &b, queries[q]);
 		query_result_free(&a);
 		query_result_free(&b);
 	}

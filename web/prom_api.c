@@ -26,6 +26,7 @@
 #include "model/catalog.h"
 #include "store/alert_index.h"
 #include "store/conn.h"
+#include "web/float_text.h"
 
 #define JSON_TYPE "application/json"
 #define MAX_MATCH 64
@@ -197,31 +198,38 @@ static void reply_error(struct prom_api *a, struct http_response *resp, enum que
 /* A value as Prometheus writes one: the shortest decimal that reads back. */
 static json_object *json_value(double v)
 {
-	char buf[40];
+	char buf[FLOAT_TEXT_MAX];
+	size_t n = float_text(v, buf);
 
-	if (isnan(v))
-		return jsonc_string("NaN");
-	if (isinf(v))
-		return jsonc_string(v > 0 ? "+Inf" : "-Inf");
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
-	return jsonc_string(buf);
+	return json_object_new_string_len(buf, (int)n);
 }
 
 /* A timestamp in seconds, written exactly (1764500000.25, not ...0.2499999). */
 static json_object *json_time(uint64_t ms)
 {
-	char buf[32];
-	int len = snprintf(buf, sizeof(buf), "%" PRIu64 ".%03u", ms / 1000, (unsigned)(ms % 1000));
+	char buf[32], *p = buf + sizeof(buf) - 1;
+	uint64_t sec = ms / 1000;
+	unsigned frac = (unsigned)(ms % 1000);
 
-	while (buf[len - 1] == '0')
-		buf[--len] = '\0';
-	if (buf[len - 1] == '.')
-		buf[--len] = '\0';
-	return json_object_new_double_s((double)ms / 1000.0, buf);
+	*p = '\0';
+	if (frac) {	/* ".25", not ".250" */
+		int digits = 3;
+
+		while (frac % 10 == 0) {
+			frac /= 10;
+			digits--;
+		}
+		while (digits--) {
+			*--p = (char)('0' + frac % 10);
+			frac /= 10;
+		}
+		*--p = '.';
+	}
+	do {
+		*--p = (char)('0' + sec % 10);
+		sec /= 10;
+	} while (sec);
+	return json_object_new_double_s((double)ms / 1000.0, p);
 }
 
 static json_object *json_point(uint64_t ms, double v)
@@ -369,6 +377,8 @@ static void answer_query(struct prom_api *a, const struct http_request *req,
 	extra = json_object_new_object();
 	jsonc_put(extra, "tier", jsonc_string(tier_name(r.tier)));
 	jsonc_put(extra, "memory", json_object_new_boolean(r.from_memory));
+	if (r.memory_from_ms)	/* the tail served the range from there, Redis before */
+		jsonc_put(extra, "memory_from", json_time(r.memory_from_ms));
 	jsonc_put(extra, "hosts", json_object_new_int64((int64_t)r.hosts_read));
 	jsonc_put(extra, "samples", json_object_new_int64((int64_t)r.samples));
 	jsonc_put(extra, "steps", json_object_new_int64((int64_t)r.steps));

@@ -349,37 +349,77 @@ static const struct snapshot *like_newest(size_t host_index, void *arg)
 	       &ql->h[host_index].c.newest : NULL;
 }
 
-/* Read every host of ql over [from_ms, to_ms] of ql->tier. */
-static enum query_error read_hosts(struct conn *rc, struct qload *ql, uint64_t from_ms,
-				   uint64_t to_ms, char *err, size_t errlen)
+/* The hosts one read asks for: slot k of the read is ql's host at[k]. */
+struct read_set {
+	struct qload *ql;
+	size_t *at;
+};
+
+static int set_arrived(struct snapshot *s, void *arg)
 {
+	return arrived(s, ((struct read_set *)arg)->ql);
+}
+
+static const struct snapshot *set_like(size_t k, void *arg)
+{
+	const struct read_set *rs = arg;
+
+	return like_newest(rs->at[k], rs->ql);
+}
+
+static int set_picks(const char *name, void *arg)
+{
+	return picks_named(name, ((struct read_set *)arg)->ql);
+}
+
+/*
+ * Read the hosts of ql that `which` marks (NULL: all) over [from_ms,
+ * to_ms] of ql->tier.
+ */
+static enum query_error read_hosts_of(struct conn *rc, struct qload *ql, const uint8_t *which,
+				      uint64_t from_ms, uint64_t to_ms, char *err, size_t errlen)
+{
+	struct read_set rs = { ql, calloc(ql->nh + 1, sizeof(size_t)) };
 	/* a chunk builds the series the query names only (when it names them all) */
-	struct store_readers rd = { .snapshot = arrived, .like = like_newest,
-				    .series = ql->pol ? picks_named : NULL, .arg = ql };
+	struct store_readers rd = { .snapshot = set_arrived, .like = set_like,
+				    .series = ql->pol ? set_picks : NULL, .arg = &rs };
 	const char **names = calloc(ql->nh + 1, sizeof(*names));
 	uint64_t *from = calloc(ql->nh + 1, sizeof(*from));
+	size_t n = 0;
 	int got = 0;
 
-	if (!names || !from) {
+	if (!names || !from || !rs.at) {
 		free(names);
 		free(from);
+		free(rs.at);
 		snprintf(err, errlen, "out of memory");
 		return QUERY_INTERNAL;
 	}
 	for (size_t i = 0; i < ql->nh; i++) {
-		names[i] = ql->h[i].name;
-		from[i] = from_ms;
+		if (which && !which[i])
+			continue;
+		rs.at[n] = i;
+		names[n] = ql->h[i].name;
+		from[n++] = from_ms;
 	}
-	if (ql->nh)
-		got = store_read_ranges(rc, names, from, ql->nh, ql->tier, to_ms, &rd, NULL, err,
+	if (n)
+		got = store_read_ranges(rc, names, from, n, ql->tier, to_ms, &rd, NULL, err,
 					errlen);
 	free(names);
 	free(from);
+	free(rs.at);
 	if (ql->failed) {
 		snprintf(err, errlen, "%s", ql->why);
 		return ql->failed;
 	}
 	return got < 0 ? QUERY_UNAVAILABLE : QUERY_OK;
+}
+
+/* Read every host of ql over [from_ms, to_ms] of ql->tier. */
+static enum query_error read_hosts(struct conn *rc, struct qload *ql, uint64_t from_ms,
+				   uint64_t to_ms, char *err, size_t errlen)
+{
+	return read_hosts_of(rc, ql, NULL, from_ms, to_ms, err, errlen);
 }
 
 /* ---- the 1 s tier in memory (query_hot) ------------------------------ */
@@ -639,6 +679,94 @@ static int hot_serves(struct query_hot *hot, struct qload *ql, const struct node
 		ql->h[ql->nh++].borrowed = 1;
 	}
 	return 1;
+}
+
+/*
+ * Read ql's hosts over [from_ms, end_ms] from Redis and the tail together
+ * (hot_serves said no: the range begins before what the tail holds): a
+ * host the tail holds a full window of is read from Redis up to where the
+ * tail begins for all of them (cut) and takes the tail's points from
+ * there, copied column by column; any other host, or every host when the
+ * tail is behind end_ms or the range ends before cut, is read from Redis
+ * whole.  Sets *memory_from_ms to cut when the tail served a part (else
+ * 0).  The read lock is held throughout, so that the tail does not let go
+ * of the points after cut while Redis is read.
+ */
+static enum query_error read_with_tail(struct conn *rc, struct query_hot *hot, struct qload *ql,
+				       uint64_t from_ms, uint64_t end_ms,
+				       uint64_t *memory_from_ms, char *err, size_t errlen)
+{
+	uint64_t now = time_wall_ns() / 1000000, cut = 0, points = 0;
+	uint8_t *tailed = calloc(ql->nh + 1, 1), *rest = calloc(ql->nh + 1, 1);
+	uint32_t *at = calloc(ql->nh + 1, sizeof(*at));
+	enum query_error ret = QUERY_OK;
+	size_t ntailed = 0;
+
+	*memory_from_ms = 0;
+	if (!tailed || !rest || !at) {
+		snprintf(err, errlen, "out of memory");
+		ret = QUERY_INTERNAL;
+		goto out;
+	}
+	pthread_rwlock_rdlock(&hot->lock);
+	for (size_t i = 0; hot->ready && end_ms <= hot->read_ms + 2000 && i < ql->nh; i++) {
+		const struct columns *c;
+
+		if (ql->h[i].alerts || !strmap_get(&hot->ql.index, ql->h[i].name, &at[i]))
+			continue;
+		c = &hot->ql.h[at[i]].c;
+		/* a full window: from the tail's reach on (one interval of slack) */
+		if (!columns_len(c) || columns_ts(c, 0) > now - hot->window_ms + 5000)
+			continue;
+		tailed[i] = 1;
+		ntailed++;
+		if (columns_ts(c, 0) > cut)
+			cut = columns_ts(c, 0);
+	}
+	if (!ntailed || cut > end_ms || cut <= from_ms) {
+		pthread_rwlock_unlock(&hot->lock);
+		ret = read_hosts(rc, ql, from_ms, end_ms, err, errlen);
+		goto out;
+	}
+	for (size_t i = 0; i < ql->nh; i++)
+		rest[i] = !tailed[i];
+	if ((ret = read_hosts_of(rc, ql, tailed, from_ms, cut - 1, err, errlen)) ||
+	    (ret = read_hosts_of(rc, ql, rest, from_ms, end_ms, err, errlen))) {
+		pthread_rwlock_unlock(&hot->lock);
+		goto out;
+	}
+	for (size_t i = 0; i < ql->nh && !ret; i++) {
+		const struct columns *c = &hot->ql.h[at[i]].c;
+		long first;
+
+		if (!tailed[i])
+			continue;
+		first = columns_last_at(c, cut - 1) + 1;
+		points += columns_len(c) - (size_t)first;
+		/* as Redis counts them: the series the query keeps, at each point */
+		for (uint32_t k = 0; k < c->ncol; k++)
+			for (size_t p = (size_t)first;
+			     p < columns_len(c) && (!ql->pol || keeps_named(&c->col[k].def, ql));
+			     p++)
+				ql->samples += columns_has(c, k, p);
+		if (ql->samples > ql->o->max_samples) {
+			snprintf(err, errlen, "query processing would load too many samples into "
+				 "memory in query execution (over %" PRIu64 ", --query.max-samples)",
+				 ql->o->max_samples);
+			ret = QUERY_EXECUTION;
+		} else if (columns_append(&ql->h[i].c, c, (size_t)first, ql->keep_ms, ql->pol)) {
+			snprintf(err, errlen, "out of memory reading %s from memory", ql->h[i].name);
+			ret = QUERY_INTERNAL;
+		}
+	}
+	pthread_rwlock_unlock(&hot->lock);
+	if (!ret && points)
+		*memory_from_ms = cut;
+out:
+	free(tailed);
+	free(rest);
+	free(at);
+	return ret;
 }
 
 /* ---- the result ------------------------------------------------------ */
@@ -1090,7 +1218,10 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 			pthread_rwlock_unlock(&o->hot->lock);
 	}
 	if ((!hot && ((ret = find_hosts(rc, &ql, n, err, errlen)) ||
-		      (ret = read_hosts(rc, &ql, from, end_ms, err, errlen)))) ||
+		      (ret = o->hot && ql.tier == 1 ?
+			     read_with_tail(rc, o->hot, &ql, from, end_ms, &out->memory_from_ms,
+					    err, errlen) :
+			     read_hosts(rc, &ql, from, end_ms, err, errlen)))) ||
 	    (ret = add_alerts(rc, &ql, n, start_ms, end_ms, step_ms, err, errlen)))
 		goto out;
 	out->from_memory = hot != NULL;

@@ -88,6 +88,7 @@ struct query_result {
 	uint64_t samples;		/* points read into memory */
 	uint64_t steps;
 	int from_memory;		/* answered from the in-memory tail, not Redis */
+	uint64_t memory_from_ms;	/* else: the tail served the range from here (0: none) */
 };
 
 /*

@@ -124,6 +124,20 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
  */
 int columns_set_newest(struct columns *c, struct series *ser, const struct columns_policy *policy);
 
+/*
+ * Append src's points from index i0 on to dst, as if each had been pushed
+ * (dropping dst's points older than keep_ms before each), without
+ * decoding anything: values are copied column by column, a histogram that
+ * is a delta on a point not copied is stored in full, and src's newest
+ * snapshot is copied as dst's newest.  For a reader that holds the
+ * history before what src holds (a query that read Redis up to where an
+ * in-memory tail begins).  src's point i0 must be newer than every point
+ * of dst (else -EINVAL, nothing done).  Returns 0, or -ENOMEM: dst then
+ * holds some of the points and is only fit to be freed.
+ */
+int columns_append(struct columns *dst, const struct columns *src, size_t i0, uint64_t keep_ms,
+		   const struct columns_policy *policy);
+
 /* Points held. */
 static inline size_t columns_len(const struct columns *c)
 {

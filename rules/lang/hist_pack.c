@@ -125,6 +125,19 @@ uint8_t *hpack_delta(const struct hist_sparse *newer, const struct hist_sparse *
 	}
 }
 
+size_t hpack_len(const uint8_t *b)
+{
+	const uint8_t *p = b + 1;
+	uint64_t nruns;
+
+	varint_get_trusted(&p);		/* count */
+	varint_get_trusted(&p);		/* sum */
+	nruns = varint_get_trusted(&p);
+	for (uint64_t i = 0; i < 2 * nruns; i++)
+		varint_get_trusted(&p);
+	return (size_t)(p - b);
+}
+
 /* Apply packed point b to h: set it (full, h is overwritten) or add it (delta). */
 void hpack_apply(struct histogram *h, const uint8_t *b)
 {

@@ -11,6 +11,7 @@
 #ifndef FL_RULES_HIST_PACK_H
 #define FL_RULES_HIST_PACK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/histogram.h"
@@ -29,6 +30,9 @@ uint8_t *hpack_full_dense(const struct histogram *h);
  * NULL with *grew = 1: out of memory.
  */
 uint8_t *hpack_delta(const struct hist_sparse *newer, const struct hist_sparse *older, int *grew);
+
+/* The bytes packed point b takes (its tag and every varint). */
+size_t hpack_len(const uint8_t *b);
 
 /* Apply packed point b to h: set it (full: h is overwritten) or add it (delta). */
 void hpack_apply(struct histogram *h, const uint8_t *b);
