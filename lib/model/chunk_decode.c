@@ -277,38 +277,67 @@ static void skip_labels(struct reader *r, const char *what)
 		get_str(r, what, buf);
 }
 
-/* Past one point's value of a column not built, checked as get_value checks it. */
-static void skip_value(struct reader *r, uint8_t kind, const struct column_prev *cp)
+/*
+ * Past k varints: each ends at its first byte under 0x80, so they are
+ * counted eight bytes at a time, not decoded.  What a varint holds is not
+ * checked (nor that it fits 64 bits): the bytes skipped are never used.
+ */
+static void skip_varints(struct reader *r, uint64_t k, const char *what)
 {
-	uint64_t runs;
-	uint32_t at = 0;
+	const uint8_t *p = r->p;
 
+	while (k && r->end - p >= 8) {
+		uint64_t w, ends;
+		unsigned n;
+
+		memcpy(&w, p, 8);
+		ends = ~w & 0x8080808080808080ULL;	/* the last byte of each varint */
+		n = (unsigned)__builtin_popcountll(ends);
+		if (n >= k)	/* the k-th ends in these 8 bytes, maybe before their end */
+			break;
+		k -= n;
+		p += 8;
+	}
+	while (k && p < r->end)
+		k -= !(*p++ & 0x80);
+	if (k) {
+		if (!r->bad)
+			r->bad = what;
+		return;
+	}
+	r->p = p;
+}
+
+/* Past the present points' values of a column not built (np points). */
+static void skip_values(struct reader *r, uint8_t kind, const struct column_prev *cp,
+			uint64_t np)
+{
 	switch (kind) {
 	case SERIES_COUNTER:
-		get_uv(r, "counter increase");
-		get_uv(r, "counter value");
+		skip_varints(r, 2 * np, "counter value");	/* increase, value */
 		return;
 	case SERIES_GAUGE:
-		get_uv(r, "gauge n");
 		if (cp->k != GAUGE_RAW) {
-			for (int i = 0; i < 4; i++)
-				get_uv(r, "gauge value");
-		} else if (!r->bad && r->end - r->p < 32) {
-			r->bad = "gauge value";
-		} else if (!r->bad) {
-			r->p += 32;
+			skip_varints(r, 5 * np, "gauge value");	/* n, last, min, max, sum */
+			return;
+		}
+		for (uint64_t i = 0; i < np && !r->bad; i++) {
+			get_uv(r, "gauge n");
+			if (!r->bad && r->end - r->p < 32)
+				r->bad = "gauge value";
+			else if (!r->bad)
+				r->p += 32;
 		}
 		return;
 	default:
-		get_uv(r, "histogram count");
-		get_uv(r, "histogram sum");
-		runs = get_uv(r, "histogram runs");
-		if (runs > HIST_BUCKETS && !r->bad)
-			r->bad = "histogram runs";
-		for (uint64_t i = 0; i < runs && !r->bad; i++) {
-			if (next_bucket(r, i, &at))
-				return;
-			get_uv(r, "histogram bucket count");
+		for (uint64_t i = 0; i < np && !r->bad; i++) {
+			uint64_t runs;
+
+			skip_varints(r, 2, "histogram count");	/* count, sum */
+			runs = get_uv(r, "histogram runs");
+			if (runs > HIST_BUCKETS && !r->bad)
+				r->bad = "histogram runs";
+			skip_varints(r, 2 * runs, "histogram bucket");	/* gap, count */
 		}
 	}
 }
@@ -346,13 +375,15 @@ struct series_pick {
 
 /*
  * A column pick does not build: read past, each point counted (npresent,
- * the limits) and checked as a built one is, nothing allocated.
+ * the limits), its values' varints counted rather than decoded, nothing
+ * allocated.  A decode that builds the column checks what it holds.
  */
 static int skip_column(struct reader *r, size_t n, const char *name, uint32_t *npresent,
 		       size_t *values, size_t *hists, char *err, size_t errlen)
 {
 	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
 	struct column_prev cp = { 0 };
+	uint64_t np = 0;
 
 	skip_labels(r, "series labels");
 	if (r->bad)
@@ -366,8 +397,9 @@ static int skip_column(struct reader *r, size_t n, const char *name, uint32_t *n
 		    (kind == SERIES_HISTOGRAM && ++*hists > CHUNK_MAX_HIST_POINTS))
 			return fail(err, errlen, -E2BIG, "more than %u values", CHUNK_MAX_VALUES);
 		npresent[p]++;
-		skip_value(r, kind, &cp);
+		np++;
 	}
+	skip_values(r, kind, &cp, np);
 	if (r->bad)
 		return fail(err, errlen, -EINVAL, "%s: %s malformed or truncated", name, r->bad);
 	return 0;
