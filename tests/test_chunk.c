@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
+#include "core/strmap.h"
 #include "model/catalog.h"
 #include "model/chunk.h"
 #include "model/rollup.h"
@@ -240,6 +242,114 @@ Test(chunk, a_pick_builds_the_series_it_names_alone)
 	free_span(pts, 60);
 }
 
+
+static int picks_one(const char *name, void *arg)
+{
+	return !strcmp(name, arg);
+}
+
+/*
+ * Every column read past (its varints counted, not decoded) leaves the
+ * reader where the next begins: a pick of any one series builds it as a
+ * whole decode does, whichever columns of every kind (counters of ~4-byte
+ * varints, fixed-point and raw gauges, histograms) were stepped over.
+ */
+Test(chunk, any_column_read_past_leaves_the_next_where_it_begins)
+{
+	static const char *const names[] = { "block.ios", "cpu.utilization",
+					     "drive.temperature_c", "odd.gauge", "tcp.bad_csum",
+					     "block.latency" };
+	struct snapshot pts[60], *all, *back;
+	size_t n, nall, len;
+	char *buf, err[256];
+
+	build_span(pts, 60);
+	swap_some_orders(pts, 60);
+	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
+	cr_assert_eq(chunk_decode(buf, len, 1, &all, &nall, err, sizeof(err)), 0, "%s", err);
+	for (size_t q = 0; q < sizeof(names) / sizeof(names[0]); q++) {
+		size_t built = 0;
+
+		cr_assert_eq(chunk_decode_select(buf, len, 1, 0, UINT64_MAX, picks_one,
+						 (void *)names[q], &back, &n, err, sizeof(err)), 0,
+			     "%s: %s", names[q], err);
+		cr_assert_eq(n, nall);
+		for (size_t k = 0; k < n; k++) {
+			for (uint32_t i = 0; i < all[k].nseries; i++) {
+				const struct series *a = &all[k].series[i], *b;
+				char key[256];
+
+				if (strcmp(a->name, names[q]))
+					continue;
+				series_key(a, key, sizeof(key));
+				b = snapshot_find(&back[k], key);
+				cr_assert(b && series_equal(a, b), "point %zu: %s differs", k, key);
+				built++;
+			}
+			for (uint32_t i = 0; i < back[k].nseries; i++)
+				cr_assert_str_eq(back[k].series[i].name, names[q]);
+		}
+		cr_assert_gt(built, 0, "%s: nothing built", names[q]);
+		chunk_points_free(back, n);
+	}
+	chunk_points_free(all, nall);
+	free(buf);
+	free_span(pts, 60);
+}
+
+/* The same over a real probe's hour of minutes (fuzz_chunk's seed: a flag byte, then the chunk). */
+Test(chunk, any_column_of_a_real_hour_read_past_leaves_the_next_where_it_begins)
+{
+	struct snapshot *all, *back;
+	size_t n, nall, len, built = 0, pass = 0;
+	char *buf, err[256];
+	struct strmap names;
+
+	cr_assert_eq(cfg_read_file("fuzz/seeds/fuzz_chunk/real-probe-hour.chunk", &buf, &len, err,
+				   sizeof(err)), 0, "%s", err);
+	cr_assert(len > 1 && (buf[0] & 1));
+	cr_assert_eq(chunk_decode(buf + 1, len - 1, 1, &all, &nall, err, sizeof(err)), 0, "%s",
+		     err);
+	strmap_init(&names);
+	for (size_t k = 0; k < nall; k++)
+		for (uint32_t i = 0; i < all[k].nseries; i++) {
+			const char *name = all[k].series[i].name;
+			uint32_t seen;
+
+			if (strmap_get(&names, name, &seen))
+				continue;
+			cr_assert_eq(strmap_put(&names, name, 1), 0);
+			pass++;
+			cr_assert_eq(chunk_decode_select(buf + 1, len - 1, 1, 0, UINT64_MAX, picks_one,
+							 (void *)name, &back, &n, err, sizeof(err)),
+				     0, "%s: %s", name, err);
+			cr_assert_eq(n, nall);
+			for (size_t p = 0; p < n; p++) {
+				uint32_t want = 0;
+
+				for (uint32_t j = 0; j < all[p].nseries; j++) {
+					const struct series *a = &all[p].series[j], *b;
+					char key[512];
+
+					if (strcmp(a->name, name))
+						continue;
+					want++;
+					series_key(a, key, sizeof(key));
+					b = snapshot_find(&back[p], key);
+					cr_assert(b && series_equal(a, b), "point %zu: %s differs", p,
+						  key);
+					built++;
+				}
+				cr_assert_eq(back[p].nseries, want, "%s: point %zu", name, p);
+			}
+			chunk_points_free(back, n);
+		}
+	cr_assert_gt(pass, 20, "only %zu metrics in a real hour", pass);
+	cr_assert_gt(built, 1000);
+	strmap_free(&names);
+	chunk_points_free(all, nall);
+	free(buf);
+}
 
 Test(chunk, is_smaller_than_the_entries_it_replaces)
 {
