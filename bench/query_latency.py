@@ -84,6 +84,24 @@ def export(port, query, start, end, out):
     return n
 
 
+def hot_hosts(port):
+    """faultline-web's in-memory tail: (hosts, bytes) from its /metrics."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        m = dict(l.split()[:2] for l in r.read().decode().splitlines()
+                 if l.startswith("faultline_web_hot_"))
+    return int(float(m.get("faultline_web_hot_hosts", "0"))), float(m.get("faultline_web_hot_bytes", "0"))
+
+
+def served(r, end):
+    """How faultline-web answered: from memory, Redis, or Redis up to where the tail begins."""
+    f = r.get("faultline", {})
+    if f.get("memory"):
+        return "memory"
+    if "memory_from" in f:
+        return "Redis to -%.0f s, then memory" % (end - float(f["memory_from"]))
+    return "Redis"
+
+
 def answer(r):
     d = r["data"]
     if d["resultType"] == "matrix":
@@ -148,6 +166,11 @@ def main():
                                        "127.0.0.1:%d" % wport, "--retention",
                                        "s1=%dm" % (a.minutes + 60), "--log-level", "warn"]))
         wait_ready(wport, "faultline-web", procs[-1])
+        # the tail's first read (every host's last --hot) is its start-up, not a query's
+        for _ in range(300):
+            if hot_hosts(wport)[0] >= a.hosts:
+                break
+            time.sleep(0.2)
         queries = [
             ("range", "faultline_host_cpu_utilization_ratio{host=\"%s\"}" % host,
              {"start": start, "end": end, "step": 1}),
@@ -195,19 +218,14 @@ def main():
                 t, rp = get(pport, path, dict(args, query=q))
                 pm.append(t)
             same = agree(answer(rf), answer(rp))
-            print("%-7s %8.1f ms %8.1f ms %7.2fx  %s (%d series)" %
+            print("%-7s %8.1f ms %8.1f ms %7.2fx  %s (%d series; %s)" %
                   (name, 1000 * statistics.median(fl), 1000 * statistics.median(pm),
                    statistics.median(fl) / statistics.median(pm),
-                   "agree" if same else "DIFFER", len(rf["data"]["result"])), flush=True)
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % wport, timeout=10) as r:
-            m = dict(l.split()[:2] for l in r.read().decode().splitlines()
-                     if l.startswith("faultline_web_hot_"))
-        if m:
-            hosts = int(float(m.get("faultline_web_hot_hosts", "0")))
-            print("\nfaultline-web's in-memory tail (--hot 5m, the default): %d hosts, %.1f MiB, "
-                  "%.0f KiB a host" % (hosts, float(m.get("faultline_web_hot_bytes", "0")) / 2**20,
-                                       float(m.get("faultline_web_hot_bytes", "0")) / 1024 /
-                                       max(hosts, 1)))
+                   "agree" if same else "DIFFER", len(rf["data"]["result"]),
+                   served(rf, end)), flush=True)
+        hosts, hot_bytes = hot_hosts(wport)
+        print("\nfaultline-web's in-memory tail (--hot 5m, the default): %d hosts, %.1f MiB, "
+              "%.0f KiB a host" % (hosts, hot_bytes / 2**20, hot_bytes / 1024 / max(hosts, 1)))
         print("\n(%d hosts, %d min at 1 s; median of %d runs each, alternating; ratio "
               "faultline / Prometheus: under 1 is faster)" % (a.hosts, a.minutes, a.runs))
     finally:

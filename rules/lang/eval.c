@@ -73,7 +73,6 @@ int value_push(struct value *v, const struct label *l, int nl, double x)
 	if (nl)
 		memcpy(e->labels, l, (size_t)nl * sizeof(*l));
 	e->nlabels = nl;
-	e->hash = labels_hash(e->labels, nl);
 	e->v = x;
 	v->n++;
 	return 0;

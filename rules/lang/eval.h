@@ -44,7 +44,6 @@ struct host_window {
 struct velem {
 	struct label *labels;		/* sorted by key */
 	int nlabels;
-	uint64_t hash;			/* of the label set: matching compares it first */
 	double v;
 };
 

@@ -47,7 +47,8 @@ static void sig_of(const struct node *n, const struct velem *e, struct label *po
 	if (!n->match_on && !n->nmatch) {
 		s->l = e->labels;
 		s->n = e->nlabels;
-		s->hash = e->hash;
+		/* hashed here, not for every element a selector yields */
+		s->hash = labels_hash(e->labels, e->nlabels);
 		return;
 	}
 	s->n = 0;
