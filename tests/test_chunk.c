@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "core/config.h"
 #include "core/strmap.h"
@@ -297,16 +298,18 @@ Test(chunk, any_column_read_past_leaves_the_next_where_it_begins)
 	free_span(pts, 60);
 }
 
-/* The same over a real probe's hour of minutes (fuzz_chunk's seed: a flag byte, then the chunk). */
-Test(chunk, any_column_of_a_real_hour_read_past_leaves_the_next_where_it_begins)
+/*
+ * A pick of each metric of a real chunk (fuzz_chunk's seed: a flag byte,
+ * then the chunk) builds it as a whole decode does.  Returns the values built.
+ */
+static size_t pick_each_metric(const char *path)
 {
 	struct snapshot *all, *back;
 	size_t n, nall, len, built = 0, pass = 0;
 	char *buf, err[256];
 	struct strmap names;
 
-	cr_assert_eq(cfg_read_file("fuzz/seeds/fuzz_chunk/real-probe-hour.chunk", &buf, &len, err,
-				   sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg_read_file(path, &buf, &len, err, sizeof(err)), 0, "%s", err);
 	cr_assert(len > 1 && (buf[0] & 1));
 	cr_assert_eq(chunk_decode(buf + 1, len - 1, 1, &all, &nall, err, sizeof(err)), 0, "%s",
 		     err);
@@ -344,11 +347,86 @@ Test(chunk, any_column_of_a_real_hour_read_past_leaves_the_next_where_it_begins)
 			}
 			chunk_points_free(back, n);
 		}
-	cr_assert_gt(pass, 20, "only %zu metrics in a real hour", pass);
-	cr_assert_gt(built, 1000);
+	cr_assert_gt(pass, 20, "%s: only %zu metrics", path, pass);
 	strmap_free(&names);
 	chunk_points_free(all, nall);
 	free(buf);
+	return built;
+}
+
+/*
+ * The same over real chunks: a probe's hour of minutes, its minute of 1 s
+ * snapshots as version 1 wrote it and as version 2 does (cumulative
+ * histograms with only the buckets that moved).
+ */
+Test(chunk, any_column_of_a_real_chunk_read_past_leaves_the_next_where_it_begins)
+{
+	cr_assert_gt(pick_each_metric("fuzz/seeds/fuzz_chunk/real-probe-hour.chunk"), 1000);
+	cr_assert_gt(pick_each_metric("fuzz/seeds/fuzz_chunk/real-probe-minute-of-seconds.chunk"),
+		     1000);
+	cr_assert_gt(pick_each_metric("fuzz/seeds/fuzz_chunk/real-probe-minute-of-seconds-v2.chunk"),
+		     1000);
+}
+
+/*
+ * A cumulative histogram (the 1 s tier's: a few buckets move a second) is
+ * written with only the buckets that moved (mode 2, version 2), and reads
+ * back exactly, whole, by range and picked.
+ */
+Test(chunk, a_cumulative_histogram_writes_the_buckets_that_moved)
+{
+	struct snapshot pts[60], *back;
+	struct histogram *h = calloc(1, sizeof(*h));
+	size_t n, len;
+	char *buf, err[256];
+	int asked = 0;
+
+	cr_assert_not_null(h);
+	for (size_t p = 0; p < 60; p++) {
+		struct series *x;
+
+		cr_assert_eq(snapshot_init(&pts[p], "db-17", 1764500000000ULL + 1000 * p, 1000,
+					   p, 1), 0);
+		/* 200 buckets filled at first, then two or three move a second */
+		for (int k = 0, m = p ? 2 + (int)(next() % 2) : 200; k < m; k++)
+			hist_record_n(h, 1000 + next() % 500000000, 1 + next() % 3);
+		x = snapshot_add(&pts[p], "block.latency", SERIES_HISTOGRAM, NULL);
+		cr_assert_not_null(x);
+		*x->hist = *h;
+	}
+	cr_assert_eq(chunk_encode(pts, 60, &buf, &len), 0);
+	{
+		unsigned long long size = ZSTD_getFrameContentSize(buf, len);
+		char *plain = malloc(size);
+		const char *at;
+
+		cr_assert_not_null(plain);
+		cr_assert_eq(ZSTD_decompress(plain, size, buf, len), size);
+		cr_assert_eq(plain[3], 2, "version %d", plain[3]);
+		/* name, no labels, kind, presence (all), then the mode */
+		at = memmem(plain, size, "block.latency", 13);
+		cr_assert_not_null(at);
+		cr_assert_eq(at[13], 0);
+		cr_assert_eq(at[14], SERIES_HISTOGRAM);
+		cr_assert_eq(at[15], 0);
+		cr_assert_eq(at[16], 2, "histogram mode %d, not the buckets that moved", at[16]);
+		free(plain);
+	}
+	/* exact: every point whole, a range's points, a pick */
+	cr_assert_eq(chunk_decode(buf, len, 0, &back, &n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(n, 60);
+	for (size_t p = 0; p < 60; p++)
+		cr_assert(snapshot_equal(&back[p], &pts[p]), "point %zu differs", p);
+	chunk_points_free(back, n);
+	cr_assert_eq(chunk_decode_select(buf, len, 1, pts[30].ts_ms, pts[59].ts_ms, picks, &asked,
+					 &back, &n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(n, 30);
+	for (size_t p = 0; p < 30; p++)
+		cr_assert(series_equal(&back[p].series[0], &pts[30 + p].series[0]), "point %zu", p);
+	chunk_points_free(back, n);
+	free(buf);
+	free_span(pts, 60);
+	free(h);
 }
 
 Test(chunk, is_smaller_than_the_entries_it_replaces)

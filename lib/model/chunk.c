@@ -201,18 +201,23 @@ static size_t varint_len(uint64_t v)
 }
 
 /*
- * How a histogram column writes its bucket counts: as differences from the
- * point before's (a steady distribution) or as they are (counts that
- * swing as much as they are large), whichever takes fewer varint bytes.
+ * How a histogram column writes its bucket counts: each point's non-empty
+ * buckets as differences from the point before's (a steady distribution)
+ * or as they are (counts that swing as much as they are large), or only
+ * the buckets that changed since the point before, each by how much (a
+ * cumulative histogram, as the 1 s tier's are: most of its buckets do not
+ * move in a second) — whichever takes the fewest varint bytes, bucket
+ * indexes included.
  */
 static int hist_mode(const struct snapshot *pts, size_t n, const struct column *c,
 		     struct histogram *prev, struct histogram *cur)
 {
-	size_t delta = 0, raw = 0;
+	size_t index = 0, delta = 0, raw = 0, changed = 0;	/* varint bytes */
 
 	hist_reset(prev);
 	for (size_t p = 0; p < n; p++) {
 		const struct histogram *h;
+		uint32_t last = 0, lastc = 0, runs = 0, nch = 0;
 
 		if (c->at[p] < 0)
 			continue;
@@ -220,14 +225,27 @@ static int hist_mode(const struct snapshot *pts, size_t n, const struct column *
 		if (!h)
 			continue;
 		for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
+			uint64_t d = h->buckets[i] - prev->buckets[i];
+
+			if (d) {
+				changed += varint_len(nch++ ? i - lastc - 1 : i) +
+					   varint_len(zigzag_encode((int64_t)d));
+				lastc = i;
+			}
 			if (!h->buckets[i])
 				continue;
-			delta += varint_len(zigzag_encode((int64_t)(h->buckets[i] - prev->buckets[i])));
+			index += varint_len(runs++ ? i - last - 1 : i);
+			delta += varint_len(zigzag_encode((int64_t)d));
 			raw += varint_len(h->buckets[i]);
+			last = i;
 		}
+		index += varint_len(runs);
+		changed += varint_len(nch);
 		if (h != prev)
 			*prev = *h;
 	}
+	if (changed < index + delta && changed < index + raw)
+		return HIST_CHANGED;
 	return delta < raw ? HIST_DELTA : HIST_RAW;
 }
 
@@ -314,15 +332,22 @@ static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 			put_zz(sb, (int64_t)(h->count - total));
 			put_zz(sb, (int64_t)(h->sum - ps));
 			ps = h->sum;
+			if (hmode == HIST_CHANGED) {
+				/* the buckets that moved since the point before, by how much */
+				runs = 0;
+				for (uint32_t i = 0; i < HIST_BUCKETS; i++)
+					runs += h->buckets[i] != prev->buckets[i];
+			}
 			put_uv(sb, runs);
 			for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
-				if (!h->buckets[i])
+				if (hmode == HIST_CHANGED ? h->buckets[i] == prev->buckets[i] :
+				    !h->buckets[i])
 					continue;
 				put_uv(sb, first ? i : i - last - 1);
-				if (hmode == HIST_DELTA)
-					put_zz(sb, (int64_t)(h->buckets[i] - prev->buckets[i]));
-				else
+				if (hmode == HIST_RAW)
 					put_uv(sb, h->buckets[i]);
+				else
+					put_zz(sb, (int64_t)(h->buckets[i] - prev->buckets[i]));
 				last = i;
 				first = 0;
 			}

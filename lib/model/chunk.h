@@ -19,9 +19,10 @@
  * order; a span it cannot hold exactly (a series twice in a point, or
  * changing its kind) is -EINVAL, and stays as entries.
  *
- * Format, version 1: a zstd frame (no dictionary) of
+ * Format, version 2 (version 1: the same without histogram mode 2; both
+ * are read): a zstd frame (no dictionary) of
  *
- *   "FLK" 1                     magic, version
+ *   "FLK" 2                     magic, version
  *   str host  uv tier  uv n     n points, ts ascending
  *   n x [ uv ts - previous ts (the first: ts), uv interval_ms,
  *         zz seq - previous seq - 1 ]
@@ -37,10 +38,13 @@
  *                n and, in units of 2^-k: zz last - previous last,
  *                zz last - min, zz max - last, zz sum - previous sum;
  *                raw: last, min, max, sum as little-endian doubles
- *     histogram  u8 mode once (0: buckets as differences, 1: as they are),
- *                then per point zz count - the buckets' total, zz sum -
- *                previous sum, uv runs, runs x [ uv index gap, zz bucket -
- *                the previous point's bucket | uv bucket ]
+ *     histogram  u8 mode once (0: the non-empty buckets as differences,
+ *                1: as they are, 2: only the buckets that differ from the
+ *                previous point's, as differences; a bucket not written is
+ *                the previous point's), then per point zz count - the
+ *                buckets' total, zz sum - previous sum, uv runs, runs x
+ *                [ uv index gap, zz bucket - the previous point's bucket |
+ *                uv bucket ]   (the first point's "previous": all zero)
  *   uv norders, norders x [ uv point, the point's series in its own order:
  *         uv where each stands in the span's order ]   (points whose
  *         series are not in the span's order, ascending)
@@ -57,7 +61,7 @@
 
 #include "model/snapshot.h"
 
-#define CHUNK_VERSION 1
+#define CHUNK_VERSION 2
 #define CHUNK_MAX_POINTS 1440		/* a day of minutes */
 #define CHUNK_MAX_BYTES (16u << 20)	/* decompressed */
 #define CHUNK_MAX_VALUES (1u << 20)	/* series x points present */

@@ -25,6 +25,7 @@
 struct reader {
 	const uint8_t *p, *end;
 	const char *bad;	/* what failed to read, NULL while all is well */
+	uint8_t version;	/* the chunk's format version */
 };
 
 static uint64_t get_uv(struct reader *r, const char *what)
@@ -158,8 +159,9 @@ void chunk_points_free(struct snapshot *pts, size_t n)
  */
 struct column_prev {
 	uint64_t v, i, n, s, l, sum;
+	uint64_t total;			/* the point before's buckets' total */
 	int k;				/* gauge scale: 2^-k fixed point, or GAUGE_RAW */
-	int hmode;			/* HIST_DELTA or HIST_RAW */
+	int hmode;			/* HIST_DELTA, HIST_RAW or HIST_CHANGED */
 	struct histogram *hist;		/* the point before's histogram, then a skipped point's */
 };
 
@@ -230,18 +232,28 @@ static void get_hist(struct reader *r, struct histogram *h, struct column_prev *
 		r->bad = "histogram runs";
 		return;
 	}
+	if (cp->hmode == HIST_CHANGED) {
+		/* the buckets not written are the point before's */
+		memcpy(h->buckets, cp->hist->buckets, sizeof(h->buckets));
+		total = cp->total;
+	}
 	for (uint64_t i = 0; i < runs && !r->bad; i++) {
+		uint64_t d;
+
 		if (next_bucket(r, i, &at))
 			return;
 		/* as it is, or a difference from the point before's bucket */
-		if (cp->hmode == HIST_RAW)
+		if (cp->hmode == HIST_RAW) {
 			h->buckets[at] = get_uv(r, "histogram bucket count");
-		else
-			h->buckets[at] = cp->hist->buckets[at] +
-					 (uint64_t)get_zz(r, "histogram bucket count");
-		total += h->buckets[at];
+			total += h->buckets[at];
+			continue;
+		}
+		d = (uint64_t)get_zz(r, "histogram bucket count");
+		h->buckets[at] = cp->hist->buckets[at] + d;
+		total += cp->hmode == HIST_CHANGED ? d : h->buckets[at];
 	}
 	h->count = total + over;
+	cp->total = total;
 	*cp->hist = *h;
 }
 
@@ -356,7 +368,8 @@ static int get_column_head(struct reader *r, size_t n, uint8_t *kind, uint8_t *b
 		if (build && !(cp->hist = calloc(2, sizeof(*cp->hist))))
 			return -ENOMEM;
 		cp->hmode = get_u8(r, "histogram mode");
-		if (cp->hmode != HIST_DELTA && cp->hmode != HIST_RAW && !r->bad)
+		if (cp->hmode != HIST_DELTA && cp->hmode != HIST_RAW &&
+		    (cp->hmode != HIST_CHANGED || r->version < 2) && !r->bad)
 			r->bad = "histogram mode";
 	}
 	if (*kind == SERIES_GAUGE) {
@@ -546,10 +559,11 @@ static int decode_plain(const uint8_t *buf, size_t len, uint64_t from_ms, uint64
 
 	if (len < 4 || memcmp(buf, chunk_magic, 3))
 		return fail(err, errlen, -EINVAL, "not a chunk (bad magic)");
-	if (buf[3] != CHUNK_VERSION)
+	if (buf[3] < 1 || buf[3] > CHUNK_VERSION)
 		return fail(err, errlen, -EINVAL,
-			    "version %u, this reader knows %u (a newer writer: upgrade the reader)",
-			    buf[3], CHUNK_VERSION);
+			    "version %u, this reader knows 1 to %u (a newer writer: upgrade the "
+			    "reader)", buf[3], CHUNK_VERSION);
+	r.version = buf[3];
 	r.p += 4;
 	if (!get_str(&r, "host", host) || !host[0])
 		return fail(err, errlen, -EINVAL, "host malformed");

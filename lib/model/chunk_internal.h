@@ -11,6 +11,7 @@
 static const char chunk_magic[4] = { 'F', 'L', 'K', CHUNK_VERSION };
 
 #define GAUGE_RAW 255
-enum { HIST_DELTA = 0, HIST_RAW = 1 };	/* a histogram column's bucket counts */
+/* A histogram column's bucket counts (chunk.h); HIST_CHANGED from version 2 on. */
+enum { HIST_DELTA = 0, HIST_RAW = 1, HIST_CHANGED = 2 };
 
 #endif
