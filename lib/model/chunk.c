@@ -201,57 +201,131 @@ static size_t varint_len(uint64_t v)
 }
 
 /*
+ * A point's histogram as its non-empty buckets, ascending: the compact
+ * form a decoded point holds, or one made from a dense histogram (own).
+ * The encoder walks these, never HIST_BUCKETS slots.
+ */
+struct hview {
+	const struct hist_run *r;
+	uint32_t n;
+	uint64_t count, sum;
+	struct hist_sparse *own;
+};
+
+static const struct hview hview_empty;
+
+static int hview_of(const struct series *x, struct hview *v)
+{
+	const struct hist_sparse *sp = x->sparse;
+
+	*v = hview_empty;
+	if (!sp) {
+		if (!x->hist)
+			return -EINVAL;
+		if (!(v->own = hist_sparse_of(x->hist)))
+			return -ENOMEM;
+		sp = v->own;
+	}
+	v->r = sp->runs;
+	v->n = sp->nruns;
+	v->count = sp->count;
+	v->sum = sp->sum;
+	return 0;
+}
+
+static void hview_release(struct hview *v)
+{
+	free(v->own);
+	*v = hview_empty;
+}
+
+/* The buckets of two points, in index order: each non-empty in either. */
+struct hwalk {
+	const struct hview *p, *c;
+	uint32_t i, j;
+};
+
+/* The next bucket (idx) and its counts before (pv) and now (cv); 0 past the last. */
+static int hwalk_next(struct hwalk *w, uint32_t *idx, uint64_t *pv, uint64_t *cv)
+{
+	const struct hview *p = w->p, *c = w->c;
+
+	while (w->i < p->n && !p->r[w->i].count)
+		w->i++;
+	while (w->j < c->n && !c->r[w->j].count)
+		w->j++;
+	if (w->i == p->n && w->j == c->n)
+		return 0;
+	if (w->j == c->n || (w->i < p->n && p->r[w->i].index < c->r[w->j].index)) {
+		*idx = p->r[w->i].index;
+		*pv = p->r[w->i++].count;
+		*cv = 0;
+	} else if (w->i == p->n || c->r[w->j].index < p->r[w->i].index) {
+		*idx = c->r[w->j].index;
+		*pv = 0;
+		*cv = c->r[w->j++].count;
+	} else {
+		*idx = c->r[w->j].index;
+		*pv = p->r[w->i++].count;
+		*cv = c->r[w->j++].count;
+	}
+	return 1;
+}
+
+/*
  * How a histogram column writes its bucket counts: each point's non-empty
  * buckets as differences from the point before's (a steady distribution)
  * or as they are (counts that swing as much as they are large), or only
  * the buckets that changed since the point before, each by how much (a
  * cumulative histogram, as the 1 s tier's are: most of its buckets do not
  * move in a second) — whichever takes the fewest varint bytes, bucket
- * indexes included.
+ * indexes included.  Returns the mode, or < 0.
  */
-static int hist_mode(const struct snapshot *pts, size_t n, const struct column *c,
-		     struct histogram *prev, struct histogram *cur)
+static int hist_mode(const struct snapshot *pts, size_t n, const struct column *c)
 {
 	size_t index = 0, delta = 0, raw = 0, changed = 0;	/* varint bytes */
+	struct hview prev = hview_empty, cur;
+	int ret;
 
-	hist_reset(prev);
 	for (size_t p = 0; p < n; p++) {
-		const struct histogram *h;
-		uint32_t last = 0, lastc = 0, runs = 0, nch = 0;
+		struct hwalk w = { &prev, &cur, 0, 0 };
+		uint32_t i, last = 0, lastc = 0, runs = 0, nch = 0;
+		uint64_t pv, cv;
 
 		if (c->at[p] < 0)
 			continue;
-		h = series_hist(&pts[p].series[c->at[p]], cur);
-		if (!h)
-			continue;
-		for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
-			uint64_t d = h->buckets[i] - prev->buckets[i];
-
-			if (d) {
+		if ((ret = hview_of(&pts[p].series[c->at[p]], &cur))) {
+			hview_release(&prev);
+			return ret;
+		}
+		while (hwalk_next(&w, &i, &pv, &cv)) {
+			if (cv != pv) {
 				changed += varint_len(nch++ ? i - lastc - 1 : i) +
-					   varint_len(zigzag_encode((int64_t)d));
+					   varint_len(zigzag_encode((int64_t)(cv - pv)));
 				lastc = i;
 			}
-			if (!h->buckets[i])
+			if (!cv)
 				continue;
 			index += varint_len(runs++ ? i - last - 1 : i);
-			delta += varint_len(zigzag_encode((int64_t)d));
-			raw += varint_len(h->buckets[i]);
+			delta += varint_len(zigzag_encode((int64_t)(cv - pv)));
+			raw += varint_len(cv);
 			last = i;
 		}
 		index += varint_len(runs);
 		changed += varint_len(nch);
-		if (h != prev)
-			*prev = *h;
+		hview_release(&prev);
+		prev = cur;
 	}
+	hview_release(&prev);
 	if (changed < index + delta && changed < index + raw)
 		return HIST_CHANGED;
 	return delta < raw ? HIST_DELTA : HIST_RAW;
 }
 
 static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
-		      const struct column *c, struct histogram *prev, struct histogram *cur)
+		      const struct column *c)
 {
+	struct hview prev = hview_empty, cur;
 	const struct series *d = c->def;
 	int all = 1, k = 0, hmode = HIST_DELTA;
 	uint64_t pv = 0, pi = 0, pn = 0, ps = 0;
@@ -279,9 +353,10 @@ static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 		put_u8(sb, (uint8_t)k);
 	}
 	if (d->kind == SERIES_HISTOGRAM) {
-		hmode = hist_mode(pts, n, c, prev, cur);
+		hmode = hist_mode(pts, n, c);
+		if (hmode < 0)
+			return hmode;
 		put_u8(sb, (uint8_t)hmode);
-		hist_reset(prev);
 	}
 	for (size_t p = 0; p < n; p++) {
 		const struct series *x;
@@ -317,46 +392,44 @@ static int put_column(struct strbuf *sb, const struct snapshot *pts, size_t n,
 			break;
 		}
 		case SERIES_HISTOGRAM: {
-			const struct histogram *h = series_hist(x, cur);
-			uint32_t runs = 0, last = 0;
-			uint64_t total = 0;
-			int first = 1;
+			struct hwalk w = { &prev, &cur, 0, 0 };
+			uint32_t i, runs = 0, last = 0;
+			uint64_t total = 0, pv, cv;
+			int first = 1, ret = hview_of(x, &cur);
 
-			if (!h)
-				return -EINVAL;
-			for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
-				runs += h->buckets[i] != 0;
-				total += h->buckets[i];
+			if (ret) {
+				hview_release(&prev);
+				return ret;
+			}
+			while (hwalk_next(&w, &i, &pv, &cv)) {
+				runs += hmode == HIST_CHANGED ? cv != pv : cv != 0;
+				total += cv;
 			}
 			/* the count is the buckets' total but for what overflowed */
-			put_zz(sb, (int64_t)(h->count - total));
-			put_zz(sb, (int64_t)(h->sum - ps));
-			ps = h->sum;
-			if (hmode == HIST_CHANGED) {
-				/* the buckets that moved since the point before, by how much */
-				runs = 0;
-				for (uint32_t i = 0; i < HIST_BUCKETS; i++)
-					runs += h->buckets[i] != prev->buckets[i];
-			}
+			put_zz(sb, (int64_t)(cur.count - total));
+			put_zz(sb, (int64_t)(cur.sum - ps));
+			ps = cur.sum;
+			/* mode 2: the buckets that moved since the point before, by how much */
 			put_uv(sb, runs);
-			for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
-				if (hmode == HIST_CHANGED ? h->buckets[i] == prev->buckets[i] :
-				    !h->buckets[i])
+			w = (struct hwalk){ &prev, &cur, 0, 0 };
+			while (hwalk_next(&w, &i, &pv, &cv)) {
+				if (hmode == HIST_CHANGED ? cv == pv : !cv)
 					continue;
 				put_uv(sb, first ? i : i - last - 1);
 				if (hmode == HIST_RAW)
-					put_uv(sb, h->buckets[i]);
+					put_uv(sb, cv);
 				else
-					put_zz(sb, (int64_t)(h->buckets[i] - prev->buckets[i]));
+					put_zz(sb, (int64_t)(cv - pv));
 				last = i;
 				first = 0;
 			}
-			if (h != prev)
-				*prev = *h;
+			hview_release(&prev);
+			prev = cur;
 			break;
 		}
 		}
 	}
+	hview_release(&prev);
 	return 0;
 }
 
@@ -401,12 +474,11 @@ static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 {
 	uint32_t *set_point = calloc(n, sizeof(*set_point)), nsets = 0;
 	uint32_t *set_of = calloc(n, sizeof(*set_of));	/* per point: its label set */
-	struct histogram *prev = malloc(2 * sizeof(*prev));
 	struct column *cols = NULL;
 	uint32_t ncols = 0;
 	int ret = -ENOMEM;
 
-	if (!set_point || !set_of || !prev)
+	if (!set_point || !set_of)
 		goto out;
 	ret = span_columns(pts, n, &cols, &ncols);
 	if (ret)
@@ -440,7 +512,7 @@ static int encode_plain(const struct snapshot *pts, size_t n, struct strbuf *sb)
 		put_uv(sb, set_of[p]);
 	put_uv(sb, ncols);
 	for (uint32_t i = 0; i < ncols; i++) {
-		ret = put_column(sb, pts, n, &cols[i], &prev[0], &prev[1]);
+		ret = put_column(sb, pts, n, &cols[i]);
 		if (ret)
 			goto out;
 	}
@@ -451,7 +523,6 @@ out:
 	columns_free(cols, ncols);
 	free(set_of);
 	free(set_point);
-	free(prev);
 	return ret;
 }
 

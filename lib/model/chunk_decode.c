@@ -162,7 +162,14 @@ struct column_prev {
 	uint64_t total;			/* the point before's buckets' total */
 	int k;				/* gauge scale: 2^-k fixed point, or GAUGE_RAW */
 	int hmode;			/* HIST_DELTA, HIST_RAW or HIST_CHANGED */
-	struct histogram *hist;		/* the point before's histogram, then a skipped point's */
+	/*
+	 * Histograms: the point before's buckets (dense, updated in place),
+	 * which of them are not empty (ascending), and scratch for the next
+	 * point's: a point costs its runs, not HIST_BUCKETS.
+	 */
+	struct histogram *hist;
+	uint32_t *nz, nnz, *nz_next;
+	struct hist_run *runs;
 };
 
 /* The presence bitmap of n points into bits (mode 0: all present). */
@@ -220,41 +227,85 @@ static int next_bucket(struct reader *r, uint64_t i, uint32_t *at)
 	return 0;
 }
 
-static void get_hist(struct reader *r, struct histogram *h, struct column_prev *cp)
+/*
+ * One point's histogram: the column's state (cp) moves to it, and *out
+ * (out NULL: a point not built) gets its compact form, malloc'd.  Returns
+ * 0 or -ENOMEM; a malformed point sets r->bad.
+ */
+static int get_hist(struct reader *r, struct column_prev *cp, struct hist_sparse **out)
 {
 	uint64_t runs, total = 0, over = (uint64_t)get_zz(r, "histogram count");
-	uint32_t at = 0;
+	uint64_t *b = cp->hist->buckets;
+	uint32_t at = 0, n = 0;
 
 	cp->s += (uint64_t)get_zz(r, "histogram sum");
-	h->sum = cp->s;
 	runs = get_uv(r, "histogram runs");
 	if (runs > HIST_BUCKETS) {
 		r->bad = "histogram runs";
-		return;
+		return 0;
 	}
-	if (cp->hmode == HIST_CHANGED) {
-		/* the buckets not written are the point before's */
-		memcpy(h->buckets, cp->hist->buckets, sizeof(h->buckets));
-		total = cp->total;
-	}
+	/* the runs, read against the point before's buckets */
 	for (uint64_t i = 0; i < runs && !r->bad; i++) {
-		uint64_t d;
-
 		if (next_bucket(r, i, &at))
-			return;
-		/* as it is, or a difference from the point before's bucket */
-		if (cp->hmode == HIST_RAW) {
-			h->buckets[at] = get_uv(r, "histogram bucket count");
-			total += h->buckets[at];
-			continue;
-		}
-		d = (uint64_t)get_zz(r, "histogram bucket count");
-		h->buckets[at] = cp->hist->buckets[at] + d;
-		total += cp->hmode == HIST_CHANGED ? d : h->buckets[at];
+			return 0;
+		cp->runs[i].index = at;
+		if (cp->hmode == HIST_RAW)
+			cp->runs[i].count = get_uv(r, "histogram bucket count");
+		else	/* a difference from the point before's bucket */
+			cp->runs[i].count = b[at] + (uint64_t)get_zz(r, "histogram bucket count");
 	}
-	h->count = total + over;
+	if (r->bad)
+		return 0;
+	if (cp->hmode == HIST_CHANGED) {
+		/* the buckets not written are the point before's: merge the two lists */
+		uint32_t j = 0, k = 0;
+
+		total = cp->total;
+		for (uint64_t i = 0; i < runs; i++) {
+			total += cp->runs[i].count - b[cp->runs[i].index];
+			b[cp->runs[i].index] = cp->runs[i].count;
+		}
+		while (j < cp->nnz || k < runs) {
+			uint32_t x = k == runs || (j < cp->nnz && cp->nz[j] < cp->runs[k].index) ?
+				     cp->nz[j++] : cp->runs[k++].index;
+
+			if (j < cp->nnz && cp->nz[j] == x)
+				j++;	/* in both */
+			if (b[x])
+				cp->nz_next[n++] = x;
+		}
+	} else {
+		/* the buckets written are the point's all: the rest are empty */
+		for (uint32_t j = 0; j < cp->nnz; j++)
+			b[cp->nz[j]] = 0;
+		for (uint64_t i = 0; i < runs; i++) {
+			b[cp->runs[i].index] = cp->runs[i].count;
+			total += cp->runs[i].count;
+			if (cp->runs[i].count)
+				cp->nz_next[n++] = cp->runs[i].index;
+		}
+	}
+	{
+		uint32_t *t = cp->nz;
+
+		cp->nz = cp->nz_next;
+		cp->nz_next = t;
+		cp->nnz = n;
+	}
 	cp->total = total;
-	*cp->hist = *h;
+	cp->hist->count = total + over;
+	cp->hist->sum = cp->s;
+	if (!out)
+		return 0;
+	*out = malloc(sizeof(**out) + n * sizeof((*out)->runs[0]));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->count = cp->hist->count;
+	(*out)->sum = cp->hist->sum;
+	(*out)->nruns = n;
+	for (uint32_t i = 0; i < n; i++)
+		(*out)->runs[i] = (struct hist_run){ cp->nz[i], b[cp->nz[i]] };
+	return 0;
 }
 
 /* One point's value of a series of kind into x.  0, or < 0 (out of memory). */
@@ -271,9 +322,9 @@ static int get_value(struct reader *r, uint8_t kind, struct series *x, int skipp
 	case SERIES_GAUGE:
 		get_gauge(r, &x->gauge, cp);
 		return 0;
-	default:
-		get_hist(r, x->hist, cp);
-		return r->bad || skipped ? 0 : series_compact(x);
+	default:	/* histograms: get_hist */
+		(void)skipped;
+		return -EINVAL;
 	}
 }
 
@@ -364,9 +415,14 @@ static int get_column_head(struct reader *r, size_t n, uint8_t *kind, uint8_t *b
 	get_presence(r, n, bits, size);
 	cp->hmode = HIST_DELTA;
 	if (*kind == SERIES_HISTOGRAM) {
-		/* the previous point's histogram, and a skipped point's */
-		if (build && !(cp->hist = calloc(2, sizeof(*cp->hist))))
-			return -ENOMEM;
+		if (build) {
+			cp->hist = calloc(1, sizeof(*cp->hist));
+			cp->nz = malloc(2 * HIST_BUCKETS * sizeof(*cp->nz));
+			cp->runs = malloc(HIST_BUCKETS * sizeof(*cp->runs));
+			if (!cp->hist || !cp->nz || !cp->runs)
+				return -ENOMEM;
+			cp->nz_next = cp->nz + HIST_BUCKETS;
+		}
 		cp->hmode = get_u8(r, "histogram mode");
 		if (cp->hmode != HIST_DELTA && cp->hmode != HIST_RAW &&
 		    (cp->hmode != HIST_CHANGED || r->version < 2) && !r->bad)
@@ -418,6 +474,13 @@ static int skip_column(struct reader *r, size_t n, const char *name, uint32_t *n
 	return 0;
 }
 
+static void column_prev_free(struct column_prev *cp)
+{
+	free(cp->hist);
+	free(cp->nz < cp->nz_next ? cp->nz : cp->nz_next);	/* one block, swapped around */
+	free(cp->runs);
+}
+
 static int get_column(struct reader *r, struct snapshot *pts, size_t n, const uint8_t *want,
 		      const struct series_pick *pick, uint32_t *npresent, size_t *values,
 		      size_t *hists, char *err, size_t errlen)
@@ -441,12 +504,14 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 	}
 	ret = get_column_head(r, n, &kind, bits, sizeof(bits), &cp, 1);
 	if (ret) {
+		column_prev_free(&cp);
 		labels_release(&ls);
 		return ret == -ENOMEM ? fail(err, errlen, ret, "out of memory") :
 			fail(err, errlen, ret, "%s: kind %u unknown", name, kind);
 	}
 	for (size_t p = 0; p < n && !r->bad && !ret; p++) {
-		struct series *x;
+		struct hist_sparse *sp = NULL;
+		struct series *x = &skipped;
 
 		if (!(bits[p / 8] & (1u << (p % 8))))
 			continue;
@@ -456,23 +521,30 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 			break;
 		}
 		npresent[p]++;
-		if (want[p]) {
+		if (kind == SERIES_HISTOGRAM) {
+			/* read into the column's state; a point built gets its compact form */
+			if (get_hist(r, &cp, want[p] ? &sp : NULL)) {
+				ret = fail(err, errlen, -ENOMEM, "out of memory");
+				break;
+			}
+			if (!want[p] || r->bad) {
+				free(sp);
+				continue;
+			}
+			x = snapshot_add_sparse(&pts[p], name, ls.l, ls.n, sp);
+		} else if (want[p]) {
 			x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
 		} else {
 			memset(&skipped, 0, sizeof(skipped));
-			skipped.hist = cp.hist ? &cp.hist[1] : NULL;
-			if (cp.hist)
-				hist_reset(skipped.hist);
-			x = &skipped;
 		}
 		if (!x) {
 			ret = fail(err, errlen, -EINVAL, "series %s not valid in point %zu", name, p);
 			break;
 		}
-		if (get_value(r, kind, x, x == &skipped, &cp))
+		if (kind != SERIES_HISTOGRAM && get_value(r, kind, x, x == &skipped, &cp))
 			ret = fail(err, errlen, -ENOMEM, "out of memory");
 	}
-	free(cp.hist);
+	column_prev_free(&cp);
 	labels_release(&ls);
 	if (!ret && r->bad)
 		return fail(err, errlen, -EINVAL, "%s: %s malformed or truncated", name, r->bad);

@@ -243,6 +243,22 @@ fail:
 	return NULL;
 }
 
+struct series *snapshot_add_sparse(struct snapshot *s, const char *name,
+				   const struct label *labels, uint32_t nlabels,
+				   struct hist_sparse *sp)
+{
+	/* added as a gauge (nothing to allocate), then made the histogram it is */
+	struct series *ser = snapshot_add_labels(s, name, SERIES_GAUGE, labels, nlabels);
+
+	if (!ser) {
+		free(sp);
+		return NULL;
+	}
+	ser->kind = SERIES_HISTOGRAM;
+	ser->sparse = sp;
+	return ser;
+}
+
 struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 				   enum series_kind kind,
 				   const struct label *labels, uint32_t nlabels)

@@ -176,6 +176,15 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 				   enum series_kind kind,
 				   const struct label *labels, uint32_t nlabels);
 
+/*
+ * Add histogram series name{labels} (copied, then sorted) holding sp, its
+ * compact form, taken over: no dense histogram is made (a decoder's).
+ * Returns the series, or NULL (sp freed) on -ENOMEM or too many labels.
+ */
+struct series *snapshot_add_sparse(struct snapshot *s, const char *name,
+				   const struct label *labels, uint32_t nlabels,
+				   struct hist_sparse *sp);
+
 /* Convenience wrappers around snapshot_add for the scalar kinds. */
 struct series *snapshot_add_counter(struct snapshot *s, const char *name,
 				    uint64_t value, ...) __attribute__((sentinel));
