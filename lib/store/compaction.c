@@ -43,10 +43,13 @@ static const redisReply *entry_data(const redisReply *e)
 /*
  * Decode the span's entries along their chain into pts[0..n), histograms
  * compact: a minute of a real host's 1 s snapshots holds ~800 histograms,
- * 6 MB dense.  Returns 0 or -EINVAL.
+ * 6 MB dense.  Whole entries (the 1 s tier's: `whole`) are decoded like
+ * the one before, borrowing the strings of every series they repeat
+ * (snapshot_decode_like): the points live until the chunk is made and
+ * are freed together, the lenders with them.  Returns 0 or -EINVAL.
  */
-static int decode_span(const redisReply *r, struct snapshot *pts, size_t *n, char *why,
-		       size_t whylen)
+static int decode_span(const redisReply *r, int whole, struct snapshot *pts, size_t *n,
+		       char *why, size_t whylen)
 {
 	*n = 0;
 	for (size_t i = 0; i < r->elements; i++) {
@@ -59,7 +62,9 @@ static int decode_span(const redisReply *r, struct snapshot *pts, size_t *n, cha
 				 r->element[i]->elements ? r->element[i]->element[0]->str : "?");
 			return -EINVAL;
 		}
-		if (snapshot_decode_on(d->str, d->len, &pts[*n], *n ? &pts[*n - 1] : NULL, 1, derr,
+		if (whole ? snapshot_decode_like(d->str, d->len, &pts[*n], *n ? &pts[*n - 1] : NULL,
+						 derr, sizeof(derr)) :
+		    snapshot_decode_on(d->str, d->len, &pts[*n], *n ? &pts[*n - 1] : NULL, 1, derr,
 				       sizeof(derr))) {
 			snprintf(why, whylen, "entry %s: %s", r->element[i]->element[0]->str, derr);
 			return -EINVAL;
@@ -333,7 +338,7 @@ int store_compact_span(struct conn *c, const char *host, uint32_t tier, uint64_t
 		snprintf(err, errlen, "out of memory");
 		return -EAGAIN;
 	}
-	ret = decode_span(r, pts, &n, why, sizeof(why));
+	ret = decode_span(r, tier == 1, pts, &n, why, sizeof(why));
 	if (!ret) {
 		ret = chunk_encode(pts, n, &blob, &len);
 		if (ret == -EINVAL)
