@@ -36,6 +36,7 @@
 
 #include "model/catalog.h"
 #include "core/array.h"
+#include "core/fnv.h"
 #include "core/log.h"
 #include "probes/probe.h"
 #include "bpf/tcp.h"
@@ -82,6 +83,8 @@ struct tcp_probe {
 	/* tcp_moved: the error counters' sum at the last collect */
 	int dev_fd;			/* /proc/net/dev */
 	uint64_t errors_seen, bad_seen;
+	uint64_t links_sig;		/* /proc/net/dev's error fields at the last refill */
+	int links_filled;
 	unsigned looks;			/* tcp_moved calls since the last collect */
 	char wbuf[8192];
 };
@@ -321,12 +324,28 @@ static int collect_proc(struct tcp_probe *tp, struct proc_file *pf, struct snaps
 	return 0;
 }
 
-static int collect_links(struct tcp_probe *tp, struct snapshot *s)
+/*
+ * Every link's receive error counters (link_stats) from rtnetlink.  The
+ * cache is refilled (a dump of every link) only when /proc/net/dev's
+ * errs, drop or frame of some link moved, or the links changed (sig):
+ * each counter of link_stats is a part of one of those three sums
+ * (frame: crc and frame errors; drop: dropped and missed), so while they
+ * hold still the cached values are the kernel's.
+ */
+static int collect_links(struct tcp_probe *tp, struct snapshot *s, uint64_t sig)
 {
 	struct nl_object *obj;
 
-	if (!tp->links || nl_cache_refill(tp->nl, tp->links))
+	if (!tp->links)
 		return 0;
+	if (!tp->links_filled || sig != tp->links_sig) {
+		if (nl_cache_refill(tp->nl, tp->links)) {
+			tp->links_filled = 0;
+			return 0;
+		}
+		tp->links_filled = 1;
+		tp->links_sig = sig;
+	}
 	for (obj = nl_cache_get_first(tp->links); obj; obj = nl_cache_get_next(obj)) {
 		struct rtnl_link *link = (struct rtnl_link *)obj;
 		const char *name = rtnl_link_get_name(link);
@@ -466,11 +485,12 @@ static uint64_t snmp_errors(const char *buf)
 
 /*
  * Every link's receive errors and frame errors (/proc/net/dev; drops move
- * on healthy hosts, so not them): one pread, read by hand.
+ * on healthy hosts, so not them): one pread, read by hand.  *sig (may be
+ * NULL): a hash of every link's name, errs, drop and frame.
  */
-static uint64_t dev_errors(struct tcp_probe *tp)
+static uint64_t dev_errors(struct tcp_probe *tp, uint64_t *sig)
 {
-	uint64_t sum = 0;
+	uint64_t sum = 0, h = FNV64_OFFSET;
 	ssize_t n;
 
 	if (tp->dev_fd < 0 || (n = pread(tp->dev_fd, tp->wbuf, sizeof(tp->wbuf) - 1, 0)) <= 0)
@@ -493,10 +513,16 @@ static uint64_t dev_errors(struct tcp_probe *tp)
 			f[k] = strtoull(p, &end, 10);
 			p = end;
 		}
-		if (k == 6)
+		if (k == 6) {
 			sum += f[2] + f[5];
+			h = fnv64_bytes(h, line, (size_t)(c - line));
+			h = fnv64_bytes(h, &f[2], 2 * sizeof(f[0]));	/* errs, drop */
+			h = fnv64_bytes(h, &f[5], sizeof(f[0]));	/* frame */
+		}
 		line = nl ? nl + 1 : NULL;
 	}
+	if (sig)
+		*sig = h;
 	return sum;
 }
 
@@ -514,7 +540,7 @@ static uint64_t error_sum(struct tcp_probe *tp)
 		tp->wbuf[n] = '\0';
 		sum = snmp_errors(tp->wbuf);
 	}
-	return sum + dev_errors(tp);
+	return sum + dev_errors(tp, NULL);
 }
 
 /*
@@ -541,7 +567,7 @@ static int tcp_collect(void *priv, struct snapshot *s)
 	struct tcp_probe *tp = priv;
 	int ret;
 
-	uint64_t snmp_err = 0;
+	uint64_t snmp_err = 0, sig = 0;
 
 	tp->looks = 0;
 	if (tp->skel)
@@ -550,8 +576,8 @@ static int tcp_collect(void *priv, struct snapshot *s)
 		if ((ret = collect_proc(tp, &tp->files[i], s, i ? NULL : &snmp_err)))
 			return ret;
 	/* what tcp_moved compares with: what this snapshot read (snmp once a tick, not twice) */
-	tp->errors_seen = snmp_err + dev_errors(tp);
-	if ((ret = collect_links(tp, s)))
+	tp->errors_seen = snmp_err + dev_errors(tp, &sig);
+	if ((ret = collect_links(tp, s, sig)))
 		return ret;
 	if (tp->skel && (ret = collect_bpf(tp, s)))
 		return ret;

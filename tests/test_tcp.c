@@ -287,3 +287,50 @@ Test(tcp, page_watch_sees_error_counters_move_and_nothing_else, .fini = teardown
 	rewrite(dev, text);
 	cr_assert_geq(moved_in(5), 1, "a receive error not seen");
 }
+
+/*
+ * The links' error counters come from an rtnetlink dump, made again only
+ * when /proc/net/dev's errs, drop or frame of some link moved (each of
+ * them sums some of those counters): a link added while they hold still
+ * is not dumped; once they move it is.
+ */
+Test(tcp, links_are_dumped_again_when_their_error_sums_move, .fini = teardown)
+{
+	char dev[64], err[256], key[96], text[512];
+	struct probe_config cfg = { .bpf = 0 };
+	struct snapshot s;
+	const char *dev_text = "Inter-|   Receive                            |  Transmit\n"
+			       " face |bytes    packets errs drop fifo frame compressed multicast|bytes\n"
+			       "    lo: 100 2 0 %d 0 0 0 0 100\n";
+
+	if (!test_is_root())
+		cr_skip_test("needs root (a network namespace)");
+	snprintf(ns_a, sizeof(ns_a), "fl-l-%d", getpid());
+	cr_assert_eq(test_sh("ip netns add %s", ns_a), 0);
+	enter(ns_a);
+	strcpy(snmp_dir, "/tmp/fl-dev-XXXXXX");
+	cr_assert_not_null(mkdtemp(snmp_dir));
+	snprintf(dev, sizeof(dev), "%s/dev", snmp_dir);
+	cr_assert_eq(test_sh("touch %s", dev), 0);
+	snprintf(text, sizeof(text), dev_text, 0);
+	rewrite(dev, text);
+	setenv("FL_PROC_NET_DEV", dev, 1);
+	cr_assert_eq(tcp_collector.open(&priv, &cfg, err, sizeof(err)), 0, "%s", err);
+	unsetenv("FL_PROC_NET_DEV");
+	snprintf(key, sizeof(key), "link.rx_errors{interface=fld%d}", getpid());
+
+	collect_once(&s, 1);
+	cr_assert_not_null(snapshot_find(&s, "link.rx_errors{interface=lo}"));
+	snapshot_free(&s);
+	cr_assert_eq(test_sh("ip -n %s link add fld%d type veth peer name fle%d", ns_a, getpid(),
+			     getpid()), 0);
+	collect_once(&s, 2);
+	cr_assert_not_null(snapshot_find(&s, "link.rx_errors{interface=lo}"));
+	cr_assert_null(snapshot_find(&s, key), "dumped again though nothing moved");
+	snapshot_free(&s);
+	snprintf(text, sizeof(text), dev_text, 1);	/* a drop on lo */
+	rewrite(dev, text);
+	collect_once(&s, 3);
+	cr_assert_not_null(snapshot_find(&s, key), "not dumped again after a drop");
+	snapshot_free(&s);
+}
