@@ -12,13 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 
 #include "core/array.h"
 #include "core/strbuf.h"
 #include "core/varint.h"
 #include "model/chunk_internal.h"
 #include "model/labels.h"
+#include "model/snapshot_zstd.h"
 
 /* ---- decode ------------------------------------------------------------- */
 
@@ -762,25 +762,15 @@ int chunk_decode_select(const void *buf, size_t len, int compact, uint64_t from_
 			size_t *n, char *err, size_t errlen)
 {
 	struct series_pick pick = { want, arg };
-	unsigned long long size = ZSTD_getFrameContentSize(buf, len);
+	char zerr[160];
 	void *plain;
-	size_t got;
+	size_t size;
 	int ret;
 
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-		return fail(err, errlen, -EINVAL, "not a zstd frame with its size");
-	if (size > CHUNK_MAX_BYTES)
-		return fail(err, errlen, -E2BIG, "%llu bytes decompressed, more than %u", size,
-			    CHUNK_MAX_BYTES);
-	plain = malloc(size ? size : 1);
-	if (!plain)
-		return fail(err, errlen, -ENOMEM, "out of memory");
-	got = ZSTD_decompress(plain, size, buf, len);
-	if (ZSTD_isError(got) || got != size) {
-		free(plain);
-		return fail(err, errlen, -EINVAL, "zstd: %s",
-			    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
-	}
+	/* the thread's kept decompression context: making one costs more than a chunk */
+	ret = snapshot_zstd_unpack(buf, len, CHUNK_MAX_BYTES, &plain, &size, zerr, sizeof(zerr));
+	if (ret)
+		return fail(err, errlen, ret, "%s", zerr);
 	ret = decode_plain(plain, size, from_ms, to_ms, &pick, pts, n, err, errlen);
 	free(plain);
 	if (ret || compact)
