@@ -364,7 +364,12 @@ $(OUT)/bench/codec_cost: bench/codec_cost.c $(LIBS_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INCS) $^ $(LDLIBS) -o $@
 
-bench: all $(OUT)/bench/fleet_fill $(OUT)/bench/codec_cost
+# The probe's BPF objects, loaded alone: the floor under its start-up.
+$(OUT)/bench/bpf_load_cost: bench/bpf_load_cost.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -lbpf -o $@
+
+bench: all $(OUT)/bench/fleet_fill $(OUT)/bench/codec_cost $(OUT)/bench/bpf_load_cost
 	@scripts/deps.sh --bench --check 2>/dev/null || scripts/deps.sh --bench
 	bench/run.sh $(OUT)
 

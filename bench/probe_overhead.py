@@ -23,6 +23,9 @@ as the median of the runs:
     in steady state; each with the profiler's share of the probe's cost
   * faultline's total (process + BPF) as a share of the host's CPU
   * resident memory, faultline-probe vs node_exporter
+  * the floor under the start-up: the CPU time of loading the probe's BPF
+    objects alone (bench/bpf_load_cost: libbpf's BTF work, the maps, the
+    verifier; nothing attached), against node_exporter's whole start-up window
 
 Ratios, not absolute times, are the result: the machine is shared and noisy.
 Everything the script starts or creates is removed at exit.
@@ -119,6 +122,18 @@ def status_kib(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def bpf_load_floor(out):
+    """{load_cpu_s, maps_btf_cpu_s, verifier_cpu_s} of loading the probe's BPF
+    objects alone (bench/bpf_load_cost), or None when the tool is not built."""
+    tool = f"{out}/bench/bpf_load_cost"
+    objs = sorted(f"{out}/bpf/{f}" for f in os.listdir(f"{out}/bpf") if f.endswith(".bpf.o"))
+    if not os.path.exists(tool) or not objs:
+        return None
+    res = subprocess.run([tool, "--runs", "9"] + objs, capture_output=True, text=True, check=True)
+    kv = res.stdout.strip().splitlines()[-1].split()
+    return {k: float(v) for k, v in (x.split("=") for x in kv)} | {"objects": len(objs)}
 
 
 def one_run(out, seconds, startup, settle, tmp, loopdev, redis_sock):
@@ -231,6 +246,7 @@ def one_run(out, seconds, startup, settle, tmp, loopdev, redis_sock):
             "up_probe_cpu_s": up["probe_cpu"],
             "up_profiler_share": up["profiler_cpu"] / max(up["probe_cpu"], 1e-9),
             "up_nodex_cpu": up["nodex_cpu"] / up["elapsed"],
+            "up_nodex_cpu_s": up["nodex_cpu"],
             "up_probe_hwm": up["probe_hwm"],
             "per_prog": {n: (c / ios, t / max(c, 1), t / ios) for n, (t, c) in per_prog.items()},
         }
@@ -340,6 +356,17 @@ def main():
               f"{med('nodex_rss'):.1f} MiB: ratio {med('probe_rss') / med('nodex_rss'):.2f}x "
               f"(target <= 1x); besides, its BPF maps hold {med('probe_bpf_maps'):.1f} MiB of "
               f"kernel memory (what of it is mmap'd is in the RSS too)")
+        floor = bpf_load_floor(a.out)
+        if floor:
+            nodex_up = med("up_nodex_cpu_s")
+            print(f"the floor under the start-up: loading the probe's {floor['objects']} BPF objects "
+                  f"alone (bench/bpf_load_cost, median of 9) costs {floor['load_cpu_s']:.3f} CPU-s "
+                  f"(BTF and maps {floor['maps_btf_cpu_s']:.3f}, the verifier "
+                  f"{floor['verifier_cpu_s']:.3f}): {floor['load_cpu_s'] / nodex_up:.2f}x "
+                  f"node_exporter's whole first {a.startup} s ({nodex_up:.3f} CPU-s); the 0.5x "
+                  f"target allows {0.5 * nodex_up:.3f} CPU-s for everything")
+        else:
+            print("the floor under the start-up: not measured (make bench builds bench/bpf_load_cost)")
         print("before (the same bench):")
         for when, what in HISTORY:
             print(f"  {when:<15} {what}")
