@@ -195,23 +195,16 @@ static void reply_error(struct prom_api *a, struct http_response *resp, enum que
 	reply(resp, error_status[e], o);
 }
 
-/* A value as Prometheus writes one: the shortest decimal that reads back. */
-static json_object *json_value(double v)
+/*
+ * A timestamp in seconds as the API writes one, exactly (1764500000.25, not
+ * ...0.2499999) into buf (32 bytes); returns its length, no NUL.
+ */
+static size_t time_text(uint64_t ms, char *buf)
 {
-	char buf[FLOAT_TEXT_MAX];
-	size_t n = float_text(v, buf);
-
-	return json_object_new_string_len(buf, (int)n);
-}
-
-/* A timestamp in seconds, written exactly (1764500000.25, not ...0.2499999). */
-static json_object *json_time(uint64_t ms)
-{
-	char buf[32], *p = buf + sizeof(buf) - 1;
+	char tmp[32], *p = tmp + sizeof(tmp);
 	uint64_t sec = ms / 1000;
-	unsigned frac = (unsigned)(ms % 1000);
+	unsigned int frac = (unsigned int)(ms % 1000);
 
-	*p = '\0';
 	if (frac) {	/* ".25", not ".250" */
 		int digits = 3;
 
@@ -229,16 +222,17 @@ static json_object *json_time(uint64_t ms)
 		*--p = (char)('0' + sec % 10);
 		sec /= 10;
 	} while (sec);
-	return json_object_new_double_s((double)ms / 1000.0, p);
+	memcpy(buf, p, (size_t)(tmp + sizeof(tmp) - p));
+	return (size_t)(tmp + sizeof(tmp) - p);
 }
 
-static json_object *json_point(uint64_t ms, double v)
+/* A timestamp as a JSON number written as time_text writes it. */
+static json_object *json_time(uint64_t ms)
 {
-	json_object *p = json_object_new_array();
+	char buf[33];
 
-	json_object_array_add(p, json_time(ms));
-	json_object_array_add(p, json_value(v));
-	return p;
+	buf[time_text(ms, buf)] = '\0';
+	return json_object_new_double_s((double)ms / 1000.0, buf);
 }
 
 static json_object *json_labels(const struct label *l, int n)
@@ -248,6 +242,85 @@ static json_object *json_labels(const struct label *l, int n)
 	for (int i = 0; i < n; i++)
 		jsonc_put(m, l[i].key, jsonc_string(l[i].value));
 	return m;
+}
+
+/*
+ * A point as the API writes one, [1764500000.25,"0.5"], straight into sb:
+ * a range of an hour at 1 s is 3,600 of them, and a json-c array, number
+ * and string apiece cost more than the query's evaluation.  Neither part
+ * needs escaping (digits, '.', "NaN", "+Inf", "-Inf").
+ */
+static void write_point(struct strbuf *sb, uint64_t ms, double v)
+{
+	char buf[32 + FLOAT_TEXT_MAX + 8], *p = buf;
+
+	*p++ = '[';
+	p += time_text(ms, p);
+	*p++ = ',';
+	*p++ = '"';
+	p += float_text(v, p);
+	*p++ = '"';
+	*p++ = ']';
+	strbuf_add(sb, buf, (size_t)(p - buf));
+}
+
+/*
+ * The answer of a query: Prometheus's {"status":"success","data":{...}} with
+ * faultline's extra object beside it (taken over).  Labels and extra go
+ * through json-c (escaping, UTF-8); the points are written by write_point.
+ */
+static void reply_result(struct http_response *resp, const struct query_result *r,
+			 json_object *extra)
+{
+	static const char *const type[] = {
+		[QUERY_SCALAR] = "scalar", [QUERY_VECTOR] = "vector", [QUERY_MATRIX] = "matrix",
+	};
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_adds(&sb, "{\"status\":\"success\",\"data\":{\"resultType\":\"");
+	strbuf_adds(&sb, type[r->type]);
+	strbuf_adds(&sb, "\",\"result\":");
+	if (r->type == QUERY_SCALAR)
+		write_point(&sb, r->at_ms, r->scalar);
+	else
+		strbuf_add(&sb, "[", 1);
+	for (size_t i = 0; r->type != QUERY_SCALAR && i < r->n; i++) {
+		json_object *m = json_labels(r->s[i].labels, r->s[i].nlabels);
+
+		strbuf_adds(&sb, i ? ",{\"metric\":" : "{\"metric\":");
+		jsonc_append(&sb, m);
+		json_object_put(m);
+		if (r->type == QUERY_VECTOR) {
+			strbuf_adds(&sb, ",\"value\":");
+			write_point(&sb, r->s[i].ts[0], r->s[i].v[0]);
+		} else {
+			strbuf_adds(&sb, ",\"values\":[");
+			for (size_t k = 0; k < r->s[i].n; k++) {
+				if (k)
+					strbuf_add(&sb, ",", 1);
+				write_point(&sb, r->s[i].ts[k], r->s[i].v[k]);
+			}
+			strbuf_add(&sb, "]", 1);
+		}
+		strbuf_add(&sb, "}", 1);
+	}
+	if (r->type != QUERY_SCALAR)
+		strbuf_add(&sb, "]", 1);
+	strbuf_adds(&sb, "},\"faultline\":");
+	jsonc_append(&sb, extra);
+	json_object_put(extra);
+	strbuf_add(&sb, "}", 1);
+	resp->status = 200;
+	resp->content_type = JSON_TYPE;
+	if (strbuf_failed(&sb)) {
+		strbuf_release(&sb);
+		resp->status = 500;
+		resp->body = NULL;
+		resp->len = 0;
+		return;
+	}
+	resp->len = sb.len;
+	resp->body = sb.buf;	/* taken over: the server frees it */
 }
 
 /* The API's Redis connection, opened (again) when there is none; NULL: answered. */
@@ -305,7 +378,7 @@ static void answer_query(struct prom_api *a, const struct http_request *req,
 	uint64_t v[3] = { 0 }, t0 = time_mono_ns();
 	struct query_result r;
 	struct query_opts o;
-	json_object *data, *res, *extra;
+	json_object *extra;
 	enum query_error e;
 	struct conn *rc;
 	char err[1024];
@@ -350,30 +423,6 @@ static void answer_query(struct prom_api *a, const struct http_request *req,
 		reply_error(a, resp, e, "%s", err);
 		return;
 	}
-	data = json_object_new_object();
-	res = json_object_new_array();
-	if (r.type == QUERY_SCALAR) {
-		json_object_put(res);
-		res = json_point(r.at_ms, r.scalar);
-	}
-	for (size_t i = 0; r.type != QUERY_SCALAR && i < r.n; i++) {
-		json_object *s = json_object_new_object();
-
-		jsonc_put(s, "metric", json_labels(r.s[i].labels, r.s[i].nlabels));
-		if (r.type == QUERY_VECTOR) {
-			jsonc_put(s, "value", json_point(r.s[i].ts[0], r.s[i].v[0]));
-		} else {
-			json_object *vals = json_object_new_array_ext((int)r.s[i].n);
-
-			for (size_t k = 0; k < r.s[i].n; k++)
-				json_object_array_add(vals, json_point(r.s[i].ts[k], r.s[i].v[k]));
-			jsonc_put(s, "values", vals);
-		}
-		json_object_array_add(res, s);
-	}
-	jsonc_put(data, "resultType", jsonc_string(r.type == QUERY_SCALAR ? "scalar" :
-						   r.type == QUERY_VECTOR ? "vector" : "matrix"));
-	jsonc_put(data, "result", res);
 	extra = json_object_new_object();
 	jsonc_put(extra, "tier", jsonc_string(tier_name(r.tier)));
 	jsonc_put(extra, "memory", json_object_new_boolean(r.from_memory));
@@ -382,8 +431,8 @@ static void answer_query(struct prom_api *a, const struct http_request *req,
 	jsonc_put(extra, "hosts", json_object_new_int64((int64_t)r.hosts_read));
 	jsonc_put(extra, "samples", json_object_new_int64((int64_t)r.samples));
 	jsonc_put(extra, "steps", json_object_new_int64((int64_t)r.steps));
+	reply_result(resp, &r, extra);
 	query_result_free(&r);
-	reply_data(resp, data, extra);
 }
 
 /* ---- /api/v1/series, /labels, /label/NAME/values --------------------- */
