@@ -427,3 +427,51 @@ Test(columns, appended_points_read_back_as_pushed_ones)
 	free(grow);
 	free(restart);
 }
+
+/*
+ * Room made at once (a query's reserve, web/query.c): made before any point,
+ * and again while the ring has wrapped (its oldest point past slot 0),
+ * every point held reads back as pushed, in order, and pushing past the
+ * room made still grows it.  Less room than held changes nothing.
+ */
+Test(columns, room_made_at_once_keeps_every_point_in_order)
+{
+	static struct snapshot ref[NPOINTS];
+	struct histogram *grow = calloc(1, sizeof(*grow)), *restart = calloc(1, sizeof(*restart));
+	struct columns c;
+	uint64_t ctr = 0;
+	size_t cap;
+
+	cr_assert(grow && restart);
+	columns_init(&c);
+	cr_assert_eq(columns_reserve(&c, 50), 0);
+	cr_assert_eq(c.ring.cap, 50);
+	for (int t = 0; t < NPOINTS; t++) {
+		struct snapshot copy;
+
+		make_point(&ref[t], t, &ctr, grow, restart);
+		cr_assert_eq(snapshot_copy(&copy, &ref[t]), 0);
+		cr_assert_eq(columns_push(&c, &copy, KEEP_MS, NULL), 0);
+		if (t == 50)	/* past the room made: grown as pushed */
+			cr_assert_gt(c.ring.cap, 50);
+		if (t == 400) {
+			/* the ring wrapped: the oldest point is not in slot 0 */
+			cr_assert_neq(c.ring.head, 0);
+			cap = c.ring.cap;
+			cr_assert_eq(columns_reserve(&c, cap / 2), 0);
+			cr_assert_eq(c.ring.cap, cap, "less room than there is changes nothing");
+			check_all(&c, ref);
+			cr_assert_eq(columns_reserve(&c, cap + 1000), 0);
+			cr_assert_eq(c.ring.cap, cap + 1000);
+			cr_assert_eq(c.ring.head, 0);
+			check_all(&c, ref);
+		}
+	}
+	cr_assert_eq(columns_len(&c), (size_t)KEEP_MS / STEP_MS + 1);
+	check_all(&c, ref);
+	columns_free(&c);
+	for (int t = 0; t < NPOINTS; t++)
+		snapshot_free(&ref[t]);
+	free(grow);
+	free(restart);
+}

@@ -3,6 +3,7 @@
  * hostile input (truncated, oversized, wrong-typed, random).
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <msgpack.h>
 #include <stdio.h>
@@ -89,6 +90,55 @@ Test(snapshot, labels_sorted_into_canonical_key)
 			cr_assert_eq(cut[0], 'x', "len 0 writes nothing");
 	}
 	snapshot_free(&s);
+}
+
+/*
+ * A label set given at once (snapshot_set_labels, a chunk's points) leaves
+ * what setting its labels one by one leaves; a set that is not as
+ * snapshot_set_label keeps them (unsorted, a key twice, an empty key, a
+ * value too long) is refused and the snapshot left as it was.
+ */
+Test(snapshot, a_label_set_given_at_once_is_the_one_set_label_by_label)
+{
+	char long_value[SNAPSHOT_MAX_STR + 2];
+	const struct label good[] = { { "rack", "r7" }, { "site", "s1" }, { "switch", "sw3" } };
+	const struct label unsorted[] = { { "site", "s1" }, { "rack", "r7" } };
+	const struct label twice[] = { { "rack", "r7" }, { "rack", "r8" } };
+	const struct label empty_key[] = { { "", "x" } };
+	struct label too_long[] = { { "rack", long_value } };
+	struct snapshot a, b;
+
+	memset(long_value, 'v', sizeof(long_value) - 1);
+	long_value[sizeof(long_value) - 1] = '\0';
+	snapshot_init(&a, "h1", 1000, 1000, 1, 1);
+	snapshot_init(&b, "h1", 1000, 1000, 1, 1);
+	cr_assert_eq(snapshot_set_labels(&a, good, 3), 0);
+	for (int i = 2; i >= 0; i--)
+		cr_assert_eq(snapshot_set_label(&b, good[i].key, good[i].value), 0);
+	cr_assert_eq(a.nlabels, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		cr_assert_str_eq(a.labels[i].key, b.labels[i].key);
+		cr_assert_str_eq(a.labels[i].value, b.labels[i].value);
+		cr_assert_neq(a.labels[i].key, good[i].key, "copied, not borrowed");
+	}
+	/* only on a snapshot without labels */
+	cr_assert_eq(snapshot_set_labels(&a, good, 3), -EINVAL);
+	snapshot_free(&a);
+	snapshot_free(&b);
+	const struct label *bad[] = { unsorted, twice, empty_key, too_long };
+	const uint32_t nbad[] = { 2, 2, 1, 1 };
+
+	for (int k = 0; k < 4; k++) {
+		snapshot_init(&a, "h1", 1000, 1000, 1, 1);
+		cr_assert_eq(snapshot_set_labels(&a, bad[k], nbad[k]), -EINVAL, "set %d", k);
+		cr_assert_eq(a.nlabels, 0, "set %d", k);
+		cr_assert_null(a.labels, "set %d", k);
+		snapshot_free(&a);
+	}
+	snapshot_init(&a, "h1", 1000, 1000, 1, 1);
+	cr_assert_eq(snapshot_set_labels(&a, NULL, 0), 0);
+	cr_assert_eq(a.nlabels, 0);
+	snapshot_free(&a);
 }
 
 Test(snapshot, round_trip)

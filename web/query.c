@@ -159,6 +159,9 @@ struct hosts_arg {
 	int nomem;
 };
 
+/* The most points a host's history is made room for before they arrive. */
+#define RESERVE_MAX 4096
+
 static int add_host(struct qload *ql, const char *name)
 {
 	struct qhost *h;
@@ -168,6 +171,16 @@ static int add_host(struct qload *ql, const char *name)
 	h = &ql->h[ql->nh];
 	memset(h, 0, sizeof(*h));
 	columns_init(&h->c);
+	/*
+	 * Room for the points the range can hold at the tier's interval, made
+	 * once (growing as they come copied every column ~20 times for an
+	 * hour); -ENOMEM here is not an error: the ring grows when pushed.
+	 */
+	if (ql->tier && ql->keep_ms) {
+		uint64_t points = ql->keep_ms / (ql->tier * 1000ULL) + 2;
+
+		columns_reserve(&h->c, points < RESERVE_MAX ? points : RESERVE_MAX);
+	}
 	if (!(h->name = strdup(name)) || strmap_put(&ql->index, name, (uint32_t)ql->nh)) {
 		free(h->name);
 		return -ENOMEM;

@@ -184,6 +184,27 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 	return 0;
 }
 
+int snapshot_set_labels(struct snapshot *s, const struct label *l, uint32_t n)
+{
+	struct label *copy;
+
+	if (s->nlabels)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++)
+		if (!key_valid(l[i].key) || strlen(l[i].value) > SNAPSHOT_MAX_STR ||
+		    (i && label_key_cmp(&l[i - 1], &l[i]) >= 0))
+			return -EINVAL;
+	if (!n)
+		return 0;
+	copy = labels_dup(l, n);
+	if (!copy)
+		return -ENOMEM;
+	free(s->labels);
+	s->labels = copy;
+	s->nlabels = n;
+	return 0;
+}
+
 uint32_t snapshot_name_hash(const char *name)
 {
 	return (uint32_t)fnv64_str(FNV64_OFFSET, name);

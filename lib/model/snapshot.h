@@ -163,6 +163,16 @@ int snapshot_copy(struct snapshot *dst, const struct snapshot *src);
 int snapshot_set_label(struct snapshot *s, const char *key, const char *value);
 
 /*
+ * Give s, which has no host labels yet, a copy of l[0..n): what n calls of
+ * snapshot_set_label would leave, in one allocation of the array, for a
+ * decoder that sets one label set on many snapshots (a chunk's points).
+ * l must be as snapshot_set_label keeps labels: keys valid, strictly
+ * ascending (label_key_cmp), values within SNAPSHOT_MAX_STR; else -EINVAL
+ * and s is unchanged.  Returns 0, -EINVAL or -ENOMEM.
+ */
+int snapshot_set_labels(struct snapshot *s, const struct label *l, uint32_t n);
+
+/*
  * Add a series.  Labels follow as key, value pairs of const char *,
  * terminated by NULL: snapshot_add(s, "block.ios", SERIES_COUNTER,
  * "device", "sda", "op", "read", NULL).  A histogram series gets a zeroed

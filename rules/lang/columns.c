@@ -314,15 +314,12 @@ static long add_column(struct columns *c, const struct series *ser,
 
 /* ---- the ring ----------------------------------------------------------- */
 
-/* Room for one more point: grown by an eighth, points moved to slots 0.. */
-static int ring_reserve(struct columns *c)
+/* The ring made cap slots (> its points), points moved to slots 0.. */
+static int ring_grow(struct columns *c, size_t cap)
 {
 	struct col_ring *g = &c->ring;
-	size_t cap = g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 8;
 	uint64_t *ts;
 
-	if (g->n < g->cap)
-		return 0;
 	ts = malloc(cap * sizeof(*ts));
 	if (!ts)
 		return -ENOMEM;
@@ -359,6 +356,21 @@ static int ring_reserve(struct columns *c)
 	g->head = 0;
 	g->cap = cap;
 	return 0;
+}
+
+/* Room for one more point: grown by an eighth (a long-lived history's memory). */
+static int ring_reserve(struct columns *c)
+{
+	const struct col_ring *g = &c->ring;
+
+	if (g->n < g->cap)
+		return 0;
+	return ring_grow(c, g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 8);
+}
+
+int columns_reserve(struct columns *c, size_t n)
+{
+	return n > c->ring.cap ? ring_grow(c, n) : 0;
 }
 
 /* Drop the oldest point. */

@@ -107,6 +107,14 @@ void columns_init(struct columns *c);
 void columns_free(struct columns *c);
 
 /*
+ * Room for n points in all, made at once (a reader that knows how many
+ * points it is about to push: a query's range at its tier's interval),
+ * instead of growing by an eighth as they come, every kept column copied
+ * each time.  Returns 0 or -ENOMEM (nothing changed).
+ */
+int columns_reserve(struct columns *c, size_t n);
+
+/*
  * Append snapshot s (newer than every point held; histograms in either
  * form) as the newest point, taking it over: s is left empty.  Points older
  * than keep_ms before s are dropped.  Every series of the new newest snapshot is linked to
