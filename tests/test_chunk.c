@@ -135,6 +135,12 @@ Test(chunk, every_value_comes_back_to_the_bit)
 		cr_assert_eq(n, 60);
 		for (size_t p = 0; p < n; p++) {
 			cr_assert(snapshot_equal(&back[p], &pts[p]), "point %zu", p);
+			/* identities too: a column's later points copy its first's */
+			for (uint32_t i = 0; i < back[p].nseries; i++)
+				cr_assert(back[p].series[i].id == pts[p].series[i].id &&
+					  back[p].series[i].name_hash == pts[p].series[i].name_hash &&
+					  back[p].series[i].name != pts[p].series[i].name,
+					  "point %zu series %u: id, hash or own strings", p, i);
 			for (uint32_t i = 0; i < back[p].nseries; i++)
 				if (back[p].series[i].kind == SERIES_HISTOGRAM)
 					cr_assert(compact ? back[p].series[i].sparse != NULL :

@@ -486,6 +486,7 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 		      size_t *hists, char *err, size_t errlen)
 {
 	struct series skipped;	/* the values of a point not asked for, read and dropped */
+	const struct series *proto = NULL;	/* the column's first series built */
 	char name[SNAPSHOT_MAX_STR + 1];
 	struct label_set ls;
 	uint8_t kind, bits[(CHUNK_MAX_POINTS + 7) / 8];
@@ -531,9 +532,16 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 				free(sp);
 				continue;
 			}
-			x = snapshot_add_sparse(&pts[p], name, ls.l, ls.n, sp);
+			if (!proto) {
+				x = snapshot_add_sparse(&pts[p], name, ls.l, ls.n, sp);
+			} else if ((x = snapshot_add_like(&pts[p], proto))) {
+				x->sparse = sp;
+			} else {
+				free(sp);
+			}
 		} else if (want[p]) {
-			x = snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
+			x = proto ? snapshot_add_like(&pts[p], proto) :
+			    snapshot_add_labels(&pts[p], name, (enum series_kind)kind, ls.l, ls.n);
 		} else {
 			memset(&skipped, 0, sizeof(skipped));
 		}
@@ -541,6 +549,13 @@ static int get_column(struct reader *r, struct snapshot *pts, size_t n, const ui
 			ret = fail(err, errlen, -EINVAL, "series %s not valid in point %zu", name, p);
 			break;
 		}
+		/*
+		 * the column's later points copy the first one's identity: its
+		 * strings, id and hash (pts[p] gets no other series meanwhile,
+		 * so the pointer holds)
+		 */
+		if (!proto && x != &skipped)
+			proto = x;
 		if (kind != SERIES_HISTOGRAM && get_value(r, kind, x, x == &skipped, &cp))
 			ret = fail(err, errlen, -ENOMEM, "out of memory");
 	}

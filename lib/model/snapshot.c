@@ -301,6 +301,30 @@ struct series *snapshot_add_labels(struct snapshot *s, const char *name,
 	return snapshot_add_series(s, n, kind, l, nlabels, NULL, 0);
 }
 
+struct series *snapshot_add_like(struct snapshot *s, const struct series *proto)
+{
+	struct label *l = labels_dup(proto->labels, proto->nlabels);
+	char *n = strdup(proto->name);
+	struct series *ser;
+
+	if (!n || (proto->nlabels && !l) || s->nseries >= SNAPSHOT_MAX_SERIES ||
+	    ARRAY_GROW(s->series, s->cap, s->nseries + 1, 16)) {
+		free(n);
+		if (l)
+			snapshot_labels_free(l, proto->nlabels);
+		return NULL;
+	}
+	ser = &s->series[s->nseries++];
+	memset(ser, 0, sizeof(*ser));
+	ser->kind = proto->kind;
+	ser->name = n;
+	ser->labels = l;
+	ser->nlabels = proto->nlabels;
+	ser->id = proto->id;
+	ser->name_hash = proto->name_hash;
+	return ser;
+}
+
 static struct series *add_va(struct snapshot *s, const char *name,
 			     enum series_kind kind, va_list ap)
 {

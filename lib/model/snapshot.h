@@ -195,6 +195,15 @@ struct series *snapshot_add_sparse(struct snapshot *s, const char *name,
 				   const struct label *labels, uint32_t nlabels,
 				   struct hist_sparse *sp);
 
+/*
+ * Add a series with proto's identity: its name and labels copied (they are
+ * already valid and sorted), its kind, id and name hash taken, not made
+ * again; no value (a histogram gets neither form: give it one).  For a
+ * decoder that adds one series to many snapshots (a chunk's column, point
+ * after point).  Returns the series, or NULL on -ENOMEM or too many series.
+ */
+struct series *snapshot_add_like(struct snapshot *s, const struct series *proto);
+
 /* Convenience wrappers around snapshot_add for the scalar kinds. */
 struct series *snapshot_add_counter(struct snapshot *s, const char *name,
 				    uint64_t value, ...) __attribute__((sentinel));
