@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model/catalog.h"
+#include "model/chunk.h"
 #include "model/rollup.h"
 #include "model/snapshot.h"
 #include "model/snapshot_zstd.h"
@@ -123,6 +124,20 @@ Test(snapshot, a_label_set_given_at_once_is_the_one_set_label_by_label)
 	}
 	/* only on a snapshot without labels */
 	cr_assert_eq(snapshot_set_labels(&a, good, 3), -EINVAL);
+	cr_assert(a.labels_one, "one block");
+	/* a copy holds the same; a label changed or added after: as on b */
+	struct snapshot c;
+
+	cr_assert_eq(snapshot_copy(&c, &a), 0);
+	cr_assert(snapshot_equal(&c, &b));
+	cr_assert_eq(snapshot_set_label(&a, "rack", "r9"), 0);
+	cr_assert_eq(snapshot_set_label(&b, "rack", "r9"), 0);
+	cr_assert_eq(snapshot_set_label(&a, "row", "2"), 0);
+	cr_assert_eq(snapshot_set_label(&b, "row", "2"), 0);
+	cr_assert(!a.labels_one, "separate strings once one changed");
+	cr_assert(snapshot_equal(&a, &b));
+	cr_assert_str_eq(c.labels[0].value, "r7", "the copy kept its own");
+	snapshot_free(&c);
 	snapshot_free(&a);
 	snapshot_free(&b);
 	const struct label *bad[] = { unsorted, twice, empty_key, too_long };

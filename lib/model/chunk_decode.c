@@ -355,7 +355,9 @@ static void skip_varints(struct reader *r, uint64_t k, const char *what)
 
 		memcpy(&w, p, 8);
 		ends = ~w & 0x8080808080808080ULL;	/* the last byte of each varint */
-		n = (unsigned)__builtin_popcountll(ends);
+		/* one bit a byte at most: a multiply sums them into the top byte
+		 * (popcount is a libgcc call on the x86-64 baseline) */
+		n = (unsigned)(((ends >> 7) * 0x0101010101010101ULL) >> 56);
 		if (n >= k)	/* the k-th ends in these 8 bytes, maybe before their end */
 			break;
 		k -= n;

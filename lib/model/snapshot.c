@@ -62,7 +62,10 @@ void snapshot_free(struct snapshot *s)
 	for (uint32_t i = 0; i < s->nseries; i++)
 		series_free(&s->series[i]);
 	free(s->series);
-	snapshot_labels_free(s->labels, s->nlabels);
+	if (s->labels_one)
+		free(s->labels);
+	else
+		snapshot_labels_free(s->labels, s->nlabels);
 	free(s->host);
 	memset(s, 0, sizeof(*s));
 }
@@ -120,27 +123,37 @@ int snapshot_copy(struct snapshot *dst, const struct snapshot *src)
 {
 	if (snapshot_init(dst, src->host, src->ts_ms, src->interval_ms, src->seq, src->tier))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < src->nlabels; i++)
-		if (snapshot_set_label(dst, src->labels[i].key, src->labels[i].value))
-			goto fail;
+	/* src's labels and series are as set_label and add keep them: copied as they are */
+	switch (snapshot_set_labels(dst, src->labels, src->nlabels)) {
+	case 0:
+		break;
+	case -EINVAL:
+		for (uint32_t i = 0; i < src->nlabels; i++)
+			if (snapshot_set_label(dst, src->labels[i].key, src->labels[i].value))
+				goto fail;
+		break;
+	default:
+		goto fail;
+	}
 	for (uint32_t i = 0; i < src->nseries; i++) {
 		const struct series *a = &src->series[i];
-		struct series *b = snapshot_add_labels(dst, a->name, a->kind, a->labels, a->nlabels);
+		struct series *b = snapshot_add_like(dst, a);
 
 		if (!b)
 			goto fail;
 		if (a->kind == SERIES_HISTOGRAM && a->sparse) {
 			size_t len = sizeof(*a->sparse) + a->sparse->nruns * sizeof(a->sparse->runs[0]);
 
-			free(b->hist);
-			b->hist = NULL;
 			b->sparse = malloc(len);
 			if (!b->sparse)
 				goto fail;
 			memcpy(b->sparse, a->sparse, len);
-		} else if (a->kind == SERIES_HISTOGRAM)
+		} else if (a->kind == SERIES_HISTOGRAM) {
+			b->hist = malloc(sizeof(*b->hist));
+			if (!b->hist)
+				goto fail;
 			memcpy(b->hist, a->hist, sizeof(*a->hist));
-		else if (a->kind == SERIES_COUNTER)
+		} else if (a->kind == SERIES_COUNTER)
 			b->counter = a->counter;
 		else
 			b->gauge = a->gauge;
@@ -158,6 +171,15 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 
 	if (!key_valid(key))
 		return -EINVAL;
+	if (s->labels_one) {	/* separate strings, to change one */
+		struct label *sep = labels_dup(s->labels, s->nlabels);
+
+		if (!sep)
+			return -ENOMEM;
+		free(s->labels);
+		s->labels = sep;
+		s->labels_one = 0;
+	}
 	for (uint32_t i = 0; i < s->nlabels; i++) {
 		if (strcmp(s->labels[i].key, key) == 0) {
 			v = value_dup(value);
@@ -186,22 +208,35 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 
 int snapshot_set_labels(struct snapshot *s, const struct label *l, uint32_t n)
 {
+	size_t need = n * sizeof(*l), klen[SNAPSHOT_MAX_LABELS], vlen[SNAPSHOT_MAX_LABELS];
 	struct label *copy;
+	char *p;
 
-	if (s->nlabels)
+	if (s->nlabels || n > SNAPSHOT_MAX_LABELS)
 		return -EINVAL;
-	for (uint32_t i = 0; i < n; i++)
-		if (!key_valid(l[i].key) || strlen(l[i].value) > SNAPSHOT_MAX_STR ||
+	for (uint32_t i = 0; i < n; i++) {
+		if (!key_valid(l[i].key) || (vlen[i] = strlen(l[i].value)) > SNAPSHOT_MAX_STR ||
 		    (i && label_key_cmp(&l[i - 1], &l[i]) >= 0))
 			return -EINVAL;
+		klen[i] = strlen(l[i].key);
+		need += klen[i] + vlen[i] + 2;
+	}
 	if (!n)
 		return 0;
-	copy = labels_dup(l, n);
+	copy = malloc(need);
 	if (!copy)
 		return -ENOMEM;
+	p = (char *)(copy + n);
+	for (uint32_t i = 0; i < n; i++) {
+		copy[i].key = memcpy(p, l[i].key, klen[i] + 1);
+		p += klen[i] + 1;
+		copy[i].value = memcpy(p, l[i].value, vlen[i] + 1);
+		p += vlen[i] + 1;
+	}
 	free(s->labels);
 	s->labels = copy;
 	s->nlabels = n;
+	s->labels_one = 1;
 	return 0;
 }
 

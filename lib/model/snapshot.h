@@ -113,6 +113,11 @@ struct snapshot {
 	uint32_t tier;
 	struct label *labels;
 	uint32_t nlabels;
+	/*
+	 * labels and their strings are one allocation (snapshot_set_labels);
+	 * snapshot_set_label makes them separate again before it changes one
+	 */
+	int labels_one;
 	struct series *series;
 	uint32_t nseries;
 	uint32_t cap;
@@ -165,7 +170,8 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value);
 /*
  * Give s, which has no host labels yet, a copy of l[0..n): what n calls of
  * snapshot_set_label would leave, in one allocation of the array, for a
- * decoder that sets one label set on many snapshots (a chunk's points).
+ * decoder that sets one label set on many snapshots (a chunk's points);
+ * the array and its strings are one block (labels_one).
  * l must be as snapshot_set_label keeps labels: keys valid, strictly
  * ascending (label_key_cmp), values within SNAPSHOT_MAX_STR; else -EINVAL
  * and s is unchanged.  Returns 0, -EINVAL or -ENOMEM.
