@@ -127,6 +127,18 @@ static double task_run_s(pid_t pid)
 	return (double)ns / 1e9;
 }
 
+static void sort_doubles(double *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (v[j] < v[i]) {
+				double t = v[i];
+
+				v[i] = v[j];
+				v[j] = t;
+			}
+}
+
 static const struct series *find(const struct snapshot *s, const char *key)
 {
 	return snapshot_find(s, key);
@@ -137,7 +149,8 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 {
 	int target = sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	char kbusy[64], kutil[64], kmax[64];
-	double best_max = 0, best_util = 0, utils[16];
+	double best_max = 0, best_util = 0, utils[16], kernel[16], diffs[16];
+	double kbusy_prev = 0, ktotal_prev = 0, kernel_s = 0;
 	int nutils = 0;
 	uint64_t busy0 = 0, busy1 = 0;
 	double stat0 = 0, stat1 = 0, run0 = 0, run1 = 0, ticks0 = 0, ticks1 = 0;
@@ -159,6 +172,18 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 		usleep(1000000);
 		snapshot_init(&s, "h", 1000 + (uint64_t)i * 1000, 1000, (uint64_t)i, 1);
 		cr_assert_eq(cpu_collector.collect(priv, &s), 0);
+		{
+			/* what the kernel's ticks saw of the same interval, a moment apart */
+			double kb, kt = proc_stat_s(target, &kb);
+
+			if (i >= 1) {
+				kernel[nutils] = kt > ktotal_prev ?
+					(kb - kbusy_prev) / (kt - ktotal_prev) : 0;
+				kernel_s += kb - kbusy_prev;
+			}
+			kbusy_prev = kb;
+			ktotal_prev = kt;
+		}
 		b = find(&s, kbusy);
 		u = find(&s, kutil);
 		m = find(&s, kmax);
@@ -248,19 +273,21 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	}
 	cr_assert_geq(best_max, 0.95, "the 100 ms maxima never showed the 300 ms burst (%.3f)",
 		      best_max);
-	/* the machine is shared: judge the typical interval, not the worst one */
+	/*
+	 * The machine is shared: judge the typical interval, not the worst one.
+	 * Low when the machine is quiet; when it is not, no higher than what
+	 * the kernel saw run in the same interval.  Interval by interval: a
+	 * load beside this test that comes and goes (busy in five intervals of
+	 * eight) puts the median interval above the window's mean, no bug.
+	 */
 	for (int i = 0; i < nutils; i++)
-		for (int j = i + 1; j < nutils; j++)
-			if (utils[j] < utils[i]) {
-				double t = utils[i];
-
-				utils[i] = utils[j];
-				utils[j] = t;
-			}
-	/* low when the machine is quiet; no higher than what really ran when it is not */
-	cr_assert_leq(utils[nutils / 2], fmax(0.6, stat_s / 6 + 0.25),
-		      "the median 1 s interval averaged %.3f (/proc/stat: %.2f of 6 s)",
-		      utils[nutils / 2], stat_s);
+		diffs[i] = utils[i] - kernel[i];
+	sort_doubles(utils, nutils);
+	sort_doubles(diffs, nutils);
+	cr_assert(utils[nutils / 2] <= 0.6 || diffs[nutils / 2] <= 0.25,
+		  "the median 1 s interval averaged %.3f, %.3f above what /proc/stat saw run in "
+		  "the same interval (the median of %d)", utils[nutils / 2], diffs[nutils / 2],
+		  nutils);
 
 	cr_assert_eq(rollup_finish(&r, &out), 0);
 	const struct series *u = find(&out, kutil), *m = find(&out, kmax);
@@ -268,21 +295,24 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 	cr_assert(u && m);
 	double avg = u->gauge.sum / (double)u->gauge.n;
 
-	/* the average is what ran: low on a quiet CPU, never above what the kernel saw */
-	cr_assert_leq(avg, fmax(0.45, stat_s / 6 + 0.2), "minute average %.3f is not low "
-		      "(/proc/stat: %.2f of 6 s)", avg, stat_s);
+	/*
+	 * The average is what ran: low on a quiet CPU, never above what the
+	 * kernel saw over the same intervals (kernel_s: the rollup's nutils s).
+	 */
+	cr_assert_leq(avg, fmax(0.45, kernel_s / nutils + 0.2), "minute average %.3f is not low "
+		      "(/proc/stat: %.2f of %d s)", avg, kernel_s, nutils);
 	/*
 	 * The gap is judged when the CPU ran little besides the bursts (their
 	 * 0.9 s and at most 0.6 s more): busier, the average is rightly what
 	 * ran, and a CPU 35 % busy with other work (a test run beside this
 	 * one) leaves a 1.0 max and a 0.51 average, no bug.
 	 */
-	if (stat_s <= 1.5)
+	if (stat_s <= 1.5 && kernel_s / nutils <= 0.25)
 		cr_assert_geq(m->gauge.max - avg, 0.5, "the average (%.2f) hides no burst (max %.2f)",
 			      avg, m->gauge.max);
 	else
 		cr_log_info("CPU %d was %.0f %% busy with other work: the average-vs-max gap is not "
-			    "judged this run (the max is)", target, stat_s / 6 * 100);
+			    "judged this run (the max is)", target, kernel_s / nutils * 100);
 	cr_assert_geq(m->gauge.max, 0.95, "minute rollup lost the burst (max %.3f)", m->gauge.max);
 	cr_log_info("CPU %d: busy %.3f s, 1 s avg max %.2f, 100 ms max %.2f, minute avg %.2f",
 		    target, busy_s, best_util, best_max, avg);
