@@ -54,6 +54,7 @@ struct qload {
 	size_t nh, caph;
 	uint32_t tier;
 	uint64_t keep_ms;
+	int reserve;			/* a query's: hosts get room for the range's points */
 	uint64_t samples;
 	uint64_t deadline_ns;		/* monotonic */
 	enum query_error failed;	/* set by the reader's callback: stop */
@@ -175,8 +176,9 @@ static int add_host(struct qload *ql, const char *name)
 	 * Room for the points the range can hold at the tier's interval, made
 	 * once (growing as they come copied every column ~20 times for an
 	 * hour); -ENOMEM here is not an error: the ring grows when pushed.
+	 * Not the tail's: a host there may stay quiet, and holds nothing then.
 	 */
-	if (ql->tier && ql->keep_ms) {
+	if (ql->reserve && ql->tier && ql->keep_ms) {
 		uint64_t points = ql->keep_ms / (ql->tier * 1000ULL) + 2;
 
 		columns_reserve(&h->c, points < RESERVE_MAX ? points : RESERVE_MAX);
@@ -1222,6 +1224,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	}
 	from = start_ms > lookback + stale ? start_ms - lookback - stale : 0;
 	ql.keep_ms = end_ms - from + 1000;
+	ql.reserve = 1;
 	keep_only(&ql, n);
 	if (o->hot && ql.tier == 1) {
 		pthread_rwlock_rdlock(&o->hot->lock);
