@@ -461,6 +461,12 @@ Test(columns, room_made_at_once_keeps_every_point_in_order)
 			cr_assert_eq(columns_reserve(&c, cap / 2), 0);
 			cr_assert_eq(c.ring.cap, cap, "less room than there is changes nothing");
 			check_all(&c, ref);
+			/* room that cannot be had: -ENOMEM, the wrapped history as it was */
+			cr_assert_eq(columns_reserve(&c, (size_t)1 << 55), -ENOMEM);
+			cr_assert_eq(columns_reserve(&c, SIZE_MAX), -ENOMEM);
+			cr_assert_eq(c.ring.cap, cap);
+			cr_assert_neq(c.ring.head, 0);
+			check_all(&c, ref);
 			cr_assert_eq(columns_reserve(&c, cap + 1000), 0);
 			cr_assert_eq(c.ring.cap, cap + 1000);
 			cr_assert_eq(c.ring.head, 0);

@@ -314,29 +314,40 @@ static long add_column(struct columns *c, const struct series *ser,
 
 /* ---- the ring ----------------------------------------------------------- */
 
-/* The ring made cap slots (> its points), points moved to slots 0.. */
+/*
+ * The ring made cap slots (> its points), points moved to slots 0..: every
+ * array is allocated before any is changed, so -ENOMEM leaves the history
+ * as it was (a wrapped ring moved in part would pair values with the wrong
+ * times).
+ */
 static int ring_grow(struct columns *c, size_t cap)
 {
 	struct col_ring *g = &c->ring;
-	uint64_t *ts;
+	uint64_t *ts = cap < SIZE_MAX / sizeof(*ts) ? malloc(cap * sizeof(*ts)) : NULL;
+	uint64_t **fresh = calloc(2 * (size_t)c->ncol + 1, sizeof(*fresh));	/* v, present */
+	int ret = 0;
 
-	ts = malloc(cap * sizeof(*ts));
-	if (!ts)
+	for (uint32_t k = 0; ts && fresh && k < c->ncol && !ret; k++) {
+		if (!c->col[k].keep)
+			continue;
+		fresh[2 * k] = calloc(cap, sizeof(uint64_t));
+		fresh[2 * k + 1] = calloc(words(cap), sizeof(uint64_t));
+		if (!fresh[2 * k] || !fresh[2 * k + 1])
+			ret = -ENOMEM;
+	}
+	if (!ts || !fresh || ret) {
+		for (uint32_t k = 0; fresh && k < 2 * c->ncol; k++)
+			free(fresh[k]);
+		free(fresh);
+		free(ts);
 		return -ENOMEM;
+	}
 	for (uint32_t k = 0; k < c->ncol; k++) {
 		struct column *col = &c->col[k];
-		uint64_t *v, *p;
+		uint64_t *v = fresh[2 * k], *p = fresh[2 * k + 1];
 
 		if (!col->keep)
 			continue;
-		v = calloc(cap, sizeof(*v));
-		p = calloc(words(cap), sizeof(*p));
-		if (!v || !p) {
-			free(v);
-			free(p);
-			free(ts);
-			return -ENOMEM;	/* columns 0..k-1 grew: harmless, rings unchanged */
-		}
 		for (size_t i = 0; i < g->n; i++) {
 			size_t s = wrap(g, i);
 
@@ -349,6 +360,7 @@ static int ring_grow(struct columns *c, size_t cap)
 		col->v = v;
 		col->present = p;
 	}
+	free(fresh);
 	for (size_t i = 0; i < g->n; i++)
 		ts[i] = g->ts[wrap(g, i)];
 	free(g->ts);
