@@ -706,14 +706,7 @@ static int decode_plain(const uint8_t *buf, size_t len, uint64_t from_ms, uint64
 			goto malformed;
 		if (!want[p])
 			continue;
-		/* the set at once; one a writer did not sort, label by label */
 		ret = snapshot_set_labels(&pts[p], sets[s].l, sets[s].n);
-		if (ret == -EINVAL) {
-			ret = 0;
-			for (uint32_t i = 0; !ret && i < sets[s].n; i++)
-				ret = snapshot_set_label(&pts[p], sets[s].l[i].key,
-							 sets[s].l[i].value);
-		}
 		if (ret == -ENOMEM)
 			goto out;
 		if (ret)

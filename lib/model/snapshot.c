@@ -124,17 +124,8 @@ int snapshot_copy(struct snapshot *dst, const struct snapshot *src)
 	if (snapshot_init(dst, src->host, src->ts_ms, src->interval_ms, src->seq, src->tier))
 		return -ENOMEM;
 	/* src's labels and series are as set_label and add keep them: copied as they are */
-	switch (snapshot_set_labels(dst, src->labels, src->nlabels)) {
-	case 0:
-		break;
-	case -EINVAL:
-		for (uint32_t i = 0; i < src->nlabels; i++)
-			if (snapshot_set_label(dst, src->labels[i].key, src->labels[i].value))
-				goto fail;
-		break;
-	default:
+	if (snapshot_set_labels(dst, src->labels, src->nlabels))
 		goto fail;
-	}
 	for (uint32_t i = 0; i < src->nseries; i++) {
 		const struct series *a = &src->series[i];
 		struct series *b = snapshot_add_like(dst, a);
@@ -206,7 +197,12 @@ int snapshot_set_label(struct snapshot *s, const char *key, const char *value)
 	return 0;
 }
 
-int snapshot_set_labels(struct snapshot *s, const struct label *l, uint32_t n)
+/*
+ * l[0..n) as one block when it is as set_label keeps labels (keys valid,
+ * strictly ascending, values within SNAPSHOT_MAX_STR) and s has none:
+ * 0, -ENOMEM, or -EINVAL when it is not such a set (nothing done).
+ */
+static int set_labels_block(struct snapshot *s, const struct label *l, uint32_t n)
 {
 	size_t need = n * sizeof(*l), klen[SNAPSHOT_MAX_LABELS], vlen[SNAPSHOT_MAX_LABELS];
 	struct label *copy;
@@ -237,6 +233,25 @@ int snapshot_set_labels(struct snapshot *s, const struct label *l, uint32_t n)
 	s->labels = copy;
 	s->nlabels = n;
 	s->labels_one = 1;
+	return 0;
+}
+
+int snapshot_set_labels(struct snapshot *s, const struct label *l, uint32_t n)
+{
+	int ret;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (!key_valid(l[i].key))
+			return -EINVAL;
+	ret = set_labels_block(s, l, n);
+	if (ret != -EINVAL)
+		return ret;
+	/* not a canonical set, or s has labels: one by one, as set_label does */
+	for (uint32_t i = 0; i < n; i++) {
+		ret = snapshot_set_label(s, l[i].key, l[i].value);
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 

@@ -168,13 +168,13 @@ int snapshot_copy(struct snapshot *dst, const struct snapshot *src);
 int snapshot_set_label(struct snapshot *s, const char *key, const char *value);
 
 /*
- * Give s, which has no host labels yet, a copy of l[0..n): what n calls of
- * snapshot_set_label would leave, in one allocation of the array, for a
- * decoder that sets one label set on many snapshots (a chunk's points);
- * the array and its strings are one block (labels_one).
- * l must be as snapshot_set_label keeps labels: keys valid, strictly
- * ascending (label_key_cmp), values within SNAPSHOT_MAX_STR; else -EINVAL
- * and s is unchanged.  Returns 0, -EINVAL or -ENOMEM.
+ * Set the host labels l[0..n) on s: what n calls of snapshot_set_label
+ * leave.  When s has none yet and l is as set_label keeps labels (keys
+ * strictly ascending by label_key_cmp, values within SNAPSHOT_MAX_STR: a
+ * decoded chunk's sets, another snapshot's labels), the array and its
+ * strings are one allocation (labels_one), for a decoder that sets one
+ * set on many snapshots.  Returns 0, -EINVAL (a key empty or too long:
+ * nothing set) or -ENOMEM.
  */
 int snapshot_set_labels(struct snapshot *s, const struct label *l, uint32_t n);
 
