@@ -268,22 +268,29 @@ uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n)
 }
 
 /* See snapshot_internal.h. */
+/* s's next series, zeroed (not yet counted), or NULL: too many, or -ENOMEM. */
+static struct series *series_slot(struct snapshot *s)
+{
+	if (s->nseries >= SNAPSHOT_MAX_SERIES || ARRAY_GROW(s->series, s->cap, s->nseries + 1, 16))
+		return NULL;
+	memset(&s->series[s->nseries], 0, sizeof(s->series[0]));
+	return &s->series[s->nseries];
+}
+
 struct series *snapshot_add_series(struct snapshot *s, char *name, enum series_kind kind,
 				   struct label *labels, uint32_t nlabels, const struct series *same,
 				   uint32_t same_index)
 {
 	struct series *ser;
 
-	if (nlabels > SNAPSHOT_MAX_LABELS || s->nseries >= SNAPSHOT_MAX_SERIES ||
-	    (!same && !key_valid(name)))
+	if (nlabels > SNAPSHOT_MAX_LABELS || (!same && !key_valid(name)))
 		goto fail;
 	for (uint32_t i = 0; i < nlabels && !same; i++)
 		if (!key_valid(labels[i].key))
 			goto fail;
-	if (ARRAY_GROW(s->series, s->cap, s->nseries + 1, 16))
+	ser = series_slot(s);
+	if (!ser)
 		goto fail;
-	ser = &s->series[s->nseries];
-	memset(ser, 0, sizeof(*ser));
 	ser->kind = kind;
 	ser->name = name;
 	ser->labels = labels;
@@ -357,15 +364,13 @@ struct series *snapshot_add_like(struct snapshot *s, const struct series *proto)
 	char *n = strdup(proto->name);
 	struct series *ser;
 
-	if (!n || (proto->nlabels && !l) || s->nseries >= SNAPSHOT_MAX_SERIES ||
-	    ARRAY_GROW(s->series, s->cap, s->nseries + 1, 16)) {
+	if (!n || (proto->nlabels && !l) || !(ser = series_slot(s))) {
 		free(n);
 		if (l)
 			snapshot_labels_free(l, proto->nlabels);
 		return NULL;
 	}
-	ser = &s->series[s->nseries++];
-	memset(ser, 0, sizeof(*ser));
+	s->nseries++;
 	ser->kind = proto->kind;
 	ser->name = n;
 	ser->labels = l;
