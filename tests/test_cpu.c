@@ -303,11 +303,12 @@ Test(cpu, burst_visible_in_max_while_average_stays_low, .init = open_cpu, .fini 
 		      "(/proc/stat: %.2f of %d s)", avg, kernel_s, nutils);
 	/*
 	 * The gap is judged when the CPU ran little besides the bursts (their
-	 * 0.9 s and at most 0.6 s more): busier, the average is rightly what
+	 * 0.9 s and at most a quarter of the rollup's intervals in all, counted
+	 * over those intervals themselves): busier, the average is rightly what
 	 * ran, and a CPU 35 % busy with other work (a test run beside this
 	 * one) leaves a 1.0 max and a 0.51 average, no bug.
 	 */
-	if (stat_s <= 1.5 && kernel_s / nutils <= 0.25)
+	if (kernel_s / nutils <= 0.25)
 		cr_assert_geq(m->gauge.max - avg, 0.5, "the average (%.2f) hides no burst (max %.2f)",
 			      avg, m->gauge.max);
 	else
