@@ -1,5 +1,5 @@
 /*
- * snapshot_internal.h - what snapshot.c (the model, the encoder) and
+ * snapshot_internal.h - what snapshot.c (the model), snapshot_encode.c and
  * snapshot_decode.c share; not for other files.
  */
 #ifndef FL_SNAPSHOT_INTERNAL_H
