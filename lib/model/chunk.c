@@ -1,6 +1,6 @@
 /*
  * chunk.c - a span of rollups as one block of columns: the encoder; see
- * chunk.h (the decoders are chunk_decode.c).
+ * chunk.h (the decoder is chunk_decode.c and chunk_column.c).
  */
 #include "model/chunk.h"
 

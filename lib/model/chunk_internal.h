@@ -1,7 +1,7 @@
 /*
- * chunk_internal.h - what chunk.c (the encoder) and chunk_decode.c (the
- * decoders) share: the format's magic and tags; chunk.h documents the
- * format itself.
+ * chunk_internal.h - what chunk.c (the encoder) and the decoder
+ * (chunk_decode.c, chunk_column.c) share: the format's magic and tags;
+ * chunk.h documents the format itself.
  */
 #ifndef FL_CHUNK_INTERNAL_H
 #define FL_CHUNK_INTERNAL_H
