@@ -1,7 +1,10 @@
 /*
- * columns.c - one host's history as columns; see columns.h.
+ * columns.c - one host's history as columns: the ring of points, its
+ * columns and their index, fed a snapshot at a time (columns_push); see
+ * columns.h.  Appending another history is columns_append.c.
  */
 #include "rules/lang/columns.h"
+#include "rules/lang/columns_internal.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -60,45 +63,9 @@ static int same_identity(const struct series *a, const struct series *b)
 	return a->kind == b->kind && snapshot_same_series(a, b);
 }
 
-static int bit(const uint64_t *b, size_t slot)
-{
-	return (int)((b[slot / 64] >> (slot % 64)) & 1);
-}
-
-static void set_bit(uint64_t *b, size_t slot)
-{
-	b[slot / 64] |= 1ULL << (slot % 64);
-}
-
-static void clear_bit(uint64_t *b, size_t slot)
-{
-	b[slot / 64] &= ~(1ULL << (slot % 64));
-}
-
-static size_t words(size_t cap)
-{
-	return (cap + 63) / 64;
-}
-
-/* Slot of the i-th point of ring g (i may run one past its end). */
-static size_t wrap(const struct col_ring *g, size_t i)
-{
-	size_t s = g->head + i;
-
-	return s >= g->cap ? s - g->cap : s;
-}
-
-/* ---- packed histograms (hist_pack.h) ------------------------------------ */
-
-/* The packed points of column k, by slot. */
-static uint8_t **packed(const struct column *col)
-{
-	return (uint8_t **)col->v;
-}
-
 /* Column k's histogram at slot s (held there) into out. */
-static void hist_at(const struct columns *c, const struct column *col, size_t s,
-		    struct histogram *out)
+void col_hist_at(const struct columns *c, const struct column *col, size_t s,
+		 struct histogram *out)
 {
 	const struct col_ring *g = &c->ring;
 	size_t chain[COLUMNS_HIST_CHAIN + 2], n = 0;
@@ -127,7 +94,7 @@ int columns_hist(const struct columns *c, uint32_t k, size_t i, struct histogram
 	s = columns_slot(c, i);
 	if (!bit(c->col[k].present, s))
 		return -ENOENT;
-	hist_at(c, &c->col[k], s, out);
+	col_hist_at(c, &c->col[k], s, out);
 	return 0;
 }
 
@@ -146,8 +113,8 @@ static void rebase_next(struct columns *c, struct column *col, size_t s)
 		return;
 	h = malloc(sizeof(*h));
 	if (!h)
-		return;		/* left as is: hist_at stops at its chain bound */
-	hist_at(c, col, next, h);
+		return;		/* left as is: col_hist_at stops at its chain bound */
+	col_hist_at(c, col, next, h);
 	full = hpack_full_dense(h);
 	free(h);
 	if (!full)
@@ -169,7 +136,7 @@ static void column_free(struct column *col, const struct columns *c)
 	def_free(&col->def);
 }
 
-static void newest_free(struct columns *c)
+void col_newest_free(struct columns *c)
 {
 	snapshot_free(&c->newest);
 	memset(&c->newest, 0, sizeof(c->newest));
@@ -184,7 +151,7 @@ void columns_free(struct columns *c)
 	free(c->hash);
 	free(c->ring.ts);
 	if (c->newest.host)
-		newest_free(c);
+		col_newest_free(c);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -218,7 +185,7 @@ static int index_rebuild(struct columns *c)
 }
 
 /* The column of series ser, or -1. */
-static long find_column(const struct columns *c, const struct series *ser)
+long col_find(const struct columns *c, const struct series *ser)
 {
 	if (!c->nby_id)
 		return -1;
@@ -266,8 +233,7 @@ static int policy_keeps(const struct columns_policy *p, const struct series *def
 }
 
 /* A new column for series ser, holding no point yet; its index or -ENOMEM. */
-static long add_column(struct columns *c, const struct series *ser,
-		       const struct columns_policy *policy)
+long col_add(struct columns *c, const struct series *ser, const struct columns_policy *policy)
 {
 	struct column *col;
 
@@ -371,7 +337,7 @@ static int ring_grow(struct columns *c, size_t cap)
 }
 
 /* Room for one more point: grown by an eighth (a long-lived history's memory). */
-static int ring_reserve(struct columns *c)
+int col_ring_reserve(struct columns *c)
 {
 	const struct col_ring *g = &c->ring;
 
@@ -386,7 +352,7 @@ int columns_reserve(struct columns *c, size_t n)
 }
 
 /* Drop the oldest point. */
-static void drop_oldest(struct columns *c)
+void col_drop_oldest(struct columns *c)
 {
 	struct col_ring *g = &c->ring;
 	size_t s = g->head;
@@ -408,7 +374,7 @@ static void drop_oldest(struct columns *c)
 }
 
 /* Remove the columns no point holds any more. */
-static void collect(struct columns *c)
+void col_collect(struct columns *c)
 {
 	int removed = 0;
 
@@ -497,9 +463,9 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 	    (sure ? c->col[hint].def.kind == ser->kind : same_identity(&c->col[hint].def, ser)))
 		k = hint;
 	if (k < 0)
-		k = find_column(c, ser);
+		k = col_find(c, ser);
 	if (k < 0)
-		k = add_column(c, ser, policy);
+		k = col_add(c, ser, policy);
 	if (k < 0)
 		return (int)k;
 	col = &c->col[k];
@@ -549,7 +515,7 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 }
 
 /* c->hash for the newest snapshot's series (left invalid on -ENOMEM). */
-static void index_newest(struct columns *c)
+void col_index_newest(struct columns *c)
 {
 	const struct snapshot *s = &c->newest;
 
@@ -569,7 +535,7 @@ static void index_newest(struct columns *c)
 }
 
 /* The newest point is about to change: the keep-0 columns' values go. */
-static void forget_newest_only(struct columns *c)
+void col_forget_newest_only(struct columns *c)
 {
 	for (uint32_t k = 0; k < c->ncol; k++) {
 		struct column *col = &c->col[k];
@@ -584,7 +550,7 @@ static void forget_newest_only(struct columns *c)
 }
 
 /* The policy changed (a reload): columns it now keeps get their rings. */
-static void follow_policy(struct columns *c, const struct columns_policy *policy)
+void col_follow_policy(struct columns *c, const struct columns_policy *policy)
 {
 	for (uint32_t k = 0; k < c->ncol; k++)
 		if (!c->col[k].keep && policy_keeps(policy, &c->col[k].def))
@@ -604,8 +570,8 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 	int ret;
 
 	while (d->n && d->ts[d->head] + keep_ms < s->ts_ms)
-		drop_oldest(c);
-	ret = ring_reserve(c);
+		col_drop_oldest(c);
+	ret = col_ring_reserve(c);
 	if (!ret && columns_len(c) && s->nseries) {
 		/*
 		 * consecutive snapshots of a host list their series in the same
@@ -629,8 +595,8 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 		return ret;
 	}
 	if (c->policy_gen != (policy ? policy->gen : 0))
-		follow_policy(c, policy);
-	forget_newest_only(c);
+		col_follow_policy(c, policy);
+	col_forget_newest_only(c);
 	slot = wrap(d, d->n);
 	for (uint32_t k = 0; k < c->ncol; k++)
 		if (c->col[k].keep)
@@ -647,7 +613,7 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 	free(hints);
 	if (ret) {
 		/* take the half-placed point back out; its histograms stay with s */
-		forget_newest_only(c);
+		col_forget_newest_only(c);
 		for (uint32_t k = 0; k < c->ncol; k++) {
 			if (!c->col[k].keep || !bit(c->col[k].present, slot))
 				continue;
@@ -658,7 +624,7 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 		}
 		d->n--;
 		snapshot_free(s);
-		collect(c);
+		col_collect(c);
 		return ret;
 	}
 	/*
@@ -667,11 +633,11 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 	 * than freed under s.
 	 */
 	if (snapshot_adopt_strings(s, &c->newest) == 0 && c->newest.host)
-		newest_free(c);
+		col_newest_free(c);
 	c->newest = *s;
 	memset(s, 0, sizeof(*s));
-	index_newest(c);
-	collect(c);
+	col_index_newest(c);
+	col_collect(c);
 	return 0;
 }
 
@@ -686,149 +652,7 @@ int columns_set_newest(struct columns *c, struct series *ser, const struct colum
 	ret = place(c, ser, wrap(d, d->n - 1), ser->link ? (long)ser->link - 1 : -1, 0, NULL, 0, 1,
 		    policy);
 	if (c->nhash != c->newest.nseries)
-		index_newest(c);	/* a series added to the newest snapshot */
-	return ret;
-}
-
-/* ---- appending another history (columns_append) ------------------------- */
-
-/*
- * Source column sc's histogram at its slot ss packed for dst's column dc,
- * whose previous point is a copy of sc's previous one when `follows`:
- * then a delta is copied as it is (within the chain's bound), else the
- * point is rebuilt in full (h: scratch).  NULL: out of memory.
- */
-static uint8_t *hist_copy(const struct columns *src, const struct column *sc, size_t ss,
-			  struct column *dc, int follows, struct histogram *h)
-{
-	const uint8_t *b = sc->keep ? packed(sc)[ss] : sc->last.h;
-	uint8_t *out;
-	size_t len;
-
-	if (b[0] == HPACK_DELTA && (!follows || dc->chain >= COLUMNS_HIST_CHAIN)) {
-		hist_at(src, sc, ss, h);
-		dc->chain = 0;
-		return hpack_full_dense(h);
-	}
-	dc->chain = b[0] == HPACK_DELTA ? dc->chain + 1 : 0;
-	len = hpack_len(b);
-	out = malloc(len);
-	if (out)
-		memcpy(out, b, len);
-	return out;
-}
-
-/* Source column k's value at point i (slot ss) into dst's column dc at dst's newest point. */
-static int value_copy(struct columns *dst, struct column *dc, const struct columns *src,
-		      uint32_t k, size_t ss, int follows, struct histogram **h)
-{
-	const struct column *sc = &src->col[k];
-	size_t ds = wrap(&dst->ring, dst->ring.n - 1);
-	uint64_t raw = 0;
-
-	if (sc->def.kind == SERIES_HISTOGRAM) {
-		uint8_t *b;
-
-		if (!*h && !(*h = malloc(sizeof(**h))))
-			return -ENOMEM;
-		b = hist_copy(src, sc, ss, dc, follows && dc->keep, *h);
-		if (!b)
-			return -ENOMEM;
-		if (dc->keep)
-			packed(dc)[ds] = b;
-		else
-			dc->last.h = b;
-	} else {
-		raw = sc->keep ? ((const uint64_t *)sc->v)[ss] : sc->last.u;
-		if (dc->keep)
-			((uint64_t *)dc->v)[ds] = raw;	/* a counter's u64 or a gauge's double */
-		else
-			dc->last.u = raw;
-	}
-	if (dc->keep)
-		set_bit(dc->present, ds);
-	else
-		dc->now = 1;
-	dc->live++;
-	return 0;
-}
-
-int columns_append(struct columns *dst, const struct columns *src, size_t i0, uint64_t keep_ms,
-		   const struct columns_policy *policy)
-{
-	size_t len = columns_len(src);
-	long *map = NULL;		/* per source column: dst's, or -1 until needed */
-	uint8_t *follows = NULL;	/* per source column: dst's point before copies src's */
-	struct histogram *h = NULL;
-	struct snapshot newest;
-	int ret = -ENOMEM;
-
-	if (i0 >= len)
-		return 0;
-	if (columns_len(dst) && columns_ts(src, i0) <= columns_ts(dst, columns_len(dst) - 1))
-		return -EINVAL;
-	map = malloc((src->ncol + 1) * sizeof(*map));
-	follows = calloc(src->ncol + 1, 1);
-	if (!map || !follows)
-		goto out;
-	for (uint32_t k = 0; k < src->ncol; k++)
-		map[k] = -1;
-	if (dst->policy_gen != (policy ? policy->gen : 0))
-		follow_policy(dst, policy);
-	forget_newest_only(dst);
-	for (size_t i = i0; i < len; i++) {
-		uint64_t ts = columns_ts(src, i);
-		size_t ss = columns_slot(src, i), ds;
-
-		while (dst->ring.n && dst->ring.ts[dst->ring.head] + keep_ms < ts)
-			drop_oldest(dst);
-		if (ring_reserve(dst))
-			goto out;
-		ds = wrap(&dst->ring, dst->ring.n);
-		for (uint32_t k = 0; k < dst->ncol; k++)
-			if (dst->col[k].keep)
-				clear_bit(dst->col[k].present, ds);
-		dst->ring.ts[ds] = ts;
-		dst->ring.n++;
-		for (uint32_t k = 0; k < src->ncol; k++) {
-			struct column *dc;
-
-			if (!columns_has(src, k, i)) {
-				follows[k] = 0;
-				continue;
-			}
-			if (map[k] < 0 && (map[k] = find_column(dst, &src->col[k].def)) < 0 &&
-			    (map[k] = add_column(dst, &src->col[k].def, policy)) < 0)
-				goto out;
-			dc = &dst->col[map[k]];
-			/* a column without history keeps the newest point's value alone */
-			if (!dc->keep && i + 1 < len) {
-				follows[k] = 0;
-				continue;
-			}
-			if (value_copy(dst, dc, src, k, ss, follows[k], &h))
-				goto out;
-			follows[k] = 1;
-		}
-	}
-	if (snapshot_copy(&newest, &src->newest))
-		goto out;
-	for (uint32_t j = 0; j < newest.nseries; j++) {
-		uint32_t link = src->newest.series[j].link;
-
-		newest.series[j].link = link && link != SERIES_LINK_NONE && link <= src->ncol &&
-					map[link - 1] >= 0 ? (uint32_t)map[link - 1] + 1 : 0;
-	}
-	if (dst->newest.host)
-		newest_free(dst);
-	dst->newest = newest;
-	index_newest(dst);
-	collect(dst);
-	ret = 0;
-out:
-	free(h);
-	free(map);
-	free(follows);
+		col_index_newest(c);	/* a series added to the newest snapshot */
 	return ret;
 }
 

@@ -1,0 +1,81 @@
+/*
+ * columns_internal.h - what columns.c (the ring, columns_push) and
+ * columns_append.c (another history appended) share; not for other files.
+ */
+#ifndef FL_COLUMNS_INTERNAL_H
+#define FL_COLUMNS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "rules/lang/columns.h"
+
+/* ---- bitmaps and slots -------------------------------------------------- */
+
+static inline int bit(const uint64_t *b, size_t slot)
+{
+	return (int)((b[slot / 64] >> (slot % 64)) & 1);
+}
+
+static inline void set_bit(uint64_t *b, size_t slot)
+{
+	b[slot / 64] |= 1ULL << (slot % 64);
+}
+
+static inline void clear_bit(uint64_t *b, size_t slot)
+{
+	b[slot / 64] &= ~(1ULL << (slot % 64));
+}
+
+static inline size_t words(size_t cap)
+{
+	return (cap + 63) / 64;
+}
+
+/* Slot of the i-th point of ring g (i may run one past its end). */
+static inline size_t wrap(const struct col_ring *g, size_t i)
+{
+	size_t s = g->head + i;
+
+	return s >= g->cap ? s - g->cap : s;
+}
+
+/* The packed points of column k, by slot. */
+static inline uint8_t **packed(const struct column *col)
+{
+	return (uint8_t **)col->v;
+}
+
+/* ---- columns.c's, for columns_append.c ---------------------------------- */
+
+/* Column col's histogram at slot s (held there) into out. */
+void col_hist_at(const struct columns *c, const struct column *col, size_t s,
+		 struct histogram *out);
+
+/* The column of series ser (same name, labels and kind), or -1. */
+long col_find(const struct columns *c, const struct series *ser);
+
+/* A new column for series ser, holding no point yet; its index or -ENOMEM. */
+long col_add(struct columns *c, const struct series *ser, const struct columns_policy *policy);
+
+/* Room for one more point (the ring grown by an eighth): 0 or -ENOMEM. */
+int col_ring_reserve(struct columns *c);
+
+/* Drop the oldest point (a histogram delta on it is rebuilt in full). */
+void col_drop_oldest(struct columns *c);
+
+/* Remove the columns no point holds any more. */
+void col_collect(struct columns *c);
+
+/* Free c->newest. */
+void col_newest_free(struct columns *c);
+
+/* c->hash for the newest snapshot's series (left invalid on -ENOMEM). */
+void col_index_newest(struct columns *c);
+
+/* The newest point is about to change: the keep-0 columns' values go. */
+void col_forget_newest_only(struct columns *c);
+
+/* The policy changed (a reload): columns it now keeps get their rings. */
+void col_follow_policy(struct columns *c, const struct columns_policy *policy);
+
+#endif
