@@ -111,7 +111,7 @@ RULES_SRCS := $(foreach l,$(RULES_LAYERS),$(wildcard rules/$(l)/*.c)) \
 	$(filter-out rules/main.c,$(wildcard rules/*.c))
 RULES_OBJS := $(RULES_SRCS:%.c=$(OUT)/%.o)
 # faultline-web: Prometheus' HTTP API over the tiers (rules/lang evaluates).
-WEB_OBJS := $(OUT)/web/query.o $(OUT)/web/prom_api.o $(OUT)/web/pages.o $(OUT)/web/float_text.o
+WEB_OBJS := $(OUT)/web/query.o $(OUT)/web/query_load.o $(OUT)/web/query_hot.o $(OUT)/web/prom_api.o $(OUT)/web/pages.o $(OUT)/web/float_text.o
 BINS := $(OUT)/faultline-probe $(OUT)/faultline-rules $(OUT)/faultline-alerter $(OUT)/faultline \
 	$(OUT)/faultline-web
 
@@ -323,7 +323,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		fuzz_kallsyms) extra="probes/kernel_syms.c";; \
 		fuzz_unwind) extra="probes/unwind.c probes/proc_maps.c probes/unwind_table.c probes/unwind_cache.c probes/symbolize.c probes/build_id.c probes/perfmap.c probes/bpfmap.c probes/kernel_syms.c";; \
 		fuzz_topology) extra="$(LANG_SRCS)";; \
-		fuzz_http_args) extra="web/prom_api.c web/query.c $(OUT)/fuzz/float_text.o $(LANG_SRCS) $(ENGINE_SRCS)";; \
+		fuzz_http_args) extra="web/prom_api.c web/query.c web/query_load.c web/query_hot.c $(OUT)/fuzz/float_text.o $(LANG_SRCS) $(ENGINE_SRCS)";; \
 		fuzz_probe_config) extra="probes/probe_config.c probes/prom.c $(OUT)/probe_default_config.c";; esac; \
 		$(CLANG) $(FUZZ_CFLAGS) -I$(OUT) $$extra $$f $(LIB_SRCS) $(OUT)/gen/profile.pb-c.c $(LDLIBS) -o $(OUT)/fuzz/$$t; \
 		mkdir -p $(OUT)/fuzz/corpus-$$t; \

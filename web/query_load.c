@@ -1,0 +1,390 @@
+/*
+ * query_load.c - a query's hosts and their history: which registered
+ * hosts its selectors can reach (a host="..." selector reads that host's
+ * record alone), and their snapshots over the range read from Redis into
+ * columns, the series the query names keeping their points, counted
+ * against --query.max-samples and the deadline.  See query_internal.h.
+ */
+#include "web/query.h"
+#include "web/query_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/array.h"
+#include "core/timeutil.h"
+#include "model/catalog.h"
+#include "model/host_entry.h"
+#include "rules/lang/rules.h"
+#include "store/host_registry.h"
+#include "store/store.h"
+
+/* Whether a series of this name is one the query's selectors name. */
+static int qload_picks_named(const char *name, void *arg)
+{
+	const struct qload *ql = arg;
+
+	for (int i = 0; i < ql->nkeep; i++)
+		if (!strcmp(name, ql->keep[i]))
+			return 1;
+	return 0;
+}
+
+int qload_keeps_named(const struct series *def, void *arg)
+{
+	return qload_picks_named(def->name, arg);
+}
+
+static void keep_sel(const struct node *sel, void *arg)
+{
+	struct qload *ql = arg;
+
+	for (int i = 0; i < ql->nkeep; i++)
+		if (!strcmp(ql->keep[i], sel->wire))
+			return;
+	if (ql->nkeep < (int)(sizeof(ql->keep) / sizeof(ql->keep[0])))
+		ql->keep[ql->nkeep++] = sel->wire;
+	else
+		ql->pol = NULL;	/* more than it holds: every series keeps its points */
+}
+
+/* Keep the points of the series n's selectors name only. */
+void qload_keep_only(struct qload *ql, const struct node *n)
+{
+	ql->policy = (struct columns_policy){ qload_keeps_named, ql, 1 };
+	ql->pol = &ql->policy;
+	expr_each_selector(n, keep_sel, ql);
+}
+
+/* ---- which hosts a query can reach ----------------------------------- */
+
+int query_matcher_ok(const struct expr_matcher *m, const char *v)
+{
+	switch (m->op) {
+	case '=': return !strcmp(v, m->value);
+	case '!': return strcmp(v, m->value) != 0;
+	case '~': return promregex_match(&m->re, v);
+	case '^': return !promregex_match(&m->re, v);
+	}
+	return 1;
+}
+
+struct reach {
+	const struct snapshot *host;	/* a stub: the host's name and labels */
+	int any;			/* some selector may match its series */
+	int nsel;
+};
+
+/*
+ * Whether selector sel may match a series of the host: every matcher on
+ * host, or on a label the host carries (the probe's, the topology's),
+ * holds.  Matchers on other labels are the series' own: not known here.
+ */
+static void reach_one(const struct node *sel, void *arg)
+{
+	struct reach *r = arg;
+	const struct snapshot *s = r->host;
+
+	if (!catalog_find_wire(sel->wire))
+		return;	/* ALERTS: no host's series */
+	r->nsel++;
+	for (int i = 0; i < sel->nm; i++) {
+		const struct expr_matcher *m = &sel->m[i];
+		const char *v = NULL;
+
+		if (!strcmp(m->label, "host"))
+			v = s->host;
+		for (uint32_t k = 0; !v && k < s->nlabels; k++)
+			if (!strcmp(s->labels[k].key, m->label))
+				v = s->labels[k].value;
+		if (v && !query_matcher_ok(m, v))
+			return;
+	}
+	r->any = 1;
+}
+
+struct hosts_arg {
+	struct qload *ql;
+	const struct node *n;		/* NULL: every host */
+	int nomem;
+};
+
+/* The most points a host's history is made room for before they arrive. */
+#define RESERVE_MAX 4096
+
+int qload_add_host(struct qload *ql, const char *name)
+{
+	struct qhost *h;
+
+	if (ARRAY_GROW(ql->h, ql->caph, ql->nh + 1, 64))
+		return -ENOMEM;
+	h = &ql->h[ql->nh];
+	memset(h, 0, sizeof(*h));
+	columns_init(&h->c);
+	/*
+	 * Room for the points the range can hold at the tier's interval, made
+	 * once (growing as they come copied every column ~20 times for an
+	 * hour); -ENOMEM here is not an error: the ring grows when pushed.
+	 * Not the tail's: a host there may stay quiet, and holds nothing then.
+	 */
+	if (ql->reserve && ql->tier && ql->keep_ms) {
+		uint64_t points = ql->keep_ms / (ql->tier * 1000ULL) + 2;
+
+		columns_reserve(&h->c, points < RESERVE_MAX ? points : RESERVE_MAX);
+	}
+	if (!(h->name = strdup(name)) || strmap_put(&ql->index, name, (uint32_t)ql->nh)) {
+		free(h->name);
+		return -ENOMEM;
+	}
+	ql->nh++;
+	return 0;
+}
+
+/*
+ * Whether the host of stub (its name and labels) is one n can reach (n
+ * NULL: any) among o's hosts.
+ */
+int qload_host_reached(const struct node *n, const struct snapshot *stub,
+		       const struct query_opts *o)
+{
+	struct reach r = { stub, 0, 0 };
+
+	if (n)
+		expr_each_selector(n, reach_one, &r);
+	if (o->hosts) {
+		int listed = 0;
+
+		for (size_t i = 0; i < o->nhosts && !listed; i++)
+			listed = !strcmp(o->hosts[i], stub->host);
+		if (!listed)
+			return 0;
+	}
+	return !n || r.any;
+}
+
+static void host_seen(const char *host, const struct host_entry *e, void *arg)
+{
+	struct hosts_arg *a = arg;
+	struct snapshot stub;
+
+	if (a->nomem || snapshot_init(&stub, host, 0, 0, 0, 1)) {
+		a->nomem = 1;
+		return;
+	}
+	for (uint32_t i = 0; i < e->nlabels; i++)
+		if (snapshot_set_label(&stub, e->labels[i].key, e->labels[i].value))
+			a->nomem = 1;
+	if (topology_apply(a->ql->o->topology, &stub))
+		a->nomem = 1;
+	if (!a->nomem && qload_host_reached(a->n, &stub, a->ql->o) && qload_add_host(a->ql, host))
+		a->nomem = 1;
+	snapshot_free(&stub);
+}
+
+/* The hosts a query's selectors name by host="..." (every one of them must). */
+struct named_hosts {
+	char *name[16];
+	size_t n;
+	int all;		/* a selector names none, or more than fit: list them all */
+};
+
+static void host_named(const struct node *sel, void *arg)
+{
+	struct named_hosts *nh = arg;
+	const char *v = NULL;
+
+	if (!catalog_find_wire(sel->wire))
+		return;	/* ALERTS: no host's series */
+	for (int i = 0; i < sel->nm && !v; i++)
+		if (!strcmp(sel->m[i].label, "host") && sel->m[i].op == '=')
+			v = sel->m[i].value;
+	if (!v) {
+		nh->all = 1;
+		return;
+	}
+	for (size_t i = 0; i < nh->n; i++)
+		if (!strcmp(nh->name[i], v))
+			return;
+	if (nh->n < sizeof(nh->name) / sizeof(nh->name[0]))
+		nh->name[nh->n++] = (char *)v;
+	else
+		nh->all = 1;
+}
+
+/*
+ * The registered hosts n can reach (n NULL: all of them) into ql.  When
+ * every selector names its host (a dashboard's one-host panel), only those
+ * hosts' records are read: no scan of the keyspace, no record of the
+ * fleet's other hosts decoded.
+ */
+enum query_error qload_find_hosts(struct conn *rc, struct qload *ql, const struct node *n,
+				  char *err, size_t errlen)
+{
+	struct hosts_arg a = { ql, n, 0 };
+	struct named_hosts nh = { .all = !n };
+	int got;
+
+	if (n)
+		expr_each_selector(n, host_named, &nh);
+	if (!nh.all)
+		got = store_host_entries_of(rc, nh.name, nh.n, host_seen, &a, err, errlen);
+	else
+		got = store_host_entries(rc, host_seen, &a, err, errlen);
+	if (got < 0)
+		return QUERY_UNAVAILABLE;
+	if (a.nomem) {
+		snprintf(err, errlen, "out of memory listing the hosts");
+		return QUERY_INTERNAL;
+	}
+	return QUERY_OK;
+}
+
+/* ---- reading their history ------------------------------------------- */
+
+int qload_arrived(struct snapshot *s, void *arg)
+{
+	struct qload *ql = arg;
+	struct qhost *h;
+	uint32_t idx;
+	size_t len;
+
+	if (ql->failed || !s->host || !strmap_get(&ql->index, s->host, &idx))
+		return 1;
+	h = &ql->h[idx];
+	len = columns_len(&h->c);
+	if (len && s->ts_ms <= columns_ts(&h->c, len - 1))
+		return 0;	/* not newer: a duplicate */
+	ql->samples += s->nseries;
+	if (ql->samples > ql->o->max_samples) {
+		ql->failed = QUERY_EXECUTION;
+		snprintf(ql->why, sizeof(ql->why), "query processing would load too many samples "
+			 "into memory in query execution (over %" PRIu64 ", --query.max-samples)",
+			 ql->o->max_samples);
+		return 1;
+	}
+	if (time_mono_ns() > ql->deadline_ns) {
+		ql->failed = QUERY_TIMEOUT;
+		snprintf(ql->why, sizeof(ql->why), "query timed out in query execution "
+			 "(reading the %" PRIu32 " s tier)", ql->tier);
+		return 1;
+	}
+	if (topology_apply(ql->o->topology, s))
+		goto nomem;
+	if (ql->tier != 1) {
+		/* minute_eval folds the windows themselves: keep them beside the columns */
+		if (ARRAY_GROW(h->m, h->capm, h->nm + 1, 16) || snapshot_copy(&h->m[h->nm], s))
+			goto nomem;
+		h->nm++;
+	}
+	if (columns_push(&h->c, s, ql->keep_ms, ql->pol))
+		goto nomem;
+	return 0;
+nomem:
+	ql->failed = QUERY_INTERNAL;
+	snprintf(ql->why, sizeof(ql->why), "out of memory reading %s", s->host);
+	return 1;
+}
+
+void qload_free(struct qload *ql)
+{
+	for (size_t i = 0; i < ql->nh; i++) {
+		if (ql->h[i].borrowed)
+			continue;
+		free(ql->h[i].name);
+		columns_free(&ql->h[i].c);
+		for (size_t k = 0; k < ql->h[i].nm; k++)
+			snapshot_free(&ql->h[i].m[k]);
+		free(ql->h[i].m);
+	}
+	free(ql->h);
+	strmap_free(&ql->index);
+}
+
+/*
+ * A host's next snapshot most likely repeats its newest (the same series
+ * every interval): decoded like it, borrowing its strings, which
+ * columns_push adopts (what the rules engine does; 3x less decoding).
+ */
+const struct snapshot *qload_like_newest(size_t host_index, void *arg)
+{
+	const struct qload *ql = arg;
+
+	return host_index < ql->nh && columns_len(&ql->h[host_index].c) ?
+	       &ql->h[host_index].c.newest : NULL;
+}
+
+/* The hosts one read asks for: slot k of the read is ql's host at[k]. */
+struct read_set {
+	struct qload *ql;
+	size_t *at;
+};
+
+static int set_arrived(struct snapshot *s, void *arg)
+{
+	return qload_arrived(s, ((struct read_set *)arg)->ql);
+}
+
+static const struct snapshot *set_like(size_t k, void *arg)
+{
+	const struct read_set *rs = arg;
+
+	return qload_like_newest(rs->at[k], rs->ql);
+}
+
+static int set_picks(const char *name, void *arg)
+{
+	return qload_picks_named(name, ((struct read_set *)arg)->ql);
+}
+
+/*
+ * Read the hosts of ql that `which` marks (NULL: all) over [from_ms,
+ * to_ms] of ql->tier.
+ */
+enum query_error qload_read_hosts_of(struct conn *rc, struct qload *ql, const uint8_t *which,
+				     uint64_t from_ms, uint64_t to_ms, char *err, size_t errlen)
+{
+	struct read_set rs = { ql, calloc(ql->nh + 1, sizeof(size_t)) };
+	/* a chunk builds the series the query names only (when it names them all) */
+	struct store_readers rd = { .snapshot = set_arrived, .like = set_like,
+				    .series = ql->pol ? set_picks : NULL, .arg = &rs };
+	const char **names = calloc(ql->nh + 1, sizeof(*names));
+	uint64_t *from = calloc(ql->nh + 1, sizeof(*from));
+	size_t n = 0;
+	int got = 0;
+
+	if (!names || !from || !rs.at) {
+		free(names);
+		free(from);
+		free(rs.at);
+		snprintf(err, errlen, "out of memory");
+		return QUERY_INTERNAL;
+	}
+	for (size_t i = 0; i < ql->nh; i++) {
+		if (which && !which[i])
+			continue;
+		rs.at[n] = i;
+		names[n] = ql->h[i].name;
+		from[n++] = from_ms;
+	}
+	if (n)
+		got = store_read_ranges(rc, names, from, n, ql->tier, to_ms, &rd, NULL, err,
+					errlen);
+	free(names);
+	free(from);
+	free(rs.at);
+	if (ql->failed) {
+		snprintf(err, errlen, "%s", ql->why);
+		return ql->failed;
+	}
+	return got < 0 ? QUERY_UNAVAILABLE : QUERY_OK;
+}
+
+/* Read every host of ql over [from_ms, to_ms] of ql->tier. */
+enum query_error qload_read_hosts(struct conn *rc, struct qload *ql, uint64_t from_ms,
+				  uint64_t to_ms, char *err, size_t errlen)
+{
+	return qload_read_hosts_of(rc, ql, NULL, from_ms, to_ms, err, errlen);
+}
