@@ -38,6 +38,7 @@
 #include "store/alert_group.h"
 #include "store/drives.h"
 #include "store/profile_store.h"
+#include "store/chunk_cache.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
 #include "store/store.h"
@@ -1296,6 +1297,80 @@ Test(web, the_in_memory_tail_answers_as_redis_does, .init = start, .fini = stop,
 	cr_assert_eq(a.n, 2);
 	query_result_free(&a);
 	query_hot_stop(warm.hot);
+	conn_close(c);
+}
+
+/*
+ * Ended chunks kept decoded (--query.chunk-cache-mb): the 1 s tier's ended
+ * minutes and the minute tier's ended hour, asked twice through a cache,
+ * answer as a reader without one does, the second time from the cache;
+ * a query of other series is not served the first one's points.
+ */
+Test(web, the_chunk_cache_answers_as_decoding_does, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	static const struct {
+		const char *q;
+		uint64_t back_ms, step_ms;	/* the range: [t_end - back_ms, t_end] */
+	} asks[] = {
+		{ "sum by (rack) (rate(faultline_tcp_in_csum_errors_total[1m]))", 200000, 5000 },
+		{ "faultline_host_cpu_utilization_ratio{rack=\"r1\"}", 230000, 1000 },
+		{ "histogram_quantile(0.5, sum by (le) (rate("
+		  "faultline_block_latency_seconds_bucket[1m])))", 200000, 10000 },
+		{ "faultline_tcp_in_csum_errors_total{host=\"h1\"}", 230000, 1000 },
+		/* the minute tier: its first hour ended, a chunk */
+		{ "sum by (rack) (rate(faultline_tcp_in_csum_errors_total[5m]))",
+		  (MINUTES - 10) * 60000ULL, 60000 },
+	};
+	struct query_opts cold = opts(), warm = opts();
+	struct chunk_cache_stats st;
+	struct query_result a, b;
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t misses;
+	char err[512];
+
+	warm.cache = chunk_cache_new(64 << 20);
+	cr_assert_not_null(warm.cache);
+	for (int round = 0; round < 2; round++) {
+		for (size_t q = 0; q < sizeof(asks) / sizeof(asks[0]); q++) {
+			uint64_t from = t_end - asks[q].back_ms;
+
+			cr_assert_eq(query_run(c, &warm, asks[q].q, from, t_end, asks[q].step_ms,
+					       &a, err, sizeof(err)), QUERY_OK, "%s: %s",
+				     asks[q].q, err);
+			cr_assert_eq(query_run(c, &cold, asks[q].q, from, t_end, asks[q].step_ms,
+					       &b, err, sizeof(err)), QUERY_OK, "%s: %s",
+				     asks[q].q, err);
+			cr_assert_eq(a.tier, b.tier);
+			cr_assert_eq(a.tier, q == 4 ? 60 : 1, "%s read the %u s tier", asks[q].q,
+				     a.tier);
+			same_answers(&a, &b, asks[q].q);
+			query_result_free(&a);
+			query_result_free(&b);
+		}
+		chunk_cache_stats(warm.cache, &st);
+		if (!round) {
+			cr_assert_gt(st.misses, 0, "the first round decodes the chunks");
+			misses = st.misses;
+		} else {
+			cr_assert_eq(st.misses, misses, "the second round decodes none");
+			cr_assert_geq(st.hits, misses, "the second round takes every chunk kept");
+		}
+	}
+	/* another pick of the same chunks: decoded for it, never the first picks' points */
+	cr_assert_eq(query_run(c, &warm, "faultline_host_cpu_utilization_ratio{host=\"h2\"}",
+			       t_end - 230000, t_end, 1000, &a, err, sizeof(err)), QUERY_OK, "%s",
+		     err);
+	cr_assert_eq(query_run(c, &cold, "faultline_host_cpu_utilization_ratio{host=\"h2\"}",
+			       t_end - 230000, t_end, 1000, &b, err, sizeof(err)), QUERY_OK, "%s",
+		     err);
+	same_answers(&a, &b, "h2's utilization");
+	query_result_free(&a);
+	query_result_free(&b);
+	chunk_cache_stats(warm.cache, &st);
+	cr_assert_gt(st.entries, 0);
+	cr_assert_leq(st.bytes, st.max_bytes);
+	chunk_cache_free(warm.cache);
 	conn_close(c);
 }
 

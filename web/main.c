@@ -23,6 +23,7 @@
 #include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "rules/lang/rules.h"
+#include "store/chunk_cache.h"
 #include "store/conn.h"
 #include "web/pages.h"
 #include "web/prom_api.h"
@@ -45,6 +46,7 @@ static void usage(FILE *out)
 "                     [--topology FILE] [--rules FILE...]\n"
 "                     [--retention s1=15m,s60=1d,s3600=7d]\n"
 "                     [--query.timeout 2m] [--query.max-samples N] [--hot 5m]\n"
+"                     [--query.chunk-cache-mb 256]\n"
 "                     [--log-level L]\n"
 "\n"
 "Serve Prometheus' HTTP API (/api/v1/query, query_range, series, labels,\n"
@@ -88,6 +90,11 @@ static void usage(FILE *out)
 "                        for a real one: faultline_web_hot_bytes on /metrics\n"
 "                        says); 0 reads Redis for\n"
 "                        every query (default 5m)\n"
+"      --query.chunk-cache-mb N  keep up to N MiB of ended chunks decoded, so\n"
+"                        that a range asked again (a dashboard's refresh) is\n"
+"                        not decompressed and decoded again; answers are the\n"
+"                        same with or without it (default 256; 0: none;\n"
+"                        faultline_web_chunk_cache_* on /metrics)\n"
 "      --log-level L     error, warn, info (default) or debug\n"
 "      --log-format F    text (default), json or logfmt\n"
 "  -h, --help            this help\n"
@@ -99,6 +106,7 @@ struct web_options {
 	const char *rules[16];
 	int nrules;
 	uint64_t hot_ms;
+	uint64_t cache_mb;		/* --query.chunk-cache-mb */
 	struct query_opts q;
 };
 
@@ -134,6 +142,7 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 		{ "query.timeout", required_argument, NULL, 'T' },
 		{ "query.max-samples", required_argument, NULL, 'M' },
 		{ "hot", required_argument, NULL, 'H' },
+		{ "query.chunk-cache-mb", required_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "log-format", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
@@ -155,6 +164,7 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 	o->q.timeout_ms = 120000;
 	o->q.max_samples = 50000000;
 	o->hot_ms = 5 * 60 * 1000;
+	o->cache_mb = 256;
 	while ((c = getopt_long(argc, argv, "r:l:t:R:s:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r': o->redis = optarg; break;
@@ -200,6 +210,15 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'C':
+			errno = 0;
+			o->cache_mb = strtoull(optarg, &end, 10);
+			if (errno || *end || !*optarg || o->cache_mb > (SIZE_MAX >> 20)) {
+				fprintf(stderr, "faultline-web: --query.chunk-cache-mb: expected "
+					"a number of MiB (0: none), found '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'L':
 			if (log_parse_level(optarg, &lv)) {
 				fprintf(stderr, "faultline-web: --log-level: expected error, warn, "
@@ -226,7 +245,8 @@ static int parse_options(struct web_options *o, int argc, char **argv)
 }
 
 /* faultline-web's own /metrics. */
-static void render_metrics(struct prom_api *api, struct query_hot *hot, struct strbuf *sb)
+static void render_metrics(struct prom_api *api, struct query_hot *hot,
+			   struct chunk_cache *cache, struct strbuf *sb)
 {
 	static const char *const tiers[] = { "1s", "1m", "1h" };
 	struct prom_api_stats st;
@@ -258,6 +278,29 @@ static void render_metrics(struct prom_api *api, struct query_hot *hot, struct s
 			    "faultline_web_hot_hosts %zu\n# HELP faultline_web_hot_bytes Memory the "
 			    "tail's columns hold.\n# TYPE faultline_web_hot_bytes gauge\n"
 			    "faultline_web_hot_bytes %zu\n", n, bytes);
+	}
+	if (cache) {
+		struct chunk_cache_stats cs;
+
+		chunk_cache_stats(cache, &cs);
+		strbuf_addf(sb, "# HELP faultline_web_chunk_cache_hits_total Ended chunks a query "
+			    "took decoded from the cache.\n"
+			    "# TYPE faultline_web_chunk_cache_hits_total counter\n"
+			    "faultline_web_chunk_cache_hits_total %" PRIu64 "\n"
+			    "# HELP faultline_web_chunk_cache_misses_total Ended chunks a query "
+			    "decoded itself.\n# TYPE faultline_web_chunk_cache_misses_total counter\n"
+			    "faultline_web_chunk_cache_misses_total %" PRIu64 "\n"
+			    "# HELP faultline_web_chunk_cache_evictions_total Chunks let go to stay "
+			    "within --query.chunk-cache-mb.\n"
+			    "# TYPE faultline_web_chunk_cache_evictions_total counter\n"
+			    "faultline_web_chunk_cache_evictions_total %" PRIu64 "\n"
+			    "# HELP faultline_web_chunk_cache_bytes Memory the decoded chunks hold.\n"
+			    "# TYPE faultline_web_chunk_cache_bytes gauge\n"
+			    "faultline_web_chunk_cache_bytes %zu\n"
+			    "# HELP faultline_web_chunk_cache_max_bytes --query.chunk-cache-mb.\n"
+			    "# TYPE faultline_web_chunk_cache_max_bytes gauge\n"
+			    "faultline_web_chunk_cache_max_bytes %zu\n",
+			    cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes);
 	}
 }
 
@@ -291,6 +334,10 @@ int main(int argc, char **argv)
 			log_error("%s", err);
 			return 1;
 		}
+	if (o.cache_mb && !(o.q.cache = chunk_cache_new((size_t)o.cache_mb << 20))) {
+		log_error("out of memory");
+		return 1;
+	}
 	if (o.hot_ms && !(o.q.hot = query_hot_start(o.redis, &o.q, o.hot_ms))) {
 		log_error("the in-memory tail could not start (out of memory)");
 		return 1;
@@ -320,7 +367,7 @@ int main(int argc, char **argv)
 		 "http://%s/fleet over %s%s%s; %d rule file(s)", o.listen, o.listen, shown,
 		 topo_path ? " with the topology of " : "", topo_path ? topo_path : "", o.nrules);
 	while (!stopping) {
-		render_metrics(api, o.q.hot, &sb);
+		render_metrics(api, o.q.hot, o.q.cache, &sb);
 		metrics_server_set_body(ms, strbuf_str(&sb), sb.len);
 		sleep(1);
 	}
@@ -329,6 +376,7 @@ int main(int argc, char **argv)
 	prom_api_free(api);
 	pages_free(pages);
 	query_hot_stop(o.q.hot);
+	chunk_cache_free(o.q.cache);
 	rules_free(&rs);
 	topology_free(&topo);
 	strbuf_release(&sb);

@@ -44,6 +44,8 @@ struct topology;
 
 #define QUERY_MAX_STEPS 11000
 
+struct chunk_cache;
+
 struct query_opts {
 	uint64_t retention_ms[STORE_TIERS];	/* what the probes keep of each tier */
 	uint64_t stale_ms;		/* 1 s tier: a host this silent is left out (5 s) */
@@ -53,6 +55,7 @@ struct query_opts {
 	const char *const *hosts;	/* only these hosts (an alert's); NULL: any */
 	size_t nhosts;
 	struct query_hot *hot;		/* the 1 s tier in memory (query_hot_start); NULL: none */
+	struct chunk_cache *cache;	/* ended chunks kept decoded (chunk_cache.h); NULL: none */
 };
 
 /* Prometheus' error types, for the API's errorType and status. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/array.h"
+#include "core/strbuf.h"
 #include "core/timeutil.h"
 #include "model/catalog.h"
 #include "model/host_entry.h"
@@ -349,16 +350,24 @@ enum query_error qload_read_hosts_of(struct conn *rc, struct qload *ql, const ui
 	struct read_set rs = { ql, calloc(ql->nh + 1, sizeof(size_t)) };
 	/* a chunk builds the series the query names only (when it names them all) */
 	struct store_readers rd = { .snapshot = set_arrived, .like = set_like,
-				    .series = ql->pol ? set_picks : NULL, .arg = &rs };
+				    .series = ql->pol ? set_picks : NULL,
+				    .cache = ql->o->cache, .arg = &rs };
 	const char **names = calloc(ql->nh + 1, sizeof(*names));
 	uint64_t *from = calloc(ql->nh + 1, sizeof(*from));
+	struct strbuf pick = STRBUF_INIT;
 	size_t n = 0;
 	int got = 0;
 
-	if (!names || !from || !rs.at) {
+	/* the cache's name for the pick: the names, in the query's order */
+	strbuf_adds(&pick, "picks:");
+	for (int i = 0; rd.series && rd.cache && i < ql->nkeep; i++)
+		strbuf_addf(&pick, "%s\n", ql->keep[i]);
+	rd.series_key = strbuf_str(&pick);
+	if (!names || !from || !rs.at || strbuf_failed(&pick)) {
 		free(names);
 		free(from);
 		free(rs.at);
+		strbuf_release(&pick);
 		snprintf(err, errlen, "out of memory");
 		return QUERY_INTERNAL;
 	}
@@ -375,6 +384,7 @@ enum query_error qload_read_hosts_of(struct conn *rc, struct qload *ql, const ui
 	free(names);
 	free(from);
 	free(rs.at);
+	strbuf_release(&pick);
 	if (ql->failed) {
 		snprintf(err, errlen, "%s", ql->why);
 		return ql->failed;

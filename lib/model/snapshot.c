@@ -7,6 +7,7 @@
 #include "model/snapshot_internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,31 @@ void snapshot_free(struct snapshot *s)
 		snapshot_labels_free(s->labels, s->nlabels);
 	free(s->host);
 	memset(s, 0, sizeof(*s));
+}
+
+static size_t labels_bytes(const struct label *l, uint32_t n)
+{
+	size_t b = malloc_usable_size((void *)l);
+
+	for (uint32_t i = 0; i < n; i++)
+		b += malloc_usable_size(l[i].key) + malloc_usable_size(l[i].value);
+	return b;
+}
+
+size_t snapshot_bytes(const struct snapshot *s)
+{
+	size_t b = sizeof(*s) + malloc_usable_size(s->host) + malloc_usable_size(s->series);
+
+	b += s->labels_one ? malloc_usable_size(s->labels) : labels_bytes(s->labels, s->nlabels);
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		const struct series *ser = &s->series[i];
+
+		if (!ser->borrowed)
+			b += malloc_usable_size(ser->name) + labels_bytes(ser->labels, ser->nlabels);
+		if (ser->kind == SERIES_HISTOGRAM)
+			b += malloc_usable_size(ser->hist) + malloc_usable_size(ser->sparse);
+	}
+	return b;
 }
 
 /*

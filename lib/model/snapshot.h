@@ -161,6 +161,13 @@ int snapshot_init(struct snapshot *s, const char *host, uint64_t ts_ms,
 /* Free everything s owns; s may then be initialised again. */
 void snapshot_free(struct snapshot *s);
 
+/*
+ * The heap bytes s holds (malloc_usable_size of each of its allocations,
+ * borrowed strings not counted) plus the struct itself: what keeping it
+ * costs a cache.
+ */
+size_t snapshot_bytes(const struct snapshot *s);
+
 /* Deep copy src into dst (uninitialised). Returns 0 or -ENOMEM. */
 int snapshot_copy(struct snapshot *dst, const struct snapshot *src);
 

@@ -193,6 +193,7 @@ typedef const struct snapshot *(*store_like_cb)(size_t host_index, void *arg);
  * than STORE_READ_PAGE_MAX: it was not read (its reply was refused
  * unread); the caller quarantines it.  The other hosts are read as usual.
  */
+struct chunk_cache;
 typedef void (*store_oversize_cb)(size_t host_index, void *arg);
 #define STORE_READ_PAGE 128
 #define STORE_READ_PAGE_MAX (32u << 20)
@@ -207,6 +208,14 @@ struct store_readers {
 	 * still hold all theirs.  A reader of a few series over a long range.
 	 */
 	chunk_series_cb series;
+	/*
+	 * NULL: chunks decoded for this read alone.  Else ended chunks are
+	 * decoded once and kept there (chunk_cache.h) for the reads after;
+	 * with a series pick, series_key must name it (else nothing is
+	 * cached): a chunk decoded with one pick serves that pick only.
+	 */
+	struct chunk_cache *cache;
+	const char *series_key;
 	void *arg;			/* passed to each */
 };
 int store_read_ranges(struct conn *c, const char *const *hosts, const uint64_t *from_ms,

@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "model/chunk.h"
+#include "store/chunk_cache.h"
 #include "store/conn.h"
 #include "store/keyspace.h"
 #include "store/store_read_internal.h"
@@ -126,7 +127,11 @@ void chunks_take(struct read_ctx *rc, redisReply *r, uint64_t to_ms, size_t *bad
 			continue;
 		}
 		f = e->element[1]->element[1];
-		if (chunk_decode_select(f->str, f->len, rc->compact, rc->deliver_from,
+		if (rc->cache && rc->host && (!rc->series || rc->series_key) ?
+		    chunk_cache_decode(rc->cache, rc->host, rc->series_key, f->str, f->len,
+				       rc->compact, rc->deliver_from, to_ms ? to_ms : UINT64_MAX,
+				       rc->series, rc->arg, &pts, &n, derr, sizeof(derr)) :
+		    chunk_decode_select(f->str, f->len, rc->compact, rc->deliver_from,
 					to_ms ? to_ms : UINT64_MAX, rc->series, rc->arg, &pts, &n,
 					derr, sizeof(derr))) {
 			entry_bad(rc, e, derr, bad);

@@ -26,6 +26,8 @@ struct read_ctx {
 	store_bad_cb bad_cb;
 	store_like_cb like;		/* decode like the host's newest (store_read_ranges) */
 	chunk_series_cb series;		/* the series chunks' points are built with (NULL: all) */
+	struct chunk_cache *cache;	/* chunks kept decoded (NULL: none) */
+	const char *series_key;		/* names the pick series makes, for the cache */
 	void *arg;
 	/*
 	 * A rollup tier's chain (snapshot.h: deltas): the entry before the
