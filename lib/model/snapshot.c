@@ -146,6 +146,13 @@ int snapshot_copy(struct snapshot *dst, const struct snapshot *src)
 	/* src's labels and series are as set_label and add keep them: copied as they are */
 	if (snapshot_set_labels(dst, src->labels, src->nlabels))
 		goto fail;
+	/* the series array at its size: a copy is kept, seldom added to */
+	if (src->nseries) {
+		dst->series = malloc(src->nseries * sizeof(*dst->series));
+		if (!dst->series)
+			goto fail;
+		dst->cap = src->nseries;
+	}
 	for (uint32_t i = 0; i < src->nseries; i++) {
 		const struct series *a = &src->series[i];
 		struct series *b = snapshot_add_like(dst, a);
@@ -291,7 +298,8 @@ uint64_t snapshot_labels_hash(uint64_t h, const struct label *l, uint32_t n)
 /* s's next series, zeroed (not yet counted), or NULL: too many, or -ENOMEM. */
 static struct series *series_slot(struct snapshot *s)
 {
-	if (s->nseries >= SNAPSHOT_MAX_SERIES || ARRAY_GROW(s->series, s->cap, s->nseries + 1, 16))
+	/* from 4: a chunk's point often holds the one series a query picks */
+	if (s->nseries >= SNAPSHOT_MAX_SERIES || ARRAY_GROW(s->series, s->cap, s->nseries + 1, 4))
 		return NULL;
 	memset(&s->series[s->nseries], 0, sizeof(s->series[0]));
 	return &s->series[s->nseries];
