@@ -15,6 +15,8 @@ wall times are compared (faultline / Prometheus: under 1 is faster):
   range    one host's CPU over the whole duration at 1 s
   fleet    sum by (rack) (rate(...[1m])) over every host, at the end
   switch   histogram_quantile(0.99, ...) of one switch's block latency, at the end
+  past     the fleet query 15 minutes before the end (with --minutes 20 or more):
+           older than faultline-web's --hot, so every host's chunks are read
 
 The answers are compared too (they must agree, or the timing means nothing).
 Only the samples a query reads are exported: the counter of every host over
@@ -92,6 +94,14 @@ def hot_hosts(port):
     return int(float(m.get("faultline_web_hot_hosts", "0"))), float(m.get("faultline_web_hot_bytes", "0"))
 
 
+def metrics(port, prefix):
+    """faultline-web's /metrics samples named prefix...: {rest of the name: value}."""
+    time.sleep(1.2)     # /metrics is made once a second
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        return {l.split()[0][len(prefix):]: float(l.split()[1])
+                for l in r.read().decode().splitlines() if l.startswith(prefix)}
+
+
 def served(r, end):
     """How faultline-web answered: from memory, Redis, or Redis up to where the tail begins."""
     f = r.get("faultline", {})
@@ -166,9 +176,16 @@ def main():
                                        "127.0.0.1:%d" % wport, "--retention",
                                        "s1=%dm" % (a.minutes + 60), "--log-level", "warn"]))
         wait_ready(wport, "faultline-web", procs[-1])
+        # the same daemon without the chunk cache: what every ask costs cold
+        uport = free_port()
+        procs.append(subprocess.Popen([out + "/faultline-web", "--redis", url, "--listen",
+                                       "127.0.0.1:%d" % uport, "--retention",
+                                       "s1=%dm" % (a.minutes + 60), "--log-level", "warn",
+                                       "--query.chunk-cache-mb", "0"]))
+        wait_ready(uport, "faultline-web (uncached)", procs[-1])
         # the tail's first read (every host's last --hot) is its start-up, not a query's
         for _ in range(300):
-            if hot_hosts(wport)[0] >= a.hosts:
+            if hot_hosts(wport)[0] >= a.hosts and hot_hosts(uport)[0] >= a.hosts:
                 break
             time.sleep(0.2)
         queries = [
@@ -180,14 +197,23 @@ def main():
              "faultline_block_latency_seconds_bucket{switch=\"%s\"}[1m])))" % switch,
              {"time": end}),
         ]
+        past = end - 900 if a.minutes >= 20 else 0
+        if past:
+            # older than --hot: every host's chunks, read from Redis
+            queries.append(("past", "sum by (rack) (rate(faultline_tcp_in_csum_errors_total[1m]))",
+                            {"time": past}))
         # the same samples into Prometheus
         t0 = time.monotonic()
         series = {}
-        n = export(wport, "faultline_tcp_in_csum_errors_total", end - 300, end, series)
+        n = 0
+        if past:    # first: a series' samples go in time order
+            n += export(wport, "faultline_tcp_in_csum_errors_total", past - 300, past, series)
+        n += export(wport, "faultline_tcp_in_csum_errors_total", end - 300, end, series)
         n += export(wport, "faultline_host_cpu_utilization_ratio{host=\"%s\"}" % host,
                     start - 60, end, series)
         n += export(wport, "faultline_block_latency_seconds_bucket{switch=\"%s\"}" % switch,
                     end - 300, end, series)
+
         om = os.path.join(tmp, "fleet.om")
         with open(om, "w") as f:
             for k in sorted(series):
@@ -207,27 +233,37 @@ def main():
                                        "--web.listen-address=127.0.0.1:%d" % pport],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_ready(pport, "prometheus", procs[-1])
-        print("\n%-7s %10s %10s %8s  %s" % ("query", "faultline", "prometheus", "ratio",
-                                           "answers"))
+        print("\n%-7s %10s %10s %10s %8s %8s  %s" % ("query", "faultline", "uncached",
+                                                   "prometheus", "ratio", "uncached",
+                                                   "answers"))
         for name, q, args in queries:
             path = "/api/v1/query_range" if "step" in args else "/api/v1/query"
-            fl, pm = [], []
+            fl, un, pm = [], [], []
             for _ in range(a.runs):
                 t, rf = get(wport, path, dict(args, query=q))
                 fl.append(t)
+                t, ru = get(uport, path, dict(args, query=q))
+                un.append(t)
                 t, rp = get(pport, path, dict(args, query=q))
                 pm.append(t)
-            same = agree(answer(rf), answer(rp))
-            print("%-7s %8.1f ms %8.1f ms %7.2fx  %s (%d series; %s)" %
-                  (name, 1000 * statistics.median(fl), 1000 * statistics.median(pm),
-                   statistics.median(fl) / statistics.median(pm),
+            same = agree(answer(rf), answer(rp)) and agree(answer(ru), answer(rp))
+            mf, mu, mp = (statistics.median(x) for x in (fl, un, pm))
+            print("%-7s %8.1f ms %8.1f ms %8.1f ms %7.2fx %7.2fx  %s (%d series; %s)" %
+                  (name, 1000 * mf, 1000 * mu, 1000 * mp, mf / mp, mu / mp,
                    "agree" if same else "DIFFER", len(rf["data"]["result"]),
                    served(rf, end)), flush=True)
+        cache = metrics(wport, "faultline_web_chunk_cache_")
+        print("\nfaultline-web's chunk cache (--query.chunk-cache-mb 256, the default): "
+              "%d hits, %d misses, %.1f MiB" % (cache.get("hits_total", 0),
+                                              cache.get("misses_total", 0),
+                                              cache.get("bytes", 0) / 2**20))
         hosts, hot_bytes = hot_hosts(wport)
         print("\nfaultline-web's in-memory tail (--hot 5m, the default): %d hosts, %.1f MiB, "
               "%.0f KiB a host" % (hosts, hot_bytes / 2**20, hot_bytes / 1024 / max(hosts, 1)))
         print("\n(%d hosts, %d min at 1 s; median of %d runs each, alternating; ratio "
-              "faultline / Prometheus: under 1 is faster)" % (a.hosts, a.minutes, a.runs))
+              "faultline / Prometheus: under 1 is faster; \"uncached\" is faultline-web "
+              "with --query.chunk-cache-mb 0: every ask decodes its chunks, as a first "
+              "ask does)" % (a.hosts, a.minutes, a.runs))
     finally:
         for p in reversed(procs):
             p.terminate()
