@@ -8,7 +8,9 @@
  * must decode the same with compact histograms and, for a range of its
  * points, to those points, and with a pick of its series, to those series;
  * and encode again (or be refused, never crash) to a chunk that decodes to
- * the same points.
+ * the same points.  Through the queries' chunk cache (store/chunk_cache.h,
+ * a small one that evicts) it answers the same, whole and picked, on the
+ * miss that decodes it and on the hit after, and fails where decoding does.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +19,40 @@
 #include <errno.h>
 
 #include "model/chunk.h"
+#include "store/chunk_cache.h"
+
+/*
+ * Twice through the cache (a miss, then a hit unless evicted): the points
+ * of a plain decode (want: ret 0 and pts/n), or its failure.
+ */
+static void check_cache(const char *buf, size_t len, chunk_series_cb pick, const char *key,
+			int want, const struct snapshot *pts, size_t n)
+{
+	static struct chunk_cache *cc;
+	char err[256];
+
+	if (!cc && !(cc = chunk_cache_new(256 << 10)))
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct snapshot *p;
+		size_t np;
+		int ret = chunk_cache_decode(cc, "h", key, buf, len, 1, 0, UINT64_MAX, pick, NULL,
+					     &p, &np, err, sizeof(err));
+
+		if (ret == -ENOMEM || want == -ENOMEM)
+			return;
+		if ((ret == 0) != (want == 0))
+			abort();
+		if (ret)
+			continue;
+		if (np != n)
+			abort();
+		for (size_t k = 0; k < np; k++)
+			if (!snapshot_equal(&p[k], &pts[k]))
+				abort();
+		chunk_points_free(p, np);
+	}
+}
 
 /* A pick of about half the columns: those whose names are of even length. */
 static int even_names(const char *name, void *arg)
@@ -42,6 +78,7 @@ static void check_pick(const char *buf, size_t len, const struct snapshot *a, si
 		return;
 	if (ret || np != na)
 		abort();
+	check_cache(buf, len, even_names, "even", 0, p, np);
 	for (size_t i = 0; i < np; i++) {
 		uint32_t k = 0;
 
@@ -71,6 +108,7 @@ static void check(const char *buf, size_t len)
 
 	ra = chunk_decode(buf, len, 0, &a, &na, err, sizeof(err));
 	rb = chunk_decode(buf, len, 1, &b, &nb, err, sizeof(err));
+	check_cache(buf, len, NULL, NULL, rb, b, nb);
 	if ((ra == 0) != (rb == 0) && ra != -ENOMEM && rb != -ENOMEM)
 		abort();
 	if (ra == 0 && rb == 0) {

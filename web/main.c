@@ -294,13 +294,17 @@ static void render_metrics(struct prom_api *api, struct query_hot *hot,
 			    "within --query.chunk-cache-mb.\n"
 			    "# TYPE faultline_web_chunk_cache_evictions_total counter\n"
 			    "faultline_web_chunk_cache_evictions_total %" PRIu64 "\n"
+			    "# HELP faultline_web_chunk_cache_too_large_total Chunks decoded but not "
+			    "kept: alone over an eighth of --query.chunk-cache-mb.\n"
+			    "# TYPE faultline_web_chunk_cache_too_large_total counter\n"
+			    "faultline_web_chunk_cache_too_large_total %" PRIu64 "\n"
 			    "# HELP faultline_web_chunk_cache_bytes Memory the decoded chunks hold.\n"
 			    "# TYPE faultline_web_chunk_cache_bytes gauge\n"
 			    "faultline_web_chunk_cache_bytes %zu\n"
 			    "# HELP faultline_web_chunk_cache_max_bytes --query.chunk-cache-mb.\n"
 			    "# TYPE faultline_web_chunk_cache_max_bytes gauge\n"
 			    "faultline_web_chunk_cache_max_bytes %zu\n",
-			    cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes);
+			    cs.hits, cs.misses, cs.evictions, cs.too_large, cs.bytes, cs.max_bytes);
 	}
 }
 
