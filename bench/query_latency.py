@@ -138,6 +138,9 @@ def main():
     ap.add_argument("--hosts", type=int, default=1000)
     ap.add_argument("--minutes", type=int, default=20)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--hot", default="5m",
+                    help="faultline-web's --hot (a large fleet takes minutes to set up: a "
+                         "longer tail keeps the queries at the end in memory meanwhile)")
     a = ap.parse_args()
     for tool in ("redis-server", "prometheus", "promtool"):
         if not shutil.which(tool):
@@ -174,20 +177,27 @@ def main():
         wport, pport = free_port(), free_port()
         procs.append(subprocess.Popen([out + "/faultline-web", "--redis", url, "--listen",
                                        "127.0.0.1:%d" % wport, "--retention",
-                                       "s1=%dm" % (a.minutes + 60), "--log-level", "warn"]))
+                                       "s1=%dm" % (a.minutes + 60), "--log-level", "warn",
+                                       "--hot", a.hot]))
         wait_ready(wport, "faultline-web", procs[-1])
         # the same daemon without the chunk cache: what every ask costs cold
         uport = free_port()
         procs.append(subprocess.Popen([out + "/faultline-web", "--redis", url, "--listen",
                                        "127.0.0.1:%d" % uport, "--retention",
                                        "s1=%dm" % (a.minutes + 60), "--log-level", "warn",
-                                       "--query.chunk-cache-mb", "0"]))
+                                       "--hot", a.hot, "--query.chunk-cache-mb", "0"]))
         wait_ready(uport, "faultline-web (uncached)", procs[-1])
         # the tail's first read (every host's last --hot) is its start-up, not a query's
-        for _ in range(300):
-            if hot_hosts(wport)[0] >= a.hosts and hot_hosts(uport)[0] >= a.hosts:
+        # (a large fleet's first read takes a while: up to a second per 50 hosts)
+        deadline = time.monotonic() + max(60, a.hosts / 50)
+        while time.monotonic() < deadline:
+            if (hot_hosts(wport)[0] >= a.hosts and hot_hosts(uport)[0] >= a.hosts and
+                    all(get(p, "/api/v1/query",
+                            {"query": "faultline_tcp_in_csum_errors_total{host=\"%s\"}" % host,
+                             "time": end})[1]
+                        .get("faultline", {}).get("memory") for p in (wport, uport))):
                 break
-            time.sleep(0.2)
+            time.sleep(0.5)
         queries = [
             ("range", "faultline_host_cpu_utilization_ratio{host=\"%s\"}" % host,
              {"start": start, "end": end, "step": 1}),
@@ -258,8 +268,8 @@ def main():
                                               cache.get("misses_total", 0),
                                               cache.get("bytes", 0) / 2**20))
         hosts, hot_bytes = hot_hosts(wport)
-        print("\nfaultline-web's in-memory tail (--hot 5m, the default): %d hosts, %.1f MiB, "
-              "%.0f KiB a host" % (hosts, hot_bytes / 2**20, hot_bytes / 1024 / max(hosts, 1)))
+        print("\nfaultline-web's in-memory tail (--hot %s): %d hosts, %.1f MiB, "
+              "%.0f KiB a host" % (a.hot, hosts, hot_bytes / 2**20, hot_bytes / 1024 / max(hosts, 1)))
         print("\n(%d hosts, %d min at 1 s; median of %d runs each, alternating; ratio "
               "faultline / Prometheus: under 1 is faster; \"uncached\" is faultline-web "
               "with --query.chunk-cache-mb 0: every ask decodes its chunks, as a first "
