@@ -259,14 +259,16 @@ static int serves_locked(struct query_hot *hot, struct qload *ql, const struct n
 			 uint64_t from_ms, uint64_t end_ms)
 {
 	uint64_t now = time_wall_ns() / 1000000;
+	struct reach_plan plan;
 
 	if (!hot->ready || from_ms < hot->from_ms || from_ms + hot->window_ms < now + 2000 ||
 	    end_ms > hot->read_ms + 2000)
 		return 0;
+	qload_reach_plan(&plan, n);
 	for (size_t i = 0; i < hot->ql.nh; i++) {
 		const struct qhost *h = &hot->ql.h[i];
 
-		if (!columns_len(&h->c) || !qload_host_reached(n, &h->c.newest, ql->o))
+		if (!columns_len(&h->c) || !qload_host_reached(&plan, &h->c.newest, ql->o))
 			continue;
 		if (ARRAY_GROW(ql->h, ql->caph, ql->nh + 1, 64))
 			return 0;

@@ -66,10 +66,24 @@ int query_matcher_ok(const struct expr_matcher *m, const char *v);
 int qload_add_host(struct qload *ql, const char *name);
 
 /*
- * Whether the host of stub (its name and labels) is one n can reach (n
- * NULL: any) among o's hosts.
+ * What a query's selectors ask of a host's own labels, gathered once per
+ * query rather than walked per host (a 10,000-host tail is scanned for a
+ * switch's hosts): its selectors of host series (ALERTS' are not).
  */
-int qload_host_reached(const struct node *n, const struct snapshot *stub,
+struct reach_plan {
+	const struct node *n;		/* the query; NULL: every host */
+	const struct node *sel[32];
+	int nsel;			/* over 32: the tree is walked per host instead */
+};
+
+void qload_reach_plan(struct reach_plan *p, const struct node *n);
+
+/*
+ * Whether the host of stub (its name and labels) is one the plan's query
+ * can reach among o's hosts: some selector of host series whose every
+ * matcher on host, or on a label the host carries, holds.
+ */
+int qload_host_reached(const struct reach_plan *p, const struct snapshot *stub,
 		       const struct query_opts *o);
 
 /*

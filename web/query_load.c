@@ -73,43 +73,66 @@ int query_matcher_ok(const struct expr_matcher *m, const char *v)
 	return 1;
 }
 
-struct reach {
-	const struct snapshot *host;	/* a stub: the host's name and labels */
-	int any;			/* some selector may match its series */
-	int nsel;
-};
-
 /*
- * Whether selector sel may match a series of the host: every matcher on
+ * Whether selector sel may match a series of host s: every matcher on
  * host, or on a label the host carries (the probe's, the topology's),
  * holds.  Matchers on other labels are the series' own: not known here.
  */
-static void reach_one(const struct node *sel, void *arg)
+static int sel_may_match(const struct node *sel, const struct snapshot *s)
 {
-	struct reach *r = arg;
-	const struct snapshot *s = r->host;
-
-	if (!catalog_find_wire(sel->wire))
-		return;	/* ALERTS: no host's series */
-	r->nsel++;
 	for (int i = 0; i < sel->nm; i++) {
 		const struct expr_matcher *m = &sel->m[i];
 		const char *v = NULL;
 
+		if (m->label[0] == '_' && !strcmp(m->label, "__name__"))
+			continue;	/* the series' name, never a host's label */
 		if (!strcmp(m->label, "host"))
 			v = s->host;
+		/* the first byte before the call: a 10,000-host scan is these compares */
 		for (uint32_t k = 0; !v && k < s->nlabels; k++)
-			if (!strcmp(s->labels[k].key, m->label))
+			if (s->labels[k].key[0] == m->label[0] && !strcmp(s->labels[k].key, m->label))
 				v = s->labels[k].value;
 		if (v && !query_matcher_ok(m, v))
-			return;
+			return 0;
 	}
-	r->any = 1;
+	return 1;
+}
+
+static void plan_sel(const struct node *sel, void *arg)
+{
+	struct reach_plan *p = arg;
+
+	if (!catalog_find_wire(sel->wire))
+		return;	/* ALERTS: no host's series */
+	if (p->nsel < (int)(sizeof(p->sel) / sizeof(p->sel[0])))
+		p->sel[p->nsel] = sel;
+	p->nsel++;
+}
+
+void qload_reach_plan(struct reach_plan *p, const struct node *n)
+{
+	memset(p, 0, sizeof(*p));
+	p->n = n;
+	if (n)
+		expr_each_selector(n, plan_sel, p);
+}
+
+struct reach {
+	const struct snapshot *host;
+	int any;
+};
+
+static void reach_one(const struct node *sel, void *arg)
+{
+	struct reach *r = arg;
+
+	if (!r->any && catalog_find_wire(sel->wire) && sel_may_match(sel, r->host))
+		r->any = 1;
 }
 
 struct hosts_arg {
 	struct qload *ql;
-	const struct node *n;		/* NULL: every host */
+	struct reach_plan plan;		/* of the query (its node NULL: every host) */
 	int nomem;
 };
 
@@ -144,17 +167,11 @@ int qload_add_host(struct qload *ql, const char *name)
 	return 0;
 }
 
-/*
- * Whether the host of stub (its name and labels) is one n can reach (n
- * NULL: any) among o's hosts.
- */
-int qload_host_reached(const struct node *n, const struct snapshot *stub,
+int qload_host_reached(const struct reach_plan *p, const struct snapshot *stub,
 		       const struct query_opts *o)
 {
-	struct reach r = { stub, 0, 0 };
+	int any = 0;
 
-	if (n)
-		expr_each_selector(n, reach_one, &r);
 	if (o->hosts) {
 		int listed = 0;
 
@@ -163,7 +180,17 @@ int qload_host_reached(const struct node *n, const struct snapshot *stub,
 		if (!listed)
 			return 0;
 	}
-	return !n || r.any;
+	if (!p->n)
+		return 1;
+	if (p->nsel > (int)(sizeof(p->sel) / sizeof(p->sel[0]))) {
+		struct reach r = { stub, 0 };	/* more than the plan holds: walk the tree */
+
+		expr_each_selector(p->n, reach_one, &r);
+		return r.any;
+	}
+	for (int i = 0; i < p->nsel && !any; i++)
+		any = sel_may_match(p->sel[i], stub);
+	return any;
 }
 
 static void host_seen(const char *host, const struct host_entry *e, void *arg)
@@ -180,7 +207,7 @@ static void host_seen(const char *host, const struct host_entry *e, void *arg)
 			a->nomem = 1;
 	if (topology_apply(a->ql->o->topology, &stub))
 		a->nomem = 1;
-	if (!a->nomem && qload_host_reached(a->n, &stub, a->ql->o) && qload_add_host(a->ql, host))
+	if (!a->nomem && qload_host_reached(&a->plan, &stub, a->ql->o) && qload_add_host(a->ql, host))
 		a->nomem = 1;
 	snapshot_free(&stub);
 }
@@ -224,10 +251,11 @@ static void host_named(const struct node *sel, void *arg)
 enum query_error qload_find_hosts(struct conn *rc, struct qload *ql, const struct node *n,
 				  char *err, size_t errlen)
 {
-	struct hosts_arg a = { ql, n, 0 };
+	struct hosts_arg a = { .ql = ql };
 	struct named_hosts nh = { .all = !n };
 	int got;
 
+	qload_reach_plan(&a.plan, n);
 	if (n)
 		expr_each_selector(n, host_named, &nh);
 	if (!nh.all)
