@@ -1466,6 +1466,87 @@ static void write_h9(struct store *st, uint64_t t0, int from, int to)
 	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
 }
 
+/* h9's seconds [from, to) from t0, labelled rack=rack. */
+static void write_h9_in(struct store *st, uint64_t t0, int from, int to, const char *rack)
+{
+	for (int sec = from; sec < to; sec++) {
+		struct snapshot s;
+
+		snapshot_init(&s, "h9", t0 + (uint64_t)sec * 1000, 1000, (uint64_t)sec, 1);
+		snapshot_set_label(&s, "rack", rack);
+		snapshot_add_counter(&s, "tcp.in_csum_errors", 3.0 * sec, NULL);
+		cr_assert_eq(store_put_snapshot(st, &s), 0);
+		snapshot_free(&s);
+	}
+	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
+}
+
+/* The hosts the tail reaches for rack="rack" now: how many, and whether h9 is one. */
+static size_t rack_now(struct conn *c, struct query_opts *o, const char *rack, uint64_t t,
+		       int *h9, int *from_memory)
+{
+	char q[128], err[512];
+	struct query_result r;
+	size_t n;
+
+	snprintf(q, sizeof(q), "faultline_tcp_in_csum_errors_total{rack=\"%s\"}", rack);
+	cr_assert_eq(query_run(c, o, q, t, t, 0, &r, err, sizeof(err)), QUERY_OK, "%s", err);
+	*h9 = 0;
+	for (size_t i = 0; i < r.n; i++)
+		for (int k = 0; k < r.s[i].nlabels; k++)
+			if (!strcmp(r.s[i].labels[k].key, "host") &&
+			    !strcmp(r.s[i].labels[k].value, "h9"))
+				*h9 = 1;
+	*from_memory = r.from_memory;
+	n = r.n;
+	query_result_free(&r);
+	return n;
+}
+
+/*
+ * The tail finds a rack's hosts by its label index, not by scanning every
+ * host: a host that moves racks is found under its new rack as soon as
+ * the tail has read it there, and no longer under the old one.
+ */
+Test(web, the_tail_finds_a_host_under_the_rack_it_moved_to, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	struct store_opts so = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				 .retention_ms = { 900000, 86400000, 86400000 },
+				 .spool_max_entries = 1000, .spool_max_bytes = 1 << 20 };
+	struct query_opts warm = opts();
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t t0 = (time_wall_ns() / 1000000 / 1000 - 40) * 1000;
+	char err[512];
+	struct store *st = store_open(&so, err, sizeof(err));
+	int h9 = 0, mem = 0;
+
+	cr_assert_not_null(st, "%s", err);
+	warm.hot = query_hot_start(redis.url, &warm, 120000);
+	cr_assert_not_null(warm.hot);
+	write_h9_in(st, t0, 0, 20, "r5");
+	for (int i = 0; i < 250 && !(h9 && mem); i++) {	/* new hosts are listed every 10 s */
+		rack_now(c, &warm, "r5", t0 + 19000, &h9, &mem);
+		if (!(h9 && mem))
+			usleep(100000);
+	}
+	cr_assert(h9 && mem, "the tail never served h9 in r5");
+	/* h9 moves to r6: found there from the tail's next read */
+	write_h9_in(st, t0, 20, 35, "r6");
+	store_close(st);
+	for (int i = 0; i < 100; i++) {
+		rack_now(c, &warm, "r6", t0 + 34000, &h9, &mem);
+		if (h9 && mem)
+			break;
+		usleep(100000);
+	}
+	cr_assert(h9 && mem, "h9 not found in r6 from memory (from memory: %d)", mem);
+	cr_assert_eq(rack_now(c, &warm, "r5", t0 + 34000, &h9, &mem), 0);
+	cr_assert(mem && !h9, "h9 still under r5");
+	query_hot_stop(warm.hot);
+	conn_close(c);
+}
+
 /*
  * Snapshots delivered late (a probe's spool draining after an outage: a
  * burst of seconds older than now, in order) reach the tail as they reach

@@ -12,12 +12,35 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/array.h"
+#include "core/fnv.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "store/store.h"
+
+/*
+ * The tail's hosts by label: for a query whose every selector of host
+ * series says key="value" of a key every host carries (a switch, a rack,
+ * a host), the hosts to look at are that pair's, not all of them (one
+ * switch's 16 of 10,000: scanning every host's labels was most of such a
+ * query).  Rebuilt, under the write lock, after a read or a listing that
+ * changed a host's label set or the hosts; a label set that changes
+ * mid-read turns it off until then, so a query never trusts a stale one.
+ */
+struct label_index {
+	struct strmap pair;		/* "key\037value" -> 1 + its newest node */
+	struct strmap key;		/* key -> how many indexed hosts carry it */
+	uint32_t *host, *next;		/* per node: its host; 1 + the pair's next node (0: end) */
+	size_t n, cap, capnext;
+	uint64_t *sig;			/* per host: label_sig when indexed */
+	size_t capsig;
+	size_t nhosts;			/* the tail's hosts when indexed */
+	uint32_t indexed;		/* of them, those holding points */
+	int ok;				/* built and current (else: every host is scanned) */
+};
 
 struct query_hot {
 	struct query_opts o;		/* its own: no sample bound, no deadline */
@@ -32,7 +55,181 @@ struct query_hot {
 	uint64_t read_ms;		/* the last read that completed started then */
 	uint64_t listed_ms;		/* the hosts were last listed then */
 	int ready;
+	struct label_index idx;
 };
+
+/* ---- the tail's hosts by label ---------------------------------------- */
+
+/*
+ * A host's label set as the reach check sees it (its name, its labels),
+ * hashed: what the index was built from, to see it change.
+ */
+static uint64_t label_sig(const struct columns *c)
+{
+	const struct snapshot *s = &c->newest;
+	uint64_t h;
+
+	if (!columns_len(c))
+		return 0;
+	h = fnv64_str(FNV64_OFFSET, s->host);
+	return snapshot_labels_hash(h, s->labels, s->nlabels);
+}
+
+static void index_clear(struct label_index *x)
+{
+	strmap_free(&x->pair);
+	strmap_free(&x->key);
+	strmap_init(&x->pair);
+	strmap_init(&x->key);
+	x->n = 0;
+	x->nhosts = 0;
+	x->indexed = 0;
+	x->ok = 0;
+}
+
+static void index_free(struct label_index *x)
+{
+	strmap_free(&x->pair);
+	strmap_free(&x->key);
+	free(x->host);
+	free(x->next);
+	free(x->sig);
+	memset(x, 0, sizeof(*x));
+}
+
+/* "key\037value" into buf (size bytes); -1 when it does not fit. */
+static int pair_name(char *buf, size_t size, const char *key, const char *value)
+{
+	size_t kl = strlen(key), vl = strlen(value);
+
+	if (kl + vl + 2 > size)
+		return -1;
+	memcpy(buf, key, kl);
+	buf[kl] = '\037';
+	memcpy(buf + kl + 1, value, vl + 1);
+	return 0;
+}
+
+/* One pair key=value of host i into x: 0 or -ENOMEM. */
+static int index_pair(struct label_index *x, uint32_t i, const char *key, const char *value)
+{
+	char buf[2 * (SNAPSHOT_MAX_STR + 1) + 2];
+	uint32_t head = 0, count = 0;
+
+	if (ARRAY_GROW(x->host, x->cap, x->n + 1, 256))
+		return -ENOMEM;
+	if (x->n + 1 > x->capnext) {
+		uint32_t *nx = realloc(x->next, x->cap * sizeof(*nx));
+
+		if (!nx)
+			return -ENOMEM;
+		x->next = nx;
+		x->capnext = x->cap;
+	}
+	if (pair_name(buf, sizeof(buf), key, value))
+		return -ENOMEM;	/* longer than a snapshot holds: not indexable */
+	strmap_get(&x->pair, buf, &head);
+	x->host[x->n] = i;
+	x->next[x->n] = head;
+	if (strmap_put(&x->pair, buf, (uint32_t)x->n + 1))
+		return -ENOMEM;
+	x->n++;
+	strmap_get(&x->key, key, &count);
+	return strmap_put(&x->key, key, count + 1);
+}
+
+/*
+ * With the write lock taken, after a read or a listing: rebuild the index
+ * when it was let go (a host's label set changed as it arrived, or the
+ * hosts were listed); out of memory leaves it off (queries scan every
+ * host).
+ */
+static void index_refresh(struct query_hot *hot)
+{
+	struct label_index *x = &hot->idx;
+	const struct qload *ql = &hot->ql;
+	uint64_t *sig;
+
+	/* every snapshot read was checked against it as it arrived (hot_arrived) */
+	if (x->ok && x->nhosts == ql->nh)
+		return;
+	if (ql->nh > x->capsig) {
+		sig = realloc(x->sig, ql->nh * sizeof(*sig));
+		if (!sig) {
+			index_clear(x);
+			return;
+		}
+		x->sig = sig;
+		x->capsig = ql->nh;
+	}
+	index_clear(x);
+	for (size_t i = 0; i < ql->nh; i++)
+		x->sig[i] = label_sig(&ql->h[i].c);
+	for (size_t i = 0; i < ql->nh; i++) {
+		const struct snapshot *s = &ql->h[i].c.newest;
+
+		if (!columns_len(&ql->h[i].c))
+			continue;
+		if (index_pair(x, (uint32_t)i, "host", s->host))
+			goto nomem;
+		for (uint32_t k = 0; k < s->nlabels; k++)
+			if (index_pair(x, (uint32_t)i, s->labels[k].key, s->labels[k].value))
+				goto nomem;
+		x->indexed++;
+	}
+	x->nhosts = ql->nh;
+	x->ok = 1;
+	return;
+nomem:
+	index_clear(x);
+}
+
+/*
+ * The hosts selector sel can reach by the index: the chain of its first
+ * key="value" matcher on a key every indexed host carries (1 + its first
+ * node into *head), or 0 when it has none (every host must be looked at).
+ */
+static int index_chain(const struct label_index *x, const struct node *sel, uint32_t *head)
+{
+	char buf[2 * (SNAPSHOT_MAX_STR + 1) + 2];
+
+	for (int i = 0; i < sel->nm; i++) {
+		const struct expr_matcher *m = &sel->m[i];
+		uint32_t count = 0;
+
+		if (m->op != '=' || !strmap_get(&x->key, m->label, &count) ||
+		    count != x->indexed || pair_name(buf, sizeof(buf), m->label, m->value))
+			continue;
+		*head = 0;
+		strmap_get(&x->pair, buf, head);	/* none: no host has it */
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * With the read lock taken: mark[i] for the tail's hosts the plan's
+ * selectors may reach by the index.  0 when some selector has no chain
+ * (or the index is off): then every host is to be looked at.
+ */
+static int index_candidates(const struct query_hot *hot, const struct reach_plan *p,
+			    uint8_t *mark)
+{
+	const struct label_index *x = &hot->idx;
+
+	if (!x->ok || x->nhosts != hot->ql.nh || !p->n || !p->nsel ||
+	    p->nsel > (int)(sizeof(p->sel) / sizeof(p->sel[0])))
+		return 0;
+	for (int k = 0; k < p->nsel; k++) {
+		uint32_t head;
+
+		if (!index_chain(x, p->sel[k], &head))
+			return 0;
+		for (; head; head = x->next[head - 1])
+			mark[x->host[head - 1]] = 1;
+	}
+	return 1;
+}
 
 /* A snapshot the tail read: into its host's columns, under the write lock. */
 static int hot_arrived(struct snapshot *s, void *arg)
@@ -40,8 +237,16 @@ static int hot_arrived(struct snapshot *s, void *arg)
 	struct query_hot *hot = arg;
 	int ret;
 
+	uint32_t i;
+	int known;
+
 	pthread_rwlock_wrlock(&hot->lock);
+	known = s->host && strmap_get(&hot->ql.index, s->host, &i);
 	ret = qload_arrived(s, &hot->ql);
+	/* a label set that changed mid-read: queries scan until the index is rebuilt */
+	if (known && hot->idx.ok && (i >= hot->idx.nhosts ||
+				     label_sig(&hot->ql.h[i].c) != hot->idx.sig[i]))
+		hot->idx.ok = 0;
 	pthread_rwlock_unlock(&hot->lock);
 	return ret;
 }
@@ -117,6 +322,8 @@ static void hot_list(struct query_hot *hot, struct conn *rc, uint64_t now_ms)
 			if (!strmap_get(&hot->ql.index, found.h[i].name, &idx) &&
 			    qload_add_host(&hot->ql, found.h[i].name))
 				break;
+		hot->idx.ok = 0;	/* the hosts moved: indices changed */
+		index_refresh(hot);
 		pthread_rwlock_unlock(&hot->lock);
 		if (gone)
 			log_info("faultline-web: %zu host(s) left the registry; dropped from the "
@@ -186,6 +393,7 @@ static void *hot_loop(void *arg)
 				hot->from_ms = t0 - hot->window_ms;
 			hot->read_ms = t0;
 			hot->ready = 1;
+			index_refresh(hot);
 			pthread_rwlock_unlock(&hot->lock);
 		}
 		while (!hot->stop && time_mono_ns() < mono + NSEC_PER_SEC)
@@ -212,6 +420,8 @@ struct query_hot *query_hot_start(const char *url, const struct query_opts *o, u
 	hot->ql.keep_ms = window_ms;
 	hot->ql.deadline_ns = UINT64_MAX;
 	strmap_init(&hot->ql.index);
+	strmap_init(&hot->idx.pair);
+	strmap_init(&hot->idx.key);
 	pthread_rwlock_init(&hot->lock, NULL);
 	if (pthread_create(&hot->thread, NULL, hot_loop, hot)) {
 		pthread_rwlock_destroy(&hot->lock);
@@ -231,6 +441,7 @@ void query_hot_stop(struct query_hot *hot)
 	if (hot->running)
 		pthread_join(hot->thread, NULL);
 	qload_free(&hot->ql);
+	index_free(&hot->idx);
 	pthread_rwlock_destroy(&hot->lock);
 	free(hot);
 }
@@ -260,21 +471,32 @@ static int serves_locked(struct query_hot *hot, struct qload *ql, const struct n
 {
 	uint64_t now = time_wall_ns() / 1000000;
 	struct reach_plan plan;
+	uint8_t *mark;
 
 	if (!hot->ready || from_ms < hot->from_ms || from_ms + hot->window_ms < now + 2000 ||
 	    end_ms > hot->read_ms + 2000)
 		return 0;
 	qload_reach_plan(&plan, n);
+	mark = calloc(hot->ql.nh + 1, 1);
+	if (!mark)
+		return 0;
+	/* the index names the hosts to look at, or every one is */
+	if (!index_candidates(hot, &plan, mark))
+		memset(mark, 1, hot->ql.nh);
 	for (size_t i = 0; i < hot->ql.nh; i++) {
 		const struct qhost *h = &hot->ql.h[i];
 
-		if (!columns_len(&h->c) || !qload_host_reached(&plan, &h->c.newest, ql->o))
+		if (!mark[i] || !columns_len(&h->c) ||
+		    !qload_host_reached(&plan, &h->c.newest, ql->o))
 			continue;
-		if (ARRAY_GROW(ql->h, ql->caph, ql->nh + 1, 64))
+		if (ARRAY_GROW(ql->h, ql->caph, ql->nh + 1, 64)) {
+			free(mark);
 			return 0;
+		}
 		ql->h[ql->nh] = *h;
 		ql->h[ql->nh++].borrowed = 1;
 	}
+	free(mark);
 	return 1;
 }
 
