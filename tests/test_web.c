@@ -1453,27 +1453,16 @@ Test(web, the_tail_drops_hosts_that_left_and_lets_quiet_ones_go, .init = start, 
 }
 
 /* h9's snapshots of seconds [from, to) before t0, counter = its second, into Redis. */
-static void write_h9(struct store *st, uint64_t t0, int from, int to)
-{
-	for (int sec = from; sec < to; sec++) {
-		struct snapshot s;
 
-		snapshot_init(&s, "h9", t0 + (uint64_t)sec * 1000, 1000, (uint64_t)sec, 1);
-		snapshot_add_counter(&s, "tcp.in_csum_errors", 3.0 * sec, NULL);
-		cr_assert_eq(store_put_snapshot(st, &s), 0);
-		snapshot_free(&s);
-	}
-	cr_assert_eq(store_flush(st, 5 * NSEC_PER_SEC), 0);
-}
-
-/* h9's seconds [from, to) from t0, labelled rack=rack. */
+/* h9's seconds [from, to) from t0, labelled rack=rack (NULL: no label). */
 static void write_h9_in(struct store *st, uint64_t t0, int from, int to, const char *rack)
 {
 	for (int sec = from; sec < to; sec++) {
 		struct snapshot s;
 
 		snapshot_init(&s, "h9", t0 + (uint64_t)sec * 1000, 1000, (uint64_t)sec, 1);
-		snapshot_set_label(&s, "rack", rack);
+		if (rack)
+			snapshot_set_label(&s, "rack", rack);
 		snapshot_add_counter(&s, "tcp.in_csum_errors", 3.0 * sec, NULL);
 		cr_assert_eq(store_put_snapshot(st, &s), 0);
 		snapshot_free(&s);
@@ -1571,7 +1560,7 @@ Test(web, the_tail_takes_what_a_spool_delivers_late, .init = start, .fini = stop
 	warm.hot = query_hot_start(redis.url, &warm, 120000);
 	cr_assert_not_null(warm.hot);
 	/* before the outage: 70 s ago to 50 s ago, read by the tail */
-	write_h9(st, t0, 0, 20);
+	write_h9_in(st, t0, 0, 20, NULL);
 	for (int i = 0; i < 250 && !served; i++) {	/* new hosts are listed every 10 s */
 		cr_assert_eq(query_run(c, &warm, q, t0 + 15000, t0 + 15000, 0, &a, err,
 				       sizeof(err)), QUERY_OK, "%s", err);
@@ -1582,7 +1571,7 @@ Test(web, the_tail_takes_what_a_spool_delivers_late, .init = start, .fini = stop
 	}
 	cr_assert(served, "the tail never served h9");
 	/* the outage's 45 s, delivered at once when it ends */
-	write_h9(st, t0, 20, 65);
+	write_h9_in(st, t0, 20, 65, NULL);
 	store_close(st);
 	/* the tail reads every second: up to 10 s on a busy machine */
 	for (int i = 0;; i++) {

@@ -188,12 +188,12 @@ typedef void (*store_bad_cb)(size_t host_index, uint64_t entry_ms, const char *w
  * (snapshot_adopt_strings) before it frees that snapshot.
  */
 typedef const struct snapshot *(*store_like_cb)(size_t host_index, void *arg);
+struct chunk_cache;	/* store/chunk_cache.h */
 /*
  * A host whose page of entries (STORE_READ_PAGE of them from from_ms) is larger
  * than STORE_READ_PAGE_MAX: it was not read (its reply was refused
  * unread); the caller quarantines it.  The other hosts are read as usual.
  */
-struct chunk_cache;
 typedef void (*store_oversize_cb)(size_t host_index, void *arg);
 #define STORE_READ_PAGE 128
 #define STORE_READ_PAGE_MAX (32u << 20)
