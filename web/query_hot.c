@@ -33,8 +33,11 @@
 struct label_index {
 	struct strmap pair;		/* "key\037value" -> 1 + its newest node */
 	struct strmap key;		/* key -> how many indexed hosts carry it */
-	uint32_t *host, *next;		/* per node: its host; 1 + the pair's next node (0: end) */
-	size_t n, cap, capnext;
+	struct index_node {
+		uint32_t host;
+		uint32_t next;		/* 1 + the pair's next node (0: end) */
+	} *node;
+	size_t n, cap;
 	uint64_t *sig;			/* per host: label_sig when indexed */
 	size_t capsig;
 	size_t nhosts;			/* the tail's hosts when indexed */
@@ -91,8 +94,7 @@ static void index_free(struct label_index *x)
 {
 	strmap_free(&x->pair);
 	strmap_free(&x->key);
-	free(x->host);
-	free(x->next);
+	free(x->node);
 	free(x->sig);
 	memset(x, 0, sizeof(*x));
 }
@@ -116,21 +118,12 @@ static int index_pair(struct label_index *x, uint32_t i, const char *key, const 
 	char buf[2 * (SNAPSHOT_MAX_STR + 1) + 2];
 	uint32_t head = 0, count = 0;
 
-	if (ARRAY_GROW(x->host, x->cap, x->n + 1, 256))
+	if (ARRAY_GROW(x->node, x->cap, x->n + 1, 256))
 		return -ENOMEM;
-	if (x->n + 1 > x->capnext) {
-		uint32_t *nx = realloc(x->next, x->cap * sizeof(*nx));
-
-		if (!nx)
-			return -ENOMEM;
-		x->next = nx;
-		x->capnext = x->cap;
-	}
 	if (pair_name(buf, sizeof(buf), key, value))
 		return -ENOMEM;	/* longer than a snapshot holds: not indexable */
 	strmap_get(&x->pair, buf, &head);
-	x->host[x->n] = i;
-	x->next[x->n] = head;
+	x->node[x->n] = (struct index_node){ i, head };
 	if (strmap_put(&x->pair, buf, (uint32_t)x->n + 1))
 		return -ENOMEM;
 	x->n++;
@@ -225,8 +218,8 @@ static int index_candidates(const struct query_hot *hot, const struct reach_plan
 
 		if (!index_chain(x, p->sel[k], &head))
 			return 0;
-		for (; head; head = x->next[head - 1])
-			mark[x->host[head - 1]] = 1;
+		for (; head; head = x->node[head - 1].next)
+			mark[x->node[head - 1].host] = 1;
 	}
 	return 1;
 }
