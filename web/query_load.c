@@ -386,11 +386,16 @@ enum query_error qload_read_hosts_of(struct conn *rc, struct qload *ql, const ui
 	size_t n = 0;
 	int got = 0;
 
-	/* the cache's name for the pick: the names, in the query's order */
-	strbuf_adds(&pick, "picks:");
-	for (int i = 0; rd.series && rd.cache && i < ql->nkeep; i++)
-		strbuf_addf(&pick, "%s\n", ql->keep[i]);
-	rd.series_key = strbuf_str(&pick);
+	/*
+	 * the cache's name for the pick: the names, in the query's order
+	 * ("picks:" alone picks none); no pick, no name (every series)
+	 */
+	if (rd.series) {
+		strbuf_adds(&pick, "picks:");
+		for (int i = 0; i < ql->nkeep; i++)
+			strbuf_addf(&pick, "%s\n", ql->keep[i]);
+		rd.series_key = strbuf_str(&pick);
+	}
 	if (!names || !from || !rs.at || strbuf_failed(&pick)) {
 		free(names);
 		free(from);
