@@ -312,7 +312,7 @@ fuzz: check-deps $(OUT)/alerter_default_config.c $(OUT)/probe_default_config.c $
 		t=$$(basename $$f .c); \
 		echo "fuzz: building $$t"; \
 		extra=; case $$t in fuzz_alerter_config) extra="alerter/config.c alerter/alert_view.c alerter/receiver.c alerter/route.c alerter/inhibit.c alerter/time_interval.c alerter/evidence.c alerter/url.c alerter/payload.c $(OUT)/alerter_default_config.c";; \
-		fuzz_rules) extra="$(LANG_SRCS)";; \
+		fuzz_rules|fuzz_chunk) extra="$(LANG_SRCS)";; \
 		fuzz_ruletest) extra="$(LANG_SRCS) $(ENGINE_SRCS) $(wildcard rules/ruletest/*.c)";; \
 		fuzz_alert) extra="$(LANG_SRCS) $(ENGINE_SRCS)";; \
 		fuzz_scenario) extra="sim/scenario.c";; \

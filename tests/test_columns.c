@@ -17,6 +17,7 @@
 #include "model/histogram.h"
 #include "model/snapshot.h"
 #include "rules/lang/columns.h"
+#include "model/chunk.h"
 #include "rules/lang/hist_pack.h"
 #include "tests/helpers.h"
 
@@ -478,6 +479,156 @@ Test(columns, room_made_at_once_keeps_every_point_in_order)
 	columns_free(&c);
 	for (int t = 0; t < NPOINTS; t++)
 		snapshot_free(&ref[t]);
+	free(grow);
+	free(restart);
+}
+
+/*
+ * A chunk's points lent to a query (web/query_load.c): runs of them pushed
+ * without a snapshot each (columns_push_run), between single pushes, runs
+ * of every length, over a window short enough that points leave in the
+ * middle of a run (a histogram delta then rebased on what stays): every
+ * point held reads back as the snapshot it came from, as a history of
+ * pushes holds it, and the lent points are left as they were.
+ */
+Test(columns, runs_read_back_as_pushed_points)
+{
+	static struct snapshot ref[NPOINTS], lent[NPOINTS];
+	struct histogram *grow = calloc(1, sizeof(*grow)), *restart = calloc(1, sizeof(*restart));
+	struct columns_policy p = { keeps_segs, "tcp.in_segs", 1 };
+	static const size_t lens[] = { 1, 2, 60, 17, 1, 5, 120, 3 };
+	uint64_t ctr = 0;
+
+	cr_assert(grow && restart);
+	for (int t = 0; t < NPOINTS; t++) {
+		make_point(&ref[t], t, &ctr, grow, restart);
+		cr_assert_eq(snapshot_copy(&lent[t], &ref[t]), 0);
+		cr_assert_eq(snapshot_compact(&lent[t]), 0);
+	}
+	for (int variant = 0; variant < 4; variant++) {
+		/*
+		 * 0: every series kept; 1: a window of 7 s; 2: a policy keeping
+		 * one series; 3: a window that holds the newest point alone
+		 */
+		uint64_t keep = variant == 1 ? 7000 : variant == 3 ? 500 : KEEP_MS;
+		const struct columns_policy *pol = variant == 2 ? &p : NULL;
+		struct columns pushed, ran;
+		size_t at = 0, k = 0;
+
+		columns_init(&pushed);
+		columns_init(&ran);
+		for (int t = 0; t < NPOINTS; t++) {
+			struct snapshot copy;
+
+			cr_assert_eq(snapshot_copy(&copy, &ref[t]), 0);
+			cr_assert_eq(columns_push(&pushed, &copy, keep, pol), 0);
+		}
+		while (at < NPOINTS) {
+			size_t n = lens[k++ % (sizeof(lens) / sizeof(lens[0]))];
+			struct snapshot newest;
+
+			if (n > NPOINTS - at)
+				n = NPOINTS - at;
+			if (k % 3 == 0) {	/* every third a single push between runs */
+				cr_assert_eq(snapshot_copy(&newest, &ref[at]), 0);
+				cr_assert_eq(columns_push(&ran, &newest, keep, pol), 0);
+				at++;
+				continue;
+			}
+			cr_assert_eq(snapshot_copy(&newest, &lent[at + n - 1]), 0);
+			cr_assert_eq(columns_push_run(&ran, &lent[at], n, &newest, keep, pol), 0,
+				     "variant %d: run of %zu at %zu", variant, n, at);
+			cr_assert_null(newest.host, "newest is taken over");
+			at += n;
+		}
+		cr_assert_eq(columns_len(&ran), columns_len(&pushed), "variant %d", variant);
+		cr_assert_eq(ran.ncol, pushed.ncol, "variant %d", variant);
+		if (!pol) {
+			check_all(&ran, ref);
+		} else {
+			long segs = column_of(&ran, "tcp.in_segs{}");
+
+			cr_assert_geq(segs, 0);
+			for (size_t i = 0; i < columns_len(&ran); i++)
+				cr_assert_eq(columns_counter(&ran, (uint32_t)segs, i),
+					     columns_counter(&pushed, (uint32_t)column_of(
+						     &pushed, "tcp.in_segs{}"), i));
+			check_point(&ran, columns_len(&ran) - 1, &ref[NPOINTS - 1]);
+			for (uint32_t c = 0; c < ran.ncol; c++)
+				cr_assert_eq(ran.col[c].keep, c == (uint32_t)segs);
+		}
+		cr_assert(snapshot_equal(&ran.newest, &lent[NPOINTS - 1]));
+		columns_free(&pushed);
+		columns_free(&ran);
+	}
+	/* the lent points are as they were */
+	for (int t = 0; t < NPOINTS; t++) {
+		struct snapshot c;
+
+		cr_assert_eq(snapshot_copy(&c, &ref[t]), 0);
+		cr_assert_eq(snapshot_compact(&c), 0);
+		cr_assert(snapshot_equal(&c, &lent[t]), "point %d changed", t);
+		snapshot_free(&c);
+	}
+	/* refused, with nothing done: not newer than what is held, not rising */
+	{
+		struct columns c;
+		struct snapshot newest;
+
+		columns_init(&c);
+		cr_assert_eq(snapshot_copy(&newest, &lent[9]), 0);
+		cr_assert_eq(columns_push_run(&c, &lent[0], 10, &newest, KEEP_MS, NULL), 0);
+		cr_assert_eq(snapshot_copy(&newest, &lent[10]), 0);
+		cr_assert_eq(columns_push_run(&c, &lent[5], 6, &newest, KEEP_MS, NULL), -EINVAL);
+		cr_assert_null(newest.host);
+		cr_assert_eq(snapshot_copy(&newest, &lent[20]), 0);
+		{
+			struct snapshot two[2] = { lent[20], lent[20] };
+
+			cr_assert_eq(columns_push_run(&c, two, 2, &newest, KEEP_MS, NULL), -EINVAL);
+		}
+		cr_assert_eq(columns_len(&c), 10);
+		check_all(&c, ref);
+		columns_free(&c);
+	}
+	/* a series twice in a point (a hostile chunk): the first counts, and the next point's too */
+	{
+		struct histogram *h = calloc(3, sizeof(*h)), *got = calloc(1, sizeof(*got));
+		struct snapshot two[2], newest;
+		struct columns c;
+		long k;
+
+		cr_assert(h && got);
+		hist_record_n(&h[0], 5000, 3);
+		/* h[1] empty: a base the next point would wrongly rise from */
+		h[2] = h[0];
+		hist_record_n(&h[2], 7000, 2);
+		for (int t = 0; t < 2; t++) {
+			snapshot_init(&two[t], "h1", 1000 + (uint64_t)t * 1000, 1000, (uint64_t)t, 1);
+			for (int d = 0; d < (t ? 1 : 2); d++)
+				*snapshot_add(&two[t], "block.latency", SERIES_HISTOGRAM, "device", "sda",
+					      NULL)->hist = h[t ? 2 : d];
+			cr_assert_eq(snapshot_compact(&two[t]), 0);
+		}
+		columns_init(&c);
+		cr_assert_eq(snapshot_copy(&newest, &two[1]), 0);
+		cr_assert_eq(columns_push_run(&c, two, 2, &newest, KEEP_MS, NULL), 0);
+		k = column_of(&c, "block.latency{device=sda}");
+		cr_assert_geq(k, 0);
+		cr_assert_eq(columns_hist(&c, (uint32_t)k, 0, got), 0);
+		cr_assert(hist_equal(got, &h[0]));
+		cr_assert_eq(columns_hist(&c, (uint32_t)k, 1, got), 0);
+		cr_assert(hist_equal(got, &h[2]));
+		columns_free(&c);
+		snapshot_free(&two[0]);
+		snapshot_free(&two[1]);
+		free(h);
+		free(got);
+	}
+	for (int t = 0; t < NPOINTS; t++) {
+		snapshot_free(&ref[t]);
+		snapshot_free(&lent[t]);
+	}
 	free(grow);
 	free(restart);
 }

@@ -24,6 +24,7 @@
 #include "store/wake.h"
 #include "store/host_usage.h"
 #include "store/compaction.h"
+#include "store/chunk_cache.h"
 #include "model/profile.h"
 
 static struct test_redis redis;
@@ -447,6 +448,8 @@ static void make_rollup(struct snapshot *s, uint64_t t0, uint64_t m)
 struct rollups {
 	uint64_t ts[256], value[256];
 	size_t n;
+	size_t runs, run_points;	/* what came through run_cb */
+	size_t run_host;		/* 1 + the host index runs came for (0: none yet) */
 };
 
 static int rollup_cb(struct snapshot *s, void *arg)
@@ -457,6 +460,27 @@ static int rollup_cb(struct snapshot *s, void *arg)
 	if (r->n < 256 && c) {
 		r->ts[r->n] = s->ts_ms;
 		r->value[r->n++] = c->counter.value;
+	}
+	return 0;
+}
+
+/* Lent runs of chunk points (store_readers.run): each point as rollup_cb takes it. */
+static int run_cb(size_t h, const struct snapshot *pts, size_t n, void *arg)
+{
+	struct rollups *r = arg;
+
+	cr_assert(n > 0);
+	cr_assert(!r->run_host || r->run_host == h + 1, "runs of two hosts");
+	r->run_host = h + 1;
+	r->runs++;
+	r->run_points += n;
+	for (size_t i = 0; i < n; i++) {
+		struct snapshot copy;
+
+		cr_assert(!i || pts[i].ts_ms > pts[i - 1].ts_ms, "a run that does not rise");
+		cr_assert_eq(snapshot_copy(&copy, &pts[i]), 0);
+		rollup_cb(&copy, arg);
+		snapshot_free(&copy);
 	}
 	return 0;
 }
@@ -675,6 +699,42 @@ Test(store, an_hour_left_as_entries_and_points_in_both_are_read_once_in_order, .
 		for (size_t k = 0; k < got.n; k++)
 			cr_assert_eq(got.value[k], 1000000 + (49 + k) * (49 + k) * 7919,
 				     "minute %zu", 49 + k);
+		/*
+		 * the chunks' points in runs (lent, from a cache or not; the
+		 * second cached read is all hits): the same minutes, once, in
+		 * order; hour 3's chunk points are its entries' instead
+		 */
+		for (int pass = 0; pass < 3; pass++) {
+			struct chunk_cache *cc = pass ? chunk_cache_new(1 << 20) : NULL;
+
+			memset(&got, 0, sizeof(got));
+			rd.run = run_cb;
+			rd.cache = cc;
+			for (int again = 0; again < (cc ? 2 : 1); again++) {
+				memset(&got, 0, sizeof(got));
+				cr_assert_eq(store_read_ranges(c, hosts, from, 2, 60, t0 + 184 * 60000,
+							       &rd, &bad, err, sizeof(err)), 135,
+					     "%s", err);
+				cr_assert_eq(bad, 0);
+				cr_assert_eq(got.n, 135);
+				for (size_t k = 0; k < got.n; k++) {
+					cr_assert_eq(got.ts[k], t0 + (50 + k) * 60000, "minute %zu",
+						     49 + k);
+					cr_assert_eq(got.value[k],
+						     1000000 + (49 + k) * (49 + k) * 7919,
+						     "minute %zu", 49 + k);
+				}
+				cr_assert_eq(got.run_host, 2, "runs are web-1's, index 1");
+				cr_assert_eq(got.run_points, 120, "hours 1 and 2 in runs");
+			}
+			if (cc) {
+				struct chunk_cache_stats st;
+
+				chunk_cache_stats(cc, &st);
+				cr_assert_geq(st.hits, 2, "the second read from the cache");
+			}
+			chunk_cache_free(cc);
+		}
 	}
 	conn_close(c);
 	store_close(st);

@@ -273,20 +273,10 @@ enum query_error qload_find_hosts(struct conn *rc, struct qload *ql, const struc
 
 /* ---- reading their history ------------------------------------------- */
 
-int qload_arrived(struct snapshot *s, void *arg)
+/* The limits a read of n more samples reaches (ql->failed set then): 1, else 0. */
+static int qload_over(struct qload *ql, uint64_t n)
 {
-	struct qload *ql = arg;
-	struct qhost *h;
-	uint32_t idx;
-	size_t len;
-
-	if (ql->failed || !s->host || !strmap_get(&ql->index, s->host, &idx))
-		return 1;
-	h = &ql->h[idx];
-	len = columns_len(&h->c);
-	if (len && s->ts_ms <= columns_ts(&h->c, len - 1))
-		return 0;	/* not newer: a duplicate */
-	ql->samples += s->nseries;
+	ql->samples += n;
 	if (ql->samples > ql->o->max_samples) {
 		ql->failed = QUERY_EXECUTION;
 		snprintf(ql->why, sizeof(ql->why), "query processing would load too many samples "
@@ -300,6 +290,24 @@ int qload_arrived(struct snapshot *s, void *arg)
 			 "(reading the %" PRIu32 " s tier)", ql->tier);
 		return 1;
 	}
+	return 0;
+}
+
+int qload_arrived(struct snapshot *s, void *arg)
+{
+	struct qload *ql = arg;
+	struct qhost *h;
+	uint32_t idx;
+	size_t len;
+
+	if (ql->failed || !s->host || !strmap_get(&ql->index, s->host, &idx))
+		return 1;
+	h = &ql->h[idx];
+	len = columns_len(&h->c);
+	if (len && s->ts_ms <= columns_ts(&h->c, len - 1))
+		return 0;	/* not newer: a duplicate */
+	if (qload_over(ql, s->nseries))
+		return 1;
 	if (topology_apply(ql->o->topology, s))
 		goto nomem;
 	if (ql->tier != 1) {
@@ -314,6 +322,66 @@ int qload_arrived(struct snapshot *s, void *arg)
 nomem:
 	ql->failed = QUERY_INTERNAL;
 	snprintf(ql->why, sizeof(ql->why), "out of memory reading %s", s->host);
+	return 1;
+}
+
+/*
+ * An ended chunk's points of host idx, lent (store_run_cb): on the 1 s
+ * tier their values go straight into the host's columns
+ * (columns_push_run), only the last one copied, as the newest; a rollup
+ * tier's (whose windows are kept beside the columns) one by one as copies.
+ */
+static int qload_arrived_run(struct qload *ql, size_t idx, const struct snapshot *pts, size_t n)
+{
+	struct qhost *h = &ql->h[idx];
+	size_t len = columns_len(&h->c);
+	uint64_t samples = 0;
+	struct snapshot last;
+
+	if (ql->failed)
+		return 1;
+	/* not newer than what the host holds: duplicates */
+	while (n && len && pts->ts_ms <= columns_ts(&h->c, len - 1)) {
+		pts++;
+		n--;
+	}
+	if (!n)
+		return 0;
+	if (ql->tier != 1) {
+		for (size_t i = 0; i < n; i++) {
+			int ret;
+
+			if (snapshot_copy(&last, &pts[i]))
+				goto nomem;
+			free(last.host);
+			if (!(last.host = strdup(h->name))) {
+				snapshot_free(&last);
+				goto nomem;
+			}
+			ret = qload_arrived(&last, ql);
+			snapshot_free(&last);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		samples += pts[i].nseries;
+	if (qload_over(ql, samples))
+		return 1;
+	if (snapshot_copy(&last, &pts[n - 1]))
+		goto nomem;
+	free(last.host);
+	if (!(last.host = strdup(h->name)) || topology_apply(ql->o->topology, &last)) {
+		snapshot_free(&last);
+		goto nomem;
+	}
+	if (columns_push_run(&h->c, pts, n, &last, ql->keep_ms, ql->pol))
+		goto nomem;	/* not -EINVAL: the store's runs rise, after what is held */
+	return 0;
+nomem:
+	ql->failed = QUERY_INTERNAL;
+	snprintf(ql->why, sizeof(ql->why), "out of memory reading %s", h->name);
 	return 1;
 }
 
@@ -356,6 +424,13 @@ static int set_arrived(struct snapshot *s, void *arg)
 	return qload_arrived(s, ((struct read_set *)arg)->ql);
 }
 
+static int set_run(size_t k, const struct snapshot *pts, size_t n, void *arg)
+{
+	const struct read_set *rs = arg;
+
+	return qload_arrived_run(rs->ql, rs->at[k], pts, n);
+}
+
 static const struct snapshot *set_like(size_t k, void *arg)
 {
 	const struct read_set *rs = arg;
@@ -377,7 +452,7 @@ enum query_error qload_read_hosts_of(struct conn *rc, struct qload *ql, const ui
 {
 	struct read_set rs = { ql, calloc(ql->nh + 1, sizeof(size_t)) };
 	/* a chunk builds the series the query names only (when it names them all) */
-	struct store_readers rd = { .snapshot = set_arrived, .like = set_like,
+	struct store_readers rd = { .snapshot = set_arrived, .like = set_like, .run = set_run,
 				    .series = ql->pol ? set_picks : NULL,
 				    .cache = ql->o->cache, .arg = &rs };
 	const char **names = calloc(ql->nh + 1, sizeof(*names));

@@ -220,20 +220,6 @@ static int copy_out(const struct cc_entry *e, uint64_t from_ms, uint64_t to_ms,
 	return 0;
 }
 
-/* Move the points of pts[0..n) in [from_ms, to_ms] to its front, the rest freed; how many. */
-static size_t keep_range(struct snapshot *pts, size_t n, uint64_t from_ms, uint64_t to_ms)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (pts[i].ts_ms >= from_ms && pts[i].ts_ms <= to_ms)
-			pts[k++] = pts[i];
-		else
-			snapshot_free(&pts[i]);
-	}
-	return k;
-}
-
 /*
  * Keep the decoded pts/n as the entry of this key, with a user (cc
  * locked).  NULL when it is not kept (too large, out of memory, or a
@@ -300,10 +286,10 @@ static struct cc_entry *insert(struct chunk_cache *cc, uint64_t h, const char *h
 	return e;
 }
 
-int chunk_cache_decode(struct chunk_cache *cc, const char *host, const char *pick_key,
-		       const void *buf, size_t len, int compact, uint64_t from_ms,
-		       uint64_t to_ms, chunk_series_cb want, void *arg, struct snapshot **pts,
-		       size_t *n, char *err, size_t errlen)
+int chunk_cache_get(struct chunk_cache *cc, const char *host, const char *pick_key,
+		    const void *buf, size_t len, int compact, chunk_series_cb want, void *arg,
+		    const struct snapshot **pts, size_t *n, struct chunk_ref **ref, char *err,
+		    size_t errlen)
 {
 	const char *pick = pick_key ? pick_key : "";
 	uint64_t h = key_hash(host, pick, compact, buf, len);
@@ -327,14 +313,48 @@ int chunk_cache_decode(struct chunk_cache *cc, const char *host, const char *pic
 		pthread_mutex_lock(&cc->lock);
 		e = insert(cc, h, host, pick, compact, buf, len, all, nall);
 		pthread_mutex_unlock(&cc->lock);
-		if (!e) {	/* not kept: the decoded points are the answer */
-			*n = keep_range(all, nall, from_ms, to_ms);
-			*pts = all;
-			return 0;
+		if (!e) {
+			/* not kept: lent as an entry of no table, freed by its put */
+			e = calloc(1, sizeof(*e));
+			if (!e) {
+				chunk_points_free(all, nall);
+				snprintf(err, errlen, "chunk: out of memory");
+				return -ENOMEM;
+			}
+			e->pts = all;
+			e->n = nall;
+			e->users = 1;
+			e->gone = 1;
 		}
 	}
-	ret = copy_out(e, from_ms, to_ms, pts, n);
-	release(cc, e);
+	*pts = e->pts;
+	*n = e->n;
+	*ref = (struct chunk_ref *)e;
+	return 0;
+}
+
+void chunk_cache_put(struct chunk_cache *cc, struct chunk_ref *ref)
+{
+	if (ref)
+		release(cc, (struct cc_entry *)ref);
+}
+
+int chunk_cache_decode(struct chunk_cache *cc, const char *host, const char *pick_key,
+		       const void *buf, size_t len, int compact, uint64_t from_ms,
+		       uint64_t to_ms, chunk_series_cb want, void *arg, struct snapshot **pts,
+		       size_t *n, char *err, size_t errlen)
+{
+	const struct snapshot *all;
+	struct chunk_ref *ref;
+	size_t nall;
+	int ret;
+
+	ret = chunk_cache_get(cc, host, pick_key, buf, len, compact, want, arg, &all, &nall,
+			      &ref, err, errlen);
+	if (ret)
+		return ret;
+	ret = copy_out((const struct cc_entry *)ref, from_ms, to_ms, pts, n);
+	chunk_cache_put(cc, ref);
 	if (ret)
 		snprintf(err, errlen, "chunk: out of memory");
 	return ret;

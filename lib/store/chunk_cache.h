@@ -58,4 +58,25 @@ int chunk_cache_decode(struct chunk_cache *cc, const char *host, const char *pic
 		       uint64_t to_ms, chunk_series_cb want, void *arg, struct snapshot **pts,
 		       size_t *n, char *err, size_t errlen);
 
+/*
+ * A chunk's decoded points lent to a reader (chunk_cache_get): held until
+ * chunk_cache_put, an evicted entry included.
+ */
+struct chunk_ref;
+
+/*
+ * chunk_cache_decode without the copies: every point of the chunk (not
+ * only a range) into *pts and *n, borrowed from cc and valid until
+ * chunk_cache_put(cc, *ref); they must not be changed.  A chunk too large
+ * to keep is lent all the same (freed by its put).  Same returns as
+ * chunk_cache_decode; nothing to put on an error.
+ */
+int chunk_cache_get(struct chunk_cache *cc, const char *host, const char *pick_key,
+		    const void *buf, size_t len, int compact, chunk_series_cb want, void *arg,
+		    const struct snapshot **pts, size_t *n, struct chunk_ref **ref, char *err,
+		    size_t errlen);
+
+/* Give back what chunk_cache_get lent (NULL is fine). */
+void chunk_cache_put(struct chunk_cache *cc, struct chunk_ref *ref);
+
 #endif

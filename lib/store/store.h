@@ -188,6 +188,17 @@ typedef void (*store_bad_cb)(size_t host_index, uint64_t entry_ms, const char *w
  * (snapshot_adopt_strings) before it frees that snapshot.
  */
 typedef const struct snapshot *(*store_like_cb)(size_t host_index, void *arg);
+/*
+ * Points pts[0..n) of host host_index, one after another from an ended
+ * chunk (strictly ascending, newer than what came before, none of the
+ * host's entries between them), lent for the call: the reader takes them
+ * as if each had come through its snapshot cb, but must not change them
+ * (they may be a chunk cache's).  Their host field may name another host
+ * (a chunk filed under this one): they are host_index's.  Returns
+ * non-zero to stop, as the snapshot cb.
+ */
+typedef int (*store_run_cb)(size_t host_index, const struct snapshot *pts, size_t n,
+			    void *arg);
 struct chunk_cache;	/* store/chunk_cache.h */
 /*
  * A host whose page of entries (STORE_READ_PAGE of them from from_ms) is larger
@@ -202,6 +213,12 @@ struct store_readers {
 	store_bad_cb bad;		/* NULL: undecodable entries logged as warnings */
 	store_like_cb like;		/* NULL: decoded without a template */
 	store_oversize_cb oversize;	/* NULL: logged as an error */
+	/*
+	 * NULL: chunk points come one by one through snapshot.  Else in runs
+	 * through run, never copied (a reader that only reads their values:
+	 * a query's columns, columns_push_run).
+	 */
+	store_run_cb run;
 	/*
 	 * NULL: every series.  Else the series a chunk's points are built
 	 * with (chunk_decode_select: the rest are read and dropped); entries

@@ -36,10 +36,35 @@ void chunk_points_release(struct chunk_points *cp)
 {
 	if (!cp)
 		return;
-	for (size_t i = cp->at; i < cp->n; i++)
-		snapshot_free(&cp->pts[i]);
-	free(cp->pts);
+	for (size_t i = 0; i < cp->nholder; i++) {
+		if (cp->holder[i].ref)
+			chunk_cache_put(cp->cache, cp->holder[i].ref);
+		else
+			chunk_points_free(cp->holder[i].pts, cp->holder[i].n);
+	}
+	free(cp->holder);
+	free(cp->run);
 	free(cp);
+}
+
+void chunk_points_keep(struct chunk_points *cp, uint64_t before, size_t need)
+{
+	size_t left = 0;
+
+	for (size_t r = cp->cur; r < cp->nrun; r++) {
+		struct chunk_run *g = &cp->run[r];
+
+		while (g->n > g->at && g->pts[g->n - 1].ts_ms >= before)
+			g->n--;
+		left += g->n - g->at;
+	}
+	for (size_t r = cp->cur; r < cp->nrun && left > need; r++) {
+		struct chunk_run *g = &cp->run[r];
+		size_t drop = g->n - g->at < left - need ? g->n - g->at : left - need;
+
+		g->at += drop;
+		left -= drop;
+	}
 }
 
 /* The base rc holds (NULL: none), then s as the next entry's. */
@@ -102,22 +127,41 @@ static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char
 			 ms, why);
 }
 
+/* A new run of cp over holder h's points from `at` (its end set as it grows). */
+static struct chunk_run *run_open(struct chunk_points *cp, size_t *cap, uint32_t h, size_t at)
+{
+	struct chunk_run *g;
+
+	if (ARRAY_GROW(cp->run, *cap, cp->nrun + 1, 8))
+		return NULL;
+	g = &cp->run[cp->nrun++];
+	g->pts = cp->holder[h].pts;
+	g->at = g->n = at;
+	g->holder = h;
+	return g;
+}
+
 /*
  * Decode the chunks of reply r into rc->chunks: the points of
- * [rc->deliver_from, to_ms] (0: no end), in ts order.  A chunk that does
- * not decode is reported like an entry that does not.
+ * [rc->deliver_from, to_ms] (0: no end), in ts order: runs of each
+ * chunk's points that rise strictly and follow the run before (a point
+ * that does not, in a hostile or overlapping chunk, is left out).  A
+ * chunk that does not decode is reported like an entry that does not.
  */
 void chunks_take(struct read_ctx *rc, redisReply *r, uint64_t to_ms, size_t *bad)
 {
 	struct chunk_points *cp = calloc(1, sizeof(*cp));
-	size_t cap = 0;
+	uint64_t last = 0, end = to_ms ? to_ms : UINT64_MAX;
+	int any = 0;
 
 	if (!cp)
 		return;
+	cp->cache = rc->cache;
 	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
 		redisReply *e = r->element[i], *f;
-		struct snapshot *pts;
-		size_t n;
+		struct chunk_holder *hd;
+		struct chunk_run *g = NULL;
+		int cached;
 		char derr[256];
 
 		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
@@ -126,66 +170,111 @@ void chunks_take(struct read_ctx *rc, redisReply *r, uint64_t to_ms, size_t *bad
 			entry_bad(rc, e, "not a chunk entry with its field", bad);
 			continue;
 		}
+		if (ARRAY_GROW(cp->holder, cp->capholder, cp->nholder + 1, 8))
+			break;
+		hd = &cp->holder[cp->nholder];
+		memset(hd, 0, sizeof(*hd));
 		f = e->element[1]->element[1];
-		if (rc->cache && rc->host && (!rc->series || rc->series_key) ?
-		    chunk_cache_decode(rc->cache, rc->host, rc->series_key, f->str, f->len,
-				       rc->compact, rc->deliver_from, to_ms ? to_ms : UINT64_MAX,
-				       rc->series, rc->arg, &pts, &n, derr, sizeof(derr)) :
-		    chunk_decode_select(f->str, f->len, rc->compact, rc->deliver_from,
-					to_ms ? to_ms : UINT64_MAX, rc->series, rc->arg, &pts, &n,
-					derr, sizeof(derr))) {
+		cached = rc->cache && rc->host && (!rc->series || rc->series_key);
+		if (cached ?
+		    chunk_cache_get(rc->cache, rc->host, rc->series_key, f->str, f->len,
+				    rc->compact, rc->series, rc->arg, (const struct snapshot **)&hd->pts,
+				    &hd->n, &hd->ref, derr, sizeof(derr)) :
+		    chunk_decode_select(f->str, f->len, rc->compact, rc->deliver_from, end,
+					rc->series, rc->arg, &hd->pts, &hd->n, derr, sizeof(derr))) {
 			entry_bad(rc, e, derr, bad);
 			continue;
 		}
-		for (size_t k = 0; k < n; k++) {
-			struct snapshot *s = &pts[k];
-			int keep = s->ts_ms >= rc->deliver_from && (!to_ms || s->ts_ms <= to_ms) &&
-				   (!cp->n || s->ts_ms > cp->pts[cp->n - 1].ts_ms);
+		cp->nholder++;
+		for (size_t k = 0; k < hd->n; k++) {
+			uint64_t ts = hd->pts[k].ts_ms;
 
-			if (keep && rc->host && strcmp(s->host, rc->host)) {
-				char *h = strdup(rc->host);
-
-				if (h) {
-					free(s->host);
-					s->host = h;
-				}
-				keep = h != NULL;
+			if (ts < rc->deliver_from || ts > end || (any && ts <= last)) {
+				g = NULL;	/* out of range or not rising: a run ends */
+				continue;
 			}
-			if (keep && ARRAY_GROW(cp->pts, cap, cp->n + 1, 64))
-				keep = 0;
-			if (keep)
-				cp->pts[cp->n++] = *s;
-			else
-				snapshot_free(s);
+			if (!g && !(g = run_open(cp, &cp->caprun, (uint32_t)(cp->nholder - 1), k)))
+				break;
+			g->n = k + 1;
+			last = ts;
+			any = 1;
 		}
-		free(pts);
 	}
 	rc->chunks = cp;
 }
 
 /*
+ * Point pts[k] of run g as the snapshot cb takes it: the run's own, or a
+ * copy of a lent one into *copy; filed under rc->host.  NULL: out of memory.
+ */
+static struct snapshot *point_out(const struct read_ctx *rc, const struct chunk_points *cp,
+				  const struct chunk_run *g, size_t k, struct snapshot *copy)
+{
+	struct snapshot *s = &g->pts[k];
+
+	if (cp->holder[g->holder].ref) {
+		if (snapshot_copy(copy, s))
+			return NULL;
+		s = copy;
+	}
+	if (rc->host && strcmp(s->host, rc->host)) {
+		char *h = strdup(rc->host);
+
+		if (!h) {
+			snapshot_free(s);
+			return NULL;
+		}
+		free(s->host);
+		s->host = h;
+	}
+	return s;
+}
+
+/*
  * Deliver the chunks' points before ts `before` (0: all that are left),
- * dropping one at ts itself.  Returns 1 when delivery is to stop (cb said
- * so, or rc->max reached).
+ * dropping one at ts itself: to rc->run in runs, else one by one to cb.
+ * Returns 1 when delivery is to stop (a callback said so, or rc->max
+ * reached).
  */
 int chunks_deliver(struct read_ctx *rc, uint64_t before, store_snapshot_cb cb,
-			  void *arg, int *delivered)
+		   void *arg, int *delivered)
 {
 	struct chunk_points *cp = rc ? rc->chunks : NULL;
 
-	while (cp && cp->at < cp->n && (!before || cp->pts[cp->at].ts_ms <= before)) {
-		struct snapshot *s = &cp->pts[cp->at++];
+	while (cp && cp->cur < cp->nrun) {
+		struct chunk_run *g = &cp->run[cp->cur];
+		size_t end = g->at;
 		int ret = 0;
 
-		if (before && s->ts_ms == before) {
+		while (end < g->n && (!before || g->pts[end].ts_ms < before))
+			end++;
+		if (end > g->at && rc->run && !rc->max) {
+			*delivered += (int)(end - g->at);
+			ret = rc->run(rc->index, g->pts + g->at, end - g->at, rc->arg);
+			g->at = end;
+			if (ret)
+				return rc->stopped = 1;
+		}
+		for (; g->at < end; g->at++) {
+			struct snapshot copy, *s = point_out(rc, cp, g, g->at, &copy);
+
+			if (!s)
+				continue;	/* out of memory: this point is lost, not the read */
+			(*delivered)++;
+			ret = cb(s, arg);
 			snapshot_free(s);
+			if (ret || (rc->max && (size_t)*delivered >= rc->max)) {
+				g->at++;
+				return rc->stopped = 1;
+			}
+		}
+		if (g->at < g->n) {
+			if (g->pts[g->at].ts_ms != before)
+				return 0;	/* the rest follow the entry at `before` */
+			g->at++;		/* the entry of that ts is delivered instead */
 			continue;
 		}
-		(*delivered)++;
-		ret = cb(s, arg);
-		snapshot_free(s);
-		if (ret || (rc->max && (size_t)*delivered >= rc->max))
-			return rc->stopped = 1;
+		cp->cur++;
 	}
 	return 0;
 }
@@ -420,9 +509,7 @@ static int newest_chunk(struct conn *c, struct read_ctx *rc, const char *host, u
 	char key[320];
 	const char *argv[6] = { "XREVRANGE", key, "+", "-", "COUNT", "1" };
 	uint64_t before = UINT64_MAX;
-	struct chunk_points *cp;
 	redisReply *r;
-	size_t keep;
 
 	if (oldest && oldest->type == REDIS_REPLY_ARRAY && oldest->elements >= 1 &&
 	    oldest->element[0]->type == REDIS_REPLY_STRING)
@@ -436,17 +523,8 @@ static int newest_chunk(struct conn *c, struct read_ctx *rc, const char *host, u
 	if (r->type == REDIS_REPLY_ARRAY)
 		chunks_take(rc, r, 0, bad);
 	freeReplyObject(r);
-	cp = rc->chunks;
-	if (!cp)
-		return 0;
-	/* chunks_take kept them ascending: the eligible ones are a prefix */
-	for (keep = 0; keep < cp->n && cp->pts[keep].ts_ms < before; keep++)
-		;
-	for (size_t i = keep; i < cp->n; i++)
-		snapshot_free(&cp->pts[i]);
-	cp->n = keep;
-	for (; cp->at + need < cp->n; cp->at++)
-		snapshot_free(&cp->pts[cp->at]);
+	if (rc->chunks)
+		chunk_points_keep(rc->chunks, before, need);
 	return 0;
 }
 

@@ -25,6 +25,7 @@ struct read_ctx {
 	size_t index;			/* the host's index for bad_cb */
 	store_bad_cb bad_cb;
 	store_like_cb like;		/* decode like the host's newest (store_read_ranges) */
+	store_run_cb run;		/* chunk points in runs (NULL: through the snapshot cb) */
 	chunk_series_cb series;		/* the series chunks' points are built with (NULL: all) */
 	struct chunk_cache *cache;	/* chunks kept decoded (NULL: none) */
 	const char *series_key;		/* names the pick series makes, for the cache */
@@ -47,13 +48,35 @@ struct read_ctx {
 	int stopped;			/* cb asked to stop, or max delivered */
 };
 
+/*
+ * A page's chunks' points in ts order: runs (strictly ascending, each newer
+ * than the run before) over the chunks' decoded points, which are either
+ * this read's own or lent by the chunk cache (and then never changed).
+ */
+struct chunk_run {
+	struct snapshot *pts;		/* its holder's points */
+	size_t at, n;			/* [at, n) left to deliver */
+	uint32_t holder;
+};
+
+struct chunk_holder {
+	struct snapshot *pts;		/* a chunk decoded: owned (ref NULL) or lent */
+	size_t n;
+	struct chunk_ref *ref;
+};
+
 struct chunk_points {
-	struct snapshot *pts;
-	size_t n, at;
+	struct chunk_run *run;
+	size_t nrun, caprun, cur;	/* cur: the run delivery is at */
+	struct chunk_holder *holder;
+	size_t nholder, capholder;
+	struct chunk_cache *cache;	/* the lender of holders with a ref */
 };
 
 /* Free what is left of cp's points, and cp (NULL is fine). */
 void chunk_points_release(struct chunk_points *cp);
+/* Keep of cp's points those before ts `before`, and of them the newest `need`. */
+void chunk_points_keep(struct chunk_points *cp, uint64_t before, size_t need);
 /* Free the chain's base rc holds. */
 void chain_end(struct read_ctx *rc);
 /* Where a read of tier from from_ms must start: its chain's whole entry. */

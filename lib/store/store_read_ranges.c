@@ -119,7 +119,8 @@ static void take_page(struct ranges_read *rr, size_t h, redisReply *r, redisRepl
 {
 	const struct store_readers *rd = rr->rd;
 	struct read_ctx rc = { .host = rr->hosts[h], .index = h, .compact = 1, .bad_cb = rd->bad,
-			       .like = rd->like, .series = rd->series, .cache = rd->cache,
+			       .like = rd->like, .run = rd->run, .series = rd->series,
+			       .cache = rd->cache,
 			       .series_key = rd->series_key, .arg = rd->arg,
 			       .chain = rr->chain,
 			       .base = rr->chain ? rr->bases[h] : NULL,

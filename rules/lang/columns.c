@@ -418,21 +418,16 @@ static const struct hist_sparse *prev_hist(const struct columns *c, const struct
 }
 
 /*
- * Give series ser (index i of the new newest snapshot; prev: the one before
- * it, or NULL) its column and its value at slot s; again: ser was
- * placed there before and its value changed (columns_set_newest).
+ * Column col (keep 0) holds series ser's value (sp: its histogram,
+ * compact) at the newest point.
  */
-/* Column col (keep 0) holds ser's value at the newest point. */
-static int place_newest_only(struct column *col, struct series *ser, int again)
+static int place_newest_only(struct column *col, const struct series *ser,
+			     const struct hist_sparse *sp, int again)
 {
 	if (col->now && (!again || ser->kind == SERIES_HISTOGRAM))
 		return 0;	/* the same series twice in one snapshot: the first counts */
 	if (ser->kind == SERIES_HISTOGRAM) {
-		int ret = series_compact(ser);
-
-		if (ret)
-			return ret;
-		col->last.h = hpack_full(ser->sparse);
+		col->last.h = hpack_full(sp);
 		if (!col->last.h)
 			return -ENOMEM;
 	} else if (ser->kind == SERIES_COUNTER) {
@@ -447,31 +442,21 @@ static int place_newest_only(struct column *col, struct series *ser, int again)
 }
 
 /*
- * Place series ser (the i-th of the snapshot at slot s) in its column:
- * column hint when it is the series' (sure: it is, if the kind is the
- * same: ser repeats, by its very strings, a series of the newest that is
- * in that column), else the column found by id, else a new one.
+ * Column k's value at slot s (the newest point): series ser's, sp its
+ * histogram in compact form; a histogram as its increase over older (the
+ * column's value at the slot before, NULL when not known) while the chain
+ * allows.  A column that holds slot s already keeps its first value (a
+ * series twice in one snapshot), unless again (columns_set_newest: a
+ * value set again).
  */
-static int place(struct columns *c, struct series *ser, size_t s, long hint, int sure,
-		 const struct snapshot *prev, uint32_t i, int again,
-		 const struct columns_policy *policy)
+static int put_value(struct columns *c, uint32_t k, const struct series *ser,
+		     const struct hist_sparse *sp, size_t s, const struct hist_sparse *older,
+		     int again)
 {
-	long k = -1;
-	struct column *col;
+	struct column *col = &c->col[k];
 
-	if (hint >= 0 && (uint32_t)hint < c->ncol &&
-	    (sure ? c->col[hint].def.kind == ser->kind : same_identity(&c->col[hint].def, ser)))
-		k = hint;
-	if (k < 0)
-		k = col_find(c, ser);
-	if (k < 0)
-		k = col_add(c, ser, policy);
-	if (k < 0)
-		return (int)k;
-	col = &c->col[k];
-	ser->link = (uint32_t)k + 1;
 	if (!col->keep)
-		return place_newest_only(col, ser, again);
+		return place_newest_only(col, ser, sp, again);
 	if (bit(col->present, s)) {
 		if (!again || ser->kind == SERIES_HISTOGRAM)
 			return 0;	/* the same series twice in one snapshot: the first counts */
@@ -483,22 +468,17 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 		return 0;
 	}
 	if (ser->kind == SERIES_HISTOGRAM) {
-		const struct hist_sparse *older;
 		uint8_t *b = NULL;
-		int grew = 0, ret = series_compact(ser);
+		int grew = 0;
 
-		if (ret)
-			return ret;
-		older = col->chain < COLUMNS_HIST_CHAIN ?
-			prev_hist(c, col, (uint32_t)k, prev, i, s) : NULL;
-		if (older)
-			b = hpack_delta(ser->sparse, older, &grew);
+		if (older && col->chain < COLUMNS_HIST_CHAIN)
+			b = hpack_delta(sp, older, &grew);
 		if (b) {
 			col->chain++;
 		} else if (older && grew) {
 			return -ENOMEM;
 		} else {
-			b = hpack_full(ser->sparse);
+			b = hpack_full(sp);
 			if (!b)
 				return -ENOMEM;
 			col->chain = 0;
@@ -512,6 +492,53 @@ static int place(struct columns *c, struct series *ser, size_t s, long hint, int
 	set_bit(col->present, s);
 	col->live++;
 	return 0;
+}
+
+/*
+ * The column of series ser: column hint when it is the series' (sure: it
+ * is, if the kind is the same), else the column found by id, else a new
+ * one.  Its index, or -ENOMEM.
+ */
+static long column_for(struct columns *c, const struct series *ser, long hint, int sure,
+		       const struct columns_policy *policy)
+{
+	long k = -1;
+
+	if (hint >= 0 && (uint32_t)hint < c->ncol &&
+	    (sure ? c->col[hint].def.kind == ser->kind : same_identity(&c->col[hint].def, ser)))
+		k = hint;
+	if (k < 0)
+		k = col_find(c, ser);
+	if (k < 0)
+		k = col_add(c, ser, policy);
+	return k;
+}
+
+/*
+ * Place series ser (the i-th of the snapshot at slot s; prev: the newest
+ * before it, or NULL) in its column (column_for) and link it there.
+ */
+static int place(struct columns *c, struct series *ser, size_t s, long hint, int sure,
+		 const struct snapshot *prev, uint32_t i, int again,
+		 const struct columns_policy *policy)
+{
+	long k = column_for(c, ser, hint, sure, policy);
+	const struct hist_sparse *older = NULL;
+	struct column *col;
+
+	if (k < 0)
+		return (int)k;
+	col = &c->col[k];
+	ser->link = (uint32_t)k + 1;
+	if (ser->kind == SERIES_HISTOGRAM) {
+		int ret = series_compact(ser);
+
+		if (ret)
+			return ret;
+		if (col->keep && !bit(col->present, s) && col->chain < COLUMNS_HIST_CHAIN)
+			older = prev_hist(c, col, (uint32_t)k, prev, i, s);
+	}
+	return put_value(c, (uint32_t)k, ser, ser->sparse, s, older, again);
 }
 
 /* c->hash for the newest snapshot's series (left invalid on -ENOMEM). */
@@ -636,6 +663,138 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 		col_newest_free(c);
 	c->newest = *s;
 	memset(s, 0, sizeof(*s));
+	col_index_newest(c);
+	col_collect(c);
+	return 0;
+}
+
+/* Scratch of a run (columns_push_run), grown as columns and series come. */
+struct run_scratch {
+	uint32_t *col_of;		/* by series index: its column in the point before */
+	uint32_t ncol_of;
+	const struct hist_sparse **hist;	/* by column: its histogram in the point before */
+	size_t *hist_at;		/* by column: 1 + the point that set hist */
+	uint32_t nhist;
+};
+
+static int scratch_fit(struct run_scratch *r, uint32_t nseries, uint32_t ncol)
+{
+	if (nseries > r->ncol_of) {
+		uint32_t *p = realloc(r->col_of, nseries * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		memset(p + r->ncol_of, 0xff, (nseries - r->ncol_of) * sizeof(*p));
+		r->col_of = p;
+		r->ncol_of = nseries;
+	}
+	if (ncol > r->nhist) {
+		uint32_t cap = ncol + 16;
+		const struct hist_sparse **h = realloc(r->hist, cap * sizeof(*h));
+		size_t *at;
+
+		if (!h)
+			return -ENOMEM;
+		r->hist = h;
+		at = realloc(r->hist_at, cap * sizeof(*at));
+		if (!at)
+			return -ENOMEM;
+		memset(at + r->nhist, 0, (cap - r->nhist) * sizeof(*at));
+		r->hist_at = at;
+		r->nhist = cap;
+	}
+	return 0;
+}
+
+/* Point j (0-based) of a run: pts[j]'s values placed at a new newest slot. */
+static int run_point(struct columns *c, const struct snapshot *p, size_t j, uint64_t keep_ms,
+		     const struct columns_policy *policy, struct run_scratch *r)
+{
+	struct col_ring *d = &c->ring;
+	size_t slot;
+	int ret;
+
+	while (d->n && d->ts[d->head] + keep_ms < p->ts_ms)
+		col_drop_oldest(c);
+	if ((ret = col_ring_reserve(c)))
+		return ret;
+	col_forget_newest_only(c);
+	slot = wrap(d, d->n);
+	for (uint32_t k = 0; k < c->ncol; k++)
+		if (c->col[k].keep)
+			clear_bit(c->col[k].present, slot);
+	d->ts[slot] = p->ts_ms;
+	d->n++;
+	if ((ret = scratch_fit(r, p->nseries, c->ncol)))
+		return ret;
+	for (uint32_t i = 0; i < p->nseries; i++) {
+		const struct series *ser = &p->series[i];
+		const struct hist_sparse *older = NULL;
+		long k = column_for(c, ser, r->col_of[i] == UINT32_MAX ? -1 : (long)r->col_of[i], 0,
+				    policy);
+
+		if (k < 0)
+			return (int)k;
+		if ((ret = scratch_fit(r, p->nseries, c->ncol)))
+			return ret;
+		r->col_of[i] = (uint32_t)k;
+		if (ser->kind == SERIES_HISTOGRAM) {
+			if (!ser->sparse)
+				return -EINVAL;		/* a run's histograms are compact */
+			if (!c->col[k].keep || bit(c->col[k].present, slot))
+				;	/* its newest value only, or the series twice */
+			else if (!j)
+				older = prev_hist(c, &c->col[k], (uint32_t)k,
+						  c->newest.host ? &c->newest : NULL, i, slot);
+			else if (r->hist_at[k] == j && d->n >= 2 &&
+				 bit(c->col[k].present, slot ? slot - 1 : d->cap - 1))
+				older = r->hist[k];	/* the point before set it, still held */
+		}
+		if ((ret = put_value(c, (uint32_t)k, ser, ser->sparse, slot, older, 0)))
+			return ret;
+		if (ser->kind == SERIES_HISTOGRAM && !(r->hist_at[k] == j + 1)) {
+			r->hist[k] = ser->sparse;
+			r->hist_at[k] = j + 1;
+		}
+	}
+	return 0;
+}
+
+int columns_push_run(struct columns *c, const struct snapshot *pts, size_t n,
+		     struct snapshot *newest, uint64_t keep_ms,
+		     const struct columns_policy *policy)
+{
+	struct run_scratch r = { 0 };
+	int ret = 0;
+
+	if (!n || newest->ts_ms != pts[n - 1].ts_ms || newest->nseries != pts[n - 1].nseries ||
+	    (columns_len(c) && pts[0].ts_ms <= columns_ts(c, columns_len(c) - 1)))
+		ret = -EINVAL;
+	for (size_t j = 1; j < n && !ret; j++)
+		if (pts[j].ts_ms <= pts[j - 1].ts_ms)
+			ret = -EINVAL;
+	if (ret) {
+		snapshot_free(newest);
+		return ret;
+	}
+	if (c->policy_gen != (policy ? policy->gen : 0))
+		col_follow_policy(c, policy);
+	for (size_t j = 0; j < n && !ret; j++)
+		ret = run_point(c, &pts[j], j, keep_ms, policy, &r);
+	/* the last point's series, in order, are newest's: linked to where they went */
+	for (uint32_t i = 0; !ret && i < newest->nseries; i++)
+		newest->series[i].link = r.col_of[i] + 1;
+	free(r.col_of);
+	free(r.hist);
+	free(r.hist_at);
+	if (ret) {
+		snapshot_free(newest);
+		return ret;
+	}
+	if (c->newest.host)
+		col_newest_free(c);
+	c->newest = *newest;
+	memset(newest, 0, sizeof(*newest));
 	col_index_newest(c);
 	col_collect(c);
 	return 0;

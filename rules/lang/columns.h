@@ -126,6 +126,21 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 		 const struct columns_policy *policy);
 
 /*
+ * Append pts[0..n) (n >= 1, strictly ascending, newer than every point
+ * held; histograms compact) as if a copy of each had been pushed
+ * (columns_push), without changing them or building a snapshot per point:
+ * their values go straight to their columns (a query's points lent by a
+ * chunk cache).  newest is the history's new newest snapshot, a copy of
+ * pts[n - 1] (its series in the same order) that the caller may have
+ * relabelled (the host's labels are the newest's); it is taken over and
+ * left empty.  Returns 0, -EINVAL (nothing done, newest freed), or
+ * -ENOMEM: c then holds some of the points and is only fit to be freed.
+ */
+int columns_push_run(struct columns *c, const struct snapshot *pts, size_t n,
+		     struct snapshot *newest, uint64_t keep_ms,
+		     const struct columns_policy *policy);
+
+/*
  * The newest snapshot's series ser (a gauge added to it after the push,
  * e.g. a recording rule's result) is given its column and its value at the
  * newest point; call again after its value changes.  Returns 0 or -ENOMEM.
