@@ -1374,6 +1374,95 @@ Test(web, the_chunk_cache_answers_as_decoding_does, .init = start, .fini = stop,
 	conn_close(c);
 }
 
+/* r's series whose labels render as key (k=v,... in order), or NULL. */
+static const struct query_series *series_by(const struct query_result *r, const char *key)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		char buf[512] = "";
+		size_t at = 0;
+
+		for (int l = 0; l < r->s[i].nlabels && at < sizeof(buf); l++)
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s=%s,",
+					       r->s[i].labels[l].key, r->s[i].labels[l].value);
+		if (!strcmp(buf, key))
+			return &r->s[i];
+	}
+	return NULL;
+}
+
+/*
+ * A range query evaluates its steps as instant queries do: what a selector
+ * makes of each column is worked out at the first step and kept (eval.h:
+ * sel_memo), a step's elements go to the series they went to before by
+ * their labels' pointers (web/query.c: collect).  Whatever two selectors,
+ * label functions, offsets or series that come and go do, every step holds
+ * the instant query's answer at its time, series for series.
+ */
+Test(web, every_step_of_a_range_query_is_the_instant_query_then, .init = start,
+     .fini = stop, .timeout = 120)
+{
+	static const char *const queries[] = {
+		"rate(faultline_tcp_in_csum_errors_total[30s]) + on(host) "
+		"faultline_host_cpu_utilization_ratio",
+		"faultline_host_cpu_utilization_ratio{host=~\"h[12]\"} or "
+		"faultline_tcp_in_csum_errors_total{host=\"h3\"}",
+		"sum by (rack) (rate(faultline_tcp_in_csum_errors_total[1m]))",
+		"label_replace(faultline_host_cpu_utilization_ratio, \"who\", \"$1\", \"host\", "
+		"\"h(.)\")",
+		"faultline_tcp_in_csum_errors_total offset 30s",
+		/* h1 goes as it grows past 14300, h3 comes past 7150: elements move */
+		"faultline_tcp_in_csum_errors_total > 7150 < 14300",
+	};
+	struct query_opts o = opts();
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t from = t_end - 100000, step = 10000;
+	char err[512];
+
+	for (size_t q = 0; q < sizeof(queries) / sizeof(queries[0]); q++) {
+		struct query_result range;
+		size_t points = 0;
+
+		cr_assert_eq(query_run(c, &o, queries[q], from, t_end, step, &range, err,
+				       sizeof(err)), QUERY_OK, "%s: %s", queries[q], err);
+		for (uint64_t t = from; t <= t_end; t += step) {
+			struct query_result at;
+
+			cr_assert_eq(query_run(c, &o, queries[q], t, t, 0, &at, err, sizeof(err)),
+				     QUERY_OK, "%s: %s", queries[q], err);
+			for (size_t i = 0; i < at.n; i++) {
+				char key[512] = "";
+				const struct query_series *rs;
+				size_t off = 0, k;
+
+				for (int l = 0; l < at.s[i].nlabels; l++)
+					off += (size_t)snprintf(key + off, sizeof(key) - off, "%s=%s,",
+								at.s[i].labels[l].key,
+								at.s[i].labels[l].value);
+				rs = series_by(&range, key);
+				cr_assert_not_null(rs, "%s: %s at %" PRIu64 " not in the range's answer",
+						   queries[q], key, t);
+				for (k = 0; k < rs->n && rs->ts[k] != t; k++)
+					;
+				cr_assert_lt(k, rs->n, "%s: %s has no step at %" PRIu64, queries[q],
+					     key, t);
+				cr_assert(rs->v[k] == at.s[i].v[0], "%s: %s at %" PRIu64 ": %g, the "
+					  "instant query %g", queries[q], key, t, rs->v[k],
+					  at.s[i].v[0]);
+				points++;
+			}
+			query_result_free(&at);
+		}
+		/* and nothing more: the range holds the instant answers alone */
+		for (size_t i = 0; i < range.n; i++)
+			points -= range.s[i].n;
+		cr_assert_eq(points, 0, "%s: the range holds steps the instant queries do not",
+			     queries[q]);
+		cr_assert_gt(range.n, 0, "%s", queries[q]);
+		query_result_free(&range);
+	}
+	conn_close(c);
+}
+
 /* The tail's hosts and bytes, once both satisfy ok, within secs: 1, or 0. */
 static int wait_tail(struct query_hot *hot, int secs, size_t *hosts, size_t *bytes,
 		     int (*ok)(size_t hosts, size_t bytes))

@@ -106,8 +106,40 @@ static int series_point(struct query_series *s, uint64_t ts, double v)
 struct collector {
 	struct strmap keys;
 	uint32_t *hint;			/* per element index: a series, or UINT32_MAX */
+	/*
+	 * per element index: the labels (their string pointers) that went to
+	 * hint.  A query's label strings stay where they are until it ends
+	 * (eval.h: borrowed from its columns and its expression), so the
+	 * same pointers are the same labels: no compare of the strings.
+	 */
+	struct label **seen;
+	int *nseen;			/* -1: none */
 	size_t nhint;
 };
+
+/* Element i went to its hint with labels l[0..nl). */
+static void collector_saw(struct collector *c, size_t i, const struct label *l, int nl)
+{
+	struct label *keep = realloc(c->seen[i], ((size_t)nl + 1) * sizeof(*keep));
+
+	if (!keep) {
+		c->nseen[i] = -1;
+		return;
+	}
+	memcpy(keep, l, (size_t)nl * sizeof(*keep));
+	c->seen[i] = keep;
+	c->nseen[i] = nl;
+}
+
+static void collector_free(struct collector *c)
+{
+	for (size_t i = 0; c->seen && i < c->nhint; i++)
+		free(c->seen[i]);
+	free(c->seen);
+	free(c->nseen);
+	free(c->hint);
+	strmap_free(&c->keys);
+}
 
 /* Whether series s is what series_new makes of labels l[0..nl) and name. */
 static int series_made_from(const struct query_series *s, const struct label *l, int nl,
@@ -142,12 +174,23 @@ static int collect(struct query_result *r, struct collector *c, const struct val
 	}
 	if (v->n > c->nhint) {
 		uint32_t *h = realloc(c->hint, v->n * sizeof(*h));
+		struct label **seen;
+		int *nseen;
 
 		if (!h)
 			return -ENOMEM;
-		for (size_t i = c->nhint; i < v->n; i++)
-			h[i] = UINT32_MAX;
 		c->hint = h;
+		if (!(seen = realloc(c->seen, v->n * sizeof(*seen))))
+			return -ENOMEM;
+		c->seen = seen;
+		if (!(nseen = realloc(c->nseen, v->n * sizeof(*nseen))))
+			return -ENOMEM;
+		c->nseen = nseen;
+		for (size_t i = c->nhint; i < v->n; i++) {
+			h[i] = UINT32_MAX;
+			seen[i] = NULL;
+			nseen[i] = -1;
+		}
 		c->nhint = v->n;
 	}
 	for (size_t i = 0; i < v->n && !ret; i++) {
@@ -155,7 +198,13 @@ static int collect(struct query_result *r, struct collector *c, const struct val
 		struct query_series *s;
 		uint32_t idx = c->hint[i];
 
+		if (idx < r->n && c->nseen[i] == e->nlabels &&
+		    !memcmp(c->seen[i], e->labels, (size_t)e->nlabels * sizeof(*e->labels))) {
+			ret = series_point(&r->s[idx], t, e->v);
+			continue;
+		}
 		if (idx < r->n && series_made_from(&r->s[idx], e->labels, e->nlabels, name)) {
+			collector_saw(c, i, e->labels, e->nlabels);
 			ret = series_point(&r->s[idx], t, e->v);
 			continue;
 		}
@@ -173,6 +222,8 @@ static int collect(struct query_result *r, struct collector *c, const struct val
 			idx = (uint32_t)(r->n - 1);
 		}
 		c->hint[i] = idx;
+		if (!ret)
+			collector_saw(c, i, e->labels, e->nlabels);
 	}
 	strbuf_release(&key);
 	return ret;
@@ -385,7 +436,7 @@ static uint64_t stale_of(const struct query_opts *o, uint32_t tier)
  * apply the staleness alone, eval_at).
  */
 static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t reach,
-			 struct host_window *win)
+			 struct host_window *win, struct sel_memo **memo)
 {
 	size_t nw = 0;
 
@@ -400,6 +451,7 @@ static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t reach,
 		win[nw].n = (size_t)k + 1;
 		win[nw].minutes = ql->tier != 1 && !h->alerts ? h->m : NULL;
 		win[nw].nminutes = win[nw].minutes ? (size_t)k + 1 : 0;
+		win[nw].memo = memo ? memo[i] : NULL;
 		nw++;
 	}
 	return nw;
@@ -447,6 +499,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	struct query_hot *hot = NULL;
 	struct collector keys = { 0 };
 	struct host_window *win = NULL;
+	struct sel_memo **memo = NULL;
 	const struct node *at;
 	const char *name;
 	uint64_t lookback, from, stale, pinned, now_ms = time_wall_ns() / 1000000;
@@ -490,10 +543,22 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	out->samples = ql.samples;
 	if (!(win = calloc(ql.nh + 1, sizeof(*win))))
 		goto nomem;
+	/*
+	 * a range query's steps read the same columns: what a selector makes
+	 * of each (matches, labels) is worked out at its first step alone
+	 */
+	if (step_ms && start_ms < end_ms) {
+		if (!(memo = calloc(ql.nh + 1, sizeof(*memo))))
+			goto nomem;
+		for (size_t i = 0; i < ql.nh; i++)
+			if (ql.h[i].c.ncol &&
+			    !(memo[i] = calloc(ql.h[i].c.ncol, sizeof(**memo))))
+				goto nomem;
+	}
 	name = expr_result_name(n);
 	for (uint64_t t = start_ms;; t += step_ms) {
 		struct value v = { 0 };
-		size_t nw = windows_at(&ql, t, expr_max_range(n) / 1000000 + stale, win);
+		size_t nw = windows_at(&ql, t, expr_max_range(n) / 1000000 + stale, win, memo);
 		int bad;
 
 		if (time_mono_ns() > ql.deadline_ns) {
@@ -531,11 +596,13 @@ nomem:
 	snprintf(err, errlen, "out of memory");
 	ret = QUERY_INTERNAL;
 out:
+	for (size_t i = 0; memo && i < ql.nh; i++)
+		sel_memo_free(memo[i], ql.h[i].c.ncol);
+	free(memo);
 	if (hot)
 		query_hot_release(hot);
 	free(win);
-	strmap_free(&keys.keys);
-	free(keys.hint);
+	collector_free(&keys);
 	qload_free(&ql);
 	if (ret)
 		query_result_free(out);

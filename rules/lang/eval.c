@@ -307,18 +307,65 @@ struct sel_arg {
 	struct value *out;
 };
 
+void sel_memo_free(struct sel_memo *memo, size_t n)
+{
+	for (size_t i = 0; memo && i < n; i++)
+		free(memo[i].l);
+	free(memo);
+}
+
+/*
+ * Whether selector sel matches the series def (column k) of window w, and
+ * its element's labels into *l / *nl: from w's memo when it holds them
+ * (else worked out, and kept there).  -ENOMEM, else 1 or 0.
+ */
+static int sel_elem(const struct node *sel, const struct host_window *w,
+		    const struct series *def, uint32_t k, struct label *buf,
+		    const struct label **l, int *nl)
+{
+	const struct snapshot *s = &w->c->newest;
+	struct sel_memo *m = w->memo ? &w->memo[k] : NULL;
+
+	if (m && m->sel == sel) {
+		*l = m->l;
+		*nl = m->nl;
+		return m->matches;
+	}
+	if (!eval_sel_matches(sel, s, def))
+		*nl = -1;
+	else if (sel->hist_part)
+		*nl = 0;	/* its elements' labels are push_hist_part's */
+	else
+		*nl = elem_labels(s, def, buf, SNAPSHOT_MAX_LABELS * 2 + 1);
+	*l = buf;
+	if (m) {
+		struct label *keep = *nl > 0 ? malloc((size_t)*nl * sizeof(*keep)) : NULL;
+
+		if (*nl > 0 && !keep)
+			return -ENOMEM;
+		free(m->l);
+		if (keep)
+			memcpy(keep, buf, (size_t)*nl * sizeof(*keep));
+		m->l = keep;
+		m->nl = *nl;
+		m->matches = *nl >= 0;
+		m->sel = sel;
+	}
+	return *nl >= 0;
+}
+
 static int select_one(const struct series *def, uint32_t k, void *arg)
 {
 	struct sel_arg *a = arg;
 	const struct node *sel = a->sel;
-	const struct snapshot *s = &a->w->c->newest;
-	struct label l[SNAPSHOT_MAX_LABELS * 2 + 1];
+	struct label buf[SNAPSHOT_MAX_LABELS * 2 + 1];
+	const struct label *l;
 	enum range_fn rf = a->rf;
 	double v;
-	int nl;
+	int nl, ret = sel_elem(sel, a->w, def, k, buf, &l, &nl);
 
-	if (!eval_sel_matches(sel, s, def))
-		return 0;
+	if (ret <= 0)
+		return ret;
 	if (sel->hist_part)
 		return eval_hist_part(sel, rf, a->w, def, k, a->out) ? -ENOMEM : 0;
 	if (rf == RF_NONE)
@@ -334,7 +381,6 @@ static int select_one(const struct series *def, uint32_t k, void *arg)
 		v = catalog_to_base(v, sel->scale);
 	if (rf == RF_STDVAR)
 		v = catalog_to_base(v, sel->scale);	/* a variance is in unit^2 */
-	nl = elem_labels(s, def, l, (int)(sizeof(l) / sizeof(l[0])));
 	return value_push(a->out, l, nl, v) ? -ENOMEM : 0;
 }
 

@@ -33,7 +33,25 @@ struct host_window {
 	 */
 	const struct snapshot *minutes;
 	size_t nminutes;
+	/*
+	 * NULL, or one entry per column of c, kept by a caller that evaluates
+	 * many steps over the same histories (a range query): what a selector
+	 * made of each column (whether it matches, its element's labels),
+	 * worked out once instead of at every step.  Valid while c and its
+	 * newest snapshot stay as they are; free with sel_memo_free.
+	 */
+	struct sel_memo *memo;
 };
+
+struct sel_memo {
+	const struct node *sel;		/* what the entry holds is this selector's (NULL: none) */
+	int matches;
+	int nl;
+	struct label *l;		/* the element's labels, borrowed strings */
+};
+
+/* Free what memo[0..n) holds, and memo. */
+void sel_memo_free(struct sel_memo *memo, size_t n);
 
 /*
  * An element's label strings are borrowed, never copied: they point into
