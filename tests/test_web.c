@@ -1585,6 +1585,69 @@ static size_t rack_now(struct conn *c, struct query_opts *o, const char *rack, u
 }
 
 /*
+ * A query that reaches the whole fleet lists the registry once for as long
+ * as the listing is young (query.h: host_list): the next one scans
+ * nothing and answers as listing every time does; a host that registers
+ * meanwhile is reached by a listing made after it, and by the reused one
+ * once that is older than its age.
+ */
+Test(web, a_fleet_listing_is_reused_while_it_is_young, .init = start, .fini = stop,
+     .timeout = 120)
+{
+	static const char q[] = "sum by (rack) (rate(faultline_tcp_in_csum_errors_total[1m]))";
+	struct store_opts so = { .url = redis.url, .timeout_ns = NSEC_PER_SEC,
+				 .retention_ms = { 900000, 86400000, 86400000 },
+				 .spool_max_entries = 1000, .spool_max_bytes = 1 << 20 };
+	struct query_opts cold = opts(), warm = opts(), brief = opts();
+	struct conn *c = test_redis_connect(&redis);
+	uint64_t t0 = (time_wall_ns() / 1000000 / 1000 - 40) * 1000;
+	struct query_result a, b;
+	struct store *st;
+	long long before;
+	int h9 = 0, mem = 0;
+	char err[512];
+
+	warm.registry = host_list_new(600000);
+	brief.registry = host_list_new(300);
+	cr_assert(warm.registry && brief.registry);
+	before = scans(c);
+	cr_assert_eq(query_run(c, &warm, q, t_end, t_end, 0, &a, err, sizeof(err)), QUERY_OK,
+		     "%s", err);
+	cr_assert_gt(scans(c), before, "the first query lists the registry");
+	before = scans(c);
+	cr_assert_eq(query_run(c, &warm, q, t_end, t_end, 0, &b, err, sizeof(err)), QUERY_OK,
+		     "%s", err);
+	cr_assert_eq(scans(c), before, "the second reuses the listing");
+	same_answers(&a, &b, "a reused listing");
+	query_result_free(&b);
+	cr_assert_eq(query_run(c, &cold, q, t_end, t_end, 0, &b, err, sizeof(err)), QUERY_OK,
+		     "%s", err);
+	same_answers(&a, &b, "a listing of its own");
+	query_result_free(&a);
+	query_result_free(&b);
+
+	/* h9 registers: the young listing does not know it, a new one does */
+	st = store_open(&so, err, sizeof(err));
+	cr_assert_not_null(st, "%s", err);
+	write_h9_in(st, t0, 0, 20, "r5");
+	store_close(st);
+	rack_now(c, &warm, "r5", t0 + 19000, &h9, &mem);
+	cr_assert(!h9, "a listing made before h9 registered reached it");
+	rack_now(c, &cold, "r5", t0 + 19000, &h9, &mem);
+	cr_assert(h9, "a listing of its own does not reach h9");
+	rack_now(c, &brief, "r5", t0 + 19000, &h9, &mem);
+	cr_assert(h9);
+	usleep(400000);		/* older than brief's 300 ms: listed again */
+	before = scans(c);
+	rack_now(c, &brief, "r5", t0 + 19000, &h9, &mem);
+	cr_assert(h9);
+	cr_assert_gt(scans(c), before, "a listing older than its age was reused");
+	host_list_free(warm.registry);
+	host_list_free(brief.registry);
+	conn_close(c);
+}
+
+/*
  * The tail finds a rack's hosts by its label index, not by scanning every
  * host: a host that moves racks is found under its new rack as soon as
  * the tail has read it there, and no longer under the old one.

@@ -338,7 +338,8 @@ int main(int argc, char **argv)
 			log_error("%s", err);
 			return 1;
 		}
-	if (o.cache_mb && !(o.q.cache = chunk_cache_new((size_t)o.cache_mb << 20))) {
+	if ((o.cache_mb && !(o.q.cache = chunk_cache_new((size_t)o.cache_mb << 20))) ||
+	    !(o.q.registry = host_list_new(HOST_LIST_MAX_AGE_MS))) {
 		log_error("out of memory");
 		return 1;
 	}
@@ -381,6 +382,7 @@ int main(int argc, char **argv)
 	pages_free(pages);
 	query_hot_stop(o.q.hot);
 	chunk_cache_free(o.q.cache);
+	host_list_free(o.q.registry);
 	rules_free(&rs);
 	topology_free(&topo);
 	strbuf_release(&sb);

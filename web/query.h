@@ -56,7 +56,26 @@ struct query_opts {
 	size_t nhosts;
 	struct query_hot *hot;		/* the 1 s tier in memory (query_hot_start); NULL: none */
 	struct chunk_cache *cache;	/* ended chunks kept decoded (chunk_cache.h); NULL: none */
+	struct host_list *registry;	/* the fleet's listing reused (host_list_new); NULL: none */
 };
+
+/*
+ * The host registry as last listed whole (every fl:{H}:host record), kept
+ * for the queries that reach the whole fleet: a query reuses a listing
+ * younger than max_age_ms instead of scanning the keyspace and decoding
+ * every host's record again (at 10,000 hosts, ~100 ms a query); an older
+ * one is listed again by the first query that needs it (the in-memory
+ * tail's relisting every 10 s renews it too).  So a host that registers,
+ * or whose labels change, is seen by such queries within max_age_ms, as
+ * Prometheus's service discovery sees a target within its refresh
+ * interval.  A query naming its hosts (host="...") reads their records as
+ * always.  Shared by threads.
+ */
+struct host_list;
+/* faultline-web's: the tail relists every 10 s, so with it a query never lists */
+#define HOST_LIST_MAX_AGE_MS 15000
+struct host_list *host_list_new(uint64_t max_age_ms);
+void host_list_free(struct host_list *hl);
 
 /* Prometheus' error types, for the API's errorType and status. */
 enum query_error {

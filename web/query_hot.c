@@ -302,7 +302,7 @@ static size_t hot_prune(struct query_hot *hot, const struct qload *found, uint64
 /* The registered hosts into the tail: new ones read from a window ago, departed ones dropped. */
 static void hot_list(struct query_hot *hot, struct conn *rc, uint64_t now_ms)
 {
-	struct qload found = { .o = &hot->o };
+	struct qload found = { .o = &hot->o, .relist = 1 };	/* and renew the queries' listing */
 	char err[300];
 	uint32_t idx;
 	size_t gone;

@@ -36,6 +36,7 @@ struct qload {
 	uint64_t samples;
 	uint64_t deadline_ns;		/* monotonic */
 	enum query_error failed;	/* set by the reader's callback: stop */
+	int relist;			/* qload_find_hosts lists the registry anew (o->registry) */
 	char why[256];
 	/*
 	 * The series the query's selectors name (wire names, borrowed from

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,9 +131,101 @@ static void reach_one(const struct node *sel, void *arg)
 		r->any = 1;
 }
 
+/* ---- the registry's listing, reused (query.h: host_list) -------------- */
+
+/* One listing of the whole registry: immutable once published. */
+struct host_listing {
+	int refs;			/* the list's own, and each reader's */
+	uint64_t listed_ms;		/* when its listing began (wall clock) */
+	const struct topology *topo;	/* what its stubs were made with */
+	struct snapshot *stub;		/* each host: its registry labels, the topology's applied */
+	size_t n, cap;
+};
+
+struct host_list {
+	pthread_mutex_t lock;
+	struct host_listing *cur;	/* NULL: none yet */
+	uint64_t max_age_ms;
+};
+
+struct host_list *host_list_new(uint64_t max_age_ms)
+{
+	struct host_list *hl = calloc(1, sizeof(*hl));
+
+	if (!hl)
+		return NULL;
+	pthread_mutex_init(&hl->lock, NULL);
+	hl->max_age_ms = max_age_ms;
+	return hl;
+}
+
+static void listing_free(struct host_listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		snapshot_free(&l->stub[i]);
+	free(l->stub);
+	free(l);
+}
+
+/* A reader's (or the list's) reference to l given back. */
+static void listing_put(struct host_list *hl, struct host_listing *l)
+{
+	int last;
+
+	pthread_mutex_lock(&hl->lock);
+	last = !--l->refs;
+	pthread_mutex_unlock(&hl->lock);
+	if (last)
+		listing_free(l);
+}
+
+/* The current listing, with a reference, if it is young enough and of topology topo; else NULL. */
+static struct host_listing *listing_take(struct host_list *hl, uint64_t now_ms,
+					 const struct topology *topo)
+{
+	struct host_listing *l;
+
+	pthread_mutex_lock(&hl->lock);
+	l = hl->cur;
+	if (l && l->topo == topo && now_ms < l->listed_ms + hl->max_age_ms)
+		l->refs++;
+	else
+		l = NULL;
+	pthread_mutex_unlock(&hl->lock);
+	return l;
+}
+
+/* l (one reference: the list's) as the current listing, unless a newer one is. */
+static void listing_publish(struct host_list *hl, struct host_listing *l)
+{
+	struct host_listing *old;
+
+	pthread_mutex_lock(&hl->lock);
+	old = hl->cur;
+	if (old && old->listed_ms > l->listed_ms) {
+		old = l;	/* another thread listed after this one began */
+	} else {
+		hl->cur = l;
+	}
+	pthread_mutex_unlock(&hl->lock);
+	if (old)
+		listing_put(hl, old);
+}
+
+void host_list_free(struct host_list *hl)
+{
+	if (!hl)
+		return;
+	if (hl->cur)
+		listing_put(hl, hl->cur);
+	pthread_mutex_destroy(&hl->lock);
+	free(hl);
+}
+
 struct hosts_arg {
 	struct qload *ql;
 	struct reach_plan plan;		/* of the query (its node NULL: every host) */
+	struct host_listing *keep;	/* NULL, or the listing the stubs go to */
 	int nomem;
 };
 
@@ -209,6 +302,14 @@ static void host_seen(const char *host, const struct host_entry *e, void *arg)
 		a->nomem = 1;
 	if (!a->nomem && qload_host_reached(&a->plan, &stub, a->ql->o) && qload_add_host(a->ql, host))
 		a->nomem = 1;
+	if (a->keep && !a->nomem && !ARRAY_GROW(a->keep->stub, a->keep->cap, a->keep->n + 1, 64)) {
+		a->keep->stub[a->keep->n++] = stub;	/* kept for the queries after */
+		return;
+	}
+	if (a->keep) {
+		listing_free(a->keep);	/* not whole: not kept */
+		a->keep = NULL;
+	}
 	snapshot_free(&stub);
 }
 
@@ -253,17 +354,41 @@ enum query_error qload_find_hosts(struct conn *rc, struct qload *ql, const struc
 {
 	struct hosts_arg a = { .ql = ql };
 	struct named_hosts nh = { .all = !n };
+	struct host_list *hl = ql->o->registry;
+	uint64_t now_ms = time_wall_ns() / 1000000;
 	int got;
 
 	qload_reach_plan(&a.plan, n);
 	if (n)
 		expr_each_selector(n, host_named, &nh);
+	if (nh.all && hl && !ql->relist) {
+		struct host_listing *l = listing_take(hl, now_ms, ql->o->topology);
+
+		for (size_t i = 0; l && i < l->n && !a.nomem; i++)
+			if (qload_host_reached(&a.plan, &l->stub[i], ql->o) &&
+			    qload_add_host(ql, l->stub[i].host))
+				a.nomem = 1;
+		if (l) {
+			listing_put(hl, l);
+			goto listed;
+		}
+	}
+	if (nh.all && hl && (a.keep = calloc(1, sizeof(*a.keep)))) {
+		a.keep->refs = 1;
+		a.keep->listed_ms = now_ms;
+		a.keep->topo = ql->o->topology;
+	}
 	if (!nh.all)
 		got = store_host_entries_of(rc, nh.name, nh.n, host_seen, &a, err, errlen);
 	else
 		got = store_host_entries(rc, host_seen, &a, err, errlen);
+	if (a.keep && (got < 0 || a.nomem))
+		listing_free(a.keep);
+	else if (a.keep)
+		listing_publish(hl, a.keep);
 	if (got < 0)
 		return QUERY_UNAVAILABLE;
+listed:
 	if (a.nomem) {
 		snprintf(err, errlen, "out of memory listing the hosts");
 		return QUERY_INTERNAL;
