@@ -115,6 +115,52 @@ Test(store_url, parses_forms)
 	cr_assert(u.tls);
 }
 
+/* Commands are written as hiredis writes them, byte for byte: any arguments. */
+Test(store_url, commands_are_formatted_as_hiredis_formats_them)
+{
+	static char big[70000];
+	uint64_t seed = 7;
+
+	memset(big, 'x', sizeof(big));
+	for (int round = 0; round < 500; round++) {
+		const char *argv[12];
+		size_t lens[12];
+		char bufs[12][64];
+		int argc = 1 + (int)(test_rand(&seed) % 12);
+		char *a = NULL, *b = NULL;
+		int la, lb;
+
+		for (int i = 0; i < argc; i++) {
+			size_t n = test_rand(&seed) % 64;
+
+			for (size_t k = 0; k < n; k++)
+				bufs[i][k] = (char)test_rand(&seed);	/* any byte, \0 and \r too */
+			argv[i] = bufs[i];
+			lens[i] = n;
+		}
+		if (round % 50 == 0) {
+			argv[0] = big;
+			lens[0] = round % 100 ? sizeof(big) : 0;
+		}
+		la = conn_format(&a, argc, argv, lens);
+		lb = redisFormatCommandArgv(&b, argc, argv, lens);
+		cr_assert_eq(la, lb, "round %d: %d bytes, hiredis %d", round, la, lb);
+		cr_assert(!memcmp(a, b, (size_t)la), "round %d differs", round);
+		free(a);
+		redisFreeCommand(b);
+	}
+	{
+		const char *argv[] = { "XRANGE", "fl:{h}:s1", "-", "+" };
+		char *a = NULL, *b = NULL;
+		int la = conn_format(&a, 4, argv, NULL), lb = redisFormatCommandArgv(&b, 4, argv, NULL);
+
+		cr_assert_eq(la, lb);
+		cr_assert(!memcmp(a, b, (size_t)la));
+		free(a);
+		redisFreeCommand(b);
+	}
+}
+
 Test(store, keys_carry_host_hash_tag)
 {
 	char k[128];

@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -479,6 +480,54 @@ static redisReply *exchange(struct conn *c, int slot, int node, const char *cmd,
 	return NULL;
 }
 
+/* n in decimal at p (no terminator); how many digits. */
+static int put_decimal(char *p, size_t n)
+{
+	char tmp[24];
+	int k = 0;
+
+	do {
+		tmp[k++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	for (int i = 0; i < k; i++)
+		p[i] = tmp[k - 1 - i];
+	return k;
+}
+
+/*
+ * hiredis 0.14 writes each argument's header with sprintf: ~4,000
+ * instructions a command, a sixth of a fleet query's reading.
+ */
+int conn_format(char **out, int argc, const char **argv, const size_t *lens)
+{
+	size_t total = 1 + 21 + 2, at = 0;
+	char *p;
+
+	for (int i = 0; i < argc; i++)
+		total += 1 + 21 + 2 + (lens ? lens[i] : strlen(argv[i])) + 2;
+	if (total > INT_MAX || !(p = malloc(total)))
+		return -1;
+	p[at++] = '*';
+	at += (size_t)put_decimal(p + at, (size_t)argc);
+	p[at++] = '\r';
+	p[at++] = '\n';
+	for (int i = 0; i < argc; i++) {
+		size_t len = lens ? lens[i] : strlen(argv[i]);
+
+		p[at++] = '$';
+		at += (size_t)put_decimal(p + at, len);
+		p[at++] = '\r';
+		p[at++] = '\n';
+		memcpy(p + at, argv[i], len);
+		at += len;
+		p[at++] = '\r';
+		p[at++] = '\n';
+	}
+	*out = p;
+	return (int)at;
+}
+
 /* Send formatted cmd (len bytes, -1: formatting failed) routed by route; frees it. */
 static redisReply *command_formatted(struct conn *c, const char *route, char *cmd, int len)
 {
@@ -500,7 +549,7 @@ redisReply *conn_command(struct conn *c, const char *route, int argc, const char
 			 const size_t *lens)
 {
 	char *cmd = NULL;
-	int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	int len = conn_format(&cmd, argc, argv, lens);
 
 	return command_formatted(c, route, cmd, len);
 }
@@ -545,7 +594,7 @@ redisReply *conn_command_at(struct conn *c, int node, int argc, const char **arg
 			    const size_t *lens)
 {
 	char *cmd = NULL;
-	int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	int len = conn_format(&cmd, argc, argv, lens);
 	redisReply *r;
 
 	if (len < 0 || node < 0 || node >= c->nnodes) {
@@ -642,7 +691,7 @@ int conn_append(struct conn *c, const char *route, int argc, const char **argv,
 		const size_t *lens)
 {
 	char *cmd;
-	int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	int len = conn_format(&cmd, argc, argv, lens);
 
 	if (len < 0) {
 		set_err(c, "out of memory");

@@ -137,6 +137,14 @@ const char *conn_errstr(const struct conn *c);
 unsigned conn_key_slot(const char *key, size_t len);
 
 /*
+ * argv (lens NULL: C strings) as the RESP command a node reads, into *out
+ * (malloc'd, free()), byte for byte what hiredis's redisFormatCommandArgv
+ * writes, without its sprintf per argument.  Its length, or -1 when out
+ * of memory.
+ */
+int conn_format(char **out, int argc, const char **argv, const size_t *lens);
+
+/*
  * Send one command (argc strings argv with lengths lens; lens NULL: C
  * strings) routed by route (a key, NULL: any node) and wait for its reply,
  * following redirects.  Returns the reply (free with freeReplyObject; an
