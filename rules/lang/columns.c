@@ -706,9 +706,14 @@ static int scratch_fit(struct run_scratch *r, uint32_t nseries, uint32_t ncol)
 	return 0;
 }
 
-/* Point j (0-based) of a run: pts[j]'s values placed at a new newest slot. */
-static int run_point(struct columns *c, const struct snapshot *p, size_t j, uint64_t keep_ms,
-		     const struct columns_policy *policy, struct run_scratch *r)
+/*
+ * Point j (0-based) of a run: pts[j]'s values placed at a new newest slot.
+ * The columns that keep their newest value alone take the last point's
+ * (last): what they held is forgotten at the run's first point.
+ */
+static int run_point(struct columns *c, const struct snapshot *p, size_t j, int last,
+		     uint64_t keep_ms, const struct columns_policy *policy,
+		     struct run_scratch *r)
 {
 	struct col_ring *d = &c->ring;
 	size_t slot;
@@ -718,14 +723,16 @@ static int run_point(struct columns *c, const struct snapshot *p, size_t j, uint
 		col_drop_oldest(c);
 	if ((ret = col_ring_reserve(c)))
 		return ret;
-	col_forget_newest_only(c);
+	if (!j)
+		col_forget_newest_only(c);
 	slot = wrap(d, d->n);
 	for (uint32_t k = 0; k < c->ncol; k++)
 		if (c->col[k].keep)
 			clear_bit(c->col[k].present, slot);
 	d->ts[slot] = p->ts_ms;
 	d->n++;
-	if ((ret = scratch_fit(r, p->nseries, c->ncol)))
+	/* room for every column this point could add */
+	if ((ret = scratch_fit(r, p->nseries, c->ncol + p->nseries)))
 		return ret;
 	for (uint32_t i = 0; i < p->nseries; i++) {
 		const struct series *ser = &p->series[i];
@@ -735,9 +742,9 @@ static int run_point(struct columns *c, const struct snapshot *p, size_t j, uint
 
 		if (k < 0)
 			return (int)k;
-		if ((ret = scratch_fit(r, p->nseries, c->ncol)))
-			return ret;
 		r->col_of[i] = (uint32_t)k;
+		if (!c->col[k].keep && !last)
+			continue;	/* the newest value alone: the last point's */
 		if (ser->kind == SERIES_HISTOGRAM) {
 			if (!ser->sparse)
 				return -EINVAL;		/* a run's histograms are compact */
@@ -780,7 +787,7 @@ int columns_push_run(struct columns *c, const struct snapshot *pts, size_t n,
 	if (c->policy_gen != (policy ? policy->gen : 0))
 		col_follow_policy(c, policy);
 	for (size_t j = 0; j < n && !ret; j++)
-		ret = run_point(c, &pts[j], j, keep_ms, policy, &r);
+		ret = run_point(c, &pts[j], j, j + 1 == n, keep_ms, policy, &r);
 	/* the last point's series, in order, are newest's: linked to where they went */
 	for (uint32_t i = 0; !ret && i < newest->nseries; i++)
 		newest->series[i].link = r.col_of[i] + 1;
