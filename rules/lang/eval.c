@@ -269,7 +269,7 @@ static int eval_hist_part(const struct node *sel, enum range_fn rf, const struct
  * the newest snapshot's series in their order (only those whose name
  * hashes to name_hash, when the columns' hash index is current: fn must
  * check the name itself anyway), or for a window cut short the columns
- * that hold a value at its last point.  Stops at the first non-zero
+ * named so that hold a value at its last point.  Stops at the first non-zero
  * return and returns it.
  */
 static int each_at_end(const struct host_window *w, uint32_t name_hash,
@@ -293,8 +293,9 @@ static int each_at_end(const struct host_window *w, uint32_t name_hash,
 				ret = fn(&ser[i], columns_of(&ser[i]), arg);
 		return ret;
 	}
+	/* by name first (an int compare): a tail's history holds every series of the host */
 	for (uint32_t k = 0; k < c->ncol && !ret; k++)
-		if (columns_has(c, k, w->n - 1))
+		if (c->col[k].def.name_hash == name_hash && columns_has(c, k, w->n - 1))
 			ret = fn(&c->col[k].def, k, arg);
 	return ret;
 }
