@@ -43,6 +43,7 @@
 #include "store/keyspace.h"
 #include "store/store.h"
 #include "tests/helpers.h"
+#include "web/prom_api.h"
 #include "web/query.h"
 
 static struct test_redis redis;
@@ -1372,6 +1373,38 @@ Test(web, the_chunk_cache_answers_as_decoding_does, .init = start, .fini = stop,
 	cr_assert_leq(st.bytes, st.max_bytes);
 	chunk_cache_free(warm.cache);
 	conn_close(c);
+}
+
+/* Times are written as seconds, exactly, and read back to the same ms. */
+Test(prom_api, times_are_written_exactly_and_read_back)
+{
+	uint64_t x = 88172645463325252ULL;
+
+	for (long i = 0; i < 400000; i++) {
+		char got[40], want[40];
+		uint64_t ms, back;
+		size_t n;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		ms = i < 100000 ? (uint64_t)i : i % 2 ? x % 100000000000000ULL : (x % 10000000) * 1000;
+		n = prom_time_text(ms, got);
+		got[n] = '\0';
+		if (ms % 1000) {
+			char frac[8];
+
+			snprintf(frac, sizeof(frac), "%03u", (unsigned)(ms % 1000));
+			while (frac[strlen(frac) - 1] == '0')
+				frac[strlen(frac) - 1] = '\0';
+			snprintf(want, sizeof(want), "%" PRIu64 ".%s", ms / 1000, frac);
+		} else {
+			snprintf(want, sizeof(want), "%" PRIu64, ms / 1000);
+		}
+		cr_assert_str_eq(got, want, "%" PRIu64 " ms", ms);
+		cr_assert_eq(prom_parse_time(got, &back), 0, "%s", got);
+		cr_assert_eq(back, ms, "%s", got);
+	}
 }
 
 /* r's series whose labels render as key (k=v,... in order), or NULL. */

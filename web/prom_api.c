@@ -195,11 +195,7 @@ static void reply_error(struct prom_api *a, struct http_response *resp, enum que
 	reply(resp, error_status[e], o);
 }
 
-/*
- * A timestamp in seconds as the API writes one, exactly (1764500000.25, not
- * ...0.2499999) into buf (32 bytes); returns its length, no NUL.
- */
-static size_t time_text(uint64_t ms, char *buf)
+size_t prom_time_text(uint64_t ms, char *buf)
 {
 	char tmp[32], *p = tmp + sizeof(tmp);
 	uint64_t sec = ms / 1000;
@@ -218,20 +214,30 @@ static size_t time_text(uint64_t ms, char *buf)
 		}
 		*--p = '.';
 	}
-	do {
-		*--p = (char)('0' + sec % 10);
-		sec /= 10;
-	} while (sec);
+	/* two digits a division: a range's 11,000 steps write as many of these */
+	while (sec >= 10) {
+		static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+					    "25262728293031323334353637383940414243444546474849"
+					    "50515253545556575859606162636465666768697071727374"
+					    "75767778798081828384858687888990919293949596979899";
+		unsigned int two = (unsigned int)(sec % 100);
+
+		sec /= 100;
+		*--p = pairs[2 * two + 1];
+		*--p = pairs[2 * two];
+	}
+	if (sec || p == tmp + sizeof(tmp) || *p == '.')
+		*--p = (char)('0' + sec);
 	memcpy(buf, p, (size_t)(tmp + sizeof(tmp) - p));
 	return (size_t)(tmp + sizeof(tmp) - p);
 }
 
-/* A timestamp as a JSON number written as time_text writes it. */
+/* A timestamp as a JSON number written as prom_time_text writes it. */
 static json_object *json_time(uint64_t ms)
 {
 	char buf[33];
 
-	buf[time_text(ms, buf)] = '\0';
+	buf[prom_time_text(ms, buf)] = '\0';
 	return json_object_new_double_s((double)ms / 1000.0, buf);
 }
 
@@ -255,7 +261,7 @@ static void write_point(struct strbuf *sb, uint64_t ms, double v)
 	char buf[32 + FLOAT_TEXT_MAX + 8], *p = buf;
 
 	*p++ = '[';
-	p += time_text(ms, p);
+	p += prom_time_text(ms, p);
 	*p++ = ',';
 	*p++ = '"';
 	p += float_text(v, p);

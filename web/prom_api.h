@@ -54,6 +54,12 @@ void prom_api_stats(struct prom_api *a, struct prom_api_stats *out);
  */
 int prom_parse_time(const char *s, uint64_t *out_ms);
 
+/*
+ * A time (ms) as the API writes one: seconds, exactly (1764500000.25, not
+ * ...0.2499999), into buf (32 bytes); its length, no NUL.
+ */
+size_t prom_time_text(uint64_t ms, char *buf);
+
 /* A duration as the API takes one: seconds (a float) or 15s, 1m30s.  0 or -1. */
 int prom_parse_duration(const char *s, uint64_t *out_ms);
 
