@@ -346,6 +346,26 @@ int col_ring_reserve(struct columns *c)
 	return ring_grow(c, g->cap < 64 ? (g->cap ? g->cap * 2 : 16) : g->cap + g->cap / 8);
 }
 
+int col_make_room(struct columns *c, uint64_t ts, uint64_t keep_ms)
+{
+	while (c->ring.n && c->ring.ts[c->ring.head] + keep_ms < ts)
+		col_drop_oldest(c);
+	return col_ring_reserve(c);
+}
+
+size_t col_slot_open(struct columns *c, uint64_t ts)
+{
+	struct col_ring *d = &c->ring;
+	size_t slot = wrap(d, d->n);
+
+	for (uint32_t k = 0; k < c->ncol; k++)
+		if (c->col[k].keep)
+			clear_bit(c->col[k].present, slot);
+	d->ts[slot] = ts;
+	d->n++;
+	return slot;
+}
+
 int columns_reserve(struct columns *c, size_t n)
 {
 	return n > c->ring.cap ? ring_grow(c, n) : 0;
@@ -596,9 +616,7 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 	size_t slot;
 	int ret;
 
-	while (d->n && d->ts[d->head] + keep_ms < s->ts_ms)
-		col_drop_oldest(c);
-	ret = col_ring_reserve(c);
+	ret = col_make_room(c, s->ts_ms, keep_ms);
 	if (!ret && columns_len(c) && s->nseries) {
 		/*
 		 * consecutive snapshots of a host list their series in the same
@@ -624,12 +642,7 @@ int columns_push(struct columns *c, struct snapshot *s, uint64_t keep_ms,
 	if (c->policy_gen != (policy ? policy->gen : 0))
 		col_follow_policy(c, policy);
 	col_forget_newest_only(c);
-	slot = wrap(d, d->n);
-	for (uint32_t k = 0; k < c->ncol; k++)
-		if (c->col[k].keep)
-			clear_bit(c->col[k].present, slot);
-	d->ts[slot] = s->ts_ms;
-	d->n++;
+	slot = col_slot_open(c, s->ts_ms);
 	for (uint32_t i = 0; i < s->nseries && !ret; i++) {
 		s->series[i].link = 0;
 		ret = place(c, &s->series[i], slot,
@@ -719,18 +732,11 @@ static int run_point(struct columns *c, const struct snapshot *p, size_t j, int 
 	size_t slot;
 	int ret;
 
-	while (d->n && d->ts[d->head] + keep_ms < p->ts_ms)
-		col_drop_oldest(c);
-	if ((ret = col_ring_reserve(c)))
+	if ((ret = col_make_room(c, p->ts_ms, keep_ms)))
 		return ret;
 	if (!j)
 		col_forget_newest_only(c);
-	slot = wrap(d, d->n);
-	for (uint32_t k = 0; k < c->ncol; k++)
-		if (c->col[k].keep)
-			clear_bit(c->col[k].present, slot);
-	d->ts[slot] = p->ts_ms;
-	d->n++;
+	slot = col_slot_open(c, p->ts_ms);
 	/* room for every column this point could add */
 	if ((ret = scratch_fit(r, p->nseries, c->ncol + p->nseries)))
 		return ret;

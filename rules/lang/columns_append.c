@@ -100,18 +100,11 @@ int columns_append(struct columns *dst, const struct columns *src, size_t i0, ui
 	col_forget_newest_only(dst);
 	for (size_t i = i0; i < len; i++) {
 		uint64_t ts = columns_ts(src, i);
-		size_t ss = columns_slot(src, i), ds;
+		size_t ss = columns_slot(src, i);
 
-		while (dst->ring.n && dst->ring.ts[dst->ring.head] + keep_ms < ts)
-			col_drop_oldest(dst);
-		if (col_ring_reserve(dst))
+		if (col_make_room(dst, ts, keep_ms))
 			goto out;
-		ds = wrap(&dst->ring, dst->ring.n);
-		for (uint32_t k = 0; k < dst->ncol; k++)
-			if (dst->col[k].keep)
-				clear_bit(dst->col[k].present, ds);
-		dst->ring.ts[ds] = ts;
-		dst->ring.n++;
+		col_slot_open(dst, ts);	/* value_copy writes at the newest */
 		for (uint32_t k = 0; k < src->ncol; k++) {
 			struct column *dc;
 

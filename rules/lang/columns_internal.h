@@ -60,6 +60,12 @@ long col_add(struct columns *c, const struct series *ser, const struct columns_p
 /* Room for one more point (the ring grown by an eighth): 0 or -ENOMEM. */
 int col_ring_reserve(struct columns *c);
 
+/* Before a point at ts: the points older than keep_ms before it dropped, room made. */
+int col_make_room(struct columns *c, uint64_t ts, uint64_t keep_ms);
+
+/* A new newest point at ts (room made), holding no value yet: its slot. */
+size_t col_slot_open(struct columns *c, uint64_t ts);
+
 /* Drop the oldest point (a histogram delta on it is rebuilt in full). */
 void col_drop_oldest(struct columns *c);
 
