@@ -462,6 +462,7 @@ static int qload_arrived_run(struct qload *ql, size_t idx, const struct snapshot
 	size_t len = columns_len(&h->c);
 	uint64_t samples = 0;
 	struct snapshot last;
+	int ret;
 
 	if (ql->failed)
 		return 1;
@@ -474,8 +475,6 @@ static int qload_arrived_run(struct qload *ql, size_t idx, const struct snapshot
 		return 0;
 	if (ql->tier != 1) {
 		for (size_t i = 0; i < n; i++) {
-			int ret;
-
 			if (snapshot_copy(&last, &pts[i]))
 				goto nomem;
 			free(last.host);
@@ -501,8 +500,16 @@ static int qload_arrived_run(struct qload *ql, size_t idx, const struct snapshot
 		snapshot_free(&last);
 		goto nomem;
 	}
-	if (columns_push_run(&h->c, pts, n, &last, ql->keep_ms, ql->pol))
-		goto nomem;	/* not -EINVAL: the store's runs rise, after what is held */
+	ret = columns_push_run(&h->c, pts, n, &last, ql->keep_ms, ql->pol);
+	if (ret == -EINVAL) {
+		/* the store's runs rise, after what is held: a bug, said as one */
+		ql->failed = QUERY_INTERNAL;
+		snprintf(ql->why, sizeof(ql->why), "internal error: %s's chunk points out of "
+			 "order (%zu from %" PRIu64 " ms)", h->name, n, pts->ts_ms);
+		return 1;
+	}
+	if (ret)
+		goto nomem;
 	return 0;
 nomem:
 	ql->failed = QUERY_INTERNAL;
