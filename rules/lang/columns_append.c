@@ -134,11 +134,7 @@ int columns_append(struct columns *dst, const struct columns *src, size_t i0, ui
 		newest.series[j].link = link && link != SERIES_LINK_NONE && link <= src->ncol &&
 					map[link - 1] >= 0 ? (uint32_t)map[link - 1] + 1 : 0;
 	}
-	if (dst->newest.host)
-		col_newest_free(dst);
-	dst->newest = newest;
-	col_index_newest(dst);
-	col_collect(dst);
+	col_newest_take(dst, &newest, 1);
 	ret = 0;
 out:
 	free(h);

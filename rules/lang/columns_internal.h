@@ -1,5 +1,5 @@
 /*
- * columns_internal.h - what columns.c (the ring, columns_push) and
+ * columns_internal.h - what columns.c (the ring, columns_push), columns_run.c and
  * columns_append.c (another history appended) share; not for other files.
  */
 #ifndef FL_COLUMNS_INTERNAL_H
@@ -83,5 +83,32 @@ void col_forget_newest_only(struct columns *c);
 
 /* The policy changed (a reload): columns it now keeps get their rings. */
 void col_follow_policy(struct columns *c, const struct columns_policy *policy);
+
+/* ---- columns.c's, for columns_run.c -------------------------------------- */
+
+/*
+ * The histogram column col's (index k) point before slot s as prev (the
+ * newest before it) holds it, or NULL when it is not there or not directly
+ * before; hint: its index in prev, most likely.
+ */
+const struct hist_sparse *col_prev_hist(const struct columns *c, const struct column *col,
+					uint32_t k, const struct snapshot *prev, uint32_t hint,
+					size_t s);
+
+/*
+ * Column k's value at slot s (the newest point): series ser's (sp its
+ * histogram, compact), a histogram as its increase over older while the
+ * chain allows; a slot held already keeps its first value unless again.
+ */
+int col_put_value(struct columns *c, uint32_t k, const struct series *ser,
+		  const struct hist_sparse *sp, size_t s, const struct hist_sparse *older,
+		  int again);
+
+/* The column of ser: hint if it is the series' (sure: if the kind is), by id, or new. */
+long col_column_for(struct columns *c, const struct series *ser, long hint, int sure,
+		    const struct columns_policy *policy);
+
+/* s as the newest snapshot, taken over (free_old: the old one freed), indexed; columns collected. */
+void col_newest_take(struct columns *c, struct snapshot *s, int free_old);
 
 #endif
