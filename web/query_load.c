@@ -450,6 +450,19 @@ nomem:
 	return 1;
 }
 
+/* A copy of a lent point, filed under host h (a chunk may name another inside). */
+static int copy_as(struct snapshot *out, const struct snapshot *pt, const struct qhost *h)
+{
+	if (snapshot_copy(out, pt))
+		return -ENOMEM;
+	free(out->host);
+	if (!(out->host = strdup(h->name))) {
+		snapshot_free(out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /*
  * An ended chunk's points of host idx, lent (store_run_cb): on the 1 s
  * tier their values go straight into the host's columns
@@ -475,13 +488,8 @@ static int qload_arrived_run(struct qload *ql, size_t idx, const struct snapshot
 		return 0;
 	if (ql->tier != 1) {
 		for (size_t i = 0; i < n; i++) {
-			if (snapshot_copy(&last, &pts[i]))
+			if (copy_as(&last, &pts[i], h))
 				goto nomem;
-			free(last.host);
-			if (!(last.host = strdup(h->name))) {
-				snapshot_free(&last);
-				goto nomem;
-			}
 			ret = qload_arrived(&last, ql);
 			snapshot_free(&last);
 			if (ret)
@@ -493,10 +501,9 @@ static int qload_arrived_run(struct qload *ql, size_t idx, const struct snapshot
 		samples += pts[i].nseries;
 	if (qload_over(ql, samples))
 		return 1;
-	if (snapshot_copy(&last, &pts[n - 1]))
+	if (copy_as(&last, &pts[n - 1], h))
 		goto nomem;
-	free(last.host);
-	if (!(last.host = strdup(h->name)) || topology_apply(ql->o->topology, &last)) {
+	if (topology_apply(ql->o->topology, &last)) {
 		snapshot_free(&last);
 		goto nomem;
 	}
