@@ -43,6 +43,7 @@
 #include "store/keyspace.h"
 #include "store/store.h"
 #include "tests/helpers.h"
+#include "web/float_text.h"
 #include "web/prom_api.h"
 #include "web/query.h"
 
@@ -1404,6 +1405,112 @@ Test(prom_api, times_are_written_exactly_and_read_back)
 		cr_assert_str_eq(got, want, "%" PRIu64 " ms", ms);
 		cr_assert_eq(prom_parse_time(got, &back), 0, "%s", got);
 		cr_assert_eq(back, ms, "%s", got);
+	}
+}
+
+/*
+ * v's text checked against what it must be, without the code under test:
+ * plain notation that reads back as v, the digits printf rounds v to at
+ * that many significant digits, and one digit fewer not reading back.
+ */
+static void check_float_text(double v)
+{
+	char got[FLOAT_TEXT_MAX], sci[64], digits[64], *end;
+	size_t n = float_text(v, got), nd = 0;
+	int s = 0, seen = 0;
+
+	cr_assert_eq(n, strlen(got));
+	cr_assert_null(strpbrk(got, "eE"), "%s", got);
+	cr_assert_eq(memcmp(&(double){ strtod(got, &end) }, &v, sizeof(v)), 0, "%.17g as %s", v,
+		     got);
+	cr_assert_eq(*end, '\0', "%s", got);
+	/* no empty or zero-ended fraction: "1.", "1.50" are not shortest */
+	cr_assert(got[n - 1] != '.' && (!strchr(got, '.') || got[n - 1] != '0'), "%s", got);
+	if (v == 0)
+		return;
+	/* significant digits: from the first non-zero, trailing zeros of an integer kept */
+	for (const char *p = got; *p; p++) {
+		if (*p < '0' || *p > '9')
+			continue;
+		seen |= *p != '0';
+		if (seen)
+			digits[nd++] = *p;
+	}
+	digits[nd] = '\0';
+	s = (int)nd;
+	if (!strchr(got, '.'))		/* an integer: its trailing zeros are padding */
+		while (s > 1 && digits[s - 1] == '0')
+			digits[--s] = '\0';
+	snprintf(sci, sizeof(sci), "%.*e", s - 1, fabs(v));
+	nd = 0;
+	for (const char *p = sci; *p && *p != 'e'; p++)
+		if (*p != '.')
+			sci[nd++] = *p;
+	sci[nd] = '\0';
+	cr_assert_str_eq(digits, sci, "%.17g as %s", v, got);
+	if (s > 1) {
+		snprintf(sci, sizeof(sci), "%.*e", s - 2, v);
+		cr_assert_neq(strtod(sci, NULL), v, "%.17g: %s is shorter than %s", v, sci, got);
+	}
+}
+
+/*
+ * Sample values are written as Go's strconv.FormatFloat(v, 'f', -1, 64):
+ * the shortest decimal that reads back, in plain notation, whether the fast
+ * exact path (dyadic values of up to 16 digits, integers) or Ryu writes it.
+ */
+Test(prom_api, values_are_written_shortest_in_plain_notation)
+{
+	static const double fixed[] = { 0.1, 0.2, 0.3, 1.0 / 3, 2.0 / 3, 1e-7, 123.456, 0.5,
+		0.25, 0.2583160400390625, 0.24700927734375, 1e15, 1e15 - 1, 999999999999999.9,
+		9007199254740991.0, 9007199254740993.0, 1e21, 1e300, 5e-324, 2.2250738585072014e-308,
+		0x1p-16, 0x1p-38, 0x1p-39, 3 * 0x1p-40, 4503599627370495.5, 0.0009765625, 1.5e-5,
+		65535.9999847412109375, 1 - 0x1p-53, 1 + 0x1p-52, 100, 1e14 + 0.5, 1e15 + 0.5 };
+	char got[FLOAT_TEXT_MAX];
+	uint64_t x = 0x9E3779B97F4A7C15ULL;
+
+	cr_assert_eq(float_text(-0.0, got), 2);
+	cr_assert_str_eq(got, "-0");
+	float_text(0.0, got);
+	cr_assert_str_eq(got, "0");
+	float_text(NAN, got);
+	cr_assert_str_eq(got, "NaN");
+	float_text(-INFINITY, got);
+	cr_assert_str_eq(got, "-Inf");
+	float_text(1e-7, got);
+	cr_assert_str_eq(got, "0.0000001");
+	float_text(0.2583160400390625, got);
+	cr_assert_str_eq(got, "0.2583160400390625");
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		check_float_text(fixed[i]);
+		check_float_text(-fixed[i]);
+	}
+	for (long i = 0; i < 300000; i++) {
+		double v;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		switch (i % 5) {
+		case 0:		/* a ratio of 2^-16, as the probe's */
+			v = ldexp((double)(x % 65537), -16);
+			break;
+		case 1:		/* an odd multiple of 2^-k, any k */
+			v = ldexp((double)((x >> 20) | 1), -(int)(x % 90));
+			break;
+		case 2:		/* an integer up to 2^60 */
+			v = (double)(x >> (x % 40 + 4));
+			break;
+		case 3:		/* any finite double */
+			memcpy(&v, &x, sizeof(v));
+			if (!isfinite(v))
+				continue;
+			break;
+		default:	/* a rate: a count over a window */
+			v = (double)(x % 100000) / (double)(x % 300 + 1);
+			break;
+		}
+		check_float_text(x & 1 ? v : -v);
 	}
 }
 
