@@ -22,12 +22,73 @@
 #include "model/histogram.h"
 #include "core/strmap.h"
 
+/*
+ * Elements' label arrays are carved from slabs a value owns (a range query
+ * makes and frees a value a step, each element a label array: two mallocs
+ * and frees a step for one series), and a freed value's element array and
+ * first slab are kept per thread for the next value to take.
+ */
+struct label_slab {
+	struct label_slab *next;
+	size_t used, cap;		/* labels */
+	struct label l[];
+};
+
+#define SLAB_FIRST 64		/* labels in a value's first slab */
+
+static __thread struct velem *spare_e;
+static __thread size_t spare_cap;
+static __thread struct label_slab *spare_slab;
+
 void value_free(struct value *v)
 {
-	for (size_t i = 0; i < v->n; i++)
-		free(v->e[i].labels);
-	free(v->e);
+	struct label_slab *s = v->slab;
+
+	while (s) {
+		struct label_slab *next = s->next;
+
+		if (!spare_slab && s->cap == SLAB_FIRST) {
+			s->next = NULL;
+			spare_slab = s;
+		} else {
+			free(s);
+		}
+		s = next;
+	}
+	if (v->e && !spare_e) {
+		spare_e = v->e;
+		spare_cap = v->cap;
+	} else {
+		free(v->e);
+	}
 	memset(v, 0, sizeof(*v));
+}
+
+/* Room for n labels in v's slabs, or NULL on -ENOMEM. */
+static struct label *slab_take(struct value *v, size_t n)
+{
+	struct label_slab *s = v->slab;
+
+	if (!s || s->cap - s->used < n) {
+		size_t cap = s ? s->cap * 2 : SLAB_FIRST;
+
+		if (cap < n)
+			cap = n;
+		if (!s && cap == SLAB_FIRST && spare_slab) {
+			s = spare_slab;
+			spare_slab = NULL;
+		} else {
+			s = malloc(sizeof(*s) + cap * sizeof(s->l[0]));
+			if (!s)
+				return NULL;
+			s->cap = cap;
+		}
+		s->used = 0;
+		s->next = v->slab;
+		v->slab = s;
+	}
+	s->used += n;
+	return &s->l[s->used - n];
 }
 
 const char *velem_label(const struct velem *e, const char *key)
@@ -64,10 +125,15 @@ int value_push(struct value *v, const struct label *l, int nl, double x)
 {
 	struct velem *e;
 
+	if (!v->e && spare_e) {
+		v->e = spare_e;
+		v->cap = spare_cap;
+		spare_e = NULL;
+	}
 	if (ARRAY_GROW(v->e, v->cap, v->n + 1, 16))
 		return -ENOMEM;
 	e = &v->e[v->n];
-	e->labels = malloc(((size_t)nl + 1) * sizeof(*e->labels));
+	e->labels = slab_take(v, (size_t)nl + 1);
 	if (!e->labels)
 		return -ENOMEM;
 	if (nl)

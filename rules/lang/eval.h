@@ -65,11 +65,14 @@ struct velem {
 	double v;
 };
 
+struct label_slab;	/* the elements' label arrays, a few allocations a value */
+
 struct value {
 	int is_vector;
 	double scalar;
 	struct velem *e;
 	size_t n, cap;
+	struct label_slab *slab;	/* where value_push puts e[i].labels */
 };
 
 /*
