@@ -128,11 +128,11 @@ static void entry_bad(const struct read_ctx *rc, const redisReply *e, const char
 }
 
 /* A new run of cp over holder h's points from `at` (its end set as it grows). */
-static struct chunk_run *run_open(struct chunk_points *cp, size_t *cap, uint32_t h, size_t at)
+static struct chunk_run *run_open(struct chunk_points *cp, uint32_t h, size_t at)
 {
 	struct chunk_run *g;
 
-	if (ARRAY_GROW(cp->run, *cap, cp->nrun + 1, 8))
+	if (ARRAY_GROW(cp->run, cp->caprun, cp->nrun + 1, 8))
 		return NULL;
 	g = &cp->run[cp->nrun++];
 	g->pts = cp->holder[h].pts;
@@ -193,7 +193,7 @@ void chunks_take(struct read_ctx *rc, redisReply *r, uint64_t to_ms, size_t *bad
 				g = NULL;	/* out of range or not rising: a run ends */
 				continue;
 			}
-			if (!g && !(g = run_open(cp, &cp->caprun, (uint32_t)(cp->nholder - 1), k)))
+			if (!g && !(g = run_open(cp, (uint32_t)(cp->nholder - 1), k)))
 				break;
 			g->n = k + 1;
 			last = ts;
