@@ -51,13 +51,15 @@ static void put_digits(char *p, uint64_t u, int n)
  * length, or 0 when v is not of that kind (the caller falls back on Ryu).
  *
  * A finite v is M / 2^k, M odd, so its exact decimal ends in a 5 at the
- * k-th fractional digit (M * 5^k / 10^k).  When that decimal has s <= 16
- * significant digits, every decimal shorter than it is a multiple of
- * 10^(E-s+2) (E the exponent of its leading digit) and so at least
- * 5 * 10^(E-s+1) >= 5 * 10^(E-15) away from v, while half an ulp of v is
- * below 10^(E+1) * 2^-53 < 1.12 * 10^(E-15): none reads back as v, and
- * the exact decimal is the shortest (and closest) one.  Integers below
- * 10^15 are exact and shortest the same way.  Most sample values are of
+ * k-th fractional digit (M * 5^k / 10^k).  Say that decimal has s <= 16
+ * significant digits, the first at 10^E.  A decimal of fewer digits at or
+ * above 10^E is a multiple of 10^(E-s+2), so at least 5 * 10^(E-s+1) >=
+ * 5 * 10^(E-15) from v, while half an ulp of v is below 10^(E+1) * 2^-53 <
+ * 1.12 * 10^(E-15); one below 10^E is a multiple of 10^(E-s+1), as v is,
+ * so at least 10^(E-15) from it, and to be near it v must be within an ulp
+ * of 10^E, where half an ulp is below 2.3 * 10^(E-16).  So none reads
+ * back as v, and the exact decimal is the shortest (and closest) one.
+ * Integers below 10^15 are exact and shortest the same way.  Most sample values are of
  * this kind (counts, bytes, ratios of 2^-16), and this costs a fraction
  * of the general algorithm.  64-bit arithmetic but for one product.
  */
@@ -105,7 +107,8 @@ static size_t exact_text(double v, char *buf)
 		*p = '\0';
 		return (size_t)(p - buf);
 	}
-	frac = (unsigned __int128)(m & ((1ULL << k) - 1)) * pow5[k];	/* the k fractional digits: frac / 10^k */
+	/* the k fractional digits: frac / 10^k */
+	frac = (unsigned __int128)(m & ((1ULL << k) - 1)) * pow5[k];
 	if (k > 19) {
 		hi = (uint64_t)(frac / TEN19);
 		lo = (uint64_t)(frac % TEN19);
@@ -113,7 +116,7 @@ static size_t exact_text(double v, char *buf)
 		hi = 0;
 		lo = (uint64_t)frac;
 	}
-	/* significant digits: the integer's and every fractional one, or the fraction's from its first non-zero */
+	/* significant: the integer's digits and every fractional one, else from the first non-zero */
 	sig = ipart ? idigits + k : hi ? digit_count(hi) + 19 : digit_count(lo);
 	if (sig > 16)
 		return 0;
