@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +40,46 @@ struct label_slab {
 static __thread struct velem *spare_e;
 static __thread size_t spare_cap;
 static __thread struct label_slab *spare_slab;
+static __thread int spare_armed;
+static pthread_key_t spare_key;
+static int spare_key_made;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+/* A thread's spares go with it (a key's destructor runs at its exit). */
+static void spare_drop(void *unused)
+{
+	(void)unused;
+	free(spare_e);
+	free(spare_slab);
+	spare_e = NULL;
+	spare_slab = NULL;
+}
+
+static void spare_key_make(void)
+{
+	spare_key_made = !pthread_key_create(&spare_key, spare_drop);
+}
+
+/* Whether this thread may keep spares: its exit frees them. */
+static int spare_arm(void)
+{
+	if (!spare_armed) {
+		pthread_once(&spare_once, spare_key_make);
+		spare_armed = spare_key_made && !pthread_setspecific(spare_key, &spare_key) ?
+			      1 : -1;
+	}
+	return spare_armed > 0;
+}
 
 void value_free(struct value *v)
 {
 	struct label_slab *s = v->slab;
+	int keep = (v->slab || v->e) && spare_arm();
 
 	while (s) {
 		struct label_slab *next = s->next;
 
-		if (!spare_slab && s->cap == SLAB_FIRST) {
+		if (keep && !spare_slab && s->cap == SLAB_FIRST) {
 			s->next = NULL;
 			spare_slab = s;
 		} else {
@@ -55,7 +87,7 @@ void value_free(struct value *v)
 		}
 		s = next;
 	}
-	if (v->e && !spare_e) {
+	if (keep && v->e && !spare_e) {
 		spare_e = v->e;
 		spare_cap = v->cap;
 	} else {
