@@ -458,7 +458,8 @@ static long last_at_from(const struct columns *c, uint64_t t, long *at)
  * before left it (last_at_from).
  */
 static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t reach,
-			 struct host_window *win, struct sel_memo **memo, long *at)
+			 struct host_window *win, struct sel_memo **memo, uint32_t **by_name,
+			 long *at)
 {
 	size_t nw = 0;
 
@@ -474,6 +475,7 @@ static size_t windows_at(const struct qload *ql, uint64_t t, uint64_t reach,
 		win[nw].minutes = ql->tier != 1 && !h->alerts ? h->m : NULL;
 		win[nw].nminutes = win[nw].minutes ? (size_t)k + 1 : 0;
 		win[nw].memo = memo ? memo[i] : NULL;
+		win[nw].by_name = by_name ? by_name[i] : NULL;
 		nw++;
 	}
 	return nw;
@@ -522,6 +524,7 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	struct collector keys = { 0 };
 	struct host_window *win = NULL;
 	struct sel_memo **memo = NULL;
+	uint32_t **by_name = NULL;
 	long *at_step = NULL;
 	const struct node *at;
 	const char *name;
@@ -572,20 +575,23 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	reach = expr_max_range(n) / 1000000 + stale;
 	/*
 	 * a range query's steps read the same columns: what a selector makes
-	 * of each (matches, labels) is worked out at its first step alone
+	 * of each (matches, labels) is worked out at its first step alone, and
+	 * the columns of a name are found by a search in their order by name
 	 */
 	if (step_ms && start_ms < end_ms) {
-		if (!(memo = calloc(ql.nh + 1, sizeof(*memo))))
+		if (!(memo = calloc(ql.nh + 1, sizeof(*memo))) ||
+		    !(by_name = calloc(ql.nh + 1, sizeof(*by_name))))
 			goto nomem;
 		for (size_t i = 0; i < ql.nh; i++)
 			if (ql.h[i].c.ncol &&
-			    !(memo[i] = calloc(ql.h[i].c.ncol, sizeof(**memo))))
+			    (!(memo[i] = calloc(ql.h[i].c.ncol, sizeof(**memo))) ||
+			     !(by_name[i] = eval_columns_by_name(&ql.h[i].c))))
 				goto nomem;
 	}
 	name = expr_result_name(n);
 	for (uint64_t t = start_ms;; t += step_ms) {
 		struct value v = { 0 };
-		size_t nw = windows_at(&ql, t, reach, win, memo, at_step);
+		size_t nw = windows_at(&ql, t, reach, win, memo, by_name, at_step);
 		int bad;
 
 		if (time_mono_ns() > ql.deadline_ns) {
@@ -626,6 +632,9 @@ out:
 	for (size_t i = 0; memo && i < ql.nh; i++)
 		sel_memo_free(memo[i], ql.h[i].c.ncol);
 	free(memo);
+	for (size_t i = 0; by_name && i < ql.nh; i++)
+		free(by_name[i]);
+	free(by_name);
 	if (hot)
 		query_hot_release(hot);
 	free(win);

@@ -391,11 +391,56 @@ static int each_at_end(const struct host_window *w, uint32_t name_hash,
 				ret = fn(&ser[i], columns_of(&ser[i]), arg);
 		return ret;
 	}
+	if (w->by_name) {
+		/* the first column of that name, by a binary search; then those after it */
+		size_t lo = 0, hi = c->ncol;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (c->col[w->by_name[mid]].def.name_hash < name_hash)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < c->ncol && !ret; lo++) {
+			uint32_t k = w->by_name[lo];
+
+			if (c->col[k].def.name_hash != name_hash)
+				break;
+			if (columns_has(c, k, w->n - 1))
+				ret = fn(&c->col[k].def, k, arg);
+		}
+		return ret;
+	}
 	/* by name first (an int compare): a tail's history holds every series of the host */
 	for (uint32_t k = 0; k < c->ncol && !ret; k++)
 		if (c->col[k].def.name_hash == name_hash && columns_has(c, k, w->n - 1))
 			ret = fn(&c->col[k].def, k, arg);
 	return ret;
+}
+
+static int by_name_cmp(const void *a, const void *b, void *arg)
+{
+	const struct columns *c = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t hx = c->col[x].def.name_hash, hy = c->col[y].def.name_hash;
+
+	if (hx != hy)
+		return hx < hy ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+uint32_t *eval_columns_by_name(const struct columns *c)
+{
+	uint32_t *order = c->ncol ? malloc(c->ncol * sizeof(*order)) : NULL;
+
+	if (!order)
+		return NULL;
+	for (uint32_t k = 0; k < c->ncol; k++)
+		order[k] = k;
+	qsort_r(order, c->ncol, sizeof(*order), by_name_cmp, (void *)c);
+	return order;
 }
 
 struct sel_arg {

@@ -41,6 +41,13 @@ struct host_window {
 	 * newest snapshot stay as they are; free with sel_memo_free.
 	 */
 	struct sel_memo *memo;
+	/*
+	 * NULL, or c's column indices ordered by their name's hash, then by
+	 * index (eval_columns_by_name), kept alongside memo and valid as long:
+	 * a window cut short finds the columns a selector names by a binary
+	 * search instead of looking at every column at every step.
+	 */
+	const uint32_t *by_name;
 };
 
 struct sel_memo {
@@ -49,6 +56,13 @@ struct sel_memo {
 	int nl;
 	struct label *l;		/* the element's labels, borrowed strings */
 };
+
+/*
+ * c's column indices, c->ncol of them, ordered by their name's hash and
+ * then their index: host_window.by_name.  Malloc'd (the caller frees), or
+ * NULL on -ENOMEM or when c has no column.
+ */
+uint32_t *eval_columns_by_name(const struct columns *c);
 
 /* Free what memo[0..n) holds, and memo. */
 void sel_memo_free(struct sel_memo *memo, size_t n);
