@@ -32,6 +32,12 @@
 
 /* What Prometheus says before an error in the query itself. */
 #define QUERY_PARAM "invalid parameter \"query\": "
+/*
+ * Steps from which a range query orders each host's columns by name
+ * (eval_columns_by_name: ~8 compares a column of ~150) to find a
+ * selector's at every step by a search instead of a look at every column.
+ */
+#define QUERY_SORT_STEPS 16
 
 /* ---- the result ------------------------------------------------------ */
 
@@ -576,16 +582,19 @@ enum query_error query_run_expr(struct conn *rc, const struct query_opts *o,
 	/*
 	 * a range query's steps read the same columns: what a selector makes
 	 * of each (matches, labels) is worked out at its first step alone, and
+	 * with enough steps to pay for sorting them (a few compares a column),
 	 * the columns of a name are found by a search in their order by name
 	 */
 	if (step_ms && start_ms < end_ms) {
+		int sort = (end_ms - start_ms) / step_ms + 1 >= QUERY_SORT_STEPS;
+
 		if (!(memo = calloc(ql.nh + 1, sizeof(*memo))) ||
-		    !(by_name = calloc(ql.nh + 1, sizeof(*by_name))))
+		    (sort && !(by_name = calloc(ql.nh + 1, sizeof(*by_name)))))
 			goto nomem;
 		for (size_t i = 0; i < ql.nh; i++)
 			if (ql.h[i].c.ncol &&
 			    (!(memo[i] = calloc(ql.h[i].c.ncol, sizeof(**memo))) ||
-			     !(by_name[i] = eval_columns_by_name(&ql.h[i].c))))
+			     (sort && !(by_name[i] = eval_columns_by_name(&ql.h[i].c)))))
 				goto nomem;
 	}
 	name = expr_result_name(n);
