@@ -44,6 +44,14 @@ static void put_digits(char *p, uint64_t u, int n)
 		p[0] = (char)('0' + (int)(u % 10));
 }
 
+extern "C" size_t uint_text(uint64_t u, char *buf)
+{
+	int n = digit_count(u);
+
+	put_digits(buf, u, n);
+	return (size_t)n;
+}
+
 #define TEN19 10000000000000000000ULL
 
 /*

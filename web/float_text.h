@@ -18,6 +18,7 @@
 #define FL_WEB_FLOAT_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,13 @@ extern "C" {
 
 /* v into buf (FLOAT_TEXT_MAX bytes), NUL-terminated; returns its length. */
 size_t float_text(double v, char *buf);
+
+/*
+ * u in decimal into buf (at least 20 bytes), two digits a division, not
+ * terminated; returns its length.  The digits float_text writes, for
+ * other numbers in an answer (prom_time_text's seconds).
+ */
+size_t uint_text(uint64_t u, char *buf);
 
 #ifdef __cplusplus
 }

@@ -197,39 +197,20 @@ static void reply_error(struct prom_api *a, struct http_response *resp, enum que
 
 size_t prom_time_text(uint64_t ms, char *buf)
 {
-	char tmp[32], *p = tmp + sizeof(tmp);
-	uint64_t sec = ms / 1000;
+	size_t n = uint_text(ms / 1000, buf);
 	unsigned int frac = (unsigned int)(ms % 1000);
+	int digits = 3;
 
-	if (frac) {	/* ".25", not ".250" */
-		int digits = 3;
-
-		while (frac % 10 == 0) {
-			frac /= 10;
-			digits--;
-		}
-		while (digits--) {
-			*--p = (char)('0' + frac % 10);
-			frac /= 10;
-		}
-		*--p = '.';
+	if (!frac)
+		return n;
+	while (frac % 10 == 0) {	/* ".25", not ".250" */
+		frac /= 10;
+		digits--;
 	}
-	/* two digits a division: a range's 11,000 steps write as many of these */
-	while (sec >= 10) {
-		static const char pairs[] = "00010203040506070809101112131415161718192021222324"
-					    "25262728293031323334353637383940414243444546474849"
-					    "50515253545556575859606162636465666768697071727374"
-					    "75767778798081828384858687888990919293949596979899";
-		unsigned int two = (unsigned int)(sec % 100);
-
-		sec /= 100;
-		*--p = pairs[2 * two + 1];
-		*--p = pairs[2 * two];
-	}
-	if (sec || p == tmp + sizeof(tmp) || *p == '.')
-		*--p = (char)('0' + sec);
-	memcpy(buf, p, (size_t)(tmp + sizeof(tmp) - p));
-	return (size_t)(tmp + sizeof(tmp) - p);
+	buf[n++] = '.';
+	for (int i = digits - 1; i >= 0; i--, frac /= 10)
+		buf[n + (size_t)i] = (char)('0' + frac % 10);
+	return n + (size_t)digits;
 }
 
 /* A timestamp as a JSON number written as prom_time_text writes it. */
